@@ -1,0 +1,250 @@
+//! The commands, wiring the pipeline stages together. `main.rs` only parses and exits.
+
+use std::io::{IsTerminal, Write};
+
+use secrecy::SecretString;
+
+use crate::cli::{Cli, Command, Output, RunArgs, SourceArgs};
+use crate::config::{self, Config};
+use crate::discover::{self, Discovery};
+use crate::exit;
+use crate::plan;
+use crate::registry::Registries;
+use crate::report::{self, Counts, NotUpdated, Problem, RunReport, ScanEntry, ScanReport};
+use crate::resolve::{self, Outcome};
+use crate::source::{self, Workspace};
+
+/// Log to stderr. `IMAGEBUMP_LOG` (or `RUST_LOG`) wins over `-v`/`-q`.
+pub fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = std::env::var("IMAGEBUMP_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| format!("imagebump={level},warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_target(false)
+        .try_init();
+}
+
+pub fn main(cli: Cli) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::ERRORS;
+        }
+    };
+    match cli.command {
+        Command::Scan(args) => scan(&args),
+        Command::Run(args) => runtime.block_on(run(&args)),
+    }
+}
+
+fn git_token() -> Option<SecretString> {
+    ["IMAGEBUMP_GIT_TOKEN", "GITHUB_TOKEN"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|t| !t.is_empty()))
+        .map(SecretString::from)
+}
+
+/// Open the source and load the configuration; on failure, the exit code and message.
+fn prepare(args: &SourceArgs) -> Result<(Workspace, Config), (i32, String)> {
+    let ws = source::open(&args.source, args.git_ref.as_deref(), git_token())
+        .map_err(|e| (exit::ERRORS, e.to_string()))?;
+    let config = match config::locate(args.config.as_deref(), &ws.root) {
+        Some(path) => config::load(&path).map_err(|e| (exit::USAGE, e.to_string()))?,
+        None => Config::default(),
+    };
+    Ok((ws, config))
+}
+
+fn print_problems(problems: &[Problem]) {
+    let mut err = std::io::stderr().lock();
+    for p in problems {
+        let _ = writeln!(err, "error: {p}");
+    }
+}
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: cannot serialise the report: {e}"),
+    }
+}
+
+fn scan(args: &SourceArgs) -> i32 {
+    let (ws, config) = match prepare(args) {
+        Ok(x) => x,
+        Err((code, msg)) => {
+            eprintln!("error: {msg}");
+            return code;
+        }
+    };
+    let found = discover::discover(&ws.root, &config);
+    match args.output {
+        Output::Json => print_json(&ScanReport {
+            version: 1,
+            references: found.refs.iter().map(ScanEntry::from).collect(),
+            errors: &found.problems,
+        }),
+        Output::Text => {
+            print!("{}", report::scan_table(&found.refs));
+            let managed = found.refs.iter().filter(|r| r.is_managed()).count();
+            println!(
+                "\n{} references in {} files ({} managed, {} unmanaged)",
+                found.refs.len(),
+                found.files_scanned,
+                managed,
+                found.refs.len() - managed
+            );
+        }
+    }
+    print_problems(&found.problems);
+    if found.problems.is_empty() {
+        exit::OK
+    } else {
+        exit::ERRORS
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    DryRun,
+    Write,
+}
+
+async fn run(args: &RunArgs) -> i32 {
+    let remote = source::is_remote(&args.source.source);
+    let mode = match (args.write, args.dry_run, remote) {
+        (true, _, true) => {
+            eprintln!("error: --write applies edits to a local working tree; use it with a local directory");
+            return exit::USAGE;
+        }
+        (true, _, false) => Mode::Write,
+        (false, true, _) | (false, false, false) => Mode::DryRun,
+        (false, false, true) => {
+            eprintln!("error: pull-request mode is not available in this version; pass --dry-run to see the proposed diff");
+            return exit::USAGE;
+        }
+    };
+    let (ws, config) = match prepare(&args.source) {
+        Ok(x) => x,
+        Err((code, msg)) => {
+            eprintln!("error: {msg}");
+            return code;
+        }
+    };
+    let found = discover::discover(&ws.root, &config);
+    let registries = Registries::new(config.registries.clone());
+    let resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
+    let plan = plan::plan(&found, &resolved.outcomes);
+
+    let mut problems: Vec<Problem> = found.problems.clone();
+    problems.extend(resolved.problems.iter().cloned());
+    problems.extend(plan.problems.iter().cloned());
+    if mode == Mode::Write {
+        problems.extend(crate::deliver::write::write_all(&ws.root, &plan.files));
+    }
+
+    let counts = counts(&found, &resolved, &plan);
+    match args.source.output {
+        Output::Json => print_json(&RunReport {
+            version: 1,
+            mode: if mode == Mode::Write {
+                "write"
+            } else {
+                "dry-run"
+            },
+            commit: ws.commit.as_deref(),
+            counts,
+            updates: &plan.updates,
+            change_sets: &plan.change_sets,
+            not_updated: not_updated(&found, &resolved.outcomes),
+            requests: registries.stats.snapshot(),
+            errors: &problems,
+        }),
+        Output::Text => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{}", crate::deliver::diff::render(&plan.files, color));
+            if !plan.updates.is_empty() {
+                let _ = writeln!(out);
+                let _ = write!(out, "{}", report::updates_table(&plan.updates));
+            }
+            let verb = if mode == Mode::Write {
+                "applied"
+            } else {
+                "proposed"
+            };
+            let _ = writeln!(
+                out,
+                "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {} skipped, {} not checked) over {} repositories",
+                counts.updates,
+                plan.files.len(),
+                counts.references,
+                counts.managed,
+                counts.up_to_date,
+                counts.skipped,
+                counts.failed,
+                counts.repositories
+            );
+        }
+    }
+    print_problems(&problems);
+    if !problems.is_empty() {
+        exit::ERRORS
+    } else if args.exit_code && !plan.updates.is_empty() && mode == Mode::DryRun {
+        exit::PENDING
+    } else {
+        exit::OK
+    }
+}
+
+fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) -> Counts {
+    let count = |f: fn(&Outcome) -> bool| resolved.outcomes.iter().filter(|o| f(o)).count();
+    Counts {
+        files_scanned: found.files_scanned,
+        references: found.refs.len(),
+        managed: found.refs.iter().filter(|r| r.is_managed()).count(),
+        repositories: resolved.repositories,
+        updates: plan.updates.len(),
+        up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
+        skipped: count(|o| matches!(o, Outcome::Skipped(_))),
+        failed: count(|o| matches!(o, Outcome::Failed(_))),
+    }
+}
+
+fn not_updated<'a>(found: &'a Discovery, outcomes: &'a [Outcome]) -> Vec<NotUpdated<'a>> {
+    found
+        .refs
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(r, o)| {
+            let (status, reason) = match o {
+                Outcome::Update { .. } => return None,
+                Outcome::UpToDate => ("up-to-date", None),
+                Outcome::Skipped(s) => ("skipped", Some(s.as_str())),
+                Outcome::Unmanaged(s) => ("unmanaged", Some(s.as_str())),
+                Outcome::Failed(s) => ("not-checked", Some(s.as_str())),
+            };
+            Some(NotUpdated {
+                file: &r.file,
+                line: r.line,
+                image: r.image.to_string(),
+                tag: r.tag.as_deref(),
+                status,
+                reason,
+            })
+        })
+        .collect()
+}

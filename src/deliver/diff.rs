@@ -1,0 +1,54 @@
+//! Git-style unified diffs of the planned file changes.
+
+use similar::{ChangeTag, TextDiff};
+
+use crate::plan::FileChange;
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// A `diff --git` style patch of every change, coloured when `color` is set. Lines keep
+/// their own endings, so CRLF files show as CRLF.
+pub fn render(files: &[FileChange], color: bool) -> String {
+    let mut out = String::new();
+    for f in files {
+        let paint = |code: &str, s: &str| {
+            if color {
+                format!("{code}{s}{RESET}")
+            } else {
+                s.to_string()
+            }
+        };
+        out.push_str(&paint(
+            BOLD,
+            &format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", f.file),
+        ));
+        let diff = TextDiff::from_lines(&f.before, &f.after);
+        for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+            out.push_str(&paint(CYAN, &hunk.header().to_string()));
+            out.push('\n');
+            for change in hunk.iter_changes() {
+                let (sign, code) = match change.tag() {
+                    ChangeTag::Delete => ("-", Some(RED)),
+                    ChangeTag::Insert => ("+", Some(GREEN)),
+                    ChangeTag::Equal => (" ", None),
+                };
+                let line = change.value();
+                let (body, ending) = match line.strip_suffix('\n') {
+                    Some(b) => (b, "\n"),
+                    None => (line, "\n\\ No newline at end of file\n"),
+                };
+                let text = format!("{sign}{body}");
+                match code {
+                    Some(c) => out.push_str(&paint(c, &text)),
+                    None => out.push_str(&text),
+                }
+                out.push_str(ending);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,4 @@
+//! The deliver stage: show the plan (dry run) or apply it to the working tree.
+
+pub mod diff;
+pub mod write;

@@ -1,0 +1,43 @@
+//! `--write`: replace files atomically (temporary file in the same directory + rename).
+
+use std::io::Write as _;
+use std::path::Path;
+
+use crate::plan::FileChange;
+use crate::report::Problem;
+
+/// Write every changed file. Each file is replaced atomically; a file that changed on disk
+/// since it was read is left alone and reported.
+pub fn write_all(root: &Path, files: &[FileChange]) -> Vec<Problem> {
+    files
+        .iter()
+        .filter_map(|f| {
+            write_one(root, f)
+                .err()
+                .map(|e| Problem::at_file(&f.file, 0, 0, e))
+        })
+        .collect()
+}
+
+fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
+    let path = root.join(&f.file);
+    let current = std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
+    if current != f.before {
+        return Err("changed on disk during the run; not written".into());
+    }
+    let dir = path.parent().unwrap_or(root);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    tmp.write_all(f.after.as_bytes())
+        .map_err(|e| format!("cannot write: {e}"))?;
+    if let Ok(meta) = std::fs::metadata(&path) {
+        // Keep the file's mode; the temporary file is created 0600.
+        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| format!("cannot sync: {e}"))?;
+    tmp.persist(&path)
+        .map_err(|e| format!("cannot replace: {}", e.error))?;
+    Ok(())
+}

@@ -1,0 +1,284 @@
+//! Find every image reference in the manifest tree, with the exact location of its value(s).
+
+pub mod helm;
+pub mod kustomize;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+use crate::config::{Config, ScanConfig};
+use crate::policy::Policy;
+use crate::registry::name::{ImageName, Reference};
+use crate::report::Problem;
+use crate::yaml::{LineIndex, PathSeg, Scalar, Style};
+
+/// Which kind of file entry a reference comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefKind {
+    /// A kustomization's `images:` entry.
+    Kustomize,
+    /// A Helm values `image:` map (`registry`, `repository`, `tag`, `digest`).
+    HelmValues,
+    /// A Helm values `image: "repo:tag"` string.
+    HelmImageString,
+}
+
+/// One scalar imagebump may rewrite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    pub doc: usize,
+    pub path: Vec<PathSeg>,
+    pub span: Range<usize>,
+    pub style: Style,
+    pub raw: String,
+    pub format: SlotFormat,
+}
+
+/// What a slot holds, so the new value can be spelled the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotFormat {
+    /// Just the tag (`newTag: 1.2.3`, `tag: 1.2.3`).
+    Tag,
+    /// `tag@digest` in one scalar (kustomize `newTag: 1.2.3@sha256:…`).
+    TagAtDigest,
+    /// Just the digest (`digest: sha256:…`).
+    Digest,
+    /// A whole reference `name:tag[@digest]`; `name` is kept as written.
+    Reference { name: String },
+}
+
+/// An image reference found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRef {
+    /// Path relative to the root, `/`-separated.
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub kind: RefKind,
+    pub image: ImageName,
+    /// The image name as written in the file.
+    pub written: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+    /// The unit that owns the reference: a kustomization directory or a values file.
+    pub unit: String,
+    pub policy: Policy,
+    /// Why imagebump leaves this reference alone; `None` when it is managed.
+    pub unmanaged: Option<String>,
+    pub slots: Vec<Slot>,
+}
+
+impl ImageRef {
+    pub fn is_managed(&self) -> bool {
+        self.unmanaged.is_none()
+    }
+}
+
+/// Everything discovery found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub refs: Vec<ImageRef>,
+    /// Text of every file that holds a managed reference, for the edit stage.
+    pub sources: BTreeMap<String, String>,
+    pub problems: Vec<Problem>,
+    pub files_scanned: usize,
+}
+
+/// Per-file context handed to the file-kind scanners.
+pub struct FileCtx<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+    pub lines: LineIndex,
+    pub policy: &'a Policy,
+}
+
+impl FileCtx<'_> {
+    pub fn at(&self, offset: usize) -> (usize, usize) {
+        self.lines.line_col(offset)
+    }
+
+    pub fn problem(&self, offset: usize, message: impl Into<String>) -> Problem {
+        let (line, column) = self.at(offset);
+        Problem::at_file(self.file, line, column, message)
+    }
+
+    pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {
+        Slot {
+            doc,
+            path,
+            span: s.span.clone(),
+            style: s.style,
+            raw: self.text[s.span.clone()].to_string(),
+            format,
+        }
+    }
+
+    /// A reference whose tag lives at `s`; the caller fills in the slots and kind.
+    pub fn new_ref(&self, kind: RefKind, unit: &str, at: usize, r: Reference) -> ImageRef {
+        let (line, column) = self.at(at);
+        ImageRef {
+            file: self.file.to_string(),
+            line,
+            column,
+            kind,
+            image: r.name,
+            written: r.written,
+            tag: r.tag,
+            digest: r.digest,
+            unit: unit.to_string(),
+            policy: self.policy.clone(),
+            unmanaged: None,
+            slots: Vec::new(),
+        }
+    }
+}
+
+fn globset(patterns: &[String]) -> Result<GlobSet, Problem> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let g = Glob::new(p).map_err(|e| Problem::config(format!("bad glob {p:?}: {e}")))?;
+        b.add(g);
+    }
+    b.build().map_err(|e| Problem::config(e.to_string()))
+}
+
+struct Filters {
+    include: GlobSet,
+    exclude: GlobSet,
+    helm_values: GlobSet,
+}
+
+impl Filters {
+    fn new(scan: &ScanConfig) -> Result<Self, Problem> {
+        Ok(Filters {
+            include: globset(&scan.include)?,
+            exclude: globset(&scan.exclude)?,
+            helm_values: globset(&scan.helm_values)?,
+        })
+    }
+
+    fn wanted(&self, rel: &str) -> bool {
+        (self.include.is_empty() || self.include.is_match(rel)) && !self.exclude.is_match(rel)
+    }
+}
+
+enum FileKind {
+    Kustomization,
+    HelmValues,
+}
+
+fn classify(rel: &str, filters: &Filters) -> Option<FileKind> {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if matches!(
+        name,
+        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+    ) {
+        return Some(FileKind::Kustomization);
+    }
+    if filters.helm_values.is_match(rel) {
+        return Some(FileKind::HelmValues);
+    }
+    None
+}
+
+/// Directories never scanned: VCS metadata, vendored dependencies, and Helm chart
+/// `templates/` (Go templates, not YAML).
+fn skip_dir(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name == ".git" || name == "node_modules" {
+        return true;
+    }
+    name == "templates"
+        && path
+            .parent()
+            .is_some_and(|p| p.join("Chart.yaml").is_file())
+}
+
+/// Walk `root` and collect every reference.
+pub fn discover(root: &Path, config: &Config) -> Discovery {
+    let mut out = Discovery::default();
+    let filters = match Filters::new(&config.scan) {
+        Ok(f) => f,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
+    };
+    let policy = Policy {
+        strategy: config.defaults.strategy,
+    };
+    let mut files: Vec<(String, FileKind)> = Vec::new();
+    let walker = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.depth() > 0 && skip_dir(e.path())));
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                out.problems.push(Problem::general(format!(
+                    "cannot read directory entry: {e}"
+                )));
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if !filters.wanted(&rel) {
+            continue;
+        }
+        if let Some(kind) = classify(&rel, &filters) {
+            files.push((rel, kind));
+        }
+    }
+    for (rel, kind) in files {
+        out.files_scanned += 1;
+        let text = match std::fs::read_to_string(root.join(&rel)) {
+            Ok(t) => t,
+            Err(e) => {
+                out.problems
+                    .push(Problem::at_file(&rel, 0, 0, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        let ctx = FileCtx {
+            file: &rel,
+            text: &text,
+            lines: LineIndex::new(&text),
+            policy: &policy,
+        };
+        let docs = match crate::yaml::parse_located(&text) {
+            Ok(d) => d,
+            Err(e) => {
+                out.problems.push(Problem::at_file(
+                    &rel,
+                    e.line,
+                    e.column,
+                    format!("not valid YAML: {}", e.message),
+                ));
+                continue;
+            }
+        };
+        let before = out.refs.len();
+        match kind {
+            FileKind::Kustomization => {
+                kustomize::scan(&ctx, &docs, &mut out.refs, &mut out.problems)
+            }
+            FileKind::HelmValues => helm::scan(&ctx, &docs, &mut out.refs, &mut out.problems),
+        }
+        if out.refs[before..].iter().any(ImageRef::is_managed) {
+            out.sources.insert(rel, text);
+        }
+    }
+    out
+}

@@ -1,0 +1,25 @@
+//! imagebump: keeps the container images of a GitOps manifest repository current.
+//!
+//! The pipeline is `source → discover → resolve → plan → deliver`; each stage is a module
+//! and hands plain data to the next. See docs/architecture.md.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod deliver;
+pub mod discover;
+pub mod plan;
+pub mod policy;
+pub mod registry;
+pub mod report;
+pub mod resolve;
+pub mod source;
+pub mod yaml;
+
+/// Documented exit codes.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const ERRORS: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const PENDING: i32 = 3;
+}

@@ -1,0 +1,578 @@
+//! The HTTP side of one registry: auth handshake, retries, paging, size caps.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::{Mutex, Semaphore};
+
+use super::auth::{self, Challenge, Credential};
+use super::name::is_valid_tag;
+use super::{Error, Stats};
+use crate::config::RegistryConfig;
+
+const MAX_ATTEMPTS: u32 = 4;
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = Duration::from_secs(120);
+const TAG_LIST_LIMIT: usize = 32 * 1024 * 1024;
+const TOKEN_LIMIT: usize = 1024 * 1024;
+const MAX_PAGES: usize = 10_000;
+const PAGE_SIZE: usize = 1000;
+
+pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, \
+application/vnd.docker.distribution.manifest.list.v2+json, \
+application/vnd.oci.image.manifest.v1+json, \
+application/vnd.docker.distribution.manifest.v2+json";
+
+/// What the registry told us about authentication.
+#[derive(Debug, Clone)]
+enum Scheme {
+    Unknown,
+    Basic,
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
+}
+
+struct AuthState {
+    scheme: Scheme,
+    tokens: HashMap<String, (SecretString, Instant)>,
+}
+
+/// A repository's tags, with the names the registry sent that are not valid tags.
+#[derive(Debug, Clone, Default)]
+pub struct TagList {
+    pub tags: Vec<String>,
+    pub invalid: Vec<String>,
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    pub host: String,
+    pub endpoint: String,
+    credential: Option<Credential>,
+    credential_error: Option<String>,
+    auth: Mutex<AuthState>,
+    limit: Semaphore,
+    stats: Arc<Stats>,
+}
+
+impl Client {
+    pub fn new(
+        host: &str,
+        default_endpoint: String,
+        config: Option<&RegistryConfig>,
+        stats: Arc<Stats>,
+    ) -> Result<Client, Error> {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .user_agent(concat!("imagebump/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::limited(5));
+        let mut endpoint = default_endpoint;
+        let mut spec = None;
+        let mut concurrency = 8;
+        if let Some(c) = config {
+            if let Some(url) = &c.url {
+                endpoint = url.trim_end_matches('/').to_string();
+            }
+            if let Some(ca) = &c.ca_file {
+                let pem = std::fs::read(ca)
+                    .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
+                let tls = super::tls::client_config(&pem)
+                    .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
+                builder = builder.use_preconfigured_tls(tls);
+            }
+            if c.insecure {
+                builder = builder.danger_accept_invalid_certs(true);
+            }
+            spec = c.credentials.as_deref();
+            concurrency = c.concurrency.unwrap_or(concurrency).max(1);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+        let (credential, credential_error) = match auth::lookup(spec, host) {
+            Ok(c) => (c, None),
+            Err(e) => (None, Some(e)),
+        };
+        Ok(Client {
+            http,
+            host: host.to_string(),
+            endpoint,
+            credential,
+            credential_error,
+            auth: Mutex::new(AuthState {
+                scheme: Scheme::Unknown,
+                tokens: HashMap::new(),
+            }),
+            limit: Semaphore::new(concurrency),
+            stats,
+        })
+    }
+
+    /// Every tag of `repo`, following `Link: <…>; rel="next"` until there is none.
+    pub async fn list_tags(&self, repo: &str) -> Result<TagList, Error> {
+        if let Some(e) = &self.credential_error {
+            return Err(Error::Config(e.clone()));
+        }
+        let scope = format!("repository:{repo}:pull");
+        let mut url = format!("{}/v2/{repo}/tags/list?n={PAGE_SIZE}", self.endpoint);
+        let mut out = TagList::default();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_PAGES {
+            if !seen.insert(url.clone()) {
+                return Err(Error::Invalid {
+                    url,
+                    reason: "pagination loops back to a page already read".into(),
+                });
+            }
+            self.stats.tag_pages.fetch_add(1, Ordering::Relaxed);
+            let (headers, body) = self
+                .request(
+                    Method::GET,
+                    &url,
+                    &scope,
+                    "application/json",
+                    TAG_LIST_LIMIT,
+                )
+                .await?;
+            #[derive(serde::Deserialize)]
+            struct Page {
+                tags: Option<Vec<String>>,
+            }
+            let page: Page = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
+                url: url.clone(),
+                reason: format!("tag list is not valid JSON: {e}"),
+            })?;
+            for t in page.tags.unwrap_or_default() {
+                if is_valid_tag(&t) {
+                    out.tags.push(t);
+                } else {
+                    out.invalid.push(t);
+                }
+            }
+            match next_link(&headers, &self.endpoint) {
+                Some(next) => url = next,
+                None => return Ok(out),
+            }
+        }
+        Err(Error::Invalid {
+            url,
+            reason: format!("more than {MAX_PAGES} pages of tags"),
+        })
+    }
+
+    /// The digest of `reference` (a tag), by a HEAD request (not counted as a pull by
+    /// Docker Hub), falling back to hashing the manifest when the header is missing.
+    pub async fn manifest_digest(&self, repo: &str, reference: &str) -> Result<String, Error> {
+        let scope = format!("repository:{repo}:pull");
+        let url = format!("{}/v2/{repo}/manifests/{reference}", self.endpoint);
+        self.stats.manifests.fetch_add(1, Ordering::Relaxed);
+        let (headers, _) = self
+            .request(Method::HEAD, &url, &scope, MANIFEST_TYPES, 0)
+            .await?;
+        if let Some(d) = headers
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+        {
+            return Ok(d.to_string());
+        }
+        self.stats.manifests.fetch_add(1, Ordering::Relaxed);
+        let (_, body) = self
+            .request(Method::GET, &url, &scope, MANIFEST_TYPES, 4 * 1024 * 1024)
+            .await?;
+        use sha2::Digest;
+        Ok(format!("sha256:{:x}", sha2::Sha256::digest(&body)))
+    }
+
+    /// One logical request: authenticated, retried, size-capped.
+    async fn request(
+        &self,
+        method: Method,
+        url: &str,
+        scope: &str,
+        accept: &str,
+        limit: usize,
+    ) -> Result<(HeaderMap, Vec<u8>), Error> {
+        let _permit = self
+            .limit
+            .acquire()
+            .await
+            .map_err(|_| Error::Config("client closed".into()))?;
+        let started = Instant::now();
+        let mut attempt = 0;
+        let mut reauthenticated = false;
+        loop {
+            attempt += 1;
+            let result = self
+                .attempt(method.clone(), url, scope, accept, limit)
+                .await;
+            match result {
+                Ok(Attempt::Done(h, b)) => return Ok((h, b)),
+                Ok(Attempt::Challenge(challenge)) if !reauthenticated => {
+                    reauthenticated = true;
+                    self.learn(challenge, scope, url).await?;
+                    attempt -= 1;
+                }
+                Ok(Attempt::Challenge(_)) => {
+                    return Err(Error::Unauthorized {
+                        url: url.to_string(),
+                        status: 401,
+                    })
+                }
+                Err(e)
+                    if e.is_retryable()
+                        && attempt < MAX_ATTEMPTS
+                        && started.elapsed() < DEADLINE =>
+                {
+                    let wait = match &e {
+                        Error::RateLimited {
+                            retry_after: Some(d),
+                            ..
+                        } => (*d).min(MAX_RETRY_AFTER),
+                        _ => backoff(attempt),
+                    };
+                    tracing::debug!(%url, error = %e, wait_ms = wait.as_millis() as u64, "retrying");
+                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        method: Method,
+        url: &str,
+        scope: &str,
+        accept: &str,
+        limit: usize,
+    ) -> Result<Attempt, Error> {
+        let mut req = self
+            .http
+            .request(method.clone(), url)
+            .header(ACCEPT, accept);
+        if let Some(h) = self.auth_header(scope).await? {
+            req = req.header(AUTHORIZATION, h);
+        }
+        let resp = req.send().await.map_err(|e| transport(url, &e))?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        match status {
+            s if s.is_success() => {
+                let body = if method == Method::HEAD {
+                    Vec::new()
+                } else {
+                    read_capped(resp, url, limit).await?
+                };
+                Ok(Attempt::Done(headers, body))
+            }
+            StatusCode::UNAUTHORIZED => {
+                let challenge = headers
+                    .get(WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(auth::parse_challenge);
+                match challenge {
+                    Some(c) => Ok(Attempt::Challenge(c)),
+                    None => Err(Error::Unauthorized {
+                        url: url.to_string(),
+                        status: 401,
+                    }),
+                }
+            }
+            StatusCode::FORBIDDEN => Err(Error::Unauthorized {
+                url: url.to_string(),
+                status: 403,
+            }),
+            StatusCode::NOT_FOUND => Err(Error::NotFound {
+                url: url.to_string(),
+            }),
+            StatusCode::TOO_MANY_REQUESTS => Err(Error::RateLimited {
+                url: url.to_string(),
+                retry_after: headers
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after),
+            }),
+            s if s.is_server_error() => Err(Error::Server {
+                url: url.to_string(),
+                status: s.as_u16(),
+            }),
+            s => Err(Error::Status {
+                url: url.to_string(),
+                status: s.as_u16(),
+            }),
+        }
+    }
+
+    async fn auth_header(&self, scope: &str) -> Result<Option<String>, Error> {
+        let scheme = self.auth.lock().await.scheme.clone();
+        match scheme {
+            Scheme::Unknown => Ok(None),
+            Scheme::Basic => Ok(self.credential.as_ref().map(Credential::basic_header)),
+            Scheme::Bearer { realm, service } => {
+                let token = self.token(&realm, service.as_deref(), scope, false).await?;
+                Ok(Some(format!("Bearer {}", token.expose_secret())))
+            }
+        }
+    }
+
+    /// React to a 401 challenge: remember the scheme, drop a stale token.
+    async fn learn(&self, challenge: Challenge, scope: &str, url: &str) -> Result<(), Error> {
+        let mut state = self.auth.lock().await;
+        match challenge {
+            Challenge::Basic => {
+                if self.credential.is_none() {
+                    return Err(Error::Unauthorized {
+                        url: url.to_string(),
+                        status: 401,
+                    });
+                }
+                state.scheme = Scheme::Basic;
+            }
+            Challenge::Bearer { realm, service } => {
+                state.tokens.remove(scope);
+                state.scheme = Scheme::Bearer { realm, service };
+            }
+        }
+        Ok(())
+    }
+
+    async fn token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        _force: bool,
+    ) -> Result<SecretString, Error> {
+        if let Some((t, expires)) = self.auth.lock().await.tokens.get(scope) {
+            if Instant::now() < *expires {
+                return Ok(t.clone());
+            }
+        }
+        let mut url = reqwest::Url::parse(realm).map_err(|e| Error::Invalid {
+            url: realm.to_string(),
+            reason: format!("bad token realm: {e}"),
+        })?;
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(s) = service {
+                q.append_pair("service", s);
+            }
+            q.append_pair("scope", scope);
+        }
+        let url_s = url.to_string();
+        let mut req = self.http.get(url);
+        if let Some(c) = &self.credential {
+            req = req.header(AUTHORIZATION, c.basic_header());
+        }
+        self.stats.tokens.fetch_add(1, Ordering::Relaxed);
+        let resp = req.send().await.map_err(|e| transport(&url_s, &e))?;
+        let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Error::Unauthorized {
+                url: url_s,
+                status: status.as_u16(),
+            });
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(Error::RateLimited {
+                url: url_s,
+                retry_after: None,
+            });
+        }
+        if status.is_server_error() {
+            return Err(Error::Server {
+                url: url_s,
+                status: status.as_u16(),
+            });
+        }
+        if !status.is_success() {
+            return Err(Error::Status {
+                url: url_s,
+                status: status.as_u16(),
+            });
+        }
+        let body = read_capped(resp, &url_s, TOKEN_LIMIT).await?;
+        #[derive(serde::Deserialize)]
+        struct TokenResponse {
+            token: Option<String>,
+            access_token: Option<String>,
+            expires_in: Option<u64>,
+        }
+        let parsed: TokenResponse = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
+            url: url_s.clone(),
+            reason: format!("token response: {e}"),
+        })?;
+        let token = parsed
+            .token
+            .or(parsed.access_token)
+            .ok_or_else(|| Error::Invalid {
+                url: url_s.clone(),
+                reason: "token response has no token".into(),
+            })?;
+        // Renew a little early; the registry's minimum is 60 s.
+        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).max(60) - 10);
+        let secret = SecretString::from(token);
+        self.auth.lock().await.tokens.insert(
+            scope.to_string(),
+            (secret.clone(), Instant::now() + lifetime),
+        );
+        Ok(secret)
+    }
+}
+
+enum Attempt {
+    Done(HeaderMap, Vec<u8>),
+    Challenge(Challenge),
+}
+
+fn transport(url: &str, e: &reqwest::Error) -> Error {
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason = format!("{reason}: {s}");
+        source = s.source();
+    }
+    // A certificate or protocol failure will fail the same way next time.
+    let permanent =
+        reason.contains("certificate") || reason.contains("InvalidContentType") || e.is_builder();
+    Error::Transport {
+        url: url.to_string(),
+        reason,
+        retryable: !permanent,
+    }
+}
+
+async fn read_capped(
+    mut resp: reqwest::Response,
+    url: &str,
+    limit: usize,
+) -> Result<Vec<u8>, Error> {
+    if resp.content_length().is_some_and(|n| n as usize > limit) {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            limit,
+        });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(url, &e))? {
+        if body.len() + chunk.len() > limit {
+            return Err(Error::TooLarge {
+                url: url.to_string(),
+                limit,
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Exponential backoff with full jitter: 0..(200 ms × 2^attempt), at most 5 s.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = (200u64 << attempt.min(5)).min(5_000);
+    Duration::from_millis(fastrand::u64(ceiling / 2..=ceiling))
+}
+
+/// `Retry-After`: seconds or an HTTP date.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    if let Ok(secs) = v.trim().parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(v.trim()).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+/// The `rel="next"` target of a `Link` header, made absolute against the endpoint.
+fn next_link(headers: &HeaderMap, endpoint: &str) -> Option<String> {
+    for value in headers.get_all(LINK) {
+        let value = value.to_str().ok()?;
+        for part in value.split(',') {
+            let (target, params) = part.split_once(';')?;
+            if !params.split(';').any(|p| {
+                let p = p.trim().to_ascii_lowercase();
+                p == "rel=\"next\"" || p == "rel=next"
+            }) {
+                continue;
+            }
+            let target = target.trim().trim_start_matches('<').trim_end_matches('>');
+            if target.starts_with("http://") || target.starts_with("https://") {
+                return Some(target.to_string());
+            }
+            let origin = match endpoint
+                .find("://")
+                .and_then(|i| endpoint[i + 3..].find('/').map(|j| i + 3 + j))
+            {
+                Some(end) => &endpoint[..end],
+                None => endpoint,
+            };
+            return Some(format!(
+                "{origin}{}",
+                if target.starts_with('/') {
+                    target.to_string()
+                } else {
+                    format!("/{target}")
+                }
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_headers() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            LINK,
+            "</v2/a/tags/list?last=x&n=2>; rel=\"next\""
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(
+            next_link(&h, "http://127.0.0.1:5000").unwrap(),
+            "http://127.0.0.1:5000/v2/a/tags/list?last=x&n=2"
+        );
+        h.insert(
+            LINK,
+            "<https://r.example/v2/a/tags/list?last=y>; rel=next"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(
+            next_link(&h, "http://x").unwrap(),
+            "https://r.example/v2/a/tags/list?last=y"
+        );
+        assert_eq!(next_link(&HeaderMap::new(), "http://x"), None);
+    }
+
+    #[test]
+    fn retry_after() {
+        assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        for a in 1..10 {
+            assert!(backoff(a) <= Duration::from_secs(5));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Image names: parsing `[host/]path[:tag][@digest]` and Docker Hub normalisation.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+pub const DOCKER_HUB: &str = "docker.io";
+
+/// A registry repository, normalised: `docker.io/library/nginx`, `ghcr.io/acme/web`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct ImageName {
+    /// Registry host (with port), `docker.io` for Docker Hub.
+    pub registry: String,
+    /// Repository path inside the registry, `library/nginx` for Docker Hub's official images.
+    pub repository: String,
+}
+
+impl fmt::Display for ImageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.registry, self.repository)
+    }
+}
+
+/// A parsed reference as written in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub name: ImageName,
+    /// The name exactly as written (without tag and digest), for writing back.
+    pub written: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid image reference {input:?}: {reason}")]
+pub struct NameError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+static TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$").expect("static regex"));
+static COMPONENT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$").expect("static regex"));
+static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$").expect("static regex")
+});
+static HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
+        .expect("static regex")
+});
+
+pub fn is_valid_tag(tag: &str) -> bool {
+    TAG.is_match(tag)
+}
+
+pub fn is_valid_digest(digest: &str) -> bool {
+    DIGEST.is_match(digest)
+}
+
+/// Parse a repository name without tag or digest.
+pub fn parse_name(input: &str) -> Result<ImageName, NameError> {
+    let err = |reason| NameError {
+        input: input.to_string(),
+        reason,
+    };
+    if input.is_empty() {
+        return Err(err("empty name"));
+    }
+    let (first, rest) = match input.split_once('/') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (input, None),
+    };
+    let is_host =
+        rest.is_some() && (first.contains('.') || first.contains(':') || first == "localhost");
+    let (registry, path) = if is_host {
+        if !HOST.is_match(first) {
+            return Err(err("bad registry host"));
+        }
+        (first.to_string(), rest.unwrap_or_default().to_string())
+    } else {
+        (DOCKER_HUB.to_string(), input.to_string())
+    };
+    let registry = match registry.as_str() {
+        "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => {
+            DOCKER_HUB.to_string()
+        }
+        _ => registry,
+    };
+    if path.is_empty() || !path.split('/').all(|c| COMPONENT.is_match(c)) {
+        return Err(err("repository must be lowercase path components"));
+    }
+    let repository = if registry == DOCKER_HUB && !path.contains('/') {
+        format!("library/{path}")
+    } else {
+        path
+    };
+    Ok(ImageName {
+        registry,
+        repository,
+    })
+}
+
+/// Parse `name[:tag][@digest]`.
+pub fn parse_reference(input: &str) -> Result<Reference, NameError> {
+    let err = |reason| NameError {
+        input: input.to_string(),
+        reason,
+    };
+    let (rest, digest) = match input.split_once('@') {
+        Some((rest, d)) => {
+            if !is_valid_digest(d) {
+                return Err(err("bad digest"));
+            }
+            (rest, Some(d.to_string()))
+        }
+        None => (input, None),
+    };
+    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
+    let (written, tag) = match rest[last_slash..].rfind(':') {
+        Some(i) => {
+            let tag = &rest[last_slash + i + 1..];
+            if !is_valid_tag(tag) {
+                return Err(err("bad tag"));
+            }
+            (&rest[..last_slash + i], Some(tag.to_string()))
+        }
+        None => (rest, None),
+    };
+    let name = parse_name(written)?;
+    Ok(Reference {
+        name,
+        written: written.to_string(),
+        tag,
+        digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_hub_normalisation() {
+        assert_eq!(
+            parse_name("nginx").unwrap().to_string(),
+            "docker.io/library/nginx"
+        );
+        assert_eq!(
+            parse_name("bitnami/redis").unwrap().to_string(),
+            "docker.io/bitnami/redis"
+        );
+        assert_eq!(
+            parse_name("index.docker.io/library/nginx")
+                .unwrap()
+                .to_string(),
+            "docker.io/library/nginx"
+        );
+        assert_eq!(
+            parse_name("docker.io/nginx").unwrap().to_string(),
+            "docker.io/library/nginx"
+        );
+        assert_eq!(
+            parse_name("127.0.0.1:5000/a/b").unwrap().registry,
+            "127.0.0.1:5000"
+        );
+        assert_eq!(parse_name("localhost/a").unwrap().registry, "localhost");
+    }
+
+    #[test]
+    fn references() {
+        let r = parse_reference("ghcr.io/acme/web:1.2.3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef").unwrap();
+        assert_eq!(r.written, "ghcr.io/acme/web");
+        assert_eq!(r.tag.as_deref(), Some("1.2.3"));
+        assert!(r.digest.is_some());
+        let r = parse_reference("127.0.0.1:5000/app").unwrap();
+        assert_eq!(r.tag, None);
+        assert_eq!(r.name.repository, "app");
+        assert!(parse_reference("Nginx:1").is_err());
+        assert!(parse_reference("nginx:-bad").is_err());
+        assert!(parse_reference("nginx@sha256:short").is_err());
+    }
+}

@@ -1,0 +1,247 @@
+//! What a run tells the user: problems, the summary table, the JSON reports.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::discover::ImageRef;
+use crate::plan::{ChangeSet, Update};
+use crate::registry::name::ImageName;
+use crate::registry::StatsSnapshot;
+
+/// Something that went wrong for one file, registry or setting. The run carries on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    /// `file:line:column`, `registry/repository`, or `config`.
+    pub location: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Problem {
+    pub fn at_file(file: &str, line: usize, column: usize, message: impl Into<String>) -> Problem {
+        let location = if line == 0 {
+            file.to_string()
+        } else {
+            format!("{file}:{line}:{column}")
+        };
+        Problem {
+            location,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn registry(name: &ImageName, message: impl Into<String>, hint: Option<String>) -> Problem {
+        Problem {
+            location: name.to_string(),
+            message: message.into(),
+            hint,
+        }
+    }
+
+    pub fn config(message: impl Into<String>) -> Problem {
+        Problem {
+            location: "config".into(),
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn general(message: impl Into<String>) -> Problem {
+        Problem {
+            location: "imagebump".into(),
+            message: message.into(),
+            hint: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, " (hint: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+/// `scan --output json` entry.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanEntry<'a> {
+    pub file: &'a str,
+    pub line: usize,
+    pub column: usize,
+    pub kind: crate::discover::RefKind,
+    pub image: String,
+    pub name: &'a str,
+    pub tag: Option<&'a str>,
+    pub digest: Option<&'a str>,
+    pub unit: &'a str,
+    pub policy: &'a crate::policy::Policy,
+    pub managed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+}
+
+impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
+    fn from(r: &'a ImageRef) -> Self {
+        ScanEntry {
+            file: &r.file,
+            line: r.line,
+            column: r.column,
+            kind: r.kind,
+            image: r.image.to_string(),
+            name: &r.written,
+            tag: r.tag.as_deref(),
+            digest: r.digest.as_deref(),
+            unit: &r.unit,
+            policy: &r.policy,
+            managed: r.is_managed(),
+            reason: r.unmanaged.as_deref(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanReport<'a> {
+    pub version: u32,
+    pub references: Vec<ScanEntry<'a>>,
+    pub errors: &'a [Problem],
+}
+
+/// A reference that was looked at but not updated, and why.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotUpdated<'a> {
+    pub file: &'a str,
+    pub line: usize,
+    pub image: String,
+    pub tag: Option<&'a str>,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub files_scanned: usize,
+    pub references: usize,
+    pub managed: usize,
+    pub repositories: usize,
+    pub updates: usize,
+    pub up_to_date: usize,
+    pub skipped: usize,
+    pub failed: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport<'a> {
+    pub version: u32,
+    pub mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<&'a str>,
+    pub counts: Counts,
+    pub updates: &'a [Update],
+    pub change_sets: &'a [ChangeSet],
+    pub not_updated: Vec<NotUpdated<'a>>,
+    pub requests: StatsSnapshot,
+    pub errors: &'a [Problem],
+}
+
+/// Columns padded to their widest cell.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.zip(&widths).enumerate() {
+            if i + 1 == widths.len() {
+                s.push_str(cell);
+            } else {
+                let _ = write!(s, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+pub fn updates_table(updates: &[Update]) -> String {
+    let rows: Vec<Vec<String>> = updates
+        .iter()
+        .map(|u| {
+            vec![
+                u.name.clone(),
+                u.from.clone(),
+                u.to.clone(),
+                format!("{}:{}", u.file, u.line),
+            ]
+        })
+        .collect();
+    table(&["IMAGE", "FROM", "TO", "LOCATION"], &rows)
+}
+
+pub fn scan_table(refs: &[ImageRef]) -> String {
+    let rows: Vec<Vec<String>> = refs
+        .iter()
+        .map(|r| {
+            let current = match (&r.tag, &r.digest) {
+                (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),
+                (Some(t), None) => t.clone(),
+                (None, Some(d)) => format!("@{}", short_digest(d)),
+                (None, None) => "-".into(),
+            };
+            let status = match &r.unmanaged {
+                None => "managed".to_string(),
+                Some(reason) => format!("unmanaged: {reason}"),
+            };
+            vec![
+                format!("{}:{}", r.file, r.line),
+                r.written.clone(),
+                current,
+                status,
+            ]
+        })
+        .collect();
+    table(&["LOCATION", "IMAGE", "CURRENT", "STATUS"], &rows)
+}
+
+fn short_digest(d: &str) -> &str {
+    let end = d.find(':').map_or(0, |i| i + 1) + 12;
+    &d[..end.min(d.len())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align() {
+        let t = table(
+            &["A", "B"],
+            &[
+                vec!["long".into(), "x".into()],
+                vec!["s".into(), "y".into()],
+            ],
+        );
+        assert_eq!(t, "A     B\nlong  x\ns     y\n");
+    }
+}

@@ -1,0 +1,97 @@
+//! Where the manifests come from: a local directory or a shallow clone of a remote.
+
+pub mod git;
+
+use std::path::{Path, PathBuf};
+
+use secrecy::SecretString;
+
+/// The manifest tree a run works on.
+#[derive(Debug)]
+pub struct Workspace {
+    pub root: PathBuf,
+    /// The remote URL (credentials removed) when the tree was cloned.
+    pub remote: Option<String>,
+    /// The commit checked out, when the tree is a git checkout.
+    pub commit: Option<String>,
+    /// Keeps a temporary clone alive for the run.
+    _tmp: Option<tempfile::TempDir>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}: no such directory")]
+    NotFound(String),
+    #[error(transparent)]
+    Git(#[from] git::Error),
+    #[error("cannot create a temporary directory: {0}")]
+    Temp(std::io::Error),
+}
+
+/// True when `source` names a remote repository rather than a local path.
+pub fn is_remote(source: &str) -> bool {
+    ["https://", "http://", "ssh://", "git://", "file://"]
+        .iter()
+        .any(|p| source.starts_with(p))
+        || is_scp_like(source)
+}
+
+/// `git@github.com:org/repo.git`
+fn is_scp_like(source: &str) -> bool {
+    match source.split_once(':') {
+        Some((host, path)) => host.contains('@') && !host.contains('/') && !path.starts_with("//"),
+        None => false,
+    }
+}
+
+/// Open the manifest tree. A remote is cloned shallow into a temporary directory; the token,
+/// if any, is handed to git through its environment only.
+pub fn open(
+    source: &str,
+    git_ref: Option<&str>,
+    token: Option<SecretString>,
+) -> Result<Workspace, Error> {
+    if is_remote(source) {
+        let tmp = tempfile::Builder::new()
+            .prefix("imagebump-")
+            .tempdir()
+            .map_err(Error::Temp)?;
+        let dest = tmp.path().join("repo");
+        let (url, url_token) = git::split_credentials(source);
+        let git = git::Git::new(url_token.or(token));
+        git.clone_shallow(&url, git_ref, &dest)?;
+        let commit = git.head(&dest).ok();
+        return Ok(Workspace {
+            root: dest,
+            remote: Some(url),
+            commit,
+            _tmp: Some(tmp),
+        });
+    }
+    let root = Path::new(source);
+    if !root.is_dir() {
+        return Err(Error::NotFound(source.to_string()));
+    }
+    let commit = git::Git::new(None).head(root).ok();
+    Ok(Workspace {
+        root: root.to_path_buf(),
+        remote: None,
+        commit,
+        _tmp: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_detection() {
+        assert!(is_remote("https://github.com/org/repo.git"));
+        assert!(is_remote("git@github.com:org/repo.git"));
+        assert!(is_remote("file:///tmp/x"));
+        assert!(!is_remote("./manifests"));
+        assert!(!is_remote("C:/x"));
+        assert!(!is_remote("manifests"));
+    }
+}

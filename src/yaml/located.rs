@@ -1,0 +1,276 @@
+//! A read-only view of a YAML stream in which every scalar knows its byte span.
+
+use std::ops::Range;
+use std::str::FromStr;
+
+use rowan::ast::AstNode;
+use yaml_edit::{YamlFile, YamlNode};
+
+/// How a scalar is written in the file; edits keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Style {
+    Plain,
+    Single,
+    Double,
+    Block,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scalar {
+    /// The decoded value (quotes and escapes removed).
+    pub value: String,
+    /// Byte span of the scalar's text in the file, quotes included, anchor and tag excluded.
+    pub span: Range<usize>,
+    pub style: Style,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub name: String,
+    pub offset: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    Map {
+        entries: Vec<(Key, Node)>,
+        offset: usize,
+    },
+    Seq {
+        items: Vec<Node>,
+        offset: usize,
+    },
+    Scalar(Scalar),
+    /// Aliases, tagged nodes, complex keys: present but never edited.
+    Other {
+        offset: usize,
+    },
+}
+
+impl Node {
+    pub fn offset(&self) -> usize {
+        match self {
+            Node::Map { offset, .. } | Node::Seq { offset, .. } | Node::Other { offset } => *offset,
+            Node::Scalar(s) => s.span.start,
+        }
+    }
+
+    /// The value of key `name` in a mapping.
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        match self {
+            Node::Map { entries, .. } => {
+                entries.iter().find(|(k, _)| k.name == name).map(|(_, v)| v)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn as_scalar(&self) -> Option<&Scalar> {
+        match self {
+            Node::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The decoded string of a scalar value, `None` for anything else.
+    pub fn str_value(&self) -> Option<&str> {
+        self.as_scalar().map(|s| s.value.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(untagged)]
+pub enum PathSeg {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub index: usize,
+    pub root: Option<Node>,
+}
+
+/// Where a YAML file is broken.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Byte offset → 1-based line and column.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line.saturating_sub(1)];
+        (line, offset - start + 1)
+    }
+}
+
+/// Parse a YAML stream into located documents. Fails on anything libyaml rejects, with the
+/// line and column it reports.
+pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
+    validate(text)?;
+    let file = YamlFile::from_str(text).map_err(|e| ParseError {
+        line: 1,
+        column: 1,
+        message: e.to_string(),
+    })?;
+    let docs = file
+        .documents()
+        .enumerate()
+        .map(|(index, d)| {
+            let root = if let Some(m) = d.as_mapping() {
+                Some(convert(&YamlNode::Mapping(m)))
+            } else if let Some(s) = d.as_sequence() {
+                Some(convert(&YamlNode::Sequence(s)))
+            } else {
+                d.as_scalar().map(|s| convert(&YamlNode::Scalar(s)))
+            };
+            Doc { index, root }
+        })
+        .collect();
+    Ok(docs)
+}
+
+/// libyaml is the reference parser: what it rejects is broken, whatever the CST recovers.
+fn validate(text: &str) -> Result<(), ParseError> {
+    use serde::Deserialize;
+    for doc in yaml_serde::Deserializer::from_str(text) {
+        if let Err(e) = yaml_serde::Value::deserialize(doc) {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((1, 1));
+            let message = e.to_string();
+            // libyaml's message repeats the location; keep only the words.
+            let message = message
+                .split(" at line ")
+                .next()
+                .unwrap_or(&message)
+                .to_string();
+            return Err(ParseError {
+                line,
+                column,
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn offset_of(node: &yaml_edit::advanced::TextRange) -> usize {
+    u32::from(node.start()) as usize
+}
+
+fn convert(node: &YamlNode) -> Node {
+    match node {
+        YamlNode::Scalar(s) => {
+            let range = s.syntax().text_range();
+            let raw = s.syntax().text().to_string();
+            let style = if raw.starts_with('"') {
+                Style::Double
+            } else if raw.starts_with('\'') {
+                Style::Single
+            } else if raw.starts_with('|') || raw.starts_with('>') {
+                Style::Block
+            } else {
+                Style::Plain
+            };
+            Node::Scalar(Scalar {
+                value: s.as_string(),
+                span: u32::from(range.start()) as usize..u32::from(range.end()) as usize,
+                style,
+            })
+        }
+        YamlNode::Mapping(m) => {
+            let offset = offset_of(&m.syntax().text_range());
+            let mut entries = Vec::new();
+            for e in m.entries() {
+                let Some(YamlNode::Scalar(k)) = e.key_node() else {
+                    continue;
+                };
+                let key = Key {
+                    name: k.as_string(),
+                    offset: offset_of(&k.syntax().text_range()),
+                };
+                let value = match e.value_node() {
+                    Some(v) => convert(&v),
+                    None => Node::Other { offset: key.offset },
+                };
+                entries.push((key, value));
+            }
+            Node::Map { entries, offset }
+        }
+        YamlNode::Sequence(s) => Node::Seq {
+            items: s.values().map(|v| convert(&v)).collect(),
+            offset: offset_of(&s.syntax().text_range()),
+        },
+        YamlNode::Alias(a) => Node::Other {
+            offset: offset_of(&a.syntax().text_range()),
+        },
+        YamlNode::TaggedNode(t) => Node::Other {
+            offset: offset_of(&t.syntax().text_range()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_cover_exactly_the_scalar_text() {
+        let text = "a:\n  tag: &t \"1.2.0\" # c\n  b: [x, 'y']\n---\nz: 1\n";
+        let docs = parse_located(text).unwrap();
+        assert_eq!(docs.len(), 2);
+        let root = docs[0].root.as_ref().unwrap();
+        let tag = root
+            .get("a")
+            .unwrap()
+            .get("tag")
+            .unwrap()
+            .as_scalar()
+            .unwrap();
+        assert_eq!(&text[tag.span.clone()], "\"1.2.0\"");
+        assert_eq!(tag.value, "1.2.0");
+        assert_eq!(tag.style, Style::Double);
+        let Node::Seq { items, .. } = root.get("a").unwrap().get("b").unwrap() else {
+            panic!("not a sequence")
+        };
+        assert_eq!(items[1].as_scalar().unwrap().style, Style::Single);
+        assert_eq!(
+            docs[1].root.as_ref().unwrap().get("z").unwrap().str_value(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn broken_yaml_reports_line_and_column() {
+        let err = parse_located("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert!(err.column >= 1);
+    }
+
+    #[test]
+    fn line_index() {
+        let idx = LineIndex::new("ab\ncd\n\nx");
+        assert_eq!(idx.line_col(0), (1, 1));
+        assert_eq!(idx.line_col(4), (2, 2));
+        assert_eq!(idx.line_col(7), (4, 1));
+    }
+}

@@ -1,0 +1,33 @@
+//! Lossless YAML: a located read view (every scalar with its byte span) and byte-exact
+//! scalar edits that are verified by parsing the result again.
+//!
+//! Reading uses two parsers on purpose: `yaml_serde` (libyaml) decides whether the file is
+//! valid YAML and is the reference for verification, `yaml-edit` (a lossless CST) gives the
+//! byte spans. An edit replaces only the bytes of one scalar; afterwards both the old and the
+//! new text are parsed by `yaml_serde` and the result must equal the old document with exactly
+//! the intended values changed, otherwise the edit is refused.
+
+mod edit;
+mod located;
+
+pub use edit::{apply_edits, render_scalar, Edit, EditError};
+pub use located::{parse_located, Doc, Key, LineIndex, Node, ParseError, PathSeg, Scalar, Style};
+
+/// A YAML path inside one document, printed as `a.b[2].c`.
+pub fn path_to_string(path: &[PathSeg]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        match seg {
+            PathSeg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            PathSeg::Index(i) => {
+                out.push_str(&format!("[{i}]"));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,1447 @@
+//! Shared helpers for imagebump's integration tests.
+//!
+//! * [`Registry`]: a throw-away `docker-registry` (CNCF distribution 2.8) on a free loopback
+//!   port, plain HTTP, HTTPS, or HTTPS + htpasswd basic auth, with helpers that push tiny OCI
+//!   images straight through the distribution API.
+//! * [`GitServer`]: a bare copy of a local repository served over `git://` (git daemon) or
+//!   over smart HTTP (`git http-backend` behind a small in-process HTTP/1.1 server that
+//!   requires a token as the HTTP Basic password and logs what it saw).
+//! * [`require_tool`], [`git_command`], [`git`], [`make_worktree`].
+//!
+//! Everything is isolated per instance (own temp dir, own port), so tests can run in
+//! parallel processes under cargo-nextest. Every git call made here ignores the user's and
+//! the system's git configuration. Servers stop when their value is dropped, so keep them in
+//! a local of the test (a value in a `static` is never dropped and its child would outlive
+//! the test process). The helpers may be called from `#[tokio::test]` functions too.
+//!
+//! Facts about Debian's docker-registry (distribution 2.8.2) worth knowing when writing tests:
+//! `tags/list` is NOT sorted (filesystem order) and ignores `?n=` / `last=` (no `Link`
+//! header); `_catalog` does honour `?n=` and sends `Link: <...>; rel="next"`. htpasswd auth
+//! also works over plain HTTP. rustls refuses a self-signed certificate that is its own CA
+//! (`CaUsedAsEndEntity`), hence a CA plus a leaf certificate in the TLS modes.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+/// How long a server gets to come up.
+const START_DEADLINE: Duration = Duration::from_secs(10);
+/// How many times a server is started on a fresh port when its port was taken meanwhile.
+const PORT_ATTEMPTS: usize = 8;
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+pub const OCI_LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
+
+// ---------------------------------------------------------------------------------------------
+// tools
+// ---------------------------------------------------------------------------------------------
+
+/// Panics (never skips) when `name` is not an executable on `PATH`, naming the install command.
+pub fn require_tool(name: &str, debian_package: &str) {
+    if find_in_path(name).is_none() {
+        panic!(
+            "{name} not found: run `apt-get install -y {debian_package}` \
+             (needed by imagebump's integration tests)"
+        );
+    }
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            fs::metadata(p)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
+
+/// Runs `cmd`, panicking with its stderr when it cannot start or exits non-zero.
+fn run_checked(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{what}: {cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+/// A free loopback port (bind 127.0.0.1:0, read it, release it). The caller must cope with
+/// the port being taken again before it binds it (all servers here retry on a fresh port).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot bind 127.0.0.1:0 to find a free port")
+}
+
+/// A value unique to this process and call, for telling our server from someone else's.
+fn unique_token() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let seed = format!(
+        "{}-{}-{}-{:?}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        thread::current().id()
+    );
+    hex(&Sha256::digest(seed.as_bytes()))[..24].to_string()
+}
+
+fn tail_of_file(path: &Path, max_lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(max_lines);
+    lines[start..].join("\n")
+}
+
+fn kill_child(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn temp_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"))
+}
+
+/// Runs `f` on a fresh OS thread and returns its result (re-raising its panic). reqwest's
+/// blocking client panics when used or dropped inside a tokio runtime, so every use of it here
+/// goes through this; the helpers therefore also work from `#[tokio::test]` functions.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    thread::scope(|s| match s.spawn(f).join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// small encoders
+// ---------------------------------------------------------------------------------------------
+
+pub fn sha256_digest(data: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(data)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+pub fn base64_encode(data: &[u8]) -> String {
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in text.trim().bytes() {
+        if c == b'=' {
+            break;
+        }
+        let v = B64.iter().position(|&x| x == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let pair = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(pair, 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn yaml_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+// ---------------------------------------------------------------------------------------------
+// registry
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+pub enum RegistryMode {
+    /// Plain HTTP, no auth.
+    Plain,
+    /// HTTPS with a test CA (see [`Registry::ca_file`]), no auth.
+    Tls,
+    /// HTTPS plus htpasswd (bcrypt) HTTP Basic auth with this single user.
+    TlsBasicAuth { user: String, password: String },
+    /// Plain HTTP plus htpasswd Basic auth (distribution 2.8 does not insist on TLS for it);
+    /// for testing what a client does with credentials for an `http://` registry.
+    PlainBasicAuth { user: String, password: String },
+}
+
+/// A `docker-registry serve` child on a free loopback port. Killed on drop; its storage lives
+/// in its own temp dir.
+pub struct Registry {
+    port: u16,
+    tls: bool,
+    auth: Option<(String, String)>,
+    ca_file: Option<PathBuf>,
+    client: Option<reqwest::blocking::Client>,
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+/// A descriptor of an uploaded blob.
+#[derive(Clone, Debug)]
+struct Blob {
+    media_type: &'static str,
+    digest: String,
+    size: usize,
+}
+
+impl Registry {
+    /// Starts a registry; panics with a clear message (and the tail of its log) if it cannot.
+    pub fn start(mode: RegistryMode) -> Registry {
+        require_tool("docker-registry", "docker-registry");
+        let dir = temp_dir("imagebump-registry-");
+        let root = dir.path().to_path_buf();
+        let (tls, auth) = match &mode {
+            RegistryMode::Plain => (false, None),
+            RegistryMode::Tls => (true, None),
+            RegistryMode::TlsBasicAuth { user, password } => {
+                (true, Some((user.clone(), password.clone())))
+            }
+            RegistryMode::PlainBasicAuth { user, password } => {
+                (false, Some((user.clone(), password.clone())))
+            }
+        };
+
+        let mut tls_yaml = String::new();
+        let mut ca_file = None;
+        if tls {
+            let (ca, cert, key) = make_tls_files(&root);
+            tls_yaml = format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                yaml_quote(&cert.to_string_lossy()),
+                yaml_quote(&key.to_string_lossy())
+            );
+            ca_file = Some(ca);
+        }
+        let mut auth_yaml = String::new();
+        if let Some((user, password)) = &auth {
+            require_tool("htpasswd", "apache2-utils");
+            let out = run_checked(
+                Command::new("htpasswd").args(["-Bbn", user, password]),
+                "creating the registry's htpasswd file",
+            );
+            let htpasswd = root.join("htpasswd");
+            fs::write(&htpasswd, &out.stdout).expect("write htpasswd");
+            auth_yaml = format!(
+                "auth:\n  htpasswd:\n    realm: imagebump\n    path: {}\n",
+                yaml_quote(&htpasswd.to_string_lossy())
+            );
+        }
+
+        let client = off_runtime(|| {
+            let mut b = reqwest::blocking::Client::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(Duration::from_secs(30))
+                .pool_max_idle_per_host(16);
+            if let Some(ca) = &ca_file {
+                let pem = fs::read(ca).expect("read CA file");
+                let cert = reqwest::Certificate::from_pem(&pem).expect("parse CA PEM");
+                b = b.add_root_certificate(cert);
+            }
+            b.build().expect("build reqwest blocking client")
+        });
+
+        let config_path = root.join("config.yml");
+        let log_path = root.join("registry.log");
+        let scheme = if tls { "https" } else { "http" };
+        let mut last_failure = String::new();
+        for _attempt in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            let marker = unique_token();
+            let config = format!(
+                "version: 0.1\n\
+                 log:\n  level: error\n  formatter: text\n  accesslog:\n    disabled: true\n\
+                 storage:\n  filesystem:\n    rootdirectory: {data}\n  delete:\n    enabled: true\n  \
+                 maintenance:\n    uploadpurging:\n      enabled: false\n\
+                 http:\n  addr: 127.0.0.1:{port}\n  secret: {marker}\n  \
+                 headers:\n    X-Imagebump-Instance: [{marker}]\n{tls_yaml}\
+                 {auth_yaml}",
+                data = yaml_quote(&root.join("data").to_string_lossy()),
+            );
+            fs::write(&config_path, config).expect("write registry config.yml");
+            let log = fs::File::create(&log_path).expect("create registry log");
+            let mut cmd = Command::new("docker-registry");
+            cmd.arg("serve")
+                .arg(&config_path)
+                .current_dir(&root)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("dup log fd"))
+                .stderr(log);
+            for (k, _) in std::env::vars_os() {
+                if k.to_string_lossy().starts_with("REGISTRY_") {
+                    cmd.env_remove(k);
+                }
+            }
+            let mut child = cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot spawn docker-registry: {e}"));
+
+            let url = format!("{scheme}://127.0.0.1:{port}/v2/");
+            let deadline = Instant::now() + START_DEADLINE;
+            let outcome = loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    break Err((true, format!("docker-registry exited with {status}")));
+                }
+                let probe = off_runtime(|| {
+                    client
+                        .get(&url)
+                        .timeout(Duration::from_secs(2))
+                        .send()
+                        .map(|r| {
+                            let mine = r
+                                .headers()
+                                .get("X-Imagebump-Instance")
+                                .is_some_and(|v| v.as_bytes() == marker.as_bytes());
+                            (r.status().as_u16(), mine)
+                        })
+                        .map_err(|e| format!("{e:?}"))
+                });
+                match probe {
+                    Ok((200 | 401, true)) => break Ok(()),
+                    Ok((_, false)) => {
+                        break Err((true, format!("port {port} is served by another process")))
+                    }
+                    Ok((status, true)) => {
+                        break Err((false, format!("GET {url} answered {status}")))
+                    }
+                    Err(e) => last_failure = format!("GET {url}: {e}"),
+                }
+                if Instant::now() > deadline {
+                    break Err((
+                        false,
+                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
+                    ));
+                }
+                thread::sleep(Duration::from_millis(15));
+            };
+            match outcome {
+                Ok(()) => {
+                    return Registry {
+                        port,
+                        tls,
+                        auth,
+                        ca_file,
+                        client: Some(client),
+                        child,
+                        dir,
+                    };
+                }
+                Err((retry, why)) => {
+                    kill_child(&mut child);
+                    let log_tail = tail_of_file(&log_path, 30);
+                    let port_clash = log_tail.contains("address already in use")
+                        || why.contains("another process");
+                    last_failure = format!("{why}\nregistry log tail:\n{log_tail}");
+                    if retry && port_clash {
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+        off_runtime(move || drop(client));
+        panic!("docker-registry ({mode:?}) did not start: {last_failure}");
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// PEM of the CA that signed the registry's certificate (TLS modes only).
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.ca_file.clone()
+    }
+
+    /// `(user, password)` in the basic-auth mode.
+    pub fn credentials(&self) -> Option<(String, String)> {
+        self.auth.clone()
+    }
+
+    /// A docker `config.json` body with an `auths` entry for this registry (basic-auth mode),
+    /// or `{"auths":{}}`.
+    pub fn docker_config_json(&self) -> String {
+        let mut auths = serde_json::Map::new();
+        if let Some((u, p)) = &self.auth {
+            auths.insert(
+                self.host(),
+                serde_json::json!({ "auth": base64_encode(format!("{u}:{p}").as_bytes()) }),
+            );
+        }
+        serde_json::json!({ "auths": auths }).to_string()
+    }
+
+    /// The registry's temp dir (config.yml, registry.log, data/, TLS files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The registry's own log (level error).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+    }
+
+    /// Pushes a tiny image (one layer, one config, an OCI manifest) under each tag; all the
+    /// tags share one manifest. Returns nothing; see [`Registry::manifest_digest`].
+    pub fn push_tags(&self, repo: &str, tags: &[&str]) {
+        self.push_tags_digest(repo, tags);
+    }
+
+    /// As [`Registry::push_tags`], returning the manifest digest the tags point to.
+    pub fn push_tags_digest(&self, repo: &str, tags: &[&str]) -> String {
+        self.push_image(repo, tags, "2024-01-01T00:00:00Z")
+    }
+
+    /// Pushes an image under `tag` whose own config blob says `created` (RFC 3339),
+    /// os linux, architecture amd64.
+    pub fn push_tag_created(&self, repo: &str, tag: &str, created: &str) {
+        self.push_image(repo, &[tag], created);
+    }
+
+    /// As [`Registry::push_tag_created`], returning the manifest digest.
+    pub fn push_tag_created_digest(&self, repo: &str, tag: &str, created: &str) -> String {
+        self.push_image(repo, &[tag], created)
+    }
+
+    fn push_image(&self, repo: &str, tags: &[&str], created: &str) -> String {
+        let layer = tiny_layer_tar();
+        let config = serde_json::json!({
+            "created": created,
+            "architecture": "amd64",
+            "os": "linux",
+            "config": { "Labels": { "org.opencontainers.image.source": "imagebump-tests" } },
+            "rootfs": { "type": "layers", "diff_ids": [sha256_digest(&layer)] },
+            "history": [ { "created": created, "created_by": "imagebump test support" } ]
+        })
+        .to_string()
+        .into_bytes();
+        off_runtime(|| {
+            let layer = self.ensure_blob(repo, &layer, OCI_LAYER_TAR);
+            let config = self.ensure_blob(repo, &config, OCI_CONFIG);
+            let manifest = serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": OCI_MANIFEST,
+                "config": { "mediaType": config.media_type, "digest": config.digest, "size": config.size },
+                "layers": [ { "mediaType": layer.media_type, "digest": layer.digest, "size": layer.size } ]
+            })
+            .to_string()
+            .into_bytes();
+            let digest = sha256_digest(&manifest);
+            // A handful of manifest PUTs in flight at once: the registry's cost per PUT is
+            // mostly fsync-free file writes, so a little parallelism helps with many tags.
+            let workers = tags.len().clamp(1, 4);
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            thread::scope(|s| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        s.spawn(|| loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(tag) = tags.get(i) else { break };
+                            self.put_manifest(repo, tag, OCI_MANIFEST, &manifest);
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    if let Err(panic) = h.join() {
+                        std::panic::resume_unwind(panic);
+                    }
+                }
+            });
+            digest
+        })
+    }
+
+    /// PUTs raw manifest bytes under `reference` (a tag or digest) with `media_type`.
+    pub fn put_manifest(&self, repo: &str, reference: &str, media_type: &str, body: &[u8]) {
+        let url = format!("{}/v2/{repo}/manifests/{reference}", self.base_url());
+        let body = body.to_vec();
+        let resp = off_runtime(|| {
+            self.req(reqwest::Method::PUT, &url)
+                .header("Content-Type", media_type)
+                .body(body)
+                .send()
+        })
+        .unwrap_or_else(|e| panic!("PUT {url}: {e:?}"));
+        let status = resp.status();
+        if status.as_u16() != 201 {
+            let text = resp.text().unwrap_or_default();
+            panic!("PUT {url} answered {status}: {text}");
+        }
+    }
+
+    /// Uploads a blob unless the repository already has it; returns its descriptor.
+    fn ensure_blob(&self, repo: &str, data: &[u8], media_type: &'static str) -> Blob {
+        let digest = sha256_digest(data);
+        let blob = Blob {
+            media_type,
+            digest: digest.clone(),
+            size: data.len(),
+        };
+        let base = self.base_url();
+        let head_url = format!("{base}/v2/{repo}/blobs/{digest}");
+        let head = self
+            .req(reqwest::Method::HEAD, &head_url)
+            .send()
+            .unwrap_or_else(|e| panic!("HEAD {head_url}: {e:?}"));
+        if head.status().as_u16() == 200 {
+            return blob;
+        }
+        let post_url = format!("{base}/v2/{repo}/blobs/uploads/");
+        let post = self
+            .req(reqwest::Method::POST, &post_url)
+            .header("Content-Length", "0")
+            .send()
+            .unwrap_or_else(|e| panic!("POST {post_url}: {e:?}"));
+        if post.status().as_u16() != 202 {
+            let status = post.status();
+            panic!(
+                "POST {post_url} answered {status}: {}",
+                post.text().unwrap_or_default()
+            );
+        }
+        let location = post
+            .headers()
+            .get("Location")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("POST {post_url}: no Location header"))
+            .to_string();
+        let mut put_url = if location.starts_with("http://") || location.starts_with("https://") {
+            location
+        } else {
+            format!("{base}{location}")
+        };
+        put_url.push(if put_url.contains('?') { '&' } else { '?' });
+        put_url.push_str("digest=");
+        put_url.push_str(&digest.replace(':', "%3A"));
+        let put = self
+            .req(reqwest::Method::PUT, &put_url)
+            .header("Content-Type", "application/octet-stream")
+            .body(data.to_vec())
+            .send()
+            .unwrap_or_else(|e| panic!("PUT {put_url}: {e:?}"));
+        if put.status().as_u16() != 201 {
+            let status = put.status();
+            panic!(
+                "PUT {put_url} answered {status}: {}",
+                put.text().unwrap_or_default()
+            );
+        }
+        blob
+    }
+
+    /// All tags of `repo` (following `Link: <...>; rel="next"` pages if any), in the order the
+    /// registry gives them. distribution 2.8 does NOT sort them (filesystem order) and ignores
+    /// `?n=`/`last=` on tags/list, so sort before comparing. Empty when the repository does
+    /// not exist.
+    pub fn tags(&self, repo: &str) -> Vec<String> {
+        off_runtime(|| {
+            let mut tags = Vec::new();
+            let mut url = format!("{}/v2/{repo}/tags/list", self.base_url());
+            loop {
+                let resp = self
+                    .req(reqwest::Method::GET, &url)
+                    .send()
+                    .unwrap_or_else(|e| panic!("GET {url}: {e:?}"));
+                let status = resp.status().as_u16();
+                if status == 404 {
+                    return tags;
+                }
+                if status != 200 {
+                    panic!(
+                        "GET {url} answered {status}: {}",
+                        resp.text().unwrap_or_default()
+                    );
+                }
+                let next = resp
+                    .headers()
+                    .get("Link")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|link| {
+                        let start = link.find('<')? + 1;
+                        let end = link.find('>')?;
+                        link.contains("rel=\"next\"")
+                            .then(|| link[start..end].to_string())
+                    });
+                let body: serde_json::Value = resp
+                    .json()
+                    .unwrap_or_else(|e| panic!("GET {url}: bad JSON: {e}"));
+                if let Some(list) = body["tags"].as_array() {
+                    tags.extend(list.iter().filter_map(|t| t.as_str().map(String::from)));
+                }
+                match next {
+                    Some(n) if n.starts_with("http") => url = n,
+                    Some(n) => url = format!("{}{n}", self.base_url()),
+                    None => return tags,
+                }
+            }
+        })
+    }
+
+    /// The digest (`Docker-Content-Digest`) of the manifest `reference` points to.
+    pub fn manifest_digest(&self, repo: &str, reference: &str) -> String {
+        let url = format!("{}/v2/{repo}/manifests/{reference}", self.base_url());
+        off_runtime(|| {
+            let resp = self
+                .req(reqwest::Method::HEAD, &url)
+                .header(
+                    "Accept",
+                    "application/vnd.oci.image.manifest.v1+json, \
+                     application/vnd.oci.image.index.v1+json, \
+                     application/vnd.docker.distribution.manifest.v2+json, \
+                     application/vnd.docker.distribution.manifest.list.v2+json",
+                )
+                .send()
+                .unwrap_or_else(|e| panic!("HEAD {url}: {e:?}"));
+            if resp.status().as_u16() != 200 {
+                panic!("HEAD {url} answered {}", resp.status());
+            }
+            resp.headers()
+                .get("Docker-Content-Digest")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_else(|| panic!("HEAD {url}: no Docker-Content-Digest"))
+                .to_string()
+        })
+    }
+
+    /// A request with the registry's credentials (if any). Call inside `off_runtime`.
+    fn req(&self, method: reqwest::Method, url: &str) -> reqwest::blocking::RequestBuilder {
+        let client = self.client.as_ref().expect("registry client");
+        let rb = client.request(method, url);
+        match &self.auth {
+            Some((u, p)) => rb.basic_auth(u, Some(p)),
+            None => rb,
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        kill_child(&mut self.child);
+        let client = self.client.take();
+        off_runtime(move || drop(client));
+    }
+}
+
+/// A test CA plus a leaf certificate for 127.0.0.1 / localhost signed by it (rustls refuses a
+/// CA certificate used as the server's own certificate, so the leaf is a separate cert).
+/// Returns (ca.pem, server.pem, server.key).
+fn make_tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    require_tool("openssl", "openssl");
+    let ca_key = dir.join("ca.key");
+    let ca = dir.join("ca.pem");
+    let key = dir.join("server.key");
+    let csr = dir.join("server.csr");
+    let cert = dir.join("server.pem");
+    let ext = dir.join("server.ext");
+    let what = "creating the registry's test certificates";
+    run_checked(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "3650", "-subj", "/CN=imagebump test CA"])
+            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+            .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+            .arg("-keyout")
+            .arg(&ca_key)
+            .arg("-out")
+            .arg(&ca),
+        what,
+    );
+    run_checked(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-new",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-subj", "/CN=127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&csr),
+        what,
+    );
+    fs::write(
+        &ext,
+        "basicConstraints=critical,CA:FALSE\n\
+         keyUsage=critical,digitalSignature,keyEncipherment\n\
+         extendedKeyUsage=serverAuth\n\
+         subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .expect("write server.ext");
+    run_checked(
+        Command::new("openssl")
+            .args([
+                "x509",
+                "-req",
+                "-days",
+                "3650",
+                "-sha256",
+                "-set_serial",
+                "2",
+            ])
+            .arg("-in")
+            .arg(&csr)
+            .arg("-CA")
+            .arg(&ca)
+            .arg("-CAkey")
+            .arg(&ca_key)
+            .arg("-extfile")
+            .arg(&ext)
+            .arg("-out")
+            .arg(&cert),
+        what,
+    );
+    (ca, cert, key)
+}
+
+/// An uncompressed tar archive holding one small file (a valid OCI layer).
+fn tiny_layer_tar() -> Vec<u8> {
+    let content = b"imagebump test layer\n";
+    let mut header = [0u8; 512];
+    let put = |h: &mut [u8; 512], off: usize, s: &[u8]| h[off..off + s.len()].copy_from_slice(s);
+    put(&mut header, 0, b"imagebump.txt");
+    put(&mut header, 100, b"0000644\0");
+    put(&mut header, 108, b"0000000\0");
+    put(&mut header, 116, b"0000000\0");
+    put(
+        &mut header,
+        124,
+        format!("{:011o}\0", content.len()).as_bytes(),
+    );
+    put(&mut header, 136, b"00000000000\0");
+    put(&mut header, 148, b"        ");
+    header[156] = b'0';
+    put(&mut header, 257, b"ustar\0");
+    put(&mut header, 263, b"00");
+    let sum: u32 = header.iter().map(|&b| u32::from(b)).sum();
+    put(&mut header, 148, format!("{sum:06o}\0 ").as_bytes());
+    let mut tar = header.to_vec();
+    tar.extend_from_slice(content);
+    tar.resize(512 + 512, 0);
+    tar.resize(tar.len() + 1024, 0);
+    tar
+}
+
+// ---------------------------------------------------------------------------------------------
+// git
+// ---------------------------------------------------------------------------------------------
+
+/// A `git` command isolated from the user's and the system's configuration, never prompting,
+/// with a fixed author/committer identity.
+pub fn git_command() -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_AUTHOR_NAME", "imagebump test")
+        .env("GIT_AUTHOR_EMAIL", "test@imagebump.invalid")
+        .env("GIT_COMMITTER_NAME", "imagebump test")
+        .env("GIT_COMMITTER_EMAIL", "test@imagebump.invalid");
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_PROTOCOL",
+        "GIT_EXEC_PATH",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs an isolated `git <args>` in `dir`, panicking on failure; returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    require_tool("git", "git");
+    let out = run_checked(git_command().current_dir(dir).args(args), "git");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A fresh git repository (branch `main`) with `files` (relative path, content) committed.
+pub fn make_worktree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = temp_dir("imagebump-worktree-");
+    git(dir.path(), &["init", "--quiet", "-b", "main"]);
+    for (rel, content) in files {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create worktree dirs");
+        }
+        fs::write(&path, content).expect("write worktree file");
+    }
+    git(dir.path(), &["add", "--all"]);
+    git(
+        dir.path(),
+        &["commit", "--quiet", "--allow-empty", "-m", "initial"],
+    );
+    dir
+}
+
+enum GitServerKind {
+    Daemon { child: Child },
+    Http { shutdown: Arc<AtomicBool> },
+}
+
+/// A bare copy of a repository served over `git://` or smart HTTP on a free loopback port.
+pub struct GitServer {
+    url: String,
+    port: u16,
+    bare: PathBuf,
+    log_path: Option<PathBuf>,
+    kind: GitServerKind,
+    dir: tempfile::TempDir,
+}
+
+/// Makes `<dir>/repos/<name>.git`, a bare clone of `worktree_dir`, ready to be served.
+fn make_bare(dir: &Path, worktree_dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    require_tool("git", "git");
+    assert!(
+        !name.is_empty() && !name.contains("..") && !name.starts_with('/'),
+        "bad repository name {name:?}"
+    );
+    let root = dir.join("repos");
+    let bare = root.join(format!("{name}.git"));
+    fs::create_dir_all(bare.parent().unwrap()).expect("create repos dir");
+    run_checked(
+        git_command()
+            .args(["clone", "--bare", "--quiet", "--no-local"])
+            .arg(worktree_dir)
+            .arg(&bare),
+        "making the served bare repository",
+    );
+    for (k, v) in [
+        ("uploadpack.allowFilter", "true"),
+        ("uploadpack.allowAnySHA1InWant", "true"),
+        ("http.receivepack", "true"),
+        ("receive.denyCurrentBranch", "ignore"),
+    ] {
+        run_checked(
+            git_command().arg("-C").arg(&bare).args(["config", k, v]),
+            "git config",
+        );
+    }
+    fs::write(bare.join("git-daemon-export-ok"), "").expect("touch git-daemon-export-ok");
+    (root, bare)
+}
+
+impl GitServer {
+    /// Serves a bare copy of `worktree_dir` at `git://127.0.0.1:PORT/<name>.git` (git daemon,
+    /// receive-pack enabled so pushes work too).
+    pub fn daemon(worktree_dir: &Path, name: &str) -> GitServer {
+        let dir = temp_dir("imagebump-gitd-");
+        let (root, bare) = make_bare(dir.path(), worktree_dir, name);
+        let log_path = dir.path().join("daemon.log");
+        let mut last_failure = String::new();
+        for _attempt in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            let log = fs::File::create(&log_path).expect("create daemon log");
+            let mut child = git_command()
+                .arg("daemon")
+                .arg("--verbose")
+                .arg("--reuseaddr")
+                .arg(format!("--base-path={}", root.display()))
+                .arg("--export-all")
+                .arg("--enable=receive-pack")
+                .arg("--listen=127.0.0.1")
+                .arg(format!("--port={port}"))
+                .arg(&root)
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot spawn git daemon: {e}"));
+            let url = format!("git://127.0.0.1:{port}/{name}.git");
+            let deadline = Instant::now() + START_DEADLINE;
+            // "Ready to rumble" is logged (with --verbose) only after the daemon bound its
+            // port, so a daemon of another test on the same port cannot fool us.
+            let outcome = loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log = fs::read_to_string(&log_path).unwrap_or_default();
+                    let clash = log.contains("unable to allocate any listen sockets")
+                        || log.contains("Address already in use");
+                    break Err((clash, format!("git daemon exited with {status}")));
+                }
+                let ready = fs::read_to_string(&log_path)
+                    .map(|l| l.contains("Ready to rumble"))
+                    .unwrap_or(false);
+                if ready {
+                    let ls = git_command()
+                        .args(["ls-remote", &url])
+                        .stdin(Stdio::null())
+                        .output();
+                    match ls {
+                        Ok(o) if o.status.success() => break Ok(()),
+                        Ok(o) => last_failure = String::from_utf8_lossy(&o.stderr).into_owned(),
+                        Err(e) => last_failure = e.to_string(),
+                    }
+                }
+                if Instant::now() > deadline {
+                    break Err((
+                        false,
+                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
+                    ));
+                }
+                thread::sleep(Duration::from_millis(10));
+            };
+            match outcome {
+                Ok(()) => {
+                    return GitServer {
+                        url,
+                        port,
+                        bare,
+                        log_path: None,
+                        kind: GitServerKind::Daemon { child },
+                        dir,
+                    }
+                }
+                Err((retry, why)) => {
+                    kill_child(&mut child);
+                    last_failure =
+                        format!("{why}\ndaemon log tail:\n{}", tail_of_file(&log_path, 30));
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("git daemon did not start: {last_failure}");
+    }
+
+    /// Serves a bare copy of `worktree_dir` over smart HTTP (`git http-backend` behind an
+    /// in-process HTTP/1.1 server) at `http://127.0.0.1:PORT/<name>.git`. Every request must
+    /// carry HTTP Basic auth whose password is `token` (any user name), else it gets 401 with
+    /// `WWW-Authenticate: Basic realm="git"`. Pushes are allowed. Requests are logged, see
+    /// [`GitServer::request_log`].
+    pub fn http_with_token(worktree_dir: &Path, name: &str, token: &str) -> GitServer {
+        let dir = temp_dir("imagebump-githttp-");
+        let (root, bare) = make_bare(dir.path(), worktree_dir, name);
+        let log_path = dir.path().join("requests.log");
+        fs::write(&log_path, "").expect("create request log");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let server = Arc::new(HttpGit {
+            root,
+            token: token.to_string(),
+            log: Mutex::new(log_path.clone()),
+        });
+        {
+            let shutdown = shutdown.clone();
+            thread::Builder::new()
+                .name(format!("git-http-{port}"))
+                .spawn(move || {
+                    for conn in listener.incoming() {
+                        if shutdown.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let Ok(stream) = conn else { continue };
+                        let server = server.clone();
+                        let _ = thread::Builder::new()
+                            .name(format!("git-http-{port}-conn"))
+                            .spawn(move || server.handle_connection(stream));
+                    }
+                })
+                .expect("spawn git http server thread");
+        }
+        GitServer {
+            url: format!("http://127.0.0.1:{port}/{name}.git"),
+            port,
+            bare,
+            log_path: Some(log_path),
+            kind: GitServerKind::Http { shutdown },
+            dir,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// For [`GitServer::http_with_token`]: one line per request, e.g.
+    /// `GET /repo.git/info/refs?service=git-upload-pack host=127.0.0.1:PORT authorization=Basic eC1h… user=x-access-token password=TOKEN status=200 body=0`
+    /// (`authorization=-` etc. when the header was absent; `body=N` is the request body size,
+    /// followed by ` chunked` for chunked uploads). Empty for the daemon.
+    pub fn request_log(&self) -> String {
+        match &self.log_path {
+            Some(p) => fs::read_to_string(p).unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    /// The served bare repository (pushes land here).
+    pub fn bare_dir(&self) -> PathBuf {
+        self.bare.clone()
+    }
+
+    /// Runs an isolated `git <args>` in the served bare repository; returns trimmed stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.bare, args)
+    }
+}
+
+impl Drop for GitServer {
+    fn drop(&mut self) {
+        match &mut self.kind {
+            GitServerKind::Daemon { child } => kill_child(child),
+            GitServerKind::Http { shutdown } => {
+                shutdown.store(true, Ordering::SeqCst);
+                // wake the accept loop so it sees the flag and drops the listener
+                let _ = TcpStream::connect(("127.0.0.1", self.port));
+            }
+        }
+    }
+}
+
+struct HttpGit {
+    root: PathBuf,
+    token: String,
+    log: Mutex<PathBuf>,
+}
+
+struct HttpRequest {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+}
+
+impl HttpRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl HttpGit {
+    /// Serves requests on one connection (keep-alive) until the client closes it.
+    fn handle_connection(&self, stream: TcpStream) {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let Ok(write_half) = stream.try_clone() else {
+            return;
+        };
+        let mut reader = BufReader::new(stream);
+        let mut writer = write_half;
+        while let Ok(true) = self.handle_request(&mut reader, &mut writer) {}
+        let _ = writer.flush();
+        let _ = writer.shutdown(Shutdown::Both);
+    }
+
+    /// Returns Ok(true) to keep the connection open.
+    fn handle_request(
+        &self,
+        reader: &mut BufReader<TcpStream>,
+        writer: &mut TcpStream,
+    ) -> std::io::Result<bool> {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(false);
+        }
+        let request_line = line.trim_end().to_string();
+        if request_line.is_empty() {
+            return Ok(true);
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_string();
+        let target = parts.next().unwrap_or("").to_string();
+        let version = parts.next().unwrap_or("HTTP/1.0").to_string();
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(false);
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+        let req = HttpRequest {
+            method,
+            target,
+            headers,
+        };
+        let keep_alive = version == "HTTP/1.1"
+            && !req
+                .header("Connection")
+                .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+
+        // Authentication: password must equal the token, user name is free.
+        let authorization = req.header("Authorization").map(String::from);
+        let (user, password) = authorization
+            .as_deref()
+            .and_then(|a| {
+                let (scheme, rest) = a.split_once(' ')?;
+                if !scheme.eq_ignore_ascii_case("basic") {
+                    return None;
+                }
+                let decoded = String::from_utf8(base64_decode(rest)?).ok()?;
+                let (u, p) = decoded.split_once(':')?;
+                Some((Some(u.to_string()), Some(p.to_string())))
+            })
+            .unwrap_or((None, None));
+        let authorized = password.as_deref() == Some(self.token.as_str());
+        let expects_continue = req
+            .header("Expect")
+            .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"));
+
+        let chunked = req
+            .header("Transfer-Encoding")
+            .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
+        let mut body_len = 0;
+        let (status, resp_headers, body, keep) = if !authorized && expects_continue {
+            // Do not read the body: answer 401 and close.
+            let msg = b"authentication required\n".to_vec();
+            (401, vec![basic_challenge()], msg, false)
+        } else {
+            if expects_continue {
+                writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                writer.flush()?;
+            }
+            let body = read_body(reader, &req)?;
+            body_len = body.len();
+            if authorized {
+                let (s, h, b) = self.run_backend(&req, &body, user.as_deref().unwrap_or(""));
+                (s, h, b, keep_alive)
+            } else {
+                (
+                    401,
+                    vec![basic_challenge()],
+                    b"authentication required\n".to_vec(),
+                    keep_alive,
+                )
+            }
+        };
+
+        self.log_line(format!(
+            "{} {} host={} authorization={} user={} password={} status={} body={}{}",
+            req.method,
+            req.target,
+            req.header("Host").unwrap_or("-"),
+            authorization.as_deref().unwrap_or("-"),
+            user.as_deref().unwrap_or("-"),
+            password.as_deref().unwrap_or("-"),
+            status,
+            body_len,
+            if chunked { " chunked" } else { "" }
+        ));
+
+        let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        for (k, v) in &resp_headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        head.push_str(if keep {
+            "Connection: keep-alive\r\n"
+        } else {
+            "Connection: close\r\n"
+        });
+        head.push_str("\r\n");
+        writer.write_all(head.as_bytes())?;
+        if req.method != "HEAD" {
+            writer.write_all(&body)?;
+        }
+        writer.flush()?;
+        Ok(keep)
+    }
+
+    fn log_line(&self, line: String) {
+        let path = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(mut f) = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&*path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    /// Runs `git http-backend` as a CGI for one request.
+    fn run_backend(&self, req: &HttpRequest, body: &[u8], user: &str) -> Response {
+        let (path, query) = match req.target.split_once('?') {
+            Some((p, q)) => (p, q),
+            None => (req.target.as_str(), ""),
+        };
+        let path_info = percent_decode(path);
+        if path_info.contains("..") {
+            return (400, vec![], b"bad path\n".to_vec());
+        }
+        let mut cmd = git_command();
+        cmd.arg("http-backend")
+            .current_dir(&self.root)
+            .env("GIT_PROJECT_ROOT", &self.root)
+            .env("GIT_HTTP_EXPORT_ALL", "1")
+            .env("GATEWAY_INTERFACE", "CGI/1.1")
+            .env("SERVER_PROTOCOL", "HTTP/1.1")
+            .env("SERVER_SOFTWARE", "imagebump-test-support")
+            .env("REQUEST_METHOD", &req.method)
+            .env("PATH_INFO", &path_info)
+            .env("QUERY_STRING", query)
+            .env("REMOTE_ADDR", "127.0.0.1")
+            .env("REMOTE_USER", user)
+            .env("AUTH_TYPE", "Basic")
+            .env("CONTENT_LENGTH", body.len().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(ct) = req.header("Content-Type") {
+            cmd.env("CONTENT_TYPE", ct);
+        }
+        for (k, v) in &req.headers {
+            let lower = k.to_ascii_lowercase();
+            if lower == "authorization" || lower == "content-type" || lower == "content-length" {
+                continue;
+            }
+            cmd.env(
+                format!("HTTP_{}", k.to_ascii_uppercase().replace('-', "_")),
+                v,
+            );
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return (
+                    500,
+                    vec![],
+                    format!("cannot run git http-backend: {e}\n").into(),
+                )
+            }
+        };
+        let mut stdin = child.stdin.take().expect("cgi stdin");
+        let output = thread::scope(|s| {
+            s.spawn(move || {
+                let _ = stdin.write_all(body);
+                drop(stdin);
+            });
+            child.wait_with_output()
+        });
+        let output = match output {
+            Ok(o) => o,
+            Err(e) => {
+                return (
+                    500,
+                    vec![],
+                    format!("git http-backend failed: {e}\n").into(),
+                )
+            }
+        };
+        parse_cgi_output(&output.stdout).unwrap_or_else(|| {
+            (
+                500,
+                vec![],
+                format!(
+                    "git http-backend gave no CGI headers; stderr: {}\n",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+                .into(),
+            )
+        })
+    }
+}
+
+fn basic_challenge() -> (String, String) {
+    (
+        "WWW-Authenticate".to_string(),
+        "Basic realm=\"git\"".to_string(),
+    )
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        415 => "Unsupported Media Type",
+        500 => "Internal Server Error",
+        _ => "Status",
+    }
+}
+
+/// Reads a request body given Content-Length or chunked Transfer-Encoding (de-chunked).
+fn read_body(reader: &mut BufReader<TcpStream>, req: &HttpRequest) -> std::io::Result<Vec<u8>> {
+    let chunked = req
+        .header("Transfer-Encoding")
+        .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        let mut body = Vec::new();
+        loop {
+            let mut size_line = String::new();
+            if reader.read_line(&mut size_line)? == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "chunk size",
+                ));
+            }
+            let size_str = size_line.trim().split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size_str, 16).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "bad chunk size")
+            })?;
+            if size == 0 {
+                // trailers until an empty line
+                loop {
+                    let mut t = String::new();
+                    if reader.read_line(&mut t)? == 0 || t.trim().is_empty() {
+                        break;
+                    }
+                }
+                return Ok(body);
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = [0u8; 2];
+            reader.read_exact(&mut crlf)?;
+        }
+    }
+    let len: usize = req
+        .header("Content-Length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body)?;
+    Ok(body)
+}
+
+/// (status, headers, body) of an HTTP response.
+type Response = (u16, Vec<(String, String)>, Vec<u8>);
+
+/// Splits CGI output into (status, headers, body).
+fn parse_cgi_output(out: &[u8]) -> Option<Response> {
+    let (head_end, sep_len) = match (find_subslice(out, b"\r\n\r\n"), find_subslice(out, b"\n\n")) {
+        (Some(a), Some(b)) if b < a => (b, 2),
+        (Some(a), _) => (a, 4),
+        (None, Some(b)) => (b, 2),
+        (None, None) => return None,
+    };
+    let head = String::from_utf8_lossy(&out[..head_end]);
+    let mut status = 200;
+    let mut headers = Vec::new();
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.eq_ignore_ascii_case("Status") {
+            status = v
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(500);
+        } else if !k.eq_ignore_ascii_case("Content-Length") {
+            headers.push((k.to_string(), v.to_string()));
+        }
+    }
+    Some((status, headers, out[head_end + sep_len..].to_vec()))
+}
+
+fn find_subslice(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
