@@ -39,10 +39,18 @@ pub struct Resolved {
 /// Resolve every managed reference. At most `concurrency` requests are in flight overall
 /// (each registry also has its own bound).
 pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: usize) -> Resolved {
-    let names: BTreeSet<&ImageName> = refs
+    let current = |r: &ImageRef| r.tag.clone().unwrap_or_default();
+    let precheck: Vec<Option<String>> = refs
         .iter()
-        .filter(|r| r.is_managed())
-        .map(|r| &r.image)
+        .map(|r| match &r.unmanaged {
+            Some(_) => None,
+            None => policy::cannot_judge(&r.policy, &current(r)),
+        })
+        .collect();
+    let wanted = |i: usize| refs[i].is_managed() && precheck[i].is_none();
+    let names: BTreeSet<&ImageName> = (0..refs.len())
+        .filter(|&i| wanted(i))
+        .map(|i| &refs[i].image)
         .collect();
     let mut out = Resolved {
         repositories: names.len(),
@@ -61,9 +69,8 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
         .await;
 
     for (name, result) in &lists {
-        let users = refs
-            .iter()
-            .filter(|r| r.is_managed() && &r.image == name)
+        let users = (0..refs.len())
+            .filter(|&i| wanted(i) && &refs[i].image == name)
             .count();
         match result {
             Err(e) => out.problems.push(Problem::registry(
@@ -86,13 +93,16 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
 
     let mut choices: Vec<Outcome> = refs
         .iter()
-        .map(|r| {
+        .zip(&precheck)
+        .map(|(r, pre)| {
             if let Some(reason) = &r.unmanaged {
                 return Outcome::Unmanaged(reason.clone());
             }
-            let current = r.tag.as_deref().unwrap_or_default();
+            if let Some(reason) = pre {
+                return Outcome::Skipped(reason.clone());
+            }
             match lists.get(&r.image) {
-                Some(Ok(list)) => match policy::choose(&r.policy, current, &list.tags) {
+                Some(Ok(list)) => match policy::choose(&r.policy, &current(r), &list.tags) {
                     Choice::Update(tag) => Outcome::Update { tag, digest: None },
                     Choice::Current => Outcome::UpToDate,
                     Choice::Skip(reason) => Outcome::Skipped(reason),

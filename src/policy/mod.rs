@@ -34,6 +34,14 @@ pub enum Choice {
     Skip(String),
 }
 
+/// Why `policy` cannot judge `current` at all, decided before any registry work (so a
+/// reference such as `latest` under `semver` costs no request).
+pub fn cannot_judge(policy: &Policy, current: &str) -> Option<String> {
+    match policy.strategy {
+        Strategy::Semver => semver::cannot_judge(current),
+    }
+}
+
 /// Apply `policy` to the current tag and the repository's tags.
 pub fn choose(policy: &Policy, current: &str, tags: &[String]) -> Choice {
     match policy.strategy {

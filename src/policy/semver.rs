@@ -83,11 +83,18 @@ impl TagVersion {
     }
 }
 
+pub fn cannot_judge(current: &str) -> Option<String> {
+    match TagVersion::parse(current) {
+        Some(_) => None,
+        None => Some(format!(
+            "current tag {current:?} is not a version (semver strategy)"
+        )),
+    }
+}
+
 pub fn choose(current: &str, tags: &[String]) -> Choice {
     let Some(cur) = TagVersion::parse(current) else {
-        return Choice::Skip(format!(
-            "current tag {current:?} is not a version (semver strategy)"
-        ));
+        return Choice::Skip(cannot_judge(current).unwrap_or_default());
     };
     let newer: Vec<(TagVersion, &String)> = tags
         .iter()
