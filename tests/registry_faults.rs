@@ -271,7 +271,7 @@ fn requests(tag_list_pages: usize, tokens: usize, manifests: usize, retries: usi
     })
 }
 
-/// The `counts` object of the report (`files`: files scanned, the config included).
+/// The `counts` object of the report (`files`: kustomization files scanned).
 fn counts(
     files: usize,
     references: usize,
@@ -344,16 +344,25 @@ impl<R: Respond> Respond for Timed<R> {
     }
 }
 
-/// A minimal HTTP/1.1 server answering every request with `head` and then `body` sent as
-/// 1 MiB chunks (`Transfer-Encoding: chunked`, so no `Content-Length`), on its own thread.
-struct StreamServer {
+/// How [`RawServer`] answers every request.
+#[derive(Clone)]
+enum Reply {
+    /// `body` as 1 MiB chunks (`Transfer-Encoding: chunked`, so no `Content-Length`).
+    Chunked(Arc<Vec<u8>>),
+    /// `Content-Length: declared`, then only `body`, then the connection is closed.
+    Declared { declared: usize, body: Vec<u8> },
+}
+
+/// A minimal HTTP/1.1 server on its own thread, for answers wiremock cannot give (a body
+/// without `Content-Length`, a `Content-Length` that lies). Counts the requests it read.
+struct RawServer {
     port: u16,
     hits: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
 
-impl StreamServer {
-    fn start(body: Arc<Vec<u8>>) -> StreamServer {
+impl RawServer {
+    fn start(reply: Reply) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
         let hits = Arc::new(AtomicUsize::new(0));
@@ -365,13 +374,14 @@ impl StreamServer {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (h, body) = (h.clone(), body.clone());
+                let (h, reply) = (h.clone(), reply.clone());
                 std::thread::spawn(move || {
-                    let _ = serve_chunked(conn, &h, &body);
+                    // The client hanging up early (as it should on a refused size) is fine.
+                    let _ = serve_raw(conn, &h, &reply);
                 });
             }
         });
-        StreamServer { port, hits, stop }
+        RawServer { port, hits, stop }
     }
 
     fn uri(&self) -> String {
@@ -379,15 +389,15 @@ impl StreamServer {
     }
 }
 
-impl Drop for StreamServer {
+impl Drop for RawServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so the thread ends.
+        // Wake the accept loop so its thread ends.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
-fn serve_chunked(conn: TcpStream, hits: &AtomicUsize, body: &[u8]) -> std::io::Result<()> {
+fn serve_raw(conn: TcpStream, hits: &AtomicUsize, reply: &Reply) -> std::io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
     loop {
         let mut line = String::new();
@@ -400,16 +410,28 @@ fn serve_chunked(conn: TcpStream, hits: &AtomicUsize, body: &[u8]) -> std::io::R
     }
     hits.fetch_add(1, Ordering::SeqCst);
     let mut w = conn;
-    w.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-          Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-    )?;
-    for chunk in body.chunks(1024 * 1024) {
-        write!(w, "{:x}\r\n", chunk.len())?;
-        w.write_all(chunk)?;
-        w.write_all(b"\r\n")?;
+    match reply {
+        Reply::Chunked(body) => {
+            w.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                  Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            )?;
+            for chunk in body.chunks(1024 * 1024) {
+                write!(w, "{:x}\r\n", chunk.len())?;
+                w.write_all(chunk)?;
+                w.write_all(b"\r\n")?;
+            }
+            w.write_all(b"0\r\n\r\n")?;
+        }
+        Reply::Declared { declared, body } => {
+            write!(
+                w,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                 Content-Length: {declared}\r\nConnection: close\r\n\r\n"
+            )?;
+            w.write_all(body)?;
+        }
     }
-    w.write_all(b"0\r\n\r\n")?;
     w.flush()
 }
 
@@ -613,7 +635,7 @@ async fn one_tag_listing_per_distinct_repository() {
     let out = run(&repo, &[]).await;
 
     assert_eq!(out.code, 0, "{out}");
-    assert_eq!(*out.counts(), counts(4, 4, 2, 3, 1, 0), "{out}");
+    assert_eq!(*out.counts(), counts(3, 4, 2, 3, 1, 0), "{out}");
     assert_eq!(*out.requests(), requests(2, 0, 0, 0));
     let to: Vec<(&str, &str)> = out
         .updates()
@@ -909,7 +931,7 @@ async fn persistent_500_is_reported_and_healthy_repository_still_updates() {
     );
     assert_eq!(err.get("hint"), None, "{out}");
     assert_eq!(out.errors().len(), 1, "{out}");
-    assert_eq!(*out.counts(), counts(3, 2, 2, 1, 0, 1), "{out}");
+    assert_eq!(*out.counts(), counts(2, 2, 2, 1, 0, 1), "{out}");
     assert_eq!(out.updates().len(), 1, "{out}");
     assert_eq!(out.updates()[0]["image"], "registry.test/team/other");
     assert_eq!(out.updates()[0]["to"], "0.2.0");
@@ -1048,7 +1070,7 @@ async fn not_found_hints_at_the_image_name() {
             .contains("check the image name"),
         "{out}"
     );
-    assert_eq!(*out.counts(), counts(2, 1, 1, 0, 0, 1), "{out}");
+    assert_eq!(*out.counts(), counts(1, 1, 1, 0, 0, 1), "{out}");
     assert_eq!(*out.requests(), requests(1, 0, 0, 0));
     assert_eq!(received(&server).await.len(), 1, "404 is not retried");
 }
@@ -1088,7 +1110,7 @@ async fn invalid_tag_names_are_ignored_and_reported() {
         !out.stdout.contains(&long),
         "the long tag is not echoed whole"
     );
-    assert_eq!(*out.counts(), counts(2, 1, 1, 1, 0, 0), "{out}");
+    assert_eq!(*out.counts(), counts(1, 1, 1, 1, 0, 0), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1126,9 +1148,40 @@ async fn oversized_tag_list_by_content_length_is_refused() {
     assert!(out.elapsed < Duration::from_secs(10), "{out}");
 }
 
+/// The cap applies to the declared `Content-Length` before any of the body is read: here
+/// the server declares 33 MiB, sends a small valid page and hangs up. Reading the body
+/// instead would end in a truncated-body transport error (and retries), not a refusal.
+#[tokio::test(flavor = "multi_thread")]
+async fn declared_content_length_above_cap_is_refused_before_reading() {
+    let server = RawServer::start(Reply::Declared {
+        declared: TAG_LIST_LIMIT + 1,
+        body: br#"{"name":"team/app","tags":["1.3.0"]}"#.to_vec(),
+    });
+    let repo = Repo::new(&server.uri());
+    repo.kustomization("app", &[("registry.test/team/app", "1.2.0")]);
+
+    let out = run(&repo, &[]).await;
+
+    assert_eq!(out.code, 1, "{out}");
+    let message = out.error_at("registry.test/team/app")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains(&format!(
+            "response larger than {TAG_LIST_LIMIT} bytes, refused"
+        )),
+        "{message}"
+    );
+    assert_eq!(*out.requests(), requests(1, 0, 0, 0));
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1, "not retried");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_tag_list_streamed_without_length_is_refused() {
-    let server = StreamServer::start(Arc::new(huge_tag_list(TAG_LIST_LIMIT + 2 * 1024 * 1024)));
+    let server = RawServer::start(Reply::Chunked(Arc::new(huge_tag_list(
+        TAG_LIST_LIMIT + 2 * 1024 * 1024,
+    ))));
     let repo = Repo::new(&server.uri());
     repo.kustomization("app", &[("registry.test/team/app", "1.2.0")]);
 
@@ -1167,7 +1220,7 @@ async fn exit_code_flag_gives_3_when_an_update_is_pending() {
     assert_eq!(out.code, 3, "{out}");
     assert_eq!(out.updates()[0]["to"], "1.3.0");
     assert_eq!(out.errors().len(), 0, "{out}");
-    assert_eq!(*out.counts(), counts(2, 1, 1, 1, 0, 0), "{out}");
+    assert_eq!(*out.counts(), counts(1, 1, 1, 1, 0, 0), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1181,7 +1234,7 @@ async fn exit_code_flag_gives_0_when_up_to_date() {
 
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(out.updates().len(), 0, "{out}");
-    assert_eq!(*out.counts(), counts(2, 1, 1, 0, 1, 0), "{out}");
+    assert_eq!(*out.counts(), counts(1, 1, 1, 0, 1, 0), "{out}");
     assert_eq!(*out.requests(), requests(1, 0, 0, 0));
 }
 

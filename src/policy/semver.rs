@@ -5,9 +5,11 @@
 //! `v1.3.0`; between equal versions the current spelling wins). The suffix is a pre-release when it is a pre-release
 //! word (`rc`, `alpha`, `beta`, `pre`, `preview`, `dev`, `snapshot`, then digits or dots);
 //! any other suffix (`alpine`, `bookworm`, `debian-12`) is a *variant*. A reference only
-//! moves to tags of the same variant and, where such tags exist, the
-//! same precision (a current `1.2` moves to `1.3`, not `1.3.0`; never to a shorter tag such
-//! as `2`, which is a moving alias). Pre-releases are never chosen. Never downgrades.
+//! moves to tags of the same variant and the same precision (a current `1.2` moves to `1.3`,
+//! not `1.3.0`; never to a shorter tag such as `2`, which is a moving alias). Only when the
+//! registry lists no tag at all of the current precision and variant does it move to longer
+//! tags; that keeps repeated runs convergent (`0.9` → `0.11`, then stays, even if `1.0.0`
+//! exists). Pre-releases are never chosen. Never downgrades.
 
 use std::cmp::Ordering;
 use std::sync::LazyLock;
@@ -96,20 +98,24 @@ pub fn choose(current: &str, tags: &[String]) -> Choice {
     let Some(cur) = TagVersion::parse(current) else {
         return Choice::Skip(cannot_judge(current).unwrap_or_default());
     };
-    let newer: Vec<(TagVersion, &String)> = tags
+    let series: Vec<(TagVersion, &String)> = tags
         .iter()
         .filter_map(|t| TagVersion::parse(t).map(|v| (v, t)))
-        .filter(|(v, _)| {
-            !v.is_prerelease()
-                && v.variant == cur.variant
-                && v.version > cur.version
-                && v.precision >= cur.precision
-        })
+        .filter(|(v, _)| !v.is_prerelease() && v.variant == cur.variant)
         .collect();
-    let same_precision = newer.iter().any(|(v, _)| v.precision == cur.precision);
-    let best = newer
+    // Precision belongs to the tag series: while the registry publishes tags of the current
+    // precision, stay in it (so repeated runs converge); longer tags only when it does not.
+    let same_precision = series.iter().any(|(v, _)| v.precision == cur.precision);
+    let best = series
         .into_iter()
-        .filter(|(v, _)| !same_precision || v.precision == cur.precision)
+        .filter(|(v, _)| v.version > cur.version)
+        .filter(|(v, _)| {
+            if same_precision {
+                v.precision == cur.precision
+            } else {
+                v.precision > cur.precision
+            }
+        })
         .max_by(|(a, at), (b, bt)| {
             a.version
                 .cmp(&b.version)
@@ -207,6 +213,13 @@ mod tests {
         assert_eq!(pick("1.2", &["1.3", "1.3.1", "1.4.0"]), update("1.3"));
         assert_eq!(pick("1.2", &["1.3.1", "1.4.0"]), update("1.4.0"));
         assert_eq!(pick("1.2.0", &["2", "1.3"]), Choice::Current);
+    }
+
+    #[test]
+    fn repeated_runs_converge() {
+        let tags = ["0.9", "0.10", "0.11", "1.0.0"];
+        assert_eq!(pick("0.9", &tags), update("0.11"));
+        assert_eq!(pick("0.11", &tags), Choice::Current);
     }
 
     #[test]

@@ -1,0 +1,647 @@
+//! End to end against real parts: the binary, a real `docker-registry` (plain HTTP, TLS with
+//! a private CA, htpasswd Basic auth), and real git transports (git daemon, smart HTTP with a
+//! token).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use support::{GitServer, Registry, RegistryMode};
+
+fn demo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo")
+}
+
+/// Every file under `dir` with its bytes, for "nothing else changed" assertions.
+fn snapshot_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in walk(dir) {
+        let rel = entry
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if !rel.starts_with(".git/") {
+            out.insert(rel, fs::read(&entry).unwrap());
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for (rel, bytes) in snapshot_tree(from) {
+        let dest = to.join(&rel);
+        fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        fs::write(dest, bytes).unwrap();
+    }
+}
+
+/// Seed the registry with the demo's tags (fixtures/demo/registry.txt).
+fn seed_demo(reg: &Registry) {
+    let listing = fs::read_to_string(demo_dir().join("registry.txt")).unwrap();
+    for line in listing.lines().filter(|l| !l.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        let repo = words.next().unwrap();
+        let tags: Vec<&str> = words.collect();
+        reg.push_tags(repo, &tags);
+    }
+}
+
+/// A config mapping the demo's registries (Docker Hub, GHCR) to the test registry.
+fn demo_config(reg: &Registry, extra: &str) -> String {
+    let mut s = String::from("registries:\n");
+    for prefix in ["docker.io", "ghcr.io"] {
+        s.push_str(&format!(
+            "  - prefix: {prefix}\n    url: {}\n",
+            reg.base_url()
+        ));
+        if let Some(ca) = reg.ca_file() {
+            s.push_str(&format!("    caFile: {}\n", ca.display()));
+        }
+        s.push_str(extra);
+    }
+    s
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run the binary with a private, empty Docker config unless the test sets one.
+fn imagebump(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let docker = tempfile::tempdir().unwrap();
+    fs::write(docker.path().join("config.json"), "{}").unwrap();
+    let mut cmd = Command::cargo_bin("imagebump").unwrap();
+    cmd.args(args)
+        .env("DOCKER_CONFIG", docker.path())
+        .env("NO_COLOR", "1")
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("IMAGEBUMP_GIT_TOKEN")
+        .env_remove("RUST_LOG")
+        .env_remove("IMAGEBUMP_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn write_config(content: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("imagebump.yaml");
+    fs::write(&path, content).unwrap();
+    let p = path.to_string_lossy().to_string();
+    (dir, p)
+}
+
+const DEMO_DIFF: &str = r#"diff --git a/apps/api/values.yaml b/apps/api/values.yaml
+--- a/apps/api/values.yaml
++++ b/apps/api/values.yaml
+@@ -4,11 +4,11 @@
+ image:
+   registry: ghcr.io
+   repository: acme/api
+-  tag: "2.4.1"
++  tag: "2.5.1"
+   pullPolicy: IfNotPresent
+ 
+ redis:
+-  image: docker.io/bitnami/redis:7.2.4  # sidecar cache
++  image: docker.io/bitnami/redis:7.4.2  # sidecar cache
+ 
+ migrations:
+   image:
+diff --git a/apps/web/kustomization.yaml b/apps/web/kustomization.yaml
+--- a/apps/web/kustomization.yaml
++++ b/apps/web/kustomization.yaml
+@@ -5,10 +5,10 @@
+ images:
+   # the public front end
+   - name: nginx
+-    newTag: 1.25.3-alpine   # alpine variant: stays alpine
++    newTag: 1.27.3-alpine   # alpine variant: stays alpine
+   - name: web
+     newName: ghcr.io/acme/web
+-    newTag: "v1.2.0"
++    newTag: "v1.3.0"
+   - name: cache
+     newName: redis
+     newTag: latest          # not a version: left alone
+diff --git a/apps/worker/values-prod.yaml b/apps/worker/values-prod.yaml
+--- a/apps/worker/values-prod.yaml
++++ b/apps/worker/values-prod.yaml
+@@ -1,3 +1,3 @@
+ worker:
+-  image: {repository: ghcr.io/acme/worker, tag: '0.9'}
++  image: {repository: ghcr.io/acme/worker, tag: '0.11'}
+   concurrency: 4
+
+IMAGE                    FROM           TO             LOCATION
+ghcr.io/acme/api         2.4.1          2.5.1          apps/api/values.yaml:7
+docker.io/bitnami/redis  7.2.4          7.4.2          apps/api/values.yaml:11
+nginx                    1.25.3-alpine  1.27.3-alpine  apps/web/kustomization.yaml:8
+ghcr.io/acme/web         v1.2.0         v1.3.0         apps/web/kustomization.yaml:11
+ghcr.io/acme/worker      0.9            0.11           apps/worker/values-prod.yaml:2
+
+5 update(s) proposed in 3 file(s); 8 references (6 managed, 0 up to date, 1 skipped, 0 not checked) over 5 repositories
+"#;
+
+#[test]
+fn dry_run_against_a_plain_registry_prints_the_exact_diff_and_writes_nothing() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let before = snapshot_tree(&demo_dir());
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.stderr, "");
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, DEMO_DIFF);
+    assert_eq!(
+        snapshot_tree(&demo_dir()),
+        before,
+        "a dry run must not touch any file"
+    );
+
+    let pending = imagebump(
+        &[
+            "run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(
+        pending.code, 3,
+        "a local path defaults to --dry-run; --exit-code flags pending updates"
+    );
+    assert_eq!(pending.stdout, DEMO_DIFF);
+}
+
+#[test]
+fn json_report_lists_updates_and_one_tag_listing_per_repository() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+            "--output",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["mode"], "dry-run");
+    assert_eq!(
+        report["counts"],
+        serde_json::json!({"filesScanned": 4, "references": 8, "managed": 6, "repositories": 5,
+            "updates": 5, "upToDate": 0, "skipped": 1, "failed": 0})
+    );
+    assert_eq!(
+        report["requests"],
+        serde_json::json!({"tagListPages": 5, "tokens": 0, "manifests": 0, "retries": 0})
+    );
+    let moves: Vec<(String, String, String)> = report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["image"].as_str().unwrap().into(),
+                u["from"].as_str().unwrap().into(),
+                u["to"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            ("ghcr.io/acme/api", "2.4.1", "2.5.1"),
+            ("docker.io/bitnami/redis", "7.2.4", "7.4.2"),
+            ("docker.io/library/nginx", "1.25.3-alpine", "1.27.3-alpine"),
+            ("ghcr.io/acme/web", "v1.2.0", "v1.3.0"),
+            ("ghcr.io/acme/worker", "0.9", "0.11"),
+        ]
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    );
+    let skipped: Vec<&serde_json::Value> = report["notUpdated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["status"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(
+        skipped[0]["reason"],
+        "current tag \"latest\" is not a version (semver strategy)"
+    );
+    assert_eq!(report["changeSets"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let tree = tempfile::tempdir().unwrap();
+    copy_tree(&demo_dir(), tree.path());
+    let before = snapshot_tree(tree.path());
+
+    let run = imagebump(
+        &[
+            "run",
+            "--write",
+            tree.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("5 update(s) applied in 3 file(s)"),
+        "{}",
+        run.stdout
+    );
+
+    let after = snapshot_tree(tree.path());
+    let changed: Vec<&String> = after.keys().filter(|k| after[*k] != before[*k]).collect();
+    assert_eq!(
+        changed,
+        [
+            "apps/api/values.yaml",
+            "apps/web/kustomization.yaml",
+            "apps/worker/values-prod.yaml"
+        ]
+    );
+    let worker = String::from_utf8(after["apps/worker/values-prod.yaml"].clone()).unwrap();
+    assert_eq!(
+        worker,
+        "worker:\n  image: {repository: ghcr.io/acme/worker, tag: '0.11'}\n  concurrency: 4\n"
+    );
+
+    let again = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            tree.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert!(
+        again.stdout.starts_with("\n0 update(s) proposed"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn tls_registry_needs_its_ca_and_works_with_ca_file() {
+    let reg = Registry::start(RegistryMode::Tls);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, DEMO_DIFF);
+
+    // Without the CA: every repository fails with a hint, nothing is proposed, exit 1.
+    let plain = format!(
+        "registries:\n  - prefix: docker.io\n    url: {0}\n  - prefix: ghcr.io\n    url: {0}\n",
+        reg.base_url()
+    );
+    let (_d, cfg) = write_config(&plain);
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("0 update(s) proposed"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stderr.lines().count(), 5, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("hint: add the registry's CA with registries[].caFile"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
+    let password = "pw-Zq81-secret";
+    let reg = Registry::start(RegistryMode::TlsBasicAuth {
+        user: "bot".into(),
+        password: password.into(),
+    });
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+
+    // Without credentials: 401 reported with a hint.
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("not authorized"), "{}", run.stderr);
+    assert!(run.stderr.contains("docker login"), "{}", run.stderr);
+
+    // The registry is reached under its configured url, but credentials are looked up by the
+    // image's registry host, as `docker login ghcr.io` would store them.
+    let docker = tempfile::tempdir().unwrap();
+    let auth = support::base64_encode(format!("bot:{password}").as_bytes());
+    fs::write(
+        docker.path().join("config.json"),
+        format!(r#"{{"auths":{{"ghcr.io":{{"auth":"{auth}"}},"https://index.docker.io/v1/":{{"auth":"{auth}"}}}}}}"#),
+    )
+    .unwrap();
+    let docker_path = docker.path().to_str().unwrap();
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+            "-vv",
+        ],
+        &[("DOCKER_CONFIG", docker_path)],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, DEMO_DIFF);
+    assert!(!run.stderr.contains(password) && !run.stdout.contains(password));
+    assert!(!run.stderr.contains(&auth));
+
+    // The same credentials from an environment variable.
+    let env_cfg = demo_config(&reg, "    credentials: env:REG_CREDS\n");
+    let (_d, cfg) = write_config(&env_cfg);
+    let pair = format!("bot:{password}");
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            demo_dir().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[("REG_CREDS", &pair)],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, DEMO_DIFF);
+}
+
+#[test]
+fn a_broken_file_is_reported_with_its_location_and_the_rest_still_updates() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let tree = tempfile::tempdir().unwrap();
+    let good = "images:\n- name: ghcr.io/acme/web\n  newTag: 1.0.0\n";
+    let broken = "image:\n  repository: ghcr.io/acme/web\n  tag: [1.0.0\nother: x\n";
+    let unknown = "images:\n  name: not-a-list\n";
+    let bad_name = "image:\n  repository: ghcr.io/Acme/Web\n  tag: 1.0.0\n";
+    for (path, text) in [
+        ("good/kustomization.yaml", good),
+        ("broken/values.yaml", broken),
+        ("shape/kustomization.yaml", unknown),
+        ("name/values.yaml", bad_name),
+    ] {
+        fs::create_dir_all(tree.path().join(path).parent().unwrap()).unwrap();
+        fs::write(tree.path().join(path), text).unwrap();
+    }
+    let (_d, cfg) = write_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: {}\n",
+        reg.base_url()
+    ));
+    let before = snapshot_tree(tree.path());
+    let run = imagebump(
+        &[
+            "run",
+            "--write",
+            tree.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    let errors: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        errors,
+        [
+            "error: broken/values.yaml:4:6: not valid YAML: did not find expected ',' or ']'",
+            "error: name/values.yaml:2:15: invalid image reference \"ghcr.io/Acme/Web\": repository must be lowercase path components",
+            "error: shape/kustomization.yaml:2:3: `images:` must be a list of {name, newName, newTag, digest}",
+        ]
+    );
+    let after = snapshot_tree(tree.path());
+    assert_eq!(
+        String::from_utf8(after["good/kustomization.yaml"].clone()).unwrap(),
+        good.replace("1.0.0", "1.1.0")
+    );
+    for f in [
+        "broken/values.yaml",
+        "shape/kustomization.yaml",
+        "name/values.yaml",
+    ] {
+        assert_eq!(after[f], before[f], "{f} must stay byte-identical");
+    }
+}
+
+#[test]
+fn unreachable_registry_is_reported_and_other_registries_still_update() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let tree = tempfile::tempdir().unwrap();
+    fs::write(
+        tree.path().join("kustomization.yaml"),
+        "images:\n- name: ghcr.io/acme/web\n  newTag: 1.0.0\n- name: quay.io/acme/gone\n  newTag: 1.0.0\n",
+    )
+    .unwrap();
+    let (_d, cfg) = write_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: {}\n  - prefix: quay.io\n    url: http://127.0.0.1:{closed}\n",
+        reg.base_url()
+    ));
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            tree.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("+  newTag: 1.1.0"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 not checked"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .starts_with("error: quay.io/acme/gone: cannot reach http://127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("1 reference(s) not checked"),
+        "{}",
+        run.stderr
+    );
+}
+
+fn demo_worktree() -> tempfile::TempDir {
+    let files: Vec<(String, String)> = snapshot_tree(&demo_dir())
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8(v).unwrap()))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    support::make_worktree(&refs)
+}
+
+#[test]
+fn clones_a_remote_over_the_git_protocol() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let work = demo_worktree();
+    let server = GitServer::daemon(work.path(), "gitops");
+    let run = imagebump(
+        &[
+            "run",
+            "--dry-run",
+            &server.url(),
+            "--ref",
+            "main",
+            "--config",
+            &cfg,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, DEMO_DIFF);
+
+    // Without --dry-run a URL would mean pull requests, which this version does not do.
+    let run = imagebump(&["run", &server.url(), "--config", &cfg], &[]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--dry-run"), "{}", run.stderr);
+}
+
+#[test]
+fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
+    let token = "ghs_TESTTOKEN0123456789";
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let work = demo_worktree();
+    let server = GitServer::http_with_token(work.path(), "gitops", token);
+
+    let run = imagebump(
+        &["run", "--dry-run", &server.url(), "--config", &cfg],
+        &[("IMAGEBUMP_GIT_TOKEN", token)],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, DEMO_DIFF);
+    let log = server.request_log();
+    assert!(
+        log.contains(&format!("password={token}")),
+        "the server must have received the token:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .all(|l| l.starts_with("GET /gitops.git/") || l.starts_with("POST /gitops.git/")),
+        "{log}"
+    );
+
+    // GITHUB_TOKEN works the same way.
+    let run = imagebump(
+        &["run", "--dry-run", &server.url(), "--config", &cfg],
+        &[("GITHUB_TOKEN", token)],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    // A token embedded in the URL is used, then stripped from everything we print.
+    let with_creds = server
+        .url()
+        .replace("http://", &format!("http://x-access-token:{token}@"));
+    let run = imagebump(&["scan", &with_creds], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains(token) && !run.stderr.contains(token));
+
+    // No token: git's failure is reported, without prompting, exit 1.
+    let run = imagebump(&["run", "--dry-run", &server.url(), "--config", &cfg], &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("git clone failed"), "{}", run.stderr);
+    assert!(!run.stderr.contains(token));
+}
