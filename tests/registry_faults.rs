@@ -1,14 +1,15 @@
 //! Registry faults, end to end: the real `imagebump` binary (`run --dry-run --output json`)
-//! against a wiremock registry on loopback (and, for a streamed body, a tiny raw HTTP/1.1
-//! server), checking the JSON report, the requests the registry received, the exit code,
-//! and that the manifest tree is left byte-identical.
+//! against a wiremock registry on loopback (and, for bodies wiremock cannot send — chunked
+//! without `Content-Length`, or a `Content-Length` that lies — a tiny raw HTTP/1.1 server),
+//! checking the JSON report, the requests the registry received, the exit code, and that
+//! the manifest tree is left byte-identical.
 //!
 //! Layout:
 //! * [`Repo`]: a temp manifest tree (kustomization dirs + `imagebump.yaml` pointing the
 //!   `registry.test` prefix at the mock) and its own `DOCKER_CONFIG` dir.
 //! * [`run`] / [`run_with`]: run the binary off the async runtime (so the mock keeps
 //!   serving), parse its JSON, and assert a dry run changed no file.
-//! * Small mock builders ([`tags`], [`Timed`]) and request counters.
+//! * Small mock builders ([`tags`], [`Timed`], [`RawServer`]) and request counters.
 //!
 //! Every test isolates its process environment (its own `DOCKER_CONFIG`, no proxies, no
 //! `IMAGEBUMP_*` variables), so they may run in parallel. None takes more than a few seconds:

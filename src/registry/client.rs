@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
 use super::auth::{self, Challenge, Credential};
-use super::name::is_valid_tag;
+use super::name::{is_valid_digest, is_valid_tag};
 use super::{Error, Stats};
 use crate::config::RegistryConfig;
 
@@ -180,6 +180,7 @@ impl Client {
         if let Some(d) = headers
             .get("docker-content-digest")
             .and_then(|v| v.to_str().ok())
+            .filter(|d| is_valid_digest(d))
         {
             return Ok(d.to_string());
         }
@@ -259,8 +260,11 @@ impl Client {
             .http
             .request(method.clone(), url)
             .header(ACCEPT, accept);
-        if let Some(h) = self.auth_header(scope).await? {
-            req = req.header(AUTHORIZATION, h);
+        // Credentials go only to the registry's own origin, never to a host a `Link` names.
+        if origin(url) == origin(&self.endpoint) {
+            if let Some(h) = self.auth_header(scope).await? {
+                req = req.header(AUTHORIZATION, h);
+            }
         }
         let resp = req.send().await.map_err(|e| transport(url, &e))?;
         let status = resp.status();
@@ -318,7 +322,7 @@ impl Client {
             Scheme::Unknown => Ok(None),
             Scheme::Basic => Ok(self.credential.as_ref().map(Credential::basic_header)),
             Scheme::Bearer { realm, service } => {
-                let token = self.token(&realm, service.as_deref(), scope, false).await?;
+                let token = self.token(&realm, service.as_deref(), scope).await?;
                 Ok(Some(format!("Bearer {}", token.expose_secret())))
             }
         }
@@ -350,7 +354,6 @@ impl Client {
         realm: &str,
         service: Option<&str>,
         scope: &str,
-        _force: bool,
     ) -> Result<SecretString, Error> {
         if let Some((t, expires)) = self.auth.lock().await.tokens.get(scope) {
             if Instant::now() < *expires {
@@ -475,7 +478,7 @@ async fn read_capped(
     Ok(body)
 }
 
-/// Exponential backoff with full jitter: 0..(200 ms × 2^attempt), at most 5 s.
+/// Exponential backoff with jitter: between half and all of 200 ms × 2^attempt, at most 5 s.
 fn backoff(attempt: u32) -> Duration {
     let ceiling = (200u64 << attempt.min(5)).min(5_000);
     Duration::from_millis(fastrand::u64(ceiling / 2..=ceiling))
@@ -493,12 +496,25 @@ fn parse_retry_after(v: &str) -> Option<Duration> {
     )
 }
 
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    match url
+        .find("://")
+        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
+    {
+        Some(end) => &url[..end],
+        None => url,
+    }
+}
+
 /// The `rel="next"` target of a `Link` header, made absolute against the endpoint.
 fn next_link(headers: &HeaderMap, endpoint: &str) -> Option<String> {
     for value in headers.get_all(LINK) {
-        let value = value.to_str().ok()?;
+        let Ok(value) = value.to_str() else { continue };
         for part in value.split(',') {
-            let (target, params) = part.split_once(';')?;
+            let Some((target, params)) = part.split_once(';') else {
+                continue;
+            };
             if !params.split(';').any(|p| {
                 let p = p.trim().to_ascii_lowercase();
                 p == "rel=\"next\"" || p == "rel=next"
@@ -509,15 +525,9 @@ fn next_link(headers: &HeaderMap, endpoint: &str) -> Option<String> {
             if target.starts_with("http://") || target.starts_with("https://") {
                 return Some(target.to_string());
             }
-            let origin = match endpoint
-                .find("://")
-                .and_then(|i| endpoint[i + 3..].find('/').map(|j| i + 3 + j))
-            {
-                Some(end) => &endpoint[..end],
-                None => endpoint,
-            };
             return Some(format!(
-                "{origin}{}",
+                "{}{}",
+                origin(endpoint),
                 if target.starts_with('/') {
                     target.to_string()
                 } else {
