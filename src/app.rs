@@ -58,14 +58,18 @@ fn git_token() -> Option<SecretString> {
 }
 
 /// Open the source and load the configuration; on failure, the exit code and message.
-fn prepare(args: &SourceArgs) -> Result<(Workspace, Config), (i32, String)> {
+/// The configuration and the file it came from (`None`: built-in defaults).
+type Loaded = (Workspace, Config, Option<std::path::PathBuf>);
+
+fn prepare(args: &SourceArgs) -> Result<Loaded, (i32, String)> {
     let ws = source::open(&args.source, args.git_ref.as_deref(), git_token())
         .map_err(|e| (exit::ERRORS, e.to_string()))?;
-    let config = match config::locate(args.config.as_deref(), &ws.root) {
-        Some(path) => config::load(&path).map_err(|e| (exit::USAGE, e.to_string()))?,
+    let path = config::locate(args.config.as_deref(), &ws.root);
+    let config = match &path {
+        Some(path) => config::load(path).map_err(|e| (exit::USAGE, e.to_string()))?,
         None => Config::default(),
     };
-    Ok((ws, config))
+    Ok((ws, config, path))
 }
 
 fn print_problems(problems: &[Problem]) {
@@ -83,7 +87,7 @@ fn print_json<T: serde::Serialize>(value: &T) {
 }
 
 fn scan(args: &SourceArgs) -> i32 {
-    let (ws, config) = match prepare(args) {
+    let (ws, config, _) = match prepare(args) {
         Ok(x) => x,
         Err((code, msg)) => {
             eprintln!("error: {msg}");
@@ -137,7 +141,7 @@ async fn run(args: &RunArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let (ws, config) = match prepare(&args.source) {
+    let (ws, config, config_path) = match prepare(&args.source) {
         Ok(x) => x,
         Err((code, msg)) => {
             eprintln!("error: {msg}");
@@ -145,7 +149,16 @@ async fn run(args: &RunArgs) -> i32 {
         }
     };
     let found = discover::discover(&ws.root, &config);
-    let registries = Registries::new(config.registries.clone());
+    let registries = match Registries::new(config.registries.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            let file = config_path
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            eprintln!("error: {file}: {e}");
+            return exit::USAGE;
+        }
+    };
     let resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
     let plan = plan::plan(&found, &resolved.outcomes);
 
@@ -169,7 +182,7 @@ async fn run(args: &RunArgs) -> i32 {
             counts,
             updates: &plan.updates,
             change_sets: &plan.change_sets,
-            not_updated: not_updated(&found, &resolved.outcomes),
+            not_updated: not_updated(&found, &resolved.outcomes, &plan.refused),
             requests: registries.stats.snapshot(),
             errors: &problems,
         }),
@@ -221,16 +234,30 @@ fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) ->
         up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
         skipped: count(|o| matches!(o, Outcome::Skipped(_))),
         failed: count(|o| matches!(o, Outcome::Failed(_))),
+        refused: found
+            .refs
+            .iter()
+            .zip(&resolved.outcomes)
+            .filter(|(r, o)| matches!(o, Outcome::Update { .. }) && plan.refused.contains(&r.file))
+            .count(),
     }
 }
 
-fn not_updated<'a>(found: &'a Discovery, outcomes: &'a [Outcome]) -> Vec<NotUpdated<'a>> {
+fn not_updated<'a>(
+    found: &'a Discovery,
+    outcomes: &'a [Outcome],
+    refused: &std::collections::BTreeSet<String>,
+) -> Vec<NotUpdated<'a>> {
     found
         .refs
         .iter()
         .zip(outcomes)
         .filter_map(|(r, o)| {
             let (status, reason) = match o {
+                Outcome::Update { .. } if refused.contains(&r.file) => (
+                    "edit-refused",
+                    Some("the file's edit failed verification and was left unchanged"),
+                ),
                 Outcome::Update { .. } => return None,
                 Outcome::UpToDate => ("up-to-date", None),
                 Outcome::Skipped(s) => ("skipped", Some(s.as_str())),

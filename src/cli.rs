@@ -16,7 +16,7 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Only errors in the log.
-    #[arg(short, long, global = true, env = "IMAGEBUMP_QUIET")]
+    #[arg(short, long, global = true, env = "IMAGEBUMP_QUIET", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -57,13 +57,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Print the diff and summary; change nothing (the default for a local directory).
-    #[arg(long, conflicts_with = "write", env = "IMAGEBUMP_DRY_RUN")]
+    #[arg(long, conflicts_with = "write", env = "IMAGEBUMP_DRY_RUN", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub dry_run: bool,
     /// Apply the edits to the local working tree.
-    #[arg(long, env = "IMAGEBUMP_WRITE")]
+    #[arg(long, env = "IMAGEBUMP_WRITE", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub write: bool,
     /// Exit with status 3 when updates are pending (and there was no error).
-    #[arg(long, env = "IMAGEBUMP_EXIT_CODE")]
+    #[arg(long, env = "IMAGEBUMP_EXIT_CODE", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub exit_code: bool,
     /// Registry requests in flight at once, over all registries.
     #[arg(long, default_value_t = 32, env = "IMAGEBUMP_CONCURRENCY")]

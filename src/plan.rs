@@ -51,6 +51,8 @@ pub struct Plan {
     pub files: Vec<FileChange>,
     pub change_sets: Vec<ChangeSet>,
     pub problems: Vec<Problem>,
+    /// Files whose edits were refused (left unchanged; the reason is in `problems`).
+    pub refused: std::collections::BTreeSet<String>,
 }
 
 fn spell(tag: &str, digest: Option<&str>) -> String {
@@ -132,6 +134,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
         let after = match result {
             Ok(a) => a,
             Err((line, column, e)) => {
+                out.refused.insert(file.to_string());
                 out.problems.push(Problem::at_file(
                     file,
                     line,

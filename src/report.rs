@@ -139,6 +139,8 @@ pub struct Counts {
     pub up_to_date: usize,
     pub skipped: usize,
     pub failed: usize,
+    /// Updates found but not applied because their file's edit was refused.
+    pub refused: usize,
 }
 
 #[derive(Debug, Serialize)]

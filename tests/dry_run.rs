@@ -235,7 +235,7 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     assert_eq!(
         report["counts"],
         serde_json::json!({"filesScanned": 4, "references": 8, "managed": 6, "repositories": 5,
-            "updates": 5, "upToDate": 0, "skipped": 1, "failed": 0})
+            "updates": 5, "upToDate": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
     assert_eq!(
         report["requests"],
@@ -644,4 +644,105 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("git clone failed"), "{}", run.stderr);
     assert!(!run.stderr.contains(token));
+}
+
+#[test]
+fn configuration_mistakes_exit_2_before_any_registry_work() {
+    let cases = [
+        (
+            "registries:\n  - prefix: ghcr.io\n    urll: http://x\n",
+            "unknown field `urll`",
+        ),
+        ("scan:\n  include: ['apps/[']\n", "scan.include: bad glob"),
+        (
+            "registries:\n  - prefix: ghcr.io\n    caFile: missing.pem\n",
+            "registries[0] (prefix ghcr.io): caFile",
+        ),
+        (
+            "registries:\n  - prefix: ghcr.io\n    credentials: env:IMAGEBUMP_TEST_UNSET\n",
+            "IMAGEBUMP_TEST_UNSET is not set",
+        ),
+        (
+            "registries:\n  - prefix: ghcr.io\n    credentials: vault:x\n",
+            "unknown credentials source",
+        ),
+    ];
+    for (config, expected) in cases {
+        let (_d, cfg) = write_config(config);
+        let run = imagebump(
+            &[
+                "run",
+                "--dry-run",
+                demo_dir().to_str().unwrap(),
+                "--config",
+                &cfg,
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 2, "{config}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{config}");
+        assert!(run.stderr.contains(expected), "{config}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("imagebump.yaml"),
+            "errors name the file: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_refused_edit_is_reported_and_its_references_stay_accounted_for() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/api", &["1.0.0", "1.1.0"]);
+    let tree = tempfile::tempdir().unwrap();
+    let text = "api:\n  image:\n    repository: ghcr.io/acme/api\n    tag: &t 1.0.0\nworker:\n  version: *t\n";
+    fs::write(tree.path().join("values.yaml"), text).unwrap();
+    let (_d, cfg) = write_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: {}\n",
+        reg.base_url()
+    ));
+    let run = imagebump(
+        &[
+            "run",
+            "--write",
+            tree.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+            "--output",
+            "json",
+        ],
+        &[("IMAGEBUMP_EXIT_CODE", "1")],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["counts"]["refused"], 1);
+    assert_eq!(report["updates"], serde_json::json!([]));
+    assert_eq!(report["notUpdated"][0]["status"], "edit-refused");
+    assert!(report["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("anchor"));
+    assert_eq!(
+        fs::read_to_string(tree.path().join("values.yaml")).unwrap(),
+        text
+    );
+}
+
+#[test]
+fn boolean_flags_accept_the_usual_environment_spellings() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    for value in ["1", "true", "yes", "on"] {
+        let run = imagebump(
+            &["run", demo_dir().to_str().unwrap(), "--config", &cfg],
+            &[("IMAGEBUMP_EXIT_CODE", value)],
+        );
+        assert_eq!(run.code, 3, "IMAGEBUMP_EXIT_CODE={value}: {}", run.stderr);
+    }
+    let run = imagebump(
+        &["run", demo_dir().to_str().unwrap(), "--config", &cfg],
+        &[("IMAGEBUMP_EXIT_CODE", "0")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
 }

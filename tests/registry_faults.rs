@@ -290,6 +290,7 @@ fn counts(
         "upToDate": up_to_date,
         "skipped": 0,
         "failed": failed,
+        "refused": 0,
     })
 }
 

@@ -85,13 +85,30 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: {message}")]
+    #[error("{path}{}: {message}", if *line > 0 { format!(":{line}:{column}") } else { String::new() })]
     Invalid {
         path: String,
         line: usize,
         column: usize,
         message: String,
     },
+}
+
+impl Config {
+    /// Checks serde cannot do: every glob compiles.
+    pub fn validate(&self) -> Result<(), String> {
+        let s = &self.scan;
+        for (key, globs) in [
+            ("scan.include", &s.include),
+            ("scan.exclude", &s.exclude),
+            ("scan.helmValues", &s.helm_values),
+        ] {
+            for g in globs {
+                globset::Glob::new(g).map_err(|e| format!("{key}: bad glob {g:?}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The configuration file to use: `explicit`, else the first of [`CONFIG_NAMES`] in `root`.
@@ -111,9 +128,15 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         source,
     })?;
     let mut config = parse(&text).map_err(|(line, column, message)| Error::Invalid {
-        path: display,
+        path: display.clone(),
         line,
         column,
+        message,
+    })?;
+    config.validate().map_err(|message| Error::Invalid {
+        path: display,
+        line: 0,
+        column: 0,
         message,
     })?;
     let base = path.parent().unwrap_or(Path::new("."));

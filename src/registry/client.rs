@@ -56,7 +56,6 @@ pub struct Client {
     pub host: String,
     pub endpoint: String,
     credential: Option<Credential>,
-    credential_error: Option<String>,
     auth: Mutex<AuthState>,
     limit: Semaphore,
     stats: Arc<Stats>,
@@ -81,15 +80,15 @@ impl Client {
             if let Some(url) = &c.url {
                 endpoint = url.trim_end_matches('/').to_string();
             }
-            if let Some(ca) = &c.ca_file {
+            if c.insecure {
+                // `insecure` wins: a preconfigured TLS set-up would ignore it.
+                builder = builder.danger_accept_invalid_certs(true);
+            } else if let Some(ca) = &c.ca_file {
                 let pem = std::fs::read(ca)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
                 let tls = super::tls::client_config(&pem)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
                 builder = builder.use_preconfigured_tls(tls);
-            }
-            if c.insecure {
-                builder = builder.danger_accept_invalid_certs(true);
             }
             spec = c.credentials.as_deref();
             concurrency = c.concurrency.unwrap_or(concurrency).max(1);
@@ -97,16 +96,12 @@ impl Client {
         let http = builder
             .build()
             .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
-        let (credential, credential_error) = match auth::lookup(spec, host) {
-            Ok(c) => (c, None),
-            Err(e) => (None, Some(e)),
-        };
+        let credential = auth::lookup(spec, host).map_err(Error::Config)?;
         Ok(Client {
             http,
             host: host.to_string(),
             endpoint,
             credential,
-            credential_error,
             auth: Mutex::new(AuthState {
                 scheme: Scheme::Unknown,
                 tokens: HashMap::new(),
@@ -118,9 +113,6 @@ impl Client {
 
     /// Every tag of `repo`, following `Link: <…>; rel="next"` until there is none.
     pub async fn list_tags(&self, repo: &str) -> Result<TagList, Error> {
-        if let Some(e) = &self.credential_error {
-            return Err(Error::Config(e.clone()));
-        }
         let scope = format!("repository:{repo}:pull");
         let mut url = format!("{}/v2/{repo}/tags/list?n={PAGE_SIZE}", self.endpoint);
         let mut out = TagList::default();

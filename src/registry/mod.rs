@@ -115,6 +115,14 @@ pub struct Registries {
     pub stats: Arc<Stats>,
 }
 
+fn default_endpoint(host: &str) -> String {
+    if host == DOCKER_HUB {
+        "https://registry-1.docker.io".to_string()
+    } else {
+        format!("https://{host}")
+    }
+}
+
 /// Does the normalised name `full` fall under `prefix` (on a path-segment boundary)?
 fn prefix_matches(prefix: &str, full: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
@@ -122,12 +130,32 @@ fn prefix_matches(prefix: &str, full: &str) -> bool {
 }
 
 impl Registries {
-    pub fn new(configs: Vec<RegistryConfig>) -> Self {
-        Registries {
-            configs,
-            clients: Mutex::new(HashMap::new()),
-            stats: Arc::new(Stats::default()),
+    /// Build a client for every configured entry up front, so a bad `caFile` or credentials
+    /// source is a configuration error before any work starts.
+    pub fn new(configs: Vec<RegistryConfig>) -> Result<Self, Error> {
+        let stats = Arc::new(Stats::default());
+        let mut clients = HashMap::new();
+        for (i, c) in configs.iter().enumerate() {
+            let host = c.prefix.split('/').next().unwrap_or_default();
+            let host = match name::parse_name(&format!("{host}/x")) {
+                Ok(n) => n.registry,
+                Err(_) => host.to_string(),
+            };
+            let client = Client::new(&host, default_endpoint(&host), Some(c), stats.clone())
+                .map_err(|e| {
+                    let detail = match e {
+                        Error::Config(m) => m,
+                        other => other.to_string(),
+                    };
+                    Error::Config(format!("registries[{i}] (prefix {}): {detail}", c.prefix))
+                })?;
+            clients.insert(format!("#{i}"), Arc::new(client));
         }
+        Ok(Registries {
+            configs,
+            clients: Mutex::new(clients),
+            stats,
+        })
     }
 
     /// The client for an image: the first `registries[]` entry whose prefix matches, else a
@@ -150,14 +178,9 @@ impl Registries {
         if let Some(c) = clients.get(&key) {
             return Ok(c.clone());
         }
-        let default_endpoint = if image.registry == DOCKER_HUB {
-            "https://registry-1.docker.io".to_string()
-        } else {
-            format!("https://{}", image.registry)
-        };
         let client = Arc::new(Client::new(
             &image.registry,
-            default_endpoint,
+            default_endpoint(&image.registry),
             matched.map(|(_, c)| c),
             self.stats.clone(),
         )?);
