@@ -155,17 +155,8 @@ pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
         return Ok(Config::default());
     }
     yaml_serde::from_str(text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((1, 1));
-        let message = e.to_string();
-        let message = message
-            .split(" at line ")
-            .next()
-            .unwrap_or(&message)
-            .to_string();
-        (line, column, message)
+        let p = crate::yaml::ParseError::from_serde(&e);
+        (p.line, p.column, p.message)
     })
 }
 

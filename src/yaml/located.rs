@@ -101,6 +101,27 @@ pub struct ParseError {
     pub message: String,
 }
 
+impl ParseError {
+    /// libyaml's position and message (without the location it repeats in the text).
+    pub fn from_serde(e: &yaml_serde::Error) -> ParseError {
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((1, 1));
+        let message = e.to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_string();
+        ParseError {
+            line,
+            column,
+            message,
+        }
+    }
+}
+
 /// Byte offset → 1-based line and column.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
@@ -152,22 +173,7 @@ fn validate(text: &str) -> Result<(), ParseError> {
     use serde::Deserialize;
     for doc in yaml_serde::Deserializer::from_str(text) {
         if let Err(e) = yaml_serde::Value::deserialize(doc) {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((1, 1));
-            let message = e.to_string();
-            // libyaml's message repeats the location; keep only the words.
-            let message = message
-                .split(" at line ")
-                .next()
-                .unwrap_or(&message)
-                .to_string();
-            return Err(ParseError {
-                line,
-                column,
-                message,
-            });
+            return Err(ParseError::from_serde(&e));
         }
     }
     Ok(())
