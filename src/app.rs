@@ -6,7 +6,7 @@ use secrecy::SecretString;
 
 use crate::cli::{Cli, Command, Output, RunArgs, SourceArgs};
 use crate::config::{self, Config};
-use crate::discover::{self, Discovery};
+use crate::discover::{self, Discovery, ImageRef};
 use crate::exit;
 use crate::plan;
 use crate::registry::Registries;
@@ -238,9 +238,14 @@ fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) ->
             .refs
             .iter()
             .zip(&resolved.outcomes)
-            .filter(|(r, o)| matches!(o, Outcome::Update { .. }) && plan.refused.contains(&r.file))
+            .filter(|(r, o)| edit_refused(r, o, &plan.refused))
             .count(),
     }
+}
+
+/// An update that was found but not applied because its file's edit was refused.
+fn edit_refused(r: &ImageRef, o: &Outcome, refused: &std::collections::BTreeSet<String>) -> bool {
+    matches!(o, Outcome::Update { .. }) && refused.contains(&r.file)
 }
 
 fn not_updated<'a>(
@@ -254,7 +259,7 @@ fn not_updated<'a>(
         .zip(outcomes)
         .filter_map(|(r, o)| {
             let (status, reason) = match o {
-                Outcome::Update { .. } if refused.contains(&r.file) => (
+                o if edit_refused(r, o, refused) => (
                     "edit-refused",
                     Some("the file's edit failed verification and was left unchanged"),
                 ),

@@ -36,15 +36,18 @@ pub struct Resolved {
     pub repositories: usize,
 }
 
+fn current(r: &ImageRef) -> &str {
+    r.tag.as_deref().unwrap_or_default()
+}
+
 /// Resolve every managed reference. At most `concurrency` requests are in flight overall
 /// (each registry also has its own bound).
 pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: usize) -> Resolved {
-    let current = |r: &ImageRef| r.tag.clone().unwrap_or_default();
     let precheck: Vec<Option<String>> = refs
         .iter()
         .map(|r| match &r.unmanaged {
             Some(_) => None,
-            None => policy::cannot_judge(&r.policy, &current(r)),
+            None => policy::cannot_judge(&r.policy, current(r)),
         })
         .collect();
     let wanted = |i: usize| refs[i].is_managed() && precheck[i].is_none();
@@ -52,6 +55,10 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
         .filter(|&i| wanted(i))
         .map(|i| &refs[i].image)
         .collect();
+    let mut users: BTreeMap<&ImageName, usize> = BTreeMap::new();
+    for i in (0..refs.len()).filter(|&i| wanted(i)) {
+        *users.entry(&refs[i].image).or_default() += 1;
+    }
     let mut out = Resolved {
         repositories: names.len(),
         ..Default::default()
@@ -69,9 +76,7 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
         .await;
 
     for (name, result) in &lists {
-        let users = (0..refs.len())
-            .filter(|&i| wanted(i) && &refs[i].image == name)
-            .count();
+        let users = users.get(name).copied().unwrap_or_default();
         match result {
             Err(e) => out.problems.push(Problem::registry(
                 name,
@@ -102,7 +107,7 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
                 return Outcome::Skipped(reason.clone());
             }
             match lists.get(&r.image) {
-                Some(Ok(list)) => match policy::choose(&r.policy, &current(r), &list.tags) {
+                Some(Ok(list)) => match policy::choose(&r.policy, current(r), &list.tags) {
                     Choice::Update(tag) => Outcome::Update { tag, digest: None },
                     Choice::Current => Outcome::UpToDate,
                     Choice::Skip(reason) => Outcome::Skipped(reason),
