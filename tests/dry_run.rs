@@ -109,6 +109,13 @@ fn imagebump(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// `imagebump run MODE DIR --config CFG EXTRA…`
+fn run_on(mode: &str, dir: &str, cfg: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut args = vec!["run", mode, dir, "--config", cfg];
+    args.extend_from_slice(extra);
+    imagebump(&args, env)
+}
+
 fn write_config(content: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("imagebump.yaml");
@@ -175,16 +182,7 @@ fn dry_run_against_a_plain_registry_prints_the_exact_diff_and_writes_nothing() {
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
     let before = snapshot_tree(&demo_dir());
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.stderr, "");
     assert_eq!(run.code, 0);
     assert_eq!(run.stdout, DEMO_DIFF);
@@ -216,16 +214,11 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     let reg = Registry::start(RegistryMode::Plain);
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-            "--output",
-            "json",
-        ],
+    let run = run_on(
+        "--dry-run",
+        demo_dir().to_str().unwrap(),
+        &cfg,
+        &["--output", "json"],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -287,16 +280,7 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
     copy_tree(&demo_dir(), tree.path());
     let before = snapshot_tree(tree.path());
 
-    let run = imagebump(
-        &[
-            "run",
-            "--write",
-            tree.path().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.contains("5 update(s) applied in 3 file(s)"),
@@ -320,15 +304,11 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
         "worker:\n  image: {repository: ghcr.io/acme/worker, tag: '0.11'}\n  concurrency: 4\n"
     );
 
-    let again = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            tree.path().to_str().unwrap(),
-            "--config",
-            &cfg,
-            "--exit-code",
-        ],
+    let again = run_on(
+        "--dry-run",
+        tree.path().to_str().unwrap(),
+        &cfg,
+        &["--exit-code"],
         &[],
     );
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
@@ -344,16 +324,7 @@ fn tls_registry_needs_its_ca_and_works_with_ca_file() {
     let reg = Registry::start(RegistryMode::Tls);
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, DEMO_DIFF);
 
@@ -363,16 +334,7 @@ fn tls_registry_needs_its_ca_and_works_with_ca_file() {
         reg.base_url()
     );
     let (_d, cfg) = write_config(&plain);
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 1);
     assert!(
         run.stdout.contains("0 update(s) proposed"),
@@ -399,16 +361,7 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
 
     // Without credentials: 401 reported with a hint.
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("not authorized"), "{}", run.stderr);
     assert!(run.stderr.contains("docker login"), "{}", run.stderr);
@@ -423,15 +376,11 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
     )
     .unwrap();
     let docker_path = docker.path().to_str().unwrap();
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-            "-vv",
-        ],
+    let run = run_on(
+        "--dry-run",
+        demo_dir().to_str().unwrap(),
+        &cfg,
+        &["-vv"],
         &[("DOCKER_CONFIG", docker_path)],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -443,14 +392,11 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
     let env_cfg = demo_config(&reg, "    credentials: env:REG_CREDS\n");
     let (_d, cfg) = write_config(&env_cfg);
     let pair = format!("bot:{password}");
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            demo_dir().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
+    let run = run_on(
+        "--dry-run",
+        demo_dir().to_str().unwrap(),
+        &cfg,
+        &[],
         &[("REG_CREDS", &pair)],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -480,16 +426,7 @@ fn a_broken_file_is_reported_with_its_location_and_the_rest_still_updates() {
         reg.base_url()
     ));
     let before = snapshot_tree(tree.path());
-    let run = imagebump(
-        &[
-            "run",
-            "--write",
-            tree.path().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 1);
     let errors: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(
@@ -532,16 +469,7 @@ fn unreachable_registry_is_reported_and_other_registries_still_update() {
         "registries:\n  - prefix: ghcr.io\n    url: {}\n  - prefix: quay.io\n    url: http://127.0.0.1:{closed}\n",
         reg.base_url()
     ));
-    let run = imagebump(
-        &[
-            "run",
-            "--dry-run",
-            tree.path().to_str().unwrap(),
-            "--config",
-            &cfg,
-        ],
-        &[],
-    );
+    let run = run_on("--dry-run", tree.path().to_str().unwrap(), &cfg, &[], &[]);
     assert_eq!(run.code, 1);
     assert!(run.stdout.contains("+  newTag: 1.1.0"), "{}", run.stdout);
     assert!(run.stdout.contains("1 not checked"), "{}", run.stdout);
@@ -669,16 +597,7 @@ fn configuration_mistakes_exit_2_before_any_registry_work() {
     ];
     for (config, expected) in cases {
         let (_d, cfg) = write_config(config);
-        let run = imagebump(
-            &[
-                "run",
-                "--dry-run",
-                demo_dir().to_str().unwrap(),
-                "--config",
-                &cfg,
-            ],
-            &[],
-        );
+        let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
         assert_eq!(run.code, 2, "{config}: {}", run.stderr);
         assert_eq!(run.stdout, "", "{config}");
         assert!(run.stderr.contains(expected), "{config}: {}", run.stderr);
@@ -701,16 +620,11 @@ fn a_refused_edit_is_reported_and_its_references_stay_accounted_for() {
         "registries:\n  - prefix: ghcr.io\n    url: {}\n",
         reg.base_url()
     ));
-    let run = imagebump(
-        &[
-            "run",
-            "--write",
-            tree.path().to_str().unwrap(),
-            "--config",
-            &cfg,
-            "--output",
-            "json",
-        ],
+    let run = run_on(
+        "--write",
+        tree.path().to_str().unwrap(),
+        &cfg,
+        &["--output", "json"],
         &[("IMAGEBUMP_EXIT_CODE", "1")],
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
