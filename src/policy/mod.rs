@@ -4,6 +4,7 @@
 //! tag list; strategies that need image metadata (newest-build, digest) will get it through
 //! the resolve stage, never by calling the registry themselves.
 
+pub mod constraint;
 pub mod semver;
 
 use serde::{Deserialize, Serialize};

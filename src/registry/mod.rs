@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod manifest;
 pub mod name;
 mod tls;
 

@@ -1,0 +1,1 @@
+//! Masterminds v3 constraint grammar (being written).

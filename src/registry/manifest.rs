@@ -1,0 +1,1 @@
+//! Manifests, indexes and image configs (being written).
