@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use secrecy::SecretString;
 
-use crate::cli::{Cli, Command, Output, RunArgs, SourceArgs};
+use crate::cli::{Cli, Command, ConfigCommand, Output, RunArgs, SourceArgs};
 use crate::config::{self, Config};
 use crate::discover::{self, Discovery, ImageRef};
 use crate::exit;
@@ -47,6 +47,12 @@ pub fn main(cli: Cli) -> i32 {
     match cli.command {
         Command::Scan(args) => scan(&args),
         Command::Run(args) => runtime.block_on(run(&args)),
+        Command::Tags(args) => runtime.block_on(crate::explain::tags(&args)),
+        Command::Config(ConfigCommand::Schema) => {
+            print!("{}", config::schema());
+            exit::OK
+        }
+        Command::Config(ConfigCommand::Check { source, config }) => config_check(&source, config),
     }
 }
 
@@ -77,6 +83,52 @@ fn print_problems(problems: &[Problem]) {
     for p in problems {
         let _ = writeln!(err, "error: {p}");
     }
+}
+
+fn print_warnings(warnings: &[Problem]) {
+    let mut err = std::io::stderr().lock();
+    for p in warnings {
+        let _ = writeln!(err, "warning: {p}");
+    }
+}
+
+/// `imagebump config check`: load and validate, then list what applies to what.
+fn config_check(source: &str, explicit: Option<std::path::PathBuf>) -> i32 {
+    let args = SourceArgs {
+        source: source.to_string(),
+        git_ref: None,
+        config: explicit,
+        output: Output::Text,
+    };
+    let (_ws, config, path) = match prepare(&args) {
+        Ok(x) => x,
+        Err((code, msg)) => {
+            eprintln!("error: {msg}");
+            return code;
+        }
+    };
+    let Some(path) = path else {
+        println!(
+            "no configuration file (looked for {}); built-in defaults apply",
+            config::CONFIG_NAMES.join(", ")
+        );
+        return exit::OK;
+    };
+    println!("{}: valid", path.display());
+    let defaults = crate::policy::Policy::compile(config.defaults.clone(), Default::default());
+    if let Ok(p) = defaults {
+        println!("  defaults: {}", p.summary());
+    }
+    for (i, rule) in config.images.iter().enumerate() {
+        let spec = config.defaults.overlay(&rule.policy());
+        if let Ok(p) = crate::policy::Policy::compile(spec, Default::default()) {
+            println!("  images[{i}] {}: {}", rule.glob, p.summary());
+        }
+    }
+    for r in &config.registries {
+        println!("  registry {}", r.prefix);
+    }
+    exit::OK
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
@@ -160,6 +212,9 @@ async fn run(args: &RunArgs) -> i32 {
         }
     };
     let resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
+    for w in &resolved.warnings {
+        tracing::debug!("{w}");
+    }
     let plan = plan::plan(&found, &resolved.outcomes);
 
     let mut problems: Vec<Problem> = found.problems.clone();
@@ -184,6 +239,7 @@ async fn run(args: &RunArgs) -> i32 {
             change_sets: &plan.change_sets,
             not_updated: not_updated(&found, &resolved.outcomes, &plan.refused),
             requests: registries.stats.snapshot(),
+            warnings: &resolved.warnings,
             errors: &problems,
         }),
         Output::Text => {
@@ -201,18 +257,20 @@ async fn run(args: &RunArgs) -> i32 {
             };
             let _ = writeln!(
                 out,
-                "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {} skipped, {} not checked) over {} repositories",
+                "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {} pinned, {} skipped, {} not checked) over {} repositories",
                 counts.updates,
                 plan.files.len(),
                 counts.references,
                 counts.managed,
                 counts.up_to_date,
+                counts.pinned,
                 counts.skipped,
                 counts.failed,
                 counts.repositories
             );
         }
     }
+    print_warnings(&resolved.warnings);
     print_problems(&problems);
     if !problems.is_empty() {
         exit::ERRORS
@@ -232,6 +290,7 @@ fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) ->
         repositories: resolved.repositories,
         updates: plan.updates.len(),
         up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
+        pinned: count(|o| matches!(o, Outcome::Pinned(_))),
         skipped: count(|o| matches!(o, Outcome::Skipped(_))),
         failed: count(|o| matches!(o, Outcome::Failed(_))),
         refused: found
@@ -265,6 +324,7 @@ fn not_updated<'a>(
                 ),
                 Outcome::Update { .. } => return None,
                 Outcome::UpToDate => ("up-to-date", None),
+                Outcome::Pinned(s) => ("pinned", Some(s.as_str())),
                 Outcome::Skipped(s) => ("skipped", Some(s.as_str())),
                 Outcome::Unmanaged(s) => ("unmanaged", Some(s.as_str())),
                 Outcome::Failed(s) => ("not-checked", Some(s.as_str())),

@@ -28,6 +28,84 @@ pub enum Command {
     Scan(SourceArgs),
     /// Check the registries and propose (or apply) updates.
     Run(RunArgs),
+    /// Explain which tag a policy chooses for an image, with every candidate's reason.
+    Tags(TagsArgs),
+    /// Check the configuration, or print its JSON Schema.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Load and validate imagebump.yaml; print the rules and any warnings.
+    Check {
+        /// The manifest tree whose configuration to check.
+        #[arg(default_value = ".", env = "IMAGEBUMP_SOURCE")]
+        source: String,
+        /// Configuration file (default: found in the tree as `run` finds it).
+        #[arg(long, env = "IMAGEBUMP_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of imagebump.yaml (as in docs/imagebump.schema.json).
+    Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct TagsArgs {
+    /// The image, e.g. `nginx`, `ghcr.io/acme/web`, or `nginx:1.25.3` (the tag is the current one).
+    pub image: String,
+    /// The current tag (default: the tag in IMAGE; else every candidate is judged as new).
+    #[arg(long)]
+    pub current: Option<String>,
+    /// The current digest (for the `digest` strategy).
+    #[arg(long)]
+    pub digest: Option<String>,
+    /// Read the tags from this file (one per line) instead of asking the registry.
+    #[arg(long, value_name = "FILE")]
+    pub tags_from: Option<PathBuf>,
+    #[arg(long, value_parser = parse_strategy)]
+    pub strategy: Option<crate::policy::Strategy>,
+    /// A Masterminds constraint, e.g. `~1.4` or `>=2, <3`.
+    #[arg(long)]
+    pub constraint: Option<String>,
+    /// `variant` (default) or `masterminds`.
+    #[arg(long, value_parser = parse_semver_mode)]
+    pub semver_mode: Option<crate::policy::SemverMode>,
+    /// `regexp:<RE>` or `any`.
+    #[arg(long)]
+    pub allow_tags: Option<String>,
+    /// A glob of tags never chosen (repeatable).
+    #[arg(long = "ignore-tags", value_name = "GLOB")]
+    pub ignore_tags: Vec<String>,
+    /// The `regex` strategy's pattern, with a `version`, `num` or `ts` group.
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// A platform the image must have, `os/arch[/variant]` (repeatable).
+    #[arg(long = "platform", value_name = "PLATFORM")]
+    pub platforms: Vec<String>,
+    /// Minimum age of the chosen image, e.g. `3d`.
+    #[arg(long)]
+    pub min_age: Option<String>,
+    /// Allow moving below the current tag.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// Configuration file for registries and `images` rules (default: ./imagebump.yaml if present).
+    #[arg(long, env = "IMAGEBUMP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
+    pub output: Output,
+}
+
+fn parse_strategy(s: &str) -> Result<crate::policy::Strategy, String> {
+    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| {
+        "expected semver, newest-build, digest, alphabetical, numeric or regex".to_string()
+    })
+}
+
+fn parse_semver_mode(s: &str) -> Result<crate::policy::SemverMode, String> {
+    serde_json::from_value(serde_json::Value::String(s.into()))
+        .map_err(|_| "expected variant or masterminds".to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

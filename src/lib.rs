@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod discover;
+pub mod explain;
 pub mod plan;
 pub mod policy;
 pub mod registry;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::discover::{Discovery, ImageRef, RefKind, Slot, SlotFormat};
+use crate::policy::Strategy;
 use crate::report::Problem;
 use crate::resolve::Outcome;
 use crate::yaml::{self, Edit, Scalar};
@@ -62,9 +63,16 @@ fn spell(tag: &str, digest: Option<&str>) -> String {
     }
 }
 
-/// The new decoded value of a slot.
-fn slot_value(slot: &Slot, tag: &str, digest: Option<&str>) -> Option<String> {
+/// The new decoded value of a slot; `None` leaves the slot as it is.
+fn slot_value(
+    slot: &Slot,
+    tag: &str,
+    digest: Option<&str>,
+    digest_elsewhere: bool,
+) -> Option<String> {
     Some(match &slot.format {
+        // A tag-only slot carries the digest when no other slot of the reference does.
+        SlotFormat::Tag if !digest_elsewhere => spell(tag, digest),
         SlotFormat::Tag => tag.to_string(),
         SlotFormat::TagAtDigest => format!("{tag}@{}", digest?),
         SlotFormat::Digest => digest?.to_string(),
@@ -72,15 +80,31 @@ fn slot_value(slot: &Slot, tag: &str, digest: Option<&str>) -> Option<String> {
     })
 }
 
+/// The digest to write for `r`: only where the file already pins one, or under the
+/// `digest` strategy, whose whole point is pinning it.
+fn written_digest<'a>(r: &ImageRef, digest: Option<&'a str>) -> Option<&'a str> {
+    if r.digest.is_some() || r.policy.strategy == Strategy::Digest {
+        digest
+    } else {
+        None
+    }
+}
+
 fn group_of(file: &str) -> String {
     file.rsplit_once('/').map_or(".", |(d, _)| d).to_string()
 }
 
 fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>, String> {
+    let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
+    if r.digest.is_some() && digest.is_none() {
+        return Err("the new digest is unknown".into());
+    }
     r.slots
         .iter()
-        .map(|slot| {
-            let value = slot_value(slot, tag, digest).ok_or("the new digest is unknown")?;
+        .filter_map(|slot| {
+            slot_value(slot, tag, digest, digest_elsewhere).map(|value| (slot, value))
+        })
+        .map(|(slot, value)| {
             let old = Scalar {
                 value: String::new(),
                 span: slot.span.clone(),
@@ -106,10 +130,11 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
     let mut by_file: BTreeMap<&str, Vec<Planned>> = BTreeMap::new();
     for (r, o) in discovery.refs.iter().zip(outcomes) {
         if let Outcome::Update { tag, digest } = o {
-            by_file
-                .entry(r.file.as_str())
-                .or_default()
-                .push((r, tag, digest.as_deref()));
+            by_file.entry(r.file.as_str()).or_default().push((
+                r,
+                tag,
+                written_digest(r, digest.as_deref()),
+            ));
         }
     }
     let mut out = Plan::default();

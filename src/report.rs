@@ -137,6 +137,7 @@ pub struct Counts {
     pub repositories: usize,
     pub updates: usize,
     pub up_to_date: usize,
+    pub pinned: usize,
     pub skipped: usize,
     pub failed: usize,
     /// Updates found but not applied because their file's edit was refused.
@@ -155,6 +156,8 @@ pub struct RunReport<'a> {
     pub change_sets: &'a [ChangeSet],
     pub not_updated: Vec<NotUpdated<'a>>,
     pub requests: StatsSnapshot,
+    /// Notes that did not stop anything (tied build dates, exact constraints).
+    pub warnings: &'a [Problem],
     pub errors: &'a [Problem],
 }
 
@@ -192,8 +195,8 @@ pub fn updates_table(updates: &[Update]) -> String {
         .map(|u| {
             vec![
                 u.name.clone(),
-                u.from.clone(),
-                u.to.clone(),
+                shorten_digests(&u.from),
+                shorten_digests(&u.to),
                 format!("{}:{}", u.file, u.line),
             ]
         })
@@ -211,19 +214,31 @@ pub fn scan_table(refs: &[ImageRef]) -> String {
                 (None, Some(d)) => format!("@{}", short_digest(d)),
                 (None, None) => "-".into(),
             };
-            let status = match &r.unmanaged {
-                None => "managed".to_string(),
-                Some(reason) => format!("unmanaged: {reason}"),
+            let (policy, status) = match &r.unmanaged {
+                None => (
+                    format!("{} ({})", r.policy.summary(), r.policy.source),
+                    "managed".to_string(),
+                ),
+                Some(reason) => ("-".to_string(), format!("unmanaged: {reason}")),
             };
             vec![
                 format!("{}:{}", r.file, r.line),
                 r.written.clone(),
                 current,
+                policy,
                 status,
             ]
         })
         .collect();
-    table(&["LOCATION", "IMAGE", "CURRENT", "STATUS"], &rows)
+    table(&["LOCATION", "IMAGE", "CURRENT", "POLICY", "STATUS"], &rows)
+}
+
+/// `1.2@sha256:0123456789ab…` → `1.2@sha256:0123456789ab` (tables only; reports keep all).
+fn shorten_digests(s: &str) -> String {
+    match s.split_once('@') {
+        Some((tag, d)) => format!("{tag}@{}", short_digest(d)),
+        None => s.to_string(),
+    }
 }
 
 fn short_digest(d: &str) -> &str {

@@ -173,7 +173,7 @@ nginx                    1.25.3-alpine  1.27.3-alpine  apps/web/kustomization.ya
 ghcr.io/acme/web         v1.2.0         v1.3.0         apps/web/kustomization.yaml:11
 ghcr.io/acme/worker      0.9            0.11           apps/worker/values-prod.yaml:2
 
-5 update(s) proposed in 3 file(s); 8 references (6 managed, 0 up to date, 1 skipped, 0 not checked) over 5 repositories
+5 update(s) proposed in 3 file(s); 8 references (6 managed, 0 up to date, 0 pinned, 1 skipped, 0 not checked) over 5 repositories
 "#;
 
 #[test]
@@ -228,11 +228,11 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     assert_eq!(
         report["counts"],
         serde_json::json!({"filesScanned": 4, "references": 8, "managed": 6, "repositories": 5,
-            "updates": 5, "upToDate": 0, "skipped": 1, "failed": 0, "refused": 0})
+            "updates": 5, "upToDate": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
     assert_eq!(
         report["requests"],
-        serde_json::json!({"tagListPages": 5, "tokens": 0, "manifests": 0, "retries": 0})
+        serde_json::json!({"tagListPages": 5, "tokens": 0, "manifests": 0, "blobs": 0, "retries": 0})
     );
     let moves: Vec<(String, String, String)> = report["updates"]
         .as_array()
@@ -576,12 +576,36 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
 
 #[test]
 fn configuration_mistakes_exit_2_before_any_registry_work() {
+    // (imagebump.yaml, what stderr must say after the file name)
     let cases = [
         (
             "registries:\n  - prefix: ghcr.io\n    urll: http://x\n",
-            "unknown field `urll`",
+            "imagebump.yaml:3:5: registries[0]: unknown field `urll`",
         ),
-        ("scan:\n  include: ['apps/[']\n", "scan.include: bad glob"),
+        (
+            "scan:\n  include: ['apps/[']\n",
+            "imagebump.yaml:2:13: scan.include[0]: bad glob",
+        ),
+        (
+            "defaults:\n  strategy: semver\nimages:\n  - match: nginx\n    allowTags: 'regexp:^(1'\n",
+            "imagebump.yaml:5:16: images[0].allowTags: bad regular expression",
+        ),
+        (
+            "images:\n  - match: nginx\n    constraint: '>= 1.2 <<3'\n",
+            "imagebump.yaml:3:17: images[0].constraint: invalid constraint",
+        ),
+        (
+            "images:\n  - match: 'ghcr.io/[acme'\n    pin: true\n",
+            "imagebump.yaml:2:12: images[0].match: bad glob",
+        ),
+        (
+            "defaults:\n  stratgy: semver\n",
+            "imagebump.yaml:2:3: defaults: unknown field `stratgy`",
+        ),
+        (
+            "defaults:\n  strategy: newest\n",
+            "imagebump.yaml:2:13: defaults.strategy: unknown variant `newest`",
+        ),
         (
             "registries:\n  - prefix: ghcr.io\n    caFile: missing.pem\n",
             "registries[0] (prefix ghcr.io): caFile",
@@ -595,12 +619,16 @@ fn configuration_mistakes_exit_2_before_any_registry_work() {
             "unknown credentials source",
         ),
     ];
-    for (config, expected) in cases {
+    for (i, (config, expected)) in cases.into_iter().enumerate() {
         let (_d, cfg) = write_config(config);
         let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
         assert_eq!(run.code, 2, "{config}: {}", run.stderr);
         assert_eq!(run.stdout, "", "{config}");
         assert!(run.stderr.contains(expected), "{config}: {}", run.stderr);
+        // Mistakes in imagebump.yaml's own keys say what to write instead.
+        if i < 7 {
+            assert!(run.stderr.contains("(hint: "), "{config}: {}", run.stderr);
+        }
         assert!(
             run.stderr.contains("imagebump.yaml"),
             "errors name the file: {}",

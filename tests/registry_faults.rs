@@ -268,6 +268,7 @@ fn requests(tag_list_pages: usize, tokens: usize, manifests: usize, retries: usi
         "tagListPages": tag_list_pages,
         "tokens": tokens,
         "manifests": manifests,
+        "blobs": 0,
         "retries": retries,
     })
 }
@@ -288,6 +289,7 @@ fn counts(
         "repositories": repositories,
         "updates": updates,
         "upToDate": up_to_date,
+        "pinned": 0,
         "skipped": 0,
         "failed": failed,
         "refused": 0,

@@ -1,10 +1,14 @@
 //! `imagebump.yaml`: strict schema, discovery of the file, and errors with file and line.
 
+pub mod policy;
+
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use crate::policy::Strategy;
+use crate::yaml::PathSeg;
+pub use policy::{ImageRule, PolicySpec};
 
 /// Where imagebump looks for its configuration in the manifest tree, in this order.
 pub const CONFIG_NAMES: [&str; 3] = [
@@ -13,25 +17,26 @@ pub const CONFIG_NAMES: [&str; 3] = [
     ".github/imagebump.yaml",
 ];
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// imagebump's configuration, `imagebump.yaml` at the root of the manifest repository.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "imagebump.yaml")]
 pub struct Config {
+    /// The policy for every image no `images` rule matches, and the base the rules extend.
     #[serde(default)]
-    pub defaults: Defaults,
+    pub defaults: PolicySpec,
+    /// Per-image policies, matched by repository glob; the first match wins.
+    #[serde(default)]
+    pub images: Vec<ImageRule>,
+    /// Which files are scanned.
     #[serde(default)]
     pub scan: ScanConfig,
+    /// Per-registry endpoints, TLS and credentials.
     #[serde(default)]
     pub registries: Vec<RegistryConfig>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Defaults {
-    #[serde(default)]
-    pub strategy: Strategy,
-}
-
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScanConfig {
     /// Globs (relative to the root) a file must match to be scanned; empty = everything.
@@ -61,7 +66,7 @@ fn default_helm_values() -> Vec<String> {
 
 /// Settings for the registries whose normalised names (`host/repository`) start with `prefix`.
 /// The first matching entry wins.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegistryConfig {
     pub prefix: String,
@@ -70,7 +75,7 @@ pub struct RegistryConfig {
     /// PEM file with extra CA certificates (relative paths are relative to the config file).
     pub ca_file: Option<PathBuf>,
     /// Accept any TLS certificate. For test set-ups only.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
     /// `env:VAR` (holding `user:password`) or `dockerconfig` (the default).
     pub credentials: Option<String>,
@@ -85,29 +90,96 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}{}: {message}", if *line > 0 { format!(":{line}:{column}") } else { String::new() })]
+    #[error("{path}{}: {message}{}",
+        if *line > 0 { format!(":{line}:{column}") } else { String::new() },
+        hint.as_ref().map(|h| format!(" (hint: {h})")).unwrap_or_default())]
     Invalid {
         path: String,
         line: usize,
         column: usize,
         message: String,
+        hint: Option<String>,
     },
 }
 
+/// A setting that parsed but does not make sense: where it is and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub at: Vec<PathSeg>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+fn key(k: &str) -> PathSeg {
+    PathSeg::Key(k.into())
+}
+
 impl Config {
-    /// Checks serde cannot do: every glob compiles.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks serde cannot do: globs, regular expressions, constraints, platforms and
+    /// durations compile. Also returns warnings (settings that work but likely surprise).
+    pub fn validate(&self) -> (Vec<Invalid>, Vec<String>) {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
         let s = &self.scan;
-        for (key, globs) in [
-            ("scan.include", &s.include),
-            ("scan.exclude", &s.exclude),
-            ("scan.helmValues", &s.helm_values),
+        for (name, globs) in [
+            ("include", &s.include),
+            ("exclude", &s.exclude),
+            ("helmValues", &s.helm_values),
         ] {
-            for g in globs {
-                globset::Glob::new(g).map_err(|e| format!("{key}: bad glob {g:?}: {e}"))?;
+            for (i, g) in globs.iter().enumerate() {
+                if let Err(e) = globset::Glob::new(g) {
+                    errors.push(Invalid {
+                        at: vec![key("scan"), key(name), PathSeg::Index(i)],
+                        message: format!("bad glob {g:?}: {e}"),
+                        hint: Some(
+                            "globs relative to the root, such as apps/** or **/values*.yaml".into(),
+                        ),
+                    });
+                }
             }
         }
-        Ok(())
+        let defaults_error =
+            crate::policy::Policy::compile(self.defaults.clone(), Default::default())
+                .err()
+                .map(|e| e.key);
+        let mut check = |at: Vec<PathSeg>, spec: PolicySpec, is_rule: bool| -> Option<Invalid> {
+            match crate::policy::Policy::compile(spec, Default::default()) {
+                Ok(p) => {
+                    warnings.extend(
+                        p.warnings
+                            .iter()
+                            .map(|w| format!("{}: {w}", crate::yaml::path_to_string(&at))),
+                    );
+                    None
+                }
+                // A rule inheriting a broken key from `defaults` is reported there, once.
+                Err(e) if is_rule && defaults_error == Some(e.key) => None,
+                Err(e) => {
+                    let mut at = at;
+                    at.push(key(e.key));
+                    Some(Invalid {
+                        at,
+                        message: e.message,
+                        hint: e.hint,
+                    })
+                }
+            }
+        };
+        errors.extend(check(vec![key("defaults")], self.defaults.clone(), false));
+        for (i, rule) in self.images.iter().enumerate() {
+            let at = vec![key("images"), PathSeg::Index(i)];
+            if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
+                let mut at = at.clone();
+                at.push(key("match"));
+                errors.push(Invalid {
+                    at,
+                    message: e,
+                    hint: Some("globs such as ghcr.io/acme/* or **/nginx".into()),
+                });
+            }
+            errors.extend(check(at, self.defaults.overlay(&rule.policy()), true));
+        }
+        (errors, warnings)
     }
 }
 
@@ -121,6 +193,7 @@ pub fn locate(explicit: Option<&Path>, root: &Path) -> Option<PathBuf> {
     })
 }
 
+/// Read, parse and validate the configuration at `path`. Warnings are logged.
 pub fn load(path: &Path) -> Result<Config, Error> {
     let display = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
@@ -132,13 +205,26 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         line,
         column,
         message,
+        hint: Some("see docs/configuration.md for every key".into()),
     })?;
-    config.validate().map_err(|message| Error::Invalid {
-        path: display,
-        line: 0,
-        column: 0,
-        message,
-    })?;
+    let (errors, warnings) = config.validate();
+    for w in warnings {
+        tracing::warn!("{}: {w}", path.display());
+    }
+    if let Some(first) = errors.into_iter().next() {
+        let (line, column) = locate_path(&text, &first.at);
+        return Err(Error::Invalid {
+            path: display,
+            line,
+            column,
+            message: format!(
+                "{}: {}",
+                crate::yaml::path_to_string(&first.at),
+                first.message
+            ),
+            hint: first.hint,
+        });
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     for r in &mut config.registries {
         if let Some(ca) = &r.ca_file {
@@ -150,6 +236,28 @@ pub fn load(path: &Path) -> Result<Config, Error> {
     Ok(config)
 }
 
+/// Line and column of the value at `at` in `text` (of its nearest existing parent).
+fn locate_path(text: &str, at: &[PathSeg]) -> (usize, usize) {
+    let Ok(docs) = crate::yaml::parse_located(text) else {
+        return (0, 0);
+    };
+    let Some(mut node) = docs.first().and_then(|d| d.root.as_ref()) else {
+        return (0, 0);
+    };
+    for seg in at {
+        let next = match (seg, node) {
+            (PathSeg::Key(k), n) => n.get(k),
+            (PathSeg::Index(i), crate::yaml::Node::Seq { items, .. }) => items.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    crate::yaml::LineIndex::new(text).line_col(node.offset())
+}
+
 pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
     if text.trim().is_empty() {
         return Ok(Config::default());
@@ -158,6 +266,14 @@ pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
         let p = crate::yaml::ParseError::from_serde(&e);
         (p.line, p.column, p.message)
     })
+}
+
+/// The JSON Schema of `imagebump.yaml`, as committed at docs/imagebump.schema.json.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(Config);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]
@@ -171,6 +287,52 @@ mod tests {
                 .unwrap_err();
         assert_eq!(line, 5);
         assert!(msg.contains("unknown field `urll`"), "{msg}");
+    }
+
+    fn invalid(yaml: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("imagebump.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let e = load(&path).unwrap_err().to_string();
+        e.replace(&path.display().to_string(), "imagebump.yaml")
+    }
+
+    #[test]
+    fn bad_values_name_file_line_and_key() {
+        assert_eq!(
+            invalid("images:\n- match: nginx\n- match: ghcr.io/*\n  allowTags: \"regexp:(\"\n"),
+            "imagebump.yaml:4:14: images[1].allowTags: bad regular expression \"(\": regex parse error:\n    (\n    ^\nerror: unclosed group (hint: write `regexp:<RE>` or `any`)"
+        );
+        let e = invalid("defaults:\n  constraint: \">=1.2 <<2\"\n");
+        assert!(
+            e.starts_with("imagebump.yaml:2:15: defaults.constraint: invalid constraint"),
+            "{e}"
+        );
+        let e = invalid("images:\n  - match: \"a[\"\n");
+        assert!(
+            e.starts_with("imagebump.yaml:2:12: images[0].match: "),
+            "{e}"
+        );
+        let e = invalid("scan:\n  exclude: [\"**/ok\", \"b[\"]\n");
+        assert!(
+            e.starts_with("imagebump.yaml:2:22: scan.exclude[1]: bad glob"),
+            "{e}"
+        );
+        let e = invalid("defaults:\n  strategy: regex\n");
+        assert!(
+            e.contains("defaults.pattern: strategy `regex` needs a `pattern`"),
+            "{e}"
+        );
+        let e = invalid("images:\n- match: x\n  minAge: 3 days\n");
+        assert!(
+            e.starts_with("imagebump.yaml:3:11: images[0].minAge:"),
+            "{e}"
+        );
+        let e = invalid("images:\n- match: x\n  stratgy: semver\n");
+        assert!(
+            e.contains("imagebump.yaml:3:3: images[0]: unknown field `stratgy`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -121,8 +121,9 @@ fn image_map(ctx: &FileCtx, doc: usize, path: &[PathSeg], map: &Node) -> Result<
         .ok_or_else(|| ctx.problem(map.offset(), "`image.repository` must be a string"))?;
     let registry = scalar_field(ctx, map, "registry")?.filter(|r| !r.value.is_empty());
     let tag = scalar_field(ctx, map, "tag")?;
-    let digest =
-        scalar_field(ctx, map, "digest")?.filter(|d| !d.value.is_empty() && d.value != "null");
+    // An empty `digest:` key is still a place to write one (the `digest` strategy).
+    let digest_key = scalar_field(ctx, map, "digest")?;
+    let digest = digest_key.filter(|d| !d.value.is_empty() && d.value != "null");
 
     let written = match registry {
         Some(r) => format!("{}/{}", r.value.trim_end_matches('/'), repo.value),
@@ -163,7 +164,7 @@ fn image_map(ctx: &FileCtx, doc: usize, path: &[PathSeg], map: &Node) -> Result<
                 SlotFormat::Tag
             };
             out.slots.push(ctx.slot(doc, child(path, "tag"), t, format));
-            if let (Some(d), None) = (digest, &tag_digest) {
+            if let (Some(d), None) = (digest_key, &tag_digest) {
                 out.slots
                     .push(ctx.slot(doc, child(path, "digest"), d, SlotFormat::Digest));
             }

@@ -2,6 +2,7 @@
 
 pub mod helm;
 pub mod kustomize;
+pub mod markers;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -11,6 +12,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::config::{Config, ScanConfig};
+use crate::policy::rules::Policies;
 use crate::policy::Policy;
 use crate::registry::name::{ImageName, Reference};
 use crate::report::Problem;
@@ -94,7 +96,6 @@ pub struct FileCtx<'a> {
     pub file: &'a str,
     pub text: &'a str,
     pub lines: LineIndex,
-    pub policy: &'a Policy,
 }
 
 impl FileCtx<'_> {
@@ -131,7 +132,7 @@ impl FileCtx<'_> {
             tag: r.tag,
             digest: r.digest,
             unit: unit.to_string(),
-            policy: self.policy.clone(),
+            policy: Policy::default(),
             unmanaged: None,
             slots: Vec::new(),
         }
@@ -209,8 +210,12 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
-    let policy = Policy {
-        strategy: config.defaults.strategy,
+    let mut policies = match Policies::new(config) {
+        Ok(p) => p,
+        Err(e) => {
+            out.problems.push(Problem::config(e));
+            return out;
+        }
     };
     let mut files: Vec<(String, FileKind)> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
@@ -255,7 +260,6 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             file: &rel,
             text: &text,
             lines: LineIndex::new(&text),
-            policy: &policy,
         };
         let docs = match crate::yaml::parse_located(&text) {
             Ok(d) => d,
@@ -276,9 +280,49 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             }
             FileKind::HelmValues => helm::scan(&ctx, &docs, &mut out.refs, &mut out.problems),
         }
+        for r in &mut out.refs[before..] {
+            if let Err(p) = apply_policy(&ctx, &mut policies, r) {
+                out.problems.push(p);
+            }
+        }
         if out.refs[before..].iter().any(ImageRef::is_managed) {
             out.sources.insert(rel, text);
         }
     }
     out
+}
+
+/// Give `r` its policy: configuration, then an inline marker on the value's line. A bad
+/// marker leaves the reference unmanaged (untouched) and is reported at its position.
+fn apply_policy(ctx: &FileCtx, policies: &mut Policies, r: &mut ImageRef) -> Result<(), Problem> {
+    let marker = r
+        .slots
+        .first()
+        .and_then(|s| markers::find(ctx.text, s.span.end));
+    let spec = match &marker {
+        None => None,
+        Some(m) => match &m.spec {
+            Ok(spec) => Some(spec),
+            Err(e) => {
+                r.unmanaged = Some("invalid imagebump marker".into());
+                return Err(ctx.problem(m.offset, e.clone()));
+            }
+        },
+    };
+    match policies.policy_for(&r.image, &r.written, spec.map(|s| ("marker", s))) {
+        Ok(policy) => {
+            if policy.ignore && r.unmanaged.is_none() {
+                r.unmanaged = Some(format!("ignored ({})", policy.source));
+            }
+            r.policy = policy;
+            Ok(())
+        }
+        Err(e) => {
+            r.unmanaged = Some("invalid policy".into());
+            let at = marker.map_or(r.slots.first().map_or(0, |s| s.span.start), |m| m.offset);
+            let mut p = ctx.problem(at, e.to_string());
+            p.hint = e.hint;
+            Err(p)
+        }
+    }
 }

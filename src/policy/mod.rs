@@ -1,51 +1,351 @@
-//! Update policies: which tag a reference should move to, given the registry's tags.
+//! Update policies: which tag a reference should move to, given the registry's tags and,
+//! for some strategies and filters, image metadata.
 //!
-//! Strategies live one per file. A strategy is a pure function of the current tag and the
-//! tag list; strategies that need image metadata (newest-build, digest) will get it through
-//! the resolve stage, never by calling the registry themselves.
+//! A [`Policy`] is the compiled form of the effective [`PolicySpec`] of one reference.
+//! Strategies live one per file and only order and judge tags; [`evaluate::Evaluation`]
+//! runs the filters and keeps every candidate's verdict, so a choice can be explained.
+//! Metadata (digests, build dates, platforms) is asked for by the evaluation and fetched by
+//! the resolve stage; policies never call a registry themselves.
 
+pub mod alphabetical;
 pub mod constraint;
+pub mod digest;
+pub mod evaluate;
+pub mod filters;
+pub mod newest_build;
+pub mod numeric;
+pub mod regex;
+pub mod rules;
 pub mod semver;
 
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::policy::PolicySpec;
+use crate::registry::manifest::Platform;
+use constraint::Constraint;
+use filters::{AllowTags, IgnoreTags};
+
 /// How the next tag is chosen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
-    /// Highest stable version above the current one, keeping its variant and precision.
+    /// Highest version that satisfies the constraint (tag list only).
     #[default]
     Semver,
+    /// The tag whose image was built last (config `created`); needs image metadata.
+    NewestBuild,
+    /// Follow the current (mutable) tag and pin its digest when it changes.
+    Digest,
+    /// Greatest tag by byte order (calendar versions such as `2026-05-01`).
+    Alphabetical,
+    /// Greatest tag that is an integer (build numbers).
+    Numeric,
+    /// Greatest value of the named group of `pattern` (`version`, `num` or `ts`).
+    Regex,
 }
 
-/// The policy that applies to one reference.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct Policy {
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Strategy::Semver => "semver",
+            Strategy::NewestBuild => "newest-build",
+            Strategy::Digest => "digest",
+            Strategy::Alphabetical => "alphabetical",
+            Strategy::Numeric => "numeric",
+            Strategy::Regex => "regex",
+        })
+    }
+}
+
+/// How `semver` reads tag suffixes.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SemverMode {
+    /// A non-pre-release suffix (`-alpine`) is a variant that must match; precision kept.
+    #[default]
+    Variant,
+    /// Strict Masterminds semver (argocd-image-updater): every suffix is a pre-release.
+    Masterminds,
+}
+
+/// Where the settings of a reference's policy came from, least specific first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct PolicySource(pub Vec<String>);
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("built-in")
+        } else {
+            f.write_str(&self.0.join(" + "))
+        }
+    }
+}
+
+/// A setting that does not compile: the key as written in `imagebump.yaml` and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct PolicyError {
+    pub key: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl PolicyError {
+    fn new(key: &'static str, message: impl Into<String>) -> Self {
+        PolicyError {
+            key,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// The compiled policy of one reference. Cheap to clone; compared by its settings.
+#[derive(Debug, Clone)]
+pub struct Policy(Arc<Compiled>);
+
+#[derive(Debug)]
+pub struct Compiled {
+    /// The effective settings (every level merged).
+    pub spec: PolicySpec,
+    pub source: PolicySource,
     pub strategy: Strategy,
+    pub semver_mode: SemverMode,
+    pub constraint: Option<Constraint>,
+    pub allow: Option<AllowTags>,
+    pub ignore_tags: Option<IgnoreTags>,
+    pub pattern: Option<regex::TagPattern>,
+    pub platforms: Vec<Platform>,
+    pub min_age: Option<Duration>,
+    pub allow_downgrade: bool,
+    pub pin: bool,
+    pub ignore: bool,
+    /// Notes for the user that are not errors (e.g. an exact-version constraint).
+    pub warnings: Vec<String>,
 }
 
-/// What a policy decided for one reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
-    /// Move to this tag.
-    Update(String),
-    /// Nothing newer qualifies.
-    Current,
-    /// The policy cannot judge this reference (the reason says why).
-    Skip(String),
+impl std::ops::Deref for Policy {
+    type Target = Compiled;
+    fn deref(&self) -> &Compiled {
+        &self.0
+    }
+}
+
+impl PartialEq for Policy {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.spec == other.0.spec && self.0.source == other.0.source
+    }
+}
+
+impl Eq for Policy {}
+
+impl std::hash::Hash for Policy {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.spec.hash(state);
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        // The built-in defaults always compile.
+        Policy::compile(PolicySpec::default(), PolicySource::default())
+            .unwrap_or_else(|_| unreachable!("empty policy compiles"))
+    }
+}
+
+impl Serialize for Policy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            strategy: Strategy,
+            #[serde(flatten)]
+            spec: &'a PolicySpec,
+            source: String,
+        }
+        let mut spec = self.spec.clone();
+        spec.strategy = None;
+        Shown {
+            strategy: self.strategy,
+            spec: &spec,
+            source: self.source.to_string(),
+        }
+        .serialize(s)
+    }
+}
+
+impl Policy {
+    /// Compile `spec`; every error names the key as written in `imagebump.yaml`.
+    pub fn compile(spec: PolicySpec, source: PolicySource) -> Result<Policy, PolicyError> {
+        let strategy = spec.strategy.unwrap_or_default();
+        let mut warnings = Vec::new();
+        let constraint = match spec.constraint.as_deref() {
+            None => None,
+            Some(text) => {
+                let c = Constraint::parse(text).map_err(|e| {
+                    PolicyError::new("constraint", e.to_string())
+                        .hint("Masterminds syntax, e.g. ~1.4, ^1, 1.x, >=1.2 <2, >=2 || 1.9.x")
+                })?;
+                if let Some(v) = c.exact_version() {
+                    warnings.push(format!(
+                        "constraint {text:?} means exactly {v}, so nothing will be updated; \
+                         use \"~{}.{}\" or \"{}.{}\" for a range",
+                        v.major, v.minor, v.major, v.minor
+                    ));
+                }
+                Some(c)
+            }
+        };
+        let allow = match spec.allow_tags.as_deref() {
+            None => None,
+            Some(text) => AllowTags::parse(text).map_err(|m| {
+                PolicyError::new("allowTags", m).hint("write `regexp:<RE>` or `any`")
+            })?,
+        };
+        let ignore_tags = match &spec.ignore_tags {
+            None => None,
+            Some(globs) => Some(IgnoreTags::parse(globs).map_err(|m| {
+                PolicyError::new("ignoreTags", m).hint("globs such as latest, *-rc*, sha-*")
+            })?),
+        };
+        let pattern = match spec.pattern.as_deref() {
+            None => None,
+            Some(text) => Some(regex::TagPattern::parse(text).map_err(|m| {
+                PolicyError::new("pattern", m)
+                    .hint("e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'")
+            })?),
+        };
+        if strategy == Strategy::Regex && pattern.is_none() {
+            return Err(
+                PolicyError::new("pattern", "strategy `regex` needs a `pattern`")
+                    .hint("e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'"),
+            );
+        }
+        let platforms = spec
+            .platforms
+            .iter()
+            .flatten()
+            .map(|p| p.parse::<Platform>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| {
+                PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8")
+            })?;
+        let min_age = match spec.min_age.as_deref() {
+            None => None,
+            Some(text) => Some(
+                filters::parse_age(text)
+                    .map_err(|m| PolicyError::new("minAge", m).hint("e.g. 3d, 12h, 1h30m, 2w"))?,
+            )
+            .filter(|d| !d.is_zero()),
+        };
+        Ok(Policy(Arc::new(Compiled {
+            strategy,
+            semver_mode: spec.semver_mode.unwrap_or_default(),
+            constraint,
+            allow,
+            ignore_tags,
+            pattern,
+            platforms,
+            min_age,
+            allow_downgrade: spec.allow_downgrade.unwrap_or(false),
+            pin: spec.pin.unwrap_or(false),
+            ignore: spec.ignore.unwrap_or(false),
+            warnings,
+            spec,
+            source,
+        })))
+    }
+
+    /// What image metadata the policy needs beyond the tag list.
+    pub fn needs_metadata(&self) -> bool {
+        self.strategy == Strategy::NewestBuild
+            || self.min_age.is_some()
+            || !self.platforms.is_empty()
+    }
+
+    /// Whether the policy needs build dates (not just digests and platforms).
+    pub fn needs_created(&self) -> bool {
+        self.strategy == Strategy::NewestBuild || self.min_age.is_some()
+    }
+
+    /// Whether the repository's tag list is needed (`digest` follows one tag instead).
+    pub fn needs_tag_list(&self) -> bool {
+        self.strategy != Strategy::Digest
+    }
+
+    /// A one-line summary for tables: `semver ~1.4`, `newest-build allow regexp:^main-`.
+    pub fn summary(&self) -> String {
+        let mut s = self.strategy.to_string();
+        if self.pin {
+            return "pin".into();
+        }
+        if let Some(c) = &self.constraint {
+            s.push(' ');
+            s.push_str(c.as_str());
+        }
+        if self.semver_mode == SemverMode::Masterminds && self.strategy == Strategy::Semver {
+            s.push_str(" (masterminds)");
+        }
+        if let Some(p) = &self.spec.pattern {
+            s.push_str(&format!(" /{p}/"));
+        }
+        if let Some(a) = &self.spec.allow_tags {
+            s.push_str(&format!(" allow {a}"));
+        }
+        if let Some(i) = &self.spec.ignore_tags {
+            s.push_str(&format!(" ignore {}", i.join(",")));
+        }
+        if let Some(p) = &self.spec.platforms {
+            s.push_str(&format!(" {}", p.join(",")));
+        }
+        if let Some(a) = &self.spec.min_age {
+            s.push_str(&format!(" age>={a}"));
+        }
+        if self.allow_downgrade {
+            s.push_str(" downgrade-ok");
+        }
+        s
+    }
 }
 
 /// Why `policy` cannot judge `current` at all, decided before any registry work (so a
 /// reference such as `latest` under `semver` costs no request).
 pub fn cannot_judge(policy: &Policy, current: &str) -> Option<String> {
-    match policy.strategy {
-        Strategy::Semver => semver::cannot_judge(current),
-    }
-}
-
-/// Apply `policy` to the current tag and the repository's tags.
-pub fn choose(policy: &Policy, current: &str, tags: &[String]) -> Choice {
-    match policy.strategy {
-        Strategy::Semver => semver::choose(current, tags),
-    }
+    evaluate::Evaluation::precheck(policy, current)
 }

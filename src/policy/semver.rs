@@ -9,15 +9,19 @@
 //! not `1.3.0`; never to a shorter tag such as `2`, which is a moving alias). Only when the
 //! registry lists no tag at all of the current precision and variant does it move to longer
 //! tags; that keeps repeated runs convergent (`0.9` → `0.11`, then stays, even if `1.0.0`
-//! exists). Pre-releases are never chosen. Never downgrades.
+//! exists). Pre-releases are chosen only when the constraint has a pre-release part (as in
+//! Masterminds). Never downgrades (unless `allowDowngrade`).
+//!
+//! `semverMode: masterminds` reads tags as argocd-image-updater does: every suffix is a
+//! pre-release, and precision does not matter.
 
-use std::cmp::Ordering;
 use std::sync::LazyLock;
 
 use regex::Regex;
 use semver::{Prerelease, Version};
 
-use super::Choice;
+use super::evaluate::{Key, Verdict};
+use super::SemverMode;
 
 static PRE_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(alpha|beta|rc|pre|preview|dev|snapshot)[0-9.]*$").expect("static regex")
@@ -80,76 +84,114 @@ impl TagVersion {
         })
     }
 
+    /// Read `tag` the way `mode` does: in Masterminds mode every suffix is a pre-release.
+    pub fn parse_in(mode: SemverMode, tag: &str) -> Option<TagVersion> {
+        match mode {
+            SemverMode::Variant => TagVersion::parse(tag),
+            SemverMode::Masterminds => {
+                let version = super::constraint::parse_version(tag)?;
+                let numbers = tag.trim_start_matches('v');
+                let numbers = numbers.split(['-', '+']).next().unwrap_or_default();
+                Some(TagVersion {
+                    v_prefix: tag.starts_with('v'),
+                    precision: numbers.split('.').count(),
+                    version,
+                    variant: None,
+                })
+            }
+        }
+    }
+
     pub fn is_prerelease(&self) -> bool {
         !self.version.pre.is_empty()
     }
 }
 
-pub fn cannot_judge(current: &str) -> Option<String> {
-    match TagVersion::parse(current) {
-        Some(_) => None,
-        None => Some(format!(
-            "current tag {current:?} is not a version (semver strategy)"
-        )),
-    }
+/// How the `semver` strategy reads tags, given the current tag and the whole list.
+pub struct Series {
+    mode: SemverMode,
+    current: TagVersion,
+    /// Variant mode: the registry lists tags of the current precision and variant, so
+    /// candidates must have that precision (otherwise they must be longer).
+    same_precision: bool,
 }
 
-pub fn choose(current: &str, tags: &[String]) -> Choice {
-    let Some(cur) = TagVersion::parse(current) else {
-        return Choice::Skip(cannot_judge(current).unwrap_or_default());
-    };
-    let series: Vec<(TagVersion, &String)> = tags
-        .iter()
-        .filter_map(|t| TagVersion::parse(t).map(|v| (v, t)))
-        .filter(|(v, _)| !v.is_prerelease() && v.variant == cur.variant)
-        .collect();
-    // Precision belongs to the tag series: while the registry publishes tags of the current
-    // precision, stay in it (so repeated runs converge); longer tags only when it does not.
-    let same_precision = series.iter().any(|(v, _)| v.precision == cur.precision);
-    let best = series
-        .into_iter()
-        .filter(|(v, _)| v.version > cur.version)
-        .filter(|(v, _)| {
-            if same_precision {
-                v.precision == cur.precision
-            } else {
-                v.precision > cur.precision
-            }
+impl Series {
+    /// `None` when the current tag is not a version in this mode.
+    pub fn new(mode: SemverMode, current: &str, tags: &[String]) -> Option<Series> {
+        let current = TagVersion::parse_in(mode, current)?;
+        let same_precision = mode == SemverMode::Variant
+            && tags.iter().any(|t| {
+                TagVersion::parse(t).is_some_and(|v| {
+                    !v.is_prerelease()
+                        && v.variant == current.variant
+                        && v.precision == current.precision
+                })
+            });
+        Some(Series {
+            mode,
+            current,
+            same_precision,
         })
-        .max_by(|(a, at), (b, bt)| {
-            a.version
-                .cmp(&b.version)
-                .then_with(|| (a.v_prefix == cur.v_prefix).cmp(&(b.v_prefix == cur.v_prefix)))
-                .then_with(|| at.cmp(bt))
-        });
-    match best {
-        Some((_, tag)) => Choice::Update(tag.clone()),
-        None => Choice::Current,
     }
-}
 
-/// Order two tags as versions (used for "never downgrade" checks by other stages).
-pub fn compare(a: &str, b: &str) -> Option<Ordering> {
-    Some(
-        TagVersion::parse(a)?
-            .version
-            .cmp(&TagVersion::parse(b)?.version),
-    )
+    pub fn current(&self) -> &TagVersion {
+        &self.current
+    }
+
+    /// The tag's sort key, or why it is not a candidate of this series. Pre-releases are
+    /// judged here only when `allow_pre` is false (the constraint has no pre-release part).
+    pub fn judge<'t>(&self, tag: &'t str, allow_pre: bool) -> Result<Key<'t>, Verdict> {
+        let v = TagVersion::parse_in(self.mode, tag).ok_or(Verdict::NotAVersion)?;
+        if self.mode == SemverMode::Variant {
+            if v.variant != self.current.variant {
+                return Err(Verdict::OtherVariant);
+            }
+            let precision_ok = if self.same_precision {
+                v.precision == self.current.precision
+            } else {
+                v.precision > self.current.precision
+            };
+            if !precision_ok {
+                return Err(Verdict::OtherPrecision);
+            }
+        }
+        if v.is_prerelease() && !allow_pre {
+            return Err(Verdict::Prerelease);
+        }
+        Ok(Key::Version(
+            v.version,
+            v.v_prefix == self.current.v_prefix,
+            tag,
+        ))
+    }
+
+    /// The current tag's key, for "never downgrade".
+    pub fn current_key<'t>(&self, tag: &'t str) -> Key<'t> {
+        Key::Version(self.current.version.clone(), true, tag)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::policy::evaluate::{choose_offline, Choice};
+    use crate::policy::Policy;
+
     fn pick(current: &str, tags: &[&str]) -> Choice {
-        choose(
+        choose_offline(
+            &Policy::default(),
             current,
             &tags.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
         )
     }
 
     fn update(t: &str) -> Choice {
-        Choice::Update(t.into())
+        Choice::Update {
+            tag: t.into(),
+            digest: None,
+        }
     }
 
     #[test]

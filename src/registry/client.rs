@@ -5,12 +5,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::header::{
+    HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LINK, RETRY_AFTER, WWW_AUTHENTICATE,
+};
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::{Mutex, Semaphore};
 
 use super::auth::{self, Challenge, Credential};
+use super::manifest::{
+    digest_matches, parse_config, parse_manifest, sha256_digest, ImageConfig, Manifest,
+};
 use super::name::{is_valid_digest, is_valid_tag};
 use super::{Error, Stats};
 use crate::config::RegistryConfig;
@@ -22,6 +27,8 @@ const TAG_LIST_LIMIT: usize = 32 * 1024 * 1024;
 const TOKEN_LIMIT: usize = 1024 * 1024;
 const MAX_PAGES: usize = 10_000;
 const PAGE_SIZE: usize = 1000;
+const MANIFEST_LIMIT: usize = 4 * 1024 * 1024;
+const CONFIG_LIMIT: usize = 4 * 1024 * 1024;
 
 pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, \
 application/vnd.docker.distribution.manifest.list.v2+json, \
@@ -182,6 +189,102 @@ impl Client {
             .await?;
         use sha2::Digest;
         Ok(format!("sha256:{:x}", sha2::Sha256::digest(&body)))
+    }
+
+    /// GET a manifest by tag or digest: its digest and parsed content. One request (plus
+    /// auth). The digest is the validated `Docker-Content-Digest` header, else the SHA-256 of
+    /// the body; when `reference` is a digest, the body must hash to it.
+    pub async fn manifest(&self, repo: &str, reference: &str) -> Result<(String, Manifest), Error> {
+        let scope = format!("repository:{repo}:pull");
+        let url = format!("{}/v2/{repo}/manifests/{reference}", self.endpoint);
+        let by_digest = is_valid_digest(reference);
+        if !by_digest && !is_valid_tag(reference) {
+            return Err(Error::Invalid {
+                url,
+                reason: format!("{reference:?} is neither a tag nor a digest"),
+            });
+        }
+        self.stats.manifests.fetch_add(1, Ordering::Relaxed);
+        let (headers, body) = self
+            .request(Method::GET, &url, &scope, MANIFEST_TYPES, MANIFEST_LIMIT)
+            .await?;
+        let invalid = |reason: String| Error::Invalid {
+            url: url.clone(),
+            reason,
+        };
+        let digest = if by_digest {
+            match digest_matches(reference, &body) {
+                Some(true) => reference.to_string(),
+                Some(false) => {
+                    return Err(invalid(format!(
+                        "manifest of {repo} does not match the requested digest {reference} (it hashes to {})",
+                        sha256_digest(&body)
+                    )))
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "cannot verify {reference}: unsupported digest algorithm"
+                    )))
+                }
+            }
+        } else {
+            let header = headers
+                .get("docker-content-digest")
+                .and_then(|v| v.to_str().ok())
+                .filter(|d| is_valid_digest(d));
+            match header.map(|d| (d, digest_matches(d, &body))) {
+                Some((d, Some(true))) => d.to_string(),
+                Some((d, Some(false))) => {
+                    return Err(invalid(format!(
+                        "Docker-Content-Digest {d} does not match the manifest of {repo}:{reference} (it hashes to {})",
+                        sha256_digest(&body)
+                    )))
+                }
+                // No header, or an algorithm we cannot check: our own hash.
+                Some((_, None)) | None => sha256_digest(&body),
+            }
+        };
+        let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        let manifest = parse_manifest(content_type, &body)
+            .map_err(|e| invalid(format!("manifest of {repo}:{reference}: {e}")))?;
+        Ok((digest, manifest))
+    }
+
+    /// GET a config blob by digest, verify its digest, parse it. Registries often answer with
+    /// a redirect to storage on another host; reqwest drops `Authorization` on a redirect to
+    /// another host or port, so the registry's credentials do not follow it.
+    pub async fn image_config(&self, repo: &str, digest: &str) -> Result<ImageConfig, Error> {
+        let scope = format!("repository:{repo}:pull");
+        let url = format!("{}/v2/{repo}/blobs/{digest}", self.endpoint);
+        if !is_valid_digest(digest) {
+            return Err(Error::Invalid {
+                url,
+                reason: format!("{digest:?} is not a digest"),
+            });
+        }
+        self.stats.blobs.fetch_add(1, Ordering::Relaxed);
+        let (_, body) = self
+            .request(Method::GET, &url, &scope, "*/*", CONFIG_LIMIT)
+            .await?;
+        let invalid = |reason: String| Error::Invalid {
+            url: url.clone(),
+            reason,
+        };
+        match digest_matches(digest, &body) {
+            Some(true) => {}
+            Some(false) => {
+                return Err(invalid(format!(
+                    "blob {digest} of {repo} does not match its digest (it hashes to {})",
+                    sha256_digest(&body)
+                )))
+            }
+            None => {
+                return Err(invalid(format!(
+                    "cannot verify blob {digest} of {repo}: unsupported digest algorithm"
+                )))
+            }
+        }
+        parse_config(&body).map_err(|e| invalid(format!("config {digest} of {repo}: {e}")))
     }
 
     /// One logical request: authenticated, retried, size-capped.

@@ -1,1 +1,739 @@
-//! Manifests, indexes and image configs (being written).
+//! Manifests, indexes and image configs: plain types and their parsing.
+//!
+//! Registries send OCI and Docker schema 2 documents (image manifests, indexes / manifest
+//! lists, config blobs), often with fields this module does not know: every private serde
+//! struct here ignores unknown fields. Docker schema 1 is refused with a message saying so.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use super::name::is_valid_digest;
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+const DOCKER_SCHEMA1: &str = "application/vnd.docker.distribution.manifest.v1+json";
+const DOCKER_SCHEMA1_SIGNED: &str = "application/vnd.docker.distribution.manifest.v1+prettyjws";
+
+/// os/architecture[/variant], e.g. linux/amd64, linux/arm64/v8, linux/arm/v7.
+///
+/// Equality is literal (`linux/arm64` != `linux/arm64/v8`); use [`Platform::satisfies`] to
+/// decide whether an image fits a requested platform.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Platform {
+    pub os: String,
+    pub architecture: String,
+    pub variant: Option<String>,
+}
+
+impl Platform {
+    /// Does an image built for `self` satisfy a request for `wanted`? os and architecture
+    /// must be equal; a requested variant must equal the image's. An image without a
+    /// variant has its architecture's default one, as containerd normalises it (arm64: v8,
+    /// arm: v7, amd64: v1), so `linux/arm64` satisfies `linux/arm64/v8`. An unrequested
+    /// variant is ignored: `linux/amd64/v3` satisfies `linux/amd64`.
+    pub fn satisfies(&self, wanted: &Platform) -> bool {
+        if self.os != wanted.os || self.architecture != wanted.architecture {
+            return false;
+        }
+        match &wanted.variant {
+            None => true,
+            Some(v) => self
+                .variant
+                .as_deref()
+                .or_else(|| default_variant(&self.architecture))
+                .is_some_and(|mine| mine == v),
+        }
+    }
+}
+
+fn default_variant(architecture: &str) -> Option<&'static str> {
+    match architecture {
+        "arm64" => Some("v8"),
+        "arm" => Some("v7"),
+        "amd64" => Some("v1"),
+        _ => None,
+    }
+}
+
+impl FromStr for Platform {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| {
+            format!("invalid platform {s:?}: {why}; expected os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
+        };
+        let parts: Vec<&str> = s.trim().split('/').collect();
+        if parts.len() < 2 {
+            return Err(bad("missing architecture"));
+        }
+        if parts.len() > 3 {
+            return Err(bad("too many parts"));
+        }
+        if let Some(p) = parts.iter().find(|p| !is_platform_word(p)) {
+            return Err(bad(&format!(
+                "{p:?} is not a lowercase name (letters, digits, '_', '.', '-')"
+            )));
+        }
+        // The names `uname -m` gives are common in hand-written configuration.
+        let architecture = match parts[1] {
+            "x86_64" | "x86-64" => "amd64",
+            "aarch64" => "arm64",
+            a => a,
+        };
+        Ok(Platform {
+            os: parts[0].to_string(),
+            architecture: architecture.to_string(),
+            variant: parts.get(2).map(|v| v.to_string()),
+        })
+    }
+}
+
+fn is_platform_word(p: &str) -> bool {
+    !p.is_empty()
+        && p.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
+        })
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.os, self.architecture)?;
+        if let Some(v) = &self.variant {
+            write!(f, "/{v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A manifest as the registry served it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Manifest {
+    /// An OCI image manifest or a Docker schema 2 manifest.
+    Image { config_digest: String },
+    /// An OCI index or a Docker manifest list, without attestation entries.
+    Index { manifests: Vec<IndexEntry> },
+}
+
+/// One entry of an index: a child manifest and the platform it is for (when given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub digest: String,
+    pub platform: Option<Platform>,
+}
+
+/// What imagebump reads from an image's config blob.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageConfig {
+    /// `created`; `None` when absent, unparsable, or Go's zero time (`0001-01-01T00:00:00Z`).
+    pub created: Option<jiff::Timestamp>,
+    /// `os`/`architecture`/`variant`; `None` when os or architecture is missing.
+    pub platform: Option<Platform>,
+    /// The `org.opencontainers.image.source` label.
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Image,
+    Index,
+    Schema1,
+}
+
+fn kind_of(media_type: &str) -> Option<Kind> {
+    match media_type {
+        OCI_MANIFEST | DOCKER_MANIFEST => Some(Kind::Image),
+        OCI_INDEX | DOCKER_MANIFEST_LIST => Some(Kind::Index),
+        DOCKER_SCHEMA1 | DOCKER_SCHEMA1_SIGNED => Some(Kind::Schema1),
+        _ => None,
+    }
+}
+
+/// `type/subtype` of a Content-Type value, lowercased, without parameters.
+fn essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// A manifest-specific media type we do not read (artifact manifests, Helm's own types...).
+/// Generic types (`application/json`, `text/plain`) say nothing and are not refused.
+fn is_foreign_manifest_type(media_type: &str) -> bool {
+    media_type.starts_with("application/vnd.") && kind_of(media_type).is_none()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawManifest {
+    schema_version: Option<serde_json::Value>,
+    media_type: Option<String>,
+    config: Option<RawDescriptor>,
+    manifests: Option<Vec<RawDescriptor>>,
+    // Schema 1 only.
+    fs_layers: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct RawDescriptor {
+    digest: Option<String>,
+    platform: Option<RawPlatform>,
+    #[serde(default)]
+    annotations: Option<HashMap<String, serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+struct RawPlatform {
+    os: Option<String>,
+    architecture: Option<String>,
+    variant: Option<String>,
+}
+
+impl RawPlatform {
+    fn into_platform(self) -> Option<Platform> {
+        let os = self.os.filter(|s| !s.is_empty())?;
+        let architecture = self.architecture.filter(|s| !s.is_empty())?;
+        Some(Platform {
+            os,
+            architecture,
+            variant: self.variant.filter(|s| !s.is_empty()),
+        })
+    }
+}
+
+const SCHEMA1_REFUSED: &str = "Docker schema 1 manifest (deprecated, no longer supported by \
+Docker or by imagebump); push the image again with a current Docker or buildx";
+
+/// Parse a manifest body. The kind comes from `media_type` (the response's Content-Type),
+/// else from the body's own `mediaType`, else from its fields (`manifests` or `config`).
+pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest, String> {
+    let raw: RawManifest = serde_json::from_slice(body)
+        .map_err(|e| format!("manifest is not a valid JSON object: {e}"))?;
+    let header = media_type.map(essence).filter(|t| !t.is_empty());
+    let declared = raw.media_type.as_deref().map(essence);
+    let kind = match (header.as_deref(), declared.as_deref()) {
+        (Some(h), _) if kind_of(h).is_some() => kind_of(h),
+        (Some(h), _) if is_foreign_manifest_type(h) => {
+            return Err(format!("unsupported manifest media type {h}"))
+        }
+        (_, Some(d)) if kind_of(d).is_some() => kind_of(d),
+        (_, Some(d)) if is_foreign_manifest_type(d) => {
+            return Err(format!("unsupported manifest media type {d}"))
+        }
+        _ => None,
+    };
+    let is_schema1 = kind == Some(Kind::Schema1)
+        || raw.fs_layers.is_some()
+        || raw.schema_version.as_ref().and_then(|v| v.as_u64()) == Some(1);
+    if is_schema1 {
+        return Err(SCHEMA1_REFUSED.to_string());
+    }
+    let kind = match kind {
+        Some(k) => k,
+        None => match (&raw.manifests, &raw.config) {
+            (Some(_), None) => Kind::Index,
+            (None, Some(_)) => Kind::Image,
+            (Some(_), Some(_)) => {
+                return Err("manifest has both `manifests` and `config` and no media type".into())
+            }
+            (None, None) => {
+                return Err("not a manifest: no media type, no `manifests`, no `config`".into())
+            }
+        },
+    };
+    match kind {
+        Kind::Image => {
+            let config = raw
+                .config
+                .ok_or("image manifest has no `config` descriptor")?;
+            let digest = config
+                .digest
+                .ok_or("image manifest's `config` has no digest")?;
+            if !is_valid_digest(&digest) {
+                return Err(format!(
+                    "image manifest's config digest {digest:?} is invalid"
+                ));
+            }
+            Ok(Manifest::Image {
+                config_digest: digest,
+            })
+        }
+        Kind::Index => {
+            let entries = raw.manifests.ok_or("index has no `manifests` list")?;
+            let mut manifests = Vec::with_capacity(entries.len());
+            for (i, entry) in entries.into_iter().enumerate() {
+                let digest = entry
+                    .digest
+                    .ok_or_else(|| format!("index entry {i} has no digest"))?;
+                if !is_valid_digest(&digest) {
+                    return Err(format!("index entry {i} has an invalid digest {digest:?}"));
+                }
+                if is_attestation(&entry.annotations, entry.platform.as_ref()) {
+                    continue;
+                }
+                manifests.push(IndexEntry {
+                    digest,
+                    platform: entry.platform.and_then(RawPlatform::into_platform),
+                });
+            }
+            Ok(Manifest::Index { manifests })
+        }
+        Kind::Schema1 => Err(SCHEMA1_REFUSED.to_string()),
+    }
+}
+
+/// BuildKit's provenance/SBOM entries: `unknown/unknown`, annotated as attestations.
+fn is_attestation(
+    annotations: &Option<HashMap<String, serde_json::Value>>,
+    platform: Option<&RawPlatform>,
+) -> bool {
+    let annotated = annotations
+        .as_ref()
+        .and_then(|a| a.get("vnd.docker.reference.type"))
+        .and_then(|v| v.as_str())
+        == Some("attestation-manifest");
+    let unknown = platform.is_some_and(|p| {
+        p.os.as_deref() == Some("unknown") && p.architecture.as_deref() == Some("unknown")
+    });
+    annotated || unknown
+}
+
+#[derive(Deserialize)]
+struct RawConfig {
+    created: Option<serde_json::Value>,
+    os: Option<String>,
+    architecture: Option<String>,
+    variant: Option<String>,
+    config: Option<RawContainerConfig>,
+}
+
+#[derive(Deserialize)]
+struct RawContainerConfig {
+    #[serde(rename = "Labels")]
+    labels: Option<HashMap<String, serde_json::Value>>,
+}
+
+/// Parse an image config blob. Fields that are missing or malformed become `None`; only a
+/// body that is not a JSON object (or has mistyped os/architecture) is an error.
+pub fn parse_config(body: &[u8]) -> Result<ImageConfig, String> {
+    let raw: RawConfig = serde_json::from_slice(body)
+        .map_err(|e| format!("image config is not a valid JSON object: {e}"))?;
+    let created = raw
+        .created
+        .as_ref()
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        // Go writes its zero time when nothing set the date; it is not a build date.
+        .filter(|t| t.as_second() != GO_ZERO_TIME);
+    let platform = RawPlatform {
+        os: raw.os,
+        architecture: raw.architecture,
+        variant: raw.variant,
+    }
+    .into_platform();
+    let source = raw
+        .config
+        .and_then(|c| c.labels)
+        .and_then(|mut l| l.remove("org.opencontainers.image.source"))
+        .and_then(|v| v.as_str().map(str::to_string))
+        .filter(|s| !s.is_empty());
+    Ok(ImageConfig {
+        created,
+        platform,
+        source,
+    })
+}
+
+/// `0001-01-01T00:00:00Z` in Unix seconds.
+const GO_ZERO_TIME: i64 = -62_135_596_800;
+
+/// `sha256:<hex>` of `body`.
+pub fn sha256_digest(body: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{:x}", sha2::Sha256::digest(body))
+}
+
+/// Does `body` hash to `digest`? `None` when the algorithm is neither sha256 nor sha512.
+pub fn digest_matches(digest: &str, body: &[u8]) -> Option<bool> {
+    use sha2::Digest;
+    let (algorithm, encoded) = digest.split_once(':')?;
+    match algorithm {
+        "sha256" => Some(encoded == format!("{:x}", sha2::Sha256::digest(body))),
+        "sha512" => Some(encoded == format!("{:x}", sha2::Sha512::digest(body))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> Platform {
+        s.parse().unwrap()
+    }
+
+    const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    const D3: &str = "sha256:3333333333333333333333333333333333333333333333333333333333333333";
+
+    #[test]
+    fn platforms_parse_and_print() {
+        let arm = p("linux/arm/v7");
+        assert_eq!(
+            arm,
+            Platform {
+                os: "linux".into(),
+                architecture: "arm".into(),
+                variant: Some("v7".into())
+            }
+        );
+        assert_eq!(arm.to_string(), "linux/arm/v7");
+        assert_eq!(p("linux/amd64").to_string(), "linux/amd64");
+        assert_eq!(p("linux/arm64/v8").to_string(), "linux/arm64/v8");
+        assert_eq!(p("windows/amd64").os, "windows");
+        assert_eq!(p("linux/x86_64"), p("linux/amd64"));
+        assert_eq!(p("linux/aarch64"), p("linux/arm64"));
+        assert_eq!(p(" linux/amd64 "), p("linux/amd64"));
+    }
+
+    #[test]
+    fn bad_platforms_say_what_is_expected() {
+        for bad in [
+            "",
+            "linux",
+            "linux/",
+            "/amd64",
+            "linux/arm/v7/x",
+            "Linux/amd64",
+            "linux/amd 64",
+        ] {
+            let err = bad.parse::<Platform>().unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
+            assert!(err.contains("os/architecture[/variant]"), "{err}");
+        }
+        assert!("linux"
+            .parse::<Platform>()
+            .unwrap_err()
+            .contains("missing architecture"));
+    }
+
+    #[test]
+    fn satisfies() {
+        // (image, wanted, expected)
+        let table = [
+            ("linux/amd64", "linux/amd64", true),
+            ("linux/amd64", "linux/arm64", false),
+            ("windows/amd64", "linux/amd64", false),
+            ("linux/arm64", "linux/arm64/v8", true),
+            ("linux/arm64/v8", "linux/arm64", true),
+            ("linux/arm64/v8", "linux/arm64/v8", true),
+            ("linux/arm64/v9", "linux/arm64/v8", false),
+            ("linux/arm/v7", "linux/arm/v7", true),
+            ("linux/arm/v6", "linux/arm/v7", false),
+            ("linux/arm/v7", "linux/arm/v6", false),
+            ("linux/arm", "linux/arm/v7", true),
+            ("linux/arm/v6", "linux/arm", true),
+            ("linux/amd64/v3", "linux/amd64", true),
+            ("linux/amd64/v2", "linux/amd64/v2", true),
+            ("linux/amd64", "linux/amd64/v2", false),
+            ("linux/amd64", "linux/amd64/v1", true),
+            ("linux/amd64/v3", "linux/amd64/v2", false),
+            ("linux/riscv64", "linux/riscv64/rva22", false),
+        ];
+        for (image, wanted, expected) in table {
+            assert_eq!(
+                p(image).satisfies(&p(wanted)),
+                expected,
+                "{image} satisfies {wanted}"
+            );
+        }
+    }
+
+    fn oci_index() -> Vec<u8> {
+        json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [
+                {"mediaType": OCI_MANIFEST, "digest": D1, "size": 1,
+                 "platform": {"os": "linux", "architecture": "amd64"}},
+                {"mediaType": OCI_MANIFEST, "digest": D2, "size": 1,
+                 "platform": {"os": "linux", "architecture": "arm64", "variant": "v8",
+                              "os.features": ["x"], "os.version": "1"},
+                 "annotations": {"org.example": "x"}},
+                {"mediaType": OCI_MANIFEST, "digest": D3, "size": 1,
+                 "platform": {"os": "unknown", "architecture": "unknown"},
+                 "annotations": {"vnd.docker.reference.type": "attestation-manifest",
+                                 "vnd.docker.reference.digest": D1}}
+            ],
+            "annotations": {"org.opencontainers.image.created": "2024-01-01T00:00:00Z"},
+            "somethingNew": {"a": 1}
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn two_entries() -> Manifest {
+        Manifest::Index {
+            manifests: vec![
+                IndexEntry {
+                    digest: D1.into(),
+                    platform: Some(p("linux/amd64")),
+                },
+                IndexEntry {
+                    digest: D2.into(),
+                    platform: Some(p("linux/arm64/v8")),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn index_by_content_type_body_or_fields() {
+        let body = oci_index();
+        assert_eq!(
+            parse_manifest(Some(OCI_INDEX), &body).unwrap(),
+            two_entries()
+        );
+        assert_eq!(
+            parse_manifest(
+                Some("application/vnd.oci.image.index.v1+json; charset=utf-8"),
+                &body
+            )
+            .unwrap(),
+            two_entries()
+        );
+        assert_eq!(parse_manifest(None, &body).unwrap(), two_entries());
+        assert_eq!(
+            parse_manifest(Some("application/json"), &body).unwrap(),
+            two_entries()
+        );
+        // No media type anywhere: inferred from `manifests`.
+        let mut bare: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        bare.as_object_mut().unwrap().remove("mediaType");
+        assert_eq!(
+            parse_manifest(None, bare.to_string().as_bytes()).unwrap(),
+            two_entries()
+        );
+    }
+
+    #[test]
+    fn docker_manifest_list_and_entries_without_platform() {
+        let body = json!({
+            "schemaVersion": 2,
+            "mediaType": DOCKER_MANIFEST_LIST,
+            "manifests": [
+                {"mediaType": DOCKER_MANIFEST, "digest": D1, "size": 1,
+                 "platform": {"os": "linux", "architecture": "arm", "variant": "v7"}},
+                {"mediaType": DOCKER_MANIFEST, "digest": D2, "size": 1}
+            ]
+        })
+        .to_string();
+        assert_eq!(
+            parse_manifest(Some(DOCKER_MANIFEST_LIST), body.as_bytes()).unwrap(),
+            Manifest::Index {
+                manifests: vec![
+                    IndexEntry {
+                        digest: D1.into(),
+                        platform: Some(p("linux/arm/v7"))
+                    },
+                    IndexEntry {
+                        digest: D2.into(),
+                        platform: None
+                    },
+                ]
+            }
+        );
+    }
+
+    #[test]
+    fn attestation_by_platform_alone_is_skipped() {
+        let body = json!({"manifests": [
+            {"digest": D1, "platform": {"os": "unknown", "architecture": "unknown"}},
+            {"digest": D2, "annotations": {"vnd.docker.reference.type": "attestation-manifest"}},
+            {"digest": D3, "platform": {"os": "linux", "architecture": "s390x"}}
+        ]})
+        .to_string();
+        assert_eq!(
+            parse_manifest(None, body.as_bytes()).unwrap(),
+            Manifest::Index {
+                manifests: vec![IndexEntry {
+                    digest: D3.into(),
+                    platform: Some(p("linux/s390x"))
+                }]
+            }
+        );
+    }
+
+    #[test]
+    fn image_manifests_oci_and_docker() {
+        for media_type in [OCI_MANIFEST, DOCKER_MANIFEST] {
+            let body = json!({
+                "schemaVersion": 2,
+                "mediaType": media_type,
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": D1, "size": 7},
+                "layers": [{"mediaType": "x", "digest": D2, "size": 3}],
+                "annotations": {"a": "b"}
+            })
+            .to_string();
+            let want = Manifest::Image {
+                config_digest: D1.into(),
+            };
+            assert_eq!(
+                parse_manifest(Some(media_type), body.as_bytes()).unwrap(),
+                want
+            );
+            assert_eq!(parse_manifest(None, body.as_bytes()).unwrap(), want);
+        }
+        // OCI manifests may omit mediaType: inferred from `config`.
+        let bare = json!({"schemaVersion": 2, "config": {"digest": D1}, "layers": []}).to_string();
+        assert_eq!(
+            parse_manifest(None, bare.as_bytes()).unwrap(),
+            Manifest::Image {
+                config_digest: D1.into()
+            }
+        );
+    }
+
+    #[test]
+    fn schema1_is_refused_clearly() {
+        let body = json!({
+            "schemaVersion": 1,
+            "name": "team/app",
+            "tag": "1.0",
+            "architecture": "amd64",
+            "fsLayers": [{"blobSum": D1}],
+            "history": [{"v1Compatibility": "{}"}],
+            "signatures": []
+        })
+        .to_string();
+        for media_type in [
+            Some(DOCKER_SCHEMA1_SIGNED),
+            Some(DOCKER_SCHEMA1),
+            Some("application/json"),
+            None,
+        ] {
+            let err = parse_manifest(media_type, body.as_bytes()).unwrap_err();
+            assert!(err.contains("schema 1"), "{err}");
+            assert!(err.contains("push the image again"), "{err}");
+        }
+    }
+
+    #[test]
+    fn malformed_manifests_are_errors() {
+        let cases: [(Option<&str>, String, &str); 8] = [
+            (None, "not json".into(), "not a valid JSON object"),
+            (None, "[1,2]".into(), "not a valid JSON object"),
+            (None, "{}".into(), "not a manifest"),
+            (
+                Some(OCI_MANIFEST),
+                json!({"layers": []}).to_string(),
+                "no `config`",
+            ),
+            (
+                Some(OCI_MANIFEST),
+                json!({"config": {"digest": "md5:x"}}).to_string(),
+                "invalid",
+            ),
+            (
+                Some(OCI_INDEX),
+                json!({"manifests": [{"size": 1}]}).to_string(),
+                "entry 0 has no digest",
+            ),
+            (
+                Some("application/vnd.oci.artifact.manifest.v1+json"),
+                json!({"blobs": []}).to_string(),
+                "unsupported manifest media type application/vnd.oci.artifact.manifest.v1+json",
+            ),
+            (
+                None,
+                json!({"mediaType": "application/vnd.cncf.helm.chart.v1+json", "config": {"digest": D1}}).to_string(),
+                "unsupported manifest media type",
+            ),
+        ];
+        for (media_type, body, want) in cases {
+            let err = parse_manifest(media_type, body.as_bytes()).unwrap_err();
+            assert!(err.contains(want), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn configs() {
+        let body = json!({
+            "created": "2024-02-01T12:30:00.123456789Z",
+            "architecture": "arm64",
+            "os": "linux",
+            "variant": "v8",
+            "config": {"Env": ["PATH=/bin"], "Labels": {
+                "org.opencontainers.image.source": "https://github.com/acme/web",
+                "org.opencontainers.image.revision": "abc"}},
+            "rootfs": {"type": "layers", "diff_ids": []},
+            "history": [],
+            "unknown": true
+        })
+        .to_string();
+        let c = parse_config(body.as_bytes()).unwrap();
+        assert_eq!(
+            c.created,
+            Some("2024-02-01T12:30:00.123456789Z".parse().unwrap())
+        );
+        assert_eq!(c.platform, Some(p("linux/arm64/v8")));
+        assert_eq!(c.source.as_deref(), Some("https://github.com/acme/web"));
+
+        // Offsets are fine; the instant is what counts.
+        let c = parse_config(br#"{"created":"2024-01-01T02:00:00+02:00"}"#).unwrap();
+        assert_eq!(c.created, Some("2024-01-01T00:00:00Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn lenient_configs() {
+        for body in [
+            r#"{}"#,
+            r#"{"created":"yesterday"}"#,
+            r#"{"created":12345}"#,
+            r#"{"created":null,"config":null}"#,
+            r#"{"created":"0001-01-01T00:00:00Z"}"#,
+            r#"{"os":"linux"}"#,
+            r#"{"os":"","architecture":"amd64"}"#,
+            r#"{"config":{"Labels":null}}"#,
+            r#"{"config":{"Labels":{"org.opencontainers.image.source":""}}}"#,
+            r#"{"config":{"Labels":{"org.opencontainers.image.source":7}}}"#,
+        ] {
+            assert_eq!(
+                parse_config(body.as_bytes()).unwrap(),
+                ImageConfig::default(),
+                "{body}"
+            );
+        }
+        // The Unix epoch is a real (reproducible-build) date, kept as such.
+        let c = parse_config(br#"{"created":"1970-01-01T00:00:00Z"}"#).unwrap();
+        assert_eq!(c.created, Some(jiff::Timestamp::UNIX_EPOCH));
+        assert!(parse_config(b"not json").is_err());
+        assert!(parse_config(b"[]").is_err());
+    }
+
+    #[test]
+    fn digests() {
+        let body = b"hello";
+        let d = sha256_digest(body);
+        assert_eq!(
+            d,
+            "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        );
+        assert_eq!(digest_matches(&d, body), Some(true));
+        assert_eq!(digest_matches(&d, b"hello!"), Some(false));
+        assert_eq!(
+            digest_matches(&d.to_uppercase().replace("SHA256", "sha256"), body),
+            Some(false)
+        );
+        assert_eq!(digest_matches("sha512:9b71d224bd62f3785d96d46ad3ea3d73319bfbc2890caadae2dff72519673ca72323c3d99ba5c11d7c7acc6e14b8c5da0c4663475c2e5c3adef46f73bcdec043", body), Some(true));
+        assert_eq!(digest_matches("blake3:abc", body), None);
+        assert_eq!(digest_matches("nocolon", body), None);
+    }
+}

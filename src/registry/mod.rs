@@ -86,6 +86,8 @@ pub struct Stats {
     pub tag_pages: AtomicUsize,
     pub tokens: AtomicUsize,
     pub manifests: AtomicUsize,
+    /// Blob GETs (image configs).
+    pub blobs: AtomicUsize,
     pub retries: AtomicUsize,
 }
 
@@ -95,6 +97,7 @@ pub struct StatsSnapshot {
     pub tag_list_pages: usize,
     pub tokens: usize,
     pub manifests: usize,
+    pub blobs: usize,
     pub retries: usize,
 }
 
@@ -104,6 +107,7 @@ impl Stats {
             tag_list_pages: self.tag_pages.load(Ordering::Relaxed),
             tokens: self.tokens.load(Ordering::Relaxed),
             manifests: self.manifests.load(Ordering::Relaxed),
+            blobs: self.blobs.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
         }
     }

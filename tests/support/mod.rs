@@ -18,7 +18,10 @@
 //! `tags/list` is NOT sorted (filesystem order) and ignores `?n=` / `last=` (no `Link`
 //! header); `_catalog` does honour `?n=` and sends `Link: <...>; rel="next"`. htpasswd auth
 //! also works over plain HTTP. rustls refuses a self-signed certificate that is its own CA
-//! (`CaUsedAsEndEntity`), hence a CA plus a leaf certificate in the TLS modes.
+//! (`CaUsedAsEndEntity`), hence a CA plus a leaf certificate in the TLS modes. A manifest GET of
+//! an OCI index (by tag or digest) whose `Accept` lacks the OCI index type answers
+//! 404 `MANIFEST_UNKNOWN` ("OCI index found, but accept header does not support OCI indexes"),
+//! not 406. Manifests pushed by digest (see [`Registry::push_index`]) are not listed as tags.
 #![allow(dead_code)]
 
 use std::fs;
@@ -39,6 +42,7 @@ const START_DEADLINE: Duration = Duration::from_secs(10);
 const PORT_ATTEMPTS: usize = 8;
 
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 pub const OCI_LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
 
@@ -252,6 +256,29 @@ struct Blob {
     media_type: &'static str,
     digest: String,
     size: usize,
+}
+
+/// `os/architecture[/variant]` of a pushed test image.
+#[derive(Clone, Debug)]
+struct TestPlatform {
+    os: String,
+    architecture: String,
+    variant: Option<String>,
+}
+
+impl TestPlatform {
+    /// `linux/amd64`, `linux/arm/v7`; panics on anything else.
+    fn parse(platform: &str) -> TestPlatform {
+        let parts: Vec<&str> = platform.split('/').collect();
+        match parts.as_slice() {
+            [os, arch] | [os, arch, _] if !os.is_empty() && !arch.is_empty() => TestPlatform {
+                os: os.to_string(),
+                architecture: arch.to_string(),
+                variant: parts.get(2).map(|v| v.to_string()),
+            },
+            _ => panic!("platform {platform:?}: expected os/architecture[/variant]"),
+        }
+    }
 }
 
 impl Registry {
@@ -483,17 +510,87 @@ impl Registry {
     }
 
     fn push_image(&self, repo: &str, tags: &[&str], created: &str) -> String {
-        let layer = tiny_layer_tar();
-        let config = serde_json::json!({
-            "created": created,
-            "architecture": "amd64",
-            "os": "linux",
-            "config": { "Labels": { "org.opencontainers.image.source": "imagebump-tests" } },
-            "rootfs": { "type": "layers", "diff_ids": [sha256_digest(&layer)] },
-            "history": [ { "created": created, "created_by": "imagebump test support" } ]
+        self.push_platform_image(repo, tags, &TestPlatform::parse("linux/amd64"), created)
+            .digest
+    }
+
+    /// As [`Registry::push_tag_created`] but for `platform` (`linux/arm64`, `linux/arm/v7`),
+    /// under every tag in `tags`; returns the manifest digest.
+    pub fn push_image_for(
+        &self,
+        repo: &str,
+        tags: &[&str],
+        platform: &str,
+        created: &str,
+    ) -> String {
+        self.push_platform_image(repo, tags, &TestPlatform::parse(platform), created)
+            .digest
+    }
+
+    /// Pushes one image per `(platform, created)` (by digest, untagged), then an OCI index
+    /// listing them with their `platform` fields, in that order, under `tag`. Returns the
+    /// index digest.
+    pub fn push_index(&self, repo: &str, tag: &str, platforms: &[(&str, &str)]) -> String {
+        let children: Vec<(TestPlatform, Blob)> = platforms
+            .iter()
+            .map(|(platform, created)| {
+                let platform = TestPlatform::parse(platform);
+                let blob = self.push_platform_image(repo, &[], &platform, created);
+                (platform, blob)
+            })
+            .collect();
+        let manifests: Vec<serde_json::Value> = children
+            .iter()
+            .map(|(platform, blob)| {
+                let mut p = serde_json::json!({
+                    "architecture": platform.architecture,
+                    "os": platform.os,
+                });
+                if let Some(v) = &platform.variant {
+                    p["variant"] = serde_json::json!(v);
+                }
+                serde_json::json!({
+                    "mediaType": blob.media_type,
+                    "digest": blob.digest,
+                    "size": blob.size,
+                    "platform": p,
+                })
+            })
+            .collect();
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": manifests,
         })
         .to_string()
         .into_bytes();
+        self.put_manifest(repo, tag, OCI_INDEX, &index);
+        sha256_digest(&index)
+    }
+
+    /// Pushes an image whose config says `platform` and `created` under each of `tags` (by
+    /// its digest when `tags` is empty); returns the manifest's descriptor. For linux/amd64
+    /// the config is byte-identical to the one `push_image` always wrote.
+    fn push_platform_image(
+        &self,
+        repo: &str,
+        tags: &[&str],
+        platform: &TestPlatform,
+        created: &str,
+    ) -> Blob {
+        let layer = tiny_layer_tar();
+        let mut config = serde_json::json!({
+            "created": created,
+            "architecture": platform.architecture,
+            "os": platform.os,
+            "config": { "Labels": { "org.opencontainers.image.source": "imagebump-tests" } },
+            "rootfs": { "type": "layers", "diff_ids": [sha256_digest(&layer)] },
+            "history": [ { "created": created, "created_by": "imagebump test support" } ]
+        });
+        if let Some(v) = &platform.variant {
+            config["variant"] = serde_json::json!(v);
+        }
+        let config = config.to_string().into_bytes();
         off_runtime(|| {
             let layer = self.ensure_blob(repo, &layer, OCI_LAYER_TAR);
             let config = self.ensure_blob(repo, &config, OCI_CONFIG);
@@ -506,6 +603,9 @@ impl Registry {
             .to_string()
             .into_bytes();
             let digest = sha256_digest(&manifest);
+            if tags.is_empty() {
+                self.put_manifest(repo, &digest, OCI_MANIFEST, &manifest);
+            }
             // A handful of manifest PUTs in flight at once: the registry's cost per PUT is
             // mostly fsync-free file writes, so a little parallelism helps with many tags.
             let workers = tags.len().clamp(1, 4);
@@ -526,7 +626,11 @@ impl Registry {
                     }
                 }
             });
-            digest
+            Blob {
+                media_type: OCI_MANIFEST,
+                digest,
+                size: manifest.len(),
+            }
         })
     }
 

@@ -1,0 +1,122 @@
+//! The policy keys, written once and shared by `defaults`, every `images` rule and inline
+//! markers, so the three cannot drift apart (serde's `flatten` cannot be combined with
+//! `deny_unknown_fields`, hence the macro).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{SemverMode, Strategy};
+
+macro_rules! policy_keys {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty ),* $(,)?) => {
+        /// Update policy settings. Every key is optional; unset keys inherit from the level
+        /// above (built-in defaults → `defaults` → the first matching `images` rule → an
+        /// inline marker).
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct PolicySpec {
+            $( $(#[$doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
+        }
+
+        /// A policy for the images whose repository matches `match`. The first matching
+        /// rule wins.
+        #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct ImageRule {
+            /// Glob on the image repository, compared with both the normalised name
+            /// (`docker.io/library/nginx`) and the name as written (`nginx`). `*` stays
+            /// within one path segment, `**` crosses them.
+            #[serde(rename = "match")]
+            pub glob: String,
+            $( $(#[$doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
+        }
+
+        impl ImageRule {
+            /// The rule's policy keys.
+            pub fn policy(&self) -> PolicySpec {
+                PolicySpec { $( $field: self.$field.clone(), )* }
+            }
+        }
+
+        impl PolicySpec {
+            /// `self` with every key that `over` sets replaced by `over`'s value.
+            pub fn overlay(&self, over: &PolicySpec) -> PolicySpec {
+                PolicySpec { $( $field: over.$field.clone().or_else(|| self.$field.clone()), )* }
+            }
+
+            /// The keys that are set, as written in `imagebump.yaml`.
+            pub fn keys(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $( if self.$field.is_some() { keys.push(policy_key_name(stringify!($field))); } )*
+                keys
+            }
+        }
+    };
+}
+
+/// `allow_tags` → `allowTags`.
+fn policy_key_name(field: &'static str) -> &'static str {
+    match field {
+        "semver_mode" => "semverMode",
+        "allow_tags" => "allowTags",
+        "ignore_tags" => "ignoreTags",
+        "min_age" => "minAge",
+        "allow_downgrade" => "allowDowngrade",
+        other => other,
+    }
+}
+
+policy_keys! {
+    /// How the next tag is chosen (default `semver`).
+    strategy: Strategy,
+    /// Masterminds semver constraint on the version, e.g. `~1.4`, `>=2.0 <3.0 || 4.x`,
+    /// `^1`. Applies to `semver` and to `regex` patterns with a `version` group.
+    constraint: String,
+    /// `variant` (default): a suffix after `-` that is not a pre-release word is a variant
+    /// that must match, and precision is kept. `masterminds`: strict Masterminds semver, as
+    /// argocd-image-updater reads tags (every suffix is a pre-release).
+    semver_mode: SemverMode,
+    /// Only tags matching this filter are candidates: `regexp:<RE>` (unanchored) or `any`.
+    allow_tags: String,
+    /// Tags never chosen: globs such as `latest`, `*-rc*`, `sha-*`.
+    ignore_tags: Vec<String>,
+    /// `regex` strategy: a regular expression with a named group `version` (sorted as
+    /// semver), `num` (as a number) or `ts` (as text), e.g. `^main-[0-9a-f]+-(?P<ts>\d+)$`.
+    pattern: String,
+    /// Every platform listed (`os/arch[/variant]`) must be in the image (index).
+    platforms: Vec<String>,
+    /// A tag must be at least this old (its image's `created` date) to be chosen, e.g.
+    /// `3d`, `12h`, `1h30m`, `2w`.
+    min_age: String,
+    /// Allow moving to a lower version than the current one (e.g. to get back inside a
+    /// constraint). Default false: never downgrade.
+    allow_downgrade: bool,
+    /// Never change this reference (it is still checked and reported as pinned).
+    pin: bool,
+    /// Leave this reference alone entirely (reported as unmanaged).
+    ignore: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_takes_set_keys_only() {
+        let base = PolicySpec {
+            strategy: Some(Strategy::Semver),
+            constraint: Some("^1".into()),
+            ..Default::default()
+        };
+        let over = PolicySpec {
+            constraint: Some("~1.4".into()),
+            pin: Some(true),
+            ..Default::default()
+        };
+        let merged = base.overlay(&over);
+        assert_eq!(merged.strategy, Some(Strategy::Semver));
+        assert_eq!(merged.constraint.as_deref(), Some("~1.4"));
+        assert_eq!(merged.pin, Some(true));
+        assert_eq!(merged.keys(), vec!["strategy", "constraint", "pin"]);
+    }
+}

@@ -1,0 +1,114 @@
+//! Inline markers: a comment on the value's line that overrides the policy of that one
+//! value, e.g. `newTag: 1.4.2 # imagebump: pin`, `tag: v2 # imagebump: ignore`,
+//! `tag: v2.1.0 # imagebump: {"strategy": "semver", "constraint": "~2.1"}` (JSON or flow
+//! YAML, with the keys of `imagebump.yaml`'s `defaults`).
+
+use crate::policy::PolicySpec;
+
+/// A marker found on a line: where it starts and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// Byte offset of `imagebump:` in the file.
+    pub offset: usize,
+    pub spec: Result<PolicySpec, String>,
+}
+
+/// The marker in the comment that follows byte `after` on the same line, if any.
+pub fn find(text: &str, after: usize) -> Option<Marker> {
+    let rest = text.get(after..)?;
+    let line = &rest[..rest.find(['\n', '\r']).unwrap_or(rest.len())];
+    // A comment starts with `#` after whitespace (`1.2#x` is a value, not a comment).
+    let hash = line
+        .char_indices()
+        .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with([' ', '\t'])))
+        .map(|(i, _)| i)?;
+    let comment = &line[hash + 1..];
+    let body = comment.trim_start().strip_prefix("imagebump:")?;
+    let payload = body.trim();
+    let offset = after + hash + 1 + (comment.len() - comment.trim_start().len());
+    Some(Marker {
+        offset,
+        spec: parse(payload),
+    })
+}
+
+fn parse(payload: &str) -> Result<PolicySpec, String> {
+    match payload {
+        "pin" => Ok(PolicySpec {
+            pin: Some(true),
+            ..Default::default()
+        }),
+        "ignore" => Ok(PolicySpec {
+            ignore: Some(true),
+            ..Default::default()
+        }),
+        p if p.starts_with('{') => yaml_serde::from_str::<PolicySpec>(p).map_err(|e| {
+            let msg = e.to_string();
+            // The position inside a one-line payload is noise next to file:line.
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            format!("bad imagebump marker: {msg}")
+        }),
+        other => Err(format!(
+            "unknown imagebump marker {other:?}: write `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Strategy;
+
+    fn at(line: &str) -> Option<Result<PolicySpec, String>> {
+        // Markers are looked for after the value; here the value is `1.2`.
+        let after = line.find("1.2").unwrap() + 3;
+        find(line, after).map(|m| {
+            assert!(line[m.offset..].starts_with("imagebump:"));
+            m.spec
+        })
+    }
+
+    #[test]
+    fn finds_markers_after_the_value() {
+        assert_eq!(
+            at("tag: 1.2 # imagebump: pin").unwrap().unwrap().pin,
+            Some(true)
+        );
+        assert_eq!(
+            at("tag: 1.2  #imagebump:ignore\nnext: x # imagebump: pin")
+                .unwrap()
+                .unwrap()
+                .ignore,
+            Some(true)
+        );
+        let s = at(
+            r#"tag: 1.2 # imagebump: {"strategy": "newest-build", "allowTags": "regexp:^main-"}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.strategy, Some(Strategy::NewestBuild));
+        assert_eq!(s.allow_tags.as_deref(), Some("regexp:^main-"));
+        let s = at("tag: 1.2 # imagebump: {constraint: ~1.4, ignoreTags: [\"*-rc*\"]}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.constraint.as_deref(), Some("~1.4"));
+        assert_eq!(s.ignore_tags, Some(vec!["*-rc*".to_string()]));
+    }
+
+    #[test]
+    fn other_comments_are_not_markers() {
+        assert_eq!(at("tag: 1.2 # pinned for now"), None);
+        assert_eq!(at("tag: 1.2"), None);
+        assert_eq!(at("tag: 1.2\n# imagebump: pin"), None);
+    }
+
+    #[test]
+    fn bad_markers_say_why() {
+        let e = at("tag: 1.2 # imagebump: pinn").unwrap().unwrap_err();
+        assert!(e.contains("unknown imagebump marker \"pinn\""), "{e}");
+        let e = at("tag: 1.2 # imagebump: {stratgy: semver}")
+            .unwrap()
+            .unwrap_err();
+        assert!(e.contains("unknown field `stratgy`"), "{e}");
+    }
+}

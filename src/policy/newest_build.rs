@@ -1,0 +1,100 @@
+//! The `newest-build` strategy: the candidate whose image was built last (the config blob's
+//! `created`; for an index, the newest among the requested platforms). Equal dates go to the
+//! greatest tag name, with a warning; identical dates everywhere (reproducible builds) are
+//! reported instead of guessed at.
+
+use std::collections::BTreeSet;
+
+use jiff::Timestamp;
+
+use super::evaluate::{Choice, Evaluation, Verdict};
+
+impl Evaluation<'_> {
+    pub(super) fn decide_newest_build(&mut self) -> Choice {
+        let platforms = self.policy.platforms.clone();
+        let baseline = self
+            .current_index
+            .and_then(|i| self.meta[i].as_ref())
+            .and_then(|m| m.as_ref().ok())
+            .map(|m| (m.created(&platforms), m.digest.clone()));
+        let mut dated: Vec<(Timestamp, usize)> = Vec::new();
+        let mut digests = BTreeSet::new();
+        for pos in 0..self.order.len() {
+            let i = self.order[pos];
+            let verdict = match &self.meta[i] {
+                None => Some(Verdict::NoMetadata("not fetched".into())),
+                Some(Err(e)) => Some(Verdict::NoMetadata(e.clone())),
+                Some(Ok(m)) => match self.meta_verdict(m) {
+                    Some(v) => Some(v),
+                    None => match m.created(&platforms) {
+                        None => Some(Verdict::NoBuildDate),
+                        Some(t) => {
+                            dated.push((t, i));
+                            digests.insert(m.digest.clone());
+                            None
+                        }
+                    },
+                },
+            };
+            if let Some(v) = verdict {
+                self.candidates[i].verdict = v;
+            }
+        }
+        if let Some((Some(t), d)) = &baseline {
+            digests.insert(d.clone());
+            if digests.len() > 1 && dated.iter().all(|(c, _)| c == t) {
+                return self.reproducible(*t, dated.len() + 1);
+            }
+        } else if digests.len() > 1 && dated.iter().all(|(c, _)| *c == dated[0].0) {
+            return self.reproducible(dated[0].0, dated.len());
+        }
+        // Newest first; equal dates: greatest tag name first.
+        dated.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| self.candidates[b.1].tag.cmp(self.candidates[a.1].tag))
+        });
+        let mut chosen = None;
+        for (pos, &(created, i)) in dated.iter().enumerate() {
+            let digest = self.digest_of(i);
+            let verdict = match &baseline {
+                _ if chosen.is_some() => Verdict::Ranked,
+                Some((_, d)) if Some(d) == digest.as_ref() => Verdict::SameImage,
+                Some((Some(t), _)) if !self.policy.allow_downgrade && created <= *t => {
+                    Verdict::OlderBuild
+                }
+                _ => {
+                    let ties: Vec<&str> = dated[pos + 1..]
+                        .iter()
+                        .take_while(|(c, _)| *c == created)
+                        .map(|&(_, j)| self.candidates[j].tag)
+                        .collect();
+                    if !ties.is_empty() {
+                        self.warnings.push(format!(
+                            "tags {:?} and {} share the newest build date {created}; chose the greatest name (narrow the candidates with allowTags)",
+                            self.candidates[i].tag,
+                            ties.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    Verdict::Chosen
+                }
+            };
+            if verdict == Verdict::Chosen {
+                chosen = Some(i);
+            }
+            self.candidates[i].verdict = verdict;
+        }
+        match chosen {
+            Some(i) => Choice::Update {
+                tag: self.candidates[i].tag.to_string(),
+                digest: self.digest_of(i),
+            },
+            None => Choice::Current,
+        }
+    }
+
+    fn reproducible(&mut self, created: Timestamp, n: usize) -> Choice {
+        Choice::Skip(format!(
+            "all {n} candidate images have the same build date {created} (reproducible builds?), so newest-build cannot order them; use semver, numeric or a regex on the tag instead"
+        ))
+    }
+}

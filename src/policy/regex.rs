@@ -1,0 +1,142 @@
+//! The `regex` strategy (Flux's `filterTags` + `extract`): tags must match `pattern`, and are
+//! ordered by its named group — `version` as semver, `num` as a number, `ts` as text.
+
+use regex::Regex;
+
+use super::evaluate::{Key, Verdict};
+use super::numeric::number_key;
+
+/// How the named group is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Version,
+    Num,
+    Ts,
+}
+
+#[derive(Debug, Clone)]
+pub struct TagPattern {
+    re: Regex,
+    group: Group,
+}
+
+impl TagPattern {
+    pub fn parse(text: &str) -> Result<TagPattern, String> {
+        let re = Regex::new(text).map_err(|e| format!("bad regular expression {text:?}: {e}"))?;
+        let names: Vec<&str> = re.capture_names().flatten().collect();
+        let groups: Vec<Group> = names
+            .iter()
+            .filter_map(|n| match *n {
+                "version" => Some(Group::Version),
+                "num" => Some(Group::Num),
+                "ts" => Some(Group::Ts),
+                _ => None,
+            })
+            .collect();
+        match groups.as_slice() {
+            [g] => Ok(TagPattern { re, group: *g }),
+            [] => Err(format!(
+                "{text:?} has no named group `version`, `num` or `ts` to order tags by, e.g. (?P<num>[0-9]+)"
+            )),
+            _ => Err(format!(
+                "{text:?} has more than one of the groups `version`, `num`, `ts`; keep one"
+            )),
+        }
+    }
+
+    pub fn group(&self) -> Group {
+        self.group
+    }
+
+    /// The tag's key, or why it is not a candidate.
+    pub fn key<'t>(&self, tag: &'t str) -> Result<Key<'t>, Verdict> {
+        let caps = self.re.captures(tag).ok_or(Verdict::NoMatch)?;
+        let name = match self.group {
+            Group::Version => "version",
+            Group::Num => "num",
+            Group::Ts => "ts",
+        };
+        let value = caps.name(name).ok_or(Verdict::NoMatch)?.as_str();
+        match self.group {
+            Group::Version => super::constraint::parse_version(value)
+                .map(|v| Key::Version(v, true, tag))
+                .ok_or(Verdict::NotAVersion),
+            Group::Num => number_key(value, tag).ok_or(Verdict::NotAnInteger),
+            Group::Ts => Ok(Key::Text(value, tag)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::evaluate::{choose_offline, Choice};
+    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+
+    fn policy(pattern: &str, constraint: Option<&str>) -> Policy {
+        Policy::compile(
+            PolicySpec {
+                strategy: Some(Strategy::Regex),
+                pattern: Some(pattern.into()),
+                constraint: constraint.map(str::to_string),
+                ..Default::default()
+            },
+            PolicySource::default(),
+        )
+        .unwrap()
+    }
+
+    fn tags(t: &[&str]) -> Vec<String> {
+        t.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn update(t: &str) -> Choice {
+        Choice::Update {
+            tag: t.into(),
+            digest: None,
+        }
+    }
+
+    #[test]
+    fn groups_order_tags() {
+        let flux = policy(r"^main-[0-9a-f]+-(?P<ts>[0-9]+)$", None);
+        let t = tags(&[
+            "main-abc1234-1700000000",
+            "main-def5678-1700000500",
+            "pr-1-1800000000",
+        ]);
+        assert_eq!(
+            choose_offline(&flux, "main-abc1234-1700000000", &t),
+            update("main-def5678-1700000500")
+        );
+
+        let num = policy(r"^build-(?P<num>[0-9]+)$", None);
+        let t = tags(&["build-9", "build-10", "build-x"]);
+        assert_eq!(choose_offline(&num, "build-9", &t), update("build-10"));
+
+        let ver = policy(r"^app-(?P<version>.+)$", Some("<2"));
+        let t = tags(&["app-1.2.0", "app-1.10.0", "app-2.0.0", "other-9.0.0"]);
+        assert_eq!(choose_offline(&ver, "app-1.2.0", &t), update("app-1.10.0"));
+    }
+
+    #[test]
+    fn patterns_need_one_known_group() {
+        assert!(TagPattern::parse("^v(?P<x>.*)$")
+            .unwrap_err()
+            .contains("no named group"));
+        assert!(TagPattern::parse("(?P<num>1)(?P<ts>2)")
+            .unwrap_err()
+            .contains("more than one"));
+        assert!(TagPattern::parse("(").unwrap_err().contains("bad regular"));
+        assert_eq!(TagPattern::parse("(?P<ts>.*)").unwrap().group(), Group::Ts);
+    }
+
+    #[test]
+    fn current_must_match() {
+        let num = policy(r"^build-(?P<num>[0-9]+)$", None);
+        assert!(matches!(
+            choose_offline(&num, "latest", &tags(&["build-1"])),
+            Choice::Skip(_)
+        ));
+    }
+}

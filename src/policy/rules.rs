@@ -1,0 +1,140 @@
+//! Which policy applies to a reference: built-in defaults, then `defaults`, then the first
+//! `images` rule whose glob matches the repository, then an inline marker on the value's line.
+
+use std::collections::HashMap;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::{Policy, PolicyError, PolicySource, PolicySpec};
+use crate::config::Config;
+use crate::registry::name::ImageName;
+
+/// Compile an `images[].match` glob: `*` stays within a path segment, `**` crosses them.
+pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("bad glob {pattern:?}: {e}"))
+}
+
+struct Rule {
+    glob: GlobMatcher,
+    spec: PolicySpec,
+    label: String,
+}
+
+/// The configured policies, compiled once; each distinct effective policy is compiled once
+/// per run however many references share it.
+pub struct Policies {
+    defaults: PolicySpec,
+    rules: Vec<Rule>,
+    cache: HashMap<(PolicySpec, PolicySource), Policy>,
+}
+
+impl Policies {
+    /// Globs were checked when the configuration was loaded; a bad one here is an error too.
+    pub fn new(config: &Config) -> Result<Policies, String> {
+        let rules = config
+            .images
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Ok(Rule {
+                    glob: rule_glob(&r.glob).map_err(|e| format!("images[{i}].match: {e}"))?,
+                    spec: r.policy(),
+                    label: format!("images[{i}] ({})", r.glob),
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Policies {
+            defaults: config.defaults.clone(),
+            rules,
+            cache: HashMap::new(),
+        })
+    }
+
+    /// The index of the first rule matching `image` (normalised) or `written` (as in the file).
+    pub fn rule_for(&self, image: &ImageName, written: &str) -> Option<usize> {
+        let full = image.to_string();
+        self.rules
+            .iter()
+            .position(|r| r.glob.is_match(&full) || r.glob.is_match(written))
+    }
+
+    /// The policy of one reference, with the settings of one more layer on top (an inline
+    /// marker, or `imagebump tags`' flags), named by `label`.
+    pub fn policy_for(
+        &mut self,
+        image: &ImageName,
+        written: &str,
+        layer: Option<(&str, &PolicySpec)>,
+    ) -> Result<Policy, PolicyError> {
+        let mut spec = self.defaults.clone();
+        let mut source = Vec::new();
+        if spec != PolicySpec::default() {
+            source.push("defaults".to_string());
+        }
+        if let Some(i) = self.rule_for(image, written) {
+            let rule = &self.rules[i];
+            spec = spec.overlay(&rule.spec);
+            source.push(rule.label.clone());
+        }
+        if let Some((label, m)) = layer {
+            if *m != PolicySpec::default() {
+                spec = spec.overlay(m);
+                source.push(label.to_string());
+            }
+        }
+        let key = (spec, PolicySource(source));
+        if let Some(p) = self.cache.get(&key) {
+            return Ok(p.clone());
+        }
+        let policy = Policy::compile(key.0.clone(), key.1.clone())?;
+        self.cache.insert(key, policy.clone());
+        Ok(policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Strategy;
+    use crate::registry::name::parse_name;
+
+    #[test]
+    fn first_matching_rule_wins_and_markers_beat_it() {
+        let config = crate::config::parse(
+            "defaults:\n  constraint: ^1\nimages:\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: nginx\n  constraint: ~1.25\n- match: '**'\n  pin: true\n",
+        )
+        .unwrap();
+        let mut p = Policies::new(&config).unwrap();
+        let acme = parse_name("ghcr.io/acme/web").unwrap();
+        let policy = p.policy_for(&acme, "ghcr.io/acme/web", None).unwrap();
+        assert_eq!(policy.strategy, Strategy::NewestBuild);
+        assert_eq!(policy.spec.constraint.as_deref(), Some("^1"));
+        assert_eq!(
+            policy.source.to_string(),
+            "defaults + images[0] (ghcr.io/acme/*)"
+        );
+        // `*` does not cross `/`.
+        let deep = parse_name("ghcr.io/acme/team/web").unwrap();
+        assert_eq!(p.rule_for(&deep, "ghcr.io/acme/team/web"), Some(2));
+        // Written and normalised names both match.
+        let nginx = parse_name("nginx").unwrap();
+        assert_eq!(p.rule_for(&nginx, "nginx"), Some(1));
+        assert_eq!(p.rule_for(&nginx, "docker.io/library/nginx"), Some(2));
+        let marker = PolicySpec {
+            constraint: Some("~1.27".into()),
+            ..Default::default()
+        };
+        let policy = p
+            .policy_for(&nginx, "nginx", Some(("marker", &marker)))
+            .unwrap();
+        assert_eq!(policy.spec.constraint.as_deref(), Some("~1.27"));
+        assert_eq!(
+            policy.source.to_string(),
+            "defaults + images[1] (nginx) + marker"
+        );
+    }
+}

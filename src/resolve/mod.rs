@@ -1,0 +1,364 @@
+//! The resolve stage: ask the registries, once per distinct repository, and apply each
+//! reference's policy to the answer. References that share an image, a policy and a
+//! current tag are evaluated once.
+
+pub mod metadata;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use futures::stream::{self, StreamExt};
+
+use crate::discover::ImageRef;
+use crate::policy::evaluate::{Choice, Evaluation};
+use crate::policy::Policy;
+use crate::registry::client::{Client, TagList};
+use crate::registry::name::ImageName;
+use crate::registry::{Error, Registries};
+use crate::report::Problem;
+use metadata::{MetaCache, Need};
+
+/// What the run decided for one reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Update {
+        tag: String,
+        digest: Option<String>,
+    },
+    UpToDate,
+    /// A `pin` policy or marker holds it where it is.
+    Pinned(String),
+    /// The policy could not judge it (e.g. the current tag is not a version).
+    Skipped(String),
+    /// imagebump does not manage it (discovery said why).
+    Unmanaged(String),
+    /// The registry could not be asked.
+    Failed(String),
+}
+
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// One outcome per reference, in the order of the input.
+    pub outcomes: Vec<Outcome>,
+    pub problems: Vec<Problem>,
+    /// Notes that are not errors (ties between build dates, exact constraints).
+    pub warnings: Vec<Problem>,
+    pub repositories: usize,
+}
+
+fn current(r: &ImageRef) -> &str {
+    r.tag.as_deref().unwrap_or_default()
+}
+
+/// Where an evaluation gets image metadata from: a registry client and the run's cache, or
+/// nowhere (`imagebump tags --tags-from`).
+pub type MetaSource<'a> = Option<(&'a Client, &'a MetaCache)>;
+
+/// Feed `eval` the metadata it asks for until it can decide. Returns the metadata errors.
+pub async fn settle(
+    eval: &mut Evaluation<'_>,
+    image: &ImageName,
+    policy: &Policy,
+    source: MetaSource<'_>,
+    concurrency: usize,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let need = Need {
+        builds: eval.wants_builds(),
+        created: policy.needs_created(),
+        platforms: &policy.platforms,
+    };
+    let key = image.to_string();
+    loop {
+        let wanted = eval.wanted();
+        if wanted.is_empty() {
+            return errors;
+        }
+        let Some((client, cache)) = source else {
+            let why = "image metadata needs a registry (a tag list file has names only)";
+            for (i, _) in wanted {
+                eval.supply(i, Err(why.to_string()));
+            }
+            errors.push(why.to_string());
+            continue;
+        };
+        let fetched: Vec<_> = stream::iter(wanted)
+            .map(|(i, tag)| {
+                let key = &key;
+                async move {
+                    let meta = cache
+                        .tag_meta(client, key, &image.repository, tag, need)
+                        .await
+                        .map_err(|e| format!("{tag}: {e}"));
+                    (i, meta)
+                }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        for (i, meta) in fetched {
+            if let Err(e) = &meta {
+                errors.push(e.clone());
+            }
+            eval.supply(i, meta);
+        }
+    }
+}
+
+/// The identity of one evaluation: references agreeing on all of it get the same answer.
+/// (The policy is keyed by its settings; its compiled regexes are not hashable.)
+type GroupKey<'a> = (
+    &'a ImageName,
+    &'a crate::policy::PolicySpec,
+    &'a str,
+    Option<&'a str>,
+);
+
+/// Resolve every managed reference. At most `concurrency` requests are in flight overall
+/// (each registry also has its own bound).
+pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: usize) -> Resolved {
+    let mut outcomes: Vec<Option<Outcome>> = refs
+        .iter()
+        .map(|r| {
+            if let Some(reason) = &r.unmanaged {
+                return Some(Outcome::Unmanaged(reason.clone()));
+            }
+            if r.policy.pin {
+                return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source)));
+            }
+            crate::policy::cannot_judge(&r.policy, current(r)).map(Outcome::Skipped)
+        })
+        .collect();
+    let pending: Vec<usize> = (0..refs.len()).filter(|&i| outcomes[i].is_none()).collect();
+
+    let mut users: BTreeMap<&ImageName, usize> = BTreeMap::new();
+    for &i in &pending {
+        *users.entry(&refs[i].image).or_default() += 1;
+    }
+    let mut out = Resolved {
+        repositories: users.len(),
+        ..Default::default()
+    };
+    let listed: BTreeSet<&ImageName> = pending
+        .iter()
+        .filter(|&&i| refs[i].policy.needs_tag_list())
+        .map(|&i| &refs[i].image)
+        .collect();
+    let lists = list_tags(listed, registries, concurrency).await;
+    for (name, result) in &lists {
+        let users = users.get(name).copied().unwrap_or_default();
+        match result {
+            Err(e) => out.problems.push(Problem::registry(
+                name,
+                format!("{e}; {users} reference(s) not checked"),
+                e.hint(),
+            )),
+            Ok(list) if !list.invalid.is_empty() => out.problems.push(Problem::registry(
+                name,
+                format!(
+                    "the registry listed {} invalid tag name(s), ignored (first: {:?})",
+                    list.invalid.len(),
+                    list.invalid[0]
+                ),
+                None,
+            )),
+            Ok(_) => {}
+        }
+    }
+
+    let mut groups: HashMap<GroupKey, Vec<usize>> = HashMap::new();
+    for &i in &pending {
+        let r = &refs[i];
+        let key = (&r.image, &r.policy.spec, current(r), r.digest.as_deref());
+        groups.entry(key).or_default().push(i);
+    }
+    let cache = MetaCache::default();
+    let decided: Vec<(Vec<usize>, Decided)> = stream::iter(groups)
+        .map(|(key, members)| {
+            let lists = &lists;
+            let cache = &cache;
+            async move {
+                let policy = &refs[members[0]].policy;
+                let d = decide_group(key, policy, lists, registries, cache, concurrency).await;
+                (members, d)
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    for (members, d) in decided {
+        let name = &refs[members[0]].image;
+        for e in &d.errors {
+            out.problems.push(Problem::registry(name, e.clone(), None));
+        }
+        for w in &d.warnings {
+            out.warnings.push(Problem::registry(name, w.clone(), None));
+        }
+        for i in members {
+            outcomes[i] = Some(d.outcome.clone());
+        }
+    }
+    let mut outcomes: Vec<Outcome> = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Outcome::Failed("not resolved".into())))
+        .collect();
+    pin_digests(
+        refs,
+        &mut outcomes,
+        registries,
+        concurrency,
+        &mut out.problems,
+    )
+    .await;
+    out.outcomes = outcomes;
+    out.problems.sort_by(|a, b| a.location.cmp(&b.location));
+    out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
+    out.warnings.dedup();
+    out
+}
+
+async fn list_tags(
+    names: BTreeSet<&ImageName>,
+    registries: &Registries,
+    concurrency: usize,
+) -> BTreeMap<ImageName, Result<TagList, Error>> {
+    stream::iter(names)
+        .map(|name| async move {
+            let result = match registries.client_for(name) {
+                Ok(client) => client.list_tags(&name.repository).await,
+                Err(e) => Err(e),
+            };
+            (name.clone(), result)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await
+}
+
+struct Decided {
+    outcome: Outcome,
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+async fn decide_group(
+    (image, _, current, digest): GroupKey<'_>,
+    policy: &Policy,
+    lists: &BTreeMap<ImageName, Result<TagList, Error>>,
+    registries: &Registries,
+    cache: &MetaCache,
+    concurrency: usize,
+) -> Decided {
+    let failed = |why: String| Decided {
+        outcome: Outcome::Failed(why),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let own;
+    let tags: &[String] = if policy.needs_tag_list() {
+        match lists.get(image) {
+            Some(Ok(list)) => &list.tags,
+            Some(Err(e)) => return failed(e.to_string()),
+            None => return failed("tags not listed".into()),
+        }
+    } else {
+        own = [current.to_string()];
+        &own
+    };
+    let mut eval = Evaluation::new(policy, current, digest, tags);
+    let mut errors = Vec::new();
+    if !eval.wanted().is_empty() {
+        match registries.client_for(image) {
+            Ok(client) => {
+                errors = settle(
+                    &mut eval,
+                    image,
+                    policy,
+                    Some((&client, cache)),
+                    concurrency,
+                )
+                .await
+            }
+            Err(e) => return failed(e.to_string()),
+        }
+    }
+    let choice = eval.decide();
+    let warnings = eval.warnings().cloned().collect();
+    // A candidate whose metadata could not be read might have been the right answer:
+    // report it and change nothing rather than guess.
+    if !errors.is_empty() {
+        let errors: Vec<String> = errors
+            .into_iter()
+            .map(|e| format!("image metadata: {e}"))
+            .collect();
+        return Decided {
+            outcome: Outcome::Failed(errors[0].clone()),
+            errors,
+            warnings,
+        };
+    }
+    let outcome = match choice {
+        Choice::Update { tag, digest } => Outcome::Update { tag, digest },
+        Choice::Current => Outcome::UpToDate,
+        Choice::Skip(reason) => Outcome::Skipped(reason),
+    };
+    Decided {
+        outcome,
+        errors,
+        warnings,
+    }
+}
+
+/// References pinned by digest move to the new tag's digest: one HEAD per distinct
+/// (repository, tag) whose digest the evaluation did not already learn.
+async fn pin_digests(
+    refs: &[ImageRef],
+    outcomes: &mut [Outcome],
+    registries: &Registries,
+    concurrency: usize,
+    problems: &mut Vec<Problem>,
+) {
+    let wanted: BTreeSet<(ImageName, String)> = refs
+        .iter()
+        .zip(outcomes.iter())
+        .filter_map(|(r, o)| match o {
+            Outcome::Update { tag, digest: None } if r.digest.is_some() => {
+                Some((r.image.clone(), tag.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let digests: BTreeMap<(ImageName, String), Result<String, Error>> = stream::iter(wanted)
+        .map(|(name, tag)| async move {
+            let result = match registries.client_for(&name) {
+                Ok(client) => client.manifest_digest(&name.repository, &tag).await,
+                Err(e) => Err(e),
+            };
+            ((name, tag), result)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    for ((name, tag), result) in &digests {
+        if let Err(e) = result {
+            problems.push(Problem::registry(
+                name,
+                format!("digest of {tag}: {e}"),
+                e.hint(),
+            ));
+        }
+    }
+    for (r, o) in refs.iter().zip(outcomes.iter_mut()) {
+        if let (Outcome::Update { tag, digest: None }, Some(_)) = (&mut *o, &r.digest) {
+            match digests.get(&(r.image.clone(), tag.clone())) {
+                Some(Ok(d)) => {
+                    *o = Outcome::Update {
+                        tag: tag.clone(),
+                        digest: Some(d.clone()),
+                    }
+                }
+                Some(Err(e)) => *o = Outcome::Failed(e.to_string()),
+                None => *o = Outcome::Failed("digest not resolved".into()),
+            }
+        }
+    }
+}
