@@ -18,6 +18,7 @@ use crate::resolve::metadata::MetaCache;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Explained<'a> {
+    version: u32,
     image: String,
     current: Option<&'a str>,
     policy: &'a crate::policy::Policy,
@@ -177,6 +178,7 @@ pub async fn tags(args: &TagsArgs) -> i32 {
         .collect();
     let warnings: Vec<&str> = eval.warnings().map(String::as_str).collect();
     let report = Explained {
+        version: 1,
         image: reference.name.to_string(),
         current: current.as_deref(),
         policy: &policy,
@@ -213,6 +215,7 @@ fn print_text(r: &Explained) {
         (Some(t), Some(d), _) => format!("{t}@{d}"),
         (Some(t), None, _) => t.to_string(),
         (None, _, Some(why)) => format!("none: {why}"),
+        (None, _, None) if !r.errors.is_empty() => "none: undecided, see the errors".into(),
         (None, _, None) => "none (nothing beats the current tag)".into(),
     };
     let _ = writeln!(out, "chosen:  {chosen}");

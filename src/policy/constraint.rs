@@ -16,13 +16,21 @@
 //!   is `>=1.3.0`.
 //! - Whatever follows a wildcard is ignored: `1.x.3` is `1.x`, `x.2.3` is `*`.
 //! - Bare wildcards under some operators: `<=*` matches only `0.0.z`, `^*` only `0.0.0`,
-//!   `!=*` everything except `0.0.0`, `>*` everything except `0.0.0`.
+//!   `!=*` and `>*` everything except `0.0.0`.
+//! - A hyphen range right after another comparator needs a comma: `>=1 2 - 3` is an
+//!   error, `>=1, 2 - 3` and `2 - 3 >=1` are fine.
 //!
-//! Two differences, both about text upstream refuses or misreads: an empty constraint
-//! is `*` here (upstream's `NewConstraint("")` fails; argocd-image-updater substitutes `*`
-//! itself), and a bare term such as `1.1-3` or `1.0.0-2.0.0`, which upstream reads as a
-//! version with a pre-release, is rejected as a hyphen range written without spaces
-//! (`=1.1-3` keeps the upstream reading).
+//! Where upstream misreads text this module refuses it instead, with a message saying
+//! how to write it:
+//!
+//! - a bare term such as `1.1-3` or `1.0.0-2.0.0`, which upstream reads as a version with
+//!   a pre-release, is taken as a hyphen range written without spaces (`=1.1-3` keeps the
+//!   upstream reading; `1.2.3-1` and `1.2-0` are left alone);
+//! - `1.0||2 - 3`: without spaces upstream reads `1.0||2` as the range's low bound and
+//!   ends up with `>=1.0 || (2.x and <=3)`.
+//!
+//! And an empty constraint is `*` here (upstream's `NewConstraint("")` fails;
+//! argocd-image-updater substitutes `*` itself).
 //!
 //! [Masterminds/semver]: https://github.com/Masterminds/semver
 
@@ -43,7 +51,9 @@ const WS: &str = r"[\t\n\f\r ]";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 
 /// Upstream `cvRegex`, verbatim. The `|` inside the classes is a literal (an upstream
-/// slip); it is kept so the same texts pass validation (they then fail as versions).
+/// slip); it is kept so the same texts pass validation. Such versions then fail to parse
+/// (unless a leading wildcard swallows them: `x.|` is `*`), and it is why a hyphen range
+/// can swallow a `||` written without spaces (see [`rewrite_ranges`]).
 const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 
 /// Compiles a pattern built from the constants above; failure would be a bug in this file,
@@ -294,7 +304,7 @@ impl Op {
 /// `||`, validate each alternative as a whole, then read its comparators one by one.
 /// The error is a plain fallback; [`diagnose`] usually finds a better one.
 fn parse_alternatives(text: &str) -> Result<Vec<Vec<Comparator>>, String> {
-    rewrite_ranges(text)
+    rewrite_ranges(text)?
         .split("||")
         .map(|alternative| {
             if !VALID.is_match(alternative) {
@@ -314,13 +324,35 @@ fn parse_alternatives(text: &str) -> Result<Vec<Vec<Comparator>>, String> {
 /// Upstream `rewriteRange`: `1.2 - 1.4.5` becomes `>= 1.2, <= 1.4.5 `. Like upstream it
 /// replaces the first occurrence of each matched text, which is the match itself or an
 /// identical earlier text, so the result is the same.
-fn rewrite_ranges(text: &str) -> String {
+///
+/// Refused where upstream misreads: its version pattern admits `|`, so in `1.0||2 - 3`
+/// the low bound is `1.0||2` and the result, `>= 1.0||2, <= 3`, means
+/// `>=1.0 || (2.x and <=3)`.
+fn rewrite_ranges(text: &str) -> Result<String, String> {
     let mut out = text.to_string();
     for caps in RANGE.captures_iter(text) {
-        let bounds = format!(">= {}, <= {} ", group(&caps, 1), group(&caps, 11));
+        let (low, high) = (group(&caps, 1), group(&caps, 11));
+        if low.contains('|') {
+            return Err(glued_or(&caps));
+        }
+        let bounds = format!(">= {low}, <= {high} ");
         out = out.replacen(group(&caps, 0), &bounds, 1);
     }
-    out
+    Ok(out)
+}
+
+/// The message for a hyphen range with `|` in a bound (see [`rewrite_ranges`]).
+fn glued_or(range: &Captures<'_>) -> String {
+    let bound = [1, 11]
+        .map(|i| group(range, i))
+        .into_iter()
+        .find(|b| b.contains('|'))
+        .unwrap_or_default();
+    format!(
+        "`{}`: put spaces around `||` next to a hyphen range (without them `{bound}` \
+         is read as one version)",
+        group(range, 0).trim()
+    )
 }
 
 /// Upstream `parseConstraint`: one comparator, such as `>= 1.2` or `~1.x`.
@@ -481,6 +513,12 @@ impl Comparator {
 /// re-reads the text word by word and names the first word a user should fix. `None`
 /// when it finds nothing to blame (the caller then keeps its own message).
 fn diagnose(text: &str) -> Option<String> {
+    let glued = RANGE
+        .captures_iter(text)
+        .find(|range| group(range, 1).contains('|') || group(range, 11).contains('|'));
+    if let Some(range) = glued {
+        return Some(glued_or(&range));
+    }
     text.split("||").find_map(diagnose_alternative)
 }
 
@@ -506,47 +544,69 @@ fn items(alternative: &str) -> Vec<Item<'_>> {
     out
 }
 
+/// What came before the current item of an alternative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Start,
+    Comma,
+    Term,
+    Range,
+}
+
 fn diagnose_alternative(alternative: &str) -> Option<String> {
     let items = items(alternative);
     if items.is_empty() {
         return Some("empty alternative next to `||`".to_string());
     }
-    let stray_comma = || Some("stray `,`: a comma goes between two comparators".to_string());
-    let (mut i, mut after_comma) = (0, true);
+    let (mut i, mut last) = (0, Last::Start);
     while i < items.len() {
-        if items[i] == Item::Comma {
-            if after_comma {
-                return stray_comma();
-            }
-            (i, after_comma) = (i + 1, true);
-            continue;
-        }
-        match diagnose_term(&items[i..]) {
-            Ok(used) => (i, after_comma) = (i + used, false),
+        let step = match items[i] {
+            Item::Comma if matches!(last, Last::Start | Last::Comma) => Err(stray_comma()),
+            Item::Comma => Ok((1, Last::Comma)),
+            Item::Word(_) => diagnose_term(&items[i..], last),
+        };
+        match step {
+            Ok((used, now)) => (i, last) = (i + used, now),
             Err(problem) => return Some(problem),
         }
     }
-    if after_comma {
-        return stray_comma();
-    }
-    None
+    (last == Last::Comma).then(stray_comma)
 }
 
-/// Checks the comparator starting at `items[0]` (a word); returns how many items it used.
-fn diagnose_term(items: &[Item<'_>]) -> Result<usize, String> {
+fn stray_comma() -> String {
+    "stray `,`: a comma goes between two comparators".to_string()
+}
+
+/// Checks the comparator starting at `items[0]` (a word); returns how many items it used
+/// and what it was.
+fn diagnose_term(items: &[Item<'_>], last: Last) -> Result<(usize, Last), String> {
     match items {
         [Item::Word(low), Item::Word("-"), Item::Word(high), ..] if bare(low) && bare(high) => {
             check_term(low)?;
             check_term(high)?;
-            Ok(3)
+            glued_range(low, high, last)?;
+            Ok((3, Last::Range))
         }
         [Item::Word(op), Item::Word(version), ..] if is_operator(op) && bare(version) => {
             check_term(&format!("{op} {version}"))?;
-            Ok(2)
+            Ok((2, Last::Term))
         }
-        [Item::Word(word), ..] => check_term(word).map(|()| 1),
-        _ => Ok(1),
+        [Item::Word(word), ..] => check_term(word).map(|()| (1, Last::Term)),
+        _ => Ok((1, last)),
     }
+}
+
+/// Upstream's range rewrite swallows the whitespace in front of a range, so after another
+/// comparator `<1.0 2 - 3` becomes `<1.0>= 2, <= 3 ` and fails. A comma in between, or
+/// a range in front (its rewrite ends with a space), avoids that.
+fn glued_range(low: &str, high: &str, last: Last) -> Result<(), String> {
+    if last != Last::Term {
+        return Ok(());
+    }
+    Err(format!(
+        "`{low} - {high}`: a hyphen range after another comparator needs a comma before it \
+         (Masterminds quirk), or put the range first"
+    ))
 }
 
 fn is_operator_char(c: char) -> bool {
@@ -589,11 +649,11 @@ fn version_word_problem(term: &str, version: &str) -> Option<String> {
             "`-`: a hyphen range needs a bare version on each side, like `1.2 - 1.4.5`".into(),
         );
     }
-    if version.contains('|') {
-        return Some(format!("`{term}`: a single `|` is not “or”; write `||`"));
-    }
     if CONSTRAINT_VERSION.is_match(version) {
         return None;
+    }
+    if version.contains('|') {
+        return Some(format!("`{term}`: a single `|` is not “or”; write `||`"));
     }
     if version.starts_with('-') || version.ends_with('-') {
         return Some(format!(
@@ -628,14 +688,20 @@ fn shape_problem(text: &str) -> String {
         .iter()
         .find(|p| !is_x(p) && (p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())))
     {
-        return format!("`{bad}` is neither a number nor a wildcard (x, X, *)");
+        let or_hint = if bad.contains('|') {
+            "; “or” is `||`"
+        } else {
+            ""
+        };
+        return format!("`{bad}` is neither a number nor a wildcard (x, X, *){or_hint}");
     }
     let (pre, build) = tail.split_once('+').unwrap_or((tail, ""));
+    let pre = pre.strip_prefix('-').unwrap_or(pre);
     let identifiers_ok = |s: &str| {
         s.split('.')
             .all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
     };
-    if !pre.is_empty() && !identifiers_ok(pre.strip_prefix('-').unwrap_or(pre)) {
+    if tail.starts_with('-') && !identifiers_ok(pre) {
         return format!("pre-release `{pre}` may hold only dot-separated letters, digits and `-`");
     }
     if tail.contains('+') && !identifiers_ok(build) {
@@ -646,14 +712,17 @@ fn shape_problem(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    //! The `UPSTREAM` tables are ported from Masterminds/semver (MIT License, Copyright (C)
-    //! 2014-2019, Matt Farina and Matt Butcher), `constraints_test.go` and `version_test.go`
+    //! The tables in capitals are ported from Masterminds/semver (MIT License, Copyright (C)
+    //! 2014-2019, Matt Butcher and Matt Farina), `constraints_test.go` and `version_test.go`
     //! at commit 71f2b39 (v3.4.0 plus reworded error texts). Each table names the upstream
     //! test function it comes from. Not ported, because they test Go-only API:
     //! the error message texts of `Validate` (their constraint/version pairs are kept as
     //! must-not-match cases), `TestConstraintString` and the text/JSON marshalling tests
     //! (Go's normalised `String()`; here `Display` is the source text, so only "parses" is
-    //! kept), and `StrictNewVersion` (upstream's strict parser, unused by constraints).
+    //! kept), `StrictNewVersion` and the "Without loose NewVersion" half of
+    //! `TestNewVersion` (a strict parser and a global switch that constraints never use).
+    //! The `IncludePrerelease` tables run through the private `check(v, true)`; upstream's
+    //! private `rewriteRange` and `isX` tests through their ports here.
     //! Changed: the case `{"1.1-3", "4.3.2", false}` (in four tables) expects an error
     //! here, see `unspaced_hyphen_range_is_refused`. Upstream `TestConstraintCheck` calls
     //! the single-comparator parser, so its `""` case is this module's empty constraint.
@@ -742,7 +811,7 @@ mod tests {
     #[test]
     fn upstream_rewrite_range() {
         for (text, expected) in REWRITE_RANGE {
-            assert_eq!(rewrite_ranges(text), *expected, "{text:?}");
+            assert_eq!(rewrite_ranges(text).as_deref(), Ok(*expected), "{text:?}");
         }
     }
 
@@ -936,7 +1005,10 @@ mod tests {
             (">= , 1", "`>=`: operator without a version"),
             (">=1.0<2.0", "`>=1.0<2.0`: `<` inside a version"),
             ("12.3.34~ 1.2.3", "`12.3.34~`: `~` inside a version"),
-            ("1.2 | 1.3", "a single `|` is not “or”; write `||`"),
+            ("1.2 | 1.3", "`|`: not a version (`|` is neither a number nor a wildcard (x, X, *); “or” is `||`)"),
+            ("1.2 |1.3", "`|1.3`: not a version"),
+            ("1.0||2 - 3", "`1.0||2 - 3`: put spaces around `||` next to a hyphen range (without them `1.0||2` is read"),
+            ("1 - 2||3 - 4", "`1 - 2||3`: put spaces around `||` next to a hyphen range"),
             ("1 ||", "empty alternative next to `||`"),
             (">=1,,<2", "stray `,`"),
             (">=1,", "stray `,`"),
@@ -953,7 +1025,11 @@ mod tests {
                 "1x",
                 "`1x`: not a version (`1x` is neither a number nor a wildcard",
             ),
-            ("1.2.3-be_ta", "pre-release `-be_ta` may hold only"),
+            ("1.2.3-be_ta", "pre-release `be_ta` may hold only"),
+            (
+                "<1.0 2 - 3",
+                "`2 - 3`: a hyphen range after another comparator needs a comma",
+            ),
             (
                 "1.2.3-rc- 2.2-2.0.0",
                 "`2.2-2.0.0`: hyphen range needs spaces around `-` (`2.2 - 2.0.0`)",
@@ -982,6 +1058,12 @@ mod tests {
         assert!(admits("^*", "0.0.0") && !admits("^*", "0.0.1") && !admits("^*", "1.0.0"));
         assert!(!admits("!=*", "0.0.0") && admits("!=*", "1.0.0"));
         assert!(!admits(">*", "0.0.0") && admits(">*", "0.0.1"));
+        // A hyphen range after another comparator needs a comma (see `glued_range`).
+        assert!(Constraint::parse(">=0.5 1 - 3").is_err());
+        assert!(admits(">=0.5, 1 - 3", "2.0.0") && admits("1 - 3 >=0.5", "2.0.0"));
+        // `||` glued to a range's high bound happens to split right; spaced is fine too.
+        assert!(admits("1 - 2||3", "3.5.0") && !admits("1 - 2||3", "4.0.0"));
+        assert!(admits("1.0 || 2 - 3", "2.5.0") && !admits("1.0 || 2 - 3", "1.5.0"));
         assert!(admits("x.2.3", "7.0.0"));
         assert!(admits("1.x.3", "1.0.0"));
         assert!(admits("<=1.2", "1.2.9") && !admits("<1.2", "1.2.0"));

@@ -547,3 +547,379 @@ pub fn choose_offline<'t>(policy: &Policy, current: &'t str, tags: &'t [String])
     let mut e = Evaluation::new(policy, current, None, tags);
     e.decide()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{PolicySource, PolicySpec, Strategy};
+    use proptest::prelude::{prop_assert, prop_assert_eq, proptest};
+
+    fn policy(spec: PolicySpec) -> Policy {
+        Policy::compile(spec, PolicySource::default()).unwrap()
+    }
+
+    fn tags(t: &[&str]) -> Vec<String> {
+        t.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn update(t: &str, d: Option<&str>) -> Choice {
+        Choice::Update {
+            tag: t.into(),
+            digest: d.map(str::to_string),
+        }
+    }
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn image(digest: &str, builds: &[(&str, &str)]) -> Meta {
+        Meta {
+            digest: digest.into(),
+            builds: builds
+                .iter()
+                .map(|(p, c)| Build {
+                    platform: Some(p.parse().unwrap()),
+                    created: Some(ts(c)),
+                })
+                .collect(),
+        }
+    }
+
+    /// Drive an evaluation with metadata from `meta` (tag → Meta); returns the choice, the
+    /// tags asked for in order, and the evaluation for inspection.
+    fn run<'t>(
+        p: &Policy,
+        current: &'t str,
+        list: &'t [String],
+        meta: &dyn Fn(&str) -> Option<Meta>,
+    ) -> (Choice, Vec<String>, Evaluation<'t>) {
+        let mut e = Evaluation::new(p, current, None, list);
+        e.set_now(ts("2026-11-21T00:00:00Z"));
+        let mut asked = Vec::new();
+        loop {
+            let wanted = e.wanted();
+            if wanted.is_empty() {
+                break;
+            }
+            for (i, tag) in wanted {
+                asked.push(tag.to_string());
+                e.supply(i, meta(tag).ok_or_else(|| format!("{tag}: no such tag")));
+            }
+        }
+        (e.decide(), asked, e)
+    }
+
+    fn newest_build() -> PolicySpec {
+        PolicySpec {
+            strategy: Some(Strategy::NewestBuild),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn newest_build_picks_the_latest_created_and_never_goes_back() {
+        let p = policy(newest_build());
+        let list = tags(&["main-a", "main-b", "zzz-old"]);
+        let meta = |t: &str| {
+            Some(match t {
+                "main-a" => image("sha256:a", &[("linux/amd64", "2026-01-01T00:00:00Z")]),
+                "main-b" => image("sha256:b", &[("linux/amd64", "2026-03-01T00:00:00Z")]),
+                "zzz-old" => image("sha256:z", &[("linux/amd64", "2025-01-01T00:00:00Z")]),
+                _ => return None,
+            })
+        };
+        let (choice, asked, _) = run(&p, "main-a", &list, &meta);
+        assert_eq!(choice, update("main-b", Some("sha256:b")));
+        // Every candidate and the current tag, each once.
+        assert_eq!(asked.len(), 3);
+        let (choice, _, e) = run(&p, "main-b", &list, &meta);
+        assert_eq!(choice, Choice::Current);
+        let reasons: Vec<String> = e.candidates().iter().map(|c| e.reason(c)).collect();
+        assert!(reasons.contains(&"built no later than the current tag's image".to_string()));
+    }
+
+    #[test]
+    fn newest_build_ties_go_to_the_greatest_name_with_a_warning() {
+        let p = policy(newest_build());
+        let list = tags(&["1.2", "1.2.3", "old"]);
+        let meta = |t: &str| {
+            Some(match t {
+                "1.2" | "1.2.3" => image("sha256:n", &[("linux/amd64", "2026-02-01T00:00:00Z")]),
+                "old" => image("sha256:o", &[("linux/amd64", "2026-01-01T00:00:00Z")]),
+                _ => return None,
+            })
+        };
+        let (choice, _, e) = run(&p, "old", &list, &meta);
+        assert_eq!(choice, update("1.2.3", Some("sha256:n")));
+        let w: Vec<&String> = e.warnings().collect();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("\"1.2.3\" and \"1.2\" share the newest build date"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn newest_build_detects_reproducible_builds() {
+        let p = policy(newest_build());
+        let list = tags(&["a", "b", "c"]);
+        let meta = |t: &str| {
+            Some(image(
+                &format!("sha256:{t}"),
+                &[("linux/amd64", "1970-01-01T00:00:01Z")],
+            ))
+        };
+        let (choice, _, _) = run(&p, "a", &list, &meta);
+        match choice {
+            Choice::Skip(why) => assert!(why.contains("same build date"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn newest_build_uses_the_requested_platforms_date() {
+        let p = policy(PolicySpec {
+            platforms: Some(vec!["linux/arm64".into()]),
+            ..newest_build()
+        });
+        let list = tags(&["multi", "single"]);
+        let meta = |t: &str| {
+            Some(match t {
+                // amd64 built last, but arm64 (the one asked for) earlier than `single`.
+                "multi" => image(
+                    "sha256:index",
+                    &[
+                        ("linux/amd64", "2026-05-01T00:00:00Z"),
+                        ("linux/arm64", "2026-02-01T00:00:00Z"),
+                    ],
+                ),
+                "single" => image("sha256:s", &[("linux/arm64", "2026-03-01T00:00:00Z")]),
+                _ => return None,
+            })
+        };
+        let (choice, _, _) = run(&p, "none", &list, &meta);
+        assert_eq!(choice, update("single", Some("sha256:s")));
+        let p_amd = policy(PolicySpec {
+            platforms: Some(vec!["linux/amd64".into()]),
+            ..newest_build()
+        });
+        let (choice, _, e) = run(&p_amd, "none", &list, &meta);
+        assert_eq!(choice, update("multi", Some("sha256:index")));
+        let single = e
+            .candidates()
+            .into_iter()
+            .find(|c| c.tag == "single")
+            .unwrap();
+        assert_eq!(e.reason(single), "no image for linux/amd64");
+    }
+
+    #[test]
+    fn metadata_filters_walk_best_first_only_as_deep_as_needed() {
+        let p = policy(PolicySpec {
+            min_age: Some("7d".into()),
+            ..Default::default()
+        });
+        let list = tags(&[
+            "1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0",
+        ]);
+        let meta = |t: &str| {
+            let created = if t >= "1.5.0" {
+                "2026-11-20T00:00:00Z"
+            } else {
+                "2026-10-01T00:00:00Z"
+            };
+            Some(image(&format!("sha256:{t}"), &[("linux/amd64", created)]))
+        };
+        let (choice, asked, e) = run(&p, "1.0.0", &list, &meta);
+        assert_eq!(choice, update("1.4.0", Some("sha256:1.4.0")));
+        // One batch of four, best first, and nothing below.
+        assert_eq!(asked, ["1.6.0", "1.5.0", "1.4.0", "1.3.0"]);
+        let young = e
+            .candidates()
+            .into_iter()
+            .find(|c| c.tag == "1.6.0")
+            .unwrap();
+        assert_eq!(e.reason(young), "built 1d ago, younger than minAge 7d");
+        let below = e
+            .candidates()
+            .into_iter()
+            .find(|c| c.tag == "1.2.0")
+            .unwrap();
+        assert_eq!(below.verdict, Verdict::Unexamined);
+    }
+
+    #[test]
+    fn digest_follows_the_current_tag() {
+        let p = policy(PolicySpec {
+            strategy: Some(Strategy::Digest),
+            ..Default::default()
+        });
+        let list = tags(&["latest"]);
+        let meta = |_: &str| {
+            Some(Meta {
+                digest: "sha256:new".into(),
+                builds: vec![],
+            })
+        };
+        let mut e = Evaluation::new(&p, "latest", Some("sha256:old"), &list);
+        assert!(!e.wants_builds());
+        let wanted = e.wanted();
+        assert_eq!(wanted, vec![(0, "latest")]);
+        e.supply(0, Ok(meta("latest").unwrap()));
+        assert_eq!(e.decide(), update("latest", Some("sha256:new")));
+        let mut same = Evaluation::new(&p, "latest", Some("sha256:new"), &list);
+        same.supply(0, Ok(meta("latest").unwrap()));
+        assert_eq!(same.decide(), Choice::Current);
+    }
+
+    #[test]
+    fn every_reason_is_explained() {
+        let p = policy(PolicySpec {
+            constraint: Some("<2".into()),
+            allow_tags: Some("regexp:^[0-9]".into()),
+            ignore_tags: Some(vec!["*.9".into()]),
+            ..Default::default()
+        });
+        let list = tags(&[
+            "1.2.0",
+            "1.3.0",
+            "1.4.0",
+            "1.1.0",
+            "2.0.0",
+            "1.5.0-rc.1",
+            "1.5.0-alpine",
+            "1.5",
+            "latest",
+            "1.9.9",
+            "x1",
+        ]);
+        let mut e = Evaluation::new(&p, "1.2.0", None, &list);
+        assert_eq!(e.decide(), update("1.4.0", None));
+        let got: Vec<(String, bool, String)> = e
+            .candidates()
+            .into_iter()
+            .map(|c| (c.tag.to_string(), c.verdict.kept(), e.reason(c)))
+            .collect();
+        let want = [
+            ("1.4.0", true, "chosen"),
+            (
+                "1.3.0",
+                true,
+                "passed every filter, ranked below the chosen tag",
+            ),
+            ("1.2.0", false, "the current tag"),
+            ("x1", false, "not matched by allowTags regexp:^[0-9]"),
+            ("latest", false, "not matched by allowTags regexp:^[0-9]"),
+            ("2.0.0", false, "outside the constraint <2"),
+            ("1.9.9", false, "matches ignoreTags \"*.9\""),
+            (
+                "1.5.0-rc.1",
+                false,
+                "pre-release (the constraint has no pre-release part)",
+            ),
+            (
+                "1.5.0-alpine",
+                false,
+                "a variant (the current tag has none)",
+            ),
+            (
+                "1.5",
+                false,
+                "other precision (the current tag has 3 numeric part(s))",
+            ),
+            ("1.1.0", false, "not newer than the current tag"),
+        ];
+        let want: Vec<(String, bool, String)> = want
+            .iter()
+            .map(|(t, k, r)| (t.to_string(), *k, r.to_string()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn downgrades_only_when_allowed() {
+        let list = tags(&["1.4.0", "1.4.2", "2.1.0"]);
+        let spec = PolicySpec {
+            constraint: Some("~1.4".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            choose_offline(&policy(spec.clone()), "2.0.0", &list),
+            Choice::Current
+        );
+        let p = policy(PolicySpec {
+            allow_downgrade: Some(true),
+            ..spec
+        });
+        assert_eq!(choose_offline(&p, "2.0.0", &list), update("1.4.2", None));
+    }
+
+    #[test]
+    fn masterminds_mode_reads_every_suffix_as_a_pre_release() {
+        let list = tags(&["1.2.0-alpine", "1.3.0-alpine", "1.3.0", "1.3"]);
+        let strict = PolicySpec {
+            semver_mode: Some(SemverMode::Masterminds),
+            ..Default::default()
+        };
+        // Masterminds: `1.3` is 1.3.0 too; equal versions go to the greater spelling.
+        assert_eq!(
+            choose_offline(&policy(strict.clone()), "1.2.0", &list),
+            update("1.3.0", None)
+        );
+        // Suffixes are pre-releases: only a constraint with a pre-release admits them.
+        let pre = policy(PolicySpec {
+            constraint: Some(">=1.2.0-0".into()),
+            ..strict
+        });
+        assert_eq!(
+            choose_offline(&pre, "1.2.0-alpine", &list),
+            update("1.3.0", None)
+        );
+        // The variant rule instead keeps -alpine with -alpine.
+        assert_eq!(
+            choose_offline(&Policy::default(), "1.2.0-alpine", &list),
+            update("1.3.0-alpine", None)
+        );
+    }
+
+    fn version_tag() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy as _;
+        (
+            0u64..4,
+            0u64..6,
+            0u64..6,
+            proptest::option::of("alpine|rc\\.[0-9]"),
+        )
+            .prop_map(|(a, b, c, s)| match s {
+                Some(s) => format!("{a}.{b}.{c}-{s}"),
+                None => format!("{a}.{b}.{c}"),
+            })
+    }
+
+    proptest! {
+        /// The chosen tag satisfies the constraint, is above the current version, and is
+        /// the highest such tag of the current variant.
+        #[test]
+        fn chosen_satisfies_constraint_and_beats_current(
+            list in proptest::collection::vec(version_tag(), 1..30),
+            current in version_tag(),
+            constraint in proptest::sample::select(vec!["*", "^1", "~2.3", ">=1.2 <3", "1.x || 3.x", "<=2.1.4"]),
+        ) {
+            let p = policy(PolicySpec { constraint: Some(constraint.into()), ..Default::default() });
+            let c = crate::policy::constraint::Constraint::parse(constraint).unwrap();
+            let cur = crate::policy::semver::TagVersion::parse(&current).unwrap();
+            if let Choice::Update { tag, .. } = choose_offline(&p, &current, &list) {
+                let v = crate::policy::semver::TagVersion::parse(&tag).unwrap();
+                prop_assert!(c.matches(&v.version), "{tag} outside {constraint}");
+                prop_assert!(v.version > cur.version, "{tag} not above {current}");
+                prop_assert_eq!(&v.variant, &cur.variant);
+                prop_assert!(!v.is_prerelease());
+                let better = list.iter().filter_map(|t| crate::policy::semver::TagVersion::parse(t))
+                    .filter(|o| o.variant == cur.variant && !o.is_prerelease() && c.matches(&o.version))
+                    .any(|o| o.version > v.version);
+                prop_assert!(!better, "a higher qualifying tag than {tag} exists in {list:?}");
+            }
+        }
+    }
+}

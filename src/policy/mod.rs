@@ -315,7 +315,8 @@ impl Policy {
         if self.pin {
             return "pin".into();
         }
-        if let Some(c) = &self.constraint {
+        // Only the strategies that read versions use the constraint.
+        if let (Some(c), Strategy::Semver | Strategy::Regex) = (&self.constraint, self.strategy) {
             s.push(' ');
             s.push_str(c.as_str());
         }

@@ -83,6 +83,14 @@ impl Evaluation<'_> {
             }
             self.candidates[i].verdict = verdict;
         }
+        // Explain best first: the dated candidates newest first (the name order the filters
+        // left means nothing here), then those dropped for their metadata.
+        let mut is_dated = vec![false; self.candidates.len()];
+        for &(_, i) in &dated {
+            is_dated[i] = true;
+        }
+        let undated = self.order.iter().copied().filter(|&i| !is_dated[i]);
+        self.order = dated.iter().map(|&(_, i)| i).chain(undated).collect();
         match chosen {
             Some(i) => Choice::Update {
                 tag: self.candidates[i].tag.to_string(),

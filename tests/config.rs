@@ -1,0 +1,96 @@
+//! `imagebump config schema|check`: the committed JSON Schema is the one the types
+//! generate, and `check` reports what applies where.
+
+use assert_cmd::Command;
+
+fn imagebump() -> Command {
+    Command::cargo_bin("imagebump").expect("the imagebump binary is built")
+}
+
+#[test]
+fn committed_schema_is_current() {
+    let out = imagebump().args(["config", "schema"]).output().unwrap();
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let committed = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/imagebump.schema.json"),
+    )
+    .unwrap();
+    assert!(
+        generated == committed,
+        "docs/imagebump.schema.json is stale: run `cargo run -- config schema > docs/imagebump.schema.json`"
+    );
+    // Every policy key is in the schema, for defaults and rules alike.
+    let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    for def in ["PolicySpec", "ImageRule"] {
+        let props = schema["$defs"][def]["properties"].as_object().unwrap();
+        for key in [
+            "strategy",
+            "constraint",
+            "semverMode",
+            "allowTags",
+            "ignoreTags",
+            "pattern",
+            "platforms",
+            "minAge",
+            "allowDowngrade",
+            "pin",
+            "ignore",
+        ] {
+            assert!(props.contains_key(key), "{def} lacks {key}");
+        }
+        assert_eq!(schema["$defs"][def]["additionalProperties"], false);
+    }
+    assert!(schema["$defs"]["ImageRule"]["required"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("match")));
+}
+
+#[test]
+fn check_lists_rules_and_warns_about_exact_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("imagebump.yaml"),
+        "defaults:\n  constraint: ^1\nimages:\n  - match: ghcr.io/acme/*\n    strategy: newest-build\n    allowTags: 'regexp:^main-'\n  - match: nginx\n    constraint: 1.25.3\n",
+    )
+    .unwrap();
+    let out = imagebump()
+        .args(["config", "check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let shown = stdout.replace(&dir.path().display().to_string(), "DIR");
+    assert_eq!(
+        shown,
+        "DIR/imagebump.yaml: valid\n  defaults: semver ^1\n  images[0] ghcr.io/acme/*: newest-build allow regexp:^main-\n  images[1] nginx: semver 1.25.3\n"
+    );
+    assert!(
+        stderr.contains("images[1]: constraint \"1.25.3\" means exactly 1.25.3"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_fails_with_the_line_of_the_mistake() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".imagebump.yaml"),
+        "images:\n  - match: nginx\n    ignoreTags: ['[']\n",
+    )
+    .unwrap();
+    let out = imagebump()
+        .args(["config", "check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(".imagebump.yaml:3:") && stderr.contains("images[0].ignoreTags"),
+        "{stderr}"
+    );
+}
