@@ -304,6 +304,10 @@ fn apply_policy(ctx: &FileCtx, policies: &mut Policies, r: &mut ImageRef) -> Res
         Some(m) => match &m.spec {
             Ok(spec) => Some(spec),
             Err(e) => {
+                // Still show the configured policy; the reference itself is left alone.
+                if let Ok(policy) = policies.policy_for(&r.image, &r.written, None) {
+                    r.policy = policy;
+                }
                 r.unmanaged = Some("invalid imagebump marker".into());
                 return Err(ctx.problem(m.offset, e.clone()));
             }

@@ -389,10 +389,14 @@ impl<'t> Evaluation<'t> {
             let Some(created) = m.created(&p.platforms) else {
                 return Some(Verdict::NoBuildDate);
             };
-            let age = self.now.duration_since(created);
-            let age = std::time::Duration::try_from(age).unwrap_or_default();
-            if age < min {
-                return Some(Verdict::TooYoung(format_age(age)));
+            // A negative age is a build date in the future (a wrong clock at build time).
+            let age = std::time::Duration::try_from(self.now.duration_since(created));
+            match age {
+                Err(_) => return Some(Verdict::TooYoung(format!("in the future ({created})"))),
+                Ok(age) if age < min => {
+                    return Some(Verdict::TooYoung(format!("{} ago", format_age(age))))
+                }
+                Ok(_) => {}
             }
         }
         None
@@ -526,8 +530,8 @@ impl<'t> Evaluation<'t> {
                 _ => "not newer than the current tag".into(),
             },
             Verdict::WrongPlatform(missing) => format!("no image for {missing}"),
-            Verdict::TooYoung(age) => format!(
-                "built {age} ago, younger than minAge {}",
+            Verdict::TooYoung(when) => format!(
+                "built {when}, younger than minAge {}",
                 p.spec.min_age.as_deref().unwrap_or_default()
             ),
             Verdict::OlderBuild => "built no later than the current tag's image".into(),

@@ -329,10 +329,10 @@ impl Policy {
         if let Some(a) = &self.spec.allow_tags {
             s.push_str(&format!(" allow {a}"));
         }
-        if let Some(i) = &self.spec.ignore_tags {
+        if let Some(i) = self.spec.ignore_tags.as_ref().filter(|i| !i.is_empty()) {
             s.push_str(&format!(" ignore {}", i.join(",")));
         }
-        if let Some(p) = &self.spec.platforms {
+        if let Some(p) = self.spec.platforms.as_ref().filter(|p| !p.is_empty()) {
             s.push_str(&format!(" {}", p.join(",")));
         }
         if let Some(a) = &self.spec.min_age {

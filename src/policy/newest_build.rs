@@ -43,10 +43,10 @@ impl Evaluation<'_> {
         if let Some((Some(t), d)) = &baseline {
             digests.insert(d.clone());
             if digests.len() > 1 && dated.iter().all(|(c, _)| c == t) {
-                return self.reproducible(*t, dated.len() + 1);
+                return self.reproducible(*t, dated.len(), true);
             }
         } else if digests.len() > 1 && dated.iter().all(|(c, _)| *c == dated[0].0) {
-            return self.reproducible(dated[0].0, dated.len());
+            return self.reproducible(dated[0].0, dated.len(), false);
         }
         // Newest first; equal dates: greatest tag name first.
         dated.sort_by(|a, b| {
@@ -100,9 +100,14 @@ impl Evaluation<'_> {
         }
     }
 
-    fn reproducible(&mut self, created: Timestamp, n: usize) -> Choice {
+    fn reproducible(&mut self, created: Timestamp, n: usize, and_current: bool) -> Choice {
+        let current = if and_current {
+            " and the current image"
+        } else {
+            ""
+        };
         Choice::Skip(format!(
-            "all {n} candidate images have the same build date {created} (reproducible builds?), so newest-build cannot order them; use semver, numeric or a regex on the tag instead"
+            "all {n} candidate images{current} have the same build date {created} (reproducible builds?), so newest-build cannot order them; use semver, numeric or a regex on the tag instead"
         ))
     }
 }

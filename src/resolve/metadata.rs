@@ -12,21 +12,22 @@ use tokio::sync::OnceCell;
 use crate::policy::evaluate::{Build, Meta};
 use crate::registry::client::Client;
 use crate::registry::manifest::{ImageConfig, Manifest, Platform};
+use crate::registry::Error;
 
-type Cell<T> = Arc<OnceCell<Result<T, String>>>;
+type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;
 
 /// A map from key to a value computed once, by the first asker.
-struct Memo<T>(Mutex<HashMap<(String, String), Cell<T>>>);
+struct Memo<T, E = String>(Mutex<HashMap<(String, String), Cell<T, E>>>);
 
-impl<T: Clone> Memo<T> {
+impl<T: Clone, E: Clone> Memo<T, E> {
     fn new() -> Self {
         Memo(Mutex::new(HashMap::new()))
     }
 
-    async fn get<F, Fut>(&self, key: (String, String), fetch: F) -> Result<T, String>
+    async fn get<F, Fut>(&self, key: (String, String), fetch: F) -> Result<T, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, String>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let cell = match self.0.lock() {
             Ok(mut map) => map.entry(key).or_default().clone(),
@@ -48,7 +49,8 @@ pub struct Need<'a> {
 }
 
 pub struct MetaCache {
-    digests: Memo<String>,
+    /// Kept as registry errors: digest pinning reports them with their hints.
+    digests: Memo<String, Error>,
     manifests: Memo<(String, Manifest)>,
     configs: Memo<ImageConfig>,
 }
@@ -76,14 +78,9 @@ impl MetaCache {
     ) -> Result<Meta, String> {
         if !need.builds {
             let digest = self
-                .digests
-                .get((image.into(), tag.into()), || async {
-                    client
-                        .manifest_digest(repo, tag)
-                        .await
-                        .map_err(|e| e.to_string())
-                })
-                .await?;
+                .digest(client, image, repo, tag)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(Meta {
                 digest,
                 builds: Vec::new(),
@@ -121,6 +118,22 @@ impl MetaCache {
             }
         };
         Ok(Meta { digest, builds })
+    }
+
+    /// The digest `repo:tag` points to: one HEAD per run, however many references (and
+    /// which stage: a `digest` policy, or pinning the digest of a chosen tag) ask for it.
+    pub async fn digest(
+        &self,
+        client: &Client,
+        image: &str,
+        repo: &str,
+        tag: &str,
+    ) -> Result<String, Error> {
+        self.digests
+            .get((image.into(), tag.into()), || {
+                client.manifest_digest(repo, tag)
+            })
+            .await
     }
 
     async fn manifest(

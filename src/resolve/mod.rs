@@ -205,6 +205,7 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
         refs,
         &mut outcomes,
         registries,
+        &cache,
         concurrency,
         &mut out.problems,
     )
@@ -309,11 +310,12 @@ async fn decide_group(
 }
 
 /// References pinned by digest move to the new tag's digest: one HEAD per distinct
-/// (repository, tag) whose digest the evaluation did not already learn.
+/// (repository, tag) whose digest the run has not already learned.
 async fn pin_digests(
     refs: &[ImageRef],
     outcomes: &mut [Outcome],
     registries: &Registries,
+    cache: &MetaCache,
     concurrency: usize,
     problems: &mut Vec<Problem>,
 ) {
@@ -330,7 +332,11 @@ async fn pin_digests(
     let digests: BTreeMap<(ImageName, String), Result<String, Error>> = stream::iter(wanted)
         .map(|(name, tag)| async move {
             let result = match registries.client_for(&name) {
-                Ok(client) => client.manifest_digest(&name.repository, &tag).await,
+                Ok(client) => {
+                    cache
+                        .digest(&client, &name.to_string(), &name.repository, &tag)
+                        .await
+                }
                 Err(e) => Err(e),
             };
             ((name, tag), result)
