@@ -49,6 +49,10 @@ fn current(r: &ImageRef) -> &str {
     r.tag.as_deref().unwrap_or_default()
 }
 
+/// Above this many tags needing metadata in one evaluation, the run warns: each costs a
+/// manifest request, and `allowTags` usually narrows them to a handful.
+const MANY_CANDIDATES: usize = 100;
+
 /// Where an evaluation gets image metadata from: a registry client and the run's cache, or
 /// nowhere (`imagebump tags --tags-from`).
 pub type MetaSource<'a> = Option<(&'a Client, &'a MetaCache)>;
@@ -68,10 +72,18 @@ pub async fn settle(
         platforms: &policy.platforms,
     };
     let key = image.to_string();
+    let mut warned = false;
     loop {
         let wanted = eval.wanted();
         if wanted.is_empty() {
             return errors;
+        }
+        if wanted.len() > MANY_CANDIDATES && !warned {
+            warned = true;
+            tracing::warn!(
+                "{image}: the policy needs image metadata for {} tags; narrow the candidates with allowTags",
+                wanted.len()
+            );
         }
         let Some((client, cache)) = source else {
             let why = "image metadata needs a registry (a tag list file has names only)";
