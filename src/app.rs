@@ -304,7 +304,7 @@ fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) ->
 
 /// An update that was found but not applied because its file's edit was refused.
 fn edit_refused(r: &ImageRef, o: &Outcome, refused: &std::collections::BTreeSet<String>) -> bool {
-    matches!(o, Outcome::Update { .. }) && refused.contains(&r.file)
+    matches!(o, Outcome::Update { .. }) && r.touched_files().iter().any(|f| refused.contains(*f))
 }
 
 fn not_updated<'a>(

@@ -34,6 +34,31 @@ pub struct Config {
     /// Per-registry endpoints, TLS and credentials.
     #[serde(default)]
     pub registries: Vec<RegistryConfig>,
+    /// How Argo CD Applications kept in the repository are read.
+    #[serde(default)]
+    pub argocd: ArgoCdConfig,
+}
+
+/// Argo CD settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArgoCdConfig {
+    /// Argo CD's control-plane namespace: Applications outside it get override files named
+    /// `.argocd-source-<namespace>_<name>.yaml` (apps in any namespace).
+    #[serde(default = "default_argocd_namespace")]
+    pub namespace: String,
+}
+
+impl Default for ArgoCdConfig {
+    fn default() -> Self {
+        ArgoCdConfig {
+            namespace: default_argocd_namespace(),
+        }
+    }
+}
+
+fn default_argocd_namespace() -> String {
+    "argocd".into()
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

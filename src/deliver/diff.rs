@@ -22,10 +22,15 @@ pub fn render(files: &[FileChange], color: bool) -> String {
                 s.to_string()
             }
         };
-        out.push_str(&paint(
-            BOLD,
-            &format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", f.file),
-        ));
+        let header = if f.created {
+            format!(
+                "diff --git a/{0} b/{0}\nnew file mode 100644\n--- /dev/null\n+++ b/{0}\n",
+                f.file
+            )
+        } else {
+            format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", f.file)
+        };
+        out.push_str(&paint(BOLD, &header));
         let diff = TextDiff::from_lines(&f.before, &f.after);
         for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
             out.push_str(&paint(CYAN, &hunk.header().to_string()));

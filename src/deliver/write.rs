@@ -21,18 +21,30 @@ pub fn write_all(root: &Path, files: &[FileChange]) -> Vec<Problem> {
 
 fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
     let path = root.join(&f.file);
-    let current = std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
-    if current != f.before {
-        return Err("changed on disk during the run; not written".into());
+    if f.created {
+        if path.exists() {
+            return Err("created on disk during the run; not written".into());
+        }
+    } else {
+        let current = std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
+        if current != f.before {
+            return Err("changed on disk during the run; not written".into());
+        }
     }
     let dir = path.parent().unwrap_or(root);
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| format!("cannot create a temporary file: {e}"))?;
     tmp.write_all(f.after.as_bytes())
         .map_err(|e| format!("cannot write: {e}"))?;
-    if let Ok(meta) = std::fs::metadata(&path) {
-        // Keep the file's mode; the temporary file is created 0600.
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    // Keep the file's mode (a new file gets its directory's usual 0644, not the
+    // temporary file's 0600).
+    let mode = std::fs::metadata(&path).map(|m| m.permissions());
+    let mode = mode.or_else(|_| {
+        use std::os::unix::fs::PermissionsExt;
+        Ok::<_, std::io::Error>(std::fs::Permissions::from_mode(0o644))
+    });
+    if let Ok(mode) = mode {
+        let _ = std::fs::set_permissions(tmp.path(), mode);
     }
     tmp.as_file()
         .sync_all()

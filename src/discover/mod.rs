@@ -54,8 +54,62 @@ pub enum SlotFormat {
     Reference { name: String },
 }
 
+/// A value that does not exist yet and is created when the reference moves: Argo CD
+/// write-back into an override file, a kustomization or a values file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Creation {
+    /// The file that receives it (it may not exist yet).
+    pub file: String,
+    pub doc: usize,
+    /// The list or the mapping key that receives the value.
+    pub path: Vec<PathSeg>,
+    pub what: Created,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    /// An item of a list that Argo CD replaces wholesale: when the file has no such list
+    /// yet, it is written complete, `base` (the items in effect so far) first. An item
+    /// whose `key` matches an existing one replaces it.
+    ListItem {
+        base: Vec<serde_json::Value>,
+        key: ItemKey,
+        value: Template,
+    },
+    /// A mapping key, created with its parents.
+    Key { value: Template },
+}
+
+/// How list items are matched, so that an entry is replaced rather than duplicated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemKey {
+    /// A kustomize image string whose name (before `=`, or the image) is this.
+    KustomizeImage(String),
+    /// A mapping whose `field` equals `value` (`name` of a Helm parameter or a kustomize
+    /// `images:` entry).
+    Field { field: String, value: String },
+}
+
+/// The value to write, given the new tag (and digest).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Template {
+    /// Fixed text (an image repository).
+    Text(String),
+    /// The tag (`tag@digest` when pinned).
+    Tag,
+    /// `prefix:tag[@digest]` (a kustomize image string, `name=new:tag`, or `repo:tag`).
+    Reference { prefix: String },
+    /// A Helm parameter `{name, value, forcestring: true}`.
+    HelmParam { name: String, value: Box<Template> },
+    /// A kustomize `images:` entry `{name, newName?, newTag}`.
+    KustomizeEntry {
+        name: String,
+        new_name: Option<String>,
+    },
+}
+
 /// An image reference found in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImageRef {
     /// Path relative to the root, `/`-separated.
     pub file: String,
@@ -73,11 +127,31 @@ pub struct ImageRef {
     /// Why imagebump leaves this reference alone; `None` when it is managed.
     pub unmanaged: Option<String>,
     pub slots: Vec<Slot>,
+    /// Values created when it moves (where `slots` cannot hold the new value).
+    pub creations: Vec<Creation>,
+    /// Where the new value is written, when not where the current one is read (Argo CD
+    /// write-back), for reports: `file` or `file (kustomize.images)`.
+    pub writes_to: Option<String>,
 }
 
 impl ImageRef {
     pub fn is_managed(&self) -> bool {
         self.unmanaged.is_none()
+    }
+
+    /// The files an update of this reference changes, its own file first (when it has
+    /// slots there), without repeats.
+    pub fn touched_files(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = Vec::new();
+        if !self.slots.is_empty() {
+            files.push(&self.file);
+        }
+        for c in &self.creations {
+            if !files.contains(&c.file.as_str()) {
+                files.push(&c.file);
+            }
+        }
+        files
     }
 }
 
@@ -135,6 +209,8 @@ impl FileCtx<'_> {
             policy: Policy::default(),
             unmanaged: None,
             slots: Vec::new(),
+            creations: Vec::new(),
+            writes_to: None,
         }
     }
 }

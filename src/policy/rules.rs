@@ -70,10 +70,29 @@ impl Policies {
         written: &str,
         layer: Option<(&str, &PolicySpec)>,
     ) -> Result<Policy, PolicyError> {
+        self.policy_with(image, written, None, layer)
+    }
+
+    /// As [`Policies::policy_for`], with settings found in the repository itself (Argo CD
+    /// annotations, `ImageUpdater` resources) between `defaults` and the `images` rules:
+    /// imagebump.yaml's rules are the deliberate configuration and win over legacy ones.
+    pub fn policy_with(
+        &mut self,
+        image: &ImageName,
+        written: &str,
+        repository: Option<(&str, &PolicySpec)>,
+        layer: Option<(&str, &PolicySpec)>,
+    ) -> Result<Policy, PolicyError> {
         let mut spec = self.defaults.clone();
         let mut source = Vec::new();
         if spec != PolicySpec::default() {
             source.push("defaults".to_string());
+        }
+        if let Some((label, r)) = repository {
+            if *r != PolicySpec::default() {
+                spec = spec.overlay(r);
+                source.push(label.to_string());
+            }
         }
         if let Some(i) = self.rule_for(image, written) {
             let rule = &self.rules[i];

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::discover::{Discovery, ImageRef, RefKind, Slot, SlotFormat};
+mod creation;
+
+use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::report::Problem;
 use crate::resolve::Outcome;
@@ -26,6 +28,9 @@ pub struct Update {
     pub from: String,
     pub to: String,
     pub group: String,
+    /// The file the new value is written to, when it is not `file` (Argo CD write-back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_to: Option<String>,
 }
 
 /// A file's text before and after.
@@ -34,6 +39,8 @@ pub struct FileChange {
     pub file: String,
     pub before: String,
     pub after: String,
+    /// The file does not exist yet.
+    pub created: bool,
 }
 
 /// The unit of one future pull request.
@@ -126,38 +133,54 @@ fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>,
 /// A reference with its new tag and digest.
 type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 
+/// What changes in one file.
+#[derive(Default)]
+struct FileWork<'a> {
+    /// References whose slots are in this file.
+    slots: Vec<Planned<'a>>,
+    /// Values to create in this file.
+    creations: Vec<(Planned<'a>, &'a Creation)>,
+}
+
 pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
-    let mut by_file: BTreeMap<&str, Vec<Planned>> = BTreeMap::new();
+    let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
+    let mut moved: Vec<Planned> = Vec::new();
     for (r, o) in discovery.refs.iter().zip(outcomes) {
         if let Outcome::Update { tag, digest } = o {
-            by_file.entry(r.file.as_str()).or_default().push((
-                r,
-                tag,
-                written_digest(r, digest.as_deref()),
-            ));
+            let planned = (r, tag.as_str(), written_digest(r, digest.as_deref()));
+            moved.push(planned);
+            if !r.slots.is_empty() {
+                by_file
+                    .entry(r.file.as_str())
+                    .or_default()
+                    .slots
+                    .push(planned);
+            }
+            for c in &r.creations {
+                by_file
+                    .entry(c.file.as_str())
+                    .or_default()
+                    .creations
+                    .push((planned, c));
+            }
         }
     }
     let mut out = Plan::default();
-    let mut groups: BTreeMap<String, ChangeSet> = BTreeMap::new();
-    for (file, items) in by_file {
-        let Some(before) = discovery.sources.get(file) else {
-            continue;
-        };
-        let mut edits = Vec::new();
-        let mut failed = None;
-        for (r, tag, digest) in &items {
-            match edits_for(r, tag, *digest) {
-                Ok(e) => edits.extend(e),
-                Err(e) => failed = Some((r.line, r.column, e)),
+    let mut changed: BTreeMap<&str, FileChange> = BTreeMap::new();
+    for (file, work) in by_file {
+        let before = discovery.sources.get(file).map(String::as_str);
+        match change_file(before, &work) {
+            Ok(after) => {
+                changed.insert(
+                    file,
+                    FileChange {
+                        file: file.to_string(),
+                        before: before.unwrap_or_default().to_string(),
+                        after,
+                        created: before.is_none(),
+                    },
+                );
             }
-        }
-        let result = match failed {
-            Some((line, column, e)) => Err((line, column, e)),
-            None => yaml::apply_edits(before, &edits)
-                .map_err(|e| (items[0].0.line, items[0].0.column, e.to_string())),
-        };
-        let after = match result {
-            Ok(a) => a,
             Err((line, column, e)) => {
                 out.refused.insert(file.to_string());
                 out.problems.push(Problem::at_file(
@@ -166,36 +189,73 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
                     column,
                     format!("edit refused, file left unchanged: {e}"),
                 ));
-                continue;
             }
-        };
-        let group = group_of(file);
+        }
+    }
+    let mut groups: BTreeMap<String, ChangeSet> = BTreeMap::new();
+    for (r, tag, digest) in moved {
+        let files = r.touched_files();
+        if files.iter().any(|f| out.refused.contains(*f)) {
+            continue;
+        }
+        let written = files.last().copied().unwrap_or(r.file.as_str());
+        let group = group_of(written);
         let set = groups.entry(group.clone()).or_insert_with(|| ChangeSet {
             group: group.clone(),
             files: Vec::new(),
             updates: Vec::new(),
         });
-        set.files.push(file.to_string());
-        for (r, tag, digest) in items {
-            set.updates.push(out.updates.len());
-            out.updates.push(Update {
-                file: file.to_string(),
-                line: r.line,
-                column: r.column,
-                kind: r.kind,
-                image: r.image.to_string(),
-                name: r.written.clone(),
-                from: spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
-                to: spell(tag, digest),
-                group: group.clone(),
-            });
+        for f in &files {
+            if !set.files.iter().any(|x| x == f) {
+                set.files.push(f.to_string());
+            }
         }
-        out.files.push(FileChange {
-            file: file.to_string(),
-            before: before.clone(),
-            after,
+        set.updates.push(out.updates.len());
+        out.updates.push(Update {
+            file: r.file.clone(),
+            line: r.line,
+            column: r.column,
+            kind: r.kind,
+            image: r.image.to_string(),
+            name: r.written.clone(),
+            from: spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
+            to: spell(tag, digest),
+            group: group.clone(),
+            written_to: (written != r.file).then(|| written.to_string()),
         });
     }
+    for set in groups.values_mut() {
+        set.files.sort();
+    }
+    out.files = changed.into_values().collect();
     out.change_sets = groups.into_values().collect();
     out
+}
+
+/// The new text of one file: slot edits first, then created values. The error carries the
+/// line and column to report.
+fn change_file(before: Option<&str>, work: &FileWork) -> Result<String, (usize, usize, String)> {
+    let at = |r: &ImageRef| (r.line, r.column);
+    let text = before.unwrap_or_default();
+    let mut edits = Vec::new();
+    for (r, tag, digest) in &work.slots {
+        let e = edits_for(r, tag, *digest).map_err(|e| (r.line, r.column, e))?;
+        edits.extend(e);
+    }
+    let first = work
+        .slots
+        .first()
+        .map(|p| p.0)
+        .or_else(|| work.creations.first().map(|(p, _)| p.0));
+    let (line, column) = first.map_or((0, 0), at);
+    let after = if edits.is_empty() {
+        text.to_string()
+    } else {
+        yaml::apply_edits(text, &edits).map_err(|e| (line, column, e.to_string()))?
+    };
+    if work.creations.is_empty() {
+        return Ok(after);
+    }
+    let upserts = creation::upserts(&after, &work.creations).map_err(|e| (line, column, e))?;
+    yaml::apply_upserts(&after, &upserts).map_err(|e| (line, column, e.to_string()))
 }

@@ -1,0 +1,557 @@
+//! Structural edits: set a value at a path, creating mapping keys that do not exist yet,
+//! or append an item to a sequence. Used where imagebump writes something a file does not
+//! hold yet (an Argo CD override file entry, a kustomization `images:` entry, a Helm values
+//! key). Existing text is never rewritten: new lines are inserted after the last line of
+//! the parent block, indented like its siblings, and the result is parsed again and must
+//! equal the old document with exactly these values set.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::edit::{render_scalar, EditError};
+use super::located::{parse_located, Node, PathSeg, Scalar, Style};
+use super::path_to_string;
+
+/// Set `value` at `path` in document `doc`. A final `Index(n)` with `n` equal to the
+/// sequence's length appends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upsert {
+    pub doc: usize,
+    pub path: Vec<PathSeg>,
+    pub value: Value,
+}
+
+/// Apply the upserts in order and verify the result.
+pub fn apply_upserts(text: &str, upserts: &[Upsert]) -> Result<String, EditError> {
+    let mut out = text.to_string();
+    for u in upserts {
+        out = apply_one(&out, u)?;
+    }
+    verify(text, &out, upserts)?;
+    Ok(out)
+}
+
+fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
+    let docs = parse_located(text).map_err(|e| EditError::Reparse(e.to_string()))?;
+    let style = Layout::of(text);
+    let root = match docs.get(u.doc).map(|d| d.root.as_ref()) {
+        Some(Some(root)) => root,
+        // An empty file (or only comments): the whole path is new, at the end.
+        None | Some(None) if u.doc == 0 && docs.iter().all(|d| d.root.is_none()) => {
+            let mut out = text.to_string();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push_str(style.newline);
+            }
+            out.push_str(&style.render_path(&u.path, &u.value, 0));
+            return Ok(out);
+        }
+        _ => {
+            return Err(EditError::Mismatch(format!(
+                "document {} does not exist",
+                u.doc + 1
+            )))
+        }
+    };
+    let mut node = root;
+    let mut depth = 0;
+    while depth < u.path.len() {
+        let next = match (&u.path[depth], node) {
+            (PathSeg::Key(k), Node::Map { .. }) => node.get(k),
+            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+        depth += 1;
+    }
+    let rest = &u.path[depth..];
+    if rest.is_empty() {
+        return replace_scalar(text, node, u);
+    }
+    let at = where_(&u.path[..depth]);
+    match (node, &rest[0]) {
+        (Node::Map { entries, offset }, PathSeg::Key(_)) => {
+            let first = entries.first().map_or(*offset, |(k, _)| k.offset);
+            ensure_block(text, first, &at)?;
+            let indent = column(text, first);
+            let end = block_end(text, first, indent, false);
+            let new = style.render_path(rest, &u.value, indent);
+            Ok(insert(text, end, &new, style.newline))
+        }
+        (Node::Seq { items, offset }, PathSeg::Index(i)) if *i == items.len() => {
+            let first = items.first().map_or(*offset, Node::offset);
+            let dash = dash_before(text, first).ok_or_else(|| {
+                EditError::Mismatch(format!("{at}: only block sequences (`- item`) can grow"))
+            })?;
+            let indent = column(text, dash);
+            let end = block_end(text, dash, indent, true);
+            let new = style.render_item(&rest[1..], &u.value, indent);
+            Ok(insert(text, end, &new, style.newline))
+        }
+        _ => Err(EditError::Mismatch(format!(
+            "{at}: cannot add {} here",
+            path_to_string(rest)
+        ))),
+    }
+}
+
+fn where_(path: &[PathSeg]) -> String {
+    if path.is_empty() {
+        "the document root".into()
+    } else {
+        path_to_string(path)
+    }
+}
+
+fn replace_scalar(text: &str, node: &Node, u: &Upsert) -> Result<String, EditError> {
+    let (Node::Scalar(s), Some(new)) = (node, scalar_text(&u.value)) else {
+        return Err(EditError::Mismatch(format!(
+            "{}: only scalar values can be replaced",
+            path_to_string(&u.path)
+        )));
+    };
+    let raw = &text[s.span.clone()];
+    let rendered = if s.value.is_empty() && raw.is_empty() {
+        render_plain_or_quoted(&new)
+    } else {
+        render_scalar(s, raw, &new)?
+    };
+    let mut out = String::with_capacity(text.len() + rendered.len());
+    out.push_str(&text[..s.span.start]);
+    out.push_str(&rendered);
+    out.push_str(&text[s.span.end..]);
+    Ok(out)
+}
+
+/// Block collections only: a flow collection (`{a: 1}`, `[x]`) is left to the user.
+fn ensure_block(text: &str, first: usize, at: &str) -> Result<(), EditError> {
+    let line_start = text[..first].rfind('\n').map_or(0, |i| i + 1);
+    if text[line_start..first].contains(['{', '[']) {
+        return Err(EditError::Mismatch(format!(
+            "{at} is written in flow style; imagebump only adds to block style"
+        )));
+    }
+    Ok(())
+}
+
+fn column(text: &str, offset: usize) -> usize {
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    text[line_start..offset].chars().count()
+}
+
+/// The offset of the `-` that introduces the sequence item starting at `item`.
+fn dash_before(text: &str, item: usize) -> Option<usize> {
+    let line_start = text[..item].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[line_start..item];
+    let dash = before.rfind('-')?;
+    before[dash + 1..]
+        .chars()
+        .all(char::is_whitespace)
+        .then_some(line_start + dash)
+}
+
+/// Where the block whose entries start at `first` (at `indent` columns) ends: just after
+/// its last non-blank, non-comment line.
+fn block_end(text: &str, first: usize, indent: usize, sequence: bool) -> usize {
+    let mut pos = text[first..]
+        .find('\n')
+        .map_or(text.len(), |i| first + i + 1);
+    let mut end = pos;
+    while pos < text.len() {
+        let line_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
+        let line = text[pos..line_end].trim_end_matches(['\n', '\r']);
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            pos = line_end;
+            continue;
+        }
+        if line.starts_with("---") || line.starts_with("...") {
+            break;
+        }
+        let ind = line.len() - trimmed.len();
+        let inside = ind > indent || (ind == indent && (!sequence || trimmed.starts_with('-')));
+        if !inside {
+            break;
+        }
+        pos = line_end;
+        end = line_end;
+    }
+    end
+}
+
+fn insert(text: &str, at: usize, new: &str, newline: &str) -> String {
+    let mut out = String::with_capacity(text.len() + new.len() + 1);
+    out.push_str(&text[..at]);
+    if at > 0 && !text[..at].ends_with('\n') {
+        out.push_str(newline);
+    }
+    out.push_str(new);
+    out.push_str(&text[at..]);
+    out
+}
+
+/// How the file writes things: line endings, and whether sequences under a key are
+/// indented (`key:\n  - a`) or not (`key:\n- a`).
+struct Layout {
+    newline: &'static str,
+    seq_offset: usize,
+}
+
+impl Layout {
+    fn of(text: &str) -> Layout {
+        let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+        let mut seq_offset = 0;
+        let mut prev: Option<(usize, bool)> = None;
+        for line in text.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let ind = line.len() - trimmed.len();
+            if let Some((pind, key_only)) = prev {
+                if key_only && trimmed.starts_with("- ") {
+                    seq_offset = ind.saturating_sub(pind);
+                    break;
+                }
+            }
+            prev = Some((
+                ind,
+                trimmed.trim_end().ends_with(':') && !trimmed.starts_with('-'),
+            ));
+        }
+        Layout {
+            newline,
+            seq_offset,
+        }
+    }
+
+    fn render_path(&self, path: &[PathSeg], value: &Value, indent: usize) -> String {
+        match path.split_first() {
+            None => String::new(),
+            Some((PathSeg::Key(k), [])) => self.render_kv(k, value, indent),
+            Some((PathSeg::Key(k), rest)) => {
+                let pad = " ".repeat(indent);
+                let child = match rest[0] {
+                    PathSeg::Index(_) => indent + self.seq_offset,
+                    PathSeg::Key(_) => indent + 2,
+                };
+                format!(
+                    "{pad}{}:{}{}",
+                    key_text(k),
+                    self.newline,
+                    self.render_path(rest, value, child)
+                )
+            }
+            // A new sequence holds just this item.
+            Some((PathSeg::Index(_), rest)) => self.render_item(rest, value, indent),
+        }
+    }
+
+    fn render_kv(&self, key: &str, value: &Value, indent: usize) -> String {
+        let pad = " ".repeat(indent);
+        let nl = self.newline;
+        let k = key_text(key);
+        match value {
+            Value::Object(m) if !m.is_empty() => {
+                let mut s = format!("{pad}{k}:{nl}");
+                for (ck, cv) in m {
+                    s.push_str(&self.render_kv(ck, cv, indent + 2));
+                }
+                s
+            }
+            Value::Array(a) if !a.is_empty() => {
+                let mut s = format!("{pad}{k}:{nl}");
+                for item in a {
+                    s.push_str(&self.render_item(&[], item, indent + self.seq_offset));
+                }
+                s
+            }
+            other => format!("{pad}{k}: {}{nl}", inline(other)),
+        }
+    }
+
+    /// `- item` at `indent` (the dash's column); `path` nests the value inside the item.
+    fn render_item(&self, path: &[PathSeg], value: &Value, indent: usize) -> String {
+        let body = if path.is_empty() {
+            match value {
+                Value::Object(m) if !m.is_empty() => {
+                    let mut s = String::new();
+                    for (k, v) in m {
+                        s.push_str(&self.render_kv(k, v, indent + 2));
+                    }
+                    s
+                }
+                Value::Array(a) if !a.is_empty() => {
+                    let mut s = String::new();
+                    for v in a {
+                        s.push_str(&self.render_item(&[], v, indent + 2));
+                    }
+                    s
+                }
+                other => format!(
+                    "{}{}{}",
+                    " ".repeat(indent + 2),
+                    inline(other),
+                    self.newline
+                ),
+            }
+        } else {
+            self.render_path(path, value, indent + 2)
+        };
+        // The first line of the body moves up onto the dash line.
+        let pad = " ".repeat(indent);
+        format!("{pad}- {}", &body[indent + 2..])
+    }
+}
+
+fn key_text(k: &str) -> String {
+    render_plain_or_quoted(k)
+}
+
+fn inline(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => render_plain_or_quoted(s),
+        Value::Array(_) => "[]".into(),
+        Value::Object(_) => "{}".into(),
+    }
+}
+
+/// A string as a plain scalar when YAML reads it back as the same string, else quoted.
+fn render_plain_or_quoted(s: &str) -> String {
+    let plain = Scalar {
+        value: String::new(),
+        span: 0..0,
+        style: Style::Plain,
+    };
+    render_scalar(&plain, "x", s).unwrap_or_else(|_| format!("{s:?}"))
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn parse_all(text: &str) -> Result<Vec<Value>, String> {
+    yaml_serde::Deserializer::from_str(text)
+        .map(|d| {
+            let v = yaml_serde::Value::deserialize(d).map_err(|e| e.to_string())?;
+            serde_json::to_value(v).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Set `value` at `path` in a JSON document, creating objects and appending to arrays.
+pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), String> {
+    let Some((last, parents)) = path.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    let mut node = doc;
+    for (i, seg) in parents.iter().enumerate() {
+        let next_is_index = matches!(path[i + 1], PathSeg::Index(_));
+        if node.is_null() {
+            *node = if let PathSeg::Key(_) = seg {
+                Value::Object(Default::default())
+            } else {
+                return Err(format!("{}: not a list", path_to_string(&path[..i])));
+            };
+        }
+        node = match seg {
+            PathSeg::Key(k) => {
+                let obj = node
+                    .as_object_mut()
+                    .ok_or_else(|| format!("{}: not a mapping", path_to_string(&path[..i])))?;
+                obj.entry(k.clone()).or_insert_with(|| {
+                    if next_is_index {
+                        Value::Array(Vec::new())
+                    } else {
+                        Value::Null
+                    }
+                })
+            }
+            PathSeg::Index(n) => {
+                let arr = node
+                    .as_array_mut()
+                    .ok_or_else(|| format!("{}: not a list", path_to_string(&path[..i])))?;
+                if *n == arr.len() {
+                    arr.push(Value::Null);
+                }
+                arr.get_mut(*n)
+                    .ok_or_else(|| format!("{}: no such item", path_to_string(&path[..=i])))?
+            }
+        };
+    }
+    if node.is_null() {
+        *node = match last {
+            PathSeg::Key(_) => Value::Object(Default::default()),
+            PathSeg::Index(_) => Value::Array(Vec::new()),
+        };
+    }
+    match last {
+        PathSeg::Key(k) => {
+            node.as_object_mut()
+                .ok_or_else(|| format!("{}: not a mapping", path_to_string(parents)))?
+                .insert(k.clone(), value);
+        }
+        PathSeg::Index(n) => {
+            let arr = node
+                .as_array_mut()
+                .ok_or_else(|| format!("{}: not a list", path_to_string(parents)))?;
+            match arr.len().cmp(n) {
+                std::cmp::Ordering::Equal => arr.push(value),
+                std::cmp::Ordering::Greater => arr[*n] = value,
+                std::cmp::Ordering::Less => {
+                    return Err(format!("{}: no such item", path_to_string(path)))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The new text must read as the old documents with exactly the upserts applied. Scalars
+/// are compared as YAML reads them (a `true` written for a string would be a mismatch).
+fn verify(before: &str, after: &str, upserts: &[Upsert]) -> Result<(), EditError> {
+    let mut expected = parse_all(before).map_err(EditError::Reparse)?;
+    let actual = parse_all(after).map_err(EditError::Reparse)?;
+    if expected.is_empty() {
+        expected.push(Value::Null);
+    }
+    for u in upserts {
+        let doc = expected
+            .get_mut(u.doc)
+            .ok_or_else(|| EditError::Mismatch(format!("document {} does not exist", u.doc + 1)))?;
+        set_path(doc, &u.path, u.value.clone()).map_err(EditError::Mismatch)?;
+    }
+    if expected != actual {
+        return Err(EditError::Mismatch(
+            "the inserted text does not read back as intended".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(k: &str) -> PathSeg {
+        PathSeg::Key(k.into())
+    }
+
+    fn up(text: &str, path: Vec<PathSeg>, value: Value) -> Result<String, EditError> {
+        apply_upserts(
+            text,
+            &[Upsert {
+                doc: 0,
+                path,
+                value,
+            }],
+        )
+    }
+
+    #[test]
+    fn appends_to_a_list_in_the_files_style() {
+        let text = "# overrides\nhelm:\n  parameters:\n  - name: replicaCount\n    value: \"2\"\n  # keep me\nother: x\n";
+        let got = up(
+            text,
+            vec![key("helm"), key("parameters"), PathSeg::Index(1)],
+            json!({"name": "image.tag", "value": "1.2.3", "forcestring": true}),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            "# overrides\nhelm:\n  parameters:\n  - name: replicaCount\n    value: \"2\"\n  - name: image.tag\n    value: 1.2.3\n    forcestring: true\n  # keep me\nother: x\n"
+        );
+    }
+
+    #[test]
+    fn creates_missing_keys_and_files() {
+        let got = up(
+            "",
+            vec![key("kustomize"), key("images")],
+            json!(["nginx:1.27.2"]),
+        )
+        .unwrap();
+        assert_eq!(got, "kustomize:\n  images:\n  - nginx:1.27.2\n");
+        let got = up(
+            "---\n# c\nkustomize:\n  namePrefix: x-\n",
+            vec![key("kustomize"), key("images")],
+            json!(["a=b:1"]),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            "---\n# c\nkustomize:\n  namePrefix: x-\n  images:\n  - a=b:1\n"
+        );
+        let got = up(
+            "images:\n  - name: a\n    newTag: \"1\"\n",
+            vec![key("images"), PathSeg::Index(1)],
+            json!({"name": "b", "newTag": "2"}),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            "images:\n  - name: a\n    newTag: \"1\"\n  - name: b\n    newTag: \"2\"\n"
+        );
+    }
+
+    #[test]
+    fn nested_keys_are_created_under_existing_parents() {
+        let got = up(
+            "image:\n  repository: web\nreplicas: 2\n",
+            vec![key("image"), key("tag")],
+            json!("1.10"),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            "image:\n  repository: web\n  tag: \"1.10\"\nreplicas: 2\n"
+        );
+        let got = up("a: 1\r\n", vec![key("b"), key("c"), key("d")], json!("x")).unwrap();
+        assert_eq!(got, "a: 1\r\nb:\r\n  c:\r\n    d: x\r\n");
+    }
+
+    #[test]
+    fn existing_scalars_are_replaced_in_place() {
+        let got = up(
+            "a:\n  tag: '1.0' # c\n",
+            vec![key("a"), key("tag")],
+            json!("1.1"),
+        )
+        .unwrap();
+        assert_eq!(got, "a:\n  tag: '1.1' # c\n");
+    }
+
+    #[test]
+    fn flow_collections_are_refused() {
+        let e = up("a: {b: 1}\n", vec![key("a"), key("c")], json!("x")).unwrap_err();
+        assert!(e.to_string().contains("flow style"), "{e}");
+    }
+
+    #[test]
+    fn set_path_builds_json() {
+        let mut v = json!({"helm": {"parameters": [{"name": "a"}]}});
+        set_path(
+            &mut v,
+            &[key("helm"), key("parameters"), PathSeg::Index(1)],
+            json!({"name": "b"}),
+        )
+        .unwrap();
+        set_path(&mut v, &[key("kustomize"), key("images")], json!(["x"])).unwrap();
+        assert_eq!(
+            v,
+            json!({"helm": {"parameters": [{"name": "a"}, {"name": "b"}]}, "kustomize": {"images": ["x"]}})
+        );
+    }
+}
