@@ -85,6 +85,13 @@ fn print_problems(problems: &[Problem]) {
     }
 }
 
+fn print_notes(notes: &[Problem]) {
+    let mut err = std::io::stderr().lock();
+    for p in notes {
+        let _ = writeln!(err, "note: {p}");
+    }
+}
+
 fn print_warnings(warnings: &[Problem]) {
     let mut err = std::io::stderr().lock();
     for p in warnings {
@@ -151,6 +158,7 @@ fn scan(args: &SourceArgs) -> i32 {
         Output::Json => print_json(&ScanReport {
             version: 1,
             references: found.refs.iter().map(ScanEntry::from).collect(),
+            notes: &found.notes,
             errors: &found.problems,
         }),
         Output::Text => {
@@ -165,6 +173,7 @@ fn scan(args: &SourceArgs) -> i32 {
             );
         }
     }
+    print_notes(&found.notes);
     print_problems(&found.problems);
     if found.problems.is_empty() {
         exit::OK
@@ -211,10 +220,9 @@ async fn run(args: &RunArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
-    for w in &resolved.warnings {
-        tracing::debug!("{w}");
-    }
+    let mut resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
+    // Settings honoured differently (Argo CD annotations) are reported with the warnings.
+    resolved.warnings.splice(0..0, found.notes.iter().cloned());
     let plan = plan::plan(&found, &resolved.outcomes);
 
     let mut problems: Vec<Problem> = found.problems.clone();

@@ -4,6 +4,7 @@
 //! and hands plain data to the next. See docs/architecture.md.
 
 pub mod app;
+pub mod argocd;
 pub mod cli;
 pub mod config;
 pub mod deliver;

@@ -82,6 +82,12 @@ pub struct ScanEntry<'a> {
     pub tag: Option<&'a str>,
     pub digest: Option<&'a str>,
     pub unit: &'a str,
+    /// The Argo CD Application the reference belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<&'a str>,
+    /// Where the new value is written when not in `file` (Argo CD write-back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_to: Option<&'a str>,
     pub policy: &'a crate::policy::Policy,
     pub managed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,6 +106,8 @@ impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
             tag: r.tag.as_deref(),
             digest: r.digest.as_deref(),
             unit: &r.unit,
+            app: r.app.as_deref(),
+            writes_to: r.writes_to.as_deref(),
             policy: &r.policy,
             managed: r.is_managed(),
             reason: r.unmanaged.as_deref(),
@@ -112,6 +120,8 @@ impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
 pub struct ScanReport<'a> {
     pub version: u32,
     pub references: Vec<ScanEntry<'a>>,
+    /// Settings honoured differently than where they come from (Argo CD annotations).
+    pub notes: &'a [Problem],
     pub errors: &'a [Problem],
 }
 
@@ -204,33 +214,63 @@ pub fn updates_table(updates: &[Update]) -> String {
     table(&["IMAGE", "FROM", "TO", "LOCATION"], &rows)
 }
 
+/// The `scan` table; references of Argo CD apps are grouped under their app, with the
+/// file each new value is written to.
 pub fn scan_table(refs: &[ImageRef]) -> String {
-    let rows: Vec<Vec<String>> = refs
-        .iter()
-        .map(|r| {
-            let current = match (&r.tag, &r.digest) {
-                (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),
-                (Some(t), None) => t.clone(),
-                (None, Some(d)) => format!("@{}", short_digest(d)),
-                (None, None) => "-".into(),
-            };
-            let (policy, status) = match &r.unmanaged {
-                None => (
-                    format!("{} ({})", r.policy.summary(), r.policy.source),
-                    "managed".to_string(),
-                ),
-                Some(reason) => ("-".to_string(), format!("unmanaged: {reason}")),
-            };
-            vec![
-                format!("{}:{}", r.file, r.line),
-                r.written.clone(),
-                current,
-                policy,
-                status,
-            ]
-        })
-        .collect();
-    table(&["LOCATION", "IMAGE", "CURRENT", "POLICY", "STATUS"], &rows)
+    let row = |r: &ImageRef| {
+        let current = match (&r.tag, &r.digest) {
+            (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),
+            (Some(t), None) => t.clone(),
+            (None, Some(d)) => format!("@{}", short_digest(d)),
+            (None, None) => "-".into(),
+        };
+        let (policy, status) = match &r.unmanaged {
+            None => (
+                format!("{} ({})", r.policy.summary(), r.policy.source),
+                match &r.writes_to {
+                    Some(w) => format!("managed, writes {w}"),
+                    None => "managed".to_string(),
+                },
+            ),
+            Some(reason) => ("-".to_string(), format!("unmanaged: {reason}")),
+        };
+        vec![
+            format!("{}:{}", r.file, r.line),
+            r.written.clone(),
+            current,
+            policy,
+            status,
+        ]
+    };
+    let header = ["LOCATION", "IMAGE", "CURRENT", "POLICY", "STATUS"];
+    if refs.iter().all(|r| r.app.is_none()) {
+        let rows: Vec<Vec<String>> = refs.iter().map(row).collect();
+        return table(&header, &rows);
+    }
+    let mut apps: Vec<&str> = refs.iter().filter_map(|r| r.app.as_deref()).collect();
+    apps.sort();
+    apps.dedup();
+    let mut out = String::new();
+    for app in apps {
+        let rows: Vec<Vec<String>> = refs
+            .iter()
+            .filter(|r| r.app.as_deref() == Some(app))
+            .map(row)
+            .collect();
+        out.push_str(&format!("app {app}\n"));
+        for line in table(&header, &rows).lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push('\n');
+    }
+    let rest: Vec<Vec<String>> = refs.iter().filter(|r| r.app.is_none()).map(row).collect();
+    if !rest.is_empty() {
+        out.push_str("not in an Argo CD app\n");
+        for line in table(&header, &rest).lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
 }
 
 /// `1.2@sha256:0123456789ab…` → `1.2@sha256:0123456789ab` (tables only; reports keep all).

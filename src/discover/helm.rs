@@ -14,7 +14,7 @@ pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mu
     }
 }
 
-fn walk(
+pub(super) fn walk(
     ctx: &FileCtx,
     doc: usize,
     node: &Node,

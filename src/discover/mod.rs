@@ -1,5 +1,6 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
+pub mod argocd;
 pub mod helm;
 pub mod kustomize;
 pub mod markers;
@@ -28,6 +29,16 @@ pub enum RefKind {
     HelmValues,
     /// A Helm values `image: "repo:tag"` string.
     HelmImageString,
+    /// An Argo CD `kustomize.images` string (Application or override file).
+    ArgoKustomizeImage,
+    /// An Argo CD `helm.parameters` value (Application or override file).
+    ArgoHelmParameter,
+    /// An Argo CD `plugin.env` value.
+    ArgoPluginEnv,
+    /// An image named by argocd-image-updater configuration whose version is not in git.
+    ArgoAnnotation,
+    /// A container `image:` in a workload manifest (read for the current version only).
+    Workload,
 }
 
 /// One scalar imagebump may rewrite.
@@ -101,6 +112,8 @@ pub enum Template {
     Reference { prefix: String },
     /// A Helm parameter `{name, value, forcestring: true}`.
     HelmParam { name: String, value: Box<Template> },
+    /// A plugin environment variable `{name, value}`.
+    EnvVar { name: String, value: Box<Template> },
     /// A kustomize `images:` entry `{name, newName?, newTag}`.
     KustomizeEntry {
         name: String,
@@ -130,8 +143,10 @@ pub struct ImageRef {
     /// Values created when it moves (where `slots` cannot hold the new value).
     pub creations: Vec<Creation>,
     /// Where the new value is written, when not where the current one is read (Argo CD
-    /// write-back), for reports: `file` or `file (kustomize.images)`.
+    /// write-back).
     pub writes_to: Option<String>,
+    /// The Argo CD Application the reference belongs to (its `unit` then is the app too).
+    pub app: Option<String>,
 }
 
 impl ImageRef {
@@ -162,6 +177,8 @@ pub struct Discovery {
     /// Text of every file that holds a managed reference, for the edit stage.
     pub sources: BTreeMap<String, String>,
     pub problems: Vec<Problem>,
+    /// Things the user should know that are not errors (settings honoured differently).
+    pub notes: Vec<Problem>,
     pub files_scanned: usize,
 }
 
@@ -211,6 +228,7 @@ impl FileCtx<'_> {
             slots: Vec::new(),
             creations: Vec::new(),
             writes_to: None,
+            app: None,
         }
     }
 }
@@ -247,6 +265,8 @@ impl Filters {
 enum FileKind {
     Kustomization,
     HelmValues,
+    /// Any other YAML file: read for Argo CD Applications and `ImageUpdater`s.
+    Manifest,
 }
 
 fn classify(rel: &str, filters: &Filters) -> Option<FileKind> {
@@ -260,7 +280,9 @@ fn classify(rel: &str, filters: &Filters) -> Option<FileKind> {
     if filters.helm_values.is_match(rel) {
         return Some(FileKind::HelmValues);
     }
-    None
+    // Override files are read with their Application.
+    let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+    (yaml && !name.starts_with(".argocd-source")).then_some(FileKind::Manifest)
 }
 
 /// Directories never scanned: VCS metadata, vendored dependencies, and Helm chart
@@ -322,16 +344,30 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             files.push((rel, kind));
         }
     }
+    let mut argo = argocd::Found::default();
     for (rel, kind) in files {
-        out.files_scanned += 1;
         let text = match std::fs::read_to_string(root.join(&rel)) {
             Ok(t) => t,
             Err(e) => {
+                out.files_scanned += 1;
                 out.problems
                     .push(Problem::at_file(&rel, 0, 0, format!("cannot read: {e}")));
                 continue;
             }
         };
+        if let FileKind::Manifest = kind {
+            // Cheap test first: most YAML files are not Argo CD resources.
+            if !text.contains("argoproj.io") {
+                continue;
+            }
+            out.files_scanned += 1;
+            match argocd::Loaded::parse(&rel, text) {
+                Ok(l) => argo.add(l, &mut out.problems),
+                Err(p) => out.problems.push(p),
+            }
+            continue;
+        }
+        out.files_scanned += 1;
         let ctx = FileCtx {
             file: &rel,
             text: &text,
@@ -355,9 +391,10 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
                 kustomize::scan(&ctx, &docs, &mut out.refs, &mut out.problems)
             }
             FileKind::HelmValues => helm::scan(&ctx, &docs, &mut out.refs, &mut out.problems),
+            FileKind::Manifest => {}
         }
         for r in &mut out.refs[before..] {
-            if let Err(p) = apply_policy(&ctx, &mut policies, r) {
+            if let Err(p) = apply_policy(&ctx, &mut policies, r, None) {
                 out.problems.push(p);
             }
         }
@@ -365,12 +402,21 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             out.sources.insert(rel, text);
         }
     }
+    if !argo.apps.is_empty() {
+        argocd::scan(root, config, argo, &mut out, &mut policies);
+    }
     out
 }
 
-/// Give `r` its policy: configuration, then an inline marker on the value's line. A bad
+/// Give `r` its policy: configuration (with `repository` settings, from Argo CD
+/// annotations, under the `images` rules), then an inline marker on the value's line. A bad
 /// marker leaves the reference unmanaged (untouched) and is reported at its position.
-fn apply_policy(ctx: &FileCtx, policies: &mut Policies, r: &mut ImageRef) -> Result<(), Problem> {
+fn apply_policy(
+    ctx: &FileCtx,
+    policies: &mut Policies,
+    r: &mut ImageRef,
+    repository: Option<(&str, &crate::policy::PolicySpec)>,
+) -> Result<(), Problem> {
     let marker = r
         .slots
         .first()
@@ -381,7 +427,7 @@ fn apply_policy(ctx: &FileCtx, policies: &mut Policies, r: &mut ImageRef) -> Res
             Ok(spec) => Some(spec),
             Err(e) => {
                 // Still show the configured policy; the reference itself is left alone.
-                if let Ok(policy) = policies.policy_for(&r.image, &r.written, None) {
+                if let Ok(policy) = policies.policy_with(&r.image, &r.written, repository, None) {
                     r.policy = policy;
                 }
                 r.unmanaged = Some("invalid imagebump marker".into());
@@ -389,7 +435,12 @@ fn apply_policy(ctx: &FileCtx, policies: &mut Policies, r: &mut ImageRef) -> Res
             }
         },
     };
-    match policies.policy_for(&r.image, &r.written, spec.map(|s| ("marker", s))) {
+    match policies.policy_with(
+        &r.image,
+        &r.written,
+        repository,
+        spec.map(|s| ("marker", s)),
+    ) {
         Ok(policy) => {
             if policy.ignore && r.unmanaged.is_none() {
                 r.unmanaged = Some(format!("ignored ({})", policy.source));

@@ -63,7 +63,20 @@ pub(super) fn upserts(
                 }
             }
         }
-        if let Some(list) = list {
+        if let Some(mut list) = list {
+            // A new list of Helm parameters is sorted by name, as argocd-image-updater
+            // writes it (its #1474), so repeated runs agree.
+            if list.iter().all(|v| v.get("forcestring").is_some()) {
+                list.sort_by(|a, b| {
+                    let name = |v: &Value| {
+                        v.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    name(a).cmp(&name(b))
+                });
+            }
             out.push(Upsert {
                 doc,
                 path: path.to_vec(),
@@ -161,6 +174,10 @@ fn render(t: &Template, tag: &str, digest: Option<&str>) -> Value {
             "name": name,
             "value": render(value, tag, digest),
             "forcestring": true,
+        }),
+        Template::EnvVar { name, value } => json!({
+            "name": name,
+            "value": render(value, tag, digest),
         }),
         Template::KustomizeEntry { name, new_name } => {
             let mut m = serde_json::Map::new();

@@ -56,6 +56,15 @@ impl Node {
         }
     }
 
+    /// The node at `path` below this one.
+    pub fn at(&self, path: &[PathSeg]) -> Option<&Node> {
+        path.iter().try_fold(self, |node, seg| match (seg, node) {
+            (PathSeg::Key(k), Node::Map { .. }) => node.get(k),
+            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i),
+            _ => None,
+        })
+    }
+
     /// The value of key `name` in a mapping.
     pub fn get(&self, name: &str) -> Option<&Node> {
         match self {

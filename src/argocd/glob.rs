@@ -1,0 +1,168 @@
+//! Go's `path/filepath.Match` (Unix), which argocd-image-updater uses for
+//! `applicationRefs[].namePattern` and for ignore-tags.
+//!
+//! `*` is any run of characters other than `/`, `?` one such character, `[...]` a class
+//! (`[^...]` negated, ranges `a-z`, `\` escapes), `\c` the character `c`. No `{a,b}`, no
+//! `**`. A malformed pattern (unclosed `[`, empty class, trailing `\`, reversed range) is an
+//! error. Unlike `globset`, which the rest of imagebump uses, these rules are exactly Go's.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Star,
+    Any,
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    Lit(char),
+}
+
+/// A compiled Go glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoGlob(Vec<Token>);
+
+impl GoGlob {
+    /// Compile `pattern`; `Err` is Go's `ErrBadPattern`, with the reason.
+    pub fn new(pattern: &str) -> Result<GoGlob, String> {
+        let mut tokens = Vec::new();
+        let mut chars = pattern.chars().peekable();
+        while let Some(c) = chars.next() {
+            tokens.push(match c {
+                '*' => Token::Star,
+                '?' => Token::Any,
+                '\\' => Token::Lit(chars.next().ok_or("pattern ends with `\\`")?),
+                '[' => {
+                    let negated = chars.next_if_eq(&'^').is_some();
+                    let mut ranges = Vec::new();
+                    loop {
+                        if chars.peek() == Some(&']') && !ranges.is_empty() {
+                            chars.next();
+                            break;
+                        }
+                        let lo = class_char(&mut chars)?;
+                        let hi = if chars.next_if_eq(&'-').is_some() {
+                            class_char(&mut chars)?
+                        } else {
+                            lo
+                        };
+                        if hi < lo {
+                            return Err(format!("reversed range {lo}-{hi}"));
+                        }
+                        ranges.push((lo, hi));
+                    }
+                    Token::Class { negated, ranges }
+                }
+                c => Token::Lit(c),
+            });
+        }
+        Ok(GoGlob(tokens))
+    }
+
+    pub fn is_match(&self, name: &str) -> bool {
+        let name: Vec<char> = name.chars().collect();
+        matches(&self.0, &name)
+    }
+}
+
+/// One character of a class: `\c`, or any character except `-` and `]`.
+fn class_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<char, String> {
+    match chars.next() {
+        None => Err("unclosed `[`".into()),
+        Some('-') | Some(']') => Err("empty or malformed character class".into()),
+        Some('\\') => chars.next().ok_or_else(|| "unclosed `[`".into()),
+        Some(c) => Ok(c),
+    }
+}
+
+fn matches(tokens: &[Token], name: &[char]) -> bool {
+    match tokens.split_first() {
+        None => name.is_empty(),
+        Some((Token::Star, rest)) => {
+            // `*` never crosses a `/`.
+            let limit = name.iter().position(|&c| c == '/').unwrap_or(name.len());
+            (0..=limit).any(|n| matches(rest, &name[n..]))
+        }
+        Some((token, rest)) => match name.split_first() {
+            None => false,
+            Some((&c, tail)) => one(token, c) && matches(rest, tail),
+        },
+    }
+}
+
+fn one(token: &Token, c: char) -> bool {
+    match token {
+        Token::Lit(l) => *l == c,
+        Token::Any => c != '/',
+        Token::Class { negated, ranges } => {
+            c != '/' && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
+        }
+        Token::Star => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, n: &str) -> Result<bool, String> {
+        GoGlob::new(p).map(|g| g.is_match(n))
+    }
+
+    #[test]
+    fn go_match_table() {
+        // From Go's path/filepath match_test.go.
+        let cases: &[(&str, &str, bool)] = &[
+            ("abc", "abc", true),
+            ("*", "abc", true),
+            ("*c", "abc", true),
+            ("a*", "a", true),
+            ("a*", "abc", true),
+            ("a*", "ab/c", false),
+            ("a*/b", "abc/b", true),
+            ("a*/b", "a/c/b", false),
+            ("a*b*c*d*e*/f", "axbxcxdxe/f", true),
+            ("a*b*c*d*e*/f", "axbxcxdxexxx/f", true),
+            ("a*b*c*d*e*/f", "axbxcxdxe/xxx/f", false),
+            ("a*b*c*d*e*/f", "axbxcxdxexxx/fff", false),
+            ("a*b?c*x", "abxbbxdbxebxczzx", true),
+            ("a*b?c*x", "abxbbxdbxebxczzy", false),
+            ("ab[c]", "abc", true),
+            ("ab[b-d]", "abc", true),
+            ("ab[e-g]", "abc", false),
+            ("ab[^c]", "abc", false),
+            ("ab[^b-d]", "abc", false),
+            ("ab[^e-g]", "abc", true),
+            ("a\\*b", "a*b", true),
+            ("a\\*b", "ab", false),
+            ("a?b", "a☺b", true),
+            ("a[^a]b", "a☺b", true),
+            ("a???b", "a☺b", false),
+            ("a[^a][^a][^a]b", "a☺b", false),
+            ("[a-ζ]*", "α", true),
+            ("*[a-ζ]", "A", false),
+            ("a?b", "a/b", false),
+            ("a*b", "a/b", false),
+            ("[\\]a]", "]", true),
+            ("[\\-]", "-", true),
+            ("[x\\-]", "x", true),
+            ("[x\\-]", "-", true),
+            ("[x\\-]", "z", false),
+            ("[\\-x]", "x", true),
+            ("[\\-x]", "-", true),
+            ("[\\-x]", "a", false),
+            ("*x", "xxx", true),
+        ];
+        for (p, n, want) in cases {
+            assert_eq!(m(p, n), Ok(*want), "{p} vs {n}");
+        }
+    }
+
+    #[test]
+    fn bad_patterns() {
+        for p in [
+            "[]a]", "[-]", "[x-]", "[-x]", "\\", "[a-b-c]", "[", "[^", "[^bc", "a[", "[z-a]",
+        ] {
+            assert!(GoGlob::new(p).is_err(), "{p}");
+        }
+    }
+}

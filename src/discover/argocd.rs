@@ -1,0 +1,1302 @@
+//! Argo CD Applications kept in the repository (app-of-apps): the images of their own
+//! sources (`kustomize.images`, `helm.parameters`, `helm.valuesObject`, `plugin.env`), the
+//! images argocd-image-updater is configured to manage (annotations or `ImageUpdater`
+//! resources), the parameter override files Argo CD applies (`.argocd-source.yaml`, then
+//! `.argocd-source-<app>.yaml`), and where each new value is written.
+//!
+//! A source's `path` is taken to be in this repository when that directory exists here;
+//! the files below it, and values files it names, belong to the app (`unit` is its name).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    Created, Creation, Discovery, FileCtx, ImageRef, ItemKey, RefKind, SlotFormat, Template,
+};
+use crate::argocd::app::parse_kustomize_image;
+use crate::argocd::image_updater::ImageUpdater;
+use crate::argocd::{
+    self, App, HelmKeys, Source, SourceKind, UpdaterConfig, UpdaterImage, WriteBackTarget,
+};
+use crate::config::Config;
+use crate::policy::rules::Policies;
+use crate::policy::PolicySpec;
+use crate::registry::name::{parse_name, parse_reference, Reference};
+use crate::report::Problem;
+use crate::yaml::{parse_located, Doc, LineIndex, Node, PathSeg};
+
+/// A YAML file read whole: its text, located documents and their values.
+pub struct Loaded {
+    pub file: String,
+    pub text: String,
+    pub docs: Vec<Doc>,
+    pub json: Vec<Value>,
+}
+
+impl Loaded {
+    pub fn parse(file: &str, text: String) -> Result<Loaded, Problem> {
+        let docs = parse_located(&text).map_err(|e| {
+            Problem::at_file(
+                file,
+                e.line,
+                e.column,
+                format!("not valid YAML: {}", e.message),
+            )
+        })?;
+        let json = yaml_serde::Deserializer::from_str(&text)
+            .map(|d| {
+                yaml_serde::Value::deserialize(d)
+                    .ok()
+                    .and_then(|v| serde_json::to_value(v).ok())
+                    .unwrap_or(Value::Null)
+            })
+            .collect();
+        Ok(Loaded {
+            file: file.to_string(),
+            text,
+            docs,
+            json,
+        })
+    }
+
+    fn ctx(&self) -> FileCtx<'_> {
+        FileCtx {
+            file: &self.file,
+            text: &self.text,
+            lines: LineIndex::new(&self.text),
+        }
+    }
+
+    fn node(&self, doc: usize, path: &[PathSeg]) -> Option<&Node> {
+        self.docs.get(doc)?.root.as_ref()?.at(path)
+    }
+
+    fn value(&self, doc: usize, path: &[PathSeg]) -> Option<&Value> {
+        path.iter()
+            .try_fold(self.json.get(doc)?, |v, seg| match seg {
+                PathSeg::Key(k) => v.get(k.as_str()),
+                PathSeg::Index(i) => v.get(*i),
+            })
+    }
+
+    /// `(line, column)` of the node at `path`, else of its nearest existing parent.
+    fn position(&self, doc: usize, path: &[PathSeg]) -> (usize, usize) {
+        let offset = (0..=path.len())
+            .rev()
+            .find_map(|n| self.node(doc, &path[..n]))
+            .map_or(0, Node::offset);
+        LineIndex::new(&self.text).line_col(offset)
+    }
+}
+
+/// Applications and `ImageUpdater` resources found while walking the tree.
+#[derive(Default)]
+pub struct Found {
+    pub apps: Vec<App>,
+    pub updaters: Vec<ImageUpdater>,
+    files: BTreeMap<String, Loaded>,
+}
+
+impl Found {
+    /// Read the Applications and `ImageUpdater`s of one file.
+    pub fn add(&mut self, loaded: Loaded, problems: &mut Vec<Problem>) {
+        let mut any = false;
+        let at = |doc: usize| loaded.position(doc, &[]).0;
+        for app in argocd::app::find_apps(&loaded.file, &loaded.json) {
+            match app {
+                Ok(a) => {
+                    any = true;
+                    self.apps.push(a);
+                }
+                Err(e) => problems.push(Problem::at_file(
+                    &loaded.file,
+                    at(e.doc),
+                    1,
+                    format!("Argo CD Application: {}", e.message),
+                )),
+            }
+        }
+        for u in argocd::image_updater::find_image_updaters(&loaded.file, &loaded.json) {
+            match u {
+                Ok(u) => {
+                    any = true;
+                    self.updaters.push(u);
+                }
+                Err(e) => problems.push(Problem::at_file(
+                    &loaded.file,
+                    at(e.doc),
+                    1,
+                    format!("ImageUpdater: {}", e.message),
+                )),
+            }
+        }
+        if any {
+            self.files.insert(loaded.file.clone(), loaded);
+        }
+    }
+}
+
+fn key(k: &str) -> PathSeg {
+    PathSeg::Key(k.into())
+}
+
+fn join(base: &[PathSeg], rest: &[&str]) -> Vec<PathSeg> {
+    let mut p = base.to_vec();
+    p.extend(rest.iter().map(|k| key(k)));
+    p
+}
+
+/// `./apps/web/` → `apps/web`; `.` → ``.
+fn clean_dir(p: &str) -> String {
+    let p = p.trim_start_matches("./").trim_matches('/');
+    if p == "." {
+        String::new()
+    } else {
+        p.to_string()
+    }
+}
+
+fn in_dir(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// A write-back target path: relative to the source's path, or from the repository root
+/// when it starts with `/`.
+fn target_path(dir: &str, given: Option<&str>, default_name: &str) -> String {
+    match given {
+        Some(g) if g.starts_with('/') => clean_dir(g),
+        Some(g) => in_dir(dir, &clean_dir(g)),
+        None => in_dir(dir, default_name),
+    }
+}
+
+/// The state of one source: where it is, what overrides it, what Argo CD renders.
+struct SourceState<'a> {
+    source: &'a Source,
+    /// The source's directory in this repository, when it has one here.
+    dir: Option<String>,
+    kind: SourceKind,
+    /// The override files that exist, in the order Argo CD applies them.
+    overrides: Vec<String>,
+    /// The override file imagebump writes for this app.
+    own_override: Option<String>,
+    effective: Value,
+}
+
+/// Where a current value is read: one scalar.
+struct Current {
+    file: String,
+    doc: usize,
+    at: Vec<PathSeg>,
+    format: SlotFormat,
+    kind: RefKind,
+    /// For a tag alone (a Helm parameter), the image it belongs to.
+    repository: Option<String>,
+}
+
+/// Turn the Applications into references, and give the files below their sources' paths
+/// to their apps.
+pub fn scan(
+    root: &Path,
+    config: &Config,
+    found: Found,
+    out: &mut Discovery,
+    policies: &mut Policies,
+) {
+    let Found {
+        apps,
+        updaters,
+        files,
+    } = found;
+    let mut scan = Scan {
+        root,
+        namespace: &config.argocd.namespace,
+        files,
+        out,
+        policies,
+    };
+    for app in &apps {
+        scan.app(app, &updaters);
+    }
+}
+
+struct Scan<'a> {
+    root: &'a Path,
+    namespace: &'a str,
+    /// Manifests, and the override, kustomization and values files read on demand.
+    files: BTreeMap<String, Loaded>,
+    out: &'a mut Discovery,
+    policies: &'a mut Policies,
+}
+
+impl Scan<'_> {
+    /// Read `rel` once; `false` when it does not exist or cannot be read (reported).
+    fn load(&mut self, rel: &str) -> bool {
+        if self.files.contains_key(rel) {
+            return true;
+        }
+        match std::fs::read_to_string(self.root.join(rel)) {
+            Ok(text) => match Loaded::parse(rel, text) {
+                Ok(l) => {
+                    self.files.insert(rel.to_string(), l);
+                    true
+                }
+                Err(p) => {
+                    // The generic scan reports broken kustomizations and values files.
+                    if !self.out.problems.contains(&p) {
+                        self.out.problems.push(p);
+                    }
+                    false
+                }
+            },
+            Err(_) => false,
+        }
+    }
+
+    fn app(&mut self, app: &App, updaters: &[ImageUpdater]) {
+        let app_key = app.key(self.namespace);
+        let config = match argocd::image_updater::config_for(app, updaters) {
+            Ok(Some(c)) => Ok(Some(c)),
+            Ok(None) => argocd::annotations::from_annotations(app),
+            Err(e) => Err(e),
+        };
+        let config = match config {
+            Ok(c) => c,
+            Err(e) => {
+                let p = self.at_app(app, format!("Application {app_key}: {e}"));
+                self.out.problems.push(p);
+                None
+            }
+        };
+        let states: Vec<SourceState> = app
+            .sources
+            .iter()
+            .map(|s| self.source_state(app, s))
+            .collect();
+        for st in &states {
+            self.own_files(st, &app_key, &states);
+        }
+        match &config {
+            None => {
+                for st in &states {
+                    self.plain_images(app, &app_key, st);
+                }
+            }
+            Some(c) => {
+                self.notes(app, &app_key, c);
+                // As with argocd-image-updater, only the images it lists are updated: the
+                // others in the app's files are left alone (and said so).
+                let reason = format!(
+                    "app {app_key} is configured by {}, which does not list this image",
+                    c.origin
+                );
+                for r in &mut self.out.refs {
+                    if r.app.as_deref() == Some(app_key.as_str()) && r.unmanaged.is_none() {
+                        r.unmanaged = Some(reason.clone());
+                    }
+                }
+                for img in &c.images {
+                    self.managed_image(app, &app_key, c, img, &states);
+                }
+            }
+        }
+    }
+
+    fn at_app(&self, app: &App, message: String) -> Problem {
+        let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
+            m.position(app.doc, &[key("metadata"), key("name")])
+        });
+        Problem::at_file(&app.file, line, column, message)
+    }
+
+    /// Settings that mean something else without a cluster are said, never ignored.
+    fn notes(&mut self, app: &App, app_key: &str, c: &UpdaterConfig) {
+        for n in &c.notes {
+            let p = self.at_app(app, format!("Application {app_key} ({}): {n}", c.origin));
+            if !self.out.notes.contains(&p) {
+                self.out.notes.push(p);
+            }
+        }
+    }
+
+    fn source_state<'s>(&mut self, app: &App, source: &'s Source) -> SourceState<'s> {
+        let dir = source
+            .path
+            .as_deref()
+            .map(clean_dir)
+            .filter(|d| self.root.join(d).is_dir());
+        let mut overrides = Vec::new();
+        let mut own_override = None;
+        if let Some(d) = &dir {
+            let own = in_dir(d, &app.override_file_name(self.namespace));
+            for name in [in_dir(d, ".argocd-source.yaml"), own.clone()] {
+                if self.load(&name) {
+                    overrides.push(name);
+                }
+            }
+            own_override = Some(own);
+        }
+        let null = Value::Null;
+        let patches: Vec<&Value> = overrides
+            .iter()
+            .map(|o| {
+                self.files
+                    .get(o)
+                    .and_then(|l| l.json.first())
+                    .unwrap_or(&null)
+            })
+            .collect();
+        let effective = argocd::merge_patch::effective_source(&source.value, &patches);
+        let kind = match (&source.kind, &dir) {
+            (SourceKind::Unknown, Some(d)) => kind_from_files(self.root, d),
+            (k, _) => k.clone(),
+        };
+        SourceState {
+            source,
+            dir,
+            kind,
+            overrides,
+            own_override,
+            effective,
+        }
+    }
+
+    /// Files below the source's path, and values files it names, belong to the app.
+    fn own_files(&mut self, st: &SourceState, app_key: &str, all: &[SourceState]) {
+        let prefix = st.dir.as_ref().map(|d| {
+            if d.is_empty() {
+                String::new()
+            } else {
+                format!("{d}/")
+            }
+        });
+        let named = value_files(st, all);
+        for r in &mut self.out.refs {
+            let below = prefix.as_deref().is_some_and(|p| r.file.starts_with(p));
+            if (below || named.contains(&r.file)) && r.app.is_none() {
+                r.unit = app_key.to_string();
+                r.app = Some(app_key.to_string());
+            }
+        }
+    }
+
+    /// The file, document and path holding `what` in the source Argo CD renders: the last
+    /// override file that sets it, else the Application manifest.
+    fn holder(&self, app: &App, st: &SourceState, what: &[&str]) -> (String, usize, Vec<PathSeg>) {
+        let rel: Vec<PathSeg> = what.iter().map(|k| key(k)).collect();
+        for o in st.overrides.iter().rev() {
+            if self
+                .files
+                .get(o)
+                .is_some_and(|l| l.value(0, &rel).is_some())
+            {
+                return (o.clone(), 0, rel);
+            }
+        }
+        (app.file.clone(), app.doc, join(&st.source.at, what))
+    }
+
+    fn list(&self, file: &str, doc: usize, at: &[PathSeg]) -> Vec<Value> {
+        self.files
+            .get(file)
+            .and_then(|l| l.value(doc, at))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Images in an app's own source and its override files (the app has no
+    /// argocd-image-updater configuration): each is edited where Argo CD reads it.
+    fn plain_images(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        let mut found = Vec::new();
+        let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
+        for (i, item) in self.list(&file, doc, &base).iter().enumerate() {
+            if let Some(text) = item.as_str() {
+                let prefix = kustomize_prefix(text);
+                found.push(Current {
+                    file: file.clone(),
+                    doc,
+                    at: with_index(&base, i, &[]),
+                    format: SlotFormat::Reference { name: prefix },
+                    kind: RefKind::ArgoKustomizeImage,
+                    repository: None,
+                });
+            }
+        }
+        let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
+        let params = self.list(&file, doc, &base);
+        for (i, repo) in image_parameter_pairs(&params) {
+            found.push(Current {
+                file: file.clone(),
+                doc,
+                at: with_index(&base, i, &["value"]),
+                format: SlotFormat::Tag,
+                kind: RefKind::ArgoHelmParameter,
+                repository: Some(repo),
+            });
+        }
+        let (file, doc, base) = self.holder(app, st, &["plugin", "env"]);
+        for (i, item) in self.list(&file, doc, &base).iter().enumerate() {
+            let value = item
+                .get("value")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let is_image =
+                value.contains('/') && parse_reference(value).is_ok_and(|r| r.tag.is_some());
+            if is_image {
+                let name = value.rsplit_once(':').map_or(value, |(n, _)| n).to_string();
+                found.push(Current {
+                    file: file.clone(),
+                    doc,
+                    at: with_index(&base, i, &["value"]),
+                    format: SlotFormat::Reference { name },
+                    kind: RefKind::ArgoPluginEnv,
+                    repository: None,
+                });
+            }
+        }
+        for c in found {
+            if let Some(r) = self.current_ref(&c, app_key) {
+                self.push(r, None);
+            }
+        }
+        self.values_object(app, app_key, st);
+        let at = join(&st.source.at, &["helm", "values"]);
+        if self
+            .files
+            .get(&app.file)
+            .and_then(|m| m.value(app.doc, &at))
+            .is_some()
+        {
+            let p = self.at_app(app, format!("Application {app_key}: images inside `helm.values` (a string) are not managed; move them to `helm.valuesObject` or a values file"));
+            self.out.notes.push(p);
+        }
+    }
+
+    /// `helm.valuesObject` image blocks, in the manifest and in override files; for the
+    /// same key path the last file Argo CD applies wins.
+    fn values_object(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        let mut holders = vec![(
+            app.file.clone(),
+            app.doc,
+            join(&st.source.at, &["helm", "valuesObject"]),
+        )];
+        for o in &st.overrides {
+            holders.push((o.clone(), 0, vec![key("helm"), key("valuesObject")]));
+        }
+        let mut found: BTreeMap<Vec<PathSeg>, ImageRef> = BTreeMap::new();
+        for (file, doc, base) in holders {
+            let Some(loaded) = self.files.get(&file) else {
+                continue;
+            };
+            let Some(node) = loaded.node(doc, &base) else {
+                continue;
+            };
+            let ctx = loaded.ctx();
+            let (mut refs, mut problems) = (Vec::new(), Vec::new());
+            super::helm::walk(&ctx, doc, node, &mut base.clone(), &mut refs, &mut problems);
+            self.out.problems.extend(problems);
+            for r in refs {
+                let rel = r
+                    .slots
+                    .first()
+                    .map_or_else(Vec::new, |s| s.path[base.len()..].to_vec());
+                found.insert(rel, r);
+            }
+        }
+        for mut r in found.into_values() {
+            r.unit = app_key.to_string();
+            r.app = Some(app_key.to_string());
+            self.push(r, None);
+        }
+    }
+
+    /// A reference whose current value is the scalar `c` (edited in place).
+    fn current_ref(&self, c: &Current, app_key: &str) -> Option<ImageRef> {
+        let loaded = self.files.get(&c.file)?;
+        let Some(Node::Scalar(s)) = loaded.node(c.doc, &c.at) else {
+            return None;
+        };
+        let ctx = loaded.ctx();
+        let value = s.value.as_str();
+        let (name, tag, digest) = match (&c.format, &c.kind) {
+            (SlotFormat::Reference { .. }, RefKind::ArgoKustomizeImage) => {
+                let k = parse_kustomize_image(value)?;
+                (k.new_name, k.tag, k.digest)
+            }
+            (SlotFormat::Reference { .. }, _) => {
+                let r = parse_reference(value).ok()?;
+                (r.written, r.tag, r.digest)
+            }
+            (_, _) => {
+                let (t, d) = split_digest(value);
+                (c.repository.clone().unwrap_or_default(), t, d)
+            }
+        };
+        // A tag whose image is named elsewhere (annotations) gets its name from the caller.
+        let image = parse_name(if name.is_empty() { "unnamed" } else { &name }).ok()?;
+        let mut r = ctx.new_ref(
+            c.kind,
+            app_key,
+            s.span.start,
+            Reference {
+                name: image,
+                written: name,
+                tag: tag.clone(),
+                digest: digest.clone(),
+            },
+        );
+        r.app = Some(app_key.to_string());
+        let format = match (&c.format, &digest) {
+            (SlotFormat::Tag, Some(_)) => SlotFormat::TagAtDigest,
+            // A `repo:tag` value keeps the repository as written in it.
+            (SlotFormat::Reference { name }, _) if name.is_empty() => SlotFormat::Reference {
+                name: r.written.clone(),
+            },
+            (f, _) => f.clone(),
+        };
+        if tag.is_none() {
+            r.unmanaged = Some("no tag".into());
+        } else {
+            r.slots.push(ctx.slot(c.doc, c.at.clone(), s, format));
+        }
+        Some(r)
+    }
+
+    /// Record `r` with its policy (configuration, the repository's own
+    /// argocd-image-updater settings in `layer`, an inline marker) and the texts it edits.
+    fn push(&mut self, mut r: ImageRef, layer: Option<(&str, &PolicySpec)>) {
+        let result = match self.files.get(&r.file) {
+            Some(l) => super::apply_policy(&l.ctx(), self.policies, &mut r, layer),
+            None => Ok(()),
+        };
+        if let Err(p) = result {
+            self.out.problems.push(p);
+        }
+        if r.is_managed() {
+            for f in r.touched_files() {
+                if let Some(l) = self.files.get(f) {
+                    self.out
+                        .sources
+                        .entry(f.to_string())
+                        .or_insert_with(|| l.text.clone());
+                }
+            }
+        }
+        self.out.refs.push(r);
+    }
+
+    /// One image argocd-image-updater is configured to manage.
+    fn managed_image(
+        &mut self,
+        app: &App,
+        app_key: &str,
+        config: &UpdaterConfig,
+        img: &UpdaterImage,
+        states: &[SourceState],
+    ) {
+        let image = match parse_name(&img.name) {
+            Ok(n) => n,
+            Err(e) => {
+                let p = self.at_app(
+                    app,
+                    format!("Application {app_key}: image {:?}: {e}", img.name),
+                );
+                self.out.problems.push(p);
+                return;
+            }
+        };
+        let kustomize = |s: &&SourceState| s.kind == SourceKind::Kustomize;
+        let helm = |s: &&SourceState| s.kind == SourceKind::Helm;
+        let st = if img.plugin.is_some() {
+            states.iter().find(|s| s.kind == SourceKind::Plugin)
+        } else if img.kustomize_name.is_some() {
+            states.iter().find(kustomize)
+        } else if img.helm.is_some() {
+            states.iter().find(helm)
+        } else {
+            states.iter().find(|s| kustomize(s) || helm(s))
+        };
+        let Some(st) = st.or(states.first()) else {
+            return;
+        };
+        let kname = img
+            .kustomize_name
+            .clone()
+            .unwrap_or_else(|| img.name.clone());
+        let keys = img.helm.clone().unwrap_or(HelmKeys::NameTag {
+            name: "image.name".into(),
+            tag: "image.tag".into(),
+        });
+        let is_kustomize = st.kind == SourceKind::Kustomize;
+        // Where the value is now: what Argo CD renders, else the files of the source.
+        let current = if let Some(pk) = &img.plugin {
+            self.plugin_current(app, st, pk)
+        } else if is_kustomize {
+            self.kustomize_current(app, st, &kname, &img.name)
+        } else {
+            self.helm_current(app, st, states, &keys)
+        };
+        let mut r = match current.and_then(|c| {
+            let r = self.current_ref(&c, app_key)?;
+            Some((c, r))
+        }) {
+            Some((_, r)) => r,
+            None => {
+                let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
+                    m.position(app.doc, &[key("metadata"), key("annotations")])
+                });
+                ImageRef {
+                    file: app.file.clone(),
+                    line,
+                    column,
+                    kind: RefKind::ArgoAnnotation,
+                    image: image.clone(),
+                    written: img.name.clone(),
+                    tag: None,
+                    digest: None,
+                    unit: app_key.to_string(),
+                    policy: Default::default(),
+                    unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
+                    slots: Vec::new(),
+                    creations: Vec::new(),
+                    writes_to: None,
+                    app: Some(app_key.to_string()),
+                }
+            }
+        };
+        // A reference the generic scan found at the same place is this one now.
+        if let Some(slot) = r.slots.first() {
+            let (file, path) = (r.file.clone(), slot.path.clone());
+            self.out.refs.retain(|o| {
+                !(o.file == file
+                    && o.slots
+                        .iter()
+                        .any(|s| s.path.starts_with(&path) || path.starts_with(&s.path)))
+            });
+        }
+        r.image = image;
+        r.written = img.name.clone();
+        if r.is_managed() {
+            self.write_back(st, config, img, &kname, &keys, &mut r);
+        }
+        let label = format!(
+            "{} ({})",
+            config.origin,
+            img.alias.as_deref().unwrap_or(&img.name)
+        );
+        self.push(r, Some((&label, &img.policy)));
+    }
+
+    /// Kustomize: the app's rendered `kustomize.images`, else the kustomization's `images:`.
+    fn kustomize_current(
+        &mut self,
+        app: &App,
+        st: &SourceState,
+        kname: &str,
+        image: &str,
+    ) -> Option<Current> {
+        let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
+        let list = self.list(&file, doc, &base);
+        if let Some(i) = list
+            .iter()
+            .position(|v| v.as_str().is_some_and(|s| kustomize_name_of(s) == kname))
+        {
+            let prefix = list[i].as_str().map(kustomize_prefix).unwrap_or_default();
+            return Some(Current {
+                file,
+                doc,
+                at: with_index(&base, i, &[]),
+                format: SlotFormat::Reference { name: prefix },
+                kind: RefKind::ArgoKustomizeImage,
+                repository: None,
+            });
+        }
+        let dir = st.dir.as_deref()?;
+        let kfile = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+            .into_iter()
+            .map(|n| in_dir(dir, n))
+            .find(|f| self.root.join(f).is_file())?;
+        if !self.load(&kfile) {
+            return None;
+        }
+        let entries = self.list(&kfile, 0, &[key("images")]);
+        let entry = entries
+            .iter()
+            .position(|e| e.get("name").and_then(Value::as_str) == Some(kname))
+            .filter(|&i| entries[i].get("newTag").is_some());
+        if let Some(i) = entry {
+            return Some(Current {
+                file: kfile,
+                doc: 0,
+                at: vec![key("images"), PathSeg::Index(i), key("newTag")],
+                format: SlotFormat::Tag,
+                kind: RefKind::Kustomize,
+                repository: None,
+            });
+        }
+        self.resource_current(dir, &kfile, image)
+    }
+
+    /// The image's tag as a container `image:` in one of the kustomization's resource
+    /// files (where an image lives before any `images:` entry names it).
+    fn resource_current(&mut self, dir: &str, kfile: &str, image: &str) -> Option<Current> {
+        let resources = self.list(kfile, 0, &[key("resources")]);
+        for res in resources.iter().filter_map(Value::as_str) {
+            let file = in_dir(dir, &clean_dir(res));
+            if !(file.ends_with(".yaml") || file.ends_with(".yml")) || !self.load(&file) {
+                continue;
+            }
+            let Some(loaded) = self.files.get(&file) else {
+                continue;
+            };
+            for (doc, json) in loaded.json.iter().enumerate() {
+                if let Some(at) = find_image(json, image, &mut Vec::new()) {
+                    return Some(Current {
+                        file,
+                        doc,
+                        at,
+                        format: SlotFormat::Reference {
+                            name: image.to_string(),
+                        },
+                        kind: RefKind::Workload,
+                        repository: None,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Plugin sources: the rendered `plugin.env` variable holding the tag (or the spec).
+    fn plugin_current(&mut self, app: &App, st: &SourceState, keys: &HelmKeys) -> Option<Current> {
+        let (file, doc, base) = self.holder(app, st, &["plugin", "env"]);
+        let env = self.list(&file, doc, &base);
+        let (var, repo, spec) = match keys {
+            HelmKeys::NameTag { name, tag } => (tag.as_str(), param_value(&env, name), false),
+            HelmKeys::Spec(v) => (v.as_str(), None, true),
+        };
+        let i = env
+            .iter()
+            .position(|p| p.get("name").and_then(Value::as_str) == Some(var))?;
+        Some(Current {
+            file,
+            doc,
+            at: with_index(&base, i, &["value"]),
+            format: if spec {
+                SlotFormat::Reference {
+                    name: String::new(),
+                }
+            } else {
+                SlotFormat::Tag
+            },
+            kind: RefKind::ArgoPluginEnv,
+            repository: repo,
+        })
+    }
+
+    /// Helm: the rendered `helm.parameters`, then `helm.valuesObject`, then the values files.
+    fn helm_current(
+        &mut self,
+        app: &App,
+        st: &SourceState,
+        all: &[SourceState],
+        keys: &HelmKeys,
+    ) -> Option<Current> {
+        let (tag_key, spec) = match keys {
+            HelmKeys::NameTag { tag, .. } => (tag.as_str(), false),
+            HelmKeys::Spec(k) => (k.as_str(), true),
+        };
+        let repo = match keys {
+            HelmKeys::NameTag { name, .. } => {
+                let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
+                param_value(&self.list(&file, doc, &base), name)
+            }
+            HelmKeys::Spec(_) => None,
+        };
+        let format = |repo: &Option<String>| {
+            if spec {
+                SlotFormat::Reference {
+                    name: repo.clone().unwrap_or_default(),
+                }
+            } else {
+                SlotFormat::Tag
+            }
+        };
+        let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
+        let params = self.list(&file, doc, &base);
+        if let Some(i) = params
+            .iter()
+            .position(|p| p.get("name").and_then(Value::as_str) == Some(tag_key))
+        {
+            return Some(Current {
+                file,
+                doc,
+                at: with_index(&base, i, &["value"]),
+                format: format(&repo),
+                kind: RefKind::ArgoHelmParameter,
+                repository: repo,
+            });
+        }
+        let (file, doc, base) = self.holder(app, st, &["helm", "valuesObject"]);
+        let object = self
+            .files
+            .get(&file)
+            .and_then(|l| l.value(doc, &base))
+            .cloned();
+        if let Some((_, segs)) = object
+            .as_ref()
+            .and_then(|o| argocd::helm_path::lookup(o, tag_key))
+        {
+            let mut at = base.clone();
+            at.extend(segs);
+            return Some(Current {
+                file,
+                doc,
+                at,
+                format: format(&repo),
+                kind: RefKind::HelmValues,
+                repository: repo,
+            });
+        }
+        for vf in value_files(st, all).into_iter().rev() {
+            if !self.load(&vf) {
+                continue;
+            }
+            let values = self
+                .files
+                .get(&vf)
+                .and_then(|l| l.json.first())
+                .cloned()
+                .unwrap_or(Value::Null);
+            if let Some((_, segs)) = argocd::helm_path::lookup(&values, tag_key) {
+                let repo = repo.clone().or_else(|| match keys {
+                    HelmKeys::NameTag { name, .. } => argocd::helm_path::lookup(&values, name)
+                        .and_then(|(v, _)| v.as_str().map(str::to_string)),
+                    HelmKeys::Spec(_) => None,
+                });
+                return Some(Current {
+                    file: vf,
+                    doc: 0,
+                    at: segs,
+                    format: format(&repo),
+                    kind: RefKind::HelmValues,
+                    repository: repo,
+                });
+            }
+        }
+        None
+    }
+
+    /// Where the new value goes, per the app's write-back target: slots when that is where
+    /// the current value is, else creations.
+    fn write_back(
+        &mut self,
+        st: &SourceState,
+        config: &UpdaterConfig,
+        img: &UpdaterImage,
+        kname: &str,
+        keys: &HelmKeys,
+        r: &mut ImageRef,
+    ) {
+        let dir = st.dir.clone().unwrap_or_default();
+        let kustomize = st.kind == SourceKind::Kustomize;
+        let target = match &config.write_back.target {
+            WriteBackTarget::Override => match &st.own_override {
+                Some(f) => Target::Override(f.clone()),
+                // A chart-only source has no path for an override file: the value stays
+                // where it is.
+                None => Target::InPlace,
+            },
+            WriteBackTarget::Kustomization(d) => {
+                Target::Kustomization(target_path(&dir, d.as_deref(), "kustomization.yaml"))
+            }
+            WriteBackTarget::HelmValues(f) => {
+                Target::Values(target_path(&dir, f.as_deref(), "values.yaml"))
+            }
+        };
+        let file = match &target {
+            Target::InPlace => return,
+            Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
+        };
+        if self.root.join(&file).exists() && !self.load(&file) {
+            r.unmanaged = Some(format!("its write-back target {file} cannot be read"));
+            return;
+        }
+        let (file, creations) = match target {
+            Target::InPlace => return,
+            Target::Override(file) => {
+                if r.file == file {
+                    return;
+                }
+                let creations = if let Some(pk) = &img.plugin {
+                    let base = plugin_env(&st.effective);
+                    helm_params(pk, &img.name)
+                        .into_iter()
+                        .map(|(name, value)| Created::ListItem {
+                            base: base.clone(),
+                            key: ItemKey::Field {
+                                field: "name".into(),
+                                value: name.clone(),
+                            },
+                            value: Template::EnvVar {
+                                name,
+                                value: Box::new(value),
+                            },
+                        })
+                        .collect()
+                } else if kustomize {
+                    let base = st
+                        .effective
+                        .pointer("/kustomize/images")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let prefix = if kname == img.name {
+                        img.name.clone()
+                    } else {
+                        format!("{kname}={}", img.name)
+                    };
+                    vec![Created::ListItem {
+                        base,
+                        key: ItemKey::KustomizeImage(kname.to_string()),
+                        value: Template::Reference { prefix },
+                    }]
+                } else {
+                    let base = helm_parameters(&st.effective);
+                    helm_params(keys, &img.name)
+                        .into_iter()
+                        .map(|(name, value)| Created::ListItem {
+                            base: base.clone(),
+                            key: ItemKey::Field {
+                                field: "name".into(),
+                                value: name.clone(),
+                            },
+                            value: Template::HelmParam {
+                                name,
+                                value: Box::new(value),
+                            },
+                        })
+                        .collect()
+                };
+                let path = if img.plugin.is_some() {
+                    vec![key("plugin"), key("env")]
+                } else if kustomize {
+                    vec![key("kustomize"), key("images")]
+                } else {
+                    vec![key("helm"), key("parameters")]
+                };
+                (
+                    file,
+                    creations
+                        .into_iter()
+                        .map(|what| (path.clone(), what))
+                        .collect::<Vec<_>>(),
+                )
+            }
+            Target::Kustomization(file) => {
+                if r.file == file {
+                    return;
+                }
+                let new_name = (kname != img.name).then(|| img.name.clone());
+                (
+                    file,
+                    vec![(
+                        vec![key("images")],
+                        Created::ListItem {
+                            base: Vec::new(),
+                            key: ItemKey::Field {
+                                field: "name".into(),
+                                value: kname.to_string(),
+                            },
+                            value: Template::KustomizeEntry {
+                                name: kname.to_string(),
+                                new_name,
+                            },
+                        },
+                    )],
+                )
+            }
+            Target::Values(file) => {
+                if r.file == file {
+                    return;
+                }
+                self.load(&file);
+                let values = self
+                    .files
+                    .get(&file)
+                    .and_then(|l| l.json.first())
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let mut out = Vec::new();
+                for (k, value) in helm_params(keys, &img.name) {
+                    match values_path(&values, &k) {
+                        Ok(path) => out.push((path, Created::Key { value })),
+                        Err(e) => {
+                            r.unmanaged = Some(format!("cannot write {k} in {file}: {e}"));
+                            return;
+                        }
+                    }
+                }
+                (file, out)
+            }
+        };
+        r.slots.clear();
+        r.writes_to = Some(file.clone());
+        r.creations = creations
+            .into_iter()
+            .map(|(path, what)| Creation {
+                file: file.clone(),
+                doc: 0,
+                path,
+                what,
+            })
+            .collect();
+    }
+}
+
+enum Target {
+    InPlace,
+    Override(String),
+    Kustomization(String),
+    Values(String),
+}
+
+/// The source's plugin environment, `{name, value}` items.
+fn plugin_env(effective: &Value) -> Vec<Value> {
+    let env = effective.pointer("/plugin/env").and_then(Value::as_array);
+    env.into_iter()
+        .flatten()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.get("name").cloned().unwrap_or(Value::Null),
+                "value": p.get("value").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect()
+}
+
+/// The path of the first `image:` string naming `image` (with a tag) in a manifest.
+fn find_image(v: &Value, image: &str, path: &mut Vec<PathSeg>) -> Option<Vec<PathSeg>> {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                path.push(key(k));
+                if k == "image" {
+                    if let Some(s) = child.as_str() {
+                        let named =
+                            parse_reference(s).is_ok_and(|r| r.tag.is_some() && r.written == image);
+                        if named {
+                            return Some(path.clone());
+                        }
+                    }
+                }
+                if let Some(found) = find_image(child, image, path) {
+                    return Some(found);
+                }
+                path.pop();
+            }
+            None
+        }
+        Value::Array(a) => {
+            for (i, child) in a.iter().enumerate() {
+                path.push(PathSeg::Index(i));
+                if let Some(found) = find_image(child, image, path) {
+                    return Some(found);
+                }
+                path.pop();
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The source's Helm parameters as an override file spells them: `name`, `value`,
+/// `forcestring` (argocd-image-updater's field names; Argo CD reads them case-insensitively).
+fn helm_parameters(effective: &Value) -> Vec<Value> {
+    let params = effective
+        .pointer("/helm/parameters")
+        .and_then(Value::as_array);
+    params
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let force = p
+                .get("forceString")
+                .or_else(|| p.get("forcestring"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            serde_json::json!({
+                "name": p.get("name").cloned().unwrap_or(Value::Null),
+                "value": p.get("value").cloned().unwrap_or(Value::Null),
+                "forcestring": force,
+            })
+        })
+        .collect()
+}
+
+/// The Helm parameters (or values keys) argocd-image-updater writes for an image.
+fn helm_params(keys: &HelmKeys, image: &str) -> Vec<(String, Template)> {
+    match keys {
+        HelmKeys::NameTag { name, tag } => vec![
+            (name.clone(), Template::Text(image.to_string())),
+            (tag.clone(), Template::Tag),
+        ],
+        HelmKeys::Spec(k) => vec![(
+            k.clone(),
+            Template::Reference {
+                prefix: image.to_string(),
+            },
+        )],
+    }
+}
+
+/// Where a Helm values key goes: the existing scalar, else new nested keys (as AIU does).
+fn values_path(values: &Value, k: &str) -> Result<Vec<PathSeg>, String> {
+    if values.is_null() {
+        return argocd::helm_path::parse(k);
+    }
+    match argocd::helm_path::write_target(values, k)? {
+        argocd::helm_path::WriteTarget::Existing(p) => Ok(p),
+        argocd::helm_path::WriteTarget::Create { parent, keys } => {
+            let mut p = parent;
+            p.extend(keys.into_iter().map(PathSeg::Key));
+            Ok(p)
+        }
+    }
+}
+
+fn param_value(params: &[Value], name: &str) -> Option<String> {
+    params
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+        .and_then(|p| p.get("value"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn with_index(base: &[PathSeg], i: usize, rest: &[&str]) -> Vec<PathSeg> {
+    let mut p = base.to_vec();
+    p.push(PathSeg::Index(i));
+    p.extend(rest.iter().map(|k| key(k)));
+    p
+}
+
+/// `tag@sha256:…` → (tag, digest).
+fn split_digest(value: &str) -> (Option<String>, Option<String>) {
+    match value.split_once('@') {
+        Some((t, d)) => (
+            Some(t.to_string()).filter(|t| !t.is_empty()),
+            Some(d.to_string()),
+        ),
+        None => (Some(value.to_string()).filter(|t| !t.is_empty()), None),
+    }
+}
+
+/// The part of a kustomize image string before `:tag` / `@digest` (`old=new`, or `new`).
+fn kustomize_prefix(s: &str) -> String {
+    match parse_kustomize_image(s) {
+        Some(k) => match k.old_name {
+            Some(old) => format!("{old}={}", k.new_name),
+            None => k.new_name,
+        },
+        None => s.to_string(),
+    }
+}
+
+fn kustomize_name_of(s: &str) -> String {
+    match parse_kustomize_image(s) {
+        Some(k) => k.old_name.unwrap_or(k.new_name),
+        None => s.to_string(),
+    }
+}
+
+/// Helm parameters that name an image without annotations: `X.repository` with a
+/// `X.tag` beside it. Returns the index of the tag parameter and the repository.
+fn image_parameter_pairs(params: &[Value]) -> Vec<(usize, String)> {
+    let by_name: BTreeMap<&str, (usize, &str)> = params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((p.get("name")?.as_str()?, (i, p.get("value")?.as_str()?))))
+        .collect();
+    let mut out = Vec::new();
+    for (name, (_, repo)) in &by_name {
+        let Some(prefix) = name.strip_suffix("repository") else {
+            continue;
+        };
+        if let Some((i, _)) = by_name.get(format!("{prefix}tag").as_str()) {
+            let registry = by_name
+                .get(format!("{prefix}registry").as_str())
+                .map(|(_, r)| *r);
+            let repo = match registry {
+                Some(reg) if !reg.is_empty() => format!("{}/{repo}", reg.trim_end_matches('/')),
+                _ => repo.to_string(),
+            };
+            out.push((*i, repo));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A source with a path but no tool block is what its files say.
+fn kind_from_files(root: &Path, dir: &str) -> SourceKind {
+    let has = |n: &str| root.join(in_dir(dir, n)).is_file();
+    if has("kustomization.yaml") || has("kustomization.yml") || has("Kustomization") {
+        SourceKind::Kustomize
+    } else if has("Chart.yaml") {
+        SourceKind::Helm
+    } else {
+        SourceKind::Unknown
+    }
+}
+
+/// Values files a Helm source renders: its `valueFiles` (relative to its path, or
+/// `$ref/...` into another source), else `values.yaml` in its path.
+fn value_files(st: &SourceState, all: &[SourceState]) -> Vec<String> {
+    let listed: Vec<String> = st
+        .effective
+        .pointer("/helm/valueFiles")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for f in listed {
+        if let Some(rest) = f.strip_prefix('$') {
+            let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if let Some(other) = all
+                .iter()
+                .find(|s| s.source.ref_name.as_deref() == Some(name))
+            {
+                let base = other
+                    .source
+                    .path
+                    .as_deref()
+                    .map(clean_dir)
+                    .unwrap_or_default();
+                out.push(in_dir(&base, &clean_dir(path)));
+            }
+        } else if let Some(d) = &st.dir {
+            out.push(in_dir(d, &clean_dir(&f)));
+        }
+    }
+    if out.is_empty() && st.kind == SourceKind::Helm {
+        if let Some(d) = &st.dir {
+            out.push(in_dir(d, "values.yaml"));
+        }
+    }
+    out
+}
