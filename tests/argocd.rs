@@ -184,3 +184,152 @@ fn scan_groups_references_by_app_and_says_where_values_go() {
         run.stderr
     );
 }
+
+/// The YAML documents of a file as JSON values.
+fn docs(path: &Path) -> Vec<Value> {
+    use serde::Deserialize;
+    let text = fs::read_to_string(path).unwrap_or_default();
+    yaml_serde::Deserializer::from_str(&text)
+        .map(|d| serde_json::to_value(yaml_serde::Value::deserialize(d).unwrap()).unwrap())
+        .collect()
+}
+
+/// What Argo CD renders for every source of every app in `root`: the source with
+/// `.argocd-source.yaml` and `.argocd-source-<app>.yaml` applied (RFC 7396).
+fn rendered(root: &Path) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for (rel, _) in snapshot(root) {
+        if !rel.starts_with("argocd/") {
+            continue;
+        }
+        for app in imagebump::argocd::find_apps(&rel, &docs(&root.join(&rel)))
+            .into_iter()
+            .flatten()
+        {
+            for (i, source) in app.sources.iter().enumerate() {
+                let Some(path) = &source.path else {
+                    out.insert(format!("{}#{i}", app.name), source.value.clone());
+                    continue;
+                };
+                let dir = root.join(path);
+                let patches: Vec<Value> = [
+                    ".argocd-source.yaml".to_string(),
+                    app.override_file_name("argocd"),
+                ]
+                .iter()
+                .filter_map(|f| docs(&dir.join(f)).into_iter().next())
+                .collect();
+                let refs: Vec<&Value> = patches.iter().collect();
+                let effective =
+                    imagebump::argocd::merge_patch::effective_source(&source.value, &refs);
+                out.insert(format!("{}#{i}", app.name), effective);
+            }
+        }
+    }
+    out
+}
+
+/// Lists Argo CD keys by name become maps, so that an added entry is one difference:
+/// `{name, value, forceString}` items by `name` (value only: `forcestring` is spelling),
+/// kustomize image strings by the image they override.
+fn by_name(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), by_name(v))).collect()),
+        Value::Array(items)
+            if !items.is_empty() && items.iter().all(|i| i.get("name").is_some()) =>
+        {
+            Value::Object(
+                items
+                    .iter()
+                    .map(|i| {
+                        (
+                            i["name"].as_str().unwrap_or_default().to_string(),
+                            i["value"].clone(),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
+            Value::Object(
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| {
+                        let k = imagebump::argocd::parse_kustomize_image(s).unwrap();
+                        (
+                            k.old_name.unwrap_or(k.new_name),
+                            Value::String(s.to_string()),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
+/// Leaf differences between two JSON values, as (path, before, after).
+fn leaf_diff(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let (va, vb) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
+                leaf_diff(&format!("{path}.{k}"), va, vb, out);
+            }
+        }
+        _ if a != b => out.push((path.to_string(), a.clone(), b.clone())),
+        _ => {}
+    }
+}
+
+/// Argo CD replaces lists from override files wholesale: after the run, what it renders
+/// for every app differs from before only in image values, so no parameter is dropped.
+#[test]
+fn rendered_sources_change_only_in_image_values() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed(&reg);
+    let (_c, cfg) = config(&reg);
+    let repo = copy_repo();
+    let before = rendered(repo.path());
+    let run = imagebump(&[
+        "run",
+        repo.path().to_str().unwrap(),
+        "--config",
+        &cfg,
+        "--write",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let after = rendered(repo.path());
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    let mut changes = Vec::new();
+    for (app, b) in &before {
+        leaf_diff(app, &by_name(b), &by_name(&after[app]), &mut changes);
+    }
+    let changes: Vec<String> = changes
+        .iter()
+        .map(|(p, a, b)| format!("{p}: {a} -> {b}"))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "api#0.helm.parameters.image.repository: null -> \"registry.test/team/api\"",
+            "api#0.helm.parameters.image.tag: null -> \"2.5.1\"",
+            "batch#0.helm.parameters.image.name: null -> \"registry.test/team/batch\"",
+            "batch#0.helm.parameters.image.tag: \"5.1.0\" -> \"5.2.0\"",
+            "docs#0.kustomize.images.registry.test/web/docs: \"registry.test/web/docs:2.0.1\" -> \"registry.test/web/docs:2.1.0\"",
+            "edge-proxy#0.plugin.env.PROXY_TAG: \"main-1a2b3c4\" -> \"main-5d6e7f8\"",
+            "ops-tools#0.helm.parameters.exporter.image.tag: \"0.14.2\" -> \"0.15.1\"",
+            "ops-tools#0.helm.valuesObject.toolbox.image.tag: \"1.2.0\" -> \"1.3.1\"",
+            "shop-frontend#0.kustomize.images.registry.test/shop/frontend: \"registry.test/shop/frontend:2.3.0\" -> \"registry.test/shop/frontend:2.4.1\"",
+            "web#0.kustomize.images.registry.test/team/nginx-unprivileged: null -> \"registry.test/team/nginx-unprivileged:1.28.1\"",
+        ]
+    );
+}
