@@ -333,3 +333,67 @@ fn rendered_sources_change_only_in_image_values() {
         ]
     );
 }
+
+/// A broken manifest, a malformed Application and an override file that does not parse
+/// are reported with file and line; the good app is still updated; nothing else changes.
+#[test]
+fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/good", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/bad", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let tree = support::make_worktree(&[
+        (
+            "argocd/good.yaml",
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: good\nspec:\n  source:\n    path: apps/good\n    kustomize:\n      images:\n      - registry.test/team/good:1.0.0\n",
+        ),
+        (
+            "argocd/broken.yaml",
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: [oops\n",
+        ),
+        (
+            "argocd/nosource.yaml",
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: nosource\nspec:\n  project: default\n",
+        ),
+        (
+            "argocd/badoverride.yaml",
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: bad\nspec:\n  source:\n    path: apps/bad\n    kustomize:\n      images:\n      - registry.test/team/bad:1.0.0\n",
+        ),
+        ("apps/good/kustomization.yaml", "resources: []\n"),
+        ("apps/bad/kustomization.yaml", "resources: []\n"),
+        ("apps/bad/.argocd-source-bad.yaml", "kustomize:\n  images: [x\n"),
+    ]);
+    let before = snapshot(tree.path());
+    let run = imagebump(&[
+        "run",
+        tree.path().to_str().unwrap(),
+        "--config",
+        &cfg,
+        "--write",
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("argocd/broken.yaml:4:1: not valid YAML"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("argocd/nosource.yaml:") && run.stderr.contains("Application"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("apps/bad/.argocd-source-bad.yaml:"),
+        "{}",
+        run.stderr
+    );
+    let after = snapshot(tree.path());
+    for (rel, bytes) in &after {
+        if rel == "argocd/good.yaml" {
+            assert!(String::from_utf8_lossy(bytes).contains("registry.test/team/good:1.1.0"));
+        } else if !rel.starts_with(".git/") {
+            assert_eq!(Some(bytes), before.get(rel), "{rel} changed");
+        }
+    }
+}

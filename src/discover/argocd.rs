@@ -188,6 +188,8 @@ struct SourceState<'a> {
     /// The override file imagebump writes for this app.
     own_override: Option<String>,
     effective: Value,
+    /// An override file exists but cannot be read: what Argo CD renders is unknown.
+    broken: bool,
 }
 
 /// Where a current value is read: one scalar.
@@ -334,11 +336,14 @@ impl Scan<'_> {
             .filter(|d| self.root.join(d).is_dir());
         let mut overrides = Vec::new();
         let mut own_override = None;
+        let mut broken = false;
         if let Some(d) = &dir {
             let own = in_dir(d, &app.override_file_name(self.namespace));
             for name in [in_dir(d, ".argocd-source.yaml"), own.clone()] {
                 if self.load(&name) {
                     overrides.push(name);
+                } else if self.root.join(&name).exists() {
+                    broken = true;
                 }
             }
             own_override = Some(own);
@@ -365,6 +370,7 @@ impl Scan<'_> {
             overrides,
             own_override,
             effective,
+            broken,
         }
     }
 
@@ -415,6 +421,10 @@ impl Scan<'_> {
     /// Images in an app's own source and its override files (the app has no
     /// argocd-image-updater configuration): each is edited where Argo CD reads it.
     fn plain_images(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        // Its override file is reported as broken; what it renders is unknown.
+        if st.broken {
+            return;
+        }
         let mut found = Vec::new();
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         for (i, item) in self.list(&file, doc, &base).iter().enumerate() {
@@ -636,6 +646,9 @@ impl Scan<'_> {
             tag: "image.tag".into(),
         });
         let is_kustomize = st.kind == SourceKind::Kustomize;
+        if st.broken {
+            return;
+        }
         // Where the value is now: what Argo CD renders, else the files of the source.
         let current = if let Some(pk) = &img.plugin {
             self.plugin_current(app, st, pk)
