@@ -64,11 +64,21 @@ pub struct AppError {
 /// for empty documents). Other documents are skipped; a malformed Application is an `Err`
 /// saying what is wrong.
 pub fn find_apps(file: &str, docs: &[Value]) -> Vec<Result<App, AppError>> {
+    find_kind(file, docs, ("argoproj.io/", "Application"), parse_app)
+}
+
+/// Every document of `kind` in an API group starting with `group`, parsed by `parse`.
+pub(crate) fn find_kind<T>(
+    file: &str,
+    docs: &[Value],
+    (group, kind): (&str, &str),
+    parse: fn(&str, usize, &Value) -> Result<T, String>,
+) -> Vec<Result<T, AppError>> {
     docs.iter()
         .enumerate()
-        .filter(|(_, d)| is_kind(d, "argoproj.io/", "Application"))
+        .filter(|(_, d)| is_kind(d, group, kind))
         .map(|(doc, d)| {
-            parse_app(file, doc, d).map_err(|message| AppError {
+            parse(file, doc, d).map_err(|message| AppError {
                 file: file.to_string(),
                 doc,
                 message,

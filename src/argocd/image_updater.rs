@@ -28,7 +28,7 @@ use super::annotations::{
     build_image, from_annotations, parse_write_back, HelmKeys, ImageInput, Layer, Named, Namer,
     UpdateSettings, UpdaterConfig, WriteBackInput, DEFAULT_HELM_IMAGE_NAME, DEFAULT_HELM_IMAGE_TAG,
 };
-use super::app::{is_kind, name_and_namespace, App, AppError, Meta};
+use super::app::{name_and_namespace, App, AppError, Meta};
 use super::glob::GoGlob;
 
 /// One `ImageUpdater` resource, its spec parsed.
@@ -143,17 +143,12 @@ pub struct KustomizeTarget {
 /// refuse (unknown fields, wrong types, schema and validation rules of the CRD) or AIU
 /// refuses as a whole (an invalid `namePattern`).
 pub fn find_image_updaters(file: &str, docs: &[Value]) -> Vec<Result<ImageUpdater, AppError>> {
-    docs.iter()
-        .enumerate()
-        .filter(|(_, d)| is_kind(d, "argocd-image-updater.argoproj.io/", "ImageUpdater"))
-        .map(|(doc, d)| {
-            parse(file, doc, d).map_err(|message| AppError {
-                file: file.to_string(),
-                doc,
-                message,
-            })
-        })
-        .collect()
+    super::app::find_kind(
+        file,
+        docs,
+        ("argocd-image-updater.argoproj.io/", "ImageUpdater"),
+        parse,
+    )
 }
 
 fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {

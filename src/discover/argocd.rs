@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
@@ -46,14 +45,8 @@ impl Loaded {
                 format!("not valid YAML: {}", e.message),
             )
         })?;
-        let json = yaml_serde::Deserializer::from_str(&text)
-            .map(|d| {
-                yaml_serde::Value::deserialize(d)
-                    .ok()
-                    .and_then(|v| serde_json::to_value(v).ok())
-                    .unwrap_or(Value::Null)
-            })
-            .collect();
+        // parse_located has already checked that libyaml reads every document.
+        let json = crate::yaml::json_documents(&text).unwrap_or_default();
         Ok(Loaded {
             file: file.to_string(),
             text,
@@ -103,40 +96,53 @@ pub struct Found {
 impl Found {
     /// Read the Applications and `ImageUpdater`s of one file.
     pub fn add(&mut self, loaded: Loaded, problems: &mut Vec<Problem>) {
-        let mut any = false;
-        let at = |doc: usize| loaded.position(doc, &[]).0;
-        for app in argocd::app::find_apps(&loaded.file, &loaded.json) {
-            match app {
-                Ok(a) => {
-                    any = true;
-                    self.apps.push(a);
-                }
-                Err(e) => problems.push(Problem::at_file(
-                    &loaded.file,
-                    at(e.doc),
-                    1,
-                    format!("Argo CD Application: {}", e.message),
-                )),
-            }
-        }
-        for u in argocd::image_updater::find_image_updaters(&loaded.file, &loaded.json) {
-            match u {
-                Ok(u) => {
-                    any = true;
-                    self.updaters.push(u);
-                }
-                Err(e) => problems.push(Problem::at_file(
-                    &loaded.file,
-                    at(e.doc),
-                    1,
-                    format!("ImageUpdater: {}", e.message),
-                )),
-            }
-        }
-        if any {
+        let apps = argocd::app::find_apps(&loaded.file, &loaded.json);
+        let updaters = argocd::image_updater::find_image_updaters(&loaded.file, &loaded.json);
+        let found_apps = keep(
+            &loaded,
+            apps,
+            "Argo CD Application",
+            &mut self.apps,
+            problems,
+        );
+        let found_updaters = keep(
+            &loaded,
+            updaters,
+            "ImageUpdater",
+            &mut self.updaters,
+            problems,
+        );
+        if found_apps || found_updaters {
             self.files.insert(loaded.file.clone(), loaded);
         }
     }
+}
+
+/// Keep the parsed resources, report the malformed ones at their document; whether any
+/// was kept.
+fn keep<T>(
+    loaded: &Loaded,
+    results: Vec<Result<T, argocd::AppError>>,
+    what: &str,
+    into: &mut Vec<T>,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let mut any = false;
+    for r in results {
+        match r {
+            Ok(t) => {
+                any = true;
+                into.push(t);
+            }
+            Err(e) => problems.push(Problem::at_file(
+                &loaded.file,
+                loaded.position(e.doc, &[]).0,
+                1,
+                format!("{what}: {}", e.message),
+            )),
+        }
+    }
+    any
 }
 
 fn key(k: &str) -> PathSeg {

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{spell, Planned};
@@ -23,7 +22,7 @@ pub(super) fn upserts(
     text: &str,
     creations: &[(Planned, &Creation)],
 ) -> Result<Vec<Upsert>, String> {
-    let docs = parse_all(text)?;
+    let docs = crate::yaml::json_documents(text)?;
     let mut grouped: ByTarget = BTreeMap::new();
     for item @ (_, c) in creations {
         grouped.entry((c.doc, &c.path)).or_default().push(*item);
@@ -192,15 +191,6 @@ fn render(t: &Template, tag: &str, digest: Option<&str>) -> Value {
             Value::Object(m)
         }
     }
-}
-
-fn parse_all(text: &str) -> Result<Vec<Value>, String> {
-    yaml_serde::Deserializer::from_str(text)
-        .map(|d| {
-            let v = yaml_serde::Value::deserialize(d).map_err(|e| e.to_string())?;
-            serde_json::to_value(v).map_err(|e| e.to_string())
-        })
-        .collect()
 }
 
 fn lookup<'a>(v: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {

@@ -340,7 +340,8 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
-fn parse_all(text: &str) -> Result<Vec<Value>, String> {
+/// Every document of a YAML stream as a JSON value (what libyaml reads).
+pub fn json_documents(text: &str) -> Result<Vec<Value>, String> {
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
             let v = yaml_serde::Value::deserialize(d).map_err(|e| e.to_string())?;
@@ -421,8 +422,8 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
 /// The new text must read as the old documents with exactly the upserts applied. Scalars
 /// are compared as YAML reads them (a `true` written for a string would be a mismatch).
 fn verify(before: &str, after: &str, upserts: &[Upsert]) -> Result<(), EditError> {
-    let mut expected = parse_all(before).map_err(EditError::Reparse)?;
-    let actual = parse_all(after).map_err(EditError::Reparse)?;
+    let mut expected = json_documents(before).map_err(EditError::Reparse)?;
+    let actual = json_documents(after).map_err(EditError::Reparse)?;
     if expected.is_empty() {
         expected.push(Value::Null);
     }

@@ -12,7 +12,7 @@ mod insert;
 mod located;
 
 pub use edit::{apply_edits, render_scalar, Edit, EditError};
-pub use insert::{apply_upserts, set_path, Upsert};
+pub use insert::{apply_upserts, json_documents, set_path, Upsert};
 pub use located::{parse_located, Doc, Key, LineIndex, Node, ParseError, PathSeg, Scalar, Style};
 
 /// A YAML path inside one document, printed as `a.b[2].c`.
