@@ -397,3 +397,58 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
         }
     }
 }
+
+/// An argocd-image-updater configuration that does not parse leaves its app alone (its
+/// constraints are unknown); two images configured for the same value are refused.
+#[test]
+fn unreadable_or_clashing_configuration_changes_nothing() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0", "2.0.0"]);
+    reg.push_tags("team/api", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/ghost", &["1.0.0", "9.0.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = |name: &str, annotations: &str, path: &str, tool: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  annotations:\n{annotations}spec:\n  source:\n    path: {path}\n{tool}")
+    };
+    let prefix = "    argocd-image-updater.argoproj.io";
+    let tree = support::make_worktree(&[
+        (
+            "argocd/web.yaml",
+            &app(
+                "web",
+                &format!("{prefix}/image-list: registry.test/team/web:>=1.0\n"),
+                "apps/web",
+                "    kustomize:\n      images:\n      - registry.test/team/web:1.0.0\n",
+            ),
+        ),
+        ("apps/web/kustomization.yaml", "resources: []\n"),
+        (
+            "argocd/api.yaml",
+            &app(
+                "api",
+                &format!("{prefix}/image-list: api=registry.test/team/api, ghost=registry.test/team/ghost\n{prefix}/api.helm.image-name: image.repository\n{prefix}/api.helm.image-tag: image.tag\n"),
+                "apps/api",
+                "",
+            ),
+        ),
+        ("apps/api/Chart.yaml", "apiVersion: v2\nname: api\nversion: 0.1.0\n"),
+        ("apps/api/values.yaml", "image:\n  repository: registry.test/team/api\n  tag: 1.0.0\n"),
+    ]);
+    let before = snapshot(tree.path());
+    let run = imagebump(&[
+        "run",
+        tree.path().to_str().unwrap(),
+        "--config",
+        &cfg,
+        "--write",
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("argocd/web.yaml:"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("are configured for the same value; neither is updated"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(tree.path()), before, "{}", run.stdout);
+}

@@ -272,16 +272,15 @@ impl Scan<'_> {
         let app_key = app.key(self.namespace);
         let config = match argocd::image_updater::config_for(app, updaters) {
             Ok(Some(c)) => Ok(Some(c)),
-            Ok(None) => argocd::annotations::from_annotations(app),
+            Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
+                c.map(|mut c| {
+                    if !updaters.is_empty() {
+                        c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
+                    }
+                    c
+                })
+            }),
             Err(e) => Err(e),
-        };
-        let config = match config {
-            Ok(c) => c,
-            Err(e) => {
-                let p = self.at_app(app, format!("Application {app_key}: {e}"));
-                self.out.problems.push(p);
-                None
-            }
         };
         let states: Vec<SourceState> = app
             .sources
@@ -290,30 +289,132 @@ impl Scan<'_> {
             .collect();
         for st in &states {
             self.own_files(st, &app_key, &states);
+            self.helm_values_note(app, &app_key, st);
         }
-        match &config {
-            None => {
-                for st in &states {
-                    self.plain_images(app, &app_key, st);
-                }
+        let config = match config {
+            Ok(c) => c,
+            Err(e) => {
+                // Its settings (constraints, filters) are unknown: leave the app alone
+                // rather than update it under the wrong policy.
+                let p = self.at_app(app, format!("Application {app_key}: {e}"));
+                self.out.problems.push(p);
+                self.leave_alone(&app_key, |_| {
+                    "its argocd-image-updater configuration is invalid (see the errors)".into()
+                });
+                return;
             }
-            Some(c) => {
-                self.notes(app, &app_key, c);
-                // As with argocd-image-updater, only the images it lists are updated: the
-                // others in the app's files are left alone (and said so).
-                let reason = format!(
+        };
+        let Some(c) = config else {
+            for st in &states {
+                self.plain_images(app, &app_key, st);
+            }
+            return;
+        };
+        self.notes(app, &app_key, &c);
+        // As with argocd-image-updater, only the images it lists are updated; other
+        // occurrences in the app's files are left alone, and said so.
+        let listed: Vec<crate::registry::name::ImageName> = c
+            .images
+            .iter()
+            .filter_map(|i| parse_name(&i.name).ok())
+            .collect();
+        self.leave_alone(&app_key, |r| {
+            if listed.contains(&r.image) {
+                format!(
+                    "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
+                    c.origin
+                )
+            } else {
+                format!(
                     "app {app_key} is configured by {}, which does not list this image",
                     c.origin
-                );
-                for r in &mut self.out.refs {
-                    if r.app.as_deref() == Some(app_key.as_str()) && r.unmanaged.is_none() {
-                        r.unmanaged = Some(reason.clone());
-                    }
+                )
+            }
+        });
+        for img in &c.images {
+            self.managed_image(app, &app_key, &c, img, &states);
+        }
+        self.refuse_collisions(&app_key);
+    }
+
+    /// Mark the app's managed references unmanaged, with `why`.
+    fn leave_alone(&mut self, app_key: &str, why: impl Fn(&ImageRef) -> String) {
+        for r in &mut self.out.refs {
+            if r.app.as_deref() == Some(app_key) && r.unmanaged.is_none() {
+                r.unmanaged = Some(why(r));
+            }
+        }
+    }
+
+    /// Two configured images that read or write the same value (e.g. two aliases on the
+    /// same Helm keys) cannot both be right: both are reported and left alone. (The app's
+    /// other references were left alone before, so its managed ones are the configured.)
+    fn refuse_collisions(&mut self, app_key: &str) {
+        let places = |r: &ImageRef| -> Vec<(String, Vec<PathSeg>)> {
+            let mut p: Vec<(String, Vec<PathSeg>)> = r
+                .slots
+                .iter()
+                .map(|s| (r.file.clone(), s.path.clone()))
+                .collect();
+            p.extend(r.creations.iter().map(|c| {
+                let mut path = c.path.clone();
+                if let Created::ListItem {
+                    key: ItemKey::Field { value, .. },
+                    ..
+                } = &c.what
+                {
+                    path.push(PathSeg::Key(value.clone()));
                 }
-                for img in &c.images {
-                    self.managed_image(app, &app_key, c, img, &states);
+                (c.file.clone(), path)
+            }));
+            p
+        };
+        let managed: Vec<usize> = (0..self.out.refs.len())
+            .filter(|&i| {
+                let r = &self.out.refs[i];
+                r.is_managed() && r.app.as_deref() == Some(app_key)
+            })
+            .collect();
+        let mut clashes = Vec::new();
+        for (n, &i) in managed.iter().enumerate() {
+            for &j in &managed[n + 1..] {
+                let (a, b) = (places(&self.out.refs[i]), places(&self.out.refs[j]));
+                if a.iter().any(|p| b.contains(p)) {
+                    clashes.push((i, j));
                 }
             }
+        }
+        for (i, j) in clashes {
+            let (a, b) = (
+                self.out.refs[i].written.clone(),
+                self.out.refs[j].written.clone(),
+            );
+            let r = &self.out.refs[i];
+            self.out.problems.push(Problem::at_file(
+                &r.file,
+                r.line,
+                r.column,
+                format!("app {app_key}: images {a} and {b} are configured for the same value; neither is updated (give each its own helm.image-name/-tag)"),
+            ));
+            for k in [i, j] {
+                self.out.refs[k].unmanaged = Some(format!(
+                    "shares its value with another image of app {app_key}"
+                ));
+            }
+        }
+    }
+
+    /// Images in `helm.values` (a string) are not managed, whoever configures the app.
+    fn helm_values_note(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        let at = join(&st.source.at, &["helm", "values"]);
+        if self
+            .files
+            .get(&app.file)
+            .and_then(|m| m.value(app.doc, &at))
+            .is_some()
+        {
+            let p = self.at_app(app, format!("Application {app_key}: images inside `helm.values` (a string) are not managed; move them to `helm.valuesObject` or a values file"));
+            self.out.notes.push(p);
         }
     }
 
@@ -484,16 +585,6 @@ impl Scan<'_> {
             }
         }
         self.values_object(app, app_key, st);
-        let at = join(&st.source.at, &["helm", "values"]);
-        if self
-            .files
-            .get(&app.file)
-            .and_then(|m| m.value(app.doc, &at))
-            .is_some()
-        {
-            let p = self.at_app(app, format!("Application {app_key}: images inside `helm.values` (a string) are not managed; move them to `helm.valuesObject` or a values file"));
-            self.out.notes.push(p);
-        }
     }
 
     /// `helm.valuesObject` image blocks, in the manifest and in override files; for the
@@ -661,7 +752,7 @@ impl Scan<'_> {
         } else if is_kustomize {
             self.kustomize_current(app, st, &kname, &img.name)
         } else {
-            self.helm_current(app, st, states, &keys)
+            self.helm_current(app, st, states, &keys, &img.name)
         };
         let mut r = match current.and_then(|c| {
             let r = self.current_ref(&c, app_key)?;
@@ -828,7 +919,10 @@ impl Scan<'_> {
         st: &SourceState,
         all: &[SourceState],
         keys: &HelmKeys,
+        image: &str,
     ) -> Option<Current> {
+        // A tag key whose name key holds another image is that image's value.
+        let ours = |repo: &Option<String>| repo.as_deref().is_none_or(|r| same_image(r, image));
         let (tag_key, spec) = match keys {
             HelmKeys::NameTag { tag, .. } => (tag.as_str(), false),
             HelmKeys::Spec(k) => (k.as_str(), true),
@@ -854,6 +948,7 @@ impl Scan<'_> {
         if let Some(i) = params
             .iter()
             .position(|p| p.get("name").and_then(Value::as_str) == Some(tag_key))
+            .filter(|_| ours(&repo))
         {
             return Some(Current {
                 file,
@@ -870,9 +965,17 @@ impl Scan<'_> {
             .get(&file)
             .and_then(|l| l.value(doc, &base))
             .cloned();
+        let object_repo = match keys {
+            HelmKeys::NameTag { name, .. } => object
+                .as_ref()
+                .and_then(|o| argocd::helm_path::lookup(o, name))
+                .and_then(|(v, _)| v.as_str().map(str::to_string)),
+            HelmKeys::Spec(_) => None,
+        };
         if let Some((_, segs)) = object
             .as_ref()
             .and_then(|o| argocd::helm_path::lookup(o, tag_key))
+            .filter(|_| ours(&repo) && ours(&object_repo))
         {
             let mut at = base.clone();
             at.extend(segs);
@@ -901,6 +1004,9 @@ impl Scan<'_> {
                         .and_then(|(v, _)| v.as_str().map(str::to_string)),
                     HelmKeys::Spec(_) => None,
                 });
+                if !ours(&repo) {
+                    continue;
+                }
                 return Some(Current {
                     file: vf,
                     doc: 0,
@@ -1086,6 +1192,14 @@ enum Target {
     Override(String),
     Kustomization(String),
     Values(String),
+}
+
+/// Whether a repository value (possibly the short form without the registry, as Helm
+/// charts often split it) names `image`.
+fn same_image(repo: &str, image: &str) -> bool {
+    repo == image
+        || image.ends_with(&format!("/{repo}"))
+        || matches!((parse_name(repo), parse_name(image)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The source's plugin environment, `{name, value}` items.
