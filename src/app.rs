@@ -8,6 +8,8 @@ use crate::cli::{Cli, Command, ConfigCommand, Output, RunArgs, SourceArgs};
 use crate::config::{self, Config};
 use crate::discover::{self, Discovery, ImageRef};
 use crate::exit;
+use crate::forge::github::GitHub;
+use crate::forge::{Forge, GitHubAuth, GitHubSettings};
 use crate::plan;
 use crate::registry::Registries;
 use crate::report::{self, Counts, NotUpdated, Problem, RunReport, ScanEntry, ScanReport};
@@ -68,7 +70,16 @@ fn git_token() -> Option<SecretString> {
 type Loaded = (Workspace, Config, Option<std::path::PathBuf>);
 
 fn prepare(args: &SourceArgs) -> Result<Loaded, (i32, String)> {
-    let ws = source::open(&args.source, args.git_ref.as_deref(), git_token())
+    prepare_with(args, git_token(), 1)
+}
+
+/// Open the source with this git token and history depth, and load its configuration.
+fn prepare_with(
+    args: &SourceArgs,
+    token: Option<SecretString>,
+    depth: usize,
+) -> Result<Loaded, (i32, String)> {
+    let ws = source::open(&args.source, args.git_ref.as_deref(), token, depth)
         .map_err(|e| (exit::ERRORS, e.to_string()))?;
     let path = config::locate(args.config.as_deref(), &ws.root);
     let config = match &path {
@@ -186,6 +197,87 @@ fn scan(args: &SourceArgs) -> i32 {
 enum Mode {
     DryRun,
     Write,
+    PullRequests,
+}
+
+/// The forge token: `IMAGEBUMP_FORGE_TOKEN`, else `GITHUB_TOKEN`.
+fn forge_token() -> Option<SecretString> {
+    ["IMAGEBUMP_FORGE_TOKEN", "GITHUB_TOKEN"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|t| !t.is_empty()))
+        .map(SecretString::from)
+}
+
+/// Connect to the forge of a remote source. `Ok(None)` when no credentials are set (a dry
+/// run then shows the plan without the forge's state).
+async fn connect_forge(args: &RunArgs) -> Result<Option<GitHub>, String> {
+    let app = std::env::var("IMAGEBUMP_GITHUB_APP_ID")
+        .ok()
+        .filter(|v| !v.is_empty());
+    let auth = match (app, forge_token()) {
+        (Some(id), _) => {
+            let app_id: u64 = id
+                .parse()
+                .map_err(|_| format!("IMAGEBUMP_GITHUB_APP_ID {id:?} is not a number"))?;
+            let key_file = std::env::var("IMAGEBUMP_GITHUB_APP_KEY_FILE").map_err(|_| {
+                "IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)"
+                    .to_string()
+            })?;
+            let pem = std::fs::read_to_string(&key_file)
+                .map_err(|e| format!("IMAGEBUMP_GITHUB_APP_KEY_FILE {key_file}: {e}"))?;
+            GitHubAuth::App {
+                app_id,
+                private_key_pem: SecretString::from(pem),
+            }
+        }
+        (None, Some(token)) => GitHubAuth::Token(token),
+        (None, None) => return Ok(None),
+    };
+    let (url, _) = crate::source::git::split_credentials(&args.source.source);
+    let parsed = crate::forge::github::repo_from_url(&url);
+    let (owner, repo) = match (&args.forge_repo, &parsed) {
+        (Some(r), _) => match r.split_once('/') {
+            Some((o, n)) => (o.to_string(), n.to_string()),
+            None => return Err(format!("--forge-repo {r:?}: expected owner/name")),
+        },
+        (None, Some((_, o, n))) => (o.clone(), n.clone()),
+        (None, None) => {
+            return Err(format!(
+                "cannot tell the repository's owner/name from {url}; pass --forge-repo"
+            ))
+        }
+    };
+    let host = parsed.as_ref().map(|(h, ..)| h.clone()).unwrap_or_default();
+    let api_env = std::env::var("GITHUB_API_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if args.forge.is_none()
+        && !host.eq_ignore_ascii_case("github.com")
+        && args.forge_url.is_none()
+        && api_env.is_none()
+    {
+        return Err(format!(
+            "cannot tell which forge {host} is; pass --forge github (and --forge-url for GitHub Enterprise)"
+        ));
+    }
+    let api_url = args
+        .forge_url
+        .clone()
+        .or(api_env)
+        .unwrap_or_else(|| crate::forge::github::api_url_for_host(&host));
+    let settings = GitHubSettings {
+        api_url,
+        owner,
+        repo,
+        auth,
+    };
+    GitHub::connect(settings)
+        .await
+        .map(Some)
+        .map_err(|e| match e.hint() {
+            Some(h) => format!("GitHub: {e} (hint: {h})"),
+            None => format!("GitHub: {e}"),
+        })
 }
 
 async fn run(args: &RunArgs) -> i32 {
@@ -197,17 +289,68 @@ async fn run(args: &RunArgs) -> i32 {
         }
         (true, _, false) => Mode::Write,
         (false, true, _) | (false, false, false) => Mode::DryRun,
-        (false, false, true) => {
-            eprintln!("error: pull-request mode is not available in this version; pass --dry-run to see the proposed diff");
-            return exit::USAGE;
-        }
+        (false, false, true) => Mode::PullRequests,
     };
-    let (ws, config, config_path) = match prepare(&args.source) {
+    // The forge first: a GitHub App's installation token also clones and pushes.
+    let forge = if remote {
+        match connect_forge(args).await {
+            Ok(f) => f,
+            Err(e) if mode == Mode::PullRequests => {
+                eprintln!("error: {e}");
+                return exit::USAGE;
+            }
+            Err(e) => {
+                eprintln!("warning: {e}; showing the plan without the pull requests' state");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if mode == Mode::PullRequests && forge.is_none() {
+        eprintln!("error: pull requests need a forge token: set GITHUB_TOKEN or IMAGEBUMP_FORGE_TOKEN (contents: write, pull-requests: write), or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE); or pass --dry-run");
+        return exit::USAGE;
+    }
+    let mut token = git_token();
+    if let (Some(f), None) = (&forge, std::env::var_os("IMAGEBUMP_GIT_TOKEN")) {
+        if let Ok(t) = f.git_token().await {
+            token = Some(t);
+        }
+    }
+    let depth = if forge.is_some() {
+        args.history_depth.max(1)
+    } else {
+        1
+    };
+    let (ws, config, config_path) = match prepare_with(&args.source, token, depth) {
         Ok(x) => x,
         Err((code, msg)) => {
             eprintln!("error: {msg}");
             return code;
         }
+    };
+    let forge_ref: Option<&dyn Forge> = forge.as_ref().map(|f| f as &dyn Forge);
+    let mut problems: Vec<Problem> = Vec::new();
+    let rejections = match (forge_ref, &ws.git) {
+        (Some(f), Some(git)) => {
+            let prefix = &config.pull_requests.branch_prefix;
+            let closed = match f.closed_pulls(prefix, 100).await {
+                Ok(c) => c,
+                Err(e) => {
+                    problems.push(Problem {
+                        location: f.name().into(),
+                        message: format!("cannot list closed pull requests: {e}"),
+                        hint: e.hint(),
+                    });
+                    Vec::new()
+                }
+            };
+            let history = git
+                .log(&ws.root, "HEAD", args.history_depth)
+                .unwrap_or_default();
+            crate::deliver::pulls::rejections(&closed, &history)
+        }
+        _ => Default::default(),
     };
     let found = discover::discover(&ws.root, &config);
     let registries = match Registries::new(config.registries.clone()) {
@@ -220,27 +363,48 @@ async fn run(args: &RunArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let mut resolved = resolve::resolve(&found.refs, &registries, args.concurrency).await;
+    let mut resolved =
+        resolve::resolve(&found.refs, &registries, args.concurrency, &rejections).await;
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
-    let plan = plan::plan(&found, &resolved.outcomes);
+    let group_by = args.group_by.unwrap_or(config.pull_requests.group_by);
+    let plan = plan::plan(&found, &resolved.outcomes, group_by);
 
-    let mut problems: Vec<Problem> = found.problems.clone();
+    problems.splice(0..0, found.problems.iter().cloned());
     problems.extend(resolved.problems.iter().cloned());
     problems.extend(plan.problems.iter().cloned());
     if mode == Mode::Write {
         problems.extend(crate::deliver::write::write_all(&ws.root, &plan.files));
     }
+    let pulls = match (&ws.git, &ws.commit, &ws.branch) {
+        (Some(git), Some(commit), Some(branch)) if remote => {
+            let ctx = crate::deliver::pulls::Context {
+                git,
+                dir: &ws.root,
+                base: args.source.git_ref.as_deref().unwrap_or(branch),
+                base_commit: commit,
+                forge: forge_ref,
+                settings: &config.pull_requests,
+                max_new: args.max_prs.or(config.pull_requests.max_new),
+                dry_run: mode != Mode::PullRequests,
+            };
+            let (reports, p) = crate::deliver::pulls::deliver(&ctx, &plan).await;
+            problems.extend(p);
+            Some(reports)
+        }
+        _ => None,
+    };
 
     let counts = counts(&found, &resolved, &plan);
     match args.source.output {
         Output::Json => print_json(&RunReport {
             version: 1,
-            mode: if mode == Mode::Write {
-                "write"
-            } else {
-                "dry-run"
+            mode: match mode {
+                Mode::Write => "write",
+                Mode::DryRun => "dry-run",
+                Mode::PullRequests => "pull-requests",
             },
+            pull_requests: pulls.as_deref(),
             commit: ws.commit.as_deref(),
             counts,
             updates: &plan.updates,
@@ -258,10 +422,16 @@ async fn run(args: &RunArgs) -> i32 {
                 let _ = writeln!(out);
                 let _ = write!(out, "{}", report::updates_table(&plan.updates));
             }
-            let verb = if mode == Mode::Write {
-                "applied"
-            } else {
-                "proposed"
+            if let Some(p) = &pulls {
+                if !p.is_empty() {
+                    let _ = writeln!(out);
+                    let _ = write!(out, "{}", report::pulls_table(p));
+                }
+            }
+            let verb = match mode {
+                Mode::Write => "applied",
+                Mode::DryRun => "proposed",
+                Mode::PullRequests => "in pull requests",
             };
             let _ = writeln!(
                 out,

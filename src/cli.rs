@@ -146,4 +146,32 @@ pub struct RunArgs {
     /// Registry requests in flight at once, over all registries.
     #[arg(long, default_value_t = 32, env = "IMAGEBUMP_CONCURRENCY")]
     pub concurrency: usize,
+    /// New pull requests per run at most (existing ones are always kept current).
+    #[arg(long, env = "IMAGEBUMP_MAX_PRS")]
+    pub max_prs: Option<usize>,
+    /// How updates are grouped into pull requests (overrides pullRequests.groupBy).
+    #[arg(long, value_parser = parse_group_by, env = "IMAGEBUMP_GROUP_BY")]
+    pub group_by: Option<crate::config::GroupBy>,
+    /// Commits of the base branch searched for reverted imagebump commits.
+    #[arg(long, default_value_t = 200, env = "IMAGEBUMP_HISTORY_DEPTH")]
+    pub history_depth: usize,
+    /// The forge of the remote (default: from its host; github.com is GitHub).
+    #[arg(long, value_enum, env = "IMAGEBUMP_FORGE")]
+    pub forge: Option<ForgeKind>,
+    /// The forge's API base URL (GitHub Enterprise: https://HOST/api/v3; also GITHUB_API_URL).
+    #[arg(long, env = "IMAGEBUMP_FORGE_URL")]
+    pub forge_url: Option<String>,
+    /// owner/name of the repository on the forge (default: from the remote URL).
+    #[arg(long, env = "IMAGEBUMP_FORGE_REPO")]
+    pub forge_repo: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ForgeKind {
+    Github,
+}
+
+fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, String> {
+    serde_json::from_value(serde_json::Value::String(s.into()))
+        .map_err(|_| "expected app, directory, image or all".to_string())
 }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod deliver;
 pub mod discover;
 pub mod explain;
+pub mod forge;
 pub mod plan;
 pub mod policy;
 pub mod registry;

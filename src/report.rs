@@ -165,6 +165,9 @@ pub struct RunReport<'a> {
     pub updates: &'a [Update],
     pub change_sets: &'a [ChangeSet],
     pub not_updated: Vec<NotUpdated<'a>>,
+    /// What happened to each change set's branch and pull request (remote sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_requests: Option<&'a [crate::deliver::pulls::PullReport]>,
     pub requests: StatsSnapshot,
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],
@@ -197,6 +200,28 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut row.iter().map(String::as_str));
     }
     out
+}
+
+/// Branches and pull requests of a remote run.
+pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport]) -> String {
+    let rows: Vec<Vec<String>> = pulls
+        .iter()
+        .map(|p| {
+            let action = serde_json::to_value(&p.action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            vec![
+                p.branch.clone(),
+                action,
+                p.number
+                    .map(|n| format!("#{n}"))
+                    .unwrap_or_else(|| "-".into()),
+                p.title.clone(),
+            ]
+        })
+        .collect();
+    table(&["BRANCH", "ACTION", "PR", "TITLE"], &rows)
 }
 
 pub fn updates_table(updates: &[Update]) -> String {

@@ -518,12 +518,24 @@ fn clones_a_remote_over_the_git_protocol() {
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout, DEMO_DIFF);
+    assert_eq!(run.stdout, remote_demo_diff());
 
-    // Without --dry-run a URL would mean pull requests, which this version does not do.
+    // Without --dry-run a URL means pull requests, which need a forge token.
     let run = imagebump(&["run", &server.url(), "--config", &cfg], &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("--dry-run"), "{}", run.stderr);
+    assert!(run.stderr.contains("GITHUB_TOKEN"), "{}", run.stderr);
+}
+
+/// A dry run of a remote also shows the branch and pull request each change set gets.
+fn remote_demo_diff() -> String {
+    let table = "BRANCH                                  ACTION  PR  TITLE
+imagebump/apps-api-values.yaml          create  -   Update 2 images in apps/api/values.yaml
+imagebump/apps-web                      create  -   Update 2 images in apps/web
+imagebump/apps-worker-values-prod.yaml  create  -   Update ghcr.io/acme/worker to 0.11
+
+";
+    let (diff, summary) = DEMO_DIFF.rsplit_once("\n\n").unwrap();
+    format!("{diff}\n\n{table}{summary}")
 }
 
 #[test]
@@ -540,7 +552,7 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
         &[("IMAGEBUMP_GIT_TOKEN", token)],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout, DEMO_DIFF);
+    assert_eq!(run.stdout, remote_demo_diff());
     let log = server.request_log();
     assert!(
         log.contains(&format!("password={token}")),

@@ -57,7 +57,7 @@ fn bump_all(found: &Discovery) -> Vec<Outcome> {
 #[test]
 fn edge_fixture_diffs() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found));
+    let plan = plan::plan(&found, &bump_all(&found), Default::default());
     let diff = imagebump::deliver::diff::render(&plan.files, false);
     insta::assert_snapshot!("edge_diff", diff);
     let problems: Vec<String> = found
@@ -72,7 +72,7 @@ fn edge_fixture_diffs() {
 #[test]
 fn crlf_line_endings_survive() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found));
+    let plan = plan::plan(&found, &bump_all(&found), Default::default());
     let crlf = plan
         .files
         .iter()
@@ -87,7 +87,7 @@ fn crlf_line_endings_survive() {
 #[test]
 fn an_edit_that_would_change_an_aliased_value_is_refused() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found));
+    let plan = plan::plan(&found, &bump_all(&found), Default::default());
     assert!(plan
         .files
         .iter()
@@ -208,7 +208,7 @@ proptest! {
                 }
             })
             .collect();
-        let plan = plan::plan(&found, &outcomes);
+        let plan = plan::plan(&found, &outcomes, Default::default());
         // Only the anchored fixture may refuse an edit.
         for p in &plan.problems {
             prop_assert!(p.location.starts_with("helm/values-anchor.yaml"), "{}", p);

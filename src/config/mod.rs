@@ -37,6 +37,91 @@ pub struct Config {
     /// How Argo CD Applications kept in the repository are read.
     #[serde(default)]
     pub argocd: ArgoCdConfig,
+    /// How changes become pull requests.
+    #[serde(default)]
+    pub pull_requests: PullRequestsConfig,
+}
+
+/// How updates are grouped into change sets (one branch and pull request each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupBy {
+    /// One per Argo CD app; outside apps, per kustomization directory or values file.
+    #[default]
+    App,
+    /// One per directory of the changed file.
+    Directory,
+    /// One per image repository.
+    Image,
+    /// One for everything.
+    All,
+}
+
+/// Pull-request settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PullRequestsConfig {
+    #[serde(default)]
+    pub group_by: GroupBy,
+    /// Branch names are this prefix plus the group's slug.
+    #[serde(default = "default_branch_prefix")]
+    pub branch_prefix: String,
+    /// Labels added to new pull requests.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Reviewers requested on new pull requests (user logins, or `org/team`).
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// Assignees of new pull requests.
+    #[serde(default)]
+    pub assignees: Vec<String>,
+    /// Open new pull requests as drafts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draft: bool,
+    /// New pull requests per run at most (existing ones are always kept current).
+    pub max_new: Option<usize>,
+    /// Title template: `{group}`, `{image}`, `{from}`, `{to}`, `{count}`.
+    pub title: Option<String>,
+    /// Commit author and committer.
+    #[serde(default)]
+    pub author: Author,
+}
+
+impl Default for PullRequestsConfig {
+    fn default() -> Self {
+        PullRequestsConfig {
+            group_by: GroupBy::default(),
+            branch_prefix: default_branch_prefix(),
+            labels: Vec::new(),
+            reviewers: Vec::new(),
+            assignees: Vec::new(),
+            draft: false,
+            max_new: None,
+            title: None,
+            author: Author::default(),
+        }
+    }
+}
+
+/// Who imagebump's commits are by.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Author {
+    pub name: String,
+    pub email: String,
+}
+
+impl Default for Author {
+    fn default() -> Self {
+        Author {
+            name: "imagebump".into(),
+            email: "imagebump@users.noreply.github.com".into(),
+        }
+    }
+}
+
+fn default_branch_prefix() -> String {
+    "imagebump/".into()
 }
 
 /// Argo CD settings.

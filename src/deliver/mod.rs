@@ -1,4 +1,6 @@
 //! The deliver stage: show the plan (dry run) or apply it to the working tree.
 
 pub mod diff;
+pub mod marker;
+pub mod pulls;
 pub mod write;

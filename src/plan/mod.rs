@@ -7,6 +7,7 @@ use serde::Serialize;
 
 mod creation;
 
+use crate::config::GroupBy;
 use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::report::Problem;
@@ -51,6 +52,9 @@ pub struct ChangeSet {
     pub files: Vec<String>,
     /// Indexes into [`Plan::updates`].
     pub updates: Vec<usize>,
+    /// The files of this change set alone (its branch's content).
+    #[serde(skip)]
+    pub changes: Vec<FileChange>,
 }
 
 #[derive(Debug, Default)]
@@ -142,31 +146,41 @@ struct FileWork<'a> {
     creations: Vec<(Planned<'a>, &'a Creation)>,
 }
 
-pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
+/// The key of the change set a reference's update belongs to.
+fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
+    match by {
+        GroupBy::App => r.unit.clone(),
+        GroupBy::Directory => group_of(written),
+        GroupBy::Image => r.image.to_string(),
+        GroupBy::All => "all".into(),
+    }
+}
+
+/// A file whose edit is refused: file, line, column, why.
+type Refusal<'a> = (&'a str, usize, usize, String);
+
+/// The file changes for `planned` (the new text of every file they touch), and the files
+/// whose edits are refused.
+fn changes_for<'a>(
+    discovery: &'a Discovery,
+    planned: &[Planned<'a>],
+) -> (BTreeMap<&'a str, FileChange>, Vec<Refusal<'a>>) {
     let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
-    let mut moved: Vec<Planned> = Vec::new();
-    for (r, o) in discovery.refs.iter().zip(outcomes) {
-        if let Outcome::Update { tag, digest } = o {
-            let planned = (r, tag.as_str(), written_digest(r, digest.as_deref()));
-            moved.push(planned);
-            if !r.slots.is_empty() {
-                by_file
-                    .entry(r.file.as_str())
-                    .or_default()
-                    .slots
-                    .push(planned);
-            }
-            for c in &r.creations {
-                by_file
-                    .entry(c.file.as_str())
-                    .or_default()
-                    .creations
-                    .push((planned, c));
-            }
+    for &p in planned {
+        let r = p.0;
+        if !r.slots.is_empty() {
+            by_file.entry(r.file.as_str()).or_default().slots.push(p);
+        }
+        for c in &r.creations {
+            by_file
+                .entry(c.file.as_str())
+                .or_default()
+                .creations
+                .push((p, c));
         }
     }
-    let mut out = Plan::default();
-    let mut changed: BTreeMap<&str, FileChange> = BTreeMap::new();
+    let mut changed = BTreeMap::new();
+    let mut refused = Vec::new();
     for (file, work) in by_file {
         let before = discovery.sources.get(file).map(String::as_str);
         match change_file(before, &work) {
@@ -181,35 +195,62 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
                     },
                 );
             }
-            Err((line, column, e)) => {
-                out.refused.insert(file.to_string());
-                out.problems.push(Problem::at_file(
-                    file,
-                    line,
-                    column,
-                    format!("edit refused, file left unchanged: {e}"),
-                ));
-            }
+            Err((line, column, e)) => refused.push((file, line, column, e)),
         }
     }
-    let mut groups: BTreeMap<String, ChangeSet> = BTreeMap::new();
-    for (r, tag, digest) in moved {
+    (changed, refused)
+}
+
+/// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
+/// change sets grouped by `group_by`, each with its own file contents (one branch each).
+pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> Plan {
+    let moved: Vec<Planned> = discovery
+        .refs
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(r, o)| match o {
+            Outcome::Update { tag, digest } => {
+                Some((r, tag.as_str(), written_digest(r, digest.as_deref())))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = Plan::default();
+    let (changed, refused) = changes_for(discovery, &moved);
+    for (file, line, column, e) in refused {
+        out.refused.insert(file.to_string());
+        out.problems.push(Problem::at_file(
+            file,
+            line,
+            column,
+            format!("edit refused, file left unchanged: {e}"),
+        ));
+    }
+    let mut groups: BTreeMap<String, (ChangeSet, Vec<Planned>)> = BTreeMap::new();
+    for planned @ (r, tag, digest) in moved {
         let files = r.touched_files();
         if files.iter().any(|f| out.refused.contains(*f)) {
             continue;
         }
         let written = files.last().copied().unwrap_or(r.file.as_str());
-        let group = group_of(written);
-        let set = groups.entry(group.clone()).or_insert_with(|| ChangeSet {
-            group: group.clone(),
-            files: Vec::new(),
-            updates: Vec::new(),
+        let group = group_key(r, written, group_by);
+        let (set, members) = groups.entry(group.clone()).or_insert_with(|| {
+            (
+                ChangeSet {
+                    group: group.clone(),
+                    files: Vec::new(),
+                    updates: Vec::new(),
+                    changes: Vec::new(),
+                },
+                Vec::new(),
+            )
         });
         for f in &files {
             if !set.files.iter().any(|x| x == f) {
                 set.files.push(f.to_string());
             }
         }
+        members.push(planned);
         set.updates.push(out.updates.len());
         out.updates.push(Update {
             file: r.file.clone(),
@@ -224,11 +265,23 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome]) -> Plan {
             written_to: (written != r.file).then(|| written.to_string()),
         });
     }
-    for set in groups.values_mut() {
+    for (set, members) in groups.values_mut() {
         set.files.sort();
+        // Each change set is its own branch: its files hold only its own updates. (They
+        // passed verification with all updates together; alone they are verified again.)
+        let (own, refused) = changes_for(discovery, members);
+        for (file, line, column, e) in refused {
+            out.problems.push(Problem::at_file(
+                file,
+                line,
+                column,
+                format!("edit refused for change set {}: {e}", set.group),
+            ));
+        }
+        set.changes = own.into_values().collect();
     }
     out.files = changed.into_values().collect();
-    out.change_sets = groups.into_values().collect();
+    out.change_sets = groups.into_values().map(|(set, _)| set).collect();
     out
 }
 

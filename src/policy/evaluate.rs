@@ -76,6 +76,8 @@ pub enum Verdict {
     SameImage,
     NoBuildDate,
     NoMetadata(String),
+    /// A reviewer rejected this version (a closed pull request, a revert).
+    Rejected(String),
 }
 
 impl Verdict {
@@ -321,6 +323,23 @@ impl<'t> Evaluation<'t> {
         Ok(key)
     }
 
+    /// Drop the tags a reviewer rejected (a pull request closed without merging, a revert of
+    /// imagebump's commit): `rejected` maps a tag to why. Call before deciding.
+    pub fn reject(&mut self, rejected: &std::collections::BTreeMap<String, String>) {
+        if rejected.is_empty() {
+            return;
+        }
+        let candidates = &mut self.candidates;
+        self.order
+            .retain(|&i| match rejected.get(candidates[i].tag) {
+                Some(why) => {
+                    candidates[i].verdict = Verdict::Rejected(why.clone());
+                    false
+                }
+                None => true,
+            });
+    }
+
     /// Use `now` instead of the clock for `minAge` (tests).
     pub fn set_now(&mut self, now: Timestamp) {
         self.now = now;
@@ -538,6 +557,7 @@ impl<'t> Evaluation<'t> {
             Verdict::SameImage => "same image as the current tag".into(),
             Verdict::NoBuildDate => "the image has no build date (created)".into(),
             Verdict::NoMetadata(e) => format!("metadata unavailable: {e}"),
+            Verdict::Rejected(why) => format!("rejected: {why}"),
         }
     }
 

@@ -125,9 +125,17 @@ type GroupKey<'a> = (
     Option<&'a str>,
 );
 
+/// Versions reviewers rejected, per image: tag → why (a closed pull request, a revert).
+pub type Rejections = HashMap<ImageName, BTreeMap<String, String>>;
+
 /// Resolve every managed reference. At most `concurrency` requests are in flight overall
-/// (each registry also has its own bound).
-pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: usize) -> Resolved {
+/// (each registry also has its own bound). Rejected versions are never chosen.
+pub async fn resolve(
+    refs: &[ImageRef],
+    registries: &Registries,
+    concurrency: usize,
+    rejections: &Rejections,
+) -> Resolved {
     let mut outcomes: Vec<Option<Outcome>> = refs
         .iter()
         .map(|r| {
@@ -190,7 +198,9 @@ pub async fn resolve(refs: &[ImageRef], registries: &Registries, concurrency: us
             let cache = &cache;
             async move {
                 let policy = &refs[members[0]].policy;
-                let d = decide_group(key, policy, lists, registries, cache, concurrency).await;
+                let rejected = rejections.get(key.0);
+                let d = decide_group(key, policy, lists, registries, cache, concurrency, rejected)
+                    .await;
                 (members, d)
             }
         })
@@ -260,6 +270,7 @@ async fn decide_group(
     registries: &Registries,
     cache: &MetaCache,
     concurrency: usize,
+    rejected: Option<&BTreeMap<String, String>>,
 ) -> Decided {
     let failed = |why: String| Decided {
         outcome: Outcome::Failed(why),
@@ -278,6 +289,9 @@ async fn decide_group(
         &own
     };
     let mut eval = Evaluation::new(policy, current, digest, tags);
+    if let Some(r) = rejected {
+        eval.reject(r);
+    }
     let mut errors = Vec::new();
     if !eval.wanted().is_empty() {
         match registries.client_for(image) {

@@ -3,9 +3,23 @@
 //! Credentials never reach the command line, the remote URL or `.git/config`: a token is
 //! passed as an HTTP `Authorization` header scoped to the remote's origin, through git's
 //! environment-carried configuration (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`).
+//! Commands that talk to `origin` of an existing clone read its (credential-free) URL from the
+//! clone's configuration to scope the header. Anything git prints is scrubbed of the token
+//! before it reaches an error or a log line.
+//!
+//! Git behaviours the pull-request code relies on (checked by `tests/git_push.rs`):
+//! - `--force-with-lease=refs/heads/b:` (empty expected value) means "b must not exist yet";
+//!   a lease on a full hex sha needs no local copy of that object.
+//! - A push whose new value equals the remote's is reported `=` ("up to date") and accepted
+//!   without checking the lease.
+//! - `fetch --depth N` of a branch that joins history this clone already has writes a new
+//!   shallow boundary N commits below the branch tip, which also cuts the history of refs
+//!   already here (the base). Fetching the base again at its depth (`fetch_base`) restores it.
 
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
@@ -16,8 +30,86 @@ pub enum Error {
     Spawn(std::io::Error),
     #[error("git {command} failed: {stderr}")]
     Failed { command: String, stderr: String },
+    #[error(
+        "git {command} failed: the remote refused the credentials (token missing, wrong, \
+         or without access to this repository; set IMAGEBUMP_GIT_TOKEN): {stderr}"
+    )]
+    Auth { command: String, stderr: String },
+    #[error("git {command}: unexpected output: {detail}")]
+    Output { command: String, detail: String },
+    #[error("invalid {what} {value:?} for git")]
+    Invalid { what: &'static str, value: String },
+    #[error("cannot create a temporary directory for git: {0}")]
+    Temp(std::io::Error),
 }
 
+/// Who a commit is by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    pub name: String,
+    pub email: String,
+}
+
+/// A commit as read from history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    pub sha: String,
+    pub parents: Vec<String>,
+    pub author: Signature,
+    pub committer: Signature,
+    pub subject: String,
+    pub body: String,
+    /// The trailers of the message (as `git interpret-trailers --parse` reads them, folded
+    /// lines joined): (key, value) in order.
+    pub trailers: Vec<(String, String)>,
+}
+
+/// One branch to set in a push: `new` commit; `expected` = the remote's current sha for
+/// `--force-with-lease`, `None` = the branch must not exist yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefUpdate {
+    pub branch: String,
+    pub new: String,
+    pub expected: Option<String>,
+}
+
+/// Per-branch result of one push.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PushOutcome {
+    /// Branches now at the requested commit (updated, created, or already there).
+    pub accepted: Vec<String>,
+    /// (branch, reason as git says it, e.g. "stale info", "fetch first", "hook declined")
+    pub rejected: Vec<(String, String)>,
+}
+
+/// Fields of one commit in [`Git::log`]'s format, NUL-separated.
+const LOG_FORMAT: &str = "%H%x00%P%x00%an%x00%ae%x00%cn%x00%ce%x00%s%x00%b%x00\
+     %(trailers:only=true,unfold=true,separator=%x1f,key_value_separator=%x1e)";
+const LOG_FIELDS: usize = 9;
+
+/// Environment a caller might have set that would make git act on another repository,
+/// read other configuration, or print credentials.
+const INHERITED_ENV_REMOVED: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_TRACE_REDACT",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+];
+
+/// `Debug` shows the token as `[REDACTED]` (secrecy's own `Debug`).
+#[derive(Debug)]
 pub struct Git {
     token: Option<SecretString>,
 }
@@ -27,35 +119,137 @@ impl Git {
         Git { token }
     }
 
+    /// `Authorization` header value for the token.
+    fn auth_header(&self) -> Option<String> {
+        let token = self.token.as_ref()?;
+        let basic = base64::engine::general_purpose::STANDARD
+            .encode(format!("x-access-token:{}", token.expose_secret()));
+        Some(format!("Authorization: Basic {basic}"))
+    }
+
     fn command(&self, url_for_auth: Option<&str>) -> Command {
         let mut cmd = Command::new("git");
         cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
-            .env_remove("GIT_ASKPASS")
-            .env_remove("SSH_ASKPASS");
-        if let (Some(token), Some(url)) = (&self.token, url_for_auth.and_then(http_origin)) {
-            let basic = base64::engine::general_purpose::STANDARD
-                .encode(format!("x-access-token:{}", token.expose_secret()));
-            cmd.env("GIT_CONFIG_COUNT", "1")
-                .env("GIT_CONFIG_KEY_0", format!("http.{url}.extraHeader"))
-                .env(
-                    "GIT_CONFIG_VALUE_0",
-                    format!("Authorization: Basic {basic}"),
-                );
+            .env("LC_ALL", "C");
+        for var in INHERITED_ENV_REMOVED {
+            cmd.env_remove(var);
+        }
+        // Our clones are throw-away: no background maintenance forked off a fetch.
+        let mut config = vec![
+            ("gc.auto".to_string(), "0".to_string()),
+            ("maintenance.auto".to_string(), "false".to_string()),
+        ];
+        if let (Some(header), Some(origin)) =
+            (self.auth_header(), url_for_auth.and_then(http_origin))
+        {
+            config.push((format!("http.{origin}.extraHeader"), header));
+        }
+        cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
+        for (i, (key, value)) in config.into_iter().enumerate() {
+            cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
         cmd
     }
 
-    fn run(&self, mut cmd: Command, what: &str) -> Result<Output, Error> {
-        tracing::debug!(command = what, "git");
-        let out = cmd.output().map_err(Error::Spawn)?;
+    /// A command in `dir` that does not talk to a remote.
+    fn local(&self, dir: &Path) -> Command {
+        let mut cmd = self.command(None);
+        cmd.arg("-C").arg(dir);
+        cmd
+    }
+
+    /// A command in `dir` that talks to `origin`, with the token scoped to origin's URL.
+    fn remote(&self, dir: &Path) -> Result<Command, Error> {
+        let mut cmd = self.local(dir);
+        cmd.args(["config", "--get", "remote.origin.url"]);
+        let out = self.output(cmd, "config", None)?;
         if !out.status.success() {
             return Err(Error::Failed {
-                command: what.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                command: "config".to_string(),
+                stderr: format!("{} has no remote named origin", dir.display()),
             });
+        }
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut cmd = self.command(Some(&url));
+        cmd.arg("-C").arg(dir);
+        Ok(cmd)
+    }
+
+    /// Replaces the token, and the header carrying it, with `***`.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        if let Some(header) = self.auth_header() {
+            if let Some((_, encoded)) = header.rsplit_once(' ') {
+                text = text.replace(encoded, "***");
+            }
+        }
+        if let Some(token) = &self.token {
+            let token = token.expose_secret();
+            if !token.is_empty() {
+                text = text.replace(token, "***");
+            }
+        }
+        text
+    }
+
+    fn failure(&self, what: &str, stderr: &[u8]) -> Error {
+        let stderr = self.scrub(String::from_utf8_lossy(stderr).trim());
+        let auth = [
+            "terminal prompts disabled",
+            "Authentication failed",
+            "returned error: 401",
+            "returned error: 403",
+        ]
+        .iter()
+        .any(|s| stderr.contains(s));
+        let command = what.to_string();
+        if auth {
+            Error::Auth { command, stderr }
+        } else {
+            Error::Failed { command, stderr }
+        }
+    }
+
+    fn run(&self, cmd: Command, what: &str) -> Result<Output, Error> {
+        let out = self.output(cmd, what, None)?;
+        if !out.status.success() {
+            return Err(self.failure(what, &out.stderr));
+        }
+        Ok(out)
+    }
+
+    /// Runs `cmd` with `input` on its stdin, or nothing; does not check the exit status.
+    fn output(&self, mut cmd: Command, what: &str, input: Option<&[u8]>) -> Result<Output, Error> {
+        tracing::debug!(command = what, "git");
+        let Some(input) = input else {
+            return cmd.stdin(Stdio::null()).output().map_err(Error::Spawn);
+        };
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(Error::Spawn)?;
+        let stdin = child.stdin.take();
+        // Feed stdin from another thread: git may fill its stdout pipe before reading it all.
+        std::thread::scope(|s| {
+            if let Some(mut stdin) = stdin {
+                s.spawn(move || {
+                    // A write error means git exited early; its status and stderr say why.
+                    let _ = stdin.write_all(input);
+                });
+            }
+            child.wait_with_output().map_err(Error::Spawn)
+        })
+    }
+
+    fn run_with_input(&self, cmd: Command, what: &str, input: &[u8]) -> Result<Output, Error> {
+        let out = self.output(cmd, what, Some(input))?;
+        if !out.status.success() {
+            return Err(self.failure(what, &out.stderr));
         }
         Ok(out)
     }
@@ -67,17 +261,23 @@ impl Git {
         git_ref: Option<&str>,
         dest: &Path,
     ) -> Result<(), Error> {
+        self.clone_depth(url, git_ref, dest, 1)
+    }
+
+    /// `git clone --depth <depth>` of one branch or tag (the remote's default branch when
+    /// `git_ref` is `None`) into `dest`, without tags. A depth of 0 is taken as 1.
+    pub fn clone_depth(
+        &self,
+        url: &str,
+        git_ref: Option<&str>,
+        dest: &Path,
+        depth: usize,
+    ) -> Result<(), Error> {
         let mut cmd = self.command(Some(url));
-        cmd.args([
-            "clone",
-            "--quiet",
-            "--depth",
-            "1",
-            "--single-branch",
-            "--no-tags",
-        ]);
+        cmd.args(["clone", "--quiet", "--single-branch", "--no-tags"])
+            .arg(format!("--depth={}", depth.max(1)));
         if let Some(r) = git_ref {
-            cmd.args(["--branch", r]);
+            cmd.arg(format!("--branch={r}"));
         }
         cmd.arg("--").arg(url).arg(dest);
         self.run(cmd, "clone").map(|_| ())
@@ -85,13 +285,609 @@ impl Git {
 
     /// The commit `HEAD` points at in `dir`.
     pub fn head(&self, dir: &Path) -> Result<String, Error> {
-        let mut cmd = self.command(None);
-        cmd.arg("-C")
-            .arg(dir)
-            .args(["rev-parse", "--verify", "--quiet", "HEAD"]);
-        let out = self.run(cmd, "rev-parse")?;
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        self.rev_parse(dir, "HEAD")
     }
+
+    fn rev_parse(&self, dir: &Path, rev: &str) -> Result<String, Error> {
+        self.try_rev_parse(dir, rev)?.ok_or_else(|| Error::Failed {
+            command: "rev-parse".to_string(),
+            stderr: format!("no such revision: {}", self.scrub(rev)),
+        })
+    }
+
+    /// `None` when `rev` names nothing here; an error when git cannot tell (not a
+    /// repository...).
+    fn try_rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>, Error> {
+        let rev = revision(rev)?;
+        let mut cmd = self.local(dir);
+        cmd.args(["rev-parse", "--verify", "--quiet", rev]);
+        let out = self.output(cmd, "rev-parse", None)?;
+        if out.status.success() {
+            return Ok(Some(stdout_line(out)));
+        }
+        // --quiet: a missing revision exits non-zero without a word
+        if out.stderr.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        Err(self.failure("rev-parse", &out.stderr))
+    }
+
+    /// The branches of `origin` whose name starts with `prefix` (name without `refs/heads/`
+    /// → sha), from one `git ls-remote`.
+    pub fn remote_heads(
+        &self,
+        dir: &Path,
+        prefix: &str,
+    ) -> Result<BTreeMap<String, String>, Error> {
+        let mut cmd = self.remote(dir)?;
+        cmd.args(["ls-remote", "--heads", "--refs", "origin"])
+            .arg(format!("refs/heads/{}*", escape_glob(prefix)));
+        let out = self.run(cmd, "ls-remote")?;
+        let mut heads = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Some((sha, name)) = line.split_once('\t') else {
+                return Err(Error::Output {
+                    command: "ls-remote".to_string(),
+                    detail: self.scrub(line),
+                });
+            };
+            // ls-remote matches patterns against any tail of the ref name; keep exact ones.
+            if let Some(branch) = name.strip_prefix("refs/heads/") {
+                if branch.starts_with(prefix) {
+                    heads.insert(branch.to_string(), sha.to_string());
+                }
+            }
+        }
+        Ok(heads)
+    }
+
+    /// Fetches `branches` of `origin` (`depth` commits of each) into
+    /// `refs/remotes/origin/<branch>`, in one fetch. A branch that does not exist on the
+    /// remote (deleted since it was listed) is skipped and its remote-tracking ref removed:
+    /// that costs one more listing and fetch. See the module note on depth: a depth smaller
+    /// than this clone's depth plus the branch's own commits cuts the base's history.
+    pub fn fetch_branches(
+        &self,
+        dir: &Path,
+        branches: &[String],
+        depth: usize,
+    ) -> Result<(), Error> {
+        if branches.is_empty() {
+            return Ok(());
+        }
+        for b in branches {
+            branch_name(b)?;
+        }
+        match self.fetch_refspecs(dir, branches, depth) {
+            Err(Error::Failed { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
+                let existing = self.remote_heads(dir, "")?;
+                let (present, missing): (Vec<String>, Vec<String>) = branches
+                    .iter()
+                    .cloned()
+                    .partition(|b| existing.contains_key(b));
+                tracing::debug!(?missing, "branches gone from the remote, not fetched");
+                self.delete_tracking_refs(dir, &missing)?;
+                if present.is_empty() {
+                    return Ok(());
+                }
+                self.fetch_refspecs(dir, &present, depth)
+            }
+            other => other,
+        }
+    }
+
+    fn fetch_refspecs(&self, dir: &Path, branches: &[String], depth: usize) -> Result<(), Error> {
+        let mut cmd = self.remote(dir)?;
+        cmd.args(["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"])
+            .arg(format!("--depth={}", depth.max(1)))
+            .args(["--stdin", "origin"]);
+        let refspecs: String = branches
+            .iter()
+            .map(|b| format!("+refs/heads/{b}:refs/remotes/origin/{b}\n"))
+            .collect();
+        self.run_with_input(cmd, "fetch", refspecs.as_bytes())
+            .map(|_| ())
+    }
+
+    fn delete_tracking_refs(&self, dir: &Path, branches: &[String]) -> Result<(), Error> {
+        if branches.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = self.local(dir);
+        cmd.args(["update-ref", "--stdin", "-z"]);
+        let mut input = Vec::new();
+        for b in branches {
+            input.extend_from_slice(format!("delete refs/remotes/origin/{b}\0\0").as_bytes());
+        }
+        self.run_with_input(cmd, "update-ref", &input).map(|_| ())
+    }
+
+    /// Fetches `base` of `origin` again (`depth` commits) into `refs/remotes/origin/<base>`
+    /// and returns its sha.
+    pub fn fetch_base(&self, dir: &Path, base: &str, depth: usize) -> Result<String, Error> {
+        branch_name(base)?;
+        self.fetch_refspecs(dir, &[base.to_string()], depth)?;
+        self.rev_parse(dir, &format!("refs/remotes/origin/{base}^{{commit}}"))
+    }
+
+    /// The sha of `refs/remotes/origin/<branch>`, `None` when this clone does not have it.
+    pub fn tracking_sha(&self, dir: &Path, branch: &str) -> Result<Option<String>, Error> {
+        branch_name(branch)?;
+        self.try_rev_parse(dir, &format!("refs/remotes/origin/{branch}^{{commit}}"))
+    }
+
+    /// Builds a commit on `parent` whose tree is `parent`'s with `files` (path from the root,
+    /// content) replaced or added, and returns its sha. The working tree and the index are
+    /// not touched: the tree is built in a temporary index. An existing file keeps its mode,
+    /// a new one is `100644`. Content is stored as given (no clean filters, no EOL
+    /// conversion). Author and committer come from the signatures, dates are now.
+    pub fn commit_files(
+        &self,
+        dir: &Path,
+        parent: &str,
+        files: &[(String, Vec<u8>)],
+        message: &str,
+        author: &Signature,
+        committer: &Signature,
+    ) -> Result<String, Error> {
+        for (path, _) in files {
+            tree_path(path)?;
+        }
+        let parent = self.rev_parse(dir, &format!("{}^{{commit}}", revision(parent)?))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("imagebump-index-")
+            .tempdir()
+            .map_err(Error::Temp)?;
+        let index = tmp.path().join("index");
+        let with_index = |mut cmd: Command| {
+            cmd.env("GIT_INDEX_FILE", &index);
+            cmd
+        };
+
+        let mut cmd = self.local(dir);
+        cmd.args(["read-tree", &parent]);
+        self.run(with_index(cmd), "read-tree")?;
+
+        let modes = self.file_modes(dir, &parent, files)?;
+        let blobs = self.write_blobs(dir, tmp.path(), files)?;
+        let mut info = Vec::new();
+        for (((path, _), blob), mode) in files.iter().zip(&blobs).zip(&modes) {
+            info.extend_from_slice(format!("{mode} {blob}\t{path}\0").as_bytes());
+        }
+        let mut cmd = self.local(dir);
+        cmd.args(["update-index", "-z", "--index-info"]);
+        self.run_with_input(with_index(cmd), "update-index", &info)?;
+
+        let mut cmd = self.local(dir);
+        cmd.arg("write-tree");
+        let tree = stdout_line(self.run(with_index(cmd), "write-tree")?);
+
+        let mut cmd = self.local(dir);
+        cmd.args(["commit-tree", "--no-gpg-sign", &tree, "-p", &parent])
+            .env("GIT_AUTHOR_NAME", &author.name)
+            .env("GIT_AUTHOR_EMAIL", &author.email)
+            .env("GIT_COMMITTER_NAME", &committer.name)
+            .env("GIT_COMMITTER_EMAIL", &committer.email);
+        // commit-tree stores the message verbatim; git's own commits end with a newline.
+        let mut message = message.to_string();
+        if !message.ends_with('\n') {
+            message.push('\n');
+        }
+        let out = self.run_with_input(cmd, "commit-tree", message.as_bytes())?;
+        Ok(stdout_line(out))
+    }
+
+    /// The mode each of `files` gets: its mode in `parent`, or `100644` when new. A path
+    /// that is a directory, a submodule, or lies below a file or submodule in `parent` is
+    /// refused: `update-index` would silently replace the directory or the file.
+    fn file_modes(
+        &self,
+        dir: &Path,
+        parent: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Vec<String>, Error> {
+        let refuse = |what, path: &str| Error::Invalid {
+            what,
+            value: path.to_string(),
+        };
+        let parents_of = |path: &str| -> Vec<String> {
+            path.match_indices('/')
+                .map(|(i, _)| path[..i].to_string())
+                .collect()
+        };
+        let mut dirs: Vec<String> = files.iter().flat_map(|(p, _)| parents_of(p)).collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        if let Some((path, _)) = files.iter().find(|(p, _)| dirs.binary_search(p).is_ok()) {
+            return Err(refuse("file path (also the directory of another)", path));
+        }
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        // ls-tree (not recursive) shows the entry at each path asked, except trees that lead
+        // to a deeper path asked, which it enters instead: so a file or submodule where a
+        // directory is needed shows, and so does a directory where a file is written.
+        let mut cmd = self.local(dir);
+        cmd.env("GIT_LITERAL_PATHSPECS", "1")
+            .args(["ls-tree", "-z", "--full-tree", parent, "--"])
+            .args(files.iter().map(|(p, _)| p))
+            .args(&dirs);
+        let out = self.run(cmd, "ls-tree")?;
+        // path → (mode, type) from "<mode> <type> <sha>\t<path>"
+        let mut entries: BTreeMap<String, (String, String)> = BTreeMap::new();
+        for record in out.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+            let record = String::from_utf8_lossy(record);
+            if let Some((meta, path)) = record.split_once('\t') {
+                let mut meta = meta.split(' ');
+                let mode = meta.next().unwrap_or_default().to_string();
+                let kind = meta.next().unwrap_or_default().to_string();
+                entries.insert(path.to_string(), (mode, kind));
+            }
+        }
+        let mut modes = Vec::with_capacity(files.len());
+        for (path, _) in files {
+            let below_file = parents_of(path)
+                .iter()
+                .any(|d| entries.get(d).is_some_and(|(_, kind)| kind != "tree"));
+            if below_file {
+                return Err(refuse("file path (below a file or submodule)", path));
+            }
+            match entries.get(path).map(|(m, k)| (m.as_str(), k.as_str())) {
+                None => modes.push("100644".to_string()),
+                Some((_, "tree")) => return Err(refuse("file path (a directory)", path)),
+                Some(("160000", _)) => return Err(refuse("file path (a submodule)", path)),
+                Some((mode, _)) => modes.push(mode.to_string()),
+            }
+        }
+        Ok(modes)
+    }
+
+    /// Writes each content as a blob (one `hash-object` for all) and returns the shas.
+    fn write_blobs(
+        &self,
+        dir: &Path,
+        tmp: &Path,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Vec<String>, Error> {
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut paths = String::new();
+        for (i, (_, content)) in files.iter().enumerate() {
+            let p = tmp.join(format!("blob-{i}"));
+            std::fs::write(&p, content).map_err(Error::Temp)?;
+            paths.push_str(&p.to_string_lossy());
+            paths.push('\n');
+        }
+        let mut cmd = self.local(dir);
+        cmd.args(["hash-object", "-w", "--no-filters", "--stdin-paths"]);
+        let out = self.run_with_input(cmd, "hash-object", paths.as_bytes())?;
+        let shas: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if shas.len() != files.len() {
+            return Err(Error::Output {
+                command: "hash-object".to_string(),
+                detail: format!("{} object ids for {} files", shas.len(), files.len()),
+            });
+        }
+        Ok(shas)
+    }
+
+    /// The tree sha of `commit`.
+    pub fn tree_of(&self, dir: &Path, commit: &str) -> Result<String, Error> {
+        self.rev_parse(dir, &format!("{}^{{tree}}", revision(commit)?))
+    }
+
+    /// Sets all `updates` on `origin` in one `git push --porcelain --no-atomic`, each guarded
+    /// by `--force-with-lease=refs/heads/<b>:<expected or empty>`. A branch the remote (or
+    /// the lease) rejects is reported in the outcome, not as an error; a transport or
+    /// authentication failure is an error.
+    pub fn push(&self, dir: &Path, updates: &[RefUpdate]) -> Result<PushOutcome, Error> {
+        if updates.is_empty() {
+            return Ok(PushOutcome::default());
+        }
+        for u in updates {
+            branch_name(&u.branch)?;
+            object_id(&u.new)?;
+            if let Some(sha) = &u.expected {
+                object_id(sha)?;
+            }
+        }
+        let mut cmd = self.remote(dir)?;
+        cmd.args([
+            "push",
+            "--porcelain",
+            "--no-atomic",
+            "--no-progress",
+            "--no-verify",
+            "--no-recurse-submodules",
+        ]);
+        for u in updates {
+            let expected = u.expected.as_deref().unwrap_or_default();
+            cmd.arg(format!(
+                "--force-with-lease=refs/heads/{}:{expected}",
+                u.branch
+            ));
+        }
+        cmd.arg("origin");
+        for u in updates {
+            cmd.arg(format!("{}:refs/heads/{}", u.new, u.branch));
+        }
+        let out = self.output(cmd, "push", None)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let results = parse_porcelain(&stdout);
+        let mut outcome = PushOutcome::default();
+        for u in updates {
+            match results.get(u.branch.as_str()) {
+                Some(None) => outcome.accepted.push(u.branch.clone()),
+                Some(Some(reason)) => outcome
+                    .rejected
+                    .push((u.branch.clone(), self.scrub(reason))),
+                None => {
+                    if out.status.success() {
+                        return Err(Error::Output {
+                            command: "push".to_string(),
+                            detail: format!("no status for branch {}", u.branch),
+                        });
+                    }
+                    return Err(self.failure("push", &out.stderr));
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// The commits of `range` (a revision or `a..b`), newest first, at most `max`. In a
+    /// shallow clone history ends at the shallow boundary, silently.
+    pub fn log(&self, dir: &Path, range: &str, max: usize) -> Result<Vec<CommitInfo>, Error> {
+        let range = revision(range)?;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.local(dir);
+        cmd.args([
+            "log",
+            "-z",
+            "--no-mailmap",
+            "--no-color",
+            "--encoding=UTF-8",
+        ])
+        .arg(format!("--format={LOG_FORMAT}"))
+        .arg(format!("--max-count={max}"))
+        .args(["--end-of-options", range, "--"]);
+        let out = self.run(cmd, "log")?;
+        parse_log(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    /// The content of `path` at `commit`, `None` when the commit has no such file.
+    pub fn show_file(
+        &self,
+        dir: &Path,
+        commit: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        tree_path(path)?;
+        let commit = self.rev_parse(dir, &format!("{}^{{commit}}", revision(commit)?))?;
+        let mut cmd = self.local(dir);
+        cmd.args(["cat-file", "--batch"]);
+        let query = format!("{commit}:{path}\n");
+        let out = self.run_with_input(cmd, "cat-file", query.as_bytes())?;
+        parse_cat_file(&out.stdout, path)
+    }
+}
+
+/// Header and content of one `cat-file --batch` answer.
+fn parse_cat_file(stdout: &[u8], path: &str) -> Result<Option<Vec<u8>>, Error> {
+    let bad = |detail: String| Error::Output {
+        command: "cat-file".to_string(),
+        detail,
+    };
+    let header_end = stdout
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| bad("no header".to_string()))?;
+    let header = String::from_utf8_lossy(&stdout[..header_end]);
+    if header.ends_with(" missing") {
+        return Ok(None);
+    }
+    let mut fields = header.split(' ');
+    let (_, kind, size) = (fields.next(), fields.next(), fields.next());
+    match kind {
+        Some("blob") => {}
+        Some(other) => {
+            return Err(Error::Invalid {
+                what: match other {
+                    "tree" => "file path (a directory)",
+                    _ => "file path (not a file)",
+                },
+                value: path.to_string(),
+            })
+        }
+        None => return Err(bad(header.to_string())),
+    }
+    let size: usize = size
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad(header.to_string()))?;
+    let start = header_end + 1;
+    let mut content = Vec::with_capacity(size);
+    let mut rest = stdout.get(start..).unwrap_or_default();
+    // take exactly `size` bytes; a short read means git's output was cut
+    rest.by_ref()
+        .take(size as u64)
+        .read_to_end(&mut content)
+        .map_err(|e| bad(e.to_string()))?;
+    if content.len() != size {
+        return Err(bad(format!("{} of {size} bytes", content.len())));
+    }
+    Ok(Some(content))
+}
+
+/// `branch → None` (accepted) or `Some(reason)` (rejected) from `git push --porcelain`.
+///
+/// Lines are `<flag>\t<from>:<to>\t<summary>`, between `To <url>` and `Done`; flag `!` is a
+/// rejection whose summary is `[rejected] (<reason>)` or `[remote rejected] (<reason>)`.
+fn parse_porcelain(stdout: &str) -> BTreeMap<&str, Option<String>> {
+    let mut results = BTreeMap::new();
+    for line in stdout.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (Some(flag), Some(refs), summary) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(branch) = refs
+            .rsplit_once(':')
+            .and_then(|(_, to)| to.strip_prefix("refs/heads/"))
+        else {
+            continue;
+        };
+        let summary = summary.unwrap_or_default();
+        let verdict = match flag {
+            "!" => Some(rejection_reason(summary)),
+            " " | "+" | "-" | "*" | "=" => None,
+            _ => continue,
+        };
+        results.insert(branch, verdict);
+    }
+    results
+}
+
+fn rejection_reason(summary: &str) -> String {
+    match (summary.find('('), summary.rfind(')')) {
+        (Some(open), Some(close)) if open < close => summary[open + 1..close].to_string(),
+        _ => summary.trim().to_string(),
+    }
+}
+
+fn parse_log(stdout: &str) -> Result<Vec<CommitInfo>, Error> {
+    // `--format` is a terminator format: with -z every commit ends with a NUL.
+    let Some(stdout) = stdout.strip_suffix('\0') else {
+        if stdout.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Err(Error::Output {
+            command: "log".to_string(),
+            detail: "output does not end with NUL".to_string(),
+        });
+    };
+    let fields: Vec<&str> = stdout.split('\0').collect();
+    if fields.len() % LOG_FIELDS != 0 {
+        return Err(Error::Output {
+            command: "log".to_string(),
+            detail: format!("{} fields, not a multiple of {LOG_FIELDS}", fields.len()),
+        });
+    }
+    let mut commits = Vec::with_capacity(fields.len() / LOG_FIELDS);
+    for f in fields.chunks(LOG_FIELDS) {
+        let sha = f[0].to_string();
+        if sha.is_empty() || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::Output {
+                command: "log".to_string(),
+                detail: format!("{sha:?} is not a commit id"),
+            });
+        }
+        commits.push(CommitInfo {
+            sha,
+            parents: f[1].split_whitespace().map(str::to_string).collect(),
+            author: Signature {
+                name: f[2].to_string(),
+                email: f[3].to_string(),
+            },
+            committer: Signature {
+                name: f[4].to_string(),
+                email: f[5].to_string(),
+            },
+            subject: f[6].to_string(),
+            body: f[7].trim_end_matches('\n').to_string(),
+            trailers: f[8]
+                .split('\x1f')
+                .filter(|t| !t.is_empty())
+                .map(|t| match t.split_once('\x1e') {
+                    Some((k, v)) => (k.trim().to_string(), v.trim().to_string()),
+                    None => (t.trim().to_string(), String::new()),
+                })
+                .collect(),
+        });
+    }
+    Ok(commits)
+}
+
+fn stdout_line(out: Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A revision or range given to git: not an option, one line.
+fn revision(rev: &str) -> Result<&str, Error> {
+    if rev.is_empty() || rev.starts_with('-') || rev.contains(['\0', '\n', '\r']) {
+        return Err(Error::Invalid {
+            what: "revision",
+            value: rev.to_string(),
+        });
+    }
+    Ok(rev)
+}
+
+/// A full or abbreviated hex object id.
+fn object_id(sha: &str) -> Result<&str, Error> {
+    if sha.len() < 4 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::Invalid {
+            what: "object id",
+            value: sha.to_string(),
+        });
+    }
+    Ok(sha)
+}
+
+/// A branch name git accepts (`git check-ref-format --branch` rules) and that is safe in a
+/// refspec.
+fn branch_name(name: &str) -> Result<&str, Error> {
+    let bad = name.is_empty()
+        || name.starts_with(['-', '/', '.'])
+        || name.ends_with(['/', '.'])
+        || name.ends_with(".lock")
+        || name.contains("..")
+        || name.contains("//")
+        || name.contains("/.")
+        || name.contains("@{")
+        || name == "@"
+        || name
+            .chars()
+            .any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c));
+    if bad {
+        return Err(Error::Invalid {
+            what: "branch name",
+            value: name.to_string(),
+        });
+    }
+    Ok(name)
+}
+
+/// A file path relative to the repository root, `/`-separated, without `.`, `..` or `.git`.
+fn tree_path(path: &str) -> Result<&str, Error> {
+    let bad = path.is_empty()
+        || path.contains(['\0', '\n', '\r', '\\'])
+        || path
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == ".." || c.eq_ignore_ascii_case(".git"));
+    if bad {
+        return Err(Error::Invalid {
+            what: "file path",
+            value: path.to_string(),
+        });
+    }
+    Ok(path)
+}
+
+/// Escapes wildmatch's special characters so `text` matches itself.
+fn escape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "*?[]\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `https://host[:port]/` of an HTTP(S) URL, the scope of the auth header.
@@ -127,6 +923,106 @@ pub fn split_credentials(url: &str) -> (String, Option<SecretString>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn porcelain_push_output_is_read_per_branch() {
+        let out = "To http://127.0.0.1:1/gitops.git\n\
+                   =\taaaa:refs/heads/imagebump/same\t[up to date]\n\
+                   +\tbbbb:refs/heads/imagebump/forced\t1111...bbbb (forced update)\n\
+                   *\tcccc:refs/heads/imagebump/new\t[new branch]\n\
+                   \x20\tdddd:refs/heads/imagebump/ff\t1111..dddd\n\
+                   !\teeee:refs/heads/imagebump/stale\t[rejected] (stale info)\n\
+                   !\tffff:refs/heads/imagebump/hook\t[remote rejected] (hook declined)\n\
+                   !\tffff:refs/heads/imagebump/odd\t[rejected]\n\
+                   !\tffff:refs/tags/v1\t[rejected] (already exists)\n\
+                   Done\n";
+        let parsed = parse_porcelain(out);
+        let expected: BTreeMap<&str, Option<String>> = BTreeMap::from([
+            ("imagebump/same", None),
+            ("imagebump/forced", None),
+            ("imagebump/new", None),
+            ("imagebump/ff", None),
+            ("imagebump/stale", Some("stale info".to_string())),
+            ("imagebump/hook", Some("hook declined".to_string())),
+            ("imagebump/odd", Some("[rejected]".to_string())),
+        ]);
+        assert_eq!(parsed, expected);
+    }
+
+    #[test]
+    fn log_output_is_split_into_commits() {
+        let out = "c1\0p1 p2\0A\0a@x\0C\0c@x\0subject\0body\n\nK: v\n\0K\x1ev\x1fL\x1ew x\0\
+                   c2\0\0A\0a@x\0C\0c@x\0root\0\0\0";
+        let log = parse_log(out).unwrap();
+        assert_eq!(log.len(), 2);
+        assert_eq!(log[0].parents, ["p1", "p2"]);
+        assert_eq!(log[0].body, "body\n\nK: v");
+        assert_eq!(
+            log[0].trailers,
+            [
+                ("K".to_string(), "v".to_string()),
+                ("L".to_string(), "w x".to_string())
+            ]
+        );
+        assert!(log[1].parents.is_empty() && log[1].trailers.is_empty());
+        assert_eq!(parse_log("").unwrap(), vec![]);
+        assert!(parse_log("c1\0x\0").is_err());
+        assert!(parse_log("zz\0\0A\0a\0C\0c\0s\0\0\0").is_err());
+    }
+
+    #[test]
+    fn cat_file_answers() {
+        assert_eq!(
+            parse_cat_file(b"abc blob 3\nx\ny\n", "f").unwrap(),
+            Some(b"x\ny".to_vec())
+        );
+        assert_eq!(parse_cat_file(b"HEAD:f missing\n", "f").unwrap(), None);
+        assert!(matches!(
+            parse_cat_file(b"abc tree 30\n...", "d"),
+            Err(Error::Invalid { .. })
+        ));
+        assert!(parse_cat_file(b"abc blob 9\nshort\n", "f").is_err());
+    }
+
+    #[test]
+    fn errors_are_scrubbed_of_the_token_and_its_header() {
+        let git = Git::new(Some(SecretString::from("s3cr3t-token".to_string())));
+        let header = git.auth_header().unwrap();
+        let encoded = header.rsplit_once(' ').unwrap().1.to_string();
+        let err = git.failure(
+            "push",
+            format!("remote: bad s3cr3t-token\nAuthorization: Basic {encoded}\n").as_bytes(),
+        );
+        let text = err.to_string();
+        assert_eq!(
+            text,
+            "git push failed: remote: bad ***\nAuthorization: Basic ***"
+        );
+        assert!(format!("{git:?}").contains("REDACTED") && !format!("{git:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn names_and_paths_are_checked() {
+        for ok in ["imagebump/apps-web", "a.b/c_d", "x"] {
+            assert!(branch_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "-x", "/x", "x/", "a..b", "a b", "a:b", "a*", "a~1", "x.lock", "a/.b", "@",
+            "a@{1}", "a\\b",
+        ] {
+            assert!(branch_name(bad).is_err(), "{bad}");
+        }
+        for bad in [
+            "", "/a", "a/", "./a", "a/../b", ".git/x", "a/.GIT/x", "a\nb",
+        ] {
+            assert!(tree_path(bad).is_err(), "{bad}");
+        }
+        assert!(tree_path("apps/.github/values.yaml").is_ok());
+        assert!(revision("--upload-pack=x").is_err());
+        assert!(revision("origin/main..origin/imagebump/x").is_ok());
+        assert!(object_id("main").is_err());
+        assert_eq!(escape_glob("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
 
     #[test]
     fn credentials_are_split_from_urls() {

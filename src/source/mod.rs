@@ -7,15 +7,26 @@ use std::path::{Path, PathBuf};
 use secrecy::SecretString;
 
 /// The manifest tree a run works on.
-#[derive(Debug)]
 pub struct Workspace {
     pub root: PathBuf,
     /// The remote URL (credentials removed) when the tree was cloned.
     pub remote: Option<String>,
     /// The commit checked out, when the tree is a git checkout.
     pub commit: Option<String>,
+    /// The branch checked out (the base for pull requests), when known.
+    pub branch: Option<String>,
+    /// The git client the clone was made with (and its credentials), for pushing.
+    pub git: Option<git::Git>,
     /// Keeps a temporary clone alive for the run.
     _tmp: Option<tempfile::TempDir>,
+}
+
+/// The branch `.git/HEAD` points to (`ref: refs/heads/main` → `main`).
+fn checked_out_branch(root: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(root.join(".git/HEAD")).ok()?;
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_string)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,12 +55,14 @@ fn is_scp_like(source: &str) -> bool {
     }
 }
 
-/// Open the manifest tree. A remote is cloned shallow into a temporary directory; the token,
-/// if any, is handed to git through its environment only.
+/// Open the manifest tree. A remote is cloned into a temporary directory with `depth`
+/// commits of history (1 unless pull requests need to look for reverts); the token, if
+/// any, is handed to git through its environment only.
 pub fn open(
     source: &str,
     git_ref: Option<&str>,
     token: Option<SecretString>,
+    depth: usize,
 ) -> Result<Workspace, Error> {
     if is_remote(source) {
         let tmp = tempfile::Builder::new()
@@ -59,12 +72,19 @@ pub fn open(
         let dest = tmp.path().join("repo");
         let (url, url_token) = git::split_credentials(source);
         let git = git::Git::new(url_token.or(token));
-        git.clone_shallow(&url, git_ref, &dest)?;
+        if depth <= 1 {
+            git.clone_shallow(&url, git_ref, &dest)?;
+        } else {
+            git.clone_depth(&url, git_ref, &dest, depth)?;
+        }
         let commit = git.head(&dest).ok();
+        let branch = checked_out_branch(&dest);
         return Ok(Workspace {
             root: dest,
             remote: Some(url),
             commit,
+            branch,
+            git: Some(git),
             _tmp: Some(tmp),
         });
     }
@@ -77,6 +97,8 @@ pub fn open(
         root: root.to_path_buf(),
         remote: None,
         commit,
+        branch: checked_out_branch(root),
+        git: None,
         _tmp: None,
     })
 }

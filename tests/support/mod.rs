@@ -6,7 +6,10 @@
 //! * [`GitServer`]: a bare copy of a local repository served over `git://` (git daemon) or
 //!   over smart HTTP (`git http-backend` behind a small in-process HTTP/1.1 server that
 //!   requires a token as the HTTP Basic password and logs what it saw).
-//! * [`require_tool`], [`git_command`], [`git`], [`make_worktree`].
+//!   Pushes are accepted over both; helpers read the served repository (branches, files,
+//!   log), commit or revert on it directly (someone else pushing), and install hooks that
+//!   decline pushes to some refs or all of them.
+//! * [`require_tool`], [`git_command`], [`git`], [`try_git`], [`make_worktree`].
 //!
 //! Everything is isolated per instance (own temp dir, own port), so tests can run in
 //! parallel processes under cargo-nextest. Every git call made here ignores the user's and
@@ -23,6 +26,8 @@
 //! 404 `MANIFEST_UNKNOWN` ("OCI index found, but accept header does not support OCI indexes"),
 //! not 406. Manifests pushed by digest (see [`Registry::push_index`]) are not listed as tags.
 #![allow(dead_code)]
+
+pub mod github;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -1182,6 +1187,215 @@ impl GitServer {
     pub fn git(&self, args: &[&str]) -> String {
         git(&self.bare, args)
     }
+
+    /// The sha `refs/heads/<branch>` has on the server, `None` when there is no such branch.
+    pub fn branch_sha(&self, branch: &str) -> Option<String> {
+        try_git(
+            &self.bare,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ],
+        )
+    }
+
+    /// All branches on the server: name (without `refs/heads/`) → sha, sorted by name.
+    pub fn branches(&self) -> Vec<(String, String)> {
+        self.git(&[
+            "for-each-ref",
+            "--format=%(refname:strip=2) %(objectname)",
+            "refs/heads/",
+        ])
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, s)| (n.to_string(), s.to_string()))
+        .collect()
+    }
+
+    /// The content of `path` at revision `rev` on the server, `None` when absent.
+    pub fn file_at(&self, rev: &str, path: &str) -> Option<String> {
+        let out = git_command()
+            .current_dir(&self.bare)
+            .args(["cat-file", "blob", &format!("{rev}:{path}")])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run git cat-file");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `git log --format=<format> <rev>` on the server, one string per commit, newest first
+    /// (e.g. `log("main", "%s")` gives the subjects).
+    pub fn log(&self, rev: &str, format: &str) -> Vec<String> {
+        let out = run_checked(
+            git_command().current_dir(&self.bare).args([
+                "log",
+                "-z",
+                &format!("--format={format}"),
+                rev,
+                "--",
+            ]),
+            "git log on the served repository",
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim_end_matches('\n').to_string())
+            .collect()
+    }
+
+    /// Commits straight into the served repository, as someone else pushing would: a commit
+    /// on `branch` (which must exist) setting `files` (path, `Some(content)`, or `None` to
+    /// delete), by the test identity. No hook runs. Returns the new sha.
+    pub fn commit_on(&self, branch: &str, files: &[(&str, Option<&str>)], message: &str) -> String {
+        let old = self
+            .branch_sha(branch)
+            .unwrap_or_else(|| panic!("commit_on: no branch {branch} on the server"));
+        let tmp = temp_dir("imagebump-remote-index-");
+        let index = tmp.path().join("index");
+        let with_index = |args: &[&str]| {
+            let mut cmd = git_command();
+            cmd.current_dir(&self.bare)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args);
+            cmd
+        };
+        run_checked(&mut with_index(&["read-tree", &old]), "read-tree");
+        for (path, content) in files {
+            match content {
+                Some(text) => {
+                    let blob = tmp.path().join("blob");
+                    fs::write(&blob, text).expect("write blob file");
+                    let sha = run_checked(
+                        git_command()
+                            .current_dir(&self.bare)
+                            .args(["hash-object", "-w", "--"])
+                            .arg(&blob),
+                        "hash-object",
+                    );
+                    let sha = String::from_utf8_lossy(&sha.stdout).trim().to_string();
+                    run_checked(
+                        &mut with_index(&[
+                            "update-index",
+                            "--add",
+                            "--cacheinfo",
+                            &format!("100644,{sha},{path}"),
+                        ]),
+                        "update-index",
+                    );
+                }
+                None => {
+                    run_checked(
+                        &mut with_index(&["update-index", "--force-remove", "--", path]),
+                        "update-index --force-remove",
+                    );
+                }
+            }
+        }
+        let tree = run_checked(&mut with_index(&["write-tree"]), "write-tree");
+        let tree = String::from_utf8_lossy(&tree.stdout).trim().to_string();
+        let new = self.git(&["commit-tree", &tree, "-p", &old, "-m", message]);
+        self.git(&["update-ref", &format!("refs/heads/{branch}"), &new, &old]);
+        new
+    }
+
+    /// `git revert --no-edit <sha>` on `branch` of the served repository (made in a scratch
+    /// clone, then fetched in, so no hook runs). Returns the revert commit's sha.
+    pub fn revert_on(&self, branch: &str, sha: &str) -> String {
+        let tmp = temp_dir("imagebump-revert-");
+        let work = tmp.path().join("w");
+        run_checked(
+            git_command()
+                .args(["clone", "--quiet", "--no-local", "--branch", branch])
+                .arg(&self.bare)
+                .arg(&work),
+            "scratch clone for revert",
+        );
+        git(&work, &["revert", "--no-edit", sha]);
+        let new = git(&work, &["rev-parse", "HEAD"]);
+        run_checked(
+            git_command()
+                .current_dir(&self.bare)
+                .args(["fetch", "--quiet", "--no-tags"])
+                .arg(&work)
+                .arg(format!("HEAD:refs/heads/{branch}")),
+            "fetching the revert into the served repository",
+        );
+        new
+    }
+
+    /// Installs an `update` hook that declines pushes to the given full ref names
+    /// (`refs/heads/x`), each on its own: other refs of the same push still go through, and
+    /// git reports the declined ones as `[remote rejected] (hook declined)`. `message` is
+    /// printed to the pusher (as `remote: ...`).
+    pub fn reject_updates_to(&self, refs: &[&str], message: &str) {
+        let cases: Vec<String> = refs.iter().map(|r| shell_quote(r)).collect();
+        let script = format!(
+            "#!/bin/sh\ncase \"$1\" in\n  {}) echo {} >&2; exit 1;;\nesac\nexit 0\n",
+            cases.join("|"),
+            shell_quote(message)
+        );
+        self.install_hook("update", &script);
+    }
+
+    /// Installs a `pre-receive` hook that declines every push as a whole (all its refs are
+    /// reported `[remote rejected] (pre-receive hook declined)`).
+    pub fn reject_all_pushes(&self, message: &str) {
+        let script = format!(
+            "#!/bin/sh\ncat >/dev/null\necho {} >&2\nexit 1\n",
+            shell_quote(message)
+        );
+        self.install_hook("pre-receive", &script);
+    }
+
+    /// Removes the hooks [`GitServer::reject_updates_to`] and
+    /// [`GitServer::reject_all_pushes`] installed.
+    pub fn accept_pushes(&self) {
+        for hook in ["update", "pre-receive"] {
+            let _ = fs::remove_file(self.bare.join("hooks").join(hook));
+        }
+    }
+
+    fn install_hook(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.bare.join("hooks");
+        fs::create_dir_all(&dir).expect("create hooks dir");
+        let path = dir.join(name);
+        fs::write(&path, script).expect("write hook");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod hook");
+    }
+
+    /// For [`GitServer::http_with_token`]: the request log lines containing `needle`, e.g.
+    /// `"POST /gitops.git/git-receive-pack "` (one line per receive-pack request).
+    pub fn requests_matching(&self, needle: &str) -> Vec<String> {
+        self.request_log()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// `'text'` for sh, single quotes escaped.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Runs an isolated `git <args>` in `dir`; trimmed stdout, or `None` when git exits non-zero.
+pub fn try_git(dir: &Path, args: &[&str]) -> Option<String> {
+    require_tool("git", "git");
+    let out = git_command()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run git: {e}"));
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 impl Drop for GitServer {

@@ -1,0 +1,102 @@
+//! What imagebump writes into pull requests and commits so that a later run, with no state
+//! of its own, knows what it proposed: a hidden marker in the pull-request body with the
+//! exact updates, and `Imagebump-Update:` trailers in commit messages. A pull request
+//! closed without merging, or a revert of a merged commit, rejects exactly those versions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Update;
+
+const MARKER_START: &str = "<!-- imagebump:updates ";
+const MARKER_END: &str = " -->";
+/// The commit trailer key.
+pub const TRAILER: &str = "Imagebump-Update";
+
+/// One update as recorded in a marker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marked {
+    /// The normalised repository.
+    pub image: String,
+    pub file: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl From<&Update> for Marked {
+    fn from(u: &Update) -> Self {
+        Marked {
+            image: u.image.clone(),
+            file: u.written_to.clone().unwrap_or_else(|| u.file.clone()),
+            from: u.from.clone(),
+            to: u.to.clone(),
+        }
+    }
+}
+
+/// The hidden marker for a pull-request body.
+pub fn render(updates: &[Marked]) -> String {
+    // `--` cannot appear in the JSON of image names and tags, so the comment stays closed.
+    let json = serde_json::to_string(updates).unwrap_or_else(|_| "[]".into());
+    format!("{MARKER_START}{json}{MARKER_END}")
+}
+
+/// The updates recorded in a pull-request body, if it has imagebump's marker.
+pub fn parse(body: &str) -> Option<Vec<Marked>> {
+    let start = body.find(MARKER_START)? + MARKER_START.len();
+    let end = body[start..].find(MARKER_END)? + start;
+    serde_json::from_str(&body[start..end]).ok()
+}
+
+/// `Imagebump-Update: <image> <from> -> <to>`.
+pub fn trailer(u: &Marked) -> String {
+    format!("{TRAILER}: {} {} -> {}", u.image, u.from, u.to)
+}
+
+/// `(image, from, to)` from a trailer's value.
+pub fn parse_trailer(value: &str) -> Option<(String, String, String)> {
+    let (image, rest) = value.trim().split_once(' ')?;
+    let (from, to) = rest.split_once(" -> ")?;
+    Some((
+        image.to_string(),
+        from.trim().to_string(),
+        to.trim().to_string(),
+    ))
+}
+
+/// The tag of a recorded value (`1.3.0@sha256:…` → `1.3.0`).
+pub fn tag_of(value: &str) -> &str {
+    value.split('@').next().unwrap_or(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_and_trailers_round_trip() {
+        let u = Marked {
+            image: "ghcr.io/acme/web".into(),
+            file: "apps/web/kustomization.yaml".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0@sha256:abc".into(),
+        };
+        let body = format!("Some text\n\n{}\n", render(std::slice::from_ref(&u)));
+        assert_eq!(parse(&body), Some(vec![u.clone()]));
+        assert_eq!(parse("no marker"), None);
+        let t = trailer(&u);
+        assert_eq!(
+            t,
+            "Imagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0@sha256:abc"
+        );
+        let value = t.split_once(": ").unwrap().1;
+        assert_eq!(
+            parse_trailer(value),
+            Some((
+                "ghcr.io/acme/web".into(),
+                "1.2.0".into(),
+                "1.3.0@sha256:abc".into()
+            ))
+        );
+        assert_eq!(tag_of("1.3.0@sha256:abc"), "1.3.0");
+    }
+}

@@ -1,0 +1,363 @@
+//! Pull-request mode end to end, over several runs: a real git remote (smart HTTP with
+//! token auth, pushes allowed), a real registry, and the stateful GitHub fake. Each test
+//! asserts the exact forge calls and pushes of every run.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::github::FakeGitHub;
+use support::{make_worktree, GitServer, Registry, RegistryMode};
+
+const TOKEN: &str = FakeGitHub::TOKEN;
+
+struct Setup {
+    reg: Registry,
+    server: GitServer,
+    forge: FakeGitHub,
+    _work: tempfile::TempDir,
+    cfg_dir: tempfile::TempDir,
+}
+
+/// Two apps (a kustomization and a values file) on a remote whose `main` is the base.
+async fn setup(extra_config: &str) -> Setup {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
+    let work = make_worktree(&[
+        (
+            "apps/web/kustomization.yaml",
+            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
+        ),
+        (
+            "apps/api/values.yaml",
+            "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+        ),
+    ]);
+    let server = GitServer::http_with_token(work.path(), "gitops", TOKEN);
+    let forge = FakeGitHub::start().await;
+    let cfg_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cfg_dir.path().join("imagebump.yaml"),
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n{extra_config}",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    Setup {
+        reg,
+        server,
+        forge,
+        _work: work,
+        cfg_dir,
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Setup {
+    fn config(&self) -> PathBuf {
+        self.cfg_dir.path().join("imagebump.yaml")
+    }
+
+    /// One `imagebump run` in pull-request mode; returns when it exits.
+    async fn run(&self, extra: &[&str]) -> Run {
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            self.server.url(),
+            "--config".into(),
+            self.config().display().to_string(),
+            "--forge".into(),
+            "github".into(),
+            "--forge-url".into(),
+            self.forge.api_url(),
+            "--forge-repo".into(),
+            format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        tokio::task::spawn_blocking(move || {
+            let out = assert_cmd::Command::cargo_bin("imagebump")
+                .unwrap()
+                .args(&args)
+                .env("GITHUB_TOKEN", TOKEN)
+                .env_remove("IMAGEBUMP_GIT_TOKEN")
+                .env_remove("GITHUB_API_URL")
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into(),
+                stderr: String::from_utf8_lossy(&out.stderr).into(),
+            }
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Forge calls that change something, as `METHOD path`.
+    fn writes(&self) -> Vec<String> {
+        self.forge
+            .write_calls()
+            .iter()
+            .map(|c| format!("{} {}", c.method, c.path))
+            .collect()
+    }
+
+    fn pushes(&self) -> usize {
+        self.server
+            .request_log()
+            .lines()
+            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
+            .count()
+    }
+
+    fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
+        self.server.file_at(&format!("refs/heads/{branch}"), path)
+    }
+}
+
+fn assert_ok(run: &Run) {
+    assert_eq!(
+        run.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+}
+
+const WEB: &str = "imagebump/apps-web";
+const API: &str = "imagebump/apps-api-values.yaml";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
+    let s = setup("").await;
+    let base = s.server.branch_sha("main").unwrap();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+
+    // One push for both branches, each one commit on the base with its own change only.
+    assert_eq!(s.pushes(), 1, "{}", s.server.request_log());
+    assert_eq!(
+        s.branch_file(WEB, "apps/web/kustomization.yaml").unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    assert_eq!(
+        s.branch_file(WEB, "apps/api/values.yaml").unwrap(),
+        "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+        "the web branch holds only web's change"
+    );
+    assert_eq!(s.server.log(WEB, "%P")[0], base, "one commit on the base");
+    let trailers = s
+        .server
+        .log(WEB, "%(trailers:key=Imagebump-Update,valueonly)");
+    assert_eq!(trailers[0].trim(), "registry.test/team/web 1.0.0 -> 1.1.0");
+
+    let pulls = s.forge.pulls();
+    let mut branches: Vec<&str> = pulls.iter().map(|p| p.branch.as_str()).collect();
+    branches.sort();
+    assert_eq!(branches, [API, WEB]);
+    let web = pulls.iter().find(|p| p.branch == WEB).unwrap();
+    assert_eq!(web.title, "Update registry.test/team/web to 1.1.0");
+    assert!(web
+        .body
+        .as_deref()
+        .unwrap_or_default()
+        .contains("<!-- imagebump:updates "));
+    let create = format!("POST {}", s.forge.repo_path("/pulls"));
+    assert_eq!(s.writes(), [create.clone(), create]);
+
+    // Nothing new: no write call to the forge, no push.
+    s.forge.clear_calls();
+    let again = s.run(&[]).await;
+    assert_ok(&again);
+    assert_eq!(s.writes(), Vec::<String>::new(), "{}", again.stdout);
+    assert_eq!(s.pushes(), 1);
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newer_version_updates_the_same_branch_and_pull_request() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.forge.clear_calls();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(s.pushes(), 2);
+    assert_eq!(
+        s.writes(),
+        [format!(
+            "PATCH {}",
+            s.forge.repo_path(&format!("/pulls/{}", web.number))
+        )]
+    );
+    assert_eq!(s.forge.pulls().len(), 2, "no second pull request");
+    let updated = s.forge.pull(web.number);
+    assert_eq!(updated.title, "Update registry.test/team/web to 1.2.0");
+    assert!(s
+        .branch_file(WEB, "apps/web/kustomization.yaml")
+        .unwrap()
+        .contains("newTag: 1.2.0 # web"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    s.forge.close(web.number);
+    s.forge.clear_calls();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(
+        s.writes(),
+        Vec::<String>::new(),
+        "1.1.0 is not proposed again:\n{}",
+        run.stdout
+    );
+
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    let open: Vec<_> = s
+        .forge
+        .pulls()
+        .into_iter()
+        .filter(|p| p.branch == WEB && p.state == "open")
+        .collect();
+    assert_eq!(open.len(), 1, "{}", run.stdout);
+    assert_ne!(open[0].number, web.number, "a fresh pull request");
+    assert_eq!(open[0].title, "Update registry.test/team/web to 1.2.0");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reverted_commit_stays_reverted() {
+    let s = setup("").await;
+    // The update was merged by hand, with imagebump's trailer, and then reverted.
+    let merged = s.server.commit_on(
+        "main",
+        &[(
+            "apps/web/kustomization.yaml",
+            Some("images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"),
+        )],
+        "Update registry.test/team/web to 1.1.0\n\nImagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n",
+    );
+    s.server.revert_on("main", &merged);
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
+    assert_eq!(branches, [API], "web 1.1.0 was reverted:\n{}", run.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_branch_someone_else_committed_to_is_left_alone() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    let theirs = s.server.commit_on(
+        WEB,
+        &[("apps/web/NOTES.md", Some("reviewer's note\n"))],
+        "A reviewer's fix",
+    );
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.forge.clear_calls();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(s.server.branch_sha(WEB).unwrap(), theirs, "not overwritten");
+    let writes = s.writes();
+    assert!(
+        writes.contains(&format!(
+            "POST {}",
+            s.forge
+                .repo_path(&format!("/issues/{}/comments", web.number))
+        )),
+        "{writes:?}"
+    );
+    // Said once: the next run writes nothing.
+    s.forge.clear_calls();
+    assert_ok(&s.run(&[]).await);
+    assert_eq!(s.writes(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_prs_caps_new_pull_requests() {
+    let s = setup("").await;
+    let run = s.run(&["--max-prs", "1"]).await;
+    assert_ok(&run);
+    assert_eq!(s.forge.pulls().len(), 1, "{}", run.stdout);
+    assert!(run.stdout.contains("deferred"), "{}", run.stdout);
+    assert_ok(&s.run(&[]).await);
+    assert_eq!(s.forge.pulls().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forge_failure_mid_run_converges_on_the_next_run() {
+    let s = setup("").await;
+    s.forge.fail_next(
+        "POST",
+        &format!("/repos/{}/{}/pulls", FakeGitHub::OWNER, FakeGitHub::REPO),
+        1,
+        support::github::Fault::Status(500),
+    );
+    let run = s.run(&[]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        s.forge.pulls().len(),
+        1,
+        "one created, one failed:\n{}\n{}\n{:#?}",
+        run.stdout,
+        run.stderr,
+        s.forge.calls().iter().map(|c| c.line()).collect::<Vec<_>>()
+    );
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(
+        s.forge.pulls().len(),
+        2,
+        "no duplicate: {:?}",
+        s.forge.pulls()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_push_is_reported_and_the_next_run_converges() {
+    let s = setup("").await;
+    s.server.reject_all_pushes("protected");
+    let run = s.run(&[]).await;
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.contains("push"), "{}", run.stderr);
+    assert_eq!(
+        s.forge.pulls().len(),
+        0,
+        "no pull request without its branch"
+    );
+    s.server.accept_pushes();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(s.forge.pulls().len(), 2);
+    assert!(
+        !run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN),
+        "the token is never printed"
+    );
+}

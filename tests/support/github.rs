@@ -1,0 +1,1281 @@
+//! A stateful fake of GitHub's REST API for the forge tests: a wiremock server with one
+//! [`Respond`] that keeps pull requests in memory and answers like GitHub does.
+//!
+//! Routes (below an optional path prefix such as GitHub Enterprise's `/api/v3`):
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /repos/{o}/{r}/pulls` | `state` (open, closed, all), `head` (`owner:branch`), `base`, `sort` (created, updated), `direction`, `per_page` (≤ 100, default 30), `page`; a `Link` header like GitHub's |
+//! | `GET /repos/{o}/{r}/pulls/{n}` | one pull request |
+//! | `POST /repos/{o}/{r}/pulls` | 201 and the new pull request; 422 when an open one has the same head and base |
+//! | `PATCH /repos/{o}/{r}/pulls/{n}` | `title`, `body`, `state` (open, closed), `base` |
+//! | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` | `reviewers`, `team_reviewers` |
+//! | `POST /repos/{o}/{r}/issues/{n}/comments` | `body` |
+//! | `POST /repos/{o}/{r}/issues/{n}/labels` | `labels`: added to the existing ones |
+//! | `POST /repos/{o}/{r}/issues/{n}/assignees` | `assignees`: added to the existing ones |
+//! | `GET /repos/{o}/{r}/installation` | the GitHub App's installation (app JWT required) |
+//! | `POST /app/installations/{id}/access_tokens` | a new installation token (app JWT required) |
+//!
+//! Every route but the two App ones needs `Authorization: Bearer <token>` or `token <token>`
+//! with a token the fake knows (see [`FakeGitHub::TOKEN`], [`FakeGitHub::add_token`], and the
+//! installation tokens it issued) and answers 401 `Bad credentials` otherwise. The App routes
+//! need a JWT signed RS256 with the key in `fixtures/github/TEST-ONLY-app-private-key.pem`
+//! whose `iss` is the app id and whose lifetime is at most 10 minutes.
+//!
+//! Every request is recorded as a [`Call`] (method, path as received, query pairs, JSON body,
+//! credential, status answered), faulted ones included. [`FakeGitHub::fail_next`] makes the next
+//! N requests to one method and route answer a [`Fault`] instead. Timestamps come from a clock
+//! that ticks one second per change, so "most recently updated" is deterministic.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const LIST_FIXTURE: &str = include_str!("../../fixtures/github/pull_requests_list.json");
+const SINGLE_FIXTURE: &str = include_str!("../../fixtures/github/pull_request_closed.json");
+/// The public half of the test-only GitHub App key.
+pub const APP_PUBLIC_KEY: &str = include_str!("../../fixtures/github/TEST-ONLY-app-public-key.pem");
+/// The private half: what a test passes as the App's key.
+pub const APP_PRIVATE_KEY: &str =
+    include_str!("../../fixtures/github/TEST-ONLY-app-private-key.pem");
+
+/// Start of the fake clock: 2024-01-01T00:00:00Z.
+const CLOCK_START: i64 = 1_704_067_200;
+/// The login the fake says created pull requests and comments.
+pub const BOT_LOGIN: &str = "imagebump-bot";
+
+/// The credential a request carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    None,
+    /// `Bearer x` or `token x` with a token (known or not).
+    Token(String),
+    /// A JWT that verified with the App's public key; `iss` as a string.
+    Jwt {
+        app_id: String,
+    },
+    /// Anything else (a JWT that did not verify, a Basic header...).
+    Invalid(String),
+}
+
+/// One request as the fake received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub method: String,
+    /// The path as received, prefix included (`/api/v3/repos/o/r/pulls`).
+    pub path: String,
+    /// Query pairs in order.
+    pub query: Vec<(String, String)>,
+    /// The JSON body, if there was one.
+    pub body: Option<Value>,
+    pub credential: Credential,
+    /// The status the fake answered.
+    pub status: u16,
+}
+
+impl Call {
+    /// `"GET /repos/o/r/pulls"`: for compact assertions on the sequence.
+    pub fn line(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+
+    pub fn query_value(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What [`FakeGitHub::fail_next`] answers instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// 403, `x-ratelimit-remaining: 0`, `x-ratelimit-reset` this many seconds ahead (primary
+    /// rate limit).
+    RateLimit { reset_in: u64 },
+    /// 403 with `retry-after` (secondary rate limit).
+    SecondaryRateLimit { retry_after: u64 },
+    /// 429 with `retry-after`.
+    TooManyRequests { retry_after: u64 },
+    /// This status with a GitHub-style error body (500, 502, 503...).
+    Status(u16),
+}
+
+/// A pull request in the fake's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakePull {
+    pub number: u64,
+    pub branch: String,
+    /// `owner/repo` of the head branch: the fake's repository, or a fork.
+    pub head_repo: String,
+    pub base: String,
+    pub title: String,
+    pub body: Option<String>,
+    /// `open` or `closed`.
+    pub state: String,
+    pub merged: bool,
+    pub draft: bool,
+    pub labels: Vec<String>,
+    pub assignees: Vec<String>,
+    pub reviewers: Vec<String>,
+    pub team_reviewers: Vec<String>,
+    pub comments: Vec<String>,
+    pub user: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub closed_at: Option<i64>,
+    pub merged_at: Option<i64>,
+}
+
+struct AppConfig {
+    app_id: u64,
+    installation_id: u64,
+    installed: bool,
+}
+
+struct PendingFault {
+    method: String,
+    route: String,
+    remaining: usize,
+    fault: Fault,
+}
+
+struct State {
+    owner: String,
+    repo: String,
+    prefix: String,
+    base_url: String,
+    tokens: Vec<String>,
+    app: Option<AppConfig>,
+    issued: Vec<String>,
+    pulls: Vec<FakePull>,
+    next_number: u64,
+    clock: i64,
+    calls: Vec<Call>,
+    faults: VecDeque<PendingFault>,
+}
+
+/// The fake server. Dropping it stops the server.
+pub struct FakeGitHub {
+    server: MockServer,
+    state: Arc<Mutex<State>>,
+    prefix: String,
+}
+
+impl FakeGitHub {
+    /// The token the fake accepts from the start.
+    pub const TOKEN: &'static str = "test-token-not-a-secret";
+    pub const OWNER: &'static str = "octo";
+    pub const REPO: &'static str = "gitops";
+
+    /// A fake for `octo/gitops` at the server's root (like api.github.com).
+    pub async fn start() -> FakeGitHub {
+        FakeGitHub::start_with_prefix("").await
+    }
+
+    /// A fake whose API lives below `prefix` (`/api/v3` for GitHub Enterprise Server);
+    /// requests outside it get 404.
+    pub async fn start_with_prefix(prefix: &str) -> FakeGitHub {
+        let server = MockServer::start().await;
+        let prefix = prefix.trim_end_matches('/').to_string();
+        let state = Arc::new(Mutex::new(State {
+            owner: Self::OWNER.to_string(),
+            repo: Self::REPO.to_string(),
+            prefix: prefix.clone(),
+            base_url: format!("{}{prefix}", server.uri()),
+            tokens: vec![Self::TOKEN.to_string()],
+            app: None,
+            issued: Vec::new(),
+            pulls: Vec::new(),
+            next_number: 1,
+            clock: CLOCK_START,
+            calls: Vec::new(),
+            faults: VecDeque::new(),
+        }));
+        Mock::given(any())
+            .respond_with(Responder {
+                state: state.clone(),
+            })
+            .mount(&server)
+            .await;
+        FakeGitHub {
+            server,
+            state,
+            prefix,
+        }
+    }
+
+    /// What imagebump takes as its API URL: `http://127.0.0.1:PORT` plus the prefix.
+    pub fn api_url(&self) -> String {
+        format!("{}{}", self.server.uri(), self.prefix)
+    }
+
+    /// `/repos/octo/gitops` plus `rest`, with the prefix: a path as [`Call::path`] holds it.
+    pub fn repo_path(&self, rest: &str) -> String {
+        format!("{}/repos/{}/{}{rest}", self.prefix, Self::OWNER, Self::REPO)
+    }
+
+    /// Accept another token.
+    pub fn add_token(&self, token: &str) {
+        self.lock().tokens.push(token.to_string());
+    }
+
+    /// Act as GitHub App `app_id` (key: [`APP_PRIVATE_KEY`]) installed on the repository as
+    /// installation `installation_id`.
+    pub fn enable_app(&self, app_id: u64, installation_id: u64) {
+        self.lock().app = Some(AppConfig {
+            app_id,
+            installation_id,
+            installed: true,
+        });
+    }
+
+    /// The App is uninstalled from the repository (its JWT is still good): the installation
+    /// lookup answers 404.
+    pub fn uninstall_app(&self) {
+        if let Some(app) = self.lock().app.as_mut() {
+            app.installed = false;
+        }
+    }
+
+    /// The installation tokens issued so far, oldest first.
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.lock().issued.clone()
+    }
+
+    /// Adds an open pull request from `branch` of the fake's repository; returns its number.
+    pub fn add_pull(&self, branch: &str, base: &str, title: &str, body: &str) -> u64 {
+        let head_repo = format!("{}/{}", Self::OWNER, Self::REPO);
+        self.lock().insert_pull(
+            branch,
+            &head_repo,
+            base,
+            title,
+            Some(body),
+            false,
+            BOT_LOGIN,
+        )
+    }
+
+    /// Adds an open pull request from `branch` of the fork `fork_owner/gitops`.
+    pub fn add_fork_pull(&self, fork_owner: &str, branch: &str, base: &str, title: &str) -> u64 {
+        let head_repo = format!("{fork_owner}/{}", Self::REPO);
+        self.lock()
+            .insert_pull(branch, &head_repo, base, title, Some(""), false, fork_owner)
+    }
+
+    /// Every request so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    /// The requests that were not GETs, in order.
+    pub fn write_calls(&self) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method != "GET")
+            .collect()
+    }
+
+    /// Forget the calls so far.
+    pub fn clear_calls(&self) {
+        self.lock().calls.clear();
+    }
+
+    /// The pull requests, by number.
+    pub fn pulls(&self) -> Vec<FakePull> {
+        self.lock().pulls.clone()
+    }
+
+    pub fn pull(&self, number: u64) -> FakePull {
+        self.pulls()
+            .into_iter()
+            .find(|p| p.number == number)
+            .unwrap_or_else(|| panic!("no pull request #{number} in the fake"))
+    }
+
+    /// A human merges pull request `number`.
+    pub fn merge(&self, number: u64) {
+        let mut state = self.lock();
+        let now = state.tick();
+        let pull = state.pull_mut(number);
+        pull.state = "closed".to_string();
+        pull.merged = true;
+        pull.merged_at = Some(now);
+        pull.closed_at = Some(now);
+        pull.updated_at = now;
+    }
+
+    /// A human closes pull request `number` without merging.
+    pub fn close(&self, number: u64) {
+        let mut state = self.lock();
+        let now = state.tick();
+        let pull = state.pull_mut(number);
+        pull.state = "closed".to_string();
+        pull.closed_at = Some(now);
+        pull.updated_at = now;
+    }
+
+    /// A human edits the description of pull request `number` (`None`: GitHub's `null`).
+    pub fn set_body(&self, number: u64, body: Option<&str>) {
+        let mut state = self.lock();
+        let now = state.tick();
+        let pull = state.pull_mut(number);
+        pull.body = body.map(str::to_string);
+        pull.updated_at = now;
+    }
+
+    /// The next `times` requests with this method to this route (the path below the prefix,
+    /// without query: `/repos/octo/gitops/pulls`) answer `fault`.
+    pub fn fail_next(&self, method: &str, route: &str, times: usize, fault: Fault) {
+        self.lock().faults.push_back(PendingFault {
+            method: method.to_ascii_uppercase(),
+            route: route.to_string(),
+            remaining: times,
+            fault,
+        });
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+struct Responder {
+    state: Arc<Mutex<State>>,
+}
+
+impl Respond for Responder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let method = request.method.as_str().to_ascii_uppercase();
+        let path = request.url.path().to_string();
+        let query: Vec<(String, String)> = request
+            .url
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let body: Option<Value> =
+            if request.body.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_slice(&request.body).unwrap_or_else(|_| {
+                    Value::String(String::from_utf8_lossy(&request.body).into())
+                }))
+            };
+        let header = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let credential = state.credential(header.as_deref());
+        let (status, template) = state.answer(&method, &path, &query, body.as_ref(), &credential);
+        state.calls.push(Call {
+            method,
+            path,
+            query,
+            body,
+            credential,
+            status,
+        });
+        template
+    }
+}
+
+impl State {
+    fn tick(&mut self) -> i64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.repo)
+    }
+
+    fn pull_mut(&mut self, number: u64) -> &mut FakePull {
+        self.pulls
+            .iter_mut()
+            .find(|p| p.number == number)
+            .unwrap_or_else(|| panic!("no pull request #{number} in the fake"))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert_pull(
+        &mut self,
+        branch: &str,
+        head_repo: &str,
+        base: &str,
+        title: &str,
+        body: Option<&str>,
+        draft: bool,
+        user: &str,
+    ) -> u64 {
+        let now = self.tick();
+        let number = self.next_number;
+        self.next_number += 1;
+        self.pulls.push(FakePull {
+            number,
+            branch: branch.to_string(),
+            head_repo: head_repo.to_string(),
+            base: base.to_string(),
+            title: title.to_string(),
+            body: body.map(str::to_string),
+            state: "open".to_string(),
+            merged: false,
+            draft,
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            reviewers: Vec::new(),
+            team_reviewers: Vec::new(),
+            comments: Vec::new(),
+            user: user.to_string(),
+            created_at: now,
+            updated_at: now,
+            closed_at: None,
+            merged_at: None,
+        });
+        number
+    }
+
+    fn credential(&self, header: Option<&str>) -> Credential {
+        let Some(header) = header else {
+            return Credential::None;
+        };
+        let Some((scheme, value)) = header.trim().split_once(' ') else {
+            return Credential::Invalid(header.to_string());
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "bearer" && scheme != "token" {
+            return Credential::Invalid(header.to_string());
+        }
+        let value = value.trim();
+        if value.starts_with("eyJ") && value.matches('.').count() == 2 {
+            return match verify_jwt(value) {
+                Ok(app_id) => Credential::Jwt { app_id },
+                Err(why) => Credential::Invalid(format!("JWT: {why}")),
+            };
+        }
+        Credential::Token(value.to_string())
+    }
+
+    fn token_ok(&self, credential: &Credential) -> bool {
+        match credential {
+            Credential::Token(token) => {
+                self.tokens.iter().any(|t| t == token) || self.issued.iter().any(|t| t == token)
+            }
+            _ => false,
+        }
+    }
+
+    fn app_ok(&self, credential: &Credential) -> bool {
+        match (credential, &self.app) {
+            (Credential::Jwt { app_id }, Some(app)) => *app_id == app.app_id.to_string(),
+            _ => false,
+        }
+    }
+
+    fn take_fault(&mut self, method: &str, route: &str) -> Option<Fault> {
+        let index = self
+            .faults
+            .iter()
+            .position(|f| f.method == method && f.route == route && f.remaining > 0)?;
+        let pending = &mut self.faults[index];
+        pending.remaining -= 1;
+        let fault = pending.fault.clone();
+        if pending.remaining == 0 {
+            self.faults.remove(index);
+        }
+        Some(fault)
+    }
+
+    fn answer(
+        &mut self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        body: Option<&Value>,
+        credential: &Credential,
+    ) -> (u16, ResponseTemplate) {
+        let Some(route) = path.strip_prefix(self.prefix.as_str()) else {
+            return not_found();
+        };
+        let route = route.to_string();
+        if !route.starts_with('/') {
+            return not_found();
+        }
+        if let Some(fault) = self.take_fault(method, &route) {
+            return fault_response(&fault);
+        }
+        let segments: Vec<&str> = route.trim_matches('/').split('/').collect();
+        // The App routes take the app's JWT, not a token.
+        match (method, segments.as_slice()) {
+            ("POST", ["app", "installations", id, "access_tokens"]) => {
+                if !self.app_ok(credential) {
+                    return bad_credentials("A JSON web token could not be decoded");
+                }
+                return self.access_token(id, body);
+            }
+            ("GET", ["repos", owner, repo, "installation"]) => {
+                if !self.app_ok(credential) {
+                    return bad_credentials("A JSON web token could not be decoded");
+                }
+                return self.installation(owner, repo);
+            }
+            _ => {}
+        }
+        if !self.token_ok(credential) {
+            return bad_credentials("Bad credentials");
+        }
+        let ["repos", owner, repo, rest @ ..] = segments.as_slice() else {
+            return not_found();
+        };
+        if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
+            return not_found();
+        }
+        let number = |s: &str| s.parse::<u64>().ok();
+        let empty = json!({});
+        let body = body.unwrap_or(&empty);
+        match (method, rest) {
+            ("GET", ["pulls"]) => self.list(&route, query),
+            ("POST", ["pulls"]) => self.create(body),
+            ("GET", ["pulls", n]) => match number(n).and_then(|n| self.find(n)) {
+                Some(pull) => ok(200, self.pull_json(&pull, true)),
+                None => not_found(),
+            },
+            ("PATCH", ["pulls", n]) => match number(n) {
+                Some(n) => self.update(n, body),
+                None => not_found(),
+            },
+            ("POST", ["pulls", n, "requested_reviewers"]) => match number(n) {
+                Some(n) => self.reviewers(n, body),
+                None => not_found(),
+            },
+            ("POST", ["issues", n, "comments"]) => match number(n) {
+                Some(n) => self.comment(n, body),
+                None => not_found(),
+            },
+            ("POST", ["issues", n, "labels"]) => match number(n) {
+                Some(n) => self.labels(n, body),
+                None => not_found(),
+            },
+            ("POST", ["issues", n, "assignees"]) => match number(n) {
+                Some(n) => self.assignees(n, body),
+                None => not_found(),
+            },
+            _ => not_found(),
+        }
+    }
+
+    fn find(&self, number: u64) -> Option<FakePull> {
+        self.pulls.iter().find(|p| p.number == number).cloned()
+    }
+
+    fn list(&self, route: &str, query: &[(String, String)]) -> (u16, ResponseTemplate) {
+        let get = |key: &str| {
+            query
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let state = get("state").unwrap_or("open");
+        let sort = get("sort").unwrap_or("created");
+        let direction = get("direction").unwrap_or(if sort == "created" || sort == "updated" {
+            "desc"
+        } else {
+            "asc"
+        });
+        let per_page = get("per_page")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(30)
+            .clamp(1, 100);
+        let page = get("page")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1);
+        let mut pulls: Vec<&FakePull> = self
+            .pulls
+            .iter()
+            .filter(|p| state == "all" || p.state == state)
+            .filter(|p| match get("head") {
+                // `owner:branch`; GitHub also takes a bare owner.
+                Some(head) => {
+                    let (owner, branch) = head.split_once(':').unwrap_or((head, ""));
+                    let head_owner = p.head_repo.split('/').next().unwrap_or_default();
+                    head_owner.eq_ignore_ascii_case(owner)
+                        && (branch.is_empty() || p.branch == branch)
+                }
+                None => true,
+            })
+            .filter(|p| get("base").is_none_or(|b| p.base == b))
+            .collect();
+        pulls.sort_by_key(|p| match sort {
+            "updated" => (p.updated_at, p.number),
+            _ => (p.created_at, p.number),
+        });
+        if direction == "desc" {
+            pulls.reverse();
+        }
+        let last = pulls.len().div_ceil(per_page).max(1);
+        let items: Vec<Value> = pulls
+            .iter()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .map(|p| self.pull_json(p, false))
+            .collect();
+        let mut template = ResponseTemplate::new(200).set_body_json(Value::Array(items));
+        let link = self.link(route, query, page, last);
+        if !link.is_empty() {
+            template = template.insert_header("link", link.as_str());
+        }
+        (200, with_rate_headers(template))
+    }
+
+    /// GitHub's `Link`: next and last after the first page, first and prev after it.
+    fn link(&self, route: &str, query: &[(String, String)], page: usize, last: usize) -> String {
+        let url = |p: usize| {
+            let mut pairs: Vec<String> = query
+                .iter()
+                .filter(|(k, _)| k != "page")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            pairs.push(format!("page={p}"));
+            format!("<{}{route}?{}>", self.base_url, pairs.join("&"))
+        };
+        let mut parts = Vec::new();
+        if page > 1 {
+            parts.push(format!("{}; rel=\"prev\"", url(page - 1)));
+        }
+        if page < last {
+            parts.push(format!("{}; rel=\"next\"", url(page + 1)));
+            parts.push(format!("{}; rel=\"last\"", url(last)));
+        }
+        if page > 1 {
+            parts.push(format!("{}; rel=\"first\"", url(1)));
+        }
+        parts.join(", ")
+    }
+
+    fn create(&mut self, body: &Value) -> (u16, ResponseTemplate) {
+        let text = |key: &str| body.get(key).and_then(Value::as_str);
+        let (Some(title), Some(head), Some(base)) = (text("title"), text("head"), text("base"))
+        else {
+            return validation_failed("PullRequest", "missing_field", None);
+        };
+        let branch = match head.split_once(':') {
+            Some((owner, branch)) if owner.eq_ignore_ascii_case(&self.owner) => branch,
+            Some(_) => return validation_failed("PullRequest", "invalid", Some("head")),
+            None => head,
+        };
+        let exists = self.pulls.iter().any(|p| {
+            p.state == "open"
+                && p.branch == branch
+                && p.base == base
+                && p.head_repo == self.full_name()
+        });
+        if exists {
+            let message = format!("A pull request already exists for {}:{branch}.", self.owner);
+            return (
+                422,
+                with_rate_headers(ResponseTemplate::new(422).set_body_json(json!({
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequest", "code": "custom", "message": message}],
+                    "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+                    "status": "422"
+                }))),
+            );
+        }
+        let draft = body.get("draft").and_then(Value::as_bool).unwrap_or(false);
+        let head_repo = self.full_name();
+        let number = self.insert_pull(
+            branch,
+            &head_repo,
+            base,
+            title,
+            text("body"),
+            draft,
+            BOT_LOGIN,
+        );
+        let pull = self.find(number).unwrap_or_else(|| unreachable!());
+        ok(201, self.pull_json(&pull, true))
+    }
+
+    fn update(&mut self, number: u64, body: &Value) -> (u16, ResponseTemplate) {
+        if self.find(number).is_none() {
+            return not_found();
+        }
+        let now = self.tick();
+        let pull = self.pull_mut(number);
+        if let Some(title) = body.get("title").and_then(Value::as_str) {
+            pull.title = title.to_string();
+        }
+        if let Some(text) = body.get("body") {
+            pull.body = text.as_str().map(str::to_string);
+        }
+        if let Some(base) = body.get("base").and_then(Value::as_str) {
+            pull.base = base.to_string();
+        }
+        match body.get("state").and_then(Value::as_str) {
+            Some("closed") if pull.state == "open" => {
+                pull.state = "closed".to_string();
+                pull.closed_at = Some(now);
+            }
+            Some("open") if pull.state == "closed" && !pull.merged => {
+                pull.state = "open".to_string();
+                pull.closed_at = None;
+            }
+            _ => {}
+        }
+        pull.updated_at = now;
+        let pull = pull.clone();
+        ok(200, self.pull_json(&pull, true))
+    }
+
+    fn reviewers(&mut self, number: u64, body: &Value) -> (u16, ResponseTemplate) {
+        if self.find(number).is_none() {
+            return not_found();
+        }
+        let users = strings(body.get("reviewers"));
+        let teams = strings(body.get("team_reviewers"));
+        if users.is_empty() && teams.is_empty() {
+            return validation_failed("PullRequest", "missing_field", Some("reviewers"));
+        }
+        let now = self.tick();
+        let pull = self.pull_mut(number);
+        if users.contains(&pull.user) {
+            return (
+                422,
+                with_rate_headers(ResponseTemplate::new(422).set_body_json(json!({
+                    "message": "Review cannot be requested from pull request author.",
+                    "documentation_url": "https://docs.github.com/rest/pulls/review-requests#request-reviewers-for-a-pull-request",
+                    "status": "422"
+                }))),
+            );
+        }
+        add_unique(&mut pull.reviewers, users);
+        add_unique(&mut pull.team_reviewers, teams);
+        pull.updated_at = now;
+        let pull = pull.clone();
+        ok(201, self.pull_json(&pull, true))
+    }
+
+    fn comment(&mut self, number: u64, body: &Value) -> (u16, ResponseTemplate) {
+        if self.find(number).is_none() {
+            return not_found();
+        }
+        let Some(text) = body.get("body").and_then(Value::as_str) else {
+            return validation_failed("IssueComment", "missing_field", Some("body"));
+        };
+        let now = self.tick();
+        let pull = self.pull_mut(number);
+        pull.comments.push(text.to_string());
+        pull.updated_at = now;
+        let id = 1_000_000 + pull.comments.len() as u64 * 1000 + number;
+        let html = format!(
+            "https://github.com/{}/pull/{number}#issuecomment-{id}",
+            self.full_name()
+        );
+        ok(
+            201,
+            json!({
+                "id": id,
+                "node_id": "IC_fake",
+                "url": format!("{}/repos/{}/issues/comments/{id}", self.base_url, self.full_name()),
+                "html_url": html,
+                "body": text,
+                "user": user_json(BOT_LOGIN),
+                "created_at": timestamp(now),
+                "updated_at": timestamp(now),
+                "issue_url": format!("{}/repos/{}/issues/{number}", self.base_url, self.full_name()),
+                "author_association": "NONE"
+            }),
+        )
+    }
+
+    fn labels(&mut self, number: u64, body: &Value) -> (u16, ResponseTemplate) {
+        if self.find(number).is_none() {
+            return not_found();
+        }
+        let labels = strings(body.get("labels"));
+        let now = self.tick();
+        let pull = self.pull_mut(number);
+        add_unique(&mut pull.labels, labels);
+        pull.updated_at = now;
+        let names = pull.labels.clone();
+        let base_url = self.base_url.clone();
+        let full = self.full_name();
+        ok(
+            200,
+            Value::Array(
+                names
+                    .iter()
+                    .map(|n| label_json(&base_url, &full, n))
+                    .collect(),
+            ),
+        )
+    }
+
+    fn assignees(&mut self, number: u64, body: &Value) -> (u16, ResponseTemplate) {
+        if self.find(number).is_none() {
+            return not_found();
+        }
+        let assignees = strings(body.get("assignees"));
+        let now = self.tick();
+        let pull = self.pull_mut(number);
+        add_unique(&mut pull.assignees, assignees);
+        pull.updated_at = now;
+        let pull = pull.clone();
+        // GitHub answers with the issue; the pull request's shape is close enough here.
+        ok(201, self.pull_json(&pull, false))
+    }
+
+    fn installation(&self, owner: &str, repo: &str) -> (u16, ResponseTemplate) {
+        let Some(app) = self.app.as_ref().filter(|app| app.installed) else {
+            return not_found();
+        };
+        if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
+            return not_found();
+        }
+        ok(
+            200,
+            json!({
+                "id": app.installation_id,
+                "app_id": app.app_id,
+                "app_slug": "imagebump-test",
+                "target_type": "Organization",
+                "target_id": 1,
+                "account": user_json(&self.owner),
+                "repository_selection": "selected",
+                "access_tokens_url": format!("{}/app/installations/{}/access_tokens", self.base_url, app.installation_id),
+                "repositories_url": format!("{}/installation/repositories", self.base_url),
+                "html_url": format!("https://github.com/organizations/{}/settings/installations/{}", self.owner, app.installation_id),
+                "permissions": {"contents": "write", "pull_requests": "write", "metadata": "read"},
+                "events": [],
+                "created_at": timestamp(CLOCK_START),
+                "updated_at": timestamp(CLOCK_START),
+                "single_file_name": null
+            }),
+        )
+    }
+
+    fn access_token(&mut self, id: &str, body: Option<&Value>) -> (u16, ResponseTemplate) {
+        let Some(app) = &self.app else {
+            return not_found();
+        };
+        if id.parse::<u64>().ok() != Some(app.installation_id) {
+            return not_found();
+        }
+        let token = format!("ghs_fakeinstallationtoken{}", self.issued.len() + 1);
+        self.issued.push(token.clone());
+        let expires = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(CLOCK_START)
+            + 3600;
+        let mut answer = json!({
+            "token": token,
+            "expires_at": timestamp(expires),
+            "permissions": {"contents": "write", "pull_requests": "write", "metadata": "read"},
+            "repository_selection": "selected"
+        });
+        if let Some(repos) = body.and_then(|b| b.get("repositories")) {
+            answer["repositories"] = Value::Array(
+                strings(Some(repos))
+                    .iter()
+                    .map(|r| self.repository_json(r))
+                    .collect(),
+            );
+        }
+        ok(201, answer)
+    }
+
+    /// A repository in GitHub's shape: the fixture's base repository renamed.
+    fn repository_json(&self, name: &str) -> Value {
+        let fixture: Value = serde_json::from_str(LIST_FIXTURE).unwrap_or(Value::Null);
+        let mut repo = fixture[0]["base"]["repo"].clone();
+        let full = format!("{}/{name}", self.owner);
+        repo["name"] = json!(name);
+        repo["full_name"] = json!(full);
+        repo["owner"] = user_json(&self.owner);
+        repo["html_url"] = json!(format!("https://github.com/{full}"));
+        repo["url"] = json!(format!("{}/repos/{full}", self.base_url));
+        repo
+    }
+
+    /// A pull request in GitHub's shape: the real fixture with this one's fields. `single`:
+    /// the shape of `GET /pulls/{n}` (with `merged`, `mergeable`, counts).
+    fn pull_json(&self, pull: &FakePull, single: bool) -> Value {
+        let template = if single { SINGLE_FIXTURE } else { LIST_FIXTURE };
+        let mut value: Value = serde_json::from_str(template).unwrap_or(Value::Null);
+        if let Value::Array(mut items) = value {
+            value = items.swap_remove(0);
+        }
+        let full = self.full_name();
+        let n = pull.number;
+        let api = format!("{}/repos/{full}", self.base_url);
+        let html = format!("https://github.com/{full}/pull/{n}");
+        let set = |value: &mut Value, key: &str, v: Value| {
+            value[key] = v;
+        };
+        set(&mut value, "url", json!(format!("{api}/pulls/{n}")));
+        set(&mut value, "id", json!(10_000 + n));
+        set(&mut value, "node_id", json!(format!("PR_fake{n}")));
+        set(&mut value, "html_url", json!(html));
+        set(&mut value, "diff_url", json!(format!("{html}.diff")));
+        set(&mut value, "patch_url", json!(format!("{html}.patch")));
+        set(&mut value, "issue_url", json!(format!("{api}/issues/{n}")));
+        set(
+            &mut value,
+            "commits_url",
+            json!(format!("{api}/pulls/{n}/commits")),
+        );
+        set(
+            &mut value,
+            "review_comments_url",
+            json!(format!("{api}/pulls/{n}/comments")),
+        );
+        set(
+            &mut value,
+            "comments_url",
+            json!(format!("{api}/issues/{n}/comments")),
+        );
+        set(&mut value, "number", json!(n));
+        set(&mut value, "state", json!(pull.state));
+        set(&mut value, "locked", json!(false));
+        set(&mut value, "title", json!(pull.title));
+        set(&mut value, "user", user_json(&pull.user));
+        set(&mut value, "body", json!(pull.body));
+        set(
+            &mut value,
+            "labels",
+            Value::Array(
+                pull.labels
+                    .iter()
+                    .map(|l| label_json(&self.base_url, &full, l))
+                    .collect(),
+            ),
+        );
+        set(&mut value, "milestone", Value::Null);
+        set(&mut value, "created_at", json!(timestamp(pull.created_at)));
+        set(&mut value, "updated_at", json!(timestamp(pull.updated_at)));
+        set(
+            &mut value,
+            "closed_at",
+            json!(pull.closed_at.map(timestamp)),
+        );
+        set(
+            &mut value,
+            "merged_at",
+            json!(pull.merged_at.map(timestamp)),
+        );
+        set(
+            &mut value,
+            "merge_commit_sha",
+            if pull.merged {
+                json!(format!("{n:040x}"))
+            } else {
+                Value::Null
+            },
+        );
+        set(
+            &mut value,
+            "assignee",
+            pull.assignees.first().map_or(Value::Null, |a| user_json(a)),
+        );
+        set(
+            &mut value,
+            "assignees",
+            Value::Array(pull.assignees.iter().map(|a| user_json(a)).collect()),
+        );
+        set(
+            &mut value,
+            "requested_reviewers",
+            Value::Array(pull.reviewers.iter().map(|a| user_json(a)).collect()),
+        );
+        set(
+            &mut value,
+            "requested_teams",
+            Value::Array(
+                pull.team_reviewers
+                    .iter()
+                    .map(|t| json!({"name": t, "slug": t, "id": 1}))
+                    .collect(),
+            ),
+        );
+        set(&mut value, "draft", json!(pull.draft));
+        set(&mut value, "author_association", json!("NONE"));
+        set(&mut value, "auto_merge", Value::Null);
+        let head_owner = pull
+            .head_repo
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let head_name = pull
+            .head_repo
+            .split('/')
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        set_branch(&mut value["head"], &head_owner, &head_name, &pull.branch, n);
+        set_branch(&mut value["base"], &self.owner, &self.repo, &pull.base, 0);
+        if single {
+            set(&mut value, "merged", json!(pull.merged));
+            set(
+                &mut value,
+                "mergeable",
+                if pull.state == "open" {
+                    json!(true)
+                } else {
+                    Value::Null
+                },
+            );
+            set(
+                &mut value,
+                "mergeable_state",
+                json!(if pull.state == "open" {
+                    "clean"
+                } else {
+                    "unknown"
+                }),
+            );
+            set(
+                &mut value,
+                "merged_by",
+                if pull.merged {
+                    user_json("a-human")
+                } else {
+                    Value::Null
+                },
+            );
+            set(&mut value, "comments", json!(pull.comments.len()));
+            set(&mut value, "review_comments", json!(0));
+            set(&mut value, "commits", json!(1));
+        }
+        value
+    }
+}
+
+/// The fixture's `head`/`base` object rewritten for this repository and branch.
+fn set_branch(value: &mut Value, owner: &str, repo: &str, branch: &str, seed: u64) {
+    let full = format!("{owner}/{repo}");
+    value["label"] = json!(format!("{owner}:{branch}"));
+    value["ref"] = json!(branch);
+    value["sha"] = json!(format!("{:040x}", 0xabc0_0000_u64 + seed));
+    value["user"] = user_json(owner);
+    let repo_value = &mut value["repo"];
+    if repo_value.is_object() {
+        repo_value["name"] = json!(repo);
+        repo_value["full_name"] = json!(full);
+        repo_value["owner"] = user_json(owner);
+        repo_value["html_url"] = json!(format!("https://github.com/{full}"));
+        repo_value["fork"] = json!(owner != FakeGitHub::OWNER);
+        // The fixture's other URLs name octocat/Hello-World; nothing here reads them.
+    }
+}
+
+/// A user in GitHub's full shape (octocrab's models need every URL field).
+fn user_json(login: &str) -> Value {
+    let api = format!("https://api.github.com/users/{login}");
+    json!({
+        "login": login,
+        "id": login.bytes().map(u64::from).sum::<u64>(),
+        "node_id": format!("U_{login}"),
+        "avatar_url": format!("https://avatars.githubusercontent.com/{login}"),
+        "gravatar_id": "",
+        "url": api,
+        "html_url": format!("https://github.com/{login}"),
+        "followers_url": format!("{api}/followers"),
+        "following_url": format!("{api}/following{{/other_user}}"),
+        "gists_url": format!("{api}/gists{{/gist_id}}"),
+        "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+        "subscriptions_url": format!("{api}/subscriptions"),
+        "organizations_url": format!("{api}/orgs"),
+        "repos_url": format!("{api}/repos"),
+        "events_url": format!("{api}/events{{/privacy}}"),
+        "received_events_url": format!("{api}/received_events"),
+        "type": if login.ends_with("-bot") { "Bot" } else { "User" },
+        "site_admin": false
+    })
+}
+
+fn label_json(base_url: &str, full: &str, name: &str) -> Value {
+    json!({
+        "id": name.bytes().map(u64::from).sum::<u64>(),
+        "node_id": format!("LA_{name}"),
+        "url": format!("{base_url}/repos/{full}/labels/{name}"),
+        "name": name,
+        "description": null,
+        "color": "ededed",
+        "default": false
+    })
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn add_unique(list: &mut Vec<String>, items: Vec<String>) {
+    for item in items {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}
+
+/// ISO 8601 UTC, as GitHub writes it.
+fn timestamp(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default()
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn with_rate_headers(template: ResponseTemplate) -> ResponseTemplate {
+    template
+        .insert_header("x-ratelimit-limit", "5000")
+        .insert_header("x-ratelimit-remaining", "4999")
+        .insert_header(
+            "x-ratelimit-reset",
+            (now_secs() + 3600).to_string().as_str(),
+        )
+        .insert_header("x-ratelimit-used", "1")
+        .insert_header("x-ratelimit-resource", "core")
+        .insert_header("x-github-api-version-selected", "2022-11-28")
+}
+
+fn ok(status: u16, body: Value) -> (u16, ResponseTemplate) {
+    (
+        status,
+        with_rate_headers(ResponseTemplate::new(status).set_body_json(body)),
+    )
+}
+
+fn not_found() -> (u16, ResponseTemplate) {
+    (
+        404,
+        ResponseTemplate::new(404).set_body_json(json!({
+            "message": "Not Found",
+            "documentation_url": "https://docs.github.com/rest",
+            "status": "404"
+        })),
+    )
+}
+
+fn bad_credentials(message: &str) -> (u16, ResponseTemplate) {
+    (
+        401,
+        ResponseTemplate::new(401).set_body_json(json!({
+            "message": message,
+            "documentation_url": "https://docs.github.com/rest",
+            "status": "401"
+        })),
+    )
+}
+
+fn validation_failed(resource: &str, code: &str, field: Option<&str>) -> (u16, ResponseTemplate) {
+    let mut error = json!({"resource": resource, "code": code});
+    if let Some(field) = field {
+        error["field"] = json!(field);
+    }
+    (
+        422,
+        ResponseTemplate::new(422).set_body_json(json!({
+            "message": "Validation Failed",
+            "errors": [error],
+            "documentation_url": "https://docs.github.com/rest",
+            "status": "422"
+        })),
+    )
+}
+
+fn fault_response(fault: &Fault) -> (u16, ResponseTemplate) {
+    let docs = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api";
+    match fault {
+        Fault::RateLimit { reset_in } => (
+            403,
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-limit", "5000")
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-used", "5000")
+                .insert_header("x-ratelimit-reset", (now_secs() + reset_in).to_string().as_str())
+                .insert_header("x-ratelimit-resource", "core")
+                .set_body_json(json!({
+                    "message": "API rate limit exceeded for installation ID 1.",
+                    "documentation_url": docs,
+                    "status": "403"
+                })),
+        ),
+        Fault::SecondaryRateLimit { retry_after } => (
+            403,
+            ResponseTemplate::new(403)
+                .insert_header("retry-after", retry_after.to_string().as_str())
+                .set_body_json(json!({
+                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                    "documentation_url": docs,
+                    "status": "403"
+                })),
+        ),
+        Fault::TooManyRequests { retry_after } => (
+            429,
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", retry_after.to_string().as_str())
+                .set_body_json(json!({"message": "Too Many Requests", "status": "429"})),
+        ),
+        Fault::Status(status) => (
+            *status,
+            ResponseTemplate::new(*status).set_body_json(json!({
+                "message": match status {
+                    502 => "Server Error",
+                    503 => "Service Unavailable",
+                    _ => "Internal Server Error",
+                },
+                "status": status.to_string()
+            })),
+        ),
+    }
+}
+
+/// Checks a GitHub App JWT the way GitHub does: RS256, signed by the app's key, not expired,
+/// lifetime at most 10 minutes; returns `iss` (a number or a string) as a string.
+fn verify_jwt(token: &str) -> Result<String, String> {
+    use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+    let header = decode_header(token).map_err(|e| e.to_string())?;
+    if header.alg != Algorithm::RS256 {
+        return Err(format!("alg {:?}, want RS256", header.alg));
+    }
+    let key = DecodingKey::from_rsa_pem(APP_PUBLIC_KEY.as_bytes()).map_err(|e| e.to_string())?;
+    let mut validation = Validation::new(Algorithm::RS256);
+    // `iss` is checked below: jsonwebtoken only reads a string `iss`, GitHub takes a number.
+    validation.set_required_spec_claims(&["exp"]);
+    let data = decode::<Value>(token, &key, &validation).map_err(|e| e.to_string())?;
+    let claims = data.claims;
+    let iat = claims["iat"].as_i64().ok_or("no iat")?;
+    let exp = claims["exp"].as_i64().ok_or("no exp")?;
+    if exp - iat > 600 {
+        return Err("JWT lifetime over 10 minutes".to_string());
+    }
+    match &claims["iss"] {
+        Value::Number(n) => Ok(n.to_string()),
+        Value::String(s) => Ok(s.clone()),
+        _ => Err("no iss".to_string()),
+    }
+}
