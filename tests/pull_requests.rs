@@ -67,6 +67,15 @@ impl Setup {
 
     /// One `imagebump run` in pull-request mode; returns when it exits.
     async fn run(&self, extra: &[&str]) -> Run {
+        self.run_env(extra, &[]).await
+    }
+
+    /// As [`Setup::run`], with more environment variables.
+    async fn run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let mut args: Vec<String> = vec![
             "run".into(),
             self.server.url(),
@@ -88,6 +97,7 @@ impl Setup {
                 .env_remove("IMAGEBUMP_GIT_TOKEN")
                 .env_remove("GITHUB_API_URL")
                 .env("NO_COLOR", "1")
+                .envs(env)
                 .output()
                 .unwrap();
             Run {
@@ -360,4 +370,105 @@ async fn a_rejected_push_is_reported_and_the_next_run_converges() {
         !run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN),
         "the token is never printed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    // Someone applied the same update by hand on the base.
+    s.server.commit_on(
+        "main",
+        &[(
+            "apps/web/kustomization.yaml",
+            Some("images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"),
+        )],
+        "Bump web by hand",
+    );
+    s.forge.clear_calls();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    let pr = s.forge.pull(web.number);
+    assert_eq!(pr.state, "closed", "{}", run.stdout);
+    assert_eq!(pr.comments.len(), 1);
+    assert!(pr.comments[0].contains("already has these versions"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_moved_base_rebuilds_the_branches_without_touching_the_pull_requests() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    let new_base = s
+        .server
+        .commit_on("main", &[("README.md", Some("hello\n"))], "Docs");
+    s.forge.clear_calls();
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    assert_eq!(s.pushes(), 2, "one more push, for both branches");
+    assert_eq!(
+        s.server.log(WEB, "%P")[0],
+        new_base,
+        "rebuilt on the new base"
+    );
+    assert_eq!(s.branch_file(WEB, "README.md").as_deref(), Some("hello\n"));
+    assert_eq!(
+        s.writes(),
+        Vec::<String>::new(),
+        "same updates: the pull requests stay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_value_gets_no_pull_request() {
+    let s = setup("images:\n  - match: registry.test/team/api\n    pin: true\n").await;
+    let run = s.run(&[]).await;
+    assert_ok(&run);
+    let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
+    assert_eq!(branches, [WEB]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_github_app_installation_token_drives_the_forge() {
+    let s = setup("").await;
+    s.forge.enable_app(4242, 77);
+    let key = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(key.path(), support::github::APP_PRIVATE_KEY).unwrap();
+    let run = s
+        .run_env(
+            &[],
+            &[
+                ("IMAGEBUMP_GITHUB_APP_ID", "4242"),
+                (
+                    "IMAGEBUMP_GITHUB_APP_KEY_FILE",
+                    key.path().to_str().unwrap(),
+                ),
+                // The test git server knows only its own token.
+                ("IMAGEBUMP_GIT_TOKEN", TOKEN),
+            ],
+        )
+        .await;
+    assert_ok(&run);
+    let issued = s.forge.issued_tokens();
+    assert!(!issued.is_empty());
+    assert_eq!(s.forge.pulls().len(), 2);
+    let creates: Vec<_> = s
+        .forge
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "POST" && c.path.ends_with("/pulls"))
+        .collect();
+    assert_eq!(creates.len(), 2);
+    for c in creates {
+        assert_eq!(
+            c.credential,
+            support::github::Credential::Token(issued[0].clone()),
+            "pull requests are opened with the installation token"
+        );
+    }
 }
