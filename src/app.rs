@@ -198,7 +198,12 @@ enum Mode {
     DryRun,
     Write,
     PullRequests,
+    /// `--push`: commit straight to the base branch.
+    Push,
 }
+
+/// How many times `--push` analyses a moved base again.
+const PUSH_ATTEMPTS: usize = 3;
 
 /// The forge token: `IMAGEBUMP_FORGE_TOKEN`, else `GITHUB_TOKEN`.
 fn forge_token() -> Option<SecretString> {
@@ -288,11 +293,16 @@ async fn run(args: &RunArgs) -> i32 {
             return exit::USAGE;
         }
         (true, _, false) => Mode::Write,
+        _ if args.push && !remote => {
+            eprintln!("error: --push commits to a remote's base branch; give a repository URL");
+            return exit::USAGE;
+        }
+        (false, false, true) if args.push => Mode::Push,
         (false, true, _) | (false, false, false) => Mode::DryRun,
         (false, false, true) => Mode::PullRequests,
     };
     // The forge first: a GitHub App's installation token also clones and pushes.
-    let forge = if remote {
+    let forge = if remote && mode != Mode::Push {
         match connect_forge(args).await {
             Ok(f) => f,
             Err(e) if mode == Mode::PullRequests => {
@@ -317,7 +327,7 @@ async fn run(args: &RunArgs) -> i32 {
             token = Some(t);
         }
     }
-    let depth = if forge.is_some() {
+    let depth = if forge.is_some() || mode == Mode::Push {
         args.history_depth.max(1)
     } else {
         1
@@ -331,20 +341,24 @@ async fn run(args: &RunArgs) -> i32 {
     };
     let forge_ref: Option<&dyn Forge> = forge.as_ref().map(|f| f as &dyn Forge);
     let mut problems: Vec<Problem> = Vec::new();
-    let rejections = match (forge_ref, &ws.git) {
-        (Some(f), Some(git)) => {
-            let prefix = &config.pull_requests.branch_prefix;
-            let closed = match f.closed_pulls(prefix, 100).await {
-                Ok(c) => c,
-                Err(e) => {
-                    problems.push(Problem {
+    // Versions reviewers rejected: closed pull requests (with a forge) and reverted
+    // imagebump commits in the base's history.
+    let rejections = match &ws.git {
+        Some(git) if depth > 1 => {
+            let mut closed = Vec::new();
+            if let Some(f) = forge_ref {
+                match f
+                    .closed_pulls(&config.pull_requests.branch_prefix, 100)
+                    .await
+                {
+                    Ok(c) => closed = c,
+                    Err(e) => problems.push(Problem {
                         location: f.name().into(),
                         message: format!("cannot list closed pull requests: {e}"),
                         hint: e.hint(),
-                    });
-                    Vec::new()
+                    }),
                 }
-            };
+            }
             let history = git
                 .log(&ws.root, "HEAD", args.history_depth)
                 .unwrap_or_default();
@@ -352,7 +366,6 @@ async fn run(args: &RunArgs) -> i32 {
         }
         _ => Default::default(),
     };
-    let found = discover::discover(&ws.root, &config);
     let registries = match Registries::new(config.registries.clone()) {
         Ok(r) => r,
         Err(e) => {
@@ -363,13 +376,52 @@ async fn run(args: &RunArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let mut resolved =
-        resolve::resolve(&found.refs, &registries, args.concurrency, &rejections).await;
-    // Settings honoured differently (Argo CD annotations) are reported with the warnings.
-    resolved.warnings.splice(0..0, found.notes.iter().cloned());
     let group_by = args.group_by.unwrap_or(config.pull_requests.group_by);
-    let plan = plan::plan(&found, &resolved.outcomes, group_by);
-
+    let base = args
+        .source
+        .git_ref
+        .clone()
+        .or_else(|| ws.branch.clone())
+        .unwrap_or_default();
+    let mut base_commit = ws.commit.clone().unwrap_or_default();
+    let mut pushed: Option<String> = None;
+    let mut attempt = 1;
+    let (found, resolved, plan) = loop {
+        let found = discover::discover(&ws.root, &config);
+        let mut resolved =
+            resolve::resolve(&found.refs, &registries, args.concurrency, &rejections).await;
+        // Settings honoured differently (Argo CD annotations) are reported with the warnings.
+        resolved.warnings.splice(0..0, found.notes.iter().cloned());
+        let plan = plan::plan(&found, &resolved.outcomes, group_by);
+        if let (Mode::Push, Some(git)) = (mode, &ws.git) {
+            use crate::deliver::push::{push_to_base, PushError};
+            match push_to_base(git, &ws.root, &base, &base_commit, &plan, &config.pull_requests) {
+                Ok(sha) => pushed = sha,
+                // The base moved: analyse the new base, a bounded number of times.
+                Err(PushError::Moved) if attempt < PUSH_ATTEMPTS => {
+                    attempt += 1;
+                    let moved = git
+                        .fetch_base(&ws.root, &base, 1)
+                        .and_then(|sha| git.checkout(&ws.root, &sha).map(|_| sha));
+                    match moved {
+                        Ok(sha) => {
+                            tracing::info!("the base moved to {sha}; analysing it again");
+                            base_commit = sha;
+                            continue;
+                        }
+                        Err(e) => problems.push(Problem::general(format!(
+                            "the base moved and cannot be fetched: {e}"
+                        ))),
+                    }
+                }
+                Err(PushError::Moved) => problems.push(Problem::general(format!(
+                    "the base branch {base} kept moving; gave up after {PUSH_ATTEMPTS} attempts (run again)"
+                ))),
+                Err(PushError::Failed(e)) => problems.push(Problem::general(e)),
+            }
+        }
+        break (found, resolved, plan);
+    };
     problems.splice(0..0, found.problems.iter().cloned());
     problems.extend(resolved.problems.iter().cloned());
     problems.extend(plan.problems.iter().cloned());
@@ -377,7 +429,7 @@ async fn run(args: &RunArgs) -> i32 {
         problems.extend(crate::deliver::write::write_all(&ws.root, &plan.files));
     }
     let pulls = match (&ws.git, &ws.commit, &ws.branch) {
-        (Some(git), Some(commit), Some(branch)) if remote => {
+        (Some(git), Some(commit), Some(branch)) if remote && mode != Mode::Push => {
             let ctx = crate::deliver::pulls::Context {
                 git,
                 dir: &ws.root,
@@ -403,7 +455,9 @@ async fn run(args: &RunArgs) -> i32 {
                 Mode::Write => "write",
                 Mode::DryRun => "dry-run",
                 Mode::PullRequests => "pull-requests",
+                Mode::Push => "push",
             },
+            pushed: pushed.as_deref(),
             pull_requests: pulls.as_deref(),
             commit: ws.commit.as_deref(),
             counts,
@@ -432,6 +486,8 @@ async fn run(args: &RunArgs) -> i32 {
                 Mode::Write => "applied",
                 Mode::DryRun => "proposed",
                 Mode::PullRequests => "in pull requests",
+                Mode::Push if pushed.is_some() => "pushed",
+                Mode::Push => "not pushed",
             };
             let _ = writeln!(
                 out,

@@ -146,6 +146,10 @@ pub struct RunArgs {
     /// Registry requests in flight at once, over all registries.
     #[arg(long, default_value_t = 32, env = "IMAGEBUMP_CONCURRENCY")]
     pub concurrency: usize,
+    /// Commit straight to the base branch of a remote instead of opening pull requests (for
+    /// environments without review).
+    #[arg(long, conflicts_with_all = ["dry_run", "write"], env = "IMAGEBUMP_PUSH", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    pub push: bool,
     /// New pull requests per run at most (existing ones are always kept current).
     #[arg(long, env = "IMAGEBUMP_MAX_PRS")]
     pub max_prs: Option<usize>,

@@ -168,6 +168,9 @@ pub struct RunReport<'a> {
     /// What happened to each change set's branch and pull request (remote sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull_requests: Option<&'a [crate::deliver::pulls::PullReport]>,
+    /// `--push`: the commit pushed to the base branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<&'a str>,
     pub requests: StatsSnapshot,
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],

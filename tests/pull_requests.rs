@@ -472,3 +472,39 @@ async fn a_github_app_installation_token_drives_the_forge() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
+    let s = setup("").await;
+    s.server.move_main_on_first_push();
+    let run = s.run(&["--push"]).await;
+    assert_ok(&run);
+    let subjects = s.server.log("main", "%s");
+    assert_eq!(
+        subjects[0], "Update 2 images",
+        "{}\n{}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(subjects[1], "Someone else", "rebuilt on the moved base");
+    assert_eq!(
+        s.server
+            .file_at("main", "apps/web/kustomization.yaml")
+            .unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    let trailers = s
+        .server
+        .log("main", "%(trailers:key=Imagebump-Update,valueonly)");
+    assert_eq!(
+        trailers[0].lines().collect::<Vec<_>>(),
+        [
+            "registry.test/team/api 2.0.0 -> 2.1.0",
+            "registry.test/team/web 1.0.0 -> 1.1.0"
+        ]
+    );
+    assert!(s.forge.pulls().is_empty(), "no pull requests in push mode");
+    // Nothing left to do.
+    let again = s.run(&["--push"]).await;
+    assert_ok(&again);
+    assert_eq!(s.server.log("main", "%s").len(), subjects.len());
+}

@@ -85,6 +85,18 @@ pub struct PullRequestsConfig {
     /// Commit author and committer.
     #[serde(default)]
     pub author: Author,
+    /// `--push`: `one` commit for all updates, or one `per-change-set`.
+    #[serde(default)]
+    pub push_commits: PushCommits,
+}
+
+/// How `--push` commits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushCommits {
+    #[default]
+    One,
+    PerChangeSet,
 }
 
 impl Default for PullRequestsConfig {
@@ -99,6 +111,7 @@ impl Default for PullRequestsConfig {
             max_new: None,
             title: None,
             author: Author::default(),
+            push_commits: PushCommits::default(),
         }
     }
 }

@@ -3,4 +3,5 @@
 pub mod diff;
 pub mod marker;
 pub mod pulls;
+pub mod push;
 pub mod write;

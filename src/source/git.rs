@@ -410,6 +410,23 @@ impl Git {
         self.rev_parse(dir, &format!("refs/remotes/origin/{base}^{{commit}}"))
     }
 
+    /// Check out `commit` (detached), replacing the working tree: after the base moved, the
+    /// tree is analysed again from the new base.
+    pub fn checkout(&self, dir: &Path, commit: &str) -> Result<(), Error> {
+        let rev = revision(commit)?;
+        let mut cmd = self.local(dir);
+        cmd.args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--force",
+            "--detach",
+            rev,
+        ]);
+        self.run(cmd, "checkout").map(|_| ())
+    }
+
     /// The sha of `refs/remotes/origin/<branch>`, `None` when this clone does not have it.
     pub fn tracking_sha(&self, dir: &Path, branch: &str) -> Result<Option<String>, Error> {
         branch_name(branch)?;

@@ -1359,6 +1359,14 @@ impl GitServer {
         }
     }
 
+    /// Moves `main` by one empty commit the first time a push arrives (a `pre-receive` hook
+    /// that then lets the push through), so that the push's expected base is stale: the
+    /// race of someone pushing to the base while imagebump works.
+    pub fn move_main_on_first_push(&self) {
+        let script = "#!/bin/sh\ncat >/dev/null\n[ -f moved-once ] && exit 0\ntouch moved-once\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\nold=$(git rev-parse refs/heads/main)\nnew=$(echo 'Someone else' | GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@x GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@x git commit-tree \"$old^{tree}\" -p \"$old\")\ngit update-ref refs/heads/main \"$new\" \"$old\"\nexit 0\n";
+        self.install_hook("pre-receive", script);
+    }
+
     fn install_hook(&self, name: &str, script: &str) {
         use std::os::unix::fs::PermissionsExt;
         let dir = self.bare.join("hooks");
