@@ -127,6 +127,15 @@ impl Setup {
             .count()
     }
 
+    /// The (first) pull request of `branch`.
+    fn pull_for(&self, branch: &str) -> support::github::FakePull {
+        self.forge
+            .pulls()
+            .into_iter()
+            .find(|p| p.branch == branch)
+            .unwrap_or_else(|| panic!("no pull request for {branch}"))
+    }
+
     fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
         self.server.file_at(&format!("refs/heads/{branch}"), path)
     }
@@ -194,12 +203,7 @@ async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
 async fn a_newer_version_updates_the_same_branch_and_pull_request() {
     let s = setup("").await;
     assert_ok(&s.run(&[]).await);
-    let web = s
-        .forge
-        .pulls()
-        .into_iter()
-        .find(|p| p.branch == WEB)
-        .unwrap();
+    let web = s.pull_for(WEB);
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.forge.clear_calls();
     let run = s.run(&[]).await;
@@ -225,12 +229,7 @@ async fn a_newer_version_updates_the_same_branch_and_pull_request() {
 async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed() {
     let s = setup("").await;
     assert_ok(&s.run(&[]).await);
-    let web = s
-        .forge
-        .pulls()
-        .into_iter()
-        .find(|p| p.branch == WEB)
-        .unwrap();
+    let web = s.pull_for(WEB);
     s.forge.close(web.number);
     s.forge.clear_calls();
     let run = s.run(&[]).await;
@@ -279,12 +278,7 @@ async fn a_reverted_commit_stays_reverted() {
 async fn a_branch_someone_else_committed_to_is_left_alone() {
     let s = setup("").await;
     assert_ok(&s.run(&[]).await);
-    let web = s
-        .forge
-        .pulls()
-        .into_iter()
-        .find(|p| p.branch == WEB)
-        .unwrap();
+    let web = s.pull_for(WEB);
     let theirs = s.server.commit_on(
         WEB,
         &[("apps/web/NOTES.md", Some("reviewer's note\n"))],
@@ -376,12 +370,7 @@ async fn a_rejected_push_is_reported_and_the_next_run_converges() {
 async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
     let s = setup("").await;
     assert_ok(&s.run(&[]).await);
-    let web = s
-        .forge
-        .pulls()
-        .into_iter()
-        .find(|p| p.branch == WEB)
-        .unwrap();
+    let web = s.pull_for(WEB);
     // Someone applied the same update by hand on the base.
     s.server.commit_on(
         "main",
