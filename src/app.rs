@@ -430,7 +430,14 @@ async fn run(args: &RunArgs) -> i32 {
     }
     let pulls = match (&ws.git, &ws.commit, &ws.branch) {
         (Some(git), Some(commit), Some(branch)) if remote && mode != Mode::Push => {
+            // Links to the new images' sources, one lookup per distinct (image, tag).
+            let sources = if mode == Mode::PullRequests {
+                source_links(&plan, &registries, args.concurrency).await
+            } else {
+                Default::default()
+            };
             let ctx = crate::deliver::pulls::Context {
+                sources: &sources,
                 git,
                 dir: &ws.root,
                 base: args.source.git_ref.as_deref().unwrap_or(branch),
@@ -513,6 +520,37 @@ async fn run(args: &RunArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// The `org.opencontainers.image.source` of every new image, by (image, tag), fetched
+/// concurrently; images without the label (or unreachable) are left out.
+async fn source_links(
+    plan: &plan::Plan,
+    registries: &Registries,
+    concurrency: usize,
+) -> std::collections::BTreeMap<(String, String), String> {
+    use futures::stream::{self, StreamExt};
+    let wanted: std::collections::BTreeSet<(String, String)> = plan
+        .updates
+        .iter()
+        .map(|u| {
+            (
+                u.image.clone(),
+                crate::deliver::marker::tag_of(&u.to).to_string(),
+            )
+        })
+        .collect();
+    stream::iter(wanted)
+        .map(|(image, tag)| async move {
+            let name = crate::registry::name::parse_name(&image).ok()?;
+            let client = registries.client_for(&name).ok()?;
+            let src = resolve::metadata::source_label(&client, &name.repository, &tag).await?;
+            Some(((image, tag), src))
+        })
+        .buffer_unordered(concurrency.max(1))
+        .filter_map(|x| async move { x })
+        .collect()
+        .await
 }
 
 fn counts(found: &Discovery, resolved: &resolve::Resolved, plan: &plan::Plan) -> Counts {

@@ -65,6 +65,9 @@ pub struct Context<'a> {
     pub settings: &'a PullRequestsConfig,
     pub max_new: Option<usize>,
     pub dry_run: bool,
+    /// Source repositories of the new images (their `org.opencontainers.image.source`
+    /// label), by (image, tag), for links in pull-request bodies.
+    pub sources: &'a BTreeMap<(String, String), String>,
 }
 
 /// The branch of a change set: the prefix and a slug of the group key, stable across runs.
@@ -114,17 +117,31 @@ pub fn title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> St
     }
 }
 
-/// The pull-request body: a table for people, the marker for the next run.
-pub fn body(set: &ChangeSet, updates: &[&Update]) -> String {
+/// The pull-request body: a table for people (with a link to the image's source and
+/// releases when its label names them), the marker for the next run.
+pub fn body(
+    set: &ChangeSet,
+    updates: &[&Update],
+    sources: &BTreeMap<(String, String), String>,
+) -> String {
     let mut s = format!(
-        "imagebump updates {} image reference(s) in `{}`.\n\n| Image | From | To | File |\n|---|---|---|---|\n",
+        "imagebump updates {} image reference(s) in `{}`.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
         updates.len(),
         set.group
     );
     for u in updates {
         let file = u.written_to.as_deref().unwrap_or(&u.file);
+        let tag = marker::tag_of(&u.to).to_string();
+        let link = match sources.get(&(u.image.clone(), tag)) {
+            Some(src) if src.starts_with("https://github.com/") => {
+                let repo = src.trim_end_matches('/').trim_end_matches(".git");
+                format!("[source]({repo}) · [releases]({repo}/releases)")
+            }
+            Some(src) if src.starts_with("https://") => format!("[source]({src})"),
+            _ => String::new(),
+        };
         s.push_str(&format!(
-            "| `{}` | `{}` | `{}` | `{}` |\n",
+            "| `{}` | `{}` | `{}` | `{}` | {link} |\n",
             u.name, u.from, u.to, file
         ));
     }
@@ -384,7 +401,7 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
             reports.push(report(set, &branch, &title, Action::Failed, existing_pull));
             continue;
         }
-        let body = body(set, &ups);
+        let body = body(set, &ups, ctx.sources);
         let mut out = report(set, &branch, &title, action.clone(), existing_pull);
         if let (Some(f), false) = (ctx.forge, ctx.dry_run) {
             match existing_pull {
@@ -601,6 +618,41 @@ mod tests {
         let b = branch_name("imagebump/", &long);
         assert!(b.len() < 80 && b.starts_with("imagebump/aaaa"), "{b}");
         assert_eq!(b, branch_name("imagebump/", &long));
+    }
+
+    #[test]
+    fn bodies_link_to_the_image_source_and_carry_the_marker() {
+        let set = ChangeSet {
+            group: "apps/web".into(),
+            files: vec!["apps/web/kustomization.yaml".into()],
+            updates: vec![0],
+            changes: Vec::new(),
+        };
+        let u = Update {
+            file: "apps/web/kustomization.yaml".into(),
+            line: 3,
+            column: 13,
+            kind: crate::discover::RefKind::Kustomize,
+            image: "ghcr.io/acme/web".into(),
+            name: "ghcr.io/acme/web".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0".into(),
+            group: "apps/web".into(),
+            written_to: None,
+        };
+        let mut sources = BTreeMap::new();
+        sources.insert(
+            ("ghcr.io/acme/web".to_string(), "1.3.0".to_string()),
+            "https://github.com/acme/web".to_string(),
+        );
+        let b = body(&set, &[&u], &sources);
+        assert!(b.contains("| `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |"), "{b}");
+        assert_eq!(marker::parse(&b).unwrap(), vec![Marked::from(&u)]);
+        assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");
+        assert_eq!(
+            commit_message("t", &[&u]),
+            "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0\n"
+        );
     }
 
     #[test]
