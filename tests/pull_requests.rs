@@ -497,3 +497,29 @@ async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
     assert_ok(&again);
     assert_eq!(s.server.log("main", "%s").len(), subjects.len());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn someone_pushing_to_a_bot_branch_during_the_run_is_not_overwritten() {
+    let s = setup("").await;
+    assert_ok(&s.run(&[]).await);
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.reg.push_tags("team/api", &["2.2.0"]);
+    s.server.move_on_first_push(WEB);
+    let run = s.run(&[]).await;
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("someone else pushed to it during the run"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        s.server.log(WEB, "%s")[0],
+        "Someone else",
+        "not overwritten"
+    );
+    assert!(s
+        .branch_file(API, "apps/api/values.yaml")
+        .unwrap()
+        .contains("tag: 2.2.0"));
+}

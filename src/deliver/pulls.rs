@@ -286,13 +286,7 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
                 .git
                 .log(ctx.dir, &format!("{}..{sha}", ctx.base_commit), 50)
                 .unwrap_or_default();
-            let foreign = log.iter().any(|c| {
-                c.author.email != author.email
-                    || !c
-                        .trailers
-                        .iter()
-                        .any(|(k, _)| k.eq_ignore_ascii_case(marker::TRAILER))
-            });
+            let foreign = log.iter().any(|c| is_foreign(c, &author.email));
             let parent_is_base = log.len() == 1
                 && log[0].parents.first().map(String::as_str) == Some(ctx.base_commit);
             let tree = ctx.git.tree_of(ctx.dir, &sha).ok();
@@ -542,24 +536,48 @@ fn push_all(
                 if outcome.rejected.is_empty() {
                     return failed;
                 }
-                // The branch moved under us: learn its new tip and try again with a lease
-                // on it (our commit is still built from the planned base).
+                // A branch that moved under us is retried with a lease on its new tip, but
+                // only when that tip is imagebump's own work (another run); someone else's
+                // commits are left alone, and a refusal that did not move it is final.
                 let heads = ctx
                     .git
                     .remote_heads(ctx.dir, &ctx.settings.branch_prefix)
                     .unwrap_or_default();
-                let rejected: BTreeSet<&str> =
-                    outcome.rejected.iter().map(|(b, _)| b.as_str()).collect();
-                if attempt == PUSH_ATTEMPTS {
-                    for (b, why) in &outcome.rejected {
+                let moved: Vec<String> = outcome
+                    .rejected
+                    .iter()
+                    .filter(|(b, _)| {
+                        let before = todo
+                            .iter()
+                            .find(|u| &u.branch == b)
+                            .and_then(|u| u.expected.clone());
+                        heads.get(b).is_some_and(|h| Some(h) != before.as_ref())
+                    })
+                    .map(|(b, _)| b.clone())
+                    .collect();
+                let _ = ctx.git.fetch_branches(ctx.dir, &moved, 20);
+                let mut retry = BTreeSet::new();
+                for (b, why) in &outcome.rejected {
+                    let ours = moved.contains(b)
+                        && heads.get(b).is_some_and(|h| !has_foreign_commits(ctx, h));
+                    if ours && attempt < PUSH_ATTEMPTS {
+                        retry.insert(b.clone());
+                    } else {
+                        let why = if moved.contains(b) && !ours {
+                            "someone else pushed to it during the run; left alone".to_string()
+                        } else {
+                            why.clone()
+                        };
                         problems.push(Problem::general(format!("push of {b} rejected: {why}")));
                         failed.insert(b.clone());
                     }
+                }
+                if retry.is_empty() {
                     return failed;
                 }
                 todo = todo
                     .into_iter()
-                    .filter(|u| rejected.contains(u.branch.as_str()))
+                    .filter(|u| retry.contains(&u.branch))
                     .map(|mut u| {
                         u.expected = heads.get(&u.branch).cloned();
                         u
@@ -574,6 +592,25 @@ fn push_all(
         }
     }
     failed
+}
+
+/// Whether the commits on `tip` since the base include any not made by imagebump (another
+/// author, or no `Imagebump-Update` trailer).
+fn has_foreign_commits(ctx: &Context<'_>, tip: &str) -> bool {
+    let log = ctx
+        .git
+        .log(ctx.dir, &format!("{}..{tip}", ctx.base_commit), 50)
+        .unwrap_or_default();
+    log.iter()
+        .any(|c| is_foreign(c, &ctx.settings.author.email))
+}
+
+fn is_foreign(c: &CommitInfo, email: &str) -> bool {
+    c.author.email != email
+        || !c
+            .trailers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(marker::TRAILER))
 }
 
 fn report(

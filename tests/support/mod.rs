@@ -1363,8 +1363,15 @@ impl GitServer {
     /// that then lets the push through), so that the push's expected base is stale: the
     /// race of someone pushing to the base while imagebump works.
     pub fn move_main_on_first_push(&self) {
-        let script = "#!/bin/sh\ncat >/dev/null\n[ -f moved-once ] && exit 0\ntouch moved-once\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\nold=$(git rev-parse refs/heads/main)\nnew=$(echo 'Someone else' | GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@x GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@x git commit-tree \"$old^{tree}\" -p \"$old\")\ngit update-ref refs/heads/main \"$new\" \"$old\"\nexit 0\n";
-        self.install_hook("pre-receive", script);
+        self.move_on_first_push("main");
+    }
+
+    /// As [`GitServer::move_main_on_first_push`], for any branch (someone else's commit).
+    pub fn move_on_first_push(&self, branch: &str) {
+        let script = format!(
+            "#!/bin/sh\ncat >/dev/null\n[ -f moved-once ] && exit 0\ntouch moved-once\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\nold=$(git rev-parse refs/heads/{branch})\nnew=$(echo 'Someone else' | GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@x GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@x git commit-tree \"$old^{{tree}}\" -p \"$old\")\ngit update-ref refs/heads/{branch} \"$new\" \"$old\"\nexit 0\n"
+        );
+        self.install_hook("pre-receive", &script);
     }
 
     fn install_hook(&self, name: &str, script: &str) {
