@@ -16,8 +16,20 @@ use crate::report::{self, Counts, NotUpdated, Problem, RunReport, ScanEntry, Sca
 use crate::resolve::{self, Outcome};
 use crate::source::{self, Workspace};
 
-/// Log to stderr. `IMAGEBUMP_LOG` (or `RUST_LOG`) wins over `-v`/`-q`.
-pub fn init_logging(verbose: u8, quiet: bool) {
+/// Whether logs are JSON lines: then the run's errors, warnings and notes go through the
+/// log too, so that a log collector sees every line as JSON.
+static LOG_JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn log_json() -> bool {
+    LOG_JSON.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Log to stderr, as text or JSON lines. `IMAGEBUMP_LOG` (or `RUST_LOG`) wins over `-v`/`-q`.
+pub fn init_logging(verbose: u8, quiet: bool, format: crate::cli::LogFormat) {
+    LOG_JSON.store(
+        format == crate::cli::LogFormat::Json,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -28,11 +40,14 @@ pub fn init_logging(verbose: u8, quiet: bool) {
     let filter = std::env::var("IMAGEBUMP_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| format!("imagebump={level},warn"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = match format {
+        crate::cli::LogFormat::Text => builder.try_init(),
+        crate::cli::LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
 }
 
 pub fn main(cli: Cli) -> i32 {
@@ -90,23 +105,33 @@ fn prepare_with(
 }
 
 fn print_problems(problems: &[Problem]) {
-    let mut err = std::io::stderr().lock();
-    for p in problems {
-        let _ = writeln!(err, "error: {p}");
-    }
+    print_all("error", problems);
 }
 
 fn print_notes(notes: &[Problem]) {
-    let mut err = std::io::stderr().lock();
-    for p in notes {
-        let _ = writeln!(err, "note: {p}");
-    }
+    print_all("note", notes);
 }
 
 fn print_warnings(warnings: &[Problem]) {
+    print_all("warning", warnings);
+}
+
+/// `error: location: message (hint: …)` lines on stderr, or JSON log events.
+fn print_all(kind: &str, problems: &[Problem]) {
+    if log_json() {
+        for p in problems {
+            let hint = p.hint.as_deref().unwrap_or_default();
+            match kind {
+                "error" => tracing::error!(location = %p.location, hint, "{}", p.message),
+                // Notes are shown by default, as in text mode.
+                _ => tracing::warn!(kind, location = %p.location, hint, "{}", p.message),
+            }
+        }
+        return;
+    }
     let mut err = std::io::stderr().lock();
-    for p in warnings {
-        let _ = writeln!(err, "warning: {p}");
+    for p in problems {
+        let _ = writeln!(err, "{kind}: {p}");
     }
 }
 
@@ -147,6 +172,21 @@ fn config_check(source: &str, explicit: Option<std::path::PathBuf>) -> i32 {
         println!("  registry {}", r.prefix);
     }
     exit::OK
+}
+
+/// Write `value` as pretty JSON to `path`, atomically.
+fn write_json_file<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|_| tmp.write_all(b"\n"))
+        .map_err(|e| e.to_string())?;
+    tmp.persist(path).map_err(|e| e.error.to_string())?;
+    Ok(())
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
@@ -387,12 +427,38 @@ async fn run(args: &RunArgs) -> i32 {
     let mut pushed: Option<String> = None;
     let mut attempt = 1;
     let (found, resolved, plan) = loop {
-        let found = discover::discover(&ws.root, &config);
+        let mut found = discover::discover(&ws.root, &config);
+        // A shard keeps the references of its change-set groups only: registry work and
+        // pull requests are split, and the shards together do what one run would.
+        if let Some((i, n)) = args.shard {
+            found
+                .refs
+                .retain(|r| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i);
+        }
+        tracing::info!(
+            references = found.refs.len(),
+            files = found.files_scanned,
+            "discovered"
+        );
         let mut resolved =
             resolve::resolve(&found.refs, &registries, args.concurrency, &rejections).await;
+        let stats = registries.stats.snapshot();
+        tracing::info!(
+            repositories = resolved.repositories,
+            tag_list_pages = stats.tag_list_pages,
+            manifests = stats.manifests,
+            blobs = stats.blobs,
+            "resolved"
+        );
         // Settings honoured differently (Argo CD annotations) are reported with the warnings.
         resolved.warnings.splice(0..0, found.notes.iter().cloned());
         let plan = plan::plan(&found, &resolved.outcomes, group_by);
+        tracing::info!(
+            updates = plan.updates.len(),
+            files = plan.files.len(),
+            change_sets = plan.change_sets.len(),
+            "planned"
+        );
         if let (Mode::Push, Some(git)) = (mode, &ws.git) {
             use crate::deliver::push::{push_to_base, PushError};
             match push_to_base(git, &ws.root, &base, &base_commit, &plan, &config.pull_requests) {
@@ -438,6 +504,7 @@ async fn run(args: &RunArgs) -> i32 {
             };
             let ctx = crate::deliver::pulls::Context {
                 sources: &sources,
+                shard: args.shard,
                 git,
                 dir: &ws.root,
                 base: args.source.git_ref.as_deref().unwrap_or(branch),
@@ -455,26 +522,37 @@ async fn run(args: &RunArgs) -> i32 {
     };
 
     let counts = counts(&found, &resolved, &plan);
+    let run_report = RunReport {
+        version: 1,
+        mode: match mode {
+            Mode::Write => "write",
+            Mode::DryRun => "dry-run",
+            Mode::PullRequests => "pull-requests",
+            Mode::Push => "push",
+        },
+        pushed: pushed.as_deref(),
+        pull_requests: pulls.as_deref(),
+        commit: ws.commit.as_deref(),
+        counts: counts.clone(),
+        updates: &plan.updates,
+        change_sets: &plan.change_sets,
+        not_updated: not_updated(&found, &resolved.outcomes, &plan.refused),
+        requests: registries.stats.snapshot(),
+        warnings: &resolved.warnings,
+        errors: &problems,
+    };
+    let mut late: Vec<Problem> = Vec::new();
+    if let Some(path) = &args.report {
+        if let Err(e) = write_json_file(path, &run_report) {
+            late.push(Problem::general(format!(
+                "--report {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    late.extend(crate::report::github::publish(&run_report));
     match args.source.output {
-        Output::Json => print_json(&RunReport {
-            version: 1,
-            mode: match mode {
-                Mode::Write => "write",
-                Mode::DryRun => "dry-run",
-                Mode::PullRequests => "pull-requests",
-                Mode::Push => "push",
-            },
-            pushed: pushed.as_deref(),
-            pull_requests: pulls.as_deref(),
-            commit: ws.commit.as_deref(),
-            counts,
-            updates: &plan.updates,
-            change_sets: &plan.change_sets,
-            not_updated: not_updated(&found, &resolved.outcomes, &plan.refused),
-            requests: registries.stats.snapshot(),
-            warnings: &resolved.warnings,
-            errors: &problems,
-        }),
+        Output::Json => print_json(&run_report),
         Output::Text => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             let mut out = std::io::stdout().lock();
@@ -513,7 +591,8 @@ async fn run(args: &RunArgs) -> i32 {
     }
     print_warnings(&resolved.warnings);
     print_problems(&problems);
-    if !problems.is_empty() {
+    print_problems(&late);
+    if !problems.is_empty() || !late.is_empty() {
         exit::ERRORS
     } else if args.exit_code && !plan.updates.is_empty() && mode == Mode::DryRun {
         exit::PENDING

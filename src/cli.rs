@@ -18,6 +18,15 @@ pub struct Cli {
     /// Only errors in the log.
     #[arg(short, long, global = true, env = "IMAGEBUMP_QUIET", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub quiet: bool,
+    /// Log lines as text, or as JSON objects (one per line, for Kubernetes log collectors).
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value = "text",
+        env = "IMAGEBUMP_LOG_FORMAT"
+    )]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -109,6 +118,12 @@ fn parse_semver_mode(s: &str) -> Result<crate::policy::SemverMode, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
     Text,
     Json,
@@ -150,6 +165,13 @@ pub struct RunArgs {
     /// environments without review).
     #[arg(long, conflicts_with_all = ["dry_run", "write"], env = "IMAGEBUMP_PUSH", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub push: bool,
+    /// Only the change sets of shard I of N (`0/4` … `3/4`): groups are split by a stable
+    /// hash of their key, for an Indexed Job (`--shard $(JOB_COMPLETION_INDEX)/N`).
+    #[arg(long, value_parser = parse_shard, env = "IMAGEBUMP_SHARD")]
+    pub shard: Option<(u64, u64)>,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "FILE", env = "IMAGEBUMP_REPORT")]
+    pub report: Option<PathBuf>,
     /// New pull requests per run at most (existing ones are always kept current).
     #[arg(long, env = "IMAGEBUMP_MAX_PRS")]
     pub max_prs: Option<usize>,
@@ -173,6 +195,19 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ForgeKind {
     Github,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{s:?}: expected I/N with 0 <= I < N, e.g. 0/4");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
 }
 
 fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, String> {

@@ -112,6 +112,9 @@ fn imagebump(args: &[&str]) -> Run {
         .args(args)
         .env_remove("IMAGEBUMP_CONFIG")
         .env("NO_COLOR", "1")
+        // Never write into a real GitHub Actions job's summary or outputs.
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
         .output()
         .unwrap();
     Run {
@@ -451,4 +454,61 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         run.stderr
     );
     assert_eq!(snapshot(tree.path()), before, "{}", run.stdout);
+}
+
+/// `--shard I/N` splits the change sets; the shards never overlap and together equal one
+/// unsharded run.
+#[test]
+fn shards_partition_the_plan_and_their_union_is_the_whole() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed(&reg);
+    let (_c, cfg) = config(&reg);
+    let repo = fixture().join("repo");
+    let dir = repo.to_str().unwrap();
+    let plan_of = |extra: &[&str]| -> (Vec<String>, Vec<String>) {
+        let mut args = vec!["run", dir, "--config", &cfg, "--output", "json"];
+        args.extend_from_slice(extra);
+        let run = imagebump(&args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        let updates = report["updates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| format!("{}:{} {} -> {}", u["file"], u["line"], u["from"], u["to"]))
+            .collect();
+        let groups = report["changeSets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["group"].as_str().unwrap().to_string())
+            .collect();
+        (updates, groups)
+    };
+    let (mut whole, mut whole_groups) = plan_of(&[]);
+    let n = 3;
+    let mut union = Vec::new();
+    let mut union_groups = Vec::new();
+    for i in 0..n {
+        let shard = format!("{i}/{n}");
+        let (updates, groups) = plan_of(&["--shard", &shard]);
+        for g in &groups {
+            assert!(!union_groups.contains(g), "{g} in two shards");
+        }
+        union.extend(updates);
+        union_groups.extend(groups);
+    }
+    whole.sort();
+    union.sort();
+    whole_groups.sort();
+    union_groups.sort();
+    assert_eq!(union, whole);
+    assert_eq!(union_groups, whole_groups);
+    assert!(
+        whole_groups.len() >= 5,
+        "a fixture worth splitting: {whole_groups:?}"
+    );
+    // Bad shard specs are usage errors.
+    let bad = imagebump(&["run", dir, "--config", &cfg, "--shard", "3/3"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
 }

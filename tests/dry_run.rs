@@ -94,6 +94,9 @@ fn imagebump(args: &[&str], env: &[(&str, &str)]) -> Run {
     cmd.args(args)
         .env("DOCKER_CONFIG", docker.path())
         .env("NO_COLOR", "1")
+        // Never write into a real GitHub Actions job's summary or outputs.
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
         .env_remove("GITHUB_TOKEN")
         .env_remove("IMAGEBUMP_GIT_TOKEN")
         .env_remove("RUST_LOG")
@@ -699,4 +702,62 @@ fn boolean_flags_accept_the_usual_environment_spellings() {
         &[("IMAGEBUMP_EXIT_CODE", "0")],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn reports_go_to_a_file_the_github_step_summary_and_outputs_and_logs_can_be_json() {
+    let reg = Registry::start(RegistryMode::Plain);
+    seed_demo(&reg);
+    let (cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
+    let report = cfg_dir.path().join("report.json");
+    let summary = cfg_dir.path().join("summary.md");
+    let outputs = cfg_dir.path().join("outputs.txt");
+    fs::write(&summary, "## earlier step\n").unwrap();
+    let run = run_on(
+        "--dry-run",
+        demo_dir().to_str().unwrap(),
+        &cfg,
+        &[
+            "--output",
+            "json",
+            "--report",
+            report.to_str().unwrap(),
+            "--log-format",
+            "json",
+            "-v",
+        ],
+        &[
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+            ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The report file is the JSON document printed.
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(printed, written);
+    // The summary is appended, Markdown, with the updates.
+    let md = fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.starts_with("## earlier step\n## imagebump\n\n5 update(s) (dry-run)"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| `ghcr.io/acme/web` | `v1.2.0` | `v1.3.0` | `apps/web/kustomization.yaml:11` |"
+        ),
+        "{md}"
+    );
+    assert_eq!(
+        fs::read_to_string(&outputs).unwrap(),
+        "updates=5\npull-requests=[]\n"
+    );
+    // Every log line is a JSON object.
+    assert!(!run.stderr.trim().is_empty());
+    for line in run.stderr.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string(), "{line}");
+    }
 }

@@ -31,6 +31,9 @@ fn imagebump(args: &[&str]) -> Run {
         .args(args)
         .env("DOCKER_CONFIG", docker.path())
         .env("NO_COLOR", "1")
+        // Never write into a real GitHub Actions job's summary or outputs.
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
         .env_remove("RUST_LOG")
         .env_remove("IMAGEBUMP_LOG")
         .env_remove("IMAGEBUMP_CONFIG")

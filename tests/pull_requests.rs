@@ -97,6 +97,9 @@ impl Setup {
                 .env_remove("IMAGEBUMP_GIT_TOKEN")
                 .env_remove("GITHUB_API_URL")
                 .env("NO_COLOR", "1")
+                // Never write into a real GitHub Actions job's summary or outputs.
+                .env_remove("GITHUB_STEP_SUMMARY")
+                .env_remove("GITHUB_OUTPUT")
                 .envs(env)
                 .output()
                 .unwrap();

@@ -214,6 +214,9 @@ async fn run_with(repo: &Repo, args: &[&str]) -> Run {
         .args(["--output", "json"])
         .env("DOCKER_CONFIG", repo.docker_config.path())
         .env("NO_COLOR", "1")
+        // Never write into a real GitHub Actions job's summary or outputs.
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
         .timeout(RUN_TIMEOUT);
     for var in [
         "IMAGEBUMP_LOG",

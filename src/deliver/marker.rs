@@ -17,6 +17,9 @@ pub const TRAILER: &str = "Imagebump-Update";
 pub struct Marked {
     /// The normalised repository.
     pub image: String,
+    /// The change-set group (so that a sharded run knows which pull requests are its own).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
     pub file: String,
     pub from: String,
     pub to: String,
@@ -26,6 +29,7 @@ impl From<&Update> for Marked {
     fn from(u: &Update) -> Self {
         Marked {
             image: u.image.clone(),
+            group: u.group.clone(),
             file: u.written_to.clone().unwrap_or_else(|| u.file.clone()),
             from: u.from.clone(),
             to: u.to.clone(),
@@ -76,6 +80,7 @@ mod tests {
     fn markers_and_trailers_round_trip() {
         let u = Marked {
             image: "ghcr.io/acme/web".into(),
+            group: "apps/web".into(),
             file: "apps/web/kustomization.yaml".into(),
             from: "1.2.0".into(),
             to: "1.3.0@sha256:abc".into(),

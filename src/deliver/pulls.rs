@@ -68,6 +68,8 @@ pub struct Context<'a> {
     /// Source repositories of the new images (their `org.opencontainers.image.source`
     /// label), by (image, tag), for links in pull-request bodies.
     pub sources: &'a BTreeMap<(String, String), String>,
+    /// `--shard I/N`: only this shard's pull requests may be closed.
+    pub shard: Option<(u64, u64)>,
 }
 
 /// The branch of a change set: the prefix and a slug of the group key, stable across runs.
@@ -454,6 +456,15 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
         let Some(marked) = marker::parse(&p.body) else {
             continue;
         };
+        let ours = match ctx.shard {
+            None => true,
+            Some((i, n)) => marked
+                .first()
+                .is_some_and(|u| crate::plan::shard_of(&u.group, n) == i),
+        };
+        if !ours {
+            continue;
+        }
         if !marked.iter().all(|u| plan_settled(plan, u)) {
             continue;
         }
@@ -696,6 +707,7 @@ mod tests {
     fn reverts_and_closed_pulls_reject_their_versions() {
         let marked = Marked {
             image: "ghcr.io/acme/web".into(),
+            group: "apps/web".into(),
             file: "apps/web/kustomization.yaml".into(),
             from: "1.2.0".into(),
             to: "1.3.0".into(),

@@ -147,13 +147,31 @@ struct FileWork<'a> {
 }
 
 /// The key of the change set a reference's update belongs to.
-fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
+pub fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
     match by {
         GroupBy::App => r.unit.clone(),
         GroupBy::Directory => group_of(written),
         GroupBy::Image => r.image.to_string(),
         GroupBy::All => "all".into(),
     }
+}
+
+/// The change-set group a reference falls in, before anything is resolved (its written file
+/// is known from discovery).
+pub fn group_of_ref(r: &ImageRef, by: GroupBy) -> String {
+    let files = r.touched_files();
+    let written = files.last().copied().unwrap_or(r.file.as_str());
+    group_key(r, written, by)
+}
+
+/// Which of `n` shards a group belongs to: a stable hash of its key (the same on every
+/// machine and run).
+pub fn shard_of(group: &str, n: u64) -> u64 {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(group.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    u64::from_be_bytes(first) % n.max(1)
 }
 
 /// A file whose edit is refused: file, line, column, why.

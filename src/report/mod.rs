@@ -1,5 +1,7 @@
 //! What a run tells the user: problems, the summary table, the JSON reports.
 
+pub mod github;
+
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -138,7 +140,7 @@ pub struct NotUpdated<'a> {
     pub reason: Option<&'a str>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     pub files_scanned: usize,
