@@ -24,12 +24,16 @@ fn log_json() -> bool {
     LOG_JSON.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// `-q`: no progress bar either.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Log to stderr, as text or JSON lines. `IMAGEBUMP_LOG` (or `RUST_LOG`) wins over `-v`/`-q`.
 pub fn init_logging(verbose: u8, quiet: bool, format: crate::cli::LogFormat) {
     LOG_JSON.store(
         format == crate::cli::LogFormat::Json,
         std::sync::atomic::Ordering::Relaxed,
     );
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -440,8 +444,18 @@ async fn run(args: &RunArgs) -> i32 {
             files = found.files_scanned,
             "discovered"
         );
-        let mut resolved =
-            resolve::resolve(&found.refs, &registries, args.concurrency, &rejections).await;
+        let progress = crate::report::progress::Progress::stderr(
+            !log_json() && !QUIET.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        let mut resolved = resolve::resolve(
+            &found.refs,
+            &registries,
+            args.concurrency,
+            &rejections,
+            &progress,
+        )
+        .await;
+        progress.finish();
         let stats = registries.stats.snapshot();
         tracing::info!(
             repositories = resolved.repositories,

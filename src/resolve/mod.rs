@@ -14,6 +14,7 @@ use crate::policy::Policy;
 use crate::registry::client::{Client, TagList};
 use crate::registry::name::ImageName;
 use crate::registry::{Error, Registries};
+use crate::report::progress::Progress;
 use crate::report::Problem;
 use metadata::{MetaCache, Need};
 
@@ -135,6 +136,7 @@ pub async fn resolve(
     registries: &Registries,
     concurrency: usize,
     rejections: &Rejections,
+    progress: &Progress,
 ) -> Resolved {
     let mut outcomes: Vec<Option<Outcome>> = refs
         .iter()
@@ -163,7 +165,8 @@ pub async fn resolve(
         .filter(|&&i| refs[i].policy.needs_tag_list())
         .map(|&i| &refs[i].image)
         .collect();
-    let lists = list_tags(listed, registries, concurrency).await;
+    progress.stage("listing tags", listed.len());
+    let lists = list_tags(listed, registries, concurrency, progress).await;
     for (name, result) in &lists {
         let users = users.get(name).copied().unwrap_or_default();
         match result {
@@ -192,6 +195,7 @@ pub async fn resolve(
         groups.entry(key).or_default().push(i);
     }
     let cache = MetaCache::default();
+    progress.stage("choosing tags", groups.len());
     let decided: Vec<(Vec<usize>, Decided)> = stream::iter(groups)
         .map(|(key, members)| {
             let lists = &lists;
@@ -201,6 +205,7 @@ pub async fn resolve(
                 let rejected = rejections.get(key.0);
                 let d = decide_group(key, policy, lists, registries, cache, concurrency, rejected)
                     .await;
+                progress.inc();
                 (members, d)
             }
         })
@@ -243,6 +248,7 @@ async fn list_tags(
     names: BTreeSet<&ImageName>,
     registries: &Registries,
     concurrency: usize,
+    progress: &Progress,
 ) -> BTreeMap<ImageName, Result<TagList, Error>> {
     stream::iter(names)
         .map(|name| async move {
@@ -250,6 +256,7 @@ async fn list_tags(
                 Ok(client) => client.list_tags(&name.repository).await,
                 Err(e) => Err(e),
             };
+            progress.inc();
             (name.clone(), result)
         })
         .buffer_unordered(concurrency.max(1))
