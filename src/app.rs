@@ -69,8 +69,12 @@ pub fn main(cli: Cli) -> i32 {
         Command::Scan(args) => scan(&args),
         Command::Run(args) => runtime.block_on(run(&args)),
         Command::Tags(args) => runtime.block_on(crate::explain::tags(&args)),
-        Command::Config(ConfigCommand::Schema) => {
-            print!("{}", config::schema());
+        Command::Config(ConfigCommand::Schema { report }) => {
+            if report {
+                print!("{}", crate::report::schema());
+            } else {
+                print!("{}", config::schema());
+            }
             exit::OK
         }
         Command::Config(ConfigCommand::Check { source, config }) => config_check(&source, config),

@@ -55,8 +55,12 @@ pub enum ConfigCommand {
         #[arg(long, env = "IMAGEBUMP_CONFIG")]
         config: Option<PathBuf>,
     },
-    /// Print the JSON Schema of imagebump.yaml (as in docs/imagebump.schema.json).
-    Schema,
+    /// Print the JSON Schema of imagebump.yaml (docs/imagebump.schema.json), or with
+    /// `--report` of the run report (docs/report.schema.json).
+    Schema {
+        #[arg(long)]
+        report: bool,
+    },
 }
 
 #[derive(Debug, Args)]

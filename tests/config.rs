@@ -94,3 +94,20 @@ fn check_fails_with_the_line_of_the_mistake() {
         "{stderr}"
     );
 }
+
+#[test]
+fn committed_report_schema_is_current() {
+    let out = imagebump()
+        .args(["config", "schema", "--report"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let committed = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
+    )
+    .unwrap();
+    assert!(
+        String::from_utf8(out.stdout).unwrap() == committed,
+        "docs/report.schema.json is stale: run `cargo run -- config schema --report > docs/report.schema.json`"
+    );
+}

@@ -112,6 +112,23 @@ fn imagebump(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// A command-line tool the test needs: on PATH or in `.ci/run`'s venv (target/ci-tools).
+/// Missing, the test fails and says how to install it.
+fn tool(name: &str, install: &str) -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/ci-tools/bin")
+        .join(name);
+    if venv.is_file() {
+        return venv;
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    on_path.unwrap_or_else(|| panic!("{name} is not installed: {install}"))
+}
+
 /// `imagebump run MODE DIR --config CFG EXTRA…`
 fn run_on(mode: &str, dir: &str, cfg: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let mut args = vec!["run", mode, dir, "--config", cfg];
@@ -732,8 +749,25 @@ fn reports_go_to_a_file_the_github_step_summary_and_outputs_and_logs_can_be_json
         ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    // The report file is the JSON document printed.
+    // The report file is the JSON document printed, and it follows the published schema.
     let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let validator = tool(
+        "check-jsonschema",
+        "pip install check-jsonschema (.ci/run does)",
+    );
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json");
+    let check = std::process::Command::new(validator)
+        .arg("--schemafile")
+        .arg(&schema)
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "the report does not follow docs/report.schema.json:\n{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
     let written: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(printed, written);

@@ -22,7 +22,7 @@ use crate::source::git::{CommitInfo, Git, RefUpdate, Signature};
 const PUSH_ATTEMPTS: usize = 3;
 
 /// What happened (or, in a dry run, would happen) to one change set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Action {
     /// A new branch and pull request.
@@ -41,7 +41,7 @@ pub enum Action {
     Failed,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PullReport {
     pub group: String,

@@ -20,7 +20,7 @@ use crate::report::Problem;
 use crate::yaml::{LineIndex, PathSeg, Scalar, Style};
 
 /// Which kind of file entry a reference comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RefKind {
     /// A kustomization's `images:` entry.

@@ -15,7 +15,7 @@ use crate::resolve::Outcome;
 use crate::yaml::{self, Edit, Scalar};
 
 /// One value that changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Update {
     pub file: String,
@@ -45,7 +45,7 @@ pub struct FileChange {
 }
 
 /// The unit of one future pull request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangeSet {
     pub group: String,

@@ -91,7 +91,7 @@ pub struct Stats {
     pub retries: AtomicUsize,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatsSnapshot {
     pub tag_list_pages: usize,

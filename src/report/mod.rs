@@ -13,7 +13,7 @@ use crate::registry::name::ImageName;
 use crate::registry::StatsSnapshot;
 
 /// Something that went wrong for one file, registry or setting. The run carries on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     /// `file:line:column`, `registry/repository`, or `config`.
@@ -129,7 +129,7 @@ pub struct ScanReport<'a> {
 }
 
 /// A reference that was looked at but not updated, and why.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotUpdated<'a> {
     pub file: &'a str,
@@ -141,7 +141,7 @@ pub struct NotUpdated<'a> {
     pub reason: Option<&'a str>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     pub files_scanned: usize,
@@ -157,8 +157,9 @@ pub struct Counts {
     pub refused: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(title = "imagebump run report")]
 pub struct RunReport<'a> {
     pub version: u32,
     pub mode: &'static str,
@@ -178,6 +179,14 @@ pub struct RunReport<'a> {
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],
     pub errors: &'a [Problem],
+}
+
+/// The JSON Schema of the run report, as committed at docs/report.schema.json.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(RunReport<'static>);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Columns padded to their widest cell.
