@@ -11,6 +11,7 @@ pub mod deliver;
 pub mod discover;
 pub mod explain;
 pub mod forge;
+mod parallel;
 pub mod plan;
 pub mod policy;
 pub mod registry;

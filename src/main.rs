@@ -1,5 +1,10 @@
 use clap::Parser;
 
+/// YAML parsing allocates a great deal: with glibc's allocator a quarter of a large run's
+/// time went to malloc and free (musl's is slower still). docs/performance.md has the figures.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = imagebump::cli::Cli::parse();
     imagebump::app::init_logging(cli.verbose, cli.quiet, cli.log_format);

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use imagebump::source::git::{CommitInfo, Error, Git, PushOutcome, RefUpdate, Signature};
+use imagebump::source::git::{
+    CommitInfo, Error, Git, NewCommit, PushOutcome, RefUpdate, Signature,
+};
 use secrecy::SecretString;
 use support::{git, try_git, GitServer};
 
@@ -342,6 +344,145 @@ fn commit_files_keeps_symlinks_and_refuses_to_write_over_submodules() {
         assert_eq!(err.to_string(), why);
     }
     assert_eq!(git(w, &["status", "--porcelain"]), "");
+}
+
+/// `git cat-file commit` of `sha` without the dates (two commits made a second apart).
+fn commit_text_undated(dir: &Path, sha: &str) -> String {
+    git(dir, &["cat-file", "commit", sha])
+        .lines()
+        .map(|l| {
+            if l.starts_with("author ") || l.starts_with("committer ") {
+                l.rsplitn(3, ' ').last().unwrap_or(l).to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn commit_many_builds_what_commit_files_builds_each_on_the_parent() {
+    let work = support::make_worktree(&[
+        (WEB, "web: 1.0.0\n"),
+        (API, "api: 2.0.0\n"),
+        (SCRIPT, "#!/bin/sh\n"),
+    ]);
+    let w = work.path();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(w.join(SCRIPT), fs::Permissions::from_mode(0o755)).unwrap();
+    git(w, &["update-index", "--chmod=+x", SCRIPT]);
+    std::os::unix::fs::symlink("v1.yaml", w.join("current.yaml")).unwrap();
+    git(w, &["add", "current.yaml"]);
+    let gitlink = format!("160000,{},vendor/lib", "1".repeat(40));
+    git(w, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    fs::create_dir_all(w.join("vendor/lib")).unwrap();
+    git(
+        w,
+        &["commit", "--quiet", "-m", "link, script and submodule"],
+    );
+    let g = Git::new(None);
+    let head = g.head(w).unwrap();
+    let index_before = fs::read(w.join(".git/index")).unwrap();
+
+    let spec = |list: &[(&str, &str)], message: &str| NewCommit {
+        files: files(list),
+        message: message.to_string(),
+    };
+    let specs = [
+        spec(
+            &[(WEB, "web: 1.1.0\n"), ("apps/new/values.yaml", "new: 1\n")],
+            "Bump web\n\nImagebump-Update: web 1.0.0 -> 1.1.0",
+        ),
+        spec(
+            &[
+                (SCRIPT, "#!/bin/sh\r\nexit 0\r\n"),
+                ("current.yaml", "v2.yaml"),
+            ],
+            "Keep modes\n",
+        ),
+        spec(&[("apps/web", "x")], "a directory"),
+        spec(&[("vendor/lib/x.yaml", "x")], "below a submodule"),
+        spec(&[(WEB, "x"), ("../x", "x")], "not a tree path"),
+        spec(&[(API, "x"), ("apps/api", "x")], "a file and its directory"),
+        spec(&[], "nothing changes"),
+        spec(&[("apps/we\"ird name.yaml", "odd: \"name\"\n")], "odd name"),
+    ];
+    let many = g.commit_many(w, &head, &specs, &bot(), &releaser());
+    assert_eq!(many.len(), specs.len());
+    let mut built = 0;
+    for (spec, got) in specs.iter().zip(&many) {
+        let one = g.commit_files(w, &head, &spec.files, &spec.message, &bot(), &releaser());
+        match (got, one) {
+            (Ok(a), Ok(b)) => {
+                built += 1;
+                assert_eq!(
+                    commit_text_undated(w, a),
+                    commit_text_undated(w, &b),
+                    "{}",
+                    spec.message
+                );
+                assert_eq!(g.tree_of(w, a).unwrap(), g.tree_of(w, &b).unwrap());
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("{}: commit_many {a:?}, commit_files {b:?}", spec.message),
+        }
+    }
+    assert_eq!(built, 4);
+    let ok = |i: usize| many[i].as_ref().unwrap().clone();
+    assert_eq!(
+        git(
+            w,
+            &["ls-tree", "-r", "--format=%(objectmode) %(path)", &ok(1)]
+        ),
+        "100644 apps/api/values.yaml\n100644 apps/web/kustomization.yaml\n\
+         120000 current.yaml\n100755 scripts/render.sh\n160000 vendor/lib"
+    );
+    assert_eq!(
+        g.show_file(w, &ok(1), SCRIPT).unwrap().unwrap(),
+        b"#!/bin/sh\r\nexit 0\r\n"
+    );
+    assert_eq!(
+        g.show_file(w, &ok(7), "apps/we\"ird name.yaml")
+            .unwrap()
+            .unwrap(),
+        b"odd: \"name\"\n"
+    );
+    assert_eq!(g.tree_of(w, &ok(6)).unwrap(), g.tree_of(w, &head).unwrap());
+    assert_eq!(
+        git(&w.join(".git"), &["cat-file", "commit", &ok(0)])
+            .lines()
+            .last(),
+        Some("Imagebump-Update: web 1.0.0 -> 1.1.0")
+    );
+    // Nothing else changed: no ref left behind, the index and the checkout as they were.
+    assert_eq!(
+        git(w, &["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/main"
+    );
+    assert_eq!(fs::read(w.join(".git/index")).unwrap(), index_before);
+    assert_eq!(git(w, &["status", "--porcelain"]), "");
+
+    // An identity git would rewrite (trailing space) is left to commit_files, with the same
+    // result.
+    let spaced = Signature {
+        name: "imagebump ".to_string(),
+        email: "bot@example.invalid".to_string(),
+    };
+    let many = g.commit_many(w, &head, &specs[..1], &spaced, &spaced);
+    let one = g
+        .commit_files(
+            w,
+            &head,
+            &specs[0].files,
+            &specs[0].message,
+            &spaced,
+            &spaced,
+        )
+        .unwrap();
+    let many = many[0].as_ref().unwrap();
+    assert_eq!(commit_text_undated(w, many), commit_text_undated(w, &one));
+    assert!(commit_text_undated(w, many).contains("\nauthor imagebump <bot@example.invalid>\n"));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::plan::{ChangeSet, Plan, Update};
 use crate::registry::name::parse_name;
 use crate::report::Problem;
 use crate::resolve::Rejections;
-use crate::source::git::{CommitInfo, Git, RefUpdate, Signature};
+use crate::source::git::{CommitInfo, Error as GitError, Git, NewCommit, RefUpdate, Signature};
 
 /// How many times a change set is rebuilt on a moved base after a rejected push.
 const PUSH_ATTEMPTS: usize = 3;
@@ -233,6 +233,16 @@ struct Remote {
     tree: Option<String>,
 }
 
+/// A change set on its way: its branch, title, updates, and its commit among those built
+/// (`None`: the branch is left to the person who committed to it).
+type Step<'a> = (
+    &'a ChangeSet,
+    &'a String,
+    String,
+    Vec<&'a Update>,
+    Option<usize>,
+);
+
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
 pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Problem>) {
@@ -304,10 +314,9 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
         })
         .collect();
 
-    // Commits for every change set, all from the same base.
-    let mut updates_to_push: Vec<RefUpdate> = Vec::new();
-    let mut pending: Vec<(&ChangeSet, String, String, Vec<&Update>, Action)> = Vec::new();
-    let mut new_count = 0;
+    // Which change sets get a commit (not the branches someone else committed to), in order.
+    let mut steps: Vec<Step> = Vec::new();
+    let mut commits: Vec<NewCommit> = Vec::new();
     for (set, branch) in &wanted {
         let ups: Vec<&Update> = set
             .updates
@@ -329,40 +338,65 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
                         }
                     }
                 }
-                reports.push(report(
-                    set,
-                    branch,
-                    &title,
-                    Action::HumanCommits,
-                    existing_pull,
-                ));
+                steps.push((set, branch, title, ups, None));
                 continue;
             }
         }
+        commits.push(NewCommit {
+            files: set
+                .changes
+                .iter()
+                .map(|c| (c.file.clone(), c.after.clone().into_bytes()))
+                .collect(),
+            message: commit_message(&title, &ups),
+        });
+        steps.push((set, branch, title, ups, Some(commits.len() - 1)));
+    }
+    // Commits for every change set, all from the same base, built at once. (A change set
+    // deferred below by --max-prs gets a commit too, left unused in the clone.)
+    let mut built: Vec<Option<Result<String, GitError>>> = ctx
+        .git
+        .commit_many(ctx.dir, ctx.base_commit, &commits, &author, &author)
+        .into_iter()
+        .map(Some)
+        .collect();
+
+    let mut updates_to_push: Vec<RefUpdate> = Vec::new();
+    let mut pending: Vec<(&ChangeSet, String, String, Vec<&Update>, Action)> = Vec::new();
+    let mut new_count = 0;
+    for (set, branch, title, ups, commit) in steps {
+        let existing_pull = open.get(branch);
+        let Some(k) = commit else {
+            reports.push(report(
+                set,
+                branch,
+                &title,
+                Action::HumanCommits,
+                existing_pull,
+            ));
+            continue;
+        };
         if existing_pull.is_none() && ctx.max_new.is_some_and(|m| new_count >= m) {
             reports.push(report(set, branch, &title, Action::Deferred, None));
             continue;
         }
-        let files: Vec<(String, Vec<u8>)> = set
-            .changes
-            .iter()
-            .map(|c| (c.file.clone(), c.after.clone().into_bytes()))
-            .collect();
-        let message = commit_message(&title, &ups);
-        let commit =
-            match ctx
-                .git
-                .commit_files(ctx.dir, ctx.base_commit, &files, &message, &author, &author)
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    problems.push(Problem::general(format!(
-                        "{branch}: cannot build the commit: {e}"
-                    )));
-                    reports.push(report(set, branch, &title, Action::Failed, existing_pull));
-                    continue;
-                }
-            };
+        // commit_many answers for every commit it was given.
+        let result = built.get_mut(k).and_then(Option::take).unwrap_or_else(|| {
+            Err(GitError::Output {
+                command: "fast-import".to_string(),
+                detail: "no commit built".to_string(),
+            })
+        });
+        let commit = match result {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(Problem::general(format!(
+                    "{branch}: cannot build the commit: {e}"
+                )));
+                reports.push(report(set, branch, &title, Action::Failed, existing_pull));
+                continue;
+            }
+        };
         let same_content = remote.get(branch).is_some_and(|r| {
             r.parent_is_base && r.tree.is_some() && r.tree == ctx.git.tree_of(ctx.dir, &commit).ok()
         });

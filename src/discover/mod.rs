@@ -344,55 +344,44 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             files.push((rel, kind));
         }
     }
+    // Reading and parsing each file is independent of the others: done on every core.
+    // Policies, Argo CD resources and the bookkeeping follow in file order.
+    let read = crate::parallel::map(&files, |(rel, kind)| read_file(root, rel, kind));
     let mut argo = argocd::Found::default();
-    for (rel, kind) in files {
-        let text = match std::fs::read_to_string(root.join(&rel)) {
-            Ok(t) => t,
-            Err(e) => {
+    for ((rel, _), read) in files.into_iter().zip(read) {
+        let (text, lines, refs) = match read {
+            Read::NotArgo => continue,
+            Read::Problem(p) => {
                 out.files_scanned += 1;
-                out.problems
-                    .push(Problem::at_file(&rel, 0, 0, format!("cannot read: {e}")));
+                out.problems.push(p);
                 continue;
+            }
+            Read::Argo(text) => {
+                out.files_scanned += 1;
+                match argocd::Loaded::parse(&rel, text) {
+                    Ok(l) => argo.add(l, &mut out.problems),
+                    Err(p) => out.problems.push(p),
+                }
+                continue;
+            }
+            Read::Scanned {
+                text,
+                lines,
+                refs,
+                problems,
+            } => {
+                out.files_scanned += 1;
+                out.problems.extend(problems);
+                (text, lines, refs)
             }
         };
-        if let FileKind::Manifest = kind {
-            // Cheap test first: most YAML files are not Argo CD resources.
-            if !text.contains("argoproj.io") {
-                continue;
-            }
-            out.files_scanned += 1;
-            match argocd::Loaded::parse(&rel, text) {
-                Ok(l) => argo.add(l, &mut out.problems),
-                Err(p) => out.problems.push(p),
-            }
-            continue;
-        }
-        out.files_scanned += 1;
         let ctx = FileCtx {
             file: &rel,
             text: &text,
-            lines: LineIndex::new(&text),
-        };
-        let docs = match crate::yaml::parse_located(&text) {
-            Ok(d) => d,
-            Err(e) => {
-                out.problems.push(Problem::at_file(
-                    &rel,
-                    e.line,
-                    e.column,
-                    format!("not valid YAML: {}", e.message),
-                ));
-                continue;
-            }
+            lines,
         };
         let before = out.refs.len();
-        match kind {
-            FileKind::Kustomization => {
-                kustomize::scan(&ctx, &docs, &mut out.refs, &mut out.problems)
-            }
-            FileKind::HelmValues => helm::scan(&ctx, &docs, &mut out.refs, &mut out.problems),
-            FileKind::Manifest => {}
-        }
+        out.refs.extend(refs);
         for r in &mut out.refs[before..] {
             if let Err(p) = apply_policy(&ctx, &mut policies, r, None) {
                 out.problems.push(p);
@@ -406,6 +395,69 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         argocd::scan(root, config, argo, &mut out, &mut policies);
     }
     out
+}
+
+/// One file read (and, for kustomizations and values files, parsed and scanned).
+enum Read {
+    /// A manifest that is not an Argo CD resource: not read further, not counted.
+    NotArgo,
+    /// The file cannot be read, or is not valid YAML.
+    Problem(Problem),
+    /// A manifest mentioning Argo CD, to parse in file order.
+    Argo(String),
+    /// A kustomization or values file: its references (policies not given yet) and the
+    /// problems its scanner found.
+    Scanned {
+        text: String,
+        lines: LineIndex,
+        refs: Vec<ImageRef>,
+        problems: Vec<Problem>,
+    },
+}
+
+fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
+    let text = match std::fs::read_to_string(root.join(rel)) {
+        Ok(t) => t,
+        Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, format!("cannot read: {e}"))),
+    };
+    if let FileKind::Manifest = kind {
+        // Cheap test first: most YAML files are not Argo CD resources.
+        if !text.contains("argoproj.io") {
+            return Read::NotArgo;
+        }
+        return Read::Argo(text);
+    }
+    let ctx = FileCtx {
+        file: rel,
+        text: &text,
+        lines: LineIndex::new(&text),
+    };
+    let docs = match crate::yaml::parse_located(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            return Read::Problem(Problem::at_file(
+                rel,
+                e.line,
+                e.column,
+                format!("not valid YAML: {}", e.message),
+            ))
+        }
+    };
+    let mut refs = Vec::new();
+    let mut problems = Vec::new();
+    match kind {
+        FileKind::Kustomization => kustomize::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::HelmValues => helm::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::Manifest => {}
+    }
+    drop(docs);
+    let lines = ctx.lines;
+    Read::Scanned {
+        text,
+        lines,
+        refs,
+        problems,
+    }
 }
 
 /// Give `r` its policy: configuration (with `repository` settings, from Argo CD

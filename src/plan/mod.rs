@@ -177,12 +177,29 @@ pub fn shard_of(group: &str, n: u64) -> u64 {
 /// A file whose edit is refused: file, line, column, why.
 type Refusal<'a> = (&'a str, usize, usize, String);
 
+/// The same work: the same references (by identity) with the same new values, in order.
+fn same_work(a: &FileWork, b: &FileWork) -> bool {
+    let same = |x: &Planned, y: &Planned| std::ptr::eq(x.0, y.0) && x.1 == y.1 && x.2 == y.2;
+    a.slots.len() == b.slots.len()
+        && a.creations.len() == b.creations.len()
+        && a.slots.iter().zip(&b.slots).all(|(x, y)| same(x, y))
+        && a.creations
+            .iter()
+            .zip(&b.creations)
+            .all(|((x, c), (y, d))| same(x, y) && std::ptr::eq(*c, *d))
+}
+
+/// What [`changes_for`] did for every file: its work and its new text (or refusal).
+type Done<'a> = BTreeMap<&'a str, (FileWork<'a>, Result<FileChange, ()>)>;
+
 /// The file changes for `planned` (the new text of every file they touch), and the files
-/// whose edits are refused.
+/// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
+/// verified again: [`change_file`] is a pure function of the text and the work.
 fn changes_for<'a>(
     discovery: &'a Discovery,
     planned: &[Planned<'a>],
-) -> (BTreeMap<&'a str, FileChange>, Vec<Refusal<'a>>) {
+    earlier: Option<&Done<'a>>,
+) -> (Done<'a>, Vec<Refusal<'a>>) {
     let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
     for &p in planned {
         let r = p.0;
@@ -197,26 +214,42 @@ fn changes_for<'a>(
                 .push((p, c));
         }
     }
+    let work: Vec<(&str, FileWork)> = by_file.into_iter().collect();
+    // Each file on its own, on every core (editing and verifying is most of the plan).
+    let results = crate::parallel::map(&work, |&(file, ref work)| {
+        if let Some((_, Ok(change))) = earlier
+            .and_then(|e| e.get(file))
+            .filter(|(done, _)| same_work(done, work))
+        {
+            return Ok(change.clone());
+        }
+        let before = discovery.sources.get(file).map(String::as_str);
+        change_file(before, work).map(|after| FileChange {
+            file: file.to_string(),
+            before: before.unwrap_or_default().to_string(),
+            after,
+            created: before.is_none(),
+        })
+    });
     let mut changed = BTreeMap::new();
     let mut refused = Vec::new();
-    for (file, work) in by_file {
-        let before = discovery.sources.get(file).map(String::as_str);
-        match change_file(before, &work) {
-            Ok(after) => {
-                changed.insert(
-                    file,
-                    FileChange {
-                        file: file.to_string(),
-                        before: before.unwrap_or_default().to_string(),
-                        after,
-                        created: before.is_none(),
-                    },
-                );
+    for ((file, work), result) in work.into_iter().zip(results) {
+        match result {
+            Ok(change) => {
+                changed.insert(file, (work, Ok(change)));
             }
-            Err((line, column, e)) => refused.push((file, line, column, e)),
+            Err((line, column, e)) => {
+                refused.push((file, line, column, e));
+                changed.insert(file, (work, Err(())));
+            }
         }
     }
     (changed, refused)
+}
+
+/// The new texts of `done`, by file.
+fn changes(done: Done) -> Vec<FileChange> {
+    done.into_values().filter_map(|(_, c)| c.ok()).collect()
 }
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
@@ -234,7 +267,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
         })
         .collect();
     let mut out = Plan::default();
-    let (changed, refused) = changes_for(discovery, &moved);
+    let (changed, refused) = changes_for(discovery, &moved, None);
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
         out.problems.push(Problem::at_file(
@@ -286,8 +319,9 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
     for (set, members) in groups.values_mut() {
         set.files.sort();
         // Each change set is its own branch: its files hold only its own updates. (They
-        // passed verification with all updates together; alone they are verified again.)
-        let (own, refused) = changes_for(discovery, members);
+        // passed verification with all updates together; alone they are verified again,
+        // unless a file's updates are all this change set's: then it is the same edit.)
+        let (own, refused) = changes_for(discovery, members, Some(&changed));
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -296,9 +330,9 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
                 format!("edit refused for change set {}: {e}", set.group),
             ));
         }
-        set.changes = own.into_values().collect();
+        set.changes = changes(own);
     }
-    out.files = changed.into_values().collect();
+    out.files = changes(changed);
     out.change_sets = groups.into_values().map(|(set, _)| set).collect();
     out
 }

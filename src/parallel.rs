@@ -1,0 +1,59 @@
+//! Per-file work spread over the machine's cores: discovery parses every YAML file, the plan
+//! edits and verifies every changed one, each file on its own. On 10,000 apps that is most
+//! of a run (docs/performance.md), and nothing else runs meanwhile.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Below this many items a second thread costs more than it saves.
+const MIN_ITEMS: usize = 64;
+
+/// `items.iter().map(f).collect()`, computed on up to as many threads as there are cores;
+/// the results are in the order of `items`, whatever thread computed them.
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(items.len() / MIN_ITEMS);
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut all: Vec<(usize, R)> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        for h in helpers {
+            match h.join() {
+                Ok(done) => all.extend(done),
+                // A panic in `f` is a bug; let it surface as it would have without threads.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn results_keep_the_order_of_the_items() {
+        let items: Vec<usize> = (0..1000).collect();
+        let out = super::map(&items, |&i| {
+            // Uneven work, so threads finish out of order.
+            std::hint::black_box((0..(i % 7) * 1000).fold(0usize, |a, b| a ^ b));
+            i
+        });
+        assert_eq!(out, items);
+        assert_eq!(super::map(&[1, 2, 3], |x| x * 2), vec![2, 4, 6]);
+        assert!(super::map(&[] as &[u8], |x| *x).is_empty());
+    }
+}
