@@ -124,6 +124,11 @@ fn imagebump(args: &[&str]) -> Run {
     }
 }
 
+/// `imagebump run DIR --config CFG --write`.
+fn write(dir: &Path, cfg: &str) -> Run {
+    imagebump(&["run", dir.to_str().unwrap(), "--config", cfg, "--write"])
+}
+
 #[test]
 fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
     let reg = Registry::start(RegistryMode::Plain);
@@ -299,13 +304,7 @@ fn rendered_sources_change_only_in_image_values() {
     let (_c, cfg) = config(&reg);
     let repo = copy_repo();
     let before = rendered(repo.path());
-    let run = imagebump(&[
-        "run",
-        repo.path().to_str().unwrap(),
-        "--config",
-        &cfg,
-        "--write",
-    ]);
+    let run = write(Path::new(repo.path().to_str().unwrap()), &cfg);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let after = rendered(repo.path());
     assert_eq!(
@@ -367,13 +366,7 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
         ("apps/bad/.argocd-source-bad.yaml", "kustomize:\n  images: [x\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = imagebump(&[
-        "run",
-        tree.path().to_str().unwrap(),
-        "--config",
-        &cfg,
-        "--write",
-    ]);
+    let run = write(Path::new(tree.path().to_str().unwrap()), &cfg);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
@@ -438,13 +431,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         ("apps/api/values.yaml", "image:\n  repository: registry.test/team/api\n  tag: 1.0.0\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = imagebump(&[
-        "run",
-        tree.path().to_str().unwrap(),
-        "--config",
-        &cfg,
-        "--write",
-    ]);
+    let run = write(Path::new(tree.path().to_str().unwrap()), &cfg);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("argocd/web.yaml:"), "{}", run.stderr);
     assert!(
