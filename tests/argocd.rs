@@ -304,7 +304,7 @@ fn rendered_sources_change_only_in_image_values() {
     let (_c, cfg) = config(&reg);
     let repo = copy_repo();
     let before = rendered(repo.path());
-    let run = write(Path::new(repo.path().to_str().unwrap()), &cfg);
+    let run = write(repo.path(), &cfg);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let after = rendered(repo.path());
     assert_eq!(
@@ -366,7 +366,7 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
         ("apps/bad/.argocd-source-bad.yaml", "kustomize:\n  images: [x\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = write(Path::new(tree.path().to_str().unwrap()), &cfg);
+    let run = write(tree.path(), &cfg);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
@@ -431,7 +431,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         ("apps/api/values.yaml", "image:\n  repository: registry.test/team/api\n  tag: 1.0.0\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = write(Path::new(tree.path().to_str().unwrap()), &cfg);
+    let run = write(tree.path(), &cfg);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("argocd/web.yaml:"), "{}", run.stderr);
     assert!(
