@@ -55,6 +55,7 @@ fn flags(args: &TagsArgs) -> PolicySpec {
         allow_downgrade: args.allow_downgrade.then_some(true),
         pin: None,
         ignore: None,
+        credentials: None,
     }
 }
 
@@ -119,7 +120,7 @@ pub async fn tags(args: &TagsArgs) -> i32 {
     };
     let client = match &args.tags_from {
         Some(_) => None,
-        None => match registries.client_for(&reference.name) {
+        None => match registries.client_with(&reference.name, policy.spec.credentials.as_deref()) {
             Ok(c) => Some(c),
             Err(e) => {
                 eprintln!("error: {e}");

@@ -644,7 +644,7 @@ fn configuration_mistakes_exit_2_before_any_registry_work() {
         ),
         (
             "registries:\n  - prefix: ghcr.io\n    credentials: env:IMAGEBUMP_TEST_UNSET\n",
-            "IMAGEBUMP_TEST_UNSET is not set",
+            "env:IMAGEBUMP_TEST_UNSET: the variable is not set",
         ),
         (
             "registries:\n  - prefix: ghcr.io\n    credentials: vault:x\n",

@@ -825,7 +825,7 @@ fn markers_pin_ignore_and_override_rules_and_a_broken_one_spoils_only_its_refere
     );
     assert_eq!(
         problems(&report, "errors"),
-        ["broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`"]
+        ["broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `credentials`"]
     );
     // Pinned references are not looked up; the others share one tag list.
     assert_eq!(report["requests"], requests(1, 0, 0));
@@ -881,7 +881,7 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
     );
     assert_eq!(
         run.stderr,
-        "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`\n"
+        "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `credentials`\n"
     );
     let run = imagebump(&[
         "scan",

@@ -200,10 +200,38 @@ pub struct RegistryConfig {
     /// Accept any TLS certificate. For test set-ups only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
-    /// `env:VAR` (holding `user:password`) or `dockerconfig` (the default).
+    /// Where credentials come from: `env:VAR` (`user:password`), `file:PATH` (the same,
+    /// or a Docker config JSON such as a mounted `.dockerconfigjson`), `dockerconfig`,
+    /// `ext:PATH` (a program printing `user:password`), `ecr[:REGION]`, `gcp[:KEYFILE]`,
+    /// `acr`, `github` (`GITHUB_TOKEN`) or `anonymous`. Default: Docker's configuration if
+    /// it has the host, else what the environment offers for the host's cloud
+    /// (docs/registries.md), else anonymous.
     pub credentials: Option<String>,
+    /// Ask the credentials source again after this long (e.g. `10h`), for sources that do
+    /// not say when their answer expires (`ext:`, `file:`).
+    pub credentials_expire: Option<String>,
+    /// How long an `ext:` program may run (default `30s`).
+    pub credentials_timeout: Option<String>,
     /// Concurrent requests to this registry (default 8).
     pub concurrency: Option<usize>,
+    /// Requests per second to this registry at most (e.g. `20`, or `0.5`).
+    pub rate_limit: Option<f64>,
+}
+
+impl RegistryConfig {
+    pub fn credentials_expire(&self) -> Result<Option<std::time::Duration>, String> {
+        duration(self.credentials_expire.as_deref())
+    }
+
+    pub fn credentials_timeout(&self) -> Result<Option<std::time::Duration>, String> {
+        duration(self.credentials_timeout.as_deref())
+    }
+}
+
+fn duration(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+    text.map(crate::policy::filters::parse_age)
+        .transpose()
+        .map(|d| d.filter(|d| !d.is_zero()))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -289,6 +317,14 @@ impl Config {
             }
         };
         errors.extend(check(vec![key("defaults")], self.defaults.clone(), false));
+        if self.defaults.credentials.is_some() {
+            errors.push(Invalid {
+                at: vec![key("defaults"), key("credentials")],
+                message: "credentials are set per registry or per image, not for every image"
+                    .into(),
+                hint: Some("use registries[].credentials, or credentials in an images rule".into()),
+            });
+        }
         for (i, rule) in self.images.iter().enumerate() {
             let at = vec![key("images"), PathSeg::Index(i)];
             if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
@@ -301,6 +337,46 @@ impl Config {
                 });
             }
             errors.extend(check(at, self.defaults.overlay(&rule.policy()), true));
+        }
+        for (i, r) in self.registries.iter().enumerate() {
+            let at = |k: &str| vec![key("registries"), PathSeg::Index(i), key(k)];
+            let mut bad = |k: &str, message: String, hint: &str| {
+                errors.push(Invalid {
+                    at: at(k),
+                    message,
+                    hint: Some(hint.into()),
+                })
+            };
+            if let Some(spec) = &r.credentials {
+                if let Err(e) = crate::registry::credentials::Source::parse(spec) {
+                    bad("credentials", e, "see docs/registries.md");
+                }
+            }
+            if let Err(e) = r.credentials_expire() {
+                bad("credentialsExpire", e, "e.g. 10h, 30m");
+            }
+            if let Err(e) = r.credentials_timeout() {
+                bad("credentialsTimeout", e, "e.g. 10s, 1m");
+            }
+            if r.rate_limit.is_some_and(|l| !(l.is_finite() && l > 0.0)) {
+                bad(
+                    "rateLimit",
+                    "must be a positive number of requests per second".into(),
+                    "e.g. 20, or 0.5 for one request every two seconds",
+                );
+            }
+            if r.concurrency == Some(0) {
+                bad("concurrency", "must be at least 1".into(), "e.g. 4");
+            }
+            if r.credentials_expire.is_some()
+                && r.credentials
+                    .as_deref()
+                    .is_some_and(|c| !(c.starts_with("ext:") || c.starts_with("file:")))
+            {
+                warnings.push(format!(
+                    "registries[{i}].credentialsExpire: only ext: and file: sources are asked again on a timer; the others say when their answer expires"
+                ));
+            }
         }
         (errors, warnings)
     }
@@ -349,13 +425,26 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         });
     }
     let base = path.parent().unwrap_or(Path::new("."));
+    let relative = |spec: &mut Option<String>| {
+        if let Some(source) = spec
+            .as_deref()
+            .and_then(|s| crate::registry::credentials::Source::parse(s).ok())
+        {
+            *spec = Some(source.relative_to(base).describe());
+        }
+    };
     for r in &mut config.registries {
         if let Some(ca) = &r.ca_file {
             if ca.is_relative() {
                 r.ca_file = Some(base.join(ca));
             }
         }
+        relative(&mut r.credentials);
     }
+    for rule in &mut config.images {
+        relative(&mut rule.credentials);
+    }
+    relative(&mut config.defaults.credentials);
     Ok(config)
 }
 

@@ -95,6 +95,10 @@ policy_keys! {
     pin: bool,
     /// Leave this reference alone entirely (reported as unmanaged).
     ignore: bool,
+    /// This image's own registry credentials, beating its `registries` entry's: any source
+    /// `registries[].credentials` takes (`env:VAR`, `file:PATH`, `ext:PATH`, ...). The
+    /// equivalent of argocd-image-updater's `pull-secret`. Not allowed in `defaults`.
+    credentials: String,
 }
 
 #[cfg(test)]

@@ -266,6 +266,10 @@ impl Policy {
             .map_err(|m| {
                 PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8")
             })?;
+        if let Some(c) = spec.credentials.as_deref() {
+            crate::registry::credentials::Source::parse(c)
+                .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
+        }
         let min_age = match spec.min_age.as_deref() {
             None => None,
             Some(text) => Some(

@@ -10,9 +10,11 @@ use reqwest::header::{
 };
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Mutex;
 
-use super::auth::{self, Challenge, Credential};
+use super::auth::{self, Challenge};
+use super::credentials::{Credential, Environment, Provider, ProviderOptions, Source};
+use super::gate::Gate;
 use super::manifest::{
     digest_matches, parse_config, parse_manifest, sha256_digest, ImageConfig, Manifest,
 };
@@ -62,17 +64,23 @@ pub struct Client {
     http: reqwest::Client,
     pub host: String,
     pub endpoint: String,
-    credential: Option<Credential>,
+    credentials: Provider,
     auth: Mutex<AuthState>,
-    limit: Semaphore,
+    gate: Arc<Gate>,
     stats: Arc<Stats>,
 }
 
 impl Client {
+    /// A client for `host`, configured by its `registries[]` entry if any. `source` (an
+    /// image's own credentials) beats the entry's `credentials`; with neither, the source
+    /// is chosen from the host and the environment ([`Source::implicit`]).
     pub fn new(
         host: &str,
         default_endpoint: String,
         config: Option<&RegistryConfig>,
+        source: Option<Source>,
+        gate: Arc<Gate>,
+        env: Arc<Environment>,
         stats: Arc<Stats>,
     ) -> Result<Client, Error> {
         let mut builder = reqwest::Client::builder()
@@ -81,8 +89,8 @@ impl Client {
             .user_agent(concat!("imagebump/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::limited(5));
         let mut endpoint = default_endpoint;
-        let mut spec = None;
-        let mut concurrency = 8;
+        let mut options = ProviderOptions::default();
+        let mut configured = None;
         if let Some(c) = config {
             if let Some(url) = &c.url {
                 endpoint = url.trim_end_matches('/').to_string();
@@ -97,25 +105,51 @@ impl Client {
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
                 builder = builder.use_preconfigured_tls(tls);
             }
-            spec = c.credentials.as_deref();
-            concurrency = c.concurrency.unwrap_or(concurrency).max(1);
+            if let Some(spec) = &c.credentials {
+                configured = Some(Source::parse(spec).map_err(Error::Config)?);
+            }
+            options.expire = c.credentials_expire().map_err(Error::Config)?;
+            if let Some(t) = c.credentials_timeout().map_err(Error::Config)? {
+                options.timeout = t;
+            }
         }
         let http = builder
             .build()
             .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
-        let credential = auth::lookup(spec, host).map_err(Error::Config)?;
+        let source = source
+            .or(configured)
+            .unwrap_or_else(|| Source::implicit(host, &env));
+        let credentials = Provider::new(source, options, http.clone(), env, host, &endpoint);
         Ok(Client {
             http,
             host: host.to_string(),
             endpoint,
-            credential,
+            credentials,
             auth: Mutex::new(AuthState {
                 scheme: Scheme::Unknown,
                 tokens: HashMap::new(),
             }),
-            limit: Semaphore::new(concurrency),
+            gate,
             stats,
         })
+    }
+
+    /// What can be checked before any request: the credentials source is usable.
+    pub fn preflight(&self) -> Result<(), Error> {
+        self.credentials
+            .preflight()
+            .map_err(|reason| Error::Credentials {
+                host: self.host.clone(),
+                reason,
+            })
+    }
+
+    pub fn credentials(&self) -> &Provider {
+        &self.credentials
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 
     /// Every tag of `repo`, following `Link: <…>; rel="next"` until there is none.
@@ -287,7 +321,8 @@ impl Client {
         parse_config(&body).map_err(|e| invalid(format!("config {digest} of {repo}: {e}")))
     }
 
-    /// One logical request: authenticated, retried, size-capped.
+    /// One logical request: authenticated, retried, size-capped, through the registry's
+    /// gate (concurrency, rate, pause after 429, circuit breaker).
     async fn request(
         &self,
         method: Method,
@@ -296,23 +331,49 @@ impl Client {
         accept: &str,
         limit: usize,
     ) -> Result<(HeaderMap, Vec<u8>), Error> {
-        let _permit = self
-            .limit
-            .acquire()
-            .await
-            .map_err(|_| Error::Config("client closed".into()))?;
+        let result = self.request_inner(method, url, scope, accept, limit).await;
+        self.gate.record(&result);
+        result
+    }
+
+    async fn request_inner(
+        &self,
+        method: Method,
+        url: &str,
+        scope: &str,
+        accept: &str,
+        limit: usize,
+    ) -> Result<(HeaderMap, Vec<u8>), Error> {
+        // Docker Hub counts manifest GETs as pulls; HEADs and tag lists are free.
+        let counts_as_pull = method == Method::GET && url.contains("/manifests/");
         let started = Instant::now();
         let mut attempt = 0;
-        let mut reauthenticated = false;
+        let mut learned = false;
+        let mut refreshed = false;
         loop {
             attempt += 1;
-            let result = self
-                .attempt(method.clone(), url, scope, accept, limit)
-                .await;
+            let result = {
+                let _permit = self.gate.enter(counts_as_pull).await?;
+                self.attempt(method.clone(), url, scope, accept, limit)
+                    .await
+            };
+            let refused = match &result {
+                Ok(Attempt::Challenge(_)) => learned,
+                Err(Error::Unauthorized { status: 401, .. }) => true,
+                _ => false,
+            };
+            if refused && !refreshed {
+                // Credentials were sent and refused: ask their source again, once.
+                refreshed = true;
+                if self.refresh(scope).await {
+                    attempt -= 1;
+                    continue;
+                }
+            }
             match result {
                 Ok(Attempt::Done(h, b)) => return Ok((h, b)),
-                Ok(Attempt::Challenge(challenge)) if !reauthenticated => {
-                    reauthenticated = true;
+                Ok(Attempt::Challenge(challenge)) if !learned => {
+                    learned = true;
                     self.learn(challenge, scope, url).await?;
                     attempt -= 1;
                 }
@@ -331,7 +392,12 @@ impl Client {
                         Error::RateLimited {
                             retry_after: Some(d),
                             ..
-                        } => (*d).min(MAX_RETRY_AFTER),
+                        } => {
+                            let d = (*d).min(MAX_RETRY_AFTER);
+                            // The whole registry waits, not just this request.
+                            self.gate.pause(d);
+                            d
+                        }
                         _ => backoff(attempt),
                     };
                     tracing::debug!(%url, error = %e, wait_ms = wait.as_millis() as u64, "retrying");
@@ -341,6 +407,30 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The registry refused our credentials: drop tokens obtained with them and ask the
+    /// source for fresh ones. False when that cannot help (none sent, a fixed source).
+    async fn refresh(&self, scope: &str) -> bool {
+        let Ok(used) = self.credentials.get().await else {
+            return false;
+        };
+        if !self.credentials.refresh(&used).await {
+            return false;
+        }
+        self.auth.lock().await.tokens.remove(scope);
+        true
+    }
+
+    async fn credential(&self) -> Result<Option<Credential>, Error> {
+        self.credentials
+            .get()
+            .await
+            .map(|used| used.credential)
+            .map_err(|reason| Error::Credentials {
+                host: self.host.clone(),
+                reason,
+            })
     }
 
     async fn attempt(
@@ -364,6 +454,7 @@ impl Client {
         let resp = req.send().await.map_err(|e| transport(url, &e))?;
         let status = resp.status();
         let headers = resp.headers().clone();
+        self.gate.observe(&headers);
         match status {
             s if s.is_success() => {
                 let body = if method == Method::HEAD {
@@ -415,7 +506,11 @@ impl Client {
         let scheme = self.auth.lock().await.scheme.clone();
         match scheme {
             Scheme::Unknown => Ok(None),
-            Scheme::Basic => Ok(self.credential.as_ref().map(Credential::basic_header)),
+            Scheme::Basic => Ok(self
+                .credential()
+                .await?
+                .as_ref()
+                .map(Credential::basic_header)),
             Scheme::Bearer { realm, service } => {
                 let token = self.token(&realm, service.as_deref(), scope).await?;
                 Ok(Some(format!("Bearer {}", token.expose_secret())))
@@ -425,18 +520,18 @@ impl Client {
 
     /// React to a 401 challenge: remember the scheme, drop a stale token.
     async fn learn(&self, challenge: Challenge, scope: &str, url: &str) -> Result<(), Error> {
-        let mut state = self.auth.lock().await;
         match challenge {
             Challenge::Basic => {
-                if self.credential.is_none() {
+                if self.credential().await?.is_none() {
                     return Err(Error::Unauthorized {
                         url: url.to_string(),
                         status: 401,
                     });
                 }
-                state.scheme = Scheme::Basic;
+                self.auth.lock().await.scheme = Scheme::Basic;
             }
             Challenge::Bearer { realm, service } => {
+                let mut state = self.auth.lock().await;
                 state.tokens.remove(scope);
                 state.scheme = Scheme::Bearer { realm, service };
             }
@@ -468,7 +563,7 @@ impl Client {
         }
         let url_s = url.to_string();
         let mut req = self.http.get(url);
-        if let Some(c) = &self.credential {
+        if let Some(c) = self.credential().await? {
             req = req.header(AUTHORIZATION, c.basic_header());
         }
         self.stats.tokens.fetch_add(1, Ordering::Relaxed);

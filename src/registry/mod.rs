@@ -6,6 +6,8 @@
 
 pub mod auth;
 pub mod client;
+pub mod credentials;
+pub mod gate;
 pub mod manifest;
 pub mod name;
 mod tls;
@@ -19,6 +21,8 @@ use serde::Serialize;
 
 use crate::config::RegistryConfig;
 pub use client::Client;
+use credentials::{Environment, Source};
+use gate::Gate;
 use name::{ImageName, DOCKER_HUB};
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -48,6 +52,10 @@ pub enum Error {
     Invalid { url: String, reason: String },
     #[error("registry configuration: {0}")]
     Config(String),
+    #[error("{host}: {reason}")]
+    Credentials { host: String, reason: String },
+    #[error("{host}: not asked: {reason}")]
+    Skipped { host: String, reason: String },
 }
 
 impl Error {
@@ -63,6 +71,15 @@ impl Error {
         )
     }
 
+    /// Does the failure say the registry itself is unwell (rather than one repository or
+    /// our credentials)? A streak of these opens the registry's circuit breaker.
+    pub fn is_registry_down(&self) -> bool {
+        matches!(
+            self,
+            Error::Transport { .. } | Error::Server { .. } | Error::RateLimited { .. }
+        )
+    }
+
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
@@ -73,7 +90,10 @@ impl Error {
                 Some("add the registry's CA with registries[].caFile in imagebump.yaml".into())
             }
             Error::Transport { .. } => Some("check the host, or set registries[].url for a mirror or a plain-HTTP registry".into()),
-            Error::RateLimited { .. } => Some("lower registries[].concurrency or run less often".into()),
+            Error::RateLimited { .. } => Some("set registries[].rateLimit or lower registries[].concurrency, or run less often".into()),
+            Error::Credentials { .. } => Some("see docs/registries.md for each credentials source; `imagebump registry check` tests them".into()),
+            Error::Skipped { reason, .. } if reason.contains("pull limit") => Some("log in (Docker config or registries[].credentials) for a higher limit, or run less often".into()),
+            Error::Skipped { .. } => Some("the registry kept failing; its references are listed as not checked and the next run tries again".into()),
             Error::NotFound { .. } => Some("check the image name; private repositories may also answer 404 without credentials".into()),
             _ => None,
         }
@@ -113,10 +133,17 @@ impl Stats {
     }
 }
 
-/// All registry clients of a run.
+/// A registry entry (`#<index>`, or the host for unconfigured ones) and an image's own
+/// credentials source: one client each.
+type ClientKey = (String, Option<Source>);
+
+/// All registry clients of a run: one per registry entry (or host) and credentials
+/// source, sharing one [`gate::Gate`] per registry.
 pub struct Registries {
     configs: Vec<RegistryConfig>,
-    clients: Mutex<HashMap<String, Arc<Client>>>,
+    env: Arc<Environment>,
+    gates: Mutex<HashMap<String, Arc<Gate>>>,
+    clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
     pub stats: Arc<Stats>,
 }
 
@@ -134,38 +161,61 @@ fn prefix_matches(prefix: &str, full: &str) -> bool {
     full == prefix || (full.starts_with(prefix) && full.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
+/// The registry host a `prefix` names (`docker.io/acme` → `registry-1.docker.io`).
+pub fn prefix_host(prefix: &str) -> String {
+    let host = prefix.split('/').next().unwrap_or_default();
+    match name::parse_name(&format!("{host}/x")) {
+        Ok(n) => n.registry,
+        Err(_) => host.to_string(),
+    }
+}
+
 impl Registries {
     /// Build a client for every configured entry up front, so a bad `caFile` or credentials
     /// source is a configuration error before any work starts.
     pub fn new(configs: Vec<RegistryConfig>) -> Result<Self, Error> {
-        let stats = Arc::new(Stats::default());
-        let mut clients = HashMap::new();
-        for (i, c) in configs.iter().enumerate() {
-            let host = c.prefix.split('/').next().unwrap_or_default();
-            let host = match name::parse_name(&format!("{host}/x")) {
-                Ok(n) => n.registry,
-                Err(_) => host.to_string(),
-            };
-            let client = Client::new(&host, default_endpoint(&host), Some(c), stats.clone())
+        Self::with_env(configs, Environment::process())
+    }
+
+    /// As [`Registries::new`], with the environment credentials sources read.
+    pub fn with_env(configs: Vec<RegistryConfig>, env: Environment) -> Result<Self, Error> {
+        let registries = Registries {
+            configs,
+            env: Arc::new(env),
+            gates: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+            stats: Arc::new(Stats::default()),
+        };
+        for (i, c) in registries.configs.iter().enumerate() {
+            let host = prefix_host(&c.prefix);
+            registries
+                .client(&format!("#{i}"), &host, Some(c), None)
+                .and_then(|client| client.preflight().map(|()| client))
                 .map_err(|e| {
                     let detail = match e {
                         Error::Config(m) => m,
+                        Error::Credentials { reason, .. } => reason,
                         other => other.to_string(),
                     };
                     Error::Config(format!("registries[{i}] (prefix {}): {detail}", c.prefix))
                 })?;
-            clients.insert(format!("#{i}"), Arc::new(client));
         }
-        Ok(Registries {
-            configs,
-            clients: Mutex::new(clients),
-            stats,
-        })
+        Ok(registries)
     }
 
     /// The client for an image: the first `registries[]` entry whose prefix matches, else a
     /// default client for its host.
     pub fn client_for(&self, image: &ImageName) -> Result<Arc<Client>, Error> {
+        self.client_with(image, None)
+    }
+
+    /// As [`Registries::client_for`], with an image's own credentials (an `images` rule's
+    /// or an Argo CD `pull-secret`), which beat the registry entry's.
+    pub fn client_with(
+        &self,
+        image: &ImageName,
+        credentials: Option<&str>,
+    ) -> Result<Arc<Client>, Error> {
         let full = image.to_string();
         let matched = self
             .configs
@@ -176,23 +226,84 @@ impl Registries {
             Some((i, _)) => format!("#{i}"),
             None => image.registry.clone(),
         };
-        let mut clients = self
-            .clients
-            .lock()
-            .map_err(|_| Error::Config("client cache poisoned".into()))?;
-        if let Some(c) = clients.get(&key) {
+        let source = credentials
+            .map(Source::parse)
+            .transpose()
+            .map_err(Error::Config)?;
+        self.client(&key, &image.registry, matched.map(|(_, c)| c), source)
+    }
+
+    /// Every configured entry's prefix and client, in configuration order.
+    pub fn configured(&self) -> Result<Vec<(String, Arc<Client>)>, Error> {
+        self.configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let client =
+                    self.client(&format!("#{i}"), &prefix_host(&c.prefix), Some(c), None)?;
+                Ok((c.prefix.clone(), client))
+            })
+            .collect()
+    }
+
+    /// Registries skipped by their circuit breaker during the run: host and why.
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        let gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<_> = gates
+            .values()
+            .filter_map(|g| {
+                g.skipped()
+                    .map(|why| (g.host().to_string(), why.to_string()))
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn client(
+        &self,
+        key: &str,
+        host: &str,
+        config: Option<&RegistryConfig>,
+        source: Option<Source>,
+    ) -> Result<Arc<Client>, Error> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        let client_key = (key.to_string(), source.clone());
+        if let Some(c) = clients.get(&client_key) {
             return Ok(c.clone());
         }
+        let gate = {
+            let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+            gates
+                .entry(key.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Gate::new(
+                        host,
+                        config
+                            .and_then(|c| c.concurrency)
+                            .unwrap_or(DEFAULT_CONCURRENCY),
+                        config.and_then(|c| c.rate_limit),
+                    ))
+                })
+                .clone()
+        };
         let client = Arc::new(Client::new(
-            &image.registry,
-            default_endpoint(&image.registry),
-            matched.map(|(_, c)| c),
+            host,
+            default_endpoint(host),
+            config,
+            source,
+            gate,
+            self.env.clone(),
             self.stats.clone(),
         )?);
-        clients.insert(key, client.clone());
+        clients.insert(client_key, client.clone());
         Ok(client)
     }
 }
+
+/// Concurrent requests to one registry unless `registries[].concurrency` says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 8;
 
 #[cfg(test)]
 mod tests {

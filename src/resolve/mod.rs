@@ -160,16 +160,22 @@ pub async fn resolve(
         repositories: users.len(),
         ..Default::default()
     };
-    let listed: BTreeSet<&ImageName> = pending
+    let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
         .iter()
         .filter(|&&i| refs[i].policy.needs_tag_list())
-        .map(|&i| &refs[i].image)
+        .map(|&i| (&refs[i].image, credentials(&refs[i].policy)))
         .collect();
     progress.stage("listing tags", listed.len());
     let lists = list_tags(listed, registries, concurrency, progress).await;
-    for (name, result) in &lists {
+    for ((name, _), result) in &lists {
         let users = users.get(name).copied().unwrap_or_default();
         match result {
+            // Said once per registry below, with the reason.
+            Err(Error::Skipped { host, .. }) => out.problems.push(Problem::registry(
+                name,
+                format!("{users} reference(s) not checked: {host} was skipped"),
+                None,
+            )),
             Err(e) => out.problems.push(Problem::registry(
                 name,
                 format!("{e}; {users} reference(s) not checked"),
@@ -238,26 +244,47 @@ pub async fn resolve(
     )
     .await;
     out.outcomes = outcomes;
+    for (host, why) in registries.skipped() {
+        let message = format!("skipped for the rest of the run: {why}");
+        let hint = Error::Skipped {
+            host: host.clone(),
+            reason: why,
+        }
+        .hint();
+        out.problems.push(Problem {
+            location: host,
+            message,
+            hint,
+        });
+    }
     out.problems.sort_by(|a, b| a.location.cmp(&b.location));
     out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
     out.warnings.dedup();
     out
 }
 
+/// An image's own credentials (an `images` rule, an Argo CD `pull-secret`), if any.
+fn credentials(policy: &Policy) -> Option<&str> {
+    policy.spec.credentials.as_deref()
+}
+
+/// Tag lists, per repository and the credentials they were read with.
+type Lists = BTreeMap<(ImageName, Option<String>), Result<TagList, Error>>;
+
 async fn list_tags(
-    names: BTreeSet<&ImageName>,
+    names: BTreeSet<(&ImageName, Option<&str>)>,
     registries: &Registries,
     concurrency: usize,
     progress: &Progress,
-) -> BTreeMap<ImageName, Result<TagList, Error>> {
+) -> Lists {
     stream::iter(names)
-        .map(|name| async move {
-            let result = match registries.client_for(name) {
+        .map(|(name, creds)| async move {
+            let result = match registries.client_with(name, creds) {
                 Ok(client) => client.list_tags(&name.repository).await,
                 Err(e) => Err(e),
             };
             progress.inc();
-            (name.clone(), result)
+            ((name.clone(), creds.map(str::to_string)), result)
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
@@ -273,7 +300,7 @@ struct Decided {
 async fn decide_group(
     (image, _, current, digest): GroupKey<'_>,
     policy: &Policy,
-    lists: &BTreeMap<ImageName, Result<TagList, Error>>,
+    lists: &Lists,
     registries: &Registries,
     cache: &MetaCache,
     concurrency: usize,
@@ -286,7 +313,7 @@ async fn decide_group(
     };
     let own;
     let tags: &[String] = if policy.needs_tag_list() {
-        match lists.get(image) {
+        match lists.get(&(image.clone(), credentials(policy).map(str::to_string))) {
             Some(Ok(list)) => &list.tags,
             Some(Err(e)) => return failed(e.to_string()),
             None => return failed("tags not listed".into()),
@@ -301,7 +328,7 @@ async fn decide_group(
     }
     let mut errors = Vec::new();
     if !eval.wanted().is_empty() {
-        match registries.client_for(image) {
+        match registries.client_with(image, credentials(policy)) {
             Ok(client) => {
                 errors = settle(
                     &mut eval,
@@ -352,19 +379,19 @@ async fn pin_digests(
     concurrency: usize,
     problems: &mut Vec<Problem>,
 ) {
-    let wanted: BTreeSet<(ImageName, String)> = refs
+    let wanted: BTreeSet<(ImageName, String, Option<&str>)> = refs
         .iter()
         .zip(outcomes.iter())
         .filter_map(|(r, o)| match o {
             Outcome::Update { tag, digest: None } if r.digest.is_some() => {
-                Some((r.image.clone(), tag.clone()))
+                Some((r.image.clone(), tag.clone(), credentials(&r.policy)))
             }
             _ => None,
         })
         .collect();
     let digests: BTreeMap<(ImageName, String), Result<String, Error>> = stream::iter(wanted)
-        .map(|(name, tag)| async move {
-            let result = match registries.client_for(&name) {
+        .map(|(name, tag, creds)| async move {
+            let result = match registries.client_with(&name, creds) {
                 Ok(client) => {
                     cache
                         .digest(&client, &name.to_string(), &name.repository, &tag)

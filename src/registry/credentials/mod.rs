@@ -1,0 +1,513 @@
+//! Where a registry's credentials come from, and how long they last.
+//!
+//! A registry entry (or an `images` rule) names a *source* (`env:VAR`, `file:PATH`,
+//! `dockerconfig`, `ext:PATH`, `ecr`, `gcp`, `acr`, `github`); the source is asked lazily,
+//! the answer is cached until it expires, and a 401 with a cached answer asks again once.
+//! Nothing here ever formats a secret: errors and descriptions name the source, the user
+//! name and the endpoint only.
+
+pub mod aws;
+pub mod azure;
+mod ext;
+pub mod gcp;
+mod local;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// A user name and password (or token) for one registry.
+#[derive(Clone)]
+pub struct Credential {
+    pub username: String,
+    pub password: SecretString,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credential({}, ***)", self.username)
+    }
+}
+
+impl Credential {
+    pub fn new(username: impl Into<String>, password: impl Into<String>) -> Credential {
+        Credential {
+            username: username.into(),
+            password: SecretString::from(password.into()),
+        }
+    }
+
+    pub fn basic_header(&self) -> String {
+        let raw = format!("{}:{}", self.username, self.password.expose_secret());
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(raw)
+        )
+    }
+
+    /// `user:password` as held in an environment variable or a Docker config `auth` field.
+    pub fn from_pair(pair: &str) -> Option<Credential> {
+        let (u, p) = pair.split_once(':')?;
+        if u.is_empty() {
+            return None;
+        }
+        Some(Credential::new(u, p))
+    }
+}
+
+/// What a source produced: the credential, when it stops being valid (if the source says),
+/// and a description of where it came from for `registry check` and logs (never a secret).
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub credential: Credential,
+    pub expires_at: Option<SystemTime>,
+    /// e.g. "AWS web identity (role arn:aws:iam::1:role/x)", "GCP metadata server".
+    pub via: String,
+}
+
+/// The environment variables a source may read. Captured once from the process, or built
+/// from pairs in tests (tests run in parallel threads and must not mutate the process
+/// environment).
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    vars: HashMap<String, String>,
+}
+
+impl Environment {
+    pub fn process() -> Environment {
+        Environment {
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Environment {
+        Environment {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The variable's value; an empty value counts as unset.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// What a cloud source needs to fetch a credential.
+pub struct Ctx<'a> {
+    /// An HTTP client with short timeouts, for metadata and token endpoints.
+    pub http: &'a reqwest::Client,
+    pub env: &'a Environment,
+    /// The registry host as written in image names, e.g.
+    /// `123456789012.dkr.ecr.eu-west-1.amazonaws.com`.
+    pub host: &'a str,
+    /// The URL requests to the registry go to (`registries[].url`, else `https://<host>`).
+    pub endpoint: &'a str,
+}
+
+/// A request error and its causes (`connection refused`, `operation timed out`) on one line.
+/// The URL is left out: callers name the endpoint themselves.
+pub(crate) fn http_error(error: reqwest::Error) -> String {
+    use std::error::Error as _;
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
+/// `: code: description` from an OAuth2 error (`{error, error_description}`, Entra ID and
+/// IMDS) or a registry error (`{errors: [{code, message}]}`, ACR), on one line; empty for
+/// any other body. None of these fields carries a secret.
+pub(crate) fn service_error(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ErrorBody {
+        OAuth {
+            error: String,
+            error_description: Option<String>,
+        },
+        Registry {
+            errors: Vec<RegistryError>,
+        },
+    }
+    #[derive(Deserialize)]
+    struct RegistryError {
+        code: String,
+        message: Option<String>,
+    }
+
+    let pairs = match serde_json::from_slice(body) {
+        Ok(ErrorBody::OAuth {
+            error,
+            error_description,
+        }) => vec![(error, error_description)],
+        Ok(ErrorBody::Registry { errors }) => {
+            errors.into_iter().map(|e| (e.code, e.message)).collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    let mut text = String::new();
+    for (code, description) in pairs {
+        text.push_str(": ");
+        text.push_str(&code);
+        if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
+            text.push_str(": ");
+            // Entra ID puts trace and correlation IDs on lines of their own.
+            text.push_str(&description.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    text
+}
+
+/// A credentials source as written in `registries[].credentials` or `images[].credentials`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// `env:VAR`: `user:password` in an environment variable.
+    Env(String),
+    /// `file:PATH`: `user:password`, or a Docker config JSON (a mounted `.dockerconfigjson`).
+    File(PathBuf),
+    /// `dockerconfig`: Docker's `config.json` (`DOCKER_CONFIG` or `~/.docker`), with its
+    /// `credHelpers` and `credsStore`.
+    DockerConfig,
+    /// `ext:PATH`: a program that prints `user:password`.
+    Ext(PathBuf),
+    /// `ecr` or `ecr:<region>`: an ECR authorization token from the AWS credential chain.
+    Ecr(Option<String>),
+    /// `gcp` or `gcp:<key file>`: GCR / Artifact Registry.
+    Gcp(Option<PathBuf>),
+    /// `acr`: Azure Container Registry through an Entra ID token exchange.
+    Acr,
+    /// `github`: `GITHUB_TOKEN` as the password (GHCR).
+    GitHub,
+    /// `anonymous`: never send credentials.
+    Anonymous,
+}
+
+/// The accepted spellings, for error messages.
+pub const SOURCES: &str =
+    "env:VAR, file:PATH, dockerconfig, ext:PATH, ecr[:REGION], gcp[:KEYFILE], acr, github or anonymous";
+
+impl Source {
+    pub fn parse(spec: &str) -> Result<Source, String> {
+        let spec = spec.trim();
+        let (kind, arg) = match spec.split_once(':') {
+            Some((k, a)) => (k, Some(a.trim())),
+            None => (spec, None),
+        };
+        let need = |what: &str| -> Result<&str, String> {
+            arg.filter(|a| !a.is_empty()).ok_or_else(|| {
+                format!("credentials {spec:?}: {kind}: needs {what} after the colon")
+            })
+        };
+        let none = |s: Source| -> Result<Source, String> {
+            match arg {
+                None => Ok(s),
+                Some(_) => Err(format!("credentials {spec:?}: {kind} takes no argument")),
+            }
+        };
+        match kind {
+            "env" => Ok(Source::Env(need("a variable name")?.to_string())),
+            "file" => Ok(Source::File(PathBuf::from(need("a path")?))),
+            "ext" => Ok(Source::Ext(PathBuf::from(need("a program path")?))),
+            "ecr" => Ok(Source::Ecr(
+                arg.filter(|a| !a.is_empty()).map(str::to_string),
+            )),
+            "gcp" => Ok(Source::Gcp(
+                arg.filter(|a| !a.is_empty()).map(PathBuf::from),
+            )),
+            "dockerconfig" => none(Source::DockerConfig),
+            "acr" => none(Source::Acr),
+            "github" => none(Source::GitHub),
+            "anonymous" => none(Source::Anonymous),
+            _ => Err(format!(
+                "unknown credentials source {spec:?}; use {SOURCES}"
+            )),
+        }
+    }
+
+    /// Relative paths are relative to `base` (the configuration file's directory).
+    pub fn relative_to(self, base: &Path) -> Source {
+        let join = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        match self {
+            Source::File(p) => Source::File(join(p)),
+            Source::Ext(p) => Source::Ext(join(p)),
+            Source::Gcp(Some(p)) => Source::Gcp(Some(join(p))),
+            other => other,
+        }
+    }
+
+    /// The source as the user wrote it (no secret is part of a source).
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Env(v) => format!("env:{v}"),
+            Source::File(p) => format!("file:{}", p.display()),
+            Source::DockerConfig => "dockerconfig".into(),
+            Source::Ext(p) => format!("ext:{}", p.display()),
+            Source::Ecr(None) => "ecr".into(),
+            Source::Ecr(Some(r)) => format!("ecr:{r}"),
+            Source::Gcp(None) => "gcp".into(),
+            Source::Gcp(Some(p)) => format!("gcp:{}", p.display()),
+            Source::Acr => "acr".into(),
+            Source::GitHub => "github".into(),
+            Source::Anonymous => "anonymous".into(),
+        }
+    }
+
+    /// Can asking again give a different answer (a rotated file, a new token)? Only then is
+    /// a 401 worth a second try with fresh credentials.
+    fn refreshable(&self) -> bool {
+        !matches!(
+            self,
+            Source::Env(_) | Source::GitHub | Source::Anonymous | Source::Gcp(Some(_))
+        )
+    }
+
+    /// The source used when a registry names none: Docker's configuration if it has an entry
+    /// for the host, else what the environment offers for the host's cloud, else anonymous.
+    /// Metadata servers are only asked when configured explicitly, so that public images on
+    /// gcr.io or an ACR with anonymous pull work on a laptop.
+    pub fn implicit(host: &str, env: &Environment) -> Source {
+        if local::docker_config(host).is_some() {
+            return Source::DockerConfig;
+        }
+        if host == "ghcr.io" && env.get("GITHUB_TOKEN").is_some() {
+            return Source::GitHub;
+        }
+        if aws::is_ecr_host(host) {
+            return Source::Ecr(None);
+        }
+        if gcp::is_gcp_host(host) && env.get("GOOGLE_APPLICATION_CREDENTIALS").is_some() {
+            return Source::Gcp(None);
+        }
+        if azure::is_acr_host(host)
+            && env.get("AZURE_CLIENT_ID").is_some()
+            && (env.get("AZURE_FEDERATED_TOKEN_FILE").is_some()
+                || env.get("AZURE_CLIENT_SECRET").is_some())
+        {
+            return Source::Acr;
+        }
+        Source::Anonymous
+    }
+}
+
+/// How long an answer is trusted before the source is asked again, when the source itself
+/// says nothing (`credentialsExpire`).
+const EXPIRY_MARGIN: Duration = Duration::from_secs(300);
+
+/// A registry's credentials: the source, its cached answer and when to ask again.
+pub struct Provider {
+    source: Source,
+    /// `credentialsExpire`: a lifetime for answers that carry none (scripts, files).
+    expire: Option<Duration>,
+    /// `credentialsTimeout`: how long a script may run.
+    timeout: Duration,
+    http: reqwest::Client,
+    env: Arc<Environment>,
+    host: String,
+    endpoint: String,
+    cached: tokio::sync::Mutex<Option<Cached>>,
+    /// Bumped whenever a new answer is fetched; a refresh names the generation it found
+    /// wanting, so concurrent 401s refresh once.
+    generation: AtomicU64,
+    fetches: AtomicU64,
+}
+
+struct Cached {
+    answer: Result<Option<Fetched>, String>,
+    until: Option<Instant>,
+    generation: u64,
+}
+
+/// The credential a request used, and which answer it came from.
+#[derive(Clone)]
+pub struct InUse {
+    pub credential: Option<Credential>,
+    generation: u64,
+}
+
+pub struct ProviderOptions {
+    pub expire: Option<Duration>,
+    pub timeout: Duration,
+}
+
+impl Default for ProviderOptions {
+    fn default() -> Self {
+        ProviderOptions {
+            expire: None,
+            timeout: ext::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl Provider {
+    pub fn new(
+        source: Source,
+        options: ProviderOptions,
+        http: reqwest::Client,
+        env: Arc<Environment>,
+        host: &str,
+        endpoint: &str,
+    ) -> Provider {
+        Provider {
+            source,
+            expire: options.expire,
+            timeout: options.timeout,
+            http,
+            env,
+            host: host.to_string(),
+            endpoint: endpoint.to_string(),
+            cached: tokio::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+            fetches: AtomicU64::new(0),
+        }
+    }
+
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// How many times the source has been asked (tests and `registry check`).
+    pub fn fetches(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Check what can be checked without a network or a program run: a variable that is
+    /// not set, a file that is not there. Run before any work starts.
+    pub fn preflight(&self) -> Result<(), String> {
+        match &self.source {
+            Source::Env(_) | Source::File(_) => {
+                local::fetch(&self.source, &self.host, &self.env).map(|_| ())
+            }
+            Source::Ext(p) => ext::check(p),
+            Source::Gcp(Some(p)) if !p.is_file() => {
+                Err(format!("credentials gcp:{}: no such file", p.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The current credential (none for anonymous access), asking the source if there is
+    /// no answer yet or the answer expired. A failure is remembered too: a source that
+    /// cannot answer is asked once per run, not once per request.
+    pub async fn get(&self) -> Result<InUse, String> {
+        let mut cached = self.cached.lock().await;
+        if let Some(c) = cached.as_ref() {
+            if c.until.is_none_or(|u| Instant::now() < u) {
+                return c.answer.clone().map(|fetched| InUse {
+                    credential: fetched.map(|f| f.credential),
+                    generation: c.generation,
+                });
+            }
+            tracing::debug!(registry = %self.host, source = %self.source.describe(), "credentials expired; asking again");
+        }
+        let answer = self.fetch().await;
+        let until = match &answer {
+            Ok(fetched) => self.lifetime(fetched.as_ref()),
+            Err(_) => None,
+        };
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *cached = Some(Cached {
+            answer: answer.clone(),
+            until,
+            generation,
+        });
+        answer.map(|fetched| InUse {
+            credential: fetched.map(|f| f.credential),
+            generation,
+        })
+    }
+
+    /// A registry refused `used`: forget it so the next [`Provider::get`] asks the source
+    /// again. Returns false when asking again cannot help (a fixed source, no credential).
+    pub async fn refresh(&self, used: &InUse) -> bool {
+        if used.credential.is_none() || !self.source.refreshable() {
+            return false;
+        }
+        let mut cached = self.cached.lock().await;
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.generation == used.generation)
+        {
+            tracing::info!(registry = %self.host, source = %self.source.describe(), "credentials refused; asking the source again");
+            *cached = None;
+        }
+        true
+    }
+
+    /// Where the current answer came from (`registry check`), never the secret.
+    pub async fn describe_current(&self) -> String {
+        let cached = self.cached.lock().await;
+        match cached.as_ref().map(|c| &c.answer) {
+            _ if self.source == Source::Anonymous => "anonymous".into(),
+            Some(Ok(Some(f))) => format!(
+                "{} ({}, user {})",
+                self.source.describe(),
+                f.via,
+                f.credential.username
+            ),
+            Some(Ok(None)) => format!(
+                "{} (no entry for this host: anonymous)",
+                self.source.describe()
+            ),
+            Some(Err(_)) | None => self.source.describe(),
+        }
+    }
+
+    fn lifetime(&self, fetched: Option<&Fetched>) -> Option<Instant> {
+        let from_source = fetched.and_then(|f| f.expires_at).map(|at| {
+            let left = at
+                .duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO);
+            // Refresh a little early, but never turn a short-lived token into no token.
+            let margin = EXPIRY_MARGIN.min(left / 10);
+            Instant::now() + left.saturating_sub(margin)
+        });
+        let configured = self.expire.map(|d| Instant::now() + d);
+        match (from_source, configured) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    async fn fetch(&self) -> Result<Option<Fetched>, String> {
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let ctx = Ctx {
+            http: &self.http,
+            env: &self.env,
+            host: &self.host,
+            endpoint: &self.endpoint,
+        };
+        let fetched = match &self.source {
+            Source::Anonymous => return Ok(None),
+            Source::Env(_) | Source::File(_) | Source::DockerConfig | Source::GitHub => {
+                local::fetch(&self.source, &self.host, &self.env)?
+            }
+            Source::Ext(path) => Some(ext::run(path, &self.host, self.timeout).await?),
+            Source::Ecr(region) => Some(aws::fetch(&ctx, region.as_deref()).await?),
+            Source::Gcp(key) => Some(gcp::fetch(&ctx, key.as_deref()).await?),
+            Source::Acr => Some(azure::fetch(&ctx).await?),
+        };
+        if let Some(f) = &fetched {
+            tracing::debug!(registry = %self.host, source = %self.source.describe(), via = %f.via, user = %f.credential.username, "credentials fetched");
+        }
+        Ok(fetched)
+    }
+}

@@ -1,0 +1,280 @@
+//! What all requests to one registry share, whatever credentials they carry: the
+//! concurrency bound, the request rate, a pause after a 429, the pull allowance a registry
+//! announces (Docker Hub's `ratelimit-remaining`), and the circuit breaker that stops asking
+//! a registry that keeps failing.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use reqwest::header::HeaderMap;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use super::Error;
+
+/// Failed requests in a row (each already retried) after which a registry is skipped for
+/// the rest of the run.
+pub const BREAKER_THRESHOLD: usize = 3;
+
+/// A registry's announced pull allowance (`ratelimit-limit` / `ratelimit-remaining`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowance {
+    pub limit: Option<u64>,
+    pub remaining: u64,
+    /// The window in seconds (`;w=21600`).
+    pub window: Option<u64>,
+}
+
+impl std::fmt::Display for Allowance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.remaining)?;
+        if let Some(l) = self.limit {
+            write!(f, " of {l}")?;
+        }
+        write!(f, " pulls left")?;
+        if let Some(w) = self.window {
+            if w % 3600 == 0 {
+                write!(f, " per {}h", w / 3600)?;
+            } else {
+                write!(f, " per {w}s")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct Gate {
+    host: String,
+    permits: Semaphore,
+    /// `rateLimit`: the gap between request starts, and the next free start.
+    pace: Option<(Duration, tokio::sync::Mutex<Instant>)>,
+    paused_until: Mutex<Option<Instant>>,
+    failures: AtomicUsize,
+    open: OnceLock<String>,
+    /// Requests refused because the breaker was open.
+    refused: AtomicUsize,
+    allowance: Mutex<Option<Allowance>>,
+}
+
+impl Gate {
+    pub fn new(host: &str, concurrency: usize, rate_limit: Option<f64>) -> Gate {
+        let pace = rate_limit.filter(|r| r.is_finite() && *r > 0.0).map(|r| {
+            (
+                Duration::from_secs_f64(1.0 / r),
+                tokio::sync::Mutex::new(Instant::now()),
+            )
+        });
+        Gate {
+            host: host.to_string(),
+            permits: Semaphore::new(concurrency.max(1)),
+            pace,
+            paused_until: Mutex::new(None),
+            failures: AtomicUsize::new(0),
+            open: OnceLock::new(),
+            refused: AtomicUsize::new(0),
+            allowance: Mutex::new(None),
+        }
+    }
+
+    /// Wait for a turn: not while the registry is skipped, not before a 429's
+    /// `Retry-After`, at most `rateLimit` starts per second, at most `concurrency` at once.
+    /// A request Docker Hub counts as a pull (`counts_as_pull`) is refused once the
+    /// announced allowance is used up.
+    pub async fn enter(&self, counts_as_pull: bool) -> Result<SemaphorePermit<'_>, Error> {
+        self.check(counts_as_pull)?;
+        let paused = *self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(until) = paused {
+            tokio::time::sleep_until(until).await;
+        }
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| Error::Config("registry client closed".into()))?;
+        if let Some((gap, next)) = &self.pace {
+            let start = {
+                let mut next = next.lock().await;
+                let start = (*next).max(Instant::now());
+                *next = start + *gap;
+                start
+            };
+            tokio::time::sleep_until(start).await;
+        }
+        self.check(counts_as_pull)?;
+        Ok(permit)
+    }
+
+    fn check(&self, counts_as_pull: bool) -> Result<(), Error> {
+        if let Some(reason) = self.open.get() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::Skipped {
+                host: self.host.clone(),
+                reason: reason.clone(),
+            });
+        }
+        if counts_as_pull {
+            if let Some(a) = self.allowance() {
+                if a.remaining == 0 {
+                    return Err(Error::Skipped {
+                        host: self.host.clone(),
+                        reason: format!("its pull limit is used up ({a})"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hold every request to this registry until `wait` has passed (a 429's `Retry-After`).
+    pub fn pause(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
+        if paused.is_none_or(|p| p < until) {
+            *paused = Some(until);
+        }
+    }
+
+    /// Read the allowance headers of any response.
+    pub fn observe(&self, headers: &HeaderMap) {
+        if let Some(a) = allowance(headers) {
+            *self.allowance.lock().unwrap_or_else(|p| p.into_inner()) = Some(a);
+        }
+    }
+
+    pub fn allowance(&self) -> Option<Allowance> {
+        *self.allowance.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request finished: success closes the failure streak; a failure that says the
+    /// registry itself is unwell (unreachable, 5xx, 429 after every retry) extends it, and
+    /// a long enough streak opens the breaker.
+    pub fn record<T>(&self, result: &Result<T, Error>) {
+        match result {
+            Ok(_) => self.failures.store(0, Ordering::Relaxed),
+            Err(e) if e.is_registry_down() => {
+                let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                if n >= BREAKER_THRESHOLD {
+                    let reason = format!("{n} requests in a row failed (last: {e})");
+                    if self.open.set(reason.clone()).is_ok() {
+                        tracing::debug!(registry = %self.host, "{reason}; skipping this registry for the rest of the run");
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Why requests to the registry were refused, if any were.
+    pub fn skipped(&self) -> Option<&str> {
+        if self.refused.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.open.get().map(String::as_str)
+    }
+}
+
+/// `ratelimit-remaining: 76;w=21600` and `ratelimit-limit: 100;w=21600` (Docker Hub).
+fn allowance(headers: &HeaderMap) -> Option<Allowance> {
+    let parse = |name: &str| -> Option<(u64, Option<u64>)> {
+        let v = headers.get(name)?.to_str().ok()?;
+        let mut parts = v.split(';');
+        let n = parts.next()?.trim().parse().ok()?;
+        let w = parts
+            .filter_map(|p| p.trim().strip_prefix("w="))
+            .find_map(|w| w.parse().ok());
+        Some((n, w))
+    };
+    let (remaining, w1) = parse("ratelimit-remaining")?;
+    let limit = parse("ratelimit-limit");
+    Some(Allowance {
+        limit: limit.map(|l| l.0),
+        remaining,
+        window: w1.or(limit.and_then(|l| l.1)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn reads_docker_hub_allowance() {
+        let a = allowance(&headers(&[
+            ("ratelimit-limit", "100;w=21600"),
+            ("ratelimit-remaining", "76;w=21600"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            Allowance {
+                limit: Some(100),
+                remaining: 76,
+                window: Some(21600)
+            }
+        );
+        assert_eq!(a.to_string(), "76 of 100 pulls left per 6h");
+        assert_eq!(allowance(&headers(&[("ratelimit-limit", "100")])), None);
+    }
+
+    #[tokio::test]
+    async fn breaker_opens_after_a_streak_and_a_success_resets_it() {
+        let gate = Gate::new("r.example", 2, None);
+        let down = || -> Result<(), Error> {
+            Err(Error::Server {
+                url: "u".into(),
+                status: 503,
+            })
+        };
+        gate.record(&down());
+        gate.record(&down());
+        gate.record(&Ok::<(), Error>(()));
+        gate.record(&down());
+        gate.record(&Err::<(), _>(Error::NotFound { url: "u".into() }));
+        gate.record(&down());
+        assert!(
+            gate.enter(false).await.is_ok(),
+            "a 404 is not the registry being down"
+        );
+        gate.record(&down());
+        let e = gate.enter(false).await.unwrap_err();
+        assert!(matches!(e, Error::Skipped { .. }), "{e}");
+        assert!(e.to_string().contains("3 requests in a row failed"), "{e}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limit_spaces_request_starts() {
+        let gate = Gate::new("r.example", 8, Some(4.0));
+        let t0 = tokio::time::Instant::now();
+        for _ in 0..5 {
+            drop(gate.enter(false).await.unwrap());
+        }
+        // Five starts at 4/s: the fifth starts one second after the first.
+        assert_eq!(t0.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_allowance_refuses_pulls_only() {
+        let gate = Gate::new("registry-1.docker.io", 2, None);
+        gate.observe(&headers(&[
+            ("ratelimit-limit", "100;w=21600"),
+            ("ratelimit-remaining", "0;w=21600"),
+        ]));
+        assert!(gate.enter(false).await.is_ok());
+        let e = gate.enter(true).await.unwrap_err();
+        assert!(e.to_string().contains("0 of 100 pulls left per 6h"), "{e}");
+    }
+}
