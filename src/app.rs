@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use secrecy::SecretString;
 
-use crate::cli::{Cli, Command, ConfigCommand, Output, RunArgs, SourceArgs};
+use crate::cli::{Cli, Command, ConfigCommand, Output, RegistryCommand, RunArgs, SourceArgs};
 use crate::config::{self, Config};
 use crate::discover::{self, Discovery, ImageRef};
 use crate::exit;
@@ -78,6 +78,9 @@ pub fn main(cli: Cli) -> i32 {
             exit::OK
         }
         Command::Config(ConfigCommand::Check { source, config }) => config_check(&source, config),
+        Command::Registry(RegistryCommand::Check(args)) => {
+            runtime.block_on(crate::registry::check::command(&args))
+        }
     }
 }
 

@@ -42,6 +42,30 @@ pub enum Command {
     /// Check the configuration, or print its JSON Schema.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check registry access: credentials, authentication and rate-limit headroom.
+    #[command(subcommand)]
+    Registry(RegistryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// For each registry (every `registries` entry, or the ones named), say which
+    /// credentials source answered, whether the registry accepted it, and the rate-limit
+    /// headroom. Never prints a secret. Exits 1 when any check fails.
+    Check(RegistryCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RegistryCheckArgs {
+    /// Registry prefixes or images to check, e.g. `ghcr.io/acme` or `ghcr.io/acme/web`
+    /// (an image is also read: its first page of tags). Default: every `registries` entry.
+    pub targets: Vec<String>,
+    /// Configuration file (default: ./imagebump.yaml if present).
+    #[arg(long, env = "IMAGEBUMP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
+    pub output: Output,
 }
 
 #[derive(Debug, Subcommand)]

@@ -307,9 +307,14 @@ pub(crate) fn build_image(
         _ => false,
     };
     let pull_secret = pick(layers, Field::PullSecret, |s| s.pull_secret.as_ref()).map(|(v, key)| {
-        notes.push(format!(
-            "{label}: {key} = {v:?} is not read: give the registry's credentials in imagebump.yaml (registries[].credentials)"
-        ));
+        // `env:` and `ext:` mean the same to imagebump; Kubernetes secrets live in a cluster.
+        if v.starts_with("env:") || v.starts_with("ext:") {
+            policy.credentials = Some(v.clone());
+        } else {
+            notes.push(format!(
+                "{label}: {key} = {v:?} is not read: imagebump does not read secrets from a cluster; mount the secret and name the file (credentials: file:/path, a .dockerconfigjson works as is) in imagebump.yaml, per registry or in an images rule"
+            ));
+        }
         v.clone()
     });
 
@@ -942,8 +947,15 @@ mod tests {
         assert_eq!(api.pull_secret.as_deref(), Some("env:CREDS"));
         assert_eq!(plain.policy.strategy, Some(Strategy::NewestBuild));
         assert_eq!(plain.policy.platforms, None);
+        // `env:` is imagebump's own syntax: the image's credentials; a Kubernetes secret is not.
+        assert_eq!(api.policy.credentials.as_deref(), Some("env:CREDS"));
+        assert!(
+            !c.notes.iter().any(|n| n.contains("api.pull-secret")),
+            "{:#?}",
+            c.notes
+        );
         assert!(c.notes.iter().any(|n| n.contains(
-            "image api (org/api): argocd-image-updater.argoproj.io/api.pull-secret = \"env:CREDS\" is not read"
+            "pull-secret = \"pullsecret:argocd/regcred\" is not read: imagebump does not read secrets from a cluster"
         )), "{:#?}", c.notes);
         assert!(c
             .notes

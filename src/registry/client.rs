@@ -321,6 +321,46 @@ impl Client {
         parse_config(&body).map_err(|e| invalid(format!("config {digest} of {repo}: {e}")))
     }
 
+    /// `GET /v2/`, authenticated as a real request would be (with a token for `repo` when
+    /// one is named): does the registry accept our credentials? Returns how it asked.
+    pub async fn probe(&self, repo: Option<&str>) -> Result<&'static str, Error> {
+        let scope = repo
+            .map(|r| format!("repository:{r}:pull"))
+            .unwrap_or_default();
+        let url = format!("{}/v2/", self.endpoint);
+        self.request(Method::GET, &url, &scope, "application/json", TOKEN_LIMIT)
+            .await?;
+        Ok(match self.auth.lock().await.scheme {
+            Scheme::Unknown => "no authentication asked",
+            Scheme::Basic => "Basic",
+            Scheme::Bearer { .. } => "Bearer token",
+        })
+    }
+
+    /// The first page of `repo`'s tags (at most `n`): can we read it?
+    pub async fn first_tags(&self, repo: &str, n: usize) -> Result<Vec<String>, Error> {
+        let scope = format!("repository:{repo}:pull");
+        let url = format!("{}/v2/{repo}/tags/list?n={n}", self.endpoint);
+        let (_, body) = self
+            .request(
+                Method::GET,
+                &url,
+                &scope,
+                "application/json",
+                TAG_LIST_LIMIT,
+            )
+            .await?;
+        #[derive(serde::Deserialize)]
+        struct Page {
+            tags: Option<Vec<String>>,
+        }
+        let page: Page = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
+            url,
+            reason: format!("tag list is not valid JSON: {e}"),
+        })?;
+        Ok(page.tags.unwrap_or_default())
+    }
+
     /// One logical request: authenticated, retried, size-capped, through the registry's
     /// gate (concurrency, rate, pause after 429, circuit breaker).
     async fn request(
@@ -559,7 +599,10 @@ impl Client {
             if let Some(s) = service {
                 q.append_pair("service", s);
             }
-            q.append_pair("scope", scope);
+            // No scope: a token for the registry itself (`registry check` of a prefix).
+            if !scope.is_empty() {
+                q.append_pair("scope", scope);
+            }
         }
         let url_s = url.to_string();
         let mut req = self.http.get(url);

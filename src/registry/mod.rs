@@ -5,6 +5,7 @@
 //! bound. Tag lists are read with our own pager that follows `Link` headers.
 
 pub mod auth;
+pub mod check;
 pub mod client;
 pub mod credentials;
 pub mod gate;
@@ -156,7 +157,7 @@ fn default_endpoint(host: &str) -> String {
 }
 
 /// Does the normalised name `full` fall under `prefix` (on a path-segment boundary)?
-fn prefix_matches(prefix: &str, full: &str) -> bool {
+pub(crate) fn prefix_matches(prefix: &str, full: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     full == prefix || (full.starts_with(prefix) && full.as_bytes().get(prefix.len()) == Some(&b'/'))
 }

@@ -66,10 +66,12 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
     };
     let (status, out, err) = match tokio::time::timeout(timeout, work).await {
         Ok(result) => result.map_err(|e| format!("credentials ext:{shown}: {e}"))?,
-        Err(_) => return Err(format!(
+        Err(_) => {
+            return Err(format!(
             "credentials ext:{shown}: no answer within {}s (raise registries[].credentialsTimeout)",
             timeout.as_secs_f64()
-        )),
+        ))
+        }
     };
     let stderr = quote(&err);
     if !status.success() {
