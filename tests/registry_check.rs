@@ -1,0 +1,185 @@
+//! `imagebump registry check` against a real `docker-registry` with htpasswd auth, and a
+//! wiremock registry announcing a Docker Hub style pull allowance.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{Registry, RegistryMode};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const USER: &str = "checker";
+const PASSWORD: &str = "pw-registry-check-7731";
+
+fn check(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_imagebump"));
+    cmd.current_dir(dir)
+        .args(["-vvv", "registry", "check"])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("RUST_LOG", "trace");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The output split into one block per target (a line that is not indented starts one).
+fn blocks(stdout: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in stdout.lines() {
+        match out.last_mut() {
+            Some(b) if line.starts_with(' ') => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            _ => out.push(format!("{line}\n")),
+        }
+    }
+    out
+}
+
+fn config(dir: &Path, text: &str) {
+    std::fs::write(dir.join("imagebump.yaml"), text).unwrap();
+}
+
+fn basic_registry() -> Registry {
+    let reg = Registry::start(RegistryMode::PlainBasicAuth {
+        user: USER.into(),
+        password: PASSWORD.into(),
+    });
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    reg
+}
+
+#[test]
+fn working_credentials_are_reported_with_their_source_and_never_printed() {
+    let reg = basic_registry();
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        dir.path(),
+        &format!(
+            "registries:\n  - prefix: {host}\n    url: {url}\n    credentials: env:REG_CREDS\n    rateLimit: 5\n",
+            host = reg.host(),
+            url = reg.base_url()
+        ),
+    );
+    let creds = format!("{USER}:{PASSWORD}");
+    let env = [("REG_CREDS", creds.as_str())];
+    let (code, stdout, stderr) = check(dir.path(), &env, &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{host} ({url})\n  credentials: env:REG_CREDS (variable REG_CREDS, user {USER})\n  auth:        ok (Basic)\n  limits:      concurrency 8, at most 5/s\n",
+            host = reg.host(),
+            url = reg.base_url()
+        )
+    );
+    assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+
+    // Naming an image also reads it.
+    let image = format!("{}/team/web", reg.host());
+    let (code, stdout, stderr) = check(dir.path(), &env, &[&image, "--output", "json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json[0]["ok"], true);
+    assert_eq!(json[0]["auth"], "ok (Basic)");
+    assert_eq!(json[0]["read"], "ok (2 tag(s) on the first page)");
+    assert_eq!(json[0]["rateLimit"], 5.0);
+    assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+}
+
+#[test]
+fn refused_and_missing_credentials_fail_the_check_with_a_reason() {
+    let reg = basic_registry();
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = "checker:wrong-pw-5521";
+    config(
+        dir.path(),
+        &format!(
+            "registries:\n  - prefix: {host}/team\n    url: {url}\n    credentials: env:REG_CREDS\n  - prefix: {host}\n    url: {url}\n    credentials: anonymous\n",
+            host = reg.host(),
+            url = reg.base_url()
+        ),
+    );
+    let (code, stdout, stderr) = check(dir.path(), &[("REG_CREDS", wrong)], &[]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let blocks = blocks(&stdout);
+    assert_eq!(blocks.len(), 2, "{stdout}");
+    assert!(
+        blocks[0].starts_with(&format!("{}/team (", reg.host())),
+        "{stdout}"
+    );
+    assert!(
+        blocks[0].contains("credentials: env:REG_CREDS (variable REG_CREDS, user checker)")
+            && blocks[0]
+                .contains("HTTP 401: not authorized (the registry refused the credentials)"),
+        "{stdout}"
+    );
+    assert!(
+        blocks[1].contains("credentials: anonymous")
+            && blocks[1]
+                .contains("(anonymous: the registry wants credentials; see docs/registries.md)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("wrong-pw-5521") && !stderr.contains("wrong-pw-5521"));
+}
+
+#[tokio::test]
+async fn docker_hub_allowance_is_read_from_a_free_head_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v2/"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    Mock::given(method("HEAD"))
+        .and(path("/v2/ratelimitpreview/test/manifests/latest"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("ratelimit-limit", "100;w=21600")
+                .insert_header("ratelimit-remaining", "94;w=21600")
+                .insert_header(
+                    "docker-content-digest",
+                    "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                ),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        dir.path(),
+        &format!(
+            "registries:\n  - prefix: docker.io\n    url: {}\n",
+            server.uri()
+        ),
+    );
+    let d = dir.path().to_path_buf();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || check(&d, &[], &[]))
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("  limits:      concurrency 8, 94 of 100 pulls left per 6h\n"),
+        "{stdout}"
+    );
+    // Only the probe and the HEAD: nothing Docker Hub counts as a pull.
+    let requests = server.received_requests().await.unwrap();
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.method.as_str() != "GET" || r.url.path() == "/v2/"),
+        "{requests:?}"
+    );
+}
