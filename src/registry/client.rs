@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
 use super::auth::{self, Challenge};
-use super::credentials::{Credential, Environment, Provider, ProviderOptions, Source};
+use super::credentials::{Credential, Environment, InUse, Provider, ProviderOptions, Source};
 use super::gate::Gate;
 use super::manifest::{
     digest_matches, parse_config, parse_manifest, sha256_digest, ImageConfig, Manifest,
@@ -50,7 +50,9 @@ enum Scheme {
 
 struct AuthState {
     scheme: Scheme,
-    tokens: HashMap<String, (SecretString, Instant)>,
+    /// Bearer tokens per scope: the token, when to renew it, and the credentials it was
+    /// obtained with (so that a refusal refreshes exactly those).
+    tokens: HashMap<String, (SecretString, Instant, InUse)>,
 }
 
 /// A repository's tags, with the names the registry sent that are not valid tags.
@@ -371,9 +373,7 @@ impl Client {
         accept: &str,
         limit: usize,
     ) -> Result<(HeaderMap, Vec<u8>), Error> {
-        let result = self.request_inner(method, url, scope, accept, limit).await;
-        self.gate.record(&result);
-        result
+        self.request_inner(method, url, scope, accept, limit).await
     }
 
     async fn request_inner(
@@ -392,10 +392,17 @@ impl Client {
         let mut refreshed = false;
         loop {
             attempt += 1;
+            // The credentials behind this attempt's Authorization header, if any.
+            let mut used = None;
             let result = {
                 let _permit = self.gate.enter(counts_as_pull).await?;
-                self.attempt(method.clone(), url, scope, accept, limit)
-                    .await
+                let result = self
+                    .attempt(method.clone(), url, scope, accept, limit, &mut used)
+                    .await;
+                // Recorded before the slot is released, so that the next attempt already
+                // sees an opened breaker.
+                self.gate.record(&result);
+                result
             };
             let refused = match &result {
                 Ok(Attempt::Challenge(_)) => learned,
@@ -405,7 +412,7 @@ impl Client {
             if refused && !refreshed {
                 // Credentials were sent and refused: ask their source again, once.
                 refreshed = true;
-                if self.refresh(scope).await {
+                if self.refresh(scope, used.as_ref()).await {
                     attempt -= 1;
                     continue;
                 }
@@ -451,26 +458,29 @@ impl Client {
 
     /// The registry refused our credentials: drop tokens obtained with them and ask the
     /// source for fresh ones. False when that cannot help (none sent, a fixed source).
-    async fn refresh(&self, scope: &str) -> bool {
-        let Ok(used) = self.credentials.get().await else {
+    async fn refresh(&self, scope: &str, used: Option<&InUse>) -> bool {
+        let Some(used) = used else {
             return false;
         };
-        if !self.credentials.refresh(&used).await {
+        if !self.credentials.refresh(used).await {
             return false;
         }
         self.auth.lock().await.tokens.remove(scope);
         true
     }
 
-    async fn credential(&self) -> Result<Option<Credential>, Error> {
+    async fn in_use(&self) -> Result<InUse, Error> {
         self.credentials
             .get()
             .await
-            .map(|used| used.credential)
             .map_err(|reason| Error::Credentials {
                 host: self.host.clone(),
                 reason,
             })
+    }
+
+    async fn credential(&self) -> Result<Option<Credential>, Error> {
+        self.in_use().await.map(|used| used.credential)
     }
 
     async fn attempt(
@@ -480,6 +490,7 @@ impl Client {
         scope: &str,
         accept: &str,
         limit: usize,
+        used: &mut Option<InUse>,
     ) -> Result<Attempt, Error> {
         let mut req = self
             .http
@@ -487,7 +498,7 @@ impl Client {
             .header(ACCEPT, accept);
         // Credentials go only to the registry's own origin, never to a host a `Link` names.
         if origin(url) == origin(&self.endpoint) {
-            if let Some(h) = self.auth_header(scope).await? {
+            if let Some(h) = self.auth_header(scope, used).await? {
                 req = req.header(AUTHORIZATION, h);
             }
         }
@@ -542,17 +553,23 @@ impl Client {
         }
     }
 
-    async fn auth_header(&self, scope: &str) -> Result<Option<String>, Error> {
+    /// The `Authorization` header for a request, and in `used` the credentials behind it.
+    async fn auth_header(
+        &self,
+        scope: &str,
+        used: &mut Option<InUse>,
+    ) -> Result<Option<String>, Error> {
         let scheme = self.auth.lock().await.scheme.clone();
         match scheme {
             Scheme::Unknown => Ok(None),
-            Scheme::Basic => Ok(self
-                .credential()
-                .await?
-                .as_ref()
-                .map(Credential::basic_header)),
+            Scheme::Basic => {
+                let current = self.in_use().await?;
+                let header = current.credential.as_ref().map(Credential::basic_header);
+                *used = Some(current);
+                Ok(header)
+            }
             Scheme::Bearer { realm, service } => {
-                let token = self.token(&realm, service.as_deref(), scope).await?;
+                let token = self.token(&realm, service.as_deref(), scope, used).await?;
                 Ok(Some(format!("Bearer {}", token.expose_secret())))
             }
         }
@@ -584,9 +601,11 @@ impl Client {
         realm: &str,
         service: Option<&str>,
         scope: &str,
+        used: &mut Option<InUse>,
     ) -> Result<SecretString, Error> {
-        if let Some((t, expires)) = self.auth.lock().await.tokens.get(scope) {
+        if let Some((t, expires, with)) = self.auth.lock().await.tokens.get(scope) {
             if Instant::now() < *expires {
+                *used = Some(with.clone());
                 return Ok(t.clone());
             }
         }
@@ -606,9 +625,11 @@ impl Client {
         }
         let url_s = url.to_string();
         let mut req = self.http.get(url);
-        if let Some(c) = self.credential().await? {
+        let current = self.in_use().await?;
+        if let Some(c) = &current.credential {
             req = req.header(AUTHORIZATION, c.basic_header());
         }
+        *used = Some(current.clone());
         self.stats.tokens.fetch_add(1, Ordering::Relaxed);
         let resp = req.send().await.map_err(|e| transport(&url_s, &e))?;
         let status = resp.status();
@@ -659,7 +680,7 @@ impl Client {
         let secret = SecretString::from(token);
         self.auth.lock().await.tokens.insert(
             scope.to_string(),
-            (secret.clone(), Instant::now() + lifetime),
+            (secret.clone(), Instant::now() + lifetime, current),
         );
         Ok(secret)
     }

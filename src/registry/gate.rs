@@ -14,9 +14,10 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::Error;
 
-/// Failed requests in a row (each already retried) after which a registry is skipped for
-/// the rest of the run.
-pub const BREAKER_THRESHOLD: usize = 3;
+/// Failed attempts in a row (any request, retries included) after which a registry is
+/// skipped for the rest of the run: two requests' worth of retries. Counted per attempt, so
+/// that many requests failing at once open it as soon as a single request retrying would.
+pub const BREAKER_THRESHOLD: usize = 8;
 
 /// A registry's announced pull allowance (`ratelimit-limit` / `ratelimit-remaining`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,16 +148,16 @@ impl Gate {
         *self.allowance.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A request finished: success closes the failure streak; a failure that says the
-    /// registry itself is unwell (unreachable, 5xx, 429 after every retry) extends it, and
-    /// a long enough streak opens the breaker.
+    /// An attempt finished: any answer closes the failure streak; a failure that says the
+    /// registry itself is unwell (unreachable, 5xx, 429) extends it, and a long enough
+    /// streak opens the breaker.
     pub fn record<T>(&self, result: &Result<T, Error>) {
         match result {
             Ok(_) => self.failures.store(0, Ordering::Relaxed),
             Err(e) if e.is_registry_down() => {
                 let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
                 if n >= BREAKER_THRESHOLD {
-                    let reason = format!("{n} requests in a row failed (last: {e})");
+                    let reason = format!("{n} attempts in a row failed (last: {e})");
                     if self.open.set(reason.clone()).is_ok() {
                         tracing::debug!(registry = %self.host, "{reason}; skipping this registry for the rest of the run");
                     }
@@ -239,20 +240,23 @@ mod tests {
                 status: 503,
             })
         };
-        gate.record(&down());
-        gate.record(&down());
+        for _ in 1..BREAKER_THRESHOLD {
+            gate.record(&down());
+        }
         gate.record(&Ok::<(), Error>(()));
-        gate.record(&down());
+        for _ in 2..BREAKER_THRESHOLD {
+            gate.record(&down());
+        }
         gate.record(&Err::<(), _>(Error::NotFound { url: "u".into() }));
         gate.record(&down());
         assert!(
             gate.enter(false).await.is_ok(),
-            "a 404 is not the registry being down"
+            "a success resets the streak, and a 404 is not the registry being down"
         );
         gate.record(&down());
         let e = gate.enter(false).await.unwrap_err();
         assert!(matches!(e, Error::Skipped { .. }), "{e}");
-        assert!(e.to_string().contains("3 requests in a row failed"), "{e}");
+        assert!(e.to_string().contains("8 attempts in a row failed"), "{e}");
     }
 
     #[tokio::test(start_paused = true)]
