@@ -709,6 +709,92 @@ async fn a_fixed_source_is_not_refreshed_after_a_401() {
     tokio::task::block_in_place(move || drop(reg));
 }
 
+/// `credentialsExpire` (library level): an `ext:` answer is kept for that long, then the
+/// program runs again; without it the answer lasts the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_expire_asks_an_ext_program_again() {
+    let registry = MockServer::start().await;
+    guarded_tags(
+        &registry,
+        &basic(USER, PASSWORD),
+        "Basic realm=\"expire.test\"",
+        &[("team/api", &["1.0.0"])],
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runs = dir.path().join("runs.log");
+    let script = dir.path().join("login.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\necho '{USER}:{PASSWORD}'\n",
+            runs.display()
+        ),
+    )
+    .expect("write script");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let entry = |prefix: &str, expire: Option<&str>| {
+        let mut v = json!({
+            "prefix": prefix, "url": registry.uri(),
+            "credentials": format!("ext:{}", script.display()),
+        });
+        if let Some(e) = expire {
+            v["credentialsExpire"] = json!(e);
+        }
+        registry_config(v)
+    };
+    let registries = Registries::with_env(
+        vec![
+            entry("expire.test", Some("1s")),
+            entry("forever.test", None),
+        ],
+        Environment::default(),
+    )
+    .expect("registries");
+    let runs_so_far = || {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let expiring = registries
+        .client_for(&parse_name("expire.test/team/api").expect("name"))
+        .expect("client");
+    let forever = registries
+        .client_for(&parse_name("forever.test/team/api").expect("name"))
+        .expect("client");
+    for client in [&expiring, &forever] {
+        client.list_tags("team/api").await.expect("list");
+        client.list_tags("team/api").await.expect("list again");
+    }
+    assert_eq!(
+        runs_so_far(),
+        2,
+        "one run per registry while the answers are fresh"
+    );
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for client in [&expiring, &forever] {
+        client
+            .list_tags("team/api")
+            .await
+            .expect("list after a second");
+    }
+    assert_eq!(
+        expiring.credentials().fetches(),
+        2,
+        "expired after 1s: asked again"
+    );
+    assert_eq!(
+        forever.credentials().fetches(),
+        1,
+        "no credentialsExpire: kept"
+    );
+    assert_eq!(runs_so_far(), 3);
+}
+
 /// 6. An `images` rule's credentials beat the registry entry's: the matching repository
 ///    updates, the other fails with the entry's (wrong) credentials.
 #[test]
