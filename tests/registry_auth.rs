@@ -1093,10 +1093,9 @@ async fn ecr_token_is_fetched_again_after_it_expires() {
     assert_eq!(ecr_requests(&received(&ecr).await).len(), 2);
 }
 
-/// 8b. Library level: a registry refusing the cached ECR token (401) gets exactly one fresh
-///     token; a registry refusing the fresh one too is a 401 after two fetches, not a loop.
-#[tokio::test]
-async fn ecr_token_refused_by_the_registry_is_refreshed_once() {
+/// A registry with two repositories behind ECR Basic auth, and an ECR API whose first
+/// token is stale (revoked) and every later one good.
+async fn stale_then_good_ecr() -> (MockServer, MockServer, Registries) {
     let registry = MockServer::start().await;
     let ecr = MockServer::start().await;
     guarded_tags(
@@ -1106,7 +1105,6 @@ async fn ecr_token_refused_by_the_registry_is_refreshed_once() {
         &[("team/api", &["1.0.0"]), ("team/web", &["1.0.0"])],
     )
     .await;
-    // The first answer is stale (revoked), every later one is good.
     ecr_api(
         &ecr,
         &[ECR_STALE_PASSWORD, ECR_PASSWORD],
@@ -1114,6 +1112,14 @@ async fn ecr_token_refused_by_the_registry_is_refreshed_once() {
     )
     .await;
     let registries = ecr_registries(&registry, &ecr);
+    (registry, ecr, registries)
+}
+
+/// 8b. Library level: a registry refusing the cached ECR token (401) gets exactly one fresh
+///     token; a registry refusing the fresh one too is a 401 after two fetches, not a loop.
+#[tokio::test]
+async fn ecr_token_refused_by_the_registry_is_refreshed_once() {
+    let (registry, ecr, registries) = stale_then_good_ecr().await;
     let client = registries
         .client_for(&parse_name(&format!("{ECR_HOST}/team/api")).expect("name"))
         .expect("client");
@@ -1162,32 +1168,13 @@ async fn ecr_token_refused_by_the_registry_is_refreshed_once() {
     );
 }
 
-/// 8c. Concurrent 401s should refresh once (the generation guard of
-///     `Provider::refresh`): two repositories listed at once, the first ECR token refused,
-///     should cost two `GetAuthorizationToken` calls.
-///
-/// Fails today with 3 (up to one per refused request with more repositories), because
-/// `Client::refresh` (src/registry/client.rs) names the credential *currently cached*
-/// (`self.credentials.get()`), not the one the refused attempt sent: the second refused
-/// request finds the fresh, good answer cached, names its generation, and discards it.
+/// 8c. Concurrent 401s refresh once: two repositories listed at once, the first ECR token
+///     refused, cost two `GetAuthorizationToken` calls. Each refused attempt names the
+///     credentials it sent; the second finds them already replaced and keeps the fresh
+///     ones (before that was so, it threw them away: 3 calls).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_401s_refresh_the_credentials_once() {
-    let registry = MockServer::start().await;
-    let ecr = MockServer::start().await;
-    guarded_tags(
-        &registry,
-        &basic("AWS", ECR_PASSWORD),
-        &ecr_challenge(),
-        &[("team/api", &["1.0.0"]), ("team/web", &["1.0.0"])],
-    )
-    .await;
-    ecr_api(
-        &ecr,
-        &[ECR_STALE_PASSWORD, ECR_PASSWORD],
-        Duration::from_secs(12 * 3600),
-    )
-    .await;
-    let registries = ecr_registries(&registry, &ecr);
+    let (_registry, ecr, registries) = stale_then_good_ecr().await;
     let client = registries
         .client_for(&parse_name(&format!("{ECR_HOST}/team/api")).expect("name"))
         .expect("client");

@@ -177,15 +177,7 @@ impl Client {
                     TAG_LIST_LIMIT,
                 )
                 .await?;
-            #[derive(serde::Deserialize)]
-            struct Page {
-                tags: Option<Vec<String>>,
-            }
-            let page: Page = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
-                url: url.clone(),
-                reason: format!("tag list is not valid JSON: {e}"),
-            })?;
-            for t in page.tags.unwrap_or_default() {
+            for t in tag_page(&url, &body)? {
                 if is_valid_tag(&t) {
                     out.tags.push(t);
                 } else {
@@ -352,15 +344,7 @@ impl Client {
                 TAG_LIST_LIMIT,
             )
             .await?;
-        #[derive(serde::Deserialize)]
-        struct Page {
-            tags: Option<Vec<String>>,
-        }
-        let page: Page = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
-            url,
-            reason: format!("tag list is not valid JSON: {e}"),
-        })?;
-        Ok(page.tags.unwrap_or_default())
+        tag_page(&url, &body)
     }
 
     /// One logical request: authenticated, retried, size-capped, through the registry's
@@ -684,6 +668,19 @@ impl Client {
         );
         Ok(secret)
     }
+}
+
+/// The tags of one `tags/list` page (`"tags": null` is an empty page).
+fn tag_page(url: &str, body: &[u8]) -> Result<Vec<String>, Error> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        tags: Option<Vec<String>>,
+    }
+    let page: Page = serde_json::from_slice(body).map_err(|e| Error::Invalid {
+        url: url.to_string(),
+        reason: format!("tag list is not valid JSON: {e}"),
+    })?;
+    Ok(page.tags.unwrap_or_default())
 }
 
 enum Attempt {

@@ -406,11 +406,12 @@ fn jwt_expiry(token: &str) -> Option<SystemTime> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{form_is, FormIs};
     use std::io::Write;
 
     use secrecy::ExposeSecret;
     use wiremock::matchers::{header, method, path, query_param};
-    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
 
@@ -457,31 +458,6 @@ mod tests {
             endpoint: &uri,
         };
         fetch(&ctx).await
-    }
-
-    /// Matches a form-encoded body holding exactly these fields, in any order.
-    struct FormIs(Vec<(String, String)>);
-
-    impl wiremock::Match for FormIs {
-        fn matches(&self, request: &Request) -> bool {
-            let is_form = request
-                .headers
-                .get("content-type")
-                .is_some_and(|v| v == "application/x-www-form-urlencoded");
-            let mut fields: Vec<(String, String)> =
-                form_urlencoded::parse(&request.body).into_owned().collect();
-            fields.sort();
-            is_form && fields == self.0
-        }
-    }
-
-    fn form_is(fields: &[(&str, &str)]) -> FormIs {
-        let mut fields: Vec<_> = fields
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        fields.sort();
-        FormIs(fields)
     }
 
     async fn mount_aad_token(server: &MockServer, form: FormIs) {

@@ -511,3 +511,34 @@ impl Provider {
         Ok(fetched)
     }
 }
+
+/// Test helpers shared by the cloud sources' tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use wiremock::Request;
+
+    /// Matches a form-encoded body holding exactly these fields, in any order.
+    pub struct FormIs(Vec<(String, String)>);
+
+    impl wiremock::Match for FormIs {
+        fn matches(&self, request: &Request) -> bool {
+            let is_form = request
+                .headers
+                .get("content-type")
+                .is_some_and(|v| v == "application/x-www-form-urlencoded");
+            let mut fields: Vec<(String, String)> =
+                form_urlencoded::parse(&request.body).into_owned().collect();
+            fields.sort();
+            is_form && fields == self.0
+        }
+    }
+
+    pub fn form_is(fields: &[(&str, &str)]) -> FormIs {
+        let mut fields: Vec<_> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        fields.sort();
+        FormIs(fields)
+    }
+}
