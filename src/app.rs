@@ -8,8 +8,7 @@ use crate::cli::{Cli, Command, ConfigCommand, Output, RegistryCommand, RunArgs, 
 use crate::config::{self, Config};
 use crate::discover::{self, Discovery, ImageRef};
 use crate::exit;
-use crate::forge::github::GitHub;
-use crate::forge::{Forge, GitHubAuth, GitHubSettings};
+use crate::forge::Forge;
 use crate::plan;
 use crate::registry::Registries;
 use crate::report::{self, Counts, NotUpdated, Problem, RunReport, ScanEntry, ScanReport};
@@ -256,84 +255,16 @@ enum Mode {
 /// How many times `--push` analyses a moved base again.
 const PUSH_ATTEMPTS: usize = 3;
 
-/// The forge token: `IMAGEBUMP_FORGE_TOKEN`, else `GITHUB_TOKEN`.
-fn forge_token() -> Option<SecretString> {
-    ["IMAGEBUMP_FORGE_TOKEN", "GITHUB_TOKEN"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|t| !t.is_empty()))
-        .map(SecretString::from)
-}
-
-/// Connect to the forge of a remote source. `Ok(None)` when no credentials are set (a dry
-/// run then shows the plan without the forge's state).
-async fn connect_forge(args: &RunArgs) -> Result<Option<GitHub>, String> {
-    let app = std::env::var("IMAGEBUMP_GITHUB_APP_ID")
-        .ok()
-        .filter(|v| !v.is_empty());
-    let auth = match (app, forge_token()) {
-        (Some(id), _) => {
-            let app_id: u64 = id
-                .parse()
-                .map_err(|_| format!("IMAGEBUMP_GITHUB_APP_ID {id:?} is not a number"))?;
-            let key_file = std::env::var("IMAGEBUMP_GITHUB_APP_KEY_FILE").map_err(|_| {
-                "IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)"
-                    .to_string()
-            })?;
-            let pem = std::fs::read_to_string(&key_file)
-                .map_err(|e| format!("IMAGEBUMP_GITHUB_APP_KEY_FILE {key_file}: {e}"))?;
-            GitHubAuth::App {
-                app_id,
-                private_key_pem: SecretString::from(pem),
-            }
-        }
-        (None, Some(token)) => GitHubAuth::Token(token),
-        (None, None) => return Ok(None),
-    };
+/// Connect to the forge of a remote source (`Ok(None)`: no forge token is set).
+async fn connect_forge(args: &RunArgs) -> Result<Option<crate::forge::connect::Connected>, String> {
     let (url, _) = crate::source::git::split_credentials(&args.source.source);
-    let parsed = crate::forge::github::repo_from_url(&url);
-    let (owner, repo) = match (&args.forge_repo, &parsed) {
-        (Some(r), _) => match r.split_once('/') {
-            Some((o, n)) => (o.to_string(), n.to_string()),
-            None => return Err(format!("--forge-repo {r:?}: expected owner/name")),
-        },
-        (None, Some((_, o, n))) => (o.clone(), n.clone()),
-        (None, None) => {
-            return Err(format!(
-                "cannot tell the repository's owner/name from {url}; pass --forge-repo"
-            ))
-        }
-    };
-    let host = parsed.as_ref().map(|(h, ..)| h.clone()).unwrap_or_default();
-    let api_env = std::env::var("GITHUB_API_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if args.forge.is_none()
-        && !host.eq_ignore_ascii_case("github.com")
-        && args.forge_url.is_none()
-        && api_env.is_none()
-    {
-        return Err(format!(
-            "cannot tell which forge {host} is; pass --forge github (and --forge-url for GitHub Enterprise)"
-        ));
-    }
-    let api_url = args
-        .forge_url
-        .clone()
-        .or(api_env)
-        .unwrap_or_else(|| crate::forge::github::api_url_for_host(&host));
-    let settings = GitHubSettings {
-        api_url,
-        owner,
-        repo,
-        auth,
-    };
-    GitHub::connect(settings)
-        .await
-        .map(Some)
-        .map_err(|e| match e.hint() {
-            Some(h) => format!("GitHub: {e} (hint: {h})"),
-            None => format!("GitHub: {e}"),
-        })
+    crate::forge::connect::connect(&crate::forge::connect::Request {
+        url: &url,
+        kind: args.forge,
+        api_url: args.forge_url.as_deref(),
+        repo: args.forge_repo.as_deref(),
+    })
+    .await
 }
 
 async fn run(args: &RunArgs) -> i32 {
@@ -352,8 +283,8 @@ async fn run(args: &RunArgs) -> i32 {
         (false, true, _) | (false, false, false) => Mode::DryRun,
         (false, false, true) => Mode::PullRequests,
     };
-    // The forge first: a GitHub App's installation token also clones and pushes.
-    let forge = if remote && mode != Mode::Push {
+    // The forge first: its token (a GitHub App's installation token) also clones and pushes.
+    let connected = if remote && mode != Mode::Push {
         match connect_forge(args).await {
             Ok(f) => f,
             Err(e) if mode == Mode::PullRequests => {
@@ -368,17 +299,17 @@ async fn run(args: &RunArgs) -> i32 {
     } else {
         None
     };
-    if mode == Mode::PullRequests && forge.is_none() {
-        eprintln!("error: pull requests need a forge token: set GITHUB_TOKEN or IMAGEBUMP_FORGE_TOKEN (contents: write, pull-requests: write), or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE); or pass --dry-run");
+    if mode == Mode::PullRequests && connected.is_none() {
+        eprintln!("error: pull requests need a forge token: IMAGEBUMP_FORGE_TOKEN, or GITHUB_TOKEN (contents: write, pull-requests: write) or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE), GITLAB_TOKEN (api scope), GITEA_TOKEN (write:repository, write:issue); or pass --dry-run");
         return exit::USAGE;
     }
     let mut token = git_token();
-    if let (Some(f), None) = (&forge, std::env::var_os("IMAGEBUMP_GIT_TOKEN")) {
-        if let Ok(t) = f.git_token().await {
-            token = Some(t);
+    if let (Some(c), None) = (&connected, std::env::var_os("IMAGEBUMP_GIT_TOKEN")) {
+        if let Some(t) = &c.git_token {
+            token = Some(t.clone());
         }
     }
-    let depth = if forge.is_some() || mode == Mode::Push {
+    let depth = if connected.is_some() || mode == Mode::Push {
         args.history_depth.max(1)
     } else {
         1
@@ -390,7 +321,7 @@ async fn run(args: &RunArgs) -> i32 {
             return code;
         }
     };
-    let forge_ref: Option<&dyn Forge> = forge.as_ref().map(|f| f as &dyn Forge);
+    let forge_ref: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     let mut problems: Vec<Problem> = Vec::new();
     // Versions reviewers rejected: closed pull requests (with a forge) and reverted
     // imagebump commits in the base's history.

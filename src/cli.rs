@@ -209,13 +209,17 @@ pub struct RunArgs {
     /// Commits of the base branch searched for reverted imagebump commits.
     #[arg(long, default_value_t = 200, env = "IMAGEBUMP_HISTORY_DEPTH")]
     pub history_depth: usize,
-    /// The forge of the remote (default: from its host; github.com is GitHub).
+    /// The forge of the remote (default: from its host or the CI system: github.com,
+    /// gitlab.com, codeberg.org, GitLab CI, Gitea/Forgejo Actions; see
+    /// docs/pull-requests.md).
     #[arg(long, value_enum, env = "IMAGEBUMP_FORGE")]
     pub forge: Option<ForgeKind>,
-    /// The forge's API base URL (GitHub Enterprise: https://HOST/api/v3; also GITHUB_API_URL).
+    /// The forge's API base URL (GitHub Enterprise: https://HOST/api/v3, also GITHUB_API_URL;
+    /// GitLab: https://HOST/api/v4, also CI_API_V4_URL; Gitea: https://HOST/api/v1).
     #[arg(long, env = "IMAGEBUMP_FORGE_URL")]
     pub forge_url: Option<String>,
-    /// owner/name of the repository on the forge (default: from the remote URL).
+    /// owner/name of the repository on the forge (GitLab: the project path, e.g.
+    /// group/subgroup/project, or its id; default: from the remote URL).
     #[arg(long, env = "IMAGEBUMP_FORGE_REPO")]
     pub forge_repo: Option<String>,
 }
@@ -223,6 +227,10 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ForgeKind {
     Github,
+    Gitlab,
+    /// Gitea and Forgejo (the same API).
+    #[value(alias = "forgejo")]
+    Gitea,
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {

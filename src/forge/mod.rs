@@ -2,12 +2,15 @@
 //!
 //! [`Forge`] is the seam between the pull-request lifecycle and one hosting service; the
 //! caller holds a `Box<dyn Forge>` and never learns which one it talks to. Each forge has its
-//! own file (`github.rs`; GitLab and Gitea/Forgejo to come).
+//! own file (`github.rs`, `gitlab.rs`, `gitea.rs`); `connect.rs` picks one.
 //!
 //! A forge only speaks the service's API: it lists, opens, edits and closes pull requests
 //! and annotates them. Deciding what to open, update or close is the caller's job.
 
+pub mod connect;
+pub mod gitea;
 pub mod github;
+pub mod gitlab;
 
 use std::time::Duration;
 
@@ -146,16 +149,19 @@ impl Error {
         match self {
             Error::Unauthorized { hint } => Some(hint.clone()),
             Error::Forbidden { .. } => Some(
-                "the token needs contents: write and pull-requests: write on the repository \
-                 (a GitHub App: the same permissions, and the app installed on the repository)"
+                "the token needs to push branches and open pull requests: GitHub contents and \
+                 pull-requests write (a GitHub App: the same, and installed on the repository); \
+                 GitLab the api scope and the Developer role; Gitea/Forgejo write:repository \
+                 and write:issue"
                     .to_string(),
             ),
             Error::NotFound { .. } => Some(
-                "check the repository's owner and name, and that the token can see it".to_string(),
+                "check the repository (--forge-repo, --forge-url) and that the token can see it"
+                    .to_string(),
             ),
-            Error::RateLimited { .. } => Some(
-                "run again later, or authenticate as a GitHub App (higher rate limits)".to_string(),
-            ),
+            Error::RateLimited { .. } => {
+                Some("run again later (on GitHub, a GitHub App has higher rate limits)".to_string())
+            }
             Error::Status { status, .. } if *status >= 500 => {
                 Some("the forge had a problem; run again later".to_string())
             }

@@ -1,0 +1,308 @@
+//! Which forge a remote lives on, and connecting to it with the credentials the
+//! environment holds. The rest of the run only sees a `Box<dyn Forge>`.
+
+use secrecy::SecretString;
+
+use super::gitea::{Gitea, GiteaSettings};
+use super::github::GitHub;
+use super::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+use super::{Forge, GitHubAuth, GitHubSettings};
+use crate::cli::ForgeKind;
+
+/// A connected forge, and the token `git push` should use (a GitHub App's installation
+/// token; else the forge token), if any.
+pub struct Connected {
+    pub forge: Box<dyn Forge>,
+    pub git_token: Option<SecretString>,
+}
+
+/// What the user asked for on the command line.
+pub struct Request<'a> {
+    /// The remote URL, without credentials.
+    pub url: &'a str,
+    pub kind: Option<ForgeKind>,
+    /// `--forge-url`: the API base URL.
+    pub api_url: Option<&'a str>,
+    /// `--forge-repo`: `owner/name` (GitLab: the project path, or its numeric id).
+    pub repo: Option<&'a str>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn first_var(names: &[&str]) -> Option<SecretString> {
+    names.iter().find_map(|n| var(n)).map(SecretString::from)
+}
+
+/// The remote's host, lower-cased (`git@host:path` and URLs alike).
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = match url.split_once("://") {
+        Some((_, rest)) => rest,
+        None => url.split_once('@').map_or(url, |(_, r)| r),
+    };
+    let authority = rest.split(['/', ':']).next()?;
+    let host = authority.rsplit('@').next()?;
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// The forge a host is, when that can be told: the well-known hosts, the CI system
+/// imagebump runs in, and hosts whose name says it.
+pub fn detect(host: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ForgeKind> {
+    let ci_host = |var: &str| {
+        env(var)
+            .and_then(|u| host_of(&u))
+            .is_some_and(|h| h == host)
+    };
+    if host == "github.com" || ci_host("GITHUB_SERVER_URL") && env("GITEA_ACTIONS").is_none() {
+        return Some(ForgeKind::Github);
+    }
+    if host == "gitlab.com" || ci_host("CI_SERVER_URL") {
+        return Some(ForgeKind::Gitlab);
+    }
+    if host == "codeberg.org" || ci_host("GITHUB_SERVER_URL") {
+        // Gitea/Forgejo Actions set GITHUB_SERVER_URL (and GITEA_ACTIONS) too.
+        return Some(ForgeKind::Gitea);
+    }
+    if host.contains("gitlab") {
+        return Some(ForgeKind::Gitlab);
+    }
+    if host.contains("gitea") || host.contains("forgejo") {
+        return Some(ForgeKind::Gitea);
+    }
+    None
+}
+
+/// Every variable a forge credential may come from.
+const TOKEN_VARS: [&str; 7] = [
+    "IMAGEBUMP_FORGE_TOKEN",
+    "IMAGEBUMP_GITHUB_APP_ID",
+    "GITHUB_TOKEN",
+    "GITLAB_TOKEN",
+    "CI_JOB_TOKEN",
+    "GITEA_TOKEN",
+    "FORGEJO_TOKEN",
+];
+
+/// Connect to the forge of `req.url`. `Ok(None)` when no forge token is set (a dry run
+/// then shows the plan without the pull requests' state).
+pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
+    if TOKEN_VARS.iter().all(|v| var(v).is_none()) {
+        return Ok(None);
+    }
+    let host = host_of(req.url).unwrap_or_default();
+    let kind = match req.kind.or_else(|| detect(&host, &var)) {
+        Some(k) => k,
+        // A forge URL alone (GitHub Enterprise) has always meant GitHub.
+        None if req.api_url.is_some() || var("GITHUB_API_URL").is_some() => ForgeKind::Github,
+        None => {
+            return Err(format!(
+                "cannot tell which forge {host} is; pass --forge github, gitlab or gitea (and --forge-url for a self-hosted API)"
+            ))
+        }
+    };
+    match kind {
+        ForgeKind::Github => github(req, &host).await,
+        ForgeKind::Gitlab => gitlab(req, &host).await,
+        ForgeKind::Gitea => gitea(req, &host).await,
+    }
+}
+
+fn owner_and_name(repo: &str) -> Result<(String, String), String> {
+    match repo.rsplit_once('/') {
+        Some((o, n)) if !o.is_empty() && !n.is_empty() => Ok((o.to_string(), n.to_string())),
+        _ => Err(format!("--forge-repo {repo:?}: expected owner/name")),
+    }
+}
+
+fn failed(forge: &str, e: super::Error) -> String {
+    match e.hint() {
+        Some(h) => format!("{forge}: {e} (hint: {h})"),
+        None => format!("{forge}: {e}"),
+    }
+}
+
+async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+    let auth = match (
+        var("IMAGEBUMP_GITHUB_APP_ID"),
+        first_var(&["IMAGEBUMP_FORGE_TOKEN", "GITHUB_TOKEN"]),
+    ) {
+        (Some(id), _) => {
+            let app_id: u64 = id
+                .parse()
+                .map_err(|_| format!("IMAGEBUMP_GITHUB_APP_ID {id:?} is not a number"))?;
+            let key_file = var("IMAGEBUMP_GITHUB_APP_KEY_FILE").ok_or_else(|| {
+                "IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)"
+                    .to_string()
+            })?;
+            let pem = std::fs::read_to_string(&key_file)
+                .map_err(|e| format!("IMAGEBUMP_GITHUB_APP_KEY_FILE {key_file}: {e}"))?;
+            GitHubAuth::App {
+                app_id,
+                private_key_pem: SecretString::from(pem),
+            }
+        }
+        (None, Some(token)) => GitHubAuth::Token(token),
+        (None, None) => return Ok(None),
+    };
+    let (owner, repo) = match (req.repo, super::github::repo_from_url(req.url)) {
+        (Some(r), _) => owner_and_name(r)?,
+        (None, Some((_, o, n))) => (o, n),
+        (None, None) => {
+            return Err(format!(
+                "cannot tell the repository's owner/name from {}; pass --forge-repo",
+                req.url
+            ))
+        }
+    };
+    let api_url = req
+        .api_url
+        .map(str::to_string)
+        .or_else(|| var("GITHUB_API_URL"))
+        .unwrap_or_else(|| super::github::api_url_for_host(host));
+    let forge = GitHub::connect(GitHubSettings {
+        api_url,
+        owner,
+        repo,
+        auth,
+    })
+    .await
+    .map_err(|e| failed("GitHub", e))?;
+    let git_token = forge.git_token().await.ok();
+    Ok(Some(Connected {
+        forge: Box::new(forge),
+        git_token,
+    }))
+}
+
+async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+    // A job token can read but, on most instances, not open merge requests or push: it is
+    // the last resort, and says so when refused.
+    let (auth, token) = if let Some(t) = first_var(&["IMAGEBUMP_FORGE_TOKEN", "GITLAB_TOKEN"]) {
+        (GitLabAuth::PrivateToken(t.clone()), Some(t))
+    } else if let Some(t) = first_var(&["CI_JOB_TOKEN"]) {
+        (GitLabAuth::JobToken(t), None)
+    } else {
+        return Ok(None);
+    };
+    let project = match (req.repo, super::gitlab::project_from_url(req.url)) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(p)) => p,
+        (None, None) => {
+            return Err(format!(
+                "cannot tell the GitLab project from {}; pass --forge-repo group/project",
+                req.url
+            ))
+        }
+    };
+    let in_ci = var("CI_SERVER_URL")
+        .and_then(|u| host_of(&u))
+        .is_some_and(|h| h == host);
+    let api_url = req
+        .api_url
+        .map(str::to_string)
+        .or_else(|| var("CI_API_V4_URL").filter(|_| in_ci))
+        .unwrap_or_else(|| super::gitlab::api_url_for_host(host));
+    let forge = GitLab::new(GitLabSettings {
+        api_url,
+        project,
+        auth,
+    })
+    .map_err(|e| failed("GitLab", e))?;
+    Ok(Some(Connected {
+        forge: Box::new(forge),
+        git_token: token,
+    }))
+}
+
+async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+    let Some(token) = first_var(&[
+        "IMAGEBUMP_FORGE_TOKEN",
+        "GITEA_TOKEN",
+        "FORGEJO_TOKEN",
+        "GITHUB_TOKEN",
+    ]) else {
+        return Ok(None);
+    };
+    let (owner, repo) = match (req.repo, super::gitea::repo_from_url(req.url)) {
+        (Some(r), _) => owner_and_name(r)?,
+        (None, Some((o, n))) => (o, n),
+        (None, None) => {
+            return Err(format!(
+                "cannot tell the repository's owner/name from {}; pass --forge-repo",
+                req.url
+            ))
+        }
+    };
+    let api_url = req
+        .api_url
+        .map(str::to_string)
+        .unwrap_or_else(|| super::gitea::api_url_for_host(host));
+    let forge = Gitea::new(GiteaSettings {
+        api_url,
+        owner,
+        repo,
+        token: token.clone(),
+    })
+    .map_err(|e| failed("Gitea", e))?;
+    Ok(Some(Connected {
+        forge: Box::new(forge),
+        git_token: Some(token),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn hosts_and_ci_systems_tell_the_forge() {
+        let none = env(&[]);
+        assert_eq!(detect("github.com", &none), Some(ForgeKind::Github));
+        assert_eq!(detect("gitlab.com", &none), Some(ForgeKind::Gitlab));
+        assert_eq!(detect("codeberg.org", &none), Some(ForgeKind::Gitea));
+        assert_eq!(detect("gitlab.acme.io", &none), Some(ForgeKind::Gitlab));
+        assert_eq!(detect("git.acme.io", &none), None);
+        let gitlab_ci = env(&[("CI_SERVER_URL", "https://git.acme.io")]);
+        assert_eq!(detect("git.acme.io", &gitlab_ci), Some(ForgeKind::Gitlab));
+        let ghes = env(&[("GITHUB_SERVER_URL", "https://git.acme.io")]);
+        assert_eq!(detect("git.acme.io", &ghes), Some(ForgeKind::Github));
+        let gitea_actions = env(&[
+            ("GITHUB_SERVER_URL", "https://git.acme.io"),
+            ("GITEA_ACTIONS", "true"),
+        ]);
+        assert_eq!(
+            detect("git.acme.io", &gitea_actions),
+            Some(ForgeKind::Gitea)
+        );
+    }
+
+    #[test]
+    fn hosts_of_remotes() {
+        assert_eq!(
+            host_of("https://GitLab.com/a/b.git").as_deref(),
+            Some("gitlab.com")
+        );
+        assert_eq!(
+            host_of("git@git.acme.io:a/b.git").as_deref(),
+            Some("git.acme.io")
+        );
+        assert_eq!(
+            host_of("ssh://git@git.acme.io:2222/a/b").as_deref(),
+            Some("git.acme.io")
+        );
+        assert_eq!(
+            host_of("http://127.0.0.1:3000/a/b").as_deref(),
+            Some("127.0.0.1")
+        );
+    }
+}
