@@ -137,6 +137,8 @@ struct Fault {
     status: u16,
     retry_after: Option<String>,
     message: Option<String>,
+    /// Only requests with this method fail (any method for `None`).
+    method: Option<String>,
 }
 
 struct State {
@@ -346,6 +348,18 @@ impl FakeGitea {
             status,
             retry_after,
             message,
+            method: None,
+        });
+    }
+
+    /// The next request with `method` (e.g. the first `POST`) answers `status`, without
+    /// acting; other requests go through.
+    pub fn fail_next_method(&self, method: &str, status: u16) {
+        self.lock().faults.push_back(Fault {
+            status,
+            retry_after: None,
+            message: None,
+            method: Some(method.to_ascii_uppercase()),
         });
     }
 
@@ -485,7 +499,11 @@ impl State {
         body: Option<&Value>,
         authorization: Option<&str>,
     ) -> Answer {
-        if let Some(fault) = self.faults.pop_front() {
+        let due = self
+            .faults
+            .iter()
+            .position(|f| f.method.as_deref().is_none_or(|m| m == method));
+        if let Some(fault) = due.and_then(|i| self.faults.remove(i)) {
             return self.fault_response(&fault);
         }
         let Some(route) = path.strip_prefix(API_PREFIX) else {

@@ -27,7 +27,9 @@
 //! not 406. Manifests pushed by digest (see [`Registry::push_index`]) are not listed as tags.
 #![allow(dead_code)]
 
+pub mod gitea;
 pub mod github;
+pub mod gitlab;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,532 @@
+//! The pull-request lifecycle, one scenario list run over the three forges: GitHub, GitLab
+//! and Gitea/Forgejo. Each forge is a stateful fake speaking its own documented API
+//! (tests/support/{github,gitlab,gitea}.rs); git is real (smart HTTP with token auth) and so
+//! is the registry. A scenario says what a user sees (pull requests opened, updated,
+//! closed, commented on; pushes); the adapter below says what that is in each forge's API.
+
+mod support;
+
+use support::gitea::FakeGitea;
+use support::github::FakeGitHub;
+use support::gitlab::FakeGitLab;
+use support::{make_worktree, GitServer, Registry, RegistryMode};
+
+/// A pull (merge) request as the scenarios see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pr {
+    number: u64,
+    branch: String,
+    title: String,
+    /// `open`, `closed` or `merged`.
+    state: &'static str,
+}
+
+/// A call that changes something, in the forge's own terms mapped to the lifecycle's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Create,
+    Update,
+    Close,
+    Comment,
+    /// Labels, reviewers, assignees.
+    Decorate,
+}
+
+/// One fake forge behind the scenarios.
+enum Fake {
+    GitHub(FakeGitHub),
+    GitLab(FakeGitLab),
+    Gitea(FakeGitea),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    GitHub,
+    GitLab,
+    Gitea,
+}
+
+impl Fake {
+    async fn start(kind: Kind) -> Fake {
+        match kind {
+            Kind::GitHub => Fake::GitHub(FakeGitHub::start().await),
+            Kind::GitLab => Fake::GitLab(FakeGitLab::start().await),
+            Kind::Gitea => Fake::Gitea(FakeGitea::start().await),
+        }
+    }
+
+    fn token(&self) -> &'static str {
+        match self {
+            Fake::GitHub(_) => FakeGitHub::TOKEN,
+            Fake::GitLab(_) => FakeGitLab::TOKEN,
+            Fake::Gitea(_) => FakeGitea::TOKEN,
+        }
+    }
+
+    /// The variable a user would set, and the `--forge`, `--forge-url`, `--forge-repo` args.
+    fn cli(&self) -> (&'static str, Vec<String>) {
+        let (var, forge, url, repo) = match self {
+            Fake::GitHub(f) => (
+                "GITHUB_TOKEN",
+                "github",
+                f.api_url(),
+                format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO),
+            ),
+            Fake::GitLab(f) => (
+                "GITLAB_TOKEN",
+                "gitlab",
+                f.api_url(),
+                FakeGitLab::PROJECT_PATH.to_string(),
+            ),
+            Fake::Gitea(f) => (
+                "GITEA_TOKEN",
+                "gitea",
+                f.api_url(),
+                format!("{}/{}", FakeGitea::OWNER, FakeGitea::REPO),
+            ),
+        };
+        let args = ["--forge", forge, "--forge-url", &url, "--forge-repo", &repo]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        (var, args)
+    }
+
+    fn pulls(&self) -> Vec<Pr> {
+        let mut out: Vec<Pr> = match self {
+            Fake::GitHub(f) => f
+                .pulls()
+                .into_iter()
+                .map(|p| Pr {
+                    number: p.number,
+                    branch: p.branch,
+                    title: p.title,
+                    state: github_state(&p.state, p.merged),
+                })
+                .collect(),
+            Fake::GitLab(f) => f
+                .pulls()
+                .into_iter()
+                .map(|m| Pr {
+                    number: m.iid,
+                    branch: m.source_branch,
+                    title: m.title,
+                    state: match m.state.as_str() {
+                        "opened" => "open",
+                        "merged" => "merged",
+                        _ => "closed",
+                    },
+                })
+                .collect(),
+            Fake::Gitea(f) => f
+                .pulls()
+                .into_iter()
+                .map(|p| Pr {
+                    number: p.number,
+                    branch: p.branch,
+                    title: p.title,
+                    state: github_state(&p.state, p.merged),
+                })
+                .collect(),
+        };
+        out.sort_by_key(|p| p.number);
+        out
+    }
+
+    fn open_for(&self, branch: &str) -> Vec<Pr> {
+        self.pulls()
+            .into_iter()
+            .filter(|p| p.branch == branch && p.state == "open")
+            .collect()
+    }
+
+    /// The write calls since the last [`Fake::clear_calls`], classified.
+    fn writes(&self) -> Vec<Write> {
+        let calls: Vec<(String, String, Option<serde_json::Value>)> = match self {
+            Fake::GitHub(f) => f
+                .write_calls()
+                .into_iter()
+                .map(|c| (c.method, c.path, c.body))
+                .collect(),
+            Fake::GitLab(f) => f
+                .write_calls()
+                .into_iter()
+                .map(|c| (c.method, c.path, c.body))
+                .collect(),
+            Fake::Gitea(f) => f
+                .write_calls()
+                .into_iter()
+                .map(|c| (c.method, c.path, c.body))
+                .collect(),
+        };
+        calls
+            .iter()
+            .map(|(method, path, body)| classify(method, path, body.as_ref()))
+            .collect()
+    }
+
+    fn clear_calls(&self) {
+        match self {
+            Fake::GitHub(f) => f.clear_calls(),
+            Fake::GitLab(f) => f.clear_calls(),
+            Fake::Gitea(f) => f.clear_calls(),
+        }
+    }
+
+    /// A human closes the pull request without merging.
+    fn close(&self, number: u64) {
+        match self {
+            Fake::GitHub(f) => f.close(number),
+            Fake::GitLab(f) => f.close(number),
+            Fake::Gitea(f) => f.close(number),
+        }
+    }
+
+    /// The next "open a pull request" call answers 500.
+    fn fail_next_create(&self) {
+        match self {
+            Fake::GitHub(f) => f.fail_next(
+                "POST",
+                &format!("/repos/{}/{}/pulls", FakeGitHub::OWNER, FakeGitHub::REPO),
+                1,
+                support::github::Fault::Status(500),
+            ),
+            Fake::GitLab(f) => {
+                f.fail_next_with(Some("POST"), 1, support::gitlab::Fault::Status(500))
+            }
+            Fake::Gitea(f) => f.fail_next_method("POST", 500),
+        }
+    }
+}
+
+fn github_state(state: &str, merged: bool) -> &'static str {
+    match (state, merged) {
+        ("open", _) => "open",
+        (_, true) => "merged",
+        _ => "closed",
+    }
+}
+
+/// What a write call is, from its method, path and body, in any of the three APIs.
+fn classify(method: &str, path: &str, body: Option<&serde_json::Value>) -> Write {
+    let field = |k: &str| body.and_then(|b| b.get(k)).and_then(|v| v.as_str());
+    let last = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    let numbered = last.chars().all(|c| c.is_ascii_digit());
+    let is_pull = |p: &str| p.contains("/pulls") || p.contains("/merge_requests");
+    match method {
+        "POST" if last == "pulls" || last == "merge_requests" => Write::Create,
+        "POST" if last == "comments" || last == "notes" => Write::Comment,
+        "PATCH" | "PUT" if numbered && is_pull(path) => {
+            if field("state") == Some("closed") || field("state_event") == Some("close") {
+                Write::Close
+            } else if body.is_some_and(|b| {
+                b.get("title").is_some()
+                    || b.get("description").is_some()
+                    || b.get("body").is_some()
+            }) {
+                Write::Update
+            } else {
+                Write::Decorate
+            }
+        }
+        _ => Write::Decorate,
+    }
+}
+
+struct Setup {
+    reg: Registry,
+    server: GitServer,
+    forge: Fake,
+    _work: tempfile::TempDir,
+    cfg_dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+const WEB: &str = "imagebump/apps-web";
+const API: &str = "imagebump/apps-api-values.yaml";
+
+/// Two apps (a kustomization and a values file) on a remote whose `main` is the base.
+async fn setup(kind: Kind) -> Setup {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
+    let work = make_worktree(&[
+        (
+            "apps/web/kustomization.yaml",
+            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
+        ),
+        (
+            "apps/api/values.yaml",
+            "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+        ),
+    ]);
+    let forge = Fake::start(kind).await;
+    let server = GitServer::http_with_token(work.path(), "gitops", forge.token());
+    let cfg_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cfg_dir.path().join("imagebump.yaml"),
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    Setup {
+        reg,
+        server,
+        forge,
+        _work: work,
+        cfg_dir,
+    }
+}
+
+impl Setup {
+    /// One `imagebump run` in pull-request mode, authenticated as a user of this forge
+    /// would be (its own token variable; the git push uses the same token).
+    async fn run(&self) -> Run {
+        let (var, forge_args) = self.forge.cli();
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            self.server.url(),
+            "--config".into(),
+            self.cfg_dir
+                .path()
+                .join("imagebump.yaml")
+                .display()
+                .to_string(),
+        ];
+        args.extend(forge_args);
+        let token = self.forge.token();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = assert_cmd::Command::cargo_bin("imagebump").unwrap();
+            cmd.args(&args).env("NO_COLOR", "1");
+            for v in [
+                "IMAGEBUMP_FORGE_TOKEN",
+                "IMAGEBUMP_GIT_TOKEN",
+                "IMAGEBUMP_GITHUB_APP_ID",
+                "GITHUB_TOKEN",
+                "GITHUB_API_URL",
+                "GITHUB_SERVER_URL",
+                "GITLAB_TOKEN",
+                "CI_JOB_TOKEN",
+                "CI_SERVER_URL",
+                "CI_API_V4_URL",
+                "GITEA_TOKEN",
+                "FORGEJO_TOKEN",
+                "GITHUB_STEP_SUMMARY",
+                "GITHUB_OUTPUT",
+            ] {
+                cmd.env_remove(v);
+            }
+            let out = cmd.env(var, token).output().unwrap();
+            let run = Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into(),
+                stderr: String::from_utf8_lossy(&out.stderr).into(),
+            };
+            assert!(
+                !run.stdout.contains(token) && !run.stderr.contains(token),
+                "the forge token reached the output: {run}"
+            );
+            run
+        })
+        .await
+        .unwrap()
+    }
+
+    fn pushes(&self) -> usize {
+        self.server
+            .request_log()
+            .lines()
+            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
+            .count()
+    }
+
+    fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
+        self.server.file_at(&format!("refs/heads/{branch}"), path)
+    }
+}
+
+fn assert_ok(run: &Run) {
+    assert_eq!(run.code, 0, "{run}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The scenarios
+// ---------------------------------------------------------------------------------------
+
+/// First run: two pull requests, one push holding both branches. Second run with nothing
+/// new: not one write call, no push.
+async fn first_run_then_an_idempotent_rerun(kind: Kind) {
+    let s = setup(kind).await;
+    let run = s.run().await;
+    assert_ok(&run);
+    assert_eq!(s.pushes(), 1, "{}", s.server.request_log());
+    assert_eq!(
+        s.branch_file(WEB, "apps/web/kustomization.yaml").unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    let pulls = s.forge.pulls();
+    let branches: Vec<&str> = pulls.iter().map(|p| p.branch.as_str()).collect();
+    assert_eq!(branches.len(), 2, "{pulls:?}");
+    assert!(
+        branches.contains(&WEB) && branches.contains(&API),
+        "{pulls:?}"
+    );
+    let web = &s.forge.open_for(WEB)[0];
+    assert_eq!(web.title, "Update registry.test/team/web to 1.1.0");
+    assert_eq!(s.forge.writes(), [Write::Create, Write::Create], "{run}");
+
+    s.forge.clear_calls();
+    let again = s.run().await;
+    assert_ok(&again);
+    assert_eq!(s.forge.writes(), [], "{again}");
+    assert_eq!(s.pushes(), 1);
+}
+
+/// A newer version: the same branch is pushed again and the same pull request updated.
+async fn a_newer_version_updates_the_same_pull_request(kind: Kind) {
+    let s = setup(kind).await;
+    assert_ok(&s.run().await);
+    let web = s.forge.open_for(WEB)[0].clone();
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.forge.clear_calls();
+    let run = s.run().await;
+    assert_ok(&run);
+    assert_eq!(s.pushes(), 2);
+    assert_eq!(s.forge.writes(), [Write::Update], "{run}");
+    assert_eq!(s.forge.pulls().len(), 2, "no second pull request");
+    let now = s.forge.open_for(WEB);
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].number, web.number);
+    assert_eq!(now[0].title, "Update registry.test/team/web to 1.2.0");
+}
+
+/// A pull request closed unmerged rejects its version; a newer one gets a fresh one.
+async fn a_closed_pull_request_stays_rejected(kind: Kind) {
+    let s = setup(kind).await;
+    assert_ok(&s.run().await);
+    let web = s.forge.open_for(WEB)[0].clone();
+    s.forge.close(web.number);
+    s.forge.clear_calls();
+    let run = s.run().await;
+    assert_ok(&run);
+    assert_eq!(s.forge.writes(), [], "1.1.0 is not proposed again: {run}");
+
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    let run = s.run().await;
+    assert_ok(&run);
+    let open = s.forge.open_for(WEB);
+    assert_eq!(open.len(), 1, "{run}");
+    assert_ne!(open[0].number, web.number, "a fresh pull request");
+    assert_eq!(open[0].title, "Update registry.test/team/web to 1.2.0");
+    assert_eq!(s.forge.writes(), [Write::Create], "{run}");
+}
+
+/// A reverted imagebump commit on the base keeps its version rejected.
+async fn a_reverted_update_stays_reverted(kind: Kind) {
+    let s = setup(kind).await;
+    let merged = s.server.commit_on(
+        "main",
+        &[(
+            "apps/web/kustomization.yaml",
+            Some("images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"),
+        )],
+        "Update registry.test/team/web to 1.1.0\n\nImagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n",
+    );
+    s.server.revert_on("main", &merged);
+    let run = s.run().await;
+    assert_ok(&run);
+    let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
+    assert_eq!(branches, [API], "web 1.1.0 was reverted: {run}");
+}
+
+/// Someone else's commit on imagebump's branch: not overwritten, said once in a comment,
+/// and the next run writes nothing.
+async fn a_human_commit_is_left_alone(kind: Kind) {
+    let s = setup(kind).await;
+    assert_ok(&s.run().await);
+    let theirs = s.server.commit_on(
+        WEB,
+        &[("apps/web/NOTES.md", Some("reviewer's note\n"))],
+        "A reviewer's fix",
+    );
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.forge.clear_calls();
+    let run = s.run().await;
+    assert_ok(&run);
+    assert_eq!(s.server.branch_sha(WEB).unwrap(), theirs, "not overwritten");
+    let writes = s.forge.writes();
+    assert!(writes.contains(&Write::Comment), "{writes:?} {run}");
+    assert!(!writes.contains(&Write::Create), "{writes:?}");
+
+    s.forge.clear_calls();
+    let run = s.run().await;
+    assert_ok(&run);
+    assert_eq!(s.forge.writes(), [], "said once: {run}");
+}
+
+/// The forge fails to open one pull request: the run says so and exits 1; the next run
+/// opens it, without a duplicate of the other.
+async fn a_failure_mid_run_converges(kind: Kind) {
+    let s = setup(kind).await;
+    s.forge.fail_next_create();
+    let run = s.run().await;
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("HTTP 500") || run.stdout.contains("HTTP 500"),
+        "{run}"
+    );
+    assert_eq!(s.forge.pulls().len(), 1, "one created, one failed: {run}");
+    let run = s.run().await;
+    assert_ok(&run);
+    let pulls = s.forge.pulls();
+    assert_eq!(pulls.len(), 2, "no duplicate: {pulls:?}");
+    assert!(pulls.iter().all(|p| p.state == "open"), "{pulls:?}");
+}
+
+/// One `#[tokio::test]` per (scenario, forge).
+macro_rules! over_the_forges {
+    ($($scenario:ident),* $(,)?) => {
+        mod github {
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $scenario() { super::$scenario(super::Kind::GitHub).await } )*
+        }
+        mod gitlab {
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $scenario() { super::$scenario(super::Kind::GitLab).await } )*
+        }
+        mod gitea {
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $scenario() { super::$scenario(super::Kind::Gitea).await } )*
+        }
+    };
+}
+
+over_the_forges!(
+    first_run_then_an_idempotent_rerun,
+    a_newer_version_updates_the_same_pull_request,
+    a_closed_pull_request_stays_rejected,
+    a_reverted_update_stays_reverted,
+    a_human_commit_is_left_alone,
+    a_failure_mid_run_converges,
+);
