@@ -74,11 +74,12 @@ pub fn detect(host: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ForgeK
 }
 
 /// Every variable a forge credential may come from.
-const TOKEN_VARS: [&str; 7] = [
+const TOKEN_VARS: [&str; 8] = [
     "IMAGEBUMP_FORGE_TOKEN",
     "IMAGEBUMP_GITHUB_APP_ID",
     "GITHUB_TOKEN",
     "GITLAB_TOKEN",
+    "GITLAB_OAUTH_TOKEN",
     "CI_JOB_TOKEN",
     "GITEA_TOKEN",
     "FORGEJO_TOKEN",
@@ -180,6 +181,8 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
     // the last resort, and says so when refused.
     let (auth, token) = if let Some(t) = first_var(&["IMAGEBUMP_FORGE_TOKEN", "GITLAB_TOKEN"]) {
         (GitLabAuth::PrivateToken(t.clone()), Some(t))
+    } else if let Some(t) = first_var(&["GITLAB_OAUTH_TOKEN"]) {
+        (GitLabAuth::OAuth(t), None)
     } else if let Some(t) = first_var(&["CI_JOB_TOKEN"]) {
         (GitLabAuth::JobToken(t), None)
     } else {
