@@ -148,7 +148,7 @@ impl Gitea {
         let base = api_base(&settings.api_url)?;
         check_name("owner", &settings.owner)?;
         check_name("repository", &settings.repo)?;
-        let token = clean_token(&settings.token)?;
+        let token = crate::forge::clean_token(&settings.token, "Gitea", TOKEN_HINT)?;
         let mut authorization = HeaderValue::from_str(&format!("token {}", token.expose_secret()))
             .map_err(|_| {
                 Error::Config(
@@ -381,7 +381,7 @@ impl Forge for Gitea {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = split_reviewers(reviewers);
+        let (users, teams) = crate::forge::split_reviewers(reviewers);
         if users.is_empty() && teams.is_empty() {
             return Ok(());
         }
@@ -428,23 +428,6 @@ impl Forge for Gitea {
         let payload = json!({ "assignees": all });
         self.write(Method::PATCH, &path, payload, &what).await
     }
-}
-
-/// Users and team names: `alice`/`@alice` is a user; `org/team`/`@org/team` the team `team`
-/// (Gitea takes the team's name; the team must belong to the repository's organisation).
-fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
-    let mut users = Vec::new();
-    let mut teams = Vec::new();
-    for reviewer in reviewers {
-        let name = reviewer.trim().trim_start_matches('@');
-        match name.split_once('/') {
-            Some((_, team)) if !team.is_empty() => teams.push(team),
-            Some(_) => {}
-            None if !name.is_empty() => users.push(name),
-            None => {}
-        }
-    }
-    (users, teams)
 }
 
 /// The work-in-progress prefix `title` starts with, with the blanks after it.
@@ -844,23 +827,6 @@ fn is_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// The token without surrounding whitespace (a file's trailing newline); refused when empty or
-/// when it holds characters no token has.
-fn clean_token(token: &SecretString) -> Result<SecretString, Error> {
-    let trimmed = token.expose_secret().trim();
-    if trimmed.is_empty() {
-        return Err(Error::Unauthorized {
-            hint: format!("the Gitea token is empty: {TOKEN_HINT}"),
-        });
-    }
-    if !trimmed.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(Error::Config(
-            "the Gitea token holds spaces or control characters; check how it was set".to_string(),
-        ));
-    }
-    Ok(SecretString::from(trimmed.to_owned()))
 }
 
 /// The API URL for a Gitea or Forgejo host: `https://{host}/api/v1`. `host` may carry a port
@@ -1927,7 +1893,7 @@ mod tests {
     #[test]
     fn reviewers_split_into_users_and_teams() {
         let input = strings(&["alice", "@bob", "octo/platform", "@octo/sre", "", "org/"]);
-        let (users, teams) = split_reviewers(&input);
+        let (users, teams) = crate::forge::split_reviewers(&input);
         assert_eq!(users, ["alice", "bob"]);
         assert_eq!(teams, ["platform", "sre"]);
     }

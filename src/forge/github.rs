@@ -84,7 +84,7 @@ impl GitHub {
             .set_write_timeout(Some(Duration::from_secs(60)));
         match settings.auth {
             GitHubAuth::Token(token) => {
-                let token = clean_token(&token)?;
+                let token = crate::forge::clean_token(&token, "GitHub", TOKEN_HINT)?;
                 let crab = builder
                     .personal_token(token.clone())
                     .build()
@@ -315,7 +315,7 @@ impl Forge for GitHub {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = split_reviewers(reviewers);
+        let (users, teams) = crate::forge::split_reviewers(reviewers);
         if users.is_empty() && teams.is_empty() {
             return Ok(());
         }
@@ -345,23 +345,6 @@ impl Forge for GitHub {
         self.write(Method::Post, &path, payload, &self.pull_what(number))
             .await
     }
-}
-
-/// Users and team slugs: `alice`/`@alice` is a user; `org/team`/`@org/team` the team `team`
-/// (GitHub takes the slug; the team must belong to the repository's organisation).
-fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
-    let mut users = Vec::new();
-    let mut teams = Vec::new();
-    for reviewer in reviewers {
-        let name = reviewer.trim().trim_start_matches('@');
-        match name.split_once('/') {
-            Some((_, team)) if !team.is_empty() => teams.push(team),
-            Some(_) => {}
-            None if !name.is_empty() => users.push(name),
-            None => {}
-        }
-    }
-    (users, teams)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -805,23 +788,6 @@ fn check_name(kind: &str, name: &str) -> Result<(), Error> {
     }
 }
 
-/// The token without surrounding whitespace (a file's trailing newline); refused when empty or
-/// when it holds characters no token has (they would make an invalid HTTP header).
-fn clean_token(token: &SecretString) -> Result<SecretString, Error> {
-    let trimmed = token.expose_secret().trim();
-    if trimmed.is_empty() {
-        return Err(Error::Unauthorized {
-            hint: format!("the GitHub token is empty: {TOKEN_HINT}"),
-        });
-    }
-    if !trimmed.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(Error::Config(
-            "the GitHub token holds spaces or control characters; check how it was set".to_string(),
-        ));
-    }
-    Ok(SecretString::from(trimmed.to_owned()))
-}
-
 /// The REST API URL for a GitHub host: `https://api.github.com` for github.com (and
 /// www.github.com), `https://{host}/api/v3` for GitHub Enterprise Server.
 pub fn api_url_for_host(host: &str) -> String {
@@ -845,7 +811,9 @@ pub fn repo_from_url(url: &str) -> Option<(String, String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority.to_string(),
-            "ssh" | "git" | "git+ssh" | "ssh+git" => strip_port(authority).to_string(),
+            "ssh" | "git" | "git+ssh" | "ssh+git" => {
+                crate::forge::strip_port(authority).to_string()
+            }
             _ => return None,
         };
         (host, path)
@@ -873,19 +841,6 @@ pub fn repo_from_url(url: &str) -> Option<(String, String, String)> {
         owner.to_string(),
         repo.to_string(),
     ))
-}
-
-/// `host:22` → `host`; an IPv6 literal `[::1]:22` → `[::1]`.
-fn strip_port(authority: &str) -> &str {
-    match authority.rsplit_once(':') {
-        Some((host, port))
-            if port.chars().all(|c| c.is_ascii_digit())
-                && (!host.starts_with('[') || host.ends_with(']')) =>
-        {
-            host
-        }
-        _ => authority,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1176,7 +1131,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (users, teams) = split_reviewers(&input);
+        let (users, teams) = crate::forge::split_reviewers(&input);
         assert_eq!(users, ["alice", "bob"]);
         assert_eq!(teams, ["platform", "sre"]);
     }

@@ -228,7 +228,7 @@ impl GitLab {
                 "oauth2",
             ),
         };
-        let token = clean_token(secret, &hint)?;
+        let token = crate::forge::clean_token(secret, "GitLab", &hint)?;
         let value = if header == AUTHORIZATION {
             format!("Bearer {}", token.expose_secret())
         } else {
@@ -1047,23 +1047,6 @@ fn encode_component(text: &str) -> String {
     out
 }
 
-/// The token without surrounding whitespace (a file's trailing newline); refused when empty or
-/// when it holds characters no token has.
-fn clean_token(token: &SecretString, hint: &str) -> Result<SecretString, Error> {
-    let trimmed = token.expose_secret().trim();
-    if trimmed.is_empty() {
-        return Err(Error::Unauthorized {
-            hint: format!("the GitLab token is empty: {hint}"),
-        });
-    }
-    if !trimmed.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(Error::Config(
-            "the GitLab token holds spaces or control characters; check how it was set".to_string(),
-        ));
-    }
-    Ok(SecretString::from(trimmed.to_owned()))
-}
-
 /// The REST API v4 URL of a GitLab host (`gitlab.com`, `gitlab.example.com:8443`):
 /// `https://{host}/api/v4`.
 pub fn api_url_for_host(host: &str) -> String {
@@ -1090,7 +1073,7 @@ pub fn parse_remote(remote: &str) -> Option<(String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority,
-            "ssh" | "git" | "git+ssh" | "ssh+git" => strip_port(authority),
+            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::forge::strip_port(authority),
             _ => return None,
         };
         (host, path)
@@ -1116,19 +1099,6 @@ pub fn parse_remote(remote: &str) -> Option<(String, String)> {
         return None;
     }
     Some((host.to_ascii_lowercase(), path.to_string()))
-}
-
-/// `host:22` → `host`; an IPv6 literal `[::1]:22` → `[::1]`.
-fn strip_port(authority: &str) -> &str {
-    match authority.rsplit_once(':') {
-        Some((host, port))
-            if port.chars().all(|c| c.is_ascii_digit())
-                && (!host.starts_with('[') || host.ends_with(']')) =>
-        {
-            host
-        }
-        _ => authority,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -170,6 +170,58 @@ impl Error {
     }
 }
 
+/// Reviewers as written in the configuration, split into users and teams (`org/team` or
+/// `@org/team` → `team`); blanks are dropped.
+pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
+    let mut users = Vec::new();
+    let mut teams = Vec::new();
+    for reviewer in reviewers {
+        let name = reviewer.trim().trim_start_matches('@');
+        match name.split_once('/') {
+            Some((_, team)) if !team.is_empty() => teams.push(team),
+            Some(_) => {}
+            None if !name.is_empty() => users.push(name),
+            None => {}
+        }
+    }
+    (users, teams)
+}
+
+/// The token without surrounding whitespace (a file's trailing newline); refused when empty or
+/// when it holds characters no token has (they would make an invalid HTTP header).
+pub(crate) fn clean_token(
+    token: &SecretString,
+    forge: &str,
+    hint: &str,
+) -> Result<SecretString, Error> {
+    use secrecy::ExposeSecret;
+    let trimmed = token.expose_secret().trim();
+    if trimmed.is_empty() {
+        return Err(Error::Unauthorized {
+            hint: format!("the {forge} token is empty: {hint}"),
+        });
+    }
+    if !trimmed.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(Error::Config(format!(
+            "the {forge} token holds spaces or control characters; check how it was set"
+        )));
+    }
+    Ok(SecretString::from(trimmed.to_owned()))
+}
+
+/// `host:port` → `host` (IPv6 literals in brackets kept whole).
+pub(crate) fn strip_port(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((host, port))
+            if port.chars().all(|c| c.is_ascii_digit())
+                && (!host.starts_with('[') || host.ends_with(']')) =>
+        {
+            host
+        }
+        _ => authority,
+    }
+}
+
 /// How to reach GitHub.
 pub struct GitHubSettings {
     /// `https://api.github.com`, GitHub Enterprise Server's `https://host/api/v3`, or a test
