@@ -21,7 +21,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
+use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState, MAX_RETRIES};
 
 /// Items per page: GitHub's maximum.
 const PER_PAGE: usize = 100;
@@ -31,14 +31,8 @@ const MAX_PAGES: usize = 1000;
 /// Pages of closed pull requests read (the most recently updated 1,000), whatever the limit:
 /// an old repository has tens of thousands, and only recent rejections matter.
 const MAX_CLOSED_PAGES: usize = 10;
-/// How often one request is retried (rate limits; 5xx and transport failures for GET and PATCH).
-const MAX_RETRIES: u32 = 3;
-/// The longest wait for a rate limit to lift before retrying; a longer one is reported.
-const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
 /// GitHub's advice when a secondary rate limit names no wait: at least a minute.
 const SECONDARY_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
-/// First back-off after a 5xx or transport failure; doubled each time.
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
 const TOKEN_HINT: &str =
     "set GITHUB_TOKEN or IMAGEBUMP_FORGE_TOKEN (needs contents: write, pull-requests: write)";
@@ -523,23 +517,7 @@ impl Api {
 
 /// How long to wait before retrying after `error`, or `None` when it is not retried.
 fn retry_wait(method: Method, error: &Error, attempt: u32) -> Option<Duration> {
-    if attempt >= MAX_RETRIES {
-        return None;
-    }
-    match error {
-        Error::RateLimited {
-            retry_after: Some(wait),
-        } if *wait <= MAX_RATE_LIMIT_WAIT => Some(*wait),
-        Error::RateLimited { .. } => None,
-        Error::Status { .. } | Error::Transport { .. }
-            if method.is_idempotent() && error.is_retryable() =>
-        {
-            let backoff = FIRST_BACKOFF * 2u32.pow(attempt);
-            let jitter = Duration::from_millis(fastrand::u64(0..=100));
-            Some(backoff + jitter)
-        }
-        _ => None,
-    }
+    super::retry_wait(method.is_idempotent(), error, attempt)
 }
 
 /// The error for an unsuccessful status. `header` reads a response header.

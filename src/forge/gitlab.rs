@@ -97,7 +97,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Error, Forge, NewPull, Pull, PullState};
+use super::{Error, Forge, NewPull, Pull, PullState, MAX_RETRIES};
 
 /// Items per page: GitLab's maximum.
 const PER_PAGE: usize = 100;
@@ -112,14 +112,8 @@ const MAX_CLOSED_PAGES: usize = 10;
 const OPEN_ORDER: (&str, &str) = ("created_at", "asc");
 /// Closed and merged ones most recently updated first: the limit keeps the newest.
 const CLOSED_ORDER: (&str, &str) = ("updated_at", "desc");
-/// How often one request is retried (rate limits; 5xx and transport failures for GET and PUT).
-const MAX_RETRIES: u32 = 3;
-/// The longest wait for a rate limit to lift before retrying; a longer one is reported.
-const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
 /// The wait reported for a 429 that names none.
 const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
-/// First back-off after a 5xx or transport failure; doubled each time.
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// What a draft's title starts with when imagebump opens it.
 const DRAFT_PREFIX: &str = "Draft: ";
 /// The title markers GitLab reads as "draft", lower case: `Draft:`, `[Draft]`, `(Draft)`, and
@@ -793,23 +787,7 @@ fn next_link(link: &str) -> Option<String> {
 
 /// How long to wait before retrying after `error`, or `None` when it is not retried.
 fn retry_wait(method: Method, error: &Error, attempt: u32) -> Option<Duration> {
-    if attempt >= MAX_RETRIES {
-        return None;
-    }
-    match error {
-        Error::RateLimited {
-            retry_after: Some(wait),
-        } if *wait <= MAX_RATE_LIMIT_WAIT => Some(*wait),
-        Error::RateLimited { .. } => None,
-        Error::Status { .. } | Error::Transport { .. }
-            if method.is_idempotent() && error.is_retryable() =>
-        {
-            let backoff = FIRST_BACKOFF * 2u32.pow(attempt);
-            let jitter = Duration::from_millis(fastrand::u64(0..=100));
-            Some(backoff + jitter)
-        }
-        _ => None,
-    }
+    super::retry_wait(method.is_idempotent(), error, attempt)
 }
 
 /// The error for an unsuccessful status. `header` reads a response header.

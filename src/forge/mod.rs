@@ -170,6 +170,34 @@ impl Error {
     }
 }
 
+/// Attempts after the first, at most.
+pub(crate) const MAX_RETRIES: u32 = 3;
+/// A rate limit asking for a longer wait than this is reported rather than waited out.
+pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
+/// The first backoff after a server error; doubled for each later attempt.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+
+/// How long to wait before trying a failed request again, or `None` when it is not retried:
+/// a rate limit with a short enough wait (any method), or a retryable server or transport
+/// failure of an idempotent request (never a `POST`, which may have taken effect).
+pub(crate) fn retry_wait(idempotent: bool, error: &Error, attempt: u32) -> Option<Duration> {
+    if attempt >= MAX_RETRIES {
+        return None;
+    }
+    match error {
+        Error::RateLimited {
+            retry_after: Some(wait),
+        } if *wait <= MAX_RATE_LIMIT_WAIT => Some(*wait),
+        Error::RateLimited { .. } => None,
+        Error::Status { .. } | Error::Transport { .. } if idempotent && error.is_retryable() => {
+            let backoff = FIRST_BACKOFF * 2u32.pow(attempt);
+            let jitter = Duration::from_millis(fastrand::u64(0..=100));
+            Some(backoff + jitter)
+        }
+        _ => None,
+    }
+}
+
 /// Reviewers as written in the configuration, split into users and teams (`org/team` or
 /// `@org/team` → `team`); blanks are dropped.
 pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
