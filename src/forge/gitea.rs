@@ -145,7 +145,7 @@ impl std::fmt::Debug for Gitea {
 impl Gitea {
     /// Builds the client; no request is made.
     pub fn new(settings: GiteaSettings) -> Result<Gitea, Error> {
-        let base = api_base(&settings.api_url)?;
+        let base = super::api_base(&settings.api_url, "Gitea")?;
         check_name("owner", &settings.owner)?;
         check_name("repository", &settings.repo)?;
         let token = crate::forge::clean_token(&settings.token, "Gitea", TOKEN_HINT)?;
@@ -785,31 +785,6 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 // ---------------------------------------------------------------------------------------------
 // settings
 // ---------------------------------------------------------------------------------------------
-
-/// The API base URL, checked, with a trailing `/` so relative joins keep its path.
-/// The URL is not echoed in errors: its user part or query may hold a token.
-fn api_base(api_url: &str) -> Result<Url, Error> {
-    let bad = |why: &str| Error::Config(format!("invalid Gitea API URL: {why}"));
-    let url = Url::parse(api_url.trim()).map_err(|e| bad(&e.to_string()))?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("it holds credentials; pass the token separately"));
-    }
-    if !matches!(url.scheme(), "https" | "http") {
-        return Err(bad("use https://"));
-    }
-    if url.host_str().is_none() {
-        return Err(bad("no host"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(bad("no query or fragment allowed"));
-    }
-    let mut url = url;
-    if !url.path().ends_with('/') {
-        let path = format!("{}/", url.path());
-        url.set_path(&path);
-    }
-    Ok(url)
-}
 
 /// An owner or repository name: Gitea allows letters, digits, `-`, `_` and `.`.
 fn check_name(kind: &str, name: &str) -> Result<(), Error> {
@@ -1779,12 +1754,6 @@ mod tests {
             ..settings(ok, "t")
         };
         assert!(matches!(Gitea::new(bad_owner), Err(Error::Config(_))));
-        assert_eq!(
-            api_base("https://git.example.com/gitea/api/v1")
-                .expect("valid")
-                .as_str(),
-            "https://git.example.com/gitea/api/v1/"
-        );
     }
 
     #[test]

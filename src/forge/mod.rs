@@ -170,6 +170,30 @@ impl Error {
     }
 }
 
+/// A forge's API base URL, checked, with a trailing `/` so that relative joins keep its path.
+/// The URL is never echoed in an error: its user part or query may hold a token.
+pub(crate) fn api_base(api_url: &str, forge: &str) -> Result<reqwest::Url, Error> {
+    let bad = |why: &str| Error::Config(format!("invalid {forge} API URL: {why}"));
+    let mut url = reqwest::Url::parse(api_url.trim()).map_err(|e| bad(&e.to_string()))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("it holds credentials; pass the token separately"));
+    }
+    if !matches!(url.scheme(), "https" | "http") {
+        return Err(bad("use https://"));
+    }
+    if url.host_str().is_none() {
+        return Err(bad("no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("no query or fragment allowed"));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
 /// Attempts after the first, at most.
 pub(crate) const MAX_RETRIES: u32 = 3;
 /// A rate limit asking for a longer wait than this is reported rather than waited out.
@@ -291,5 +315,72 @@ impl std::fmt::Debug for GitHubSettings {
             .field("repo", &self.repo)
             .field("auth", &self.auth)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_base_checks_and_never_echoes_credentials() {
+        assert_eq!(
+            api_base("https://ghe.example.com/api/v3", "GitHub")
+                .unwrap()
+                .as_str(),
+            "https://ghe.example.com/api/v3/"
+        );
+        assert_eq!(
+            api_base("https://git.example.com/gitea/api/v1/", "Gitea")
+                .unwrap()
+                .as_str(),
+            "https://git.example.com/gitea/api/v1/"
+        );
+        for bad in [
+            "ftp://x",
+            "https://x/api?q=1",
+            "ftp://user:ghp_secret@x/api",
+            "https://user:ghp_secret@ghe.example.com/api/v3",
+        ] {
+            match api_base(bad, "GitHub") {
+                Err(Error::Config(message)) => {
+                    assert!(message.starts_with("invalid GitHub API URL: "), "{message}");
+                    assert!(!message.contains("ghp_secret"), "{message}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn retries_only_what_is_safe() {
+        let server = Error::Status {
+            status: 502,
+            message: String::new(),
+        };
+        assert!(retry_wait(true, &server, 0).is_some());
+        assert!(retry_wait(false, &server, 0).is_none());
+        assert!(retry_wait(true, &server, MAX_RETRIES).is_none());
+        let transport = Error::Transport {
+            message: String::new(),
+            retryable: true,
+        };
+        assert!(retry_wait(true, &transport, 0).is_some());
+        assert!(retry_wait(false, &transport, 0).is_none());
+        let short = Error::RateLimited {
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert_eq!(retry_wait(false, &short, 0), Some(Duration::from_secs(2)));
+        let long = Error::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+        };
+        assert!(retry_wait(true, &long, 0).is_none());
+        for status in [409, 422] {
+            let refused = Error::Status {
+                status,
+                message: String::new(),
+            };
+            assert!(retry_wait(true, &refused, 0).is_none());
+        }
     }
 }
