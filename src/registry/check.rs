@@ -11,7 +11,7 @@ use super::credentials::Source;
 use super::name::{self, ImageName, DOCKER_HUB};
 use super::{prefix_host, Error, Registries, DEFAULT_CONCURRENCY};
 use crate::cli::{Output, RegistryCheckArgs};
-use crate::config::{self, Config, RegistryConfig};
+use crate::config::{self, Config};
 use crate::exit;
 
 /// The outcome for one registry prefix or image.
@@ -62,7 +62,7 @@ pub async fn check_one(registries: &Registries, config: &Config, target: &str) -
         registry: host.clone(),
         repository: repo.clone().unwrap_or_else(|| "imagebump-check".into()),
     };
-    let entry = entry_for(&config.registries, &image);
+    let entry = registries.entry_for(&image);
     let mut out = Checked {
         target: target.to_string(),
         registry: host.clone(),
@@ -140,13 +140,6 @@ fn failure(e: &Error, source: &Source) -> String {
         Error::Unauthorized { .. } => format!("failed: {e} (the registry refused the credentials)"),
         other => format!("failed: {other}"),
     }
-}
-
-fn entry_for<'a>(entries: &'a [RegistryConfig], image: &ImageName) -> Option<&'a RegistryConfig> {
-    let full = image.to_string();
-    entries
-        .iter()
-        .find(|c| super::prefix_matches(&c.prefix, &full))
 }
 
 /// `imagebump registry check [TARGET...]`.

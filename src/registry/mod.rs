@@ -157,7 +157,7 @@ fn default_endpoint(host: &str) -> String {
 }
 
 /// Does the normalised name `full` fall under `prefix` (on a path-segment boundary)?
-pub(crate) fn prefix_matches(prefix: &str, full: &str) -> bool {
+fn prefix_matches(prefix: &str, full: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     full == prefix || (full.starts_with(prefix) && full.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
@@ -217,12 +217,7 @@ impl Registries {
         image: &ImageName,
         credentials: Option<&str>,
     ) -> Result<Arc<Client>, Error> {
-        let full = image.to_string();
-        let matched = self
-            .configs
-            .iter()
-            .enumerate()
-            .find(|(_, c)| prefix_matches(&c.prefix, &full));
+        let matched = self.entry(image);
         let key = match matched {
             Some((i, _)) => format!("#{i}"),
             None => image.registry.clone(),
@@ -234,17 +229,18 @@ impl Registries {
         self.client(&key, &image.registry, matched.map(|(_, c)| c), source)
     }
 
-    /// Every configured entry's prefix and client, in configuration order.
-    pub fn configured(&self) -> Result<Vec<(String, Arc<Client>)>, Error> {
+    /// The first `registries[]` entry whose prefix matches the image, with its index.
+    fn entry(&self, image: &ImageName) -> Option<(usize, &RegistryConfig)> {
+        let full = image.to_string();
         self.configs
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let client =
-                    self.client(&format!("#{i}"), &prefix_host(&c.prefix), Some(c), None)?;
-                Ok((c.prefix.clone(), client))
-            })
-            .collect()
+            .find(|(_, c)| prefix_matches(&c.prefix, &full))
+    }
+
+    /// The `registries[]` entry that configures the image, if any.
+    pub fn entry_for(&self, image: &ImageName) -> Option<&RegistryConfig> {
+        self.entry(image).map(|(_, c)| c)
     }
 
     /// Registries skipped by their circuit breaker during the run: host and why.
