@@ -534,6 +534,38 @@ fn docker_config_explicit_and_implicit() {
     }
 }
 
+/// The implicit source asks Docker's credential store once: the answer found while
+/// choosing the source is the one used (a `credsStore` helper runs once per run, not twice).
+#[test]
+fn implicit_docker_credential_store_is_asked_once() {
+    let reg = auth_registry();
+    let tree = two_apps(&format!(
+        "registries:\n{}",
+        entry("auth.test", &reg.base_url(), "")
+    ));
+    std::fs::create_dir_all(tree.home.path().join("bin")).expect("bin dir");
+    let helper = tree.script(
+        "bin/docker-credential-imagebumptest",
+        &format!(
+            "echo get >> \"$HOME/store.log\"\nprintf '{{\"ServerURL\":\"auth.test\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}'"
+        ),
+        true,
+    );
+    tree.docker_config(&json!({"credsStore": "imagebumptest"}));
+    let path = format!(
+        "{}:{}",
+        helper.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r = run(&tree, &[("PATH", path.as_str())]);
+    assert_both_updated(&r);
+    assert_eq!(
+        tree.lines_of("store.log"),
+        1,
+        "the store was asked once: {r}"
+    );
+}
+
 /// 4. `ext:` programs: one printing the credentials works (run once for two repositories);
 ///    one failing has its stderr (not its stdout) quoted, and is run once (the failure is
 ///    cached); one outliving `credentialsTimeout` is a timeout; one not executable is a

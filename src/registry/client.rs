@@ -118,10 +118,11 @@ impl Client {
         let http = builder
             .build()
             .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
-        let source = source
-            .or(configured)
-            .unwrap_or_else(|| Source::implicit(host, &env));
-        let credentials = Provider::new(source, options, http.clone(), env, host, &endpoint);
+        let (source, seed) = match source.or(configured) {
+            Some(s) => (s, None),
+            None => Source::implicit(host, &env),
+        };
+        let credentials = Provider::new(source, options, http.clone(), env, host, &endpoint, seed);
         Ok(Client {
             http,
             host: host.to_string(),

@@ -32,10 +32,8 @@ pub(super) fn fetch(
         }
         Source::File(path) => read_file(path, host)
             .map(|c| c.map(|credential| fetched(credential, format!("file {}", path.display())))),
-        Source::DockerConfig => {
-            Ok(docker_config(host)
-                .map(|credential| fetched(credential, "Docker config".to_string())))
-        }
+        Source::DockerConfig => Ok(docker_config(host)
+            .map(|credential| fetched(credential, DOCKER_CONFIG_VIA.to_string()))),
         Source::GitHub => {
             let token = env.get("GITHUB_TOKEN").ok_or_else(|| {
                 "credentials github: GITHUB_TOKEN is not set (in a workflow, pass it with env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} and give the job `packages: read`)".to_string()
@@ -53,6 +51,9 @@ pub(super) fn fetch(
         )),
     }
 }
+
+/// Where a `dockerconfig` answer came from, for `registry check`.
+pub(super) const DOCKER_CONFIG_VIA: &str = "Docker config";
 
 /// The Docker config keys a host's entry may be filed under.
 fn config_keys(host: &str) -> Vec<&str> {

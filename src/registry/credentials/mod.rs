@@ -283,11 +283,23 @@ impl Source {
     /// The source used when a registry names none: Docker's configuration if it has an entry
     /// for the host, else what the environment offers for the host's cloud, else anonymous.
     /// Metadata servers are only asked when configured explicitly, so that public images on
-    /// gcr.io or an ACR with anonymous pull work on a laptop.
-    pub fn implicit(host: &str, env: &Environment) -> Source {
-        if local::docker_config(host).is_some() {
-            return Source::DockerConfig;
+    /// gcr.io or an ACR with anonymous pull work on a laptop. The Docker credential found
+    /// while choosing is returned too, so that it is not looked up (a credential helper run)
+    /// a second time.
+    pub fn implicit(host: &str, env: &Environment) -> (Source, Option<Fetched>) {
+        if let Some(credential) = local::docker_config(host) {
+            let found = Fetched {
+                credential,
+                expires_at: None,
+                via: local::DOCKER_CONFIG_VIA.to_string(),
+            };
+            return (Source::DockerConfig, Some(found));
         }
+        (Self::implicit_cloud(host, env), None)
+    }
+
+    /// [`Source::implicit`] for a host the Docker configuration does not know.
+    fn implicit_cloud(host: &str, env: &Environment) -> Source {
         if host == "ghcr.io" && env.get("GITHUB_TOKEN").is_some() {
             return Source::GitHub;
         }
@@ -358,6 +370,8 @@ impl Default for ProviderOptions {
 }
 
 impl Provider {
+    /// A provider for `source`; `seed` is an answer already in hand (see
+    /// [`Source::implicit`]).
     pub fn new(
         source: Source,
         options: ProviderOptions,
@@ -365,8 +379,9 @@ impl Provider {
         env: Arc<Environment>,
         host: &str,
         endpoint: &str,
+        seed: Option<Fetched>,
     ) -> Provider {
-        Provider {
+        let mut provider = Provider {
             source,
             expire: options.expire,
             timeout: options.timeout,
@@ -377,7 +392,17 @@ impl Provider {
             cached: tokio::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
             fetches: AtomicU64::new(0),
+        };
+        if let Some(fetched) = seed {
+            let until = provider.lifetime(Some(&fetched));
+            let generation = provider.generation.fetch_add(1, Ordering::Relaxed) + 1;
+            provider.cached = tokio::sync::Mutex::new(Some(Cached {
+                answer: Ok(Some(fetched)),
+                until,
+                generation,
+            }));
         }
+        provider
     }
 
     pub fn source(&self) -> &Source {
