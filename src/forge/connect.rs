@@ -109,10 +109,21 @@ pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
     }
 }
 
-fn owner_and_name(repo: &str) -> Result<(String, String), String> {
-    match repo.rsplit_once('/') {
-        Some((o, n)) if !o.is_empty() && !n.is_empty() => Ok((o.to_string(), n.to_string())),
-        _ => Err(format!("--forge-repo {repo:?}: expected owner/name")),
+/// `owner/name`: `--forge-repo` if given, else what the remote URL says.
+fn repository(
+    req: &Request<'_>,
+    from_url: Option<(String, String)>,
+) -> Result<(String, String), String> {
+    match (req.repo, from_url) {
+        (Some(r), _) => match r.rsplit_once('/') {
+            Some((o, n)) if !o.is_empty() && !n.is_empty() => Ok((o.to_string(), n.to_string())),
+            _ => Err(format!("--forge-repo {r:?}: expected owner/name")),
+        },
+        (None, Some(pair)) => Ok(pair),
+        (None, None) => Err(format!(
+            "cannot tell the repository's owner/name from {}; pass --forge-repo",
+            req.url
+        )),
     }
 }
 
@@ -146,16 +157,10 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
         (None, Some(token)) => GitHubAuth::Token(token),
         (None, None) => return Ok(None),
     };
-    let (owner, repo) = match (req.repo, super::github::repo_from_url(req.url)) {
-        (Some(r), _) => owner_and_name(r)?,
-        (None, Some((_, o, n))) => (o, n),
-        (None, None) => {
-            return Err(format!(
-                "cannot tell the repository's owner/name from {}; pass --forge-repo",
-                req.url
-            ))
-        }
-    };
+    let (owner, repo) = repository(
+        req,
+        super::github::repo_from_url(req.url).map(|(_, o, n)| (o, n)),
+    )?;
     let api_url = req
         .api_url
         .map(str::to_string)
@@ -227,16 +232,7 @@ async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Strin
     ]) else {
         return Ok(None);
     };
-    let (owner, repo) = match (req.repo, super::gitea::repo_from_url(req.url)) {
-        (Some(r), _) => owner_and_name(r)?,
-        (None, Some((o, n))) => (o, n),
-        (None, None) => {
-            return Err(format!(
-                "cannot tell the repository's owner/name from {}; pass --forge-repo",
-                req.url
-            ))
-        }
-    };
+    let (owner, repo) = repository(req, super::gitea::repo_from_url(req.url))?;
     let api_url = req
         .api_url
         .map(str::to_string)
