@@ -547,7 +547,9 @@ fn implicit_docker_credential_store_is_asked_once() {
     let helper = tree.script(
         "bin/docker-credential-imagebumptest",
         &format!(
-            "echo get >> \"$HOME/store.log\"\nprintf '{{\"ServerURL\":\"auth.test\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}'"
+            // Read the server URL first, as real helpers do: exiting before the caller has
+            // written it makes the caller's write fail (a broken pipe).
+            "read server\necho \"get $server\" >> \"$HOME/store.log\"\nprintf '{{\"ServerURL\":\"auth.test\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}'"
         ),
         true,
     );
