@@ -18,7 +18,6 @@ pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod source;
-pub mod yaml;
 
 /// Documented exit codes.
 pub mod exit {

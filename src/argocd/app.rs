@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::yaml::PathSeg;
+use imagebump_yaml::PathSeg;
 
 /// One `Application` (apiVersion `argoproj.io/*`, kind `Application`).
 #[derive(Debug, Clone, PartialEq)]
@@ -191,7 +191,7 @@ fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String> {
 }
 
 fn parse_source(at: Vec<PathSeg>, v: &Value, what: &str) -> Result<Source, String> {
-    let here = format!("{what}: {}", crate::yaml::path_to_string(&at));
+    let here = format!("{what}: {}", imagebump_yaml::path_to_string(&at));
     let Value::Object(obj) = v else {
         return Err(format!("{here} must be a mapping"));
     };

@@ -24,7 +24,7 @@
 
 use serde_json::Value;
 
-use crate::yaml::PathSeg;
+use imagebump_yaml::PathSeg;
 
 /// One `.`-separated part: a key, and the index that followed it (`key[N]`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::yaml::PathSeg;
+use imagebump_yaml::PathSeg;
 pub use policy::{ImageRule, PolicySpec};
 
 /// Where imagebump looks for its configuration in the manifest tree, in this order.
@@ -299,7 +299,7 @@ impl Config {
                     warnings.extend(
                         p.warnings
                             .iter()
-                            .map(|w| format!("{}: {w}", crate::yaml::path_to_string(&at))),
+                            .map(|w| format!("{}: {w}", imagebump_yaml::path_to_string(&at))),
                     );
                     None
                 }
@@ -418,7 +418,7 @@ pub fn load(path: &Path) -> Result<Config, Error> {
             column,
             message: format!(
                 "{}: {}",
-                crate::yaml::path_to_string(&first.at),
+                imagebump_yaml::path_to_string(&first.at),
                 first.message
             ),
             hint: first.hint,
@@ -450,7 +450,7 @@ pub fn load(path: &Path) -> Result<Config, Error> {
 
 /// Line and column of the value at `at` in `text` (of its nearest existing parent).
 fn locate_path(text: &str, at: &[PathSeg]) -> (usize, usize) {
-    let Ok(docs) = crate::yaml::parse_located(text) else {
+    let Ok(docs) = imagebump_yaml::parse_located(text) else {
         return (0, 0);
     };
     let Some(mut node) = docs.first().and_then(|d| d.root.as_ref()) else {
@@ -459,7 +459,7 @@ fn locate_path(text: &str, at: &[PathSeg]) -> (usize, usize) {
     for seg in at {
         let next = match (seg, node) {
             (PathSeg::Key(k), n) => n.get(k),
-            (PathSeg::Index(i), crate::yaml::Node::Seq { items, .. }) => items.get(*i),
+            (PathSeg::Index(i), imagebump_yaml::Node::Seq { items, .. }) => items.get(*i),
             _ => None,
         };
         match next {
@@ -467,7 +467,7 @@ fn locate_path(text: &str, at: &[PathSeg]) -> (usize, usize) {
             None => break,
         }
     }
-    crate::yaml::LineIndex::new(text).line_col(node.offset())
+    imagebump_yaml::LineIndex::new(text).line_col(node.offset())
 }
 
 pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
@@ -475,7 +475,7 @@ pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
         return Ok(Config::default());
     }
     yaml_serde::from_str(text).map_err(|e| {
-        let p = crate::yaml::ParseError::from_serde(&e);
+        let p = imagebump_yaml::ParseError::from_serde(&e);
         (p.line, p.column, p.message)
     })
 }

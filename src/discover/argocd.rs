@@ -25,7 +25,7 @@ use crate::policy::rules::Policies;
 use crate::policy::PolicySpec;
 use crate::registry::name::{parse_name, parse_reference, Reference};
 use crate::report::Problem;
-use crate::yaml::{parse_located, Doc, LineIndex, Node, PathSeg};
+use imagebump_yaml::{parse_located, Doc, LineIndex, Node, PathSeg};
 
 /// A YAML file read whole: its text, located documents and their values.
 pub struct Loaded {
@@ -46,7 +46,7 @@ impl Loaded {
             )
         })?;
         // parse_located has already checked that libyaml reads every document.
-        let json = crate::yaml::json_documents(&text).unwrap_or_default();
+        let json = imagebump_yaml::json_documents(&text).unwrap_or_default();
         Ok(Loaded {
             file: file.to_string(),
             text,

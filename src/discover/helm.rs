@@ -4,7 +4,7 @@
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::registry::name::{self, parse_name, parse_reference, Reference};
 use crate::report::Problem;
-use crate::yaml::{Doc, Node, PathSeg, Scalar};
+use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
 
 pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {
     for doc in docs {

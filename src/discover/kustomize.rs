@@ -3,7 +3,7 @@
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::registry::name::{self, parse_name, Reference};
 use crate::report::Problem;
-use crate::yaml::{Doc, Node, PathSeg};
+use imagebump_yaml::{Doc, Node, PathSeg};
 
 pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {
     let unit = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
@@ -50,7 +50,7 @@ fn entry(
     let name_node = item
         .get("name")
         .ok_or_else(|| ctx.problem(item.offset(), "kustomize image entry has no `name`"))?;
-    let field = |key: &str| -> Result<Option<&crate::yaml::Scalar>, Problem> {
+    let field = |key: &str| -> Result<Option<&imagebump_yaml::Scalar>, Problem> {
         match item.get(key) {
             None => Ok(None),
             Some(Node::Scalar(s)) => Ok(Some(s)),

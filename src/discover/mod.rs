@@ -17,7 +17,7 @@ use crate::policy::rules::Policies;
 use crate::policy::Policy;
 use crate::registry::name::{ImageName, Reference};
 use crate::report::Problem;
-use crate::yaml::{LineIndex, PathSeg, Scalar, Style};
+use imagebump_yaml::{LineIndex, PathSeg, Scalar, Style};
 
 /// Which kind of file entry a reference comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -432,7 +432,7 @@ fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
         text: &text,
         lines: LineIndex::new(&text),
     };
-    let docs = match crate::yaml::parse_located(&text) {
+    let docs = match imagebump_yaml::parse_located(&text) {
         Ok(d) => d,
         Err(e) => {
             return Read::Problem(Problem::at_file(

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{spell, Planned};
 use crate::discover::{Created, Creation, ItemKey, Template};
-use crate::yaml::{PathSeg, Upsert};
+use imagebump_yaml::{PathSeg, Upsert};
 
 /// Creations grouped by the list or key they write: (document, path).
 type ByTarget<'a> = BTreeMap<(usize, &'a [PathSeg]), Vec<(Planned<'a>, &'a Creation)>>;
@@ -22,7 +22,7 @@ pub(super) fn upserts(
     text: &str,
     creations: &[(Planned, &Creation)],
 ) -> Result<Vec<Upsert>, String> {
-    let docs = crate::yaml::json_documents(text)?;
+    let docs = imagebump_yaml::json_documents(text)?;
     let mut grouped: ByTarget = BTreeMap::new();
     for item @ (_, c) in creations {
         grouped.entry((c.doc, &c.path)).or_default().push(*item);
@@ -48,7 +48,7 @@ pub(super) fn upserts(
                         Some(other) if !other.is_null() => {
                             return Err(format!(
                                 "{} is not a list",
-                                crate::yaml::path_to_string(path)
+                                imagebump_yaml::path_to_string(path)
                             ))
                         }
                         _ => {

@@ -12,7 +12,7 @@ use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::report::Problem;
 use crate::resolve::Outcome;
-use crate::yaml::{self, Edit, Scalar};
+use imagebump_yaml::{self as yaml, Edit, Scalar};
 
 /// One value that changes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
