@@ -382,7 +382,7 @@ async fn run(args: &RunArgs) -> i32 {
             files = found.files_scanned,
             "discovered"
         );
-        let progress = crate::report::progress::Progress::stderr(
+        let progress = crate::progress::Progress::stderr(
             !log_json() && !QUIET.load(std::sync::atomic::Ordering::Relaxed),
         );
         let mut resolved = resolve::resolve(
@@ -573,7 +573,7 @@ async fn source_links(
         .collect();
     stream::iter(wanted)
         .map(|(image, tag)| async move {
-            let name = crate::registry::name::parse_name(&image).ok()?;
+            let name = imagebump_model::name::parse_name(&image).ok()?;
             let client = registries.client_for(&name).ok()?;
             let src = resolve::metadata::source_label(&client, &name.repository, &tag).await?;
             Some(((image, tag), src))

@@ -212,7 +212,7 @@ pub struct RunArgs {
     /// The forge of the remote (default: from its host or the CI system: github.com,
     /// gitlab.com, codeberg.org, GitLab CI, Gitea/Forgejo Actions; see
     /// docs/pull-requests.md).
-    #[arg(long, value_enum, env = "IMAGEBUMP_FORGE")]
+    #[arg(long, value_parser = forge_kind_parser(), env = "IMAGEBUMP_FORGE")]
     pub forge: Option<ForgeKind>,
     /// The forge's API base URL (GitHub Enterprise: https://HOST/api/v3, also GITHUB_API_URL;
     /// GitLab: https://HOST/api/v4, also CI_API_V4_URL; Gitea: https://HOST/api/v1).
@@ -224,13 +224,17 @@ pub struct RunArgs {
     pub forge_repo: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ForgeKind {
-    Github,
-    Gitlab,
-    /// Gitea and Forgejo (the same API).
-    #[value(alias = "forgejo")]
-    Gitea,
+pub use imagebump_model::ForgeKind;
+
+/// `--forge`: the model's names, with `forgejo` as an alias of `gitea` (the same API).
+fn forge_kind_parser() -> impl clap::builder::TypedValueParser<Value = ForgeKind> {
+    use clap::builder::TypedValueParser as _;
+    let names = ForgeKind::NAMES
+        .map(|(name, aliases)| clap::builder::PossibleValue::new(name).aliases(aliases.iter()));
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| {
+        s.parse::<ForgeKind>()
+            .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
+    })
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {

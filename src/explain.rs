@@ -10,10 +10,10 @@ use crate::config::{self, Config, PolicySpec};
 use crate::exit;
 use crate::policy::evaluate::{Choice, Evaluation};
 use crate::policy::rules::Policies;
-use crate::registry::name::parse_reference;
 use crate::registry::Registries;
 use crate::report::table;
 use crate::resolve::metadata::MetaCache;
+use imagebump_model::name::parse_reference;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

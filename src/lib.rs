@@ -14,15 +14,11 @@ pub mod forge;
 mod parallel;
 pub mod plan;
 pub mod policy;
+pub mod progress;
 pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod source;
 
 /// Documented exit codes.
-pub mod exit {
-    pub const OK: i32 = 0;
-    pub const ERRORS: i32 = 1;
-    pub const USAGE: i32 = 2;
-    pub const PENDING: i32 = 3;
-}
+pub use imagebump_model::exit;

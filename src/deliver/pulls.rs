@@ -13,10 +13,10 @@ use super::marker::{self, Marked};
 use crate::config::PullRequestsConfig;
 use crate::forge::{Forge, NewPull, Pull, PullState};
 use crate::plan::{ChangeSet, Plan, Update};
-use crate::registry::name::parse_name;
-use crate::report::Problem;
 use crate::resolve::Rejections;
 use crate::source::git::{CommitInfo, Error as GitError, Git, NewCommit, RefUpdate, Signature};
+use imagebump_model::name::parse_name;
+use imagebump_model::Problem;
 
 /// How many times a change set is rebuilt on a moved base after a rejected push.
 const PUSH_ATTEMPTS: usize = 3;

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use crate::plan::FileChange;
-use crate::report::Problem;
+use imagebump_model::Problem;
 
 /// Write every changed file. Each file is replaced atomically; a file that changed on disk
 /// since it was read is left alone and reported.

@@ -23,8 +23,8 @@ use crate::argocd::{
 use crate::config::Config;
 use crate::policy::rules::Policies;
 use crate::policy::PolicySpec;
-use crate::registry::name::{parse_name, parse_reference, Reference};
-use crate::report::Problem;
+use imagebump_model::name::{parse_name, parse_reference, Reference};
+use imagebump_model::Problem;
 use imagebump_yaml::{parse_located, Doc, LineIndex, Node, PathSeg};
 
 /// A YAML file read whole: its text, located documents and their values.
@@ -313,7 +313,7 @@ impl Scan<'_> {
         self.notes(app, &app_key, &c);
         // As with argocd-image-updater, only the images it lists are updated; other
         // occurrences in the app's files are left alone, and said so.
-        let listed: Vec<crate::registry::name::ImageName> = c
+        let listed: Vec<imagebump_model::name::ImageName> = c
             .images
             .iter()
             .filter_map(|i| parse_name(&i.name).ok())

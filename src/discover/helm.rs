@@ -2,8 +2,8 @@
 //! depth, and `image: "repo:tag"` strings.
 
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
-use crate::registry::name::{self, parse_name, parse_reference, Reference};
-use crate::report::Problem;
+use imagebump_model::name::{self, parse_name, parse_reference, Reference};
+use imagebump_model::Problem;
 use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
 
 pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {

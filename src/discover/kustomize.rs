@@ -1,8 +1,8 @@
 //! Kustomize `images:` entries: `name`, `newName`, `newTag` (also `tag@digest`), `digest`.
 
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
-use crate::registry::name::{self, parse_name, Reference};
-use crate::report::Problem;
+use imagebump_model::name::{self, parse_name, Reference};
+use imagebump_model::Problem;
 use imagebump_yaml::{Doc, Node, PathSeg};
 
 pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {

@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::config::{Config, ScanConfig};
 use crate::policy::rules::Policies;
 use crate::policy::Policy;
-use crate::registry::name::{ImageName, Reference};
-use crate::report::Problem;
+use imagebump_model::name::{ImageName, Reference};
+use imagebump_model::Problem;
 use imagebump_yaml::{LineIndex, PathSeg, Scalar, Style};
 
 /// Which kind of file entry a reference comes from.

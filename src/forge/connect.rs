@@ -7,7 +7,7 @@ use super::gitea::{Gitea, GiteaSettings};
 use super::github::GitHub;
 use super::gitlab::{GitLab, GitLabAuth, GitLabSettings};
 use super::{Forge, GitHubAuth, GitHubSettings};
-use crate::cli::ForgeKind;
+use imagebump_model::ForgeKind;
 
 /// A connected forge, and the token `git push` should use (a GitHub App's installation
 /// token; else the forge token), if any.

@@ -10,8 +10,8 @@ mod creation;
 use crate::config::GroupBy;
 use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
-use crate::report::Problem;
 use crate::resolve::Outcome;
+use imagebump_model::Problem;
 use imagebump_yaml::{self as yaml, Edit, Scalar};
 
 /// One value that changes.

@@ -22,82 +22,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-pub use crate::config::policy::PolicySpec;
-use crate::registry::manifest::Platform;
 use constraint::Constraint;
 use filters::{AllowTags, IgnoreTags};
-
-/// How the next tag is chosen.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// Highest version that satisfies the constraint (tag list only).
-    #[default]
-    Semver,
-    /// The tag whose image was built last (config `created`); needs image metadata.
-    NewestBuild,
-    /// Follow the current (mutable) tag and pin its digest when it changes.
-    Digest,
-    /// Greatest tag by byte order (calendar versions such as `2026-05-01`).
-    Alphabetical,
-    /// Greatest tag that is an integer (build numbers).
-    Numeric,
-    /// Greatest value of the named group of `pattern` (`version`, `num` or `ts`).
-    Regex,
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Strategy::Semver => "semver",
-            Strategy::NewestBuild => "newest-build",
-            Strategy::Digest => "digest",
-            Strategy::Alphabetical => "alphabetical",
-            Strategy::Numeric => "numeric",
-            Strategy::Regex => "regex",
-        })
-    }
-}
-
-/// How `semver` reads tag suffixes.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum SemverMode {
-    /// A non-pre-release suffix (`-alpine`) is a variant that must match; precision kept.
-    #[default]
-    Variant,
-    /// Strict Masterminds semver (argocd-image-updater): every suffix is a pre-release.
-    Masterminds,
-}
+pub use imagebump_model::platform::Platform;
+pub use imagebump_model::policy::{ImageRule, PolicySpec, SemverMode, Strategy};
 
 /// Where the settings of a reference's policy came from, least specific first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -267,7 +197,7 @@ impl Policy {
                 PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8")
             })?;
         if let Some(c) = spec.credentials.as_deref() {
-            crate::registry::credentials::Source::parse(c)
+            imagebump_model::credentials::Source::parse(c)
                 .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
         }
         let min_age = match spec.min_age.as_deref() {

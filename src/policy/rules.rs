@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::{Policy, PolicyError, PolicySource, PolicySpec};
-use crate::config::Config;
-use crate::registry::name::ImageName;
+use imagebump_model::config::Config;
+use imagebump_model::name::ImageName;
 
 /// Compile an `images[].match` glob: `*` stays within a path segment, `**` crosses them.
 pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, String> {
@@ -119,7 +119,7 @@ impl Policies {
 mod tests {
     use super::*;
     use crate::policy::Strategy;
-    use crate::registry::name::parse_name;
+    use imagebump_model::name::parse_name;
 
     #[test]
     fn first_matching_rule_wins_and_markers_beat_it() {

@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::client::Client;
 use super::credentials::Source;
-use super::name::{self, ImageName, DOCKER_HUB};
 use super::{prefix_host, Error, Registries, DEFAULT_CONCURRENCY};
 use crate::cli::{Output, RegistryCheckArgs};
 use crate::config::{self, Config};
 use crate::exit;
+use imagebump_model::name::{self, ImageName, DOCKER_HUB};
 
 /// The outcome for one registry prefix or image.
 #[derive(Debug, Serialize)]

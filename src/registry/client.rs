@@ -18,9 +18,9 @@ use super::gate::Gate;
 use super::manifest::{
     digest_matches, parse_config, parse_manifest, sha256_digest, ImageConfig, Manifest,
 };
-use super::name::{is_valid_digest, is_valid_tag};
 use super::{Error, Stats};
-use crate::config::RegistryConfig;
+use imagebump_model::config::RegistryConfig;
+use imagebump_model::name::{is_valid_digest, is_valid_tag};
 
 const MAX_ATTEMPTS: u32 = 4;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -75,7 +75,7 @@ pub struct Client {
 impl Client {
     /// A client for `host`, configured by its `registries[]` entry if any. `source` (an
     /// image's own credentials) beats the entry's `credentials`; with neither, the source
-    /// is chosen from the host and the environment ([`Source::implicit`]).
+    /// is chosen from the host and the environment ([`credentials::implicit`](super::credentials::implicit)).
     pub fn new(
         host: &str,
         default_endpoint: String,
@@ -120,7 +120,7 @@ impl Client {
             .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
         let (source, seed) = match source.or(configured) {
             Some(s) => (s, None),
-            None => Source::implicit(host, &env),
+            None => super::credentials::implicit(host, &env),
         };
         let credentials = Provider::new(source, options, http.clone(), env, host, &endpoint, seed);
         Ok(Client {

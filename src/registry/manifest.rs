@@ -5,12 +5,10 @@
 //! struct here ignores unknown fields. Docker schema 1 is refused with a message saying so.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::str::FromStr;
 
 use serde::Deserialize;
 
-use super::name::is_valid_digest;
+use imagebump_model::name::is_valid_digest;
 
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -19,96 +17,7 @@ pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.mani
 const DOCKER_SCHEMA1: &str = "application/vnd.docker.distribution.manifest.v1+json";
 const DOCKER_SCHEMA1_SIGNED: &str = "application/vnd.docker.distribution.manifest.v1+prettyjws";
 
-/// os/architecture[/variant], e.g. linux/amd64, linux/arm64/v8, linux/arm/v7.
-///
-/// Equality is literal (`linux/arm64` != `linux/arm64/v8`); use [`Platform::satisfies`] to
-/// decide whether an image fits a requested platform.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Platform {
-    pub os: String,
-    pub architecture: String,
-    pub variant: Option<String>,
-}
-
-impl Platform {
-    /// Does an image built for `self` satisfy a request for `wanted`? os and architecture
-    /// must be equal; a requested variant must equal the image's. An image without a
-    /// variant has its architecture's default one, as containerd normalises it (arm64: v8,
-    /// arm: v7, amd64: v1), so `linux/arm64` satisfies `linux/arm64/v8`. An unrequested
-    /// variant is ignored: `linux/amd64/v3` satisfies `linux/amd64`.
-    pub fn satisfies(&self, wanted: &Platform) -> bool {
-        if self.os != wanted.os || self.architecture != wanted.architecture {
-            return false;
-        }
-        match &wanted.variant {
-            None => true,
-            Some(v) => self
-                .variant
-                .as_deref()
-                .or_else(|| default_variant(&self.architecture))
-                .is_some_and(|mine| mine == v),
-        }
-    }
-}
-
-fn default_variant(architecture: &str) -> Option<&'static str> {
-    match architecture {
-        "arm64" => Some("v8"),
-        "arm" => Some("v7"),
-        "amd64" => Some("v1"),
-        _ => None,
-    }
-}
-
-impl FromStr for Platform {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = |why: &str| {
-            format!("invalid platform {s:?}: {why}; expected os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
-        };
-        let parts: Vec<&str> = s.trim().split('/').collect();
-        if parts.len() < 2 {
-            return Err(bad("missing architecture"));
-        }
-        if parts.len() > 3 {
-            return Err(bad("too many parts"));
-        }
-        if let Some(p) = parts.iter().find(|p| !is_platform_word(p)) {
-            return Err(bad(&format!(
-                "{p:?} is not a lowercase name (letters, digits, '_', '.', '-')"
-            )));
-        }
-        // The names `uname -m` gives are common in hand-written configuration.
-        let architecture = match parts[1] {
-            "x86_64" | "x86-64" => "amd64",
-            "aarch64" => "arm64",
-            a => a,
-        };
-        Ok(Platform {
-            os: parts[0].to_string(),
-            architecture: architecture.to_string(),
-            variant: parts.get(2).map(|v| v.to_string()),
-        })
-    }
-}
-
-fn is_platform_word(p: &str) -> bool {
-    !p.is_empty()
-        && p.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
-        })
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.os, self.architecture)?;
-        if let Some(v) = &self.variant {
-            write!(f, "/{v}")?;
-        }
-        Ok(())
-    }
-}
+pub use imagebump_model::platform::Platform;
 
 /// A manifest as the registry served it.
 #[derive(Debug, Clone, PartialEq, Eq)]

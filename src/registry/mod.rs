@@ -10,7 +10,7 @@ pub mod client;
 pub mod credentials;
 pub mod gate;
 pub mod manifest;
-pub mod name;
+pub use imagebump_model::name;
 mod tls;
 
 use std::collections::HashMap;
@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::RegistryConfig;
 pub use client::Client;
 use credentials::{Environment, Source};
 use gate::Gate;
+use imagebump_model::config::RegistryConfig;
 use name::{ImageName, DOCKER_HUB};
 
 #[derive(Debug, Clone, thiserror::Error)]

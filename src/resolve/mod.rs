@@ -11,11 +11,11 @@ use futures::stream::{self, StreamExt};
 use crate::discover::ImageRef;
 use crate::policy::evaluate::{Choice, Evaluation};
 use crate::policy::Policy;
+use crate::progress::Progress;
 use crate::registry::client::{Client, TagList};
-use crate::registry::name::ImageName;
 use crate::registry::{Error, Registries};
-use crate::report::progress::Progress;
-use crate::report::Problem;
+use imagebump_model::name::ImageName;
+use imagebump_model::Problem;
 use metadata::{MetaCache, Need};
 
 /// What the run decided for one reference.

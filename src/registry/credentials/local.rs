@@ -6,7 +6,7 @@ use std::path::Path;
 use base64::Engine;
 
 use super::{Credential, Environment, Fetched, Source};
-use crate::registry::name::DOCKER_HUB;
+use imagebump_model::name::DOCKER_HUB;
 
 /// What an `env:`, `file:`, `dockerconfig` or `github` source holds for `host`. `None` when
 /// a Docker configuration has no entry for the host (anonymous access).

@@ -13,7 +13,6 @@ pub mod gcp;
 mod local;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -177,147 +176,45 @@ pub(crate) fn service_error(body: &[u8]) -> String {
     text
 }
 
-/// A credentials source as written in `registries[].credentials` or `images[].credentials`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// `env:VAR`: `user:password` in an environment variable.
-    Env(String),
-    /// `file:PATH`: `user:password`, or a Docker config JSON (a mounted `.dockerconfigjson`).
-    File(PathBuf),
-    /// `dockerconfig`: Docker's `config.json` (`DOCKER_CONFIG` or `~/.docker`), with its
-    /// `credHelpers` and `credsStore`.
-    DockerConfig,
-    /// `ext:PATH`: a program that prints `user:password`.
-    Ext(PathBuf),
-    /// `ecr` or `ecr:<region>`: an ECR authorization token from the AWS credential chain.
-    Ecr(Option<String>),
-    /// `gcp` or `gcp:<key file>`: GCR / Artifact Registry.
-    Gcp(Option<PathBuf>),
-    /// `acr`: Azure Container Registry through an Entra ID token exchange.
-    Acr,
-    /// `github`: `GITHUB_TOKEN` as the password (GHCR).
-    GitHub,
-    /// `anonymous`: never send credentials.
-    Anonymous,
+pub use imagebump_model::credentials::{Source, SOURCES};
+
+/// The source used when a registry names none: Docker's configuration if it has an entry
+/// for the host, else what the environment offers for the host's cloud, else anonymous.
+/// Metadata servers are only asked when configured explicitly, so that public images on
+/// gcr.io or an ACR with anonymous pull work on a laptop. The Docker credential found
+/// while choosing is returned too, so that it is not looked up (a credential helper run)
+/// a second time.
+pub fn implicit(host: &str, env: &Environment) -> (Source, Option<Fetched>) {
+    if let Some(credential) = local::docker_config(host) {
+        let found = Fetched {
+            credential,
+            expires_at: None,
+            via: local::DOCKER_CONFIG_VIA.to_string(),
+        };
+        return (Source::DockerConfig, Some(found));
+    }
+    (implicit_cloud(host, env), None)
 }
 
-/// The accepted spellings, for error messages.
-pub const SOURCES: &str =
-    "env:VAR, file:PATH, dockerconfig, ext:PATH, ecr[:REGION], gcp[:KEYFILE], acr, github or anonymous";
-
-impl Source {
-    pub fn parse(spec: &str) -> Result<Source, String> {
-        let spec = spec.trim();
-        let (kind, arg) = match spec.split_once(':') {
-            Some((k, a)) => (k, Some(a.trim())),
-            None => (spec, None),
-        };
-        let need = |what: &str| -> Result<&str, String> {
-            arg.filter(|a| !a.is_empty()).ok_or_else(|| {
-                format!("credentials {spec:?}: {kind}: needs {what} after the colon")
-            })
-        };
-        let none = |s: Source| -> Result<Source, String> {
-            match arg {
-                None => Ok(s),
-                Some(_) => Err(format!("credentials {spec:?}: {kind} takes no argument")),
-            }
-        };
-        match kind {
-            "env" => Ok(Source::Env(need("a variable name")?.to_string())),
-            "file" => Ok(Source::File(PathBuf::from(need("a path")?))),
-            "ext" => Ok(Source::Ext(PathBuf::from(need("a program path")?))),
-            "ecr" => Ok(Source::Ecr(
-                arg.filter(|a| !a.is_empty()).map(str::to_string),
-            )),
-            "gcp" => Ok(Source::Gcp(
-                arg.filter(|a| !a.is_empty()).map(PathBuf::from),
-            )),
-            "dockerconfig" => none(Source::DockerConfig),
-            "acr" => none(Source::Acr),
-            "github" => none(Source::GitHub),
-            "anonymous" => none(Source::Anonymous),
-            _ => Err(format!(
-                "unknown credentials source {spec:?}; use {SOURCES}"
-            )),
-        }
+/// [`implicit`] for a host the Docker configuration does not know.
+fn implicit_cloud(host: &str, env: &Environment) -> Source {
+    if host == "ghcr.io" && env.get("GITHUB_TOKEN").is_some() {
+        return Source::GitHub;
     }
-
-    /// Relative paths are relative to `base` (the configuration file's directory).
-    pub fn relative_to(self, base: &Path) -> Source {
-        let join = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
-        match self {
-            Source::File(p) => Source::File(join(p)),
-            Source::Ext(p) => Source::Ext(join(p)),
-            Source::Gcp(Some(p)) => Source::Gcp(Some(join(p))),
-            other => other,
-        }
+    if aws::is_ecr_host(host) {
+        return Source::Ecr(None);
     }
-
-    /// The source as the user wrote it (no secret is part of a source).
-    pub fn describe(&self) -> String {
-        match self {
-            Source::Env(v) => format!("env:{v}"),
-            Source::File(p) => format!("file:{}", p.display()),
-            Source::DockerConfig => "dockerconfig".into(),
-            Source::Ext(p) => format!("ext:{}", p.display()),
-            Source::Ecr(None) => "ecr".into(),
-            Source::Ecr(Some(r)) => format!("ecr:{r}"),
-            Source::Gcp(None) => "gcp".into(),
-            Source::Gcp(Some(p)) => format!("gcp:{}", p.display()),
-            Source::Acr => "acr".into(),
-            Source::GitHub => "github".into(),
-            Source::Anonymous => "anonymous".into(),
-        }
+    if gcp::is_gcp_host(host) && env.get("GOOGLE_APPLICATION_CREDENTIALS").is_some() {
+        return Source::Gcp(None);
     }
-
-    /// Can asking again give a different answer (a rotated file, a new token)? Only then is
-    /// a 401 worth a second try with fresh credentials.
-    fn refreshable(&self) -> bool {
-        !matches!(
-            self,
-            Source::Env(_) | Source::GitHub | Source::Anonymous | Source::Gcp(Some(_))
-        )
+    if azure::is_acr_host(host)
+        && env.get("AZURE_CLIENT_ID").is_some()
+        && (env.get("AZURE_FEDERATED_TOKEN_FILE").is_some()
+            || env.get("AZURE_CLIENT_SECRET").is_some())
+    {
+        return Source::Acr;
     }
-
-    /// The source used when a registry names none: Docker's configuration if it has an entry
-    /// for the host, else what the environment offers for the host's cloud, else anonymous.
-    /// Metadata servers are only asked when configured explicitly, so that public images on
-    /// gcr.io or an ACR with anonymous pull work on a laptop. The Docker credential found
-    /// while choosing is returned too, so that it is not looked up (a credential helper run)
-    /// a second time.
-    pub fn implicit(host: &str, env: &Environment) -> (Source, Option<Fetched>) {
-        if let Some(credential) = local::docker_config(host) {
-            let found = Fetched {
-                credential,
-                expires_at: None,
-                via: local::DOCKER_CONFIG_VIA.to_string(),
-            };
-            return (Source::DockerConfig, Some(found));
-        }
-        (Self::implicit_cloud(host, env), None)
-    }
-
-    /// [`Source::implicit`] for a host the Docker configuration does not know.
-    fn implicit_cloud(host: &str, env: &Environment) -> Source {
-        if host == "ghcr.io" && env.get("GITHUB_TOKEN").is_some() {
-            return Source::GitHub;
-        }
-        if aws::is_ecr_host(host) {
-            return Source::Ecr(None);
-        }
-        if gcp::is_gcp_host(host) && env.get("GOOGLE_APPLICATION_CREDENTIALS").is_some() {
-            return Source::Gcp(None);
-        }
-        if azure::is_acr_host(host)
-            && env.get("AZURE_CLIENT_ID").is_some()
-            && (env.get("AZURE_FEDERATED_TOKEN_FILE").is_some()
-                || env.get("AZURE_CLIENT_SECRET").is_some())
-        {
-            return Source::Acr;
-        }
-        Source::Anonymous
-    }
+    Source::Anonymous
 }
 
 /// How long an answer is trusted before the source is asked again, when the source itself
@@ -371,7 +268,7 @@ impl Default for ProviderOptions {
 
 impl Provider {
     /// A provider for `source`; `seed` is an answer already in hand (see
-    /// [`Source::implicit`]).
+    /// [`implicit`]).
     pub fn new(
         source: Source,
         options: ProviderOptions,

@@ -1,11 +1,80 @@
-//! The policy keys, written once and shared by `defaults`, every `images` rule and inline
+//! Policy vocabulary: the strategies, the semver modes, and the policy keys, written once and shared by `defaults`, every `images` rule and inline
 //! markers, so the three cannot drift apart (serde's `flatten` cannot be combined with
 //! `deny_unknown_fields`, hence the macro).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{SemverMode, Strategy};
+use std::fmt;
+
+/// How the next tag is chosen.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Highest version that satisfies the constraint (tag list only).
+    #[default]
+    Semver,
+    /// The tag whose image was built last (config `created`); needs image metadata.
+    NewestBuild,
+    /// Follow the current (mutable) tag and pin its digest when it changes.
+    Digest,
+    /// Greatest tag by byte order (calendar versions such as `2026-05-01`).
+    Alphabetical,
+    /// Greatest tag that is an integer (build numbers).
+    Numeric,
+    /// Greatest value of the named group of `pattern` (`version`, `num` or `ts`).
+    Regex,
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Strategy::Semver => "semver",
+            Strategy::NewestBuild => "newest-build",
+            Strategy::Digest => "digest",
+            Strategy::Alphabetical => "alphabetical",
+            Strategy::Numeric => "numeric",
+            Strategy::Regex => "regex",
+        })
+    }
+}
+
+/// How `semver` reads tag suffixes.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SemverMode {
+    /// A non-pre-release suffix (`-alpine`) is a variant that must match; precision kept.
+    #[default]
+    Variant,
+    /// Strict Masterminds semver (argocd-image-updater): every suffix is a pre-release.
+    Masterminds,
+}
 
 macro_rules! policy_keys {
     ($( $(#[$doc:meta])* $field:ident : $ty:ty ),* $(,)?) => {

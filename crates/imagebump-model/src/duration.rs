@@ -1,0 +1,75 @@
+//! Durations as users write them: `3d`, `12h`, `1h30m`, `2w`.
+
+use std::time::Duration;
+
+/// A duration such as `3d`, `12h`, `1h30m`, `90s`, `2w` or `0`.
+pub fn parse_age(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let bad = || format!("{text:?} is not a duration (use a number and a unit: s, m, h, d, w)");
+    let mut total: u64 = 0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let unit = match &rest[..unit_len] {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            "w" => 7 * 86_400,
+            _ => return Err(bad()),
+        };
+        rest = rest[unit_len..].trim_start();
+        total = n
+            .checked_mul(unit)
+            .and_then(|s| total.checked_add(s))
+            .ok_or_else(bad)?;
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// `3d`, `1h30m` — the shortest spelling of a duration, for reasons shown to users.
+pub fn format_age(d: Duration) -> String {
+    let mut secs = d.as_secs();
+    if secs == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages() {
+        assert_eq!(parse_age("3d").unwrap(), Duration::from_secs(3 * 86_400));
+        assert_eq!(parse_age("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_age("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_age("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_age("0h").unwrap(), Duration::ZERO);
+        for bad in ["", "3", "d", "3x", "1.5h", "-1h"] {
+            assert!(parse_age(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_age(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_age(Duration::from_secs(3 * 86_400 + 7)), "3d7s");
+    }
+}

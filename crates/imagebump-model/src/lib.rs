@@ -1,0 +1,21 @@
+//! imagebump's vocabulary: the words every stage shares, with no I/O.
+//!
+//! This crate is the bottom floor of the workspace (docs/architecture.md): it depends on no
+//! other imagebump crate, and everything else may depend on it. What lives here is data and
+//! the pure functions that read or print it: [`Problem`], image names and references,
+//! platforms, the policy keys, the `imagebump.yaml` schema, credentials sources as written,
+//! the forge kinds, every environment variable imagebump reads ([`env`]), and the exit codes.
+
+pub mod config;
+pub mod credentials;
+pub mod duration;
+pub mod env;
+pub mod exit;
+pub mod forge;
+pub mod name;
+pub mod platform;
+pub mod policy;
+mod problem;
+
+pub use forge::ForgeKind;
+pub use problem::Problem;
