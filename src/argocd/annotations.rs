@@ -26,8 +26,8 @@ use super::app::App;
 use super::glob::GoGlob;
 use super::identifier;
 use crate::policy::constraint::Constraint;
-use crate::policy::{PolicySpec, SemverMode, Strategy};
-use crate::registry::manifest::Platform;
+use imagebump_model::platform::Platform;
+use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
 
 /// The annotation prefix, with its `/`.
 pub const PREFIX: &str = "argocd-image-updater.argoproj.io/";

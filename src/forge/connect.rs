@@ -7,6 +7,7 @@ use super::gitea::{Gitea, GiteaSettings};
 use super::github::GitHub;
 use super::gitlab::{GitLab, GitLabAuth, GitLabSettings};
 use super::{Forge, GitHubAuth, GitHubSettings};
+use imagebump_model::env::EnvVars;
 use imagebump_model::ForgeKind;
 
 /// A connected forge, and the token `git push` should use (a GitHub App's installation
@@ -54,13 +55,15 @@ pub fn detect(host: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ForgeK
             .and_then(|u| host_of(&u))
             .is_some_and(|h| h == host)
     };
-    if host == "github.com" || ci_host("GITHUB_SERVER_URL") && env("GITEA_ACTIONS").is_none() {
+    if host == "github.com"
+        || ci_host(EnvVars::GITHUB_SERVER_URL) && env(EnvVars::GITEA_ACTIONS).is_none()
+    {
         return Some(ForgeKind::Github);
     }
-    if host == "gitlab.com" || ci_host("CI_SERVER_URL") {
+    if host == "gitlab.com" || ci_host(EnvVars::CI_SERVER_URL) {
         return Some(ForgeKind::Gitlab);
     }
-    if host == "codeberg.org" || ci_host("GITHUB_SERVER_URL") {
+    if host == "codeberg.org" || ci_host(EnvVars::GITHUB_SERVER_URL) {
         // Gitea/Forgejo Actions set GITHUB_SERVER_URL (and GITEA_ACTIONS) too.
         return Some(ForgeKind::Gitea);
     }
@@ -75,14 +78,14 @@ pub fn detect(host: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ForgeK
 
 /// Every variable a forge credential may come from.
 const TOKEN_VARS: [&str; 8] = [
-    "IMAGEBUMP_FORGE_TOKEN",
-    "IMAGEBUMP_GITHUB_APP_ID",
-    "GITHUB_TOKEN",
-    "GITLAB_TOKEN",
-    "GITLAB_OAUTH_TOKEN",
-    "CI_JOB_TOKEN",
-    "GITEA_TOKEN",
-    "FORGEJO_TOKEN",
+    EnvVars::IMAGEBUMP_FORGE_TOKEN,
+    EnvVars::IMAGEBUMP_GITHUB_APP_ID,
+    EnvVars::GITHUB_TOKEN,
+    EnvVars::GITLAB_TOKEN,
+    EnvVars::GITLAB_OAUTH_TOKEN,
+    EnvVars::CI_JOB_TOKEN,
+    EnvVars::GITEA_TOKEN,
+    EnvVars::FORGEJO_TOKEN,
 ];
 
 /// Connect to the forge of `req.url`. `Ok(None)` when no forge token is set (a dry run
@@ -95,7 +98,7 @@ pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
     let kind = match req.kind.or_else(|| detect(&host, &var)) {
         Some(k) => k,
         // A forge URL alone (GitHub Enterprise) has always meant GitHub.
-        None if req.api_url.is_some() || var("GITHUB_API_URL").is_some() => ForgeKind::Github,
+        None if req.api_url.is_some() || var(EnvVars::GITHUB_API_URL).is_some() => ForgeKind::Github,
         None => {
             return Err(format!(
                 "cannot tell which forge {host} is; pass --forge github, gitlab or gitea (and --forge-url for a self-hosted API)"
@@ -136,14 +139,14 @@ fn failed(forge: &str, e: super::Error) -> String {
 
 async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
     let auth = match (
-        var("IMAGEBUMP_GITHUB_APP_ID"),
-        first_var(&["IMAGEBUMP_FORGE_TOKEN", "GITHUB_TOKEN"]),
+        var(EnvVars::IMAGEBUMP_GITHUB_APP_ID),
+        first_var(&[EnvVars::IMAGEBUMP_FORGE_TOKEN, EnvVars::GITHUB_TOKEN]),
     ) {
         (Some(id), _) => {
             let app_id: u64 = id
                 .parse()
                 .map_err(|_| format!("IMAGEBUMP_GITHUB_APP_ID {id:?} is not a number"))?;
-            let key_file = var("IMAGEBUMP_GITHUB_APP_KEY_FILE").ok_or_else(|| {
+            let key_file = var(EnvVars::IMAGEBUMP_GITHUB_APP_KEY_FILE).ok_or_else(|| {
                 "IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)"
                     .to_string()
             })?;
@@ -164,7 +167,7 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
     let api_url = req
         .api_url
         .map(str::to_string)
-        .or_else(|| var("GITHUB_API_URL"))
+        .or_else(|| var(EnvVars::GITHUB_API_URL))
         .unwrap_or_else(|| super::github::api_url_for_host(host));
     let forge = GitHub::connect(GitHubSettings {
         api_url,
@@ -184,15 +187,16 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
 async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
     // A job token can read but, on most instances, not open merge requests or push: it is
     // the last resort, and says so when refused.
-    let (auth, token) = if let Some(t) = first_var(&["IMAGEBUMP_FORGE_TOKEN", "GITLAB_TOKEN"]) {
-        (GitLabAuth::PrivateToken(t.clone()), Some(t))
-    } else if let Some(t) = first_var(&["GITLAB_OAUTH_TOKEN"]) {
-        (GitLabAuth::OAuth(t), None)
-    } else if let Some(t) = first_var(&["CI_JOB_TOKEN"]) {
-        (GitLabAuth::JobToken(t), None)
-    } else {
-        return Ok(None);
-    };
+    let (auth, token) =
+        if let Some(t) = first_var(&[EnvVars::IMAGEBUMP_FORGE_TOKEN, EnvVars::GITLAB_TOKEN]) {
+            (GitLabAuth::PrivateToken(t.clone()), Some(t))
+        } else if let Some(t) = first_var(&[EnvVars::GITLAB_OAUTH_TOKEN]) {
+            (GitLabAuth::OAuth(t), None)
+        } else if let Some(t) = first_var(&[EnvVars::CI_JOB_TOKEN]) {
+            (GitLabAuth::JobToken(t), None)
+        } else {
+            return Ok(None);
+        };
     let project = match (req.repo, super::gitlab::project_from_url(req.url)) {
         (Some(p), _) => p.to_string(),
         (None, Some(p)) => p,
@@ -203,13 +207,13 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
             ))
         }
     };
-    let in_ci = var("CI_SERVER_URL")
+    let in_ci = var(EnvVars::CI_SERVER_URL)
         .and_then(|u| host_of(&u))
         .is_some_and(|h| h == host);
     let api_url = req
         .api_url
         .map(str::to_string)
-        .or_else(|| var("CI_API_V4_URL").filter(|_| in_ci))
+        .or_else(|| var(EnvVars::CI_API_V4_URL).filter(|_| in_ci))
         .unwrap_or_else(|| super::gitlab::api_url_for_host(host));
     let forge = GitLab::new(GitLabSettings {
         api_url,
@@ -225,10 +229,10 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
 
 async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
     let Some(token) = first_var(&[
-        "IMAGEBUMP_FORGE_TOKEN",
-        "GITEA_TOKEN",
-        "FORGEJO_TOKEN",
-        "GITHUB_TOKEN",
+        EnvVars::IMAGEBUMP_FORGE_TOKEN,
+        EnvVars::GITEA_TOKEN,
+        EnvVars::FORGEJO_TOKEN,
+        EnvVars::GITHUB_TOKEN,
     ]) else {
         return Ok(None);
     };

@@ -15,7 +15,7 @@ use semver::Version;
 use super::filters::format_age;
 use super::semver::{Series, TagVersion};
 use super::{alphabetical, numeric, Policy, SemverMode, Strategy};
-use crate::registry::manifest::Platform;
+use imagebump_model::platform::Platform;
 
 /// How many candidates' metadata is asked for at once when walking best-first.
 const WALK_BATCH: usize = 4;

@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn first_matching_rule_wins_and_markers_beat_it() {
-        let config = crate::config::parse(
+        let config: Config = yaml_serde::from_str(
             "defaults:\n  constraint: ^1\nimages:\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: nginx\n  constraint: ~1.25\n- match: '**'\n  pin: true\n",
         )
         .unwrap();

@@ -23,6 +23,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use super::{Credential, Ctx, Environment, Fetched};
+use imagebump_model::env::EnvVars;
 
 /// Timeout for the link-local metadata endpoints, so a machine without them fails fast.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(2);
@@ -109,8 +110,8 @@ fn resolve_region(ctx: &Ctx<'_>, explicit: Option<&str>) -> Result<String, Strin
         .or_else(|| region_of(ctx.host))
         .or_else(|| {
             let env = ctx.env;
-            env.get("AWS_REGION")
-                .or_else(|| env.get("AWS_DEFAULT_REGION"))
+            env.get(EnvVars::AWS_REGION)
+                .or_else(|| env.get(EnvVars::AWS_DEFAULT_REGION))
                 .map(str::to_owned)
         })
         .ok_or_else(|| {
@@ -191,13 +192,13 @@ async fn credentials(ctx: &Ctx<'_>, region: &str) -> Result<AwsCredentials, Stri
 /// (a) `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally `AWS_SESSION_TOKEN`.
 fn environment_keys(env: &Environment) -> Result<Link, String> {
     match (
-        env.get("AWS_ACCESS_KEY_ID"),
-        env.get("AWS_SECRET_ACCESS_KEY"),
+        env.get(EnvVars::AWS_ACCESS_KEY_ID),
+        env.get(EnvVars::AWS_SECRET_ACCESS_KEY),
     ) {
         (Some(id), Some(secret)) => Ok(Link::Found(AwsCredentials {
             access_key_id: id.to_owned(),
             secret_access_key: SecretString::from(secret),
-            session_token: env.get("AWS_SESSION_TOKEN").map(SecretString::from),
+            session_token: env.get(EnvVars::AWS_SESSION_TOKEN).map(SecretString::from),
             expires_at: None,
             source: "AWS environment variables (AWS_ACCESS_KEY_ID)".to_owned(),
         })),
@@ -216,16 +217,16 @@ fn environment_keys(env: &Environment) -> Result<Link, String> {
 /// (b) `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN` → STS `AssumeRoleWithWebIdentity`.
 async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
     let env = ctx.env;
-    let Some(token_file) = env.get("AWS_WEB_IDENTITY_TOKEN_FILE") else {
+    let Some(token_file) = env.get(EnvVars::AWS_WEB_IDENTITY_TOKEN_FILE) else {
         return Ok(Link::Absent(
             "web identity (AWS_WEB_IDENTITY_TOKEN_FILE not set)".to_owned(),
         ));
     };
     let role_arn = env
-        .get("AWS_ROLE_ARN")
+        .get(EnvVars::AWS_ROLE_ARN)
         .ok_or("AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not")?;
     let session_name = env
-        .get("AWS_ROLE_SESSION_NAME")
+        .get(EnvVars::AWS_ROLE_SESSION_NAME)
         .unwrap_or(DEFAULT_SESSION_NAME);
     let source = format!("AWS web identity (role {role_arn})");
     let token = read_secret_file(Path::new(token_file), "web identity token file").await?;
@@ -278,8 +279,8 @@ async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
 /// (c) Static keys of profile `AWS_PROFILE` (else `default`) in `AWS_SHARED_CREDENTIALS_FILE`
 /// (else `~/.aws/credentials`).
 async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
-    let home = env.get("HOME").or_else(|| env.get("USERPROFILE"));
-    let path = match (env.get("AWS_SHARED_CREDENTIALS_FILE"), home) {
+    let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
+    let path = match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
         (Some(path), Some(home)) if path.starts_with("~/") => Path::new(home).join(&path[2..]),
         (Some(path), _) => PathBuf::from(path),
         (None, Some(home)) => Path::new(home).join(".aws").join("credentials"),
@@ -305,7 +306,7 @@ async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
             ))
         }
     };
-    let explicit_profile = env.get("AWS_PROFILE");
+    let explicit_profile = env.get(EnvVars::AWS_PROFILE);
     let profile = explicit_profile.unwrap_or("default");
     let source = format!(
         "AWS shared credentials file ({}, profile {profile})",
@@ -373,10 +374,10 @@ fn profile_keys(text: &str, profile: &str) -> Option<Vec<(String, String)>> {
 /// or `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
 async fn container(ctx: &Ctx<'_>) -> Result<Link, String> {
     let env = ctx.env;
-    let url = if let Some(relative) = env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+    let url = if let Some(relative) = env.get(EnvVars::AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) {
         let separator = if relative.starts_with('/') { "" } else { "/" };
         format!("{ECS_CREDENTIALS_HOST}{separator}{relative}")
-    } else if let Some(full) = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+    } else if let Some(full) = env.get(EnvVars::AWS_CONTAINER_CREDENTIALS_FULL_URI) {
         check_container_url(full)?;
         full.to_owned()
     } else {
@@ -387,8 +388,8 @@ async fn container(ctx: &Ctx<'_>) -> Result<Link, String> {
         ));
     };
     let token = match (
-        env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"),
-        env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
+        env.get(EnvVars::AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE),
+        env.get(EnvVars::AWS_CONTAINER_AUTHORIZATION_TOKEN),
     ) {
         (Some(file), _) => {
             Some(read_secret_file(Path::new(file), "container authorization token file").await?)
@@ -417,7 +418,7 @@ async fn container(ctx: &Ctx<'_>) -> Result<Link, String> {
 /// Plain-http container endpoints are only trusted on loopback and the addresses ECS and EKS
 /// use, as the SDKs do: the authorization token must not go elsewhere in clear text.
 fn check_container_url(url: &str) -> Result<(), String> {
-    const NAME: &str = "AWS_CONTAINER_CREDENTIALS_FULL_URI";
+    const NAME: &str = EnvVars::AWS_CONTAINER_CREDENTIALS_FULL_URI;
     let parsed = Url::parse(url).map_err(|e| format!("{NAME} {url} is not a URL: {e}"))?;
     let host = parsed.host_str().unwrap_or_default();
     let trusted = match host.trim_start_matches('[').trim_end_matches(']').parse() {
@@ -443,17 +444,17 @@ fn check_container_url(url: &str) -> Result<(), String> {
 async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
     let env = ctx.env;
     if env
-        .get("AWS_EC2_METADATA_DISABLED")
+        .get(EnvVars::AWS_EC2_METADATA_DISABLED)
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
         return Ok(Link::Absent(
             "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)".to_owned(),
         ));
     }
-    let base = match env.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+    let base = match env.get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT) {
         Some(endpoint) => endpoint.trim_end_matches('/'),
         None if env
-            .get("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE")
+            .get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE)
             .is_some_and(|mode| mode.eq_ignore_ascii_case("ipv6")) =>
         {
             IMDS_IPV6_ENDPOINT
@@ -702,7 +703,7 @@ async fn get_authorization_token(
 /// else `default`.
 fn service_endpoint(env: &Environment, service: &str, default: String) -> Result<Url, String> {
     let specific = format!("AWS_ENDPOINT_URL_{service}");
-    let configured = [specific.as_str(), "AWS_ENDPOINT_URL"]
+    let configured = [specific.as_str(), EnvVars::AWS_ENDPOINT_URL]
         .into_iter()
         .find_map(|name| Some((name, env.get(name)?)));
     match configured {

@@ -29,13 +29,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Credential, Ctx, Environment, Fetched};
+use imagebump_model::env::EnvVars;
 
-const TENANT_VAR: &str = "AZURE_TENANT_ID";
-const CLIENT_ID_VAR: &str = "AZURE_CLIENT_ID";
-const CLIENT_SECRET_VAR: &str = "AZURE_CLIENT_SECRET";
-const FEDERATED_TOKEN_FILE_VAR: &str = "AZURE_FEDERATED_TOKEN_FILE";
-const AUTHORITY_HOST_VAR: &str = "AZURE_AUTHORITY_HOST";
-const IMDS_ENDPOINT_VAR: &str = "IMAGEBUMP_AZURE_IMDS_ENDPOINT";
+const TENANT_VAR: &str = EnvVars::AZURE_TENANT_ID;
+const CLIENT_ID_VAR: &str = EnvVars::AZURE_CLIENT_ID;
+const CLIENT_SECRET_VAR: &str = EnvVars::AZURE_CLIENT_SECRET;
+const FEDERATED_TOKEN_FILE_VAR: &str = EnvVars::AZURE_FEDERATED_TOKEN_FILE;
+const AUTHORITY_HOST_VAR: &str = EnvVars::AZURE_AUTHORITY_HOST;
+const IMDS_ENDPOINT_VAR: &str = EnvVars::IMAGEBUMP_AZURE_IMDS_ENDPOINT;
 
 const DEFAULT_IMDS_ENDPOINT: &str = "http://169.254.169.254";
 /// Short, so that a machine outside Azure fails fast instead of hanging.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::{Credential, Fetched};
+use imagebump_model::env::EnvVars;
 
 /// How long a script may run unless `credentialsTimeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,7 +41,7 @@ pub(super) fn check(path: &Path) -> Result<(), String> {
 pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fetched, String> {
     let shown = path.display();
     let mut child = tokio::process::Command::new(path)
-        .env("IMAGEBUMP_REGISTRY", host)
+        .env(EnvVars::IMAGEBUMP_REGISTRY, host)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

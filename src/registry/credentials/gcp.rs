@@ -22,9 +22,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Credential, Ctx, Fetched};
+use imagebump_model::env::EnvVars;
 
-const ADC_VAR: &str = "GOOGLE_APPLICATION_CREDENTIALS";
-const METADATA_HOST_VAR: &str = "GCE_METADATA_HOST";
+const ADC_VAR: &str = EnvVars::GOOGLE_APPLICATION_CREDENTIALS;
+const METADATA_HOST_VAR: &str = EnvVars::GCE_METADATA_HOST;
 const DEFAULT_METADATA_HOST: &str = "metadata.google.internal";
 const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 /// Short, so that a machine outside Google Cloud fails fast instead of hanging.

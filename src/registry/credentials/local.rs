@@ -6,6 +6,7 @@ use std::path::Path;
 use base64::Engine;
 
 use super::{Credential, Environment, Fetched, Source};
+use imagebump_model::env::EnvVars;
 use imagebump_model::name::DOCKER_HUB;
 
 /// What an `env:`, `file:`, `dockerconfig` or `github` source holds for `host`. `None` when
@@ -35,14 +36,14 @@ pub(super) fn fetch(
         Source::DockerConfig => Ok(docker_config(host)
             .map(|credential| fetched(credential, DOCKER_CONFIG_VIA.to_string()))),
         Source::GitHub => {
-            let token = env.get("GITHUB_TOKEN").ok_or_else(|| {
+            let token = env.get(EnvVars::GITHUB_TOKEN).ok_or_else(|| {
                 "credentials github: GITHUB_TOKEN is not set (in a workflow, pass it with env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} and give the job `packages: read`)".to_string()
             })?;
             // GHCR takes any user name with a token; the actor's name reads best in its logs.
-            let user = env.get("GITHUB_ACTOR").unwrap_or("imagebump");
+            let user = env.get(EnvVars::GITHUB_ACTOR).unwrap_or("imagebump");
             Ok(Some(fetched(
                 Credential::new(user, token.trim()),
-                "GITHUB_TOKEN".to_string(),
+                EnvVars::GITHUB_TOKEN.to_string(),
             )))
         }
         other => Err(format!(

@@ -177,6 +177,7 @@ pub(crate) fn service_error(body: &[u8]) -> String {
 }
 
 pub use imagebump_model::credentials::{Source, SOURCES};
+use imagebump_model::env::EnvVars;
 
 /// The source used when a registry names none: Docker's configuration if it has an entry
 /// for the host, else what the environment offers for the host's cloud, else anonymous.
@@ -198,19 +199,19 @@ pub fn implicit(host: &str, env: &Environment) -> (Source, Option<Fetched>) {
 
 /// [`implicit`] for a host the Docker configuration does not know.
 fn implicit_cloud(host: &str, env: &Environment) -> Source {
-    if host == "ghcr.io" && env.get("GITHUB_TOKEN").is_some() {
+    if host == "ghcr.io" && env.get(EnvVars::GITHUB_TOKEN).is_some() {
         return Source::GitHub;
     }
     if aws::is_ecr_host(host) {
         return Source::Ecr(None);
     }
-    if gcp::is_gcp_host(host) && env.get("GOOGLE_APPLICATION_CREDENTIALS").is_some() {
+    if gcp::is_gcp_host(host) && env.get(EnvVars::GOOGLE_APPLICATION_CREDENTIALS).is_some() {
         return Source::Gcp(None);
     }
     if azure::is_acr_host(host)
-        && env.get("AZURE_CLIENT_ID").is_some()
-        && (env.get("AZURE_FEDERATED_TOKEN_FILE").is_some()
-            || env.get("AZURE_CLIENT_SECRET").is_some())
+        && env.get(EnvVars::AZURE_CLIENT_ID).is_some()
+        && (env.get(EnvVars::AZURE_FEDERATED_TOKEN_FILE).is_some()
+            || env.get(EnvVars::AZURE_CLIENT_SECRET).is_some())
     {
         return Source::Acr;
     }
