@@ -33,6 +33,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 # --locked: exactly the dependency versions of Cargo.lock. The check after the build fails
 # the image if the binary came out dynamically linked.
 RUN cargo build --release --locked --target x86_64-unknown-linux-musl \
