@@ -65,7 +65,7 @@ pub struct RegistryCheckArgs {
     pub config: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    pub output: Format,
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,7 +131,7 @@ pub struct TagsArgs {
     pub config: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    pub output: Format,
 }
 
 fn parse_strategy(s: &str) -> Result<crate::policy::Strategy, String> {
@@ -151,8 +151,9 @@ pub enum LogFormat {
     Json,
 }
 
+/// How results are written to stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
+pub enum Format {
     Text,
     Json,
 }
@@ -170,7 +171,7 @@ pub struct SourceArgs {
     pub config: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    pub output: Format,
 }
 
 #[derive(Debug, Args)]

@@ -11,10 +11,10 @@ use futures::stream::{self, StreamExt};
 use crate::discover::ImageRef;
 use crate::policy::evaluate::{Choice, Evaluation};
 use crate::policy::Policy;
+use crate::progress::Progress;
 use crate::registry::client::{Client, TagList};
 use crate::registry::name::ImageName;
 use crate::registry::{Error, Registries};
-use crate::report::progress::Progress;
 use crate::report::Problem;
 use metadata::{MetaCache, Need};
 
