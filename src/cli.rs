@@ -16,7 +16,7 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Only errors in the log.
-    #[arg(short, long, global = true, env = "IMAGEBUMP_QUIET", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(short, long, global = true, env = EnvVars::IMAGEBUMP_QUIET, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub quiet: bool,
     /// Log lines as text, or as JSON objects (one per line, for Kubernetes log collectors).
     #[arg(
@@ -24,7 +24,7 @@ pub struct Cli {
         value_enum,
         global = true,
         default_value = "text",
-        env = "IMAGEBUMP_LOG_FORMAT"
+        env = EnvVars::IMAGEBUMP_LOG_FORMAT
     )]
     pub log_format: LogFormat,
     #[command(subcommand)]
@@ -61,11 +61,11 @@ pub struct RegistryCheckArgs {
     /// (an image is also read: its first page of tags). Default: every `registries` entry.
     pub targets: Vec<String>,
     /// Configuration file (default: ./imagebump.yaml if present).
-    #[arg(long, env = "IMAGEBUMP_CONFIG")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
     pub config: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    #[arg(long, value_enum, default_value = "text", env = EnvVars::IMAGEBUMP_OUTPUT)]
+    pub output: Format,
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,10 +73,10 @@ pub enum ConfigCommand {
     /// Load and validate imagebump.yaml; print the rules and any warnings.
     Check {
         /// The manifest tree whose configuration to check.
-        #[arg(default_value = ".", env = "IMAGEBUMP_SOURCE")]
+        #[arg(default_value = ".", env = EnvVars::IMAGEBUMP_SOURCE)]
         source: String,
         /// Configuration file (default: found in the tree as `run` finds it).
-        #[arg(long, env = "IMAGEBUMP_CONFIG")]
+        #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
         config: Option<PathBuf>,
     },
     /// Print the JSON Schema of imagebump.yaml (docs/imagebump.schema.json), or with
@@ -127,11 +127,11 @@ pub struct TagsArgs {
     #[arg(long)]
     pub allow_downgrade: bool,
     /// Configuration file for registries and `images` rules (default: ./imagebump.yaml if present).
-    #[arg(long, env = "IMAGEBUMP_CONFIG")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
     pub config: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    #[arg(long, value_enum, default_value = "text", env = EnvVars::IMAGEBUMP_OUTPUT)]
+    pub output: Format,
 }
 
 fn parse_strategy(s: &str) -> Result<crate::policy::Strategy, String> {
@@ -151,8 +151,9 @@ pub enum LogFormat {
     Json,
 }
 
+/// How results are written to stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
+pub enum Format {
     Text,
     Json,
 }
@@ -160,17 +161,17 @@ pub enum Output {
 #[derive(Debug, Args)]
 pub struct SourceArgs {
     /// A local directory or a git URL (https://, ssh://, git://, file://, git@host:path).
-    #[arg(default_value = ".", env = "IMAGEBUMP_SOURCE")]
+    #[arg(default_value = ".", env = EnvVars::IMAGEBUMP_SOURCE)]
     pub source: String,
     /// Branch or tag to clone (remote sources).
-    #[arg(long = "ref", env = "IMAGEBUMP_REF")]
+    #[arg(long = "ref", env = EnvVars::IMAGEBUMP_REF)]
     pub git_ref: Option<String>,
     /// Configuration file (default: imagebump.yaml, .imagebump.yaml or .github/imagebump.yaml in the tree).
-    #[arg(long, env = "IMAGEBUMP_CONFIG")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
     pub config: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "text", env = "IMAGEBUMP_OUTPUT")]
-    pub output: Output,
+    #[arg(long, value_enum, default_value = "text", env = EnvVars::IMAGEBUMP_OUTPUT)]
+    pub output: Format,
 }
 
 #[derive(Debug, Args)]
@@ -178,52 +179,53 @@ pub struct RunArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Print the diff and summary; change nothing (the default for a local directory).
-    #[arg(long, conflicts_with = "write", env = "IMAGEBUMP_DRY_RUN", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(long, conflicts_with = "write", env = EnvVars::IMAGEBUMP_DRY_RUN, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub dry_run: bool,
     /// Apply the edits to the local working tree.
-    #[arg(long, env = "IMAGEBUMP_WRITE", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(long, env = EnvVars::IMAGEBUMP_WRITE, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub write: bool,
     /// Exit with status 3 when updates are pending (and there was no error).
-    #[arg(long, env = "IMAGEBUMP_EXIT_CODE", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(long, env = EnvVars::IMAGEBUMP_EXIT_CODE, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub exit_code: bool,
     /// Registry requests in flight at once, over all registries.
-    #[arg(long, default_value_t = 32, env = "IMAGEBUMP_CONCURRENCY")]
+    #[arg(long, default_value_t = 32, env = EnvVars::IMAGEBUMP_CONCURRENCY)]
     pub concurrency: usize,
     /// Commit straight to the base branch of a remote instead of opening pull requests (for
     /// environments without review).
-    #[arg(long, conflicts_with_all = ["dry_run", "write"], env = "IMAGEBUMP_PUSH", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(long, conflicts_with_all = ["dry_run", "write"], env = EnvVars::IMAGEBUMP_PUSH, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub push: bool,
     /// Only the change sets of shard I of N (`0/4` … `3/4`): groups are split by a stable
     /// hash of their key, for an Indexed Job (`--shard $(JOB_COMPLETION_INDEX)/N`).
-    #[arg(long, value_parser = parse_shard, env = "IMAGEBUMP_SHARD")]
+    #[arg(long, value_parser = parse_shard, env = EnvVars::IMAGEBUMP_SHARD)]
     pub shard: Option<(u64, u64)>,
     /// Also write the JSON report to this file.
-    #[arg(long, value_name = "FILE", env = "IMAGEBUMP_REPORT")]
+    #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_REPORT)]
     pub report: Option<PathBuf>,
     /// New pull requests per run at most (existing ones are always kept current).
-    #[arg(long, env = "IMAGEBUMP_MAX_PRS")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_MAX_PRS)]
     pub max_prs: Option<usize>,
     /// How updates are grouped into pull requests (overrides pullRequests.groupBy).
-    #[arg(long, value_parser = parse_group_by, env = "IMAGEBUMP_GROUP_BY")]
+    #[arg(long, value_parser = parse_group_by, env = EnvVars::IMAGEBUMP_GROUP_BY)]
     pub group_by: Option<crate::config::GroupBy>,
     /// Commits of the base branch searched for reverted imagebump commits.
-    #[arg(long, default_value_t = 200, env = "IMAGEBUMP_HISTORY_DEPTH")]
+    #[arg(long, default_value_t = 200, env = EnvVars::IMAGEBUMP_HISTORY_DEPTH)]
     pub history_depth: usize,
     /// The forge of the remote (default: from its host or the CI system: github.com,
     /// gitlab.com, codeberg.org, GitLab CI, Gitea/Forgejo Actions; see
     /// docs/pull-requests.md).
-    #[arg(long, value_parser = forge_kind_parser(), env = "IMAGEBUMP_FORGE")]
+    #[arg(long, value_parser = forge_kind_parser(), env = EnvVars::IMAGEBUMP_FORGE)]
     pub forge: Option<ForgeKind>,
     /// The forge's API base URL (GitHub Enterprise: https://HOST/api/v3, also GITHUB_API_URL;
     /// GitLab: https://HOST/api/v4, also CI_API_V4_URL; Gitea: https://HOST/api/v1).
-    #[arg(long, env = "IMAGEBUMP_FORGE_URL")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_FORGE_URL)]
     pub forge_url: Option<String>,
     /// owner/name of the repository on the forge (GitLab: the project path, e.g.
     /// group/subgroup/project, or its id; default: from the remote URL).
-    #[arg(long, env = "IMAGEBUMP_FORGE_REPO")]
+    #[arg(long, env = EnvVars::IMAGEBUMP_FORGE_REPO)]
     pub forge_repo: Option<String>,
 }
 
+use imagebump_model::env::EnvVars;
 pub use imagebump_model::ForgeKind;
 
 /// `--forge`: the model's names, with `forgejo` as an alias of `gitea` (the same API).

@@ -9,7 +9,6 @@ pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod discover;
-pub mod explain;
 pub mod forge;
 mod parallel;
 pub mod plan;

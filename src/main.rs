@@ -7,6 +7,5 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let cli = imagebump::cli::Cli::parse();
-    imagebump::app::init_logging(cli.verbose, cli.quiet, cli.log_format);
     std::process::exit(imagebump::app::main(cli));
 }

@@ -7,7 +7,7 @@ use crate::config::{PullRequestsConfig, PushCommits};
 use crate::plan::{Plan, Update};
 use crate::source::git::{Git, RefUpdate, Signature};
 
-use super::pulls::{commit_message, title};
+use super::pulls::{commit_message, title, updates_of};
 
 #[derive(Debug)]
 pub enum PushError {
@@ -40,44 +40,11 @@ pub fn push_to_base(
             .collect()
     };
     let mut parent = base_commit.to_string();
-    let batches: Vec<(String, Vec<&Update>, Vec<String>)> = match settings.push_commits {
-        PushCommits::One => {
-            let all: Vec<&Update> = plan.updates.iter().collect();
-            let files = plan.files.iter().map(|f| f.file.clone()).collect();
-            let t = match all.as_slice() {
-                [u] => format!("Update {} to {}", u.name, u.to),
-                _ => format!("Update {} images", all.len()),
-            };
-            vec![(t, all, files)]
-        }
-        PushCommits::PerChangeSet => {
-            // A file shared by two change sets lands, with all its updates, in the first.
-            let mut done: Vec<String> = Vec::new();
-            plan.change_sets
-                .iter()
-                .map(|set| {
-                    let ups: Vec<&Update> = set
-                        .updates
-                        .iter()
-                        .filter_map(|&i| plan.updates.get(i))
-                        .collect();
-                    let files: Vec<String> = set
-                        .files
-                        .iter()
-                        .filter(|f| !done.contains(f))
-                        .cloned()
-                        .collect();
-                    done.extend(files.iter().cloned());
-                    (title(set, &ups, settings.title.as_deref()), ups, files)
-                })
-                .filter(|(_, _, files)| !files.is_empty())
-                .collect()
-        }
-    };
-    for (t, ups, files) in batches {
-        let message = commit_message(&t, &ups);
+    for batch in batches(plan, settings) {
+        let message = commit_message(&batch.title, &batch.updates);
+        let files = content(&batch.files);
         parent = git
-            .commit_files(dir, &parent, &content(&files), &message, &author, &author)
+            .commit_files(dir, &parent, &files, &message, &author, &author)
             .map_err(|e| PushError::Failed(format!("cannot build the commit: {e}")))?;
     }
     let outcome = git
@@ -92,20 +59,70 @@ pub fn push_to_base(
         .map_err(|e| PushError::Failed(format!("push failed: {e}")))?;
     match outcome.rejected.first() {
         None => Ok(Some(parent)),
-        // A stale lease, or the remote's ref changing under the push: the base moved.
-        Some((_, why))
-            if [
-                "stale",
-                "fetch first",
-                "non-fast-forward",
-                "failed to update ref",
-                "cannot lock ref",
-            ]
-            .iter()
-            .any(|w| why.contains(w)) =>
-        {
-            Err(PushError::Moved)
-        }
+        Some((_, why)) if base_moved(why) => Err(PushError::Moved),
         Some((b, why)) => Err(PushError::Failed(format!("push of {b} rejected: {why}"))),
+    }
+}
+
+/// A stale lease, or the remote's ref changing under the push: the base moved.
+fn base_moved(why: &str) -> bool {
+    [
+        "stale",
+        "fetch first",
+        "non-fast-forward",
+        "failed to update ref",
+        "cannot lock ref",
+    ]
+    .iter()
+    .any(|w| why.contains(w))
+}
+
+/// One commit to make on the base.
+struct Batch<'a> {
+    title: String,
+    updates: Vec<&'a Update>,
+    /// The files it writes.
+    files: Vec<String>,
+}
+
+/// One commit for the whole plan, or one per change set (`pullRequests.pushCommits`).
+fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> {
+    match settings.push_commits {
+        PushCommits::One => {
+            let all: Vec<&Update> = plan.updates.iter().collect();
+            let files = plan.files.iter().map(|f| f.file.clone()).collect();
+            let title = match all.as_slice() {
+                [u] => format!("Update {} to {}", u.name, u.to),
+                _ => format!("Update {} images", all.len()),
+            };
+            vec![Batch {
+                title,
+                updates: all,
+                files,
+            }]
+        }
+        PushCommits::PerChangeSet => {
+            // A file shared by two change sets lands, with all its updates, in the first.
+            let mut done: Vec<String> = Vec::new();
+            plan.change_sets
+                .iter()
+                .map(|set| {
+                    let ups = updates_of(plan, set);
+                    let files: Vec<String> = set
+                        .files
+                        .iter()
+                        .filter(|f| !done.contains(f))
+                        .cloned()
+                        .collect();
+                    done.extend(files.iter().cloned());
+                    Batch {
+                        title: title(set, &ups, settings.title.as_deref()),
+                        updates: ups,
+                        files,
+                    }
+                })
+                .filter(|b| !b.files.is_empty())
+                .collect()
+        }
     }
 }

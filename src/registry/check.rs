@@ -1,6 +1,7 @@
-//! `imagebump registry check`: for each registry, which credentials source answered,
-//! whether the registry accepted it, and how much rate-limit headroom is left. Never a
-//! secret: sources are named, user names shown, passwords and tokens never.
+//! The probes behind `imagebump registry check` (the command is `app/registry_check.rs`):
+//! for each registry, which credentials source answered, whether the registry accepted it,
+//! and how much rate-limit headroom is left. Never a secret: sources are named, user names
+//! shown, passwords and tokens never.
 
 use std::sync::Arc;
 
@@ -9,9 +10,7 @@ use serde::Serialize;
 use super::client::Client;
 use super::credentials::Source;
 use super::{prefix_host, Error, Registries, DEFAULT_CONCURRENCY};
-use crate::cli::{Output, RegistryCheckArgs};
-use crate::config::{self, Config};
-use crate::exit;
+use imagebump_model::config::Config;
 use imagebump_model::name::{self, ImageName, DOCKER_HUB};
 
 /// The outcome for one registry prefix or image.
@@ -140,79 +139,6 @@ fn failure(e: &Error, source: &Source) -> String {
         Error::Unauthorized { .. } => format!("failed: {e} (the registry refused the credentials)"),
         other => format!("failed: {other}"),
     }
-}
-
-/// `imagebump registry check [TARGET...]`.
-pub async fn command(args: &RegistryCheckArgs) -> i32 {
-    let config = match config::locate(args.config.as_deref(), std::path::Path::new(".")) {
-        Some(path) => match config::load(&path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::USAGE;
-            }
-        },
-        None => Config::default(),
-    };
-    let targets: Vec<String> = if args.targets.is_empty() {
-        config.registries.iter().map(|r| r.prefix.clone()).collect()
-    } else {
-        args.targets.clone()
-    };
-    if targets.is_empty() {
-        eprintln!("error: no registries configured; name one, e.g. `imagebump registry check ghcr.io/acme/web`");
-        return exit::USAGE;
-    }
-    let registries = match Registries::new(config.registries.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let mut results = Vec::new();
-    for t in &targets {
-        results.push(check_one(&registries, &config, t).await);
-    }
-    match args.output {
-        Output::Json => match serde_json::to_string_pretty(&results) {
-            Ok(json) => println!("{json}"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::ERRORS;
-            }
-        },
-        Output::Text => print!("{}", text(&results)),
-    }
-    if results.iter().all(|r| r.ok) {
-        exit::OK
-    } else {
-        exit::ERRORS
-    }
-}
-
-fn text(results: &[Checked]) -> String {
-    let mut out = String::new();
-    for r in results {
-        let limits = {
-            let mut l = format!("concurrency {}", r.concurrency);
-            if let Some(rate) = r.rate_limit {
-                l.push_str(&format!(", at most {rate}/s"));
-            }
-            if let Some(a) = &r.allowance {
-                l.push_str(&format!(", {a}"));
-            }
-            l
-        };
-        out.push_str(&format!("{} ({})\n", r.target, r.endpoint));
-        out.push_str(&format!("  credentials: {}\n", r.credentials));
-        out.push_str(&format!("  auth:        {}\n", r.auth));
-        if let Some(read) = &r.read {
-            out.push_str(&format!("  read:        {read}\n"));
-        }
-        out.push_str(&format!("  limits:      {limits}\n"));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -6,17 +6,18 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use super::{Problem, RunReport};
+use imagebump_model::env::EnvVars;
 
 /// Append the summary and outputs where GitHub Actions asks for them. Returns the
 /// problems met (an unwritable file), for the run's errors.
 pub fn publish(report: &RunReport) -> Vec<Problem> {
     let mut problems = Vec::new();
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+    if let Some(path) = std::env::var_os(EnvVars::GITHUB_STEP_SUMMARY).filter(|p| !p.is_empty()) {
         if let Err(e) = append(&path, &summary(report)) {
             problems.push(Problem::general(format!("GITHUB_STEP_SUMMARY: {e}")));
         }
     }
-    if let Some(path) = std::env::var_os("GITHUB_OUTPUT").filter(|p| !p.is_empty()) {
+    if let Some(path) = std::env::var_os(EnvVars::GITHUB_OUTPUT).filter(|p| !p.is_empty()) {
         if let Err(e) = append(&path, &outputs(report)) {
             problems.push(Problem::general(format!("GITHUB_OUTPUT: {e}")));
         }

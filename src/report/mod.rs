@@ -8,9 +8,12 @@ use serde::Serialize;
 
 pub use imagebump_model::Problem;
 
-use crate::discover::ImageRef;
-use crate::plan::{ChangeSet, Update};
+use std::collections::BTreeSet;
+
+use crate::discover::{Discovery, ImageRef};
+use crate::plan::{ChangeSet, Plan, Update};
 use crate::registry::StatsSnapshot;
+use crate::resolve::{Outcome, Resolved};
 
 /// `scan --output json` entry.
 #[derive(Debug, Serialize)]
@@ -95,6 +98,70 @@ pub struct Counts {
     pub failed: usize,
     /// Updates found but not applied because their file's edit was refused.
     pub refused: usize,
+}
+
+impl Counts {
+    /// The counts of a run's references by what became of them.
+    pub fn of(found: &Discovery, resolved: &Resolved, plan: &Plan) -> Counts {
+        let count = |f: fn(&Outcome) -> bool| resolved.outcomes.iter().filter(|o| f(o)).count();
+        Counts {
+            files_scanned: found.files_scanned,
+            references: found.refs.len(),
+            managed: found.refs.iter().filter(|r| r.is_managed()).count(),
+            repositories: resolved.repositories,
+            updates: plan.updates.len(),
+            up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
+            pinned: count(|o| matches!(o, Outcome::Pinned(_))),
+            skipped: count(|o| matches!(o, Outcome::Skipped(_))),
+            failed: count(|o| matches!(o, Outcome::Failed(_))),
+            refused: found
+                .refs
+                .iter()
+                .zip(&resolved.outcomes)
+                .filter(|(r, o)| edit_refused(r, o, &plan.refused))
+                .count(),
+        }
+    }
+}
+
+/// An update that was found but not applied because its file's edit was refused.
+fn edit_refused(r: &ImageRef, o: &Outcome, refused: &BTreeSet<String>) -> bool {
+    matches!(o, Outcome::Update { .. }) && r.touched_files().iter().any(|f| refused.contains(*f))
+}
+
+/// The references looked at but not updated, and why.
+pub fn not_updated<'a>(
+    found: &'a Discovery,
+    outcomes: &'a [Outcome],
+    refused: &BTreeSet<String>,
+) -> Vec<NotUpdated<'a>> {
+    found
+        .refs
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(r, o)| {
+            let (status, reason) = match o {
+                o if edit_refused(r, o, refused) => (
+                    "edit-refused",
+                    Some("the file's edit failed verification and was left unchanged"),
+                ),
+                Outcome::Update { .. } => return None,
+                Outcome::UpToDate => ("up-to-date", None),
+                Outcome::Pinned(s) => ("pinned", Some(s.as_str())),
+                Outcome::Skipped(s) => ("skipped", Some(s.as_str())),
+                Outcome::Unmanaged(s) => ("unmanaged", Some(s.as_str())),
+                Outcome::Failed(s) => ("not-checked", Some(s.as_str())),
+            };
+            Some(NotUpdated {
+                file: &r.file,
+                line: r.line,
+                image: r.image.to_string(),
+                tag: r.tag.as_deref(),
+                status,
+                reason,
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]

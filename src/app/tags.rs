@@ -2,18 +2,21 @@
 //! was kept or dropped. Uses the same evaluation as `run`.
 
 use std::io::Write;
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cli::{Output, TagsArgs};
-use crate::config::{self, Config, PolicySpec};
-use crate::exit;
+use super::source::load_config;
+use super::{Error, Output, Status};
+use crate::cli::{Format, TagsArgs};
+use crate::config::{Config, PolicySpec};
 use crate::policy::evaluate::{Choice, Evaluation};
 use crate::policy::rules::Policies;
+use crate::policy::Policy;
 use crate::registry::Registries;
 use crate::report::table;
 use crate::resolve::metadata::MetaCache;
-use imagebump_model::name::parse_reference;
+use imagebump_model::name::{parse_reference, ImageName, Reference};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,7 +24,7 @@ struct Explained<'a> {
     version: u32,
     image: String,
     current: Option<&'a str>,
-    policy: &'a crate::policy::Policy,
+    policy: &'a Policy,
     /// `null` when nothing beats the current tag.
     chosen: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,8 +62,11 @@ fn flags(args: &TagsArgs) -> PolicySpec {
     }
 }
 
-fn read_tags(path: &std::path::Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_tags(path: &std::path::Path) -> Result<Vec<String>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::TagsFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(text
         .lines()
         .map(str::trim)
@@ -69,86 +75,33 @@ fn read_tags(path: &std::path::Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
-pub async fn tags(args: &TagsArgs) -> i32 {
-    let reference = match parse_reference(&args.image) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let config_path = config::locate(args.config.as_deref(), std::path::Path::new("."));
-    let config = match &config_path {
-        Some(p) => match config::load(p) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::USAGE;
-            }
-        },
-        None => Config::default(),
-    };
-    let policy = match Policies::new(&config).and_then(|mut p| {
-        p.policy_for(
-            &reference.name,
-            &reference.written,
-            Some(("command line", &flags(args))),
-        )
-        .map_err(|e| {
-            let hint = e
-                .hint
-                .as_deref()
-                .map(|h| format!(" (hint: {h})"))
-                .unwrap_or_default();
-            format!("--{}: {}{hint}", flag_name(e.key), e.message)
-        })
-    }) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
+    let reference = parse_reference(&args.image)?;
+    let (config, _) = load_config(args.config.as_deref(), Path::new("."))?;
+    let policy = policy(&config, &reference, args)?;
     let current = args.current.clone().or(reference.tag.clone());
     let current_digest = args.digest.clone().or(reference.digest.clone());
-    let registries = match Registries::new(config.registries.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+    let registries = Registries::new(config.registries.clone())
+        .map_err(|source| Error::Registries { file: None, source })?;
     let client = match &args.tags_from {
         Some(_) => None,
-        None => match registries.client_with(&reference.name, policy.spec.credentials.as_deref()) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::ERRORS;
-            }
-        },
+        None => Some(
+            registries
+                .client_with(&reference.name, policy.spec.credentials.as_deref())
+                .map_err(Error::Client)?,
+        ),
     };
     let tags = match (&args.tags_from, &client) {
-        (Some(path), _) => read_tags(path),
+        (Some(path), _) => read_tags(path)?,
         (None, Some(c)) => c
             .list_tags(&reference.name.repository)
             .await
             .map(|l| l.tags)
-            .map_err(|e| {
-                let hint = e
-                    .hint()
-                    .map(|h| format!(" (hint: {h})"))
-                    .unwrap_or_default();
-                format!("{}: {e}{hint}", reference.name)
-            }),
-        (None, None) => Ok(Vec::new()),
-    };
-    let tags = match tags {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::ERRORS;
-        }
+            .map_err(|source| Error::TagList {
+                image: reference.name.to_string(),
+                source,
+            })?,
+        (None, None) => Vec::new(),
     };
     let current_tag = current.as_deref().unwrap_or("");
     let own;
@@ -163,7 +116,45 @@ pub async fn tags(args: &TagsArgs) -> i32 {
     let source = client.as_deref().map(|c| (c, &cache));
     let errors = crate::resolve::settle(&mut eval, &reference.name, &policy, source, 8).await;
     let choice = eval.decide();
-    let (chosen, digest, skipped) = match &choice {
+    let current = current.as_deref();
+    let explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
+    print(&explained, out);
+    for e in &errors {
+        eprintln!("error: {}: {e}", reference.name);
+    }
+    Ok(if errors.is_empty() {
+        Status::Done
+    } else {
+        Status::Problems
+    })
+}
+
+/// The policy for the image: the configuration's, with the flags on top.
+fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Policy, Error> {
+    let mut policies = Policies::new(config).map_err(Error::Rules)?;
+    policies
+        .policy_for(
+            &reference.name,
+            &reference.written,
+            Some(("command line", &flags(args))),
+        )
+        .map_err(|e| Error::PolicyFlag {
+            flag: flag_name(e.key).to_string(),
+            message: e.message,
+            hint: e.hint,
+        })
+}
+
+/// What the evaluation decided and why, for printing.
+fn explained<'a>(
+    image: &ImageName,
+    current: Option<&'a str>,
+    policy: &'a Policy,
+    eval: &'a Evaluation,
+    choice: &'a Choice,
+    errors: &'a [String],
+) -> Explained<'a> {
+    let (chosen, digest, skipped) = match choice {
         Choice::Update { tag, digest } => (Some(tag.as_str()), digest.as_deref(), None),
         Choice::Current => (None, None, None),
         Choice::Skip(why) => (None, None, Some(why.as_str())),
@@ -177,33 +168,27 @@ pub async fn tags(args: &TagsArgs) -> i32 {
             reason: eval.reason(c),
         })
         .collect();
-    let warnings: Vec<&str> = eval.warnings().map(String::as_str).collect();
-    let report = Explained {
+    Explained {
         version: 1,
-        image: reference.name.to_string(),
-        current: current.as_deref(),
-        policy: &policy,
+        image: image.to_string(),
+        current,
+        policy,
         chosen,
         digest,
         skipped,
         candidates,
-        warnings,
-        errors: &errors,
-    };
-    match args.output {
-        Output::Json => match serde_json::to_string_pretty(&report) {
+        warnings: eval.warnings().map(String::as_str).collect(),
+        errors,
+    }
+}
+
+fn print(report: &Explained, out: &Output) {
+    match out.format {
+        Format::Json => match serde_json::to_string_pretty(report) {
             Ok(s) => println!("{s}"),
             Err(e) => eprintln!("error: {e}"),
         },
-        Output::Text => print_text(&report),
-    }
-    for e in &errors {
-        eprintln!("error: {}: {e}", reference.name);
-    }
-    if errors.is_empty() {
-        exit::OK
-    } else {
-        exit::ERRORS
+        Format::Text => print_text(report),
     }
 }
 

@@ -1,0 +1,50 @@
+//! `imagebump config check` and `imagebump config schema`.
+
+use std::path::PathBuf;
+
+use super::source::{self, Source};
+use super::{Error, Status};
+use crate::config;
+use crate::policy::Policy;
+
+/// `config schema [--report]`: the JSON Schema of imagebump.yaml or of the run report.
+pub fn schema(report: bool) -> Status {
+    if report {
+        print!("{}", crate::report::schema());
+    } else {
+        print!("{}", config::schema());
+    }
+    Status::Done
+}
+
+/// `config check`: load and validate, then list what applies to what.
+pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Error> {
+    let source = Source {
+        location,
+        git_ref: None,
+        config: explicit,
+    };
+    let loaded = source::open(&source, super::git_token(), 1)?;
+    let Some(path) = loaded.config_path else {
+        println!(
+            "no configuration file (looked for {}); built-in defaults apply",
+            config::CONFIG_NAMES.join(", ")
+        );
+        return Ok(Status::Done);
+    };
+    let config = loaded.config;
+    println!("{}: valid", path.display());
+    if let Ok(p) = Policy::compile(config.defaults.clone(), Default::default()) {
+        println!("  defaults: {}", p.summary());
+    }
+    for (i, rule) in config.images.iter().enumerate() {
+        let spec = config.defaults.overlay(&rule.policy());
+        if let Ok(p) = Policy::compile(spec, Default::default()) {
+            println!("  images[{i}] {}: {}", rule.glob, p.summary());
+        }
+    }
+    for r in &config.registries {
+        println!("  registry {}", r.prefix);
+    }
+    Ok(Status::Done)
+}

@@ -1,0 +1,114 @@
+//! How a command ends: a [`Status`] when it ran (problems included: they are data and were
+//! reported as they came), an [`Error`] when it could not run. Both become the documented
+//! exit codes in [`exit_code`], the only place that knows them.
+
+use std::path::PathBuf;
+
+use crate::exit;
+
+/// A command that ran to the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Nothing went wrong.
+    Done,
+    /// At least one problem (file, registry, edit, write, push, forge); all were printed.
+    Problems,
+    /// `run --exit-code` in dry-run mode: updates are pending and nothing went wrong.
+    Pending,
+}
+
+/// Why a command could not run (or stopped). The message is printed as `error: …`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("--write applies edits to a local working tree; use it with a local directory")]
+    WriteNeedsLocal,
+    #[error("--push commits to a remote's base branch; give a repository URL")]
+    PushNeedsRemote,
+    /// Pull-request mode could not reach the forge.
+    #[error("{0}")]
+    Forge(String),
+    #[error("pull requests need a forge token: IMAGEBUMP_FORGE_TOKEN, or GITHUB_TOKEN (contents: write, pull-requests: write) or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE), GITLAB_TOKEN (api scope), GITEA_TOKEN (write:repository, write:issue); or pass --dry-run")]
+    NoForgeToken,
+    /// The source cannot be opened (no such directory, clone failed).
+    #[error(transparent)]
+    Source(#[from] crate::source::Error),
+    /// `imagebump.yaml` cannot be read or is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::Error),
+    /// The `images` rules of the configuration do not compile.
+    #[error("{0}")]
+    Rules(String),
+    /// A `registries` entry cannot get its client (`caFile`, `credentials`), named by the
+    /// configuration file when there is one.
+    #[error("{}{source}", file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
+    Registries {
+        file: Option<PathBuf>,
+        source: crate::registry::Error,
+    },
+    #[error(
+        "no registries configured; name one, e.g. `imagebump registry check ghcr.io/acme/web`"
+    )]
+    NoRegistries,
+    /// `tags`: the image on the command line.
+    #[error(transparent)]
+    Image(#[from] imagebump_model::name::NameError),
+    /// `tags`: a policy flag with a bad value.
+    #[error("--{flag}: {message}{}", hint_suffix(hint.as_deref()))]
+    PolicyFlag {
+        flag: String,
+        message: String,
+        hint: Option<String>,
+    },
+    /// `tags`: no client for the image's registry.
+    #[error(transparent)]
+    Client(crate::registry::Error),
+    /// `tags`: the image's tags cannot be listed.
+    #[error("{image}: {source}{}", hint_suffix(source.hint().as_deref()))]
+    TagList {
+        image: String,
+        source: crate::registry::Error,
+    },
+    /// `tags --tags-from`: the file cannot be read.
+    #[error("{}: {source}", path.display())]
+    TagsFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+fn hint_suffix(hint: Option<&str>) -> String {
+    hint.map(|h| format!(" (hint: {h})")).unwrap_or_default()
+}
+
+/// The exit code of a command's end (docs/architecture.md, "Errors"); an error is printed.
+pub fn exit_code(end: Result<Status, Error>) -> i32 {
+    let error = match end {
+        Ok(Status::Done) => return exit::OK,
+        Ok(Status::Problems) => return exit::ERRORS,
+        Ok(Status::Pending) => return exit::PENDING,
+        Err(e) => e,
+    };
+    eprintln!("error: {error}");
+    match error {
+        Error::WriteNeedsLocal
+        | Error::PushNeedsRemote
+        | Error::Forge(_)
+        | Error::NoForgeToken
+        | Error::Config(_)
+        | Error::Rules(_)
+        | Error::Registries { .. }
+        | Error::NoRegistries
+        | Error::Image(_)
+        | Error::PolicyFlag { .. } => exit::USAGE,
+        Error::Runtime(_)
+        | Error::Source(_)
+        | Error::Client(_)
+        | Error::TagList { .. }
+        | Error::TagsFile { .. }
+        | Error::Json(_) => exit::ERRORS,
+    }
+}

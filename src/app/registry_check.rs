@@ -1,0 +1,61 @@
+//! `imagebump registry check [TARGET...]`: probe each registry with the client a run would
+//! use (`registry::check`) and print what answered.
+
+use std::path::Path;
+
+use super::source::load_config;
+use super::{Error, Output, Status};
+use crate::cli::{Format, RegistryCheckArgs};
+use crate::registry::check::{check_one, Checked};
+use crate::registry::Registries;
+
+pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {
+    let (config, _) = load_config(args.config.as_deref(), Path::new("."))?;
+    let targets: Vec<String> = if args.targets.is_empty() {
+        config.registries.iter().map(|r| r.prefix.clone()).collect()
+    } else {
+        args.targets.clone()
+    };
+    if targets.is_empty() {
+        return Err(Error::NoRegistries);
+    }
+    let registries = Registries::new(config.registries.clone())
+        .map_err(|source| Error::Registries { file: None, source })?;
+    let mut results = Vec::new();
+    for t in &targets {
+        results.push(check_one(&registries, &config, t).await);
+    }
+    match out.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+        Format::Text => print!("{}", text(&results)),
+    }
+    Ok(if results.iter().all(|r| r.ok) {
+        Status::Done
+    } else {
+        Status::Problems
+    })
+}
+
+fn text(results: &[Checked]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let limits = {
+            let mut l = format!("concurrency {}", r.concurrency);
+            if let Some(rate) = r.rate_limit {
+                l.push_str(&format!(", at most {rate}/s"));
+            }
+            if let Some(a) = &r.allowance {
+                l.push_str(&format!(", {a}"));
+            }
+            l
+        };
+        out.push_str(&format!("{} ({})\n", r.target, r.endpoint));
+        out.push_str(&format!("  credentials: {}\n", r.credentials));
+        out.push_str(&format!("  auth:        {}\n", r.auth));
+        if let Some(read) = &r.read {
+            out.push_str(&format!("  read:        {read}\n"));
+        }
+        out.push_str(&format!("  limits:      {limits}\n"));
+    }
+    out
+}

@@ -1,0 +1,442 @@
+//! `imagebump run`: source → discover → resolve → plan → deliver, then the report.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+
+use super::output::print_json;
+use super::source::{self, Loaded};
+use super::{Error, Mode, Output, RunPlan, Status};
+use crate::cli::Format;
+use crate::deliver::pulls::PullReport;
+use crate::deliver::push::{push_to_base, PushError};
+use crate::discover::{self, Discovery};
+use crate::forge::connect::Connected;
+use crate::forge::Forge;
+use crate::plan::{self, Plan};
+use crate::registry::Registries;
+use crate::report::{self, Counts, Problem, RunReport};
+use crate::resolve::{self, Rejections, Resolved};
+use imagebump_model::env::EnvVars;
+
+/// How many times `--push` analyses a moved base again.
+const PUSH_ATTEMPTS: usize = 3;
+
+/// What the stages found and did, for the report.
+struct Analysed {
+    found: Discovery,
+    resolved: Resolved,
+    plan: Plan,
+    /// `--push`: the commit pushed to the base.
+    pushed: Option<String>,
+}
+
+pub async fn run(plan: &RunPlan, out: &Output) -> Result<Status, Error> {
+    // The forge first: its token (a GitHub App's installation token) also clones and pushes.
+    let connected = connect_forge(plan).await?;
+    let depth = history_depth(plan, connected.as_ref());
+    let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
+    let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
+    let mut problems: Vec<Problem> = Vec::new();
+    let rejections = match depth {
+        1 => Rejections::default(),
+        _ => rejections(plan, &loaded, forge, &mut problems).await,
+    };
+    let registries =
+        Registries::new(loaded.config.registries.clone()).map_err(|source| Error::Registries {
+            file: loaded.config_path.clone(),
+            source,
+        })?;
+    let analysed = analyse(plan, &loaded, &registries, &rejections, out, &mut problems).await;
+    problems.splice(0..0, analysed.found.problems.iter().cloned());
+    problems.extend(analysed.resolved.problems.iter().cloned());
+    problems.extend(analysed.plan.problems.iter().cloned());
+    if plan.mode == Mode::Write {
+        problems.extend(crate::deliver::write::write_all(
+            &loaded.ws.root,
+            &analysed.plan.files,
+        ));
+    }
+    let pulls = pull_requests(plan, &loaded, forge, &registries, &analysed.plan).await;
+    let pulls = pulls.map(|(reports, p)| {
+        problems.extend(p);
+        reports
+    });
+    let run_report = RunReport {
+        version: 1,
+        mode: plan.mode.name(),
+        pushed: analysed.pushed.as_deref(),
+        pull_requests: pulls.as_deref(),
+        commit: loaded.ws.commit.as_deref(),
+        counts: Counts::of(&analysed.found, &analysed.resolved, &analysed.plan),
+        updates: &analysed.plan.updates,
+        change_sets: &analysed.plan.change_sets,
+        not_updated: report::not_updated(
+            &analysed.found,
+            &analysed.resolved.outcomes,
+            &analysed.plan.refused,
+        ),
+        requests: registries.stats.snapshot(),
+        warnings: &analysed.resolved.warnings,
+        errors: &problems,
+    };
+    let late = publish(plan, &run_report);
+    match out.format {
+        Format::Json => print_json(&run_report),
+        Format::Text => print_text(plan.mode, &run_report, &analysed.plan, out.color),
+    }
+    out.warnings(&analysed.resolved.warnings);
+    out.errors(&problems);
+    out.errors(&late);
+    Ok(status(plan, &problems, &late, &analysed.plan))
+}
+
+fn status(plan: &RunPlan, problems: &[Problem], late: &[Problem], made: &Plan) -> Status {
+    if !problems.is_empty() || !late.is_empty() {
+        Status::Problems
+    } else if plan.exit_code && !made.updates.is_empty() && plan.mode == Mode::DryRun {
+        Status::Pending
+    } else {
+        Status::Done
+    }
+}
+
+/// The forge of a remote source (`None`: a local directory, `--push`, or no forge token).
+/// Without it pull requests cannot be made; a dry run goes on without their state.
+async fn connect_forge(plan: &RunPlan) -> Result<Option<Connected>, Error> {
+    if !plan.remote || plan.mode == Mode::Push {
+        return Ok(None);
+    }
+    let (url, _) = crate::source::git::split_credentials(&plan.source.location);
+    let connected = crate::forge::connect::connect(&crate::forge::connect::Request {
+        url: &url,
+        kind: plan.forge.kind,
+        api_url: plan.forge.api_url.as_deref(),
+        repo: plan.forge.repo.as_deref(),
+    })
+    .await;
+    let connected = match connected {
+        Ok(c) => c,
+        Err(e) if plan.mode == Mode::PullRequests => return Err(Error::Forge(e)),
+        Err(e) => {
+            eprintln!("warning: {e}; showing the plan without the pull requests' state");
+            None
+        }
+    };
+    if plan.mode == Mode::PullRequests && connected.is_none() {
+        return Err(Error::NoForgeToken);
+    }
+    Ok(connected)
+}
+
+/// The token that clones (and pushes): `IMAGEBUMP_GIT_TOKEN`, else the forge's own (a
+/// GitHub App's installation token), else `GITHUB_TOKEN`.
+fn git_token(connected: Option<&Connected>) -> Option<secrecy::SecretString> {
+    let forge_token = connected.and_then(|c| c.git_token.clone());
+    match (forge_token, std::env::var_os(EnvVars::IMAGEBUMP_GIT_TOKEN)) {
+        (Some(t), None) => Some(t),
+        _ => super::git_token(),
+    }
+}
+
+/// Commits to clone: the history searched for reverts when a forge or `--push` will read it.
+fn history_depth(plan: &RunPlan, connected: Option<&Connected>) -> usize {
+    if connected.is_some() || plan.mode == Mode::Push {
+        plan.history_depth.max(1)
+    } else {
+        1
+    }
+}
+
+/// Versions reviewers rejected: closed pull requests (with a forge) and reverted imagebump
+/// commits in the base's history.
+async fn rejections(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    forge: Option<&dyn Forge>,
+    problems: &mut Vec<Problem>,
+) -> Rejections {
+    let Some(git) = &loaded.ws.git else {
+        return Rejections::default();
+    };
+    let mut closed = Vec::new();
+    if let Some(f) = forge {
+        let prefix = &loaded.config.pull_requests.branch_prefix;
+        match f.closed_pulls(prefix, 100).await {
+            Ok(c) => closed = c,
+            Err(e) => problems.push(Problem {
+                location: f.name().into(),
+                message: format!("cannot list closed pull requests: {e}"),
+                hint: e.hint(),
+            }),
+        }
+    }
+    let history = git
+        .log(&loaded.ws.root, "HEAD", plan.history_depth)
+        .unwrap_or_default();
+    crate::deliver::pulls::rejections(&closed, &history)
+}
+
+/// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
+/// meanwhile, analyse the new base again (a bounded number of times).
+async fn analyse(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    registries: &Registries,
+    rejections: &Rejections,
+    out: &Output,
+    problems: &mut Vec<Problem>,
+) -> Analysed {
+    let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
+    let mut attempt = 1;
+    loop {
+        let (found, resolved, made) = analyse_once(plan, loaded, registries, rejections, out).await;
+        let pushed = match (plan.mode, &loaded.ws.git) {
+            (Mode::Push, Some(git)) => {
+                match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
+                    Pushed::Done(sha) => sha,
+                    Pushed::BaseMoved(sha) => {
+                        attempt += 1;
+                        base_commit = sha;
+                        continue;
+                    }
+                }
+            }
+            _ => None,
+        };
+        return Analysed {
+            found,
+            resolved,
+            plan: made,
+            pushed,
+        };
+    }
+}
+
+/// The base branch: `--ref`, else the clone's branch.
+fn base_branch(plan: &RunPlan, loaded: &Loaded) -> String {
+    plan.source
+        .git_ref
+        .clone()
+        .or_else(|| loaded.ws.branch.clone())
+        .unwrap_or_default()
+}
+
+enum Pushed {
+    /// Pushed (the commit), nothing to push, or failed (a problem was recorded).
+    Done(Option<String>),
+    /// The base moved to this commit, now checked out: analyse it again.
+    BaseMoved(String),
+}
+
+fn push(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    git: &crate::source::git::Git,
+    base_commit: &str,
+    made: &Plan,
+    attempt: usize,
+    problems: &mut Vec<Problem>,
+) -> Pushed {
+    let (root, settings) = (&loaded.ws.root, &loaded.config.pull_requests);
+    let base = base_branch(plan, loaded);
+    let problem = match push_to_base(git, root, &base, base_commit, made, settings) {
+        Ok(sha) => return Pushed::Done(sha),
+        Err(PushError::Moved) if attempt < PUSH_ATTEMPTS => {
+            let moved = git
+                .fetch_base(root, &base, 1)
+                .and_then(|sha| git.checkout(root, &sha).map(|_| sha));
+            match moved {
+                Ok(sha) => {
+                    tracing::info!("the base moved to {sha}; analysing it again");
+                    return Pushed::BaseMoved(sha);
+                }
+                Err(e) => format!("the base moved and cannot be fetched: {e}"),
+            }
+        }
+        Err(PushError::Moved) => format!(
+            "the base branch {base} kept moving; gave up after {PUSH_ATTEMPTS} attempts (run again)"
+        ),
+        Err(PushError::Failed(e)) => e,
+    };
+    problems.push(Problem::general(problem));
+    Pushed::Done(None)
+}
+
+/// One pass of discover, resolve and plan over the tree as it is now.
+async fn analyse_once(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    registries: &Registries,
+    rejections: &Rejections,
+    out: &Output,
+) -> (Discovery, Resolved, Plan) {
+    let group_by = plan
+        .group_by
+        .unwrap_or(loaded.config.pull_requests.group_by);
+    let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    // A shard keeps the references of its change-set groups only: registry work and
+    // pull requests are split, and the shards together do what one run would.
+    if let Some((i, n)) = plan.shard {
+        found
+            .refs
+            .retain(|r| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i);
+    }
+    tracing::info!(
+        references = found.refs.len(),
+        files = found.files_scanned,
+        "discovered"
+    );
+    let progress = out.progress();
+    let refs = &found.refs;
+    let mut resolved =
+        resolve::resolve(refs, registries, plan.concurrency, rejections, &progress).await;
+    progress.finish();
+    let stats = registries.stats.snapshot();
+    tracing::info!(
+        repositories = resolved.repositories,
+        tag_list_pages = stats.tag_list_pages,
+        manifests = stats.manifests,
+        blobs = stats.blobs,
+        "resolved"
+    );
+    // Settings honoured differently (Argo CD annotations) are reported with the warnings.
+    resolved.warnings.splice(0..0, found.notes.iter().cloned());
+    let made = plan::plan(&found, &resolved.outcomes, group_by);
+    tracing::info!(
+        updates = made.updates.len(),
+        files = made.files.len(),
+        change_sets = made.change_sets.len(),
+        "planned"
+    );
+    (found, resolved, made)
+}
+
+/// Pull-request mode, or for a remote's dry run what it would do (`None`: a local
+/// directory or `--push`): the report of each change set and the problems met.
+async fn pull_requests(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    forge: Option<&dyn Forge>,
+    registries: &Registries,
+    made: &Plan,
+) -> Option<(Vec<PullReport>, Vec<Problem>)> {
+    let ws = &loaded.ws;
+    let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
+        return None;
+    };
+    if !plan.remote || plan.mode == Mode::Push {
+        return None;
+    }
+    // Links to the new images' sources, one lookup per distinct (image, tag).
+    let sources = if plan.mode == Mode::PullRequests {
+        source_links(made, registries, plan.concurrency).await
+    } else {
+        Default::default()
+    };
+    let ctx = crate::deliver::pulls::Context {
+        sources: &sources,
+        shard: plan.shard,
+        git,
+        dir: &ws.root,
+        base: plan.source.git_ref.as_deref().unwrap_or(branch),
+        base_commit: commit,
+        forge,
+        settings: &loaded.config.pull_requests,
+        max_new: plan.max_prs.or(loaded.config.pull_requests.max_new),
+        dry_run: plan.mode != Mode::PullRequests,
+    };
+    Some(crate::deliver::pulls::deliver(&ctx, made).await)
+}
+
+/// The `org.opencontainers.image.source` of every new image, by (image, tag), fetched
+/// concurrently; images without the label (or unreachable) are left out.
+async fn source_links(
+    made: &Plan,
+    registries: &Registries,
+    concurrency: usize,
+) -> BTreeMap<(String, String), String> {
+    use futures::stream::{self, StreamExt};
+    let wanted: BTreeSet<(String, String)> = made
+        .updates
+        .iter()
+        .map(|u| {
+            let tag = crate::deliver::marker::tag_of(&u.to);
+            (u.image.clone(), tag.to_string())
+        })
+        .collect();
+    stream::iter(wanted)
+        .map(|(image, tag)| async move {
+            let name = imagebump_model::name::parse_name(&image).ok()?;
+            let client = registries.client_for(&name).ok()?;
+            let src = resolve::metadata::source_label(&client, &name.repository, &tag).await?;
+            Some(((image, tag), src))
+        })
+        .buffer_unordered(concurrency.max(1))
+        .filter_map(|x| async move { x })
+        .collect()
+        .await
+}
+
+/// Write the report where it was asked for (`--report`, GitHub Actions); the problems met.
+fn publish(plan: &RunPlan, run_report: &RunReport) -> Vec<Problem> {
+    let mut late: Vec<Problem> = Vec::new();
+    if let Some(path) = &plan.report {
+        if let Err(e) = write_json_file(path, run_report) {
+            let message = format!("--report {}: {e}", path.display());
+            late.push(Problem::general(message));
+        }
+    }
+    late.extend(crate::report::github::publish(run_report));
+    late
+}
+
+/// Write `value` as pretty JSON to `path`, atomically.
+fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|_| tmp.write_all(b"\n"))
+        .map_err(|e| e.to_string())?;
+    tmp.persist(path).map_err(|e| e.error.to_string())?;
+    Ok(())
+}
+
+/// The diff, the updates and pull requests tables, and the summary line.
+fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
+    if !made.updates.is_empty() {
+        let _ = writeln!(out);
+        let _ = write!(out, "{}", report::updates_table(&made.updates));
+    }
+    if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
+        let _ = writeln!(out);
+        let _ = write!(out, "{}", report::pulls_table(p));
+    }
+    let verb = match mode {
+        Mode::Write => "applied",
+        Mode::DryRun => "proposed",
+        Mode::PullRequests => "in pull requests",
+        Mode::Push if r.pushed.is_some() => "pushed",
+        Mode::Push => "not pushed",
+    };
+    let c = &r.counts;
+    let _ = writeln!(
+        out,
+        "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {} pinned, {} skipped, {} not checked) over {} repositories",
+        c.updates,
+        made.files.len(),
+        c.references,
+        c.managed,
+        c.up_to_date,
+        c.pinned,
+        c.skipped,
+        c.failed,
+        c.repositories
+    );
+}

@@ -1,0 +1,39 @@
+//! `imagebump scan`: every image reference in the tree, managed or not; no registry asked.
+
+use super::output::print_json;
+use super::source::{self, Source};
+use super::{Error, Output, Status};
+use crate::cli::Format;
+use crate::discover;
+use crate::report::{self, ScanEntry, ScanReport};
+
+pub fn scan(source: &Source, out: &Output) -> Result<Status, Error> {
+    let loaded = source::open(source, super::git_token(), 1)?;
+    let found = discover::discover(&loaded.ws.root, &loaded.config);
+    match out.format {
+        Format::Json => print_json(&ScanReport {
+            version: 1,
+            references: found.refs.iter().map(ScanEntry::from).collect(),
+            notes: &found.notes,
+            errors: &found.problems,
+        }),
+        Format::Text => {
+            print!("{}", report::scan_table(&found.refs));
+            let managed = found.refs.iter().filter(|r| r.is_managed()).count();
+            println!(
+                "\n{} references in {} files ({} managed, {} unmanaged)",
+                found.refs.len(),
+                found.files_scanned,
+                managed,
+                found.refs.len() - managed
+            );
+        }
+    }
+    out.notes(&found.notes);
+    out.errors(&found.problems);
+    Ok(if found.problems.is_empty() {
+        Status::Done
+    } else {
+        Status::Problems
+    })
+}

@@ -1,0 +1,282 @@
+//! Carrying out the decided actions: the push and the forge calls. A failure is recorded as
+//! a problem and marks its change set failed; the rest goes on, and a re-run converges.
+
+use std::collections::BTreeSet;
+
+use super::decide::{Action, CLOSE_NOTE, FOREIGN_NOTE};
+use super::state::is_foreign;
+use super::{Context, Outcome, PullReport};
+use crate::config::PullRequestsConfig;
+use crate::forge::{Forge, NewPull, Pull};
+use crate::source::git::RefUpdate;
+use imagebump_model::Problem;
+
+/// How many times a change set is rebuilt on a moved base after a rejected push.
+const PUSH_ATTEMPTS: usize = 3;
+
+/// Carry out `actions` in order; the report of each change set and each closed pull request.
+pub async fn act(
+    ctx: &Context<'_>,
+    actions: Vec<Action>,
+    problems: &mut Vec<Problem>,
+) -> Vec<PullReport> {
+    let mut failed: BTreeSet<String> = BTreeSet::new();
+    let mut reports = Vec::new();
+    for action in actions {
+        let mut report = match action {
+            Action::NoteForeign {
+                number,
+                title,
+                body,
+            } => {
+                note_foreign(ctx.forge, number, &title, &body, problems).await;
+                continue;
+            }
+            Action::Push(updates) => {
+                failed = push_all(ctx, &updates, problems);
+                continue;
+            }
+            Action::Report(report) => report,
+            Action::CannotBuild { report, error } => {
+                let message = format!("{}: cannot build the commit: {error}", report.branch);
+                problems.push(Problem::general(message));
+                report
+            }
+            // A branch whose push failed gets no forge call.
+            Action::Open { report, .. } | Action::Update { report, .. }
+                if failed.contains(&report.branch) =>
+            {
+                report
+            }
+            Action::Open { report, pull } => open(ctx, report, &pull, problems).await,
+            Action::Update {
+                report,
+                number,
+                title,
+                body,
+            } => update(ctx.forge, report, number, &title, &body, problems).await,
+            Action::Close { report, number } => close(ctx.forge, report, number, problems).await,
+        };
+        if failed.contains(&report.branch) {
+            report.action = Outcome::Failed;
+        }
+        reports.push(report);
+    }
+    reports
+}
+
+async fn note_foreign(
+    forge: Option<&dyn Forge>,
+    number: u64,
+    title: &str,
+    body: &str,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(f) = forge else { return };
+    let r1 = f.update_pull(number, title, body).await;
+    let r2 = f.comment(number, FOREIGN_NOTE).await;
+    for e in [r1.err(), r2.err()].into_iter().flatten() {
+        problems.push(forge_problem(f, "cannot comment", &e));
+    }
+}
+
+async fn open(
+    ctx: &Context<'_>,
+    mut report: PullReport,
+    new: &NewPull,
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let Some(f) = ctx.forge else { return report };
+    match f.create_pull(new).await {
+        Ok(p) => {
+            report.number = Some(p.number);
+            report.url = Some(p.url.clone());
+            decorate(f, &p, ctx.settings, problems).await;
+        }
+        Err(e) => {
+            let what = format!("cannot open a pull request for {}", new.branch);
+            return failed(f, report, &what, &e, problems);
+        }
+    }
+    report
+}
+
+async fn update(
+    forge: Option<&dyn Forge>,
+    mut report: PullReport,
+    number: u64,
+    title: &str,
+    body: &str,
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let Some(f) = forge else { return report };
+    match f.update_pull(number, title, body).await {
+        Ok(()) => {
+            report.action = Outcome::Update;
+            report
+        }
+        Err(e) => {
+            let what = format!("cannot update pull request #{number}");
+            failed(f, report, &what, &e, problems)
+        }
+    }
+}
+
+/// The report of a change set whose forge call failed, the problem recorded.
+fn failed(
+    f: &dyn Forge,
+    mut report: PullReport,
+    what: &str,
+    e: &crate::forge::Error,
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    problems.push(forge_problem(f, what, e));
+    report.action = Outcome::Failed;
+    report
+}
+
+async fn close(
+    forge: Option<&dyn Forge>,
+    mut report: PullReport,
+    number: u64,
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let Some(f) = forge else { return report };
+    let c = f.comment(number, CLOSE_NOTE).await;
+    let x = f.close_pull(number).await;
+    for e in [c.err(), x.err()].into_iter().flatten() {
+        let what = format!("cannot close pull request #{number}");
+        problems.push(forge_problem(f, &what, &e));
+        report.action = Outcome::Failed;
+    }
+    report
+}
+
+/// Labels, reviewers and assignees of a new pull request, as configured.
+async fn decorate(f: &dyn Forge, p: &Pull, s: &PullRequestsConfig, problems: &mut Vec<Problem>) {
+    if !s.labels.is_empty() {
+        if let Err(e) = f.add_labels(p.number, &s.labels).await {
+            let what = format!("cannot label pull request #{}", p.number);
+            problems.push(forge_problem(f, &what, &e));
+        }
+    }
+    if !s.reviewers.is_empty() {
+        if let Err(e) = f.request_reviewers(p.number, &s.reviewers).await {
+            let what = format!("cannot request reviewers on #{}", p.number);
+            problems.push(forge_problem(f, &what, &e));
+        }
+    }
+    if !s.assignees.is_empty() {
+        if let Err(e) = f.add_assignees(p.number, &s.assignees).await {
+            let what = format!("cannot assign #{}", p.number);
+            problems.push(forge_problem(f, &what, &e));
+        }
+    }
+}
+
+/// Push all branches at once. A branch the remote rejects (someone pushed meanwhile) is
+/// reported; the next run rebuilds it. Returns the branches that did not get through.
+fn push_all(
+    ctx: &Context<'_>,
+    updates: &[RefUpdate],
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let mut failed = BTreeSet::new();
+    let mut todo = updates.to_vec();
+    for attempt in 1..=PUSH_ATTEMPTS {
+        let outcome = match ctx.git.push(ctx.dir, &todo) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                problems.push(Problem::general(format!("push failed: {e}")));
+                failed.extend(todo.iter().map(|u| u.branch.clone()));
+                return failed;
+            }
+        };
+        if outcome.rejected.is_empty() {
+            return failed;
+        }
+        let heads = ctx
+            .git
+            .remote_heads(ctx.dir, &ctx.settings.branch_prefix)
+            .unwrap_or_default();
+        let retry = retries(ctx, &todo, &outcome.rejected, &heads, attempt, problems);
+        failed.extend(
+            outcome
+                .rejected
+                .iter()
+                .map(|(b, _)| b.clone())
+                .filter(|b| !retry.contains(b)),
+        );
+        if retry.is_empty() {
+            return failed;
+        }
+        todo = todo
+            .into_iter()
+            .filter(|u| retry.contains(&u.branch))
+            .map(|mut u| {
+                u.expected = heads.get(&u.branch).cloned();
+                u
+            })
+            .collect();
+    }
+    failed
+}
+
+/// The rejected branches to push again. A branch that moved under us is retried with a
+/// lease on its new tip, but only when that tip is imagebump's own work (another run);
+/// someone else's commits are left alone, and a refusal that did not move it is final.
+/// The others are recorded as problems.
+fn retries(
+    ctx: &Context<'_>,
+    todo: &[RefUpdate],
+    rejected: &[(String, String)],
+    heads: &std::collections::BTreeMap<String, String>,
+    attempt: usize,
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let moved: Vec<String> = rejected
+        .iter()
+        .filter(|(b, _)| {
+            let before = todo
+                .iter()
+                .find(|u| &u.branch == b)
+                .and_then(|u| u.expected.clone());
+            heads.get(b).is_some_and(|h| Some(h) != before.as_ref())
+        })
+        .map(|(b, _)| b.clone())
+        .collect();
+    let _ = ctx.git.fetch_branches(ctx.dir, &moved, 20);
+    let mut retry = BTreeSet::new();
+    for (b, why) in rejected {
+        let ours = moved.contains(b) && heads.get(b).is_some_and(|h| !has_foreign_commits(ctx, h));
+        if ours && attempt < PUSH_ATTEMPTS {
+            retry.insert(b.clone());
+            continue;
+        }
+        let why = if moved.contains(b) && !ours {
+            "someone else pushed to it during the run; left alone".to_string()
+        } else {
+            why.clone()
+        };
+        problems.push(Problem::general(format!("push of {b} rejected: {why}")));
+    }
+    retry
+}
+
+/// Whether the commits on `tip` since the base include any not made by imagebump.
+fn has_foreign_commits(ctx: &Context<'_>, tip: &str) -> bool {
+    let log = ctx
+        .git
+        .log(ctx.dir, &format!("{}..{tip}", ctx.base_commit), 50)
+        .unwrap_or_default();
+    log.iter()
+        .any(|c| is_foreign(c, &ctx.settings.author.email))
+}
+
+pub fn forge_problem(f: &dyn Forge, what: &str, e: &crate::forge::Error) -> Problem {
+    Problem {
+        location: f.name().to_string(),
+        message: format!("{what}: {e}"),
+        hint: e.hint(),
+    }
+}

@@ -1,0 +1,573 @@
+//! Deciding, without I/O, what pull-request mode does: from the plan, imagebump's branches
+//! on the remote, the open pull requests and the commits built for the change sets, a
+//! plain list of [`Action`]s in the order they are carried out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::message::{body, branch_name, title, updates_of};
+use super::{Outcome, PullReport};
+use crate::config::PullRequestsConfig;
+use crate::deliver::marker::{self, Marked};
+use crate::forge::{NewPull, Pull};
+use crate::plan::{ChangeSet, Plan, Update};
+use crate::source::git::RefUpdate;
+
+/// Appended to the pull request of a branch someone else committed to, and commented.
+pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";
+
+/// Commented on a pull request closed because the base has its versions.
+pub const CLOSE_NOTE: &str =
+    "The base branch already has these versions (merged elsewhere, or moved on); closing.";
+
+/// A change set on its way to a branch and a pull request.
+#[derive(Debug, Clone)]
+pub struct Proposal<'a> {
+    pub set: &'a ChangeSet,
+    pub branch: String,
+    pub title: String,
+    pub updates: Vec<&'a Update>,
+    /// The pull-request body, with the marker the next run reads back.
+    pub body: String,
+}
+
+/// One of imagebump's branches on the remote, as deciding needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Branch {
+    pub sha: String,
+    /// Someone else committed to it (not an imagebump commit on the base).
+    pub foreign: bool,
+    /// Its tip is one commit on the base commit, so its tree says what it proposes.
+    pub parent_is_base: bool,
+    pub tree: Option<String>,
+}
+
+/// The commit built for a change set on the base commit (in the clone, not pushed yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Built {
+    Commit {
+        sha: String,
+        /// Read only when the remote branch may hold the same content.
+        tree: Option<String>,
+    },
+    /// Why it could not be built.
+    Failed(String),
+}
+
+/// Everything deciding looks at.
+pub struct Input<'a> {
+    pub plan: &'a Plan,
+    pub proposals: &'a [Proposal<'a>],
+    /// The commit of each proposal, in the same order (`None`: none was built, the branch
+    /// is someone else's).
+    pub built: &'a [Option<Built>],
+    /// imagebump's branches on the remote, by name.
+    pub branches: &'a BTreeMap<String, Branch>,
+    /// The open pull requests of imagebump's branches, by branch.
+    pub open: &'a BTreeMap<String, Pull>,
+    /// The base branch the pull requests target.
+    pub base: &'a str,
+    pub draft: bool,
+    /// `--max-prs`: new pull requests at most.
+    pub max_new: Option<usize>,
+    /// Decide what would happen; push nothing, call the forge for nothing.
+    pub dry_run: bool,
+    /// `--shard I/N`: only this shard's pull requests may be closed.
+    pub shard: Option<(u64, u64)>,
+}
+
+/// One step of pull-request mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Tell the pull request of a branch someone else committed to that imagebump leaves
+    /// it alone: this new body (the note appended) and the note as a comment.
+    NoteForeign {
+        number: u64,
+        title: String,
+        body: String,
+    },
+    /// Report a change set's outcome as decided (failed instead if its branch's push fails).
+    Report(PullReport),
+    /// The change set's commit could not be built: report it failed, with the error.
+    CannotBuild { report: PullReport, error: String },
+    /// One push of every branch that changed, each with a lease on its previous tip.
+    Push(Vec<RefUpdate>),
+    /// Open a pull request for a pushed branch, then label, request reviewers and assign.
+    Open { report: PullReport, pull: NewPull },
+    /// Bring an open pull request's title and body in line with its change set.
+    Update {
+        report: PullReport,
+        number: u64,
+        title: String,
+        body: String,
+    },
+    /// Comment on and close a pull request whose change set is gone.
+    Close { report: PullReport, number: u64 },
+}
+
+/// Each change set of the plan with its branch, title, updates and body.
+pub fn proposals<'a>(
+    plan: &'a Plan,
+    settings: &PullRequestsConfig,
+    sources: &BTreeMap<(String, String), String>,
+) -> Vec<Proposal<'a>> {
+    plan.change_sets
+        .iter()
+        .map(|set| {
+            let updates = updates_of(plan, set);
+            Proposal {
+                set,
+                branch: branch_name(&settings.branch_prefix, &set.group),
+                title: title(set, &updates, settings.title.as_deref()),
+                body: body(set, &updates, sources),
+                updates,
+            }
+        })
+        .collect()
+}
+
+/// The actions, in order: notes on branches left alone, the outcomes known before the
+/// push, the push, the pull requests of the pushed branches, the pull requests to close.
+pub fn decide(input: &Input<'_>) -> Vec<Action> {
+    let mut notes = Vec::new();
+    let mut settled = Vec::new();
+    let mut updates = Vec::new();
+    let mut proposed = Vec::new();
+    let mut created = 0;
+    for (p, built) in input.proposals.iter().zip(input.built) {
+        let pull = input.open.get(&p.branch);
+        let remote = input.branches.get(&p.branch);
+        if remote.is_some_and(|r| r.foreign) {
+            notes.extend(note_foreign(pull, input.dry_run));
+            settled.push(Action::Report(report(p, Outcome::HumanCommits, pull)));
+            continue;
+        }
+        if pull.is_none() && input.max_new.is_some_and(|m| created >= m) {
+            settled.push(Action::Report(report(p, Outcome::Deferred, None)));
+            continue;
+        }
+        let (sha, tree) = match built {
+            Some(Built::Commit { sha, tree }) => (sha, tree),
+            failed => {
+                let report = report(p, Outcome::Failed, pull);
+                let error = match failed {
+                    Some(Built::Failed(error)) => error.clone(),
+                    // Not reached: a change set on imagebump's own branch gets a commit.
+                    _ => "git fast-import: unexpected output: no commit built".to_string(),
+                };
+                settled.push(Action::CannotBuild { report, error });
+                continue;
+            }
+        };
+        // The branch already proposes exactly this: nothing to push.
+        let same = remote.is_some_and(|r| r.parent_is_base && r.tree.is_some() && r.tree == *tree);
+        if !same {
+            updates.push(RefUpdate {
+                branch: p.branch.clone(),
+                new: sha.clone(),
+                expected: remote.map(|r| r.sha.clone()),
+            });
+        }
+        let outcome = match (pull, same) {
+            (None, _) => {
+                created += 1;
+                Outcome::Create
+            }
+            (Some(_), true) => Outcome::Unchanged,
+            (Some(_), false) => Outcome::Update,
+        };
+        proposed.push(propose(input, p, outcome, pull));
+    }
+    let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
+    let mut actions = notes;
+    actions.extend(settled);
+    actions.extend(push);
+    actions.extend(proposed);
+    actions.extend(closes(input));
+    actions
+}
+
+/// The note for the open pull request of a branch someone else committed to, once.
+fn note_foreign(pull: Option<&Pull>, dry_run: bool) -> Option<Action> {
+    let pull = pull.filter(|p| !dry_run && !p.body.contains(FOREIGN_NOTE))?;
+    Some(Action::NoteForeign {
+        number: pull.number,
+        title: pull.title.clone(),
+        body: format!("{}\n\n> {FOREIGN_NOTE}\n", pull.body.trim_end()),
+    })
+}
+
+/// What the forge is asked for a change set whose branch is pushed (or already current).
+fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&Pull>) -> Action {
+    let report = report(p, outcome, pull);
+    if input.dry_run {
+        return Action::Report(report);
+    }
+    match pull {
+        Some(pull)
+            if pull.title != p.title || marker::parse(&pull.body) != marker::parse(&p.body) =>
+        {
+            Action::Update {
+                report,
+                number: pull.number,
+                title: p.title.clone(),
+                body: p.body.clone(),
+            }
+        }
+        Some(_) => Action::Report(report),
+        None => Action::Open {
+            report,
+            pull: NewPull {
+                branch: p.branch.clone(),
+                base: input.base.to_string(),
+                title: p.title.clone(),
+                body: p.body.clone(),
+                draft: input.draft,
+            },
+        },
+    }
+}
+
+/// Open pull requests whose change set is gone because the base has their versions now
+/// (only this shard's; none in a dry run).
+fn closes(input: &Input<'_>) -> Vec<Action> {
+    if input.dry_run {
+        return Vec::new();
+    }
+    let planned: BTreeSet<&str> = input.proposals.iter().map(|p| p.branch.as_str()).collect();
+    input
+        .open
+        .iter()
+        .filter(|(branch, _)| !planned.contains(branch.as_str()))
+        .filter_map(|(branch, p)| {
+            let marked = marker::parse(&p.body)?;
+            let ours = match input.shard {
+                None => true,
+                Some((i, n)) => marked
+                    .first()
+                    .is_some_and(|u| crate::plan::shard_of(&u.group, n) == i),
+            };
+            if !ours || !marked.iter().all(|u| settled(input.plan, u)) {
+                return None;
+            }
+            let report = PullReport {
+                group: String::new(),
+                branch: branch.clone(),
+                title: p.title.clone(),
+                action: Outcome::Close,
+                number: Some(p.number),
+                url: Some(p.url.clone()),
+            };
+            Some(Action::Close {
+                report,
+                number: p.number,
+            })
+        })
+        .collect()
+}
+
+/// The plan has nothing left to do for `u`: no planned update of that image in that file.
+fn settled(plan: &Plan, u: &Marked) -> bool {
+    !plan
+        .updates
+        .iter()
+        .any(|p| p.image == u.image && p.written_to.as_deref().unwrap_or(&p.file) == u.file)
+}
+
+fn report(p: &Proposal<'_>, action: Outcome, pull: Option<&Pull>) -> PullReport {
+    PullReport {
+        group: p.set.group.clone(),
+        branch: p.branch.clone(),
+        title: p.title.clone(),
+        action,
+        number: pull.map(|pull| pull.number),
+        url: pull.map(|pull| pull.url.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forge::PullState;
+
+    /// A plan with one change set per group, each updating `ghcr.io/acme/<group>`.
+    fn plan(groups: &[&str]) -> Plan {
+        let mut plan = Plan::default();
+        for (i, g) in groups.iter().enumerate() {
+            plan.updates.push(Update {
+                file: format!("{g}/kustomization.yaml"),
+                line: 3,
+                column: 13,
+                kind: crate::discover::RefKind::Kustomize,
+                image: format!("ghcr.io/acme/{g}"),
+                name: format!("ghcr.io/acme/{g}"),
+                from: "1.0.0".into(),
+                to: "1.1.0".into(),
+                group: g.to_string(),
+                written_to: None,
+            });
+            plan.change_sets.push(ChangeSet {
+                group: g.to_string(),
+                files: vec![format!("{g}/kustomization.yaml")],
+                updates: vec![i],
+                changes: Vec::new(),
+            });
+        }
+        plan
+    }
+
+    fn settings() -> PullRequestsConfig {
+        PullRequestsConfig::default()
+    }
+
+    fn commit(sha: &str) -> Option<Built> {
+        Some(Built::Commit {
+            sha: sha.into(),
+            tree: Some(format!("tree-{sha}")),
+        })
+    }
+
+    fn pull(number: u64, p: &Proposal<'_>) -> Pull {
+        Pull {
+            number,
+            branch: p.branch.clone(),
+            base: "main".into(),
+            title: p.title.clone(),
+            body: p.body.clone(),
+            state: PullState::Open,
+            url: format!("https://forge/pulls/{number}"),
+            labels: Vec::new(),
+            draft: false,
+        }
+    }
+
+    /// A remote branch: imagebump's own is one commit on the base, someone else's is not.
+    fn remote(sha: &str, foreign: bool, tree: Option<&str>) -> Branch {
+        Branch {
+            sha: sha.into(),
+            foreign,
+            parent_is_base: !foreign,
+            tree: tree.map(str::to_string),
+        }
+    }
+
+    struct Case<'a> {
+        plan: &'a Plan,
+        proposals: Vec<Proposal<'a>>,
+        built: Vec<Option<Built>>,
+        branches: BTreeMap<String, Branch>,
+        open: BTreeMap<String, Pull>,
+        max_new: Option<usize>,
+        dry_run: bool,
+    }
+
+    impl<'a> Case<'a> {
+        fn new(plan: &'a Plan) -> Case<'a> {
+            let proposals = proposals(plan, &settings(), &BTreeMap::new());
+            let built = (0..proposals.len())
+                .map(|i| commit(&format!("c{i}")))
+                .collect();
+            Case {
+                plan,
+                proposals,
+                built,
+                branches: BTreeMap::new(),
+                open: BTreeMap::new(),
+                max_new: None,
+                dry_run: false,
+            }
+        }
+
+        /// The first change set has an open pull request (#4) and a branch in this state.
+        fn proposed(plan: &'a Plan, branch: Option<Branch>) -> Case<'a> {
+            let mut case = Case::new(plan);
+            let p = &case.proposals[0];
+            case.open.insert(p.branch.clone(), pull(4, p));
+            if let Some(b) = branch {
+                case.branches.insert(p.branch.clone(), b);
+            }
+            case
+        }
+
+        fn decide(&self) -> Vec<Action> {
+            decide(&Input {
+                plan: self.plan,
+                proposals: &self.proposals,
+                built: &self.built,
+                branches: &self.branches,
+                open: &self.open,
+                base: "main",
+                draft: false,
+                max_new: self.max_new,
+                dry_run: self.dry_run,
+                shard: None,
+            })
+        }
+    }
+
+    /// Each action as `kind branch outcome`, to compare whole lists at a glance.
+    fn lines(actions: &[Action]) -> Vec<String> {
+        let r = |kind: &str, r: &PullReport| format!("{kind} {} {:?}", r.branch, r.action);
+        actions
+            .iter()
+            .map(|a| match a {
+                Action::NoteForeign { number, .. } => format!("note #{number}"),
+                Action::Report(report) => r("report", report),
+                Action::CannotBuild { report, .. } => r("cannot-build", report),
+                Action::Push(u) => {
+                    let u: Vec<String> = u
+                        .iter()
+                        .map(|u| format!("{}={}<-{:?}", u.branch, u.new, u.expected))
+                        .collect();
+                    format!("push {}", u.join(" "))
+                }
+                Action::Open { report, .. } => r("open", report),
+                Action::Update { report, .. } => r("update", report),
+                Action::Close { report, .. } => r("close", report),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn new_change_sets_are_pushed_then_opened() {
+        let plan = plan(&["web", "api"]);
+        let case = Case::new(&plan);
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "push imagebump/web=c0<-None imagebump/api=c1<-None",
+                "open imagebump/web Create",
+                "open imagebump/api Create",
+            ]
+        );
+        let Action::Open { pull, .. } = &case.decide()[1] else {
+            panic!("not an open");
+        };
+        assert_eq!(pull.base, "main");
+        assert_eq!(pull.title, "Update ghcr.io/acme/web to 1.1.0");
+    }
+
+    #[test]
+    fn a_dry_run_pushes_and_calls_nothing() {
+        let plan = plan(&["web"]);
+        let mut case = Case::new(&plan);
+        case.dry_run = true;
+        assert_eq!(lines(&case.decide()), ["report imagebump/web Create"]);
+    }
+
+    #[test]
+    fn a_branch_that_already_proposes_the_same_is_left_as_it_is() {
+        let plan = plan(&["web"]);
+        let branch = remote("old", false, Some("tree-c0"));
+        let mut case = Case::proposed(&plan, Some(branch.clone()));
+        assert_eq!(lines(&case.decide()), ["report imagebump/web Unchanged"]);
+
+        // New content: pushed with a lease on the old tip; the pull request already says it.
+        let p = case.proposals[0].branch.clone();
+        let moved = Branch {
+            tree: Some("tree-other".into()),
+            ..branch
+        };
+        case.branches.insert(p, moved);
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "push imagebump/web=c0<-Some(\"old\")",
+                "report imagebump/web Update"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stale_title_updates_the_pull_request() {
+        let plan = plan(&["web"]);
+        let mut case = Case::new(&plan);
+        let p = &case.proposals[0];
+        let stale = Pull {
+            title: "Update web".into(),
+            ..pull(4, p)
+        };
+        case.open.insert(p.branch.clone(), stale);
+        assert_eq!(
+            lines(&case.decide()),
+            ["push imagebump/web=c0<-None", "update imagebump/web Update"]
+        );
+    }
+
+    #[test]
+    fn someone_elses_branch_gets_a_note_once_and_no_commit() {
+        let plan = plan(&["web"]);
+        let mut case = Case::proposed(&plan, Some(remote("theirs", true, None)));
+        case.built = vec![None];
+        assert_eq!(
+            lines(&case.decide()),
+            ["note #4", "report imagebump/web HumanCommits"]
+        );
+        let Action::NoteForeign { body, .. } = &case.decide()[0] else {
+            panic!("not a note");
+        };
+        let noted = body.clone();
+        if let Some(p) = case.open.get_mut("imagebump/web") {
+            p.body = noted;
+        }
+        assert_eq!(lines(&case.decide()), ["report imagebump/web HumanCommits"]);
+    }
+
+    #[test]
+    fn max_new_defers_new_pull_requests_but_keeps_existing_ones_current() {
+        let plan = plan(&["a", "b", "c"]);
+        let mut case = Case::new(&plan);
+        let c = &case.proposals[2];
+        case.open.insert(c.branch.clone(), pull(9, c));
+        case.max_new = Some(1);
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "report imagebump/b Deferred",
+                "push imagebump/a=c0<-None imagebump/c=c2<-None",
+                "open imagebump/a Create",
+                "report imagebump/c Update",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_commit_that_cannot_be_built_fails_its_change_set_only() {
+        let plan = plan(&["a", "b"]);
+        let mut case = Case::new(&plan);
+        case.built[0] = Some(Built::Failed("git fast-import failed: boom".into()));
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "cannot-build imagebump/a Failed",
+                "push imagebump/b=c1<-None",
+                "open imagebump/b Create",
+            ]
+        );
+    }
+
+    #[test]
+    fn pull_requests_whose_versions_the_base_has_are_closed() {
+        let done = plan(&["web"]);
+        let old = Case::new(&done);
+        let stale = pull(3, &old.proposals[0]);
+        // The base has web's version now: the plan only updates api.
+        let now = plan(&["api"]);
+        let mut case = Case::new(&now);
+        case.open.insert(stale.branch.clone(), stale.clone());
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "push imagebump/api=c0<-None",
+                "open imagebump/api Create",
+                "close imagebump/web Close",
+            ]
+        );
+        // Still planned elsewhere (the same image and file): left open.
+        let mut moved = plan(&["api"]);
+        moved.updates[0].image = "ghcr.io/acme/web".into();
+        moved.updates[0].file = "web/kustomization.yaml".into();
+        let mut case = Case::new(&moved);
+        case.open.insert(stale.branch.clone(), stale);
+        assert_eq!(lines(&case.decide()).len(), 2);
+    }
+}

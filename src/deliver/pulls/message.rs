@@ -1,0 +1,161 @@
+//! The words of a proposal: branch names, pull-request titles and bodies, commit messages.
+
+use std::collections::BTreeMap;
+
+use crate::deliver::marker::{self, Marked};
+use crate::plan::{ChangeSet, Plan, Update};
+
+/// The updates of a change set.
+pub fn updates_of<'a>(plan: &'a Plan, set: &ChangeSet) -> Vec<&'a Update> {
+    set.updates
+        .iter()
+        .filter_map(|&i| plan.updates.get(i))
+        .collect()
+}
+
+/// The branch of a change set: the prefix and a slug of the group key, stable across runs.
+pub fn branch_name(prefix: &str, group: &str) -> String {
+    let mut slug = String::new();
+    for c in group.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_matches(|c| c == '-' || c == '.').to_string();
+    let slug = if slug.is_empty() {
+        "root".to_string()
+    } else {
+        slug
+    };
+    // Long slugs are cut, with a short hash of the exact key so two groups never share one.
+    if slug.len() > 60 {
+        use sha2::Digest;
+        let hash = format!("{:x}", sha2::Sha256::digest(group.as_bytes()));
+        let short: String = slug.chars().take(50).collect();
+        return format!("{prefix}{}-{}", short.trim_end_matches('-'), &hash[..8]);
+    }
+    format!("{prefix}{slug}")
+}
+
+/// The pull-request title.
+pub fn title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> String {
+    let (image, from, to) = match updates {
+        [u] => (u.name.as_str(), u.from.as_str(), u.to.as_str()),
+        _ => ("", "", ""),
+    };
+    let default = match updates {
+        [u] => format!("Update {} to {}", u.name, marker::tag_of(&u.to)),
+        _ => format!("Update {} images in {}", updates.len(), set.group),
+    };
+    match template {
+        None => default,
+        Some(t) => t
+            .replace("{group}", &set.group)
+            .replace("{image}", image)
+            .replace("{from}", from)
+            .replace("{to}", to)
+            .replace("{count}", &updates.len().to_string()),
+    }
+}
+
+/// The pull-request body: a table for people (with a link to the image's source and
+/// releases when its label names them), the marker for the next run.
+pub fn body(
+    set: &ChangeSet,
+    updates: &[&Update],
+    sources: &BTreeMap<(String, String), String>,
+) -> String {
+    let mut s = format!(
+        "imagebump updates {} image reference(s) in `{}`.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
+        updates.len(),
+        set.group
+    );
+    for u in updates {
+        let file = u.written_to.as_deref().unwrap_or(&u.file);
+        let tag = marker::tag_of(&u.to).to_string();
+        let link = match sources.get(&(u.image.clone(), tag)) {
+            Some(src) if src.starts_with("https://github.com/") => {
+                let repo = src.trim_end_matches('/').trim_end_matches(".git");
+                format!("[source]({repo}) · [releases]({repo}/releases)")
+            }
+            Some(src) if src.starts_with("https://") => format!("[source]({src})"),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "| `{}` | `{}` | `{}` | `{}` | {link} |\n",
+            u.name, u.from, u.to, file
+        ));
+    }
+    s.push_str("\nClosing this pull request without merging rejects these versions: imagebump will not propose them again, and a newer version opens a new pull request. Reverting the merged commit does the same.\n\n");
+    let marked: Vec<Marked> = updates.iter().map(|u| Marked::from(*u)).collect();
+    s.push_str(&marker::render(&marked));
+    s.push('\n');
+    s
+}
+
+/// The commit message: the title, then one trailer per update.
+pub fn commit_message(title: &str, updates: &[&Update]) -> String {
+    let mut s = format!("{title}\n\n");
+    for u in updates {
+        s.push_str(&marker::trailer(&Marked::from(*u)));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_names_are_stable_slugs() {
+        assert_eq!(branch_name("imagebump/", "web"), "imagebump/web");
+        assert_eq!(branch_name("imagebump/", "apps/web"), "imagebump/apps-web");
+        assert_eq!(
+            branch_name("imagebump/", "team-a/batch"),
+            "imagebump/team-a-batch"
+        );
+        assert_eq!(branch_name("imagebump/", "."), "imagebump/root");
+        let long = "a".repeat(80);
+        let b = branch_name("imagebump/", &long);
+        assert!(b.len() < 80 && b.starts_with("imagebump/aaaa"), "{b}");
+        assert_eq!(b, branch_name("imagebump/", &long));
+    }
+
+    #[test]
+    fn bodies_link_to_the_image_source_and_carry_the_marker() {
+        let set = ChangeSet {
+            group: "apps/web".into(),
+            files: vec!["apps/web/kustomization.yaml".into()],
+            updates: vec![0],
+            changes: Vec::new(),
+        };
+        let u = Update {
+            file: "apps/web/kustomization.yaml".into(),
+            line: 3,
+            column: 13,
+            kind: crate::discover::RefKind::Kustomize,
+            image: "ghcr.io/acme/web".into(),
+            name: "ghcr.io/acme/web".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0".into(),
+            group: "apps/web".into(),
+            written_to: None,
+        };
+        let mut sources = BTreeMap::new();
+        sources.insert(
+            ("ghcr.io/acme/web".to_string(), "1.3.0".to_string()),
+            "https://github.com/acme/web".to_string(),
+        );
+        let b = body(&set, &[&u], &sources);
+        assert!(b.contains("| `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |"), "{b}");
+        assert_eq!(marker::parse(&b).unwrap(), vec![Marked::from(&u)]);
+        assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");
+        assert_eq!(
+            commit_message("t", &[&u]),
+            "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0\n"
+        );
+    }
+}
