@@ -112,3 +112,29 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         | Error::Json(_) => exit::ERRORS,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_end_has_its_documented_exit_code() {
+        assert_eq!(exit_code(Ok(Status::Done)), 0);
+        assert_eq!(exit_code(Ok(Status::Problems)), 1);
+        assert_eq!(exit_code(Ok(Status::Pending)), 3);
+        assert_eq!(exit_code(Err(Error::WriteNeedsLocal)), 2);
+        assert_eq!(exit_code(Err(Error::NoRegistries)), 2);
+        let missing = crate::source::Error::NotFound("nowhere".into());
+        assert_eq!(exit_code(Err(Error::Source(missing))), 1);
+    }
+
+    #[test]
+    fn messages_carry_the_hint() {
+        let e = Error::PolicyFlag {
+            flag: "min-age".into(),
+            message: "bad duration".into(),
+            hint: Some("e.g. 3d".into()),
+        };
+        assert_eq!(e.to_string(), "--min-age: bad duration (hint: e.g. 3d)");
+    }
+}

@@ -6,7 +6,9 @@ use std::path::Path;
 use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, RegistryCheckArgs};
-use crate::registry::check::{check_one, Checked};
+use crate::config::Config;
+use crate::policy::rules::Policies;
+use crate::registry::check::{check_one, target_image, Checked};
 use crate::registry::Registries;
 
 pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {
@@ -23,7 +25,8 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
         .map_err(|source| Error::Registries { file: None, source })?;
     let mut results = Vec::new();
     for t in &targets {
-        results.push(check_one(&registries, &config, t).await);
+        let credentials = rule_credentials(&config, t);
+        results.push(check_one(&registries, t, credentials.as_deref()).await);
     }
     match out.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
@@ -34,6 +37,17 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
     } else {
         Status::Problems
     })
+}
+
+/// The credentials source of the `images` rule for a target that names a repository.
+fn rule_credentials(config: &Config, target: &str) -> Option<String> {
+    let (image, repo) = target_image(target);
+    repo?;
+    let policy = Policies::new(config)
+        .ok()?
+        .policy_for(&image, target, None)
+        .ok()?;
+    policy.spec.credentials.clone()
 }
 
 fn text(results: &[Checked]) -> String {

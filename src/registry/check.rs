@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::client::Client;
 use super::credentials::Source;
 use super::{prefix_host, Error, Registries, DEFAULT_CONCURRENCY};
-use imagebump_model::config::Config;
 use imagebump_model::name::{self, ImageName, DOCKER_HUB};
 
 /// The outcome for one registry prefix or image.
@@ -54,13 +53,26 @@ fn split_target(target: &str) -> (String, Option<String>) {
     (host, (!rest.is_empty()).then(|| rest.to_string()))
 }
 
-/// Check one target with the client a run would use for it.
-pub async fn check_one(registries: &Registries, config: &Config, target: &str) -> Checked {
+/// The image a target is checked as: its repository, or a placeholder under a bare
+/// registry prefix; and the repository when the target names one.
+pub fn target_image(target: &str) -> (ImageName, Option<String>) {
     let (host, repo) = split_target(target);
     let image = ImageName {
-        registry: host.clone(),
+        registry: host,
         repository: repo.clone().unwrap_or_else(|| "imagebump-check".into()),
     };
+    (image, repo)
+}
+
+/// Check one target with the client a run would use for it: `rule_credentials` is the
+/// credentials source of the `images` rule that applies to it, if any.
+pub async fn check_one(
+    registries: &Registries,
+    target: &str,
+    rule_credentials: Option<&str>,
+) -> Checked {
+    let (image, repo) = target_image(target);
+    let host = image.registry.clone();
     let entry = registries.entry_for(&image);
     let mut out = Checked {
         target: target.to_string(),
@@ -76,12 +88,7 @@ pub async fn check_one(registries: &Registries, config: &Config, target: &str) -
         rate_limit: entry.and_then(|e| e.rate_limit),
         allowance: None,
     };
-    let rule_credentials = crate::policy::rules::Policies::new(config)
-        .ok()
-        .and_then(|mut p| p.policy_for(&image, target, None).ok())
-        .and_then(|p| p.spec.credentials.clone())
-        .filter(|_| repo.is_some());
-    let client = match registries.client_with(&image, rule_credentials.as_deref()) {
+    let client = match registries.client_with(&image, rule_credentials) {
         Ok(c) => c,
         Err(e) => {
             out.auth = format!("failed: {e}");
