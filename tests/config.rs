@@ -1,17 +1,13 @@
 //! `imagebump config schema|check`: the committed JSON Schema is the one the types
 //! generate, and `check` reports what applies where.
 
-use assert_cmd::Command;
+mod support;
 
-fn imagebump() -> Command {
-    Command::cargo_bin("imagebump").expect("the imagebump binary is built")
-}
+use support::cli::imagebump;
 
 #[test]
 fn committed_schema_is_current() {
-    let out = imagebump().args(["config", "schema"]).output().unwrap();
-    assert!(out.status.success());
-    let generated = String::from_utf8(out.stdout).unwrap();
+    let generated = imagebump().args(["config", "schema"]).run().stdout;
     let committed = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/imagebump.schema.json"),
     )
@@ -55,17 +51,14 @@ fn check_lists_rules_and_warns_about_exact_constraints() {
         "defaults:\n  constraint: ^1\nimages:\n  - match: ghcr.io/acme/*\n    strategy: newest-build\n    allowTags: 'regexp:^main-'\n  - match: nginx\n    constraint: 1.25.3\n",
     )
     .unwrap();
-    let out = imagebump()
+    let run = imagebump()
         .args(["config", "check"])
         .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "{stderr}");
-    let shown = stdout.replace(&dir.path().display().to_string(), "DIR");
+        .filter_path(dir.path(), "DIR")
+        .run();
+    let stderr = &run.stderr;
     assert_eq!(
-        shown,
+        run.filtered_stdout(),
         "DIR/imagebump.yaml: valid\n  defaults: semver ^1\n  images[0] ghcr.io/acme/*: newest-build allow regexp:^main-\n  images[1] nginx: semver 1.25.3\n"
     );
     assert!(
@@ -82,13 +75,12 @@ fn check_fails_with_the_line_of_the_mistake() {
         "images:\n  - match: nginx\n    ignoreTags: ['[']\n",
     )
     .unwrap();
-    let out = imagebump()
+    let stderr = imagebump()
         .args(["config", "check"])
         .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8(out.stderr).unwrap();
+        .code(2)
+        .run()
+        .stderr;
     assert!(
         stderr.contains(".imagebump.yaml:3:") && stderr.contains("images[0].ignoreTags"),
         "{stderr}"
@@ -97,17 +89,16 @@ fn check_fails_with_the_line_of_the_mistake() {
 
 #[test]
 fn committed_report_schema_is_current() {
-    let out = imagebump()
+    let generated = imagebump()
         .args(["config", "schema", "--report"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .run()
+        .stdout;
     let committed = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
     )
     .unwrap();
     assert!(
-        String::from_utf8(out.stdout).unwrap() == committed,
+        generated == committed,
         "docs/report.schema.json is stale: run `cargo run -- config schema --report > docs/report.schema.json`"
     );
 }

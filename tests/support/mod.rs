@@ -31,6 +31,8 @@ pub mod gitea;
 pub mod github;
 pub mod gitlab;
 
+pub mod cli;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -129,7 +131,25 @@ fn tail_of_file(path: &Path, max_lines: usize) -> String {
     lines[start..].join("\n")
 }
 
-fn kill_child(child: &mut Child) {
+/// Starts `cmd` as the leader of a new process group, so that [`kill_group`] stops it with
+/// every process it started (`git daemon` runs `git-daemon` as a child; killing only the
+/// wrapper would leave the server running).
+fn spawn_group(cmd: &mut Command, what: &str) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    cmd.process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {what}: {e}"))
+}
+
+/// Kills the process group led by `child` (see [`spawn_group`]) and reaps the leader. The
+/// group is killed before the leader is reaped, so its id cannot have been reused.
+fn kill_group(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -375,9 +395,7 @@ impl Registry {
                     cmd.env_remove(k);
                 }
             }
-            let mut child = cmd
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot spawn docker-registry: {e}"));
+            let mut child = spawn_group(&mut cmd, "docker-registry");
 
             let url = format!("{scheme}://127.0.0.1:{port}/v2/");
             let deadline = Instant::now() + START_DEADLINE;
@@ -430,7 +448,7 @@ impl Registry {
                     };
                 }
                 Err((retry, why)) => {
-                    kill_child(&mut child);
+                    kill_group(&mut child);
                     let log_tail = tail_of_file(&log_path, 30);
                     let port_clash = log_tail.contains("address already in use")
                         || why.contains("another process");
@@ -806,7 +824,7 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        kill_child(&mut self.child);
+        kill_group(&mut self.child);
         let client = self.client.take();
         off_runtime(move || drop(client));
     }
@@ -1042,22 +1060,23 @@ impl GitServer {
         for _attempt in 0..PORT_ATTEMPTS {
             let port = free_port();
             let log = fs::File::create(&log_path).expect("create daemon log");
-            let mut child = git_command()
-                .arg("daemon")
-                .arg("--verbose")
-                .arg("--reuseaddr")
-                .arg(format!("--base-path={}", root.display()))
-                .arg("--export-all")
-                .arg("--enable=receive-pack")
-                .arg("--listen=127.0.0.1")
-                .arg(format!("--port={port}"))
-                .arg(&root)
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot spawn git daemon: {e}"));
+            let mut child = spawn_group(
+                git_command()
+                    .arg("daemon")
+                    .arg("--verbose")
+                    .arg("--reuseaddr")
+                    .arg(format!("--base-path={}", root.display()))
+                    .arg("--export-all")
+                    .arg("--enable=receive-pack")
+                    .arg("--listen=127.0.0.1")
+                    .arg(format!("--port={port}"))
+                    .arg(&root)
+                    .current_dir(dir.path())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(log),
+                "git daemon",
+            );
             let url = format!("git://127.0.0.1:{port}/{name}.git");
             let deadline = Instant::now() + START_DEADLINE;
             // "Ready to rumble" is logged (with --verbose) only after the daemon bound its
@@ -1103,7 +1122,7 @@ impl GitServer {
                     }
                 }
                 Err((retry, why)) => {
-                    kill_child(&mut child);
+                    kill_group(&mut child);
                     last_failure =
                         format!("{why}\ndaemon log tail:\n{}", tail_of_file(&log_path, 30));
                     if !retry {
@@ -1418,7 +1437,7 @@ pub fn try_git(dir: &Path, args: &[&str]) -> Option<String> {
 impl Drop for GitServer {
     fn drop(&mut self) {
         match &mut self.kind {
-            GitServerKind::Daemon { child } => kill_child(child),
+            GitServerKind::Daemon { child } => kill_group(child),
             GitServerKind::Http { shutdown } => {
                 shutdown.store(true, Ordering::SeqCst);
                 // wake the accept loop so it sees the flag and drops the listener
@@ -1779,4 +1798,72 @@ fn parse_cgi_output(out: &[u8]) -> Option<Response> {
 
 fn find_subslice(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+// ---------------------------------------------------------------------------------------------
+// the two-apps GitOps repository of the pull-request tests
+// ---------------------------------------------------------------------------------------------
+
+/// The pull-request tests' world: a registry holding `team/web` 1.0.0, 1.1.0 and `team/api`
+/// 2.0.0, 2.1.0; a remote (smart HTTP, `token` as password) whose `main` holds two apps using
+/// the older tags (a kustomization and a values file); an imagebump.yaml sending
+/// `registry.test` to the registry, followed by `extra_config`.
+pub struct TwoApps {
+    pub reg: Registry,
+    pub server: GitServer,
+    pub work: tempfile::TempDir,
+    pub cfg_dir: tempfile::TempDir,
+}
+
+impl TwoApps {
+    pub fn start(token: &str, extra_config: &str) -> TwoApps {
+        let reg = Registry::start(RegistryMode::Plain);
+        reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+        reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
+        let work = make_worktree(&[
+            (
+                "apps/web/kustomization.yaml",
+                "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
+            ),
+            (
+                "apps/api/values.yaml",
+                "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+            ),
+        ]);
+        let server = GitServer::http_with_token(work.path(), "gitops", token);
+        let cfg_dir = temp_dir("imagebump-config-");
+        fs::write(
+            cfg_dir.path().join("imagebump.yaml"),
+            format!(
+                "registries:\n  - prefix: registry.test\n    url: {}\n{extra_config}",
+                reg.base_url()
+            ),
+        )
+        .expect("write imagebump.yaml");
+        TwoApps {
+            reg,
+            server,
+            work,
+            cfg_dir,
+        }
+    }
+
+    /// The imagebump.yaml path.
+    pub fn config(&self) -> PathBuf {
+        self.cfg_dir.path().join("imagebump.yaml")
+    }
+
+    /// How many pushes the remote received.
+    pub fn pushes(&self) -> usize {
+        self.server
+            .request_log()
+            .lines()
+            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
+            .count()
+    }
+
+    /// `path` on the remote's `branch`.
+    pub fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
+        self.server.file_at(&format!("refs/heads/{branch}"), path)
+    }
 }
