@@ -161,19 +161,10 @@ fn scan_groups_references_by_app_and_says_where_values_go() {
     let run = imagebump()
         .args(["scan", fixture().join("repo").to_str().unwrap()])
         .run();
-    assert!(run.stdout.contains("app team-a/batch\n"), "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("managed, writes apps/batch/.argocd-source-team-a_batch.yaml"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_contains("app team-a/batch\n");
+    run.assert_stdout_contains("managed, writes apps/batch/.argocd-source-team-a_batch.yaml");
     // Settings without a cluster meaning are explained, not ignored.
-    assert!(
-        run.stderr.contains("write-back-method is argocd"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("write-back-method is argocd");
 }
 
 /// The YAML documents of a file as JSON values.
@@ -349,22 +340,10 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
     ]);
     let before = snapshot(tree.path());
     let run = write(tree.path(), &cfg, 1);
-    assert!(
-        run.stderr
-            .contains("argocd/broken.yaml:4:1: not valid YAML"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("argocd/nosource.yaml:") && run.stderr.contains("Application"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("apps/bad/.argocd-source-bad.yaml:"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("argocd/broken.yaml:4:1: not valid YAML");
+    run.assert_stderr_contains("argocd/nosource.yaml:")
+        .assert_stderr_contains("Application");
+    run.assert_stderr_contains("apps/bad/.argocd-source-bad.yaml:");
     let after = snapshot(tree.path());
     for (rel, bytes) in &after {
         if rel == "argocd/good.yaml" {
@@ -413,7 +392,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
     ]);
     let before = snapshot(tree.path());
     let run = write(tree.path(), &cfg, 1);
-    assert!(run.stderr.contains("argocd/web.yaml:"), "{}", run.stderr);
+    run.assert_stderr_contains("argocd/web.yaml:");
     assert!(
         run.stderr
             .contains("are configured for the same value; neither is updated"),

@@ -3,7 +3,20 @@
 
 mod support;
 
-use support::cli::imagebump;
+use support::cli::{imagebump, Run};
+use support::tree;
+
+/// `imagebump config check DIR` where DIR holds `file` with `text`, expecting exit code
+/// `code`; DIR reads `DIR` in the filtered output.
+fn check(file: &str, text: &str, code: i32) -> Run {
+    let dir = tree(&[(file, text)]);
+    imagebump()
+        .args(["config", "check"])
+        .arg(dir.path())
+        .filter_path(dir.path(), "DIR")
+        .code(code)
+        .run()
+}
 
 #[test]
 fn committed_schema_is_current() {
@@ -45,46 +58,27 @@ fn committed_schema_is_current() {
 
 #[test]
 fn check_lists_rules_and_warns_about_exact_constraints() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("imagebump.yaml"),
+    let run = check(
+        "imagebump.yaml",
         "defaults:\n  constraint: ^1\nimages:\n  - match: ghcr.io/acme/*\n    strategy: newest-build\n    allowTags: 'regexp:^main-'\n  - match: nginx\n    constraint: 1.25.3\n",
-    )
-    .unwrap();
-    let run = imagebump()
-        .args(["config", "check"])
-        .arg(dir.path())
-        .filter_path(dir.path(), "DIR")
-        .run();
-    let stderr = &run.stderr;
+        0,
+    );
     assert_eq!(
         run.filtered_stdout(),
         "DIR/imagebump.yaml: valid\n  defaults: semver ^1\n  images[0] ghcr.io/acme/*: newest-build allow regexp:^main-\n  images[1] nginx: semver 1.25.3\n"
     );
-    assert!(
-        stderr.contains("images[1]: constraint \"1.25.3\" means exactly 1.25.3"),
-        "{stderr}"
-    );
+    run.assert_stderr_contains("images[1]: constraint \"1.25.3\" means exactly 1.25.3");
 }
 
 #[test]
 fn check_fails_with_the_line_of_the_mistake() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join(".imagebump.yaml"),
+    let run = check(
+        ".imagebump.yaml",
         "images:\n  - match: nginx\n    ignoreTags: ['[']\n",
-    )
-    .unwrap();
-    let stderr = imagebump()
-        .args(["config", "check"])
-        .arg(dir.path())
-        .code(2)
-        .run()
-        .stderr;
-    assert!(
-        stderr.contains(".imagebump.yaml:3:") && stderr.contains("images[0].ignoreTags"),
-        "{stderr}"
+        2,
     );
+    run.assert_stderr_contains(".imagebump.yaml:3:")
+        .assert_stderr_contains("images[0].ignoreTags");
 }
 
 #[test]

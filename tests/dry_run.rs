@@ -276,11 +276,7 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
     let before = snapshot_tree(tree.path());
 
     let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[], 0);
-    assert!(
-        run.stdout.contains("5 update(s) applied in 3 file(s)"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_contains("5 update(s) applied in 3 file(s)");
 
     let after = snapshot_tree(tree.path());
     let changed: Vec<&String> = after.keys().filter(|k| after[*k] != before[*k]).collect();
@@ -328,18 +324,9 @@ fn tls_registry_needs_its_ca_and_works_with_ca_file() {
     );
     let (_d, cfg) = write_config(&plain);
     let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 1);
-    assert!(
-        run.stdout.contains("0 update(s) proposed"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_contains("0 update(s) proposed");
     assert_eq!(run.stderr.lines().count(), 5, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("hint: add the registry's CA with registries[].caFile"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("hint: add the registry's CA with registries[].caFile");
 }
 
 #[test]
@@ -354,8 +341,8 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
 
     // Without credentials: 401 reported with a hint.
     let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 1);
-    assert!(run.stderr.contains("not authorized"), "{}", run.stderr);
-    assert!(run.stderr.contains("docker login"), "{}", run.stderr);
+    run.assert_stderr_contains("not authorized");
+    run.assert_stderr_contains("docker login");
 
     // The registry is reached under its configured url, but credentials are looked up by the
     // image's registry host, as `docker login ghcr.io` would store them.
@@ -467,19 +454,15 @@ fn unreachable_registry_is_reported_and_other_registries_still_update() {
         &[],
         1,
     );
-    assert!(run.stdout.contains("+  newTag: 1.1.0"), "{}", run.stdout);
-    assert!(run.stdout.contains("1 not checked"), "{}", run.stdout);
+    run.assert_stdout_contains("+  newTag: 1.1.0");
+    run.assert_stdout_contains("1 not checked");
     assert!(
         run.stderr
             .starts_with("error: quay.io/acme/gone: cannot reach http://127.0.0.1:"),
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("1 reference(s) not checked"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("1 reference(s) not checked");
 }
 
 fn demo_worktree() -> tempfile::TempDir {
@@ -519,7 +502,7 @@ fn clones_a_remote_over_the_git_protocol() {
         .args(["run", &server.url(), "--config", &cfg])
         .code(2)
         .run();
-    assert!(run.stderr.contains("GITHUB_TOKEN"), "{}", run.stderr);
+    run.assert_stderr_contains("GITHUB_TOKEN");
 }
 
 /// A dry run of a remote also shows the branch and pull request each change set gets.
@@ -577,7 +560,7 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
         .args(["run", "--dry-run", &server.url(), "--config", &cfg])
         .code(1)
         .run();
-    assert!(run.stderr.contains("git clone failed"), "{}", run.stderr);
+    run.assert_stderr_contains("git clone failed");
     assert!(!run.stderr.contains(token));
 }
 

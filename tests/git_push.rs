@@ -103,6 +103,14 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// The outcome of a push that kept `accepted` and refused one branch for `why`.
+fn one_refused(accepted: &[&str], branch: &str, why: &str) -> PushOutcome {
+    PushOutcome {
+        accepted: strings(accepted),
+        rejected: vec![(branch.to_string(), why.to_string())],
+    }
+}
+
 fn subjects(commits: &[CommitInfo]) -> Vec<&str> {
     commits.iter().map(|c| c.subject.as_str()).collect()
 }
@@ -566,10 +574,11 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/web", "imagebump/all"]),
-            rejected: vec![("imagebump/api".to_string(), "stale info".to_string())],
-        }
+        one_refused(
+            &["imagebump/web", "imagebump/all"],
+            "imagebump/api",
+            "stale info"
+        )
     );
     assert_eq!(server.branch_sha("imagebump/api").unwrap(), human);
     assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
@@ -589,10 +598,7 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/all"]),
-            rejected: vec![("imagebump/web".to_string(), "stale info".to_string())],
-        }
+        one_refused(&["imagebump/all"], "imagebump/web", "stale info")
     );
     assert_eq!(server.requests_matching(RECEIVE_PACK_POST).len(), 3);
     assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
@@ -624,10 +630,7 @@ fn branches_the_server_declines_are_reported_per_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/web"]),
-            rejected: vec![("imagebump/api".to_string(), "hook declined".to_string())],
-        }
+        one_refused(&["imagebump/web"], "imagebump/api", "hook declined")
     );
     assert_eq!(server.branch_sha("imagebump/api"), None);
 

@@ -4,6 +4,7 @@
 mod support;
 
 use support::cli::{imagebump, Cli, INHERITED};
+use support::tree;
 
 /// What a developer's or a CI job's shell may hold that would change what imagebump does.
 const HOSTILE: [(&str, &str); 14] = [
@@ -75,12 +76,10 @@ fn imagebump_ignores_a_hostile_parent_environment() {
     for (k, v) in HOSTILE {
         std::env::set_var(k, v);
     }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("imagebump.yaml"),
+    let dir = tree(&[(
+        "imagebump.yaml",
         "images:\n  - match: nginx\n    constraint: ^1\n",
-    )
-    .unwrap();
+    )]);
     // IMAGEBUMP_OUTPUT=json and IMAGEBUMP_CONFIG would change this output; RUST_LOG=trace
     // would fill stderr.
     let run = imagebump()

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use support::cli::{imagebump, Run};
+use support::tree;
 use support::{Registry, RegistryMode};
 
 const HOST: &str = "registry.test";
@@ -28,17 +29,6 @@ fn config(url: &str, policies: &str) -> (tempfile::TempDir, String) {
     .unwrap();
     let p = path.to_string_lossy().to_string();
     (dir, p)
-}
-
-/// A directory holding `files` (relative path, content).
-fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    dir
 }
 
 fn read(dir: &Path, rel: &str) -> String {
@@ -67,57 +57,47 @@ fn run_text(dir: &Path, cfg: &str, code: i32) -> Run {
         .run()
 }
 
+/// One line per entry of the report's array `key`.
+fn rows(report: &Value, key: &str, row: impl Fn(&Value) -> String) -> Vec<String> {
+    report[key].as_array().unwrap().iter().map(row).collect()
+}
+
 /// The report's updates as `file:line from -> to`.
 fn moves(report: &Value) -> Vec<String> {
-    report["updates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| {
-            format!(
-                "{}:{} {} -> {}",
-                u["file"].as_str().unwrap(),
-                u["line"],
-                u["from"].as_str().unwrap(),
-                u["to"].as_str().unwrap()
-            )
-        })
-        .collect()
+    rows(report, "updates", |u| {
+        format!(
+            "{}:{} {} -> {}",
+            u["file"].as_str().unwrap(),
+            u["line"],
+            u["from"].as_str().unwrap(),
+            u["to"].as_str().unwrap()
+        )
+    })
 }
 
 /// The report's `notUpdated` as `file:line tag status: reason`.
 fn not_updated(report: &Value) -> Vec<String> {
-    report["notUpdated"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            format!(
-                "{}:{} {} {}: {}",
-                n["file"].as_str().unwrap(),
-                n["line"],
-                n["tag"].as_str().unwrap_or("-"),
-                n["status"].as_str().unwrap(),
-                n["reason"].as_str().unwrap_or("-")
-            )
-        })
-        .collect()
+    rows(report, "notUpdated", |n| {
+        format!(
+            "{}:{} {} {}: {}",
+            n["file"].as_str().unwrap(),
+            n["line"],
+            n["tag"].as_str().unwrap_or("-"),
+            n["status"].as_str().unwrap(),
+            n["reason"].as_str().unwrap_or("-")
+        )
+    })
 }
 
 /// `warnings` or `errors` of a report as `location: message`.
 fn problems(report: &Value, key: &str) -> Vec<String> {
-    report[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            format!(
-                "{}: {}",
-                p["location"].as_str().unwrap(),
-                p["message"].as_str().unwrap()
-            )
-        })
-        .collect()
+    rows(report, key, |p| {
+        format!(
+            "{}: {}",
+            p["location"].as_str().unwrap(),
+            p["message"].as_str().unwrap()
+        )
+    })
 }
 
 fn requests(tag_list_pages: usize, manifests: usize, blobs: usize) -> Value {
@@ -432,8 +412,8 @@ fn newest_build_reads_the_requested_platform_and_pins_the_index_digest() {
     );
     let any = "any:\n  image:\n    repository: registry.test/team/multi\n    tag: \"1.0\" # imagebump: {platforms: []}\n";
     let dir = tree(&[
-        ("k/kustomization.yaml", &kustomization),
-        ("h/values.yaml", &values),
+        ("k/kustomization.yaml", kustomization.as_str()),
+        ("h/values.yaml", values.as_str()),
         ("any/values.yaml", any),
     ]);
     let (_c, cfg) = config(

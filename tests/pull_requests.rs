@@ -119,7 +119,7 @@ async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
     let again = s.run(&[], 0).await;
     assert_eq!(s.writes(), Vec::<String>::new(), "{}", again.stdout);
     assert_eq!(s.pushes(), 1);
-    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    again.assert_stdout_contains("unchanged");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -227,7 +227,7 @@ async fn max_prs_caps_new_pull_requests() {
     let s = setup("").await;
     let run = s.run(&["--max-prs", "1"], 0).await;
     assert_eq!(s.forge.pulls().len(), 1, "{}", run.stdout);
-    assert!(run.stdout.contains("deferred"), "{}", run.stdout);
+    run.assert_stdout_contains("deferred");
     s.run(&[], 0).await;
     assert_eq!(s.forge.pulls().len(), 2);
 }
@@ -264,7 +264,7 @@ async fn a_rejected_push_is_reported_and_the_next_run_converges() {
     let s = setup("").await;
     s.server.reject_all_pushes("protected");
     let run = s.run(&[], 1).await;
-    assert!(run.stderr.contains("push"), "{}", run.stderr);
+    run.assert_stderr_contains("push");
     assert_eq!(
         s.forge.pulls().len(),
         0,
@@ -413,12 +413,7 @@ async fn someone_pushing_to_a_bot_branch_during_the_run_is_not_overwritten() {
     s.reg.push_tags("team/api", &["2.2.0"]);
     s.server.move_on_first_push(WEB);
     let run = s.run(&[], 1).await;
-    assert!(
-        run.stderr
-            .contains("someone else pushed to it during the run"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("someone else pushed to it during the run");
     assert_eq!(
         s.server.log(WEB, "%s")[0],
         "Someone else",

@@ -33,6 +33,7 @@ use imagebump::registry::name::parse_name;
 use imagebump::registry::{Error as RegistryError, Registries};
 use serde_json::{json, Value};
 use support::cli::{imagebump, Run};
+use support::mock::{header_of, hits, rate_limited_once, received, Timed};
 use support::{Registry, RegistryMode};
 use wiremock::matchers::{body_string, header, method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -824,23 +825,6 @@ fn image_rule_credentials_override_the_registry_entry() {
 // wiremock registries
 // -------------------------------------------------------------------------------------------
 
-async fn received(server: &MockServer) -> Vec<Request> {
-    server
-        .received_requests()
-        .await
-        .expect("request recording is on")
-}
-
-fn hits(reqs: &[Request], verb: &str, p: &str) -> usize {
-    reqs.iter()
-        .filter(|r| r.method.as_str() == verb && r.url.path() == p)
-        .count()
-}
-
-fn header_of<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 fn form_of(req: &Request) -> BTreeMap<String, String> {
     form_urlencoded::parse(&req.body).into_owned().collect()
 }
@@ -1223,17 +1207,11 @@ async fn gcp_metadata_server_token_reaches_the_token_realm() {
     const HOST: &str = "europe-west1-docker.pkg.dev";
     let registry = MockServer::start().await;
     let metadata = MockServer::start().await;
-    bearer_registry(
-        &registry,
-        "/v2/token",
-        HOST,
-        GCP_REGISTRY_TOKEN,
-        &[
-            ("proj/repo/api", &["1.0.0", "1.1.0"]),
-            ("proj/repo/web", &["3.0.0", "3.0.1"]),
-        ],
-    )
-    .await;
+    let repos: [(&str, &[&str]); 2] = [
+        ("proj/repo/api", &["1.0.0", "1.1.0"]),
+        ("proj/repo/web", &["3.0.0", "3.0.1"]),
+    ];
+    bearer_registry(&registry, "/v2/token", HOST, GCP_REGISTRY_TOKEN, &repos).await;
     token_realm(
         &registry,
         "/v2/token",
@@ -1339,15 +1317,16 @@ async fn acr_workload_identity_exchange() {
         )
         .mount(&registry)
         .await;
+    let repos: [(&str, &[&str]); 2] = [
+        ("team/api", &["1.0.0", "1.0.5"]),
+        ("team/web", &["0.9.0", "1.0.0"]),
+    ];
     bearer_registry(
         &registry,
         "/oauth2/token",
         ACR_HOST,
         ACR_ACCESS_TOKEN,
-        &[
-            ("team/api", &["1.0.0", "1.0.5"]),
-            ("team/web", &["0.9.0", "1.0.0"]),
-        ],
+        &repos,
     )
     .await;
     token_realm(
@@ -1739,19 +1718,6 @@ async fn circuit_breaker_skips_a_failing_registry_for_the_rest_of_the_run() {
     assert_eq!(r.report["requests"]["retries"], 8, "{r}");
 }
 
-/// A responder noting when it answered.
-struct Timed<R> {
-    at: Arc<Mutex<Vec<Instant>>>,
-    inner: R,
-}
-
-impl<R: Respond> Respond for Timed<R> {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        self.at.lock().expect("clock").push(Instant::now());
-        self.inner.respond(request)
-    }
-}
-
 fn plain_registries(server: &MockServer, rate_limit: Option<f64>) -> Registries {
     let mut rl = json!({"prefix": "rl.test", "url": server.uri(), "credentials": "anonymous"});
     if let Some(r) = rate_limit {
@@ -1828,16 +1794,7 @@ async fn retry_after_pauses_the_whole_registry() {
     let limited_at = Arc::new(Mutex::new(Vec::new()));
     let b_at = Arc::new(Mutex::new(Vec::new()));
     let other_at = Arc::new(Mutex::new(Vec::new()));
-    Mock::given(method("GET"))
-        .and(path(tags_path("team/a")))
-        .respond_with(Timed {
-            at: limited_at.clone(),
-            inner: ResponseTemplate::new(429).insert_header("retry-after", "1"),
-        })
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    rate_limited_once(&server, &tags_path("team/a"), &limited_at).await;
     Mock::given(method("GET"))
         .and(path(tags_path("team/a")))
         .respond_with(

@@ -21,17 +21,18 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{header, method, path, query_param, query_param_is_missing};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 mod support;
 
 use support::cli::{imagebump, Run};
+use support::mock::{header_of, hits, rate_limited_once, received, Timed};
 
 /// The response cap of `tags/list` (`TAG_LIST_LIMIT` in src/registry/client.rs).
 const TAG_LIST_LIMIT: usize = 32 * 1024 * 1024;
@@ -282,35 +283,17 @@ async fn tags(server: &MockServer, repo: &str, tags: &[&str]) {
         .await;
 }
 
-async fn received(server: &MockServer) -> Vec<Request> {
-    server
-        .received_requests()
-        .await
-        .expect("request recording is on")
-}
-
-/// How many requests `method path` the server received.
-fn hits(reqs: &[Request], verb: &str, p: &str) -> usize {
-    reqs.iter()
-        .filter(|r| r.method.as_str() == verb && r.url.path() == p)
-        .count()
-}
-
-fn header_of<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// A responder that notes when it was called, then answers like `R`.
-struct Timed<R> {
-    at: Arc<Mutex<Vec<Instant>>>,
-    inner: R,
-}
-
-impl<R: Respond> Respond for Timed<R> {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        self.at.lock().expect("clock").push(Instant::now());
-        self.inner.respond(request)
-    }
+/// `GET tags/list` of `repo` answers 401 with a Basic challenge (at `priority`, so a mock
+/// that accepts credentials can come first).
+async fn basic_challenge(server: &MockServer, repo: &str, priority: u8) {
+    Mock::given(method("GET"))
+        .and(path(tags_path(repo)))
+        .respond_with(
+            ResponseTemplate::new(401).insert_header("WWW-Authenticate", r#"Basic realm="x""#),
+        )
+        .with_priority(priority)
+        .mount(server)
+        .await;
 }
 
 /// How [`RawServer`] answers every request.
@@ -719,14 +702,7 @@ async fn absolute_link_to_another_origin_gets_no_credentials() {
         .with_priority(1)
         .mount(&server)
         .await;
-    Mock::given(method("GET"))
-        .and(path(tags_path("team/app")))
-        .respond_with(
-            ResponseTemplate::new(401).insert_header("WWW-Authenticate", r#"Basic realm="x""#),
-        )
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    basic_challenge(&server, "team/app", 2).await;
     tags(&elsewhere, "team/app", &["2.0.0"]).await;
 
     let out = run(&repo, &[], 0).await;
@@ -749,16 +725,7 @@ async fn absolute_link_to_another_origin_gets_no_credentials() {
 async fn rate_limit_429_waits_retry_after_then_succeeds() {
     let server = MockServer::start().await;
     let clock = Arc::new(Mutex::new(Vec::new()));
-    Mock::given(method("GET"))
-        .and(path(tags_path("team/app")))
-        .respond_with(Timed {
-            at: clock.clone(),
-            inner: ResponseTemplate::new(429).insert_header("Retry-After", "1"),
-        })
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    rate_limited_once(&server, &tags_path("team/app"), &clock).await;
     Mock::given(method("GET"))
         .and(path(tags_path("team/app")))
         .respond_with(Timed {
@@ -926,13 +893,7 @@ async fn persistent_500_with_write_leaves_the_failed_file_untouched() {
 #[tokio::test(flavor = "multi_thread")]
 async fn basic_challenge_without_credentials_hints_at_docker_login() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path(tags_path("team/app")))
-        .respond_with(
-            ResponseTemplate::new(401).insert_header("WWW-Authenticate", r#"Basic realm="x""#),
-        )
-        .mount(&server)
-        .await;
+    basic_challenge(&server, "team/app", 5).await;
     let repo = Repo::new(&server.uri());
     repo.kustomization("app", &[("registry.test/team/app", "1.2.0")]);
 
@@ -963,14 +924,7 @@ async fn basic_challenge_with_docker_config_credentials_succeeds() {
         .with_priority(1)
         .mount(&server)
         .await;
-    Mock::given(method("GET"))
-        .and(path(tags_path("team/app")))
-        .respond_with(
-            ResponseTemplate::new(401).insert_header("WWW-Authenticate", r#"Basic realm="x""#),
-        )
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    basic_challenge(&server, "team/app", 2).await;
     let repo = Repo::new(&server.uri());
     repo.kustomization("app", &[("registry.test/team/app", "1.2.0")]);
     repo.docker_login("user", password);

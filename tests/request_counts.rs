@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use support::cli::imagebump;
+use support::tree;
 use support::{Registry, RegistryMode};
 
 /// `imagebump run --dry-run DIR --output json` with `config` (imagebump.yaml text) and a
@@ -29,17 +30,6 @@ fn report(dir: &Path, config: &str) -> Value {
     let report = run.json();
     assert_eq!(report["errors"], json!([]), "{run}");
     report
-}
-
-/// A directory holding `files` (relative path, content).
-fn tree(files: &[(String, String)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    dir
 }
 
 fn requests(tag_list_pages: usize, manifests: usize, blobs: usize) -> Value {

@@ -360,6 +360,24 @@ impl Run {
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e})\n{self}"))
     }
 
+    /// Asserts that stdout contains `needle`, failing with the whole run.
+    pub fn assert_stdout_contains(&self, needle: &str) -> &Run {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}\n{self}"
+        );
+        self
+    }
+
+    /// Asserts that stderr contains `needle`, failing with the whole run.
+    pub fn assert_stderr_contains(&self, needle: &str) -> &Run {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}\n{self}"
+        );
+        self
+    }
+
     /// Asserts the exit code (for runs made with [`Cli::any_code`]).
     pub fn assert_code(&self, expected: i32, context: &str) -> &Run {
         assert!(

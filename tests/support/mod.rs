@@ -33,6 +33,64 @@ pub mod gitlab;
 
 pub mod cli;
 
+/// Reading what a wiremock server received.
+pub mod mock {
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+    pub async fn received(server: &MockServer) -> Vec<Request> {
+        server
+            .received_requests()
+            .await
+            .expect("request recording is on")
+    }
+
+    /// How many requests `verb p` are among `reqs`.
+    pub fn hits(reqs: &[Request], verb: &str, p: &str) -> usize {
+        reqs.iter()
+            .filter(|r| r.method.as_str() == verb && r.url.path() == p)
+            .count()
+    }
+
+    pub fn header_of<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+        req.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// A responder that notes when it was called, then answers like `R`.
+    pub struct Timed<R> {
+        pub at: Arc<Mutex<Vec<Instant>>>,
+        pub inner: R,
+    }
+
+    impl<R: Respond> Respond for Timed<R> {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            self.at.lock().expect("clock").push(Instant::now());
+            self.inner.respond(request)
+        }
+    }
+
+    /// The first `GET url_path` answers 429 with `Retry-After: 1`, its time noted in `at`.
+    pub async fn rate_limited_once(
+        server: &MockServer,
+        url_path: &str,
+        at: &Arc<Mutex<Vec<Instant>>>,
+    ) {
+        Mock::given(method("GET"))
+            .and(path(url_path))
+            .respond_with(Timed {
+                at: at.clone(),
+                inner: ResponseTemplate::new(429).insert_header("Retry-After", "1"),
+            })
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(server)
+            .await;
+    }
+}
+
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -152,6 +210,29 @@ fn kill_group(child: &mut Child) {
         .status();
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A fresh directory holding `files` (relative path, content).
+pub fn tree<P: AsRef<Path>, T: AsRef<[u8]>>(files: &[(P, T)]) -> tempfile::TempDir {
+    let dir = temp_dir("imagebump-tree-");
+    for (rel, content) in files {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create tree dirs");
+        }
+        fs::write(&path, content).expect("write tree file");
+    }
+    dir
+}
+
+/// The "not ready" failure of a server start, once `deadline` has passed.
+fn start_timed_out(deadline: Instant, last_failure: &str) -> Option<(bool, String)> {
+    (Instant::now() > deadline).then(|| {
+        (
+            false,
+            format!("not ready within {START_DEADLINE:?}: {last_failure}"),
+        )
+    })
 }
 
 fn temp_dir(prefix: &str) -> tempfile::TempDir {
@@ -427,11 +508,8 @@ impl Registry {
                     }
                     Err(e) => last_failure = format!("GET {url}: {e}"),
                 }
-                if Instant::now() > deadline {
-                    break Err((
-                        false,
-                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
-                    ));
+                if let Some(failure) = start_timed_out(deadline, &last_failure) {
+                    break Err(failure);
                 }
                 thread::sleep(Duration::from_millis(15));
             };
@@ -1102,11 +1180,8 @@ impl GitServer {
                         Err(e) => last_failure = e.to_string(),
                     }
                 }
-                if Instant::now() > deadline {
-                    break Err((
-                        false,
-                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
-                    ));
+                if let Some(failure) = start_timed_out(deadline, &last_failure) {
+                    break Err(failure);
                 }
                 thread::sleep(Duration::from_millis(10));
             };
