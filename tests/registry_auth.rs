@@ -671,6 +671,7 @@ async fn a_fixed_source_is_not_refreshed_after_a_401() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("creds");
     std::fs::write(&file, format!("{USER}:{WRONG_PASSWORD}")).expect("write creds");
+    support::isolate_process_env();
     let registries = Registries::with_env(
         vec![
             registry_config(json!({
@@ -748,6 +749,7 @@ async fn credentials_expire_asks_an_ext_program_again() {
         }
         registry_config(v)
     };
+    support::isolate_process_env();
     let registries = Registries::with_env(
         vec![
             entry("expire.test", Some("1s")),
@@ -1040,6 +1042,7 @@ fn ecr_env(ecr: &MockServer) -> Environment {
 }
 
 fn ecr_registries(registry: &MockServer, ecr: &MockServer) -> Registries {
+    support::isolate_process_env();
     Registries::with_env(
         vec![registry_config(json!({
             "prefix": ECR_HOST, "url": registry.uri(), "credentials": "ecr",
@@ -1723,6 +1726,7 @@ fn plain_registries(server: &MockServer, rate_limit: Option<f64>) -> Registries 
     if let Some(r) = rate_limit {
         rl["rateLimit"] = json!(r);
     }
+    support::isolate_process_env();
     Registries::with_env(
         vec![
             registry_config(rl),

@@ -212,6 +212,28 @@ fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// For tests that call library code in this process (credential discovery, HTTP clients,
+/// git): the process keeps only the variables [`cli::INHERITED`] names, and `HOME` and
+/// `DOCKER_CONFIG` point at empty directories, so the developer's Docker login, tokens,
+/// proxies and `RUST_LOG` cannot change what the library does. Once per process, before the
+/// test starts its own threads' work (nextest runs each test in its own process).
+pub fn isolate_process_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("imagebump-isolated");
+        let (home, docker) = (base.join("home"), base.join("docker"));
+        fs::create_dir_all(&home).expect("create the isolated HOME");
+        fs::create_dir_all(&docker).expect("create the isolated DOCKER_CONFIG");
+        for (name, _) in std::env::vars_os() {
+            if !cli::INHERITED.iter().any(|keep| name == *keep) {
+                std::env::remove_var(&name);
+            }
+        }
+        std::env::set_var("HOME", home);
+        std::env::set_var("DOCKER_CONFIG", docker);
+    });
+}
+
 /// A fresh directory holding `files` (relative path, content).
 pub fn tree<P: AsRef<Path>, T: AsRef<[u8]>>(files: &[(P, T)]) -> tempfile::TempDir {
     let dir = temp_dir("imagebump-tree-");
@@ -433,7 +455,10 @@ impl Registry {
         }
 
         let client = off_runtime(|| {
+            // The test's own registry is on loopback: a proxy in the developer's shell must
+            // not stand between.
             let mut b = reqwest::blocking::Client::builder()
+                .no_proxy()
                 .connect_timeout(Duration::from_secs(2))
                 .timeout(Duration::from_secs(30))
                 .pool_max_idle_per_host(16);
