@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
+use support::cli::{imagebump, Run};
 use support::{Registry, RegistryMode};
 
 fn fixture() -> PathBuf {
@@ -100,33 +100,12 @@ fn config(reg: &Registry) -> (tempfile::TempDir, String) {
     (dir, p)
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn imagebump(args: &[&str]) -> Run {
-    let out = Command::cargo_bin("imagebump")
-        .unwrap()
-        .args(args)
-        .env_remove("IMAGEBUMP_CONFIG")
-        .env("NO_COLOR", "1")
-        // Never write into a real GitHub Actions job's summary or outputs.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env_remove("GITHUB_OUTPUT")
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
-        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-    }
-}
-
-/// `imagebump run DIR --config CFG --write`.
-fn write(dir: &Path, cfg: &str) -> Run {
-    imagebump(&["run", dir.to_str().unwrap(), "--config", cfg, "--write"])
+/// `imagebump run DIR --config CFG --write`, expecting exit code `code`.
+fn write(dir: &Path, cfg: &str, code: i32) -> Run {
+    imagebump()
+        .args(["run", dir.to_str().unwrap(), "--config", cfg, "--write"])
+        .code(code)
+        .run()
 }
 
 #[test]
@@ -138,12 +117,14 @@ fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
     let dir = repo.path().to_str().unwrap();
     let before = snapshot(repo.path());
 
-    let dry = imagebump(&["run", dir, "--config", &cfg, "--dry-run"]);
-    assert_eq!(dry.code, 0, "{}\n{}", dry.stdout, dry.stderr);
+    let dry = imagebump()
+        .args(["run", dir, "--config", &cfg, "--dry-run"])
+        .run();
     assert_eq!(snapshot(repo.path()), before, "a dry run writes nothing");
 
-    let write = imagebump(&["run", dir, "--config", &cfg, "--write"]);
-    assert_eq!(write.code, 0, "{}\n{}", write.stdout, write.stderr);
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
     let after = snapshot(repo.path());
     let expected = snapshot(&fixture().join("expected"));
     for (rel, want) in &expected {
@@ -168,29 +149,22 @@ fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
     }
 
     // A second run finds nothing to do.
-    let again = imagebump(&["run", dir, "--config", &cfg, "--output", "json"]);
-    assert_eq!(again.code, 0, "{}", again.stderr);
+    let again = imagebump()
+        .args(["run", dir, "--config", &cfg, "--output", "json"])
+        .run();
     let report: Value = serde_json::from_str(&again.stdout).unwrap();
     assert_eq!(report["counts"]["updates"], 0, "{}", again.stdout);
 }
 
 #[test]
 fn scan_groups_references_by_app_and_says_where_values_go() {
-    let run = imagebump(&["scan", fixture().join("repo").to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("app team-a/batch\n"), "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("managed, writes apps/batch/.argocd-source-team-a_batch.yaml"),
-        "{}",
-        run.stdout
-    );
+    let run = imagebump()
+        .args(["scan", fixture().join("repo").to_str().unwrap()])
+        .run();
+    run.assert_stdout_contains("app team-a/batch\n");
+    run.assert_stdout_contains("managed, writes apps/batch/.argocd-source-team-a_batch.yaml");
     // Settings without a cluster meaning are explained, not ignored.
-    assert!(
-        run.stderr.contains("write-back-method is argocd"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("write-back-method is argocd");
 }
 
 /// The YAML documents of a file as JSON values.
@@ -304,8 +278,7 @@ fn rendered_sources_change_only_in_image_values() {
     let (_c, cfg) = config(&reg);
     let repo = copy_repo();
     let before = rendered(repo.path());
-    let run = write(repo.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    write(repo.path(), &cfg, 0);
     let after = rendered(repo.path());
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
@@ -366,24 +339,11 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
         ("apps/bad/.argocd-source-bad.yaml", "kustomize:\n  images: [x\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = write(tree.path(), &cfg);
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr
-            .contains("argocd/broken.yaml:4:1: not valid YAML"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("argocd/nosource.yaml:") && run.stderr.contains("Application"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("apps/bad/.argocd-source-bad.yaml:"),
-        "{}",
-        run.stderr
-    );
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains("argocd/broken.yaml:4:1: not valid YAML");
+    run.assert_stderr_contains("argocd/nosource.yaml:")
+        .assert_stderr_contains("Application");
+    run.assert_stderr_contains("apps/bad/.argocd-source-bad.yaml:");
     let after = snapshot(tree.path());
     for (rel, bytes) in &after {
         if rel == "argocd/good.yaml" {
@@ -431,9 +391,8 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         ("apps/api/values.yaml", "image:\n  repository: registry.test/team/api\n  tag: 1.0.0\n"),
     ]);
     let before = snapshot(tree.path());
-    let run = write(tree.path(), &cfg);
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("argocd/web.yaml:"), "{}", run.stderr);
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains("argocd/web.yaml:");
     assert!(
         run.stderr
             .contains("are configured for the same value; neither is updated"),
@@ -455,8 +414,7 @@ fn shards_partition_the_plan_and_their_union_is_the_whole() {
     let plan_of = |extra: &[&str]| -> (Vec<String>, Vec<String>) {
         let mut args = vec!["run", dir, "--config", &cfg, "--output", "json"];
         args.extend_from_slice(extra);
-        let run = imagebump(&args);
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        let run = imagebump().args(&args).run();
         let report: Value = serde_json::from_str(&run.stdout).unwrap();
         let updates = report["updates"]
             .as_array()
@@ -496,6 +454,8 @@ fn shards_partition_the_plan_and_their_union_is_the_whole() {
         "a fixture worth splitting: {whole_groups:?}"
     );
     // Bad shard specs are usage errors.
-    let bad = imagebump(&["run", dir, "--config", &cfg, "--shard", "3/3"]);
-    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--shard", "3/3"])
+        .code(2)
+        .run();
 }

@@ -1,17 +1,26 @@
 //! `imagebump config schema|check`: the committed JSON Schema is the one the types
 //! generate, and `check` reports what applies where.
 
-use assert_cmd::Command;
+mod support;
 
-fn imagebump() -> Command {
-    Command::cargo_bin("imagebump").expect("the imagebump binary is built")
+use support::cli::{imagebump, Run};
+use support::tree;
+
+/// `imagebump config check DIR` where DIR holds `file` with `text`, expecting exit code
+/// `code`; DIR reads `DIR` in the filtered output.
+fn check(file: &str, text: &str, code: i32) -> Run {
+    let dir = tree(&[(file, text)]);
+    imagebump()
+        .args(["config", "check"])
+        .arg(dir.path())
+        .filter_path(dir.path(), "DIR")
+        .code(code)
+        .run()
 }
 
 #[test]
 fn committed_schema_is_current() {
-    let out = imagebump().args(["config", "schema"]).output().unwrap();
-    assert!(out.status.success());
-    let generated = String::from_utf8(out.stdout).unwrap();
+    let generated = imagebump().args(["config", "schema"]).run().stdout;
     let committed = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/imagebump.schema.json"),
     )
@@ -49,65 +58,41 @@ fn committed_schema_is_current() {
 
 #[test]
 fn check_lists_rules_and_warns_about_exact_constraints() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("imagebump.yaml"),
+    let run = check(
+        "imagebump.yaml",
         "defaults:\n  constraint: ^1\nimages:\n  - match: ghcr.io/acme/*\n    strategy: newest-build\n    allowTags: 'regexp:^main-'\n  - match: nginx\n    constraint: 1.25.3\n",
-    )
-    .unwrap();
-    let out = imagebump()
-        .args(["config", "check"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "{stderr}");
-    let shown = stdout.replace(&dir.path().display().to_string(), "DIR");
+        0,
+    );
     assert_eq!(
-        shown,
+        run.filtered_stdout(),
         "DIR/imagebump.yaml: valid\n  defaults: semver ^1\n  images[0] ghcr.io/acme/*: newest-build allow regexp:^main-\n  images[1] nginx: semver 1.25.3\n"
     );
-    assert!(
-        stderr.contains("images[1]: constraint \"1.25.3\" means exactly 1.25.3"),
-        "{stderr}"
-    );
+    run.assert_stderr_contains("images[1]: constraint \"1.25.3\" means exactly 1.25.3");
 }
 
 #[test]
 fn check_fails_with_the_line_of_the_mistake() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join(".imagebump.yaml"),
+    let run = check(
+        ".imagebump.yaml",
         "images:\n  - match: nginx\n    ignoreTags: ['[']\n",
-    )
-    .unwrap();
-    let out = imagebump()
-        .args(["config", "check"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        stderr.contains(".imagebump.yaml:3:") && stderr.contains("images[0].ignoreTags"),
-        "{stderr}"
+        2,
     );
+    run.assert_stderr_contains(".imagebump.yaml:3:")
+        .assert_stderr_contains("images[0].ignoreTags");
 }
 
 #[test]
 fn committed_report_schema_is_current() {
-    let out = imagebump()
+    let generated = imagebump()
         .args(["config", "schema", "--report"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .run()
+        .stdout;
     let committed = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
     )
     .unwrap();
     assert!(
-        String::from_utf8(out.stdout).unwrap() == committed,
+        generated == committed,
         "docs/report.schema.json is stale: run `cargo run -- config schema --report > docs/report.schema.json`"
     );
 }

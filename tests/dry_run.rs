@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use support::cli::{imagebump, Run};
 use support::{GitServer, Registry, RegistryMode};
 
 fn demo_dir() -> PathBuf {
@@ -80,38 +80,6 @@ fn demo_config(reg: &Registry, extra: &str) -> String {
     s
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run the binary with a private, empty Docker config unless the test sets one.
-fn imagebump(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let docker = tempfile::tempdir().unwrap();
-    fs::write(docker.path().join("config.json"), "{}").unwrap();
-    let mut cmd = Command::cargo_bin("imagebump").unwrap();
-    cmd.args(args)
-        .env("DOCKER_CONFIG", docker.path())
-        .env("NO_COLOR", "1")
-        // Never write into a real GitHub Actions job's summary or outputs.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("GITHUB_TOKEN")
-        .env_remove("IMAGEBUMP_GIT_TOKEN")
-        .env_remove("RUST_LOG")
-        .env_remove("IMAGEBUMP_LOG");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
 /// A command-line tool the test needs: on PATH or in `.ci/run`'s venv (target/ci-tools).
 /// Missing, the test fails and says how to install it.
 fn tool(name: &str, install: &str) -> PathBuf {
@@ -130,10 +98,21 @@ fn tool(name: &str, install: &str) -> PathBuf {
 }
 
 /// `imagebump run MODE DIR --config CFG EXTRA…`
-fn run_on(mode: &str, dir: &str, cfg: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut args = vec!["run", mode, dir, "--config", cfg];
-    args.extend_from_slice(extra);
-    imagebump(&args, env)
+/// `imagebump run MODE DIR --config CFG EXTRA…` with `env`, expecting exit code `code`.
+fn run_on(
+    mode: &str,
+    dir: &str,
+    cfg: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    code: i32,
+) -> Run {
+    imagebump()
+        .args(["run", mode, dir, "--config", cfg])
+        .args(extra)
+        .envs(env.iter().copied())
+        .code(code)
+        .run()
 }
 
 fn write_config(content: &str) -> (tempfile::TempDir, String) {
@@ -202,9 +181,8 @@ fn dry_run_against_a_plain_registry_prints_the_exact_diff_and_writes_nothing() {
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
     let before = snapshot_tree(&demo_dir());
-    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 0);
     assert_eq!(run.stderr, "");
-    assert_eq!(run.code, 0);
     assert_eq!(run.stdout, DEMO_DIFF);
     assert_eq!(
         snapshot_tree(&demo_dir()),
@@ -212,20 +190,17 @@ fn dry_run_against_a_plain_registry_prints_the_exact_diff_and_writes_nothing() {
         "a dry run must not touch any file"
     );
 
-    let pending = imagebump(
-        &[
+    let pending = imagebump()
+        .args([
             "run",
             demo_dir().to_str().unwrap(),
             "--config",
             &cfg,
             "--exit-code",
-        ],
-        &[],
-    );
-    assert_eq!(
-        pending.code, 3,
-        "a local path defaults to --dry-run; --exit-code flags pending updates"
-    );
+        ])
+        // A local path defaults to --dry-run; --exit-code flags pending updates.
+        .code(3)
+        .run();
     assert_eq!(pending.stdout, DEMO_DIFF);
 }
 
@@ -240,8 +215,8 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
         &cfg,
         &["--output", "json"],
         &[],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["version"], 1);
     assert_eq!(report["mode"], "dry-run");
@@ -300,13 +275,8 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
     copy_tree(&demo_dir(), tree.path());
     let before = snapshot_tree(tree.path());
 
-    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("5 update(s) applied in 3 file(s)"),
-        "{}",
-        run.stdout
-    );
+    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[], 0);
+    run.assert_stdout_contains("5 update(s) applied in 3 file(s)");
 
     let after = snapshot_tree(tree.path());
     let changed: Vec<&String> = after.keys().filter(|k| after[*k] != before[*k]).collect();
@@ -330,8 +300,8 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
         &cfg,
         &["--exit-code"],
         &[],
+        0,
     );
-    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
     assert!(
         again.stdout.starts_with("\n0 update(s) proposed"),
         "{}",
@@ -344,8 +314,7 @@ fn tls_registry_needs_its_ca_and_works_with_ca_file() {
     let reg = Registry::start(RegistryMode::Tls);
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
-    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 0);
     assert_eq!(run.stdout, DEMO_DIFF);
 
     // Without the CA: every repository fails with a hint, nothing is proposed, exit 1.
@@ -354,20 +323,10 @@ fn tls_registry_needs_its_ca_and_works_with_ca_file() {
         reg.base_url()
     );
     let (_d, cfg) = write_config(&plain);
-    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stdout.contains("0 update(s) proposed"),
-        "{}",
-        run.stdout
-    );
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 1);
+    run.assert_stdout_contains("0 update(s) proposed");
     assert_eq!(run.stderr.lines().count(), 5, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("hint: add the registry's CA with registries[].caFile"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("hint: add the registry's CA with registries[].caFile");
 }
 
 #[test]
@@ -381,10 +340,9 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
 
     // Without credentials: 401 reported with a hint.
-    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("not authorized"), "{}", run.stderr);
-    assert!(run.stderr.contains("docker login"), "{}", run.stderr);
+    let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 1);
+    run.assert_stderr_contains("not authorized");
+    run.assert_stderr_contains("docker login");
 
     // The registry is reached under its configured url, but credentials are looked up by the
     // image's registry host, as `docker login ghcr.io` would store them.
@@ -402,8 +360,8 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
         &cfg,
         &["-vv"],
         &[("DOCKER_CONFIG", docker_path)],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, DEMO_DIFF);
     assert!(!run.stderr.contains(password) && !run.stdout.contains(password));
     assert!(!run.stderr.contains(&auth));
@@ -418,8 +376,8 @@ fn basic_auth_credentials_come_from_docker_config_and_never_leak() {
         &cfg,
         &[],
         &[("REG_CREDS", &pair)],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, DEMO_DIFF);
 }
 
@@ -446,8 +404,7 @@ fn a_broken_file_is_reported_with_its_location_and_the_rest_still_updates() {
         reg.base_url()
     ));
     let before = snapshot_tree(tree.path());
-    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 1);
+    let run = run_on("--write", tree.path().to_str().unwrap(), &cfg, &[], &[], 1);
     let errors: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(
         errors,
@@ -489,21 +446,23 @@ fn unreachable_registry_is_reported_and_other_registries_still_update() {
         "registries:\n  - prefix: ghcr.io\n    url: {}\n  - prefix: quay.io\n    url: http://127.0.0.1:{closed}\n",
         reg.base_url()
     ));
-    let run = run_on("--dry-run", tree.path().to_str().unwrap(), &cfg, &[], &[]);
-    assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("+  newTag: 1.1.0"), "{}", run.stdout);
-    assert!(run.stdout.contains("1 not checked"), "{}", run.stdout);
+    let run = run_on(
+        "--dry-run",
+        tree.path().to_str().unwrap(),
+        &cfg,
+        &[],
+        &[],
+        1,
+    );
+    run.assert_stdout_contains("+  newTag: 1.1.0");
+    run.assert_stdout_contains("1 not checked");
     assert!(
         run.stderr
             .starts_with("error: quay.io/acme/gone: cannot reach http://127.0.0.1:"),
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("1 reference(s) not checked"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_contains("1 reference(s) not checked");
 }
 
 fn demo_worktree() -> tempfile::TempDir {
@@ -525,8 +484,8 @@ fn clones_a_remote_over_the_git_protocol() {
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
     let work = demo_worktree();
     let server = GitServer::daemon(work.path(), "gitops");
-    let run = imagebump(
-        &[
+    let run = imagebump()
+        .args([
             "run",
             "--dry-run",
             &server.url(),
@@ -534,16 +493,16 @@ fn clones_a_remote_over_the_git_protocol() {
             "main",
             "--config",
             &cfg,
-        ],
-        &[],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+        ])
+        .run();
     assert_eq!(run.stdout, remote_demo_diff());
 
     // Without --dry-run a URL means pull requests, which need a forge token.
-    let run = imagebump(&["run", &server.url(), "--config", &cfg], &[]);
-    assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("GITHUB_TOKEN"), "{}", run.stderr);
+    let run = imagebump()
+        .args(["run", &server.url(), "--config", &cfg])
+        .code(2)
+        .run();
+    run.assert_stderr_contains("GITHUB_TOKEN");
 }
 
 /// A dry run of a remote also shows the branch and pull request each change set gets.
@@ -567,11 +526,10 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
     let work = demo_worktree();
     let server = GitServer::http_with_token(work.path(), "gitops", token);
 
-    let run = imagebump(
-        &["run", "--dry-run", &server.url(), "--config", &cfg],
-        &[("IMAGEBUMP_GIT_TOKEN", token)],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = imagebump()
+        .args(["run", "--dry-run", &server.url(), "--config", &cfg])
+        .envs([("IMAGEBUMP_GIT_TOKEN", token)])
+        .run();
     assert_eq!(run.stdout, remote_demo_diff());
     let log = server.request_log();
     assert!(
@@ -585,24 +543,24 @@ fn clones_over_https_style_auth_with_a_token_that_never_leaks() {
     );
 
     // GITHUB_TOKEN works the same way.
-    let run = imagebump(
-        &["run", "--dry-run", &server.url(), "--config", &cfg],
-        &[("GITHUB_TOKEN", token)],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    imagebump()
+        .args(["run", "--dry-run", &server.url(), "--config", &cfg])
+        .envs([("GITHUB_TOKEN", token)])
+        .run();
 
     // A token embedded in the URL is used, then stripped from everything we print.
     let with_creds = server
         .url()
         .replace("http://", &format!("http://x-access-token:{token}@"));
-    let run = imagebump(&["scan", &with_creds], &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = imagebump().args(["scan", &with_creds]).run();
     assert!(!run.stdout.contains(token) && !run.stderr.contains(token));
 
     // No token: git's failure is reported, without prompting, exit 1.
-    let run = imagebump(&["run", "--dry-run", &server.url(), "--config", &cfg], &[]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("git clone failed"), "{}", run.stderr);
+    let run = imagebump()
+        .args(["run", "--dry-run", &server.url(), "--config", &cfg])
+        .code(1)
+        .run();
+    run.assert_stderr_contains("git clone failed");
     assert!(!run.stderr.contains(token));
 }
 
@@ -653,8 +611,7 @@ fn configuration_mistakes_exit_2_before_any_registry_work() {
     ];
     for (i, (config, expected)) in cases.into_iter().enumerate() {
         let (_d, cfg) = write_config(config);
-        let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[]);
-        assert_eq!(run.code, 2, "{config}: {}", run.stderr);
+        let run = run_on("--dry-run", demo_dir().to_str().unwrap(), &cfg, &[], &[], 2);
         assert_eq!(run.stdout, "", "{config}");
         assert!(run.stderr.contains(expected), "{config}: {}", run.stderr);
         // Mistakes in imagebump.yaml's own keys say what to write instead.
@@ -686,8 +643,8 @@ fn a_refused_edit_is_reported_and_its_references_stay_accounted_for() {
         &cfg,
         &["--output", "json"],
         &[("IMAGEBUMP_EXIT_CODE", "1")],
+        1,
     );
-    assert_eq!(run.code, 1, "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["counts"]["refused"], 1);
     assert_eq!(report["updates"], serde_json::json!([]));
@@ -708,17 +665,16 @@ fn boolean_flags_accept_the_usual_environment_spellings() {
     seed_demo(&reg);
     let (_cfg_dir, cfg) = write_config(&demo_config(&reg, ""));
     for value in ["1", "true", "yes", "on"] {
-        let run = imagebump(
-            &["run", demo_dir().to_str().unwrap(), "--config", &cfg],
-            &[("IMAGEBUMP_EXIT_CODE", value)],
-        );
-        assert_eq!(run.code, 3, "IMAGEBUMP_EXIT_CODE={value}: {}", run.stderr);
+        imagebump()
+            .args(["run", demo_dir().to_str().unwrap(), "--config", &cfg])
+            .envs([("IMAGEBUMP_EXIT_CODE", value)])
+            .code(3)
+            .run();
     }
-    let run = imagebump(
-        &["run", demo_dir().to_str().unwrap(), "--config", &cfg],
-        &[("IMAGEBUMP_EXIT_CODE", "0")],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    imagebump()
+        .args(["run", demo_dir().to_str().unwrap(), "--config", &cfg])
+        .envs([("IMAGEBUMP_EXIT_CODE", "0")])
+        .run();
 }
 
 #[test]
@@ -747,8 +703,8 @@ fn reports_go_to_a_file_the_github_step_summary_and_outputs_and_logs_can_be_json
             ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
             ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
         ],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     // The report file is the JSON document printed, and it follows the published schema.
     let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let validator = tool(

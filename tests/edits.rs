@@ -150,7 +150,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
                     span: slot.span.clone(),
                     style: slot.style,
                 };
-                let raw = yaml::render_scalar(&old, &slot.raw, &value).unwrap();
+                let raw = imagebump_yaml::render_scalar(&old, &slot.raw, &value).unwrap();
                 spans.push((slot.span.clone(), raw));
                 intended.push((slot.doc, slot.path.clone(), value));
             }

@@ -15,6 +15,7 @@ use support::github::{Call, Credential, FakeGitHub, Fault, APP_PRIVATE_KEY};
 const PREFIX: &str = "imagebump/";
 
 fn token_settings(fake: &FakeGitHub, token: &str) -> GitHubSettings {
+    support::isolate_process_env();
     GitHubSettings {
         api_url: fake.api_url(),
         owner: FakeGitHub::OWNER.to_string(),
@@ -542,6 +543,7 @@ async fn bad_settings_are_config_errors() {
         GitHub::connect(settings).await,
         Err(Error::Config(_))
     ));
+    support::isolate_process_env();
     let settings = GitHubSettings {
         api_url: fake.api_url(),
         owner: FakeGitHub::OWNER.to_string(),
@@ -564,6 +566,7 @@ async fn unreachable_api_is_a_retryable_transport_error() {
         .local_addr()
         .unwrap()
         .port();
+    support::isolate_process_env();
     let settings = GitHubSettings {
         api_url: format!("http://127.0.0.1:{port}"),
         owner: "octo".to_string(),
@@ -584,6 +587,7 @@ async fn unreachable_api_is_a_retryable_transport_error() {
 }
 
 fn app_settings(fake: &FakeGitHub, app_id: u64) -> GitHubSettings {
+    support::isolate_process_env();
     GitHubSettings {
         api_url: fake.api_url(),
         owner: FakeGitHub::OWNER.to_string(),

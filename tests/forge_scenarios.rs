@@ -6,10 +6,11 @@
 
 mod support;
 
+use support::cli::{imagebump, Run};
 use support::gitea::FakeGitea;
 use support::github::FakeGitHub;
 use support::gitlab::FakeGitLab;
-use support::{make_worktree, GitServer, Registry, RegistryMode};
+use support::TwoApps;
 
 /// A pull (merge) request as the scenarios see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,26 +239,14 @@ fn classify(method: &str, path: &str, body: Option<&serde_json::Value>) -> Write
 }
 
 struct Setup {
-    reg: Registry,
-    server: GitServer,
+    apps: TwoApps,
     forge: Fake,
-    _work: tempfile::TempDir,
-    cfg_dir: tempfile::TempDir,
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
+impl std::ops::Deref for Setup {
+    type Target = TwoApps;
+    fn deref(&self) -> &TwoApps {
+        &self.apps
     }
 }
 
@@ -266,108 +255,36 @@ const API: &str = "imagebump/apps-api-values.yaml";
 
 /// Two apps (a kustomization and a values file) on a remote whose `main` is the base.
 async fn setup(kind: Kind) -> Setup {
-    let reg = Registry::start(RegistryMode::Plain);
-    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
-    reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
-    let work = make_worktree(&[
-        (
-            "apps/web/kustomization.yaml",
-            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
-        ),
-        (
-            "apps/api/values.yaml",
-            "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
-        ),
-    ]);
     let forge = Fake::start(kind).await;
-    let server = GitServer::http_with_token(work.path(), "gitops", forge.token());
-    let cfg_dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        cfg_dir.path().join("imagebump.yaml"),
-        format!(
-            "registries:\n  - prefix: registry.test\n    url: {}\n",
-            reg.base_url()
-        ),
-    )
-    .unwrap();
     Setup {
-        reg,
-        server,
+        apps: TwoApps::start(forge.token(), ""),
         forge,
-        _work: work,
-        cfg_dir,
     }
 }
 
 impl Setup {
     /// One `imagebump run` in pull-request mode, authenticated as a user of this forge
-    /// would be (its own token variable; the git push uses the same token).
-    async fn run(&self) -> Run {
+    /// would be (its own token variable; the git push uses the same token), expecting exit
+    /// code `code`.
+    async fn run(&self, code: i32) -> Run {
         let (var, forge_args) = self.forge.cli();
-        let mut args: Vec<String> = vec![
-            "run".into(),
-            self.server.url(),
-            "--config".into(),
-            self.cfg_dir
-                .path()
-                .join("imagebump.yaml")
-                .display()
-                .to_string(),
-        ];
-        args.extend(forge_args);
         let token = self.forge.token();
-        tokio::task::spawn_blocking(move || {
-            let mut cmd = assert_cmd::Command::cargo_bin("imagebump").unwrap();
-            cmd.args(&args).env("NO_COLOR", "1");
-            for v in [
-                "IMAGEBUMP_FORGE_TOKEN",
-                "IMAGEBUMP_GIT_TOKEN",
-                "IMAGEBUMP_GITHUB_APP_ID",
-                "GITHUB_TOKEN",
-                "GITHUB_API_URL",
-                "GITHUB_SERVER_URL",
-                "GITLAB_TOKEN",
-                "CI_JOB_TOKEN",
-                "CI_SERVER_URL",
-                "CI_API_V4_URL",
-                "GITEA_TOKEN",
-                "FORGEJO_TOKEN",
-                "GITHUB_STEP_SUMMARY",
-                "GITHUB_OUTPUT",
-            ] {
-                cmd.env_remove(v);
-            }
-            let out = cmd.env(var, token).output().unwrap();
-            let run = Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&out.stdout).into(),
-                stderr: String::from_utf8_lossy(&out.stderr).into(),
-            };
-            assert!(
-                !run.stdout.contains(token) && !run.stderr.contains(token),
-                "the forge token reached the output: {run}"
-            );
-            run
-        })
-        .await
-        .unwrap()
+        let run = imagebump()
+            .arg("run")
+            .arg(self.server.url())
+            .arg("--config")
+            .arg(self.config())
+            .args(forge_args)
+            .env(var, token)
+            .code(code)
+            .run_async()
+            .await;
+        assert!(
+            !run.stdout.contains(token) && !run.stderr.contains(token),
+            "the forge token reached the output: {run}"
+        );
+        run
     }
-
-    fn pushes(&self) -> usize {
-        self.server
-            .request_log()
-            .lines()
-            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
-            .count()
-    }
-
-    fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
-        self.server.file_at(&format!("refs/heads/{branch}"), path)
-    }
-}
-
-fn assert_ok(run: &Run) {
-    assert_eq!(run.code, 0, "{run}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -378,8 +295,7 @@ fn assert_ok(run: &Run) {
 /// new: not one write call, no push.
 async fn first_run_then_an_idempotent_rerun(kind: Kind) {
     let s = setup(kind).await;
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     assert_eq!(s.pushes(), 1, "{}", s.server.request_log());
     assert_eq!(
         s.branch_file(WEB, "apps/web/kustomization.yaml").unwrap(),
@@ -397,8 +313,7 @@ async fn first_run_then_an_idempotent_rerun(kind: Kind) {
     assert_eq!(s.forge.writes(), [Write::Create, Write::Create], "{run}");
 
     s.forge.clear_calls();
-    let again = s.run().await;
-    assert_ok(&again);
+    let again = s.run(0).await;
     assert_eq!(s.forge.writes(), [], "{again}");
     assert_eq!(s.pushes(), 1);
 }
@@ -406,12 +321,11 @@ async fn first_run_then_an_idempotent_rerun(kind: Kind) {
 /// A newer version: the same branch is pushed again and the same pull request updated.
 async fn a_newer_version_updates_the_same_pull_request(kind: Kind) {
     let s = setup(kind).await;
-    assert_ok(&s.run().await);
+    s.run(0).await;
     let web = s.forge.open_for(WEB)[0].clone();
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.forge.clear_calls();
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     assert_eq!(s.pushes(), 2);
     assert_eq!(s.forge.writes(), [Write::Update], "{run}");
     assert_eq!(s.forge.pulls().len(), 2, "no second pull request");
@@ -424,17 +338,15 @@ async fn a_newer_version_updates_the_same_pull_request(kind: Kind) {
 /// A pull request closed unmerged rejects its version; a newer one gets a fresh one.
 async fn a_closed_pull_request_stays_rejected(kind: Kind) {
     let s = setup(kind).await;
-    assert_ok(&s.run().await);
+    s.run(0).await;
     let web = s.forge.open_for(WEB)[0].clone();
     s.forge.close(web.number);
     s.forge.clear_calls();
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     assert_eq!(s.forge.writes(), [], "1.1.0 is not proposed again: {run}");
 
     s.reg.push_tags("team/web", &["1.2.0"]);
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     let open = s.forge.open_for(WEB);
     assert_eq!(open.len(), 1, "{run}");
     assert_ne!(open[0].number, web.number, "a fresh pull request");
@@ -454,8 +366,7 @@ async fn a_reverted_update_stays_reverted(kind: Kind) {
         "Update registry.test/team/web to 1.1.0\n\nImagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n",
     );
     s.server.revert_on("main", &merged);
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
     assert_eq!(branches, [API], "web 1.1.0 was reverted: {run}");
 }
@@ -464,7 +375,7 @@ async fn a_reverted_update_stays_reverted(kind: Kind) {
 /// and the next run writes nothing.
 async fn a_human_commit_is_left_alone(kind: Kind) {
     let s = setup(kind).await;
-    assert_ok(&s.run().await);
+    s.run(0).await;
     let theirs = s.server.commit_on(
         WEB,
         &[("apps/web/NOTES.md", Some("reviewer's note\n"))],
@@ -472,16 +383,14 @@ async fn a_human_commit_is_left_alone(kind: Kind) {
     );
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.forge.clear_calls();
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     assert_eq!(s.server.branch_sha(WEB).unwrap(), theirs, "not overwritten");
     let writes = s.forge.writes();
     assert!(writes.contains(&Write::Comment), "{writes:?} {run}");
     assert!(!writes.contains(&Write::Create), "{writes:?}");
 
     s.forge.clear_calls();
-    let run = s.run().await;
-    assert_ok(&run);
+    let run = s.run(0).await;
     assert_eq!(s.forge.writes(), [], "said once: {run}");
 }
 
@@ -490,15 +399,13 @@ async fn a_human_commit_is_left_alone(kind: Kind) {
 async fn a_failure_mid_run_converges(kind: Kind) {
     let s = setup(kind).await;
     s.forge.fail_next_create();
-    let run = s.run().await;
-    assert_eq!(run.code, 1, "{run}");
+    let run = s.run(1).await;
     assert!(
         run.stderr.contains("HTTP 500") || run.stdout.contains("HTTP 500"),
         "{run}"
     );
     assert_eq!(s.forge.pulls().len(), 1, "one created, one failed: {run}");
-    let run = s.run().await;
-    assert_ok(&run);
+    s.run(0).await;
     let pulls = s.forge.pulls();
     assert_eq!(pulls.len(), 2, "no duplicate: {pulls:?}");
     assert!(pulls.iter().all(|p| p.state == "open"), "{pulls:?}");

@@ -21,7 +21,13 @@ const WEB: &str = "apps/web/kustomization.yaml";
 const API: &str = "apps/api/values.yaml";
 const SCRIPT: &str = "scripts/render.sh";
 
+fn git_without_token() -> Git {
+    support::isolate_process_env();
+    Git::new(None)
+}
+
 fn git_with(token: &str) -> Git {
+    support::isolate_process_env();
     Git::new(Some(SecretString::from(token.to_string())))
 }
 
@@ -41,6 +47,7 @@ fn releaser() -> Signature {
 
 /// A served repository on `main` with three files, the script executable.
 fn serve() -> (tempfile::TempDir, GitServer) {
+    support::isolate_process_env();
     let work = support::make_worktree(&[
         (
             WEB,
@@ -101,6 +108,14 @@ fn update(branch: &str, new: &str, expected: Option<&str>) -> RefUpdate {
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The outcome of a push that kept `accepted` and refused one branch for `why`.
+fn one_refused(accepted: &[&str], branch: &str, why: &str) -> PushOutcome {
+    PushOutcome {
+        accepted: strings(accepted),
+        rejected: vec![(branch.to_string(), why.to_string())],
+    }
 }
 
 fn subjects(commits: &[CommitInfo]) -> Vec<&str> {
@@ -299,7 +314,7 @@ fn commit_files_keeps_symlinks_and_refuses_to_write_over_submodules() {
     git(w, &["update-index", "--add", "--cacheinfo", &gitlink]);
     fs::create_dir_all(w.join("vendor/lib")).unwrap(); // an uninitialised submodule
     git(w, &["commit", "--quiet", "-m", "link and submodule"]);
-    let g = Git::new(None);
+    let g = git_without_token();
     let head = g.head(w).unwrap();
 
     let new = g
@@ -381,7 +396,7 @@ fn commit_many_builds_what_commit_files_builds_each_on_the_parent() {
         w,
         &["commit", "--quiet", "-m", "link, script and submodule"],
     );
-    let g = Git::new(None);
+    let g = git_without_token();
     let head = g.head(w).unwrap();
     let index_before = fs::read(w.join(".git/index")).unwrap();
 
@@ -566,10 +581,11 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/web", "imagebump/all"]),
-            rejected: vec![("imagebump/api".to_string(), "stale info".to_string())],
-        }
+        one_refused(
+            &["imagebump/web", "imagebump/all"],
+            "imagebump/api",
+            "stale info"
+        )
     );
     assert_eq!(server.branch_sha("imagebump/api").unwrap(), human);
     assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
@@ -589,10 +605,7 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/all"]),
-            rejected: vec![("imagebump/web".to_string(), "stale info".to_string())],
-        }
+        one_refused(&["imagebump/all"], "imagebump/web", "stale info")
     );
     assert_eq!(server.requests_matching(RECEIVE_PACK_POST).len(), 3);
     assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
@@ -624,10 +637,7 @@ fn branches_the_server_declines_are_reported_per_branch() {
         .unwrap();
     assert_eq!(
         outcome,
-        PushOutcome {
-            accepted: strings(&["imagebump/web"]),
-            rejected: vec![("imagebump/api".to_string(), "hook declined".to_string())],
-        }
+        one_refused(&["imagebump/web"], "imagebump/api", "hook declined")
     );
     assert_eq!(server.branch_sha("imagebump/api"), None);
 
@@ -936,7 +946,7 @@ fn the_token_stays_out_of_config_errors_and_urls_and_a_wrong_token_fails_clearly
     // A wrong token, or none: an authentication error, no prompt, no secret in the text.
     let wrong = "ghs_WRONGTOKEN999";
     let c2 = bot_commit(&dir, &head, WEB, "web: 1.4.0\n", "Bump web");
-    for g in [git_with(wrong), Git::new(None)] {
+    for g in [git_with(wrong), git_without_token()] {
         let err = g
             .push(&dir, &[update("imagebump/web", &c2, Some(&c))])
             .unwrap_err();

@@ -10,43 +10,12 @@ mod support;
 use std::fs;
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
+use support::cli::{imagebump, Run};
+use support::tree;
 use support::{Registry, RegistryMode};
 
 const HOST: &str = "registry.test";
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run the binary with a private, empty Docker config.
-fn imagebump(args: &[&str]) -> Run {
-    let docker = tempfile::tempdir().unwrap();
-    fs::write(docker.path().join("config.json"), "{}").unwrap();
-    let out = Command::cargo_bin("imagebump")
-        .unwrap()
-        .args(args)
-        .env("DOCKER_CONFIG", docker.path())
-        .env("NO_COLOR", "1")
-        // Never write into a real GitHub Actions job's summary or outputs.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("RUST_LOG")
-        .env_remove("IMAGEBUMP_LOG")
-        .env_remove("IMAGEBUMP_CONFIG")
-        .env_remove("IMAGEBUMP_OUTPUT")
-        .env_remove("IMAGEBUMP_EXIT_CODE")
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
 
 /// imagebump.yaml sending `registry.test` to `url`, followed by `policies` (YAML text with
 /// `defaults:` and/or `images:`).
@@ -62,93 +31,73 @@ fn config(url: &str, policies: &str) -> (tempfile::TempDir, String) {
     (dir, p)
 }
 
-/// A directory holding `files` (relative path, content).
-fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    dir
-}
-
 fn read(dir: &Path, rel: &str) -> String {
     fs::read_to_string(dir.join(rel)).unwrap()
 }
 
 /// `imagebump run DIR --dry-run --output json`: the run and its parsed report.
-fn run_json(dir: &Path, cfg: &str) -> (Run, Value) {
-    let run = imagebump(&[
-        "run",
-        "--dry-run",
-        dir.to_str().unwrap(),
-        "--config",
-        cfg,
-        "--output",
-        "json",
-    ]);
-    let report = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr));
+fn run_json(dir: &Path, cfg: &str, code: i32) -> (Run, Value) {
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir)
+        .args(["--config", cfg, "--output", "json"])
+        .code(code)
+        .run();
+    let report = run.json();
     (run, report)
 }
 
 /// `imagebump run DIR --dry-run` (text: the diff and the table).
-fn run_text(dir: &Path, cfg: &str) -> Run {
-    imagebump(&["run", "--dry-run", dir.to_str().unwrap(), "--config", cfg])
+fn run_text(dir: &Path, cfg: &str, code: i32) -> Run {
+    imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir)
+        .args(["--config", cfg])
+        .code(code)
+        .run()
+}
+
+/// One line per entry of the report's array `key`.
+fn rows(report: &Value, key: &str, row: impl Fn(&Value) -> String) -> Vec<String> {
+    report[key].as_array().unwrap().iter().map(row).collect()
 }
 
 /// The report's updates as `file:line from -> to`.
 fn moves(report: &Value) -> Vec<String> {
-    report["updates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| {
-            format!(
-                "{}:{} {} -> {}",
-                u["file"].as_str().unwrap(),
-                u["line"],
-                u["from"].as_str().unwrap(),
-                u["to"].as_str().unwrap()
-            )
-        })
-        .collect()
+    rows(report, "updates", |u| {
+        format!(
+            "{}:{} {} -> {}",
+            u["file"].as_str().unwrap(),
+            u["line"],
+            u["from"].as_str().unwrap(),
+            u["to"].as_str().unwrap()
+        )
+    })
 }
 
 /// The report's `notUpdated` as `file:line tag status: reason`.
 fn not_updated(report: &Value) -> Vec<String> {
-    report["notUpdated"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            format!(
-                "{}:{} {} {}: {}",
-                n["file"].as_str().unwrap(),
-                n["line"],
-                n["tag"].as_str().unwrap_or("-"),
-                n["status"].as_str().unwrap(),
-                n["reason"].as_str().unwrap_or("-")
-            )
-        })
-        .collect()
+    rows(report, "notUpdated", |n| {
+        format!(
+            "{}:{} {} {}: {}",
+            n["file"].as_str().unwrap(),
+            n["line"],
+            n["tag"].as_str().unwrap_or("-"),
+            n["status"].as_str().unwrap(),
+            n["reason"].as_str().unwrap_or("-")
+        )
+    })
 }
 
 /// `warnings` or `errors` of a report as `location: message`.
 fn problems(report: &Value, key: &str) -> Vec<String> {
-    report[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            format!(
-                "{}: {}",
-                p["location"].as_str().unwrap(),
-                p["message"].as_str().unwrap()
-            )
-        })
-        .collect()
+    rows(report, key, |p| {
+        format!(
+            "{}: {}",
+            p["location"].as_str().unwrap(),
+            p["message"].as_str().unwrap()
+        )
+    })
 }
 
 fn requests(tag_list_pages: usize, manifests: usize, blobs: usize) -> Value {
@@ -157,13 +106,14 @@ fn requests(tag_list_pages: usize, manifests: usize, blobs: usize) -> Value {
 }
 
 /// `imagebump tags ARGS… --config CFG --output json`, parsed.
-fn tags_json(cfg: &str, args: &[&str]) -> (Run, Value) {
-    let mut all = vec!["tags"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--config", cfg, "--output", "json"]);
-    let run = imagebump(&all);
-    let report = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr));
+fn tags_json(cfg: &str, args: &[&str], code: i32) -> (Run, Value) {
+    let run = imagebump()
+        .arg("tags")
+        .args(args)
+        .args(["--config", cfg, "--output", "json"])
+        .code(code)
+        .run();
+    let report = run.json();
     (run, report)
 }
 
@@ -234,8 +184,7 @@ fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_nothing_els
         &reg.base_url(),
         "images:\n  - match: registry.test/team/app\n    constraint: ~1.2\n",
     );
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -265,8 +214,7 @@ fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_nothing_els
         "e/values.yaml",
         &format!("app:\n  image: registry.test/team/app:1.2.0@{d0}\n"),
     )]);
-    let (run, report) = run_json(pinned.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(pinned.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [format!("e/values.yaml:2 1.2.0@{d0} -> 1.2.10@{d10}")]
@@ -302,8 +250,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
     let (_c, cfg) = config(&reg.base_url(), "");
 
     let main = tree(&[("main/kustomization.yaml", NEWEST_MAIN)]);
-    let (run, first) = run_json(main.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, first) = run_json(main.path(), &cfg, 0);
     assert_eq!(
         moves(&first),
         ["main/kustomization.yaml:3 main-aaa -> main-ccc"]
@@ -312,8 +259,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
     // and one config blob each (four distinct images); pr-7 is filtered out by name.
     assert_eq!(first["requests"], requests(1, 4, 4));
     assert_eq!(first["warnings"], json!([]));
-    let text = run_text(main.path(), &cfg);
-    assert_eq!(text.code, 0, "{}", text.stderr);
+    let text = run_text(main.path(), &cfg, 0);
     assert_eq!(
         text.stdout,
         "diff --git a/main/kustomization.yaml b/main/kustomization.yaml\n\
@@ -332,7 +278,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
     );
 
     // The same registry, the same answer: nothing depends on listing or fetch order.
-    let (_, again) = run_json(main.path(), &cfg);
+    let (_, again) = run_json(main.path(), &cfg, 0);
     assert_eq!(again, first);
 
     // Without allowTags pr-7 wins. Both references in one run share the fetched metadata:
@@ -341,8 +287,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
         ("main/kustomization.yaml", NEWEST_MAIN),
         ("any/kustomization.yaml", NEWEST_ANY),
     ]);
-    let (run, report) = run_json(both.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(both.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -354,7 +299,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
 
     // `imagebump tags` ranks by build date, best first (main-bbb, built after main-zzz,
     // comes before it although its name sorts lower).
-    let (run, tags) = tags_json(
+    let (_, tags) = tags_json(
         &cfg,
         &[
             "registry.test/team/build:main-aaa",
@@ -363,8 +308,8 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
             "--allow-tags",
             "regexp:^main-",
         ],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(tags["chosen"], "main-ccc");
     assert_eq!(
         verdicts(&tags),
@@ -406,8 +351,7 @@ fn newest_build_ties_warn_and_identical_dates_everywhere_are_skipped() {
         "images:\n- name: registry.test/team/tied\n  newTag: a-0\n- name: registry.test/team/repro\n  newTag: r-1\n",
     )]);
     let (_c, cfg) = config(&reg.base_url(), "defaults:\n  strategy: newest-build\n");
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(moves(&report), ["kustomization.yaml:3 a-0 -> b-2"]);
     assert_eq!(
         not_updated(&report),
@@ -468,16 +412,15 @@ fn newest_build_reads_the_requested_platform_and_pins_the_index_digest() {
     );
     let any = "any:\n  image:\n    repository: registry.test/team/multi\n    tag: \"1.0\" # imagebump: {platforms: []}\n";
     let dir = tree(&[
-        ("k/kustomization.yaml", &kustomization),
-        ("h/values.yaml", &values),
+        ("k/kustomization.yaml", kustomization.as_str()),
+        ("h/values.yaml", values.as_str()),
         ("any/values.yaml", any),
     ]);
     let (_c, cfg) = config(
         &reg.base_url(),
         "defaults:\n  strategy: newest-build\n  platforms: [linux/arm64]\n",
     );
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -511,8 +454,7 @@ fn newest_build_arm64_only_policy_costs_one_child_and_config_per_index() {
         &reg.base_url(),
         "defaults:\n  strategy: newest-build\n  platforms: [linux/arm64]\n",
     );
-    let run = run_text(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = run_text(dir.path(), &cfg, 0);
     let diff = format!(
         "diff --git a/k/kustomization.yaml b/k/kustomization.yaml\n\
          --- a/k/kustomization.yaml\n\
@@ -526,14 +468,14 @@ fn newest_build_arm64_only_policy_costs_one_child_and_config_per_index() {
          +  digest: {four}\n"
     );
     assert!(run.stdout.starts_with(&diff), "{}", run.stdout);
-    let (_, report) = run_json(dir.path(), &cfg);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     // Tag manifests 1.0, 2.0, 3.0, 4.0; arm64 children of 1.0, 2.0, 4.0: 7 manifests.
     // Configs of the three arm64 children and of 3.0: 4 blobs. The index digest comes with
     // the manifest, so pinning it costs no extra HEAD.
     assert_eq!(report["requests"], requests(1, 7, 4));
 
     // `imagebump tags` explains it: 3.0 is dropped for its missing platform.
-    let (run, tags) = tags_json(
+    let (_, tags) = tags_json(
         &cfg,
         &[
             "registry.test/team/multi:1.0",
@@ -542,8 +484,8 @@ fn newest_build_arm64_only_policy_costs_one_child_and_config_per_index() {
             "--platform",
             "linux/arm64",
         ],
+        0,
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(tags["chosen"], "4.0");
     assert_eq!(tags["digest"], four.as_str());
     assert_eq!(
@@ -576,8 +518,7 @@ fn semver_with_platforms_drops_a_tag_without_the_platform_and_reads_only_what_it
         "images:\n- name: registry.test/team/plat\n  newTag: \"1.0\" # imagebump: {platforms: [linux/arm64]}\n",
     )]);
     let (_c, cfg) = config(&reg.base_url(), "");
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(moves(&report), ["kustomization.yaml:3 1.0 -> 2.0"]);
     // The candidates 3.0 and 2.0 (best first, one batch): two manifests; 3.0 is a single
     // image whose platform is in its config (one blob); an index lists its platforms, and
@@ -618,8 +559,7 @@ fn digest_strategy_follows_the_tag_with_one_head_per_followed_tag() {
     );
 
     // Before anything moves: the references without a digest get today's one.
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -641,8 +581,7 @@ fn digest_strategy_follows_the_tag_with_one_head_per_followed_tag() {
     // A new image under `latest`.
     let d2 = reg.push_tag_created_digest("team/web", "latest", "2024-02-01T00:00:00Z");
     assert_ne!(d1, d2);
-    let run = run_text(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = run_text(dir.path(), &cfg, 0);
     let diff = format!(
         "diff --git a/a/kustomization.yaml b/a/kustomization.yaml\n\
          --- a/a/kustomization.yaml\n\
@@ -672,7 +611,7 @@ fn digest_strategy_follows_the_tag_with_one_head_per_followed_tag() {
          +  digest: \"{d2}\"\n"
     );
     assert!(run.stdout.starts_with(&diff), "{}", run.stdout);
-    let (_, report) = run_json(dir.path(), &cfg);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -716,8 +655,7 @@ fn min_age_skips_an_image_too_young_for_the_next_best() {
          - name: registry.test/team/nightly\n  newTag: n-1 # imagebump: {strategy: newest-build}\n",
     )]);
     let (_c, cfg) = config(&reg.base_url(), "defaults:\n  minAge: 3d\n");
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -730,8 +668,7 @@ fn min_age_skips_an_image_too_young_for_the_next_best() {
     // current n-1 (3 + 3).
     assert_eq!(report["requests"], requests(2, 5, 5));
 
-    let (run, tags) = tags_json(&cfg, &["registry.test/team/aged:1.0.0"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, tags) = tags_json(&cfg, &["registry.test/team/aged:1.0.0"], 0);
     assert_eq!(tags["chosen"], "1.1.0");
     let verdicts = verdicts(&tags);
     assert_eq!(
@@ -757,8 +694,7 @@ fn min_age_explains_a_build_date_in_the_future() {
     reg.push_tag_created("team/aged", "1.0.0", "2020-01-01T00:00:00Z");
     reg.push_tag_created("team/aged", "1.2.0", "2999-01-01T00:00:00Z");
     let (_c, cfg) = config(&reg.base_url(), "defaults:\n  minAge: 3d\n");
-    let (run, tags) = tags_json(&cfg, &["registry.test/team/aged:1.0.0"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, tags) = tags_json(&cfg, &["registry.test/team/aged:1.0.0"], 0);
     let reason = &verdicts(&tags)[0];
     assert!(
         reason.starts_with("1.2.0 dropped: ")
@@ -805,8 +741,7 @@ fn markers_pin_ignore_and_override_rules_and_a_broken_one_spoils_only_its_refere
     let dir = marker_tree();
     let (_c, cfg) = config(&reg.base_url(), MARKER_RULES);
 
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 1);
     assert_eq!(
         moves(&report),
         [
@@ -831,14 +766,16 @@ fn markers_pin_ignore_and_override_rules_and_a_broken_one_spoils_only_its_refere
     assert_eq!(report["requests"], requests(1, 0, 0));
 
     // --write: the other files are written, the broken one stays byte-identical.
-    let run = imagebump(&[
-        "run",
-        "--write",
-        dir.path().to_str().unwrap(),
-        "--config",
-        &cfg,
-    ]);
-    assert_eq!(run.code, 1, "{}", run.stdout);
+    let run = imagebump()
+        .args([
+            "run",
+            "--write",
+            dir.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ])
+        .code(1)
+        .run();
     assert!(
         run.stderr.starts_with(
             "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`"
@@ -866,8 +803,10 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
     let dir = marker_tree();
     // scan asks no registry: an address nothing listens on is fine.
     let (_c, cfg) = config("http://127.0.0.1:9", MARKER_RULES);
-    let run = imagebump(&["scan", dir.path().to_str().unwrap(), "--config", &cfg]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    let run = imagebump()
+        .args(["scan", dir.path().to_str().unwrap(), "--config", &cfg])
+        .code(1)
+        .run();
     assert_eq!(
         run.stdout,
         "LOCATION                     IMAGE                   CURRENT  POLICY                                                     STATUS\n\
@@ -883,15 +822,12 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
         run.stderr,
         "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `credentials`\n"
     );
-    let run = imagebump(&[
-        "scan",
-        dir.path().to_str().unwrap(),
-        "--config",
-        &cfg,
-        "--output",
-        "json",
-    ]);
-    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let report = imagebump()
+        .args(["scan", dir.path().to_str().unwrap(), "--config", &cfg])
+        .args(["--output", "json"])
+        .code(1)
+        .run()
+        .json();
     let policies: Vec<(String, bool, Value)> = report["references"]
         .as_array()
         .unwrap()
@@ -987,12 +923,14 @@ latest        no    not a version
 ";
 
 /// `imagebump tags EXPLAIN_FLAGS… EXTRA… --config CFG`
-fn explain(cfg: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["tags"];
-    args.extend_from_slice(EXPLAIN_FLAGS);
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--config", cfg]);
-    imagebump(&args)
+fn explain(cfg: &str, extra: &[&str], code: i32) -> Run {
+    imagebump()
+        .arg("tags")
+        .args(EXPLAIN_FLAGS)
+        .args(extra)
+        .args(["--config", cfg])
+        .code(code)
+        .run()
 }
 
 #[test]
@@ -1000,12 +938,10 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
     let reg = Registry::start(RegistryMode::Plain);
     reg.push_tags("team/app", EXPLAINED_TAGS);
     let (_c, cfg) = config(&reg.base_url(), "");
-    let online = explain(&cfg, &[]);
-    assert_eq!(online.code, 0, "{}", online.stderr);
+    let online = explain(&cfg, &[], 0);
     assert_eq!(online.stderr, "");
     assert_eq!(online.stdout, EXPLAINED);
-    let online_json = explain(&cfg, &["--output", "json"]);
-    assert_eq!(online_json.code, 0, "{}", online_json.stderr);
+    let online_json = explain(&cfg, &["--output", "json"], 0);
 
     // Offline: the same tags from a file (any order, comments and blank lines allowed), and
     // a registry address where nothing listens, so any request would fail the command.
@@ -1022,12 +958,10 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
     }
     fs::write(&list, text).unwrap();
     let list = list.to_str().unwrap();
-    let offline = explain(&offline_cfg, &["--tags-from", list]);
-    assert_eq!(offline.code, 0, "{}", offline.stderr);
+    let offline = explain(&offline_cfg, &["--tags-from", list], 0);
     assert_eq!(offline.stderr, "");
     assert_eq!(offline.stdout, EXPLAINED);
-    let offline_json = explain(&offline_cfg, &["--tags-from", list, "--output", "json"]);
-    assert_eq!(offline_json.code, 0, "{}", offline_json.stderr);
+    let offline_json = explain(&offline_cfg, &["--tags-from", list, "--output", "json"], 0);
     assert_eq!(offline_json.stdout, online_json.stdout);
 
     // Strategies that need image metadata cannot work from a list of names: every
@@ -1042,8 +976,8 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
             "--output",
             "json",
         ],
+        1,
     );
-    assert_eq!(newest.code, 1, "{}", newest.stdout);
     let why = "image metadata needs a registry (a tag list file has names only)";
     assert_eq!(
         newest.stderr,
@@ -1111,8 +1045,7 @@ fn alphabetical_numeric_and_regex_order_tags_from_the_tag_list_alone() {
          \x20 - match: registry.test/team/numbered\n    strategy: numeric\n\
          \x20 - match: registry.test/team/flux\n    strategy: regex\n    pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'\n",
     );
-    let run = run_text(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = run_text(dir.path(), &cfg, 0);
     assert!(
         run.stdout.starts_with(
             "diff --git a/values.yaml b/values.yaml\n\
@@ -1138,7 +1071,7 @@ fn alphabetical_numeric_and_regex_order_tags_from_the_tag_list_alone() {
         "{}",
         run.stdout
     );
-    let (_, report) = run_json(dir.path(), &cfg);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -1166,8 +1099,7 @@ fn one_head_per_tag_whatever_asks_for_its_digest() {
         ),
     )]);
     let (_c, cfg) = config(&reg.base_url(), "");
-    let (run, report) = run_json(dir.path(), &cfg);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, report) = run_json(dir.path(), &cfg, 0);
     assert_eq!(
         moves(&report),
         [
@@ -1193,8 +1125,9 @@ fn scan_summarises_an_empty_platform_list_without_a_stray_space() {
         "http://127.0.0.1:9",
         "defaults:\n  strategy: newest-build\n  platforms: [linux/arm64]\n",
     );
-    let run = imagebump(&["scan", dir.path().to_str().unwrap(), "--config", &cfg]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = imagebump()
+        .args(["scan", dir.path().to_str().unwrap(), "--config", &cfg])
+        .run();
     let row = run.stdout.lines().nth(1).unwrap();
     assert!(row.contains(" newest-build (defaults + marker) "), "{row}");
 }

@@ -4,113 +4,55 @@
 
 mod support;
 
-use std::path::PathBuf;
-
+use support::cli::{imagebump, Run};
 use support::github::FakeGitHub;
-use support::{make_worktree, GitServer, Registry, RegistryMode};
+use support::TwoApps;
 
 const TOKEN: &str = FakeGitHub::TOKEN;
 
 struct Setup {
-    reg: Registry,
-    server: GitServer,
+    apps: TwoApps,
     forge: FakeGitHub,
-    _work: tempfile::TempDir,
-    cfg_dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = TwoApps;
+    fn deref(&self) -> &TwoApps {
+        &self.apps
+    }
 }
 
 /// Two apps (a kustomization and a values file) on a remote whose `main` is the base.
 async fn setup(extra_config: &str) -> Setup {
-    let reg = Registry::start(RegistryMode::Plain);
-    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
-    reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
-    let work = make_worktree(&[
-        (
-            "apps/web/kustomization.yaml",
-            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
-        ),
-        (
-            "apps/api/values.yaml",
-            "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
-        ),
-    ]);
-    let server = GitServer::http_with_token(work.path(), "gitops", TOKEN);
-    let forge = FakeGitHub::start().await;
-    let cfg_dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        cfg_dir.path().join("imagebump.yaml"),
-        format!(
-            "registries:\n  - prefix: registry.test\n    url: {}\n{extra_config}",
-            reg.base_url()
-        ),
-    )
-    .unwrap();
     Setup {
-        reg,
-        server,
-        forge,
-        _work: work,
-        cfg_dir,
+        apps: TwoApps::start(TOKEN, extra_config),
+        forge: FakeGitHub::start().await,
     }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 impl Setup {
-    fn config(&self) -> PathBuf {
-        self.cfg_dir.path().join("imagebump.yaml")
-    }
-
-    /// One `imagebump run` in pull-request mode; returns when it exits.
-    async fn run(&self, extra: &[&str]) -> Run {
-        self.run_env(extra, &[]).await
+    /// One `imagebump run` in pull-request mode, expecting exit code `code`.
+    async fn run(&self, extra: &[&str], code: i32) -> Run {
+        self.run_env(extra, &[], code).await
     }
 
     /// As [`Setup::run`], with more environment variables.
-    async fn run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut args: Vec<String> = vec![
-            "run".into(),
-            self.server.url(),
-            "--config".into(),
-            self.config().display().to_string(),
-            "--forge".into(),
-            "github".into(),
-            "--forge-url".into(),
-            self.forge.api_url(),
-            "--forge-repo".into(),
-            format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        tokio::task::spawn_blocking(move || {
-            let out = assert_cmd::Command::cargo_bin("imagebump")
-                .unwrap()
-                .args(&args)
-                .env("GITHUB_TOKEN", TOKEN)
-                .env_remove("IMAGEBUMP_GIT_TOKEN")
-                .env_remove("GITHUB_API_URL")
-                .env("NO_COLOR", "1")
-                // Never write into a real GitHub Actions job's summary or outputs.
-                .env_remove("GITHUB_STEP_SUMMARY")
-                .env_remove("GITHUB_OUTPUT")
-                .envs(env)
-                .output()
-                .unwrap();
-            Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&out.stdout).into(),
-                stderr: String::from_utf8_lossy(&out.stderr).into(),
-            }
-        })
-        .await
-        .unwrap()
+    async fn run_env(&self, extra: &[&str], env: &[(&str, &str)], code: i32) -> Run {
+        imagebump()
+            .arg("run")
+            .arg(self.server.url())
+            .arg("--config")
+            .arg(self.config())
+            .args(["--forge", "github", "--forge-url"])
+            .arg(self.forge.api_url())
+            .arg("--forge-repo")
+            .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+            .args(extra)
+            .env("GITHUB_TOKEN", TOKEN)
+            .envs(env.iter().copied())
+            .code(code)
+            .run_async()
+            .await
     }
 
     /// Forge calls that change something, as `METHOD path`.
@@ -122,14 +64,6 @@ impl Setup {
             .collect()
     }
 
-    fn pushes(&self) -> usize {
-        self.server
-            .request_log()
-            .lines()
-            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
-            .count()
-    }
-
     /// The (first) pull request of `branch`.
     fn pull_for(&self, branch: &str) -> support::github::FakePull {
         self.forge
@@ -138,18 +72,6 @@ impl Setup {
             .find(|p| p.branch == branch)
             .unwrap_or_else(|| panic!("no pull request for {branch}"))
     }
-
-    fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
-        self.server.file_at(&format!("refs/heads/{branch}"), path)
-    }
-}
-
-fn assert_ok(run: &Run) {
-    assert_eq!(
-        run.code, 0,
-        "stdout:\n{}\nstderr:\n{}",
-        run.stdout, run.stderr
-    );
 }
 
 const WEB: &str = "imagebump/apps-web";
@@ -159,8 +81,7 @@ const API: &str = "imagebump/apps-api-values.yaml";
 async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
     let s = setup("").await;
     let base = s.server.branch_sha("main").unwrap();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
 
     // One push for both branches, each one commit on the base with its own change only.
     assert_eq!(s.pushes(), 1, "{}", s.server.request_log());
@@ -195,22 +116,20 @@ async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
 
     // Nothing new: no write call to the forge, no push.
     s.forge.clear_calls();
-    let again = s.run(&[]).await;
-    assert_ok(&again);
+    let again = s.run(&[], 0).await;
     assert_eq!(s.writes(), Vec::<String>::new(), "{}", again.stdout);
     assert_eq!(s.pushes(), 1);
-    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    again.assert_stdout_contains("unchanged");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_newer_version_updates_the_same_branch_and_pull_request() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     let web = s.pull_for(WEB);
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.forge.clear_calls();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
     assert_eq!(s.pushes(), 2);
     assert_eq!(
         s.writes(),
@@ -231,12 +150,11 @@ async fn a_newer_version_updates_the_same_branch_and_pull_request() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     let web = s.pull_for(WEB);
     s.forge.close(web.number);
     s.forge.clear_calls();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    let run = s.run(&[], 0).await;
     assert_eq!(
         s.writes(),
         Vec::<String>::new(),
@@ -245,8 +163,7 @@ async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed()
     );
 
     s.reg.push_tags("team/web", &["1.2.0"]);
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    let run = s.run(&[], 0).await;
     let open: Vec<_> = s
         .forge
         .pulls()
@@ -271,8 +188,7 @@ async fn a_reverted_commit_stays_reverted() {
         "Update registry.test/team/web to 1.1.0\n\nImagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n",
     );
     s.server.revert_on("main", &merged);
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    let run = s.run(&[], 0).await;
     let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
     assert_eq!(branches, [API], "web 1.1.0 was reverted:\n{}", run.stdout);
 }
@@ -280,7 +196,7 @@ async fn a_reverted_commit_stays_reverted() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_branch_someone_else_committed_to_is_left_alone() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     let web = s.pull_for(WEB);
     let theirs = s.server.commit_on(
         WEB,
@@ -289,8 +205,7 @@ async fn a_branch_someone_else_committed_to_is_left_alone() {
     );
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.forge.clear_calls();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
     assert_eq!(s.server.branch_sha(WEB).unwrap(), theirs, "not overwritten");
     let writes = s.writes();
     assert!(
@@ -303,18 +218,17 @@ async fn a_branch_someone_else_committed_to_is_left_alone() {
     );
     // Said once: the next run writes nothing.
     s.forge.clear_calls();
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     assert_eq!(s.writes(), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_prs_caps_new_pull_requests() {
     let s = setup("").await;
-    let run = s.run(&["--max-prs", "1"]).await;
-    assert_ok(&run);
+    let run = s.run(&["--max-prs", "1"], 0).await;
     assert_eq!(s.forge.pulls().len(), 1, "{}", run.stdout);
-    assert!(run.stdout.contains("deferred"), "{}", run.stdout);
-    assert_ok(&s.run(&[]).await);
+    run.assert_stdout_contains("deferred");
+    s.run(&[], 0).await;
     assert_eq!(s.forge.pulls().len(), 2);
 }
 
@@ -327,8 +241,7 @@ async fn a_forge_failure_mid_run_converges_on_the_next_run() {
         1,
         support::github::Fault::Status(500),
     );
-    let run = s.run(&[]).await;
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    let run = s.run(&[], 1).await;
     assert_eq!(
         s.forge.pulls().len(),
         1,
@@ -337,8 +250,7 @@ async fn a_forge_failure_mid_run_converges_on_the_next_run() {
         run.stderr,
         s.forge.calls().iter().map(|c| c.line()).collect::<Vec<_>>()
     );
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
     assert_eq!(
         s.forge.pulls().len(),
         2,
@@ -351,17 +263,15 @@ async fn a_forge_failure_mid_run_converges_on_the_next_run() {
 async fn a_rejected_push_is_reported_and_the_next_run_converges() {
     let s = setup("").await;
     s.server.reject_all_pushes("protected");
-    let run = s.run(&[]).await;
-    assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.stderr.contains("push"), "{}", run.stderr);
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains("push");
     assert_eq!(
         s.forge.pulls().len(),
         0,
         "no pull request without its branch"
     );
     s.server.accept_pushes();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    let run = s.run(&[], 0).await;
     assert_eq!(s.forge.pulls().len(), 2);
     assert!(
         !run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN),
@@ -372,7 +282,7 @@ async fn a_rejected_push_is_reported_and_the_next_run_converges() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     let web = s.pull_for(WEB);
     // Someone applied the same update by hand on the base.
     s.server.commit_on(
@@ -384,8 +294,7 @@ async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
         "Bump web by hand",
     );
     s.forge.clear_calls();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    let run = s.run(&[], 0).await;
     let pr = s.forge.pull(web.number);
     assert_eq!(pr.state, "closed", "{}", run.stdout);
     assert_eq!(pr.comments.len(), 1);
@@ -395,13 +304,12 @@ async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_moved_base_rebuilds_the_branches_without_touching_the_pull_requests() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     let new_base = s
         .server
         .commit_on("main", &[("README.md", Some("hello\n"))], "Docs");
     s.forge.clear_calls();
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
     assert_eq!(s.pushes(), 2, "one more push, for both branches");
     assert_eq!(
         s.server.log(WEB, "%P")[0],
@@ -419,8 +327,7 @@ async fn a_moved_base_rebuilds_the_branches_without_touching_the_pull_requests()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pinned_value_gets_no_pull_request() {
     let s = setup("images:\n  - match: registry.test/team/api\n    pin: true\n").await;
-    let run = s.run(&[]).await;
-    assert_ok(&run);
+    s.run(&[], 0).await;
     let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
     assert_eq!(branches, [WEB]);
 }
@@ -431,21 +338,20 @@ async fn a_github_app_installation_token_drives_the_forge() {
     s.forge.enable_app(4242, 77);
     let key = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(key.path(), support::github::APP_PRIVATE_KEY).unwrap();
-    let run = s
-        .run_env(
-            &[],
-            &[
-                ("IMAGEBUMP_GITHUB_APP_ID", "4242"),
-                (
-                    "IMAGEBUMP_GITHUB_APP_KEY_FILE",
-                    key.path().to_str().unwrap(),
-                ),
-                // The test git server knows only its own token.
-                ("IMAGEBUMP_GIT_TOKEN", TOKEN),
-            ],
-        )
-        .await;
-    assert_ok(&run);
+    s.run_env(
+        &[],
+        &[
+            ("IMAGEBUMP_GITHUB_APP_ID", "4242"),
+            (
+                "IMAGEBUMP_GITHUB_APP_KEY_FILE",
+                key.path().to_str().unwrap(),
+            ),
+            // The test git server knows only its own token.
+            ("IMAGEBUMP_GIT_TOKEN", TOKEN),
+        ],
+        0,
+    )
+    .await;
     let issued = s.forge.issued_tokens();
     assert!(!issued.is_empty());
     assert_eq!(s.forge.pulls().len(), 2);
@@ -469,8 +375,7 @@ async fn a_github_app_installation_token_drives_the_forge() {
 async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
     let s = setup("").await;
     s.server.move_main_on_first_push();
-    let run = s.run(&["--push"]).await;
-    assert_ok(&run);
+    let run = s.run(&["--push"], 0).await;
     let subjects = s.server.log("main", "%s");
     assert_eq!(
         subjects[0], "Update 2 images",
@@ -496,26 +401,19 @@ async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
     );
     assert!(s.forge.pulls().is_empty(), "no pull requests in push mode");
     // Nothing left to do.
-    let again = s.run(&["--push"]).await;
-    assert_ok(&again);
+    s.run(&["--push"], 0).await;
     assert_eq!(s.server.log("main", "%s").len(), subjects.len());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn someone_pushing_to_a_bot_branch_during_the_run_is_not_overwritten() {
     let s = setup("").await;
-    assert_ok(&s.run(&[]).await);
+    s.run(&[], 0).await;
     s.reg.push_tags("team/web", &["1.2.0"]);
     s.reg.push_tags("team/api", &["2.2.0"]);
     s.server.move_on_first_push(WEB);
-    let run = s.run(&[]).await;
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr
-            .contains("someone else pushed to it during the run"),
-        "{}",
-        run.stderr
-    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains("someone else pushed to it during the run");
     assert_eq!(
         s.server.log(WEB, "%s")[0],
         "Someone else",

@@ -6,6 +6,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
+use support::cli::{imagebump, Run};
 use support::{Registry, RegistryMode};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -13,24 +14,17 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const USER: &str = "checker";
 const PASSWORD: &str = "pw-registry-check-7731";
 
-fn check(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_imagebump"));
-    cmd.current_dir(dir)
+/// `imagebump -vvv registry check ARGS…` in `dir` (which holds imagebump.yaml) with
+/// `RUST_LOG=trace` and `env`, expecting exit code `code`.
+fn check(dir: &Path, env: &[(&str, &str)], args: &[&str], code: i32) -> Run {
+    imagebump()
+        .current_dir(dir)
         .args(["-vvv", "registry", "check"])
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("RUST_LOG", "trace");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .env("RUST_LOG", "trace")
+        .envs(env.iter().copied())
+        .code(code)
+        .run()
 }
 
 /// The output split into one block per target (a line that is not indented starts one).
@@ -75,8 +69,7 @@ fn working_credentials_are_reported_with_their_source_and_never_printed() {
     );
     let creds = format!("{USER}:{PASSWORD}");
     let env = [("REG_CREDS", creds.as_str())];
-    let (code, stdout, stderr) = check(dir.path(), &env, &[]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let Run { stdout, stderr, .. } = check(dir.path(), &env, &[], 0);
     assert_eq!(
         stdout,
         format!(
@@ -89,8 +82,7 @@ fn working_credentials_are_reported_with_their_source_and_never_printed() {
 
     // Naming an image also reads it.
     let image = format!("{}/team/web", reg.host());
-    let (code, stdout, stderr) = check(dir.path(), &env, &[&image, "--output", "json"]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let Run { stdout, stderr, .. } = check(dir.path(), &env, &[&image, "--output", "json"], 0);
     let json: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json[0]["ok"], true);
     assert_eq!(json[0]["auth"], "ok (Basic)");
@@ -112,8 +104,7 @@ fn refused_and_missing_credentials_fail_the_check_with_a_reason() {
             url = reg.base_url()
         ),
     );
-    let (code, stdout, stderr) = check(dir.path(), &[("REG_CREDS", wrong)], &[]);
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let Run { stdout, stderr, .. } = check(dir.path(), &[("REG_CREDS", wrong)], &[], 1);
     let blocks = blocks(&stdout);
     assert_eq!(blocks.len(), 2, "{stdout}");
     assert!(
@@ -166,10 +157,9 @@ async fn docker_hub_allowance_is_read_from_a_free_head_request() {
         ),
     );
     let d = dir.path().to_path_buf();
-    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || check(&d, &[], &[]))
+    let Run { stdout, .. } = tokio::task::spawn_blocking(move || check(&d, &[], &[], 0))
         .await
         .unwrap();
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("  limits:      concurrency 8, 94 of 100 pulls left per 6h\n"),
         "{stdout}"

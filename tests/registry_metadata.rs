@@ -31,6 +31,7 @@ fn registries(prefix: &str, url: &str) -> Registries {
     let yaml = format!("registries:\n- prefix: {prefix}\n  url: {url}\n");
     let config = imagebump::config::parse(&yaml)
         .unwrap_or_else(|(line, col, msg)| panic!("config {line}:{col}: {msg}\n{yaml}"));
+    support::isolate_process_env();
     Registries::new(config.registries).expect("registries")
 }
 

@@ -9,52 +9,27 @@ mod support;
 use std::fs;
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
+use support::cli::imagebump;
+use support::tree;
 use support::{Registry, RegistryMode};
 
 /// `imagebump run --dry-run DIR --output json` with `config` (imagebump.yaml text) and a
 /// private, empty Docker config; the parsed report.
 fn report(dir: &Path, config: &str) -> Value {
-    let docker = tempfile::tempdir().unwrap();
-    fs::write(docker.path().join("config.json"), "{}").unwrap();
-    let cfg = docker.path().join("imagebump.yaml");
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("imagebump.yaml");
     fs::write(&cfg, config).unwrap();
-    let out = Command::cargo_bin("imagebump")
-        .unwrap()
+    let run = imagebump()
         .args(["run", "--dry-run"])
         .arg(dir)
         .arg("--config")
         .arg(&cfg)
         .args(["--output", "json"])
-        .env("DOCKER_CONFIG", docker.path())
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("RUST_LOG")
-        .env_remove("IMAGEBUMP_LOG")
-        .env_remove("IMAGEBUMP_CONFIG")
-        .env_remove("IMAGEBUMP_OUTPUT")
-        .env_remove("IMAGEBUMP_EXIT_CODE")
-        .env_remove("IMAGEBUMP_CONCURRENCY")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["errors"], json!([]), "{stderr}");
+        .run();
+    let report = run.json();
+    assert_eq!(report["errors"], json!([]), "{run}");
     report
-}
-
-/// A directory holding `files` (relative path, content).
-fn tree(files: &[(String, String)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let path = dir.path().join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    dir
 }
 
 fn requests(tag_list_pages: usize, manifests: usize, blobs: usize) -> Value {

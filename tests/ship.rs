@@ -12,6 +12,8 @@
 //! build the Dockerfile runs takes minutes, so it is a manual step (docs/kubernetes.md,
 //! "Building the image"), not a test.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,7 @@ use std::process::{Command, Output};
 
 use serde::Deserialize;
 use serde_json::Value;
+use support::cli::{imagebump, Cli, Run};
 
 /// The versions of the Kubernetes API schemas the manifests must validate against: the
 /// oldest release they are written for, and kubernetes-validate's newest.
@@ -79,12 +82,6 @@ fn run_ok(mut cmd: Command) -> Output {
     out
 }
 
-fn imagebump() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_imagebump"));
-    cmd.current_dir(root());
-    cmd
-}
-
 /// Every YAML document of a file, as JSON values.
 fn documents(text: &str) -> Vec<Value> {
     yaml_serde::Deserializer::from_str(text)
@@ -117,9 +114,11 @@ fn yaml_blocks(markdown: &str) -> Vec<String> {
 
 /// The `[env: NAME=]` variables of `imagebump run --help`.
 fn run_help_env_vars() -> BTreeSet<String> {
-    let mut cmd = imagebump();
-    cmd.args(["run", "--help"]);
-    let help = String::from_utf8(run_ok(cmd).stdout).unwrap();
+    let help = imagebump()
+        .current_dir(root())
+        .args(["run", "--help"])
+        .run()
+        .stdout;
     // clap wraps long lines, so join them before looking for `[env: …=`.
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
     flat.split("[env: ")
@@ -547,9 +546,11 @@ fn manifest_arguments_and_variables_are_known_to_the_cli() {
                         .replace("$(JOB_COMPLETION_INDEX)", &index.to_string())
                 })
                 .collect();
-            let mut cmd = imagebump();
-            cmd.args(&args).arg("--help");
-            run_ok(cmd);
+            imagebump()
+                .current_dir(root())
+                .args(&args)
+                .arg("--help")
+                .run();
         }
     }
 }
@@ -566,13 +567,14 @@ fn configmap_holds_a_valid_configuration() {
     fs::write(&file, config).unwrap();
     let tree = dir.path().join("tree");
     fs::create_dir(&tree).unwrap();
-    let mut cmd = imagebump();
-    cmd.args(["config", "check"])
+    let text = imagebump()
+        .current_dir(root())
+        .args(["config", "check"])
         .arg(&tree)
         .arg("--config")
-        .arg(&file);
-    let out = run_ok(cmd);
-    let text = String::from_utf8_lossy(&out.stdout);
+        .arg(&file)
+        .run()
+        .stdout;
     assert!(text.contains("valid"), "{text}");
 }
 
@@ -690,7 +692,11 @@ fn action_inputs_map_to_real_cli_variables() {
 
 /// The action's entrypoint, run the way GitHub runs it: `sh -c SCRIPT imagebump-action`,
 /// every `runs.env` variable set (empty ones included), and the runner's output files.
-fn run_action_entrypoint(inputs: &[(&str, &str)], source: &Path) -> (Output, String, String) {
+fn run_action_entrypoint(
+    inputs: &[(&str, &str)],
+    source: &Path,
+    code: i32,
+) -> (Run, String, String) {
     let action = action();
     let runs = &action["runs"];
     assert_eq!(runs["entrypoint"], "/bin/sh");
@@ -727,19 +733,21 @@ fn run_action_entrypoint(inputs: &[(&str, &str)], source: &Path) -> (Output, Str
     ))
     .unwrap();
 
-    let mut cmd = Command::new("/bin/sh");
-    cmd.args(&args)
+    let run = Cli::program("/bin/sh")
+        .args(&args)
         .current_dir(dir.path())
-        .env_clear()
         .env("PATH", path)
         .env("GITHUB_OUTPUT", &output_file)
-        .env("GITHUB_STEP_SUMMARY", &summary_file);
-    for (var, input) in action_env() {
-        cmd.env(var, &values[input.as_str()]);
-    }
-    let out = cmd.output().expect("run /bin/sh");
+        .env("GITHUB_STEP_SUMMARY", &summary_file)
+        .envs(
+            action_env()
+                .into_iter()
+                .map(|(var, input)| (var, values[input.as_str()].clone())),
+        )
+        .code(code)
+        .run();
     (
-        out,
+        run,
         fs::read_to_string(&output_file).unwrap(),
         fs::read_to_string(&summary_file).unwrap(),
     )
@@ -756,8 +764,7 @@ fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
     .unwrap();
 
     // Defaults (empty base-branch, config, group-by, max-prs; log-level info) plus dry-run.
-    let (out, outputs, summary) = run_action_entrypoint(&[("dry-run", "true")], tree.path());
-    assert!(out.status.success(), "{}", output_text(&out));
+    let (_, outputs, summary) = run_action_entrypoint(&[("dry-run", "true")], tree.path(), 0);
     assert!(
         outputs.lines().any(|l| l == "updates=0"),
         "GITHUB_OUTPUT:\n{outputs}"
@@ -769,7 +776,7 @@ fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
     assert!(!summary.trim().is_empty(), "no step summary");
 
     // Every input set.
-    let (out, ..) = run_action_entrypoint(
+    run_action_entrypoint(
         &[
             ("dry-run", "true"),
             ("group-by", "image"),
@@ -777,13 +784,13 @@ fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
             ("log-level", "debug"),
         ],
         tree.path(),
+        0,
     );
-    assert!(out.status.success(), "{}", output_text(&out));
 
     // A wrong value still reaches imagebump, which rejects it as a usage error.
-    let (out, ..) = run_action_entrypoint(&[("dry-run", "true"), ("max-prs", "many")], tree.path());
-    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-prs"));
+    let (run, ..) =
+        run_action_entrypoint(&[("dry-run", "true"), ("max-prs", "many")], tree.path(), 2);
+    assert!(run.stderr.contains("--max-prs"), "{run}");
 }
 
 #[test]

@@ -31,6 +31,66 @@ pub mod gitea;
 pub mod github;
 pub mod gitlab;
 
+pub mod cli;
+
+/// Reading what a wiremock server received.
+pub mod mock {
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+    pub async fn received(server: &MockServer) -> Vec<Request> {
+        server
+            .received_requests()
+            .await
+            .expect("request recording is on")
+    }
+
+    /// How many requests `verb p` are among `reqs`.
+    pub fn hits(reqs: &[Request], verb: &str, p: &str) -> usize {
+        reqs.iter()
+            .filter(|r| r.method.as_str() == verb && r.url.path() == p)
+            .count()
+    }
+
+    pub fn header_of<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+        req.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// A responder that notes when it was called, then answers like `R`.
+    pub struct Timed<R> {
+        pub at: Arc<Mutex<Vec<Instant>>>,
+        pub inner: R,
+    }
+
+    impl<R: Respond> Respond for Timed<R> {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            self.at.lock().expect("clock").push(Instant::now());
+            self.inner.respond(request)
+        }
+    }
+
+    /// The first `GET url_path` answers 429 with `Retry-After: 1`, its time noted in `at`.
+    pub async fn rate_limited_once(
+        server: &MockServer,
+        url_path: &str,
+        at: &Arc<Mutex<Vec<Instant>>>,
+    ) {
+        Mock::given(method("GET"))
+            .and(path(url_path))
+            .respond_with(Timed {
+                at: at.clone(),
+                inner: ResponseTemplate::new(429).insert_header("Retry-After", "1"),
+            })
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(server)
+            .await;
+    }
+}
+
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -129,9 +189,72 @@ fn tail_of_file(path: &Path, max_lines: usize) -> String {
     lines[start..].join("\n")
 }
 
-fn kill_child(child: &mut Child) {
+/// Starts `cmd` as the leader of a new process group, so that [`kill_group`] stops it with
+/// every process it started (`git daemon` runs `git-daemon` as a child; killing only the
+/// wrapper would leave the server running).
+fn spawn_group(cmd: &mut Command, what: &str) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    cmd.process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {what}: {e}"))
+}
+
+/// Kills the process group led by `child` (see [`spawn_group`]) and reaps the leader. The
+/// group is killed before the leader is reaped, so its id cannot have been reused.
+fn kill_group(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// For tests that call library code in this process (credential discovery, HTTP clients,
+/// git): the process keeps only the variables [`cli::INHERITED`] names, and `HOME` and
+/// `DOCKER_CONFIG` point at empty directories, so the developer's Docker login, tokens,
+/// proxies and `RUST_LOG` cannot change what the library does. Once per process, before the
+/// test starts its own threads' work (nextest runs each test in its own process).
+pub fn isolate_process_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("imagebump-isolated");
+        let (home, docker) = (base.join("home"), base.join("docker"));
+        fs::create_dir_all(&home).expect("create the isolated HOME");
+        fs::create_dir_all(&docker).expect("create the isolated DOCKER_CONFIG");
+        for (name, _) in std::env::vars_os() {
+            if !cli::INHERITED.iter().any(|keep| name == *keep) {
+                std::env::remove_var(&name);
+            }
+        }
+        std::env::set_var("HOME", home);
+        std::env::set_var("DOCKER_CONFIG", docker);
+    });
+}
+
+/// A fresh directory holding `files` (relative path, content).
+pub fn tree<P: AsRef<Path>, T: AsRef<[u8]>>(files: &[(P, T)]) -> tempfile::TempDir {
+    let dir = temp_dir("imagebump-tree-");
+    for (rel, content) in files {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create tree dirs");
+        }
+        fs::write(&path, content).expect("write tree file");
+    }
+    dir
+}
+
+/// The "not ready" failure of a server start, once `deadline` has passed.
+fn start_timed_out(deadline: Instant, last_failure: &str) -> Option<(bool, String)> {
+    (Instant::now() > deadline).then(|| {
+        (
+            false,
+            format!("not ready within {START_DEADLINE:?}: {last_failure}"),
+        )
+    })
 }
 
 fn temp_dir(prefix: &str) -> tempfile::TempDir {
@@ -332,7 +455,10 @@ impl Registry {
         }
 
         let client = off_runtime(|| {
+            // The test's own registry is on loopback: a proxy in the developer's shell must
+            // not stand between.
             let mut b = reqwest::blocking::Client::builder()
+                .no_proxy()
                 .connect_timeout(Duration::from_secs(2))
                 .timeout(Duration::from_secs(30))
                 .pool_max_idle_per_host(16);
@@ -375,9 +501,7 @@ impl Registry {
                     cmd.env_remove(k);
                 }
             }
-            let mut child = cmd
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot spawn docker-registry: {e}"));
+            let mut child = spawn_group(&mut cmd, "docker-registry");
 
             let url = format!("{scheme}://127.0.0.1:{port}/v2/");
             let deadline = Instant::now() + START_DEADLINE;
@@ -409,11 +533,8 @@ impl Registry {
                     }
                     Err(e) => last_failure = format!("GET {url}: {e}"),
                 }
-                if Instant::now() > deadline {
-                    break Err((
-                        false,
-                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
-                    ));
+                if let Some(failure) = start_timed_out(deadline, &last_failure) {
+                    break Err(failure);
                 }
                 thread::sleep(Duration::from_millis(15));
             };
@@ -430,7 +551,7 @@ impl Registry {
                     };
                 }
                 Err((retry, why)) => {
-                    kill_child(&mut child);
+                    kill_group(&mut child);
                     let log_tail = tail_of_file(&log_path, 30);
                     let port_clash = log_tail.contains("address already in use")
                         || why.contains("another process");
@@ -806,7 +927,7 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        kill_child(&mut self.child);
+        kill_group(&mut self.child);
         let client = self.client.take();
         off_runtime(move || drop(client));
     }
@@ -1042,22 +1163,23 @@ impl GitServer {
         for _attempt in 0..PORT_ATTEMPTS {
             let port = free_port();
             let log = fs::File::create(&log_path).expect("create daemon log");
-            let mut child = git_command()
-                .arg("daemon")
-                .arg("--verbose")
-                .arg("--reuseaddr")
-                .arg(format!("--base-path={}", root.display()))
-                .arg("--export-all")
-                .arg("--enable=receive-pack")
-                .arg("--listen=127.0.0.1")
-                .arg(format!("--port={port}"))
-                .arg(&root)
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot spawn git daemon: {e}"));
+            let mut child = spawn_group(
+                git_command()
+                    .arg("daemon")
+                    .arg("--verbose")
+                    .arg("--reuseaddr")
+                    .arg(format!("--base-path={}", root.display()))
+                    .arg("--export-all")
+                    .arg("--enable=receive-pack")
+                    .arg("--listen=127.0.0.1")
+                    .arg(format!("--port={port}"))
+                    .arg(&root)
+                    .current_dir(dir.path())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(log),
+                "git daemon",
+            );
             let url = format!("git://127.0.0.1:{port}/{name}.git");
             let deadline = Instant::now() + START_DEADLINE;
             // "Ready to rumble" is logged (with --verbose) only after the daemon bound its
@@ -1083,11 +1205,8 @@ impl GitServer {
                         Err(e) => last_failure = e.to_string(),
                     }
                 }
-                if Instant::now() > deadline {
-                    break Err((
-                        false,
-                        format!("not ready within {START_DEADLINE:?}: {last_failure}"),
-                    ));
+                if let Some(failure) = start_timed_out(deadline, &last_failure) {
+                    break Err(failure);
                 }
                 thread::sleep(Duration::from_millis(10));
             };
@@ -1103,7 +1222,7 @@ impl GitServer {
                     }
                 }
                 Err((retry, why)) => {
-                    kill_child(&mut child);
+                    kill_group(&mut child);
                     last_failure =
                         format!("{why}\ndaemon log tail:\n{}", tail_of_file(&log_path, 30));
                     if !retry {
@@ -1418,7 +1537,7 @@ pub fn try_git(dir: &Path, args: &[&str]) -> Option<String> {
 impl Drop for GitServer {
     fn drop(&mut self) {
         match &mut self.kind {
-            GitServerKind::Daemon { child } => kill_child(child),
+            GitServerKind::Daemon { child } => kill_group(child),
             GitServerKind::Http { shutdown } => {
                 shutdown.store(true, Ordering::SeqCst);
                 // wake the accept loop so it sees the flag and drops the listener
@@ -1779,4 +1898,72 @@ fn parse_cgi_output(out: &[u8]) -> Option<Response> {
 
 fn find_subslice(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+// ---------------------------------------------------------------------------------------------
+// the two-apps GitOps repository of the pull-request tests
+// ---------------------------------------------------------------------------------------------
+
+/// The pull-request tests' world: a registry holding `team/web` 1.0.0, 1.1.0 and `team/api`
+/// 2.0.0, 2.1.0; a remote (smart HTTP, `token` as password) whose `main` holds two apps using
+/// the older tags (a kustomization and a values file); an imagebump.yaml sending
+/// `registry.test` to the registry, followed by `extra_config`.
+pub struct TwoApps {
+    pub reg: Registry,
+    pub server: GitServer,
+    pub work: tempfile::TempDir,
+    pub cfg_dir: tempfile::TempDir,
+}
+
+impl TwoApps {
+    pub fn start(token: &str, extra_config: &str) -> TwoApps {
+        let reg = Registry::start(RegistryMode::Plain);
+        reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+        reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
+        let work = make_worktree(&[
+            (
+                "apps/web/kustomization.yaml",
+                "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
+            ),
+            (
+                "apps/api/values.yaml",
+                "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+            ),
+        ]);
+        let server = GitServer::http_with_token(work.path(), "gitops", token);
+        let cfg_dir = temp_dir("imagebump-config-");
+        fs::write(
+            cfg_dir.path().join("imagebump.yaml"),
+            format!(
+                "registries:\n  - prefix: registry.test\n    url: {}\n{extra_config}",
+                reg.base_url()
+            ),
+        )
+        .expect("write imagebump.yaml");
+        TwoApps {
+            reg,
+            server,
+            work,
+            cfg_dir,
+        }
+    }
+
+    /// The imagebump.yaml path.
+    pub fn config(&self) -> PathBuf {
+        self.cfg_dir.path().join("imagebump.yaml")
+    }
+
+    /// How many pushes the remote received.
+    pub fn pushes(&self) -> usize {
+        self.server
+            .request_log()
+            .lines()
+            .filter(|l| l.contains("POST") && l.contains("git-receive-pack"))
+            .count()
+    }
+
+    /// `path` on the remote's `branch`.
+    pub fn branch_file(&self, branch: &str, path: &str) -> Option<String> {
+        self.server.file_at(&format!("refs/heads/{branch}"), path)
+    }
 }
