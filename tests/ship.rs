@@ -662,9 +662,9 @@ fn action_inputs_map_to_real_cli_variables() {
     for var in env.keys() {
         let ok = match var.as_str() {
             // Not a flag: read by the forge and git clients (docs/configuration.md).
-            "GITHUB_TOKEN" => app.contains("\"GITHUB_TOKEN\""),
+            "GITHUB_TOKEN" => app.contains("EnvVars::GITHUB_TOKEN"),
             // The log filter, read at start-up.
-            "IMAGEBUMP_LOG" => app.contains("\"IMAGEBUMP_LOG\""),
+            "IMAGEBUMP_LOG" => app.contains("EnvVars::IMAGEBUMP_LOG"),
             _ => known.contains(var),
         };
         assert!(ok, "action.yml sets {var}, which imagebump does not read");
