@@ -7,7 +7,7 @@ use imagebump::config::Config;
 use imagebump::discover::{self, Discovery};
 use imagebump::plan::{self, Plan};
 use imagebump::resolve::Outcome;
-use imagebump_yaml::{self as yaml, PathSeg, Scalar};
+use imagebump_yaml::{PathSeg, Scalar};
 use proptest::prelude::*;
 use serde::Deserialize;
 

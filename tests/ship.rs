@@ -215,7 +215,10 @@ fn dockerignore_sends_only_what_the_build_copies() {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    assert_eq!(rules, ["*", "!Cargo.toml", "!Cargo.lock", "!src"]);
+    assert_eq!(
+        rules,
+        ["*", "!Cargo.toml", "!Cargo.lock", "!src", "!crates"]
+    );
     let copied: Vec<String> = dockerfile_stages()
         .iter()
         .flat_map(|(_, lines)| lines.clone())
@@ -223,7 +226,11 @@ fn dockerignore_sends_only_what_the_build_copies() {
         .collect();
     assert_eq!(
         copied,
-        ["COPY Cargo.toml Cargo.lock ./", "COPY src ./src"],
+        [
+            "COPY Cargo.toml Cargo.lock ./",
+            "COPY src ./src",
+            "COPY crates ./crates"
+        ],
         "a COPY from the context must be let through by .dockerignore"
     );
 }

@@ -43,7 +43,7 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
 fn rule_credentials(config: &Config, target: &str) -> Option<String> {
     let (image, repo) = target_image(target);
     repo?;
-    let policy = Policies::new(config)
+    let policy = Policies::new(&config.defaults, &config.images)
         .ok()?
         .policy_for(&image, target, None)
         .ok()?;

@@ -131,7 +131,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
 
 /// The policy for the image: the configuration's, with the flags on top.
 fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Policy, Error> {
-    let mut policies = Policies::new(config).map_err(Error::Rules)?;
+    let mut policies = Policies::new(&config.defaults, &config.images).map_err(Error::Rules)?;
     policies
         .policy_for(
             &reference.name,

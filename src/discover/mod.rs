@@ -308,7 +308,7 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
-    let mut policies = match Policies::new(config) {
+    let mut policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p,
         Err(e) => {
             out.problems.push(Problem::config(e));

@@ -5,8 +5,7 @@ use std::collections::HashMap;
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::{Policy, PolicyError, PolicySource, PolicySpec};
-use imagebump_model::config::Config;
+use super::{ImageRule, Policy, PolicyError, PolicySource, PolicySpec};
 use imagebump_model::name::ImageName;
 
 /// Compile an `images[].match` glob: `*` stays within a path segment, `**` crosses them.
@@ -33,10 +32,10 @@ pub struct Policies {
 }
 
 impl Policies {
-    /// Globs were checked when the configuration was loaded; a bad one here is an error too.
-    pub fn new(config: &Config) -> Result<Policies, String> {
-        let rules = config
-            .images
+    /// The `defaults` and `images` rules of `imagebump.yaml`. Globs were checked when the
+    /// configuration was loaded; a bad one here is an error too.
+    pub fn new(defaults: &PolicySpec, images: &[ImageRule]) -> Result<Policies, String> {
+        let rules = images
             .iter()
             .enumerate()
             .map(|(i, r)| {
@@ -48,7 +47,7 @@ impl Policies {
             })
             .collect::<Result<_, String>>()?;
         Ok(Policies {
-            defaults: config.defaults.clone(),
+            defaults: defaults.clone(),
             rules,
             cache: HashMap::new(),
         })
@@ -119,6 +118,7 @@ impl Policies {
 mod tests {
     use super::*;
     use crate::policy::Strategy;
+    use imagebump_model::config::Config;
     use imagebump_model::name::parse_name;
 
     #[test]
@@ -127,7 +127,7 @@ mod tests {
             "defaults:\n  constraint: ^1\nimages:\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: nginx\n  constraint: ~1.25\n- match: '**'\n  pin: true\n",
         )
         .unwrap();
-        let mut p = Policies::new(&config).unwrap();
+        let mut p = Policies::new(&config.defaults, &config.images).unwrap();
         let acme = parse_name("ghcr.io/acme/web").unwrap();
         let policy = p.policy_for(&acme, "ghcr.io/acme/web", None).unwrap();
         assert_eq!(policy.strategy, Strategy::NewestBuild);
