@@ -970,8 +970,10 @@ mod tests {
 
     /// A loopback URL nothing listens on.
     fn closed_port_url() -> String {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
+        format!(
+            "http://127.0.0.1:{}",
+            super::super::test_support::closed_port()
+        )
     }
 
     // --- SigV4 known answers -------------------------------------------------------------

@@ -407,7 +407,7 @@ fn jwt_expiry(token: &str) -> Option<SystemTime> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{form_is, FormIs};
+    use super::super::test_support::{closed_port, form_is, FormIs};
     use std::io::Write;
 
     use secrecy::ExposeSecret;
@@ -495,11 +495,6 @@ mod tests {
         ];
         fields.extend(tenant.map(|t| ("tenant", t)));
         form_is(&fields)
-    }
-
-    fn closed_port() -> u16 {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
     }
 
     #[test]

@@ -307,7 +307,7 @@ fn string_field<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a st
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::form_is;
+    use super::super::test_support::{closed_port, form_is};
     use std::io::Write;
 
     use secrecy::ExposeSecret;
@@ -359,11 +359,6 @@ mod tests {
         ] {
             assert!(!error.contains(secret), "{secret:?} leaked into {error:?}");
         }
-    }
-
-    fn closed_port() -> u16 {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
     }
 
     #[test]

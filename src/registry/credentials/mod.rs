@@ -440,6 +440,12 @@ impl Provider {
 pub(crate) mod test_support {
     use wiremock::Request;
 
+    /// A loopback port nothing listens on (bound, read, released).
+    pub fn closed_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }
+
     /// Matches a form-encoded body holding exactly these fields, in any order.
     pub struct FormIs(Vec<(String, String)>);
 
