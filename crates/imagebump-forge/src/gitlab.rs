@@ -222,7 +222,7 @@ impl GitLab {
                 "oauth2",
             ),
         };
-        let token = crate::forge::clean_token(secret, "GitLab", &hint)?;
+        let token = crate::clean_token(secret, "GitLab", &hint)?;
         let value = if header == AUTHORIZATION {
             format!("Bearer {}", token.expose_secret())
         } else {
@@ -1024,7 +1024,7 @@ pub fn parse_remote(remote: &str) -> Option<(String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority,
-            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::forge::strip_port(authority),
+            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::strip_port(authority),
             _ => return None,
         };
         (host, path)
@@ -1163,7 +1163,7 @@ mod tests {
 
     use super::*;
     // The fake is this module's sibling (`#[cfg(test)] pub mod fake;` next to `pub mod gitlab;`).
-    use super::fake::{Call, Credential, FakeGitLab, Fault};
+    use crate::fake::gitlab::{Call, Credential, FakeGitLab, Fault};
 
     const PREFIX: &str = "imagebump/";
 
@@ -2220,9 +2220,3 @@ mod tests {
         assert_eq!(next_link(r#"<https://x/?page=1>; rel="first""#), None);
     }
 }
-
-/// The stateful GitLab fake of the integration tests, shared with the unit tests above.
-#[cfg(test)]
-#[path = "../../tests/support/gitlab.rs"]
-#[allow(dead_code)]
-mod fake;

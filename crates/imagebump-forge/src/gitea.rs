@@ -148,7 +148,7 @@ impl Gitea {
         let base = super::api_base(&settings.api_url, "Gitea")?;
         check_name("owner", &settings.owner)?;
         check_name("repository", &settings.repo)?;
-        let token = crate::forge::clean_token(&settings.token, "Gitea", TOKEN_HINT)?;
+        let token = crate::clean_token(&settings.token, "Gitea", TOKEN_HINT)?;
         let mut authorization = HeaderValue::from_str(&format!("token {}", token.expose_secret()))
             .map_err(|_| {
                 Error::Config(
@@ -381,7 +381,7 @@ impl Forge for Gitea {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::forge::split_reviewers(reviewers);
+        let (users, teams) = crate::split_reviewers(reviewers);
         if users.is_empty() && teams.is_empty() {
             return Ok(());
         }
@@ -961,8 +961,8 @@ impl PullJson {
 
 #[cfg(test)]
 mod tests {
-    use super::fake::{Call, FakeGitea};
     use super::*;
+    use crate::fake::gitea::{Call, FakeGitea};
     use std::time::Instant;
 
     const PREFIX: &str = "imagebump/";
@@ -1862,7 +1862,7 @@ mod tests {
     #[test]
     fn reviewers_split_into_users_and_teams() {
         let input = strings(&["alice", "@bob", "octo/platform", "@octo/sre", "", "org/"]);
-        let (users, teams) = crate::forge::split_reviewers(&input);
+        let (users, teams) = crate::split_reviewers(&input);
         assert_eq!(users, ["alice", "bob"]);
         assert_eq!(teams, ["platform", "sre"]);
     }
@@ -1960,9 +1960,3 @@ mod tests {
         assert!(!more_pages(None, 49));
     }
 }
-
-/// The stateful Gitea fake of the integration tests, shared with the unit tests above.
-#[cfg(test)]
-#[path = "../../tests/support/gitea.rs"]
-#[allow(dead_code)]
-mod fake;

@@ -78,7 +78,7 @@ impl GitHub {
             .set_write_timeout(Some(Duration::from_secs(60)));
         match settings.auth {
             GitHubAuth::Token(token) => {
-                let token = crate::forge::clean_token(&token, "GitHub", TOKEN_HINT)?;
+                let token = crate::clean_token(&token, "GitHub", TOKEN_HINT)?;
                 let crab = builder
                     .personal_token(token.clone())
                     .build()
@@ -309,7 +309,7 @@ impl Forge for GitHub {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::forge::split_reviewers(reviewers);
+        let (users, teams) = crate::split_reviewers(reviewers);
         if users.is_empty() && teams.is_empty() {
             return Ok(());
         }
@@ -762,9 +762,7 @@ pub fn repo_from_url(url: &str) -> Option<(String, String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority.to_string(),
-            "ssh" | "git" | "git+ssh" | "ssh+git" => {
-                crate::forge::strip_port(authority).to_string()
-            }
+            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::strip_port(authority).to_string(),
             _ => return None,
         };
         (host, path)
@@ -1066,7 +1064,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (users, teams) = crate::forge::split_reviewers(&input);
+        let (users, teams) = crate::split_reviewers(&input);
         assert_eq!(users, ["alice", "bob"]);
         assert_eq!(teams, ["platform", "sre"]);
     }
