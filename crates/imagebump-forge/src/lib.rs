@@ -173,9 +173,9 @@ impl Error {
 
 /// A forge's API base URL, checked, with a trailing `/` so that relative joins keep its path.
 /// The URL is never echoed in an error: its user part or query may hold a token.
-pub(crate) fn api_base(api_url: &str, forge: &str) -> Result<reqwest::Url, Error> {
+pub(crate) fn api_base(api_url: &str, forge: &str) -> Result<imagebump_http::Url, Error> {
     let bad = |why: &str| Error::Config(format!("invalid {forge} API URL: {why}"));
-    let mut url = reqwest::Url::parse(api_url.trim()).map_err(|e| bad(&e.to_string()))?;
+    let mut url = imagebump_http::Url::parse(api_url.trim()).map_err(|e| bad(&e.to_string()))?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(bad("it holds credentials; pass the token separately"));
     }
@@ -195,31 +195,26 @@ pub(crate) fn api_base(api_url: &str, forge: &str) -> Result<reqwest::Url, Error
     Ok(url)
 }
 
-/// Attempts after the first, at most.
-pub(crate) const MAX_RETRIES: u32 = 3;
-/// A rate limit asking for a longer wait than this is reported rather than waited out.
-pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
-/// The first backoff after a server error; doubled for each later attempt.
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-
-/// How long to wait before trying a failed request again, or `None` when it is not retried:
-/// a rate limit with a short enough wait (any method), or a retryable server or transport
-/// failure of an idempotent request (never a `POST`, which may have taken effect).
-pub(crate) fn retry_wait(idempotent: bool, error: &Error, attempt: u32) -> Option<Duration> {
-    if attempt >= MAX_RETRIES {
-        return None;
-    }
+/// The error with its messages redacted: a server or proxy may echo a header, or a URL
+/// someone put a token in.
+pub(crate) fn redacted(error: Error, redactor: &imagebump_http::Redactor) -> Error {
+    let clean = |text: String| redactor.apply(&text);
     match error {
-        Error::RateLimited {
-            retry_after: Some(wait),
-        } if *wait <= MAX_RATE_LIMIT_WAIT => Some(*wait),
-        Error::RateLimited { .. } => None,
-        Error::Status { .. } | Error::Transport { .. } if idempotent && error.is_retryable() => {
-            let backoff = FIRST_BACKOFF * 2u32.pow(attempt);
-            let jitter = Duration::from_millis(fastrand::u64(0..=100));
-            Some(backoff + jitter)
-        }
-        _ => None,
+        Error::Unauthorized { hint } => Error::Unauthorized { hint: clean(hint) },
+        Error::Forbidden { message } => Error::Forbidden {
+            message: clean(message),
+        },
+        Error::NotFound { what } => Error::NotFound { what: clean(what) },
+        Error::Status { status, message } => Error::Status {
+            status,
+            message: clean(message),
+        },
+        Error::Transport { message, retryable } => Error::Transport {
+            message: clean(message),
+            retryable,
+        },
+        Error::Config(message) => Error::Config(clean(message)),
+        Error::RateLimited { retry_after } => Error::RateLimited { retry_after },
     }
 }
 
@@ -350,38 +345,6 @@ mod tests {
                 }
                 other => panic!("{bad}: {other:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn retries_only_what_is_safe() {
-        let server = Error::Status {
-            status: 502,
-            message: String::new(),
-        };
-        assert!(retry_wait(true, &server, 0).is_some());
-        assert!(retry_wait(false, &server, 0).is_none());
-        assert!(retry_wait(true, &server, MAX_RETRIES).is_none());
-        let transport = Error::Transport {
-            message: String::new(),
-            retryable: true,
-        };
-        assert!(retry_wait(true, &transport, 0).is_some());
-        assert!(retry_wait(false, &transport, 0).is_none());
-        let short = Error::RateLimited {
-            retry_after: Some(Duration::from_secs(2)),
-        };
-        assert_eq!(retry_wait(false, &short, 0), Some(Duration::from_secs(2)));
-        let long = Error::RateLimited {
-            retry_after: Some(Duration::from_secs(3600)),
-        };
-        assert!(retry_wait(true, &long, 0).is_none());
-        for status in [409, 422] {
-            let refused = Error::Status {
-                status,
-                message: String::new(),
-            };
-            assert!(retry_wait(true, &refused, 0).is_none());
         }
     }
 }

@@ -8,8 +8,8 @@
 //!   backoff when it names no wait, and not at all when it asks for longer (the error then
 //!   carries the wait, so the caller can report it);
 //! - a 5xx or a transport failure (timeout, refused or reset connection, truncated body) is
-//!   retried only for idempotent methods (GET, HEAD, PUT, DELETE, and PATCH where the
-//!   dialect says so), never a POST, which may have taken effect;
+//!   retried only for idempotent methods (GET, HEAD, PUT, DELETE; PATCH where the dialect
+//!   says its PATCHes only set fields), never a POST, which may have taken effect;
 //! - at most [`RetryPolicy::max_attempts`] attempts, none started after
 //!   [`RetryPolicy::budget`].
 //!
@@ -26,7 +26,7 @@ mod transport;
 pub use error::Error;
 pub use headers::{next_link, rate_limit, retry_after, RateLimit};
 pub use redact::{error_chain, redact, Redactor};
-pub use retry::RetryPolicy;
+pub use retry::{is_idempotent, RetryPolicy};
 pub use transport::{Dialect, Options, Plain, Request, Response, Slot, Transport};
 
 pub use reqwest::header;

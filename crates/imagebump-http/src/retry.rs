@@ -50,10 +50,11 @@ pub fn is_idempotent(method: &Method) -> bool {
 
 impl RetryPolicy {
     /// How long to wait before another attempt after `error` (attempt number `attempt`,
-    /// `elapsed` since the first), or `None` to give up.
+    /// `elapsed` since the first) of a request that is `idempotent` or not, or `None` to give
+    /// up.
     pub fn wait(
         &self,
-        method: &Method,
+        idempotent: bool,
         error: &Error,
         attempt: u32,
         elapsed: Duration,
@@ -72,7 +73,7 @@ impl RetryPolicy {
                 ..
             } => *wait,
             Error::RateLimited { .. } => self.backoff(attempt),
-            e if e.is_retryable() && is_idempotent(method) => self.backoff(attempt),
+            e if e.is_retryable() && idempotent => self.backoff(attempt),
             _ => return None,
         };
         (elapsed + wait < self.budget).then_some(wait)
@@ -122,37 +123,34 @@ mod tests {
         };
         for e in [&server, &timeout] {
             for m in [Method::GET, Method::HEAD, Method::PUT, Method::DELETE] {
-                assert!(p.wait(&m, e, 1, zero).is_some(), "{m} {e}");
+                assert!(p.wait(is_idempotent(&m), e, 1, zero).is_some(), "{m} {e}");
             }
             for m in [Method::POST, Method::PATCH] {
-                assert_eq!(p.wait(&m, e, 1, zero), None, "{m} {e}");
+                assert_eq!(p.wait(is_idempotent(&m), e, 1, zero), None, "{m} {e}");
             }
-            assert_eq!(p.wait(&Method::GET, e, 4, zero), None, "attempts");
-            assert_eq!(
-                p.wait(&Method::GET, e, 1, Duration::from_secs(120)),
-                None,
-                "budget"
-            );
+            assert_eq!(p.wait(true, e, 4, zero), None, "attempts");
+            assert_eq!(p.wait(true, e, 1, Duration::from_secs(120)), None, "budget");
         }
         for m in [Method::GET, Method::POST, Method::PATCH] {
             assert_eq!(
-                p.wait(&m, &rate_limited(Some(2)), 1, zero),
+                p.wait(is_idempotent(&m), &rate_limited(Some(2)), 1, zero),
                 Some(Duration::from_secs(2))
             );
-            assert!(p.wait(&m, &rate_limited(None), 1, zero).unwrap() <= p.max_backoff);
-            assert_eq!(p.wait(&m, &rate_limited(Some(3600)), 1, zero), None);
+            let idempotent = is_idempotent(&m);
+            assert!(p.wait(idempotent, &rate_limited(None), 1, zero).unwrap() <= p.max_backoff);
+            assert_eq!(p.wait(idempotent, &rate_limited(Some(3600)), 1, zero), None);
         }
         let refused = Error::Status {
             url: "u".into(),
             status: 409,
             response: answer(409),
         };
-        assert_eq!(p.wait(&Method::GET, &refused, 1, zero), None);
+        assert_eq!(p.wait(true, &refused, 1, zero), None);
         let cert = Error::Transport {
             url: "u".into(),
             reason: "invalid peer certificate".into(),
         };
-        assert_eq!(p.wait(&Method::GET, &cert, 1, zero), None);
+        assert_eq!(p.wait(true, &cert, 1, zero), None);
     }
 
     #[test]

@@ -87,6 +87,13 @@ pub trait Dialect: Send + Sync {
             .then(|| crate::headers::retry_after(&response.headers))
     }
 
+    /// May `method` be sent again after a 5xx or a transport failure? Standard: GET, HEAD,
+    /// PUT, DELETE, OPTIONS. A dialect whose PATCHes only set fields to given values may add
+    /// PATCH; none may add POST.
+    fn idempotent(&self, method: &Method) -> bool {
+        crate::retry::is_idempotent(method)
+    }
+
     /// Before each attempt: wait for a turn. The slot is held for the attempt only, never
     /// through a retry's sleep.
     async fn enter(&self, _request: &Request) -> Result<Slot, Self::Error> {
@@ -183,7 +190,8 @@ impl Transport {
                 Err(error) => error,
             };
             let elapsed = started.elapsed();
-            let Some(wait) = self.retry.wait(&request.method, &error, attempt, elapsed) else {
+            let idempotent = dialect.idempotent(&request.method) && request.method != Method::POST;
+            let Some(wait) = self.retry.wait(idempotent, &error, attempt, elapsed) else {
                 return Err(dialect.classify(error));
             };
             tracing::debug!(
