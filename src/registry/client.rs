@@ -75,6 +75,7 @@ impl Client {
     /// A client for `host`, configured by its `registries[]` entry if any. `source` (an
     /// image's own credentials) beats the entry's `credentials`; with neither, the source
     /// is chosen from the host and the environment ([`Source::implicit`]).
+    #[allow(clippy::too_many_arguments)] // Each is a separate concern the caller owns.
     pub fn new(
         host: &str,
         default_endpoint: String,
@@ -83,8 +84,8 @@ impl Client {
         gate: Arc<Gate>,
         env: Arc<Environment>,
         stats: Arc<Stats>,
+        mut options: Options,
     ) -> Result<Client, Error> {
-        let mut options = Options::default();
         let mut endpoint = default_endpoint;
         let mut provider = ProviderOptions::default();
         let mut configured = None;

@@ -163,6 +163,12 @@ impl Gitea {
         })
     }
 
+    /// Sends through `transport` from now on (other timeouts or retry numbers).
+    pub fn with_transport(mut self, transport: Transport) -> Gitea {
+        self.api.transport = transport;
+        self
+    }
+
     fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.repo)
     }

@@ -137,6 +137,12 @@ impl GitHub {
         Ok(github)
     }
 
+    /// Sends through `transport` from now on (other timeouts or retry numbers).
+    pub fn with_transport(mut self, transport: Transport) -> GitHub {
+        self.api.transport = transport;
+        self
+    }
+
     /// The credential for `git push` over HTTPS (user `x-access-token`): the token, or a
     /// current installation token of the GitHub App (renewed when it nears expiry).
     pub async fn git_token(&self) -> Result<SecretString, Error> {

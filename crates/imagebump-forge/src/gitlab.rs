@@ -254,6 +254,12 @@ impl GitLab {
         })
     }
 
+    /// Sends through `transport` from now on (other timeouts or retry numbers).
+    pub fn with_transport(mut self, transport: Transport) -> GitLab {
+        self.api.transport = transport;
+        self
+    }
+
     /// The credentials for `git push` over HTTPS: `oauth2` (any name works with an access
     /// token) or `gitlab-ci-token` for a job token, and the token.
     pub fn git_credentials(&self) -> (&'static str, SecretString) {
