@@ -374,21 +374,9 @@ impl Client {
             let request = Request::new(method.clone(), target.clone())
                 .header(ACCEPT, accept)
                 .limit(limit);
-            // Credentials go only to the registry's own origin, never to a host a `Link` names.
-            let header = if origin(url) == origin(&self.endpoint) {
-                self.auth_header(scope, &mut used).await
-            } else {
-                Ok(None)
-            };
-            // A token service refusing the credentials is a refusal like the registry's.
-            let sent = match header {
-                Ok(Some(h)) => {
-                    let request = request.secret_header(AUTHORIZATION, h);
-                    self.transport.send(&dialect, &request).await
-                }
-                Ok(None) => self.transport.send(&dialect, &request).await,
-                Err(e) => Err(Refusal::Error(e)),
-            };
+            let sent = self
+                .send_authorized(&dialect, request, url, scope, &mut used)
+                .await;
             let refusal = match sent {
                 Ok(response) => return Ok((response.headers, response.body)),
                 Err(refusal) => refusal,
@@ -413,6 +401,32 @@ impl Client {
                 Refusal::Challenge(_) => return Err(unauthorized(url, 401)),
                 Refusal::Error(e) => return Err(e),
             }
+        }
+    }
+
+    /// `request` with the registry's credentials, through the transport. Credentials go only
+    /// to the registry's own origin, never to a host a `Link` names; a token service refusing
+    /// them is a refusal like the registry's.
+    async fn send_authorized(
+        &self,
+        dialect: &Registry<'_>,
+        request: Request,
+        url: &str,
+        scope: &str,
+        used: &mut Option<InUse>,
+    ) -> Result<Response, Refusal> {
+        let header = if origin(url) == origin(&self.endpoint) {
+            self.auth_header(scope, used).await
+        } else {
+            Ok(None)
+        };
+        match header {
+            Ok(Some(h)) => {
+                let request = request.secret_header(AUTHORIZATION, h);
+                self.transport.send(dialect, &request).await
+            }
+            Ok(None) => self.transport.send(dialect, &request).await,
+            Err(e) => Err(Refusal::Error(e)),
         }
     }
 
