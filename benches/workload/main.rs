@@ -16,9 +16,7 @@ mod measure;
 mod registry;
 mod repo;
 
-#[allow(dead_code)]
-#[path = "../../tests/support/github.rs"]
-mod github;
+use imagebump_forge::fake::github;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -5,10 +5,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{
-    HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LINK, RETRY_AFTER, WWW_AUTHENTICATE,
+use imagebump_http::header::{
+    HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
-use reqwest::{Method, StatusCode};
+use imagebump_http::{
+    Dialect, Method, Options, Request, Response, Slot, StatusCode, Transport, Url,
+};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
@@ -22,9 +24,6 @@ use super::{Error, Stats};
 use imagebump_model::config::RegistryConfig;
 use imagebump_model::name::{is_valid_digest, is_valid_tag};
 
-const MAX_ATTEMPTS: u32 = 4;
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
-const DEADLINE: Duration = Duration::from_secs(120);
 const TAG_LIST_LIMIT: usize = 32 * 1024 * 1024;
 const TOKEN_LIMIT: usize = 1024 * 1024;
 const MAX_PAGES: usize = 10_000;
@@ -63,7 +62,7 @@ pub struct TagList {
 }
 
 pub struct Client {
-    http: reqwest::Client,
+    transport: Transport,
     pub host: String,
     pub endpoint: String,
     credentials: Provider,
@@ -76,6 +75,7 @@ impl Client {
     /// A client for `host`, configured by its `registries[]` entry if any. `source` (an
     /// image's own credentials) beats the entry's `credentials`; with neither, the source
     /// is chosen from the host and the environment ([`credentials::implicit`](super::credentials::implicit)).
+    #[allow(clippy::too_many_arguments)] // Each is a separate concern the caller owns.
     pub fn new(
         host: &str,
         default_endpoint: String,
@@ -84,47 +84,42 @@ impl Client {
         gate: Arc<Gate>,
         env: Arc<Environment>,
         stats: Arc<Stats>,
+        mut options: Options,
     ) -> Result<Client, Error> {
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .user_agent(concat!("imagebump/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::limited(5));
         let mut endpoint = default_endpoint;
-        let mut options = ProviderOptions::default();
+        let mut provider = ProviderOptions::default();
         let mut configured = None;
         if let Some(c) = config {
             if let Some(url) = &c.url {
                 endpoint = url.trim_end_matches('/').to_string();
             }
-            if c.insecure {
-                // `insecure` wins: a preconfigured TLS set-up would ignore it.
-                builder = builder.danger_accept_invalid_certs(true);
-            } else if let Some(ca) = &c.ca_file {
+            // `insecure` wins: a preconfigured TLS set-up would ignore it.
+            options.insecure = c.insecure;
+            if let (false, Some(ca)) = (c.insecure, &c.ca_file) {
                 let pem = std::fs::read(ca)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
                 let tls = super::tls::client_config(&pem)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
-                builder = builder.use_preconfigured_tls(tls);
+                options.tls = Some(tls);
             }
             if let Some(spec) = &c.credentials {
                 configured = Some(Source::parse(spec).map_err(Error::Config)?);
             }
-            options.expire = c.credentials_expire().map_err(Error::Config)?;
+            provider.expire = c.credentials_expire().map_err(Error::Config)?;
             if let Some(t) = c.credentials_timeout().map_err(Error::Config)? {
-                options.timeout = t;
+                provider.timeout = t;
             }
         }
-        let http = builder
-            .build()
-            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+        let transport = Transport::new(options).map_err(Error::Config)?;
         let (source, seed) = match source.or(configured) {
             Some(s) => (s, None),
             None => super::credentials::implicit(host, &env),
         };
-        let credentials = Provider::new(source, options, http.clone(), env, host, &endpoint, seed);
+        // The cloud credential sources speak their own token protocols over the same client.
+        let http = transport.reqwest().clone();
+        let credentials = Provider::new(source, provider, http, env, host, &endpoint, seed);
         Ok(Client {
-            http,
+            transport,
             host: host.to_string(),
             endpoint,
             credentials,
@@ -185,7 +180,7 @@ impl Client {
                     out.invalid.push(t);
                 }
             }
-            match next_link(&headers, &self.endpoint) {
+            match self.next_page(&headers) {
                 Some(next) => url = next,
                 None => return Ok(out),
             }
@@ -348,8 +343,10 @@ impl Client {
         tag_page(&url, &body)
     }
 
-    /// One logical request: authenticated, retried, size-capped, through the registry's
-    /// gate (concurrency, rate, pause after 429, circuit breaker).
+    /// One logical request: authenticated, then sent through the transport (retried,
+    /// size-capped) and the registry's gate (concurrency, rate, pause after 429, circuit
+    /// breaker). A 401 challenge teaches the scheme and sends it again; refused credentials
+    /// are asked for again once.
     async fn request(
         &self,
         method: Method,
@@ -358,87 +355,85 @@ impl Client {
         accept: &str,
         limit: usize,
     ) -> Result<(HeaderMap, Vec<u8>), Error> {
-        self.request_inner(method, url, scope, accept, limit).await
-    }
-
-    async fn request_inner(
-        &self,
-        method: Method,
-        url: &str,
-        scope: &str,
-        accept: &str,
-        limit: usize,
-    ) -> Result<(HeaderMap, Vec<u8>), Error> {
-        // Docker Hub counts manifest GETs as pulls; HEADs and tag lists are free.
-        let counts_as_pull = method == Method::GET && url.contains("/manifests/");
-        let started = Instant::now();
-        let mut attempt = 0;
+        let target = Url::parse(url).map_err(|e| Error::Invalid {
+            url: url.to_string(),
+            reason: format!("not a URL: {e}"),
+        })?;
+        let dialect = Registry {
+            gate: &self.gate,
+            stats: &self.stats,
+            // Docker Hub counts manifest GETs as pulls; HEADs and tag lists are free.
+            counts_as_pull: method == Method::GET && url.contains("/manifests/"),
+            url,
+        };
         let mut learned = false;
         let mut refreshed = false;
         loop {
-            attempt += 1;
-            // The credentials behind this attempt's Authorization header, if any.
+            // The credentials behind this request's Authorization header, if any.
             let mut used = None;
-            let result = {
-                let _permit = self.gate.enter(counts_as_pull).await?;
-                let result = self
-                    .attempt(method.clone(), url, scope, accept, limit, &mut used)
-                    .await;
-                // Recorded before the slot is released, so that the next attempt already
-                // sees an opened breaker.
-                self.gate.record(&result);
-                result
+            let request = Request::new(method.clone(), target.clone())
+                .header(ACCEPT, accept)
+                .limit(limit);
+            let sent = self
+                .send_authorized(&dialect, request, url, scope, &mut used)
+                .await;
+            let refusal = match sent {
+                Ok(response) => return Ok((response.headers, response.body)),
+                Err(refusal) => refusal,
             };
-            let refused = match &result {
-                Ok(Attempt::Challenge(_)) => learned,
-                Err(Error::Unauthorized { status: 401, .. }) => true,
-                _ => false,
+            let refused = match &refusal {
+                Refusal::Challenge(_) => learned,
+                Refusal::Error(Error::Unauthorized { status: 401, .. }) => true,
+                Refusal::Error(_) => false,
             };
             if refused && !refreshed {
                 // Credentials were sent and refused: ask their source again, once.
                 refreshed = true;
                 if self.refresh(scope, used.as_ref()).await {
-                    attempt -= 1;
                     continue;
                 }
             }
-            match result {
-                Ok(Attempt::Done(h, b)) => return Ok((h, b)),
-                Ok(Attempt::Challenge(challenge)) if !learned => {
+            match refusal {
+                Refusal::Challenge(challenge) if !learned => {
                     learned = true;
                     self.learn(challenge, scope, url).await?;
-                    attempt -= 1;
                 }
-                Ok(Attempt::Challenge(_)) => {
-                    return Err(Error::Unauthorized {
-                        url: url.to_string(),
-                        status: 401,
-                    })
-                }
-                Err(e)
-                    if e.is_retryable()
-                        && attempt < MAX_ATTEMPTS
-                        && started.elapsed() < DEADLINE =>
-                {
-                    let wait = match &e {
-                        Error::RateLimited {
-                            retry_after: Some(d),
-                            ..
-                        } => {
-                            let d = (*d).min(MAX_RETRY_AFTER);
-                            // The whole registry waits, not just this request.
-                            self.gate.pause(d);
-                            d
-                        }
-                        _ => backoff(attempt),
-                    };
-                    tracing::debug!(%url, error = %e, wait_ms = wait.as_millis() as u64, "retrying");
-                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => return Err(e),
+                Refusal::Challenge(_) => return Err(unauthorized(url, 401)),
+                Refusal::Error(e) => return Err(e),
             }
         }
+    }
+
+    /// `request` with the registry's credentials, through the transport. Credentials go only
+    /// to the registry's own origin, never to a host a `Link` names; a token service refusing
+    /// them is a refusal like the registry's.
+    async fn send_authorized(
+        &self,
+        dialect: &Registry<'_>,
+        request: Request,
+        url: &str,
+        scope: &str,
+        used: &mut Option<InUse>,
+    ) -> Result<Response, Refusal> {
+        let header = if origin(url) == origin(&self.endpoint) {
+            self.auth_header(scope, used).await
+        } else {
+            Ok(None)
+        };
+        match header {
+            Ok(Some(h)) => {
+                let request = request.secret_header(AUTHORIZATION, h);
+                self.transport.send(dialect, &request).await
+            }
+            Ok(None) => self.transport.send(dialect, &request).await,
+            Err(e) => Err(Refusal::Error(e)),
+        }
+    }
+
+    /// The next tag page a `Link` header names, on the registry's origin when relative.
+    fn next_page(&self, headers: &HeaderMap) -> Option<String> {
+        let base = Url::parse(&format!("{}/", origin(&self.endpoint))).ok()?;
+        imagebump_http::next_link(headers, &base).map(String::from)
     }
 
     /// The registry refused our credentials: drop tokens obtained with them and ask the
@@ -468,82 +463,12 @@ impl Client {
         self.in_use().await.map(|used| used.credential)
     }
 
-    async fn attempt(
-        &self,
-        method: Method,
-        url: &str,
-        scope: &str,
-        accept: &str,
-        limit: usize,
-        used: &mut Option<InUse>,
-    ) -> Result<Attempt, Error> {
-        let mut req = self
-            .http
-            .request(method.clone(), url)
-            .header(ACCEPT, accept);
-        // Credentials go only to the registry's own origin, never to a host a `Link` names.
-        if origin(url) == origin(&self.endpoint) {
-            if let Some(h) = self.auth_header(scope, used).await? {
-                req = req.header(AUTHORIZATION, h);
-            }
-        }
-        let resp = req.send().await.map_err(|e| transport(url, &e))?;
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        self.gate.observe(&headers);
-        match status {
-            s if s.is_success() => {
-                let body = if method == Method::HEAD {
-                    Vec::new()
-                } else {
-                    read_capped(resp, url, limit).await?
-                };
-                Ok(Attempt::Done(headers, body))
-            }
-            StatusCode::UNAUTHORIZED => {
-                let challenge = headers
-                    .get(WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(auth::parse_challenge);
-                match challenge {
-                    Some(c) => Ok(Attempt::Challenge(c)),
-                    None => Err(Error::Unauthorized {
-                        url: url.to_string(),
-                        status: 401,
-                    }),
-                }
-            }
-            StatusCode::FORBIDDEN => Err(Error::Unauthorized {
-                url: url.to_string(),
-                status: 403,
-            }),
-            StatusCode::NOT_FOUND => Err(Error::NotFound {
-                url: url.to_string(),
-            }),
-            StatusCode::TOO_MANY_REQUESTS => Err(Error::RateLimited {
-                url: url.to_string(),
-                retry_after: headers
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(parse_retry_after),
-            }),
-            s if s.is_server_error() => Err(Error::Server {
-                url: url.to_string(),
-                status: s.as_u16(),
-            }),
-            s => Err(Error::Status {
-                url: url.to_string(),
-                status: s.as_u16(),
-            }),
-        }
-    }
-
     /// The `Authorization` header for a request, and in `used` the credentials behind it.
     async fn auth_header(
         &self,
         scope: &str,
         used: &mut Option<InUse>,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Option<HeaderValue>, Error> {
         let scheme = self.auth.lock().await.scheme.clone();
         match scheme {
             Scheme::Unknown => Ok(None),
@@ -551,11 +476,12 @@ impl Client {
                 let current = self.in_use().await?;
                 let header = current.credential.as_ref().map(Credential::basic_header);
                 *used = Some(current);
-                Ok(header)
+                header.map(|h| header_value(&h, &self.host)).transpose()
             }
             Scheme::Bearer { realm, service } => {
                 let token = self.token(&realm, service.as_deref(), scope, used).await?;
-                Ok(Some(format!("Bearer {}", token.expose_secret())))
+                let h = format!("Bearer {}", token.expose_secret());
+                header_value(&h, &self.host).map(Some)
             }
         }
     }
@@ -565,10 +491,7 @@ impl Client {
         match challenge {
             Challenge::Basic => {
                 if self.credential().await?.is_none() {
-                    return Err(Error::Unauthorized {
-                        url: url.to_string(),
-                        status: 401,
-                    });
+                    return Err(unauthorized(url, 401));
                 }
                 self.auth.lock().await.scheme = Scheme::Basic;
             }
@@ -609,40 +532,26 @@ impl Client {
             }
         }
         let url_s = url.to_string();
-        let mut req = self.http.get(url);
+        let mut request = Request::get(url).limit(TOKEN_LIMIT);
         let current = self.in_use().await?;
         if let Some(c) = &current.credential {
-            req = req.header(AUTHORIZATION, c.basic_header());
+            request =
+                request.secret_header(AUTHORIZATION, header_value(&c.basic_header(), &self.host)?);
         }
         *used = Some(current.clone());
         self.stats.tokens.fetch_add(1, Ordering::Relaxed);
-        let resp = req.send().await.map_err(|e| transport(&url_s, &e))?;
-        let status = resp.status();
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(Error::Unauthorized {
-                url: url_s,
-                status: status.as_u16(),
-            });
-        }
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(Error::RateLimited {
-                url: url_s,
-                retry_after: None,
-            });
-        }
-        if status.is_server_error() {
-            return Err(Error::Server {
-                url: url_s,
-                status: status.as_u16(),
-            });
-        }
-        if !status.is_success() {
-            return Err(Error::Status {
-                url: url_s,
-                status: status.as_u16(),
-            });
-        }
-        let body = read_capped(resp, &url_s, TOKEN_LIMIT).await?;
+        let dialect = Registry {
+            gate: &self.gate,
+            stats: &self.stats,
+            counts_as_pull: false,
+            url: &url_s,
+        };
+        let body = match self.transport.send(&dialect, &request).await {
+            Ok(response) => response.body,
+            // A token service has no challenge of its own to answer.
+            Err(Refusal::Challenge(_)) => return Err(unauthorized(&url_s, 401)),
+            Err(Refusal::Error(e)) => return Err(e),
+        };
         #[derive(serde::Deserialize)]
         struct TokenResponse {
             token: Option<String>,
@@ -684,70 +593,6 @@ fn tag_page(url: &str, body: &[u8]) -> Result<Vec<String>, Error> {
     Ok(page.tags.unwrap_or_default())
 }
 
-enum Attempt {
-    Done(HeaderMap, Vec<u8>),
-    Challenge(Challenge),
-}
-
-fn transport(url: &str, e: &reqwest::Error) -> Error {
-    let mut reason = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        reason = format!("{reason}: {s}");
-        source = s.source();
-    }
-    // A certificate or protocol failure will fail the same way next time.
-    let permanent =
-        reason.contains("certificate") || reason.contains("InvalidContentType") || e.is_builder();
-    Error::Transport {
-        url: url.to_string(),
-        reason,
-        retryable: !permanent,
-    }
-}
-
-async fn read_capped(
-    mut resp: reqwest::Response,
-    url: &str,
-    limit: usize,
-) -> Result<Vec<u8>, Error> {
-    if resp.content_length().is_some_and(|n| n as usize > limit) {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            limit,
-        });
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(url, &e))? {
-        if body.len() + chunk.len() > limit {
-            return Err(Error::TooLarge {
-                url: url.to_string(),
-                limit,
-            });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// Exponential backoff with jitter: between half and all of 200 ms × 2^attempt, at most 5 s.
-fn backoff(attempt: u32) -> Duration {
-    let ceiling = (200u64 << attempt.min(5)).min(5_000);
-    Duration::from_millis(fastrand::u64(ceiling / 2..=ceiling))
-}
-
-/// `Retry-After`: seconds or an HTTP date.
-fn parse_retry_after(v: &str) -> Option<Duration> {
-    if let Ok(secs) = v.trim().parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(v.trim()).ok()?;
-    Some(
-        when.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
-}
-
 /// `scheme://host[:port]` of a URL.
 fn origin(url: &str) -> &str {
     match url
@@ -759,36 +604,125 @@ fn origin(url: &str) -> &str {
     }
 }
 
-/// The `rel="next"` target of a `Link` header, made absolute against the endpoint.
-fn next_link(headers: &HeaderMap, endpoint: &str) -> Option<String> {
-    for value in headers.get_all(LINK) {
-        let Ok(value) = value.to_str() else { continue };
-        for part in value.split(',') {
-            let Some((target, params)) = part.split_once(';') else {
-                continue;
-            };
-            if !params.split(';').any(|p| {
-                let p = p.trim().to_ascii_lowercase();
-                p == "rel=\"next\"" || p == "rel=next"
-            }) {
-                continue;
-            }
-            let target = target.trim().trim_start_matches('<').trim_end_matches('>');
-            if target.starts_with("http://") || target.starts_with("https://") {
-                return Some(target.to_string());
-            }
-            return Some(format!(
-                "{}{}",
-                origin(endpoint),
-                if target.starts_with('/') {
-                    target.to_string()
-                } else {
-                    format!("/{target}")
-                }
-            ));
-        }
+/// What a request to the registry ends in when it does not succeed: a challenge to answer,
+/// or the registry's error.
+enum Refusal {
+    Challenge(Challenge),
+    Error(Error),
+}
+
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Refusal {
+        Refusal::Error(e)
     }
-    None
+}
+
+/// The registry as the transport sees it: its gate around each attempt, its errors, and the
+/// request counters.
+struct Registry<'a> {
+    gate: &'a Gate,
+    stats: &'a Stats,
+    counts_as_pull: bool,
+    /// As the caller wrote it, for messages.
+    url: &'a str,
+}
+
+#[async_trait::async_trait]
+impl Dialect for Registry<'_> {
+    type Error = Refusal;
+
+    fn classify(&self, error: imagebump_http::Error) -> Refusal {
+        use imagebump_http::Error as E;
+        let url = self.url.to_string();
+        match error {
+            E::RateLimited { retry_after, .. } => Error::RateLimited { url, retry_after },
+            E::Server { status, .. } => Error::Server { url, status },
+            E::Status { response, .. } => return status_refusal(&url, &response),
+            E::TooLarge { limit, .. } => Error::TooLarge { url, limit },
+            E::Timeout { reason, .. }
+            | E::Connection { reason, .. }
+            | E::Truncated { reason, .. } => Error::Transport {
+                url,
+                reason,
+                retryable: true,
+            },
+            E::Transport { reason, .. } => Error::Transport {
+                url,
+                reason,
+                retryable: false,
+            },
+        }
+        .into()
+    }
+
+    async fn enter(&self, _request: &Request) -> Result<Slot, Refusal> {
+        let permit = self.gate.enter(self.counts_as_pull).await?;
+        Ok(Slot::holding(permit))
+    }
+
+    /// Recorded before the slot is released, so that the next attempt already sees an
+    /// opened breaker.
+    fn attempted(&self, outcome: Result<&Response, &imagebump_http::Error>) {
+        if let Some(r) = outcome.map_or_else(|e| e.response(), Some) {
+            self.gate.observe(&r.headers);
+        }
+        let result = match outcome {
+            Ok(_) => Ok(()),
+            Err(e) => match self.classify(e.clone()) {
+                Refusal::Error(e) => Err(e),
+                Refusal::Challenge(_) => Ok(()),
+            },
+        };
+        self.gate.record(&result);
+    }
+
+    fn retrying(&self, error: &imagebump_http::Error, wait: Duration) {
+        if let imagebump_http::Error::RateLimited {
+            retry_after: Some(_),
+            ..
+        } = error
+        {
+            // The whole registry waits, not just this request.
+            self.gate.pause(wait);
+        }
+        self.stats.retries.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A 4xx as the registry's error (a 401 with a challenge is one to answer).
+fn status_refusal(url: &str, response: &Response) -> Refusal {
+    let url = url.to_string();
+    match response.status {
+        StatusCode::UNAUTHORIZED => match response
+            .header(WWW_AUTHENTICATE.as_str())
+            .and_then(auth::parse_challenge)
+        {
+            Some(c) => Refusal::Challenge(c),
+            None => unauthorized(&url, 401).into(),
+        },
+        StatusCode::FORBIDDEN => unauthorized(&url, 403).into(),
+        StatusCode::NOT_FOUND => Error::NotFound { url }.into(),
+        s => Error::Status {
+            url,
+            status: s.as_u16(),
+        }
+        .into(),
+    }
+}
+
+fn unauthorized(url: &str, status: u16) -> Error {
+    Error::Unauthorized {
+        url: url.to_string(),
+        status,
+    }
+}
+
+/// An `Authorization` value, marked sensitive.
+fn header_value(value: &str, host: &str) -> Result<HeaderValue, Error> {
+    HeaderValue::from_str(value).map_err(|_| Error::Credentials {
+        host: host.to_string(),
+        reason: "the credentials hold characters an HTTP header cannot carry".into(),
+    })
 }
 
 #[cfg(test)]
@@ -796,45 +730,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn link_headers() {
+    fn tag_pages_follow_links_on_the_registry_origin() {
         let mut h = HeaderMap::new();
         h.insert(
-            LINK,
+            imagebump_http::header::LINK,
             "</v2/a/tags/list?last=x&n=2>; rel=\"next\""
                 .parse()
                 .unwrap(),
         );
+        let base = Url::parse("http://127.0.0.1:5000/").unwrap();
         assert_eq!(
-            next_link(&h, "http://127.0.0.1:5000").unwrap(),
+            imagebump_http::next_link(&h, &base).unwrap().as_str(),
             "http://127.0.0.1:5000/v2/a/tags/list?last=x&n=2"
         );
-        h.insert(
-            LINK,
-            "<https://r.example/v2/a/tags/list?last=y>; rel=next"
-                .parse()
-                .unwrap(),
-        );
         assert_eq!(
-            next_link(&h, "http://x").unwrap(),
-            "https://r.example/v2/a/tags/list?last=y"
+            origin("http://127.0.0.1:5000/v2/a"),
+            "http://127.0.0.1:5000"
         );
-        assert_eq!(next_link(&HeaderMap::new(), "http://x"), None);
-    }
-
-    #[test]
-    fn retry_after() {
-        assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon"), None);
-    }
-
-    #[test]
-    fn backoff_is_bounded() {
-        for a in 1..10 {
-            assert!(backoff(a) <= Duration::from_secs(5));
-        }
     }
 }

@@ -4,13 +4,13 @@
 //! a registry that keeps failing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use reqwest::header::HeaderMap;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use imagebump_http::header::HeaderMap;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::Error;
 
@@ -48,7 +48,8 @@ impl std::fmt::Display for Allowance {
 
 pub struct Gate {
     host: String,
-    permits: Semaphore,
+    /// Shared with the permits, which live in the transport's attempt slot.
+    permits: Arc<Semaphore>,
     /// `rateLimit`: the gap between request starts, and the next free start.
     pace: Option<(Duration, tokio::sync::Mutex<Instant>)>,
     paused_until: Mutex<Option<Instant>>,
@@ -69,7 +70,7 @@ impl Gate {
         });
         Gate {
             host: host.to_string(),
-            permits: Semaphore::new(concurrency.max(1)),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
             pace,
             paused_until: Mutex::new(None),
             failures: AtomicUsize::new(0),
@@ -83,15 +84,14 @@ impl Gate {
     /// `Retry-After`, at most `rateLimit` starts per second, at most `concurrency` at once.
     /// A request Docker Hub counts as a pull (`counts_as_pull`) is refused once the
     /// announced allowance is used up.
-    pub async fn enter(&self, counts_as_pull: bool) -> Result<SemaphorePermit<'_>, Error> {
+    pub async fn enter(&self, counts_as_pull: bool) -> Result<OwnedSemaphorePermit, Error> {
         self.check(counts_as_pull)?;
         let paused = *self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(until) = paused {
             tokio::time::sleep_until(until).await;
         }
-        let permit = self
-            .permits
-            .acquire()
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
             .await
             .map_err(|_| Error::Config("registry client closed".into()))?;
         if let Some((gap, next)) = &self.pace {
@@ -180,23 +180,13 @@ impl Gate {
     }
 }
 
-/// `ratelimit-remaining: 76;w=21600` and `ratelimit-limit: 100;w=21600` (Docker Hub).
+/// The pull allowance a registry announces (Docker Hub's `ratelimit-remaining: 76;w=21600`).
 fn allowance(headers: &HeaderMap) -> Option<Allowance> {
-    let parse = |name: &str| -> Option<(u64, Option<u64>)> {
-        let v = headers.get(name)?.to_str().ok()?;
-        let mut parts = v.split(';');
-        let n = parts.next()?.trim().parse().ok()?;
-        let w = parts
-            .filter_map(|p| p.trim().strip_prefix("w="))
-            .find_map(|w| w.parse().ok());
-        Some((n, w))
-    };
-    let (remaining, w1) = parse("ratelimit-remaining")?;
-    let limit = parse("ratelimit-limit");
+    let announced = imagebump_http::rate_limit(headers)?;
     Some(Allowance {
-        limit: limit.map(|l| l.0),
-        remaining,
-        window: w1.or(limit.and_then(|l| l.1)),
+        limit: announced.limit,
+        remaining: announced.remaining?,
+        window: announced.window,
     })
 }
 

@@ -145,6 +145,8 @@ pub struct Registries {
     env: Arc<Environment>,
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
+    /// Timeouts and retry numbers of every client's transport.
+    http: imagebump_http::Options,
     pub stats: Arc<Stats>,
 }
 
@@ -180,11 +182,21 @@ impl Registries {
 
     /// As [`Registries::new`], with the environment credentials sources read.
     pub fn with_env(configs: Vec<RegistryConfig>, env: Environment) -> Result<Self, Error> {
+        Self::with_http(configs, env, imagebump_http::Options::default())
+    }
+
+    /// As [`Registries::with_env`], with other timeouts or retry numbers.
+    pub fn with_http(
+        configs: Vec<RegistryConfig>,
+        env: Environment,
+        http: imagebump_http::Options,
+    ) -> Result<Self, Error> {
         let registries = Registries {
             configs,
             env: Arc::new(env),
             gates: Mutex::new(HashMap::new()),
             clients: Mutex::new(HashMap::new()),
+            http,
             stats: Arc::new(Stats::default()),
         };
         for (i, c) in registries.configs.iter().enumerate() {
@@ -293,6 +305,7 @@ impl Registries {
             gate,
             self.env.clone(),
             self.stats.clone(),
+            self.http.clone(),
         )?);
         clients.insert(client_key, client.clone());
         Ok(client)

@@ -27,9 +27,8 @@
 //! not 406. Manifests pushed by digest (see [`Registry::push_index`]) are not listed as tags.
 #![allow(dead_code)]
 
-pub mod gitea;
-pub mod github;
-pub mod gitlab;
+#[allow(unused_imports)] // Each test binary uses some of the fakes.
+pub use imagebump_forge::fake::{gitea, github, gitlab};
 
 pub mod cli;
 

@@ -1,27 +1,28 @@
 //! GitHub (github.com and GitHub Enterprise Server) through its REST API.
 //!
-//! octocrab builds the client (rustls, base URL with a path for GHE, the user agent) and owns
-//! authentication: a token as is, or a GitHub App's JWT exchanged for an installation token
-//! that it caches and renews. Requests go through octocrab's raw methods (`_get`, `_post`,
-//! `_patch`) rather than its typed handlers because every response's headers matter here:
-//! rate-limit headers decide whether to wait, `Link` drives pagination, and octocrab's own
-//! retry layer is left out (it retries POSTs on 5xx, which can open a pull request twice).
-//! Bodies are read into small structs holding only the fields used, so an older GHE that
-//! lacks a newer field still works.
+//! A thin client on the one HTTP transport (`imagebump-http`), so GitHub's requests share the
+//! retry rule of every other server: a rate limit is waited out when short (any method), a
+//! 5xx or a transport failure is retried for GET and PATCH (which only sets fields), never a
+//! POST (it may have been acted on: retrying a create could open a pull request twice). Rate-limit headers (`Retry-After`,
+//! `x-ratelimit-*`, a 403 that says "rate limit") decide the wait; `Link` drives pagination.
+//!
+//! octocrab was used before for the client set-up and GitHub App authentication; neither
+//! needs it: an App signs a 10-minute RS256 JWT (`jsonwebtoken`), looks up its installation
+//! on the repository and exchanges the JWT for an installation token scoped to it, renewed
+//! before its hour is up. Bodies are read into small structs holding only the fields used, so
+//! an older GHE that lacks a newer field still works.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use octocrab::models::{AppId, InstallationId};
-use octocrab::Octocrab;
-use regex::Regex;
-use reqwest::Url;
+use imagebump_http::header::{HeaderValue, ACCEPT, AUTHORIZATION};
+use imagebump_http::{Dialect, Method, Options, Redactor, Request, Response, Transport, Url};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::Mutex;
 
-use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState, MAX_RETRIES};
+use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
 
 /// Items per page: GitHub's maximum.
 const PER_PAGE: usize = 100;
@@ -31,8 +32,10 @@ const MAX_PAGES: usize = 1000;
 /// Pages of closed pull requests read (the most recently updated 1,000), whatever the limit:
 /// an old repository has tens of thousands, and only recent rejections matter.
 const MAX_CLOSED_PAGES: usize = 10;
-/// GitHub's advice when a secondary rate limit names no wait: at least a minute.
+/// GitHub's advice when a secondary rate limit (a 403) names no wait: at least a minute.
 const SECONDARY_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// An installation token lives an hour; a new one is asked for after this.
+const INSTALLATION_TOKEN_REUSE: Duration = Duration::from_secs(50 * 60);
 
 const TOKEN_HINT: &str =
     "set GITHUB_TOKEN or IMAGEBUMP_FORGE_TOKEN (needs contents: write, pull-requests: write)";
@@ -47,8 +50,16 @@ pub struct GitHub {
 
 enum AuthKind {
     Token(SecretString),
-    /// The installation-authenticated client; octocrab renews its token.
-    App,
+    App(App),
+}
+
+/// A GitHub App installed on the repository.
+struct App {
+    app_id: u64,
+    key: jsonwebtoken::EncodingKey,
+    installation: u64,
+    /// The current installation token and when it was issued.
+    token: Mutex<Option<(SecretString, Instant)>>,
 }
 
 impl std::fmt::Debug for GitHub {
@@ -70,97 +81,120 @@ impl GitHub {
         let base = super::api_base(&settings.api_url, "GitHub")?;
         check_name("owner", &settings.owner)?;
         check_name("repository", &settings.repo)?;
-        let builder = Octocrab::builder()
-            .base_uri(base.as_str().trim_end_matches('/'))
-            .map_err(|_| Error::Config(format!("invalid GitHub API URL {}", base.as_str())))?
-            .set_connect_timeout(Some(Duration::from_secs(10)))
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .set_write_timeout(Some(Duration::from_secs(60)));
-        match settings.auth {
+        let transport = Transport::new(Options::default()).map_err(Error::Config)?;
+        let (auth, hint, redactor) = match settings.auth {
             GitHubAuth::Token(token) => {
-                let token = crate::forge::clean_token(&token, "GitHub", TOKEN_HINT)?;
-                let crab = builder
-                    .personal_token(token.clone())
-                    .build()
-                    .map_err(|e| Error::Config(format!("cannot build the GitHub client: {e}")))?;
-                Ok(GitHub {
-                    api: Api {
-                        crab,
-                        base,
-                        hint: TOKEN_HINT.to_string(),
-                    },
-                    owner: settings.owner,
-                    repo: settings.repo,
-                    auth: AuthKind::Token(token),
-                })
+                let token = crate::clean_token(&token, "GitHub", TOKEN_HINT)?;
+                let redactor = Redactor::default().with(token.expose_secret());
+                (AuthKind::Token(token), TOKEN_HINT.to_string(), redactor)
             }
             GitHubAuth::App {
                 app_id,
                 private_key_pem,
             } => {
-                let app_crab = builder
-                    .app_from_rsa_pem(AppId(app_id), private_key_pem.expose_secret().as_bytes())
-                    .map_err(|_| {
-                        Error::Config(format!(
-                            "the private key of GitHub App {app_id} is not an RSA key in PEM form \
-                             (use the .pem file GitHub generated for the app)"
-                        ))
-                    })?
-                    .build()
-                    .map_err(|e| Error::Config(format!("cannot build the GitHub client: {e}")))?;
-                let full = format!("{}/{}", settings.owner, settings.repo);
-                let app_hint = format!(
-                    "check the GitHub App id ({app_id}) and its private key, and that the app \
-                     is installed on {full}"
-                );
-                let app_api = Api {
-                    crab: app_crab,
-                    base: base.clone(),
-                    hint: app_hint.clone(),
-                };
-                let installation: Installation = app_api
-                    .send_json(
-                        Method::Get,
-                        &format!("/repos/{full}/installation"),
-                        None,
-                        &format!("a GitHub App {app_id} installation on {full} (install the app on the repository)"),
-                    )
-                    .await?;
-                let crab = app_api
-                    .crab
-                    .installation_builder(InstallationId(installation.id))
-                    .repositories(vec![settings.repo.clone()])
-                    .build()
-                    .map_err(|e| {
-                        Error::Config(format!("GitHub App installation: {}", error_chain(&e)))
-                    })?;
-                // Fetch the token now: a refused exchange fails here, not at the first write.
-                crab.installation_token().await.map_err(|e| {
-                    from_octocrab(&e, &app_hint, "the GitHub App installation token")
+                let key = jsonwebtoken::EncodingKey::from_rsa_pem(
+                    private_key_pem.expose_secret().as_bytes(),
+                )
+                .map_err(|_| {
+                    Error::Config(format!(
+                        "the private key of GitHub App {app_id} is not an RSA key in PEM form \
+                         (use the .pem file GitHub generated for the app)"
+                    ))
                 })?;
-                Ok(GitHub {
-                    api: Api {
-                        crab,
-                        base,
-                        hint: app_hint,
-                    },
-                    owner: settings.owner,
-                    repo: settings.repo,
-                    auth: AuthKind::App,
-                })
+                let hint = format!(
+                    "check the GitHub App id ({app_id}) and its private key, and that the app \
+                     is installed on {}/{}",
+                    settings.owner, settings.repo
+                );
+                let app = App {
+                    app_id,
+                    key,
+                    installation: 0,
+                    token: Mutex::new(None),
+                };
+                (AuthKind::App(app), hint, Redactor::default())
             }
+        };
+        let mut github = GitHub {
+            api: Api {
+                transport,
+                base,
+                hint,
+                redactor,
+            },
+            owner: settings.owner,
+            repo: settings.repo,
+            auth,
+        };
+        if let AuthKind::App(app) = &github.auth {
+            let installation = github.installation(app).await?;
+            if let AuthKind::App(app) = &mut github.auth {
+                app.installation = installation;
+            }
+            // Fetch the token now: a refused exchange fails here, not at the first write.
+            github.credential().await?;
         }
+        Ok(github)
+    }
+
+    /// Sends through `transport` from now on (other timeouts or retry numbers).
+    pub fn with_transport(mut self, transport: Transport) -> GitHub {
+        self.api.transport = transport;
+        self
     }
 
     /// The credential for `git push` over HTTPS (user `x-access-token`): the token, or a
     /// current installation token of the GitHub App (renewed when it nears expiry).
     pub async fn git_token(&self) -> Result<SecretString, Error> {
-        match &self.auth {
-            AuthKind::Token(token) => Ok(token.clone()),
-            AuthKind::App => self.api.crab.installation_token().await.map_err(|e| {
-                from_octocrab(&e, &self.api.hint, "the GitHub App installation token")
-            }),
+        self.credential().await
+    }
+
+    /// What the API calls carry: the token, or the App's current installation token.
+    async fn credential(&self) -> Result<SecretString, Error> {
+        let app = match &self.auth {
+            AuthKind::Token(token) => return Ok(token.clone()),
+            AuthKind::App(app) => app,
+        };
+        let mut current = app.token.lock().await;
+        if let Some((token, issued)) = current.as_ref() {
+            if issued.elapsed() < INSTALLATION_TOKEN_REUSE {
+                return Ok(token.clone());
+            }
         }
+        #[derive(Deserialize)]
+        struct AccessToken {
+            token: String,
+        }
+        let path = format!("/app/installations/{}/access_tokens", app.installation);
+        let body = json!({ "repositories": [self.repo] });
+        let jwt = app.jwt()?;
+        let what = "the GitHub App installation token";
+        let reply = self
+            .api
+            .send(Method::POST, &self.api.url(&path)?, Some(&body), what, &jwt)
+            .await?;
+        let token = SecretString::from(parse::<AccessToken>(&reply.body, "POST", &path)?.token);
+        *current = Some((token.clone(), Instant::now()));
+        Ok(token)
+    }
+
+    /// The App's installation on this repository.
+    async fn installation(&self, app: &App) -> Result<u64, Error> {
+        #[derive(Deserialize)]
+        struct Installation {
+            id: u64,
+        }
+        let full = self.full_name();
+        let path = format!("/repos/{full}/installation");
+        let what = format!(
+            "a GitHub App {} installation on {full} (install the app on the repository)",
+            app.app_id
+        );
+        let reply = self
+            .api
+            .send(Method::GET, &self.api.url(&path)?, None, &what, &app.jwt()?)
+            .await?;
+        Ok(parse::<Installation>(&reply.body, "GET", &path)?.id)
     }
 
     fn full_name(&self) -> String {
@@ -186,27 +220,42 @@ impl GitHub {
     ) -> Result<Vec<PullJson>, Error> {
         let full = self.full_name();
         let what = format!("repository {full}");
-        let mut next = Some(self.repo_path(&format!("/pulls?{query}&per_page={PER_PAGE}")));
+        let path = self.repo_path(&format!("/pulls?{query}&per_page={PER_PAGE}"));
+        let mut next = Some(self.api.url(&path)?);
         let mut seen = HashSet::new();
         let mut found = Vec::new();
         let mut pages = 0;
-        while let Some(path) = next.take() {
-            if !seen.insert(path.clone()) || pages == max_pages {
+        while let Some(url) = next.take() {
+            if !seen.insert(url.clone()) || pages == max_pages {
                 break;
             }
             pages += 1;
-            let reply = self.api.send(Method::Get, &path, None, &what).await?;
-            let page: Vec<PullJson> = parse(&reply.body, "GET", &path)?;
+            let token = self.credential().await?;
+            let reply = self
+                .api
+                .send(Method::GET, &url, None, &what, &token)
+                .await?;
+            let page: Vec<PullJson> = parse(&reply.body, "GET", url.path())?;
             found.extend(page.into_iter().filter(|p| p.is_ours(&full, prefix)));
             if found.len() >= enough {
                 break;
             }
-            next = match reply.next {
-                Some(link) => Some(self.api.relative(&link)?),
-                None => None,
-            };
+            next = reply.next.map(|link| self.api.inside(link)).transpose()?;
         }
         Ok(found)
+    }
+
+    /// A request relative to the API base with this repository's credential.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Reply, Error> {
+        let token = self.credential().await?;
+        let url = self.api.url(path)?;
+        self.api.send(method, &url, body, what, &token).await
     }
 
     async fn write(
@@ -216,10 +265,7 @@ impl GitHub {
         body: Value,
         what: &str,
     ) -> Result<(), Error> {
-        self.api
-            .send(method, path, Some(&body), what)
-            .await
-            .map(drop)
+        self.call(method, path, Some(&body), what).await.map(drop)
     }
 }
 
@@ -269,10 +315,7 @@ impl Forge for GitHub {
         }
         let path = self.repo_path("/pulls");
         let what = format!("repository {}", self.full_name());
-        let reply = self
-            .api
-            .send(Method::Post, &path, Some(&body), &what)
-            .await?;
+        let reply = self.call(Method::POST, &path, Some(&body), &what).await?;
         let pull: PullJson = parse(&reply.body, "POST", &path)?;
         Ok(pull.into_pull())
     }
@@ -280,21 +323,21 @@ impl Forge for GitHub {
     async fn update_pull(&self, number: u64, title: &str, body: &str) -> Result<(), Error> {
         let path = self.repo_path(&format!("/pulls/{number}"));
         let payload = json!({ "title": title, "body": body });
-        self.write(Method::Patch, &path, payload, &self.pull_what(number))
+        self.write(Method::PATCH, &path, payload, &self.pull_what(number))
             .await
     }
 
     async fn close_pull(&self, number: u64) -> Result<(), Error> {
         let path = self.repo_path(&format!("/pulls/{number}"));
         let payload = json!({ "state": "closed" });
-        self.write(Method::Patch, &path, payload, &self.pull_what(number))
+        self.write(Method::PATCH, &path, payload, &self.pull_what(number))
             .await
     }
 
     async fn comment(&self, number: u64, body: &str) -> Result<(), Error> {
         let path = self.repo_path(&format!("/issues/{number}/comments"));
         let payload = json!({ "body": body });
-        self.write(Method::Post, &path, payload, &self.pull_what(number))
+        self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
     }
 
@@ -304,12 +347,12 @@ impl Forge for GitHub {
         }
         let path = self.repo_path(&format!("/issues/{number}/labels"));
         let payload = json!({ "labels": labels });
-        self.write(Method::Post, &path, payload, &self.pull_what(number))
+        self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::forge::split_reviewers(reviewers);
+        let (users, teams) = crate::split_reviewers(reviewers);
         if users.is_empty() && teams.is_empty() {
             return Ok(());
         }
@@ -321,7 +364,7 @@ impl Forge for GitHub {
             payload["team_reviewers"] = json!(teams);
         }
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
-        self.write(Method::Post, &path, payload, &self.pull_what(number))
+        self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
     }
 
@@ -336,7 +379,7 @@ impl Forge for GitHub {
         }
         let path = self.repo_path(&format!("/issues/{number}/assignees"));
         let payload = json!({ "assignees": assignees });
-        self.write(Method::Post, &path, payload, &self.pull_what(number))
+        self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
     }
 }
@@ -345,212 +388,180 @@ impl Forge for GitHub {
 // requests
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    Get,
-    Post,
-    Patch,
-}
-
-impl Method {
-    fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Patch => "PATCH",
-        }
-    }
-
-    /// Sending it twice does no more than sending it once (a PATCH sets fields).
-    fn is_idempotent(self) -> bool {
-        matches!(self, Method::Get | Method::Patch)
+impl App {
+    /// A JWT for the App's own endpoints: RS256, issued a minute ago (clock drift), valid
+    /// for 9 minutes (GitHub allows at most 10).
+    fn jwt(&self) -> Result<SecretString, Error> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let claims =
+            json!({ "iat": now - 60, "exp": now + 9 * 60, "iss": self.app_id.to_string() });
+        let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        jsonwebtoken::encode(&header, &claims, &self.key)
+            .map(SecretString::from)
+            .map_err(|_| {
+                Error::Config("cannot sign a token with the GitHub App's private key".to_string())
+            })
     }
 }
 
-/// One octocrab client and the API base it was built with.
+/// The transport, the API base, and what every message needs.
 struct Api {
-    crab: Octocrab,
+    transport: Transport,
     /// The API base URL, with a trailing `/`.
     base: Url,
     /// Said with a 401.
     hint: String,
+    redactor: Redactor,
 }
 
 /// A successful response, read.
 struct Reply {
     body: String,
     /// The `Link` header's `rel="next"` URL.
-    next: Option<String>,
-}
-
-/// An unsuccessful one, read.
-struct Failure {
-    status: u16,
-    retry_after: Option<String>,
-    remaining: Option<String>,
-    reset: Option<String>,
-    body: String,
+    next: Option<Url>,
 }
 
 impl Api {
-    async fn send_json<T: serde::de::DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-        what: &str,
-    ) -> Result<T, Error> {
-        let reply = self.send(method, path, body, what).await?;
-        parse(&reply.body, method.as_str(), path)
+    /// `path` (`/repos/...`) below the API base.
+    fn url(&self, path: &str) -> Result<Url, Error> {
+        self.base
+            .join(path.trim_start_matches('/'))
+            .map_err(|e| Error::Config(format!("cannot form a GitHub API URL for {path}: {e}")))
     }
 
-    /// Sends a request relative to the API base, retrying a bounded number of times: after a
-    /// rate limit whose wait is short (any method: GitHub did not act on the request), and
-    /// after a 5xx or a transport failure for GET and PATCH only (a POST may have been acted
-    /// on: retrying a create could open a second pull request).
+    /// A pagination link, refused unless it is below the configured API: credentials go
+    /// there only.
+    fn inside(&self, link: Url) -> Result<Url, Error> {
+        if link.origin() == self.base.origin() && link.path().starts_with(self.base.path()) {
+            return Ok(link);
+        }
+        Err(Error::Transport {
+            message: format!(
+                "GitHub sent a pagination link outside its API ({})",
+                self.redactor.apply(link.as_str())
+            ),
+            retryable: false,
+        })
+    }
+
+    /// Sends a request through the transport's one retry loop.
     async fn send(
         &self,
         method: Method,
-        path: &str,
+        url: &Url,
         body: Option<&Value>,
         what: &str,
+        credential: &SecretString,
     ) -> Result<Reply, Error> {
-        let mut attempt = 0;
-        loop {
-            let error = match self.send_once(method, path, body).await {
-                Ok(Ok(reply)) => return Ok(reply),
-                Ok(Err(failure)) => self.classify(&failure, what),
-                Err(error) => from_octocrab(&error, &self.hint, what),
-            };
-            let Some(wait) = retry_wait(method, &error, attempt) else {
-                return Err(error);
-            };
-            attempt += 1;
-            tracing::warn!(
-                "GitHub: {} {path}: {error}; retrying in {:.1} s ({attempt}/{MAX_RETRIES})",
-                method.as_str(),
-                wait.as_secs_f64()
-            );
-            tokio::time::sleep(wait).await;
+        tracing::debug!("GitHub: {method} {}", url.path());
+        let bearer = HeaderValue::from_str(&format!("Bearer {}", credential.expose_secret()))
+            .map_err(|_| {
+                Error::Config("the GitHub token holds characters no HTTP header takes".into())
+            })?;
+        let mut request = Request::new(method, url.clone())
+            .header(ACCEPT, "application/vnd.github+json")
+            .secret_header(AUTHORIZATION, bearer);
+        if let Some(body) = body {
+            request = request.json(body);
         }
-    }
-
-    async fn send_once(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Result<Reply, Failure>, octocrab::Error> {
-        tracing::debug!("GitHub: {} {path}", method.as_str());
-        let response = match method {
-            Method::Get => self.crab._get(path).await?,
-            Method::Post => self.crab._post(path, body).await?,
-            Method::Patch => self.crab._patch(path, body).await?,
-        };
-        let status = response.status().as_u16();
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let next = header("link").and_then(|link| next_link(&link));
-        let failure = Failure {
-            status,
-            retry_after: header("retry-after"),
-            remaining: header("x-ratelimit-remaining"),
-            reset: header("x-ratelimit-reset"),
-            body: String::new(),
-        };
-        let body = self.crab.body_to_string(response).await?;
-        tracing::debug!("GitHub: {} {path} → {status}", method.as_str());
-        if (200..300).contains(&status) {
-            Ok(Ok(Reply { body, next }))
-        } else {
-            Ok(Err(Failure { body, ..failure }))
-        }
-    }
-
-    fn classify(&self, failure: &Failure, what: &str) -> Error {
-        let message = error_message(&failure.body);
-        classify(
-            failure.status,
-            message,
-            |name| match name {
-                "retry-after" => failure.retry_after.clone(),
-                "x-ratelimit-remaining" => failure.remaining.clone(),
-                "x-ratelimit-reset" => failure.reset.clone(),
-                _ => None,
-            },
-            &self.hint,
+        let dialect = GitHubDialect {
+            api: self,
             what,
-        )
-    }
-
-    /// A `Link` URL as a path relative to the API base, so octocrab treats it as an API call
-    /// (it attaches a GitHub App's credentials only to relative requests). A link to another
-    /// origin is refused: credentials go to the configured API only.
-    fn relative(&self, link: &str) -> Result<String, Error> {
-        let outside = || Error::Transport {
-            message: format!(
-                "GitHub sent a pagination link outside its API ({})",
-                scrub(link)
-            ),
-            retryable: false,
+            redactor: self.redactor.clone().with(credential.expose_secret()),
         };
-        let url = self.base.join(link).map_err(|_| outside())?;
-        if url.origin() != self.base.origin() {
-            return Err(outside());
-        }
-        let base_path = self.base.path().trim_end_matches('/');
-        let rest = url.path().strip_prefix(base_path).ok_or_else(outside)?;
-        if !rest.starts_with('/') {
-            return Err(outside());
-        }
-        Ok(match url.query() {
-            Some(query) => format!("{rest}?{query}"),
-            None => rest.to_string(),
+        let response = self.transport.send(&dialect, &request).await?;
+        Ok(Reply {
+            next: imagebump_http::next_link(&response.headers, &self.base),
+            body: response.text(),
         })
     }
 }
 
-/// How long to wait before retrying after `error`, or `None` when it is not retried.
-fn retry_wait(method: Method, error: &Error, attempt: u32) -> Option<Duration> {
-    super::retry_wait(method.is_idempotent(), error, attempt)
+/// GitHub as the transport sees it: its rate limits (a 429, or a 403 with rate-limit headers
+/// or message) and its errors.
+struct GitHubDialect<'a> {
+    api: &'a Api,
+    what: &'a str,
+    redactor: Redactor,
 }
 
-/// The error for an unsuccessful status. `header` reads a response header.
-fn classify(
-    status: u16,
-    message: String,
-    header: impl Fn(&str) -> Option<String>,
-    hint: &str,
-    what: &str,
-) -> Error {
-    let number = |name: &str| header(name).and_then(|v| v.trim().parse::<u64>().ok());
-    let retry_after = number("retry-after").map(Duration::from_secs);
-    let exhausted = number("x-ratelimit-remaining") == Some(0);
-    let until_reset = number("x-ratelimit-reset").map(|reset| {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        // At least a second: the reset is whole seconds and GitHub asks to wait past it.
-        Duration::from_secs(reset)
-            .saturating_sub(now)
-            .max(Duration::from_secs(1))
-    });
-    let rate_limited = status == 429
-        || (status == 403
-            && (retry_after.is_some()
-                || exhausted
-                || message.to_ascii_lowercase().contains("rate limit")));
-    if rate_limited {
-        let wait = retry_after
-            .or(if exhausted { until_reset } else { None })
-            .or(Some(SECONDARY_RATE_LIMIT_WAIT));
-        return Error::RateLimited { retry_after: wait };
+impl Dialect for GitHubDialect<'_> {
+    type Error = Error;
+
+    /// Its PATCHes set fields (title, body, state) to given values: sending one twice does
+    /// no more than once, so a 5xx on one is retried like a GET.
+    fn idempotent(&self, method: &Method) -> bool {
+        imagebump_http::is_idempotent(method) || *method == Method::PATCH
     }
+
+    fn rate_limited(&self, response: &Response) -> Option<Option<Duration>> {
+        rate_limit(
+            response.status.as_u16(),
+            response,
+            &error_message(&response.text()),
+        )
+    }
+
+    fn classify(&self, error: imagebump_http::Error) -> Error {
+        use imagebump_http::Error as E;
+        let error = match error {
+            E::RateLimited { retry_after, .. } => Error::RateLimited { retry_after },
+            E::Server { response, .. } | E::Status { response, .. } => classify(
+                response.status.as_u16(),
+                error_message(&response.text()),
+                &self.api.hint,
+                self.what,
+            ),
+            E::TooLarge { limit, .. } => Error::Transport {
+                message: format!("GitHub answered with more than {limit} bytes"),
+                retryable: false,
+            },
+            other if other.is_retryable() => Error::Transport {
+                message: format!(
+                    "cannot reach GitHub: {}",
+                    other.reason().unwrap_or_default()
+                ),
+                retryable: true,
+            },
+            other => Error::Transport {
+                message: format!(
+                    "GitHub request failed: {}",
+                    other.reason().unwrap_or_default()
+                ),
+                retryable: false,
+            },
+        };
+        crate::redacted(error, &self.redactor)
+    }
+}
+
+/// Whether an unsuccessful answer is a rate limit and the wait it asks for: a 429 (its
+/// `Retry-After`, else none named), or a 403 with `Retry-After`, an exhausted
+/// `x-ratelimit-remaining` (until `x-ratelimit-reset`) or a message saying so (a secondary
+/// limit: a minute).
+fn rate_limit(status: u16, response: &Response, message: &str) -> Option<Option<Duration>> {
+    let retry_after = imagebump_http::retry_after(&response.headers);
+    if status == 429 {
+        return Some(retry_after);
+    }
+    let limits = imagebump_http::rate_limit(&response.headers).unwrap_or_default();
+    let said = message.to_ascii_lowercase().contains("rate limit");
+    if status != 403 || !(retry_after.is_some() || limits.exhausted() || said) {
+        return None;
+    }
+    let until_reset = limits.exhausted().then_some(limits.reset_in).flatten();
+    Some(Some(
+        retry_after
+            .or(until_reset)
+            .unwrap_or(SECONDARY_RATE_LIMIT_WAIT),
+    ))
+}
+
+/// The error for an unsuccessful status that is not a rate limit.
+fn classify(status: u16, message: String, hint: &str, what: &str) -> Error {
     match status {
         401 => Error::Unauthorized {
             hint: hint.to_string(),
@@ -576,66 +587,6 @@ fn classify(
     }
 }
 
-/// An octocrab error (no response, or a refused installation-token exchange) as ours.
-fn from_octocrab(error: &octocrab::Error, hint: &str, what: &str) -> Error {
-    match error {
-        octocrab::Error::GitHub { source, .. } => {
-            let mut message = source.message.clone();
-            for detail in source.errors.iter().flatten() {
-                if let Some(text) = detail_text(detail) {
-                    message = format!("{message}: {text}");
-                }
-            }
-            classify(
-                source.status_code.as_u16(),
-                scrub(&message),
-                |name| {
-                    source
-                        .headers
-                        .as_ref()?
-                        .get(name)?
-                        .to_str()
-                        .ok()
-                        .map(str::to_owned)
-                },
-                hint,
-                what,
-            )
-        }
-        octocrab::Error::JWT { .. } => {
-            Error::Config("cannot sign a token with the GitHub App's private key".to_string())
-        }
-        octocrab::Error::Service { .. } | octocrab::Error::Hyper { .. } => Error::Transport {
-            message: format!("cannot reach GitHub: {}", error_chain(error)),
-            retryable: true,
-        },
-        _ => Error::Transport {
-            message: format!("GitHub request failed: {}", error_chain(error)),
-            retryable: false,
-        },
-    }
-}
-
-/// An error and its sources, `: `-separated, scrubbed of anything that looks like a token.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut current = Some(error);
-    while let Some(e) = current {
-        let text = e.to_string();
-        // octocrab's Display of some variants appends a backtrace: keep the first line.
-        let text = text.lines().next().unwrap_or_default();
-        let text = text
-            .strip_prefix("Service Error: ")
-            .unwrap_or(text)
-            .to_string();
-        if !text.is_empty() && !parts.iter().any(|p: &String| p.contains(&text)) {
-            parts.push(text);
-        }
-        current = e.source();
-    }
-    scrub(&parts.join(": "))
-}
-
 /// GitHub's explanation from an error body: `message` and the `errors` details
 /// ("Validation Failed: A pull request already exists for o:branch.").
 fn error_message(body: &str) -> String {
@@ -657,7 +608,7 @@ fn error_message(body: &str) -> String {
         }
         Err(_) => body.trim().chars().take(200).collect(),
     };
-    scrub(&message)
+    imagebump_http::redact(&message)
 }
 
 /// One entry of GitHub's `errors` list: its `message`, else `resource.field code`.
@@ -681,41 +632,6 @@ fn parse<T: serde::de::DeserializeOwned>(body: &str, method: &str, path: &str) -
         message: format!("unexpected response from GitHub to {method} {path}: {e}"),
         retryable: false,
     })
-}
-
-/// The `rel="next"` URL of a `Link` header.
-fn next_link(link: &str) -> Option<String> {
-    link.split(',').find_map(|part| {
-        let (url, params) = part.trim().split_once(';')?;
-        let is_next = params.split(';').any(|p| {
-            let p = p.trim().replace(' ', "");
-            p == "rel=\"next\"" || p == "rel=next"
-        });
-        let url = url.trim().strip_prefix('<')?.strip_suffix('>')?;
-        is_next.then(|| url.to_string())
-    })
-}
-
-/// Replaces anything shaped like a credential: GitHub tokens (`ghp_`, `ghs_`, `github_pat_`...),
-/// JWTs, and a long value after `Bearer` or `Authorization:`. Ordinary words stay ("the
-/// installation token expired").
-fn scrub(text: &str) -> String {
-    static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)\b(?:gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+)|\b(bearer\s+|authorization:\s*(?:[a-z]+\s+)?)[A-Za-z0-9._~+/=-]{20,}",
-        )
-        .ok()
-    });
-    match SECRET.as_ref() {
-        Some(re) => re
-            .replace_all(text, |c: &regex::Captures<'_>| {
-                format!("{}<redacted>", c.get(1).map_or("", |m| m.as_str()))
-            })
-            .into_owned(),
-        // The pattern is a constant that compiles; should it not, say nothing rather than risk
-        // a secret.
-        None => "<details withheld>".to_string(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -762,9 +678,7 @@ pub fn repo_from_url(url: &str) -> Option<(String, String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority.to_string(),
-            "ssh" | "git" | "git+ssh" | "ssh+git" => {
-                crate::forge::strip_port(authority).to_string()
-            }
+            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::strip_port(authority).to_string(),
             _ => return None,
         };
         (host, path)
@@ -797,11 +711,6 @@ pub fn repo_from_url(url: &str) -> Option<(String, String, String)> {
 // ---------------------------------------------------------------------------------------------
 // response bodies
 // ---------------------------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct Installation {
-    id: u64,
-}
 
 #[derive(Deserialize)]
 struct PullJson {
@@ -950,96 +859,57 @@ mod tests {
     }
 
     #[test]
-    fn next_link_picks_next() {
-        let link = r#"<https://api.github.com/repositories/1/pulls?page=2>; rel="next", <https://api.github.com/repositories/1/pulls?page=5>; rel="last""#;
+    fn rate_limits_from_status_headers_and_message() {
+        let answer = |status: u16, pairs: &[(&'static str, String)]| {
+            let mut r = Response::synthetic(status);
+            for (k, v) in pairs {
+                r.headers.insert(*k, v.parse().unwrap());
+            }
+            r
+        };
+        // A bare 429 names no wait: the transport backs off.
+        assert_eq!(rate_limit(429, &answer(429, &[]), ""), Some(None));
+        let seven = [("retry-after", "7".to_string())];
         assert_eq!(
-            next_link(link).as_deref(),
-            Some("https://api.github.com/repositories/1/pulls?page=2")
+            rate_limit(403, &answer(403, &seven), ""),
+            Some(Some(Duration::from_secs(7)))
         );
-        let last = r#"<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=1>; rel="first""#;
-        assert_eq!(next_link(last), None);
-    }
-
-    #[test]
-    fn scrub_hides_tokens() {
-        let text = "Bearer ghp_abcdefABCDEF0123456789 and token github_pat_11AAA_bbb \
-                    and eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOjF9.sig and ghs_xyz";
-        let out = scrub(text);
-        for secret in ["ghp_abc", "github_pat_11", "eyJhbG", "ghs_xyz"] {
-            assert!(!out.contains(secret), "{out}");
-        }
-        assert!(out.starts_with("Bearer <redacted>"), "{out}");
-        assert_eq!(
-            scrub("authorization: token 0123456789abcdef0123456789abcdef01234567"),
-            "authorization: token <redacted>"
-        );
-        let plain = "Not Found: the installation token expired; Bearer authentication";
-        assert_eq!(scrub(plain), plain);
-    }
-
-    #[test]
-    fn classify_rate_limits() {
-        let no_headers = |_: &str| None;
-        assert!(matches!(
-            classify(429, String::new(), no_headers, "", "x"),
-            Error::RateLimited { retry_after: Some(d) } if d == SECONDARY_RATE_LIMIT_WAIT
-        ));
-        let retry_after = |name: &str| (name == "retry-after").then(|| "7".to_string());
-        assert!(matches!(
-            classify(403, String::new(), retry_after, "", "x"),
-            Error::RateLimited { retry_after: Some(d) } if d == Duration::from_secs(7)
-        ));
         let reset = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs()
             + 20;
-        let exhausted = move |name: &str| match name {
-            "x-ratelimit-remaining" => Some("0".to_string()),
-            "x-ratelimit-reset" => Some(reset.to_string()),
-            _ => None,
-        };
-        match classify(403, String::new(), exhausted, "", "x") {
-            Error::RateLimited {
-                retry_after: Some(d),
-            } => assert!(
+        let exhausted = [
+            ("x-ratelimit-remaining", "0".to_string()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ];
+        match rate_limit(403, &answer(403, &exhausted), "") {
+            Some(Some(d)) => assert!(
                 d > Duration::from_secs(18) && d <= Duration::from_secs(20),
                 "{d:?}"
             ),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            classify(
+        assert_eq!(
+            rate_limit(
                 403,
-                "Resource not accessible by integration".into(),
-                no_headers,
-                "",
-                "x"
+                &answer(403, &[]),
+                "Resource not accessible by integration"
             ),
+            None
+        );
+        assert_eq!(
+            rate_limit(
+                403,
+                &answer(403, &[]),
+                "You have exceeded a secondary rate limit"
+            ),
+            Some(Some(SECONDARY_RATE_LIMIT_WAIT))
+        );
+        assert!(matches!(
+            classify(403, "Resource not accessible".into(), "", "x"),
             Error::Forbidden { .. }
         ));
-        assert!(matches!(
-            classify(
-                403,
-                "You have exceeded a secondary rate limit".into(),
-                no_headers,
-                "",
-                "x"
-            ),
-            Error::RateLimited { .. }
-        ));
-    }
-
-    #[test]
-    fn retries_reads_and_edits_but_never_a_post() {
-        // The policy itself is tested in forge/mod.rs; this is GitHub's method mapping.
-        let server = Error::Status {
-            status: 502,
-            message: String::new(),
-        };
-        assert!(retry_wait(Method::Get, &server, 0).is_some());
-        assert!(retry_wait(Method::Patch, &server, 0).is_some());
-        assert!(retry_wait(Method::Post, &server, 0).is_none());
     }
 
     #[test]
@@ -1066,7 +936,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (users, teams) = crate::forge::split_reviewers(&input);
+        let (users, teams) = crate::split_reviewers(&input);
         assert_eq!(users, ["alice", "bob"]);
         assert_eq!(teams, ["platform", "sre"]);
     }

@@ -1,7 +1,7 @@
 //! An in-memory GitLab (REST API v4) for the forge tests: a wiremock server whose one
 //! [`Respond`] keeps merge requests, their notes and users in memory and answers in GitLab's
-//! shapes. It needs only wiremock, serde_json and std, so the integration tests can take it
-//! as it is (`tests/support/gitlab.rs`).
+//! shapes. It needs only wiremock, serde_json and std; tests reach it as
+//! `imagebump_forge::fake::gitlab` (the `fake` feature).
 //!
 //! Routes, below `/api/v4` (see [`FakeGitLab::api_url`]):
 //!

@@ -89,15 +89,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
-use reqwest::Url;
+use imagebump_http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use imagebump_http::{Dialect, Options, Redactor, Request, Response, Transport, Url};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Error, Forge, NewPull, Pull, PullState, MAX_RETRIES};
+use super::{Error, Forge, NewPull, Pull, PullState};
 
 /// Items per page: GitLab's maximum.
 const PER_PAGE: usize = 100;
@@ -119,8 +119,6 @@ const DRAFT_PREFIX: &str = "Draft: ";
 /// The title markers GitLab reads as "draft", lower case: `Draft:`, `[Draft]`, `(Draft)`, and
 /// before GitLab 14.0 `WIP:` and `[WIP]`.
 const DRAFT_MARKERS: [&str; 5] = ["draft:", "[draft]", "(draft)", "wip:", "[wip]"];
-
-const USER_AGENT: &str = concat!("imagebump/", env!("CARGO_PKG_VERSION"));
 
 /// How to reach a GitLab project.
 pub struct GitLabSettings {
@@ -222,7 +220,7 @@ impl GitLab {
                 "oauth2",
             ),
         };
-        let token = crate::forge::clean_token(secret, "GitLab", &hint)?;
+        let token = crate::clean_token(secret, "GitLab", &hint)?;
         let value = if header == AUTHORIZATION {
             format!("Bearer {}", token.expose_secret())
         } else {
@@ -232,21 +230,21 @@ impl GitLab {
             Error::Config("the GitLab token holds characters no HTTP header takes".to_string())
         })?;
         value.set_sensitive(true);
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
+        let transport = Transport::new(Options {
             // The token is a header reqwest does not strip on a redirect to another host.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
+            redirects: 0,
+            ..Options::default()
+        })
+        .map_err(Error::Config)?;
+        let redactor = Redactor::default().with(token.expose_secret());
         let project_root = format!("{}projects/{}", base.as_str(), encode_component(&project));
         Ok(GitLab {
             api: Api {
-                client,
+                transport,
                 base,
                 auth: (header, value),
                 token,
+                redactor,
                 hint,
             },
             project,
@@ -254,6 +252,12 @@ impl GitLab {
             git_user,
             users: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Sends through `transport` from now on (other timeouts or retry numbers).
+    pub fn with_transport(mut self, transport: Transport) -> GitLab {
+        self.api.transport = transport;
+        self
     }
 
     /// The credentials for `git push` over HTTPS: `oauth2` (any name works with an access
@@ -621,29 +625,26 @@ impl Method {
         }
     }
 
-    fn as_reqwest(self) -> reqwest::Method {
+    fn as_reqwest(self) -> imagebump_http::Method {
         match self {
-            Method::Get => reqwest::Method::GET,
-            Method::Post => reqwest::Method::POST,
-            Method::Put => reqwest::Method::PUT,
+            Method::Get => imagebump_http::Method::GET,
+            Method::Post => imagebump_http::Method::POST,
+            Method::Put => imagebump_http::Method::PUT,
         }
-    }
-
-    /// Sending it twice does no more than sending it once (a PUT sets fields).
-    fn is_idempotent(self) -> bool {
-        matches!(self, Method::Get | Method::Put)
     }
 }
 
-/// The HTTP client and what every request carries.
+/// The transport and what every request carries.
 struct Api {
-    client: reqwest::Client,
+    transport: Transport,
     /// The API base URL, with a trailing `/`.
     base: Url,
     /// The credential header, marked sensitive.
     auth: (HeaderName, HeaderValue),
-    /// The token itself: for git, and to scrub it from messages.
+    /// The token itself: for git.
     token: SecretString,
+    /// Knows the token, to keep it out of messages.
+    redactor: Redactor,
     /// Said with a 401.
     hint: String,
 }
@@ -656,9 +657,8 @@ struct Reply {
 }
 
 impl Api {
-    /// Sends a request, retrying a bounded number of times: after a rate limit whose wait is
-    /// short (any method: GitLab did not act on the request), and after a 5xx or a transport
-    /// failure for GET and PUT only (a POST may have been acted on).
+    /// Sends a request through the transport's one retry loop (a 429 for any method; a 5xx
+    /// or a transport failure for GET and PUT only).
     async fn send(
         &self,
         method: Method,
@@ -666,62 +666,19 @@ impl Api {
         body: Option<&Value>,
         what: &str,
     ) -> Result<Reply, Error> {
-        let mut attempt = 0;
-        loop {
-            let error = match self.send_once(method, url, body, what).await {
-                Ok(reply) => return Ok(reply),
-                Err(error) => scrub_error(error, self.token.expose_secret()),
-            };
-            let Some(wait) = retry_wait(method, &error, attempt) else {
-                return Err(error);
-            };
-            attempt += 1;
-            tracing::warn!(
-                "GitLab: {} {}: {error}; retrying in {:.1} s ({attempt}/{MAX_RETRIES})",
-                method.as_str(),
-                url.path(),
-                wait.as_secs_f64()
-            );
-            tokio::time::sleep(wait).await;
-        }
-    }
-
-    async fn send_once(
-        &self,
-        method: Method,
-        url: &Url,
-        body: Option<&Value>,
-        what: &str,
-    ) -> Result<Reply, Error> {
-        let shown = match url.query() {
-            Some(query) => format!("{}?{query}", url.path()),
-            None => url.path().to_string(),
-        };
-        tracing::debug!("GitLab: {} {shown}", method.as_str());
-        let mut request = self
-            .client
-            .request(method.as_reqwest(), url.clone())
-            .header(self.auth.0.clone(), self.auth.1.clone());
+        tracing::debug!("GitLab: {} {}", method.as_str(), url.path());
+        let mut request = Request::new(method.as_reqwest(), url.clone())
+            .secret_header(self.auth.0.clone(), self.auth.1.clone());
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request.send().await.map_err(|e| transport(&e))?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let text = response.text().await.map_err(|e| transport(&e))?;
-        tracing::debug!("GitLab: {} {shown} → {status}", method.as_str());
-        if (200..300).contains(&status) {
-            let next = self.next_page(url, &headers)?;
-            Ok(Reply { body: text, next })
-        } else {
-            Err(classify(
-                status,
-                |name| header(&headers, name),
-                &text,
-                &self.hint,
-                what,
-            ))
-        }
+        let dialect = GitLabDialect { api: self, what };
+        let response = self.transport.send(&dialect, &request).await?;
+        let next = self.next_page(url, &response.headers)?;
+        Ok(Reply {
+            body: response.text(),
+            next,
+        })
     }
 
     /// The next page: `x-next-page` (empty on the last page) applied to this URL, else the
@@ -735,18 +692,59 @@ impl Api {
                 Err(_) => None,
             });
         }
-        let Some(link) = header(headers, "link").and_then(|l| next_link(&l)) else {
+        let Some(next) = imagebump_http::next_link(headers, &self.base) else {
             return Ok(None);
         };
-        let outside = || Error::Transport {
-            message: format!("GitLab sent a pagination link outside its API ({link})"),
-            retryable: false,
-        };
-        let next = self.base.join(&link).map_err(|_| outside())?;
         if next.origin() != self.base.origin() || !next.path().starts_with(self.base.path()) {
-            return Err(outside());
+            return Err(Error::Transport {
+                message: format!(
+                    "GitLab sent a pagination link outside its API ({})",
+                    self.redactor.apply(next.as_str())
+                ),
+                retryable: false,
+            });
         }
         Ok(Some(next))
+    }
+}
+
+/// GitLab as the transport sees it: its rate-limit headers and its errors.
+struct GitLabDialect<'a> {
+    api: &'a Api,
+    what: &'a str,
+}
+
+impl Dialect for GitLabDialect<'_> {
+    type Error = Error;
+
+    /// A 429 asks for `Retry-After`, else the time until `RateLimit-Reset`.
+    fn rate_limited(&self, response: &Response) -> Option<Option<Duration>> {
+        (response.status.as_u16() == 429).then(|| rate_limit_wait(&response.headers))
+    }
+
+    fn classify(&self, error: imagebump_http::Error) -> Error {
+        use imagebump_http::Error as E;
+        let error = match error {
+            E::RateLimited { retry_after, .. } => Error::RateLimited {
+                retry_after: retry_after.or(Some(DEFAULT_RATE_LIMIT_WAIT)),
+            },
+            E::Server { response, .. } | E::Status { response, .. } => classify(
+                response.status.as_u16(),
+                |name| header(&response.headers, name),
+                &response.text(),
+                &self.api.hint,
+                self.what,
+            ),
+            E::TooLarge { limit, .. } => Error::Transport {
+                message: format!("GitLab answered with more than {limit} bytes"),
+                retryable: false,
+            },
+            other => Error::Transport {
+                message: format!("cannot reach GitLab: {other}"),
+                retryable: other.is_retryable(),
+            },
+        };
+        crate::redacted(error, &self.api.redactor)
     }
 }
 
@@ -772,24 +770,6 @@ fn with_page(url: &Url, page: u64) -> Url {
     next
 }
 
-/// The `rel="next"` URL of a `Link` header.
-fn next_link(link: &str) -> Option<String> {
-    link.split(',').find_map(|part| {
-        let (url, params) = part.trim().split_once(';')?;
-        let is_next = params.split(';').any(|p| {
-            let p = p.trim().replace(' ', "");
-            p == "rel=\"next\"" || p == "rel=next"
-        });
-        let url = url.trim().strip_prefix('<')?.strip_suffix('>')?;
-        is_next.then(|| url.to_string())
-    })
-}
-
-/// How long to wait before retrying after `error`, or `None` when it is not retried.
-fn retry_wait(method: Method, error: &Error, attempt: u32) -> Option<Duration> {
-    super::retry_wait(method.is_idempotent(), error, attempt)
-}
-
 /// The error for an unsuccessful status. `header` reads a response header.
 fn classify(
     status: u16,
@@ -801,7 +781,11 @@ fn classify(
     let message = error_message(body);
     match status {
         429 => Error::RateLimited {
-            retry_after: rate_limit_wait(&header).or(Some(DEFAULT_RATE_LIMIT_WAIT)),
+            retry_after: header("retry-after")
+                .and_then(|v| {
+                    imagebump_http::headers::parse_retry_after(&v, std::time::SystemTime::now())
+                })
+                .or(Some(DEFAULT_RATE_LIMIT_WAIT)),
         },
         401 => Error::Unauthorized {
             // "401 Unauthorized" says nothing; "Token is expired..." does.
@@ -844,43 +828,9 @@ fn classify(
 }
 
 /// `Retry-After` (seconds or an HTTP date), else `RateLimit-Reset` (a Unix time).
-fn rate_limit_wait(header: impl Fn(&str) -> Option<String>) -> Option<Duration> {
-    let now = SystemTime::now();
-    if let Some(value) = header("retry-after") {
-        let value = value.trim();
-        if let Ok(seconds) = value.parse::<u64>() {
-            return Some(Duration::from_secs(seconds));
-        }
-        if let Ok(when) = httpdate::parse_http_date(value) {
-            return Some(when.duration_since(now).unwrap_or_default());
-        }
-    }
-    let reset = header("ratelimit-reset")?.trim().parse::<u64>().ok()?;
-    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    // At least a second: the reset is whole seconds.
-    Some(
-        Duration::from_secs(reset)
-            .saturating_sub(now)
-            .max(Duration::from_secs(1)),
-    )
-}
-
-/// A transport failure: no usable response.
-fn transport(error: &reqwest::Error) -> Error {
-    let retryable = error.is_timeout() || error.is_connect() || error.is_body();
-    let mut parts: Vec<String> = Vec::new();
-    let mut current: Option<&dyn std::error::Error> = Some(error);
-    while let Some(e) = current {
-        let text = e.to_string();
-        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        current = e.source();
-    }
-    Error::Transport {
-        message: format!("cannot reach GitLab: {}", parts.join(": ")),
-        retryable,
-    }
+fn rate_limit_wait(headers: &HeaderMap) -> Option<Duration> {
+    imagebump_http::retry_after(headers)
+        .or_else(|| imagebump_http::rate_limit(headers).and_then(|r| r.reset_in))
 }
 
 /// GitLab's explanation from an error body: `message` (a string, a list, or fields with their
@@ -908,35 +858,6 @@ fn error_message(body: &str) -> String {
             .collect::<Vec<_>>()
             .join(": "),
         _ => body.trim().chars().take(200).collect(),
-    }
-}
-
-/// The error with every occurrence of the token replaced (a server or proxy that echoes a
-/// header, a URL someone put it in).
-fn scrub_error(error: Error, token: &str) -> Error {
-    let scrub = |text: String| {
-        if token.is_empty() {
-            text
-        } else {
-            text.replace(token, "<redacted>")
-        }
-    };
-    match error {
-        Error::Unauthorized { hint } => Error::Unauthorized { hint: scrub(hint) },
-        Error::Forbidden { message } => Error::Forbidden {
-            message: scrub(message),
-        },
-        Error::NotFound { what } => Error::NotFound { what: scrub(what) },
-        Error::Status { status, message } => Error::Status {
-            status,
-            message: scrub(message),
-        },
-        Error::Transport { message, retryable } => Error::Transport {
-            message: scrub(message),
-            retryable,
-        },
-        Error::Config(message) => Error::Config(scrub(message)),
-        Error::RateLimited { retry_after } => Error::RateLimited { retry_after },
     }
 }
 
@@ -1024,7 +945,7 @@ pub fn parse_remote(remote: &str) -> Option<(String, String)> {
         let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let host = match scheme.as_str() {
             "https" | "http" => authority,
-            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::forge::strip_port(authority),
+            "ssh" | "git" | "git+ssh" | "ssh+git" => crate::strip_port(authority),
             _ => return None,
         };
         (host, path)
@@ -1163,7 +1084,7 @@ mod tests {
 
     use super::*;
     // The fake is this module's sibling (`#[cfg(test)] pub mod fake;` next to `pub mod gitlab;`).
-    use super::fake::{Call, Credential, FakeGitLab, Fault};
+    use crate::fake::gitlab::{Call, Credential, FakeGitLab, Fault};
 
     const PREFIX: &str = "imagebump/";
 
@@ -1828,12 +1749,11 @@ mod tests {
         );
         assert_eq!(fake.calls().len(), 1);
 
+        // A bare 429 is retried after a backoff, as everywhere (the transport's rule).
+        fake.clear_calls();
         fake.fail_next(429);
-        let error = forge.open_pulls(PREFIX).await.expect_err("no Retry-After");
-        assert!(
-            matches!(error, Error::RateLimited { retry_after: Some(wait) } if wait == DEFAULT_RATE_LIMIT_WAIT),
-            "{error:?}"
-        );
+        assert_eq!(forge.open_pulls(PREFIX).await.expect("list").len(), 2);
+        assert_eq!(statuses(&fake.calls()), [429, 200]);
     }
 
     #[tokio::test]
@@ -2167,41 +2087,27 @@ mod tests {
 
     #[test]
     fn rate_limit_waits_from_headers() {
-        let none = |_: &str| None;
-        assert_eq!(rate_limit_wait(none), None);
-        let seconds = |name: &str| (name == "retry-after").then(|| " 7 ".to_string());
-        assert_eq!(rate_limit_wait(seconds), Some(Duration::from_secs(7)));
-        let later = SystemTime::now() + Duration::from_secs(20);
-        let date =
-            move |name: &str| (name == "retry-after").then(|| httpdate::fmt_http_date(later));
-        let wait = rate_limit_wait(date).expect("a wait");
-        assert!(
-            wait > Duration::from_secs(17) && wait <= Duration::from_secs(20),
-            "{wait:?}"
-        );
-        let reset = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
+        let headers = |pairs: &[(&'static str, String)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().expect("header"));
+            }
+            h
+        };
+        assert_eq!(rate_limit_wait(&headers(&[])), None);
+        let seconds = headers(&[("retry-after", " 7 ".to_string())]);
+        assert_eq!(rate_limit_wait(&seconds), Some(Duration::from_secs(7)));
+        let reset = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
             .expect("after 1970")
             .as_secs()
             + 10;
-        let reset = move |name: &str| (name == "ratelimit-reset").then(|| reset.to_string());
-        let wait = rate_limit_wait(reset).expect("a wait");
+        let wait =
+            rate_limit_wait(&headers(&[("ratelimit-reset", reset.to_string())])).expect("a wait");
         assert!(
             wait > Duration::from_secs(8) && wait <= Duration::from_secs(10),
             "{wait:?}"
         );
-    }
-
-    #[test]
-    fn retries_reads_and_puts_but_never_a_post() {
-        // The policy itself is tested in forge/mod.rs; this is GitLab's method mapping.
-        let server = Error::Status {
-            status: 502,
-            message: String::new(),
-        };
-        assert!(retry_wait(Method::Get, &server, 0).is_some());
-        assert!(retry_wait(Method::Put, &server, 0).is_some());
-        assert!(retry_wait(Method::Post, &server, 0).is_none());
     }
 
     #[test]
@@ -2212,17 +2118,5 @@ mod tests {
             with_page(&url, 3).as_str(),
             "https://gitlab.example.com/api/v4/projects/g%2Fp/merge_requests?state=opened&per_page=100&page=3"
         );
-        let link = r#"<https://gitlab.example.com/api/v4/projects/1/merge_requests?page=2>; rel="next", <https://gitlab.example.com/api/v4/projects/1/merge_requests?page=1>; rel="first""#;
-        assert_eq!(
-            next_link(link).as_deref(),
-            Some("https://gitlab.example.com/api/v4/projects/1/merge_requests?page=2")
-        );
-        assert_eq!(next_link(r#"<https://x/?page=1>; rel="first""#), None);
     }
 }
-
-/// The stateful GitLab fake of the integration tests, shared with the unit tests above.
-#[cfg(test)]
-#[path = "../../tests/support/gitlab.rs"]
-#[allow(dead_code)]
-mod fake;

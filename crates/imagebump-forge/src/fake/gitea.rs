@@ -2,8 +2,8 @@
 //! loopback port with one [`Respond`] that keeps one repository's pull requests, labels,
 //! comments and assignees in memory and answers in Gitea's JSON shapes.
 //!
-//! The module uses nothing of imagebump's, so the integration tests can include it too
-//! (`#[path = "../src/forge/fake.rs"] #[allow(dead_code)] mod fake;`).
+//! It uses nothing of imagebump's; tests reach it as `imagebump_forge::fake::gitea` (the
+//! `fake` feature).
 //!
 //! Routes, below `/api/v1`:
 //!

@@ -35,13 +35,14 @@ use serde_json::{json, Value};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const LIST_FIXTURE: &str = include_str!("../../fixtures/github/pull_requests_list.json");
-const SINGLE_FIXTURE: &str = include_str!("../../fixtures/github/pull_request_closed.json");
+const LIST_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_requests_list.json");
+const SINGLE_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_request_closed.json");
 /// The public half of the test-only GitHub App key.
-pub const APP_PUBLIC_KEY: &str = include_str!("../../fixtures/github/TEST-ONLY-app-public-key.pem");
+pub const APP_PUBLIC_KEY: &str =
+    include_str!("../../../../fixtures/github/TEST-ONLY-app-public-key.pem");
 /// The private half: what a test passes as the App's key.
 pub const APP_PRIVATE_KEY: &str =
-    include_str!("../../fixtures/github/TEST-ONLY-app-private-key.pem");
+    include_str!("../../../../fixtures/github/TEST-ONLY-app-private-key.pem");
 
 /// Start of the fake clock: 2024-01-01T00:00:00Z.
 const CLOCK_START: i64 = 1_704_067_200;

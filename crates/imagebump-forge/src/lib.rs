@@ -1,0 +1,350 @@
+//! Forges: where pull requests live (DESIGN.md, "Pull-request lifecycle").
+//!
+//! [`Forge`] is the seam between the pull-request lifecycle and one hosting service; the
+//! caller holds a `Box<dyn Forge>` and never learns which one it talks to. Each forge has its
+//! own file (`github.rs`, `gitlab.rs`, `gitea.rs`); the package's `forge/connect.rs` picks one.
+//!
+//! A forge only speaks the service's API: it lists, opens, edits and closes pull requests
+//! and annotates them. Deciding what to open, update or close is the caller's job.
+
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
+pub mod gitea;
+pub mod github;
+pub mod gitlab;
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+pub use github::{api_url_for_host, repo_from_url, GitHub};
+
+/// One hosting service's pull-request API.
+#[async_trait::async_trait]
+pub trait Forge: Send + Sync {
+    /// "GitHub" — for messages.
+    fn name(&self) -> &'static str;
+
+    /// Open pull requests whose head branch (in this repository, not a fork) starts with
+    /// `prefix`.
+    async fn open_pulls(&self, prefix: &str) -> Result<Vec<Pull>, Error>;
+
+    /// Closed pull requests (merged or not) whose head branch (in this repository) starts with
+    /// `prefix`, most recently updated first, at most `limit`.
+    async fn closed_pulls(&self, prefix: &str, limit: usize) -> Result<Vec<Pull>, Error>;
+
+    /// Opens a pull request from `new.branch` (a branch of this repository) into `new.base`.
+    async fn create_pull(&self, new: &NewPull) -> Result<Pull, Error>;
+
+    /// Replaces the title and the body of a pull request.
+    async fn update_pull(&self, number: u64, title: &str, body: &str) -> Result<(), Error>;
+
+    /// Closes a pull request without merging it.
+    async fn close_pull(&self, number: u64) -> Result<(), Error>;
+
+    /// Adds a comment to a pull request's conversation.
+    async fn comment(&self, number: u64, body: &str) -> Result<(), Error>;
+
+    /// Adds labels (keeping those it has). An empty list makes no request.
+    async fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), Error>;
+
+    /// Requests reviews from users, or teams written `org/team` (or `@org/team`). An empty
+    /// list makes no request.
+    async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error>;
+
+    /// Adds assignees (keeping those it has). An empty list makes no request.
+    async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error>;
+}
+
+/// A pull request as the lifecycle needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    pub number: u64,
+    /// Head branch name (without `refs/heads/`).
+    pub branch: String,
+    /// Base branch name.
+    pub base: String,
+    pub title: String,
+    /// The description; empty when the forge has none. The machine-readable marker lives here.
+    pub body: String,
+    pub state: PullState,
+    /// The page a human opens (not the API address).
+    pub url: String,
+    /// Label names.
+    pub labels: Vec<String>,
+    pub draft: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullState {
+    Open,
+    /// Closed without merging.
+    Closed,
+    Merged,
+}
+
+/// What [`Forge::create_pull`] opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPull {
+    /// Head branch, already pushed to this repository.
+    pub branch: String,
+    /// Base branch.
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    pub draft: bool,
+}
+
+/// A forge request that failed. Messages never contain a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 401: the credentials were refused (or are missing).
+    #[error("unauthorized: the credentials were refused")]
+    Unauthorized { hint: String },
+
+    /// 403 that is not a rate limit: the credentials lack a permission.
+    #[error("forbidden: {message}")]
+    Forbidden { message: String },
+
+    /// 404: the repository or pull request does not exist, or the credentials cannot see it.
+    #[error("not found: {what}")]
+    NotFound { what: String },
+
+    /// 429, or 403 with rate-limit headers, still so after the bounded retries.
+    #[error("rate limited{}", match retry_after {
+        Some(wait) => format!(" (retry in {} s)", wait.as_secs().max(1)),
+        None => String::new(),
+    })]
+    RateLimited { retry_after: Option<Duration> },
+
+    /// Any other unsuccessful HTTP status; `message` is the forge's own explanation.
+    #[error("HTTP {status}: {message}")]
+    Status { status: u16, message: String },
+
+    /// No usable response: connection, TLS, timeout, or a body that could not be read.
+    #[error("{message}")]
+    Transport { message: String, retryable: bool },
+
+    /// The settings cannot work (bad URL, malformed key or token).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Whether the same request may succeed later: rate limits, server errors (5xx) and
+    /// transport failures the transport marked so.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::RateLimited { .. } => true,
+            Error::Status { status, .. } => matches!(status, 500 | 502 | 503 | 504),
+            Error::Transport { retryable, .. } => *retryable,
+            Error::Unauthorized { .. }
+            | Error::Forbidden { .. }
+            | Error::NotFound { .. }
+            | Error::Config(_) => false,
+        }
+    }
+
+    /// What the user can do about it, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Unauthorized { hint } => Some(hint.clone()),
+            Error::Forbidden { .. } => Some(
+                "the token needs to push branches and open pull requests: GitHub contents and \
+                 pull-requests write (a GitHub App: the same, and installed on the repository); \
+                 GitLab the api scope and the Developer role; Gitea/Forgejo write:repository \
+                 and write:issue"
+                    .to_string(),
+            ),
+            Error::NotFound { .. } => Some(
+                "check the repository (--forge-repo, --forge-url) and that the token can see it"
+                    .to_string(),
+            ),
+            Error::RateLimited { .. } => {
+                Some("run again later (on GitHub, a GitHub App has higher rate limits)".to_string())
+            }
+            Error::Status { status, .. } if *status >= 500 => {
+                Some("the forge had a problem; run again later".to_string())
+            }
+            Error::Status { .. } | Error::Transport { .. } | Error::Config(_) => None,
+        }
+    }
+}
+
+/// A forge's API base URL, checked, with a trailing `/` so that relative joins keep its path.
+/// The URL is never echoed in an error: its user part or query may hold a token.
+pub(crate) fn api_base(api_url: &str, forge: &str) -> Result<imagebump_http::Url, Error> {
+    let bad = |why: &str| Error::Config(format!("invalid {forge} API URL: {why}"));
+    let mut url = imagebump_http::Url::parse(api_url.trim()).map_err(|e| bad(&e.to_string()))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("it holds credentials; pass the token separately"));
+    }
+    if !matches!(url.scheme(), "https" | "http") {
+        return Err(bad("use https://"));
+    }
+    if url.host_str().is_none() {
+        return Err(bad("no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("no query or fragment allowed"));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// The error with its messages redacted: a server or proxy may echo a header, or a URL
+/// someone put a token in.
+pub(crate) fn redacted(error: Error, redactor: &imagebump_http::Redactor) -> Error {
+    let clean = |text: String| redactor.apply(&text);
+    match error {
+        Error::Unauthorized { hint } => Error::Unauthorized { hint: clean(hint) },
+        Error::Forbidden { message } => Error::Forbidden {
+            message: clean(message),
+        },
+        Error::NotFound { what } => Error::NotFound { what: clean(what) },
+        Error::Status { status, message } => Error::Status {
+            status,
+            message: clean(message),
+        },
+        Error::Transport { message, retryable } => Error::Transport {
+            message: clean(message),
+            retryable,
+        },
+        Error::Config(message) => Error::Config(clean(message)),
+        Error::RateLimited { retry_after } => Error::RateLimited { retry_after },
+    }
+}
+
+/// Reviewers as written in the configuration, split into users and teams (`org/team` or
+/// `@org/team` → `team`); blanks are dropped.
+pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
+    let mut users = Vec::new();
+    let mut teams = Vec::new();
+    for reviewer in reviewers {
+        let name = reviewer.trim().trim_start_matches('@');
+        match name.split_once('/') {
+            Some((_, team)) if !team.is_empty() => teams.push(team),
+            Some(_) => {}
+            None if !name.is_empty() => users.push(name),
+            None => {}
+        }
+    }
+    (users, teams)
+}
+
+/// The token without surrounding whitespace (a file's trailing newline); refused when empty or
+/// when it holds characters no token has (they would make an invalid HTTP header).
+pub(crate) fn clean_token(
+    token: &SecretString,
+    forge: &str,
+    hint: &str,
+) -> Result<SecretString, Error> {
+    use secrecy::ExposeSecret;
+    let trimmed = token.expose_secret().trim();
+    if trimmed.is_empty() {
+        return Err(Error::Unauthorized {
+            hint: format!("the {forge} token is empty: {hint}"),
+        });
+    }
+    if !trimmed.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(Error::Config(format!(
+            "the {forge} token holds spaces or control characters; check how it was set"
+        )));
+    }
+    Ok(SecretString::from(trimmed.to_owned()))
+}
+
+/// `host:port` → `host` (IPv6 literals in brackets kept whole).
+pub(crate) fn strip_port(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((host, port))
+            if port.chars().all(|c| c.is_ascii_digit())
+                && (!host.starts_with('[') || host.ends_with(']')) =>
+        {
+            host
+        }
+        _ => authority,
+    }
+}
+
+/// How to reach GitHub.
+pub struct GitHubSettings {
+    /// `https://api.github.com`, GitHub Enterprise Server's `https://host/api/v3`, or a test
+    /// server. See [`api_url_for_host`].
+    pub api_url: String,
+    pub owner: String,
+    pub repo: String,
+    pub auth: GitHubAuth,
+}
+
+/// How imagebump authenticates to GitHub.
+pub enum GitHubAuth {
+    /// A personal access token (classic or fine-grained), or a token GitHub Actions gives.
+    Token(SecretString),
+    /// A GitHub App: its id and private key (PEM, as GitHub hands it out). The app must be
+    /// installed on the repository; an installation token scoped to it is used for the calls.
+    App {
+        app_id: u64,
+        private_key_pem: SecretString,
+    },
+}
+
+impl std::fmt::Debug for GitHubAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitHubAuth::Token(_) => f.write_str("Token(<redacted>)"),
+            GitHubAuth::App { app_id, .. } => {
+                write!(f, "App {{ app_id: {app_id}, private_key_pem: <redacted> }}")
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for GitHubSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubSettings")
+            .field("api_url", &self.api_url)
+            .field("owner", &self.owner)
+            .field("repo", &self.repo)
+            .field("auth", &self.auth)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_base_checks_and_never_echoes_credentials() {
+        assert_eq!(
+            api_base("https://ghe.example.com/api/v3", "GitHub")
+                .unwrap()
+                .as_str(),
+            "https://ghe.example.com/api/v3/"
+        );
+        assert_eq!(
+            api_base("https://git.example.com/gitea/api/v1/", "Gitea")
+                .unwrap()
+                .as_str(),
+            "https://git.example.com/gitea/api/v1/"
+        );
+        for bad in [
+            "ftp://x",
+            "https://x/api?q=1",
+            "ftp://user:ghp_secret@x/api",
+            "https://user:ghp_secret@ghe.example.com/api/v3",
+        ] {
+            match api_base(bad, "GitHub") {
+                Err(Error::Config(message)) => {
+                    assert!(message.starts_with("invalid GitHub API URL: "), "{message}");
+                    assert!(!message.contains("ghp_secret"), "{message}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! The transport: one reqwest client, one retry loop, capped body reads.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::{Method, StatusCode, Url};
+use tokio::time::Instant;
+
+use crate::redact::{self, error_chain};
+use crate::retry::RetryPolicy;
+use crate::Error;
+
+/// What an error response's body is read to, at most: enough for a message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// A request's body cap unless it says otherwise.
+pub const DEFAULT_LIMIT: usize = 16 * 1024 * 1024;
+
+/// How a transport is built.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub connect_timeout: Duration,
+    /// Per attempt, body included.
+    pub timeout: Duration,
+    /// Redirects followed (0: none; reqwest drops `Authorization` on one to another origin).
+    pub redirects: usize,
+    /// A TLS set-up of the caller's (the registry's `caFile` pinning).
+    pub tls: Option<rustls::ClientConfig>,
+    /// Accept any certificate (the registry's `insecure`).
+    pub insecure: bool,
+    pub retry: RetryPolicy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(60),
+            redirects: 5,
+            tls: None,
+            insecure: false,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The HTTP client every part of imagebump uses.
+#[derive(Debug, Clone)]
+pub struct Transport {
+    client: reqwest::Client,
+    retry: RetryPolicy,
+}
+
+/// One request as the caller wants it sent (each attempt sends it again as is).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    pub url: Url,
+    pub headers: HeaderMap,
+    pub body: Option<Vec<u8>>,
+    /// The body cap: a longer answer is [`Error::TooLarge`].
+    pub limit: usize,
+}
+
+/// An answer, read.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// Where it came from (after redirects).
+    pub url: Url,
+}
+
+/// What differs per server: the seam between the one retry loop and a registry or forge.
+#[async_trait::async_trait]
+pub trait Dialect: Send + Sync {
+    /// The server's typed error.
+    type Error: Send;
+
+    /// The typed error for a failed request (after the retries).
+    fn classify(&self, error: Error) -> Self::Error;
+
+    /// Is this unsuccessful answer a rate limit, and what wait does it ask for (`Some(None)`:
+    /// none named)? Standard: a 429 and its `Retry-After`.
+    fn rate_limited(&self, response: &Response) -> Option<Option<Duration>> {
+        (response.status == StatusCode::TOO_MANY_REQUESTS)
+            .then(|| crate::headers::retry_after(&response.headers))
+    }
+
+    /// May `method` be sent again after a 5xx or a transport failure? Standard: GET, HEAD,
+    /// PUT, DELETE, OPTIONS. A dialect whose PATCHes only set fields to given values may add
+    /// PATCH; none may add POST.
+    fn idempotent(&self, method: &Method) -> bool {
+        crate::retry::is_idempotent(method)
+    }
+
+    /// Before each attempt: wait for a turn. The slot is held for the attempt only, never
+    /// through a retry's sleep.
+    async fn enter(&self, _request: &Request) -> Result<Slot, Self::Error> {
+        Ok(Slot::default())
+    }
+
+    /// After each attempt, before its slot is released.
+    fn attempted(&self, _outcome: Result<&Response, &Error>) {}
+
+    /// A retry will wait `wait` after `error`.
+    fn retrying(&self, _error: &Error, _wait: Duration) {}
+}
+
+/// Whatever a [`Dialect::enter`] holds during one attempt (a semaphore permit).
+#[derive(Default)]
+pub struct Slot {
+    /// Held for its `Drop` (a permit returns when the attempt ends).
+    _held: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Slot {
+    pub fn holding(held: impl std::any::Any + Send + Sync) -> Slot {
+        Slot {
+            _held: Some(Box::new(held)),
+        }
+    }
+}
+
+/// The dialect of a server with nothing special: its errors are the transport's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Plain;
+
+impl Dialect for Plain {
+    type Error = Error;
+    fn classify(&self, error: Error) -> Error {
+        error
+    }
+}
+
+impl Transport {
+    pub fn new(options: Options) -> Result<Transport, String> {
+        let redirect = match options.redirects {
+            0 => reqwest::redirect::Policy::none(),
+            n => reqwest::redirect::Policy::limited(n),
+        };
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .timeout(options.timeout)
+            .user_agent(concat!("imagebump/", env!("CARGO_PKG_VERSION")))
+            .redirect(redirect);
+        if options.insecure {
+            builder = builder.danger_accept_invalid_certs(true);
+        } else if let Some(tls) = options.tls {
+            builder = builder.use_preconfigured_tls(tls);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))?;
+        Ok(Transport {
+            client,
+            retry: options.retry,
+        })
+    }
+
+    /// The underlying client, for the cloud credential sources' own token protocols
+    /// (single requests that do not page or retry).
+    pub fn reqwest(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    /// Sends `request` until it succeeds or the retry rule gives up (see the crate's docs).
+    /// A success is a 2xx; anything else goes through [`Dialect::classify`].
+    pub async fn send<D: Dialect>(
+        &self,
+        dialect: &D,
+        request: &Request,
+    ) -> Result<Response, D::Error> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = {
+                let _slot = dialect.enter(request).await?;
+                let result = self.attempt(dialect, request).await;
+                dialect.attempted(result.as_ref());
+                result
+            };
+            let error = match result {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            let elapsed = started.elapsed();
+            let idempotent = dialect.idempotent(&request.method) && request.method != Method::POST;
+            let Some(wait) = self.retry.wait(idempotent, &error, attempt, elapsed) else {
+                return Err(dialect.classify(error));
+            };
+            tracing::debug!(
+                method = %request.method,
+                %error,
+                wait_ms = wait.as_millis() as u64,
+                attempt,
+                "retrying"
+            );
+            dialect.retrying(&error, wait);
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One attempt: a 2xx read within the cap, or the failure.
+    async fn attempt<D: Dialect>(&self, dialect: &D, request: &Request) -> Result<Response, Error> {
+        let shown = redact::url(request.url.as_str());
+        let mut builder = self
+            .client
+            .request(request.method.clone(), request.url.clone())
+            .headers(request.headers.clone());
+        if let Some(body) = &request.body {
+            builder = builder.body(body.clone());
+        }
+        let answer = builder.send().await.map_err(|e| failure(&shown, &e))?;
+        let status = answer.status();
+        let headers = answer.headers().clone();
+        let url = answer.url().clone();
+        let body = if request.method == Method::HEAD {
+            Vec::new()
+        } else if status.is_success() {
+            read_capped(answer, &shown, request.limit).await?
+        } else {
+            // Only for a message: a cut-off or unreadable error body is not a failure.
+            read_capped(answer, &shown, ERROR_BODY_LIMIT)
+                .await
+                .unwrap_or_default()
+        };
+        let response = Response {
+            status,
+            headers,
+            body,
+            url,
+        };
+        if status.is_success() {
+            return Ok(response);
+        }
+        let response = Box::new(response);
+        Err(if let Some(retry_after) = dialect.rate_limited(&response) {
+            Error::RateLimited {
+                url: shown,
+                retry_after,
+                response,
+            }
+        } else if status.is_server_error() {
+            Error::Server {
+                url: shown,
+                status: status.as_u16(),
+                response,
+            }
+        } else {
+            Error::Status {
+                url: shown,
+                status: status.as_u16(),
+                response,
+            }
+        })
+    }
+}
+
+/// A reqwest failure as ours: timeouts, broken connections and cut bodies may go better
+/// next time; certificate, protocol and redirect failures will not.
+fn failure(url: &str, e: &reqwest::Error) -> Error {
+    let reason = error_chain(e);
+    let url = url.to_string();
+    if e.is_timeout() {
+        return Error::Timeout { url, reason };
+    }
+    let permanent = reason.contains("certificate")
+        || reason.contains("InvalidContentType")
+        || e.is_builder()
+        || e.is_redirect();
+    if permanent {
+        Error::Transport { url, reason }
+    } else if e.is_body() || e.is_decode() {
+        Error::Truncated { url, reason }
+    } else {
+        Error::Connection { url, reason }
+    }
+}
+
+/// The body, refused once it grows past `limit` (before reading, when the length is
+/// announced).
+async fn read_capped(
+    mut answer: reqwest::Response,
+    url: &str,
+    limit: usize,
+) -> Result<Vec<u8>, Error> {
+    let too_large = || Error::TooLarge {
+        url: url.to_string(),
+        limit,
+    };
+    if answer.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(|e| failure(url, &e))? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+impl Request {
+    pub fn new(method: Method, url: Url) -> Request {
+        Request {
+            method,
+            url,
+            headers: HeaderMap::new(),
+            body: None,
+            limit: DEFAULT_LIMIT,
+        }
+    }
+
+    pub fn get(url: Url) -> Request {
+        Request::new(Method::GET, url)
+    }
+
+    /// Adds a header; a value that cannot be one is left out (callers check secrets
+    /// beforehand, see [`Request::secret_header`]).
+    pub fn header(mut self, name: HeaderName, value: &str) -> Request {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            self.headers.append(name, v);
+        }
+        self
+    }
+
+    /// Adds a header that carries a credential: marked sensitive, so it is never printed.
+    pub fn secret_header(mut self, name: HeaderName, mut value: HeaderValue) -> Request {
+        value.set_sensitive(true);
+        self.headers.insert(name, value);
+        self
+    }
+
+    /// A JSON body.
+    pub fn json(mut self, body: &impl serde::Serialize) -> Request {
+        // Serializing a `serde_json::Value` or a plain struct cannot fail.
+        self.body = serde_json::to_vec(body).ok();
+        self.headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        self
+    }
+
+    pub fn limit(mut self, limit: usize) -> Request {
+        self.limit = limit;
+        self
+    }
+}
+
+impl Response {
+    /// The body as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// A header's value, when it is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// An answer with a status and nothing else (for tests and dialects' own checks).
+    pub fn synthetic(status: u16) -> Response {
+        Response {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            headers: HeaderMap::new(),
+            body: Vec::new(),
+            // A constant, valid URL.
+            url: Url::parse("http://localhost/").unwrap_or_else(|_| unreachable!()),
+        }
+    }
+}
