@@ -748,18 +748,11 @@ fn http_error(what: &str, url: &str, status: StatusCode, detail: &str) -> String
 
 /// A transport error with its causes (reqwest's own message alone says little).
 fn transport_error(what: &str, url: &str, error: &reqwest::Error) -> String {
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        causes.push(cause.to_string());
-        source = cause.source();
-    }
-    let detail = if error.is_timeout() {
-        "timed out".to_owned()
-    } else if causes.is_empty() {
-        error.to_string()
-    } else {
-        causes.join(": ")
+    // reqwest's own message repeats the URL; its causes say what happened.
+    let detail = match std::error::Error::source(error) {
+        _ if error.is_timeout() => "timed out".to_owned(),
+        Some(cause) => imagebump_http::error_chain(cause),
+        None => error.to_string(),
     };
     format!("{what}: {url}: {detail}")
 }

@@ -120,16 +120,7 @@ pub struct Ctx<'a> {
 /// A request error and its causes (`connection refused`, `operation timed out`) on one line.
 /// The URL is left out: callers name the endpoint themselves.
 pub(crate) fn http_error(error: reqwest::Error) -> String {
-    use std::error::Error as _;
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    text
+    imagebump_http::error_chain(&error.without_url())
 }
 
 /// `: code: description` from an OAuth2 error (`{error, error_description}`, Entra ID and
