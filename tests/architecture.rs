@@ -261,3 +261,71 @@ fn the_parser_sees_nested_use_trees_and_paths() {
     let found: Vec<String> = crate_references(text).into_iter().map(|(_, m)| m).collect();
     assert_eq!(found, ["a", "c", "d", "g"]);
 }
+
+/// The length in lines of every `fn` in `text` with a body: (name, first line, lines).
+/// Braces are counted on the text as it is; a brace inside a string literal would need
+/// its partner in the same function, which every `format!` has.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let code = code.strip_prefix("pub(crate) ").unwrap_or(code);
+        let code = code.strip_prefix("pub ").unwrap_or(code);
+        let code = code.strip_prefix("async ").unwrap_or(code);
+        let Some(rest) = code.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let (mut depth, mut opened) = (0i32, false);
+        for (j, body) in lines.iter().enumerate().skip(i) {
+            if !opened && body.trim_end().ends_with(';') {
+                break;
+            }
+            for ch in body.chars() {
+                match ch {
+                    '{' => (depth, opened) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if opened && depth == 0 {
+                out.push((name.clone(), i + 1, j - i + 1));
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_in_app_or_deliver_is_over_80_lines() {
+    let mut files = rust_files(&root().join("src/app"));
+    files.extend(rust_files(&root().join("src/deliver")));
+    files.push(root().join("src/app.rs"));
+    let mut long = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (name, line, lines) in function_lengths(&text) {
+            if lines > 80 {
+                long.push(format!(
+                    "{}:{line}: fn {name} is {lines} lines",
+                    file.strip_prefix(root()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(long.is_empty(), "{}", long.join("\n"));
+}
+
+#[test]
+fn function_lengths_are_counted_from_fn_to_its_closing_brace() {
+    let text = "fn a() {\n    let s = format!(\"{x}\");\n}\npub fn b();\nasync fn c() {\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        [("a".to_string(), 1, 3), ("c".to_string(), 5, 2)]
+    );
+}
