@@ -27,8 +27,8 @@ pub enum Error {
     #[error("--push commits to a remote's base branch; give a repository URL")]
     PushNeedsRemote,
     /// Pull-request mode could not reach the forge.
-    #[error("{0}")]
-    Forge(String),
+    #[error(transparent)]
+    Forge(#[from] crate::forge::connect::Error),
     #[error("pull requests need a forge token: IMAGEBUMP_FORGE_TOKEN, or GITHUB_TOKEN (contents: write, pull-requests: write) or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE), GITLAB_TOKEN (api scope), GITEA_TOKEN (write:repository, write:issue); or pass --dry-run")]
     NoForgeToken,
     /// The source cannot be opened (no such directory, clone failed).

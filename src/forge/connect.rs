@@ -88,9 +88,37 @@ const TOKEN_VARS: [&str; 8] = [
     EnvVars::FORGEJO_TOKEN,
 ];
 
+/// Why the forge of a remote could not be reached; each says what to pass or set.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot tell which forge {host} is; pass --forge github, gitlab or gitea (and --forge-url for a self-hosted API)")]
+    UnknownForge { host: String },
+    #[error("--forge-repo {0:?}: expected owner/name")]
+    BadRepository(String),
+    #[error("cannot tell the repository's owner/name from {0}; pass --forge-repo")]
+    NoRepository(String),
+    #[error("cannot tell the GitLab project from {0}; pass --forge-repo group/project")]
+    NoProject(String),
+    #[error("IMAGEBUMP_GITHUB_APP_ID {0:?} is not a number")]
+    AppId(String),
+    #[error("IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)")]
+    AppKeyMissing,
+    #[error("IMAGEBUMP_GITHUB_APP_KEY_FILE {path}: {source}")]
+    AppKey {
+        path: String,
+        source: std::io::Error,
+    },
+    /// The forge refused or could not be reached.
+    #[error("{forge}: {source}{}", source.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default())]
+    Forge {
+        forge: &'static str,
+        source: super::Error,
+    },
+}
+
 /// Connect to the forge of `req.url`. `Ok(None)` when no forge token is set (a dry run
 /// then shows the plan without the pull requests' state).
-pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
+pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, Error> {
     if TOKEN_VARS.iter().all(|v| var(v).is_none()) {
         return Ok(None);
     }
@@ -98,12 +126,10 @@ pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
     let kind = match req.kind.or_else(|| detect(&host, &var)) {
         Some(k) => k,
         // A forge URL alone (GitHub Enterprise) has always meant GitHub.
-        None if req.api_url.is_some() || var(EnvVars::GITHUB_API_URL).is_some() => ForgeKind::Github,
-        None => {
-            return Err(format!(
-                "cannot tell which forge {host} is; pass --forge github, gitlab or gitea (and --forge-url for a self-hosted API)"
-            ))
+        None if req.api_url.is_some() || var(EnvVars::GITHUB_API_URL).is_some() => {
+            ForgeKind::Github
         }
+        None => return Err(Error::UnknownForge { host }),
     };
     match kind {
         ForgeKind::Github => github(req, &host).await,
@@ -116,42 +142,34 @@ pub async fn connect(req: &Request<'_>) -> Result<Option<Connected>, String> {
 fn repository(
     req: &Request<'_>,
     from_url: Option<(String, String)>,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), Error> {
     match (req.repo, from_url) {
         (Some(r), _) => match r.rsplit_once('/') {
             Some((o, n)) if !o.is_empty() && !n.is_empty() => Ok((o.to_string(), n.to_string())),
-            _ => Err(format!("--forge-repo {r:?}: expected owner/name")),
+            _ => Err(Error::BadRepository(r.to_string())),
         },
         (None, Some(pair)) => Ok(pair),
-        (None, None) => Err(format!(
-            "cannot tell the repository's owner/name from {}; pass --forge-repo",
-            req.url
-        )),
+        (None, None) => Err(Error::NoRepository(req.url.to_string())),
     }
 }
 
-fn failed(forge: &str, e: super::Error) -> String {
-    match e.hint() {
-        Some(h) => format!("{forge}: {e} (hint: {h})"),
-        None => format!("{forge}: {e}"),
-    }
+fn failed(forge: &'static str) -> impl FnOnce(super::Error) -> Error {
+    move |source| Error::Forge { forge, source }
 }
 
-async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Error> {
     let auth = match (
         var(EnvVars::IMAGEBUMP_GITHUB_APP_ID),
         first_var(&[EnvVars::IMAGEBUMP_FORGE_TOKEN, EnvVars::GITHUB_TOKEN]),
     ) {
         (Some(id), _) => {
-            let app_id: u64 = id
-                .parse()
-                .map_err(|_| format!("IMAGEBUMP_GITHUB_APP_ID {id:?} is not a number"))?;
-            let key_file = var(EnvVars::IMAGEBUMP_GITHUB_APP_KEY_FILE).ok_or_else(|| {
-                "IMAGEBUMP_GITHUB_APP_ID needs IMAGEBUMP_GITHUB_APP_KEY_FILE (the app's private key)"
-                    .to_string()
+            let app_id: u64 = id.parse().map_err(|_| Error::AppId(id.clone()))?;
+            let key_file =
+                var(EnvVars::IMAGEBUMP_GITHUB_APP_KEY_FILE).ok_or(Error::AppKeyMissing)?;
+            let pem = std::fs::read_to_string(&key_file).map_err(|source| Error::AppKey {
+                path: key_file.clone(),
+                source,
             })?;
-            let pem = std::fs::read_to_string(&key_file)
-                .map_err(|e| format!("IMAGEBUMP_GITHUB_APP_KEY_FILE {key_file}: {e}"))?;
             GitHubAuth::App {
                 app_id,
                 private_key_pem: SecretString::from(pem),
@@ -176,7 +194,7 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
         auth,
     })
     .await
-    .map_err(|e| failed("GitHub", e))?;
+    .map_err(failed("GitHub"))?;
     let git_token = forge.git_token().await.ok();
     Ok(Some(Connected {
         forge: Box::new(forge),
@@ -184,7 +202,7 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
     }))
 }
 
-async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Error> {
     // A job token can read but, on most instances, not open merge requests or push: it is
     // the last resort, and says so when refused.
     let (auth, token) =
@@ -200,12 +218,7 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
     let project = match (req.repo, super::gitlab::project_from_url(req.url)) {
         (Some(p), _) => p.to_string(),
         (None, Some(p)) => p,
-        (None, None) => {
-            return Err(format!(
-                "cannot tell the GitLab project from {}; pass --forge-repo group/project",
-                req.url
-            ))
-        }
+        (None, None) => return Err(Error::NoProject(req.url.to_string())),
     };
     let in_ci = var(EnvVars::CI_SERVER_URL)
         .and_then(|u| host_of(&u))
@@ -220,14 +233,14 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Stri
         project,
         auth,
     })
-    .map_err(|e| failed("GitLab", e))?;
+    .map_err(failed("GitLab"))?;
     Ok(Some(Connected {
         forge: Box::new(forge),
         git_token: token,
     }))
 }
 
-async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, String> {
+async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Error> {
     let Some(token) = first_var(&[
         EnvVars::IMAGEBUMP_FORGE_TOKEN,
         EnvVars::GITEA_TOKEN,
@@ -247,7 +260,7 @@ async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Strin
         repo,
         token: token.clone(),
     })
-    .map_err(|e| failed("Gitea", e))?;
+    .map_err(failed("Gitea"))?;
     Ok(Some(Connected {
         forge: Box::new(forge),
         git_token: Some(token),
