@@ -49,6 +49,16 @@ impl Output {
         self.problems("warning", warnings);
     }
 
+    /// One `warning: …` line about the run itself (not a file or registry), or a JSON log
+    /// event.
+    pub fn warning(&self, message: &str) {
+        if self.log_json {
+            tracing::warn!("{message}");
+        } else {
+            let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
+        }
+    }
+
     /// `error: location: message (hint: …)` lines on stderr, or JSON log events.
     fn problems(&self, kind: &str, problems: &[Problem]) {
         if self.log_json {

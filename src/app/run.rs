@@ -33,7 +33,7 @@ struct Analysed {
 
 pub async fn run(plan: &RunPlan, out: &Output) -> Result<Status, Error> {
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
-    let connected = connect_forge(plan).await?;
+    let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan, connected.as_ref());
     let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
@@ -103,7 +103,7 @@ fn status(plan: &RunPlan, problems: &[Problem], late: &[Problem], made: &Plan) -
 
 /// The forge of a remote source (`None`: a local directory, `--push`, or no forge token).
 /// Without it pull requests cannot be made; a dry run goes on without their state.
-async fn connect_forge(plan: &RunPlan) -> Result<Option<Connected>, Error> {
+async fn connect_forge(plan: &RunPlan, out: &Output) -> Result<Option<Connected>, Error> {
     if !plan.remote || plan.mode == Mode::Push {
         return Ok(None);
     }
@@ -119,7 +119,9 @@ async fn connect_forge(plan: &RunPlan) -> Result<Option<Connected>, Error> {
         Ok(c) => c,
         Err(e) if plan.mode == Mode::PullRequests => return Err(Error::Forge(e)),
         Err(e) => {
-            eprintln!("warning: {e}; showing the plan without the pull requests' state");
+            out.warning(&format!(
+                "{e}; showing the plan without the pull requests' state"
+            ));
             None
         }
     };
