@@ -373,17 +373,9 @@ impl Forge for Gitea {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::split_reviewers(reviewers);
-        if users.is_empty() && teams.is_empty() {
+        let Some(payload) = crate::requested_reviewers(reviewers) else {
             return Ok(());
-        }
-        let mut payload = json!({});
-        if !users.is_empty() {
-            payload["reviewers"] = json!(users);
-        }
-        if !teams.is_empty() {
-            payload["team_reviewers"] = json!(teams);
-        }
+        };
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await

@@ -235,6 +235,23 @@ pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
     (users, teams)
 }
 
+/// The body of GitHub's and Gitea's `POST pulls/{n}/requested_reviewers`: `reviewers` (users)
+/// and `team_reviewers`, each only when it names someone; `None` when nobody is named.
+pub(crate) fn requested_reviewers(reviewers: &[String]) -> Option<serde_json::Value> {
+    let (users, teams) = split_reviewers(reviewers);
+    if users.is_empty() && teams.is_empty() {
+        return None;
+    }
+    let mut payload = serde_json::json!({});
+    if !users.is_empty() {
+        payload["reviewers"] = serde_json::json!(users);
+    }
+    if !teams.is_empty() {
+        payload["team_reviewers"] = serde_json::json!(teams);
+    }
+    Some(payload)
+}
+
 /// The token without surrounding whitespace (a file's trailing newline); refused when empty or
 /// when it holds characters no token has (they would make an invalid HTTP header).
 pub(crate) fn clean_token(
