@@ -3,10 +3,33 @@
 //! forge answers (routes, shapes, errors, auth rules) stays in that forge's file.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
-use wiremock::Request;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// A fake's state answering one request (and recording it): the one thing each fake's
+/// wiremock responder does.
+pub(crate) trait Serve: Send + 'static {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate;
+}
+
+struct Responder<S>(Arc<Mutex<S>>);
+
+impl<S: Serve> Respond for Responder<S> {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        lock(&self.0).serve(request)
+    }
+}
+
+/// Makes `server` answer every request from `state`.
+pub(crate) async fn answer_all<S: Serve>(server: &MockServer, state: &Arc<Mutex<S>>) {
+    Mock::given(any())
+        .respond_with(Responder(state.clone()))
+        .mount(server)
+        .await;
+}
 
 /// One request as a fake received it; `C` is the credential as that fake reads it.
 #[derive(Debug, Clone, PartialEq)]

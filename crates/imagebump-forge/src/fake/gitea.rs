@@ -35,12 +35,11 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 use super::common::{
-    add_unique, header, lock, query_get, strings, timestamp, token_or_bearer, Clock, Faults,
-    Received,
+    add_unique, answer_all, header, lock, query_get, strings, timestamp, token_or_bearer, Clock,
+    Faults, Received, Serve,
 };
 
 /// Where the API lives on the server.
@@ -189,12 +188,7 @@ impl FakeGitea {
             link_header: true,
             max_limit: DEFAULT_MAX_LIMIT,
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitea { server, state }
     }
 
@@ -239,42 +233,34 @@ impl FakeGitea {
 
     /// A human sets the assignees of pull request `number`.
     pub fn set_assignees(&self, number: u64, assignees: &[&str]) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.assignees = assignees.iter().map(|a| a.to_string()).collect();
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.assignees = assignees.iter().map(|a| a.to_string()).collect();
+        });
     }
 
     /// A human edits the title of pull request `number` (adding or removing `WIP:`).
     pub fn set_title(&self, number: u64, title: &str) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.title = title.to_string();
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.title = title.to_string();
+        });
     }
 
     /// A human merges pull request `number`.
     pub fn merge(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.merged = true;
-        pull.merged_at = Some(now);
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.merged = true;
+            pull.merged_at = Some(now);
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human closes pull request `number` without merging.
     pub fn close(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.closed_at = Some(now);
+        });
     }
 
     /// Whether pull requests carry `draft` (Gitea 1.22 and later; `false`: an older Gitea,
@@ -356,18 +342,22 @@ impl FakeGitea {
         self.lock().faults.push(Some(method), None, 1, fault);
     }
 
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
+        let mut state = self.lock();
+        let now = state.clock.tick();
+        let pull = state.pull_mut(number);
+        change(pull, now);
+        pull.updated_at = now;
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = lock(&self.state);
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
         let Received {
             method,
             path,
@@ -375,14 +365,14 @@ impl Respond for Responder {
             body,
         } = Received::with_text_bodies(request);
         let authorization = header(request, "authorization");
-        let (status, template) = state.answer(
+        let (status, template) = self.answer(
             &method,
             &path,
             &query,
             body.as_ref(),
             authorization.as_deref(),
         );
-        state.calls.push(Call {
+        self.calls.push(Call {
             method,
             path,
             query,

@@ -31,12 +31,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 use super::common::{
-    add_unique, header, lock, page_number, page_url, per_page, query_get, strings, timestamp,
-    token_or_bearer, writes, Clock, Faults, Received, CLOCK_START,
+    add_unique, answer_all, header, lock, page_number, page_url, per_page, query_get, strings,
+    timestamp, token_or_bearer, writes, Clock, Faults, Received, Serve, CLOCK_START,
 };
 
 const LIST_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_requests_list.json");
@@ -167,12 +166,7 @@ impl FakeGitHub {
             calls: Vec::new(),
             faults: Faults::new(),
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitHub {
             server,
             state,
@@ -265,33 +259,27 @@ impl FakeGitHub {
 
     /// A human merges pull request `number`.
     pub fn merge(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.merged = true;
-        pull.merged_at = Some(now);
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.merged = true;
+            pull.merged_at = Some(now);
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human closes pull request `number` without merging.
     pub fn close(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human edits the description of pull request `number` (`None`: GitHub's `null`).
     pub fn set_body(&self, number: u64, body: Option<&str>) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let pull = state.pull_mut(number);
-        pull.body = body.map(str::to_string);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.body = body.map(str::to_string);
+        });
     }
 
     /// The next `times` requests with this method to this route (the path below the prefix,
@@ -302,28 +290,32 @@ impl FakeGitHub {
             .push(Some(method), Some(route), times, fault);
     }
 
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
+        let mut state = self.lock();
+        let now = state.clock.tick();
+        let pull = state.pull_mut(number);
+        change(pull, now);
+        pull.updated_at = now;
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = lock(&self.state);
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
         let received = Received::with_text_bodies(request);
-        let credential = state.credential(header(request, "authorization").as_deref());
-        let (status, template) = state.answer(
+        let credential = self.credential(header(request, "authorization").as_deref());
+        let (status, template) = self.answer(
             &received.method,
             &received.path,
             &received.query,
             received.body.as_ref(),
             &credential,
         );
-        state.calls.push(received.into_call(credential, status));
+        self.calls.push(received.into_call(credential, status));
         template
     }
 }

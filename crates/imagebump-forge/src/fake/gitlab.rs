@@ -31,12 +31,11 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 use super::common::{
-    add_unique, header, lock, page_number, page_url, per_page, query_get as get, timestamp_millis,
-    writes, Clock, Faults, Received,
+    add_unique, answer_all, header, lock, page_number, page_url, per_page, query_get as get,
+    timestamp_millis, writes, Clock, Faults, Received, Serve,
 };
 
 /// Where the API lives on the server.
@@ -165,12 +164,7 @@ impl FakeGitLab {
             legacy_draft_field: false,
             link_only: false,
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitLab { server, state }
     }
 
@@ -280,20 +274,16 @@ impl FakeGitLab {
     /// A human edits the title of merge request `iid` (adding or removing a draft marker
     /// marks it draft or ready).
     pub fn set_title(&self, iid: u64, title: &str) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let mr = state.mr_mut(iid);
-        mr.title = title.to_string();
-        mr.updated_at = now;
+        self.by_hand(iid, |mr, _| {
+            mr.title = title.to_string();
+        });
     }
 
     /// A human edits the description of merge request `iid` (`None`: GitLab's `null`).
     pub fn set_description(&self, iid: u64, description: Option<&str>) {
-        let mut state = self.lock();
-        let now = state.clock.tick();
-        let mr = state.mr_mut(iid);
-        mr.description = description.map(str::to_string);
-        mr.updated_at = now;
+        self.by_hand(iid, |mr, _| {
+            mr.description = description.map(str::to_string);
+        });
     }
 
     /// Someone assigns users (by id) or asks them to review, directly in GitLab.
@@ -315,10 +305,17 @@ impl FakeGitLab {
     }
 
     fn set_state(&self, iid: u64, new: &str) {
+        self.by_hand(iid, |mr, _| {
+            mr.state = new.to_string();
+        });
+    }
+
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, iid: u64, change: impl FnOnce(&mut FakeMr, i64)) {
         let mut state = self.lock();
         let now = state.clock.tick();
         let mr = state.mr_mut(iid);
-        mr.state = new.to_string();
+        change(mr, now);
         mr.updated_at = now;
     }
 
@@ -327,23 +324,18 @@ impl FakeGitLab {
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = lock(&self.state);
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
         let received = Received::with_json_bodies(request);
         let credential = credential(request);
-        let (status, template) = state.answer(
+        let (status, template) = self.answer(
             &received.method,
             &received.path,
             &received.query,
             received.body.as_ref(),
             &credential,
         );
-        state.calls.push(received.into_call(credential, status));
+        self.calls.push(received.into_call(credential, status));
         template
     }
 }
