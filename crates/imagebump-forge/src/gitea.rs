@@ -71,7 +71,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{Error, Forge, NewPull, Pull, PullState};
+use super::{BranchJson, Error, Forge, NewPull, Pull, PullState};
 
 /// Items per page: Gitea's default `MAX_RESPONSE_ITEMS`.
 const PAGE_SIZE: usize = 50;
@@ -769,19 +769,6 @@ struct PullJson {
 }
 
 #[derive(Deserialize)]
-struct BranchJson {
-    #[serde(rename = "ref")]
-    name: String,
-    /// `null` when the fork it came from was deleted.
-    repo: Option<RepoJson>,
-}
-
-#[derive(Deserialize)]
-struct RepoJson {
-    full_name: String,
-}
-
-#[derive(Deserialize)]
 struct LabelJson {
     id: u64,
     name: String,
@@ -807,12 +794,7 @@ impl PullJson {
             .repo
             .as_ref()
             .map_or(full_name, |r| r.full_name.as_str());
-        self.head.name.starts_with(prefix)
-            && self
-                .head
-                .repo
-                .as_ref()
-                .is_some_and(|r| r.full_name.eq_ignore_ascii_case(base))
+        self.head.name.starts_with(prefix) && self.head.is_in(base)
     }
 
     fn into_pull(self) -> Pull {

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
+use super::{BranchJson, Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
 
 /// Items per page: GitHub's maximum.
 const PER_PAGE: usize = 100;
@@ -725,19 +725,6 @@ struct PullJson {
 }
 
 #[derive(Deserialize)]
-struct BranchJson {
-    #[serde(rename = "ref")]
-    name: String,
-    /// `null` when the fork it came from was deleted.
-    repo: Option<RepoJson>,
-}
-
-#[derive(Deserialize)]
-struct RepoJson {
-    full_name: String,
-}
-
-#[derive(Deserialize)]
 struct LabelJson {
     name: String,
 }
@@ -746,12 +733,7 @@ impl PullJson {
     /// Its head is a branch of `full_name` (not a fork with the same branch name) starting
     /// with `prefix`. GitHub names are case-insensitive.
     fn is_ours(&self, full_name: &str, prefix: &str) -> bool {
-        self.head.name.starts_with(prefix)
-            && self
-                .head
-                .repo
-                .as_ref()
-                .is_some_and(|r| r.full_name.eq_ignore_ascii_case(full_name))
+        self.head.name.starts_with(prefix) && self.head.is_in(full_name)
     }
 
     fn into_pull(self) -> Pull {
