@@ -484,45 +484,43 @@ impl State {
         match (method, rest) {
             ("GET", ["pulls"]) => self.list_pulls(&route, &get),
             ("POST", ["pulls"]) => self.create_pull(body),
-            ("GET", ["pulls", n]) => match number(n) {
-                Some(n) => self.pull_answer(200, n),
-                None => self.not_found(),
-            },
-            ("PATCH", ["pulls", n]) => match number(n) {
-                Some(n) => {
-                    self.edit(n, body);
-                    self.pull_answer(201, n)
-                }
-                None => self.not_found(),
-            },
-            ("POST", ["pulls", n, "requested_reviewers"]) => match number(n) {
-                Some(n) => self.request_reviewers(n, body),
-                None => self.not_found(),
-            },
-            ("GET", ["issues", n]) => match number(n) {
-                Some(n) => self.issue_answer(200, n),
-                None => self.not_found(),
-            },
-            ("PATCH", ["issues", n]) => match number(n) {
-                Some(n) => {
-                    self.edit(n, body);
-                    self.issue_answer(201, n)
-                }
-                None => self.not_found(),
-            },
-            ("POST", ["issues", n, "comments"]) => match number(n) {
-                Some(n) => self.comment(n, body),
-                None => self.not_found(),
-            },
-            ("POST", ["issues", n, "labels"]) => match number(n) {
-                Some(n) => self.add_issue_labels(n, body),
-                None => self.not_found(),
-            },
             ("GET", ["labels"]) => {
                 let items: Vec<Value> = self.labels.iter().map(|l| self.label_json(l)).collect();
                 self.page(&route, &get, items)
             }
             ("POST", ["labels"]) => self.create_label(body),
+            (_, [kind @ ("pulls" | "issues"), n, tail @ ..]) => match number(n) {
+                Some(n) => self.answer_pull(method, kind, n, tail, body),
+                None => self.not_found(),
+            },
+            _ => self.not_found(),
+        }
+    }
+
+    /// The routes of one existing pull request, as a pull (`pulls/{n}`) or an issue
+    /// (`issues/{n}`).
+    fn answer_pull(
+        &mut self,
+        method: &str,
+        kind: &str,
+        number: u64,
+        tail: &[&str],
+        body: &Value,
+    ) -> Answer {
+        match (method, kind, tail) {
+            ("GET", "pulls", []) => self.pull_answer(200, number),
+            ("PATCH", "pulls", []) => {
+                self.edit(number, body);
+                self.pull_answer(201, number)
+            }
+            ("POST", "pulls", ["requested_reviewers"]) => self.request_reviewers(number, body),
+            ("GET", "issues", []) => self.issue_answer(200, number),
+            ("PATCH", "issues", []) => {
+                self.edit(number, body);
+                self.issue_answer(201, number)
+            }
+            ("POST", "issues", ["comments"]) => self.comment(number, body),
+            ("POST", "issues", ["labels"]) => self.add_issue_labels(number, body),
             _ => self.not_found(),
         }
     }
