@@ -71,7 +71,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{Error, Forge, NewPull, Pull, PullState};
+use super::{BranchJson, Error, Forge, NewPull, Pull, PullState};
 
 /// Items per page: Gitea's default `MAX_RESPONSE_ITEMS`.
 const PAGE_SIZE: usize = 50;
@@ -373,17 +373,9 @@ impl Forge for Gitea {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::split_reviewers(reviewers);
-        if users.is_empty() && teams.is_empty() {
+        let Some(payload) = crate::requested_reviewers(reviewers) else {
             return Ok(());
-        }
-        let mut payload = json!({});
-        if !users.is_empty() {
-            payload["reviewers"] = json!(users);
-        }
-        if !teams.is_empty() {
-            payload["team_reviewers"] = json!(teams);
-        }
+        };
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
@@ -777,19 +769,6 @@ struct PullJson {
 }
 
 #[derive(Deserialize)]
-struct BranchJson {
-    #[serde(rename = "ref")]
-    name: String,
-    /// `null` when the fork it came from was deleted.
-    repo: Option<RepoJson>,
-}
-
-#[derive(Deserialize)]
-struct RepoJson {
-    full_name: String,
-}
-
-#[derive(Deserialize)]
 struct LabelJson {
     id: u64,
     name: String,
@@ -815,12 +794,7 @@ impl PullJson {
             .repo
             .as_ref()
             .map_or(full_name, |r| r.full_name.as_str());
-        self.head.name.starts_with(prefix)
-            && self
-                .head
-                .repo
-                .as_ref()
-                .is_some_and(|r| r.full_name.eq_ignore_ascii_case(base))
+        self.head.name.starts_with(prefix) && self.head.is_in(base)
     }
 
     fn into_pull(self) -> Pull {

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use super::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
+use super::{BranchJson, Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
 
 /// Items per page: GitHub's maximum.
 const PER_PAGE: usize = 100;
@@ -352,17 +352,9 @@ impl Forge for GitHub {
     }
 
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error> {
-        let (users, teams) = crate::split_reviewers(reviewers);
-        if users.is_empty() && teams.is_empty() {
+        let Some(payload) = crate::requested_reviewers(reviewers) else {
             return Ok(());
-        }
-        let mut payload = json!({});
-        if !users.is_empty() {
-            payload["reviewers"] = json!(users);
-        }
-        if !teams.is_empty() {
-            payload["team_reviewers"] = json!(teams);
-        }
+        };
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
@@ -733,19 +725,6 @@ struct PullJson {
 }
 
 #[derive(Deserialize)]
-struct BranchJson {
-    #[serde(rename = "ref")]
-    name: String,
-    /// `null` when the fork it came from was deleted.
-    repo: Option<RepoJson>,
-}
-
-#[derive(Deserialize)]
-struct RepoJson {
-    full_name: String,
-}
-
-#[derive(Deserialize)]
 struct LabelJson {
     name: String,
 }
@@ -754,12 +733,7 @@ impl PullJson {
     /// Its head is a branch of `full_name` (not a fork with the same branch name) starting
     /// with `prefix`. GitHub names are case-insensitive.
     fn is_ours(&self, full_name: &str, prefix: &str) -> bool {
-        self.head.name.starts_with(prefix)
-            && self
-                .head
-                .repo
-                .as_ref()
-                .is_some_and(|r| r.full_name.eq_ignore_ascii_case(full_name))
+        self.head.name.starts_with(prefix) && self.head.is_in(full_name)
     }
 
     fn into_pull(self) -> Pull {

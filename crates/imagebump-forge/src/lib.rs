@@ -218,6 +218,30 @@ pub(crate) fn redacted(error: Error, redactor: &imagebump_http::Redactor) -> Err
     }
 }
 
+/// A pull request's `head` or `base` as GitHub writes it, and Gitea after it.
+#[derive(serde::Deserialize)]
+pub(crate) struct BranchJson {
+    #[serde(rename = "ref")]
+    pub name: String,
+    /// `null` when the fork it came from was deleted.
+    pub repo: Option<RepoJson>,
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct RepoJson {
+    pub full_name: String,
+}
+
+impl BranchJson {
+    /// Whether it is a branch of `full_name` (not of a fork, nor of a deleted one); both
+    /// forges' names are case-insensitive.
+    pub fn is_in(&self, full_name: &str) -> bool {
+        self.repo
+            .as_ref()
+            .is_some_and(|r| r.full_name.eq_ignore_ascii_case(full_name))
+    }
+}
+
 /// Reviewers as written in the configuration, split into users and teams (`org/team` or
 /// `@org/team` → `team`); blanks are dropped.
 pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
@@ -233,6 +257,23 @@ pub(crate) fn split_reviewers(reviewers: &[String]) -> (Vec<&str>, Vec<&str>) {
         }
     }
     (users, teams)
+}
+
+/// The body of GitHub's and Gitea's `POST pulls/{n}/requested_reviewers`: `reviewers` (users)
+/// and `team_reviewers`, each only when it names someone; `None` when nobody is named.
+pub(crate) fn requested_reviewers(reviewers: &[String]) -> Option<serde_json::Value> {
+    let (users, teams) = split_reviewers(reviewers);
+    if users.is_empty() && teams.is_empty() {
+        return None;
+    }
+    let mut payload = serde_json::json!({});
+    if !users.is_empty() {
+        payload["reviewers"] = serde_json::json!(users);
+    }
+    if !teams.is_empty() {
+        payload["team_reviewers"] = serde_json::json!(teams);
+    }
+    Some(payload)
 }
 
 /// The token without surrounding whitespace (a file's trailing newline); refused when empty or

@@ -32,17 +32,18 @@
 //! as with Gitea's default `WORK_IN_PROGRESS_PREFIXES`. Timestamps come from a clock that
 //! ticks one second per change, so "most recently updated" is deterministic.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
+
+use super::common::{
+    add_unique, answer_all, header, lock, query_get, strings, timestamp, token_or_bearer, Clock,
+    Faults, Received, Serve,
+};
 
 /// Where the API lives on the server.
 const API_PREFIX: &str = "/api/v1";
-/// Start of the fake clock: 2024-01-01T00:00:00Z.
-const CLOCK_START: i64 = 1_704_067_200;
 /// Gitea's `DEFAULT_PAGING_NUM`.
 const DEFAULT_LIMIT: usize = 30;
 /// Gitea's `MAX_RESPONSE_ITEMS` default.
@@ -73,10 +74,7 @@ impl Call {
     }
 
     pub fn query_value(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        query_get(&self.query, key)
     }
 }
 
@@ -137,8 +135,6 @@ struct Fault {
     status: u16,
     retry_after: Option<String>,
     message: Option<String>,
-    /// Only requests with this method fail (any method for `None`).
-    method: Option<String>,
 }
 
 struct State {
@@ -151,9 +147,9 @@ struct State {
     next_number: u64,
     next_label_id: u64,
     next_comment_id: u64,
-    clock: i64,
+    clock: Clock,
     calls: Vec<Call>,
-    faults: VecDeque<Fault>,
+    faults: Faults<Fault>,
     draft_field: bool,
     link_header: bool,
     max_limit: usize,
@@ -185,19 +181,14 @@ impl FakeGitea {
             next_number: 1,
             next_label_id: 1,
             next_comment_id: 1,
-            clock: CLOCK_START,
+            clock: Clock::new(),
             calls: Vec::new(),
-            faults: VecDeque::new(),
+            faults: Faults::new(),
             draft_field: true,
             link_header: true,
             max_limit: DEFAULT_MAX_LIMIT,
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitea { server, state }
     }
 
@@ -242,42 +233,34 @@ impl FakeGitea {
 
     /// A human sets the assignees of pull request `number`.
     pub fn set_assignees(&self, number: u64, assignees: &[&str]) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.assignees = assignees.iter().map(|a| a.to_string()).collect();
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.assignees = assignees.iter().map(|a| a.to_string()).collect();
+        });
     }
 
     /// A human edits the title of pull request `number` (adding or removing `WIP:`).
     pub fn set_title(&self, number: u64, title: &str) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.title = title.to_string();
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.title = title.to_string();
+        });
     }
 
     /// A human merges pull request `number`.
     pub fn merge(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.merged = true;
-        pull.merged_at = Some(now);
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.merged = true;
+            pull.merged_at = Some(now);
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human closes pull request `number` without merging.
     pub fn close(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.closed_at = Some(now);
+        });
     }
 
     /// Whether pull requests carry `draft` (Gitea 1.22 and later; `false`: an older Gitea,
@@ -319,10 +302,9 @@ impl FakeGitea {
 
     /// The requests that were not GETs, in order.
     pub fn write_calls(&self) -> Vec<Call> {
-        self.calls()
-            .into_iter()
-            .filter(|c| c.method != "GET")
-            .collect()
+        let mut calls = self.calls();
+        calls.retain(|c| c.method != "GET");
+        calls
     }
 
     /// Forget the calls so far.
@@ -337,72 +319,60 @@ impl FakeGitea {
 
     /// Pull request `number`; panics when there is none.
     pub fn pull(&self, number: u64) -> FakePull {
-        self.pulls()
-            .into_iter()
-            .find(|p| p.number == number)
-            .unwrap_or_else(|| panic!("no pull request #{number} in the fake"))
+        self.lock().pull_mut(number).clone()
     }
 
     fn push_fault(&self, status: u16, retry_after: Option<String>, message: Option<String>) {
-        self.lock().faults.push_back(Fault {
+        let fault = Fault {
             status,
             retry_after,
             message,
-            method: None,
-        });
+        };
+        self.lock().faults.push(None, None, 1, fault);
     }
 
     /// The next request with `method` (e.g. the first `POST`) answers `status`, without
     /// acting; other requests go through.
     pub fn fail_next_method(&self, method: &str, status: u16) {
-        self.lock().faults.push_back(Fault {
+        let fault = Fault {
             status,
             retry_after: None,
             message: None,
-            method: Some(method.to_ascii_uppercase()),
-        });
+        };
+        self.lock().faults.push(Some(method), None, 1, fault);
+    }
+
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
+        let mut state = self.lock();
+        let now = state.clock.tick();
+        let pull = state.pull_mut(number);
+        change(pull, now);
+        pull.updated_at = now;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let method = request.method.as_str().to_ascii_uppercase();
-        let path = request.url.path().to_string();
-        let query: Vec<(String, String)> = request
-            .url
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        let body: Option<Value> =
-            if request.body.is_empty() {
-                None
-            } else {
-                Some(serde_json::from_slice(&request.body).unwrap_or_else(|_| {
-                    Value::String(String::from_utf8_lossy(&request.body).into())
-                }))
-            };
-        let authorization = request
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let (status, template) = state.answer(
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
+        let Received {
+            method,
+            path,
+            query,
+            body,
+        } = Received::with_text_bodies(request);
+        let authorization = header(request, "authorization");
+        let (status, template) = self.answer(
             &method,
             &path,
             &query,
             body.as_ref(),
             authorization.as_deref(),
         );
-        state.calls.push(Call {
+        self.calls.push(Call {
             method,
             path,
             query,
@@ -417,11 +387,6 @@ impl Respond for Responder {
 type Answer = (u16, ResponseTemplate);
 
 impl State {
-    fn tick(&mut self) -> i64 {
-        self.clock += 1;
-        self.clock
-    }
-
     fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.repo)
     }
@@ -446,7 +411,7 @@ impl State {
         body: &str,
         user: &str,
     ) -> u64 {
-        let now = self.tick();
+        let now = self.clock.tick();
         let number = self.next_number;
         self.next_number += 1;
         self.pulls.push(FakePull {
@@ -484,11 +449,7 @@ impl State {
     }
 
     fn authorized(header: Option<&str>) -> bool {
-        let Some((scheme, value)) = header.and_then(|h| h.trim().split_once(' ')) else {
-            return false;
-        };
-        (scheme.eq_ignore_ascii_case("token") || scheme.eq_ignore_ascii_case("bearer"))
-            && value.trim() == FakeGitea::TOKEN
+        header.and_then(token_or_bearer) == Some(FakeGitea::TOKEN)
     }
 
     fn answer(
@@ -499,11 +460,7 @@ impl State {
         body: Option<&Value>,
         authorization: Option<&str>,
     ) -> Answer {
-        let due = self
-            .faults
-            .iter()
-            .position(|f| f.method.as_deref().is_none_or(|m| m == method));
-        if let Some(fault) = due.and_then(|i| self.faults.remove(i)) {
+        if let Some(fault) = self.faults.take(method, path) {
             return self.fault_response(&fault);
         }
         let Some(route) = path.strip_prefix(API_PREFIX) else {
@@ -520,57 +477,50 @@ impl State {
         if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
             return self.not_found();
         }
-        let get = |key: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |key: &str| query_get(query, key);
         let number = |s: &str| s.parse::<u64>().ok().filter(|n| self.find(*n).is_some());
         let empty = json!({});
         let body = body.unwrap_or(&empty);
         match (method, rest) {
             ("GET", ["pulls"]) => self.list_pulls(&route, &get),
             ("POST", ["pulls"]) => self.create_pull(body),
-            ("GET", ["pulls", n]) => match number(n) {
-                Some(n) => self.pull_answer(200, n),
-                None => self.not_found(),
-            },
-            ("PATCH", ["pulls", n]) => match number(n) {
-                Some(n) => {
-                    self.edit(n, body);
-                    self.pull_answer(201, n)
-                }
-                None => self.not_found(),
-            },
-            ("POST", ["pulls", n, "requested_reviewers"]) => match number(n) {
-                Some(n) => self.request_reviewers(n, body),
-                None => self.not_found(),
-            },
-            ("GET", ["issues", n]) => match number(n) {
-                Some(n) => self.issue_answer(200, n),
-                None => self.not_found(),
-            },
-            ("PATCH", ["issues", n]) => match number(n) {
-                Some(n) => {
-                    self.edit(n, body);
-                    self.issue_answer(201, n)
-                }
-                None => self.not_found(),
-            },
-            ("POST", ["issues", n, "comments"]) => match number(n) {
-                Some(n) => self.comment(n, body),
-                None => self.not_found(),
-            },
-            ("POST", ["issues", n, "labels"]) => match number(n) {
-                Some(n) => self.add_issue_labels(n, body),
-                None => self.not_found(),
-            },
             ("GET", ["labels"]) => {
                 let items: Vec<Value> = self.labels.iter().map(|l| self.label_json(l)).collect();
                 self.page(&route, &get, items)
             }
             ("POST", ["labels"]) => self.create_label(body),
+            (_, [kind @ ("pulls" | "issues"), n, tail @ ..]) => match number(n) {
+                Some(n) => self.answer_pull(method, kind, n, tail, body),
+                None => self.not_found(),
+            },
+            _ => self.not_found(),
+        }
+    }
+
+    /// The routes of one existing pull request, as a pull (`pulls/{n}`) or an issue
+    /// (`issues/{n}`).
+    fn answer_pull(
+        &mut self,
+        method: &str,
+        kind: &str,
+        number: u64,
+        tail: &[&str],
+        body: &Value,
+    ) -> Answer {
+        match (method, kind, tail) {
+            ("GET", "pulls", []) => self.pull_answer(200, number),
+            ("PATCH", "pulls", []) => {
+                self.edit(number, body);
+                self.pull_answer(201, number)
+            }
+            ("POST", "pulls", ["requested_reviewers"]) => self.request_reviewers(number, body),
+            ("GET", "issues", []) => self.issue_answer(200, number),
+            ("PATCH", "issues", []) => {
+                self.edit(number, body);
+                self.issue_answer(201, number)
+            }
+            ("POST", "issues", ["comments"]) => self.comment(number, body),
+            ("POST", "issues", ["labels"]) => self.add_issue_labels(number, body),
             _ => self.not_found(),
         }
     }
@@ -698,7 +648,7 @@ impl State {
 
     /// `PATCH /pulls/{n}` and `PATCH /issues/{n}`: the fields Gitea's edit options share.
     fn edit(&mut self, number: u64, body: &Value) {
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         // Gitea ignores an empty title.
         if let Some(title) = body
@@ -741,7 +691,7 @@ impl State {
                 &format!("review request is not allowed for the poster [doer: {author}]"),
             );
         }
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         add_unique(&mut pull.reviewers, users.clone());
         add_unique(&mut pull.team_reviewers, teams.clone());
@@ -776,7 +726,7 @@ impl State {
         else {
             return self.error(422, "[Body]: Required");
         };
-        let now = self.tick();
+        let now = self.clock.tick();
         let id = self.next_comment_id;
         self.next_comment_id += 1;
         let pull = self.pull_mut(number);
@@ -840,7 +790,7 @@ impl State {
                 None => return self.error(422, &format!("label does not exist [label: {item}]")),
             }
         }
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         for label in found {
             if !pull.labels.iter().any(|l| l.id == label.id) {
@@ -1083,32 +1033,4 @@ fn user_json(login: &str) -> Value {
         "restricted": false,
         "active": true
     })
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn add_unique(list: &mut Vec<String>, items: Vec<String>) {
-    for item in items {
-        if !list.contains(&item) {
-            list.push(item);
-        }
-    }
-}
-
-/// RFC 3339 in UTC, as a Gitea running in UTC writes it.
-fn timestamp(seconds: i64) -> String {
-    jiff::Timestamp::from_second(seconds)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default()
 }

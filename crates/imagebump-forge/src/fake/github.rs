@@ -27,13 +27,16 @@
 //! N requests to one method and route answer a [`Fault`] instead. Timestamps come from a clock
 //! that ticks one second per change, so "most recently updated" is deterministic.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
+
+use super::common::{
+    add_unique, answer_all, header, lock, page_number, page_url, per_page, query_get, strings,
+    timestamp, token_or_bearer, writes, Clock, Faults, Received, Serve, CLOCK_START,
+};
 
 const LIST_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_requests_list.json");
 const SINGLE_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_request_closed.json");
@@ -44,8 +47,6 @@ pub const APP_PUBLIC_KEY: &str =
 pub const APP_PRIVATE_KEY: &str =
     include_str!("../../../../fixtures/github/TEST-ONLY-app-private-key.pem");
 
-/// Start of the fake clock: 2024-01-01T00:00:00Z.
-const CLOCK_START: i64 = 1_704_067_200;
 /// The login the fake says created pull requests and comments.
 pub const BOT_LOGIN: &str = "imagebump-bot";
 
@@ -63,34 +64,9 @@ pub enum Credential {
     Invalid(String),
 }
 
-/// One request as the fake received it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub method: String,
-    /// The path as received, prefix included (`/api/v3/repos/o/r/pulls`).
-    pub path: String,
-    /// Query pairs in order.
-    pub query: Vec<(String, String)>,
-    /// The JSON body, if there was one.
-    pub body: Option<Value>,
-    pub credential: Credential,
-    /// The status the fake answered.
-    pub status: u16,
-}
-
-impl Call {
-    /// `"GET /repos/o/r/pulls"`: for compact assertions on the sequence.
-    pub fn line(&self) -> String {
-        format!("{} {}", self.method, self.path)
-    }
-
-    pub fn query_value(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
+/// One request as the fake received it (the path as received, prefix included:
+/// `/api/v3/repos/o/r/pulls`).
+pub type Call = super::common::Call<Credential>;
 
 /// What [`FakeGitHub::fail_next`] answers instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,13 +114,6 @@ struct AppConfig {
     installed: bool,
 }
 
-struct PendingFault {
-    method: String,
-    route: String,
-    remaining: usize,
-    fault: Fault,
-}
-
 struct State {
     owner: String,
     repo: String,
@@ -155,9 +124,9 @@ struct State {
     issued: Vec<String>,
     pulls: Vec<FakePull>,
     next_number: u64,
-    clock: i64,
+    clock: Clock,
     calls: Vec<Call>,
-    faults: VecDeque<PendingFault>,
+    faults: Faults<Fault>,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -193,16 +162,11 @@ impl FakeGitHub {
             issued: Vec::new(),
             pulls: Vec::new(),
             next_number: 1,
-            clock: CLOCK_START,
+            clock: Clock::new(),
             calls: Vec::new(),
-            faults: VecDeque::new(),
+            faults: Faults::new(),
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitHub {
             server,
             state,
@@ -276,10 +240,7 @@ impl FakeGitHub {
 
     /// The requests that were not GETs, in order.
     pub fn write_calls(&self) -> Vec<Call> {
-        self.calls()
-            .into_iter()
-            .filter(|c| c.method != "GET")
-            .collect()
+        writes(self.calls())
     }
 
     /// Forget the calls so far.
@@ -293,106 +254,73 @@ impl FakeGitHub {
     }
 
     pub fn pull(&self, number: u64) -> FakePull {
-        self.pulls()
-            .into_iter()
-            .find(|p| p.number == number)
-            .unwrap_or_else(|| panic!("no pull request #{number} in the fake"))
+        self.lock().pull_mut(number).clone()
     }
 
     /// A human merges pull request `number`.
     pub fn merge(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.merged = true;
-        pull.merged_at = Some(now);
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.merged = true;
+            pull.merged_at = Some(now);
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human closes pull request `number` without merging.
     pub fn close(&self, number: u64) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.state = "closed".to_string();
-        pull.closed_at = Some(now);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, now| {
+            pull.state = "closed".to_string();
+            pull.closed_at = Some(now);
+        });
     }
 
     /// A human edits the description of pull request `number` (`None`: GitHub's `null`).
     pub fn set_body(&self, number: u64, body: Option<&str>) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let pull = state.pull_mut(number);
-        pull.body = body.map(str::to_string);
-        pull.updated_at = now;
+        self.by_hand(number, |pull, _| {
+            pull.body = body.map(str::to_string);
+        });
     }
 
     /// The next `times` requests with this method to this route (the path below the prefix,
     /// without query: `/repos/octo/gitops/pulls`) answer `fault`.
     pub fn fail_next(&self, method: &str, route: &str, times: usize, fault: Fault) {
-        self.lock().faults.push_back(PendingFault {
-            method: method.to_ascii_uppercase(),
-            route: route.to_string(),
-            remaining: times,
-            fault,
-        });
+        self.lock()
+            .faults
+            .push(Some(method), Some(route), times, fault);
+    }
+
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
+        let mut state = self.lock();
+        let now = state.clock.tick();
+        let pull = state.pull_mut(number);
+        change(pull, now);
+        pull.updated_at = now;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let method = request.method.as_str().to_ascii_uppercase();
-        let path = request.url.path().to_string();
-        let query: Vec<(String, String)> = request
-            .url
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        let body: Option<Value> =
-            if request.body.is_empty() {
-                None
-            } else {
-                Some(serde_json::from_slice(&request.body).unwrap_or_else(|_| {
-                    Value::String(String::from_utf8_lossy(&request.body).into())
-                }))
-            };
-        let header = request
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let credential = state.credential(header.as_deref());
-        let (status, template) = state.answer(&method, &path, &query, body.as_ref(), &credential);
-        state.calls.push(Call {
-            method,
-            path,
-            query,
-            body,
-            credential,
-            status,
-        });
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
+        let received = Received::with_text_bodies(request);
+        let credential = self.credential(header(request, "authorization").as_deref());
+        let (status, template) = self.answer(
+            &received.method,
+            &received.path,
+            &received.query,
+            received.body.as_ref(),
+            &credential,
+        );
+        self.calls.push(received.into_call(credential, status));
         template
     }
 }
 
 impl State {
-    fn tick(&mut self) -> i64 {
-        self.clock += 1;
-        self.clock
-    }
-
     fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.repo)
     }
@@ -415,7 +343,7 @@ impl State {
         draft: bool,
         user: &str,
     ) -> u64 {
-        let now = self.tick();
+        let now = self.clock.tick();
         let number = self.next_number;
         self.next_number += 1;
         self.pulls.push(FakePull {
@@ -446,14 +374,9 @@ impl State {
         let Some(header) = header else {
             return Credential::None;
         };
-        let Some((scheme, value)) = header.trim().split_once(' ') else {
+        let Some(value) = token_or_bearer(header) else {
             return Credential::Invalid(header.to_string());
         };
-        let scheme = scheme.to_ascii_lowercase();
-        if scheme != "bearer" && scheme != "token" {
-            return Credential::Invalid(header.to_string());
-        }
-        let value = value.trim();
         if value.starts_with("eyJ") && value.matches('.').count() == 2 {
             return match verify_jwt(value) {
                 Ok(app_id) => Credential::Jwt { app_id },
@@ -479,20 +402,6 @@ impl State {
         }
     }
 
-    fn take_fault(&mut self, method: &str, route: &str) -> Option<Fault> {
-        let index = self
-            .faults
-            .iter()
-            .position(|f| f.method == method && f.route == route && f.remaining > 0)?;
-        let pending = &mut self.faults[index];
-        pending.remaining -= 1;
-        let fault = pending.fault.clone();
-        if pending.remaining == 0 {
-            self.faults.remove(index);
-        }
-        Some(fault)
-    }
-
     fn answer(
         &mut self,
         method: &str,
@@ -508,7 +417,7 @@ impl State {
         if !route.starts_with('/') {
             return not_found();
         }
-        if let Some(fault) = self.take_fault(method, &route) {
+        if let Some(fault) = self.faults.take(method, &route) {
             return fault_response(&fault);
         }
         let segments: Vec<&str> = route.trim_matches('/').split('/').collect();
@@ -576,12 +485,7 @@ impl State {
     }
 
     fn list(&self, route: &str, query: &[(String, String)]) -> (u16, ResponseTemplate) {
-        let get = |key: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |key: &str| query_get(query, key);
         let state = get("state").unwrap_or("open");
         let sort = get("sort").unwrap_or("created");
         let direction = get("direction").unwrap_or(if sort == "created" || sort == "updated" {
@@ -589,14 +493,8 @@ impl State {
         } else {
             "asc"
         });
-        let per_page = get("per_page")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(30)
-            .clamp(1, 100);
-        let page = get("page")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(1)
-            .max(1);
+        let per_page = per_page(query, 30);
+        let page = page_number(query);
         let mut pulls: Vec<&FakePull> = self
             .pulls
             .iter()
@@ -637,15 +535,7 @@ impl State {
 
     /// GitHub's `Link`: next and last after the first page, first and prev after it.
     fn link(&self, route: &str, query: &[(String, String)], page: usize, last: usize) -> String {
-        let url = |p: usize| {
-            let mut pairs: Vec<String> = query
-                .iter()
-                .filter(|(k, _)| k != "page")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            pairs.push(format!("page={p}"));
-            format!("<{}{route}?{}>", self.base_url, pairs.join("&"))
-        };
+        let url = |p: usize| page_url(&self.base_url, route, query, p);
         let mut parts = Vec::new();
         if page > 1 {
             parts.push(format!("{}; rel=\"prev\"", url(page - 1)));
@@ -708,7 +598,7 @@ impl State {
         if self.find(number).is_none() {
             return not_found();
         }
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         if let Some(title) = body.get("title").and_then(Value::as_str) {
             pull.title = title.to_string();
@@ -744,7 +634,7 @@ impl State {
         if users.is_empty() && teams.is_empty() {
             return validation_failed("PullRequest", "missing_field", Some("reviewers"));
         }
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         if users.contains(&pull.user) {
             return (
@@ -770,7 +660,7 @@ impl State {
         let Some(text) = body.get("body").and_then(Value::as_str) else {
             return validation_failed("IssueComment", "missing_field", Some("body"));
         };
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         pull.comments.push(text.to_string());
         pull.updated_at = now;
@@ -801,7 +691,7 @@ impl State {
             return not_found();
         }
         let labels = strings(body.get("labels"));
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         add_unique(&mut pull.labels, labels);
         pull.updated_at = now;
@@ -824,7 +714,7 @@ impl State {
             return not_found();
         }
         let assignees = strings(body.get("assignees"));
-        let now = self.tick();
+        let now = self.clock.tick();
         let pull = self.pull_mut(number);
         add_unique(&mut pull.assignees, assignees);
         pull.updated_at = now;
@@ -1113,34 +1003,6 @@ fn label_json(base_url: &str, full: &str, name: &str) -> Value {
         "color": "ededed",
         "default": false
     })
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn add_unique(list: &mut Vec<String>, items: Vec<String>) {
-    for item in items {
-        if !list.contains(&item) {
-            list.push(item);
-        }
-    }
-}
-
-/// ISO 8601 UTC, as GitHub writes it.
-fn timestamp(seconds: i64) -> String {
-    jiff::Timestamp::from_second(seconds)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default()
 }
 
 fn now_secs() -> u64 {

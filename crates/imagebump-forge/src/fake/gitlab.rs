@@ -1,6 +1,6 @@
 //! An in-memory GitLab (REST API v4) for the forge tests: a wiremock server whose one
 //! [`Respond`] keeps merge requests, their notes and users in memory and answers in GitLab's
-//! shapes. It needs only wiremock, serde_json and std; tests reach it as
+//! shapes. It needs only wiremock, serde_json, jiff and std; tests reach it as
 //! `imagebump_forge::fake::gitlab` (the `fake` feature).
 //!
 //! Routes, below `/api/v4` (see [`FakeGitLab::api_url`]):
@@ -28,15 +28,16 @@
 //! next request answer an error instead. Timestamps come from a clock that ticks one second
 //! per change, so "most recently updated" is deterministic.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
-/// Start of the fake clock: 2024-01-01T00:00:00Z.
-const CLOCK_START: i64 = 1_704_067_200;
+use super::common::{
+    add_unique, answer_all, header, lock, page_number, page_url, per_page, query_get as get,
+    timestamp_millis, writes, Clock, Faults, Received, Serve,
+};
+
 /// Where the API lives on the server.
 const API_PREFIX: &str = "/api/v4";
 /// The address merge requests' `web_url` start with.
@@ -53,34 +54,9 @@ pub enum Credential {
     Invalid(String),
 }
 
-/// One request as the fake received it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub method: String,
-    /// The path as received, still encoded (`/api/v4/projects/acme%2Fplatform%2Fgitops/…`).
-    pub path: String,
-    /// Query pairs in order.
-    pub query: Vec<(String, String)>,
-    /// The JSON body, if there was one.
-    pub body: Option<Value>,
-    pub credential: Credential,
-    /// The status the fake answered.
-    pub status: u16,
-}
-
-impl Call {
-    /// `"PUT /api/v4/projects/…/merge_requests/1"`: for compact assertions on the sequence.
-    pub fn line(&self) -> String {
-        format!("{} {}", self.method, self.path)
-    }
-
-    pub fn query_value(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
+/// One request as the fake received it (the path as received, still encoded:
+/// `/api/v4/projects/acme%2Fplatform%2Fgitops/…`).
+pub type Call = super::common::Call<Credential>;
 
 /// What [`FakeGitLab::fail_next_with`] answers instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,13 +106,6 @@ pub struct FakeUser {
     pub username: String,
 }
 
-struct PendingFault {
-    /// `None`: any method.
-    method: Option<String>,
-    remaining: usize,
-    fault: Fault,
-}
-
 struct State {
     base_url: String,
     tokens: Vec<String>,
@@ -144,9 +113,9 @@ struct State {
     users: Vec<FakeUser>,
     mrs: Vec<FakeMr>,
     next_iid: u64,
-    clock: i64,
+    clock: Clock,
     calls: Vec<Call>,
-    faults: VecDeque<PendingFault>,
+    faults: Faults<Fault>,
     /// Answer like GitLab before 13.2: `work_in_progress`, no `draft`.
     legacy_draft_field: bool,
     /// Paginate with `Link` only, without the `x-*` headers.
@@ -189,18 +158,13 @@ impl FakeGitLab {
             users,
             mrs: Vec::new(),
             next_iid: 1,
-            clock: CLOCK_START,
+            clock: Clock::new(),
             calls: Vec::new(),
-            faults: VecDeque::new(),
+            faults: Faults::new(),
             legacy_draft_field: false,
             link_only: false,
         }));
-        Mock::given(any())
-            .respond_with(Responder {
-                state: state.clone(),
-            })
-            .mount(&server)
-            .await;
+        answer_all(&server, &state).await;
         FakeGitLab { server, state }
     }
 
@@ -280,10 +244,7 @@ impl FakeGitLab {
 
     /// The requests that were not GETs, in order.
     pub fn write_calls(&self) -> Vec<Call> {
-        self.calls()
-            .into_iter()
-            .filter(|c| c.method != "GET")
-            .collect()
+        writes(self.calls())
     }
 
     /// Forget the calls so far.
@@ -297,10 +258,7 @@ impl FakeGitLab {
     }
 
     pub fn pull(&self, iid: u64) -> FakeMr {
-        self.pulls()
-            .into_iter()
-            .find(|mr| mr.iid == iid)
-            .unwrap_or_else(|| panic!("no merge request !{iid} in the fake"))
+        self.lock().mr_mut(iid).clone()
     }
 
     /// A human merges merge request `iid`.
@@ -316,20 +274,16 @@ impl FakeGitLab {
     /// A human edits the title of merge request `iid` (adding or removing a draft marker
     /// marks it draft or ready).
     pub fn set_title(&self, iid: u64, title: &str) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let mr = state.mr_mut(iid);
-        mr.title = title.to_string();
-        mr.updated_at = now;
+        self.by_hand(iid, |mr, _| {
+            mr.title = title.to_string();
+        });
     }
 
     /// A human edits the description of merge request `iid` (`None`: GitLab's `null`).
     pub fn set_description(&self, iid: u64, description: Option<&str>) {
-        let mut state = self.lock();
-        let now = state.tick();
-        let mr = state.mr_mut(iid);
-        mr.description = description.map(str::to_string);
-        mr.updated_at = now;
+        self.by_hand(iid, |mr, _| {
+            mr.description = description.map(str::to_string);
+        });
     }
 
     /// Someone assigns users (by id) or asks them to review, directly in GitLab.
@@ -347,74 +301,53 @@ impl FakeGitLab {
 
     /// The next `times` requests with `method` (any method for `None`) answer `fault`.
     pub fn fail_next_with(&self, method: Option<&str>, times: usize, fault: Fault) {
-        self.lock().faults.push_back(PendingFault {
-            method: method.map(str::to_ascii_uppercase),
-            remaining: times,
-            fault,
-        });
+        self.lock().faults.push(method, None, times, fault);
     }
 
     fn set_state(&self, iid: u64, new: &str) {
+        self.by_hand(iid, |mr, _| {
+            mr.state = new.to_string();
+        });
+    }
+
+    /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
+    fn by_hand(&self, iid: u64, change: impl FnOnce(&mut FakeMr, i64)) {
         let mut state = self.lock();
-        let now = state.tick();
+        let now = state.clock.tick();
         let mr = state.mr_mut(iid);
-        mr.state = new.to_string();
+        change(mr, now);
         mr.updated_at = now;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 }
 
-struct Responder {
-    state: Arc<Mutex<State>>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let method = request.method.as_str().to_ascii_uppercase();
-        let path = request.url.path().to_string();
-        let query: Vec<(String, String)> = request
-            .url
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        let body: Option<Value> = if request.body.is_empty() {
-            None
-        } else {
-            serde_json::from_slice(&request.body).ok()
-        };
+impl Serve for State {
+    fn serve(&mut self, request: &Request) -> ResponseTemplate {
+        let received = Received::with_json_bodies(request);
         let credential = credential(request);
-        let (status, template) = state.answer(&method, &path, &query, body.as_ref(), &credential);
-        state.calls.push(Call {
-            method,
-            path,
-            query,
-            body,
-            credential,
-            status,
-        });
+        let (status, template) = self.answer(
+            &received.method,
+            &received.path,
+            &received.query,
+            received.body.as_ref(),
+            &credential,
+        );
+        self.calls.push(received.into_call(credential, status));
         template
     }
 }
 
 fn credential(request: &Request) -> Credential {
-    let header = |name: &str| {
-        request
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    if let Some(token) = header("private-token") {
+    if let Some(token) = header(request, "private-token") {
         return Credential::PrivateToken(token);
     }
-    if let Some(token) = header("job-token") {
+    if let Some(token) = header(request, "job-token") {
         return Credential::JobToken(token);
     }
-    match header("authorization") {
+    match header(request, "authorization") {
         Some(value) => match value.split_once(' ') {
             Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
                 Credential::Bearer(token.trim().to_string())
@@ -428,11 +361,6 @@ fn credential(request: &Request) -> Credential {
 type Answer = (u16, ResponseTemplate);
 
 impl State {
-    fn tick(&mut self) -> i64 {
-        self.clock += 1;
-        self.clock
-    }
-
     fn mr_mut(&mut self, iid: u64) -> &mut FakeMr {
         self.mrs
             .iter_mut()
@@ -449,7 +377,7 @@ impl State {
         description: Option<&str>,
         author_id: u64,
     ) -> u64 {
-        let now = self.tick();
+        let now = self.clock.tick();
         let iid = self.next_iid;
         self.next_iid += 1;
         self.mrs.push(FakeMr {
@@ -484,20 +412,6 @@ impl State {
         }
     }
 
-    fn take_fault(&mut self, method: &str) -> Option<Fault> {
-        let index = self
-            .faults
-            .iter()
-            .position(|f| f.remaining > 0 && f.method.as_deref().is_none_or(|m| m == method))?;
-        let pending = &mut self.faults[index];
-        pending.remaining -= 1;
-        let fault = pending.fault.clone();
-        if pending.remaining == 0 {
-            self.faults.remove(index);
-        }
-        Some(fault)
-    }
-
     fn answer(
         &mut self,
         method: &str,
@@ -506,7 +420,7 @@ impl State {
         body: Option<&Value>,
         credential: &Credential,
     ) -> Answer {
-        if let Some(fault) = self.take_fault(method) {
+        if let Some(fault) = self.faults.take(method, path) {
             return fault_response(&fault);
         }
         let Some(route) = path.strip_prefix(API_PREFIX) else {
@@ -578,14 +492,8 @@ impl State {
         let state = get(query, "state").unwrap_or("all");
         let order_by = get(query, "order_by").unwrap_or("created_at");
         let ascending = get(query, "sort") == Some("asc");
-        let per_page = get(query, "per_page")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(20)
-            .clamp(1, 100);
-        let page = get(query, "page")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(1)
-            .max(1);
+        let per_page = per_page(query, 20);
+        let page = page_number(query);
         let mut mrs: Vec<&FakeMr> = self
             .mrs
             .iter()
@@ -637,15 +545,7 @@ impl State {
 
     /// GitLab's `Link`: prev and next where they exist, first and last always.
     fn link(&self, route: &str, query: &[(String, String)], page: usize, pages: usize) -> String {
-        let url = |p: usize| {
-            let mut pairs: Vec<String> = query
-                .iter()
-                .filter(|(k, _)| k != "page")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            pairs.push(format!("page={p}"));
-            format!("<{}{route}?{}>", self.base_url, pairs.join("&"))
-        };
+        let url = |p: usize| page_url(&self.base_url, route, query, p);
         let mut parts = Vec::new();
         if page > 1 {
             parts.push(format!("{}; rel=\"prev\"", url(page - 1)));
@@ -775,7 +675,7 @@ impl State {
             mr.reviewer_ids = ids;
         }
         if before.as_ref() != Some(&*mr) {
-            let now = self.tick();
+            let now = self.clock.tick();
             self.mr_mut(iid).updated_at = now;
         }
         let mr = self.mr_mut(iid).clone();
@@ -796,7 +696,7 @@ impl State {
                 ResponseTemplate::new(400).set_body_json(json!({ "error": "body is missing" })),
             );
         };
-        let now = self.tick();
+        let now = self.clock.tick();
         let mr = self.mr_mut(iid);
         mr.notes.push(text.to_string());
         mr.updated_at = now;
@@ -866,8 +766,8 @@ impl State {
             "title": mr.title,
             "description": mr.description,
             "state": mr.state,
-            "created_at": timestamp(mr.created_at),
-            "updated_at": timestamp(mr.updated_at),
+            "created_at": timestamp_millis(mr.created_at),
+            "updated_at": timestamp_millis(mr.updated_at),
             "target_branch": mr.target_branch,
             "source_branch": mr.source_branch,
             "user_notes_count": mr.notes.len(),
@@ -891,7 +791,7 @@ impl State {
             "discussion_locked": null,
             "should_remove_source_branch": null,
             "force_remove_source_branch": mr.remove_source_branch,
-            "prepared_at": timestamp(mr.created_at),
+            "prepared_at": timestamp_millis(mr.created_at),
             "reference": reference,
             "web_url": web_url,
             "squash": false,
@@ -900,7 +800,7 @@ impl State {
             "blocking_discussions_resolved": true
         });
         let human = || self.user(2);
-        let at = json!(timestamp(mr.updated_at));
+        let at = json!(timestamp_millis(mr.updated_at));
         let extra = [
             ("merged_by", if merged { human() } else { Value::Null }),
             ("merge_user", if merged { human() } else { Value::Null }),
@@ -964,8 +864,8 @@ impl State {
             "type": null,
             "body": mr.notes.get(index),
             "author": self.user(1),
-            "created_at": timestamp(mr.updated_at),
-            "updated_at": timestamp(mr.updated_at),
+            "created_at": timestamp_millis(mr.updated_at),
+            "updated_at": timestamp_millis(mr.updated_at),
             "system": false,
             "noteable_id": mr.id,
             "noteable_type": "MergeRequest",
@@ -990,13 +890,6 @@ fn is_draft_title(title: &str) -> bool {
     ["draft:", "[draft]", "(draft)"]
         .iter()
         .any(|marker| title.starts_with(marker))
-}
-
-fn get<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    query
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
 }
 
 fn percent_decode(segment: &str) -> String {
@@ -1038,14 +931,6 @@ fn list_param(value: Option<&Value>) -> Vec<String> {
         .map(|item| item.trim().to_string())
         .filter(|item| !item.is_empty())
         .collect()
-}
-
-fn add_unique(list: &mut Vec<String>, items: Vec<String>) {
-    for item in items {
-        if !list.contains(&item) {
-            list.push(item);
-        }
-    }
 }
 
 fn user_json(user: &FakeUser) -> Value {
@@ -1113,26 +998,4 @@ fn fault_response(fault: &Fault) -> Answer {
             )
         }
     }
-}
-
-/// ISO 8601 UTC with milliseconds, as GitLab writes it: `2024-01-01T00:00:05.000Z`.
-fn timestamp(seconds: i64) -> String {
-    let days = seconds.div_euclid(86_400);
-    let second = seconds.rem_euclid(86_400);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.000Z",
-        second / 3600,
-        second % 3600 / 60,
-        second % 60
-    )
 }

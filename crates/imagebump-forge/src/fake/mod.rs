@@ -2,6 +2,7 @@
 //! memory and answer as the real service does), for the forge tests, the integration tests
 //! and the benchmark. Behind the `fake` feature.
 
+pub mod common;
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
