@@ -814,15 +814,14 @@ mod tests {
 
     #[test]
     fn upstream_constraints_validate() {
-        run_table(CONSTRAINTS_VALIDATE, false);
+        let validate = [CONSTRAINTS_CHECK, CONSTRAINTS_VALIDATE_MORE].concat();
+        run_table(&validate, false);
         let changes = [
             CONSTRAINTS_CHECK_INCLUDE_PRERELEASE_CHANGES,
             CONSTRAINTS_VALIDATE_INCLUDE_PRERELEASE_CHANGES,
         ]
         .concat();
-        let with_prerelease = with_changes(CONSTRAINTS_VALIDATE, &changes);
-        assert_eq!(with_prerelease.len(), 78, "upstream's table has 78 rows");
-        run_table(&with_prerelease, true);
+        run_table(&with_changes(&validate, &changes), true);
         let failures = [
             (CONSTRAINTS_VALIDATE_FAILURES, false),
             (CONSTRAINTS_VALIDATE_FAILURES, true),
@@ -1507,78 +1506,21 @@ mod tests {
         ("= 2.0", "2.0.1-beta", true),
     ];
 
-    /// Upstream `TestConstraintsValidate`.
-    const CONSTRAINTS_VALIDATE: &[(&str, &str, bool)] = &[
-        ("*", "1.2.3", true),
-        ("~0.0.0", "1.2.3", true),
-        ("= 2.0", "1.2.3", false),
-        ("= 2.0", "2.0.0", true),
-        ("4.1", "4.1.0", true),
-        ("4.1.x", "4.1.3", true),
-        ("1.x", "1.4", true),
-        ("!=4.1", "4.1.0", false),
-        ("!=4.1", "5.1.0", true),
-        ("!=4.x", "5.1.0", true),
-        ("!=4.x", "4.1.0", false),
-        ("!=4.1.x", "4.2.0", true),
-        ("!=4.2.x", "4.2.3", false),
-        (">1.1", "4.1.0", true),
-        (">1.1", "1.1.0", false),
-        ("<1.1", "0.1.0", true),
-        ("<1.1", "1.1.0", false),
-        ("<1.1", "1.1.1", false),
-        ("<1.x", "1.1.1", false),
+    /// Upstream `TestConstraintsValidate`: its rows that [`CONSTRAINTS_CHECK`] does not hold
+    /// already (both tables go through `check` here; the other 58 would be asked twice).
+    const CONSTRAINTS_VALIDATE_MORE: &[(&str, &str, bool)] = &[
         ("<2.x", "1.1.1", true),
         ("<1.x", "2.1.1", false),
-        ("<1.1.x", "1.2.1", false),
-        ("<1.1.x", "1.1.500", false),
-        ("<1.2.x", "1.1.1", true),
-        (">=1.1", "4.1.0", true),
-        (">=1.1", "1.1.0", true),
-        (">=1.1", "0.0.9", false),
-        ("<=1.1", "0.1.0", true),
-        ("<=1.1", "1.1.0", true),
-        ("<=1.x", "1.1.0", true),
         ("<=2.x", "3.1.0", false),
-        ("<=1.1", "1.1.1", true),
-        ("<=1.1.x", "1.2.500", false),
-        (">1.1, <2", "1.1.1", false),
-        (">1.1, <2", "1.2.1", true),
-        (">1.1, <3", "4.3.2", false),
-        (">=1.1, <2, !=1.2.3", "1.2.3", false),
-        (">=1.1, <2, !=1.2.3 || > 3", "3.1.2", false),
-        (">=1.1, <2, !=1.2.3 || > 3", "4.1.2", true),
-        (">=1.1, <2, !=1.2.3 || >= 3", "3.0.0", true),
-        (">=1.1, <2, !=1.2.3 || > 3", "3.0.0", false),
-        (">=1.1, <2, !=1.2.3 || > 3", "1.2.3", false),
-        ("1.1 - 2", "1.1.1", true),
-        ("^1.1", "1.1.1", true),
         ("^1.1", "1.1.1-alpha", false),
         ("^1.1.1-alpha", "1.1.1-beta", true),
         ("^1.1.1-beta", "1.1.1-alpha", false),
-        ("^1.1", "4.3.2", false),
-        ("^1.x", "1.1.1", true),
-        ("^2.x", "1.1.1", false),
-        ("^1.x", "2.1.1", false),
         ("^0.0.1", "0.1.3", false),
-        ("^0.0.1", "0.0.1", true),
-        ("~*", "2.1.1", true),
-        ("~1", "2.1.1", false),
-        ("~1", "1.3.5", true),
         ("~1", "1.3.5-beta", false),
-        ("~1.x", "2.1.1", false),
-        ("~1.x", "1.3.5", true),
         ("~1.x", "1.3.5-beta", false),
         ("~1.3.6-alpha", "1.3.5-beta", false),
         ("~1.3.5-alpha", "1.3.5-beta", true),
         ("~1.3.5-beta", "1.3.5-alpha", false),
-        ("~1.x", "1.4", true),
-        ("~1.1", "1.1.1", true),
-        ("~1.2.3", "1.2.5", true),
-        ("~1.2.3", "1.2.2", false),
-        ("~1.2.3", "1.3.2", false),
-        ("~1.1", "1.2.3", false),
-        ("~1.3", "2.4.5", false),
     ];
 
     /// Upstream `TestConstraintsValidate` (second table, messages dropped).
@@ -1622,7 +1564,7 @@ mod tests {
     ];
 
     /// Upstream `TestConstraintsValidateIncludePrerelease`: the rows of
-    /// [`CONSTRAINTS_VALIDATE`] with prereleases admitted, changed as in
+    /// [`CONSTRAINTS_CHECK`] and [`CONSTRAINTS_VALIDATE_MORE`] with prereleases admitted, changed as in
     /// [`CONSTRAINTS_CHECK_INCLUDE_PRERELEASE_CHANGES`] and by these.
     const CONSTRAINTS_VALIDATE_INCLUDE_PRERELEASE_CHANGES: &[(&str, &str, bool)] = &[
         ("^1.1", "1.1.1-alpha", true),
