@@ -6,10 +6,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use imagebump::forge::github::GitHub;
-use imagebump::forge::{Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
+use imagebump::forge::{Error, Forge, GitHubAuth, GitHubSettings, Pull, PullState};
 use secrecy::SecretString;
 use serde_json::json;
 
+use imagebump_forge::fake::new_pull;
 use support::github::{Call, Credential, FakeGitHub, Fault, APP_PRIVATE_KEY};
 
 const PREFIX: &str = "imagebump/";
@@ -28,16 +29,6 @@ async fn connect(fake: &FakeGitHub) -> GitHub {
     GitHub::connect(token_settings(fake, FakeGitHub::TOKEN))
         .await
         .expect("connect with a token")
-}
-
-fn new_pull(branch: &str, title: &str, body: &str) -> NewPull {
-    NewPull {
-        branch: branch.to_string(),
-        base: "main".to_string(),
-        title: title.to_string(),
-        body: body.to_string(),
-        draft: false,
-    }
 }
 
 fn lines(calls: &[Call]) -> Vec<String> {

@@ -831,6 +831,7 @@ impl PullJson {
 mod tests {
     use super::*;
     use crate::fake::gitea::{Call, FakeGitea};
+    use crate::fake::new_pull;
     use std::time::Instant;
 
     /// Attempts per request, the transport's default.
@@ -868,16 +869,6 @@ mod tests {
 
     fn connect(fake: &FakeGitea) -> Gitea {
         connect_with(fake, FakeGitea::TOKEN)
-    }
-
-    fn new_pull(branch: &str, title: &str, body: &str) -> NewPull {
-        NewPull {
-            branch: branch.to_string(),
-            base: "main".to_string(),
-            title: title.to_string(),
-            body: body.to_string(),
-            draft: false,
-        }
     }
 
     fn lines(calls: &[Call]) -> Vec<String> {

@@ -1111,11 +1111,8 @@ mod tests {
 
     fn new_pull(branch: &str, title: &str, body: &str, draft: bool) -> NewPull {
         NewPull {
-            branch: branch.to_string(),
-            base: "main".to_string(),
-            title: title.to_string(),
-            body: body.to_string(),
             draft,
+            ..crate::fake::new_pull(branch, title, body)
         }
     }
 
