@@ -18,6 +18,3 @@ pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod source;
-
-/// Documented exit codes.
-pub use imagebump_model::exit;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::exit;
+use imagebump_model::exit;
 
 /// A command that ran to the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 pub use imagebump_model::config::*;
-pub use imagebump_model::policy::{ImageRule, PolicySpec};
 use imagebump_yaml::PathSeg;
 
 #[derive(Debug, thiserror::Error)]
