@@ -59,6 +59,37 @@ pub fn is_valid_digest(digest: &str) -> bool {
     DIGEST.is_match(digest)
 }
 
+/// Why `value` is a placeholder for an image rather than an image, if it is one: a template
+/// (`{{ .Values.image }}`, `${TAG}`, `$(IMAGE)`), an angle-bracket slot (`<OWNER>/app`), or an
+/// upper-case or underscore-wrapped word (`CONTAINER_IMAGES_REGISTRY/app`, `_image_`,
+/// `IMAGE`). Upstream charts and kustomize bases are full of them; they are listed as
+/// unmanaged, never reported as broken references.
+pub fn placeholder(value: &str) -> Option<&'static str> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Some("empty");
+    }
+    if v.contains("{{") || v.contains("${") || v.contains("$(") || v.contains("%{") {
+        return Some("a template, filled in at deploy time");
+    }
+    if v.contains('<') || v.contains('>') {
+        return Some("a placeholder (`<...>`)");
+    }
+    let name = v.split(['@']).next().unwrap_or(v);
+    let word_like = |c: &str| {
+        let word = c.split(':').next().unwrap_or(c);
+        let upper = word.chars().any(|ch| ch.is_ascii_uppercase())
+            && word
+                .chars()
+                .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_' || ch == '-');
+        let wrapped = word.len() > 2 && word.starts_with('_') && word.ends_with('_');
+        upper || wrapped
+    };
+    name.split('/')
+        .any(word_like)
+        .then_some("a placeholder, filled in at deploy time")
+}
+
 /// Parse a repository name without tag or digest.
 pub fn parse_name(input: &str) -> Result<ImageName, NameError> {
     let err = |reason| NameError {
@@ -140,6 +171,32 @@ pub fn parse_reference(input: &str) -> Result<Reference, NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_are_not_images() {
+        for p in [
+            "{{ .Values.image }}",
+            "ghcr.io/acme/web:${TAG}",
+            "$(IMAGE)",
+            "<OWNER>/app:1.0",
+            "CONTAINER_IMAGES_REGISTRY/app:1.0",
+            "_image_",
+            "IMAGE",
+            "registry.example.com/REPLACE_ME:latest",
+            "",
+        ] {
+            assert!(placeholder(p).is_some(), "{p}");
+        }
+        for i in [
+            "nginx:1.27",
+            "ghcr.io/acme/web_app:v1.2.3",
+            "registry.example.com:5000/a/b@sha256:0123",
+            "quay.io/prometheus/node-exporter:v1.8.2",
+            "Registry.Example.com/app:1.0",
+        ] {
+            assert_eq!(placeholder(i), None, "{i}");
+        }
+    }
 
     #[test]
     fn docker_hub_normalisation() {
