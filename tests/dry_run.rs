@@ -172,7 +172,7 @@ nginx                    1.25.3-alpine  1.27.3-alpine  apps/web/kustomization.ya
 ghcr.io/acme/web         v1.2.0         v1.3.0         apps/web/kustomization.yaml:11
 ghcr.io/acme/worker      0.9            0.11           apps/worker/values-prod.yaml:2
 
-5 update(s) proposed in 3 file(s); 8 references (6 managed, 0 up to date, 0 pinned, 1 skipped, 0 not checked) over 5 repositories
+5 update(s) proposed in 3 file(s); 10 references (6 managed, 0 up to date, 0 pinned, 1 skipped, 0 not checked) over 5 repositories
 "#;
 
 #[test]
@@ -222,7 +222,7 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     assert_eq!(report["mode"], "dry-run");
     assert_eq!(
         report["counts"],
-        serde_json::json!({"filesScanned": 4, "references": 8, "managed": 6, "repositories": 5,
+        serde_json::json!({"filesScanned": 5, "references": 10, "managed": 6, "repositories": 5,
             "updates": 5, "upToDate": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
     assert_eq!(

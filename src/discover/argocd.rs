@@ -55,6 +55,18 @@ impl Loaded {
         })
     }
 
+    /// A file already parsed by the generic scan.
+    pub fn from_parsed(file: &str, text: String, docs: Vec<Doc>) -> Loaded {
+        // parse_located has already checked that libyaml reads every document.
+        let json = imagebump_yaml::json_documents(&text).unwrap_or_default();
+        Loaded {
+            file: file.to_string(),
+            text,
+            docs,
+            json,
+        }
+    }
+
     fn ctx(&self) -> FileCtx<'_> {
         FileCtx {
             file: &self.file,
@@ -492,7 +504,12 @@ impl Scan<'_> {
         });
         let named = value_files(st, all);
         for r in &mut self.out.refs {
-            let below = prefix.as_deref().is_some_and(|p| r.file.starts_with(p));
+            // A reference belongs to the app when its file is below the app's path, or
+            // when the app's path is where its new value goes (an overlay of a shared
+            // base, or the one leaf deploying it).
+            let below = prefix.as_deref().is_some_and(|p| {
+                r.file.starts_with(p) || r.writes_to.as_deref().is_some_and(|w| w.starts_with(p))
+            }) || st.dir.as_deref() == Some(r.unit.as_str());
             if (below || named.contains(&r.file)) && r.app.is_none() {
                 r.unit = app_key.to_string();
                 r.app = Some(app_key.to_string());

@@ -1,7 +1,8 @@
 //! Inline markers: a comment on the value's line that overrides the policy of that one
 //! value, e.g. `newTag: 1.4.2 # imagebump: pin`, `tag: v2 # imagebump: ignore`,
 //! `tag: v2.1.0 # imagebump: {"strategy": "semver", "constraint": "~2.1"}` (JSON or flow
-//! YAML, with the keys of `imagebump.yaml`'s `defaults`).
+//! YAML, with the keys of `imagebump.yaml`'s `defaults`). In a manifest, a marker also makes
+//! the value on its line an image reference, whatever its key (`# imagebump: image`).
 
 use crate::policy::PolicySpec;
 
@@ -42,6 +43,8 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
             ignore: Some(true),
             ..Default::default()
         }),
+        // The value is an image reference; the configured policy applies.
+        "image" => Ok(PolicySpec::default()),
         p if p.starts_with('{') => yaml_serde::from_str::<PolicySpec>(p).map_err(|e| {
             let msg = e.to_string();
             // The position inside a one-line payload is noise next to file:line.
@@ -49,7 +52,7 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
             format!("bad imagebump marker: {msg}")
         }),
         other => Err(format!(
-            "unknown imagebump marker {other:?}: write `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"
+            "unknown imagebump marker {other:?}: write `image`, `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"
         )),
     }
 }

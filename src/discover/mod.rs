@@ -4,6 +4,8 @@ pub mod argocd;
 pub mod helm;
 pub mod kustomize;
 pub mod markers;
+pub mod placement;
+pub mod workloads;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -37,7 +39,8 @@ pub enum RefKind {
     ArgoPluginEnv,
     /// An image named by argocd-image-updater configuration whose version is not in git.
     ArgoAnnotation,
-    /// A container `image:` in a workload manifest (read for the current version only).
+    /// An `image:` in a Kubernetes manifest (a container of any workload kind, a custom
+    /// resource's field, a marked value).
     Workload,
 }
 
@@ -262,10 +265,11 @@ impl Filters {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum FileKind {
     Kustomization,
     HelmValues,
-    /// Any other YAML file: read for Argo CD Applications and `ImageUpdater`s.
+    /// Any other YAML file: Kubernetes manifests, Argo CD Applications and `ImageUpdater`s.
     Manifest,
 }
 
@@ -298,6 +302,40 @@ fn skip_dir(path: &Path) -> bool {
             .is_some_and(|p| p.join("Chart.yaml").is_file())
 }
 
+/// The files to scan, in name order, with their kind.
+fn files(root: &Path, filters: &Filters, problems: &mut Vec<Problem>) -> Vec<(String, FileKind)> {
+    let mut files = Vec::new();
+    let walker = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.depth() > 0 && skip_dir(e.path())));
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                problems.push(Problem::general(format!(
+                    "cannot read directory entry: {e}"
+                )));
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if !filters.wanted(&rel) {
+            continue;
+        }
+        if let Some(kind) = classify(&rel, filters) {
+            files.push((rel, kind));
+        }
+    }
+    files
+}
+
 /// Walk `root` and collect every reference.
 pub fn discover(root: &Path, config: &Config) -> Discovery {
     let mut out = Discovery::default();
@@ -315,66 +353,59 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
-    let mut files: Vec<(String, FileKind)> = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| !(e.file_type().is_dir() && e.depth() > 0 && skip_dir(e.path())));
-    for entry in walker {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                out.problems.push(Problem::general(format!(
-                    "cannot read directory entry: {e}"
-                )));
-                continue;
-            }
-        };
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        let rel = rel.to_string_lossy().replace('\\', "/");
-        if !filters.wanted(&rel) {
-            continue;
-        }
-        if let Some(kind) = classify(&rel, &filters) {
-            files.push((rel, kind));
-        }
-    }
+    let files = files(root, &filters, &mut out.problems);
+    // Kustomizations first: their `configurations:` name image fields of custom resources
+    // that the manifests are then read with.
+    let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
+    let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
+    let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &[]));
+    let read_k: Vec<&kustomize::Kustomization> = kread
+        .iter()
+        .filter_map(|r| match r {
+            Read::Scanned(s) => s.kustomization.as_ref(),
+            _ => None,
+        })
+        .collect();
+    let specs = placement::field_specs(root, &config.scan, &read_k, &mut out.problems);
+    let mut kread = kread.into_iter();
     // Reading and parsing each file is independent of the others: done on every core.
     // Policies, Argo CD resources and the bookkeeping follow in file order.
-    let read = crate::parallel::map(&files, |(rel, kind)| read_file(root, rel, kind));
+    let others: Vec<&(String, FileKind)> = files.iter().filter(|f| !is_k(f)).collect();
+    let mut read = crate::parallel::map(&others, |(rel, kind)| read_file(root, rel, *kind, &specs))
+        .into_iter();
+    let all = files.iter().map(|f| {
+        let next = if is_k(&f) { kread.next() } else { read.next() };
+        (f.0.clone(), next.unwrap_or(Read::Skipped))
+    });
     let mut argo = argocd::Found::default();
-    for ((rel, _), read) in files.into_iter().zip(read) {
-        let (text, lines, refs) = match read {
-            Read::NotArgo => continue,
+    let mut layout = placement::Layout::default();
+    for (rel, read) in all {
+        let scanned = match read {
+            Read::Skipped => continue,
             Read::Problem(p) => {
                 out.files_scanned += 1;
                 out.problems.push(p);
                 continue;
             }
-            Read::Argo(text) => {
-                out.files_scanned += 1;
-                match argocd::Loaded::parse(&rel, text) {
-                    Ok(l) => argo.add(l, &mut out.problems),
-                    Err(p) => out.problems.push(p),
-                }
-                continue;
-            }
-            Read::Scanned {
-                text,
-                lines,
-                refs,
-                problems,
-            } => {
-                out.files_scanned += 1;
-                out.problems.extend(problems);
-                (text, lines, refs)
-            }
+            Read::Scanned(s) => s,
         };
+        out.files_scanned += 1;
+        let Scanned {
+            text,
+            lines,
+            refs,
+            workloads,
+            problems,
+            kustomization,
+            argo: loaded,
+        } = *scanned;
+        out.problems.extend(problems);
+        if let Some(loaded) = loaded {
+            argo.add(loaded, &mut out.problems);
+        }
+        if let Some(k) = kustomization {
+            layout.add_kustomization(k, &text);
+        }
         let ctx = FileCtx {
             file: &rel,
             text: &text,
@@ -382,6 +413,10 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         };
         let before = out.refs.len();
         out.refs.extend(refs);
+        for w in workloads {
+            layout.add_workload(out.refs.len(), w.kustomizable);
+            out.refs.push(w.r);
+        }
         for r in &mut out.refs[before..] {
             if let Err(p) = apply_policy(&ctx, &mut policies, r, None) {
                 out.problems.push(p);
@@ -391,46 +426,51 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             out.sources.insert(rel, text);
         }
     }
+    layout.place(&mut out, &argo, config.scan.shared_bases);
     if !argo.apps.is_empty() {
         argocd::scan(root, config, argo, &mut out, &mut policies);
     }
     out
 }
 
-/// One file read (and, for kustomizations and values files, parsed and scanned).
+/// One file read, parsed and scanned.
 enum Read {
-    /// A manifest that is not an Argo CD resource: not read further, not counted.
-    NotArgo,
+    /// A manifest that a first look shows holds nothing to read: not parsed, not counted.
+    Skipped,
     /// The file cannot be read, or is not valid YAML.
     Problem(Problem),
-    /// A manifest mentioning Argo CD, to parse in file order.
-    Argo(String),
-    /// A kustomization or values file: its references (policies not given yet) and the
-    /// problems its scanner found.
-    Scanned {
-        text: String,
-        lines: LineIndex,
-        refs: Vec<ImageRef>,
-        problems: Vec<Problem>,
-    },
+    Scanned(Box<Scanned>),
 }
 
-fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
+/// What a file holds: its references (policies not given yet) and the problems its
+/// scanner found; for a kustomization, what the graph needs; Argo CD resources to read in
+/// file order.
+struct Scanned {
+    text: String,
+    lines: LineIndex,
+    refs: Vec<ImageRef>,
+    workloads: Vec<workloads::Found>,
+    problems: Vec<Problem>,
+    kustomization: Option<kustomize::Kustomization>,
+    argo: Option<argocd::Loaded>,
+}
+
+fn read_file(root: &Path, rel: &str, kind: FileKind, specs: &[workloads::FieldSpec]) -> Read {
     let text = match std::fs::read_to_string(root.join(rel)) {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, format!("cannot read: {e}"))),
     };
-    if let FileKind::Manifest = kind {
-        // Cheap test first: most YAML files are not Argo CD resources.
-        if !text.contains("argoproj.io") {
-            return Read::NotArgo;
+    // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
+    // resource, and are never parsed.
+    let interest = match kind {
+        FileKind::Manifest => {
+            let i = workloads::interest(&text, specs);
+            if !i.argo && !i.workloads {
+                return Read::Skipped;
+            }
+            i
         }
-        return Read::Argo(text);
-    }
-    let ctx = FileCtx {
-        file: rel,
-        text: &text,
-        lines: LineIndex::new(&text),
+        _ => workloads::Interest::default(),
     };
     let docs = match imagebump_yaml::parse_located(&text) {
         Ok(d) => d,
@@ -443,21 +483,39 @@ fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
             ))
         }
     };
+    let ctx = FileCtx {
+        file: rel,
+        text: &text,
+        lines: LineIndex::new(&text),
+    };
     let mut refs = Vec::new();
+    let mut found = Vec::new();
     let mut problems = Vec::new();
+    let mut kustomization = None;
     match kind {
-        FileKind::Kustomization => kustomize::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::Kustomization => {
+            kustomize::scan(&ctx, &docs, &mut refs, &mut problems);
+            kustomization = Some(kustomize::read(&ctx, &docs));
+        }
         FileKind::HelmValues => helm::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::Manifest if interest.workloads => {
+            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
+        }
         FileKind::Manifest => {}
     }
-    drop(docs);
     let lines = ctx.lines;
-    Read::Scanned {
+    let argo = interest
+        .argo
+        .then(|| argocd::Loaded::from_parsed(rel, text.clone(), docs));
+    Read::Scanned(Box::new(Scanned {
         text,
         lines,
         refs,
+        workloads: found,
         problems,
-    }
+        kustomization,
+        argo,
+    }))
 }
 
 /// Give `r` its policy: configuration (with `repository` settings, from Argo CD

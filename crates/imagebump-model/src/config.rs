@@ -169,6 +169,17 @@ pub struct ScanConfig {
     /// Globs of Helm values files.
     #[serde(default = "default_helm_values")]
     pub helm_values: Vec<String>,
+    /// Image fields of custom resources, in kustomize's field-spec shape:
+    /// `{kind: Workflow, group: argoproj.io, path: spec/templates[]/container/image}`.
+    /// Every `image:` key of a manifest is found without this; use it for fields with
+    /// another name.
+    #[serde(default)]
+    pub image_fields: Vec<ImageField>,
+    /// Where the new version of an image in a kustomize base shared by several overlays
+    /// goes: `per-overlay` (an `images:` entry in each overlay, so environments move
+    /// independently) or `in-place` (the base itself, every overlay at once).
+    #[serde(default)]
+    pub shared_bases: SharedBases,
 }
 
 impl Default for ScanConfig {
@@ -177,8 +188,33 @@ impl Default for ScanConfig {
             include: Vec::new(),
             exclude: Vec::new(),
             helm_values: default_helm_values(),
+            image_fields: Vec::new(),
+            shared_bases: SharedBases::default(),
         }
     }
+}
+
+/// A field of a resource kind that holds an image reference (`name:tag`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImageField {
+    /// The resource `kind`.
+    pub kind: String,
+    /// The API group (`argoproj.io`); any group when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// `/`-separated keys from the document root; `[]` after a key walks every list item:
+    /// `spec/steps[]/image`.
+    pub path: String,
+}
+
+/// See [`ScanConfig::shared_bases`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SharedBases {
+    #[default]
+    PerOverlay,
+    InPlace,
 }
 
 fn default_helm_values() -> Vec<String> {

@@ -18,7 +18,21 @@ pub struct ImageName {
 
 impl fmt::Display for ImageName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.registry.is_empty() {
+            return f.write_str(&self.repository);
+        }
         write!(f, "{}/{}", self.registry, self.repository)
+    }
+}
+
+impl ImageName {
+    /// A value listed as an image though it is not one (a placeholder), kept as written;
+    /// it has no registry and is never looked up.
+    pub fn unparsed(value: &str) -> ImageName {
+        ImageName {
+            registry: String::new(),
+            repository: value.to_string(),
+        }
     }
 }
 

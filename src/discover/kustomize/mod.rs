@@ -1,9 +1,90 @@
-//! Kustomize `images:` entries: `name`, `newName`, `newTag` (also `tag@digest`), `digest`.
+//! Kustomizations: their `images:` entries (`name`, `newName`, `newTag` (also
+//! `tag@digest`), `digest`) are references; what they include (`resources`, `bases`,
+//! `components`) builds the [`graph`] that says where a manifest image's new version goes.
+
+pub mod graph;
 
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
 use imagebump_model::name::{self, parse_name, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, Node, PathSeg};
+
+/// What the graph needs from one kustomization file.
+#[derive(Debug, Clone, Default)]
+pub struct Kustomization {
+    pub file: String,
+    /// Its directory, `/`-separated from the root (`.` for the root).
+    pub dir: String,
+    /// `resources`, `bases` and `components` entries as written, with their line.
+    pub includes: Vec<(String, usize)>,
+    /// `components` entries as written (also in `includes`): their `images:` apply to
+    /// everything this kustomization renders.
+    pub components: Vec<String>,
+    pub images: Vec<Entry>,
+    /// `configurations:` files as written (field specs for custom resources).
+    pub configurations: Vec<String>,
+}
+
+/// One `images:` entry, as kustomize applies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub index: usize,
+    pub line: usize,
+    pub name: String,
+    pub new_name: Option<String>,
+    /// It sets the tag or the digest (`newTag`, `digest`).
+    pub sets_version: bool,
+}
+
+/// The strings of a list-valued key, with their line.
+fn strings(ctx: &FileCtx, root: &Node, key: &str) -> Vec<(String, usize)> {
+    match root.get(key) {
+        Some(Node::Seq { items, .. }) => items
+            .iter()
+            .filter_map(|i| i.as_scalar())
+            .map(|s| (s.value.clone(), ctx.at(s.span.start).0))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The kustomization's includes and `images:` entries.
+pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
+    let dir = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+    let mut k = Kustomization {
+        file: ctx.file.to_string(),
+        dir: dir.to_string(),
+        ..Default::default()
+    };
+    let Some(root) = docs.first().and_then(|d| d.root.as_ref()) else {
+        return k;
+    };
+    for key in ["resources", "bases", "components"] {
+        k.includes.extend(strings(ctx, root, key));
+    }
+    k.components = strings(ctx, root, "components")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    k.configurations = strings(ctx, root, "configurations")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    if let Some(Node::Seq { items, .. }) = root.get("images") {
+        for (index, item) in items.iter().enumerate() {
+            let field = |f: &str| item.get(f).and_then(Node::str_value).map(str::to_string);
+            let Some(name) = field("name") else { continue };
+            k.images.push(Entry {
+                index,
+                line: ctx.at(item.offset()).0,
+                name,
+                new_name: field("newName"),
+                sets_version: item.get("newTag").is_some() || item.get("digest").is_some(),
+            });
+        }
+    }
+    k
+}
 
 pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {
     let unit = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);

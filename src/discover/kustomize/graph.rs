@@ -1,0 +1,438 @@
+//! The kustomize include graph, and where a manifest image's new version goes.
+//!
+//! Kustomize renders a leaf (a kustomization nothing else includes, or the path of an Argo
+//! CD Application) from its bases, applying the `images:` entries of every kustomization on
+//! the way up, lowest first. So, for an image in a manifest file, each leaf that includes the
+//! file sees one of:
+//!
+//! - an `images:` entry (or the Application's `kustomize.images`) that sets its tag or
+//!   digest: the manifest's own tag does not reach that leaf, the entry is the reference;
+//! - the manifest's tag (maybe under another name, through `newName`-only entries).
+//!
+//! When at most one leaf sees the manifest's tag, the manifest is edited in place. When two
+//! or more do (a base shared by `overlays/dev` and `overlays/prod`), each of them gets an
+//! `images:` entry of its own, so environments move independently
+//! (`scan.sharedBases: in-place` edits the base instead).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Entry, Kustomization};
+use crate::config::SharedBases;
+use imagebump_model::Problem;
+
+/// The most include chains followed from one file: a safety net against pathological
+/// repositories, far above any real layout.
+const MAX_CHAINS: usize = 512;
+
+/// An Argo CD Application's source path in this repository: a leaf of its own, with the
+/// image names its `kustomize.images` override.
+#[derive(Debug, Clone)]
+pub struct AppLeaf {
+    pub dir: String,
+    /// The Application's file.
+    pub file: String,
+    pub names: Vec<String>,
+}
+
+/// Which kustomizations include what.
+#[derive(Debug, Default)]
+pub struct Graph {
+    /// By directory.
+    kustomizations: BTreeMap<String, Kustomization>,
+    /// A file or kustomization directory → the directories of the kustomizations that
+    /// include it.
+    parents: BTreeMap<String, Vec<String>>,
+    apps: BTreeMap<String, AppLeaf>,
+}
+
+/// Where the new version of one manifest image goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Edit the manifest. `image` is the name the registry is asked for when a `newName`
+    /// entry renames it; `unit` the one leaf that deploys it (else the file's directory).
+    InPlace {
+        image: Option<String>,
+        unit: Option<String>,
+    },
+    /// No leaf deploys the manifest's tag; `by` is `FILE:LINE` of what sets it.
+    Overridden { by: String },
+    /// An `images:` entry in each leaf.
+    PerLeaf(Vec<LeafEdit>),
+}
+
+/// The `images:` entry to write (or complete) in one leaf kustomization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafEdit {
+    pub dir: String,
+    pub file: String,
+    /// The image's name as it reaches the leaf (the entry's `name`).
+    pub name: String,
+    /// The leaf's existing `newName`-only entry for it: replaced, keeping `newName`.
+    pub new_name: Option<String>,
+    /// The name deployed (and looked up).
+    pub image: String,
+}
+
+/// What one leaf sees of an image, following one include chain.
+enum Seen {
+    Overridden(String),
+    Base(LeafEdit),
+}
+
+impl Graph {
+    /// The graph of `kustomizations`; remote and outside-the-tree includes are noted and
+    /// skipped.
+    pub fn new(kustomizations: Vec<Kustomization>, notes: &mut Vec<Problem>) -> Graph {
+        let mut g = Graph::default();
+        for k in kustomizations {
+            g.kustomizations.insert(k.dir.clone(), k);
+        }
+        let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for k in g.kustomizations.values() {
+            for (include, line) in &k.includes {
+                if is_remote(include) {
+                    notes.push(Problem::at_file(
+                        &k.file,
+                        *line,
+                        0,
+                        format!("remote base {include} is not read: images only it deploys are not seen"),
+                    ));
+                    continue;
+                }
+                match join(&k.dir, include) {
+                    Some(target) => parents.entry(target).or_default().push(k.dir.clone()),
+                    None => notes.push(Problem::at_file(
+                        &k.file,
+                        *line,
+                        0,
+                        format!("{include} is outside the repository: not read"),
+                    )),
+                }
+            }
+        }
+        g.parents = parents;
+        g
+    }
+
+    /// Argo CD Application paths: leaves even when another kustomization includes them.
+    pub fn add_app(&mut self, leaf: AppLeaf) {
+        if let Some(dir) = join(".", &leaf.dir) {
+            self.apps.insert(dir.clone(), AppLeaf { dir, ..leaf });
+        }
+    }
+
+    pub fn kustomization(&self, dir: &str) -> Option<&Kustomization> {
+        self.kustomizations.get(dir)
+    }
+
+    /// Every chain of kustomization directories from `file` up to a leaf, lowest first.
+    fn chains(&self, file: &str) -> Vec<Vec<&str>> {
+        let mut out = Vec::new();
+        let mut stack: Vec<(&str, Vec<&str>)> = vec![(file, Vec::new())];
+        while let Some((node, chain)) = stack.pop() {
+            if out.len() >= MAX_CHAINS {
+                break;
+            }
+            let parents = self.parents.get(node).map(Vec::as_slice).unwrap_or(&[]);
+            let is_leaf = !chain.is_empty() && (parents.is_empty() || self.apps.contains_key(node));
+            if is_leaf {
+                out.push(chain.clone());
+            }
+            for p in parents {
+                if chain.contains(&p.as_str()) || !self.kustomizations.contains_key(p) {
+                    continue;
+                }
+                let mut next = chain.clone();
+                next.push(p);
+                stack.push((p, next));
+            }
+        }
+        out
+    }
+
+    /// Where the new version of the image written `written` in `file` goes.
+    /// `kustomizable`: kustomize's `images:` entries apply to it.
+    pub fn place(
+        &self,
+        file: &str,
+        written: &str,
+        kustomizable: bool,
+        shared: SharedBases,
+    ) -> Place {
+        let chains = self.chains(file);
+        let unit = |leaves: &BTreeMap<&str, LeafEdit>| match leaves.values().next() {
+            Some(l) if leaves.len() == 1 => Some(l.dir.clone()),
+            _ => None,
+        };
+        if !kustomizable {
+            let leaves: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
+            let unit = (leaves.len() == 1)
+                .then(|| leaves.into_iter().next().unwrap_or_default().to_string());
+            return Place::InPlace { image: None, unit };
+        }
+        let mut overridden = None;
+        let mut leaves: BTreeMap<&str, LeafEdit> = BTreeMap::new();
+        for chain in &chains {
+            match self.follow(chain, written) {
+                Seen::Overridden(by) => {
+                    overridden.get_or_insert(by);
+                }
+                Seen::Base(edit) => {
+                    let leaf = chain.last().copied().unwrap_or_default();
+                    leaves.entry(leaf).or_insert(edit);
+                }
+            }
+        }
+        if leaves.is_empty() {
+            if let Some(by) = overridden {
+                return Place::Overridden { by };
+            }
+            return Place::InPlace {
+                image: None,
+                unit: None,
+            };
+        }
+        if leaves.len() == 1 || shared == SharedBases::InPlace {
+            let first = leaves.values().next().map(|l| l.image.clone());
+            return Place::InPlace {
+                image: first.filter(|i| i != written),
+                unit: unit(&leaves),
+            };
+        }
+        Place::PerLeaf(leaves.into_values().collect())
+    }
+
+    /// Apply the `images:` entries of `chain` (lowest first) to the image named `written`.
+    fn follow(&self, chain: &[&str], written: &str) -> Seen {
+        let mut name = written.to_string();
+        let mut at_leaf = (name.clone(), None);
+        for (i, dir) in chain.iter().enumerate() {
+            let Some(k) = self.kustomizations.get(*dir) else {
+                continue;
+            };
+            let top = i + 1 == chain.len();
+            if top {
+                at_leaf = (name.clone(), None);
+            }
+            // A component's `images:` apply first, then the kustomization's own.
+            let components = k
+                .components
+                .iter()
+                .filter_map(|c| join(&k.dir, c))
+                .filter_map(|c| self.kustomizations.get(&c));
+            let entries = components
+                .flat_map(|c| c.images.iter().map(move |e| (c, e)))
+                .chain(k.images.iter().map(|e| (k, e)));
+            for (owner, e) in entries {
+                if e.name != name {
+                    continue;
+                }
+                if e.sets_version {
+                    return Seen::Overridden(format!("{}:{}", owner.file, e.line));
+                }
+                if top && std::ptr::eq(owner, k) {
+                    at_leaf.1 = Some(e.clone());
+                }
+                if let Some(n) = &e.new_name {
+                    name = n.clone();
+                }
+            }
+        }
+        let leaf = chain.last().copied().unwrap_or_default();
+        if let Some(app) = self.apps.get(leaf).filter(|a| a.names.contains(&name)) {
+            return Seen::Overridden(format!("{} (kustomize.images)", app.file));
+        }
+        let file = self
+            .kustomizations
+            .get(leaf)
+            .map_or_else(String::new, |k| k.file.clone());
+        let (entry_name, entry) = at_leaf;
+        Seen::Base(LeafEdit {
+            dir: leaf.to_string(),
+            file,
+            name: entry
+                .as_ref()
+                .map_or(entry_name, |e: &Entry| e.name.clone()),
+            new_name: entry.and_then(|e| e.new_name),
+            image: name,
+        })
+    }
+}
+
+/// A remote base: kustomize fetches it, imagebump does not.
+fn is_remote(include: &str) -> bool {
+    include.contains("://")
+        || include.starts_with("git@")
+        || include.starts_with("github.com/")
+        || include.contains("?ref=")
+        || include.contains(".git//")
+}
+
+/// `dir/include`, normalised (`./`, `..`, trailing `/`); `None` outside the tree.
+pub fn join(dir: &str, include: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    let base = if include.starts_with('/') { "" } else { dir };
+    for part in base.split('/').chain(include.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(dir: &str, includes: &[&str], images: &[(&str, Option<&str>, bool)]) -> Kustomization {
+        Kustomization {
+            file: format!("{dir}/kustomization.yaml"),
+            dir: dir.into(),
+            includes: includes.iter().map(|i| (i.to_string(), 3)).collect(),
+            images: images
+                .iter()
+                .enumerate()
+                .map(|(index, (name, new_name, sets))| Entry {
+                    index,
+                    line: 10 + index,
+                    name: name.to_string(),
+                    new_name: new_name.map(str::to_string),
+                    sets_version: *sets,
+                })
+                .collect(),
+            configurations: Vec::new(),
+            components: Vec::new(),
+        }
+    }
+
+    fn graph(ks: Vec<Kustomization>) -> Graph {
+        let mut notes = Vec::new();
+        let g = Graph::new(ks, &mut notes);
+        assert!(notes.is_empty(), "{notes:?}");
+        g
+    }
+
+    #[test]
+    fn a_base_shared_by_two_overlays_gets_an_entry_per_overlay() {
+        let g = graph(vec![
+            k("app/base", &["deploy.yaml"], &[]),
+            k("app/overlays/dev", &["../../base"], &[]),
+            k(
+                "app/overlays/prod",
+                &["../../base/"],
+                &[("web", Some("ghcr.io/acme/web"), false)],
+            ),
+        ]);
+        let Place::PerLeaf(edits) =
+            g.place("app/base/deploy.yaml", "web", true, SharedBases::PerOverlay)
+        else {
+            panic!("not per leaf")
+        };
+        assert_eq!(edits.len(), 2);
+        assert_eq!(edits[0].file, "app/overlays/dev/kustomization.yaml");
+        assert_eq!(
+            (edits[0].name.as_str(), edits[0].new_name.as_deref()),
+            ("web", None)
+        );
+        assert_eq!(edits[1].image, "ghcr.io/acme/web");
+        assert_eq!(edits[1].new_name.as_deref(), Some("ghcr.io/acme/web"));
+        assert!(matches!(
+            g.place("app/base/deploy.yaml", "web", true, SharedBases::InPlace),
+            Place::InPlace { .. }
+        ));
+        // kustomize's images: do not reach a custom resource's `spec.image`.
+        assert!(matches!(
+            g.place(
+                "app/base/deploy.yaml",
+                "web",
+                false,
+                SharedBases::PerOverlay
+            ),
+            Place::InPlace { unit: None, .. }
+        ));
+    }
+
+    #[test]
+    fn an_entry_with_a_tag_overrides_the_manifest() {
+        let g = graph(vec![
+            k("base", &["d.yaml"], &[]),
+            k("dev", &["../base"], &[("nginx", None, true)]),
+            k("prod", &["../base"], &[]),
+        ]);
+        assert_eq!(
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
+            Place::InPlace {
+                image: None,
+                unit: Some("prod".into())
+            }
+        );
+        let g = graph(vec![
+            k("base", &["d.yaml"], &[("nginx", None, true)]),
+            k("dev", &["../base"], &[]),
+        ]);
+        assert_eq!(
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
+            Place::Overridden {
+                by: "base/kustomization.yaml:10".into()
+            }
+        );
+    }
+
+    #[test]
+    fn chains_of_overlays_and_app_paths() {
+        let mut g = graph(vec![
+            k(
+                "base",
+                &["d.yaml"],
+                &[("api", Some("registry.example.com/api"), false)],
+            ),
+            k("mid", &["../base"], &[]),
+            k("top", &["../mid"], &[]),
+        ]);
+        assert_eq!(
+            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay),
+            Place::InPlace {
+                image: Some("registry.example.com/api".into()),
+                unit: Some("top".into())
+            }
+        );
+        // An Application deploying `mid` makes it a leaf too.
+        g.add_app(AppLeaf {
+            dir: "./mid/".into(),
+            file: "apps/mid.yaml".into(),
+            names: Vec::new(),
+        });
+        let Place::PerLeaf(edits) = g.place("base/d.yaml", "api", true, SharedBases::PerOverlay)
+        else {
+            panic!("not per leaf")
+        };
+        let dirs: Vec<&str> = edits.iter().map(|e| e.dir.as_str()).collect();
+        assert_eq!(dirs, ["mid", "top"]);
+        assert_eq!(edits[0].name, "registry.example.com/api");
+    }
+
+    #[test]
+    fn remote_and_outside_includes_are_noted() {
+        let mut notes = Vec::new();
+        Graph::new(
+            vec![k(
+                "a",
+                &["https://github.com/acme/x//base?ref=v1", "../../outside"],
+                &[],
+            )],
+            &mut notes,
+        );
+        assert_eq!(notes.len(), 2);
+        assert_eq!(join("a/b", "../c/./d/"), Some("a/c/d".into()));
+        assert_eq!(join(".", "x.yaml"), Some("x.yaml".into()));
+        assert_eq!(join("a", "../.."), None);
+    }
+}

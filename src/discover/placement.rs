@@ -1,0 +1,213 @@
+//! Where each manifest image's new version goes, once every file is read: in place, in an
+//! `images:` entry of each overlay that deploys it, or nowhere (an `images:` entry
+//! overrides it). See [`super::kustomize::graph`] for the rules.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
+use super::kustomize::Kustomization;
+use super::workloads::FieldSpec;
+use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
+use crate::config::{ImageField, ScanConfig, SharedBases};
+use imagebump_model::name::parse_name;
+use imagebump_model::Problem;
+use imagebump_yaml::PathSeg;
+
+/// The largest kustomize configuration file read.
+const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
+
+/// The image field specs: `scan.imageFields`, then the `images:` field specs of every
+/// kustomization's `configurations:` files.
+pub fn field_specs(
+    root: &Path,
+    scan: &ScanConfig,
+    kustomizations: &[&Kustomization],
+    problems: &mut Vec<Problem>,
+) -> Vec<FieldSpec> {
+    let mut specs = Vec::new();
+    for f in &scan.image_fields {
+        match FieldSpec::parse(f, false) {
+            Ok(s) => specs.push(s),
+            Err(e) => problems.push(Problem::config(format!("scan.imageFields: {e}"))),
+        }
+    }
+    for k in kustomizations {
+        for c in &k.configurations {
+            let Some(file) = join(&k.dir, c) else {
+                problems.push(Problem::at_file(
+                    &k.file,
+                    0,
+                    0,
+                    format!("configurations: {c} is outside the repository: not read"),
+                ));
+                continue;
+            };
+            match configuration(root, &file) {
+                Ok(fields) => specs.extend(fields),
+                Err(e) => problems.push(Problem::at_file(&file, 0, 0, e)),
+            }
+        }
+    }
+    specs.dedup();
+    specs
+}
+
+/// The `images:` field specs of one kustomize configuration file.
+fn configuration(root: &Path, file: &str) -> Result<Vec<FieldSpec>, String> {
+    let path = root.join(file);
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let real_root = root
+        .canonicalize()
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if !real.starts_with(&real_root) {
+        return Err("a link to outside the repository: not read".into());
+    }
+    let mut text = String::new();
+    std::fs::File::open(&real)
+        .and_then(|f| f.take(MAX_CONFIGURATION_BYTES).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let value: Value = yaml_serde::from_str(&text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let Some(images) = value.get("images").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    images
+        .iter()
+        .filter_map(|spec| {
+            let field = |k: &str| spec.get(k).and_then(Value::as_str).map(str::to_string);
+            Some(ImageField {
+                kind: field("kind")?,
+                group: field("group"),
+                path: field("path")?,
+            })
+        })
+        .map(|f| FieldSpec::parse(&f, true))
+        .collect()
+}
+
+/// Kustomizations and the manifest images read so far.
+#[derive(Default)]
+pub struct Layout {
+    kustomizations: Vec<Kustomization>,
+    /// Kustomization texts, for the `images:` entries written into them.
+    texts: BTreeMap<String, String>,
+    /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
+    /// `images:` apply to them.
+    workloads: Vec<(usize, bool)>,
+}
+
+impl Layout {
+    pub fn add_kustomization(&mut self, k: Kustomization, text: &str) {
+        self.texts.insert(k.file.clone(), text.to_string());
+        self.kustomizations.push(k);
+    }
+
+    pub fn add_workload(&mut self, index: usize, kustomizable: bool) {
+        self.workloads.push((index, kustomizable));
+    }
+
+    /// Decide where every manifest image goes; an image that moves in several overlays
+    /// becomes one reference per overlay.
+    pub fn place(self, out: &mut Discovery, argo: &argocd::Found, shared: SharedBases) {
+        if self.workloads.is_empty() {
+            return;
+        }
+        let mut graph = Graph::new(self.kustomizations, &mut out.notes);
+        for leaf in app_leaves(argo) {
+            graph.add_app(leaf);
+        }
+        // From the last, so that expanding one reference keeps the others' indexes.
+        for &(index, kustomizable) in self.workloads.iter().rev() {
+            let r = &mut out.refs[index];
+            match graph.place(&r.file, &r.written, kustomizable, shared) {
+                Place::InPlace { image, unit } => {
+                    if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
+                        r.image = name;
+                    }
+                    if let Some(unit) = unit {
+                        r.unit = unit;
+                    }
+                }
+                Place::Overridden { by } => {
+                    r.unmanaged = Some(format!("overridden by {by}"));
+                }
+                Place::PerLeaf(edits) if r.is_managed() => {
+                    let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
+                    for e in &edits {
+                        if let Some(text) = self.texts.get(&e.file) {
+                            out.sources.insert(e.file.clone(), text.clone());
+                        }
+                    }
+                    out.refs.splice(index..=index, each);
+                }
+                Place::PerLeaf(_) => {}
+            }
+        }
+    }
+}
+
+/// The reference of `r` in one overlay: the overlay's `images:` entry for it, created
+/// (or completed with a `newTag`) when it moves.
+fn per_leaf(r: &ImageRef, e: &LeafEdit) -> ImageRef {
+    let mut out = r.clone();
+    out.slots.clear();
+    out.unit = e.dir.clone();
+    out.writes_to = Some(e.file.clone());
+    if e.image != r.written {
+        if let Ok(name) = parse_name(&e.image) {
+            out.image = name;
+            out.written = e.image.clone();
+        }
+    }
+    out.creations = vec![Creation {
+        file: e.file.clone(),
+        doc: 0,
+        path: vec![PathSeg::Key("images".into())],
+        what: Created::ListItem {
+            base: Vec::new(),
+            key: ItemKey::Field {
+                field: "name".into(),
+                value: e.name.clone(),
+            },
+            value: Template::KustomizeEntry {
+                name: e.name.clone(),
+                new_name: e.new_name.clone(),
+            },
+        },
+    }];
+    out
+}
+
+/// The in-repository paths of Argo CD Applications, with the image names their
+/// `kustomize.images` set.
+fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
+    let mut out = Vec::new();
+    for app in &argo.apps {
+        for source in &app.sources {
+            let Some(dir) = source.path.as_deref() else {
+                continue;
+            };
+            let names = source
+                .value
+                .pointer("/kustomize/images")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .filter_map(crate::argocd::app::parse_kustomize_image)
+                .map(|i| i.old_name.unwrap_or(i.new_name))
+                .collect();
+            out.push(AppLeaf {
+                dir: dir.to_string(),
+                file: app.file.clone(),
+                names,
+            });
+        }
+    }
+    out
+}

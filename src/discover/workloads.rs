@@ -1,0 +1,516 @@
+//! Kubernetes manifests: every document with `apiVersion` and `kind`. An image is any
+//! `image:` key holding a string (the pod spec's `containers`, `initContainers` and
+//! `ephemeralContainers` of every workload kind, and the `image:` fields of custom
+//! resources), the fields named by field specs (`scan.imageFields`, kustomize
+//! `configurations:`), and any scalar on a line marked `# imagebump: image`. `kind: List`
+//! items are manifests of their own.
+//!
+//! Where the new value goes is decided later, with the kustomize graph
+//! ([`super::kustomize::graph`]): here every image is an in-place edit of its own line.
+
+use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::config::ImageField;
+use imagebump_model::name::{self, parse_reference, ImageName, Reference};
+use imagebump_model::Problem;
+use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
+
+/// Kinds whose documents are never read for images: their schemas are full of `image`
+/// property names, and they deploy nothing.
+const NOT_WORKLOADS: &[&str] = &["CustomResourceDefinition"];
+
+/// Argo CD resources, read by [`super::argocd`].
+const ARGO_KINDS: &[&str] = &["Application", "ApplicationSet", "ImageUpdater"];
+
+/// A field spec, parsed: the kind it applies to and its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldSpec {
+    pub kind: String,
+    pub group: Option<String>,
+    pub path: Vec<Step>,
+    /// From a kustomization's `configurations:`: kustomize's `images:` entries rewrite it.
+    pub kustomize: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Key(String),
+    /// `key[]`: every item of the list under `key`.
+    Each(String),
+}
+
+impl FieldSpec {
+    pub fn parse(field: &ImageField, kustomize: bool) -> Result<FieldSpec, String> {
+        let mut path = Vec::new();
+        for part in field.path.split('/') {
+            let step = match part.strip_suffix("[]") {
+                Some(k) => Step::Each(k.to_string()),
+                None => Step::Key(part.to_string()),
+            };
+            if matches!(&step, Step::Key(k) | Step::Each(k) if k.is_empty() || k.contains(['[', ']']))
+            {
+                return Err(format!(
+                    "bad image field path {:?}: write keys separated by `/`, `[]` after a list (`spec/steps[]/image`)",
+                    field.path
+                ));
+            }
+            path.push(step);
+        }
+        Ok(FieldSpec {
+            kind: field.kind.clone(),
+            group: field.group.clone(),
+            path,
+            kustomize,
+        })
+    }
+
+    fn applies(&self, kind: &str, api_version: &str) -> bool {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        self.kind == kind && self.group.as_deref().is_none_or(|g| g == group)
+    }
+}
+
+/// What a cheap look at a file's text says it may hold, before parsing it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Interest {
+    /// An Argo CD Application, ApplicationSet or `ImageUpdater`.
+    pub argo: bool,
+    /// A manifest that may name an image.
+    pub workloads: bool,
+}
+
+/// Look at each document's top-level `kind:` line without parsing: a file of
+/// CustomResourceDefinitions (Argo CD's repository has 13 MB of them) or of resources
+/// without any `image` is never parsed. A document whose kind cannot be seen this way
+/// (flow style, JSON) is parsed when it mentions `kind` at all.
+pub fn interest(text: &str, specs: &[FieldSpec]) -> Interest {
+    let mut out = Interest::default();
+    let marked = text.contains("imagebump:");
+    for doc in split_documents(text) {
+        let kind = top_level(doc, "kind:");
+        let has_image = marked || doc.contains("image") || doc.contains("Image");
+        match kind {
+            Some(k) if ARGO_KINDS.contains(&k) || k == "List" => {
+                out.argo |= doc.contains("argoproj.io");
+                out.workloads |= has_image;
+            }
+            Some(k) if NOT_WORKLOADS.contains(&k) => {}
+            Some(k) => {
+                out.workloads |= (has_image && top_level(doc, "apiVersion:").is_some())
+                    || specs.iter().any(|s| s.kind == k)
+            }
+            None if doc.contains("kind") => {
+                out.argo |= doc.contains("argoproj.io");
+                out.workloads |= has_image;
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The documents of a YAML stream, split at `---` lines (enough for a first look).
+fn split_documents(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut at = 0;
+        let mut end = rest.len();
+        let mut next = rest.len();
+        for line in rest.split_inclusive('\n') {
+            if at > 0 && line.starts_with("---") {
+                end = at;
+                next = at + line.len();
+                break;
+            }
+            at += line.len();
+        }
+        let doc = &rest[..end];
+        rest = &rest[next..];
+        Some(doc)
+    })
+}
+
+/// The value of a top-level `key:` line (`kind: Deployment`), quotes and comments removed.
+fn top_level<'t>(doc: &'t str, key: &str) -> Option<&'t str> {
+    doc.lines().find_map(|l| {
+        let v = l.strip_prefix(key)?;
+        let v = v.split(" #").next().unwrap_or(v).trim();
+        Some(v.trim_matches(['"', '\'']))
+    })
+}
+
+/// An image found in a manifest, with whether kustomize's `images:` transformer rewrites
+/// it (a `containers[]`/`initContainers[]` image, or a field of a kustomize field spec).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub r: ImageRef,
+    pub kustomizable: bool,
+}
+
+/// Every image of every manifest document in the file.
+pub fn scan(
+    ctx: &FileCtx,
+    docs: &[Doc],
+    specs: &[FieldSpec],
+    out: &mut Vec<Found>,
+    problems: &mut Vec<Problem>,
+) {
+    let marked = ctx.text.contains("imagebump:");
+    for doc in docs {
+        let Some(root) = &doc.root else { continue };
+        let mut scanner = Scanner {
+            ctx,
+            specs,
+            found: Vec::new(),
+        };
+        scanner.manifest(root, &mut Vec::new());
+        if marked {
+            scanner.marked(root, &mut Vec::new());
+        }
+        for (path, scalar, kustomizable) in scanner.found {
+            match image(ctx, doc.index, path, scalar) {
+                Ok(Some(r)) => out.push(Found { r, kustomizable }),
+                Ok(None) => {}
+                Err(p) => problems.push(p),
+            }
+        }
+    }
+}
+
+struct Scanner<'a> {
+    ctx: &'a FileCtx<'a>,
+    specs: &'a [FieldSpec],
+    /// Image scalars: path, value, kustomizable.
+    found: Vec<(Vec<PathSeg>, &'a Scalar, bool)>,
+}
+
+impl<'a> Scanner<'a> {
+    /// A document (or a `List` item): images when it is a manifest.
+    fn manifest(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
+        let (Some(kind), Some(api)) = (
+            node.get("kind").and_then(Node::str_value),
+            node.get("apiVersion").and_then(Node::str_value),
+        ) else {
+            return;
+        };
+        if NOT_WORKLOADS.contains(&kind)
+            || (ARGO_KINDS.contains(&kind) && api.starts_with("argoproj.io/"))
+            || api.starts_with("argocd-image-updater.argoproj.io/")
+        {
+            return;
+        }
+        if kind == "List" {
+            if let Some(Node::Seq { items, .. }) = node.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    path.extend([PathSeg::Key("items".into()), PathSeg::Index(i)]);
+                    self.manifest(item, path);
+                    path.truncate(path.len() - 2);
+                }
+            }
+            return;
+        }
+        self.image_keys(node, path);
+        for spec in self.specs.iter().filter(|s| s.applies(kind, api)) {
+            self.field(node, &spec.path, path, spec.kustomize);
+        }
+    }
+
+    /// Every `image: <string>` below `node`.
+    fn image_keys(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
+        match node {
+            Node::Map { entries, .. } => {
+                for (key, value) in entries {
+                    path.push(PathSeg::Key(key.name.clone()));
+                    match value {
+                        Node::Scalar(s) if key.name == "image" => {
+                            let k = in_containers(path);
+                            self.add(path.clone(), s, k);
+                        }
+                        _ => self.image_keys(value, path),
+                    }
+                    path.pop();
+                }
+            }
+            Node::Seq { items, .. } => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    self.image_keys(item, path);
+                    path.pop();
+                }
+            }
+            Node::Scalar(_) | Node::Other { .. } => {}
+        }
+    }
+
+    /// The scalars a field spec's `steps` reach from `node`.
+    fn field(&mut self, node: &'a Node, steps: &[Step], path: &mut Vec<PathSeg>, k: bool) {
+        let Some((step, rest)) = steps.split_first() else {
+            if let Node::Scalar(s) = node {
+                self.add(path.clone(), s, k);
+            }
+            return;
+        };
+        let key = match step {
+            Step::Key(key) | Step::Each(key) => key,
+        };
+        let Some(child) = node.get(key) else { return };
+        path.push(PathSeg::Key(key.clone()));
+        match (step, child) {
+            (Step::Each(_), Node::Seq { items, .. }) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    self.field(item, rest, path, k);
+                    path.pop();
+                }
+            }
+            (Step::Key(_), _) => self.field(child, rest, path, k),
+            _ => {}
+        }
+        path.pop();
+    }
+
+    /// Any scalar whose line carries an `imagebump:` marker.
+    fn marked(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
+        match node {
+            Node::Map { entries, .. } => {
+                for (key, value) in entries {
+                    path.push(PathSeg::Key(key.name.clone()));
+                    self.marked(value, path);
+                    path.pop();
+                }
+            }
+            Node::Seq { items, .. } => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    self.marked(item, path);
+                    path.pop();
+                }
+            }
+            Node::Scalar(s) => {
+                if markers::find(self.ctx.text, s.span.end).is_some() {
+                    self.add(path.clone(), s, in_containers(path));
+                }
+            }
+            Node::Other { .. } => {}
+        }
+    }
+
+    fn add(&mut self, path: Vec<PathSeg>, s: &'a Scalar, kustomizable: bool) {
+        match self.found.iter_mut().find(|(_, f, _)| f.span == s.span) {
+            Some(seen) => seen.2 |= kustomizable,
+            None => self.found.push((path, s, kustomizable)),
+        }
+    }
+}
+
+/// `…containers[i].image` or `…initContainers[i].image`: the fields kustomize's `images:`
+/// transformer rewrites, at any depth.
+fn in_containers(path: &[PathSeg]) -> bool {
+    matches!(
+        path,
+        [.., PathSeg::Key(list), PathSeg::Index(_), PathSeg::Key(image)]
+            if image == "image" && (list == "containers" || list == "initContainers")
+    )
+}
+
+/// The reference an image scalar holds; `None` for an empty value.
+fn image(
+    ctx: &FileCtx,
+    doc: usize,
+    path: Vec<PathSeg>,
+    s: &Scalar,
+) -> Result<Option<ImageRef>, Problem> {
+    let value = s.value.trim();
+    if value.is_empty() || value == "null" || value == "~" {
+        return Ok(None);
+    }
+    let unit = ctx
+        .file
+        .rsplit_once('/')
+        .map_or(".", |(d, _)| d)
+        .to_string();
+    if let Some(why) = name::placeholder(value) {
+        let r = Reference {
+            name: ImageName::unparsed(value),
+            written: value.to_string(),
+            tag: None,
+            digest: None,
+        };
+        let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
+        out.unmanaged = Some(format!("not an image: {why}"));
+        return Ok(Some(out));
+    }
+    let r = parse_reference(value).map_err(|e| ctx.problem(s.span.start, e.to_string()))?;
+    let written = r.written.clone();
+    let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
+    if out.tag.is_none() {
+        out.unmanaged = Some(if out.digest.is_some() {
+            "pinned by digest only".into()
+        } else {
+            "no tag (the runtime pulls latest)".into()
+        });
+    }
+    out.slots
+        .push(ctx.slot(doc, path, s, SlotFormat::Reference { name: written }));
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imagebump_yaml::{parse_located, LineIndex};
+
+    fn found(text: &str, specs: &[FieldSpec]) -> (Vec<String>, Vec<String>) {
+        let ctx = FileCtx {
+            file: "m.yaml",
+            text,
+            lines: LineIndex::new(text),
+        };
+        let docs = parse_located(text).unwrap();
+        let (mut out, mut problems) = (Vec::new(), Vec::new());
+        scan(&ctx, &docs, specs, &mut out, &mut problems);
+        let refs = out
+            .iter()
+            .map(|f| {
+                let path = f.r.slots.first().map_or_else(
+                    || "-".to_string(),
+                    |s| imagebump_yaml::path_to_string(&s.path),
+                );
+                let k = if f.kustomizable { " (kustomize)" } else { "" };
+                match &f.r.unmanaged {
+                    None => format!(
+                        "{}:{} {} {path}{k}",
+                        f.r.line,
+                        f.r.image,
+                        f.r.tag.as_deref().unwrap_or("-")
+                    ),
+                    Some(why) => format!("{}:{} {path}{k}: {why}", f.r.line, f.r.written),
+                }
+            })
+            .collect();
+        (refs, problems.iter().map(|p| p.to_string()).collect())
+    }
+
+    const WORKLOADS: &str = r#"apiVersion: batch/v1
+kind: CronJob
+metadata: {name: backup}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          initContainers:
+            - name: wait
+              image: busybox:1.36
+          containers:
+            - name: backup
+              image: "ghcr.io/acme/backup:v2.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: debug}
+    spec:
+      containers: [{name: a, image: nginx}]
+      ephemeralContainers:
+        - {name: dbg, image: "busybox:1.36"}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+spec:
+  image: quay.io/prometheus/prometheus:v2.54.1
+  thanos:
+    baseImage: quay.io/thanos/thanos
+    version: v0.36.1
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+spec:
+  image: not/read:1.0
+---
+apiVersion: v1
+kind: ConfigMap
+data:
+  image: "{{ .Values.image }}"
+  other: registry.example.com/tools/kubectl:1.31.0 # imagebump: image
+"#;
+
+    #[test]
+    fn finds_every_image_of_every_manifest() {
+        let (refs, problems) = found(WORKLOADS, &[]);
+        insta::assert_snapshot!(refs.join("\n"), @r###"
+        11:docker.io/library/busybox 1.36 spec.jobTemplate.spec.template.spec.initContainers[0].image (kustomize)
+        14:ghcr.io/acme/backup v2.1.0 spec.jobTemplate.spec.template.spec.containers[0].image (kustomize)
+        23:nginx items[0].spec.containers[0].image (kustomize): no tag (the runtime pulls latest)
+        25:docker.io/library/busybox 1.36 items[0].spec.ephemeralContainers[0].image
+        30:quay.io/prometheus/prometheus v2.54.1 spec.image
+        43:{{ .Values.image }} -: not an image: a template, filled in at deploy time
+        44:registry.example.com/tools/kubectl 1.31.0 data.other
+        "###);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn field_specs_name_other_fields() {
+        let spec = FieldSpec::parse(
+            &ImageField {
+                kind: "Prometheus".into(),
+                group: Some("monitoring.coreos.com".into()),
+                path: "spec/thanos/baseImage".into(),
+            },
+            true,
+        )
+        .unwrap();
+        let (refs, _) = found(WORKLOADS, std::slice::from_ref(&spec));
+        let line = "32:quay.io/thanos/thanos spec.thanos.baseImage (kustomize): no tag (the runtime pulls latest)";
+        assert!(refs.iter().any(|r| r == line), "{refs:?}");
+        let other_group = FieldSpec {
+            group: Some("example.com".into()),
+            ..spec
+        };
+        let (refs, _) = found(WORKLOADS, &[other_group]);
+        assert!(!refs.iter().any(|r| r.contains("baseImage")), "{refs:?}");
+        let bad = FieldSpec::parse(
+            &ImageField {
+                kind: "X".into(),
+                group: None,
+                path: "spec//image".into(),
+            },
+            false,
+        );
+        assert!(bad.unwrap_err().contains("spec//image"));
+    }
+
+    #[test]
+    fn bad_references_are_reported_at_their_line() {
+        let text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - image: nginx:1.2:3\n";
+        let (refs, problems) = found(text, &[]);
+        assert!(refs.is_empty());
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].contains("m.yaml:5:14"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_first_look_decides_what_is_parsed() {
+        let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {image: x}\n";
+        assert_eq!(interest(crd, &[]), Interest::default());
+        let both = format!(
+            "{crd}---\n{}",
+            "apiVersion: v1\nkind: Pod\nspec: {containers: [{image: x}]}\n"
+        );
+        assert!(interest(&both, &[]).workloads);
+        let no_image = "apiVersion: v1\nkind: Service\nspec: {}\n";
+        assert!(!interest(no_image, &[]).workloads);
+        let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec: {}\n";
+        assert!(interest(app, &[]).argo);
+        let crd_mentioning_argo = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: applications.argoproj.io}\n";
+        assert!(!interest(crd_mentioning_argo, &[]).argo);
+        let flow = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"image\": \"x:1\"}]}}\n";
+        assert!(interest(flow, &[]).workloads);
+        assert_eq!(split_documents("a: 1\n---\nb: 2\n--- \nc\n").count(), 3);
+    }
+}
