@@ -43,7 +43,7 @@ pub(super) fn upserts(
                     let value = render(value, tag, digest);
                     match current {
                         Some(Value::Array(existing)) => {
-                            out.push(in_existing(doc, path, existing, key, value, &mut keys))
+                            out.extend(in_existing(doc, path, existing, key, value, &mut keys))
                         }
                         Some(other) if !other.is_null() => {
                             return Err(format!(
@@ -95,46 +95,39 @@ fn in_existing(
     key: &ItemKey,
     value: Value,
     appended: &mut Vec<ItemKey>,
-) -> Upsert {
+) -> Vec<Upsert> {
     let at = |seg: Vec<PathSeg>| {
         let mut p = path.to_vec();
         p.extend(seg);
         p
     };
     match existing.iter().position(|v| matches(v, key)) {
-        // Only the value inside the entry changes, so the entry keeps its layout.
+        // Only the fields that change are written, so the entry keeps its layout (and
+        // fields the new value does not name, such as a kustomize entry's comments).
         Some(i) => match (&existing[i], &value) {
-            (Value::Object(old), Value::Object(new)) => {
-                let field = ["value", "newTag"]
-                    .into_iter()
-                    .find(|f| old.contains_key(*f) && new.contains_key(*f));
-                match field {
-                    Some(f) => Upsert {
-                        doc,
-                        path: at(vec![PathSeg::Index(i), PathSeg::Key(f.into())]),
-                        value: new[f].clone(),
-                    },
-                    None => Upsert {
-                        doc,
-                        path: at(vec![PathSeg::Index(i)]),
-                        value,
-                    },
-                }
-            }
-            _ => Upsert {
+            (Value::Object(old), Value::Object(new)) => new
+                .iter()
+                .filter(|(f, v)| old.get(*f) != Some(*v))
+                .map(|(f, v)| Upsert {
+                    doc,
+                    path: at(vec![PathSeg::Index(i), PathSeg::Key(f.clone())]),
+                    value: v.clone(),
+                })
+                .collect(),
+            _ => vec![Upsert {
                 doc,
                 path: at(vec![PathSeg::Index(i)]),
                 value,
-            },
+            }],
         },
         None => {
             let index = existing.len() + appended.len();
             appended.push(key.clone());
-            Upsert {
+            vec![Upsert {
                 doc,
                 path: at(vec![PathSeg::Index(index)]),
                 value,
-            }
+            }]
         }
     }
 }

@@ -254,7 +254,10 @@ pub fn updates_table(updates: &[Update]) -> String {
                 u.name.clone(),
                 shorten_digests(&u.from),
                 shorten_digests(&u.to),
-                format!("{}:{}", u.file, u.line),
+                match &u.written_to {
+                    Some(to) => format!("{}:{} → {to}", u.file, u.line),
+                    None => format!("{}:{}", u.file, u.line),
+                },
             ]
         })
         .collect();

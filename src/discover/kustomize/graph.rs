@@ -160,15 +160,15 @@ impl Graph {
         shared: SharedBases,
     ) -> Place {
         let chains = self.chains(file);
-        let unit = |leaves: &BTreeMap<&str, LeafEdit>| match leaves.values().next() {
-            Some(l) if leaves.len() == 1 => Some(l.dir.clone()),
-            _ => None,
-        };
+        let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
+        let only = (all.len() == 1)
+            .then(|| all.iter().next().map(|l| l.to_string()))
+            .flatten();
         if !kustomizable {
-            let leaves: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
-            let unit = (leaves.len() == 1)
-                .then(|| leaves.into_iter().next().unwrap_or_default().to_string());
-            return Place::InPlace { image: None, unit };
+            return Place::InPlace {
+                image: None,
+                unit: only,
+            };
         }
         let mut overridden = None;
         let mut leaves: BTreeMap<&str, LeafEdit> = BTreeMap::new();
@@ -184,19 +184,25 @@ impl Graph {
             }
         }
         if leaves.is_empty() {
-            if let Some(by) = overridden {
-                return Place::Overridden { by };
-            }
-            return Place::InPlace {
-                image: None,
-                unit: None,
+            return match overridden {
+                Some(by) => Place::Overridden { by },
+                None => Place::InPlace {
+                    image: None,
+                    unit: None,
+                },
             };
         }
-        if leaves.len() == 1 || shared == SharedBases::InPlace {
-            let first = leaves.values().next().map(|l| l.image.clone());
+        // A file that two or more leaves render is shared: it is never edited for one of
+        // them (unless the user asked for in-place edits).
+        if all.len() == 1 || shared == SharedBases::InPlace {
+            // Looked up under the name the leaves deploy, when they agree on one.
+            let names: BTreeSet<&str> = leaves.values().map(|l| l.image.as_str()).collect();
+            let image = (names.len() == 1)
+                .then(|| names.into_iter().next())
+                .flatten();
             return Place::InPlace {
-                image: first.filter(|i| i != written),
-                unit: unit(&leaves),
+                image: image.filter(|i| *i != written).map(str::to_string),
+                unit: only,
             };
         }
         Place::PerLeaf(leaves.into_values().collect())
@@ -367,13 +373,13 @@ mod tests {
             k("dev", &["../base"], &[("nginx", None, true)]),
             k("prod", &["../base"], &[]),
         ]);
-        assert_eq!(
-            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
-            Place::InPlace {
-                image: None,
-                unit: Some("prod".into())
-            }
-        );
+        // Only prod renders the base's tag, but the base is shared: prod gets an entry.
+        let Place::PerLeaf(edits) = g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay)
+        else {
+            panic!("not per leaf")
+        };
+        assert_eq!(edits.len(), 1);
+        assert_eq!(edits[0].file, "prod/kustomization.yaml");
         let g = graph(vec![
             k("base", &["d.yaml"], &[("nginx", None, true)]),
             k("dev", &["../base"], &[]),

@@ -184,7 +184,10 @@ fn entry(
         None if digest.is_some() => {
             out.unmanaged = Some("pinned by digest only (no newTag)".into())
         }
-        None => out.unmanaged = Some("no newTag: the tag comes from the resources".into()),
+        None => {
+            out.unmanaged =
+                Some("no newTag: the tag is the resources' (listed at their line)".into())
+        }
         Some(t) => {
             let format = if tag_digest.is_some() {
                 SlotFormat::TagAtDigest
