@@ -55,9 +55,27 @@ fn copy_fixture() -> tempfile::TempDir {
     dir
 }
 
+/// Fails, naming what to install, unless kubectl's kustomize knows components (v3.7+).
+fn require_kustomize() {
+    require_tool("kubectl", "kubernetes-client");
+    let out = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Kustomize Version: v"))
+        .and_then(|v| semver::Version::parse(v.trim()).ok());
+    assert!(
+        version.is_some_and(|v| v >= semver::Version::new(3, 7, 0)),
+        "kubectl's kustomize is too old for components ({text}): install kubectl 1.21 or later"
+    );
+}
+
 /// `kubectl kustomize DIR`, the real renderer.
 fn render(dir: &Path) -> String {
-    require_tool("kubectl", "kubernetes-client");
+    require_kustomize();
     let out = Command::new("kubectl")
         .arg("kustomize")
         .arg(dir)
