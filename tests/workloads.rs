@@ -25,7 +25,11 @@ fn files(dir: &Path) -> BTreeMap<String, String> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string();
                 out.insert(rel, fs::read_to_string(&path).unwrap());
             }
         }
@@ -46,7 +50,10 @@ fn copy_fixture() -> tempfile::TempDir {
 fn setup() -> (Registry, tempfile::TempDir, String) {
     let reg = Registry::start(RegistryMode::Plain);
     reg.push_tags("jellyfin/jellyfin", &["10.9.0", "10.9.11", "10.10.0"]);
-    reg.push_tags("library/postgres", &["16.2-alpine", "16.4-alpine", "17.0-alpine", "17.0"]);
+    reg.push_tags(
+        "library/postgres",
+        &["16.2-alpine", "16.4-alpine", "17.0-alpine", "17.0"],
+    );
     reg.push_tags("library/busybox", &["1.36.0", "1.37.0"]);
     reg.push_tags("linuxserver/sonarr", &["4.0.0", "4.0.10"]);
     reg.push_tags("prometheus/prometheus", &["v2.54.1", "v2.55.0", "v3.0.0"]);
@@ -56,7 +63,10 @@ fn setup() -> (Registry, tempfile::TempDir, String) {
     let path = dir.path().join("imagebump.yaml");
     let mut text = String::from("registries:\n");
     for prefix in ["docker.io", "lscr.io", "quay.io"] {
-        text.push_str(&format!("  - prefix: {prefix}\n    url: {}\n", reg.base_url()));
+        text.push_str(&format!(
+            "  - prefix: {prefix}\n    url: {}\n",
+            reg.base_url()
+        ));
     }
     fs::write(&path, text).unwrap();
     let cfg = path.to_string_lossy().to_string();
@@ -82,12 +92,28 @@ fn every_manifest_image_is_found_and_edited_in_place() {
         .run();
     let after = files(repo.path());
     let moved = [
-        ("apps/media/jellyfin.yaml", "jellyfin/jellyfin:10.9.0", "jellyfin/jellyfin:10.10.0"),
-        ("apps/media/jellyfin.yaml", "'postgres:16.2-alpine'", "'postgres:17.0-alpine'"),
+        (
+            "apps/media/jellyfin.yaml",
+            "jellyfin/jellyfin:10.9.0",
+            "jellyfin/jellyfin:10.10.0",
+        ),
+        (
+            "apps/media/jellyfin.yaml",
+            "'postgres:16.2-alpine'",
+            "'postgres:17.0-alpine'",
+        ),
         ("apps/media/sonarr.yaml", "busybox:1.36.0", "busybox:1.37.0"),
         ("apps/media/sonarr.yaml", "sonarr:4.0.0", "sonarr:4.0.10"),
-        ("apps/monitoring/prometheus.yaml", "prometheus:v2.54.1", "prometheus:v3.0.0"),
-        ("apps/tools/configmap.yaml", "kubectl:1.31.0", "kubectl:1.31.2"),
+        (
+            "apps/monitoring/prometheus.yaml",
+            "prometheus:v2.54.1",
+            "prometheus:v3.0.0",
+        ),
+        (
+            "apps/tools/configmap.yaml",
+            "kubectl:1.31.0",
+            "kubectl:1.31.2",
+        ),
     ];
     let mut expected = before.clone();
     for (file, from, to) in moved {

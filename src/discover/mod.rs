@@ -367,12 +367,27 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         })
         .collect();
     let specs = placement::field_specs(root, &config.scan, &read_k, &mut out.problems);
+    // Values files named by `helmCharts:` are Helm values, whatever their name.
+    let values_files: std::collections::BTreeSet<String> = read_k
+        .iter()
+        .flat_map(|k| {
+            k.values_files
+                .iter()
+                .filter_map(|f| kustomize::graph::join(&k.dir, f))
+        })
+        .collect();
     let mut kread = kread.into_iter();
     // Reading and parsing each file is independent of the others: done on every core.
     // Policies, Argo CD resources and the bookkeeping follow in file order.
     let others: Vec<&(String, FileKind)> = files.iter().filter(|f| !is_k(f)).collect();
-    let mut read = crate::parallel::map(&others, |(rel, kind)| read_file(root, rel, *kind, &specs))
-        .into_iter();
+    let mut read = crate::parallel::map(&others, |(rel, kind)| {
+        let kind = match kind {
+            FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
+            k => *k,
+        };
+        read_file(root, rel, kind, &specs)
+    })
+    .into_iter();
     let all = files.iter().map(|f| {
         let next = if is_k(&f) { kread.next() } else { read.next() };
         (f.0.clone(), next.unwrap_or(Read::Skipped))

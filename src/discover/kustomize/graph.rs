@@ -316,6 +316,7 @@ mod tests {
                 .collect(),
             configurations: Vec::new(),
             components: Vec::new(),
+            values_files: Vec::new(),
         }
     }
 

@@ -23,6 +23,8 @@ pub struct Kustomization {
     pub images: Vec<Entry>,
     /// `configurations:` files as written (field specs for custom resources).
     pub configurations: Vec<String>,
+    /// `helmCharts:` values files as written: read as Helm values, whatever their name.
+    pub values_files: Vec<String>,
 }
 
 /// One `images:` entry, as kustomize applies it.
@@ -66,6 +68,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
         .into_iter()
         .map(|(s, _)| s)
         .collect();
+    k.values_files = values_files(root);
     k.configurations = strings(ctx, root, "configurations")
         .into_iter()
         .map(|(s, _)| s)
@@ -90,6 +93,7 @@ pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mu
     let unit = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
     for doc in docs {
         let Some(root) = &doc.root else { continue };
+        helm_charts(ctx, doc.index, root, refs, problems);
         let Some(images) = root.get("images") else {
             continue;
         };
@@ -113,6 +117,46 @@ pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mu
             }
         }
     }
+}
+
+/// `helmCharts[].valuesInline`: Helm values written in the kustomization.
+fn helm_charts(
+    ctx: &FileCtx,
+    doc: usize,
+    root: &Node,
+    refs: &mut Vec<ImageRef>,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(Node::Seq { items, .. }) = root.get("helmCharts") else {
+        return;
+    };
+    for (i, chart) in items.iter().enumerate() {
+        if let Some(values) = chart.get("valuesInline") {
+            let mut path = vec![
+                PathSeg::Key("helmCharts".into()),
+                PathSeg::Index(i),
+                PathSeg::Key("valuesInline".into()),
+            ];
+            super::helm::walk(ctx, doc, values, &mut path, refs, problems);
+        }
+    }
+}
+
+/// `helmCharts[].valuesFile` and `additionalValuesFiles`, as written.
+fn values_files(root: &Node) -> Vec<String> {
+    let Some(Node::Seq { items, .. }) = root.get("helmCharts") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for chart in items {
+        if let Some(f) = chart.get("valuesFile").and_then(Node::str_value) {
+            out.push(f.to_string());
+        }
+        if let Some(Node::Seq { items, .. }) = chart.get("additionalValuesFiles") {
+            out.extend(items.iter().filter_map(Node::str_value).map(str::to_string));
+        }
+    }
+    out
 }
 
 fn entry(
