@@ -487,7 +487,13 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, specs: &[workloads::FieldSp
         }
         _ => workloads::Interest::default(),
     };
-    let docs = match imagebump_yaml::parse_located(&text) {
+    // A manifest that is not an Argo CD resource needs only its documents with images.
+    let parsed = if kind == FileKind::Manifest && !interest.argo {
+        workloads::parse(&text, specs)
+    } else {
+        imagebump_yaml::parse_located(&text)
+    };
+    let docs = match parsed {
         Ok(d) => d,
         Err(e) => {
             return Read::Problem(Problem::at_file(

@@ -12,7 +12,7 @@ use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::config::ImageField;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
+use imagebump_yaml::{Doc, Node, ParseError, PathSeg, Scalar};
 
 /// Kinds whose documents are never read for images: their schemas are full of `image`
 /// property names, and they deploy nothing.
@@ -83,53 +83,132 @@ pub struct Interest {
 /// without any `image` is never parsed. A document whose kind cannot be seen this way
 /// (flow style, JSON) is parsed when it mentions `kind` at all.
 pub fn interest(text: &str, specs: &[FieldSpec]) -> Interest {
-    let mut out = Interest::default();
     let marked = text.contains("imagebump:");
+    let mut out = Interest::default();
     for doc in split_documents(text) {
-        let kind = top_level(doc, "kind:");
-        let has_image = marked || doc.contains("image") || doc.contains("Image");
-        match kind {
-            Some(k) if ARGO_KINDS.contains(&k) || k == "List" => {
-                out.argo |= doc.contains("argoproj.io");
-                out.workloads |= has_image;
-            }
-            Some(k) if NOT_WORKLOADS.contains(&k) => {}
-            Some(k) => {
-                out.workloads |= (has_image && top_level(doc, "apiVersion:").is_some())
-                    || specs.iter().any(|s| s.kind == k)
-            }
-            None if doc.contains("kind") => {
-                out.argo |= doc.contains("argoproj.io");
-                out.workloads |= has_image;
-            }
-            None => {}
-        }
+        let i = doc_interest(doc, specs, marked);
+        out.argo |= i.argo;
+        out.workloads |= i.workloads;
     }
     out
 }
 
-/// The documents of a YAML stream, split at `---` lines (enough for a first look).
-fn split_documents(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
+fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
+    let has_image = marked || doc.contains("image") || doc.contains("Image");
+    match top_level(doc, "kind:") {
+        Some(k) if ARGO_KINDS.contains(&k) || k == "List" => Interest {
+            argo: doc.contains("argoproj.io"),
+            workloads: has_image,
+        },
+        Some(k) if NOT_WORKLOADS.contains(&k) => Interest::default(),
+        Some(k) => Interest {
+            argo: false,
+            workloads: (has_image && top_level(doc, "apiVersion:").is_some())
+                || specs.iter().any(|s| s.kind == k),
+        },
+        None if doc.contains("kind") => Interest {
+            argo: doc.contains("argoproj.io"),
+            workloads: has_image,
+        },
+        None => Interest::default(),
+    }
+}
+
+/// Parse only the documents that may hold an image: a Deployment next to megabytes of
+/// CRDs (an upstream `install.yaml`) costs what the Deployment costs. Each document is
+/// parsed on its own and placed at its offset and index in the file; a stream whose
+/// documents cannot be told apart by its `---` lines alone (`...` ends, `%` directives) is
+/// parsed whole.
+pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
+    let Some(docs) = documents(text) else {
+        return imagebump_yaml::parse_located(text);
+    };
+    let marked = text.contains("imagebump:");
+    let mut out = Vec::new();
+    for (index, (start, doc)) in docs.into_iter().enumerate() {
+        if !doc_interest(doc, specs, marked).workloads {
+            continue;
+        }
+        let lines_before = text[..start].matches('\n').count();
+        let parsed = imagebump_yaml::parse_located(doc).map_err(|mut e| {
+            e.line += lines_before;
+            e
+        })?;
+        for d in parsed.into_iter().take(1) {
+            out.push(Doc {
+                index,
+                root: d.root.map(|mut n| {
+                    shift(&mut n, start);
+                    n
+                }),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The documents of a YAML stream with their byte offsets, as libyaml counts them: text
+/// before the first `---` line is a document only when it has content. `None` when the
+/// stream uses document end markers or directives.
+fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
+    let marker = |l: &str| {
+        l.strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+    };
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("...") || line.starts_with('%') {
             return None;
         }
-        let mut at = 0;
-        let mut end = rest.len();
-        let mut next = rest.len();
-        for line in rest.split_inclusive('\n') {
-            if at > 0 && line.starts_with("---") {
-                end = at;
-                next = at + line.len();
-                break;
-            }
-            at += line.len();
+        if marker(line) {
+            starts.push(at);
         }
-        let doc = &rest[..end];
-        rest = &rest[next..];
-        Some(doc)
-    })
+        at += line.len();
+    }
+    let content = |l: &str| {
+        let t = l.trim();
+        !t.is_empty() && !t.starts_with('#')
+    };
+    let head = &text[..starts.first().copied().unwrap_or(text.len())];
+    let mut out = Vec::new();
+    if head.lines().any(content) {
+        out.push((0, head));
+    }
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        out.push((start, &text[start..end]));
+    }
+    Some(out)
+}
+
+/// Move every offset of `node` by `by` bytes.
+fn shift(node: &mut Node, by: usize) {
+    match node {
+        Node::Map { entries, offset } => {
+            *offset += by;
+            for (k, v) in entries {
+                k.offset += by;
+                shift(v, by);
+            }
+        }
+        Node::Seq { items, offset } => {
+            *offset += by;
+            for v in items {
+                shift(v, by);
+            }
+        }
+        Node::Scalar(s) => s.span = s.span.start + by..s.span.end + by,
+        Node::Other { offset } => *offset += by,
+    }
+}
+
+/// The documents of a YAML stream, split at `---` lines (enough for a first look).
+fn split_documents(text: &str) -> impl Iterator<Item = &str> {
+    documents(text)
+        .unwrap_or_else(|| vec![(0, text)])
+        .into_iter()
+        .map(|(_, d)| d)
 }
 
 /// The value of a top-level `key:` line (`kind: Deployment`), quotes and comments removed.
@@ -512,5 +591,24 @@ data:
         let flow = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"image\": \"x:1\"}]}}\n";
         assert!(interest(flow, &[]).workloads);
         assert_eq!(split_documents("a: 1\n---\nb: 2\n--- \nc\n").count(), 3);
+    }
+
+    #[test]
+    fn documents_are_parsed_alone_at_their_place() {
+        let crd = "kind: CustomResourceDefinition\nspec: {image: x}\n";
+        let pod = "apiVersion: v1\nkind: Pod\nspec:\n  containers: [{image: 'nginx:1.2'}]\n";
+        let text = format!("# head\n---\n{crd}---\n{pod}--- # third\n{pod}");
+        let docs = parse(&text, &[]).unwrap();
+        let full = imagebump_yaml::parse_located(&text).unwrap();
+        assert_eq!(docs.iter().map(|d| d.index).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(docs[0].root, full[1].root);
+        assert_eq!(docs[1].root, full[2].root);
+        let broken = format!("{pod}---\n{pod}  bad: [\n");
+        let err = parse(&broken, &[]).unwrap_err();
+        let whole = imagebump_yaml::parse_located(&broken).unwrap_err();
+        assert_eq!((err.line, err.column), (whole.line, whole.column), "{err}");
+        // Document end markers: parsed whole.
+        let ended = format!("{pod}...\n---\n{pod}");
+        assert_eq!(parse(&ended, &[]).unwrap().len(), 2);
     }
 }
