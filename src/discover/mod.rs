@@ -50,6 +50,10 @@ pub struct Slot {
     pub style: Style,
     pub raw: String,
     pub format: SlotFormat,
+    /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
+    /// `helm.values` string): `doc` and `path` then locate that block scalar, `inner` the
+    /// scalar inside its text; `span` and `raw` are still the scalar's bytes in the file.
+    pub inner: Option<imagebump_yaml::Inner>,
 }
 
 /// What a slot holds, so the new value can be spelled the same way.
@@ -207,6 +211,7 @@ impl FileCtx<'_> {
             style: s.style,
             raw: self.text[s.span.clone()].to_string(),
             format,
+            inner: None,
         }
     }
 
@@ -308,6 +313,13 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
+    let helm_keys = match helm::ImageKeys::compile(&config.helm) {
+        Ok(k) => k,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
+    };
     let mut policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p,
         Err(e) => {
@@ -346,7 +358,7 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
     }
     // Reading and parsing each file is independent of the others: done on every core.
     // Policies, Argo CD resources and the bookkeeping follow in file order.
-    let read = crate::parallel::map(&files, |(rel, kind)| read_file(root, rel, kind));
+    let read = crate::parallel::map(&files, |(rel, kind)| read_file(root, rel, kind, &helm_keys));
     let mut argo = argocd::Found::default();
     for ((rel, _), read) in files.into_iter().zip(read) {
         let (text, lines, refs) = match read {
@@ -415,7 +427,7 @@ enum Read {
     },
 }
 
-fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
+fn read_file(root: &Path, rel: &str, kind: &FileKind, helm_keys: &helm::ImageKeys) -> Read {
     let text = match std::fs::read_to_string(root.join(rel)) {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, format!("cannot read: {e}"))),
@@ -447,7 +459,7 @@ fn read_file(root: &Path, rel: &str, kind: &FileKind) -> Read {
     let mut problems = Vec::new();
     match kind {
         FileKind::Kustomization => kustomize::scan(&ctx, &docs, &mut refs, &mut problems),
-        FileKind::HelmValues => helm::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::HelmValues => helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems),
         FileKind::Manifest => {}
     }
     drop(docs);
