@@ -1,5 +1,6 @@
 //! Lossless editing over the edge-case fixtures: snapshots of the rendered diffs, and a
-//! property test that random edits change exactly the targeted scalars.
+//! property test that random edits change exactly the targeted scalars (also inside the
+//! `helm.values` block scalars of fixtures/helm).
 
 use std::path::Path;
 
@@ -133,7 +134,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
     };
     for f in plan.files.iter().filter(|f| !created(&f.file)) {
         let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        let mut intended: Vec<(usize, Vec<PathSeg>, String)> = Vec::new();
+        let mut intended: Vec<(&discover::Slot, String)> = Vec::new();
         for (r, o) in found.refs.iter().zip(outcomes) {
             let Outcome::Update { tag, digest } = o else {
                 continue;
@@ -147,7 +148,11 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
                     discover::SlotFormat::TagAtDigest => {
                         format!("{tag}@{}", digest.as_ref().unwrap())
                     }
-                    discover::SlotFormat::Digest => digest.clone().unwrap(),
+                    // An empty `digest:` key stays as it is when no digest is written.
+                    discover::SlotFormat::Digest => match digest {
+                        Some(d) => d.clone(),
+                        None => continue,
+                    },
                     discover::SlotFormat::Reference { name } => match digest {
                         Some(d) => format!("{name}:{tag}@{d}"),
                         None => format!("{name}:{tag}"),
@@ -160,7 +165,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
                 };
                 let raw = imagebump_yaml::render_scalar(&old, &slot.raw, &value).unwrap();
                 spans.push((slot.span.clone(), raw));
-                intended.push((slot.doc, slot.path.clone(), value));
+                intended.push((slot, value));
             }
         }
         spans.sort_by_key(|(s, _)| s.start);
@@ -180,15 +185,39 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
         }
         assert_eq!(&f.after[a..], &f.before[b..], "{}: trailing bytes", f.file);
         let docs = parse_all(&f.after);
-        for (doc, path, value) in intended {
-            assert_eq!(
-                as_text(at(&docs[doc], &path).unwrap()),
-                value,
-                "{} {path:?}",
-                f.file
-            );
+        for (slot, value) in intended {
+            let found = at(&docs[slot.doc], &slot.path).unwrap();
+            let found = match &slot.inner {
+                None => found.clone(),
+                // Inside the YAML text of a block scalar: read that text as YAML.
+                Some(inner) => {
+                    let text = found.as_str().unwrap();
+                    at(&parse_all(text)[inner.doc], &inner.path)
+                        .unwrap()
+                        .clone()
+                }
+            };
+            assert_eq!(as_text(&found), value, "{} {:?}", f.file, slot.path);
         }
     }
+}
+
+#[test]
+fn edits_inside_helm_values_strings_are_checked_like_any_other() {
+    let found = discover_fixture("helm");
+    let inside = found
+        .refs
+        .iter()
+        .filter(|r| r.is_managed() && r.slots.iter().any(|s| s.inner.is_some()))
+        .count();
+    assert_eq!(
+        inside, 4,
+        "the fixture's helm.values strings hold 4 managed images"
+    );
+    let outcomes = bump_all(&found);
+    let plan = plan::plan(&found, &outcomes, Default::default());
+    assert_eq!(plan.problems, []);
+    check(&plan, &found, &outcomes);
 }
 
 fn tag_strategy() -> impl Strategy<Value = String> {
@@ -201,7 +230,7 @@ proptest! {
     #[test]
     fn random_edits_change_only_their_scalars(
         picks in proptest::collection::vec((any::<bool>(), tag_strategy(), "[0-9a-f]{64}"), 32),
-        fixture in prop_oneof![Just("edge"), Just("demo"), Just("homelab"), Just("overlays")],
+        fixture in prop_oneof![Just("edge"), Just("demo"), Just("helm"), Just("homelab"), Just("overlays")],
     ) {
         let found = discover_fixture(fixture);
         let outcomes: Vec<Outcome> = found

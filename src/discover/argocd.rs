@@ -1,5 +1,6 @@
 //! Argo CD Applications kept in the repository (app-of-apps): the images of their own
-//! sources (`kustomize.images`, `helm.parameters`, `helm.valuesObject`, `plugin.env`), the
+//! sources (`kustomize.images`, `helm.parameters`, `helm.valuesObject`, the YAML text of
+//! `helm.values`, `plugin.env`), the
 //! images argocd-image-updater is configured to manage (annotations or `ImageUpdater`
 //! resources), the parameter override files Argo CD applies (`.argocd-source.yaml`, then
 //! `.argocd-source-<app>.yaml`), and where each new value is written.
@@ -25,7 +26,7 @@ use crate::policy::rules::Policies;
 use crate::policy::PolicySpec;
 use imagebump_model::name::{parse_name, parse_reference, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{parse_located, Doc, LineIndex, Node, PathSeg};
+use imagebump_yaml::{parse_located, BlockText, Doc, LineIndex, Node, PathSeg};
 
 /// A YAML file read whole: its text, located documents and their values.
 pub struct Loaded {
@@ -238,6 +239,8 @@ pub fn scan(
     let mut scan = Scan {
         root,
         namespace: &config.argocd.namespace,
+        // A bad key path is reported by the file scan; here there are then none.
+        helm_keys: super::helm::ImageKeys::compile(&config.helm).unwrap_or_default(),
         files,
         out,
         policies,
@@ -250,6 +253,7 @@ pub fn scan(
 struct Scan<'a> {
     root: &'a Path,
     namespace: &'a str,
+    helm_keys: super::helm::ImageKeys,
     /// Manifests, and the override, kustomization and values files read on demand.
     files: BTreeMap<String, Loaded>,
     out: &'a mut Discovery,
@@ -301,7 +305,7 @@ impl Scan<'_> {
             .collect();
         for st in &states {
             self.own_files(st, &app_key, &states);
-            self.helm_values_note(app, &app_key, st);
+            self.values_string(app, &app_key, st);
         }
         let config = match config {
             Ok(c) => c,
@@ -416,18 +420,59 @@ impl Scan<'_> {
         }
     }
 
-    /// Images in `helm.values` (a string) are not managed, whoever configures the app.
-    fn helm_values_note(&mut self, app: &App, app_key: &str, st: &SourceState) {
-        let at = join(&st.source.at, &["helm", "values"]);
-        if self
-            .files
-            .get(&app.file)
-            .and_then(|m| m.value(app.doc, &at))
-            .is_some()
-        {
-            let p = self.at_app(app, format!("Application {app_key}: images inside `helm.values` (a string) are not managed; move them to `helm.valuesObject` or a values file"));
-            self.out.notes.push(p);
+    /// Images in `helm.values`, a string of YAML (from the manifest or the override file
+    /// Argo CD reads it from): edited inside the string when it is a literal block scalar
+    /// (`values: |`), else listed as unmanaged. Whoever configures the app, they are listed
+    /// before its argocd-image-updater settings are applied, which may leave them alone.
+    fn values_string(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        if st.broken {
+            return;
         }
+        let (file, doc, at) = self.holder(app, st, &["helm", "values"]);
+        let Some(loaded) = self.files.get(&file) else {
+            return;
+        };
+        let (Some(Value::String(text)), Some(Node::Scalar(s))) =
+            (loaded.value(doc, &at), loaded.node(doc, &at))
+        else {
+            return;
+        };
+        let (refs, problems) = match BlockText::literal(&loaded.text, s.span.clone(), text) {
+            Some(block) => super::helm::in_block(&file, doc, &at, &block, &self.helm_keys),
+            None => {
+                let position = loaded.position(doc, &at);
+                super::helm::in_string(&file, position, text, &self.helm_keys)
+            }
+        };
+        let overrides = self.values_overrides(app, st);
+        self.out.problems.extend(problems);
+        for mut r in refs {
+            r.unit = app_key.to_string();
+            r.app = Some(app_key.to_string());
+            let inner = r.slots.first().and_then(|s| s.inner.as_ref());
+            if let Some(why) = inner.and_then(|i| overrides.iter().find(|(p, _)| *p == i.path)) {
+                r.unmanaged = Some(format!("{} sets it again, over helm.values", why.1));
+            }
+            self.push(r, None);
+        }
+    }
+
+    /// The value paths Argo CD sets over `helm.values`: `helm.valuesObject`'s scalars and
+    /// `helm.parameters`, with where each comes from.
+    fn values_overrides(&self, app: &App, st: &SourceState) -> Vec<(Vec<PathSeg>, &'static str)> {
+        let mut out = Vec::new();
+        let (file, doc, base) = self.holder(app, st, &["helm", "valuesObject"]);
+        if let Some(object) = self.files.get(&file).and_then(|l| l.value(doc, &base)) {
+            scalar_paths(object, &mut Vec::new(), &mut out);
+        }
+        let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
+        for p in self.list(&file, doc, &base) {
+            let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+            if let Ok(path) = argocd::helm_path::parse(name) {
+                out.push((path, "helm.parameters"));
+            }
+        }
+        out
     }
 
     fn at_app(&self, app: &App, message: String) -> Problem {
@@ -625,7 +670,8 @@ impl Scan<'_> {
             };
             let ctx = loaded.ctx();
             let (mut refs, mut problems) = (Vec::new(), Vec::new());
-            super::helm::walk(&ctx, doc, node, &mut base.clone(), &mut refs, &mut problems);
+            let keys = &self.helm_keys;
+            super::helm::values(&ctx, doc, node, &base, keys, &mut refs, &mut problems);
             self.out.problems.extend(problems);
             for r in refs {
                 let rel = r
@@ -1209,6 +1255,27 @@ enum Target {
     Override(String),
     Kustomization(String),
     Values(String),
+}
+
+/// The paths of every scalar below `v`, as set by `helm.valuesObject`.
+fn scalar_paths(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<(Vec<PathSeg>, &'static str)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                path.push(key(k));
+                scalar_paths(v, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(PathSeg::Index(i));
+                scalar_paths(v, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push((path.clone(), "helm.valuesObject")),
+    }
 }
 
 /// Whether a repository value (possibly the short form without the registry, as Helm

@@ -53,6 +53,10 @@ pub struct Slot {
     pub style: Style,
     pub raw: String,
     pub format: SlotFormat,
+    /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
+    /// `helm.values` string): `doc` and `path` then locate that block scalar, `inner` the
+    /// scalar inside its text; `span` and `raw` are still the scalar's bytes in the file.
+    pub inner: Option<imagebump_yaml::Inner>,
 }
 
 /// What a slot holds, so the new value can be spelled the same way.
@@ -210,6 +214,7 @@ impl FileCtx<'_> {
             style: s.style,
             raw: self.text[s.span.clone()].to_string(),
             format,
+            inner: None,
         }
     }
 
@@ -346,6 +351,13 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
+    let helm_keys = match helm::ImageKeys::compile(&config.helm) {
+        Ok(k) => k,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
+    };
     let mut policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p,
         Err(e) => {
@@ -358,7 +370,11 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
     let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
-    let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &[]));
+    let kkeys = Keys {
+        specs: &[],
+        helm: &helm_keys,
+    };
+    let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &kkeys));
     let read_k: Vec<&kustomize::Kustomization> = kread
         .iter()
         .filter_map(|r| match r {
@@ -385,7 +401,11 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
             k => *k,
         };
-        read_file(root, rel, kind, &specs)
+        let keys = Keys {
+            specs: &specs,
+            helm: &helm_keys,
+        };
+        read_file(root, rel, kind, &keys)
     })
     .into_iter();
     let all = files.iter().map(|f| {
@@ -470,7 +490,15 @@ struct Scanned {
     argo: Option<argocd::Loaded>,
 }
 
-fn read_file(root: &Path, rel: &str, kind: FileKind, specs: &[workloads::FieldSpec]) -> Read {
+/// What every file is read with: the image fields of custom resources, the Helm image keys.
+struct Keys<'a> {
+    specs: &'a [workloads::FieldSpec],
+    helm: &'a helm::ImageKeys,
+}
+
+fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
+    let (specs, helm_keys) = (keys.specs, keys.helm);
+
     let text = match std::fs::read_to_string(root.join(rel)) {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, format!("cannot read: {e}"))),
@@ -515,10 +543,10 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, specs: &[workloads::FieldSp
     let mut kustomization = None;
     match kind {
         FileKind::Kustomization => {
-            kustomize::scan(&ctx, &docs, &mut refs, &mut problems);
+            kustomize::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
             kustomization = Some(kustomize::read(&ctx, &docs));
         }
-        FileKind::HelmValues => helm::scan(&ctx, &docs, &mut refs, &mut problems),
+        FileKind::HelmValues => helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems),
         FileKind::Manifest if interest.workloads => {
             workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
         }

@@ -129,6 +129,7 @@ fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>,
                 span: slot.span.clone(),
                 new_raw,
                 new_value: value,
+                inner: slot.inner.clone(),
             })
         })
         .collect()

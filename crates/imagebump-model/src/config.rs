@@ -35,6 +35,9 @@ pub struct Config {
     /// How Argo CD Applications kept in the repository are read.
     #[serde(default)]
     pub argocd: ArgoCdConfig,
+    /// How Helm values are read.
+    #[serde(default)]
+    pub helm: HelmConfig,
     /// How changes become pull requests.
     #[serde(default)]
     pub pull_requests: PullRequestsConfig,
@@ -157,6 +160,87 @@ fn default_argocd_namespace() -> String {
     "argocd".into()
 }
 
+/// Helm values settings (values files, and Argo CD `helm.valuesObject` and `helm.values`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HelmConfig {
+    /// Images at keys imagebump does not find by their name, as Helm key paths from the
+    /// root of the values (`proxy.container`, `sidecars[0].image`). Keys whose name ends in
+    /// `image` (`image`, `sysctlImage`, `bootstrap_image`) are found without this.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_keys: Vec<HelmImageKey>,
+}
+
+/// Where one image is in a chart's values.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    rename_all = "camelCase",
+    expecting = "an image key: {image: PATH}, or {repository: PATH, tag: PATH} with optional registry and digest paths, each PATH keys separated by `.` with `key[N]` for a list item"
+)]
+pub enum HelmImageKey {
+    /// A key holding a whole image: a `{registry, repository, tag, digest}` mapping or a
+    /// `repo:tag` string.
+    Image {
+        /// The key's path (`proxy.container`).
+        image: HelmKeyPath,
+    },
+    /// An image spread over keys of any name; it applies where `repository` holds a string
+    /// and `tag` exists.
+    Parts {
+        /// The path of the repository, with or without its registry (`proxy.image.repo`).
+        repository: HelmKeyPath,
+        /// The path of the tag (`proxy.image.version`), the value imagebump rewrites.
+        tag: HelmKeyPath,
+        /// The path of the registry, when the chart keeps it apart.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        registry: Option<HelmKeyPath>,
+        /// The path of the digest (`sha256:…`), rewritten with the tag when it is set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<HelmKeyPath>,
+    },
+}
+
+/// A Helm key path from the root of the values: keys separated by `.`, a list item as
+/// `key[N]` (`sidecars[0].image`), as `helm --set` and argocd-image-updater write them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(try_from = "String", into = "String")]
+#[schemars(with = "String")]
+pub struct HelmKeyPath(String);
+
+impl HelmKeyPath {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for HelmKeyPath {
+    type Error = String;
+
+    fn try_from(path: String) -> Result<Self, String> {
+        for part in path.split('.') {
+            let (key, index) = match part.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
+                Some((key, index)) => (key, Some(index)),
+                None => (part, None),
+            };
+            if key.is_empty() {
+                return Err(format!("{path:?}: an empty key"));
+            }
+            if index.is_some_and(|i| i.is_empty() || !i.bytes().all(|b| b.is_ascii_digit())) {
+                return Err(format!("{path:?}: the index in {part:?} is not a number"));
+            }
+        }
+        Ok(HelmKeyPath(path))
+    }
+}
+
+impl From<HelmKeyPath> for String {
+    fn from(p: HelmKeyPath) -> String {
+        p.0
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScanConfig {
@@ -266,4 +350,19 @@ fn duration(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
     text.map(crate::duration::parse_age)
         .transpose()
         .map(|d| d.filter(|d| !d.is_zero()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helm_key_paths() {
+        for ok in ["image", "proxy.image.repo", "sidecars[0].image", "a[12]"] {
+            assert!(HelmKeyPath::try_from(ok.to_string()).is_ok(), "{ok}");
+        }
+        for bad in ["", "a..b", "a.", "[0].b", "a[x]", "a[]", "a[-1]"] {
+            assert!(HelmKeyPath::try_from(bad.to_string()).is_err(), "{bad}");
+        }
+    }
 }

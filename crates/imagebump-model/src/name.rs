@@ -74,7 +74,7 @@ pub fn is_valid_digest(digest: &str) -> bool {
 }
 
 /// Why `value` is a placeholder for an image rather than an image, if it is one: a template
-/// (`{{ .Values.image }}`, `${TAG}`, `$(IMAGE)`), an angle-bracket slot (`<OWNER>/app`), or an
+/// (`{{ .Values.image }}`, `${TAG}`, `$(IMAGE)`, `$IMAGE`), an angle-bracket slot (`<OWNER>/app`), or an
 /// upper-case or underscore-wrapped word (`CONTAINER_IMAGES_REGISTRY/app`, `_image_`,
 /// `IMAGE`). Upstream charts and kustomize bases are full of them; they are listed as
 /// unmanaged, never reported as broken references.
@@ -83,7 +83,7 @@ pub fn placeholder(value: &str) -> Option<&'static str> {
     if v.is_empty() {
         return Some("empty");
     }
-    if v.contains("{{") || v.contains("${") || v.contains("$(") || v.contains("%{") {
+    if v.contains("{{") || v.contains('$') || v.contains("%{") {
         return Some("a template, filled in at deploy time");
     }
     if v.contains('<') || v.contains('>') {
@@ -192,6 +192,8 @@ mod tests {
             "{{ .Values.image }}",
             "ghcr.io/acme/web:${TAG}",
             "$(IMAGE)",
+            "$IMAGE:latest",
+            "ghcr.io/acme/web:$TAG",
             "<OWNER>/app:1.0",
             "CONTAINER_IMAGES_REGISTRY/app:1.0",
             "_image_",

@@ -1,5 +1,6 @@
 //! Byte-exact scalar replacement, verified by re-parsing.
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use serde::Deserialize;
@@ -17,6 +18,21 @@ pub struct Edit {
     pub span: Range<usize>,
     pub new_raw: String,
     pub new_value: String,
+    /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
+    /// `helm.values` string): `doc` and `path` then locate that block scalar, and `inner`
+    /// the scalar inside its text. `span` is still the scalar's bytes in the file.
+    pub inner: Option<Inner>,
+}
+
+/// A scalar inside the YAML text of a block scalar (see [`crate::BlockText`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Inner {
+    /// The document of that text.
+    pub doc: usize,
+    /// The path inside that document.
+    pub path: Vec<PathSeg>,
+    /// The scalar's span in the block scalar's decoded text.
+    pub span: Range<usize>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -75,20 +91,26 @@ fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
 /// Apply the edits to `text` and prove the result: every edited path now holds its new
 /// value, and nothing else in any document changed.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
-    let mut sorted: Vec<&Edit> = edits.iter().collect();
+    let out = splice(text, edits)?;
+    verify(text, &out, edits)?;
+    Ok(out)
+}
+
+/// `text` with each edit's span replaced by its new text.
+fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<String, EditError> {
+    let mut sorted: Vec<&Edit> = edits.iter().map(Borrow::borrow).collect();
     sorted.sort_by_key(|e| e.span.start);
     let mut out = String::with_capacity(text.len() + 64);
     let mut pos = 0;
     for e in &sorted {
-        if e.span.start < pos {
-            return Err(EditError::Overlap(e.span.start));
-        }
-        out.push_str(&text[pos..e.span.start]);
+        let kept = text
+            .get(pos..e.span.start)
+            .ok_or(EditError::Overlap(e.span.start))?;
+        out.push_str(kept);
         out.push_str(&e.new_raw);
         pos = e.span.end;
     }
-    out.push_str(&text[pos..]);
-    verify(text, &out, edits)?;
+    out.push_str(text.get(pos..).ok_or(EditError::Overlap(pos))?);
     Ok(out)
 }
 
@@ -108,25 +130,37 @@ fn verify(before: &str, after: &str, edits: &[Edit]) -> Result<(), EditError> {
             actual.len()
         )));
     }
-    for e in edits {
-        let where_ = || format!("document {} at {}", e.doc + 1, path_to_string(&e.path));
+    let (direct, inside): (Vec<&Edit>, Vec<&Edit>) = edits.iter().partition(|e| e.inner.is_none());
+    for e in direct {
         let got = actual
             .get(e.doc)
             .and_then(|d| lookup(d, &e.path))
-            .ok_or_else(|| EditError::Mismatch(format!("{} is gone", where_())))?;
+            .ok_or_else(|| EditError::Mismatch(format!("{} is gone", place(e))))?;
         if scalar_string(got).as_deref() != Some(e.new_value.as_str()) {
             return Err(EditError::Mismatch(format!(
                 "{} reads {:?}, expected {:?}",
-                where_(),
+                place(e),
                 scalar_string(got).unwrap_or_default(),
                 e.new_value
             )));
         }
-        let slot = expected
-            .get_mut(e.doc)
-            .and_then(|d| lookup_mut(d, &e.path))
-            .ok_or_else(|| EditError::Mismatch(format!("{} did not exist before", where_())))?;
-        *slot = got.clone();
+        replace(&mut expected, e, got)?;
+    }
+    let mut blocks: Vec<(usize, &[PathSeg])> =
+        inside.iter().map(|e| (e.doc, &e.path[..])).collect();
+    blocks.sort();
+    blocks.dedup();
+    for (doc, path) in blocks {
+        let edits: Vec<&Edit> = inside
+            .iter()
+            .copied()
+            .filter(|e| e.doc == doc && e.path == path)
+            .collect();
+        let Some(&block) = edits.first() else {
+            continue;
+        };
+        let got = verify_block(&expected, &actual, block, &edits)?;
+        replace(&mut expected, block, got)?;
     }
     if expected != actual {
         return Err(EditError::Mismatch(
@@ -134,6 +168,70 @@ fn verify(before: &str, after: &str, edits: &[Edit]) -> Result<(), EditError> {
         ));
     }
     Ok(())
+}
+
+fn place(e: &Edit) -> String {
+    format!("document {} at {}", e.doc + 1, path_to_string(&e.path))
+}
+
+/// Put `got` where `e` points in the documents read before the edits.
+fn replace(expected: &mut [Value], e: &Edit, got: &Value) -> Result<(), EditError> {
+    let slot = expected
+        .get_mut(e.doc)
+        .and_then(|d| lookup_mut(d, &e.path))
+        .ok_or_else(|| EditError::Mismatch(format!("{} did not exist before", place(e))))?;
+    *slot = got.clone();
+    Ok(())
+}
+
+/// The edits inside one block scalar (the one `e` edits in): its new string must be the old one with exactly
+/// the edited spans replaced, and, read as YAML, the old text with exactly those values
+/// changed. Returns the new string.
+fn verify_block<'a>(
+    before: &[Value],
+    after: &'a [Value],
+    e: &Edit,
+    edits: &[&Edit],
+) -> Result<&'a Value, EditError> {
+    let old = block_string(before, e, "before the edit")?;
+    let got = after.get(e.doc).and_then(|d| lookup(d, &e.path));
+    let new = block_string(after, e, "after the edit")?;
+    let got = got.ok_or_else(|| EditError::Mismatch(format!("{} is gone", place(e))))?;
+    let inner: Vec<Edit> = edits
+        .iter()
+        .filter_map(|e| {
+            let i = e.inner.as_ref()?;
+            Some(Edit {
+                doc: i.doc,
+                path: i.path.clone(),
+                span: i.span.clone(),
+                new_raw: e.new_raw.clone(),
+                new_value: e.new_value.clone(),
+                inner: None,
+            })
+        })
+        .collect();
+    if splice(old, &inner)? != new {
+        return Err(EditError::Mismatch(format!(
+            "the text of {} changed beyond the edited values",
+            place(e)
+        )));
+    }
+    verify(old, new, &inner).map_err(|err| match err {
+        EditError::Mismatch(m) | EditError::Reparse(m) => {
+            EditError::Mismatch(format!("inside {}: {m}", place(e)))
+        }
+        other => other,
+    })?;
+    Ok(got)
+}
+
+/// The string held by the block scalar `e` edits inside.
+fn block_string<'a>(docs: &'a [Value], e: &Edit, when: &str) -> Result<&'a str, EditError> {
+    docs.get(e.doc)
+        .and_then(|d| lookup(d, &e.path))
+        .and_then(Value::as_str)
+        .ok_or_else(|| EditError::Mismatch(format!("{} is not a string {when}", place(e))))
 }
 
 fn scalar_string(v: &Value) -> Option<String> {
@@ -184,6 +282,7 @@ mod tests {
                 span: s.span.clone(),
                 new_raw: raw,
                 new_value: new.into(),
+                inner: None,
             }],
         )
     }
@@ -215,6 +314,188 @@ mod tests {
     fn an_edit_through_an_anchor_is_refused() {
         let err = edit_tag("tag: &v 1.2.0\nother: *v\n", "1.3.0").unwrap_err();
         assert!(matches!(err, EditError::Mismatch(_)), "{err}");
+    }
+
+    /// Edit `inner_path` (keys) inside the literal block scalar at `values` of `text` to
+    /// `new`, rendering it as the planner does.
+    fn edit_inside(text: &str, inner_path: &[&str], new: &str) -> Result<String, EditError> {
+        let values = vec![PathSeg::Key("values".into())];
+        let docs = parse_located(text).unwrap();
+        let block = docs[0].root.as_ref().unwrap().at(&values).unwrap();
+        let block = block.as_scalar().unwrap();
+        let decoded: Value = yaml_serde::from_str(text).unwrap();
+        let decoded = decoded["values"].as_str().unwrap();
+        let b = crate::BlockText::literal(text, block.span.clone(), decoded).unwrap();
+        let path: Vec<PathSeg> = inner_path
+            .iter()
+            .map(|k| PathSeg::Key(k.to_string()))
+            .collect();
+        let inner_docs = parse_located(&b.text).unwrap();
+        let s = inner_docs[0].root.as_ref().unwrap().at(&path).unwrap();
+        let s = s.as_scalar().unwrap();
+        let span = b.file_span(s.span.clone()).unwrap();
+        let raw = render_scalar(s, &text[span.clone()], new)?;
+        apply_edits(
+            text,
+            &[Edit {
+                doc: 0,
+                path: values,
+                span,
+                new_raw: raw,
+                new_value: new.into(),
+                inner: Some(Inner {
+                    doc: 0,
+                    path,
+                    span: s.span.clone(),
+                }),
+            }],
+        )
+    }
+
+    #[test]
+    fn edits_inside_a_literal_block_scalar_change_only_that_value() {
+        let cases = [
+            "values: |\n  image:\n    repository: nginx\n    tag: 1.25.0 # pinned\n  replicas: 2\nother: x\n",
+            "kind: Application\nvalues: |-\n    image:\n      tag: \"1.25.0\"\n\n    x: |\n      nested block\n",
+            "values: |+ # keep the blank lines\r\n  image:\r\n    tag: '1.25.0'\r\n\r\n\r\nafter: 1\r\n",
+            "values: |\n  image: {repository: nginx, tag: 1.25.0}\n",
+        ];
+        let out: Vec<String> = cases
+            .iter()
+            .map(|before| {
+                let after = edit_inside(before, &["image", "tag"], "1.26.0").unwrap();
+                format!("--- before\n{before}--- after\n{after}")
+            })
+            .collect();
+        insta::assert_snapshot!(out.join("\n=====\n"));
+    }
+
+    /// A literal block scalar holding values with a tag, in one of the ways files write it.
+    fn block_file(
+        chomp: &str,
+        explicit: bool,
+        indent: usize,
+        crlf: bool,
+        quote: &str,
+        blank_lines: usize,
+        tag: &str,
+    ) -> String {
+        let pad = " ".repeat(indent);
+        let nl = if crlf { "\r\n" } else { "\n" };
+        let digit = if explicit {
+            indent.to_string()
+        } else {
+            String::new()
+        };
+        let mut out = format!("kind: Application{nl}values: |{chomp}{digit} # values{nl}");
+        out.push_str(&format!("{pad}image:{nl}{pad}  repository: nginx{nl}"));
+        out.push_str(&format!("{pad}  tag: {quote}{tag}{quote} # pinned{nl}"));
+        out.push_str(&nl.repeat(blank_lines));
+        out.push_str(&format!("{pad}other: {{a: [1, 2]}}{nl}{nl}after: 1{nl}"));
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_edit_inside_any_literal_block_changes_only_its_bytes(
+            chomp in proptest::sample::select(vec!["", "-", "+"]),
+            explicit: bool,
+            indent in 1usize..7,
+            crlf: bool,
+            quote in proptest::sample::select(vec!["", "'", "\""]),
+            blank_lines in 0usize..3,
+            new in "v?[0-9]{1,3}(\\.[0-9]{1,3}){0,2}(-[a-z]{1,6})?",
+        ) {
+            let before = block_file(chomp, explicit, indent, crlf, quote, blank_lines, "1.25.0");
+            let after = edit_inside(&before, &["image", "tag"], &new).unwrap();
+            // Outside the old tag's bytes the file is the same.
+            let at = before.find("1.25.0").unwrap();
+            let tail = &before[at + 6..];
+            proptest::prop_assert!(after.starts_with(&before[..at]));
+            proptest::prop_assert!(after.ends_with(tail));
+            let written = &after[at..after.len() - tail.len()];
+            proptest::prop_assert!(!written.contains('\n'));
+            // Read back through both layers: the file, then the YAML inside the string.
+            let doc: Value = yaml_serde::from_str(&after).unwrap();
+            let inner: Value = yaml_serde::from_str(doc["values"].as_str().unwrap()).unwrap();
+            proptest::prop_assert_eq!(scalar_string(&inner["image"]["tag"]), Some(new.clone()));
+            proptest::prop_assert_eq!(doc["after"].as_u64(), Some(1));
+        }
+    }
+
+    #[test]
+    fn crlf_inside_a_block_survives() {
+        assert_eq!(
+            edit_inside(
+                "a: 1\r\nvalues: |\r\n  tag: 1.2.0\r\n  b: 2\r\n",
+                &["tag"],
+                "1.3.0"
+            )
+            .unwrap(),
+            "a: 1\r\nvalues: |\r\n  tag: 1.3.0\r\n  b: 2\r\n"
+        );
+    }
+
+    #[test]
+    fn a_plain_value_that_would_change_type_inside_a_block_is_quoted() {
+        assert_eq!(
+            edit_inside("values: |\n  tag: 1.2\n", &["tag"], "1.10").unwrap(),
+            "values: |\n  tag: \"1.10\"\n"
+        );
+    }
+
+    #[test]
+    fn an_edit_through_an_anchor_inside_a_block_is_refused() {
+        let err = edit_inside(
+            "values: |\n  tag: &v 1.2.0\n  other: *v\n",
+            &["tag"],
+            "1.3.0",
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("anchor")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_inner_edit_that_changes_more_than_its_value_is_refused() {
+        let text = "values: |\n  tag: 1.2.0\n";
+        let edit = |new_raw: &str, inner_span: Range<usize>| Edit {
+            doc: 0,
+            path: vec![PathSeg::Key("values".into())],
+            span: 17..22,
+            new_raw: new_raw.into(),
+            new_value: "1.3.0".into(),
+            inner: Some(Inner {
+                doc: 0,
+                path: vec![PathSeg::Key("tag".into())],
+                span: inner_span,
+            }),
+        };
+        assert_eq!(&text[17..22], "1.2.0");
+        // A new line sneaks in a key (the block's indentation is not the inner text's).
+        let err = apply_edits(text, &[edit("1.3.0\n  extra: 1", 5..10)]).unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("changed beyond")),
+            "{err}"
+        );
+        // The text is spliced as intended but reads as another value.
+        let err = apply_edits(text, &[edit("1.3.1", 5..10)]).unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("inside document 1 at values: document 1 at tag reads \"1.3.1\"")),
+            "{err}"
+        );
+        // The inner span does not match the bytes replaced in the file.
+        let err = apply_edits(text, &[edit("1.3.0", 0..3)]).unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("changed beyond")),
+            "{err}"
+        );
+        assert_eq!(
+            apply_edits(text, &[edit("1.3.0", 5..10)]).unwrap(),
+            "values: |\n  tag: 1.3.0\n"
+        );
     }
 
     #[test]

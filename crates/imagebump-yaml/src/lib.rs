@@ -7,11 +7,13 @@
 //! new text are parsed by `yaml_serde` and the result must equal the old document with exactly
 //! the intended values changed, otherwise the edit is refused.
 
+mod block;
 mod edit;
 mod insert;
 mod located;
 
-pub use edit::{apply_edits, render_scalar, Edit, EditError};
+pub use block::BlockText;
+pub use edit::{apply_edits, render_scalar, Edit, EditError, Inner};
 pub use insert::{apply_upserts, json_documents, set_path, Upsert};
 pub use located::{parse_located, Doc, Key, LineIndex, Node, ParseError, PathSeg, Scalar, Style};
 

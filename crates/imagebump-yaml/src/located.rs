@@ -135,19 +135,36 @@ impl ParseError {
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     starts: Vec<usize>,
+    /// Added to every line and column: the text starts at this line and indentation of a
+    /// file (the content of a block scalar, see [`crate::BlockText::line_index`]).
+    line_base: usize,
+    column_base: usize,
 }
 
 impl LineIndex {
     pub fn new(text: &str) -> Self {
+        Self::shifted(text, 0, 0)
+    }
+
+    /// Positions in `text` as positions of a file in which `text`'s lines start at line
+    /// `line_base + 1`, each indented by `column_base` spaces.
+    pub fn shifted(text: &str, line_base: usize, column_base: usize) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { starts }
+        LineIndex {
+            starts,
+            line_base,
+            column_base,
+        }
     }
 
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let line = self.starts.partition_point(|&s| s <= offset);
         let start = self.starts[line.saturating_sub(1)];
-        (line, offset - start + 1)
+        (
+            line + self.line_base,
+            offset.saturating_sub(start) + 1 + self.column_base,
+        )
     }
 }
 

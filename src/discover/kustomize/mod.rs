@@ -89,11 +89,17 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k
 }
 
-pub fn scan(ctx: &FileCtx, docs: &[Doc], refs: &mut Vec<ImageRef>, problems: &mut Vec<Problem>) {
+pub fn scan(
+    ctx: &FileCtx,
+    docs: &[Doc],
+    helm_keys: &super::helm::ImageKeys,
+    refs: &mut Vec<ImageRef>,
+    problems: &mut Vec<Problem>,
+) {
     let unit = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
     for doc in docs {
         let Some(root) = &doc.root else { continue };
-        helm_charts(ctx, doc.index, root, refs, problems);
+        helm_charts(ctx, doc.index, root, helm_keys, refs, problems);
         let Some(images) = root.get("images") else {
             continue;
         };
@@ -124,6 +130,7 @@ fn helm_charts(
     ctx: &FileCtx,
     doc: usize,
     root: &Node,
+    keys: &super::helm::ImageKeys,
     refs: &mut Vec<ImageRef>,
     problems: &mut Vec<Problem>,
 ) {
@@ -132,12 +139,12 @@ fn helm_charts(
     };
     for (i, chart) in items.iter().enumerate() {
         if let Some(values) = chart.get("valuesInline") {
-            let mut path = vec![
+            let path = [
                 PathSeg::Key("helmCharts".into()),
                 PathSeg::Index(i),
                 PathSeg::Key("valuesInline".into()),
             ];
-            super::helm::walk(ctx, doc, values, &mut path, refs, problems);
+            super::helm::values(ctx, doc, values, &path, keys, refs, problems);
         }
     }
 }
