@@ -5,6 +5,7 @@ pub mod helm;
 pub mod kustomize;
 pub mod markers;
 pub mod placement;
+pub mod templates;
 pub mod workloads;
 
 use std::collections::BTreeMap;
@@ -273,6 +274,8 @@ impl Filters {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum FileKind {
     Kustomization,
+    /// A file under a Helm chart's `templates/`: Go template text, read line by line.
+    ChartTemplate,
     HelmValues,
     /// Any other YAML file: Kubernetes manifests, Argo CD Applications and `ImageUpdater`s.
     Manifest,
@@ -294,14 +297,15 @@ fn classify(rel: &str, filters: &Filters) -> Option<FileKind> {
     (yaml && !name.starts_with(".argocd-source")).then_some(FileKind::Manifest)
 }
 
-/// Directories never scanned: VCS metadata, vendored dependencies, and Helm chart
-/// `templates/` (Go templates, not YAML).
+/// Directories never scanned: VCS metadata, vendored dependencies.
 fn skip_dir(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name == ".git" || name == "node_modules" {
-        return true;
-    }
-    name == "templates"
+    name == ".git" || name == "node_modules"
+}
+
+/// A Helm chart's `templates/` (Go templates, not YAML).
+fn chart_templates(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "templates")
         && path
             .parent()
             .is_some_and(|p| p.join("Chart.yaml").is_file())
@@ -310,6 +314,8 @@ fn skip_dir(path: &Path) -> bool {
 /// The files to scan, in name order, with their kind.
 fn files(root: &Path, filters: &Filters, problems: &mut Vec<Problem>) -> Vec<(String, FileKind)> {
     let mut files = Vec::new();
+    // Chart `templates/` directories seen so far (a directory comes before its files).
+    let mut templates: Vec<String> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
         .sort_by_file_name()
         .into_iter()
@@ -324,18 +330,21 @@ fn files(root: &Path, filters: &Filters, problems: &mut Vec<Problem>) -> Vec<(St
                 continue;
             }
         };
-        if !entry.file_type().is_file() {
-            continue;
-        }
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
         let rel = rel.to_string_lossy().replace('\\', "/");
-        if !filters.wanted(&rel) {
+        if entry.file_type().is_dir() && entry.depth() > 0 && chart_templates(entry.path()) {
+            templates.push(format!("{rel}/"));
+        }
+        if !entry.file_type().is_file() || !filters.wanted(&rel) {
             continue;
         }
-        if let Some(kind) = classify(&rel, filters) {
-            files.push((rel, kind));
+        let in_templates = templates.iter().any(|t| rel.starts_with(t.as_str()));
+        match classify(&rel, filters) {
+            Some(_) if in_templates => files.push((rel, FileKind::ChartTemplate)),
+            Some(kind) => files.push((rel, kind)),
+            None => {}
         }
     }
     files
@@ -503,6 +512,28 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, format!("cannot read: {e}"))),
     };
+    if kind == FileKind::ChartTemplate {
+        let ctx = FileCtx {
+            file: rel,
+            text: &text,
+            lines: LineIndex::new(&text),
+        };
+        let mut refs = Vec::new();
+        templates::scan(&ctx, &mut refs);
+        if refs.is_empty() {
+            return Read::Skipped;
+        }
+        let lines = ctx.lines;
+        return Read::Scanned(Box::new(Scanned {
+            text,
+            lines,
+            refs,
+            workloads: Vec::new(),
+            problems: Vec::new(),
+            kustomization: None,
+            argo: None,
+        }));
+    }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // resource, and are never parsed.
     let interest = match kind {
@@ -545,12 +576,13 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
         FileKind::Kustomization => {
             kustomize::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
             kustomization = Some(kustomize::read(&ctx, &docs));
+            workloads::strings(&ctx, &docs, &mut found);
         }
         FileKind::HelmValues => helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems),
         FileKind::Manifest if interest.workloads => {
             workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
         }
-        FileKind::Manifest => {}
+        FileKind::Manifest | FileKind::ChartTemplate => {}
     }
     let lines = ctx.lines;
     let argo = interest

@@ -12,7 +12,7 @@ use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::config::ImageField;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{Doc, Node, ParseError, PathSeg, Scalar};
+use imagebump_yaml::{BlockText, Doc, Inner, Node, ParseError, PathSeg, Scalar, Style};
 
 /// Kinds whose documents are never read for images: their schemas are full of `image`
 /// property names, and they deploy nothing.
@@ -243,17 +243,95 @@ pub fn scan(
             ctx,
             specs,
             found: Vec::new(),
+            blocks: Vec::new(),
         };
-        scanner.manifest(root, &mut Vec::new());
+        scanner.manifests(root, &mut Vec::new());
         if marked {
             scanner.marked(root, &mut Vec::new());
         }
         for (path, scalar, kustomizable) in scanner.found {
             match image(ctx, doc.index, path, scalar) {
-                Ok(Some(r)) => out.push(Found { r, kustomizable }),
-                Ok(None) => {}
-                Err(p) => problems.push(p),
+                Ok(r) => out.extend(r.map(|r| Found { r, kustomizable })),
+                Err(bad) => {
+                    let (r, p) = *bad;
+                    out.push(Found { r, kustomizable });
+                    problems.push(p);
+                }
             }
+        }
+        for (path, scalar) in scanner.blocks {
+            in_block(ctx, doc.index, path, scalar, out);
+        }
+    }
+}
+
+/// The images of YAML written inside a literal block string of a manifest (a ConfigMap
+/// holding a pod template, a kustomization's inline patch): edited inside the string, byte
+/// for byte. A string that is not YAML is not an error: it is just a string.
+fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut Vec<Found>) {
+    let Some(block) = BlockText::literal(ctx.text, s.span.clone(), &s.value) else {
+        return;
+    };
+    let Ok(docs) = imagebump_yaml::parse_located(&block.text) else {
+        return;
+    };
+    let inner_ctx = FileCtx {
+        file: ctx.file,
+        text: &block.text,
+        lines: block.line_index(),
+    };
+    for d in &docs {
+        let Some(root) = &d.root else { continue };
+        let mut scanner = Scanner {
+            ctx: &inner_ctx,
+            specs: &[],
+            found: Vec::new(),
+            blocks: Vec::new(),
+        };
+        scanner.image_keys(root, &mut Vec::new());
+        for (path, scalar, _) in scanner.found {
+            // A bad reference in a string is reported by nothing that reads the string.
+            let Ok(Some(mut r)) = image(&inner_ctx, d.index, path, scalar) else {
+                continue;
+            };
+            for slot in std::mem::take(&mut r.slots) {
+                let Some(span) = block.file_span(slot.span.clone()) else {
+                    continue;
+                };
+                r.slots.push(super::Slot {
+                    inner: Some(Inner {
+                        doc: slot.doc,
+                        path: slot.path,
+                        span: slot.span,
+                    }),
+                    doc,
+                    path: at.clone(),
+                    span,
+                    ..slot
+                });
+            }
+            out.push(Found {
+                r,
+                kustomizable: false,
+            });
+        }
+    }
+}
+
+/// The images in the literal block strings of a file that is not a manifest (a
+/// kustomization's inline patches).
+pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
+    for doc in docs {
+        let Some(root) = &doc.root else { continue };
+        let mut scanner = Scanner {
+            ctx,
+            specs: &[],
+            found: Vec::new(),
+            blocks: Vec::new(),
+        };
+        scanner.image_keys(root, &mut Vec::new());
+        for (path, scalar) in scanner.blocks {
+            in_block(ctx, doc.index, path, scalar, out);
         }
     }
 }
@@ -263,9 +341,38 @@ struct Scanner<'a> {
     specs: &'a [FieldSpec],
     /// Image scalars: path, value, kustomizable.
     found: Vec<(Vec<PathSeg>, &'a Scalar, bool)>,
+    /// Block strings that may hold YAML with images.
+    blocks: Vec<(Vec<PathSeg>, &'a Scalar)>,
 }
 
 impl<'a> Scanner<'a> {
+    /// The manifests in a document: the document itself, or maps with `apiVersion` and
+    /// `kind` below it (test data and tools nest resources in lists and wrappers).
+    fn manifests(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
+        let is_manifest = node.get("kind").and_then(Node::str_value).is_some()
+            && node.get("apiVersion").and_then(Node::str_value).is_some();
+        if is_manifest {
+            return self.manifest(node, path);
+        }
+        match node {
+            Node::Map { entries, .. } => {
+                for (key, value) in entries {
+                    path.push(PathSeg::Key(key.name.clone()));
+                    self.manifests(value, path);
+                    path.pop();
+                }
+            }
+            Node::Seq { items, .. } => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    self.manifests(item, path);
+                    path.pop();
+                }
+            }
+            Node::Scalar(_) | Node::Other { .. } => {}
+        }
+    }
+
     /// A document (or a `List` item): images when it is a manifest.
     fn manifest(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
         let (Some(kind), Some(api)) = (
@@ -306,6 +413,11 @@ impl<'a> Scanner<'a> {
                         Node::Scalar(s) if key.name == "image" => {
                             let k = in_containers(path);
                             self.add(path.clone(), s, k);
+                        }
+                        Node::Scalar(s)
+                            if s.style == Style::Block && s.value.contains("image:") =>
+                        {
+                            self.blocks.push((path.clone(), s));
                         }
                         _ => self.image_keys(value, path),
                     }
@@ -394,13 +506,14 @@ fn in_containers(path: &[PathSeg]) -> bool {
     )
 }
 
-/// The reference an image scalar holds; `None` for an empty value.
+/// The reference an image scalar holds; `None` for an empty value. A value that is not a
+/// reference is listed (unmanaged, with why) and reported.
 fn image(
     ctx: &FileCtx,
     doc: usize,
     path: Vec<PathSeg>,
     s: &Scalar,
-) -> Result<Option<ImageRef>, Problem> {
+) -> Result<Option<ImageRef>, Box<(ImageRef, Problem)>> {
     let value = s.value.trim();
     if value.is_empty() || value == "null" || value == "~" {
         return Ok(None);
@@ -410,7 +523,7 @@ fn image(
         .rsplit_once('/')
         .map_or(".", |(d, _)| d)
         .to_string();
-    if let Some(why) = name::placeholder(value) {
+    let unparsed = |why: String| {
         let r = Reference {
             name: ImageName::unparsed(value),
             written: value.to_string(),
@@ -418,10 +531,19 @@ fn image(
             digest: None,
         };
         let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
-        out.unmanaged = Some(format!("not an image: {why}"));
-        return Ok(Some(out));
+        out.unmanaged = Some(why);
+        out
+    };
+    if let Some(why) = name::placeholder(value) {
+        return Ok(Some(unparsed(format!("not an image: {why}"))));
     }
-    let r = parse_reference(value).map_err(|e| ctx.problem(s.span.start, e.to_string()))?;
+    let r = match parse_reference(value) {
+        Ok(r) => r,
+        Err(e) => {
+            let listed = unparsed(format!("not an image reference ({})", e.reason));
+            return Err(Box::new((listed, ctx.problem(s.span.start, e.to_string()))));
+        }
+    };
     let written = r.written.clone();
     let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
     if out.tag.is_none() {
@@ -568,9 +690,48 @@ data:
     fn bad_references_are_reported_at_their_line() {
         let text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - image: nginx:1.2:3\n";
         let (refs, problems) = found(text, &[]);
-        assert!(refs.is_empty());
+        assert_eq!(
+            refs,
+            ["5:nginx:1.2:3 - (kustomize): not an image reference (repository must be lowercase path components)"]
+        );
         assert_eq!(problems.len(), 1);
         assert!(problems[0].contains("m.yaml:5:14"), "{problems:?}");
+    }
+
+    #[test]
+    fn images_in_yaml_strings_and_nested_manifests() {
+        let text = r#"apiVersion: v1
+kind: ConfigMap
+data:
+  template: |
+    apiVersion: batch/v1
+    kind: Job
+    spec:
+      template:
+        spec:
+          containers:
+            - name: train
+              image: ghcr.io/kubeflow/trainer:v0.19.0
+  notes: |
+    image: this is prose, not YAML: [
+---
+- k8sOperation: create
+  unstructuredObj:
+    apiVersion: argoproj.io/v1alpha1
+    kind: Workflow
+    spec:
+      templates:
+        - container: {image: "docker/whalesay:latest"}
+"#;
+        let (refs, problems) = found(text, &[]);
+        assert_eq!(
+            refs,
+            [
+                "12:ghcr.io/kubeflow/trainer v0.19.0 data.template",
+                "22:docker.io/docker/whalesay latest [0].unstructuredObj.spec.templates[0].container.image",
+            ]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
     }
 
     #[test]

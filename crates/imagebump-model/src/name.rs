@@ -83,7 +83,7 @@ pub fn placeholder(value: &str) -> Option<&'static str> {
     if v.is_empty() {
         return Some("empty");
     }
-    if v.contains("{{") || v.contains('$') || v.contains("%{") {
+    if v.contains('{') || v.contains('}') || v.contains('$') || v.contains("%{") {
         return Some("a template, filled in at deploy time");
     }
     if v.contains('<') || v.contains('>') {
@@ -192,6 +192,7 @@ mod tests {
             "{{ .Values.image }}",
             "ghcr.io/acme/web:${TAG}",
             "$(IMAGE)",
+            "{IMAGE}",
             "$IMAGE:latest",
             "ghcr.io/acme/web:$TAG",
             "<OWNER>/app:1.0",
