@@ -103,7 +103,11 @@ pub(super) fn values(
     let mut v = Values {
         ctx,
         doc,
-        global_registry: root.at(&[key("global"), key("imageRegistry")]),
+        // Bitnami-style `global.imageRegistry`, else ingress-nginx's `global.image.registry`.
+        global_registry: root
+            .at(&[key("global"), key("imageRegistry")])
+            .filter(|n| matches!(n, Node::Scalar(s) if !is_null(s) && !s.value.is_empty()))
+            .or_else(|| root.at(&[key("global"), key("image"), key("registry")])),
         claimed: Vec::new(),
         refs: Vec::new(),
         problems: Vec::new(),
@@ -310,10 +314,18 @@ impl<'n> Fields<'n> {
                 label: "name",
                 node: n,
             },
+            // ingress-nginx: `image: {registry, image: ingress-nginx/controller, tag}`.
+            (None, None, Some(_)) => match map.get("image") {
+                Some(n @ Node::Scalar(_)) => Field {
+                    label: "image",
+                    node: n,
+                },
+                _ => return None,
+            },
             _ => return None,
         };
         // The common chart helpers that put `global.imageRegistry` first read `repository`.
-        let global = repository.label == "repository";
+        let global = matches!(repository.label, "repository" | "image");
         Some(Fields {
             paths: FieldPaths::Map(path.to_vec()),
             registry: field("registry"),
@@ -569,8 +581,11 @@ impl<'a> Values<'a> {
 
     /// The registry that applies to `f`: `global.imageRegistry` when set, else its own.
     fn registry(&self, f: &Fields<'a>) -> Option<Field<'a>> {
+        // A registry host (Bitnami's mirror setting), not a path prefix (`ghcr.io/org`),
+        // which charts use in ways of their own.
         let global = self.global_registry.filter(|g| {
-            f.global && !matches!(g, Node::Scalar(s) if is_null(s) || s.value.is_empty())
+            f.global
+                && matches!(g, Node::Scalar(s) if !is_null(s) && !s.value.is_empty() && !s.value.trim_end_matches('/').contains('/'))
         });
         match global {
             Some(node) => Some(Field {
@@ -1082,5 +1097,21 @@ spec:
             "{}",
             problems[0]
         );
+    }
+
+    #[test]
+    fn ingress_nginx_and_path_prefixed_global_registries() {
+        // ingress-nginx: `image:` inside the map, the registry in `global.image.registry`.
+        let nginx = "global:\n  image:\n    registry: registry.k8s.io\ncontroller:\n  image:\n    image: ingress-nginx/controller\n    tag: \"v1.15.1\"\n";
+        let got = scan_text(nginx);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].contains("registry.k8s.io/ingress-nginx/controller"),
+            "{got:?}"
+        );
+        // A global registry that is a path prefix is the chart's own business.
+        let katib = "global:\n  imageRegistry: ghcr.io/kubeflow/katib\ndb:\n  image:\n    repository: mysql\n    tag: \"8.0\"\n";
+        let got = scan_text(katib);
+        assert!(got[0].contains("docker.io/library/mysql"), "{got:?}");
     }
 }
