@@ -579,6 +579,18 @@ impl<'a> Values<'a> {
         Some(Ok(out))
     }
 
+    /// A `global.imageRegistry` with a path (`ghcr.io/kubeflow/katib`) over an image map
+    /// without a registry of its own: whether the chart prefixes it is unknowable here.
+    fn path_registry(&self, f: &Fields<'a>) -> Option<&'a str> {
+        let own = f
+            .registry
+            .and_then(|r| r.node.as_scalar())
+            .filter(|s| !is_null(s) && !s.value.is_empty());
+        let global = self.global_registry?.as_scalar()?;
+        (f.global && own.is_none() && global.value.trim_end_matches('/').contains('/'))
+            .then_some(global.value.as_str())
+    }
+
     /// The registry that applies to `f`: `global.imageRegistry` when set, else its own.
     fn registry(&self, f: &Fields<'a>) -> Option<Field<'a>> {
         // A registry host (Bitnami's mirror setting), not a path prefix (`ghcr.io/org`),
@@ -611,6 +623,15 @@ impl<'a> Values<'a> {
 
     /// An image from its keys: managed, unmanaged with the reason, or an error.
     fn image_of(&self, f: &Fields<'a>) -> Result<ImageRef, Problem> {
+        if let Some(global) = self.path_registry(f) {
+            let why = format!(
+                "`global.imageRegistry: {global}` is a path, which charts put before some \
+                 repositories and not others: name the registry in the image's `registry` key \
+                 or with helm.imageKeys"
+            );
+            let written = f.repository.node.str_value().unwrap_or_default();
+            return Ok(self.unmanaged(RefKind::HelmValues, f.at(), written, why));
+        }
         let parts = (|| {
             if text(f.sha)?.is_some() {
                 return Err("pinned by `sha` (a digest imagebump does not write)".to_string());
@@ -1112,6 +1133,9 @@ spec:
         // A global registry that is a path prefix is the chart's own business.
         let katib = "global:\n  imageRegistry: ghcr.io/kubeflow/katib\ndb:\n  image:\n    repository: mysql\n    tag: \"8.0\"\n";
         let got = scan_text(katib);
-        assert!(got[0].contains("docker.io/library/mysql"), "{got:?}");
+        assert!(
+            got[0].contains("unmanaged: `global.imageRegistry: ghcr.io/kubeflow/katib` is a path"),
+            "{got:?}"
+        );
     }
 }

@@ -578,7 +578,11 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
             kustomization = Some(kustomize::read(&ctx, &docs));
             workloads::strings(&ctx, &docs, &mut found);
         }
-        FileKind::HelmValues => helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems),
+        FileKind::HelmValues => {
+            helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
+            // Charts that take a whole config file as a value (`katibConfig: |`).
+            workloads::strings(&ctx, &docs, &mut found);
+        }
         FileKind::Manifest if interest.workloads => {
             workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
         }

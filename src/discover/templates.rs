@@ -27,7 +27,7 @@ pub fn scan(ctx: &FileCtx, refs: &mut Vec<ImageRef>) {
         };
         let column = line.find(value).unwrap_or_default();
         let mut out = ctx.new_ref(RefKind::Workload, &unit, at + column, r);
-        out.unmanaged = Some("in a Helm chart template: set it through the chart's values".into());
+        out.unmanaged = Some("hard-coded in the chart, not a values key: not edited".into());
         refs.push(out);
     }
 }

@@ -18,8 +18,9 @@ use imagebump_yaml::{BlockText, Doc, Inner, Node, ParseError, PathSeg, Scalar, S
 /// property names, and they deploy nothing.
 const NOT_WORKLOADS: &[&str] = &["CustomResourceDefinition"];
 
-/// Argo CD resources, read by [`super::argocd`].
-const ARGO_KINDS: &[&str] = &["Application", "ApplicationSet", "ImageUpdater"];
+/// Argo CD resources, read by [`super::argocd`]. (An ApplicationSet's template is read
+/// like any manifest: the images written in it literally.)
+const ARGO_KINDS: &[&str] = &["Application", "ImageUpdater"];
 
 /// A field spec, parsed: the kind it applies to and its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,7 +320,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
 }
 
 /// The images in the literal block strings of a file that is not a manifest (a
-/// kustomization's inline patches).
+/// kustomization's inline patches, a values file's embedded config).
 pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
     for doc in docs {
         let Some(root) = &doc.root else { continue };
@@ -730,6 +731,30 @@ data:
                 "12:ghcr.io/kubeflow/trainer v0.19.0 data.template",
                 "22:docker.io/docker/whalesay latest [0].unstructuredObj.spec.templates[0].container.image",
             ]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn an_application_set_template_is_read_for_literal_images() {
+        let text = r#"apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+spec:
+  template:
+    spec:
+      source:
+        helm:
+          values: |
+            initContainers:
+              - name: velero-plugin-for-aws
+                image: velero/velero-plugin-for-aws:v1.7.1
+            image:
+              repository: "{{ .values.repo }}"
+"#;
+        let (refs, problems) = found(text, &[]);
+        assert_eq!(
+            refs,
+            ["11:docker.io/velero/velero-plugin-for-aws v1.7.1 spec.template.spec.source.helm.values"]
         );
         assert!(problems.is_empty(), "{problems:?}");
     }
