@@ -103,11 +103,8 @@ pub(super) fn values(
     let mut v = Values {
         ctx,
         doc,
-        // Bitnami-style `global.imageRegistry`, else ingress-nginx's `global.image.registry`.
-        global_registry: root
-            .at(&[key("global"), key("imageRegistry")])
-            .filter(|n| matches!(n, Node::Scalar(s) if !is_null(s) && !s.value.is_empty()))
-            .or_else(|| root.at(&[key("global"), key("image"), key("registry")])),
+        global_registry: root.at(&[key("global"), key("imageRegistry")]),
+        default_registry: root.at(&[key("global"), key("image"), key("registry")]),
         claimed: Vec::new(),
         refs: Vec::new(),
         problems: Vec::new(),
@@ -376,6 +373,8 @@ struct Values<'a> {
     /// `global.imageRegistry`, which chart helpers put before every image mapping's
     /// repository when it is set.
     global_registry: Option<&'a Node>,
+    /// `global.image.registry` (ingress-nginx): for image mappings without a registry.
+    default_registry: Option<&'a Node>,
     /// Paths read through `helm.imageKeys`, not read again by name.
     claimed: Vec<Vec<PathSeg>>,
     refs: Vec<ImageRef>,
@@ -593,18 +592,27 @@ impl<'a> Values<'a> {
 
     /// The registry that applies to `f`: `global.imageRegistry` when set, else its own.
     fn registry(&self, f: &Fields<'a>) -> Option<Field<'a>> {
-        // A registry host (Bitnami's mirror setting), not a path prefix (`ghcr.io/org`),
-        // which charts use in ways of their own.
-        let global = self.global_registry.filter(|g| {
-            f.global
-                && matches!(g, Node::Scalar(s) if !is_null(s) && !s.value.is_empty() && !s.value.trim_end_matches('/').contains('/'))
-        });
-        match global {
-            Some(node) => Some(Field {
+        let host = |n: &&'a Node| {
+            matches!(n, Node::Scalar(s) if !is_null(s) && !s.value.is_empty()
+                && !s.value.trim_end_matches('/').contains('/'))
+        };
+        // Bitnami's mirror setting: a registry host put before every repository. (A path
+        // prefix, `ghcr.io/org`, is the chart's own business: see `path_registry`.)
+        if let Some(node) = self.global_registry.filter(|g| f.global && host(g)) {
+            return Some(Field {
                 label: "global.imageRegistry",
                 node,
+            });
+        }
+        let own = f
+            .registry
+            .filter(|r| matches!(r.node, Node::Scalar(s) if !is_null(s) && !s.value.is_empty()));
+        match self.default_registry.filter(|g| f.global && host(g)) {
+            Some(node) if own.is_none() => Some(Field {
+                label: "global.image.registry",
+                node,
             }),
-            None => f.registry,
+            _ => f.registry,
         }
     }
 
