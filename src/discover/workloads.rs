@@ -130,9 +130,8 @@ pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
         if !doc_interest(doc, specs, marked).workloads {
             continue;
         }
-        let lines_before = text[..start].matches('\n').count();
         let parsed = imagebump_yaml::parse_located(doc).map_err(|mut e| {
-            e.line += lines_before;
+            e.line += text[..start].matches('\n').count();
             e
         })?;
         for d in parsed.into_iter().take(1) {
