@@ -243,3 +243,40 @@ fn shared_bases_in_place_edits_the_base_for_every_overlay() {
         before_files["shop/overlays/prod/kustomization.yml"]
     );
 }
+
+/// The layout of the original problem: a base of plain Deployments, an overlay per
+/// environment, an Argo CD Application per overlay; argocd-image-updater manages dev.
+/// dev's new version goes where argocd-image-updater writes it (its overlay's
+/// kustomization), prod gets an entry of its own, and the base stays as it is.
+#[test]
+fn argocd_apps_over_overlays_of_a_shared_base() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg, "");
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: ghcr.io/acme/web:1.0.0\n";
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web-dev\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=ghcr.io/acme/web\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization\nspec:\n  project: default\n  source:\n    repoURL: https://git.example.com/gitops.git\n    path: web/overlays/dev\n  destination: {server: https://kubernetes.default.svc, namespace: dev}\n";
+    let repo = support::tree(&[
+        ("web/base/deployment.yaml", deploy),
+        ("web/base/kustomization.yaml", "resources: [deployment.yaml]\n"),
+        ("web/overlays/dev/kustomization.yaml", "resources:\n  - ../../base\n"),
+        ("web/overlays/prod/kustomization.yaml", "resources:\n  - ../../base\n"),
+        ("argocd/web-dev.yaml", app),
+    ]);
+    let dir = repo.path().to_str().unwrap();
+    let base_before = fs::read(repo.path().join("web/base/deployment.yaml")).unwrap();
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
+    for env in ["dev", "prod"] {
+        let rendered = render(&repo.path().join(format!("web/overlays/{env}")));
+        assert_eq!(split(&rendered).0, ["ghcr.io/acme/web:1.1.0"], "{env}");
+    }
+    assert_eq!(
+        fs::read(repo.path().join("web/base/deployment.yaml")).unwrap(),
+        base_before
+    );
+    let again = imagebump()
+        .args(["run", dir, "--config", &cfg, "--dry-run"])
+        .run();
+    assert!(again.stdout.contains("0 update(s) proposed"), "{}", again.stdout);
+}

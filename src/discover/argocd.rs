@@ -918,34 +918,74 @@ impl Scan<'_> {
         self.resource_current(dir, &kfile, image)
     }
 
-    /// The image's tag as a container `image:` in one of the kustomization's resource
-    /// files (where an image lives before any `images:` entry names it).
+    /// The image's tag as a container `image:` in a manifest the kustomization renders
+    /// (where an image lives before any `images:` entry names it): its resource files, then
+    /// those of the bases and directories it includes, in order (an overlay of a shared
+    /// base finds the base's Deployment).
     fn resource_current(&mut self, dir: &str, kfile: &str, image: &str) -> Option<Current> {
-        let resources = self.list(kfile, 0, &[key("resources")]);
-        for res in resources.iter().filter_map(Value::as_str) {
-            let file = in_dir(dir, &clean_dir(res));
-            if !(file.ends_with(".yaml") || file.ends_with(".yml")) || !self.load(&file) {
-                continue;
-            }
-            let Some(loaded) = self.files.get(&file) else {
+        let mut seen = std::collections::BTreeSet::new();
+        self.rendered_current(dir, kfile, image, &mut seen)
+    }
+
+    fn rendered_current(
+        &mut self,
+        dir: &str,
+        kfile: &str,
+        image: &str,
+        seen: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Current> {
+        // A cycle, or a pathological chain, ends the search.
+        if !seen.insert(kfile.to_string()) || seen.len() > 64 {
+            return None;
+        }
+        let mut includes = self.list(kfile, 0, &[key("resources")]);
+        includes.extend(self.list(kfile, 0, &[key("bases")]));
+        let base = if dir.is_empty() { "." } else { dir };
+        for res in includes.iter().filter_map(Value::as_str) {
+            // Paths outside the repository are never followed.
+            let Some(target) = super::kustomize::graph::join(base, res) else {
                 continue;
             };
-            for (doc, json) in loaded.json.iter().enumerate() {
-                if let Some(at) = find_image(json, image, &mut Vec::new()) {
-                    return Some(Current {
-                        file,
-                        doc,
-                        at,
-                        format: SlotFormat::Reference {
-                            name: image.to_string(),
-                        },
-                        kind: RefKind::Workload,
-                        repository: None,
-                    });
+            if target.ends_with(".yaml") || target.ends_with(".yml") {
+                if let Some(c) = self.image_in(target, image) {
+                    return Some(c);
+                }
+                continue;
+            }
+            let sub = if target == "." { String::new() } else { target };
+            let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+                .into_iter()
+                .map(|n| in_dir(&sub, n))
+                .find(|f| self.root.join(f).is_file());
+            if let Some(k) = kustomization.filter(|k| self.load(k)) {
+                if let Some(c) = self.rendered_current(&sub, &k, image, seen) {
+                    return Some(c);
                 }
             }
         }
         None
+    }
+
+    /// `image`'s container `image:` in the manifest `file`.
+    fn image_in(&mut self, file: String, image: &str) -> Option<Current> {
+        if !self.load(&file) {
+            return None;
+        }
+        let loaded = self.files.get(&file)?;
+        let (doc, at) =
+            loaded.json.iter().enumerate().find_map(|(doc, json)| {
+                find_image(json, image, &mut Vec::new()).map(|at| (doc, at))
+            })?;
+        Some(Current {
+            file,
+            doc,
+            at,
+            format: SlotFormat::Reference {
+                name: image.to_string(),
+            },
+            kind: RefKind::Workload,
+            repository: None,
+        })
     }
 
     /// Plugin sources: the rendered `plugin.env` variable holding the tag (or the spec).
