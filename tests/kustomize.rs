@@ -257,9 +257,18 @@ fn argocd_apps_over_overlays_of_a_shared_base() {
     let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web-dev\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=ghcr.io/acme/web\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization\nspec:\n  project: default\n  source:\n    repoURL: https://git.example.com/gitops.git\n    path: web/overlays/dev\n  destination: {server: https://kubernetes.default.svc, namespace: dev}\n";
     let repo = support::tree(&[
         ("web/base/deployment.yaml", deploy),
-        ("web/base/kustomization.yaml", "resources: [deployment.yaml]\n"),
-        ("web/overlays/dev/kustomization.yaml", "resources:\n  - ../../base\n"),
-        ("web/overlays/prod/kustomization.yaml", "resources:\n  - ../../base\n"),
+        (
+            "web/base/kustomization.yaml",
+            "resources: [deployment.yaml]\n",
+        ),
+        (
+            "web/overlays/dev/kustomization.yaml",
+            "resources:\n  - ../../base\n",
+        ),
+        (
+            "web/overlays/prod/kustomization.yaml",
+            "resources:\n  - ../../base\n",
+        ),
         ("argocd/web-dev.yaml", app),
     ]);
     let dir = repo.path().to_str().unwrap();
@@ -278,5 +287,9 @@ fn argocd_apps_over_overlays_of_a_shared_base() {
     let again = imagebump()
         .args(["run", dir, "--config", &cfg, "--dry-run"])
         .run();
-    assert!(again.stdout.contains("0 update(s) proposed"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("0 update(s) proposed"),
+        "{}",
+        again.stdout
+    );
 }

@@ -320,6 +320,9 @@ fn run(tree: &Tree, env: &[(&str, &str)], code: i32) -> Outcome {
         .env("RUST_LOG", "trace")
         .args(["-vvv", "run", "--dry-run"])
         .arg(tree.root.path())
+        // Registries and credentials are the operator's: the file is passed, not found.
+        .arg("--config")
+        .arg(tree.root.path().join("imagebump.yaml"))
         .arg("--report")
         .arg(&report)
         .envs(env.iter().copied())

@@ -21,6 +21,9 @@ fn check(dir: &Path, env: &[(&str, &str)], args: &[&str], code: i32) -> Run {
         .current_dir(dir)
         .args(["-vvv", "registry", "check"])
         .args(args)
+        // Registries and credentials are the operator's: the file is passed, not found.
+        .arg("--config")
+        .arg(dir.join("imagebump.yaml"))
         .env("RUST_LOG", "trace")
         .envs(env.iter().copied())
         .code(code)

@@ -220,6 +220,9 @@ async fn run_with(repo: &Repo, args: &[&str], code: impl Into<Option<i32>>) -> O
         .args(args)
         .arg(repo.path())
         .args(["--output", "json"])
+        // Registries are the operator's: the file is passed, not found.
+        .arg("--config")
+        .arg(repo.path().join("imagebump.yaml"))
         .docker_config_dir(repo.docker_config.path())
         .timeout(RUN_TIMEOUT)
         .run_async()

@@ -50,14 +50,50 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
     })
 }
 
-/// The configuration: `explicit`, else the one found under `root`, else the defaults; and
-/// the file it came from.
+/// The configuration: the operator's (`explicit`, trusted) with the repository's own file
+/// found under `root` (restricted: no registries, no credentials) on top; and the file it
+/// came from (the repository's when there is one).
 pub fn load_config(
     explicit: Option<&Path>,
     root: &Path,
 ) -> Result<(Config, Option<PathBuf>), Error> {
-    match config::locate(explicit, root) {
-        Some(path) => Ok((config::load(&path)?, Some(path))),
-        None => Ok((Config::default(), None)),
+    let operator = match explicit {
+        Some(path) => Some((config::load(path)?, path.to_path_buf())),
+        None => None,
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let repository =
+        config::locate(None, root).filter(|found| !explicit.is_some_and(|e| same(e, found)));
+    if let Some(path) = &repository {
+        // The tree is a jail: a configuration file linking out of it is not read.
+        let inside = match (path.canonicalize(), root.canonicalize()) {
+            (Ok(p), Ok(r)) => p.starts_with(r),
+            _ => false,
+        };
+        if !inside {
+            return Err(config::Error::Invalid {
+                path: path.display().to_string(),
+                line: 0,
+                column: 0,
+                message: "a link to a file outside the repository: not read".into(),
+                hint: None,
+            }
+            .into());
+        }
+    }
+    match (operator, repository) {
+        (None, None) => Ok((Config::default(), None)),
+        (Some((config, path)), None) => Ok((config, Some(path))),
+        (operator, Some(path)) => {
+            let (repo, keys) = config::load_repository(&path)?;
+            let config = match operator {
+                Some((operator, _)) => config::merge(operator, repo, &keys),
+                None => repo,
+            };
+            Ok((config, Some(path)))
+        }
     }
 }

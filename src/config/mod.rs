@@ -41,6 +41,22 @@ fn key(k: &str) -> PathSeg {
 pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
+    // Every branch imagebump pushes starts with the prefix: without one, a change set's
+    // branch could be named like the base branch or anybody's branch.
+    let prefix = config.pull_requests.branch_prefix.trim();
+    if prefix.is_empty() || prefix.trim_end_matches(['/', '-', '_', '.']).is_empty() {
+        errors.push(Invalid {
+            at: vec![key("pullRequests"), key("branchPrefix")],
+            message: format!(
+                "branch prefix {:?} does not set imagebump's branches apart from others",
+                config.pull_requests.branch_prefix
+            ),
+            hint: Some(
+                "keep the default imagebump/ or use a name of your own, such as deps/imagebump-"
+                    .into(),
+            ),
+        });
+    }
     let s = &config.scan;
     for (name, globs) in [
         ("include", &s.include),
@@ -214,6 +230,87 @@ pub fn load(path: &Path) -> Result<Config, Error> {
     }
     relative(&mut config.defaults.credentials);
     Ok(config)
+}
+
+/// Where the repository's own file may not go: what says where secrets are sent or what
+/// runs is the operator's alone (`--config`, `IMAGEBUMP_CONFIG`).
+const OPERATOR_ONLY: &str = "can only be set in the operator's configuration (--config or \
+     IMAGEBUMP_CONFIG): the repository's own imagebump.yaml may not say where credentials go \
+     or what runs";
+
+/// The repository's own configuration file (found in the tree): like [`load`], but it may
+/// set only policies, scan globs, Argo CD and Helm reading, and pull-request presentation.
+/// `registries` and `credentials` anywhere are refused, naming the key. Returns the
+/// configuration and the top-level keys the file sets.
+pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
+    let config = load(path)?;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
+    let mut refused: Vec<Vec<PathSeg>> = Vec::new();
+    if value.get("registries").is_some() {
+        refused.push(vec![PathSeg::Key("registries".into())]);
+    }
+    if value.pointer("/defaults/credentials").is_some() {
+        refused.push(vec![
+            PathSeg::Key("defaults".into()),
+            PathSeg::Key("credentials".into()),
+        ]);
+    }
+    let rules = value.get("images").and_then(serde_json::Value::as_array);
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        if rule.get("credentials").is_some() {
+            refused.push(vec![
+                PathSeg::Key("images".into()),
+                PathSeg::Index(i),
+                PathSeg::Key("credentials".into()),
+            ]);
+        }
+    }
+    if let Some(at) = refused.into_iter().next() {
+        let (line, column) = locate_path(&text, &at);
+        return Err(Error::Invalid {
+            path: path.display().to_string(),
+            line,
+            column,
+            message: format!("{} {OPERATOR_ONLY}", imagebump_yaml::path_to_string(&at)),
+            hint: Some("move it to the operator's configuration; see docs/security.md".into()),
+        });
+    }
+    let keys = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok((config, keys))
+}
+
+/// The operator's configuration with the repository's on top: the repository's
+/// `defaults` fields win, its `images` rules come first, and each of `scan`,
+/// `pullRequests`, `argocd` and `helm` it sets replaces the operator's. Registries and
+/// credentials stay the operator's.
+pub fn merge(operator: Config, repository: Config, keys: &[String]) -> Config {
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    let mut out = operator;
+    if has("defaults") {
+        out.defaults = out.defaults.overlay(&repository.defaults);
+    }
+    if has("images") {
+        let operator_rules = std::mem::take(&mut out.images);
+        out.images = repository.images;
+        out.images.extend(operator_rules);
+    }
+    if has("scan") {
+        out.scan = repository.scan;
+    }
+    if has("pullRequests") {
+        out.pull_requests = repository.pull_requests;
+    }
+    if has("argocd") {
+        out.argocd = repository.argocd;
+    }
+    if has("helm") {
+        out.helm = repository.helm;
+    }
+    out
 }
 
 /// Line and column of the value at `at` in `text` (of its nearest existing parent).

@@ -1,0 +1,133 @@
+//! A hostile repository: its own imagebump.yaml cannot add registries or credentials (so it
+//! can neither send the job's secrets to a host of its choosing nor run a program), cannot
+//! link the job's files into the run, and cannot make a branch name that is not imagebump's.
+//! The operator's configuration (`--config`) keeps that power, with the repository's
+//! policies on top. Real registry, real binary.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use support::cli::imagebump;
+use support::{Registry, RegistryMode};
+
+const SECRET: &str = "ghp_hostile_repository_must_not_see_this";
+
+fn kustomization(root: &Path) {
+    fs::create_dir_all(root.join("app")).unwrap();
+    fs::write(
+        root.join("app/kustomization.yaml"),
+        "images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0\n",
+    )
+    .unwrap();
+}
+
+/// A repository whose imagebump.yaml is `config`, run with a forge token in the
+/// environment; the run must stop with a configuration error naming `key`.
+fn refused(config: &str, key: &str) -> support::cli::Run {
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    fs::write(repo.path().join("imagebump.yaml"), config).unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .env("GITHUB_TOKEN", SECRET)
+        .code(2)
+        .run();
+    run.assert_stderr_contains(key)
+        .assert_stderr_contains("can only be set in the operator's configuration");
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+    run
+}
+
+#[test]
+fn a_repository_cannot_send_credentials_to_a_registry_of_its_choosing() {
+    let run = refused(
+        "registries:\n  - prefix: ghcr.io\n    url: http://127.0.0.1:9\n    credentials: env:GITHUB_TOKEN\n",
+        "registries",
+    );
+    run.assert_stderr_contains("imagebump.yaml:2:");
+}
+
+#[test]
+fn a_repository_cannot_run_a_credentials_program() {
+    let repo_marker = tempfile::tempdir().unwrap();
+    let marker = repo_marker.path().join("ran");
+    let config = format!(
+        "defaults:\n  constraint: ^1\nimages:\n  - match: \"*\"\n    credentials: \"ext:sh -c 'touch {}'\"\n",
+        marker.display()
+    );
+    refused(&config, "images[0].credentials");
+    assert!(!marker.exists(), "the repository's program ran");
+}
+
+#[test]
+fn the_operator_defines_registries_and_the_repository_its_policies() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0", "2.0.0"]);
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    // The repository keeps web on 1.x; the operator says where ghcr.io is.
+    fs::write(
+        repo.path().join("imagebump.yaml"),
+        "images:\n  - match: ghcr.io/acme/web\n    constraint: ^1\n",
+    )
+    .unwrap();
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "registries:\n  - prefix: ghcr.io\n    url: {}\ndefaults:\n  constraint: '>=1'\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .arg("--config")
+        .arg(&cfg)
+        .run();
+    assert!(
+        run.stdout
+            .contains("-    newTag: 1.0.0\n+    newTag: 1.1.0\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_configuration_file_linking_out_of_the_tree_is_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret_file = outside.path().join("operator-secrets.yaml");
+    fs::write(&secret_file, format!("# {SECRET}\ndefaults: {{}}\n")).unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    std::os::unix::fs::symlink(&secret_file, repo.path().join("imagebump.yaml")).unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .code(2)
+        .run();
+    run.assert_stderr_contains("a link to a file outside the repository");
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+}
+
+#[test]
+fn an_empty_branch_prefix_is_refused() {
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    fs::write(
+        repo.path().join("imagebump.yaml"),
+        "pullRequests:\n  branchPrefix: ''\n",
+    )
+    .unwrap();
+    imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .code(2)
+        .run()
+        .assert_stderr_contains("pullRequests.branchPrefix");
+}
