@@ -131,3 +131,36 @@ fn an_empty_branch_prefix_is_refused() {
         .run()
         .assert_stderr_contains("pullRequests.branchPrefix");
 }
+
+const APP: &str = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: https://git.example.com/gitops.git\n    path: PATH\n    kustomize:\n      images: [\"ghcr.io/acme/web:1.0.0\"]\n  destination: {server: https://kubernetes.default.svc, namespace: web}\n";
+
+#[test]
+fn argo_cd_paths_and_override_links_do_not_leave_the_tree() {
+    let outside = tempfile::tempdir().unwrap();
+    let leaked = outside.path().join("kubeconfig.yaml");
+    fs::write(
+        &leaked,
+        format!("kustomize:\n  images: [\"ghcr.io/acme/{SECRET}:1.0.0\"]\n"),
+    )
+    .unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    fs::create_dir_all(root.join("argocd")).unwrap();
+    fs::create_dir_all(root.join("apps/web")).unwrap();
+    fs::write(root.join("apps/web/kustomization.yaml"), "resources: []\n").unwrap();
+    std::os::unix::fs::symlink(&leaked, root.join("apps/web/.argocd-source-web.yaml")).unwrap();
+    fs::write(
+        root.join("argocd/web.yaml"),
+        APP.replace("PATH", "apps/web"),
+    )
+    .unwrap();
+    let escape = APP
+        .replace("name: web\n", "name: escape\n")
+        .replace("PATH", "../outside");
+    fs::write(root.join("argocd/escape.yaml"), escape).unwrap();
+    let run = imagebump().args(["scan"]).arg(root).code(1).run();
+    run.assert_stderr_contains("apps/web/.argocd-source-web.yaml")
+        .assert_stderr_contains("link to outside the repository")
+        .assert_stderr_contains("../outside leaves the repository");
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+}

@@ -20,7 +20,8 @@ pub fn write_all(root: &Path, files: &[FileChange]) -> Vec<Problem> {
 }
 
 fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
-    let path = root.join(&f.file);
+    // Never outside the tree, whatever the file's name or the links on its way.
+    let (_, path) = crate::source::jail::resolve(root, &f.file)?;
     if f.created {
         if path.exists() {
             return Err("created on disk during the run; not written".into());

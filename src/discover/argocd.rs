@@ -266,7 +266,19 @@ impl Scan<'_> {
         if self.files.contains_key(rel) {
             return true;
         }
-        match std::fs::read_to_string(self.root.join(rel)) {
+        // Only inside the tree: an override file or a resource that links out of it is
+        // reported, never read.
+        let path = match crate::source::jail::resolve(self.root, rel) {
+            Ok((_, path)) => path,
+            Err(e) => {
+                let p = Problem::at_file(rel, 0, 0, format!("not read: {e}"));
+                if !self.out.problems.contains(&p) {
+                    self.out.problems.push(p);
+                }
+                return false;
+            }
+        };
+        match read_capped(&path) {
             Ok(text) => match Loaded::parse(rel, text) {
                 Ok(l) => {
                     self.files.insert(rel.to_string(), l);
@@ -493,11 +505,19 @@ impl Scan<'_> {
     }
 
     fn source_state<'s>(&mut self, app: &App, source: &'s Source) -> SourceState<'s> {
-        let dir = source
-            .path
-            .as_deref()
-            .map(clean_dir)
-            .filter(|d| self.root.join(d).is_dir());
+        let dir = source.path.as_deref().and_then(|p| {
+            match crate::source::jail::resolve(self.root, &clean_dir(p)) {
+                Ok((dir, path)) => path.is_dir().then_some(dir),
+                Err(e) => {
+                    let p = self.at_app(
+                        app,
+                        format!("Application {}: source path {e}: not read", app.name),
+                    );
+                    self.out.problems.push(p);
+                    None
+                }
+            }
+        });
         let mut overrides = Vec::new();
         let mut own_override = None;
         let mut broken = false;
@@ -1154,6 +1174,17 @@ impl Scan<'_> {
             Target::InPlace => return,
             Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
         };
+        if let Err(e) = crate::source::jail::resolve(self.root, &file) {
+            r.unmanaged = Some(format!("its write-back target {e}"));
+            let p = Problem::at_file(
+                &r.file,
+                r.line,
+                r.column,
+                format!("write-back target {e}: not written"),
+            );
+            self.out.problems.push(p);
+            return;
+        }
         if self.root.join(&file).exists() && !self.load(&file) {
             r.unmanaged = Some(format!("its write-back target {file} cannot be read"));
             return;
@@ -1316,6 +1347,18 @@ fn scalar_paths(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<(Vec<PathSeg>,
         }
         _ => out.push((path.clone(), "helm.valuesObject")),
     }
+}
+
+/// The largest file read for Argo CD (an Application, an override file, a resource).
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Whether a repository value (possibly the short form without the registry, as Helm

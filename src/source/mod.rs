@@ -1,6 +1,7 @@
 //! Where the manifests come from: a local directory or a shallow clone of a remote.
 
 pub mod git;
+pub mod jail;
 
 use std::path::{Path, PathBuf};
 

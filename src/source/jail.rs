@@ -1,0 +1,72 @@
+//! The tree is a jail: every path the repository names (an Argo CD source path, a
+//! write-back target, an override file) is resolved inside the repository root, `..` and
+//! symbolic links included, before anything is read or written there.
+
+use std::path::{Path, PathBuf};
+
+/// `rel` (`/`-separated, from the root) inside `root`: its normalised spelling (`.` and
+/// `..` resolved, no leading or trailing `/`; `""` for the root) and its path on disk.
+/// An error says how it leaves the tree: by `..`, or through a symbolic link.
+pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!("{rel} leaves the repository"));
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    let normalised = parts.join("/");
+    let path = root.join(&normalised);
+    // The deepest part that exists must still be inside once its links are followed; the
+    // rest does not exist yet (a file to create).
+    let real_root = root
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve the repository root: {e}"))?;
+    let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok());
+    if let Some(existing) = existing {
+        let real = existing
+            .canonicalize()
+            .map_err(|_| format!("{rel} is a broken link"))?;
+        if !real.starts_with(&real_root) {
+            return Err(format!("{rel} is a link to outside the repository"));
+        }
+    }
+    Ok((normalised, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_tree() {
+        let outside = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("apps/web")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), r.join("apps/out")).unwrap();
+        std::os::unix::fs::symlink(r.join("apps/web"), r.join("apps/alias")).unwrap();
+        let ok = |rel: &str| resolve(r, rel).map(|(n, _)| n);
+        assert_eq!(ok("./apps/web/../web/"), Ok("apps/web".into()));
+        assert_eq!(
+            ok("apps/web/new/values.yaml"),
+            Ok("apps/web/new/values.yaml".into())
+        );
+        assert_eq!(
+            ok("apps/alias/values.yaml"),
+            Ok("apps/alias/values.yaml".into())
+        );
+        assert_eq!(ok("."), Ok(String::new()));
+        assert!(ok("../outside")
+            .unwrap_err()
+            .contains("leaves the repository"));
+        assert!(ok("apps/../../x").is_err());
+        let linked = ok("apps/out/values.yaml").unwrap_err();
+        assert!(linked.contains("link to outside"), "{linked}");
+    }
+}
