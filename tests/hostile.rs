@@ -164,3 +164,34 @@ fn argo_cd_paths_and_override_links_do_not_leave_the_tree() {
         .assert_stderr_contains("../outside leaves the repository");
     assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
 }
+
+/// Numbers that would overflow a clock or stall a run are configuration errors, not panics.
+#[test]
+fn out_of_range_settings_are_refused_not_panics() {
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    for (setting, key) in [
+        ("rateLimit: 1e-300", "registries[0].rateLimit"),
+        ("rateLimit: .nan", "registries[0].rateLimit"),
+        (
+            "credentialsExpire: 15260000000000w\n    credentials: env:X",
+            "registries[0].credentialsExpire",
+        ),
+    ] {
+        fs::write(
+            &cfg,
+            format!("registries:\n  - prefix: ghcr.io\n    {setting}\n"),
+        )
+        .unwrap();
+        imagebump()
+            .args(["run", "--dry-run"])
+            .arg(repo.path())
+            .arg("--config")
+            .arg(&cfg)
+            .code(2)
+            .run()
+            .assert_stderr_contains(key);
+    }
+}

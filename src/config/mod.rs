@@ -143,10 +143,15 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         if let Err(e) = r.credentials_timeout() {
             bad("credentialsTimeout", e, "e.g. 10s, 1m");
         }
-        if r.rate_limit.is_some_and(|l| !(l.is_finite() && l > 0.0)) {
+        let range = imagebump_model::config::RATE_LIMIT_RANGE;
+        if r.rate_limit.is_some_and(|l| !range.contains(&l)) {
             bad(
                 "rateLimit",
-                "must be a positive number of requests per second".into(),
+                format!(
+                    "must be between {} and {} requests per second",
+                    range.start(),
+                    range.end()
+                ),
                 "e.g. 20, or 0.5 for one request every two seconds",
             );
         }

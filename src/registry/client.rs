@@ -570,7 +570,9 @@ impl Client {
                 reason: "token response has no token".into(),
             })?;
         // Renew a little early; the registry's minimum is 60 s.
-        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).max(60) - 10);
+        // A registry's word on the lifetime is kept to a day: `u64::MAX` must not overflow
+        // the clock.
+        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).clamp(60, 86_400) - 10);
         let secret = SecretString::from(token);
         self.auth.lock().await.tokens.insert(
             scope.to_string(),

@@ -62,12 +62,12 @@ pub struct Gate {
 
 impl Gate {
     pub fn new(host: &str, concurrency: usize, rate_limit: Option<f64>) -> Gate {
-        let pace = rate_limit.filter(|r| r.is_finite() && *r > 0.0).map(|r| {
-            (
-                Duration::from_secs_f64(1.0 / r),
-                tokio::sync::Mutex::new(Instant::now()),
-            )
-        });
+        // Configuration keeps the rate in range; a pace that does not fit a Duration is
+        // no pace rather than a panic.
+        let pace = rate_limit
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .and_then(|r| Duration::try_from_secs_f64(1.0 / r).ok())
+            .map(|pace| (pace, tokio::sync::Mutex::new(Instant::now())));
         Gate {
             host: host.to_string(),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
@@ -130,7 +130,9 @@ impl Gate {
 
     /// Hold every request to this registry until `wait` has passed (a 429's `Retry-After`).
     pub fn pause(&self, wait: Duration) {
-        let until = Instant::now() + wait;
+        let Some(until) = Instant::now().checked_add(wait) else {
+            return;
+        };
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         if paused.is_none_or(|p| p < until) {
             *paused = Some(until);

@@ -346,11 +346,26 @@ impl RegistryConfig {
     }
 }
 
+/// The longest `credentialsExpire` or `credentialsTimeout`: longer is a mistake, and
+/// far longer would overflow a clock.
+pub const MAX_SETTING_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
+
 fn duration(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
-    text.map(crate::duration::parse_age)
-        .transpose()
-        .map(|d| d.filter(|d| !d.is_zero()))
+    let d = text
+        .map(crate::duration::parse_age)
+        .transpose()?
+        .filter(|d| !d.is_zero());
+    match d {
+        Some(d) if d > MAX_SETTING_DURATION => Err(format!(
+            "{} is longer than a year",
+            text.unwrap_or_default()
+        )),
+        d => Ok(d),
+    }
 }
+
+/// The slowest and fastest `rateLimit` (requests per second).
+pub const RATE_LIMIT_RANGE: std::ops::RangeInclusive<f64> = 0.1..=100_000.0;
 
 #[cfg(test)]
 mod tests {

@@ -182,7 +182,22 @@ fn push_all(
     problems: &mut Vec<Problem>,
 ) -> BTreeSet<String> {
     let mut failed = BTreeSet::new();
-    let mut todo = updates.to_vec();
+    // Only imagebump's own branches are ever pushed in pull-request mode: never the base,
+    // never a name outside the prefix (whatever a change set's group is called).
+    let (mut todo, foreign): (Vec<RefUpdate>, Vec<RefUpdate>) = updates
+        .iter()
+        .cloned()
+        .partition(|u| own_branch(&u.branch, ctx.base, &ctx.settings.branch_prefix));
+    for u in foreign {
+        problems.push(Problem::general(format!(
+            "{}: not pushed: it is the base branch or outside the branch prefix {:?}",
+            u.branch, ctx.settings.branch_prefix
+        )));
+        failed.insert(u.branch);
+    }
+    if todo.is_empty() {
+        return failed;
+    }
     for attempt in 1..=PUSH_ATTEMPTS {
         let outcome = match ctx.git.push(ctx.dir, &todo) {
             Ok(outcome) => outcome,
@@ -220,6 +235,15 @@ fn push_all(
             .collect();
     }
     failed
+}
+
+/// Whether `branch` is one imagebump may push in pull-request mode.
+fn own_branch(branch: &str, base: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim();
+    branch != base
+        && !prefix.is_empty()
+        && branch.starts_with(prefix)
+        && branch.len() > prefix.len()
 }
 
 /// The rejected branches to push again. A branch that moved under us is retried with a
@@ -278,5 +302,20 @@ pub fn forge_problem(f: &dyn Forge, what: &str, e: &crate::forge::Error) -> Prob
         location: f.name().to_string(),
         message: format!("{what}: {e}"),
         hint: e.hint(),
+    }
+}
+
+#[cfg(test)]
+mod branch_tests {
+    use super::own_branch;
+
+    #[test]
+    fn only_branches_under_the_prefix_other_than_the_base() {
+        assert!(own_branch("imagebump/web", "main", "imagebump/"));
+        assert!(!own_branch("main", "main", "ma"));
+        assert!(!own_branch("main", "main", ""));
+        assert!(!own_branch("imagebump/", "main", "imagebump/"));
+        assert!(!own_branch("release/1", "main", "imagebump/"));
+        assert!(!own_branch("deps-main", "deps-main", "deps-"));
     }
 }

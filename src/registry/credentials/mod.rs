@@ -392,9 +392,12 @@ impl Provider {
                 .unwrap_or(Duration::ZERO);
             // Refresh a little early, but never turn a short-lived token into no token.
             let margin = EXPIRY_MARGIN.min(left / 10);
-            Instant::now() + left.saturating_sub(margin)
+            // A source's far-future expiry (`u64::MAX` seconds) is "until the run ends",
+            // not a clock overflow.
+            Instant::now().checked_add(left.saturating_sub(margin))
         });
-        let configured = self.expire.map(|d| Instant::now() + d);
+        let from_source = from_source.flatten();
+        let configured = self.expire.and_then(|d| Instant::now().checked_add(d));
         match (from_source, configured) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
