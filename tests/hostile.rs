@@ -195,3 +195,27 @@ fn out_of_range_settings_are_refused_not_panics() {
             .assert_stderr_contains(key);
     }
 }
+
+/// A token written into the source URL never reaches the output, whatever the spelling
+/// (upper-case scheme, a password holding `@`, ssh userinfo).
+#[test]
+fn tokens_in_source_urls_are_never_printed() {
+    for url in [
+        format!("HTTP://x:{SECRET}@127.0.0.1:9/gitops.git"),
+        format!("https://x:p@ss{SECRET}@127.0.0.1:9/gitops.git"),
+        format!("ssh://git:{SECRET}@127.0.0.1:9/gitops.git"),
+    ] {
+        let run = imagebump()
+            .env("RUST_LOG", "trace")
+            .args(["-vvv", "run", "--dry-run"])
+            .arg(&url)
+            .any_code()
+            .run();
+        assert_ne!(run.code, 0, "{url}");
+        assert!(
+            !run.stdout.contains(SECRET) && !run.stderr.contains(SECRET),
+            "{url}\n{}",
+            run.stderr
+        );
+    }
+}

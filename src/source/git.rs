@@ -1151,18 +1151,60 @@ pub fn split_credentials(url: &str) -> (String, Option<SecretString>) {
     let Some((scheme, rest)) = url.split_once("://") else {
         return (url.to_string(), None);
     };
-    if scheme != "https" && scheme != "http" {
-        return (url.to_string(), None);
-    }
+    // Schemes are case-insensitive (`HTTP://`); git is given the lower-case spelling.
+    let scheme = scheme.to_ascii_lowercase();
     let host_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..host_end].rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            let secret = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
+    let Some(at) = rest[..host_end].rfind('@') else {
+        return (format!("{scheme}://{rest}"), None);
+    };
+    let userinfo = &rest[..at];
+    let (user, secret) = match userinfo.split_once(':') {
+        Some((user, secret)) => (user, Some(secret)),
+        None => (userinfo, None),
+    };
+    match scheme.as_str() {
+        "https" | "http" => {
             let clean = format!("{scheme}://{}", &rest[at + 1..]);
-            (clean, Some(SecretString::from(secret.to_string())))
+            let token = secret.unwrap_or(user);
+            (clean, Some(SecretString::from(token.to_string())))
         }
-        None => (url.to_string(), None),
+        // ssh takes no password from a URL: the user stays, a password never reaches a
+        // command line.
+        _ => (format!("{scheme}://{user}@{}", &rest[at + 1..]), None),
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_credentials;
+    use secrecy::ExposeSecret;
+
+    #[test]
+    fn tokens_leave_urls_in_every_spelling() {
+        let split = |u: &str| {
+            let (clean, token) = split_credentials(u);
+            (clean, token.map(|t| t.expose_secret().to_string()))
+        };
+        assert_eq!(
+            split("HTTP://x:tok@host/r.git"),
+            ("http://host/r.git".into(), Some("tok".into()))
+        );
+        assert_eq!(
+            split("https://x:p@ss@host/r.git"),
+            ("https://host/r.git".into(), Some("p@ss".into()))
+        );
+        assert_eq!(
+            split("ssh://git:tok@host/r.git"),
+            ("ssh://git@host/r.git".into(), None)
+        );
+        assert_eq!(
+            split("ssh://git@host/r.git"),
+            ("ssh://git@host/r.git".into(), None)
+        );
+        assert_eq!(
+            split("https://host/r.git"),
+            ("https://host/r.git".into(), None)
+        );
     }
 }
 

@@ -32,7 +32,7 @@ fn checked_out_branch(root: &Path) -> Option<String> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}: no such directory")]
+    #[error("{}: no such directory", imagebump_http::redact(.0))]
     NotFound(String),
     #[error(transparent)]
     Git(#[from] git::Error),
@@ -42,9 +42,10 @@ pub enum Error {
 
 /// True when `source` names a remote repository rather than a local path.
 pub fn is_remote(source: &str) -> bool {
+    let lower = source.get(..8).unwrap_or(source).to_ascii_lowercase();
     ["https://", "http://", "ssh://", "git://", "file://"]
         .iter()
-        .any(|p| source.starts_with(p))
+        .any(|p| lower.starts_with(p))
         || is_scp_like(source)
 }
 

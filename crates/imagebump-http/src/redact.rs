@@ -18,8 +18,9 @@ static PATTERNS: LazyLock<Option<Vec<Regex>>> = LazyLock::new(|| {
         r"\b(?:gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+|gl[a-z]{2,4}-[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+)",
         // A long value after an auth scheme or an Authorization header.
         r"(?i)\b(bearer\s+|basic\s+|authorization:\s*(?:[a-z]+\s+)?)[A-Za-z0-9._~+/=-]{20,}",
-        // user:password@ (or token@) in a URL.
-        r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]+(@)",
+        // user:password@ (or token@) in a URL, to the last `@` of the authority (a
+        // password may hold one).
+        r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#]+(@)",
         // Query parameters that carry secrets.
         r"(?i)([?&;](?:access_token|private_token|job_token|token|password|passwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&#\s]+",
     ]
@@ -147,6 +148,14 @@ mod tests {
         );
         let plain = "http://127.0.0.1:5000/v2/a/tags/list?n=1000&last=v1";
         assert_eq!(url(plain), plain);
+        // Every spelling: upper-case schemes, ssh, a password holding `@`.
+        assert_eq!(url("HTTP://x:tok@host/r"), "HTTP://<redacted>@host/r");
+        assert_eq!(url("ssh://git:tok@host/r"), "ssh://<redacted>@host/r");
+        assert_eq!(url("https://x:p@ss@host/r"), "https://<redacted>@host/r");
+        assert_eq!(
+            redact("see https://example.com/x or mail me@example.com"),
+            "see https://example.com/x or mail me@example.com"
+        );
     }
 
     #[test]
