@@ -219,3 +219,57 @@ fn tokens_in_source_urls_are_never_printed() {
         );
     }
 }
+
+/// Bad files are reported with their name (and line) and cost nothing; the rest is
+/// updated, a byte order mark is kept, and the run exits 1.
+#[test]
+fn huge_deep_and_bom_files_are_handled_and_the_rest_is_updated() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    kustomization(root);
+    fs::create_dir_all(root.join("bom")).unwrap();
+    let bom = "\u{feff}images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0\n";
+    fs::write(root.join("bom/kustomization.yaml"), bom).unwrap();
+    fs::create_dir_all(root.join("huge")).unwrap();
+    let huge = format!(
+        "image: ghcr.io/acme/web:1.0.0\npad: \"{}\"\n",
+        "x".repeat(33 << 20)
+    );
+    fs::write(root.join("huge/values.yaml"), huge).unwrap();
+    fs::create_dir_all(root.join("deep")).unwrap();
+    let deep = format!(
+        "image: ghcr.io/acme/web:1.0.0\nx: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    fs::write(root.join("deep/values.yaml"), deep).unwrap();
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "registries:\n  - prefix: ghcr.io\n    url: {}\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["run", "--write"])
+        .arg(root)
+        .arg("--config")
+        .arg(&cfg)
+        .code(1)
+        .run();
+    run.assert_stderr_contains("huge/values.yaml: larger than 32 MiB")
+        .assert_stderr_contains("deep/values.yaml:2:")
+        .assert_stderr_contains("nested deeper than 256 levels");
+    assert_eq!(
+        fs::read_to_string(root.join("bom/kustomization.yaml")).unwrap(),
+        bom.replace("1.0.0", "1.1.0")
+    );
+    assert!(fs::read_to_string(root.join("app/kustomization.yaml"))
+        .unwrap()
+        .contains("newTag: 1.1.0"));
+}

@@ -138,7 +138,7 @@ pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
             out.push(Doc {
                 index,
                 root: d.root.map(|mut n| {
-                    shift(&mut n, start);
+                    n.shift(start);
                     n
                 }),
             });
@@ -180,27 +180,6 @@ fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
         out.push((start, &text[start..end]));
     }
     Some(out)
-}
-
-/// Move every offset of `node` by `by` bytes.
-fn shift(node: &mut Node, by: usize) {
-    match node {
-        Node::Map { entries, offset } => {
-            *offset += by;
-            for (k, v) in entries {
-                k.offset += by;
-                shift(v, by);
-            }
-        }
-        Node::Seq { items, offset } => {
-            *offset += by;
-            for v in items {
-                shift(v, by);
-            }
-        }
-        Node::Scalar(s) => s.span = s.span.start + by..s.span.end + by,
-        Node::Other { offset } => *offset += by,
-    }
 }
 
 /// The documents of a YAML stream, split at `---` lines (enough for a first look).

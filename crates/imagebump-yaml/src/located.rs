@@ -56,6 +56,28 @@ impl Node {
         }
     }
 
+    /// Move every offset of this node and those below it by `by` bytes (a node parsed from
+    /// a slice of a larger text).
+    pub fn shift(&mut self, by: usize) {
+        match self {
+            Node::Map { entries, offset } => {
+                *offset += by;
+                for (k, v) in entries {
+                    k.offset += by;
+                    v.shift(by);
+                }
+            }
+            Node::Seq { items, offset } => {
+                *offset += by;
+                for v in items {
+                    v.shift(by);
+                }
+            }
+            Node::Scalar(s) => s.span = s.span.start + by..s.span.end + by,
+            Node::Other { offset } => *offset += by,
+        }
+    }
+
     /// The node at `path` below this one.
     pub fn at(&self, path: &[PathSeg]) -> Option<&Node> {
         path.iter().try_fold(self, |node, seg| match (seg, node) {
@@ -171,6 +193,18 @@ impl LineIndex {
 /// Parse a YAML stream into located documents. Fails on anything libyaml rejects, with the
 /// line and column it reports.
 pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
+    // A UTF-8 byte order mark (editors on Windows write one) is not YAML content: the
+    // stream after it is read, and every span still counts from the file's first byte.
+    if let Some(rest) = text.strip_prefix('\u{feff}') {
+        let mut docs = parse_located(rest)?;
+        for d in &mut docs {
+            if let Some(root) = &mut d.root {
+                root.shift('\u{feff}'.len_utf8());
+            }
+        }
+        return Ok(docs);
+    }
+    check_depth(text)?;
     validate(text)?;
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
         line: 1,
@@ -192,6 +226,57 @@ pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
         })
         .collect();
     Ok(docs)
+}
+
+/// The deepest nesting read: far beyond any manifest, and far below what makes parsing
+/// slow (a 100,000-deep flow mapping) or the stack deep.
+pub const MAX_DEPTH: usize = 256;
+
+/// Refuse pathological nesting quickly, at its line: flow collections (`[`, `{`) nested
+/// deeper than [`MAX_DEPTH`], or a line indented deeper than that many levels would allow.
+/// (Brackets inside quoted strings count too; no real file comes near the limit.)
+fn check_depth(text: &str) -> Result<(), ParseError> {
+    let mut depth = 0usize;
+    let (mut line, mut column) = (1usize, 0usize);
+    let mut at_line_start = true;
+    let mut indent = 0usize;
+    for c in text.chars() {
+        column += 1;
+        match c {
+            '\n' => {
+                line += 1;
+                column = 0;
+                at_line_start = true;
+                indent = 0;
+                continue;
+            }
+            ' ' if at_line_start => {
+                indent += 1;
+                if indent > MAX_DEPTH * 8 {
+                    return Err(too_deep(line, column));
+                }
+                continue;
+            }
+            '[' | '{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(too_deep(line, column));
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        at_line_start = false;
+    }
+    Ok(())
+}
+
+fn too_deep(line: usize, column: usize) -> ParseError {
+    ParseError {
+        line,
+        column,
+        message: format!("nested deeper than {MAX_DEPTH} levels: not read"),
+    }
 }
 
 /// libyaml is the reference parser: what it rejects is broken, whatever the CST recovers.
@@ -296,6 +381,18 @@ mod tests {
         let err = parse_located("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
         assert_eq!(err.line, 3, "{err}");
         assert!(err.column >= 1);
+    }
+
+    #[test]
+    fn pathological_nesting_is_refused_at_its_line() {
+        let deep = format!("a: 1\nb: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let err = parse_located(&deep).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!((err.line, err.column), (2, 260));
+        assert!(err.message.contains("nested deeper than 256"), "{err}");
+        let fine = format!("a: {}1{}\n", "[".repeat(50), "]".repeat(50));
+        assert!(parse_located(&fine).is_ok());
     }
 
     #[test]
