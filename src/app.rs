@@ -43,7 +43,12 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         Command::Scan(args) => scan::scan(&source::Source::from(&args), out),
         Command::Run(args) => {
             let plan = RunPlan::new(args)?;
-            runtime.block_on(run::run(&plan, out))
+            runtime.block_on(async {
+                tokio::select! {
+                    end = run::run(&plan, out) => end,
+                    signal = terminated() => Err(Error::Stopped(signal)),
+                }
+            })
         }
         Command::Tags(args) => runtime.block_on(tags::tags(&args, out)),
         Command::Config(ConfigCommand::Schema { report }) => Ok(config::schema(report)),
@@ -51,6 +56,21 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         Command::Registry(RegistryCommand::Check(args)) => {
             runtime.block_on(registry_check::check(&args, out))
         }
+    }
+}
+
+/// SIGTERM, what Kubernetes and GitHub Actions send before they kill: the run stops at its
+/// next step, and dropping it removes what it holds (the temporary clone). Pushed branches
+/// and opened pull requests stay; a rerun adopts them.
+async fn terminated() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            term.recv().await;
+            "SIGTERM"
+        }
+        // No handler: the signal keeps its default (the process ends at once).
+        Err(_) => std::future::pending().await,
     }
 }
 

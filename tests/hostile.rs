@@ -273,3 +273,64 @@ fn huge_deep_and_bom_files_are_handled_and_the_rest_is_updated() {
         .unwrap()
         .contains("newTag: 1.1.0"));
 }
+
+/// SIGTERM (what Kubernetes sends first) stops the run at its next step: exit 1, a clear
+/// message, and the temporary clone is gone.
+#[test]
+fn sigterm_removes_the_temporary_clone() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // A registry that accepts connections and never answers keeps the run busy.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let work = support::make_worktree(&[(
+        "app/kustomization.yaml",
+        "images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0\n",
+    )]);
+    let server = support::GitServer::daemon(work.path(), "gitops");
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    fs::write(
+        &cfg,
+        format!("registries:\n  - prefix: ghcr.io\n    url: http://127.0.0.1:{port}\n"),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_imagebump"))
+        .args(["run", "--dry-run", &server.url(), "--config"])
+        .arg(&cfg)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let clones = || {
+        fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("imagebump-"))
+            .count()
+    };
+    let started = Instant::now();
+    while clones() == 0 && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(clones(), 1, "the run never cloned");
+    // Past the clone, waiting on the registry.
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    assert_eq!(clones(), 0, "the temporary clone was left behind");
+    drop(silent);
+}

@@ -78,6 +78,9 @@ pub enum Error {
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A signal stopped the run; its temporary files are gone.
+    #[error("stopped by {0}: temporary files removed; what was already pushed stays, and a rerun continues from it")]
+    Stopped(&'static str),
 }
 
 fn hint_suffix(hint: Option<&str>) -> String {
@@ -109,7 +112,8 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         | Error::Client(_)
         | Error::TagList { .. }
         | Error::TagsFile { .. }
-        | Error::Json(_) => exit::ERRORS,
+        | Error::Json(_)
+        | Error::Stopped(_) => exit::ERRORS,
     }
 }
 
