@@ -19,6 +19,32 @@ pub fn write_all(root: &Path, files: &[FileChange]) -> Vec<Problem> {
         .collect()
 }
 
+const TMP_PREFIX: &str = ".imagebump-";
+
+/// Temporary files an earlier run left in `dir` when it was killed between writing and
+/// renaming, older than a few minutes (a run at work now renames within seconds).
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(TMP_PREFIX) && name.ends_with(".tmp")) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(300));
+        if old && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
     // Never outside the tree, whatever the file's name or the links on its way.
     let (_, path) = crate::source::jail::resolve(root, &f.file)?;
@@ -33,7 +59,13 @@ fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
         }
     }
     let dir = path.parent().unwrap_or(root);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    remove_stale(dir);
+    // Named so that a run killed before the rename leaves a file anyone recognises, and
+    // the next run writing here removes.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .suffix(".tmp")
+        .tempfile_in(dir)
         .map_err(|e| format!("cannot create a temporary file: {e}"))?;
     tmp.write_all(f.after.as_bytes())
         .map_err(|e| format!("cannot write: {e}"))?;
@@ -53,4 +85,46 @@ fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
     tmp.persist(&path)
         .map_err(|e| format!("cannot replace: {}", e.error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_runs_temporary_files_are_removed_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".imagebump-abc123.tmp");
+        let fresh = dir.path().join(".imagebump-def456.tmp");
+        let other = dir.path().join(".tmp-not-ours");
+        for f in [&stale, &fresh, &other] {
+            std::fs::write(f, "x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        std::fs::write(dir.path().join("values.yaml"), "tag: 1\n").unwrap();
+        let change = FileChange {
+            file: "values.yaml".into(),
+            before: "tag: 1\n".into(),
+            after: "tag: 2\n".into(),
+            created: false,
+        };
+        assert!(write_all(dir.path(), &[change]).is_empty());
+        assert!(!stale.exists() && fresh.exists() && other.exists());
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".tmp") && n != ".imagebump-def456.tmp")
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("values.yaml")).unwrap(),
+            "tag: 2\n"
+        );
+    }
 }
