@@ -334,3 +334,45 @@ fn sigterm_removes_the_temporary_clone() {
     assert_eq!(clones(), 0, "the temporary clone was left behind");
     drop(silent);
 }
+
+/// A CA bundle or credentials file that never ends (`/dev/zero`) is refused after a
+/// megabyte, with the setting named: no gigabytes read, no hang.
+#[test]
+fn endless_settings_files_are_refused_quickly() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    for (setting, expect) in [
+        (
+            "caFile: /dev/zero",
+            "caFile /dev/zero: larger than 1024 KiB",
+        ),
+        (
+            "credentials: file:/dev/zero",
+            "file:/dev/zero: larger than 1024 KiB",
+        ),
+    ] {
+        fs::write(
+            &cfg,
+            format!(
+                "registries:\n  - prefix: ghcr.io\n    url: {}\n    {setting}\n",
+                reg.base_url()
+            ),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let run = imagebump()
+            .args(["run", "--dry-run"])
+            .arg(repo.path())
+            .arg("--config")
+            .arg(&cfg)
+            .any_code()
+            .run();
+        assert_ne!(run.code, 0, "{setting}");
+        run.assert_stderr_contains(expect);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+}

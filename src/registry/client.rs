@@ -96,7 +96,7 @@ impl Client {
             // `insecure` wins: a preconfigured TLS set-up would ignore it.
             options.insecure = c.insecure;
             if let (false, Some(ca)) = (c.insecure, &c.ca_file) {
-                let pem = std::fs::read(ca)
+                let pem = super::read_small(ca)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;
                 let tls = super::tls::client_config(&pem)
                     .map_err(|e| Error::Config(format!("caFile {}: {e}", ca.display())))?;

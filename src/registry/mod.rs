@@ -13,6 +13,27 @@ pub mod manifest;
 pub use imagebump_model::name;
 mod tls;
 
+/// The largest CA bundle or credentials file read: far above any real one, far below a
+/// mistake such as `/dev/zero`.
+pub const MAX_SETTINGS_FILE_BYTES: u64 = 1 << 20;
+
+/// A small file named by the operator's configuration, refused when it is larger than
+/// [`MAX_SETTINGS_FILE_BYTES`] (counted while reading: a device cannot get past it).
+pub fn read_small(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SETTINGS_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_SETTINGS_FILE_BYTES {
+        return Err(format!(
+            "larger than {} KiB: not read",
+            MAX_SETTINGS_FILE_BYTES >> 10
+        ));
+    }
+    Ok(bytes)
+}
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

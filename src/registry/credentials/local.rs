@@ -97,8 +97,10 @@ const IDENTITY_TOKEN_USER: &str = "00000000-0000-0000-0000-000000000000";
 /// so a rotated secret is picked up on refresh.
 fn read_file(path: &Path, host: &str) -> Result<Option<Credential>, String> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("credentials file:{shown}: {e}"))?;
+    let bytes =
+        crate::registry::read_small(path).map_err(|e| format!("credentials file:{shown}: {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("credentials file:{shown}: not UTF-8 text"))?;
     let trimmed = text.trim();
     if trimmed.starts_with('{') {
         let json: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
