@@ -376,3 +376,21 @@ fn endless_settings_files_are_refused_quickly() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 }
+
+/// A symbolic link in the tree is never followed, and the user is told.
+#[test]
+fn symlinked_manifests_are_noted_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    let pod = format!("apiVersion: v1\nkind: Pod\nspec:\n  containers: [{{image: \"ghcr.io/acme/{SECRET}:1.0\"}}]\n");
+    fs::write(outside.path().join("pod.yaml"), pod).unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    kustomization(repo.path());
+    std::os::unix::fs::symlink(
+        outside.path().join("pod.yaml"),
+        repo.path().join("app/pod.yaml"),
+    )
+    .unwrap();
+    let run = imagebump().arg("scan").arg(repo.path()).run();
+    run.assert_stderr_contains("app/pod.yaml: a symbolic link: not followed");
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+}

@@ -312,7 +312,11 @@ fn chart_templates(path: &Path) -> bool {
 }
 
 /// The files to scan, in name order, with their kind.
-fn files(root: &Path, filters: &Filters, problems: &mut Vec<Problem>) -> Vec<(String, FileKind)> {
+/// Symbolic links are never followed (the tree is a jail); one that would be read is
+/// noted. A file name that is not UTF-8 is reported, not guessed at.
+fn files(root: &Path, filters: &Filters, out: &mut Discovery) -> Vec<(String, FileKind)> {
+    let problems = &mut out.problems;
+    let notes = &mut out.notes;
     let mut files = Vec::new();
     // Chart `templates/` directories seen so far (a directory comes before its files).
     let mut templates: Vec<String> = Vec::new();
@@ -333,7 +337,22 @@ fn files(root: &Path, filters: &Filters, problems: &mut Vec<Problem>) -> Vec<(St
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        let rel = rel.to_string_lossy().replace('\\', "/");
+        let Some(rel) = rel.to_str().map(|r| r.replace('\\', "/")) else {
+            problems.push(Problem::general(format!(
+                "{}: the file name is not UTF-8: not read",
+                rel.to_string_lossy()
+            )));
+            continue;
+        };
+        if entry.path_is_symlink() && filters.wanted(&rel) && classify(&rel, filters).is_some() {
+            notes.push(Problem::at_file(
+                &rel,
+                0,
+                0,
+                "a symbolic link: not followed (imagebump reads only the repository's own files)",
+            ));
+            continue;
+        }
         if entry.file_type().is_dir() && entry.depth() > 0 && chart_templates(entry.path()) {
             templates.push(format!("{rel}/"));
         }
@@ -374,7 +393,7 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
-    let files = files(root, &filters, &mut out.problems);
+    let files = files(root, &filters, &mut out);
     // Kustomizations first: their `configurations:` name image fields of custom resources
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
