@@ -16,38 +16,6 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/argocd")
 }
 
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .to_string();
-                out.insert(rel, fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
-fn copy_repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, bytes) in snapshot(&fixture().join("repo")) {
-        let dest = dir.path().join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::write(dest, bytes).unwrap();
-    }
-    dir
-}
-
 /// Seed from registry.txt: `repo TAG[@CREATED][=PLATFORM[,PLATFORM]] ...` (see the fixture's
 /// README): plain tags share one image; a date makes the tag its own image; platforms
 /// make an index (or a single-platform image).
@@ -113,20 +81,24 @@ fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
     let reg = Registry::start(RegistryMode::Plain);
     seed(&reg);
     let (_c, cfg) = config(&reg);
-    let repo = copy_repo();
+    let repo = support::copy_tree(&fixture().join("repo"));
     let dir = repo.path().to_str().unwrap();
-    let before = snapshot(repo.path());
+    let before = support::files(repo.path());
 
     let dry = imagebump()
         .args(["run", dir, "--config", &cfg, "--dry-run"])
         .run();
-    assert_eq!(snapshot(repo.path()), before, "a dry run writes nothing");
+    assert_eq!(
+        support::files(repo.path()),
+        before,
+        "a dry run writes nothing"
+    );
 
     imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
         .run();
-    let after = snapshot(repo.path());
-    let expected = snapshot(&fixture().join("expected"));
+    let after = support::files(repo.path());
+    let expected = support::files(&fixture().join("expected"));
     for (rel, want) in &expected {
         let got = after
             .get(rel)
@@ -180,7 +152,7 @@ fn docs(path: &Path) -> Vec<Value> {
 /// `.argocd-source.yaml` and `.argocd-source-<app>.yaml` applied (RFC 7396).
 fn rendered(root: &Path) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
-    for (rel, _) in snapshot(root) {
+    for (rel, _) in support::files(root) {
         if !rel.starts_with("argocd/") {
             continue;
         }
@@ -276,7 +248,7 @@ fn rendered_sources_change_only_in_image_values() {
     let reg = Registry::start(RegistryMode::Plain);
     seed(&reg);
     let (_c, cfg) = config(&reg);
-    let repo = copy_repo();
+    let repo = support::copy_tree(&fixture().join("repo"));
     let before = rendered(repo.path());
     write(repo.path(), &cfg, 0);
     let after = rendered(repo.path());
@@ -338,13 +310,13 @@ fn broken_argo_cd_files_are_reported_and_the_rest_still_runs() {
         ("apps/bad/kustomization.yaml", "resources: []\n"),
         ("apps/bad/.argocd-source-bad.yaml", "kustomize:\n  images: [x\n"),
     ]);
-    let before = snapshot(tree.path());
+    let before = support::files(tree.path());
     let run = write(tree.path(), &cfg, 1);
     run.assert_stderr_contains("argocd/broken.yaml:4:1: not valid YAML");
     run.assert_stderr_contains("argocd/nosource.yaml:")
         .assert_stderr_contains("Application");
     run.assert_stderr_contains("apps/bad/.argocd-source-bad.yaml:");
-    let after = snapshot(tree.path());
+    let after = support::files(tree.path());
     for (rel, bytes) in &after {
         if rel == "argocd/good.yaml" {
             assert!(String::from_utf8_lossy(bytes).contains("registry.test/team/good:1.1.0"));
@@ -390,7 +362,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         ("apps/api/Chart.yaml", "apiVersion: v2\nname: api\nversion: 0.1.0\n"),
         ("apps/api/values.yaml", "image:\n  repository: registry.test/team/api\n  tag: 1.0.0\n"),
     ]);
-    let before = snapshot(tree.path());
+    let before = support::files(tree.path());
     let run = write(tree.path(), &cfg, 1);
     run.assert_stderr_contains("argocd/web.yaml:");
     assert!(
@@ -399,7 +371,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
         "{}",
         run.stderr
     );
-    assert_eq!(snapshot(tree.path()), before, "{}", run.stdout);
+    assert_eq!(support::files(tree.path()), before, "{}", run.stdout);
 }
 
 /// `--shard I/N` splits the change sets; the shards never overlap and together equal one

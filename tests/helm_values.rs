@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -25,38 +24,6 @@ const HELM_KEYS: &str = "helm:
     - repository: image
       tag: imageTag
 ";
-
-/// Every file under `dir` with its text.
-fn files(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .to_string();
-                out.insert(rel, fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
-fn copy_fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files(&fixture()) {
-        let dest = dir.path().join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::write(dest, text).unwrap();
-    }
-    dir
-}
 
 /// A registry holding the tags of fixtures/helm/registry.txt.
 fn seeded_registry() -> Registry {
@@ -144,8 +111,8 @@ fn without_configured_keys_the_charts_still_scan_without_error() {
 fn dry_run_against_a_real_registry_proposes_the_expected_diffs() {
     let reg = seeded_registry();
     let (_c, cfg) = run_config(&reg);
-    let repo = copy_fixture();
-    let before = files(repo.path());
+    let repo = support::copy_tree(&fixture());
+    let before = support::texts(repo.path());
     let run = imagebump()
         .args([
             "run",
@@ -156,7 +123,11 @@ fn dry_run_against_a_real_registry_proposes_the_expected_diffs() {
         ])
         .filter_path(repo.path(), "[REPO]")
         .run();
-    assert_eq!(files(repo.path()), before, "a dry run writes nothing");
+    assert_eq!(
+        support::texts(repo.path()),
+        before,
+        "a dry run writes nothing"
+    );
     assert_eq!(run.filtered_stderr(), "", "{run}");
     insta::assert_snapshot!("dry_run", run.filtered_stdout());
 }
@@ -165,13 +136,13 @@ fn dry_run_against_a_real_registry_proposes_the_expected_diffs() {
 fn write_edits_inside_helm_values_strings_byte_for_byte_and_then_nothing_is_left() {
     let reg = seeded_registry();
     let (_c, cfg) = run_config(&reg);
-    let repo = copy_fixture();
+    let repo = support::copy_tree(&fixture());
     let dir = repo.path().to_str().unwrap();
-    let before = files(repo.path());
+    let before = support::texts(repo.path());
     imagebump()
         .args(["run", "--write", dir, "--config", &cfg])
         .run();
-    let after = files(repo.path());
+    let after = support::texts(repo.path());
     // The Application file: exactly the values inside the strings changed.
     let expected = before["apps/platform.yaml"]
         .replace(

@@ -24,37 +24,6 @@ const LEAVES: &[&str] = &[
     "api/overlays/staging-eu",
 ];
 
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .to_string();
-                out.insert(rel, fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
-fn copy_fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, bytes) in files(&fixture()) {
-        let dest = dir.path().join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::write(dest, bytes).unwrap();
-    }
-    dir
-}
-
 /// Fails, naming what to install, unless kubectl's kustomize knows components (v3.7+).
 fn require_kustomize() {
     require_tool("kubectl", "kubernetes-client");
@@ -149,9 +118,9 @@ fn renders(root: &Path) -> BTreeMap<&'static str, (Vec<String>, String)> {
 fn each_overlay_moves_on_its_own_and_the_shared_base_stays() {
     let reg = seeded_registry();
     let (_c, cfg) = config(&reg, "");
-    let repo = copy_fixture();
+    let repo = support::copy_tree(&fixture());
     let dir = repo.path().to_str().unwrap();
-    let before_files = files(repo.path());
+    let before_files = support::files(repo.path());
     let before = renders(repo.path());
 
     let scan = imagebump()
@@ -164,7 +133,11 @@ fn each_overlay_moves_on_its_own_and_the_shared_base_stays() {
         .filter_path(repo.path(), "[REPO]")
         .run();
     insta::assert_snapshot!("overlays_dry_run", dry.filtered_stdout());
-    assert_eq!(files(repo.path()), before_files, "a dry run writes nothing");
+    assert_eq!(
+        support::files(repo.path()),
+        before_files,
+        "a dry run writes nothing"
+    );
 
     imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
@@ -184,7 +157,7 @@ fn each_overlay_moves_on_its_own_and_the_shared_base_stays() {
         assert_eq!(after[leaf].1, before[leaf].1, "{leaf}: only images change");
     }
     // Only the overlays (and the component dev alone uses) change; bases stay as they were.
-    let after_files = files(repo.path());
+    let after_files = support::files(repo.path());
     let changed: Vec<&String> = after_files
         .iter()
         .filter(|(rel, bytes)| before_files.get(*rel) != Some(bytes))
@@ -219,9 +192,9 @@ fn each_overlay_moves_on_its_own_and_the_shared_base_stays() {
 fn shared_bases_in_place_edits_the_base_for_every_overlay() {
     let reg = seeded_registry();
     let (_c, cfg) = config(&reg, "scan:\n  sharedBases: in-place\n");
-    let repo = copy_fixture();
+    let repo = support::copy_tree(&fixture());
     let dir = repo.path().to_str().unwrap();
-    let before_files = files(repo.path());
+    let before_files = support::files(repo.path());
     imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
         .run();
@@ -231,7 +204,7 @@ fn shared_bases_in_place_edits_the_base_for_every_overlay() {
         "busybox:1.37.0 ghcr.io/acme/report:2.1.0 ghcr.io/acme/shop:1.1.0"
     );
     let base = "shop/base/deployment.yaml";
-    let text = String::from_utf8(files(repo.path())[base].clone()).unwrap();
+    let text = String::from_utf8(support::files(repo.path())[base].clone()).unwrap();
     let old = String::from_utf8(before_files[base].clone()).unwrap();
     assert_eq!(
         text,
@@ -239,7 +212,7 @@ fn shared_bases_in_place_edits_the_base_for_every_overlay() {
             .replace("busybox:1.36.0", "busybox:1.37.0")
     );
     assert_eq!(
-        files(repo.path())["shop/overlays/prod/kustomization.yml"],
+        support::files(repo.path())["shop/overlays/prod/kustomization.yml"],
         before_files["shop/overlays/prod/kustomization.yml"]
     );
 }

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -14,37 +13,6 @@ use support::{Registry, RegistryMode};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/homelab")
-}
-
-fn files(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .to_string();
-                out.insert(rel, fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
-fn copy_fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files(&fixture()) {
-        let dest = dir.path().join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::write(dest, text).unwrap();
-    }
-    dir
 }
 
 fn setup() -> (Registry, tempfile::TempDir, String) {
@@ -76,9 +44,9 @@ fn setup() -> (Registry, tempfile::TempDir, String) {
 #[test]
 fn every_manifest_image_is_found_and_edited_in_place() {
     let (_reg, _c, cfg) = setup();
-    let repo = copy_fixture();
+    let repo = support::copy_tree(&fixture());
     let dir = repo.path().to_str().unwrap();
-    let before = files(repo.path());
+    let before = support::texts(repo.path());
 
     let scan = imagebump().args(["scan", dir, "--config", &cfg]).run();
     insta::assert_snapshot!("homelab_scan", scan.filtered_stdout());
@@ -90,7 +58,7 @@ fn every_manifest_image_is_found_and_edited_in_place() {
     imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
         .run();
-    let after = files(repo.path());
+    let after = support::texts(repo.path());
     let moved = [
         (
             "apps/media/jellyfin.yaml",

@@ -246,6 +246,40 @@ pub fn tree<P: AsRef<Path>, T: AsRef<[u8]>>(files: &[(P, T)]) -> tempfile::TempD
     dir
 }
 
+/// Every file under `dir` (relative `/`-separated path → bytes), for "nothing else changed"
+/// assertions.
+pub fn files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).expect("read a test tree") {
+            let path = entry.expect("read a test tree entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).expect("below the tree");
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                out.insert(rel, fs::read(&path).expect("read a test file"));
+            }
+        }
+    }
+    out
+}
+
+/// [`files`] as text.
+pub fn texts(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    files(dir)
+        .into_iter()
+        .map(|(rel, bytes)| (rel, String::from_utf8(bytes).expect("a UTF-8 test file")))
+        .collect()
+}
+
+/// A fresh copy of the tree at `dir` (a fixture a test may change).
+pub fn copy_tree(dir: &Path) -> tempfile::TempDir {
+    let files: Vec<(String, Vec<u8>)> = files(dir).into_iter().collect();
+    tree(&files)
+}
+
 /// The "not ready" failure of a server start, once `deadline` has passed.
 fn start_timed_out(deadline: Instant, last_failure: &str) -> Option<(bool, String)> {
     (Instant::now() > deadline).then(|| {
