@@ -383,27 +383,20 @@ struct Values<'a> {
 
 impl<'a> Values<'a> {
     fn walk(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
-        match node {
-            Node::Map { entries, .. } => {
-                for (k, value) in entries {
-                    path.push(PathSeg::Key(k.name.clone()));
-                    // An image key holding no image is walked into like any other key.
-                    let done = self.claimed.contains(path)
-                        || (is_image_key(&k.name) && self.image(path, value));
-                    if !done {
-                        self.walk(value, path);
-                    }
-                    path.pop();
-                }
+        for (seg, value) in node.children() {
+            let image_key = match &seg {
+                PathSeg::Key(k) => Some(is_image_key(k)),
+                PathSeg::Index(_) => None,
+            };
+            path.push(seg);
+            // An image key holding no image is walked into like any other key.
+            let done = image_key.is_some_and(|image| {
+                self.claimed.contains(path) || (image && self.image(path, value))
+            });
+            if !done {
+                self.walk(value, path);
             }
-            Node::Seq { items, .. } => {
-                for (i, item) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    self.walk(item, path);
-                    path.pop();
-                }
-            }
-            Node::Scalar(_) | Node::Other { .. } => {}
+            path.pop();
         }
     }
 

@@ -333,22 +333,10 @@ impl<'a> Scanner<'a> {
         if is_manifest {
             return self.manifest(node, path);
         }
-        match node {
-            Node::Map { entries, .. } => {
-                for (key, value) in entries {
-                    path.push(PathSeg::Key(key.name.clone()));
-                    self.manifests(value, path);
-                    path.pop();
-                }
-            }
-            Node::Seq { items, .. } => {
-                for (i, item) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    self.manifests(item, path);
-                    path.pop();
-                }
-            }
-            Node::Scalar(_) | Node::Other { .. } => {}
+        for (seg, child) in node.children() {
+            path.push(seg);
+            self.manifests(child, path);
+            path.pop();
         }
     }
 
@@ -384,33 +372,25 @@ impl<'a> Scanner<'a> {
 
     /// Every `image: <string>` below `node`.
     fn image_keys(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
-        match node {
-            Node::Map { entries, .. } => {
-                for (key, value) in entries {
-                    path.push(PathSeg::Key(key.name.clone()));
-                    match value {
-                        Node::Scalar(s) if key.name == "image" => {
-                            let k = in_containers(path);
-                            self.add(path.clone(), s, k);
-                        }
-                        Node::Scalar(s)
-                            if s.style == Style::Block && s.value.contains("image:") =>
-                        {
-                            self.blocks.push((path.clone(), s));
-                        }
-                        _ => self.image_keys(value, path),
-                    }
-                    path.pop();
+        for (seg, value) in node.children() {
+            let key = match &seg {
+                PathSeg::Key(k) => Some(k.as_str() == "image"),
+                PathSeg::Index(_) => None,
+            };
+            path.push(seg);
+            match value {
+                Node::Scalar(s) if key == Some(true) => {
+                    let k = in_containers(path);
+                    self.add(path.clone(), s, k);
                 }
-            }
-            Node::Seq { items, .. } => {
-                for (i, item) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    self.image_keys(item, path);
-                    path.pop();
+                Node::Scalar(s)
+                    if key.is_some() && s.style == Style::Block && s.value.contains("image:") =>
+                {
+                    self.blocks.push((path.clone(), s));
                 }
+                _ => self.image_keys(value, path),
             }
-            Node::Scalar(_) | Node::Other { .. } => {}
+            path.pop();
         }
     }
 
@@ -443,27 +423,15 @@ impl<'a> Scanner<'a> {
 
     /// Any scalar whose line carries an `imagebump:` marker.
     fn marked(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
-        match node {
-            Node::Map { entries, .. } => {
-                for (key, value) in entries {
-                    path.push(PathSeg::Key(key.name.clone()));
-                    self.marked(value, path);
-                    path.pop();
-                }
+        if let Node::Scalar(s) = node {
+            if markers::find(self.ctx.text, s.span.end).is_some() {
+                self.add(path.clone(), s, in_containers(path));
             }
-            Node::Seq { items, .. } => {
-                for (i, item) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    self.marked(item, path);
-                    path.pop();
-                }
-            }
-            Node::Scalar(s) => {
-                if markers::find(self.ctx.text, s.span.end).is_some() {
-                    self.add(path.clone(), s, in_containers(path));
-                }
-            }
-            Node::Other { .. } => {}
+        }
+        for (seg, child) in node.children() {
+            path.push(seg);
+            self.marked(child, path);
+            path.pop();
         }
     }
 

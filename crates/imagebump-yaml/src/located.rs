@@ -78,6 +78,24 @@ impl Node {
         }
     }
 
+    /// The nodes right below this one, each with the path segment that reaches it: a
+    /// mapping's values by key, a sequence's items by index; none for a scalar.
+    pub fn children(&self) -> impl Iterator<Item = (PathSeg, &Node)> {
+        let (entries, items): (&[(Key, Node)], &[Node]) = match self {
+            Node::Map { entries, .. } => (entries, &[]),
+            Node::Seq { items, .. } => (&[], items),
+            Node::Scalar(_) | Node::Other { .. } => (&[], &[]),
+        };
+        let by_key = entries
+            .iter()
+            .map(|(k, v)| (PathSeg::Key(k.name.clone()), v));
+        let by_index = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (PathSeg::Index(i), v));
+        by_key.chain(by_index)
+    }
+
     /// The node at `path` below this one.
     pub fn at(&self, path: &[PathSeg]) -> Option<&Node> {
         path.iter().try_fold(self, |node, seg| match (seg, node) {
