@@ -278,7 +278,7 @@ impl Scan<'_> {
                 return false;
             }
         };
-        match read_capped(&path) {
+        match crate::source::jail::read_capped(&path, MAX_FILE_BYTES) {
             Ok(text) => match Loaded::parse(rel, text) {
                 Ok(l) => {
                     self.files.insert(rel.to_string(), l);
@@ -1351,15 +1351,6 @@ fn scalar_paths(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<(Vec<PathSeg>,
 
 /// The largest file read for Argo CD (an Application, an override file, a resource).
 const MAX_FILE_BYTES: u64 = 16 << 20;
-
-fn read_capped(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)?;
-    Ok(text)
-}
 
 /// Whether a repository value (possibly the short form without the registry, as Helm
 /// charts often split it) names `image`.

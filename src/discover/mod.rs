@@ -527,7 +527,7 @@ struct Keys<'a> {
 fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
 
-    let text = match read_capped(&root.join(rel)) {
+    let text = match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, e)),
     };
@@ -625,24 +625,6 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
 /// The largest file read. Upstream install bundles of CRDs reach a few megabytes; a
 /// file far larger is a mistake or an attack, and would cost memory many times its size.
 pub const MAX_FILE_BYTES: u64 = 32 << 20;
-
-/// A file's text, refused whole when it is larger than [`MAX_FILE_BYTES`] (counted while
-/// reading: a device or a growing file cannot get past it either).
-fn read_capped(path: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "larger than {} MiB: not read",
-            MAX_FILE_BYTES >> 20
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not read".to_string())
-}
 
 /// Give `r` its policy: configuration (with `repository` settings, from Argo CD
 /// annotations, under the `images` rules), then an inline marker on the value's line. A bad

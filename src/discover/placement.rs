@@ -3,7 +3,6 @@
 //! overrides it). See [`super::kustomize::graph`] for the rules.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::Path;
 
 use serde_json::Value;
@@ -58,20 +57,8 @@ pub fn field_specs(
 
 /// The `images:` field specs of one kustomize configuration file.
 fn configuration(root: &Path, file: &str) -> Result<Vec<FieldSpec>, String> {
-    let path = root.join(file);
-    let real = path
-        .canonicalize()
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let real_root = root
-        .canonicalize()
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if !real.starts_with(&real_root) {
-        return Err("a link to outside the repository: not read".into());
-    }
-    let mut text = String::new();
-    std::fs::File::open(&real)
-        .and_then(|f| f.take(MAX_CONFIGURATION_BYTES).read_to_string(&mut text))
-        .map_err(|e| format!("cannot read: {e}"))?;
+    let (_, path) = crate::source::jail::resolve(root, file)?;
+    let text = crate::source::jail::read_capped(&path, MAX_CONFIGURATION_BYTES)?;
     let value: Value = yaml_serde::from_str(&text).map_err(|e| format!("not valid YAML: {e}"))?;
     let Some(images) = value.get("images").and_then(Value::as_array) else {
         return Ok(Vec::new());

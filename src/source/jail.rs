@@ -39,6 +39,26 @@ pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
     Ok((normalised, path))
 }
 
+/// A text file, refused whole when it is larger than `max` bytes (counted while reading: a
+/// device or a growing file cannot get past it) or not UTF-8. The error says which.
+pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > max {
+        let size = if max >= 1 << 20 {
+            format!("{} MiB", max >> 20)
+        } else {
+            format!("{} KiB", max >> 10)
+        };
+        return Err(format!("larger than {size}: not read"));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not read".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
