@@ -394,3 +394,75 @@ fn symlinked_manifests_are_noted_not_followed() {
     run.assert_stderr_contains("app/pod.yaml: a symbolic link: not followed");
     assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
 }
+
+/// A plain-HTTP listener standing in for a token service: it answers every request with a
+/// 401 and keeps each request's head.
+fn recording_token_service() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let realm = format!("http://{}/token", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = vec![0u8; 8192];
+            let n = stream.read(&mut head).unwrap_or(0);
+            record
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head[..n]).into_owned());
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (realm, seen)
+}
+
+/// An HTTPS registry whose challenge names a plain-HTTP token service on another host does
+/// not get its credentials sent there in clear text, unless the operator marked it
+/// `insecure` (the control that shows the listener would have seen them).
+#[test]
+fn credentials_never_follow_a_challenge_to_plain_http() {
+    for (insecure, code) in [(false, 1), (true, 1)] {
+        let (realm, seen) = recording_token_service();
+        let reg = Registry::start(RegistryMode::TlsTokenAuth { realm });
+        let repo = tempfile::tempdir().unwrap();
+        kustomization(repo.path());
+        let operator = tempfile::tempdir().unwrap();
+        let cfg = operator.path().join("operator.yaml");
+        let trust = if insecure {
+            "insecure: true".to_string()
+        } else {
+            format!("caFile: {}", reg.ca_file().unwrap().display())
+        };
+        fs::write(
+            &cfg,
+            format!(
+                "registries:\n  - prefix: ghcr.io\n    url: {}\n    {trust}\n    credentials: env:REGISTRY_LOGIN\n",
+                reg.base_url()
+            ),
+        )
+        .unwrap();
+        let run = imagebump()
+            .args(["run", "--dry-run"])
+            .arg(repo.path())
+            .arg("--config")
+            .arg(&cfg)
+            .env("REGISTRY_LOGIN", format!("robot:{SECRET}"))
+            .code(code)
+            .run();
+        let heads = seen.lock().unwrap().join("\n");
+        let basic = format!(
+            "Basic {}",
+            support::base64_encode(format!("robot:{SECRET}").as_bytes())
+        );
+        if insecure {
+            assert!(heads.contains(&basic), "control: {heads}");
+        } else {
+            run.assert_stderr_contains("asks for its credentials over plain HTTP");
+            assert!(heads.is_empty(), "sent to the realm: {heads}");
+        }
+        assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+    }
+}

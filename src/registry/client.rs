@@ -66,6 +66,8 @@ pub struct Client {
     pub host: String,
     pub endpoint: String,
     credentials: Provider,
+    /// The operator marked the registry `insecure`: plain HTTP may carry its credentials.
+    insecure: bool,
     auth: Mutex<AuthState>,
     gate: Arc<Gate>,
     stats: Arc<Stats>,
@@ -110,6 +112,7 @@ impl Client {
                 provider.timeout = t;
             }
         }
+        let insecure = options.insecure;
         let transport = Transport::new(options).map_err(Error::Config)?;
         let (source, seed) = match source.or(configured) {
             Some(s) => (s, None),
@@ -123,6 +126,7 @@ impl Client {
             host: host.to_string(),
             endpoint,
             credentials,
+            insecure,
             auth: Mutex::new(AuthState {
                 scheme: Scheme::Unknown,
                 tokens: HashMap::new(),
@@ -430,6 +434,25 @@ impl Client {
         }
     }
 
+    /// A token realm gets the registry's credentials over HTTPS; over plain HTTP only when
+    /// the registry itself is spoken to over plain HTTP (the operator's `url: http://…`) or
+    /// marked `insecure`: an HTTPS registry's challenge cannot have them sent in clear text.
+    fn may_carry_credentials(&self, realm: &Url) -> Result<(), Error> {
+        let plain_registry = self.endpoint.starts_with("http://");
+        if realm.scheme() == "https" || plain_registry || self.insecure {
+            return Ok(());
+        }
+        Err(Error::Invalid {
+            url: format!("{}{}", origin(realm.as_str()), realm.path()),
+            reason: format!(
+                "the HTTPS registry {} asks for its credentials over plain HTTP; they are not \
+                 sent (mark the registry `insecure: true` in the operator's configuration if \
+                 that is intended)",
+                self.host
+            ),
+        })
+    }
+
     /// The next tag page a `Link` header names, on the registry's origin when relative.
     fn next_page(&self, headers: &HeaderMap) -> Option<String> {
         let base = Url::parse(&format!("{}/", origin(&self.endpoint))).ok()?;
@@ -532,8 +555,11 @@ impl Client {
             }
         }
         let url_s = url.to_string();
-        let mut request = Request::get(url).limit(TOKEN_LIMIT);
         let current = self.in_use().await?;
+        if current.credential.is_some() {
+            self.may_carry_credentials(&url)?;
+        }
+        let mut request = Request::get(url).limit(TOKEN_LIMIT);
         if let Some(c) = &current.credential {
             request =
                 request.secret_header(AUTHORIZATION, header_value(&c.basic_header(), &self.host)?);

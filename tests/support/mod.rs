@@ -399,6 +399,9 @@ pub enum RegistryMode {
     /// Plain HTTP plus htpasswd Basic auth (distribution 2.8 does not insist on TLS for it);
     /// for testing what a client does with credentials for an `http://` registry.
     PlainBasicAuth { user: String, password: String },
+    /// HTTPS whose 401s challenge with `Bearer realm="<realm>"`: for testing where a client
+    /// sends credentials when a registry points it at a token service.
+    TlsTokenAuth { realm: String },
 }
 
 /// A `docker-registry serve` child on a free loopback port. Killed on drop; its storage lives
@@ -452,7 +455,7 @@ impl Registry {
         let root = dir.path().to_path_buf();
         let (tls, auth) = match &mode {
             RegistryMode::Plain => (false, None),
-            RegistryMode::Tls => (true, None),
+            RegistryMode::Tls | RegistryMode::TlsTokenAuth { .. } => (true, None),
             RegistryMode::TlsBasicAuth { user, password } => {
                 (true, Some((user.clone(), password.clone())))
             }
@@ -484,6 +487,15 @@ impl Registry {
             auth_yaml = format!(
                 "auth:\n  htpasswd:\n    realm: imagebump\n    path: {}\n",
                 yaml_quote(&htpasswd.to_string_lossy())
+            );
+        }
+
+        if let (RegistryMode::TlsTokenAuth { realm }, Some(ca)) = (&mode, &ca_file) {
+            auth_yaml = format!(
+                "auth:\n  token:\n    realm: {}\n    service: imagebump-test\n    \
+                 issuer: imagebump-test\n    rootcertbundle: {}\n",
+                yaml_quote(realm),
+                yaml_quote(&ca.to_string_lossy())
             );
         }
 
