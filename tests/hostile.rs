@@ -466,3 +466,109 @@ fn credentials_never_follow_a_challenge_to_plain_http() {
         assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
     }
 }
+
+/// The shipped CronJob's memory limit (cronjob.yaml), in KiB.
+const CRONJOB_LIMIT_KIB: u64 = 256 * 1024;
+
+/// Endless `Link` pages of 4 MB each.
+struct EndlessPages(Vec<u8>);
+
+impl wiremock::Respond for EndlessPages {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let page: usize = request
+            .url
+            .query_pairs()
+            .find(|(k, _)| k == "last")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        wiremock::ResponseTemplate::new(200)
+            .insert_header(
+                "Link",
+                format!(
+                    "</v2/acme/endless/tags/list?n=1000&last={}>; rel=\"next\"",
+                    page + 1
+                )
+                .as_str(),
+            )
+            .set_body_raw(self.0.clone(), "application/json")
+    }
+}
+
+fn tag_body(repo: &str, tags: impl Iterator<Item = String>) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({ "name": repo, "tags": tags.collect::<Vec<_>>() }))
+        .unwrap()
+}
+
+/// A legitimate page of a million tags is judged within the CronJob's memory; endless
+/// pages stop at the per-repository cap with an error naming the repository; the other
+/// images are updated all the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_and_endless_tag_lists_stay_under_the_cronjob_memory_limit() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let million = tag_body(
+        "acme/huge",
+        (0..1_000_000).map(|i| format!("1.{}.{}", i / 1000, i % 1000)),
+    );
+    Mock::given(method("GET"))
+        .and(path("/v2/acme/huge/tags/list"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(million, "application/json"))
+        .mount(&server)
+        .await;
+    let page = tag_body(
+        "acme/endless",
+        (0..100_000).map(|i| format!("build-{i:08}-0123456789abcdef0123456789")),
+    );
+    Mock::given(method("GET"))
+        .and(path("/v2/acme/endless/tags/list"))
+        .respond_with(EndlessPages(page))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/acme/web/tags/list"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(serde_json::json!({"name": "acme/web", "tags": ["1.0.0", "1.1.0"]})),
+        )
+        .mount(&server)
+        .await;
+    let host = server.address().to_string();
+    let repo = tempfile::tempdir().unwrap();
+    for (app, tag) in [("huge", "1.0.0"), ("endless", "1.0.0"), ("web", "1.0.0")] {
+        let dir = repo.path().join(app);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("kustomization.yaml"),
+            format!(
+                "images:\n  - name: {app}\n    newName: {host}/acme/{app}\n    newTag: {tag}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let operator = tempfile::tempdir().unwrap();
+    let cfg = operator.path().join("operator.yaml");
+    fs::write(
+        &cfg,
+        format!("registries:\n  - prefix: {host}\n    url: http://{host}\n"),
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .arg("--config")
+        .arg(&cfg)
+        .measure_memory()
+        .code(1)
+        .run_async()
+        .await;
+    run.assert_stdout_contains("+    newTag: 1.999.999")
+        .assert_stdout_contains("+    newTag: 1.1.0")
+        .assert_stderr_contains("acme/endless")
+        .assert_stderr_contains("larger than 32 MiB over");
+    let peak = run.peak_kib.unwrap();
+    assert!(
+        peak < CRONJOB_LIMIT_KIB,
+        "peak RSS {peak} KiB over the CronJob's limit"
+    );
+}

@@ -11,7 +11,7 @@ impl Evaluation<'_> {
                 self.current
             ));
         };
-        match self.meta[i].clone() {
+        match self.meta.get(&i).cloned() {
             None => Choice::Skip("the tag's digest was not fetched".into()),
             Some(Err(e)) => {
                 self.candidates[i].verdict = Verdict::NoMetadata(e.clone());

@@ -158,10 +158,11 @@ pub struct Evaluation<'t> {
     pub(super) current: String,
     pub(super) current_digest: Option<String>,
     pub(super) candidates: Vec<Candidate<'t>>,
-    pub(super) keys: Vec<Option<Key<'t>>>,
     /// Survivors of the tag filters, best first.
     pub(super) order: Vec<usize>,
-    pub(super) meta: Vec<Option<Result<Meta, String>>>,
+    /// Metadata supplied so far, by candidate index: only the few candidates walked
+    /// (a repository may list a million tags).
+    pub(super) meta: std::collections::HashMap<usize, Result<Meta, String>>,
     /// Index of the current tag in the list, if the registry lists it.
     pub(super) current_index: Option<usize>,
     pub(super) skip: Option<String>,
@@ -209,9 +210,8 @@ impl<'t> Evaluation<'t> {
             current: current.to_string(),
             current_digest: current_digest.map(str::to_string),
             candidates: Vec::with_capacity(tags.len()),
-            keys: Vec::with_capacity(tags.len()),
             order: Vec::new(),
-            meta: Vec::new(),
+            meta: std::collections::HashMap::new(),
             current_index: None,
             skip: Self::precheck(policy, current),
             warnings: Vec::new(),
@@ -226,6 +226,9 @@ impl<'t> Evaluation<'t> {
             _ => None,
         };
         let current_key = e.key_of(series.as_ref(), current, true).ok();
+        // The survivors' keys, only while they are sorted; sized once, as a vector grown by
+        // doubling would hold two copies at a million tags.
+        let mut kept = Vec::with_capacity(tags.len());
         for tag in tags {
             let (verdict, key) = if tag == current {
                 e.current_index = Some(e.candidates.len());
@@ -237,18 +240,17 @@ impl<'t> Evaluation<'t> {
                 }
             };
             if verdict.kept() {
-                e.order.push(e.candidates.len());
+                kept.push((key, e.candidates.len()));
             }
             e.candidates.push(Candidate { tag, verdict });
-            e.keys.push(key);
         }
         if policy.strategy == Strategy::Digest {
             e.order = e.current_index.into_iter().collect();
         } else {
-            let keys = &e.keys;
-            e.order.sort_by(|&a, &b| keys[b].cmp(&keys[a]));
+            // Best first; equal keys (a tag listed twice) in listing order.
+            kept.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            e.order = kept.into_iter().map(|(_, i)| i).collect();
         }
-        e.meta = vec![None; e.candidates.len()];
         e
     }
 
@@ -351,7 +353,7 @@ impl<'t> Evaluation<'t> {
         if self.skip.is_some() || self.decided.is_some() {
             return Vec::new();
         }
-        let unknown = |i: &usize| self.meta[*i].is_none();
+        let unknown = |i: &usize| !self.meta.contains_key(i);
         let at = |i: usize| (i, self.candidates[i].tag);
         match self.policy.strategy {
             Strategy::Digest => self.order.iter().copied().filter(unknown).map(at).collect(),
@@ -367,7 +369,7 @@ impl<'t> Evaluation<'t> {
             _ => {
                 let mut out = Vec::new();
                 for &i in &self.order {
-                    match &self.meta[i] {
+                    match self.meta.get(&i) {
                         None => {
                             out.push(at(i));
                             if out.len() == WALK_BATCH {
@@ -389,8 +391,8 @@ impl<'t> Evaluation<'t> {
     }
 
     pub fn supply(&mut self, index: usize, meta: Result<Meta, String>) {
-        if let Some(slot) = self.meta.get_mut(index) {
-            *slot = Some(meta);
+        if index < self.candidates.len() {
+            self.meta.insert(index, meta);
         }
     }
 
@@ -441,7 +443,7 @@ impl<'t> Evaluation<'t> {
         for pos in 0..self.order.len() {
             let i = self.order[pos];
             let verdict = if chosen.is_some() {
-                if self.meta[i].is_some() || !self.policy.needs_metadata() {
+                if self.meta.contains_key(&i) || !self.policy.needs_metadata() {
                     Verdict::Ranked
                 } else {
                     Verdict::Unexamined
@@ -449,7 +451,7 @@ impl<'t> Evaluation<'t> {
             } else if !self.policy.needs_metadata() {
                 Verdict::Chosen
             } else {
-                match &self.meta[i] {
+                match self.meta.get(&i) {
                     None => Verdict::Unexamined,
                     Some(Err(e)) => Verdict::NoMetadata(e.clone()),
                     Some(Ok(m)) => self.meta_verdict(m).unwrap_or(Verdict::Chosen),
@@ -470,7 +472,7 @@ impl<'t> Evaluation<'t> {
     }
 
     pub(super) fn digest_of(&self, i: usize) -> Option<String> {
-        match &self.meta[i] {
+        match self.meta.get(&i) {
             Some(Ok(m)) => Some(m.digest.clone()),
             _ => None,
         }

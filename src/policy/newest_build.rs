@@ -14,14 +14,14 @@ impl Evaluation<'_> {
         let platforms = self.policy.platforms.clone();
         let baseline = self
             .current_index
-            .and_then(|i| self.meta[i].as_ref())
+            .and_then(|i| self.meta.get(&i))
             .and_then(|m| m.as_ref().ok())
             .map(|m| (m.created(&platforms), m.digest.clone()));
         let mut dated: Vec<(Timestamp, usize)> = Vec::new();
         let mut digests = BTreeSet::new();
         for pos in 0..self.order.len() {
             let i = self.order[pos];
-            let verdict = match &self.meta[i] {
+            let verdict = match self.meta.get(&i) {
                 None => Some(Verdict::NoMetadata("not fetched".into())),
                 Some(Err(e)) => Some(Verdict::NoMetadata(e.clone())),
                 Some(Ok(m)) => match self.meta_verdict(m) {

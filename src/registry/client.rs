@@ -24,7 +24,10 @@ use super::{Error, Stats};
 use imagebump_model::config::RegistryConfig;
 use imagebump_model::name::{is_valid_digest, is_valid_tag};
 
+/// A repository's tag list, all pages together: bytes read and tags kept. A million tags
+/// (a legitimate, if extreme, repository) fit; an endless or bloated listing stops here.
 const TAG_LIST_LIMIT: usize = 32 * 1024 * 1024;
+pub const MAX_TAGS: usize = 1_000_000;
 const TOKEN_LIMIT: usize = 1024 * 1024;
 const MAX_PAGES: usize = 10_000;
 const PAGE_SIZE: usize = 1000;
@@ -59,6 +62,21 @@ struct AuthState {
 pub struct TagList {
     pub tags: Vec<String>,
     pub invalid: Vec<String>,
+}
+
+impl TagList {
+    /// A page's names, sorted into valid tags and the rest; the first page is kept as it
+    /// came (no second vector of a million names).
+    fn add(&mut self, mut page: Vec<String>) {
+        self.invalid
+            .extend(page.iter().filter(|t| !is_valid_tag(t)).cloned());
+        page.retain(|t| is_valid_tag(t));
+        if self.tags.is_empty() {
+            self.tags = page;
+        } else {
+            self.tags.append(&mut page);
+        }
+    }
 }
 
 pub struct Client {
@@ -154,12 +172,14 @@ impl Client {
         &self.gate
     }
 
-    /// Every tag of `repo`, following `Link: <…>; rel="next"` until there is none.
+    /// Every tag of `repo`, following `Link: <…>; rel="next"` until there is none, within
+    /// [`TAG_LIST_LIMIT`] bytes and [`MAX_TAGS`] tags over all pages.
     pub async fn list_tags(&self, repo: &str) -> Result<TagList, Error> {
         let scope = format!("repository:{repo}:pull");
         let mut url = format!("{}/v2/{repo}/tags/list?n={PAGE_SIZE}", self.endpoint);
         let mut out = TagList::default();
         let mut seen = std::collections::HashSet::new();
+        let mut read = 0usize;
         for _ in 0..MAX_PAGES {
             if !seen.insert(url.clone()) {
                 return Err(Error::Invalid {
@@ -168,21 +188,30 @@ impl Client {
                 });
             }
             self.stats.tag_pages.fetch_add(1, Ordering::Relaxed);
+            let left = TAG_LIST_LIMIT.saturating_sub(read);
             let (headers, body) = self
-                .request(
-                    Method::GET,
-                    &url,
-                    &scope,
-                    "application/json",
-                    TAG_LIST_LIMIT,
-                )
-                .await?;
-            for t in tag_page(&url, &body)? {
-                if is_valid_tag(&t) {
-                    out.tags.push(t);
-                } else {
-                    out.invalid.push(t);
-                }
+                .request(Method::GET, &url, &scope, "application/json", left)
+                .await
+                .map_err(|e| match e {
+                    Error::TooLarge { url, .. } if read > 0 => Error::Invalid {
+                        url,
+                        reason: format!(
+                            "the tag list is larger than {} MiB over {} pages, refused",
+                            TAG_LIST_LIMIT >> 20,
+                            seen.len()
+                        ),
+                    },
+                    e => e,
+                })?;
+            read = read.saturating_add(body.len());
+            let page = tag_page(&url, &body)?;
+            drop(body);
+            out.add(page);
+            if out.tags.len() > MAX_TAGS {
+                return Err(Error::Invalid {
+                    url,
+                    reason: format!("the registry lists more than {MAX_TAGS} tags, refused"),
+                });
             }
             match self.next_page(&headers) {
                 Some(next) => url = next,

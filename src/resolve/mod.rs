@@ -201,16 +201,21 @@ pub async fn resolve(
         groups.entry(key).or_default().push(i);
     }
     let cache = MetaCache::default();
+    let shared = Shared {
+        registries,
+        cache: &cache,
+        budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
+        concurrency,
+    };
     progress.stage("choosing tags", groups.len());
     let decided: Vec<(Vec<usize>, Decided)> = stream::iter(groups)
         .map(|(key, members)| {
             let lists = &lists;
-            let cache = &cache;
+            let shared = &shared;
             async move {
                 let policy = &refs[members[0]].policy;
                 let rejected = rejections.get(key.0);
-                let d = decide_group(key, policy, lists, registries, cache, concurrency, rejected)
-                    .await;
+                let d = decide_group(key, policy, lists, shared, rejected).await;
                 progress.inc();
                 (members, d)
             }
@@ -291,6 +296,20 @@ async fn list_tags(
         .await
 }
 
+/// Evaluations in flight hold at most about a million tags between them: one permit per
+/// [`TAGS_PER_PERMIT`] tags (a short list needs none), so a few huge repositories are
+/// judged one after another instead of together.
+const TAG_BUDGET: u32 = 16;
+const TAGS_PER_PERMIT: usize = 62_500;
+
+/// What every group's decision shares.
+struct Shared<'a> {
+    registries: &'a Registries,
+    cache: &'a MetaCache,
+    budget: tokio::sync::Semaphore,
+    concurrency: usize,
+}
+
 struct Decided {
     outcome: Outcome,
     errors: Vec<String>,
@@ -301,11 +320,16 @@ async fn decide_group(
     (image, _, current, digest): GroupKey<'_>,
     policy: &Policy,
     lists: &Lists,
-    registries: &Registries,
-    cache: &MetaCache,
-    concurrency: usize,
+    shared: &Shared<'_>,
     rejected: Option<&BTreeMap<String, String>>,
 ) -> Decided {
+    let Shared {
+        registries,
+        cache,
+        budget,
+        concurrency,
+    } = shared;
+    let concurrency = *concurrency;
     let failed = |why: String| Decided {
         outcome: Outcome::Failed(why),
         errors: Vec::new(),
@@ -322,6 +346,11 @@ async fn decide_group(
         own = [current.to_string()];
         &own
     };
+    let weight = u32::try_from(tags.len() / TAGS_PER_PERMIT)
+        .unwrap_or(TAG_BUDGET)
+        .min(TAG_BUDGET);
+    // The semaphore is never closed, so acquiring only waits.
+    let _permit = budget.acquire_many(weight).await;
     let mut eval = Evaluation::new(policy, current, digest, tags);
     if let Some(r) = rejected {
         eval.reject(r);

@@ -45,6 +45,8 @@ pub struct Cli {
     env: Vec<(OsString, OsString)>,
     code: Option<i32>,
     timeout: Option<Duration>,
+    /// Measure the run's peak RSS (GNU time's `%M`).
+    measure_memory: bool,
     stdin: Option<Vec<u8>>,
     filters: Vec<(Regex, String)>,
     home: PathBuf,
@@ -87,6 +89,7 @@ impl Cli {
             env: Vec::new(),
             code: Some(0),
             timeout: None,
+            measure_memory: false,
             stdin: None,
             filters: Vec::new(),
             home: home.clone(),
@@ -225,6 +228,12 @@ impl Cli {
     }
 
     /// Runs to the end and asserts the expected exit code.
+    /// Record the run's peak resident memory in [`Run::peak_kib`] (through GNU time).
+    pub fn measure_memory(mut self) -> Cli {
+        self.measure_memory = true;
+        self
+    }
+
     pub fn run(self) -> Run {
         let Cli {
             mut cmd,
@@ -235,10 +244,15 @@ impl Cli {
             timeout,
             stdin,
             mut filters,
+            measure_memory,
             _private,
             ..
         } = self;
         filters.extend(default_filters());
+        let peak_file = _private.path().join("peak-rss");
+        if measure_memory {
+            cmd = under_time(&cmd, &peak_file);
+        }
         cmd.stdin(Stdio::null());
         let mut cmd = assert_cmd::Command::from_std(cmd);
         if let Some(limit) = timeout {
@@ -256,6 +270,7 @@ impl Cli {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
             elapsed: started.elapsed(),
+            peak_kib: measure_memory.then(|| peak_of(&peak_file)),
             command: describe(&program, &args, &env),
             filters: Arc::new(filters),
             _private,
@@ -281,6 +296,39 @@ impl Cli {
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
+}
+
+/// `cmd` run by GNU time, which writes the peak RSS (KiB) to `out`; same environment and
+/// directory.
+fn under_time(cmd: &Command, out: &Path) -> Command {
+    super::require_tool("time", "time");
+    let mut timed = Command::new("time");
+    timed
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(out)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear();
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => timed.env(k, v),
+            None => timed.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    timed
+}
+
+fn peak_of(file: &Path) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no peak RSS from GNU time: {text:?}"))
 }
 
 fn describe(program: &str, args: &[OsString], env: &[(OsString, OsString)]) -> String {
@@ -319,6 +367,8 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// Peak resident memory in KiB, with [`Cli::measure_memory`].
+    pub peak_kib: Option<u64>,
     /// The command line with the explicit environment, for failure messages.
     pub command: String,
     filters: Arc<Vec<(Regex, String)>>,

@@ -297,7 +297,11 @@ async fn read_capped(
     if answer.content_length().is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
+    // Sized once when announced: a body grown by doubling holds two copies at its peak.
+    let announced = answer
+        .content_length()
+        .and_then(|n| usize::try_from(n).ok());
+    let mut body = Vec::with_capacity(announced.unwrap_or(0));
     while let Some(chunk) = answer.chunk().await.map_err(|e| failure(url, &e))? {
         if body.len() + chunk.len() > limit {
             return Err(too_large());
