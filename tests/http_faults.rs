@@ -54,7 +54,11 @@ async fn request(target: Target, uri: &str, post: bool) -> (Kind, String) {
         let kind = match &e {
             E::RateLimited { .. } => Kind::RateLimited,
             E::Status { status, .. } if *status >= 500 => Kind::Server,
-            E::Transport { message, .. } if message.contains("more than") => Kind::TooLarge,
+            E::Transport { message, .. }
+                if message.contains("more than") || message.contains("larger than") =>
+            {
+                Kind::TooLarge
+            }
             E::Transport { .. } => Kind::Transport,
             E::Unauthorized { .. } => Kind::Unauthorized,
             other => panic!("{target:?}: {other:?}"),
@@ -121,6 +125,7 @@ async fn registry(uri: &str) -> (Kind, String) {
         E::Server { .. } => Kind::Server,
         E::Transport { .. } => Kind::Transport,
         E::TooLarge { .. } => Kind::TooLarge,
+        E::Invalid { reason, .. } if reason.contains("larger than") => Kind::TooLarge,
         E::Unauthorized { .. } => Kind::Unauthorized,
         other => panic!("registry: {other:?}"),
     };
@@ -246,4 +251,88 @@ async fn gitea() {
 #[tokio::test]
 async fn registry_() {
     run(Target::Registry).await;
+}
+
+/// Pages that never end, each a valid answer padded to 10 MB, with a `Link` (and GitLab's
+/// `X-Next-Page`) to the next one.
+struct PaddedPages {
+    registry: bool,
+    base: String,
+}
+
+impl wiremock::Respond for PaddedPages {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let page: usize = request
+            .url
+            .query_pairs()
+            .find(|(k, _)| k == "page" || k == "last")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(1);
+        let pad = " ".repeat(10 * 1024 * 1024);
+        let body = if self.registry {
+            format!("{{\"tags\": []{pad}}}")
+        } else {
+            // Somebody else's pull request, in every forge's shape.
+            format!(
+                "[{{\"number\": {page}, \"iid\": {page}, \"state\": \"open\", \
+                 \"source_branch\": \"someone/else\", \"target_branch\": \"main\", \
+                 \"head\": {{\"ref\": \"someone/else\", \"repo\": null}}, \
+                 \"base\": {{\"ref\": \"main\", \"repo\": null}}}}{pad}]"
+            )
+        };
+        let mut next = wiremock::http::Url::parse(&self.base).expect("base");
+        next.set_path(request.url.path());
+        next.set_query(request.url.query());
+        let key = if self.registry { "last" } else { "page" };
+        let query: Vec<(String, String)> = next
+            .query_pairs()
+            .filter(|(k, _)| k != key)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        next.query_pairs_mut()
+            .clear()
+            .extend_pairs(query)
+            .append_pair(key, &(page + 1).to_string());
+        ResponseTemplate::new(200)
+            .insert_header("link", format!("<{next}>; rel=\"next\"").as_str())
+            .insert_header("x-next-page", (page + 1).to_string().as_str())
+            .set_body_raw(body, "application/json")
+    }
+}
+
+/// A listing is capped over all its pages, not only per page: endless padded pages end in
+/// an error after 64 MiB (a forge) or 32 MiB (a registry's tag list), not after thousands
+/// of requests.
+#[tokio::test]
+async fn endless_padded_pages_are_capped_per_listing() {
+    for target in [
+        Target::GitHub,
+        Target::GitLab,
+        Target::Gitea,
+        Target::Registry,
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(PaddedPages {
+                registry: target == Target::Registry,
+                base: server.uri(),
+            })
+            .mount(&server)
+            .await;
+        let text = match target {
+            Target::Registry => {
+                let (_, text) = registry(&server.uri()).await;
+                text
+            }
+            _ => {
+                let (kind, text) = request(target, &server.uri(), false).await;
+                assert_eq!(kind, Kind::TooLarge, "{target:?}: {text}");
+                text
+            }
+        };
+        let pages = server.received_requests().await.map_or(0, |r| r.len());
+        assert!(text.contains("over"), "{target:?}: {text}");
+        let most = if target == Target::Registry { 4 } else { 7 };
+        assert!(pages <= most, "{target:?}: {pages} pages read: {text}");
+    }
 }

@@ -479,9 +479,11 @@ impl Api {
         mut take: impl FnMut(Vec<T>) -> ControlFlow<()>,
     ) -> Result<(), Error> {
         let separator = if path.contains('?') { '&' } else { '?' };
+        let mut budget = crate::ListBudget::default();
         for page in 1..=max_pages {
             let page_path = format!("{path}{separator}limit={PAGE_SIZE}&page={page}");
             let reply = self.send(Method::GET, &page_path, None, what).await?;
+            budget.take(reply.body.len(), what)?;
             let items: Vec<T> = self.parse(&reply.body, &Method::GET, &page_path)?;
             let more = more_pages(reply.next, items.len());
             if take(items).is_break() || !more {

@@ -225,6 +225,7 @@ impl GitHub {
         let mut seen = HashSet::new();
         let mut found = Vec::new();
         let mut pages = 0;
+        let mut budget = crate::ListBudget::default();
         while let Some(url) = next.take() {
             if !seen.insert(url.clone()) || pages == max_pages {
                 break;
@@ -235,6 +236,7 @@ impl GitHub {
                 .api
                 .send(Method::GET, &url, None, &what, &token)
                 .await?;
+            budget.take(reply.body.len(), &what)?;
             let page: Vec<PullJson> = parse(&reply.body, "GET", url.path())?;
             found.extend(page.into_iter().filter(|p| p.is_ours(&full, prefix)));
             if found.len() >= enough {

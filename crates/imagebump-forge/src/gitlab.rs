@@ -308,12 +308,14 @@ impl GitLab {
         let mut seen_iids = HashSet::new();
         let mut found = Vec::new();
         let mut pages = 0;
+        let mut budget = crate::ListBudget::default();
         while let Some(url) = next.take() {
             if pages == max_pages || !seen_pages.insert(url.to_string()) {
                 break;
             }
             pages += 1;
             let reply = self.api.send(Method::Get, &url, None, &what).await?;
+            budget.take(reply.body.len(), &what)?;
             let page: Vec<MrJson> = parse(&reply.body, Method::Get, &url)?;
             // A merge request opened or closed while reading shifts the pages: one may come
             // twice.

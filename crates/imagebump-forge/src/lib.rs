@@ -95,6 +95,32 @@ pub struct NewPull {
     pub draft: bool,
 }
 
+/// What one listing (pull requests, labels) may read over all its pages. A forge that pages
+/// forever, or pads its pages, is stopped here with an error rather than holding the run
+/// (each response is also capped on its own, by the transport).
+pub(crate) const LIST_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The bytes a listing has read so far, against [`LIST_LIMIT`].
+#[derive(Debug, Default)]
+pub(crate) struct ListBudget(usize);
+
+impl ListBudget {
+    /// Count a page of `bytes`; an error once the listing has read more than the limit.
+    pub(crate) fn take(&mut self, bytes: usize, what: &str) -> Result<(), Error> {
+        self.0 = self.0.saturating_add(bytes);
+        if self.0 > LIST_LIMIT {
+            return Err(Error::Transport {
+                message: format!(
+                    "{what}: the forge's listing is larger than {} MiB over all pages, refused",
+                    LIST_LIMIT >> 20
+                ),
+                retryable: false,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A forge request that failed. Messages never contain a credential.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
