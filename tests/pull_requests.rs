@@ -424,3 +424,30 @@ async fn someone_pushing_to_a_bot_branch_during_the_run_is_not_overwritten() {
         .unwrap()
         .contains("tag: 2.2.0"));
 }
+
+/// Two overlapping runs: the other one opens the pull request between our listing and our
+/// create. We adopt it (brought in line with our plan) instead of failing, and no
+/// duplicate appears.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_another_run_opened_meanwhile_is_adopted() {
+    let s = setup("").await;
+    s.forge.race_next_create("opened by the other run");
+    let run = s.run(&[], 0).await;
+    let pulls = s.forge.pulls();
+    assert_eq!(pulls.len(), 2, "{:?}\n{}", pulls, run.stderr);
+    for p in &pulls {
+        assert!(p.title.starts_with("Update registry.test/team/"), "{p:?}");
+        assert!(p
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("<!-- imagebump:updates "));
+    }
+    s.forge.clear_calls();
+    s.run(&[], 0).await;
+    assert_eq!(
+        s.writes(),
+        Vec::<String>::new(),
+        "the next run changes nothing"
+    );
+}

@@ -157,6 +157,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// A pull request for the branch is already open (another run opened it between our
+    /// listing and our create): GitHub's 422 "A pull request already exists", GitLab's and
+    /// Gitea's 409. The caller adopts it rather than failing.
+    pub fn is_already_open(&self) -> bool {
+        matches!(self, Error::Status { status: 409 | 422, message } if message.contains("already exists"))
+    }
+
     /// Whether the same request may succeed later: rate limits, server errors (5xx) and
     /// transport failures the transport marked so.
     pub fn is_retryable(&self) -> bool {
@@ -413,5 +420,22 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_open_pull_request_for_the_branch_is_recognised_on_every_forge() {
+        let status = |status, message: &str| Error::Status {
+            status,
+            message: message.to_string(),
+        };
+        for e in [
+            status(422, "Validation Failed: A pull request already exists for o:imagebump/web."),
+            status(409, "Another open merge request already exists for this source branch: !3"),
+            status(409, "pull request already exists for these targets [id: 1, issue_id: 1, head_repo: 1, base_repo: 1, head_branch: imagebump/web, base_branch: main]"),
+        ] {
+            assert!(e.is_already_open(), "{e:?}");
+        }
+        assert!(!status(422, "Validation Failed: head is invalid").is_already_open());
+        assert!(!status(409, "Conflict").is_already_open());
     }
 }

@@ -93,11 +93,47 @@ async fn open(
             report.url = Some(p.url.clone());
             decorate(f, &p, ctx.settings, problems).await;
         }
+        Err(e) if e.is_already_open() => return adopt(ctx, f, report, new, problems).await,
         Err(e) => {
             let what = format!("cannot open a pull request for {}", new.branch);
             return failed(f, report, &what, &e, problems);
         }
     }
+    report
+}
+
+/// Another run (an overlapping CronJob, a manual run) opened the pull request for this
+/// branch after we listed ours: bring it in line with this plan, as on any later run.
+async fn adopt(
+    ctx: &Context<'_>,
+    f: &dyn Forge,
+    mut report: PullReport,
+    new: &NewPull,
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let what = format!("cannot adopt the pull request open for {}", new.branch);
+    let open = match f.open_pulls(&ctx.settings.branch_prefix).await {
+        Ok(open) => open,
+        Err(e) => return failed(f, report, &what, &e, problems),
+    };
+    let Some(p) = open.into_iter().find(|p| p.branch == new.branch) else {
+        let e = crate::forge::Error::NotFound {
+            what: format!("an open pull request for {}", new.branch),
+        };
+        return failed(f, report, &what, &e, problems);
+    };
+    if let Err(e) = f.update_pull(p.number, &new.title, &new.body).await {
+        return failed(f, report, &what, &e, problems);
+    }
+    tracing::info!(
+        "{}: pull request #{} was opened by another run; adopted",
+        new.branch,
+        p.number
+    );
+    report.number = Some(p.number);
+    report.url = Some(p.url.clone());
+    report.action = Outcome::Update;
+    decorate(f, &p, ctx.settings, problems).await;
     report
 }
 

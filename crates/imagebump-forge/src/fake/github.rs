@@ -127,6 +127,9 @@ struct State {
     clock: Clock,
     calls: Vec<Call>,
     faults: Faults<Fault>,
+    /// The next create is raced by another run, which opens the same branch's pull request
+    /// first (its title given here).
+    raced_create: Option<String>,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -165,6 +168,7 @@ impl FakeGitHub {
             clock: Clock::new(),
             calls: Vec::new(),
             faults: Faults::new(),
+            raced_create: None,
         }));
         answer_all(&server, &state).await;
         FakeGitHub {
@@ -284,6 +288,12 @@ impl FakeGitHub {
 
     /// The next `times` requests with this method to this route (the path below the prefix,
     /// without query: `/repos/octo/gitops/pulls`) answer `fault`.
+    /// Another run (an overlapping CronJob) opens the same pull request just before our next
+    /// create: that create finds it open and gets GitHub's 422 "already exists".
+    pub fn race_next_create(&self, their_title: &str) {
+        self.state.lock().unwrap().raced_create = Some(their_title.to_string());
+    }
+
     pub fn fail_next(&self, method: &str, route: &str, times: usize, fault: Fault) {
         self.lock()
             .faults
@@ -561,6 +571,18 @@ impl State {
             Some(_) => return validation_failed("PullRequest", "invalid", Some("head")),
             None => head,
         };
+        if let Some(their_title) = self.raced_create.take() {
+            let head_repo = self.full_name();
+            self.insert_pull(
+                branch,
+                &head_repo,
+                base,
+                &their_title,
+                None,
+                false,
+                BOT_LOGIN,
+            );
+        }
         let exists = self.pulls.iter().any(|p| {
             p.state == "open"
                 && p.branch == branch
