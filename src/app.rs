@@ -43,10 +43,16 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         Command::Scan(args) => scan::scan(&source::Source::from(&args), out),
         Command::Run(args) => {
             let plan = RunPlan::new(args)?;
+            let journal = crate::progress::Journal::default();
+            let stopped = |why: String| Error::Stopped {
+                why,
+                done: journal.entries(),
+            };
             runtime.block_on(async {
                 tokio::select! {
-                    end = run::run(&plan, out) => end,
-                    signal = terminated() => Err(Error::Stopped(signal)),
+                    end = run::run(&plan, out, &journal) => end,
+                    signal = terminated() => Err(stopped(signal.to_string())),
+                    limit = deadline(plan.timeout) => Err(stopped(limit)),
                 }
             })
         }
@@ -71,6 +77,20 @@ async fn terminated() -> &'static str {
         }
         // No handler: the signal keeps its default (the process ends at once).
         Err(_) => std::future::pending().await,
+    }
+}
+
+/// The run's deadline (`--timeout`): what stopped it, once it has passed.
+async fn deadline(timeout: Option<std::time::Duration>) -> String {
+    match timeout {
+        Some(t) => {
+            tokio::time::sleep(t).await;
+            format!(
+                "its deadline (--timeout {})",
+                imagebump_model::duration::format_age(t)
+            )
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -210,6 +210,10 @@ pub struct RunArgs {
     /// Commits of the base branch searched for reverted imagebump commits.
     #[arg(long, default_value_t = 200, env = EnvVars::IMAGEBUMP_HISTORY_DEPTH)]
     pub history_depth: usize,
+    /// The run's deadline (`25m`, `1h`; at most a week; `0`: none). When it passes, the run
+    /// stops, says what it had done, removes its temporary files and exits 1.
+    #[arg(long, value_name = "DURATION", default_value = "25m", value_parser = parse_timeout, env = EnvVars::IMAGEBUMP_TIMEOUT)]
+    pub timeout: std::time::Duration,
     /// The forge of the remote (default: from its host or the CI system: github.com,
     /// gitlab.com, codeberg.org, GitLab CI, Gitea/Forgejo Actions; see
     /// docs/pull-requests.md).
@@ -250,6 +254,14 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
         return Err(bad());
     }
     Ok((i, n))
+}
+
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let d = imagebump_model::duration::parse_age(s)?;
+    if d > std::time::Duration::from_secs(7 * 86_400) {
+        return Err(format!("{s:?} is longer than a week"));
+    }
+    Ok(d)
 }
 
 fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, String> {

@@ -51,3 +51,21 @@ impl Progress {
         }
     }
 }
+
+/// What the run has changed outside itself so far (branches pushed, pull requests opened,
+/// updated or closed, files written), one line each, so a run stopped by a signal or its
+/// deadline can still say what it did. Cheap to clone; shared with the tasks that act.
+#[derive(Clone, Default)]
+pub struct Journal(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Journal {
+    pub fn done(&self, what: impl Into<String>) {
+        // A poisoned lock only means another task panicked mid-push; the lines stay valid.
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push(what.into());
+    }
+
+    pub fn entries(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

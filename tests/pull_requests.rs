@@ -451,3 +451,28 @@ async fn a_pull_request_another_run_opened_meanwhile_is_adopted() {
         "the next run changes nothing"
     );
 }
+
+/// A run that passes its `--timeout` (here: a forge asking to wait 25 s before labelling)
+/// stops at once, says what it had done and exits 1; the next run opens no duplicate.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_past_its_deadline_stops_and_says_what_it_did() {
+    let s = setup("pullRequests:\n  labels: [dependencies]\n").await;
+    s.forge.fail_next(
+        "POST",
+        &s.forge.repo_path("/issues/1/labels"),
+        10,
+        support::github::Fault::TooManyRequests { retry_after: 25 },
+    );
+    let run = s.run(&["--timeout", "4s"], 1).await;
+    run.assert_stderr_contains("stopped by its deadline (--timeout 4s)")
+        .assert_stderr_contains("pushed branch(es) imagebump/")
+        .assert_stderr_contains("opened pull request #1 (imagebump/apps-");
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(20),
+        "{:?}",
+        run.elapsed
+    );
+    s.run(&[], 0).await;
+    let pulls = s.forge.pulls();
+    assert_eq!(pulls.len(), 2, "no duplicate: {pulls:?}");
+}

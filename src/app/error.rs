@@ -78,9 +78,20 @@ pub enum Error {
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
-    /// A signal stopped the run; its temporary files are gone.
-    #[error("stopped by {0}: temporary files removed; what was already pushed stays, and a rerun continues from it")]
-    Stopped(&'static str),
+    /// A signal or the deadline stopped the run; its temporary files are gone.
+    #[error("stopped by {why}: temporary files removed; {}", done_before(done))]
+    Stopped { why: String, done: Vec<String> },
+}
+
+fn done_before(done: &[String]) -> String {
+    if done.is_empty() {
+        "nothing had been pushed yet".to_string()
+    } else {
+        format!(
+            "done before stopping (it stays, and a rerun continues from it): {}",
+            done.join("; ")
+        )
+    }
 }
 
 fn hint_suffix(hint: Option<&str>) -> String {
@@ -113,7 +124,7 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         | Error::TagList { .. }
         | Error::TagsFile { .. }
         | Error::Json(_)
-        | Error::Stopped(_) => exit::ERRORS,
+        | Error::Stopped { .. } => exit::ERRORS,
     }
 }
 

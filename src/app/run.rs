@@ -31,7 +31,11 @@ struct Analysed {
     pushed: Option<String>,
 }
 
-pub async fn run(plan: &RunPlan, out: &Output) -> Result<Status, Error> {
+pub async fn run(
+    plan: &RunPlan,
+    out: &Output,
+    journal: &crate::progress::Journal,
+) -> Result<Status, Error> {
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
     let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan, connected.as_ref());
@@ -51,13 +55,16 @@ pub async fn run(plan: &RunPlan, out: &Output) -> Result<Status, Error> {
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
-    if plan.mode == Mode::Write {
-        problems.extend(crate::deliver::write::write_all(
-            &loaded.ws.root,
-            &analysed.plan.files,
-        ));
+    if let Some(sha) = &analysed.pushed {
+        journal.done(format!("pushed {sha} to {}", base_branch(plan, &loaded)));
     }
-    let pulls = pull_requests(plan, &loaded, forge, &registries, &analysed.plan).await;
+    if plan.mode == Mode::Write {
+        let failed = crate::deliver::write::write_all(&loaded.ws.root, &analysed.plan.files);
+        let written = analysed.plan.files.len().saturating_sub(failed.len());
+        journal.done(format!("wrote {written} file(s)"));
+        problems.extend(failed);
+    }
+    let pulls = pull_requests(plan, &loaded, forge, &registries, &analysed.plan, journal).await;
     let pulls = pulls.map(|(reports, p)| {
         problems.extend(p);
         reports
@@ -322,6 +329,7 @@ async fn pull_requests(
     forge: Option<&dyn Forge>,
     registries: &Registries,
     made: &Plan,
+    journal: &crate::progress::Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
     let ws = &loaded.ws;
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
@@ -347,6 +355,7 @@ async fn pull_requests(
         settings: &loaded.config.pull_requests,
         max_new: plan.max_prs.or(loaded.config.pull_requests.max_new),
         dry_run: plan.mode != Mode::PullRequests,
+        journal,
     };
     Some(crate::deliver::pulls::deliver(&ctx, made).await)
 }

@@ -62,6 +62,8 @@ pub struct RunPlan {
     pub group_by: Option<GroupBy>,
     /// Commits of the base searched for reverted imagebump commits.
     pub history_depth: usize,
+    /// `--timeout`: the run stops once it has taken this long (`None`: no deadline).
+    pub timeout: Option<std::time::Duration>,
     pub forge: ForgeFlags,
 }
 
@@ -81,6 +83,7 @@ impl RunPlan {
             max_prs: args.max_prs,
             group_by: args.group_by,
             history_depth: args.history_depth,
+            timeout: Some(args.timeout).filter(|t| !t.is_zero()),
             forge: ForgeFlags {
                 kind: args.forge,
                 api_url: args.forge_url,

@@ -78,6 +78,8 @@ pub struct Context<'a> {
     pub sources: &'a BTreeMap<(String, String), String>,
     /// `--shard I/N`: only this shard's pull requests may be closed.
     pub shard: Option<(u64, u64)>,
+    /// Where each push and forge change is recorded as it lands.
+    pub journal: &'a crate::progress::Journal,
 }
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run

@@ -52,6 +52,8 @@ impl EnvVars {
 
     /// `--max-prs`: new pull requests per run at most.
     pub const IMAGEBUMP_MAX_PRS: &'static str = "IMAGEBUMP_MAX_PRS";
+    /// `--timeout`: the run's deadline.
+    pub const IMAGEBUMP_TIMEOUT: &'static str = "IMAGEBUMP_TIMEOUT";
 
     /// `--group-by`: how updates are grouped into pull requests.
     pub const IMAGEBUMP_GROUP_BY: &'static str = "IMAGEBUMP_GROUP_BY";

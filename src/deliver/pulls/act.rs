@@ -34,6 +34,15 @@ pub async fn act(
             }
             Action::Push(updates) => {
                 failed = push_all(ctx, &updates, problems);
+                let pushed: Vec<&str> = updates
+                    .iter()
+                    .map(|u| u.branch.as_str())
+                    .filter(|b| !failed.contains(*b))
+                    .collect();
+                if !ctx.dry_run && !pushed.is_empty() {
+                    ctx.journal
+                        .done(format!("pushed branch(es) {}", pushed.join(", ")));
+                }
                 continue;
             }
             Action::Report(report) => report,
@@ -60,9 +69,25 @@ pub async fn act(
         if failed.contains(&report.branch) {
             report.action = Outcome::Failed;
         }
+        record(ctx, &report);
         reports.push(report);
     }
     reports
+}
+
+/// A change set's pull request, once its forge call landed (an opened one is recorded as
+/// soon as it exists, before its labels and reviewers).
+fn record(ctx: &Context<'_>, report: &PullReport) {
+    let Some(number) = report.number.filter(|_| !ctx.dry_run) else {
+        return;
+    };
+    let verb = match report.action {
+        Outcome::Update => "updated",
+        Outcome::Close => "closed",
+        _ => return,
+    };
+    ctx.journal
+        .done(format!("{verb} pull request #{number} ({})", report.branch));
 }
 
 async fn note_foreign(
@@ -91,6 +116,12 @@ async fn open(
         Ok(p) => {
             report.number = Some(p.number);
             report.url = Some(p.url.clone());
+            if !ctx.dry_run {
+                ctx.journal.done(format!(
+                    "opened pull request #{} ({})",
+                    p.number, new.branch
+                ));
+            }
             decorate(f, &p, ctx.settings, problems).await;
         }
         Err(e) if e.is_already_open() => return adopt(ctx, f, report, new, problems).await,
