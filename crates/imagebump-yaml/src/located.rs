@@ -226,15 +226,23 @@ impl LineIndex {
 pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
     // A UTF-8 byte order mark (editors on Windows write one) is not YAML content: the
     // stream after it is read, and every span still counts from the file's first byte.
-    if let Some(rest) = text.strip_prefix('\u{feff}') {
-        let mut docs = parse_located(rest)?;
+    // Marks are skipped in one go, however many there are: a call per mark would let a
+    // file of marks exhaust the stack.
+    let content = text.trim_start_matches('\u{feff}');
+    let marks = text.len().saturating_sub(content.len());
+    let mut docs = parse_content(content)?;
+    if marks > 0 {
         for d in &mut docs {
             if let Some(root) = &mut d.root {
-                root.shift('\u{feff}'.len_utf8());
+                root.shift(marks);
             }
         }
-        return Ok(docs);
     }
+    Ok(docs)
+}
+
+/// [`parse_located`] of a text that does not start with a byte order mark.
+fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
     check_depth(text)?;
     validate(text)?;
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
@@ -424,6 +432,22 @@ mod tests {
         assert!(err.message.contains("nested deeper than 256"), "{err}");
         let fine = format!("a: {}1{}\n", "[".repeat(50), "]".repeat(50));
         assert!(parse_located(&fine).is_ok());
+    }
+
+    /// Each mark was one more call of `parse_located`: ten thousand of them (a 30 KB file)
+    /// overflowed the stack and aborted the process. Found by tests/fuzz.rs.
+    #[test]
+    fn a_file_of_byte_order_marks_is_read_without_recursion() {
+        let marks = 100_000;
+        let text = format!("{}a: 1\n", "\u{feff}".repeat(marks));
+        let docs = parse_located(&text).unwrap();
+        let one = docs[0].root.as_ref().unwrap().get("a").unwrap();
+        let at = marks * '\u{feff}'.len_utf8() + "a: ".len();
+        assert_eq!(one.as_scalar().unwrap().span, at..at + 1);
+        let one = parse_located("\u{feff}\u{feff}a: 1\n").unwrap()[0]
+            .root
+            .clone();
+        assert_eq!(one.unwrap().get("a").unwrap().offset(), 9);
     }
 
     /// Positions near `usize::MAX` overflowed (a panic in a debug build, a wrapped number in
