@@ -421,16 +421,15 @@ fn wip_prefix(title: &str) -> Option<&str> {
         if !head.eq_ignore_ascii_case(prefix) {
             return None;
         }
-        let rest = &title[prefix.len()..];
-        let blanks = rest.len() - rest.trim_start().len();
-        title.get(..prefix.len() + blanks)
+        let rest = title.get(prefix.len()..)?;
+        title.strip_suffix(rest.trim_start())
     })
 }
 
 /// `title` without its work-in-progress prefix.
 fn strip_wip(title: &str) -> &str {
     match wip_prefix(title) {
-        Some(prefix) => &title[prefix.len()..],
+        Some(prefix) => title.get(prefix.len()..).unwrap_or(title),
         None => title,
     }
 }

@@ -224,13 +224,13 @@ impl GitHub {
         let mut next = Some(self.api.url(&path)?);
         let mut seen = HashSet::new();
         let mut found = Vec::new();
-        let mut pages = 0;
+        let mut pages: usize = 0;
         let mut budget = crate::ListBudget::default();
         while let Some(url) = next.take() {
             if !seen.insert(url.clone()) || pages == max_pages {
                 break;
             }
-            pages += 1;
+            pages = pages.saturating_add(1);
             let token = self.credential().await?;
             let reply = self
                 .api
@@ -312,8 +312,8 @@ impl Forge for GitHub {
         });
         // Only when asked: a repository without drafts (a private one on a free plan) answers
         // 422 to `draft: true`, and leaving the key out is GitHub's default anyway.
-        if new.draft {
-            body["draft"] = Value::Bool(true);
+        if let (true, Some(fields)) = (new.draft, body.as_object_mut()) {
+            fields.insert("draft".to_string(), Value::Bool(true));
         }
         let path = self.repo_path("/pulls");
         let what = format!("repository {}", self.full_name());
@@ -390,8 +390,11 @@ impl App {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        let claims =
-            json!({ "iat": now - 60, "exp": now + 9 * 60, "iss": self.app_id.to_string() });
+        let claims = json!({
+            "iat": now.saturating_sub(60),
+            "exp": now.saturating_add(9 * 60),
+            "iss": self.app_id.to_string(),
+        });
         let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
         jsonwebtoken::encode(&header, &claims, &self.key)
             .map(SecretString::from)

@@ -307,13 +307,13 @@ impl GitLab {
         let mut seen_pages = HashSet::new();
         let mut seen_iids = HashSet::new();
         let mut found = Vec::new();
-        let mut pages = 0;
+        let mut pages: usize = 0;
         let mut budget = crate::ListBudget::default();
         while let Some(url) = next.take() {
             if pages == max_pages || !seen_pages.insert(url.to_string()) {
                 break;
             }
-            pages += 1;
+            pages = pages.saturating_add(1);
             let reply = self.api.send(Method::Get, &url, None, &what).await?;
             budget.take(reply.body.len(), &what)?;
             let page: Vec<MrJson> = parse(&reply.body, Method::Get, &url)?;
@@ -593,18 +593,21 @@ fn draft_marker(title: &str) -> Option<&str> {
     let mut rest = title;
     loop {
         let trimmed = rest.trim_start();
-        let marker = DRAFT_MARKERS.iter().find(|marker| {
-            trimmed
-                .get(..marker.len())
-                .is_some_and(|head| head.eq_ignore_ascii_case(marker))
+        let after = DRAFT_MARKERS.iter().find_map(|marker| {
+            let head = trimmed.get(..marker.len())?;
+            let after = trimmed.get(marker.len()..)?;
+            head.eq_ignore_ascii_case(marker).then_some(after)
         });
-        match marker {
-            Some(marker) => rest = &trimmed[marker.len()..],
+        match after {
+            Some(after) => rest = after,
             None => break,
         }
     }
-    let end = title.len() - rest.trim_start().len();
-    (rest.len() != title.len()).then(|| &title[..end])
+    if rest.len() == title.len() {
+        return None;
+    }
+    // `rest` is a tail of `title`, and so is what follows its blanks.
+    title.strip_suffix(rest.trim_start())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1053,8 +1056,8 @@ impl MrJson {
             "opened" | "locked" => PullState::Open,
             _ => PullState::Closed,
         };
-        let title = match draft_marker(&self.title) {
-            Some(marker) if draft => self.title[marker.len()..].to_string(),
+        let title = match draft_marker(&self.title).and_then(|m| self.title.get(m.len()..)) {
+            Some(unmarked) if draft => unmarked.to_string(),
             _ => self.title,
         };
         Pull {

@@ -7,6 +7,26 @@
 //! A forge only speaks the service's API: it lists, opens, edits and closes pull requests
 //! and annotates them. Deciding what to open, update or close is the caller's job.
 
+// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
+// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
+// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
+// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
+// Tests may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::string_slice
+    )
+)]
+
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod gitea;
@@ -299,14 +319,14 @@ pub(crate) fn requested_reviewers(reviewers: &[String]) -> Option<serde_json::Va
     if users.is_empty() && teams.is_empty() {
         return None;
     }
-    let mut payload = serde_json::json!({});
+    let mut payload = serde_json::Map::new();
     if !users.is_empty() {
-        payload["reviewers"] = serde_json::json!(users);
+        payload.insert("reviewers".to_string(), serde_json::json!(users));
     }
     if !teams.is_empty() {
-        payload["team_reviewers"] = serde_json::json!(teams);
+        payload.insert("team_reviewers".to_string(), serde_json::json!(teams));
     }
-    Some(payload)
+    Some(serde_json::Value::Object(payload))
 }
 
 /// The token without surrounding whitespace (a file's trailing newline); refused when empty or

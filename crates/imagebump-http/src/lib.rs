@@ -17,6 +17,26 @@
 //! error, whether an answer is a rate limit, and a per-attempt hook (the registry's gate).
 //! Header parsers ([`link`], [`retry_after`], [`rate_limit`]) and the [`redact`]or exist once.
 
+// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
+// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
+// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
+// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
+// Tests may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::string_slice
+    )
+)]
+
 mod error;
 pub mod headers;
 pub mod redact;

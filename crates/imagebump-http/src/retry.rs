@@ -76,7 +76,7 @@ impl RetryPolicy {
             e if e.is_retryable() && idempotent => self.backoff(attempt),
             _ => return None,
         };
-        (elapsed + wait < self.budget).then_some(wait)
+        (elapsed.saturating_add(wait) < self.budget).then_some(wait)
     }
 
     /// Jittered exponential backoff: between half and all of `first_backoff × 2^attempt`,

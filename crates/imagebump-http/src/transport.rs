@@ -176,9 +176,9 @@ impl Transport {
         request: &Request,
     ) -> Result<Response, D::Error> {
         let started = Instant::now();
-        let mut attempt = 0;
+        let mut attempt: u32 = 0;
         loop {
-            attempt += 1;
+            attempt = attempt.saturating_add(1);
             let result = {
                 let _slot = dialect.enter(request).await?;
                 let result = self.attempt(dialect, request).await;
@@ -303,7 +303,7 @@ async fn read_capped(
         .and_then(|n| usize::try_from(n).ok());
     let mut body = Vec::with_capacity(announced.unwrap_or(0));
     while let Some(chunk) = answer.chunk().await.map_err(|e| failure(url, &e))? {
-        if body.len() + chunk.len() > limit {
+        if body.len().saturating_add(chunk.len()) > limit {
             return Err(too_large());
         }
         body.extend_from_slice(&chunk);
@@ -370,12 +370,14 @@ impl Response {
 
     /// An answer with a status and nothing else (for tests and dialects' own checks).
     pub fn synthetic(status: u16) -> Response {
+        // why: a constant URL, which parses.
+        #[allow(clippy::unreachable)]
+        let url = Url::parse("http://localhost/").unwrap_or_else(|_| unreachable!());
         Response {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             headers: HeaderMap::new(),
             body: Vec::new(),
-            // A constant, valid URL.
-            url: Url::parse("http://localhost/").unwrap_or_else(|_| unreachable!()),
+            url,
         }
     }
 }

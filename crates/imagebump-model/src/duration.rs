@@ -16,13 +16,14 @@ pub fn parse_age(text: &str) -> Result<Duration, String> {
     }
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
+        let (number, after) = rest.split_at_checked(digits).ok_or_else(bad)?;
+        if number.is_empty() {
             return Err(bad());
         }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let unit = match &rest[..unit_len] {
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        let unit_len = after.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (unit, after) = after.split_at_checked(unit_len).ok_or_else(bad)?;
+        let unit = match unit {
             "s" => 1,
             "m" => 60,
             "h" => 3600,
@@ -30,7 +31,7 @@ pub fn parse_age(text: &str) -> Result<Duration, String> {
             "w" => 7 * 86_400,
             _ => return Err(bad()),
         };
-        rest = rest[unit_len..].trim_start();
+        rest = after.trim_start();
         total = n
             .checked_mul(unit)
             .and_then(|s| total.checked_add(s))
@@ -41,15 +42,20 @@ pub fn parse_age(text: &str) -> Result<Duration, String> {
 
 /// `3d`, `1h30m` — the shortest spelling of a duration, for reasons shown to users.
 pub fn format_age(d: Duration) -> String {
-    let mut secs = d.as_secs();
+    let secs = d.as_secs();
     if secs == 0 {
         return "0s".into();
     }
     let mut out = String::new();
-    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
-        if secs >= size {
-            out.push_str(&format!("{}{unit}", secs / size));
-            secs %= size;
+    let parts = [
+        ("d", secs / 86_400),
+        ("h", secs % 86_400 / 3600),
+        ("m", secs % 3600 / 60),
+        ("s", secs % 60),
+    ];
+    for (unit, count) in parts {
+        if count > 0 {
+            out.push_str(&format!("{count}{unit}"));
         }
     }
     out

@@ -53,17 +53,22 @@ pub struct NameError {
     pub reason: &'static str,
 }
 
-static TAG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$").expect("static regex"));
+static TAG: LazyLock<Regex> = LazyLock::new(|| pattern(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"));
 static COMPONENT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$").expect("static regex"));
-static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$").expect("static regex")
-});
+    LazyLock::new(|| pattern(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$"));
+static DIGEST: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"));
 static HOST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
-        .expect("static regex")
+    pattern(r"^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
 });
+
+/// One of the constant patterns above.
+// why: each is a literal in this file, and `tests::patterns_compile` compiles every one, so a
+// typo fails the tests rather than a run.
+#[allow(clippy::expect_used)]
+fn pattern(re: &str) -> Regex {
+    Regex::new(re).expect("a constant pattern")
+}
 
 pub fn is_valid_tag(tag: &str) -> bool {
     TAG.is_match(tag)
@@ -162,16 +167,16 @@ pub fn parse_reference(input: &str) -> Result<Reference, NameError> {
         }
         None => (input, None),
     };
-    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
-    let (written, tag) = match rest[last_slash..].rfind(':') {
-        Some(i) => {
-            let tag = &rest[last_slash + i + 1..];
+    // The tag follows the last `:` of the last path component (a `:` before a `/` is the
+    // registry's port).
+    let (written, tag) = match rest.rsplit_once(':') {
+        Some((written, tag)) if !tag.contains('/') => {
             if !is_valid_tag(tag) {
                 return Err(err("bad tag"));
             }
-            (&rest[..last_slash + i], Some(tag.to_string()))
+            (written, Some(tag.to_string()))
         }
-        None => (rest, None),
+        _ => (rest, None),
     };
     let name = parse_name(written)?;
     Ok(Reference {
@@ -185,6 +190,13 @@ pub fn parse_reference(input: &str) -> Result<Reference, NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_compile() {
+        for re in [&TAG, &COMPONENT, &DIGEST, &HOST] {
+            LazyLock::force(re);
+        }
+    }
 
     #[test]
     fn placeholders_are_not_images() {

@@ -52,27 +52,27 @@ impl FromStr for Platform {
             format!("invalid platform {s:?}: {why}; expected os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
         };
         let parts: Vec<&str> = s.trim().split('/').collect();
-        if parts.len() < 2 {
-            return Err(bad("missing architecture"));
-        }
-        if parts.len() > 3 {
-            return Err(bad("too many parts"));
-        }
+        let (os, architecture, variant) = match parts.as_slice() {
+            [] | [_] => return Err(bad("missing architecture")),
+            [os, architecture] => (*os, *architecture, None),
+            [os, architecture, variant] => (*os, *architecture, Some(*variant)),
+            _ => return Err(bad("too many parts")),
+        };
         if let Some(p) = parts.iter().find(|p| !is_platform_word(p)) {
             return Err(bad(&format!(
                 "{p:?} is not a lowercase name (letters, digits, '_', '.', '-')"
             )));
         }
         // The names `uname -m` gives are common in hand-written configuration.
-        let architecture = match parts[1] {
+        let architecture = match architecture {
             "x86_64" | "x86-64" => "amd64",
             "aarch64" => "arm64",
             a => a,
         };
         Ok(Platform {
-            os: parts[0].to_string(),
+            os: os.to_string(),
             architecture: architecture.to_string(),
-            variant: parts.get(2).map(|v| v.to_string()),
+            variant: variant.map(str::to_string),
         })
     }
 }

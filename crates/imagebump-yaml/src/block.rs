@@ -34,7 +34,8 @@ struct Line {
 /// either order, then spaces and an optional comment. `None` when it is not that.
 fn indentation_indicator(header: &str) -> Option<Option<usize>> {
     let flags = header.split(['#', ' ', '\t']).next().unwrap_or_default();
-    if flags.len() > 2 || header[flags.len()..].trim_start().split('#').next() != Some("") {
+    let after = header.strip_prefix(flags)?;
+    if flags.len() > 2 || after.trim_start().split('#').next() != Some("") {
         return None;
     }
     let mut digit = None;
@@ -50,7 +51,8 @@ fn indentation_indicator(header: &str) -> Option<Option<usize>> {
 
 /// The leading spaces of `line`.
 fn spaces(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    line.len()
+        .saturating_sub(line.trim_start_matches(' ').len())
 }
 
 impl BlockText {
@@ -59,22 +61,23 @@ impl BlockText {
     /// lines do not give back `decoded` (positions would then be wrong).
     pub fn literal(file: &str, span: Range<usize>, decoded: &str) -> Option<BlockText> {
         let raw = file.get(span.clone())?.strip_prefix('|')?;
-        let header_end = raw.find('\n')? + 1;
-        let header = raw[..header_end - 1].trim_end_matches('\r');
-        let indicator = indentation_indicator(header)?;
-        let line_start = file[..span.start].rfind('\n').map_or(0, |i| i + 1);
-        let content_start = span.start + 1 + header_end;
-        let raw_lines: Vec<(usize, &str)> = file[content_start..span.end]
+        let (header, content) = raw.split_once('\n')?;
+        let indicator = indentation_indicator(header.trim_end_matches('\r'))?;
+        let before = file.get(..span.start)?;
+        let line_head = before.rsplit_once('\n').map_or(before, |(_, line)| line);
+        // `content` is the end of `file[span]`.
+        let content_start = span.end.checked_sub(content.len())?;
+        let raw_lines: Vec<(usize, &str)> = content
             .split_inclusive('\n')
             .scan(content_start, |at, l| {
                 let start = *at;
-                *at += l.len();
+                *at = at.saturating_add(l.len());
                 Some((start, l.trim_end_matches('\n').trim_end_matches('\r')))
             })
             .collect();
         let indent = match indicator {
             // Relative to the indentation of the node holding the scalar: the key's line.
-            Some(d) => spaces(&file[line_start..]) + d,
+            Some(d) => spaces(line_head).saturating_add(d),
             None => raw_lines
                 .iter()
                 .find(|(_, l)| !l.trim_start_matches(' ').is_empty())
@@ -84,9 +87,9 @@ impl BlockText {
         let mut built = String::with_capacity(decoded.len());
         for (start, l) in raw_lines {
             let (file_at, content) = if spaces(l) >= indent {
-                (start + indent, &l[indent..])
+                (start.saturating_add(indent), l.get(indent..)?)
             } else if l.trim_start_matches(' ').is_empty() {
-                (start + l.len(), "")
+                (start.saturating_add(l.len()), "")
             } else {
                 return None;
             };
@@ -104,7 +107,7 @@ impl BlockText {
         Some(BlockText {
             text: decoded.to_string(),
             lines,
-            first_line: file[..content_start].matches('\n').count(),
+            first_line: file.get(..content_start)?.matches('\n').count(),
             indent,
         })
     }
@@ -116,17 +119,22 @@ impl BlockText {
             .lines
             .partition_point(|l| l.text <= inner.start)
             .checked_sub(1)?;
-        let line = self.lines[i];
-        if inner.end > line.text + line.len || inner.start > inner.end {
+        let line = self.lines.get(i)?;
+        let offset = inner.start.checked_sub(line.text)?;
+        let len = inner.end.checked_sub(inner.start)?;
+        if offset.checked_add(len)? > line.len {
             return None;
         }
-        let start = line.file + (inner.start - line.text);
-        Some(start..start + (inner.end - inner.start))
+        let start = line.file.checked_add(offset)?;
+        Some(start..start.checked_add(len)?)
     }
 
     /// A line and column of [`Self::text`] (a parse error's) as the file's.
     pub fn position(&self, line: usize, column: usize) -> (usize, usize) {
-        (line + self.first_line, column + self.indent)
+        (
+            line.saturating_add(self.first_line),
+            column.saturating_add(self.indent),
+        )
     }
 
     /// Offsets of [`Self::text`] → the file's lines and columns.
@@ -203,5 +211,14 @@ mod tests {
         assert_eq!(b.text, "a: 1\nb: 2\n");
         assert_eq!(b.file_span(3..7), None);
         assert_eq!(b.file_span(3..4), Some(15..16));
+        assert_eq!(b.file_span(Range { start: 4, end: 3 }), None);
+        assert_eq!(b.file_span(usize::MAX..usize::MAX), None);
+    }
+
+    #[test]
+    fn positions_near_the_top_saturate() {
+        let b = block("values: |\n  a: 1\n").unwrap();
+        assert_eq!(b.position(1, 1), (2, 3));
+        assert_eq!(b.position(usize::MAX, usize::MAX), (usize::MAX, usize::MAX));
     }
 }

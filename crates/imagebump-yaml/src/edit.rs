@@ -100,7 +100,7 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
 fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<String, EditError> {
     let mut sorted: Vec<&Edit> = edits.iter().map(Borrow::borrow).collect();
     sorted.sort_by_key(|e| e.span.start);
-    let mut out = String::with_capacity(text.len() + 64);
+    let mut out = String::with_capacity(text.len().saturating_add(64));
     let mut pos = 0;
     for e in &sorted {
         let kept = text
@@ -171,7 +171,11 @@ fn verify(before: &str, after: &str, edits: &[Edit]) -> Result<(), EditError> {
 }
 
 fn place(e: &Edit) -> String {
-    format!("document {} at {}", e.doc + 1, path_to_string(&e.path))
+    format!(
+        "document {} at {}",
+        e.doc.saturating_add(1),
+        path_to_string(&e.path)
+    )
 }
 
 /// Put `got` where `e` points in the documents read before the edits.
@@ -495,6 +499,24 @@ mod tests {
         assert_eq!(
             apply_edits(text, &[edit("1.3.0", 5..10)]).unwrap(),
             "values: |\n  tag: 1.3.0\n"
+        );
+    }
+
+    /// Naming a document number past the end overflowed. Found by tests/fuzz.rs.
+    #[test]
+    fn a_document_that_does_not_exist_is_an_error() {
+        let edit = Edit {
+            doc: usize::MAX,
+            path: vec![PathSeg::Key("a".into())],
+            span: 3..4,
+            new_raw: "2".into(),
+            new_value: "2".into(),
+            inner: None,
+        };
+        let err = apply_edits("a: 1\n", &[edit]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("verification failed: document {} at a is gone", usize::MAX)
         );
     }
 

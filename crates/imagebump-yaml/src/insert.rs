@@ -48,30 +48,16 @@ fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
         _ => {
             return Err(EditError::Mismatch(format!(
                 "document {} does not exist",
-                u.doc + 1
+                u.doc.saturating_add(1)
             )))
         }
     };
-    let mut node = root;
-    let mut depth = 0;
-    while depth < u.path.len() {
-        let next = match (&u.path[depth], node) {
-            (PathSeg::Key(k), Node::Map { .. }) => node.get(k),
-            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i),
-            _ => None,
-        };
-        match next {
-            Some(n) => node = n,
-            None => break,
-        }
-        depth += 1;
-    }
-    let rest = &u.path[depth..];
-    if rest.is_empty() {
+    let (node, rest) = deepest(root, &u.path);
+    let Some((missing, below)) = rest.split_first() else {
         return replace_scalar(text, node, u);
-    }
-    let at = where_(&u.path[..depth]);
-    match (node, &rest[0]) {
+    };
+    let at = where_(u.path.strip_suffix(rest).unwrap_or_default());
+    match (node, missing) {
         (Node::Map { entries, offset }, PathSeg::Key(_)) => {
             let first = entries.first().map_or(*offset, |(k, _)| k.offset);
             ensure_block(text, first, &at)?;
@@ -87,7 +73,7 @@ fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
             })?;
             let indent = column(text, dash);
             let end = block_end(text, dash, indent, true);
-            let new = style.render_item(&rest[1..], &u.value, indent);
+            let new = style.render_item(below, &u.value, indent);
             Ok(insert(text, end, &new, style.newline))
         }
         _ => Err(EditError::Mismatch(format!(
@@ -95,6 +81,26 @@ fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
             path_to_string(rest)
         ))),
     }
+}
+
+/// The node `path` reaches below `root` as far as it exists, and the rest of the path
+/// (empty when all of it exists).
+fn deepest<'a>(root: &'a Node, path: &'a [PathSeg]) -> (&'a Node, &'a [PathSeg]) {
+    let mut node = root;
+    let mut rest = path;
+    while let Some((seg, below)) = rest.split_first() {
+        let next = match (seg, node) {
+            (PathSeg::Key(k), Node::Map { .. }) => node.get(k),
+            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+        rest = below;
+    }
+    (node, rest)
 }
 
 fn where_(path: &[PathSeg]) -> String {
@@ -112,23 +118,37 @@ fn replace_scalar(text: &str, node: &Node, u: &Upsert) -> Result<String, EditErr
             path_to_string(&u.path)
         )));
     };
-    let raw = &text[s.span.clone()];
+    let (Some(head), Some(raw), Some(tail)) = (
+        text.get(..s.span.start),
+        text.get(s.span.clone()),
+        text.get(s.span.end..),
+    ) else {
+        return Err(EditError::Mismatch(format!(
+            "{}: not found in the text",
+            path_to_string(&u.path)
+        )));
+    };
     let rendered = if s.value.is_empty() && raw.is_empty() {
         render_plain_or_quoted(&new)
     } else {
         render_scalar(s, raw, &new)?
     };
-    let mut out = String::with_capacity(text.len() + rendered.len());
-    out.push_str(&text[..s.span.start]);
-    out.push_str(&rendered);
-    out.push_str(&text[s.span.end..]);
-    Ok(out)
+    Ok([head, &rendered, tail].concat())
+}
+
+/// The start of the line holding `offset`, and that line up to `offset`. (Offsets come from
+/// parsing `text`, so they are on character boundaries; `None` when one is not.)
+fn line_before(text: &str, offset: usize) -> Option<(usize, &str)> {
+    let head = text.get(..offset)?;
+    let line = head.rsplit_once('\n').map_or(head, |(_, line)| line);
+    Some((offset.saturating_sub(line.len()), line))
 }
 
 /// Block collections only: a flow collection (`{a: 1}`, `[x]`) is left to the user.
 fn ensure_block(text: &str, first: usize, at: &str) -> Result<(), EditError> {
-    let line_start = text[..first].rfind('\n').map_or(0, |i| i + 1);
-    if text[line_start..first].contains(['{', '[']) {
+    let (_, line) = line_before(text, first)
+        .ok_or_else(|| EditError::Mismatch(format!("{at}: not found in the text")))?;
+    if line.contains(['{', '[']) {
         return Err(EditError::Mismatch(format!(
             "{at} is written in flow style; imagebump only adds to block style"
         )));
@@ -137,31 +157,29 @@ fn ensure_block(text: &str, first: usize, at: &str) -> Result<(), EditError> {
 }
 
 fn column(text: &str, offset: usize) -> usize {
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    text[line_start..offset].chars().count()
+    line_before(text, offset).map_or(0, |(_, line)| line.chars().count())
 }
 
 /// The offset of the `-` that introduces the sequence item starting at `item`.
 fn dash_before(text: &str, item: usize) -> Option<usize> {
-    let line_start = text[..item].rfind('\n').map_or(0, |i| i + 1);
-    let before = &text[line_start..item];
-    let dash = before.rfind('-')?;
-    before[dash + 1..]
+    let (line_start, before) = line_before(text, item)?;
+    let (dashed, after) = before.rsplit_once('-')?;
+    after
         .chars()
         .all(char::is_whitespace)
-        .then_some(line_start + dash)
+        .then_some(line_start.saturating_add(dashed.len()))
 }
 
 /// Where the block whose entries start at `first` (at `indent` columns) ends: just after
 /// its last non-blank, non-comment line.
 fn block_end(text: &str, first: usize, indent: usize, sequence: bool) -> usize {
-    let mut pos = text[first..]
-        .find('\n')
-        .map_or(text.len(), |i| first + i + 1);
+    let mut lines = text.get(first..).unwrap_or_default().split_inclusive('\n');
+    // The line of the first entry belongs to the block.
+    let mut pos = first.saturating_add(lines.next().map_or(0, str::len));
     let mut end = pos;
-    while pos < text.len() {
-        let line_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
-        let line = text[pos..line_end].trim_end_matches(['\n', '\r']);
+    for raw in lines {
+        let line_end = pos.saturating_add(raw.len());
+        let line = raw.trim_end_matches(['\n', '\r']);
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             pos = line_end;
@@ -170,7 +188,7 @@ fn block_end(text: &str, first: usize, indent: usize, sequence: bool) -> usize {
         if line.starts_with("---") || line.starts_with("...") {
             break;
         }
-        let ind = line.len() - trimmed.len();
+        let ind = line.len().saturating_sub(trimmed.len());
         let inside = ind > indent || (ind == indent && (!sequence || trimmed.starts_with('-')));
         if !inside {
             break;
@@ -181,14 +199,17 @@ fn block_end(text: &str, first: usize, indent: usize, sequence: bool) -> usize {
     end
 }
 
+/// `new` inserted into `text` at `at`, on a line of its own (at the end if `at` is not in
+/// `text`).
 fn insert(text: &str, at: usize, new: &str, newline: &str) -> String {
-    let mut out = String::with_capacity(text.len() + new.len() + 1);
-    out.push_str(&text[..at]);
-    if at > 0 && !text[..at].ends_with('\n') {
+    let (head, tail) = text.split_at_checked(at).unwrap_or((text, ""));
+    let mut out = String::with_capacity(text.len().saturating_add(new.len()).saturating_add(2));
+    out.push_str(head);
+    if !head.is_empty() && !head.ends_with('\n') {
         out.push_str(newline);
     }
     out.push_str(new);
-    out.push_str(&text[at..]);
+    out.push_str(tail);
     out
 }
 
@@ -209,7 +230,7 @@ impl Layout {
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            let ind = line.len() - trimmed.len();
+            let ind = line.len().saturating_sub(trimmed.len());
             if let Some((pind, key_only)) = prev {
                 if key_only && trimmed.starts_with("- ") {
                     seq_offset = ind.saturating_sub(pind);
@@ -233,9 +254,9 @@ impl Layout {
             Some((PathSeg::Key(k), [])) => self.render_kv(k, value, indent),
             Some((PathSeg::Key(k), rest)) => {
                 let pad = " ".repeat(indent);
-                let child = match rest[0] {
-                    PathSeg::Index(_) => indent + self.seq_offset,
-                    PathSeg::Key(_) => indent + 2,
+                let child = match rest.first() {
+                    Some(PathSeg::Index(_)) => indent.saturating_add(self.seq_offset),
+                    _ => indent.saturating_add(2),
                 };
                 format!(
                     "{pad}{}:{}{}",
@@ -257,14 +278,15 @@ impl Layout {
             Value::Object(m) if !m.is_empty() => {
                 let mut s = format!("{pad}{k}:{nl}");
                 for (ck, cv) in m {
-                    s.push_str(&self.render_kv(ck, cv, indent + 2));
+                    s.push_str(&self.render_kv(ck, cv, indent.saturating_add(2)));
                 }
                 s
             }
             Value::Array(a) if !a.is_empty() => {
                 let mut s = format!("{pad}{k}:{nl}");
                 for item in a {
-                    s.push_str(&self.render_item(&[], item, indent + self.seq_offset));
+                    let at = indent.saturating_add(self.seq_offset);
+                    s.push_str(&self.render_item(&[], item, at));
                 }
                 s
             }
@@ -274,35 +296,32 @@ impl Layout {
 
     /// `- item` at `indent` (the dash's column); `path` nests the value inside the item.
     fn render_item(&self, path: &[PathSeg], value: &Value, indent: usize) -> String {
+        let inner = indent.saturating_add(2);
         let body = if path.is_empty() {
             match value {
                 Value::Object(m) if !m.is_empty() => {
                     let mut s = String::new();
                     for (k, v) in m {
-                        s.push_str(&self.render_kv(k, v, indent + 2));
+                        s.push_str(&self.render_kv(k, v, inner));
                     }
                     s
                 }
                 Value::Array(a) if !a.is_empty() => {
                     let mut s = String::new();
                     for v in a {
-                        s.push_str(&self.render_item(&[], v, indent + 2));
+                        s.push_str(&self.render_item(&[], v, inner));
                     }
                     s
                 }
-                other => format!(
-                    "{}{}{}",
-                    " ".repeat(indent + 2),
-                    inline(other),
-                    self.newline
-                ),
+                other => format!("{}{}{}", " ".repeat(inner), inline(other), self.newline),
             }
         } else {
-            self.render_path(path, value, indent + 2)
+            self.render_path(path, value, inner)
         };
-        // The first line of the body moves up onto the dash line.
+        // The first line of the body moves up onto the dash line, in place of its
+        // indentation (every body starts with `inner` spaces).
         let pad = " ".repeat(indent);
-        format!("{pad}- {}", &body[indent + 2..])
+        format!("{pad}- {}", body.get(inner..).unwrap_or(&body))
     }
 }
 
@@ -352,25 +371,25 @@ pub fn json_documents(text: &str) -> Result<Vec<Value>, String> {
 
 /// Set `value` at `path` in a JSON document, creating objects and appending to arrays.
 pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), String> {
-    let Some((last, parents)) = path.split_last() else {
-        *doc = value;
-        return Ok(());
-    };
+    let parents = path.split_last().map_or(&[][..], |(_, parents)| parents);
     let mut node = doc;
-    for (i, seg) in parents.iter().enumerate() {
-        let next_is_index = matches!(path[i + 1], PathSeg::Index(_));
+    // Each parent with the segment after it, which says what a missing value must be.
+    let nexts = path.iter().skip(1);
+    for (i, (seg, next)) in parents.iter().zip(nexts).enumerate() {
+        let next_is_index = matches!(next, PathSeg::Index(_));
+        let above = || path_to_string(parents.get(..i).unwrap_or_default());
         if node.is_null() {
             *node = if let PathSeg::Key(_) = seg {
                 Value::Object(Default::default())
             } else {
-                return Err(format!("{}: not a list", path_to_string(&path[..i])));
+                return Err(format!("{}: not a list", above()));
             };
         }
         node = match seg {
             PathSeg::Key(k) => {
                 let obj = node
                     .as_object_mut()
-                    .ok_or_else(|| format!("{}: not a mapping", path_to_string(&path[..i])))?;
+                    .ok_or_else(|| format!("{}: not a mapping", above()))?;
                 obj.entry(k.clone()).or_insert_with(|| {
                     if next_is_index {
                         Value::Array(Vec::new())
@@ -382,15 +401,26 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
             PathSeg::Index(n) => {
                 let arr = node
                     .as_array_mut()
-                    .ok_or_else(|| format!("{}: not a list", path_to_string(&path[..i])))?;
+                    .ok_or_else(|| format!("{}: not a list", above()))?;
                 if *n == arr.len() {
                     arr.push(Value::Null);
                 }
-                arr.get_mut(*n)
-                    .ok_or_else(|| format!("{}: no such item", path_to_string(&path[..=i])))?
+                arr.get_mut(*n).ok_or_else(|| {
+                    let here = parents.get(..=i).unwrap_or_default();
+                    format!("{}: no such item", path_to_string(here))
+                })?
             }
         };
     }
+    set_last(node, path, value)
+}
+
+/// Set `value` at the last segment of `path` in `node`, the value its other segments reach.
+fn set_last(node: &mut Value, path: &[PathSeg], value: Value) -> Result<(), String> {
+    let Some((last, parents)) = path.split_last() else {
+        *node = value;
+        return Ok(());
+    };
     if node.is_null() {
         *node = match last {
             PathSeg::Key(_) => Value::Object(Default::default()),
@@ -407,12 +437,13 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
             let arr = node
                 .as_array_mut()
                 .ok_or_else(|| format!("{}: not a list", path_to_string(parents)))?;
-            match arr.len().cmp(n) {
-                std::cmp::Ordering::Equal => arr.push(value),
-                std::cmp::Ordering::Greater => arr[*n] = value,
-                std::cmp::Ordering::Less => {
-                    return Err(format!("{}: no such item", path_to_string(path)))
-                }
+            if *n == arr.len() {
+                arr.push(value);
+            } else {
+                let slot = arr
+                    .get_mut(*n)
+                    .ok_or_else(|| format!("{}: no such item", path_to_string(path)))?;
+                *slot = value;
             }
         }
     }
@@ -428,9 +459,10 @@ fn verify(before: &str, after: &str, upserts: &[Upsert]) -> Result<(), EditError
         expected.push(Value::Null);
     }
     for u in upserts {
-        let doc = expected
-            .get_mut(u.doc)
-            .ok_or_else(|| EditError::Mismatch(format!("document {} does not exist", u.doc + 1)))?;
+        let doc = expected.get_mut(u.doc).ok_or_else(|| {
+            let n = u.doc.saturating_add(1);
+            EditError::Mismatch(format!("document {n} does not exist"))
+        })?;
         set_path(doc, &u.path, u.value.clone()).map_err(EditError::Mismatch)?;
     }
     if expected != actual {
@@ -532,6 +564,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got, "a:\n  tag: '1.1' # c\n");
+    }
+
+    /// Naming a document number past the end overflowed. Found by tests/fuzz.rs.
+    #[test]
+    fn a_document_that_does_not_exist_is_an_error() {
+        let upsert = |doc| Upsert {
+            doc,
+            path: vec![key("b")],
+            value: json!("x"),
+        };
+        for (doc, shown) in [(1, "2".to_string()), (usize::MAX, usize::MAX.to_string())] {
+            let e = apply_upserts("a: 1\n", &[upsert(doc)]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("verification failed: document {shown} does not exist")
+            );
+        }
     }
 
     #[test]

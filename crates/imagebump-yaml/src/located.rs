@@ -57,24 +57,26 @@ impl Node {
     }
 
     /// Move every offset of this node and those below it by `by` bytes (a node parsed from
-    /// a slice of a larger text).
+    /// a slice of a larger text). Offsets stop at `usize::MAX` rather than wrap.
     pub fn shift(&mut self, by: usize) {
         match self {
             Node::Map { entries, offset } => {
-                *offset += by;
+                *offset = offset.saturating_add(by);
                 for (k, v) in entries {
-                    k.offset += by;
+                    k.offset = k.offset.saturating_add(by);
                     v.shift(by);
                 }
             }
             Node::Seq { items, offset } => {
-                *offset += by;
+                *offset = offset.saturating_add(by);
                 for v in items {
                     v.shift(by);
                 }
             }
-            Node::Scalar(s) => s.span = s.span.start + by..s.span.end + by,
-            Node::Other { offset } => *offset += by,
+            Node::Scalar(s) => {
+                s.span = s.span.start.saturating_add(by)..s.span.end.saturating_add(by);
+            }
+            Node::Other { offset } => *offset = offset.saturating_add(by),
         }
     }
 
@@ -190,7 +192,8 @@ impl LineIndex {
     /// `line_base + 1`, each indented by `column_base` spaces.
     pub fn shifted(text: &str, line_base: usize, column_base: usize) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        // A line starts after each `\n`, at most at `text.len()`.
+        starts.extend(text.match_indices('\n').map(|(i, _)| i.saturating_add(1)));
         LineIndex {
             starts,
             line_base,
@@ -198,12 +201,22 @@ impl LineIndex {
         }
     }
 
+    /// 1-based; an offset past the end is on the last line. Numbers that would not fit a
+    /// `usize` stop at `usize::MAX`.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        // `starts` begins with 0, so `line` is at least 1.
         let line = self.starts.partition_point(|&s| s <= offset);
-        let start = self.starts[line.saturating_sub(1)];
+        let start = self
+            .starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or_default();
         (
-            line + self.line_base,
-            offset.saturating_sub(start) + 1 + self.column_base,
+            line.saturating_add(self.line_base),
+            offset
+                .saturating_sub(start)
+                .saturating_add(1)
+                .saturating_add(self.column_base),
         )
     }
 }
@@ -213,15 +226,23 @@ impl LineIndex {
 pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
     // A UTF-8 byte order mark (editors on Windows write one) is not YAML content: the
     // stream after it is read, and every span still counts from the file's first byte.
-    if let Some(rest) = text.strip_prefix('\u{feff}') {
-        let mut docs = parse_located(rest)?;
+    // Marks are skipped in one go, however many there are: a call per mark would let a
+    // file of marks exhaust the stack.
+    let content = text.trim_start_matches('\u{feff}');
+    let marks = text.len().saturating_sub(content.len());
+    let mut docs = parse_content(content)?;
+    if marks > 0 {
         for d in &mut docs {
             if let Some(root) = &mut d.root {
-                root.shift('\u{feff}'.len_utf8());
+                root.shift(marks);
             }
         }
-        return Ok(docs);
     }
+    Ok(docs)
+}
+
+/// [`parse_located`] of a text that does not start with a byte order mark.
+fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
     check_depth(text)?;
     validate(text)?;
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
@@ -259,24 +280,24 @@ fn check_depth(text: &str) -> Result<(), ParseError> {
     let mut at_line_start = true;
     let mut indent = 0usize;
     for c in text.chars() {
-        column += 1;
+        column = column.saturating_add(1);
         match c {
             '\n' => {
-                line += 1;
+                line = line.saturating_add(1);
                 column = 0;
                 at_line_start = true;
                 indent = 0;
                 continue;
             }
             ' ' if at_line_start => {
-                indent += 1;
+                indent = indent.saturating_add(1);
                 if indent > MAX_DEPTH * 8 {
                     return Err(too_deep(line, column));
                 }
                 continue;
             }
             '[' | '{' => {
-                depth += 1;
+                depth = depth.saturating_add(1);
                 if depth > MAX_DEPTH {
                     return Err(too_deep(line, column));
                 }
@@ -411,6 +432,43 @@ mod tests {
         assert!(err.message.contains("nested deeper than 256"), "{err}");
         let fine = format!("a: {}1{}\n", "[".repeat(50), "]".repeat(50));
         assert!(parse_located(&fine).is_ok());
+    }
+
+    /// Each mark was one more call of `parse_located`: ten thousand of them (a 30 KB file)
+    /// overflowed the stack and aborted the process. Found by tests/fuzz.rs.
+    #[test]
+    fn a_file_of_byte_order_marks_is_read_without_recursion() {
+        let marks = 100_000;
+        let text = format!("{}a: 1\n", "\u{feff}".repeat(marks));
+        let docs = parse_located(&text).unwrap();
+        let one = docs[0].root.as_ref().unwrap().get("a").unwrap();
+        let at = marks * '\u{feff}'.len_utf8() + "a: ".len();
+        assert_eq!(one.as_scalar().unwrap().span, at..at + 1);
+        let one = parse_located("\u{feff}\u{feff}a: 1\n").unwrap()[0]
+            .root
+            .clone();
+        assert_eq!(one.unwrap().get("a").unwrap().offset(), 9);
+    }
+
+    /// Positions near `usize::MAX` overflowed (a panic in a debug build, a wrapped number in
+    /// a release build). Found by tests/fuzz.rs.
+    #[test]
+    fn positions_near_the_top_saturate() {
+        assert_eq!(
+            LineIndex::new("ab\ncd").line_col(usize::MAX),
+            (2, usize::MAX - 2)
+        );
+        assert_eq!(
+            LineIndex::shifted("", usize::MAX, usize::MAX).line_col(0),
+            (usize::MAX, usize::MAX)
+        );
+        let mut root = parse_located("a: [x]\n").unwrap()[0].root.clone().unwrap();
+        root.shift(usize::MAX);
+        assert_eq!(root.offset(), usize::MAX);
+        let x = root
+            .at(&[PathSeg::Key("a".into()), PathSeg::Index(0)])
+            .unwrap();
+        assert_eq!(x.as_scalar().unwrap().span, usize::MAX..usize::MAX);
     }
 
     #[test]
