@@ -245,6 +245,13 @@ fn huge_deep_and_bom_files_are_handled_and_the_rest_is_updated() {
         "]".repeat(100_000)
     );
     fs::write(root.join("deep/values.yaml"), deep).unwrap();
+    // Under the byte cap, but 7 million values: refused before any parser sees it.
+    fs::create_dir_all(root.join("dense")).unwrap();
+    let dense = format!(
+        "image: ghcr.io/acme/web:1.0.0\nitems:\n{}",
+        "  - {a: 1, b: x}\n".repeat(1_400_000)
+    );
+    fs::write(root.join("dense/values.yaml"), dense).unwrap();
     let operator = tempfile::tempdir().unwrap();
     let cfg = operator.path().join("operator.yaml");
     fs::write(
@@ -260,11 +267,15 @@ fn huge_deep_and_bom_files_are_handled_and_the_rest_is_updated() {
         .arg(root)
         .arg("--config")
         .arg(&cfg)
+        .measure_memory()
         .code(1)
         .run();
     run.assert_stderr_contains("huge/values.yaml: larger than 32 MiB")
         .assert_stderr_contains("deep/values.yaml:2:")
-        .assert_stderr_contains("nested deeper than 256 levels");
+        .assert_stderr_contains("nested deeper than 256 levels")
+        .assert_stderr_contains("dense/values.yaml:40002:1: more than 200000 values: not read");
+    let peak = run.peak_kib.unwrap();
+    assert!(peak < CRONJOB_LIMIT_KIB, "peak RSS {peak} KiB");
     assert_eq!(
         fs::read_to_string(root.join("bom/kustomization.yaml")).unwrap(),
         bom.replace("1.0.0", "1.1.0")

@@ -38,14 +38,8 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn parse(file: &str, text: String) -> Result<Loaded, Problem> {
-        let docs = parse_located(&text).map_err(|e| {
-            Problem::at_file(
-                file,
-                e.line,
-                e.column,
-                format!("not valid YAML: {}", e.message),
-            )
-        })?;
+        let docs = parse_located(&text)
+            .map_err(|e| Problem::at_file(file, e.line, e.column, e.reason()))?;
         // parse_located has already checked that libyaml reads every document.
         let json = imagebump_yaml::json_documents(&text).unwrap_or_default();
         Ok(Loaded {

@@ -573,14 +573,7 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
     };
     let docs = match parsed {
         Ok(d) => d,
-        Err(e) => {
-            return Read::Problem(Problem::at_file(
-                rel,
-                e.line,
-                e.column,
-                format!("not valid YAML: {}", e.message),
-            ))
-        }
+        Err(e) => return Read::Problem(Problem::at_file(rel, e.line, e.column, e.reason())),
     };
     let ctx = FileCtx {
         file: rel,

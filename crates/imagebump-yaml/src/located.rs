@@ -153,6 +153,16 @@ pub struct ParseError {
 }
 
 impl ParseError {
+    /// The message for a report: "not valid YAML: …", or the reason a valid but
+    /// pathological text (too deep, too many values) was not read.
+    pub fn reason(&self) -> String {
+        if self.message.ends_with(": not read") {
+            self.message.clone()
+        } else {
+            format!("not valid YAML: {}", self.message)
+        }
+    }
+
     /// libyaml's position and message (without the location it repeats in the text).
     pub fn from_serde(e: &yaml_serde::Error) -> ParseError {
         let (line, column) = e
@@ -244,6 +254,7 @@ pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
 /// [`parse_located`] of a text that does not start with a byte order mark.
 fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
     check_depth(text)?;
+    check_values(text)?;
     validate(text)?;
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
         line: 1,
@@ -308,6 +319,94 @@ fn check_depth(text: &str) -> Result<(), ParseError> {
         at_line_start = false;
     }
     Ok(())
+}
+
+/// The most values (mapping entries, sequence items, flow items) a text may hold to be
+/// parsed. Reading costs a few hundred bytes per value, in three representations (libyaml's
+/// check, the lossless tree, ours): 200,000 values stay near 60 MiB, inside a CronJob's
+/// memory, while no manifest or values file that names images comes near it (a large
+/// chart's values file holds a few thousand).
+pub const MAX_VALUES: usize = 200_000;
+
+/// Refuse a text with more than [`MAX_VALUES`] values quickly, at the line where the count
+/// passes it. A lexical estimate: `key: `, `- ` items and flow `,`/`[`/`{` outside quotes,
+/// comments and block scalars (a dashboard's JSON inside `|` costs nothing to parse).
+fn check_values(text: &str) -> Result<(), ParseError> {
+    let mut count = 0usize;
+    // The indentation of the line that opened a block scalar, while inside it.
+    let mut block: Option<usize> = None;
+    let mut quote: Option<char> = None;
+    for (number, line) in text.split('\n').enumerate() {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len().saturating_sub(body.len());
+        if let Some(opened) = block {
+            if body.trim().is_empty() || indent > opened {
+                continue;
+            }
+            block = None;
+        }
+        let (values, opens_block) = line_values(body, &mut quote);
+        count = count.saturating_add(values);
+        if count > MAX_VALUES {
+            return Err(ParseError {
+                line: number.saturating_add(1),
+                column: 1,
+                message: format!("more than {MAX_VALUES} values: not read"),
+            });
+        }
+        if opens_block {
+            block = Some(indent);
+        }
+    }
+    Ok(())
+}
+
+/// The values one line adds, and whether it ends by opening a block scalar (`|`, `>-`...).
+/// `quote` carries a quoted scalar over line ends.
+fn line_values(body: &str, quote: &mut Option<char>) -> (usize, bool) {
+    let mut values = 0usize;
+    if quote.is_none() && (body == "-" || body.starts_with("- ")) {
+        values = values.saturating_add(1);
+    }
+    let mut last = ' ';
+    let mut escaped = false;
+    let mut chars = body.chars().peekable();
+    let mut tail = String::new();
+    while let Some(c) = chars.next() {
+        let mut key_ends = false;
+        match *quote {
+            Some('"') if escaped => escaped = false,
+            Some('"') if c == '\\' => escaped = true,
+            Some(q) if c == q => *quote = None,
+            Some(_) => {}
+            None => match c {
+                '#' if last == ' ' || last == '\t' => break,
+                '"' | '\'' if matches!(last, ' ' | '\t' | '[' | '{' | ',' | ':') => {
+                    *quote = Some(c);
+                }
+                ',' | '[' | '{' => values = values.saturating_add(1),
+                ':' if chars.peek().is_none_or(|n| *n == ' ' || *n == '\t') => {
+                    values = values.saturating_add(1);
+                    key_ends = true;
+                }
+                _ => {}
+            },
+        }
+        if key_ends {
+            tail.clear();
+        } else if quote.is_none() && !c.is_whitespace() {
+            tail.push(c);
+        }
+        last = c;
+    }
+    let tail = tail.trim_start_matches('-');
+    let opens_block = quote.is_none()
+        && (tail.starts_with('|') || tail.starts_with('>'))
+        && tail
+            .chars()
+            .skip(1)
+            .all(|c| matches!(c, '-' | '+') || c.is_ascii_digit());
+    (values, opens_block)
 }
 
 fn too_deep(line: usize, column: usize) -> ParseError {
@@ -387,6 +486,34 @@ fn convert(node: &YamlNode) -> Node {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn values_are_counted_outside_quotes_comments_and_block_scalars() {
+        let mut quote = None;
+        assert_eq!(
+            line_values(
+                "image: {repository: a, tag: \"1,2: 3\"} # a, b: c",
+                &mut quote
+            ),
+            (5, false)
+        );
+        assert_eq!(line_values("- name: web", &mut quote), (2, false));
+        assert_eq!(line_values("script: |-", &mut quote), (1, true));
+        assert_eq!(line_values("- >", &mut quote), (1, true));
+        assert_eq!(line_values("url: http://x:80/a", &mut quote), (1, false));
+        // A quoted scalar carried over a line end.
+        assert_eq!(line_values("msg: \"a, b", &mut quote), (1, false));
+        assert_eq!(line_values("c: d\", e: f", &mut quote), (2, false));
+        let dashboard = format!(
+            "data:\n  dash.json: |\n{}\nimage: web:1\n",
+            "    {\"a\": 1, \"b\": [1, 2]},\n".repeat(MAX_VALUES)
+        );
+        assert!(check_values(&dashboard).is_ok());
+        let dense = "- {a: 1, b: 2}\n".repeat(MAX_VALUES / 3);
+        let e = check_values(&dense).unwrap_err();
+        assert!(e.message.contains("more than 200000 values"), "{e:?}");
+        assert_eq!(e.line, MAX_VALUES / 5 + 1);
+    }
     use super::*;
 
     #[test]
