@@ -150,17 +150,25 @@ async fn a_newer_version_updates_the_same_branch_and_pull_request() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed() {
     let s = setup("").await;
+    // A patch release between the version in git and the proposed one.
+    s.reg.push_tags("team/web", &["1.0.1"]);
     s.run(&[], 0).await;
     let web = s.pull_for(WEB);
+    assert_eq!(web.title, "Update registry.test/team/web to 1.1.0");
     s.forge.close(web.number);
     s.forge.clear_calls();
     let run = s.run(&[], 0).await;
     assert_eq!(
         s.writes(),
         Vec::<String>::new(),
-        "1.1.0 is not proposed again:\n{}",
+        "neither 1.1.0 nor 1.0.1 (below it) is proposed:\n{}",
         run.stdout
     );
+    run.assert_stdout_contains(&format!(
+        "apps/web/kustomization.yaml:3: registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging\n",
+        web.number
+    ))
+    .assert_stdout_contains("1 held back by a rejection");
 
     s.reg.push_tags("team/web", &["1.2.0"]);
     let run = s.run(&[], 0).await;
@@ -178,6 +186,8 @@ async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reverted_commit_stays_reverted() {
     let s = setup("").await;
+    // Below the reverted version: held back with it.
+    s.reg.push_tags("team/web", &["1.0.1"]);
     // The update was merged by hand, with imagebump's trailer, and then reverted.
     let merged = s.server.commit_on(
         "main",

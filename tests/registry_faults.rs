@@ -258,6 +258,7 @@ fn counts(
         "repositories": repositories,
         "updates": updates,
         "upToDate": up_to_date,
+        "heldBack": 0,
         "pinned": 0,
         "skipped": 0,
         "failed": failed,

@@ -429,6 +429,18 @@ fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::pulls_table(p));
     }
+    let held: Vec<_> = r
+        .not_updated
+        .iter()
+        .filter(|n| n.status == "held-back")
+        .collect();
+    if !held.is_empty() {
+        let _ = writeln!(out);
+    }
+    for n in held {
+        let why = n.reason.unwrap_or_default();
+        let _ = writeln!(out, "{}:{}: {} {why}", n.file, n.line, n.image);
+    }
     let verb = match mode {
         Mode::Write => "applied",
         Mode::DryRun => "proposed",
@@ -439,12 +451,16 @@ fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
     let c = &r.counts;
     let _ = writeln!(
         out,
-        "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {} pinned, {} skipped, {} not checked) over {} repositories",
+        "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {}{} pinned, {} skipped, {} not checked) over {} repositories",
         c.updates,
         made.files.len(),
         c.references,
         c.managed,
         c.up_to_date,
+        match c.held_back {
+            0 => String::new(),
+            n => format!("{n} held back by a rejection, "),
+        },
         c.pinned,
         c.skipped,
         c.failed,

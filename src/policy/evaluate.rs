@@ -166,6 +166,8 @@ pub struct Evaluation<'t> {
     /// Index of the current tag in the list, if the registry lists it.
     pub(super) current_index: Option<usize>,
     pub(super) skip: Option<String>,
+    /// How the semver strategy reads tags (kept to rank rejected versions).
+    series: Option<Series>,
     pub(super) warnings: Vec<String>,
     pub(super) now: Timestamp,
     pub(super) decided: Option<Choice>,
@@ -214,6 +216,7 @@ impl<'t> Evaluation<'t> {
             meta: std::collections::HashMap::new(),
             current_index: None,
             skip: Self::precheck(policy, current),
+            series: None,
             warnings: Vec::new(),
             now: Timestamp::now(),
             decided: None,
@@ -251,7 +254,25 @@ impl<'t> Evaluation<'t> {
             kept.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             e.order = kept.into_iter().map(|(_, i)| i).collect();
         }
+        e.series = series;
         e
+    }
+
+    /// `tag`'s rank under the strategy, ignoring the filters, to compare a candidate with a
+    /// rejected version; `None` when the strategy cannot rank it (newest-build, digest, a
+    /// version of another variant).
+    fn rank<'a>(&self, tag: &'a str) -> Option<Key<'a>> {
+        match self.policy.strategy {
+            Strategy::Semver => {
+                let series = self.series.as_ref()?;
+                let v = TagVersion::parse_in(self.policy.semver_mode, tag)?;
+                (v.variant == series.current().variant).then(|| Key::Version(v.version, true, ""))
+            }
+            Strategy::Numeric => numeric::key(tag),
+            Strategy::Regex => self.policy.pattern.as_ref()?.key(tag).ok(),
+            Strategy::Alphabetical => Some(alphabetical::key(tag)),
+            Strategy::NewestBuild | Strategy::Digest => None,
+        }
     }
 
     fn key_of(
@@ -331,15 +352,45 @@ impl<'t> Evaluation<'t> {
         if rejected.is_empty() {
             return;
         }
-        let candidates = &mut self.candidates;
-        self.order
-            .retain(|&i| match rejected.get(candidates[i].tag) {
-                Some(why) => {
-                    candidates[i].verdict = Verdict::Rejected(why.clone());
-                    false
+        // A "no" to version V is a no to moving there at all: every candidate up to V is
+        // held back with it, and only a version above every rejected one is proposed.
+        let ceilings: Vec<(Key, &str, &str)> = rejected
+            .iter()
+            .filter_map(|(tag, why)| Some((self.rank(tag)?, tag.as_str(), why.as_str())))
+            .collect();
+        let mut held = Vec::new();
+        for (pos, &i) in self.order.iter().enumerate() {
+            let Some(c) = self.candidates.get(i) else {
+                continue;
+            };
+            let why = match rejected.get(c.tag) {
+                Some(why) => why.clone(),
+                None => {
+                    let Some(rank) = self.rank(c.tag) else {
+                        continue;
+                    };
+                    match ceilings.iter().find(|(k, ..)| !rank.above(k)) {
+                        Some((_, tag, why)) => {
+                            format!("{why} (it proposed {tag}; a no covers every version up to it)")
+                        }
+                        None => continue,
+                    }
                 }
-                None => true,
-            });
+            };
+            held.push((pos, i, why));
+        }
+        for (_, i, why) in &held {
+            if let Some(c) = self.candidates.get_mut(*i) {
+                c.verdict = Verdict::Rejected(why.clone());
+            }
+        }
+        let gone: std::collections::HashSet<usize> = held.iter().map(|(pos, ..)| *pos).collect();
+        let mut pos = 0usize;
+        self.order.retain(|_| {
+            let keep = !gone.contains(&pos);
+            pos = pos.saturating_add(1);
+            keep
+        });
     }
 
     /// Use `now` instead of the clock for `minAge` (tests).
@@ -476,6 +527,20 @@ impl<'t> Evaluation<'t> {
             Some(Ok(m)) => Some(m.digest.clone()),
             _ => None,
         }
+    }
+
+    /// Why the newest candidate a reviewer said no to is held back, if any was: what a
+    /// report shows for a reference left where it is because of a rejection.
+    pub fn held_back(&self) -> Option<String> {
+        let newest = self
+            .candidates
+            .iter()
+            .filter_map(|c| match &c.verdict {
+                Verdict::Rejected(why) => Some((self.rank(c.tag), c.tag, why)),
+                _ => None,
+            })
+            .max_by(|a, b| a.0.cmp(&b.0))?;
+        Some(format!("{} held back: {}", newest.1, newest.2))
     }
 
     /// Non-fatal notes (ties, exact constraints).
@@ -634,6 +699,54 @@ mod tests {
             }
         }
         (e.decide(), asked, e)
+    }
+
+    /// A no to V holds back V and everything between the current version and V; a version
+    /// above V is still proposed; a newest-build rejection holds back that tag only.
+    #[test]
+    fn a_rejection_covers_every_version_up_to_it() {
+        let rejected = |tag: &str| {
+            std::collections::BTreeMap::from([(
+                tag.to_string(),
+                "pull request #7 was closed".to_string(),
+            )])
+        };
+        let semver = policy(PolicySpec::default());
+        let list = tags(&["3.11.4", "3.11.5", "3.11.6", "3.12.0-rc.1"]);
+        let mut e = Evaluation::new(&semver, "3.11.3", None, &list);
+        e.reject(&rejected("3.11.6"));
+        assert_eq!(e.decide(), Choice::Current);
+        assert_eq!(
+            e.held_back().as_deref(),
+            Some("3.11.6 held back: pull request #7 was closed")
+        );
+        let below = e
+            .candidates()
+            .into_iter()
+            .find(|c| c.tag == "3.11.4")
+            .unwrap();
+        assert_eq!(
+            below.verdict,
+            Verdict::Rejected(
+                "pull request #7 was closed (it proposed 3.11.6; a no covers every version up to it)".into()
+            )
+        );
+        let list = tags(&["3.11.4", "3.11.6", "3.11.7"]);
+        let mut e = Evaluation::new(&semver, "3.11.3", None, &list);
+        e.reject(&rejected("3.11.6"));
+        assert_eq!(e.decide(), update("3.11.7", None));
+
+        let numeric = policy(PolicySpec {
+            strategy: Some(Strategy::Numeric),
+            ..Default::default()
+        });
+        let list = tags(&["101", "102", "103"]);
+        let mut e = Evaluation::new(&numeric, "100", None, &list);
+        e.reject(&rejected("102"));
+        assert_eq!(e.decide(), update("103", None));
+        let mut e = Evaluation::new(&numeric, "100", None, &list);
+        e.reject(&rejected("103"));
+        assert_eq!(e.decide(), Choice::Current);
     }
 
     fn newest_build() -> PolicySpec {

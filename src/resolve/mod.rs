@@ -26,6 +26,9 @@ pub enum Outcome {
         digest: Option<String>,
     },
     UpToDate,
+    /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
+    /// revert): why.
+    Rejected(String),
     /// A `pin` policy or marker holds it where it is.
     Pinned(String),
     /// The policy could not judge it (e.g. the current tag is not a version).
@@ -388,7 +391,10 @@ async fn decide_group(
     }
     let outcome = match choice {
         Choice::Update { tag, digest } => Outcome::Update { tag, digest },
-        Choice::Current => Outcome::UpToDate,
+        Choice::Current => match eval.held_back() {
+            Some(why) => Outcome::Rejected(why),
+            None => Outcome::UpToDate,
+        },
         Choice::Skip(reason) => Outcome::Skipped(reason),
     };
     Decided {
