@@ -486,3 +486,57 @@ async fn a_run_past_its_deadline_stops_and_says_what_it_did() {
     let pulls = s.forge.pulls();
     assert_eq!(pulls.len(), 2, "no duplicate: {pulls:?}");
 }
+
+/// Fail closed: when the closed pull requests cannot be listed (502 after the retries), a
+/// version someone rejected could come back, so no new pull request is opened; the open
+/// ones are kept current, the run says why and exits 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_closed_pull_requests_nothing_new_is_proposed() {
+    let s = setup("").await;
+    s.run(&[], 0).await;
+    let web = s.pull_for(WEB);
+    s.forge.close(web.number);
+    s.forge.clear_calls();
+    s.forge.fail_next(
+        "GET",
+        &s.forge.repo_path("/pulls"),
+        4,
+        support::github::Fault::Status(502),
+    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains("cannot list closed pull requests")
+        .assert_stderr_contains("no new pull request is opened this run");
+    assert_eq!(s.writes(), Vec::<String>::new(), "{}", run.stdout);
+    run.assert_stdout_contains("deferred");
+    // Once the forge answers again, the rejection holds.
+    s.run(&[], 0).await;
+    assert_eq!(s.writes(), Vec::<String>::new());
+}
+
+/// A dry run of a remote without a forge token previews what the real run would do with
+/// reverts (it reads the history), and says that closed pull requests were not consulted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_dry_run_without_a_forge_token_holds_reverted_versions_back() {
+    let s = setup("").await;
+    let merged = s.server.commit_on(
+        "main",
+        &[(
+            "apps/web/kustomization.yaml",
+            Some("images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"),
+        )],
+        "Update registry.test/team/web to 1.1.0\n\nImagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n",
+    );
+    s.server.revert_on("main", &merged);
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(s.server.url())
+        .arg("--config")
+        .arg(s.config())
+        .env("IMAGEBUMP_GIT_TOKEN", TOKEN)
+        .run_async()
+        .await;
+    run.assert_stderr_contains("closed pull requests were not consulted")
+        .assert_stdout_contains("registry.test/team/web 1.1.0 held back: commit ")
+        .assert_stdout_contains("+  tag: 2.1.0");
+    assert!(!run.stdout.contains("+    newTag: 1.1.0"), "{}", run.stdout);
+}

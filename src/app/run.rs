@@ -38,14 +38,11 @@ pub async fn run(
 ) -> Result<Status, Error> {
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
     let connected = connect_forge(plan, out).await?;
-    let depth = history_depth(plan, connected.as_ref());
+    let depth = history_depth(plan);
     let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     let mut problems: Vec<Problem> = Vec::new();
-    let rejections = match depth {
-        1 => Rejections::default(),
-        _ => rejections(plan, &loaded, forge, &mut problems).await,
-    };
+    let (rejections, rejections_known) = rejections(plan, &loaded, forge, &mut problems).await;
     let registries =
         Registries::new(loaded.config.registries.clone()).map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
@@ -64,7 +61,21 @@ pub async fn run(
         journal.done(format!("wrote {written} file(s)"));
         problems.extend(failed);
     }
-    let pulls = pull_requests(plan, &loaded, forge, &registries, &analysed.plan, journal).await;
+    let max_new = if rejections_known {
+        plan.max_prs.or(loaded.config.pull_requests.max_new)
+    } else {
+        Some(0)
+    };
+    let pulls = pull_requests(
+        plan,
+        &loaded,
+        forge,
+        &registries,
+        &analysed,
+        max_new,
+        journal,
+    )
+    .await;
     let pulls = pulls.map(|(reports, p)| {
         problems.extend(p);
         reports
@@ -149,12 +160,10 @@ fn git_token(connected: Option<&Connected>) -> Option<secrecy::SecretString> {
 }
 
 /// Commits to clone: the history searched for reverts when a forge or `--push` will read it.
-fn history_depth(plan: &RunPlan, connected: Option<&Connected>) -> usize {
-    if connected.is_some() || plan.mode == Mode::Push {
-        plan.history_depth.max(1)
-    } else {
-        1
-    }
+/// How deep a remote is cloned: deep enough to find reverted imagebump commits, in every
+/// mode (a dry run previews what the real run would do, rollbacks included).
+fn history_depth(plan: &RunPlan) -> usize {
+    plan.history_depth.max(1)
 }
 
 /// Versions reviewers rejected: closed pull requests (with a forge) and reverted imagebump
@@ -164,26 +173,42 @@ async fn rejections(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     problems: &mut Vec<Problem>,
-) -> Rejections {
+) -> (Rejections, bool) {
     let Some(git) = &loaded.ws.git else {
-        return Rejections::default();
+        return (Rejections::default(), true);
     };
     let mut closed = Vec::new();
-    if let Some(f) = forge {
-        let prefix = &loaded.config.pull_requests.branch_prefix;
-        match f.closed_pulls(prefix, 100).await {
-            Ok(c) => closed = c,
-            Err(e) => problems.push(Problem {
-                location: f.name().into(),
-                message: format!("cannot list closed pull requests: {e}"),
-                hint: e.hint(),
-            }),
+    let mut known = true;
+    match forge {
+        Some(f) => {
+            let prefix = &loaded.config.pull_requests.branch_prefix;
+            match f.closed_pulls(prefix, 100).await {
+                Ok(c) => closed = c,
+                Err(e) => {
+                    // Fail closed: without the closed pull requests a rejected version
+                    // could be proposed again, so no new pull request is opened.
+                    known = false;
+                    problems.push(Problem {
+                        location: f.name().into(),
+                        message: format!(
+                            "cannot list closed pull requests: {e}; no new pull request is opened \
+                             this run (a rejected version could come back), open ones are kept current"
+                        ),
+                        hint: e.hint(),
+                    });
+                }
+            }
         }
+        None if plan.mode == Mode::DryRun => tracing::warn!(
+            "closed pull requests were not consulted (no forge token): reverted versions are \
+             held back, versions whose pull request was closed may be shown"
+        ),
+        None => {}
     }
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
-    crate::deliver::pulls::rejections(&closed, &history)
+    (crate::deliver::pulls::rejections(&closed, &history), known)
 }
 
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
@@ -328,9 +353,11 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    made: &Plan,
+    analysed: &Analysed,
+    max_new: Option<usize>,
     journal: &crate::progress::Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
+    let made = &analysed.plan;
     let ws = &loaded.ws;
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
         return None;
@@ -353,7 +380,7 @@ async fn pull_requests(
         base_commit: commit,
         forge,
         settings: &loaded.config.pull_requests,
-        max_new: plan.max_prs.or(loaded.config.pull_requests.max_new),
+        max_new,
         dry_run: plan.mode != Mode::PullRequests,
         journal,
     };
