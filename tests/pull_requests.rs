@@ -463,14 +463,15 @@ async fn a_pull_request_another_run_opened_meanwhile_is_adopted() {
 }
 
 /// A run that passes its `--timeout` (here: a forge asking to wait 25 s before labelling)
-/// stops at once, says what it had done and exits 1; the next run opens no duplicate.
+/// stops at once, says what it had done and exits 1; the next run converges without a
+/// duplicate.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_past_its_deadline_stops_and_says_what_it_did() {
     let s = setup("pullRequests:\n  labels: [dependencies]\n").await;
     s.forge.fail_next(
         "POST",
         &s.forge.repo_path("/issues/1/labels"),
-        10,
+        1,
         support::github::Fault::TooManyRequests { retry_after: 25 },
     );
     let run = s.run(&["--timeout", "4s"], 1).await;

@@ -99,6 +99,7 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
         open: &open,
         base: ctx.base,
         draft: ctx.settings.draft,
+        labels: &ctx.settings.labels,
         max_new: ctx.max_new,
         dry_run: ctx.dry_run,
         shard: ctx.shard,

@@ -32,6 +32,15 @@ pub async fn act(
                 note_foreign(ctx.forge, number, &title, &body, problems).await;
                 continue;
             }
+            Action::Label { number, labels } => {
+                if let Some(f) = ctx.forge {
+                    if let Err(e) = f.add_labels(number, &labels).await {
+                        let what = format!("cannot label pull request #{number}");
+                        problems.push(forge_problem(f, &what, &e));
+                    }
+                }
+                continue;
+            }
             Action::Push(updates) => {
                 failed = push_all(ctx, &updates, problems);
                 let pushed: Vec<&str> = updates

@@ -67,6 +67,8 @@ pub struct Input<'a> {
     /// The base branch the pull requests target.
     pub base: &'a str,
     pub draft: bool,
+    /// `pullRequests.labels`: every open pull request of imagebump's carries them.
+    pub labels: &'a [String],
     /// `--max-prs`: new pull requests at most.
     pub max_new: Option<usize>,
     /// Decide what would happen; push nothing, call the forge for nothing.
@@ -102,6 +104,9 @@ pub enum Action {
     },
     /// Comment on and close a pull request whose change set is gone.
     Close { report: PullReport, number: u64 },
+    /// Add the configured labels an open pull request lacks (a label call that failed on
+    /// an earlier run, or one added to the configuration since).
+    Label { number: u64, labels: Vec<String> },
 }
 
 /// Each change set of the plan with its branch, title, updates and body.
@@ -176,6 +181,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             (Some(_), false) => Outcome::Update,
         };
         proposed.push(propose(input, p, outcome, pull));
+        proposed.extend(missing_labels(input, pull));
     }
     let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
     let mut actions = notes;
@@ -225,6 +231,21 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
             },
         },
     }
+}
+
+/// The configured labels an existing open pull request lacks, as one call.
+fn missing_labels(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+    let pull = pull.filter(|_| !input.dry_run)?;
+    let labels: Vec<String> = input
+        .labels
+        .iter()
+        .filter(|l| !pull.labels.iter().any(|have| have.eq_ignore_ascii_case(l)))
+        .cloned()
+        .collect();
+    (!labels.is_empty()).then_some(Action::Label {
+        number: pull.number,
+        labels,
+    })
 }
 
 /// Open pull requests whose change set is gone because the base has their versions now
@@ -397,6 +418,7 @@ mod tests {
                 open: &self.open,
                 base: "main",
                 draft: false,
+                labels: &[],
                 max_new: self.max_new,
                 dry_run: self.dry_run,
                 shard: None,
@@ -423,6 +445,7 @@ mod tests {
                 Action::Open { report, .. } => r("open", report),
                 Action::Update { report, .. } => r("update", report),
                 Action::Close { report, .. } => r("close", report),
+                Action::Label { number, labels } => format!("label #{number} {labels:?}"),
             })
             .collect()
     }
