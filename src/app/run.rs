@@ -222,7 +222,7 @@ async fn analyse(
     problems: &mut Vec<Problem>,
 ) -> Analysed {
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
-    let mut attempt = 1;
+    let mut attempt: usize = 1;
     loop {
         let (found, resolved, made) = analyse_once(plan, loaded, registries, rejections, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
@@ -230,7 +230,7 @@ async fn analyse(
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
                     Pushed::Done(sha) => sha,
                     Pushed::BaseMoved(sha) => {
-                        attempt += 1;
+                        attempt = attempt.saturating_add(1);
                         base_commit = sha;
                         continue;
                     }

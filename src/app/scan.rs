@@ -25,7 +25,7 @@ pub fn scan(source: &Source, out: &Output) -> Result<Status, Error> {
                 found.refs.len(),
                 found.files_scanned,
                 managed,
-                found.refs.len() - managed
+                found.refs.len().saturating_sub(managed)
             );
         }
     }

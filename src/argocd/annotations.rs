@@ -647,11 +647,11 @@ pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, String> {
         },
         &mut notes,
     )?;
-    for k in ann
+    for (k, suffix) in ann
         .keys()
-        .filter(|k| k.starts_with(PREFIX) && !known.contains(*k))
+        .filter(|k| !known.contains(*k))
+        .filter_map(|k| Some((k, k.strip_prefix(PREFIX)?)))
     {
-        let suffix = &k[PREFIX.len()..];
         notes.push(if suffix == "platforms" {
             format!("{k} is not read: AIU has platforms only per alias (<alias>.platforms)")
         } else if suffix.ends_with(".tag-match") {

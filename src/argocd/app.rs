@@ -326,13 +326,10 @@ pub fn parse_kustomize_image(s: &str) -> Option<KustomizeImage> {
         Some((n, d)) => (n, Some(d.to_string())),
         None => (rest, None),
     };
-    let after_slash = named.rfind('/').map_or(0, |i| i + 1);
-    let (new_name, tag) = match named[after_slash..].rfind(':') {
-        Some(i) => (
-            &named[..after_slash + i],
-            Some(named[after_slash + i + 1..].to_string()),
-        ),
-        None => (named, None),
+    // A `:` before the last `/` is a registry port, not a tag.
+    let (new_name, tag) = match named.rsplit_once(':') {
+        Some((name, tag)) if !tag.contains('/') => (name, Some(tag.to_string())),
+        _ => (named, None),
     };
     if new_name.is_empty()
         || tag.as_deref() == Some("")

@@ -80,7 +80,9 @@ fn matches(tokens: &[Token], name: &[char]) -> bool {
         Some((Token::Star, rest)) => {
             // `*` never crosses a `/`.
             let limit = name.iter().position(|&c| c == '/').unwrap_or(name.len());
-            (0..=limit).any(|n| matches(rest, &name[n..]))
+            (0..=limit)
+                .filter_map(|n| name.get(n..))
+                .any(|tail| matches(rest, tail))
         }
         Some((token, rest)) => match name.split_first() {
             None => false,

@@ -43,10 +43,9 @@ fn part(raw: &str) -> Result<Part<'_>, String> {
     let Some(inner) = raw.strip_suffix(']') else {
         return Ok(plain);
     };
-    let Some(open) = inner.rfind('[') else {
+    let Some((key, digits)) = inner.rsplit_once('[') else {
         return Ok(plain);
     };
-    let digits = &inner[open + 1..];
     let unsigned = digits.strip_prefix(['+', '-']).unwrap_or(digits);
     if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
@@ -58,7 +57,7 @@ fn part(raw: &str) -> Result<Part<'_>, String> {
         .map_err(|e| format!("index {digits:?} in {raw:?}: {e}"))?;
     Ok(Part {
         raw,
-        key: &inner[..open],
+        key,
         index: Some(index),
     })
 }
@@ -162,14 +161,14 @@ pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
     let mut node = values;
     let mut segs = Vec::new();
     for (n, part) in parts.iter().enumerate() {
-        let last = n + 1 == parts.len();
+        let last = n.saturating_add(1) == parts.len();
         let Some(map) = node.as_object() else {
             return Err(format!("{:?} is a {}, not a mapping", part.raw, kind(node)));
         };
         let Some(next) = map.get(part.key) else {
             return Ok(WriteTarget::Create {
                 parent: segs,
-                keys: parts[n..].iter().map(|p| p.raw.to_string()).collect(),
+                keys: parts.iter().skip(n).map(|p| p.raw.to_string()).collect(),
             });
         };
         node = next;

@@ -73,11 +73,9 @@ fn docker_reference(text: &str) -> Option<Identifier> {
             return None;
         }
     }
-    // Tag and digest are suffixes of `text`, so the name as written is what precedes them.
-    let suffix =
-        tag.as_ref().map_or(0, |t| t.len() + 1) + digest.as_ref().map_or(0, |d| d.len() + 1);
+    let name = without_suffixes(text, tag.as_deref(), digest.as_deref())?;
     Some(Identifier {
-        name: text[..text.len() - suffix].to_string(),
+        name: name.to_string(),
         tag,
         digest,
         legacy: false,
@@ -123,6 +121,19 @@ fn valid_digest(digest: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Tag and digest are suffixes of `text`, so the name as written is what precedes
+/// `:tag@digest`.
+fn without_suffixes<'a>(text: &'a str, tag: Option<&str>, digest: Option<&str>) -> Option<&'a str> {
+    let mut name = text;
+    if let Some(d) = digest {
+        name = name.strip_suffix(d)?.strip_suffix('@')?;
+    }
+    if let Some(t) = tag {
+        name = name.strip_suffix(t)?.strip_suffix(':')?;
+    }
+    Some(name)
+}
+
 /// `getRegistryFromIdentifier` + `getImageTagFromIdentifier`.
 fn legacy(text: &str) -> Identifier {
     let (registry, rest) = match text.split_once('/') {
@@ -130,16 +141,11 @@ fn legacy(text: &str) -> Identifier {
         _ => (None, text),
     };
     let (name, tag, digest) = match rest.split_once('@') {
-        Some((before, digest)) => {
-            let colon = before.rfind(':').map_or(-1, |i| i as isize);
-            let slash = before.rfind('/').map_or(-1, |i| i as isize);
-            if colon > slash {
-                let c = colon as usize;
-                (&before[..c], Some(&before[c + 1..]), Some(digest))
-            } else {
-                (before, None, Some(digest))
-            }
-        }
+        // A `:` after the last `/` starts the tag.
+        Some((before, digest)) => match before.rsplit_once(':') {
+            Some((name, tag)) if !tag.contains('/') => (name, Some(tag), Some(digest)),
+            _ => (before, None, Some(digest)),
+        },
         None => match rest.split_once(':') {
             Some((name, tag)) => (name, Some(tag), None),
             None => (rest, None, None),

@@ -367,14 +367,17 @@ pub fn specificity(r: &ApplicationRef) -> u64 {
     let p = &r.name_pattern;
     let mut score = 0u64;
     if !p.contains(['*', '?', '[', ']']) {
-        score += 1_000_000;
+        score = 1_000_000;
     }
     let literals = strip_sets(p).replace(['*', '?'], "");
-    score += literals.len() as u64;
+    score = score.saturating_add(literals.len() as u64);
     if let Some(sel) = &r.label_selectors {
-        let n = sel.match_labels.as_ref().map_or(0, BTreeMap::len)
-            + sel.match_expressions.as_ref().map_or(0, Vec::len);
-        score += 10_000 + 100 * n as u64;
+        let n = sel
+            .match_labels
+            .as_ref()
+            .map_or(0, BTreeMap::len)
+            .saturating_add(sel.match_expressions.as_ref().map_or(0, Vec::len));
+        score = score.saturating_add((n as u64).saturating_mul(100).saturating_add(10_000));
     }
     score
 }
@@ -383,15 +386,13 @@ pub fn specificity(r: &ApplicationRef) -> u64 {
 fn strip_sets(p: &str) -> String {
     let mut out = String::new();
     let mut rest = p;
-    while let Some(open) = rest.find('[') {
-        let after = &rest[open + 1..];
-        match after.find([']', '\n']) {
-            Some(close) if after.as_bytes()[close] == b']' => {
-                out.push_str(&rest[..open]);
-                rest = &after[close + 1..];
-            }
+    while let Some((before, after)) = rest.split_once('[') {
+        out.push_str(before);
+        match after.split_once(']') {
+            // `.` does not match a newline: a set ends before the next one.
+            Some((set, tail)) if !set.contains('\n') => rest = tail,
             _ => {
-                out.push_str(&rest[..=open]);
+                out.push('[');
                 rest = after;
             }
         }
@@ -433,7 +434,8 @@ fn ref_matches(r: &ApplicationRef, app: &App) -> bool {
 /// [`from_annotations`]. `Ok(None)` when no ref matches; `Err` when every matching ref
 /// fails, with each reason.
 pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<UpdaterConfig>, String> {
-    let mut candidates: Vec<(u64, usize, usize)> = updaters
+    // (specificity, updater index, updater, ref index, ref)
+    let mut candidates: Vec<(u64, usize, &ImageUpdater, usize, &ApplicationRef)> = updaters
         .iter()
         .enumerate()
         .filter(|(_, u)| u.sees(app))
@@ -442,18 +444,17 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| ref_matches(r, app))
-                .map(move |(ri, r)| (specificity(r), ui, ri))
+                .map(move |(ri, r)| (specificity(r), ui, u, ri, r))
         })
         .collect();
     candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
     let mut failures = Vec::new();
-    for &(_, ui, ri) in &candidates {
-        let u = &updaters[ui];
+    for &(_, ui, u, ri, r) in &candidates {
         let at = format!("{}: spec.applicationRefs[{ri}]", u.label());
-        let attempt = if u.application_refs[ri].use_annotations == Some(true) {
-            annotation_config(u, ri, app)
+        let attempt = if r.use_annotations == Some(true) {
+            annotation_config(u, ri, r, app)
         } else {
-            ref_config(u, ri)
+            ref_config(u, ri, r)
         };
         match attempt {
             Ok(mut config) => {
@@ -461,7 +462,7 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
                 let others: BTreeSet<String> = candidates
                     .iter()
                     .filter(|c| c.1 != ui)
-                    .map(|c| updaters[c.1].label())
+                    .map(|c| c.2.label())
                     .collect();
                 for other in others {
                     config.notes.push(format!(
@@ -481,8 +482,12 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
 }
 
 /// A `useAnnotations` ref: only the app's annotations (and the ref's imagesVerification).
-fn annotation_config(u: &ImageUpdater, ri: usize, app: &App) -> Result<UpdaterConfig, String> {
-    let r = &u.application_refs[ri];
+fn annotation_config(
+    u: &ImageUpdater,
+    ri: usize,
+    r: &ApplicationRef,
+    app: &App,
+) -> Result<UpdaterConfig, String> {
     let mut config = from_annotations(app)?.ok_or("useAnnotations is true but the application has no argocd-image-updater.argoproj.io/image-list annotation")?;
     config.origin = format!("{} (annotations)", u.label());
     if verification(&[r.images_verification.as_ref()]) {
@@ -511,8 +516,7 @@ fn verification_note(at: &str) -> String {
 }
 
 /// A ref with `images`: settings merged image > ref > spec.
-fn ref_config(u: &ImageUpdater, ri: usize) -> Result<UpdaterConfig, String> {
-    let r = &u.application_refs[ri];
+fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<UpdaterConfig, String> {
     let who = u.label();
     let at = format!("{who}: spec.applicationRefs[{ri}]");
     let empty = UpdateSettings::default();
@@ -580,7 +584,7 @@ fn ref_config(u: &ImageUpdater, ri: usize) -> Result<UpdaterConfig, String> {
             &mut notes,
         )?);
     }
-    let write_back = ref_write_back(u, ri, &mut notes)?;
+    let write_back = ref_write_back(u, ri, r, &mut notes)?;
     Ok(UpdaterConfig {
         images,
         write_back,
@@ -594,6 +598,7 @@ fn ref_config(u: &ImageUpdater, ri: usize) -> Result<UpdaterConfig, String> {
 fn ref_write_back(
     u: &ImageUpdater,
     ri: usize,
+    r: &ApplicationRef,
     notes: &mut Vec<String>,
 ) -> Result<super::annotations::WriteBack, String> {
     let who = u.label();
@@ -603,7 +608,7 @@ fn ref_write_back(
             format!("{who}: spec.writeBackConfig"),
         ),
         (
-            u.application_refs[ri].write_back_config.as_ref(),
+            r.write_back_config.as_ref(),
             format!("{who}: spec.applicationRefs[{ri}].writeBackConfig"),
         ),
     ];
@@ -664,6 +669,14 @@ mod tests {
     use super::*;
     use crate::argocd::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
     use crate::policy::{SemverMode, Strategy};
+
+    #[test]
+    fn character_sets_end_at_the_first_close_bracket_on_their_line() {
+        assert_eq!(strip_sets("a[b]c[d]e"), "ace");
+        assert_eq!(strip_sets("a[b\nc]d[e]f"), "a[b\nc]df");
+        assert_eq!(strip_sets("a[bc"), "a[bc");
+        assert_eq!(strip_sets("é[ü]ö["), "éö[");
+    }
 
     fn docs(text: &str) -> Vec<Value> {
         yaml_serde::Deserializer::from_str(text)

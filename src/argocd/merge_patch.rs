@@ -77,7 +77,7 @@ pub fn effective_source(source: &Value, overrides: &[&Value]) -> Value {
 /// Go's `json.Unmarshal(new, &old)`: mappings keep keys that `new` lacks, lists of
 /// mappings reuse the old element at each index, everything else is replaced.
 fn decode_into(old: &Value, new: Value, path: &mut Vec<String>) -> Value {
-    if path.len() == 2 && path[0] == "helm" && path[1] == "valuesObject" {
+    if matches!(path.as_slice(), [a, b] if a == "helm" && b == "valuesObject") {
         return new;
     }
     match (old, new) {

@@ -46,9 +46,9 @@ pub fn render(updates: &[Marked]) -> String {
 
 /// The updates recorded in a pull-request body, if it has imagebump's marker.
 pub fn parse(body: &str) -> Option<Vec<Marked>> {
-    let start = body.find(MARKER_START)? + MARKER_START.len();
-    let end = body[start..].find(MARKER_END)? + start;
-    serde_json::from_str(&body[start..end]).ok()
+    let (_, after) = body.split_once(MARKER_START)?;
+    let (json, _) = after.split_once(MARKER_END)?;
+    serde_json::from_str(json).ok()
 }
 
 /// `Imagebump-Update: <image> <from> -> <to>`.

@@ -86,7 +86,7 @@ impl Loaded {
     fn position(&self, doc: usize, path: &[PathSeg]) -> (usize, usize) {
         let offset = (0..=path.len())
             .rev()
-            .find_map(|n| self.node(doc, &path[..n]))
+            .find_map(|n| self.node(doc, path.get(..n)?))
             .map_or(0, Node::offset);
         LineIndex::new(&self.text).line_col(offset)
     }
@@ -391,27 +391,29 @@ impl Scan<'_> {
             }));
             p
         };
-        let managed: Vec<usize> = (0..self.out.refs.len())
-            .filter(|&i| {
-                let r = &self.out.refs[i];
-                r.is_managed() && r.app.as_deref() == Some(app_key)
-            })
+        let managed: Vec<(usize, &ImageRef)> = self
+            .out
+            .refs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_managed() && r.app.as_deref() == Some(app_key))
             .collect();
         let mut clashes = Vec::new();
-        for (n, &i) in managed.iter().enumerate() {
-            for &j in &managed[n + 1..] {
-                let (a, b) = (places(&self.out.refs[i]), places(&self.out.refs[j]));
+        let mut rest = managed.as_slice();
+        while let Some((&(i, ri), later)) = rest.split_first() {
+            for &(j, rj) in later {
+                let (a, b) = (places(ri), places(rj));
                 if a.iter().any(|p| b.contains(p)) {
                     clashes.push((i, j));
                 }
             }
+            rest = later;
         }
         for (i, j) in clashes {
-            let (a, b) = (
-                self.out.refs[i].written.clone(),
-                self.out.refs[j].written.clone(),
-            );
-            let r = &self.out.refs[i];
+            let (Some(r), Some(other)) = (self.out.refs.get(i), self.out.refs.get(j)) else {
+                continue;
+            };
+            let (a, b) = (r.written.clone(), other.written.clone());
             self.out.problems.push(Problem::at_file(
                 &r.file,
                 r.line,
@@ -419,9 +421,11 @@ impl Scan<'_> {
                 format!("app {app_key}: images {a} and {b} are configured for the same value; neither is updated (give each its own helm.image-name/-tag)"),
             ));
             for k in [i, j] {
-                self.out.refs[k].unmanaged = Some(format!(
-                    "shares its value with another image of app {app_key}"
-                ));
+                if let Some(r) = self.out.refs.get_mut(k) {
+                    r.unmanaged = Some(format!(
+                        "shares its value with another image of app {app_key}"
+                    ));
+                }
             }
         }
     }
@@ -691,7 +695,8 @@ impl Scan<'_> {
                 let rel = r
                     .slots
                     .first()
-                    .map_or_else(Vec::new, |s| s.path[base.len()..].to_vec());
+                    .and_then(|s| s.path.get(base.len()..))
+                    .map_or_else(Vec::new, <[PathSeg]>::to_vec);
                 found.insert(rel, r);
             }
         }
@@ -892,11 +897,12 @@ impl Scan<'_> {
     ) -> Option<Current> {
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         let list = self.list(&file, doc, &base);
-        if let Some(i) = list
+        if let Some((i, v)) = list
             .iter()
-            .position(|v| v.as_str().is_some_and(|s| kustomize_name_of(s) == kname))
+            .enumerate()
+            .find(|(_, v)| v.as_str().is_some_and(|s| kustomize_name_of(s) == kname))
         {
-            let prefix = list[i].as_str().map(kustomize_prefix).unwrap_or_default();
+            let prefix = v.as_str().map(kustomize_prefix).unwrap_or_default();
             return Some(Current {
                 file,
                 doc,
@@ -917,8 +923,10 @@ impl Scan<'_> {
         let entries = self.list(&kfile, 0, &[key("images")]);
         let entry = entries
             .iter()
-            .position(|e| e.get("name").and_then(Value::as_str) == Some(kname))
-            .filter(|&i| entries[i].get("newTag").is_some());
+            .enumerate()
+            .find(|(_, e)| e.get("name").and_then(Value::as_str) == Some(kname))
+            .filter(|(_, e)| e.get("newTag").is_some())
+            .map(|(i, _)| i);
         if let Some(i) = entry {
             return Some(Current {
                 file: kfile,

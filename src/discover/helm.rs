@@ -220,10 +220,10 @@ fn joined(base: &[PathSeg], rel: &[PathSeg]) -> Vec<PathSeg> {
 
 /// `image`, `sysctlImage`, `bootstrap_image`, `IMAGE`.
 fn is_image_key(name: &str) -> bool {
-    name.len() >= 5
-        && name
-            .get(name.len() - 5..)
-            .is_some_and(|end| end.eq_ignore_ascii_case("image"))
+    name.len()
+        .checked_sub(5)
+        .and_then(|start| name.get(start..))
+        .is_some_and(|end| end.eq_ignore_ascii_case("image"))
 }
 
 /// A plain `null`, `~` or nothing.

@@ -17,16 +17,24 @@ pub struct Marker {
 /// The marker in the comment that follows byte `after` on the same line, if any.
 pub fn find(text: &str, after: usize) -> Option<Marker> {
     let rest = text.get(after..)?;
-    let line = &rest[..rest.find(['\n', '\r']).unwrap_or(rest.len())];
+    let line = rest.split(['\n', '\r']).next().unwrap_or(rest);
     // A comment starts with `#` after whitespace (`1.2#x` is a value, not a comment).
     let hash = line
         .char_indices()
-        .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with([' ', '\t'])))
+        .find(|&(i, c)| {
+            c == '#' && (i == 0 || line.get(..i).is_some_and(|b| b.ends_with([' ', '\t'])))
+        })
         .map(|(i, _)| i)?;
-    let comment = &line[hash + 1..];
-    let body = comment.trim_start().strip_prefix("imagebump:")?;
+    let comment = line.get(hash..)?.strip_prefix('#')?;
+    let marker = comment.trim_start();
+    let body = marker.strip_prefix("imagebump:")?;
     let payload = body.trim();
-    let offset = after + hash + 1 + (comment.len() - comment.trim_start().len());
+    // `marker` starts after the `#` and the blanks that follow it.
+    let blanks = comment.len().checked_sub(marker.len())?;
+    let offset = after
+        .checked_add(hash)?
+        .checked_add(1)?
+        .checked_add(blanks)?;
     Some(Marker {
         offset,
         spec: parse(payload),

@@ -213,7 +213,11 @@ impl FileCtx<'_> {
             path,
             span: s.span.clone(),
             style: s.style,
-            raw: self.text[s.span.clone()].to_string(),
+            raw: self
+                .text
+                .get(s.span.clone())
+                .unwrap_or_default()
+                .to_string(),
             format,
             inner: None,
         }
@@ -446,13 +450,13 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         let scanned = match read {
             Read::Skipped => continue,
             Read::Problem(p) => {
-                out.files_scanned += 1;
+                out.files_scanned = out.files_scanned.saturating_add(1);
                 out.problems.push(p);
                 continue;
             }
             Read::Scanned(s) => s,
         };
-        out.files_scanned += 1;
+        out.files_scanned = out.files_scanned.saturating_add(1);
         let Scanned {
             text,
             lines,
@@ -480,12 +484,12 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             layout.add_workload(out.refs.len(), w.kustomizable);
             out.refs.push(w.r);
         }
-        for r in &mut out.refs[before..] {
+        for r in out.refs.iter_mut().skip(before) {
             if let Err(p) = apply_policy(&ctx, &mut policies, r, None) {
                 out.problems.push(p);
             }
         }
-        if out.refs[before..].iter().any(ImageRef::is_managed) {
+        if out.refs.iter().skip(before).any(ImageRef::is_managed) {
             out.sources.insert(rel, text);
         }
     }

@@ -110,7 +110,9 @@ impl Layout {
         }
         // From the last, so that expanding one reference keeps the others' indexes.
         for &(index, kustomizable) in self.workloads.iter().rev() {
-            let r = &mut out.refs[index];
+            let Some(r) = out.refs.get_mut(index) else {
+                continue;
+            };
             match graph.place(&r.file, &r.written, kustomizable, shared) {
                 Place::InPlace { image, unit } => {
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {

@@ -8,10 +8,10 @@ use imagebump_model::name::{self, parse_reference};
 /// The literal `image:` values of a template's lines.
 pub fn scan(ctx: &FileCtx, refs: &mut Vec<ImageRef>) {
     let unit = ctx.file.to_string();
-    let mut offset = 0;
+    let mut offset = 0usize;
     for line in ctx.text.split_inclusive('\n') {
         let at = offset;
-        offset += line.len();
+        offset = offset.saturating_add(line.len());
         let body = line.trim_start();
         let body = body.strip_prefix("- ").map_or(body, str::trim_start);
         let Some(value) = body.strip_prefix("image:") else {
@@ -26,7 +26,7 @@ pub fn scan(ctx: &FileCtx, refs: &mut Vec<ImageRef>) {
             continue;
         };
         let column = line.find(value).unwrap_or_default();
-        let mut out = ctx.new_ref(RefKind::Workload, &unit, at + column, r);
+        let mut out = ctx.new_ref(RefKind::Workload, &unit, at.saturating_add(column), r);
         out.unmanaged = Some("hard-coded in the chart, not a values key: not edited".into());
         refs.push(out);
     }

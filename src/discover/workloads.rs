@@ -131,7 +131,8 @@ pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
             continue;
         }
         let parsed = imagebump_yaml::parse_located(doc).map_err(|mut e| {
-            e.line += text[..start].matches('\n').count();
+            let before = text.get(..start).unwrap_or_default();
+            e.line = e.line.saturating_add(before.matches('\n').count());
             e
         })?;
         for d in parsed.into_iter().take(1) {
@@ -156,7 +157,7 @@ fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
     };
     let mut starts = Vec::new();
-    let mut at = 0;
+    let mut at = 0usize;
     for line in text.split_inclusive('\n') {
         if line.starts_with("...") || line.starts_with('%') {
             return None;
@@ -164,20 +165,21 @@ fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
         if marker(line) {
             starts.push(at);
         }
-        at += line.len();
+        at = at.saturating_add(line.len());
     }
     let content = |l: &str| {
         let t = l.trim();
         !t.is_empty() && !t.starts_with('#')
     };
-    let head = &text[..starts.first().copied().unwrap_or(text.len())];
+    // The starts are those of lines, so never inside a character.
+    let head = text.get(..starts.first().copied().unwrap_or(text.len()))?;
     let mut out = Vec::new();
     if head.lines().any(content) {
         out.push((0, head));
     }
-    for (i, &start) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).copied().unwrap_or(text.len());
-        out.push((start, &text[start..end]));
+    let ends = starts.iter().skip(1).copied().chain([text.len()]);
+    for (&start, end) in starts.iter().zip(ends) {
+        out.push((start, text.get(start..end)?));
     }
     Some(out)
 }
@@ -359,7 +361,7 @@ impl<'a> Scanner<'a> {
                 for (i, item) in items.iter().enumerate() {
                     path.extend([PathSeg::Key("items".into()), PathSeg::Index(i)]);
                     self.manifest(item, path);
-                    path.truncate(path.len() - 2);
+                    path.truncate(path.len().saturating_sub(2));
                 }
             }
             return;

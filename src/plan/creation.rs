@@ -53,8 +53,8 @@ pub(super) fn upserts(
                         }
                         _ => {
                             let list = list.get_or_insert_with(|| base.clone());
-                            match list.iter().position(|v| matches(v, key)) {
-                                Some(i) => list[i] = value,
+                            match list.iter_mut().find(|v| matches(v, key)) {
+                                Some(item) => *item = value,
                                 None => list.push(value),
                             }
                         }
@@ -101,10 +101,10 @@ fn in_existing(
         p.extend(seg);
         p
     };
-    match existing.iter().position(|v| matches(v, key)) {
+    match existing.iter().enumerate().find(|(_, v)| matches(v, key)) {
         // Only the fields that change are written, so the entry keeps its layout (and
         // fields the new value does not name, such as a kustomize entry's comments).
-        Some(i) => match (&existing[i], &value) {
+        Some((i, item)) => match (item, &value) {
             (Value::Object(old), Value::Object(new)) => new
                 .iter()
                 .filter(|(f, v)| old.get(*f) != Some(*v))
@@ -121,7 +121,7 @@ fn in_existing(
             }],
         },
         None => {
-            let index = existing.len() + appended.len();
+            let index = existing.len().saturating_add(appended.len());
             appended.push(key.clone());
             vec![Upsert {
                 doc,
@@ -150,10 +150,10 @@ pub fn kustomize_image_name(s: &str) -> &str {
         return name;
     }
     let s = s.split('@').next().unwrap_or(s);
-    let last_slash = s.rfind('/').map_or(0, |i| i + 1);
-    match s[last_slash..].rfind(':') {
-        Some(i) => &s[..last_slash + i],
-        None => s,
+    // A `:` before the last `/` is a registry port, not a tag.
+    match s.rsplit_once(':') {
+        Some((name, tag)) if !tag.contains('/') => name,
+        _ => s,
     }
 }
 

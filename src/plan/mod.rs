@@ -170,9 +170,10 @@ pub fn group_of_ref(r: &ImageRef, by: GroupBy) -> String {
 pub fn shard_of(group: &str, n: u64) -> u64 {
     use sha2::Digest;
     let hash = sha2::Sha256::digest(group.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&hash[..8]);
-    u64::from_be_bytes(first) % n.max(1)
+    // A SHA-256 digest has 32 bytes.
+    let first = hash.first_chunk::<8>().copied().unwrap_or_default();
+    // `n == 0` counts as one shard: every group is in shard 0.
+    u64::from_be_bytes(first).checked_rem(n).unwrap_or(0)
 }
 
 /// A file whose edit is refused: file, line, column, why.

@@ -56,8 +56,9 @@ const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 /// can swallow a `||` written without spaces (see [`rewrite_ranges`]).
 const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 
-/// Compiles a pattern built from the constants above; failure would be a bug in this file,
-/// which the unit tests exercise, hence `expect`.
+/// Compiles a pattern built from the constants above.
+// why: failure would be a bug in this file, which the unit tests exercise on every pattern.
+#[allow(clippy::expect_used)]
 fn static_regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static regex")
 }
@@ -558,15 +559,15 @@ fn diagnose_alternative(alternative: &str) -> Option<String> {
     if items.is_empty() {
         return Some("empty alternative next to `||`".to_string());
     }
-    let (mut i, mut last) = (0, Last::Start);
-    while i < items.len() {
-        let step = match items[i] {
+    let (mut rest, mut last) = (items.as_slice(), Last::Start);
+    while let Some(item) = rest.first() {
+        let step = match item {
             Item::Comma if matches!(last, Last::Start | Last::Comma) => Err(stray_comma()),
             Item::Comma => Ok((1, Last::Comma)),
-            Item::Word(_) => diagnose_term(&items[i..], last),
+            Item::Word(_) => diagnose_term(rest, last),
         };
         match step {
-            Ok((used, now)) => (i, last) = (i + used, now),
+            Ok((used, now)) => (rest, last) = (rest.get(used..).unwrap_or_default(), now),
             Err(problem) => return Some(problem),
         }
     }

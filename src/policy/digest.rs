@@ -14,19 +14,19 @@ impl Evaluation<'_> {
         match self.meta.get(&i).cloned() {
             None => Choice::Skip("the tag's digest was not fetched".into()),
             Some(Err(e)) => {
-                self.candidates[i].verdict = Verdict::NoMetadata(e.clone());
+                self.set_verdict(i, Verdict::NoMetadata(e.clone()));
                 Choice::Skip(e)
             }
             Some(Ok(m)) => {
                 if let Some(v) = self.meta_verdict(&m) {
-                    self.candidates[i].verdict = v;
+                    self.set_verdict(i, v);
                     return Choice::Current;
                 }
                 if self.current_digest.as_deref() == Some(m.digest.as_str()) {
-                    self.candidates[i].verdict = Verdict::SameImage;
+                    self.set_verdict(i, Verdict::SameImage);
                     return Choice::Current;
                 }
-                self.candidates[i].verdict = Verdict::Chosen;
+                self.set_verdict(i, Verdict::Chosen);
                 Choice::Update {
                     tag: self.current.clone(),
                     digest: Some(m.digest),

@@ -405,16 +405,22 @@ impl<'t> Evaluation<'t> {
             return Vec::new();
         }
         let unknown = |i: &usize| !self.meta.contains_key(i);
-        let at = |i: usize| (i, self.candidates[i].tag);
+        let at = |i: usize| Some((i, self.tag_of(i)?));
         match self.policy.strategy {
-            Strategy::Digest => self.order.iter().copied().filter(unknown).map(at).collect(),
+            Strategy::Digest => self
+                .order
+                .iter()
+                .copied()
+                .filter(unknown)
+                .filter_map(at)
+                .collect(),
             Strategy::NewestBuild => self
                 .order
                 .iter()
                 .copied()
                 .chain(self.current_index)
                 .filter(unknown)
-                .map(at)
+                .filter_map(at)
                 .collect(),
             _ if !self.policy.needs_metadata() => Vec::new(),
             _ => {
@@ -422,7 +428,7 @@ impl<'t> Evaluation<'t> {
                 for &i in &self.order {
                     match self.meta.get(&i) {
                         None => {
-                            out.push(at(i));
+                            out.extend(at(i));
                             if out.len() == WALK_BATCH {
                                 break;
                             }
@@ -492,7 +498,9 @@ impl<'t> Evaluation<'t> {
     fn decide_ranked(&mut self) -> Choice {
         let mut chosen: Option<usize> = None;
         for pos in 0..self.order.len() {
-            let i = self.order[pos];
+            let Some(&i) = self.order.get(pos) else {
+                break;
+            };
             let verdict = if chosen.is_some() {
                 if self.meta.contains_key(&i) || !self.policy.needs_metadata() {
                     Verdict::Ranked
@@ -511,14 +519,32 @@ impl<'t> Evaluation<'t> {
             if verdict == Verdict::Chosen {
                 chosen = Some(i);
             }
-            self.candidates[i].verdict = verdict;
+            self.set_verdict(i, verdict);
         }
-        match chosen {
-            Some(i) => Choice::Update {
-                tag: self.candidates[i].tag.to_string(),
+        self.choice_for(chosen)
+    }
+
+    /// `Update` to candidate `chosen`, or `Current` when none was chosen.
+    pub(super) fn choice_for(&self, chosen: Option<usize>) -> Choice {
+        match chosen.and_then(|i| Some((i, self.tag_of(i)?))) {
+            Some((i, tag)) => Choice::Update {
+                tag: tag.to_string(),
                 digest: self.digest_of(i),
             },
             None => Choice::Current,
+        }
+    }
+
+    /// The tag of candidate `i`; `order`, `meta` and `current_index` only hold indices of
+    /// `candidates`, so `None` does not happen.
+    pub(super) fn tag_of(&self, i: usize) -> Option<&'t str> {
+        self.candidates.get(i).map(|c| c.tag)
+    }
+
+    /// Records candidate `i`'s verdict (an index from `order`, `meta` or `current_index`).
+    pub(super) fn set_verdict(&mut self, i: usize, verdict: Verdict) {
+        if let Some(c) = self.candidates.get_mut(i) {
+            c.verdict = verdict;
         }
     }
 
@@ -555,18 +581,25 @@ impl<'t> Evaluation<'t> {
         let mut order = self.order.clone();
         if self.policy.strategy == Strategy::NewestBuild {
             // After the decision, rank by verdict (chosen first), keeping the name order.
-            order.sort_by_key(|&i| !matches!(self.candidates[i].verdict, Verdict::Chosen));
+            order.sort_by_key(|&i| {
+                !matches!(
+                    self.candidates.get(i).map(|c| &c.verdict),
+                    Some(Verdict::Chosen)
+                )
+            });
         }
         for i in order {
-            ranked[i] = true;
-            out.push(&self.candidates[i]);
+            if let (Some(r), Some(c)) = (ranked.get_mut(i), self.candidates.get(i)) {
+                *r = true;
+                out.push(c);
+            }
         }
         let mut rest: Vec<&Candidate> = self
             .candidates
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !ranked[*i])
-            .map(|(_, c)| c)
+            .zip(&ranked)
+            .filter(|(_, &r)| !r)
+            .map(|(c, _)| c)
             .collect();
         rest.sort_by(|a, b| match (&a.verdict, &b.verdict) {
             (Verdict::Current, _) => Ordering::Less,

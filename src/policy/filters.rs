@@ -56,7 +56,8 @@ impl IgnoreTags {
         self.set
             .matches(tag)
             .first()
-            .map(|&i| self.globs[i].as_str())
+            .and_then(|&i| self.globs.get(i))
+            .map(String::as_str)
     }
 }
 

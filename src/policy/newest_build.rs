@@ -20,7 +20,9 @@ impl Evaluation<'_> {
         let mut dated: Vec<(Timestamp, usize)> = Vec::new();
         let mut digests = BTreeSet::new();
         for pos in 0..self.order.len() {
-            let i = self.order[pos];
+            let Some(&i) = self.order.get(pos) else {
+                break;
+            };
             let verdict = match self.meta.get(&i) {
                 None => Some(Verdict::NoMetadata("not fetched".into())),
                 Some(Err(e)) => Some(Verdict::NoMetadata(e.clone())),
@@ -37,7 +39,7 @@ impl Evaluation<'_> {
                 },
             };
             if let Some(v) = verdict {
-                self.candidates[i].verdict = v;
+                self.set_verdict(i, v);
             }
         }
         if let Some((Some(t), d)) = &baseline {
@@ -45,13 +47,15 @@ impl Evaluation<'_> {
             if digests.len() > 1 && dated.iter().all(|(c, _)| c == t) {
                 return self.reproducible(*t, dated.len(), true);
             }
-        } else if digests.len() > 1 && dated.iter().all(|(c, _)| *c == dated[0].0) {
-            return self.reproducible(dated[0].0, dated.len(), false);
+        } else if let Some(&(first, _)) = dated.first() {
+            if digests.len() > 1 && dated.iter().all(|(c, _)| *c == first) {
+                return self.reproducible(first, dated.len(), false);
+            }
         }
         // Newest first; equal dates: greatest tag name first.
         dated.sort_by(|a, b| {
             b.0.cmp(&a.0)
-                .then_with(|| self.candidates[b.1].tag.cmp(self.candidates[a.1].tag))
+                .then_with(|| self.tag_of(b.1).cmp(&self.tag_of(a.1)))
         });
         let mut chosen = None;
         for (pos, &(created, i)) in dated.iter().enumerate() {
@@ -63,15 +67,16 @@ impl Evaluation<'_> {
                     Verdict::OlderBuild
                 }
                 _ => {
-                    let ties: Vec<&str> = dated[pos + 1..]
+                    let ties: Vec<&str> = dated
                         .iter()
+                        .skip(pos.saturating_add(1))
                         .take_while(|(c, _)| *c == created)
-                        .map(|&(_, j)| self.candidates[j].tag)
+                        .filter_map(|&(_, j)| self.tag_of(j))
                         .collect();
                     if !ties.is_empty() {
                         self.warnings.push(format!(
                             "tags {:?} and {} share the newest build date {created}; chose the greatest name (narrow the candidates with allowTags)",
-                            self.candidates[i].tag,
+                            self.tag_of(i).unwrap_or_default(),
                             ties.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>().join(", ")
                         ));
                     }
@@ -81,23 +86,23 @@ impl Evaluation<'_> {
             if verdict == Verdict::Chosen {
                 chosen = Some(i);
             }
-            self.candidates[i].verdict = verdict;
+            self.set_verdict(i, verdict);
         }
         // Explain best first: the dated candidates newest first (the name order the filters
         // left means nothing here), then those dropped for their metadata.
         let mut is_dated = vec![false; self.candidates.len()];
         for &(_, i) in &dated {
-            is_dated[i] = true;
+            if let Some(d) = is_dated.get_mut(i) {
+                *d = true;
+            }
         }
-        let undated = self.order.iter().copied().filter(|&i| !is_dated[i]);
+        let undated = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&i| is_dated.get(i) != Some(&true));
         self.order = dated.iter().map(|&(_, i)| i).chain(undated).collect();
-        match chosen {
-            Some(i) => Choice::Update {
-                tag: self.candidates[i].tag.to_string(),
-                digest: self.digest_of(i),
-            },
-            None => Choice::Current,
-        }
+        self.choice_for(chosen)
     }
 
     fn reproducible(&mut self, created: Timestamp, n: usize, and_current: bool) -> Choice {

@@ -93,8 +93,10 @@ impl Policies {
                 source.push(label.to_string());
             }
         }
-        if let Some(i) = self.rule_for(image, written) {
-            let rule = &self.rules[i];
+        if let Some(rule) = self
+            .rule_for(image, written)
+            .and_then(|i| self.rules.get(i))
+        {
             spec = spec.overlay(&rule.spec);
             source.push(rule.label.clone());
         }

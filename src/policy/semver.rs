@@ -23,6 +23,9 @@ use semver::{Prerelease, Version};
 use super::evaluate::{Key, Verdict};
 use super::SemverMode;
 
+// why: a constant pattern; every unit test reading a pre-release tag (`1.2.3-rc.1`) compiles
+// it, so a typo fails the tests rather than a run.
+#[allow(clippy::expect_used)]
 static PRE_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(alpha|beta|rc|pre|preview|dev|snapshot)[0-9.]*$").expect("static regex")
 });
@@ -60,14 +63,12 @@ impl TagVersion {
                 }
             })
             .collect::<Option<_>>()?;
-        if parts.is_empty() || parts.len() > 3 {
-            return None;
-        }
-        let mut version = Version::new(
-            parts[0],
-            *parts.get(1).unwrap_or(&0),
-            *parts.get(2).unwrap_or(&0),
-        );
+        let mut version = match *parts.as_slice() {
+            [major] => Version::new(major, 0, 0),
+            [major, minor] => Version::new(major, minor, 0),
+            [major, minor, patch] => Version::new(major, minor, patch),
+            _ => return None,
+        };
         let mut variant = None;
         if let Some(s) = suffix {
             if PRE_WORD.is_match(s) {

@@ -43,15 +43,13 @@ fn parse_params(s: &str) -> HashMap<String, String> {
             .trim()
             .to_ascii_lowercase();
         let (value, remaining) = if let Some(q) = after.strip_prefix('"') {
-            match q.find('"') {
-                Some(end) => (&q[..end], &q[end + 1..]),
-                None => (q, ""),
-            }
+            q.split_once('"').unwrap_or((q, ""))
         } else {
-            match after.find(',') {
-                Some(end) => (&after[..end], &after[end..]),
-                None => (after, ""),
-            }
+            // The `,` stays with the remaining parameters.
+            after
+                .find(',')
+                .and_then(|end| after.split_at_checked(end))
+                .unwrap_or((after, ""))
         };
         out.insert(key, value.trim().to_string());
         rest = remaining.trim_start_matches(|c: char| c == ',' || c.is_whitespace());

@@ -49,7 +49,10 @@ fn split_target(target: &str) -> (String, Option<String>) {
             Err(_) => (host, None),
         };
     }
-    let rest = target[first.len()..].trim_start_matches('/');
+    let rest = target
+        .split_once('/')
+        .map_or("", |(_, rest)| rest)
+        .trim_start_matches('/');
     (host, (!rest.is_empty()).then(|| rest.to_string()))
 }
 

@@ -627,12 +627,22 @@ impl Client {
         // Renew a little early; the registry's minimum is 60 s.
         // A registry's word on the lifetime is kept to a day: `u64::MAX` must not overflow
         // the clock.
-        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).clamp(60, 86_400) - 10);
-        let secret = SecretString::from(token);
-        self.auth.lock().await.tokens.insert(
-            scope.to_string(),
-            (secret.clone(), Instant::now() + lifetime, current),
+        let lifetime = Duration::from_secs(
+            parsed
+                .expires_in
+                .unwrap_or(60)
+                .clamp(60, 86_400)
+                .saturating_sub(10),
         );
+        let secret = SecretString::from(token);
+        // A day from now is always on the clock; were it not, the token counts as expired.
+        let now = Instant::now();
+        let until = now.checked_add(lifetime).unwrap_or(now);
+        self.auth
+            .lock()
+            .await
+            .tokens
+            .insert(scope.to_string(), (secret.clone(), until, current));
         Ok(secret)
     }
 }
@@ -652,13 +662,10 @@ fn tag_page(url: &str, body: &[u8]) -> Result<Vec<String>, Error> {
 
 /// `scheme://host[:port]` of a URL.
 fn origin(url: &str) -> &str {
-    match url
-        .find("://")
-        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
-    {
-        Some(end) => &url[..end],
-        None => url,
-    }
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.find('/').and_then(|j| rest.get(j..)))
+        .and_then(|path| url.strip_suffix(path))
+        .unwrap_or(url)
 }
 
 /// What a request to the registry ends in when it does not succeed: a challenge to answer,

@@ -98,7 +98,8 @@ impl Gate {
             let start = {
                 let mut next = next.lock().await;
                 let start = (*next).max(Instant::now());
-                *next = start + *gap;
+                // A gap too long for the clock paces nothing.
+                *next = start.checked_add(*gap).unwrap_or(start);
                 start
             };
             tokio::time::sleep_until(start).await;
@@ -157,7 +158,10 @@ impl Gate {
         match result {
             Ok(_) => self.failures.store(0, Ordering::Relaxed),
             Err(e) if e.is_registry_down() => {
-                let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                let n = self
+                    .failures
+                    .fetch_add(1, Ordering::Relaxed)
+                    .saturating_add(1);
                 if n >= BREAKER_THRESHOLD {
                     let reason = format!("{n} attempts in a row failed (last: {e})");
                     if self.open.set(reason.clone()).is_ok() {

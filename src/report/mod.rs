@@ -212,7 +212,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut line = |cells: &mut dyn Iterator<Item = &str>| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.zip(&widths).enumerate() {
-            if i + 1 == widths.len() {
+            if i.saturating_add(1) == widths.len() {
                 s.push_str(cell);
             } else {
                 let _ = write!(s, "{cell:<w$}  ");
@@ -336,13 +336,27 @@ fn shorten_digests(s: &str) -> String {
 }
 
 fn short_digest(d: &str) -> &str {
-    let end = d.find(':').map_or(0, |i| i + 1) + 12;
-    &d[..end.min(d.len())]
+    let hex = d.find(':').map_or(0, |i| i.saturating_add(1));
+    let end = hex.saturating_add(12).min(d.len());
+    // A digest is ASCII; anything else is shown whole.
+    d.get(..end).unwrap_or(d)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_are_cut_to_twelve_characters_after_the_algorithm() {
+        assert_eq!(
+            short_digest("sha256:0123456789abcdef"),
+            "sha256:0123456789ab"
+        );
+        assert_eq!(short_digest("sha256:0123"), "sha256:0123");
+        assert_eq!(short_digest("0123456789abcdef"), "0123456789ab");
+        // Not a digest: shown whole rather than cut inside a character.
+        assert_eq!(short_digest("sha256:aéééééé"), "sha256:aéééééé");
+    }
 
     #[test]
     fn tables_align() {

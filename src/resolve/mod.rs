@@ -153,11 +153,18 @@ pub async fn resolve(
             crate::policy::cannot_judge(&r.policy, current(r)).map(Outcome::Skipped)
         })
         .collect();
-    let pending: Vec<usize> = (0..refs.len()).filter(|&i| outcomes[i].is_none()).collect();
+    let pending: Vec<(usize, &ImageRef)> = refs
+        .iter()
+        .enumerate()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.is_none())
+        .map(|(ir, _)| ir)
+        .collect();
 
     let mut users: BTreeMap<&ImageName, usize> = BTreeMap::new();
-    for &i in &pending {
-        *users.entry(&refs[i].image).or_default() += 1;
+    for &(_, r) in &pending {
+        let n = users.entry(&r.image).or_default();
+        *n = n.saturating_add(1);
     }
     let mut out = Resolved {
         repositories: users.len(),
@@ -165,8 +172,8 @@ pub async fn resolve(
     };
     let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
         .iter()
-        .filter(|&&i| refs[i].policy.needs_tag_list())
-        .map(|&i| (&refs[i].image, credentials(&refs[i].policy)))
+        .filter(|(_, r)| r.policy.needs_tag_list())
+        .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
     progress.stage("listing tags", listed.len());
     let lists = list_tags(listed, registries, concurrency, progress).await;
@@ -184,24 +191,30 @@ pub async fn resolve(
                 format!("{e}; {users} reference(s) not checked"),
                 e.hint(),
             )),
-            Ok(list) if !list.invalid.is_empty() => out.problems.push(Problem::registry(
-                name,
-                format!(
-                    "the registry listed {} invalid tag name(s), ignored (first: {:?})",
-                    list.invalid.len(),
-                    list.invalid[0]
-                ),
-                None,
-            )),
-            Ok(_) => {}
+            Ok(list) => {
+                if let Some(first) = list.invalid.first() {
+                    out.problems.push(Problem::registry(
+                        name,
+                        format!(
+                            "the registry listed {} invalid tag name(s), ignored (first: {first:?})",
+                            list.invalid.len(),
+                        ),
+                        None,
+                    ));
+                }
+            }
         }
     }
 
-    let mut groups: HashMap<GroupKey, Vec<usize>> = HashMap::new();
-    for &i in &pending {
-        let r = &refs[i];
+    // Each group with the policy of its first member (all members have the same spec).
+    let mut groups: HashMap<GroupKey, (&Policy, Vec<usize>)> = HashMap::new();
+    for &(i, r) in &pending {
         let key = (&r.image, &r.policy.spec, current(r), r.digest.as_deref());
-        groups.entry(key).or_default().push(i);
+        groups
+            .entry(key)
+            .or_insert_with(|| (&r.policy, Vec::new()))
+            .1
+            .push(i);
     }
     let cache = MetaCache::default();
     let shared = Shared {
@@ -211,23 +224,22 @@ pub async fn resolve(
         concurrency,
     };
     progress.stage("choosing tags", groups.len());
-    let decided: Vec<(Vec<usize>, Decided)> = stream::iter(groups)
-        .map(|(key, members)| {
+    let decided: Vec<(&ImageName, Vec<usize>, Decided)> = stream::iter(groups)
+        .map(|(key, (policy, members))| {
             let lists = &lists;
             let shared = &shared;
             async move {
-                let policy = &refs[members[0]].policy;
-                let rejected = rejections.get(key.0);
+                let name = key.0;
+                let rejected = rejections.get(name);
                 let d = decide_group(key, policy, lists, shared, rejected).await;
                 progress.inc();
-                (members, d)
+                (name, members, d)
             }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
-    for (members, d) in decided {
-        let name = &refs[members[0]].image;
+    for (name, members, d) in decided {
         for e in &d.errors {
             out.problems.push(Problem::registry(name, e.clone(), None));
         }
@@ -235,7 +247,9 @@ pub async fn resolve(
             out.warnings.push(Problem::registry(name, w.clone(), None));
         }
         for i in members {
-            outcomes[i] = Some(d.outcome.clone());
+            if let Some(o) = outcomes.get_mut(i) {
+                *o = Some(d.outcome.clone());
+            }
         }
     }
     let mut outcomes: Vec<Outcome> = outcomes
@@ -378,13 +392,13 @@ async fn decide_group(
     let warnings = eval.warnings().cloned().collect();
     // A candidate whose metadata could not be read might have been the right answer:
     // report it and change nothing rather than guess.
-    if !errors.is_empty() {
-        let errors: Vec<String> = errors
-            .into_iter()
-            .map(|e| format!("image metadata: {e}"))
-            .collect();
+    let errors: Vec<String> = errors
+        .into_iter()
+        .map(|e| format!("image metadata: {e}"))
+        .collect();
+    if let Some(first) = errors.first() {
         return Decided {
-            outcome: Outcome::Failed(errors[0].clone()),
+            outcome: Outcome::Failed(first.clone()),
             errors,
             warnings,
         };

@@ -582,7 +582,8 @@ impl Git {
             stream.extend_from_slice(bytes);
             stream.push(b'\n');
         };
-        for (i, c) in commits.iter().enumerate() {
+        // Marks are 1-based: the first commit is mark 1.
+        for (mark, c) in (1usize..).zip(commits) {
             let modes = c
                 .files
                 .iter()
@@ -596,14 +597,9 @@ impl Git {
                     continue;
                 }
             };
-            // Marks are 1-based: commit i is mark i + 1.
             let head = format!(
-                "commit {scratch}\nmark :{}\nauthor {} <{}> now\ncommitter {} <{}> now\n",
-                i + 1,
-                author.name,
-                author.email,
-                committer.name,
-                committer.email
+                "commit {scratch}\nmark :{mark}\nauthor {} <{}> now\ncommitter {} <{}> now\n",
+                author.name, author.email, committer.name, committer.email
             );
             stream.extend_from_slice(head.as_bytes());
             let mut message = c.message.clone();
@@ -641,15 +637,15 @@ impl Git {
                 Some((mark.parse().ok()?, sha))
             })
             .collect();
-        for (i, r) in results.iter_mut().enumerate() {
+        for (mark, r) in (1usize..).zip(results.iter_mut()) {
             if r.is_ok() {
                 *r = shas
-                    .get(&(i + 1))
+                    .get(&mark)
                     .and_then(|sha| object_id(sha).ok())
                     .map(str::to_string)
                     .ok_or_else(|| Error::Output {
                         command: "fast-import".to_string(),
-                        detail: format!("no commit for mark :{}", i + 1),
+                        detail: format!("no commit for mark :{mark}"),
                     });
             }
         }
@@ -857,11 +853,11 @@ fn parse_cat_file(stdout: &[u8], path: &str) -> Result<Option<Vec<u8>>, Error> {
         command: "cat-file".to_string(),
         detail,
     };
-    let header_end = stdout
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or_else(|| bad("no header".to_string()))?;
-    let header = String::from_utf8_lossy(&stdout[..header_end]);
+    let mut lines = stdout.splitn(2, |&b| b == b'\n');
+    let (Some(header), Some(mut rest)) = (lines.next(), lines.next()) else {
+        return Err(bad("no header".to_string()));
+    };
+    let header = String::from_utf8_lossy(header);
     if header.ends_with(" missing") {
         return Ok(None);
     }
@@ -883,9 +879,7 @@ fn parse_cat_file(stdout: &[u8], path: &str) -> Result<Option<Vec<u8>>, Error> {
     let size: usize = size
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| bad(header.to_string()))?;
-    let start = header_end + 1;
     let mut content = Vec::with_capacity(size);
-    let mut rest = stdout.get(start..).unwrap_or_default();
     // take exactly `size` bytes; a short read means git's output was cut
     rest.by_ref()
         .take(size as u64)
@@ -925,10 +919,14 @@ fn parse_porcelain(stdout: &str) -> BTreeMap<&str, Option<String>> {
     results
 }
 
+/// What lies between the first `(` and the last `)` after it, else the whole summary.
 fn rejection_reason(summary: &str) -> String {
-    match (summary.find('('), summary.rfind(')')) {
-        (Some(open), Some(close)) if open < close => summary[open + 1..close].to_string(),
-        _ => summary.trim().to_string(),
+    match summary
+        .split_once('(')
+        .and_then(|(_, after)| after.rsplit_once(')'))
+    {
+        Some((reason, _)) => reason.to_string(),
+        None => summary.trim().to_string(),
     }
 }
 
@@ -951,8 +949,17 @@ fn parse_log(stdout: &str) -> Result<Vec<CommitInfo>, Error> {
         });
     }
     let mut commits = Vec::with_capacity(fields.len() / LOG_FIELDS);
-    for f in fields.chunks(LOG_FIELDS) {
-        let sha = f[0].to_string();
+    for f in fields.chunks_exact(LOG_FIELDS) {
+        // Every chunk has LOG_FIELDS fields: the count was checked above.
+        let &[sha, parents, author_name, author_email, committer_name, committer_email, subject, body, trailers] =
+            f
+        else {
+            return Err(Error::Output {
+                command: "log".to_string(),
+                detail: format!("{} fields in a commit, not {LOG_FIELDS}", f.len()),
+            });
+        };
+        let sha = sha.to_string();
         if sha.is_empty() || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::Output {
                 command: "log".to_string(),
@@ -961,18 +968,18 @@ fn parse_log(stdout: &str) -> Result<Vec<CommitInfo>, Error> {
         }
         commits.push(CommitInfo {
             sha,
-            parents: f[1].split_whitespace().map(str::to_string).collect(),
+            parents: parents.split_whitespace().map(str::to_string).collect(),
             author: Signature {
-                name: f[2].to_string(),
-                email: f[3].to_string(),
+                name: author_name.to_string(),
+                email: author_email.to_string(),
             },
             committer: Signature {
-                name: f[4].to_string(),
-                email: f[5].to_string(),
+                name: committer_name.to_string(),
+                email: committer_email.to_string(),
             },
-            subject: f[6].to_string(),
-            body: f[7].trim_end_matches('\n').to_string(),
-            trailers: f[8]
+            subject: subject.to_string(),
+            body: body.trim_end_matches('\n').to_string(),
+            trailers: trailers
                 .split('\x1f')
                 .filter(|t| !t.is_empty())
                 .map(|t| match t.split_once('\x1e') {
@@ -987,7 +994,8 @@ fn parse_log(stdout: &str) -> Result<Vec<CommitInfo>, Error> {
 
 fn parents_of(path: &str) -> Vec<String> {
     path.match_indices('/')
-        .map(|(i, _)| path[..i].to_string())
+        .filter_map(|(i, _)| path.get(..i))
+        .map(str::to_string)
         .collect()
 }
 
@@ -1042,7 +1050,7 @@ fn verbatim_ident(s: &str) -> bool {
 
 /// `path` C-quoted for fast-import (always accepted; needed for some names).
 fn fast_import_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len() + 2);
+    let mut out = String::with_capacity(path.len().saturating_add(2));
     out.push('"');
     for c in path.chars() {
         match c {
@@ -1153,24 +1161,27 @@ pub fn split_credentials(url: &str) -> (String, Option<SecretString>) {
     };
     // Schemes are case-insensitive (`HTTP://`); git is given the lower-case spelling.
     let scheme = scheme.to_ascii_lowercase();
-    let host_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..host_end].rfind('@') else {
+    // The userinfo ends at the last `@` before the path.
+    let (authority, path) = rest
+        .find('/')
+        .and_then(|i| rest.split_at_checked(i))
+        .unwrap_or((rest, ""));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
         return (format!("{scheme}://{rest}"), None);
     };
-    let userinfo = &rest[..at];
     let (user, secret) = match userinfo.split_once(':') {
         Some((user, secret)) => (user, Some(secret)),
         None => (userinfo, None),
     };
     match scheme.as_str() {
         "https" | "http" => {
-            let clean = format!("{scheme}://{}", &rest[at + 1..]);
+            let clean = format!("{scheme}://{host}{path}");
             let token = secret.unwrap_or(user);
             (clean, Some(SecretString::from(token.to_string())))
         }
         // ssh takes no password from a URL: the user stays, a password never reaches a
         // command line.
-        _ => (format!("{scheme}://{user}@{}", &rest[at + 1..]), None),
+        _ => (format!("{scheme}://{user}@{host}{path}"), None),
     }
 }
 
@@ -1211,6 +1222,14 @@ mod split_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rejection_reason_runs_from_the_first_open_to_the_last_close_parenthesis() {
+        assert_eq!(rejection_reason("[rejected] (a (b) c)"), "a (b) c");
+        assert_eq!(rejection_reason("[rejected] ()"), "");
+        assert_eq!(rejection_reason(" x) (y "), "x) (y");
+        assert_eq!(rejection_reason("[rejected] (naïve)"), "naïve");
+    }
 
     #[test]
     fn porcelain_push_output_is_read_per_branch() {

@@ -174,7 +174,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
         }
         let outcome = match (pull, same) {
             (None, _) => {
-                created += 1;
+                created = created.saturating_add(1);
                 Outcome::Create
             }
             (Some(_), true) => Outcome::Unchanged,

@@ -33,8 +33,9 @@ pub fn branch_name(prefix: &str, group: &str) -> String {
     if slug.len() > 60 {
         use sha2::Digest;
         let hash = format!("{:x}", sha2::Sha256::digest(group.as_bytes()));
+        let hash: String = hash.chars().take(8).collect();
         let short: String = slug.chars().take(50).collect();
-        return format!("{prefix}{}-{}", short.trim_end_matches('-'), &hash[..8]);
+        return format!("{prefix}{}-{hash}", short.trim_end_matches('-'));
     }
     format!("{prefix}{slug}")
 }

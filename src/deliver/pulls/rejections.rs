@@ -57,12 +57,13 @@ pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
 }
 
 fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(10)]
+    // A commit id is ASCII hex; anything else is shown whole.
+    sha.get(..sha.len().min(10)).unwrap_or(sha)
 }
 
 /// `This reverts commit <sha>.` in a commit message (as `git revert` writes it).
 fn reverted_sha(body: &str) -> Option<&str> {
-    let rest = &body[body.find("This reverts commit ")? + "This reverts commit ".len()..];
+    let (_, rest) = body.split_once("This reverts commit ")?;
     let sha = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
     (sha.len() >= 7).then_some(sha)
 }

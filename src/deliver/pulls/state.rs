@@ -70,8 +70,10 @@ fn branch(ctx: &Context<'_>, sha: String) -> Branch {
     let foreign = log
         .iter()
         .any(|c| is_foreign(c, &ctx.settings.author.email));
-    let parent_is_base =
-        log.len() == 1 && log[0].parents.first().map(String::as_str) == Some(ctx.base_commit);
+    let parent_is_base = matches!(
+        log.as_slice(),
+        [only] if only.parents.first().map(String::as_str) == Some(ctx.base_commit)
+    );
     let tree = ctx.git.tree_of(ctx.dir, &sha).ok();
     Branch {
         sha,

@@ -216,7 +216,7 @@ impl Graph {
             let Some(k) = self.kustomizations.get(*dir) else {
                 continue;
             };
-            let top = i + 1 == chain.len();
+            let top = i.saturating_add(1) == chain.len();
             if top {
                 at_leaf = (name.clone(), None);
             }

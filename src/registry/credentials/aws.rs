@@ -281,8 +281,10 @@ async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
 async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
     let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
     let path = match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
-        (Some(path), Some(home)) if path.starts_with("~/") => Path::new(home).join(&path[2..]),
-        (Some(path), _) => PathBuf::from(path),
+        (Some(path), home) => match (path.strip_prefix("~/"), home) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ => PathBuf::from(path),
+        },
         (None, Some(home)) => Path::new(home).join(".aws").join("credentials"),
         (None, None) => {
             return Ok(Link::Absent(
@@ -806,9 +808,9 @@ fn parse_timestamp(text: &str, source: &str) -> Result<SystemTime, String> {
 fn xml_element<'x>(xml: &'x str, name: &str) -> Option<&'x str> {
     let open = format!("<{name}>");
     let close = format!("</{name}>");
-    let start = xml.find(&open)? + open.len();
-    let len = xml[start..].find(&close)?;
-    Some(&xml[start..start + len])
+    let (_, after) = xml.split_once(&open)?;
+    let (content, _) = after.split_once(&close)?;
+    Some(content)
 }
 
 /// Resolves XML's five predefined entities (`&amp;` last, so `&amp;lt;` stays `&lt;`).

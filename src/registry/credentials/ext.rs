@@ -107,6 +107,7 @@ fn quote(stderr: &[u8]) -> String {
         .rev()
         .nth(STDERR_QUOTE)
         .map_or(0, |(i, _)| i);
-    let tail = text[start..].replace('\n', " | ");
+    // `start` comes from `char_indices`, so it is on a character boundary.
+    let tail = text.get(start..).unwrap_or(text).replace('\n', " | ");
     format!("; stderr: {tail}")
 }

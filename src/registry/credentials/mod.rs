@@ -284,7 +284,10 @@ impl Provider {
         };
         if let Some(fetched) = seed {
             let until = provider.lifetime(Some(&fetched));
-            let generation = provider.generation.fetch_add(1, Ordering::Relaxed) + 1;
+            let generation = provider
+                .generation
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_add(1);
             provider.cached = tokio::sync::Mutex::new(Some(Cached {
                 answer: Ok(Some(fetched)),
                 until,
@@ -337,7 +340,11 @@ impl Provider {
             Ok(fetched) => self.lifetime(fetched.as_ref()),
             Err(_) => None,
         };
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        // Wraps as the atomic counter itself does.
+        let generation = self
+            .generation
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
         *cached = Some(Cached {
             answer: answer.clone(),
             until,
@@ -391,7 +398,7 @@ impl Provider {
                 .duration_since(SystemTime::now())
                 .unwrap_or(Duration::ZERO);
             // Refresh a little early, but never turn a short-lived token into no token.
-            let margin = EXPIRY_MARGIN.min(left / 10);
+            let margin = EXPIRY_MARGIN.min(left.checked_div(10).unwrap_or_default());
             // A source's far-future expiry (`u64::MAX` seconds) is "until the run ends",
             // not a clock overflow.
             Instant::now().checked_add(left.saturating_sub(margin))
