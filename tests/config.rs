@@ -45,15 +45,16 @@ fn committed_schema_is_current() {
             "allowDowngrade",
             "pin",
             "ignore",
+            "delivery",
         ] {
             assert!(props.contains_key(key), "{def} lacks {key}");
         }
         assert_eq!(schema["$defs"][def]["additionalProperties"], false);
     }
-    assert!(schema["$defs"]["ImageRule"]["required"]
-        .as_array()
-        .unwrap()
-        .contains(&serde_json::json!("match")));
+    // A rule may name images, files or both: `match` defaults to every image.
+    let rule = &schema["$defs"]["ImageRule"];
+    assert!(rule["properties"]["path"].is_object());
+    assert_eq!(rule["properties"]["match"]["default"], "**");
 }
 
 #[test]

@@ -541,3 +541,60 @@ async fn a_remote_dry_run_without_a_forge_token_holds_reverted_versions_back() {
         .assert_stdout_contains("+  tag: 2.1.0");
     assert!(!run.stdout.contains("+    newTag: 1.1.0"), "{}", run.stdout);
 }
+
+/// `delivery: push` per path: in one run, web's environment follows at once (a commit on
+/// the base) while api still gets a pull request, built on that commit. A revert of the
+/// pushed commit holds the version back like a closed pull request.
+#[tokio::test(flavor = "multi_thread")]
+async fn delivery_push_for_one_path_and_a_pull_request_for_the_rest() {
+    let s = setup("images:\n  - path: apps/web/**\n    delivery: push\n").await;
+    let base = s.server.branch_sha("main").unwrap();
+    let run = s.run(&[], 0).await;
+    let main = s.server.branch_sha("main").unwrap();
+    assert_ne!(
+        main, base,
+        "web's update is pushed to main:\n{}",
+        run.stdout
+    );
+    assert_eq!(
+        s.server
+            .file_at("main", "apps/web/kustomization.yaml")
+            .unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    assert_eq!(
+        s.server.file_at("main", "apps/api/values.yaml").unwrap(),
+        "image:\n  repository: registry.test/team/api\n  tag: 2.0.0\n",
+        "api waits for review"
+    );
+    let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
+    assert_eq!(branches, [API]);
+    assert_eq!(
+        s.server.log(API, "%P")[0],
+        main,
+        "the pull request builds on the pushed commit"
+    );
+    let trailers = s
+        .server
+        .log("main", "%(trailers:key=Imagebump-Update,valueonly)");
+    assert_eq!(trailers[0].trim(), "registry.test/team/web 1.0.0 -> 1.1.0");
+
+    // Nothing new: no push, no forge write.
+    s.forge.clear_calls();
+    let pushes = s.pushes();
+    s.run(&[], 0).await;
+    assert_eq!((s.pushes(), s.writes()), (pushes, Vec::<String>::new()));
+
+    // Someone reverts the pushed update: it stays reverted.
+    s.server.revert_on("main", &main);
+    let run = s.run(&[], 0).await;
+    assert_eq!(
+        s.server
+            .file_at("main", "apps/web/kustomization.yaml")
+            .unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n",
+        "{}",
+        run.stdout
+    );
+    run.assert_stdout_contains("registry.test/team/web 1.1.0 held back: commit ");
+}

@@ -14,6 +14,7 @@ use crate::discover::{self, Discovery};
 use crate::forge::connect::Connected;
 use crate::forge::Forge;
 use crate::plan::{self, Plan};
+use crate::progress::Journal;
 use crate::registry::Registries;
 use crate::report::{self, Counts, Problem, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
@@ -31,11 +32,7 @@ struct Analysed {
     pushed: Option<String>,
 }
 
-pub async fn run(
-    plan: &RunPlan,
-    out: &Output,
-    journal: &crate::progress::Journal,
-) -> Result<Status, Error> {
+pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Status, Error> {
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
     let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan);
@@ -56,22 +53,22 @@ pub async fn run(
         journal.done(format!("pushed {sha} to {}", base_branch(plan, &loaded)));
     }
     if plan.mode == Mode::Write {
-        let failed = crate::deliver::write::write_all(&loaded.ws.root, &analysed.plan.files);
-        let written = analysed.plan.files.len().saturating_sub(failed.len());
-        journal.done(format!("wrote {written} file(s)"));
-        problems.extend(failed);
+        write(&loaded, &analysed.plan, &mut problems, journal);
     }
-    let max_new = if rejections_known {
-        plan.max_prs.or(loaded.config.pull_requests.max_new)
-    } else {
-        Some(0)
-    };
+    let max_new = max_new(plan, &loaded, rejections_known);
+    let split = split_delivery(plan, &loaded, &analysed);
+    let direct = split
+        .as_ref()
+        .and_then(|(push, _)| push_direct(plan, &loaded, push, &mut problems, journal));
     let pulls = pull_requests(
         plan,
         &loaded,
         forge,
         &registries,
-        &analysed,
+        (
+            split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
+            direct.as_deref(),
+        ),
         max_new,
         journal,
     )
@@ -83,7 +80,7 @@ pub async fn run(
     let run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
-        pushed: analysed.pushed.as_deref(),
+        pushed: analysed.pushed.as_deref().or(direct.as_deref()),
         pull_requests: pulls.as_deref(),
         commit: loaded.ws.commit.as_deref(),
         counts: Counts::of(&analysed.found, &analysed.resolved, &analysed.plan),
@@ -107,6 +104,24 @@ pub async fn run(
     out.errors(&problems);
     out.errors(&late);
     Ok(status(plan, &problems, &late, &analysed.plan))
+}
+
+/// `--write`: the plan's files, in place.
+fn write(loaded: &Loaded, made: &Plan, problems: &mut Vec<Problem>, journal: &Journal) {
+    let failed = crate::deliver::write::write_all(&loaded.ws.root, &made.files);
+    let written = made.files.len().saturating_sub(failed.len());
+    journal.done(format!("wrote {written} file(s)"));
+    problems.extend(failed);
+}
+
+/// New pull requests this run may open: none when the closed ones could not be read
+/// (fail closed: a rejected version could come back).
+fn max_new(plan: &RunPlan, loaded: &Loaded, rejections_known: bool) -> Option<usize> {
+    if rejections_known {
+        plan.max_prs.or(loaded.config.pull_requests.max_new)
+    } else {
+        Some(0)
+    }
 }
 
 fn status(plan: &RunPlan, problems: &[Problem], late: &[Problem], made: &Plan) -> Status {
@@ -353,11 +368,10 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    analysed: &Analysed,
+    (made, pushed): (&Plan, Option<&str>),
     max_new: Option<usize>,
-    journal: &crate::progress::Journal,
+    journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
-    let made = &analysed.plan;
     let ws = &loaded.ws;
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
         return None;
@@ -377,7 +391,8 @@ async fn pull_requests(
         git,
         dir: &ws.root,
         base: plan.source.git_ref.as_deref().unwrap_or(branch),
-        base_commit: commit,
+        // Built on what this run pushed, if it pushed (`delivery: push`).
+        base_commit: pushed.unwrap_or(commit),
         forge,
         settings: &loaded.config.pull_requests,
         max_new,
@@ -385,6 +400,54 @@ async fn pull_requests(
         journal,
     };
     Some(crate::deliver::pulls::deliver(&ctx, made).await)
+}
+
+/// The `delivery: push` updates of a pull-request run (or its dry run), apart from those
+/// for pull requests.
+fn split_delivery(plan: &RunPlan, loaded: &Loaded, analysed: &Analysed) -> Option<(Plan, Plan)> {
+    if !plan.remote || !matches!(plan.mode, Mode::PullRequests | Mode::DryRun) {
+        return None;
+    }
+    let group_by = plan
+        .group_by
+        .unwrap_or(loaded.config.pull_requests.group_by);
+    crate::deliver::push::split_by_delivery(&analysed.found, &analysed.resolved.outcomes, group_by)
+}
+
+/// Push the `delivery: push` updates to the base (pull-request mode; a dry run only
+/// shows them). The commit, when one was pushed.
+fn push_direct(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    direct: &Plan,
+    problems: &mut Vec<Problem>,
+    journal: &Journal,
+) -> Option<String> {
+    let (Some(git), Some(base_commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
+        return None;
+    };
+    if plan.mode != Mode::PullRequests {
+        return None;
+    }
+    let base = base_branch(plan, loaded);
+    let settings = &loaded.config.pull_requests;
+    match push_to_base(git, &loaded.ws.root, &base, base_commit, direct, settings) {
+        Ok(Some(sha)) => {
+            journal.done(format!("pushed {sha} to {base} (delivery: push)"));
+            Some(sha)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            let why = match e {
+                PushError::Moved => "the base branch moved during the run".to_string(),
+                PushError::Failed(e) => e,
+            };
+            problems.push(Problem::general(format!(
+                "delivery: push updates not pushed to {base}: {why}; the next run tries again"
+            )));
+            None
+        }
+    }
 }
 
 /// The `org.opencontainers.image.source` of every new image, by (image, tag), fetched

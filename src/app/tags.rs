@@ -59,6 +59,7 @@ fn flags(args: &TagsArgs) -> PolicySpec {
         pin: None,
         ignore: None,
         credentials: None,
+        delivery: None,
     }
 }
 

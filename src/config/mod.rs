@@ -121,6 +121,15 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
                 hint: Some("globs such as ghcr.io/acme/* or **/nginx".into()),
             });
         }
+        if let Some(Err(e)) = rule.path.as_deref().map(crate::policy::rules::rule_glob) {
+            let mut at = at.clone();
+            at.push(key("path"));
+            errors.push(Invalid {
+                at,
+                message: e,
+                hint: Some("globs such as apps/*/overlays/dev/** or **/values-prod.yaml".into()),
+            });
+        }
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
     for (i, r) in config.registries.iter().enumerate() {

@@ -126,3 +126,55 @@ fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> 
         }
     }
 }
+
+/// A pull-request run whose `delivery: push` references are committed to the base in the
+/// same run: the plan to push and the plan for pull requests. `None` when no update is
+/// delivered by push. A file that also holds an update delivered by pull request is left
+/// to the pull request entirely, so a pull request never carries (or undoes) a pushed
+/// change.
+pub fn split_by_delivery(
+    found: &crate::discover::Discovery,
+    outcomes: &[crate::resolve::Outcome],
+    group_by: crate::config::GroupBy,
+) -> Option<(Plan, Plan)> {
+    use crate::resolve::Outcome;
+    use imagebump_model::policy::Delivery;
+    use std::collections::BTreeSet;
+    let updated = |o: &Outcome| matches!(o, Outcome::Update { .. });
+    let pushed = |r: &crate::discover::ImageRef| r.policy.spec.delivery == Some(Delivery::Push);
+    let reviewed: BTreeSet<&str> = found
+        .refs
+        .iter()
+        .zip(outcomes)
+        .filter(|(r, o)| updated(o) && !pushed(r))
+        .flat_map(|(r, _)| r.touched_files())
+        .collect();
+    let direct: Vec<bool> = found
+        .refs
+        .iter()
+        .zip(outcomes)
+        .map(|(r, o)| {
+            updated(o) && pushed(r) && r.touched_files().iter().all(|f| !reviewed.contains(f))
+        })
+        .collect();
+    if !direct.contains(&true) {
+        return None;
+    }
+    let keep = |push: bool| -> Vec<Outcome> {
+        outcomes
+            .iter()
+            .zip(&direct)
+            .map(|(o, d)| {
+                if *d == push {
+                    o.clone()
+                } else {
+                    Outcome::UpToDate
+                }
+            })
+            .collect()
+    };
+    Some((
+        crate::plan::plan(found, &keep(true), group_by),
+        crate::plan::plan(found, &keep(false), group_by),
+    ))
+}

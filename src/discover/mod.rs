@@ -642,7 +642,10 @@ fn apply_policy(
             Ok(spec) => Some(spec),
             Err(e) => {
                 // Still show the configured policy; the reference itself is left alone.
-                if let Ok(policy) = policies.policy_with(&r.image, &r.written, repository, None) {
+                let file = Some(r.file.as_str());
+                if let Ok(policy) =
+                    policies.policy_with(&r.image, &r.written, file, repository, None)
+                {
                     r.policy = policy;
                 }
                 r.unmanaged = Some("invalid imagebump marker".into());
@@ -653,6 +656,7 @@ fn apply_policy(
     match policies.policy_with(
         &r.image,
         &r.written,
+        Some(r.file.as_str()),
         repository,
         spec.map(|s| ("marker", s)),
     ) {

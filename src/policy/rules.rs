@@ -19,6 +19,8 @@ pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, String> {
 
 struct Rule {
     glob: GlobMatcher,
+    /// Only references in files matching this (`images[].path`).
+    path: Option<GlobMatcher>,
     spec: PolicySpec,
     label: String,
 }
@@ -39,8 +41,15 @@ impl Policies {
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                let path = r
+                    .path
+                    .as_deref()
+                    .map(rule_glob)
+                    .transpose()
+                    .map_err(|e| format!("images[{i}].path: {e}"))?;
                 Ok(Rule {
                     glob: rule_glob(&r.glob).map_err(|e| format!("images[{i}].match: {e}"))?,
+                    path,
                     spec: r.policy(),
                     label: format!("images[{i}] ({})", r.glob),
                 })
@@ -53,12 +62,19 @@ impl Policies {
         })
     }
 
-    /// The index of the first rule matching `image` (normalised) or `written` (as in the file).
-    pub fn rule_for(&self, image: &ImageName, written: &str) -> Option<usize> {
+    /// The index of the first rule matching `image` (normalised) or `written` (as in the
+    /// file), and `file` when the rule names a path (a rule with a path never matches a
+    /// reference without a file, such as `imagebump tags`').
+    pub fn rule_for(&self, image: &ImageName, written: &str, file: Option<&str>) -> Option<usize> {
         let full = image.to_string();
-        self.rules
-            .iter()
-            .position(|r| r.glob.is_match(&full) || r.glob.is_match(written))
+        self.rules.iter().position(|r| {
+            let here = match (&r.path, file) {
+                (None, _) => true,
+                (Some(p), Some(f)) => p.is_match(f),
+                (Some(_), None) => false,
+            };
+            here && (r.glob.is_match(&full) || r.glob.is_match(written))
+        })
     }
 
     /// The policy of one reference, with the settings of one more layer on top (an inline
@@ -69,7 +85,7 @@ impl Policies {
         written: &str,
         layer: Option<(&str, &PolicySpec)>,
     ) -> Result<Policy, PolicyError> {
-        self.policy_with(image, written, None, layer)
+        self.policy_with(image, written, None, None, layer)
     }
 
     /// As [`Policies::policy_for`], with settings found in the repository itself (Argo CD
@@ -79,6 +95,7 @@ impl Policies {
         &mut self,
         image: &ImageName,
         written: &str,
+        file: Option<&str>,
         repository: Option<(&str, &PolicySpec)>,
         layer: Option<(&str, &PolicySpec)>,
     ) -> Result<Policy, PolicyError> {
@@ -94,7 +111,7 @@ impl Policies {
             }
         }
         if let Some(rule) = self
-            .rule_for(image, written)
+            .rule_for(image, written, file)
             .and_then(|i| self.rules.get(i))
         {
             spec = spec.overlay(&rule.spec);
@@ -123,6 +140,35 @@ mod tests {
     use imagebump_model::config::Config;
     use imagebump_model::name::parse_name;
 
+    /// A rule with `path` applies only to references in matching files; one without
+    /// `match` covers every image.
+    #[test]
+    fn path_rules_apply_to_their_files_only() {
+        let config: Config = yaml_serde::from_str(
+            "images:\n- path: apps/*/dev/**\n  delivery: push\n- match: ghcr.io/acme/*\n  pin: true\n",
+        )
+        .unwrap();
+        let p = Policies::new(&config.defaults, &config.images).unwrap();
+        let web = parse_name("ghcr.io/acme/web").unwrap();
+        let w = "ghcr.io/acme/web";
+        assert_eq!(
+            p.rule_for(&web, w, Some("apps/web/dev/kustomization.yaml")),
+            Some(0)
+        );
+        assert_eq!(
+            p.rule_for(&web, w, Some("apps/web/prod/kustomization.yaml")),
+            Some(1)
+        );
+        assert_eq!(p.rule_for(&web, w, None), Some(1));
+        assert!(Policies::new(
+            &config.defaults,
+            &yaml_serde::from_str::<Config>("images:\n- path: '['\n")
+                .unwrap()
+                .images
+        )
+        .is_err());
+    }
+
     #[test]
     fn first_matching_rule_wins_and_markers_beat_it() {
         let config: Config = yaml_serde::from_str(
@@ -140,11 +186,11 @@ mod tests {
         );
         // `*` does not cross `/`.
         let deep = parse_name("ghcr.io/acme/team/web").unwrap();
-        assert_eq!(p.rule_for(&deep, "ghcr.io/acme/team/web"), Some(2));
+        assert_eq!(p.rule_for(&deep, "ghcr.io/acme/team/web", None), Some(2));
         // Written and normalised names both match.
         let nginx = parse_name("nginx").unwrap();
-        assert_eq!(p.rule_for(&nginx, "nginx"), Some(1));
-        assert_eq!(p.rule_for(&nginx, "docker.io/library/nginx"), Some(2));
+        assert_eq!(p.rule_for(&nginx, "nginx", None), Some(1));
+        assert_eq!(p.rule_for(&nginx, "docker.io/library/nginx", None), Some(2));
         let marker = PolicySpec {
             constraint: Some("~1.27".into()),
             ..Default::default()

@@ -7,6 +7,36 @@ use serde::{Deserialize, Serialize};
 
 use std::fmt;
 
+/// `images[].match` when a rule names none: every image.
+fn any_image() -> String {
+    "**".to_string()
+}
+
+/// How an update reaches the base branch.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Through a pull request a human merges (the default).
+    #[default]
+    PullRequest,
+    /// Committed to the base branch directly, in the same run (for environments that
+    /// follow new images without review, such as dev).
+    Push,
+}
+
 /// How the next tag is chosen.
 #[derive(
     Debug,
@@ -95,8 +125,13 @@ macro_rules! policy_keys {
             /// Glob on the image repository, compared with both the normalised name
             /// (`docker.io/library/nginx`) and the name as written (`nginx`). `*` stays
             /// within one path segment, `**` crosses them.
-            #[serde(rename = "match")]
+            #[serde(rename = "match", default = "any_image")]
             pub glob: String,
+            /// Glob on the file that holds the reference, relative to the repository root
+            /// (`apps/*/overlays/dev/**`): the rule applies only there. `*` stays within one
+            /// directory, `**` crosses them. Unset: every file.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub path: Option<String>,
             $( $(#[$doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
         }
 
@@ -168,6 +203,11 @@ policy_keys! {
     /// `registries[].credentials` takes (`env:VAR`, `file:PATH`, `ext:PATH`, ...). The
     /// equivalent of argocd-image-updater's `pull-secret`. Not allowed in `defaults`.
     credentials: String,
+    /// `pull-request` (default): updates are proposed in pull requests. `push`: in
+    /// pull-request mode, they are committed to the base branch in the same run instead
+    /// (dev environments that follow every new image), while the rest still gets pull
+    /// requests.
+    delivery: Delivery,
 }
 
 #[cfg(test)]

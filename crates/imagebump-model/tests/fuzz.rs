@@ -18,7 +18,7 @@ use imagebump_model::name::{
     is_valid_digest, is_valid_tag, parse_name, parse_reference, placeholder, ImageName,
 };
 use imagebump_model::platform::Platform;
-use imagebump_model::policy::{PolicySpec, SemverMode, Strategy as TagStrategy};
+use imagebump_model::policy::{Delivery, PolicySpec, SemverMode, Strategy as TagStrategy};
 use imagebump_model::ForgeKind;
 use proptest::prelude::*;
 
@@ -205,13 +205,17 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
             prop::option::of(any::<bool>()),
             prop::option::of(any::<bool>()),
             text(),
+            prop::option::of(prop_oneof![
+                Just(Delivery::Push),
+                Just(Delivery::PullRequest)
+            ]),
         ),
     )
         .prop_map(
             |(
                 (strategy, constraint, semver_mode),
                 (allow_tags, ignore_tags, pattern, platforms, min_age),
-                (allow_downgrade, pin, ignore, credentials),
+                (allow_downgrade, pin, ignore, credentials, delivery),
             )| PolicySpec {
                 strategy,
                 constraint,
@@ -225,6 +229,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 pin,
                 ignore,
                 credentials,
+                delivery,
             },
         )
 }
