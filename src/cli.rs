@@ -191,8 +191,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 32, env = EnvVars::IMAGEBUMP_CONCURRENCY)]
     pub concurrency: usize,
     /// Commit straight to the base branch of a remote instead of opening pull requests (for
-    /// environments without review).
-    #[arg(long, conflicts_with_all = ["dry_run", "write"], env = EnvVars::IMAGEBUMP_PUSH, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    /// environments without review). With --dry-run: show the commit it would push.
+    #[arg(long, conflicts_with = "write", env = EnvVars::IMAGEBUMP_PUSH, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub push: bool,
     /// Only the change sets of shard I of N (`0/4` … `3/4`): groups are split by a stable
     /// hash of their key, for an Indexed Job (`--shard $(JOB_COMPLETION_INDEX)/N`).

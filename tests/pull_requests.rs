@@ -598,3 +598,30 @@ async fn delivery_push_for_one_path_and_a_pull_request_for_the_rest() {
     );
     run.assert_stdout_contains("registry.test/team/web 1.1.0 held back: commit ");
 }
+
+/// `--push --dry-run` previews the commit a push would make, trailers and all, and pushes
+/// nothing; a dry run of `delivery: push` shows its commit the same way.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_can_be_previewed() {
+    let s = setup("").await;
+    let main = s.server.branch_sha("main").unwrap();
+    let run = s.run(&["--push", "--dry-run"], 0).await;
+    run.assert_stdout_contains("would push 1 commit(s) to main:\n\ncommit ")
+        .assert_stdout_contains("    Update 2 images\n")
+        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n");
+    assert_eq!(s.server.branch_sha("main").unwrap(), main);
+    assert_eq!(s.pushes(), 0);
+    assert_eq!(s.writes(), Vec::<String>::new());
+
+    let s = setup("images:\n  - path: apps/web/**\n    delivery: push\n").await;
+    let run = s.run(&["--dry-run"], 0).await;
+    run.assert_stdout_contains("would push 1 commit(s) to main:")
+        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n");
+    assert!(
+        !run.stdout
+            .contains("Imagebump-Update: registry.test/team/api"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(s.pushes(), 0);
+}

@@ -100,10 +100,53 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         Format::Json => print_json(&run_report),
         Format::Text => print_text(plan.mode, &run_report, &analysed.plan, out.color),
     }
+    let direct_part = split.as_ref().map(|(direct, _)| direct);
+    if out.format == Format::Text {
+        preview_push(plan, &loaded, (&analysed.plan, direct_part), &mut problems);
+    }
     out.warnings(&analysed.resolved.warnings);
     out.errors(&problems);
     out.errors(&late);
     Ok(status(plan, &problems, &late, &analysed.plan))
+}
+
+/// `--push --dry-run` (and the `delivery: push` part of a dry run): build the commits a
+/// push would make in the clone, and print them; nothing leaves the machine.
+fn preview_push(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    (all, direct): (&Plan, Option<&Plan>),
+    problems: &mut Vec<Problem>,
+) {
+    let made = match direct {
+        _ if plan.push_preview => all,
+        Some(direct) if plan.mode == Mode::DryRun => direct,
+        _ => return,
+    };
+    let (Some(git), Some(base_commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
+        return;
+    };
+    let base = base_branch(plan, loaded);
+    let settings = &loaded.config.pull_requests;
+    let built = crate::deliver::push::commits(git, &loaded.ws.root, base_commit, made, settings);
+    let mut out = std::io::stdout().lock();
+    match built {
+        Ok(commits) if commits.is_empty() => {}
+        Ok(commits) => {
+            let _ = writeln!(out, "\nwould push {} commit(s) to {base}:", commits.len());
+            for (sha, message) in commits {
+                let _ = writeln!(out, "\ncommit {sha}");
+                for line in message.lines() {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+        }
+        Err(PushError::Failed(e)) => {
+            problems.push(Problem::general(format!("cannot preview the push: {e}")))
+        }
+        // Building never meets a moved base; only pushing does.
+        Err(PushError::Moved) => {}
+    }
 }
 
 /// `--write`: the plan's files, in place.

@@ -62,6 +62,8 @@ pub struct RunPlan {
     pub group_by: Option<GroupBy>,
     /// Commits of the base searched for reverted imagebump commits.
     pub history_depth: usize,
+    /// `--push --dry-run`: show the commit a push would make.
+    pub push_preview: bool,
     /// `--timeout`: the run stops once it has taken this long (`None`: no deadline).
     pub timeout: Option<std::time::Duration>,
     pub forge: ForgeFlags,
@@ -84,6 +86,7 @@ impl RunPlan {
             group_by: args.group_by,
             history_depth: args.history_depth,
             timeout: Some(args.timeout).filter(|t| !t.is_zero()),
+            push_preview: args.push && mode == Mode::DryRun,
             forge: ForgeFlags {
                 kind: args.forge,
                 api_url: args.forge_url,

@@ -25,9 +25,35 @@ pub fn push_to_base(
     plan: &Plan,
     settings: &PullRequestsConfig,
 ) -> Result<Option<String>, PushError> {
-    if plan.files.is_empty() {
+    let Some((tip, _)) = commits(git, dir, base_commit, plan, settings)?.pop() else {
         return Ok(None);
+    };
+    let outcome = git
+        .push(
+            dir,
+            &[RefUpdate {
+                branch: base.to_string(),
+                new: tip.clone(),
+                expected: Some(base_commit.to_string()),
+            }],
+        )
+        .map_err(|e| PushError::Failed(format!("push failed: {e}")))?;
+    match outcome.rejected.first() {
+        None => Ok(Some(tip)),
+        Some((_, why)) if base_moved(why) => Err(PushError::Moved),
+        Some((b, why)) => Err(PushError::Failed(format!("push of {b} rejected: {why}"))),
     }
+}
+
+/// Build the commits of `plan` on `base_commit` in the clone, without pushing: each
+/// commit and its message, oldest first (what `--push --dry-run` shows).
+pub fn commits(
+    git: &Git,
+    dir: &std::path::Path,
+    base_commit: &str,
+    plan: &Plan,
+    settings: &PullRequestsConfig,
+) -> Result<Vec<(String, String)>, PushError> {
     let author = Signature {
         name: settings.author.name.clone(),
         email: settings.author.email.clone(),
@@ -39,6 +65,10 @@ pub fn push_to_base(
             .map(|f| (f.file.clone(), f.after.clone().into_bytes()))
             .collect()
     };
+    let mut built = Vec::new();
+    if plan.files.is_empty() {
+        return Ok(built);
+    }
     let mut parent = base_commit.to_string();
     for batch in batches(plan, settings) {
         let message = commit_message(&batch.title, &batch.updates);
@@ -46,22 +76,9 @@ pub fn push_to_base(
         parent = git
             .commit_files(dir, &parent, &files, &message, &author, &author)
             .map_err(|e| PushError::Failed(format!("cannot build the commit: {e}")))?;
+        built.push((parent.clone(), message));
     }
-    let outcome = git
-        .push(
-            dir,
-            &[RefUpdate {
-                branch: base.to_string(),
-                new: parent.clone(),
-                expected: Some(base_commit.to_string()),
-            }],
-        )
-        .map_err(|e| PushError::Failed(format!("push failed: {e}")))?;
-    match outcome.rejected.first() {
-        None => Ok(Some(parent)),
-        Some((_, why)) if base_moved(why) => Err(PushError::Moved),
-        Some((b, why)) => Err(PushError::Failed(format!("push of {b} rejected: {why}"))),
-    }
+    Ok(built)
 }
 
 /// A stale lease, or the remote's ref changing under the push: the base moved.
