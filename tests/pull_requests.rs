@@ -625,3 +625,50 @@ async fn a_push_can_be_previewed() {
     );
     assert_eq!(s.pushes(), 0);
 }
+
+/// Rejections are recorded in the repository (one ref each, with the same push rights
+/// imagebump has), so they hold when the forge no longer lists the closed pull request:
+/// here a forge that has forgotten everything, as after 1,000 later closed pull requests.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejection_outlives_the_forges_paging() {
+    let s = setup("").await;
+    s.run(&[], 0).await;
+    let web = s.pull_for(WEB);
+    s.forge.close(web.number);
+    s.run(&[], 0).await;
+    let recorded = s
+        .server
+        .git(&["for-each-ref", "--format=%(refname)", "refs/imagebump/"]);
+    assert_eq!(
+        recorded.trim(),
+        format!(
+            "refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{}",
+            web.number
+        )
+    );
+    // A forge with no memory of the closed pull request (nor of any other).
+    let amnesiac = FakeGitHub::start().await;
+    let run = imagebump()
+        .arg("run")
+        .arg(s.server.url())
+        .arg("--config")
+        .arg(s.config())
+        .args(["--forge", "github", "--forge-url"])
+        .arg(amnesiac.api_url())
+        .arg("--forge-repo")
+        .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+        .env("GITHUB_TOKEN", TOKEN)
+        .run_async()
+        .await;
+    let proposed: Vec<String> = amnesiac.pulls().into_iter().map(|p| p.title).collect();
+    assert_eq!(
+        proposed,
+        ["Update registry.test/team/api to 2.1.0"],
+        "web 1.1.0 stays rejected:\n{}",
+        run.stdout
+    );
+    run.assert_stdout_contains(&format!(
+        "registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging",
+        web.number
+    ));
+}

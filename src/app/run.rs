@@ -266,7 +266,52 @@ async fn rejections(
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
-    (crate::deliver::pulls::rejections(&closed, &history), known)
+    let mut all = crate::deliver::pulls::rejected(&closed, &history);
+    known &= remember(plan, loaded, &mut all, problems);
+    (crate::deliver::pulls::by_image(&all), known)
+}
+
+/// Rejections outlive the forge's paging and the history read: each is recorded as a ref
+/// in the repository (`refs/imagebump/rejected/…`), read back with one `ls-remote`; a
+/// pull-request run records the new ones. False when the recorded ones cannot be read
+/// (fail closed, as for the forge).
+fn remember(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    all: &mut Vec<crate::deliver::pulls::Rejected>,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    use crate::deliver::pulls::{Rejected, NAMESPACE};
+    let (Some(git), Some(commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
+        return true;
+    };
+    let root = &loaded.ws.root;
+    let recorded = match git.remote_refs(root, NAMESPACE) {
+        Ok(names) => names,
+        Err(e) => {
+            problems.push(Problem::general(format!(
+                "cannot read the recorded rejections ({NAMESPACE}*): {e}; no new pull request is opened this run"
+            )));
+            return false;
+        }
+    };
+    let mut new: Vec<String> = all
+        .iter()
+        .map(Rejected::ref_name)
+        .filter(|name| !recorded.contains(name))
+        .collect();
+    new.sort();
+    new.dedup();
+    all.extend(recorded.iter().filter_map(|name| Rejected::from_ref(name)));
+    if plan.mode == Mode::PullRequests && !new.is_empty() {
+        if let Err(e) = git.create_refs(root, &new, commit) {
+            problems.push(Problem::general(format!(
+                "cannot record {} rejection(s) as {NAMESPACE}…: {e}",
+                new.len()
+            )));
+        }
+    }
+    true
 }
 
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved

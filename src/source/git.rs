@@ -808,6 +808,53 @@ impl Git {
         Ok(outcome)
     }
 
+    /// The names of `origin`'s refs below `namespace` (`refs/imagebump/rejected/`), in one
+    /// `ls-remote`.
+    pub fn remote_refs(&self, dir: &Path, namespace: &str) -> Result<Vec<String>, Error> {
+        let mut cmd = self.remote(dir)?;
+        cmd.args(["ls-remote", "--refs", "origin"])
+            .arg(format!("{}*", escape_glob(namespace)));
+        let out = self.run(cmd, "ls-remote")?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(_, name)| name)
+            // ls-remote matches any tail of the name; keep the namespace's own.
+            .filter(|name| name.starts_with(namespace))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Create the refs `names` (below `refs/imagebump/`, never a branch) on `origin`,
+    /// pointing at `commit` (one the remote has), in one push. Refs that exist are left.
+    pub fn create_refs(&self, dir: &Path, names: &[String], commit: &str) -> Result<(), Error> {
+        object_id(commit)?;
+        for name in names {
+            let inside = name
+                .strip_prefix("refs/imagebump/")
+                .ok_or_else(|| Error::Invalid {
+                    what: "imagebump ref",
+                    value: name.clone(),
+                })?;
+            branch_name(inside)?;
+        }
+        if names.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = self.remote(dir)?;
+        cmd.args(["push", "--porcelain", "--no-progress", "--no-verify"]);
+        // An empty lease: create only, never move a ref that is there.
+        cmd.args(names.iter().map(|n| format!("--force-with-lease={n}:")));
+        cmd.arg("origin");
+        cmd.args(names.iter().map(|n| format!("{commit}:{n}")));
+        let out = self.output(cmd, "push", None)?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(self.failure("push", &out.stderr))
+        }
+    }
+
     /// The commits of `range` (a revision or `a..b`), newest first, at most `max`. In a
     /// shallow clone history ends at the shallow boundary, silently.
     pub fn log(&self, dir: &Path, range: &str, max: usize) -> Result<Vec<CommitInfo>, Error> {

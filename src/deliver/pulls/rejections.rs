@@ -8,23 +8,71 @@ use crate::resolve::Rejections;
 use crate::source::git::CommitInfo;
 use imagebump_model::name::parse_name;
 
+/// Where rejections are recorded in the repository itself, one ref each, so that they
+/// outlive the forge's paging of closed pull requests and the history depth read.
+pub const NAMESPACE: &str = "refs/imagebump/rejected/";
+
+/// One version a reviewer rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub image: String,
+    pub tag: String,
+    /// `pr-12` or `revert-1a2b3c4d5e`: what said no, as the ref records it.
+    pub source: String,
+    pub why: String,
+}
+
+impl Rejected {
+    /// `refs/imagebump/rejected/<image>/<tag>/<source>`, the image's `:` (a port) as `%3A`.
+    pub fn ref_name(&self) -> String {
+        format!(
+            "{NAMESPACE}{}/{}/{}",
+            self.image.replace(':', "%3A"),
+            self.tag,
+            self.source
+        )
+    }
+
+    /// A rejection read back from its ref name.
+    pub fn from_ref(name: &str) -> Option<Rejected> {
+        let rest = name.strip_prefix(NAMESPACE)?;
+        let (rest, source) = rest.rsplit_once('/')?;
+        let (image, tag) = rest.rsplit_once('/')?;
+        let image = image.replace("%3A", ":");
+        let why = if let Some(n) = source.strip_prefix("pr-") {
+            format!("pull request #{n} was closed without merging")
+        } else if let Some(sha) = source.strip_prefix("revert-") {
+            format!("commit {sha} was reverted")
+        } else {
+            return None;
+        };
+        Some(Rejected {
+            image,
+            tag: tag.to_string(),
+            source: source.to_string(),
+            why,
+        })
+    }
+}
+
 /// Versions reviewers rejected: pull requests closed without merging (their marker) and
 /// reverted imagebump commits (their trailers), within the base branch's recent history.
-pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
-    let mut out: Rejections = Default::default();
-    let mut reject = |image: &str, to: &str, why: String| {
-        if let Ok(name) = parse_name(image) {
-            out.entry(name)
-                .or_default()
-                .entry(marker::tag_of(to).to_string())
-                .or_insert(why);
-        }
+pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
+    let mut out = Vec::new();
+    let mut reject = |image: &str, to: &str, source: String, why: String| {
+        out.push(Rejected {
+            image: image.to_string(),
+            tag: marker::tag_of(to).to_string(),
+            source,
+            why,
+        });
     };
     for p in closed.iter().filter(|p| p.state == PullState::Closed) {
         for u in marker::parse(&p.body).unwrap_or_default() {
             reject(
                 &u.image,
                 &u.to,
+                format!("pr-{}", p.number),
                 format!("pull request #{} was closed without merging", p.number),
             );
         }
@@ -43,6 +91,7 @@ pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
                     reject(
                         &image,
                         &to,
+                        format!("revert-{}", short(reverted)),
                         format!(
                             "commit {} was reverted by {}",
                             short(reverted),
@@ -54,6 +103,25 @@ pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
         }
     }
     out
+}
+
+/// The rejections by image: tag → why (the first reason found wins).
+pub fn by_image(all: &[Rejected]) -> Rejections {
+    let mut out: Rejections = Default::default();
+    for r in all {
+        if let Ok(name) = parse_name(&r.image) {
+            out.entry(name)
+                .or_default()
+                .entry(r.tag.clone())
+                .or_insert_with(|| r.why.clone());
+        }
+    }
+    out
+}
+
+/// [`rejected`], by image.
+pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
+    by_image(&rejected(closed, history))
 }
 
 fn short(sha: &str) -> &str {
@@ -71,6 +139,30 @@ fn reverted_sha(body: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rejection_round_trips_through_its_ref_name() {
+        let r = Rejected {
+            image: "127.0.0.1:5000/team/web".into(),
+            tag: "1.1.0".into(),
+            source: "pr-12".into(),
+            why: "pull request #12 was closed without merging".into(),
+        };
+        assert_eq!(
+            r.ref_name(),
+            "refs/imagebump/rejected/127.0.0.1%3A5000/team/web/1.1.0/pr-12"
+        );
+        assert_eq!(Rejected::from_ref(&r.ref_name()), Some(r));
+        let revert =
+            Rejected::from_ref("refs/imagebump/rejected/ghcr.io/a/b/2.0/revert-1a2b3c4d5e")
+                .unwrap();
+        assert_eq!(revert.why, "commit 1a2b3c4d5e was reverted");
+        assert_eq!(
+            Rejected::from_ref("refs/imagebump/rejected/x/1.0/other"),
+            None
+        );
+        assert_eq!(Rejected::from_ref("refs/heads/main"), None);
+    }
     use crate::deliver::marker::Marked;
     use crate::source::git::Signature;
 
