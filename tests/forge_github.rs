@@ -71,6 +71,7 @@ async fn create_then_find_open_by_prefix_ignoring_forks_and_other_branches() {
             state: PullState::Open,
             url: "https://github.com/octo/gitops/pull/3".to_string(),
             labels: vec![],
+            assignees: vec![],
             draft: false,
         }
     );

@@ -672,3 +672,32 @@ async fn a_rejection_outlives_the_forges_paging() {
         web.number
     ));
 }
+
+/// A configured assignee whose call failed is assigned by the next run, once; after that
+/// nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn assignees_converge_after_a_failed_call() {
+    let s = setup("pullRequests:\n  assignees: [octocat]\n").await;
+    s.forge.fail_next(
+        "POST",
+        &s.forge.repo_path("/issues/1/assignees"),
+        1,
+        support::github::Fault::Status(500),
+    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains("cannot assign #1");
+    s.forge.clear_calls();
+    s.run(&[], 0).await;
+    assert_eq!(
+        s.writes(),
+        [format!("POST {}", s.forge.repo_path("/issues/1/assignees"))]
+    );
+    assert!(
+        s.forge.pulls().iter().all(|p| p.assignees == ["octocat"]),
+        "{:?}",
+        s.forge.pulls()
+    );
+    s.forge.clear_calls();
+    s.run(&[], 0).await;
+    assert_eq!(s.writes(), Vec::<String>::new());
+}

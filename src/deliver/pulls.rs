@@ -100,6 +100,7 @@ pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Pr
         base: ctx.base,
         draft: ctx.settings.draft,
         labels: &ctx.settings.labels,
+        assignees: &ctx.settings.assignees,
         max_new: ctx.max_new,
         dry_run: ctx.dry_run,
         shard: ctx.shard,

@@ -763,6 +763,8 @@ struct PullJson {
     html_url: String,
     /// Gitea writes an empty list as `null` in places; both mean none.
     labels: Option<Vec<LabelJson>>,
+    #[serde(default)]
+    assignees: Option<Vec<LoginJson>>,
     /// Gitea 1.22 and later.
     draft: Option<bool>,
     head: BranchJson,
@@ -773,6 +775,11 @@ struct PullJson {
 struct LabelJson {
     id: u64,
     name: String,
+}
+
+#[derive(Deserialize)]
+struct LoginJson {
+    login: String,
 }
 
 #[derive(Deserialize)]
@@ -822,6 +829,12 @@ impl PullJson {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|l| l.name)
+                .collect(),
+            assignees: self
+                .assignees
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| a.login)
                 .collect(),
             draft,
         }
@@ -917,6 +930,7 @@ mod tests {
                 state: PullState::Open,
                 url: format!("{web}/octo/gitops/pulls/{}", human + 1),
                 labels: Vec::new(),
+                assignees: Vec::new(),
                 draft: false,
             }
         );

@@ -721,6 +721,8 @@ struct PullJson {
     #[serde(default)]
     labels: Vec<LabelJson>,
     #[serde(default)]
+    assignees: Option<Vec<LoginJson>>,
+    #[serde(default)]
     draft: Option<bool>,
     merged_at: Option<String>,
     #[serde(default)]
@@ -732,6 +734,11 @@ struct PullJson {
 #[derive(Deserialize)]
 struct LabelJson {
     name: String,
+}
+
+#[derive(Deserialize)]
+struct LoginJson {
+    login: String,
 }
 
 impl PullJson {
@@ -758,6 +765,12 @@ impl PullJson {
             state,
             url: self.html_url,
             labels: self.labels.into_iter().map(|l| l.name).collect(),
+            assignees: self
+                .assignees
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| a.login)
+                .collect(),
             draft: self.draft.unwrap_or(false),
         }
     }

@@ -1018,6 +1018,8 @@ enum LabelJson {
 #[derive(Deserialize)]
 struct UserRef {
     id: u64,
+    #[serde(default)]
+    username: String,
 }
 
 #[derive(Deserialize)]
@@ -1074,6 +1076,14 @@ impl MrJson {
                 .map(|label| match label {
                     LabelJson::Name(name) | LabelJson::Detailed { name } => name,
                 })
+                .collect(),
+            // `assignee` only where `assignees` is missing (it repeats the first one).
+            assignees: self
+                .assignees
+                .unwrap_or_else(|| self.assignee.into_iter().collect())
+                .into_iter()
+                .map(|a| a.username)
+                .filter(|name| !name.is_empty())
                 .collect(),
             draft,
         }
@@ -1164,6 +1174,7 @@ mod tests {
             state: PullState::Open,
             url: web_url(3),
             labels: Vec::new(),
+            assignees: Vec::new(),
             draft: false,
         };
         assert_eq!(created, expected);

@@ -92,6 +92,8 @@ pub struct Pull {
     pub url: String,
     /// Label names.
     pub labels: Vec<String>,
+    /// The assignees' logins (GitLab: usernames).
+    pub assignees: Vec<String>,
     pub draft: bool,
 }
 

@@ -41,6 +41,15 @@ pub async fn act(
                 }
                 continue;
             }
+            Action::Assign { number, assignees } => {
+                if let Some(f) = ctx.forge {
+                    if let Err(e) = f.add_assignees(number, &assignees).await {
+                        let what = format!("cannot assign #{number}");
+                        problems.push(forge_problem(f, &what, &e));
+                    }
+                }
+                continue;
+            }
             Action::Push(updates) => {
                 failed = push_all(ctx, &updates, problems);
                 let pushed: Vec<&str> = updates

@@ -69,6 +69,8 @@ pub struct Input<'a> {
     pub draft: bool,
     /// `pullRequests.labels`: every open pull request of imagebump's carries them.
     pub labels: &'a [String],
+    /// `pullRequests.assignees`: every open pull request of imagebump's has them.
+    pub assignees: &'a [String],
     /// `--max-prs`: new pull requests at most.
     pub max_new: Option<usize>,
     /// Decide what would happen; push nothing, call the forge for nothing.
@@ -107,6 +109,8 @@ pub enum Action {
     /// Add the configured labels an open pull request lacks (a label call that failed on
     /// an earlier run, or one added to the configuration since).
     Label { number: u64, labels: Vec<String> },
+    /// Assign the configured assignees an open pull request lacks.
+    Assign { number: u64, assignees: Vec<String> },
 }
 
 /// Each change set of the plan with its branch, title, updates and body.
@@ -182,6 +186,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
         };
         proposed.push(propose(input, p, outcome, pull));
         proposed.extend(missing_labels(input, pull));
+        proposed.extend(missing_assignees(input, pull));
     }
     let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
     let mut actions = notes;
@@ -245,6 +250,25 @@ fn missing_labels(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
     (!labels.is_empty()).then_some(Action::Label {
         number: pull.number,
         labels,
+    })
+}
+
+/// The configured assignees an existing open pull request lacks (`@` and case aside), as
+/// one call. Reviewers are not repeated: a forge forgets a review request once the review
+/// is in, and asking again would ping the reviewer on every run.
+fn missing_assignees(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+    let pull = pull.filter(|_| !input.dry_run)?;
+    let bare = |name: &str| name.trim().trim_start_matches('@').to_ascii_lowercase();
+    let have: Vec<String> = pull.assignees.iter().map(|a| bare(a)).collect();
+    let assignees: Vec<String> = input
+        .assignees
+        .iter()
+        .filter(|a| !bare(a).is_empty() && !have.contains(&bare(a)))
+        .cloned()
+        .collect();
+    (!assignees.is_empty()).then_some(Action::Assign {
+        number: pull.number,
+        assignees,
     })
 }
 
@@ -357,6 +381,7 @@ mod tests {
             state: PullState::Open,
             url: format!("https://forge/pulls/{number}"),
             labels: Vec::new(),
+            assignees: Vec::new(),
             draft: false,
         }
     }
@@ -419,6 +444,7 @@ mod tests {
                 base: "main",
                 draft: false,
                 labels: &[],
+                assignees: &[],
                 max_new: self.max_new,
                 dry_run: self.dry_run,
                 shard: None,
@@ -446,6 +472,7 @@ mod tests {
                 Action::Update { report, .. } => r("update", report),
                 Action::Close { report, .. } => r("close", report),
                 Action::Label { number, labels } => format!("label #{number} {labels:?}"),
+                Action::Assign { number, assignees } => format!("assign #{number} {assignees:?}"),
             })
             .collect()
     }

@@ -184,6 +184,7 @@ mod tests {
             state: PullState::Closed,
             url: String::new(),
             labels: Vec::new(),
+            assignees: Vec::new(),
             draft: false,
         };
         let sig = Signature {
