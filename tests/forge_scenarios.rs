@@ -338,12 +338,18 @@ async fn a_newer_version_updates_the_same_pull_request(kind: Kind) {
 /// A pull request closed unmerged rejects its version; a newer one gets a fresh one.
 async fn a_closed_pull_request_stays_rejected(kind: Kind) {
     let s = setup(kind).await;
+    // A release between git's 1.0.0 and the proposed 1.1.0: the no covers it too.
+    s.reg.push_tags("team/web", &["1.0.1"]);
     s.run(0).await;
     let web = s.forge.open_for(WEB)[0].clone();
     s.forge.close(web.number);
     s.forge.clear_calls();
     let run = s.run(0).await;
-    assert_eq!(s.forge.writes(), [], "1.1.0 is not proposed again: {run}");
+    assert_eq!(
+        s.forge.writes(),
+        [],
+        "neither 1.1.0 nor 1.0.1 is proposed: {run}"
+    );
 
     s.reg.push_tags("team/web", &["1.2.0"]);
     let run = s.run(0).await;
