@@ -211,7 +211,7 @@ impl<'t> Evaluation<'t> {
             policy: policy.clone(),
             current: current.to_string(),
             current_digest: current_digest.map(str::to_string),
-            candidates: Vec::with_capacity(tags.len()),
+            candidates: Vec::new(),
             order: Vec::new(),
             meta: std::collections::HashMap::new(),
             current_index: None,
@@ -229,31 +229,44 @@ impl<'t> Evaluation<'t> {
             _ => None,
         };
         let current_key = e.key_of(series.as_ref(), current, true).ok();
-        // The survivors' keys, only while they are sorted; sized once, as a vector grown by
-        // doubling would hold two copies at a million tags.
+        // Pass one: the survivors' sort keys (kept only while they are sorted) and the
+        // verdicts of the rest. The candidates are built afterwards, so a million tags never
+        // hold keys and candidates at once. Sized once: a vector grown by doubling would
+        // hold two copies.
         let mut kept = Vec::with_capacity(tags.len());
-        for tag in tags {
-            let (verdict, key) = if tag == current {
-                e.current_index = Some(e.candidates.len());
-                (Verdict::Current, None)
-            } else {
-                match e.judge(series.as_ref(), tag, current_key.as_ref()) {
-                    Ok(key) => (Verdict::Ranked, Some(key)),
-                    Err(v) => (v, None),
-                }
-            };
-            if verdict.kept() {
-                kept.push((key, e.candidates.len()));
+        let mut judged: Vec<(usize, Verdict)> = Vec::new();
+        for (i, tag) in tags.iter().enumerate() {
+            if tag == current {
+                e.current_index = Some(i);
+                judged.push((i, Verdict::Current));
+                continue;
             }
-            e.candidates.push(Candidate { tag, verdict });
+            match e.judge(series.as_ref(), tag, current_key.as_ref()) {
+                Ok(key) => kept.push((key, i)),
+                Err(v) => judged.push((i, v)),
+            }
         }
         if policy.strategy == Strategy::Digest {
             e.order = e.current_index.into_iter().collect();
         } else {
             // Best first; equal keys (a tag listed twice) in listing order.
             kept.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            e.order = kept.into_iter().map(|(_, i)| i).collect();
+            e.order = kept.iter().map(|(_, i)| *i).collect();
         }
+        drop(kept);
+        // Pass two: every tag in listing order, ranked unless judged otherwise.
+        let mut judged = judged.into_iter().peekable();
+        e.candidates = tags
+            .iter()
+            .enumerate()
+            .map(|(i, tag)| {
+                let verdict = match judged.next_if(|(j, _)| *j == i) {
+                    Some((_, v)) => v,
+                    None => Verdict::Ranked,
+                };
+                Candidate { tag, verdict }
+            })
+            .collect();
         e.series = series;
         e
     }
