@@ -23,6 +23,14 @@ fn kustomization(root: &Path) {
     .unwrap();
 }
 
+/// The operator's configuration file (`--config`), outside the repository, holding `text`.
+fn operator_config(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("operator.yaml");
+    fs::write(&cfg, text).unwrap();
+    (dir, cfg)
+}
+
 /// A repository whose imagebump.yaml is `config`, run with a forge token in the
 /// environment; the run must stop with a configuration error naming `key`.
 fn refused(config: &str, key: &str) -> support::cli::Run {
@@ -74,16 +82,10 @@ fn the_operator_defines_registries_and_the_repository_its_policies() {
         "images:\n  - match: ghcr.io/acme/web\n    constraint: ^1\n",
     )
     .unwrap();
-    let operator = tempfile::tempdir().unwrap();
-    let cfg = operator.path().join("operator.yaml");
-    fs::write(
-        &cfg,
-        format!(
-            "registries:\n  - prefix: ghcr.io\n    url: {}\ndefaults:\n  constraint: '>=1'\n",
-            reg.base_url()
-        ),
-    )
-    .unwrap();
+    let (_operator, cfg) = operator_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: {}\ndefaults:\n  constraint: '>=1'\n",
+        reg.base_url()
+    ));
     let run = imagebump()
         .args(["run", "--dry-run"])
         .arg(repo.path())
@@ -252,16 +254,10 @@ fn huge_deep_and_bom_files_are_handled_and_the_rest_is_updated() {
         "  - {a: 1, b: x}\n".repeat(1_400_000)
     );
     fs::write(root.join("dense/values.yaml"), dense).unwrap();
-    let operator = tempfile::tempdir().unwrap();
-    let cfg = operator.path().join("operator.yaml");
-    fs::write(
-        &cfg,
-        format!(
-            "registries:\n  - prefix: ghcr.io\n    url: {}\n",
-            reg.base_url()
-        ),
-    )
-    .unwrap();
+    let (_operator, cfg) = operator_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: {}\n",
+        reg.base_url()
+    ));
     let run = imagebump()
         .args(["run", "--write"])
         .arg(root)
@@ -299,13 +295,9 @@ fn sigterm_removes_the_temporary_clone() {
         "images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0\n",
     )]);
     let server = support::GitServer::daemon(work.path(), "gitops");
-    let operator = tempfile::tempdir().unwrap();
-    let cfg = operator.path().join("operator.yaml");
-    fs::write(
-        &cfg,
-        format!("registries:\n  - prefix: ghcr.io\n    url: http://127.0.0.1:{port}\n"),
-    )
-    .unwrap();
+    let (_operator, cfg) = operator_config(&format!(
+        "registries:\n  - prefix: ghcr.io\n    url: http://127.0.0.1:{port}\n"
+    ));
     let tmp = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_imagebump"))
@@ -440,21 +432,15 @@ fn credentials_never_follow_a_challenge_to_plain_http() {
         let reg = Registry::start(RegistryMode::TlsTokenAuth { realm });
         let repo = tempfile::tempdir().unwrap();
         kustomization(repo.path());
-        let operator = tempfile::tempdir().unwrap();
-        let cfg = operator.path().join("operator.yaml");
         let trust = if insecure {
             "insecure: true".to_string()
         } else {
             format!("caFile: {}", reg.ca_file().unwrap().display())
         };
-        fs::write(
-            &cfg,
-            format!(
+        let (_operator, cfg) = operator_config(&format!(
                 "registries:\n  - prefix: ghcr.io\n    url: {}\n    {trust}\n    credentials: env:REGISTRY_LOGIN\n",
                 reg.base_url()
-            ),
-        )
-        .unwrap();
+            ));
         let run = imagebump()
             .args(["run", "--dry-run"])
             .arg(repo.path())
@@ -557,13 +543,9 @@ async fn huge_and_endless_tag_lists_stay_under_the_cronjob_memory_limit() {
         )
         .unwrap();
     }
-    let operator = tempfile::tempdir().unwrap();
-    let cfg = operator.path().join("operator.yaml");
-    fs::write(
-        &cfg,
-        format!("registries:\n  - prefix: {host}\n    url: http://{host}\n"),
-    )
-    .unwrap();
+    let (_operator, cfg) = operator_config(&format!(
+        "registries:\n  - prefix: {host}\n    url: http://{host}\n"
+    ));
     let run = imagebump()
         .args(["run", "--dry-run"])
         .arg(repo.path())

@@ -38,13 +38,25 @@ impl Setup {
 
     /// As [`Setup::run`], with more environment variables.
     async fn run_env(&self, extra: &[&str], env: &[(&str, &str)], code: i32) -> Run {
+        self.run_against(&self.forge.api_url(), extra, env, code)
+            .await
+    }
+
+    /// As [`Setup::run_env`], with the GitHub API at `api_url` (another fake).
+    async fn run_against(
+        &self,
+        api_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        code: i32,
+    ) -> Run {
         imagebump()
             .arg("run")
             .arg(self.server.url())
             .arg("--config")
             .arg(self.config())
             .args(["--forge", "github", "--forge-url"])
-            .arg(self.forge.api_url())
+            .arg(api_url)
             .arg("--forge-repo")
             .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
             .args(extra)
@@ -648,18 +660,7 @@ async fn a_rejection_outlives_the_forges_paging() {
     );
     // A forge with no memory of the closed pull request (nor of any other).
     let amnesiac = FakeGitHub::start().await;
-    let run = imagebump()
-        .arg("run")
-        .arg(s.server.url())
-        .arg("--config")
-        .arg(s.config())
-        .args(["--forge", "github", "--forge-url"])
-        .arg(amnesiac.api_url())
-        .arg("--forge-repo")
-        .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
-        .env("GITHUB_TOKEN", TOKEN)
-        .run_async()
-        .await;
+    let run = s.run_against(&amnesiac.api_url(), &[], &[], 0).await;
     let proposed: Vec<String> = amnesiac.pulls().into_iter().map(|p| p.title).collect();
     assert_eq!(
         proposed,

@@ -71,7 +71,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{BranchJson, Error, Forge, NewPull, Pull, PullState};
+use super::{logins, BranchJson, Error, Forge, LoginJson, NewPull, Pull, PullState};
 
 /// Items per page: Gitea's default `MAX_RESPONSE_ITEMS`.
 const PAGE_SIZE: usize = 50;
@@ -778,11 +778,6 @@ struct LabelJson {
 }
 
 #[derive(Deserialize)]
-struct LoginJson {
-    login: String,
-}
-
-#[derive(Deserialize)]
 struct IssueJson {
     /// `null` when there are none.
     assignees: Option<Vec<UserJson>>,
@@ -830,12 +825,7 @@ impl PullJson {
                 .into_iter()
                 .map(|l| l.name)
                 .collect(),
-            assignees: self
-                .assignees
-                .unwrap_or_default()
-                .into_iter()
-                .map(|a| a.login)
-                .collect(),
+            assignees: logins(self.assignees),
             draft,
         }
     }

@@ -22,7 +22,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use super::{BranchJson, Error, Forge, GitHubAuth, GitHubSettings, NewPull, Pull, PullState};
+use super::{
+    logins, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson, NewPull, Pull,
+    PullState,
+};
 
 /// Items per page: GitHub's maximum.
 const PER_PAGE: usize = 100;
@@ -736,11 +739,6 @@ struct LabelJson {
     name: String,
 }
 
-#[derive(Deserialize)]
-struct LoginJson {
-    login: String,
-}
-
 impl PullJson {
     /// Its head is a branch of `full_name` (not a fork with the same branch name) starting
     /// with `prefix`. GitHub names are case-insensitive.
@@ -765,12 +763,7 @@ impl PullJson {
             state,
             url: self.html_url,
             labels: self.labels.into_iter().map(|l| l.name).collect(),
-            assignees: self
-                .assignees
-                .unwrap_or_default()
-                .into_iter()
-                .map(|a| a.login)
-                .collect(),
+            assignees: logins(self.assignees),
             draft: self.draft.unwrap_or(false),
         }
     }

@@ -273,6 +273,22 @@ pub(crate) fn redacted(error: Error, redactor: &imagebump_http::Redactor) -> Err
     }
 }
 
+/// A pull request's assignees as GitHub writes them, and Gitea after it (`null` or a
+/// list of users); their logins.
+pub(crate) fn logins(users: Option<Vec<LoginJson>>) -> Vec<String> {
+    users
+        .unwrap_or_default()
+        .into_iter()
+        .map(|u| u.login)
+        .collect()
+}
+
+/// A user as GitHub and Gitea write one, by login.
+#[derive(serde::Deserialize)]
+pub(crate) struct LoginJson {
+    login: String,
+}
+
 /// A pull request's `head` or `base` as GitHub writes it, and Gitea after it.
 #[derive(serde::Deserialize)]
 pub(crate) struct BranchJson {
