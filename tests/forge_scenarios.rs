@@ -183,6 +183,24 @@ impl Fake {
         }
     }
 
+    /// A human reopens a closed pull request.
+    fn reopen(&self, number: u64) {
+        match self {
+            Fake::GitHub(f) => f.reopen(number),
+            Fake::GitLab(f) => f.reopen(number),
+            Fake::Gitea(f) => f.reopen(number),
+        }
+    }
+
+    /// A human merges the pull request (the fake's record; the git merge is separate).
+    fn merge(&self, number: u64) {
+        match self {
+            Fake::GitHub(f) => f.merge(number),
+            Fake::GitLab(f) => f.merge(number),
+            Fake::Gitea(f) => f.merge(number),
+        }
+    }
+
     /// The next "open a pull request" call answers 500.
     fn fail_next_create(&self) {
         match self {
@@ -360,6 +378,34 @@ async fn a_closed_pull_request_stays_rejected(kind: Kind) {
     assert_eq!(s.forge.writes(), [Write::Create], "{run}");
 }
 
+/// Reopening a closed pull request takes the "no" back: the next run keeps it current
+/// instead of closing it, and forgets the recorded rejection.
+async fn a_reopened_pull_request_lifts_its_rejection(kind: Kind) {
+    let s = setup(kind).await;
+    s.run(0).await;
+    let web = s.forge.open_for(WEB)[0].clone();
+    s.forge.close(web.number);
+    s.run(0).await;
+    let recorded = || {
+        s.server
+            .git(&["for-each-ref", "--format=%(refname)", "refs/imagebump/"])
+    };
+    assert!(recorded().contains(&format!("/pr-{}/", web.number)));
+    s.forge.reopen(web.number);
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "left open as it is: {run}");
+    assert_eq!(s.forge.open_for(WEB)[0].number, web.number);
+    assert_eq!(recorded().trim(), "", "the rejection is forgotten: {run}");
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    s.run(0).await;
+    assert_eq!(s.forge.writes(), [Write::Update]);
+    assert_eq!(
+        s.forge.open_for(WEB)[0].title,
+        "Update registry.test/team/web to 1.2.0"
+    );
+}
+
 /// A reverted imagebump commit on the base keeps its version rejected.
 async fn a_reverted_update_stays_reverted(kind: Kind) {
     let s = setup(kind).await;
@@ -375,6 +421,34 @@ async fn a_reverted_update_stays_reverted(kind: Kind) {
     let run = s.run(0).await;
     let branches: Vec<String> = s.forge.pulls().into_iter().map(|p| p.branch).collect();
     assert_eq!(branches, [API], "web 1.1.0 was reverted: {run}");
+}
+
+/// A merged pull request reverted with the forge's "Revert" button (`git revert -m 1` of
+/// the merge commit): its version stays rejected there, and a newer release is proposed.
+async fn a_reverted_merge_stays_reverted(kind: Kind) {
+    let s = setup(kind).await;
+    s.run(0).await;
+    let web = s.forge.open_for(WEB)[0].clone();
+    let merge = s.server.merge_on("main", WEB);
+    s.forge.merge(web.number);
+    s.server.revert_merge_on("main", &merge);
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "1.1.0 was reverted: {run}");
+    assert!(s.forge.open_for(WEB).is_empty(), "{run}");
+    assert!(
+        run.stdout
+            .contains("registry.test/team/web 1.1.0 held back: commit"),
+        "the reason is shown: {run}"
+    );
+
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [Write::Create], "{run}");
+    assert_eq!(
+        s.forge.open_for(WEB)[0].title,
+        "Update registry.test/team/web to 1.2.0"
+    );
 }
 
 /// Someone else's commit on imagebump's branch: not overwritten, said once in a comment,
@@ -440,6 +514,8 @@ over_the_forges!(
     a_newer_version_updates_the_same_pull_request,
     a_closed_pull_request_stays_rejected,
     a_reverted_update_stays_reverted,
+    a_reverted_merge_stays_reverted,
+    a_reopened_pull_request_lifts_its_rejection,
     a_human_commit_is_left_alone,
     a_failure_mid_run_converges,
 );

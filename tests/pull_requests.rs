@@ -110,7 +110,10 @@ async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
     let trailers = s
         .server
         .log(WEB, "%(trailers:key=Imagebump-Update,valueonly)");
-    assert_eq!(trailers[0].trim(), "registry.test/team/web 1.0.0 -> 1.1.0");
+    assert_eq!(
+        trailers[0].trim(),
+        "registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml"
+    );
 
     let pulls = s.forge.pulls();
     let mut branches: Vec<&str> = pulls.iter().map(|p| p.branch.as_str()).collect();
@@ -417,8 +420,8 @@ async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
     assert_eq!(
         trailers[0].lines().collect::<Vec<_>>(),
         [
-            "registry.test/team/api 2.0.0 -> 2.1.0",
-            "registry.test/team/web 1.0.0 -> 1.1.0"
+            "registry.test/team/api 2.0.0 -> 2.1.0 in apps/api/values.yaml",
+            "registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml"
         ]
     );
     assert!(s.forge.pulls().is_empty(), "no pull requests in push mode");
@@ -510,10 +513,12 @@ async fn without_the_closed_pull_requests_nothing_new_is_proposed() {
     let web = s.pull_for(WEB);
     s.forge.close(web.number);
     s.forge.clear_calls();
+    // Every attempt of the two listings before resolving (the open ones, for reopened
+    // pull requests, and the closed ones) fails.
     s.forge.fail_next(
         "GET",
         &s.forge.repo_path("/pulls"),
-        4,
+        8,
         support::github::Fault::Status(502),
     );
     let run = s.run(&[], 1).await;
@@ -589,7 +594,10 @@ async fn delivery_push_for_one_path_and_a_pull_request_for_the_rest() {
     let trailers = s
         .server
         .log("main", "%(trailers:key=Imagebump-Update,valueonly)");
-    assert_eq!(trailers[0].trim(), "registry.test/team/web 1.0.0 -> 1.1.0");
+    assert_eq!(
+        trailers[0].trim(),
+        "registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml"
+    );
 
     // Nothing new: no push, no forge write.
     s.forge.clear_calls();
@@ -620,7 +628,7 @@ async fn a_push_can_be_previewed() {
     let run = s.run(&["--push", "--dry-run"], 0).await;
     run.assert_stdout_contains("would push 1 commit(s) to main:\n\ncommit ")
         .assert_stdout_contains("    Update 2 images\n")
-        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n");
+        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml\n");
     assert_eq!(s.server.branch_sha("main").unwrap(), main);
     assert_eq!(s.pushes(), 0);
     assert_eq!(s.writes(), Vec::<String>::new());
@@ -628,7 +636,7 @@ async fn a_push_can_be_previewed() {
     let s = setup("images:\n  - path: apps/web/**\n    delivery: push\n").await;
     let run = s.run(&["--dry-run"], 0).await;
     run.assert_stdout_contains("would push 1 commit(s) to main:")
-        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0\n");
+        .assert_stdout_contains("    Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml\n");
     assert!(
         !run.stdout
             .contains("Imagebump-Update: registry.test/team/api"),
@@ -654,7 +662,7 @@ async fn a_rejection_outlives_the_forges_paging() {
     assert_eq!(
         recorded.trim(),
         format!(
-            "refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{}",
+            "refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{}/file=apps%2Fweb%2Fkustomization.yaml",
             web.number
         )
     );
@@ -672,6 +680,56 @@ async fn a_rejection_outlives_the_forges_paging() {
         "registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging",
         web.number
     ));
+}
+
+/// A "no" holds where it was said: closing prod's pull request for web 1.1.0 holds 1.1.0
+/// back in prod only; dev's pull request for the same version stays open and untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejection_holds_at_its_location_only() {
+    let s = setup("").await;
+    let prod = "apps/web-prod/kustomization.yaml";
+    s.server.commit_on(
+        "main",
+        &[(
+            prod,
+            Some("images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n"),
+        )],
+        "web in prod",
+    );
+    s.run(&[], 0).await;
+    let dev = s.pull_for(WEB);
+    let prod_pull = s.pull_for("imagebump/apps-web-prod");
+    s.forge.close(prod_pull.number);
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    assert_eq!(s.writes(), Vec::<String>::new(), "{run}");
+    let open: Vec<u64> = s
+        .forge
+        .pulls()
+        .into_iter()
+        .filter(|p| p.state == "open" && p.branch.starts_with("imagebump/apps-web"))
+        .map(|p| p.number)
+        .collect();
+    assert_eq!(open, [dev.number], "dev's pull request stays: {run}");
+    run.assert_stdout_contains(&format!(
+        "{prod}:3: registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging",
+        prod_pull.number
+    ));
+    assert!(
+        !run.stdout
+            .contains("apps/web/kustomization.yaml:3: registry.test/team/web 1.1.0 held back"),
+        "{run}"
+    );
+    let recorded = s
+        .server
+        .git(&["for-each-ref", "--format=%(refname)", "refs/imagebump/"]);
+    assert_eq!(
+        recorded.trim(),
+        format!(
+            "refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{}/file=apps%2Fweb-prod%2Fkustomization.yaml",
+            prod_pull.number
+        )
+    );
 }
 
 /// A configured assignee whose call failed is assigned by the next run, once; after that

@@ -237,9 +237,11 @@ async fn rejections(
     };
     let mut closed = Vec::new();
     let mut known = true;
+    let mut lifted = BTreeSet::new();
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
+            lifted = reopened(f, prefix).await;
             match f.closed_pulls(prefix, 100).await {
                 Ok(c) => closed = c,
                 Err(e) => {
@@ -267,8 +269,20 @@ async fn rejections(
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
     let mut all = crate::deliver::pulls::rejected(&closed, &history);
-    known &= remember(plan, loaded, &mut all, problems);
+    lifted.extend(crate::deliver::pulls::lifted(&history));
+    known &= remember(plan, loaded, &mut all, &lifted, problems);
     (crate::deliver::pulls::by_image(&all), known)
+}
+
+/// `pr-N` for each of imagebump's pull requests that is open: one a human reopened lifts
+/// the rejection its closing made. (A failed listing lifts nothing.)
+async fn reopened(f: &dyn Forge, prefix: &str) -> BTreeSet<String> {
+    f.open_pulls(prefix)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|p| format!("pr-{}", p.number))
+        .collect()
 }
 
 /// Rejections outlive the forge's paging and the history read: each is recorded as a ref
@@ -279,6 +293,7 @@ fn remember(
     plan: &RunPlan,
     loaded: &Loaded,
     all: &mut Vec<crate::deliver::pulls::Rejected>,
+    lifted: &BTreeSet<String>,
     problems: &mut Vec<Problem>,
 ) -> bool {
     use crate::deliver::pulls::{Rejected, NAMESPACE};
@@ -302,14 +317,28 @@ fn remember(
         .collect();
     new.sort();
     new.dedup();
-    all.extend(recorded.iter().filter_map(|name| Rejected::from_ref(name)));
-    if plan.mode == Mode::PullRequests && !new.is_empty() {
-        if let Err(e) = git.create_refs(root, &new, commit) {
-            problems.push(Problem::general(format!(
-                "cannot record {} rejection(s) as {NAMESPACE}…: {e}",
-                new.len()
-            )));
+    let mut gone = Vec::new();
+    for name in &recorded {
+        match Rejected::from_ref(name) {
+            Some(r) if lifted.contains(&r.source) => gone.push(name.clone()),
+            Some(r) => all.push(r),
+            None => {}
         }
+    }
+    if plan.mode != Mode::PullRequests {
+        return true;
+    }
+    if let Err(e) = git.create_refs(root, &new, commit) {
+        problems.push(Problem::general(format!(
+            "cannot record {} rejection(s) as {NAMESPACE}…: {e}",
+            new.len()
+        )));
+    }
+    if let Err(e) = git.delete_refs(root, &gone) {
+        problems.push(Problem::general(format!(
+            "cannot delete {} lifted rejection(s) under {NAMESPACE}: {e}",
+            gone.len()
+        )));
     }
     true
 }

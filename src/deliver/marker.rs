@@ -51,20 +51,41 @@ pub fn parse(body: &str) -> Option<Vec<Marked>> {
     serde_json::from_str(json).ok()
 }
 
-/// `Imagebump-Update: <image> <from> -> <to>`.
+/// `Imagebump-Update: <image> <from> -> <to> in <file>`: the file says where, so that a
+/// revert rejects the version there and not elsewhere.
 pub fn trailer(u: &Marked) -> String {
-    format!("{TRAILER}: {} {} -> {}", u.image, u.from, u.to)
+    format!(
+        "{TRAILER}: {} {} -> {} in {}",
+        u.image, u.from, u.to, u.file
+    )
 }
 
-/// `(image, from, to)` from a trailer's value.
-pub fn parse_trailer(value: &str) -> Option<(String, String, String)> {
+/// One update read back from a commit trailer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trailer {
+    pub image: String,
+    pub from: String,
+    pub to: String,
+    /// `None` in trailers written before files were recorded: the update then counts for
+    /// the image everywhere.
+    pub file: Option<String>,
+}
+
+/// A trailer's value, read back.
+pub fn parse_trailer(value: &str) -> Option<Trailer> {
     let (image, rest) = value.trim().split_once(' ')?;
-    let (from, to) = rest.split_once(" -> ")?;
-    Some((
-        image.to_string(),
-        from.trim().to_string(),
-        to.trim().to_string(),
-    ))
+    let (from, rest) = rest.split_once(" -> ")?;
+    // A tag (and a digest) has no spaces: what follows ` in ` is the file, spaces and all.
+    let (to, file) = match rest.trim().split_once(" in ") {
+        Some((to, file)) => (to, Some(file.trim().to_string())),
+        None => (rest.trim(), None),
+    };
+    Some(Trailer {
+        image: image.to_string(),
+        from: from.trim().to_string(),
+        to: to.trim().to_string(),
+        file: file.filter(|f| !f.is_empty()),
+    })
 }
 
 /// The tag of a recorded value (`1.3.0@sha256:…` → `1.3.0`).
@@ -91,16 +112,31 @@ mod tests {
         let t = trailer(&u);
         assert_eq!(
             t,
-            "Imagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0@sha256:abc"
+            "Imagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0@sha256:abc in apps/web/kustomization.yaml"
         );
         let value = t.split_once(": ").unwrap().1;
+        let read = Trailer {
+            image: "ghcr.io/acme/web".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0@sha256:abc".into(),
+            file: Some("apps/web/kustomization.yaml".into()),
+        };
+        assert_eq!(parse_trailer(value), Some(read.clone()));
+        // Trailers written before files were recorded still read, for the image everywhere.
         assert_eq!(
-            parse_trailer(value),
-            Some((
-                "ghcr.io/acme/web".into(),
-                "1.2.0".into(),
-                "1.3.0@sha256:abc".into()
-            ))
+            parse_trailer("ghcr.io/acme/web 1.2.0 -> 1.3.0@sha256:abc"),
+            Some(Trailer {
+                file: None,
+                ..read.clone()
+            })
+        );
+        assert_eq!(
+            parse_trailer("ghcr.io/acme/web 1.2.0 -> 1.3.0 in my apps/values.yaml"),
+            Some(Trailer {
+                to: "1.3.0".into(),
+                file: Some("my apps/values.yaml".into()),
+                ..read
+            })
         );
         assert_eq!(tag_of("1.3.0@sha256:abc"), "1.3.0");
     }

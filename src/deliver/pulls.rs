@@ -20,7 +20,7 @@ use serde::Serialize;
 
 pub use self::decide::{Action, Proposal};
 pub use self::message::{body, branch_name, commit_message, title, updates_of};
-pub use self::rejections::{by_image, rejected, rejections, Rejected, NAMESPACE};
+pub use self::rejections::{by_image, lifted, rejected, rejections, Rejected, NAMESPACE};
 use crate::config::PullRequestsConfig;
 use crate::forge::Forge;
 use crate::plan::Plan;

@@ -127,10 +127,37 @@ type GroupKey<'a> = (
     &'a crate::policy::PolicySpec,
     &'a str,
     Option<&'a str>,
+    Option<&'a Held>,
 );
 
-/// Versions reviewers rejected, per image: tag → why (a closed pull request, a revert).
-pub type Rejections = HashMap<ImageName, BTreeMap<String, String>>;
+/// One version reviewers rejected (a closed pull request, a revert), and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub tag: String,
+    /// The file the rejected change wrote to; `None`: wherever the image is.
+    pub file: Option<String>,
+    pub why: String,
+}
+
+/// Versions reviewers rejected, per image.
+pub type Rejections = HashMap<ImageName, Vec<Rejection>>;
+
+/// The rejected versions that hold for one reference: tag → why.
+type Held = BTreeMap<String, String>;
+
+/// The rejections that hold where `r` is: those of its image made at a file its update
+/// writes (or recorded without a file). `None` when there are none.
+fn held_for(r: &ImageRef, rejections: &Rejections) -> Option<Held> {
+    let list = rejections.get(&r.image)?;
+    let here = |file: &str| {
+        r.touched_files().contains(&file) || r.file == file || r.writes_to.as_deref() == Some(file)
+    };
+    let mut held = Held::new();
+    for x in list.iter().filter(|x| x.file.as_deref().is_none_or(here)) {
+        held.entry(x.tag.clone()).or_insert_with(|| x.why.clone());
+    }
+    (!held.is_empty()).then_some(held)
+}
 
 /// Resolve every managed reference. At most `concurrency` requests are in flight overall
 /// (each registry also has its own bound). Rejected versions are never chosen.
@@ -206,10 +233,27 @@ pub async fn resolve(
         }
     }
 
+    // Only the few references with rejections where they are get a map of their own.
+    let held: Vec<(usize, Held)> = pending
+        .iter()
+        .filter_map(|&(i, r)| Some((i, held_for(r, rejections)?)))
+        .collect();
+    let held_of = |i: usize| {
+        held.binary_search_by_key(&i, |(j, _)| *j)
+            .ok()
+            .and_then(|k| held.get(k))
+            .map(|(_, h)| h)
+    };
     // Each group with the policy of its first member (all members have the same spec).
     let mut groups: HashMap<GroupKey, (&Policy, Vec<usize>)> = HashMap::new();
     for &(i, r) in &pending {
-        let key = (&r.image, &r.policy.spec, current(r), r.digest.as_deref());
+        let key = (
+            &r.image,
+            &r.policy.spec,
+            current(r),
+            r.digest.as_deref(),
+            held_of(i),
+        );
         groups
             .entry(key)
             .or_insert_with(|| (&r.policy, Vec::new()))
@@ -230,8 +274,7 @@ pub async fn resolve(
             let shared = &shared;
             async move {
                 let name = key.0;
-                let rejected = rejections.get(name);
-                let d = decide_group(key, policy, lists, shared, rejected).await;
+                let d = decide_group(key, policy, lists, shared).await;
                 progress.inc();
                 (name, members, d)
             }
@@ -334,11 +377,10 @@ struct Decided {
 }
 
 async fn decide_group(
-    (image, _, current, digest): GroupKey<'_>,
+    (image, _, current, digest, rejected): GroupKey<'_>,
     policy: &Policy,
     lists: &Lists,
     shared: &Shared<'_>,
-    rejected: Option<&BTreeMap<String, String>>,
 ) -> Decided {
     let Shared {
         registries,

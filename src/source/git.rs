@@ -829,15 +829,7 @@ impl Git {
     /// pointing at `commit` (one the remote has), in one push. Refs that exist are left.
     pub fn create_refs(&self, dir: &Path, names: &[String], commit: &str) -> Result<(), Error> {
         object_id(commit)?;
-        for name in names {
-            let inside = name
-                .strip_prefix("refs/imagebump/")
-                .ok_or_else(|| Error::Invalid {
-                    what: "imagebump ref",
-                    value: name.clone(),
-                })?;
-            branch_name(inside)?;
-        }
+        own_refs(names)?;
         if names.is_empty() {
             return Ok(());
         }
@@ -847,6 +839,29 @@ impl Git {
         cmd.args(names.iter().map(|n| format!("--force-with-lease={n}:")));
         cmd.arg("origin");
         cmd.args(names.iter().map(|n| format!("{commit}:{n}")));
+        self.pushed(cmd)
+    }
+
+    /// Deletes refs of imagebump's own namespace (`refs/imagebump/…`) on the remote, in
+    /// one push; nothing else can be named.
+    pub fn delete_refs(&self, dir: &Path, names: &[String]) -> Result<(), Error> {
+        own_refs(names)?;
+        if names.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = self.remote(dir)?;
+        cmd.args([
+            "push",
+            "--porcelain",
+            "--no-progress",
+            "--no-verify",
+            "origin",
+        ]);
+        cmd.args(names.iter().map(|n| format!(":{n}")));
+        self.pushed(cmd)
+    }
+
+    fn pushed(&self, cmd: Command) -> Result<(), Error> {
         let out = self.output(cmd, "push", None)?;
         if out.status.success() {
             Ok(())
@@ -1141,6 +1156,20 @@ fn object_id(sha: &str) -> Result<&str, Error> {
 
 /// A branch name git accepts (`git check-ref-format --branch` rules) and that is safe in a
 /// refspec.
+/// Every name is under `refs/imagebump/` and valid there.
+fn own_refs(names: &[String]) -> Result<(), Error> {
+    for name in names {
+        let inside = name
+            .strip_prefix("refs/imagebump/")
+            .ok_or_else(|| Error::Invalid {
+                what: "imagebump ref",
+                value: name.clone(),
+            })?;
+        branch_name(inside)?;
+    }
+    Ok(())
+}
+
 fn branch_name(name: &str) -> Result<&str, Error> {
     let bad = name.is_empty()
         || name.starts_with(['-', '/', '.'])

@@ -1471,6 +1471,30 @@ impl GitServer {
     /// `git revert --no-edit <sha>` on `branch` of the served repository (made in a scratch
     /// clone, then fetched in, so no hook runs). Returns the revert commit's sha.
     pub fn revert_on(&self, branch: &str, sha: &str) -> String {
+        self.in_scratch_clone(branch, &[&["revert", "--no-edit", sha]])
+    }
+
+    /// Merges `from` into `branch` with a merge commit (a forge's "Merge" button); its sha.
+    pub fn merge_on(&self, branch: &str, from: &str) -> String {
+        let theirs = format!("origin/{from}");
+        self.in_scratch_clone(
+            branch,
+            &[
+                &["fetch", "--quiet", "origin", from],
+                &["merge", "--no-ff", "--no-edit", &theirs],
+            ],
+        )
+    }
+
+    /// Reverts the merge commit `sha` on `branch` as a forge's "Revert" button does
+    /// (`git revert -m 1`); the new commit's sha.
+    pub fn revert_merge_on(&self, branch: &str, sha: &str) -> String {
+        self.in_scratch_clone(branch, &[&["revert", "--no-edit", "-m", "1", sha]])
+    }
+
+    /// Runs git `commands` in a scratch clone of `branch` and puts the result back on the
+    /// served branch; the new tip.
+    fn in_scratch_clone(&self, branch: &str, commands: &[&[&str]]) -> String {
         let tmp = temp_dir("imagebump-revert-");
         let work = tmp.path().join("w");
         run_checked(
@@ -1480,7 +1504,9 @@ impl GitServer {
                 .arg(&work),
             "scratch clone for revert",
         );
-        git(&work, &["revert", "--no-edit", sha]);
+        for args in commands {
+            git(&work, args);
+        }
         let new = git(&work, &["rev-parse", "HEAD"]);
         run_checked(
             git_command()

@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");
         assert_eq!(
             commit_message("t", &[&u]),
-            "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0\n"
+            "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0 in apps/web/kustomization.yaml\n"
         );
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::deliver::marker;
 use crate::forge::{Pull, PullState};
-use crate::resolve::Rejections;
+use crate::resolve::{Rejection, Rejections};
 use crate::source::git::CommitInfo;
 use imagebump_model::name::parse_name;
 
@@ -12,30 +12,45 @@ use imagebump_model::name::parse_name;
 /// outlive the forge's paging of closed pull requests and the history depth read.
 pub const NAMESPACE: &str = "refs/imagebump/rejected/";
 
-/// One version a reviewer rejected.
+/// One version a reviewer rejected, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
     pub image: String,
     pub tag: String,
     /// `pr-12` or `revert-1a2b3c4d5e`: what said no, as the ref records it.
     pub source: String,
+    /// The file the rejected change wrote the version to; `None` (a record from before
+    /// files were kept): the image everywhere.
+    pub file: Option<String>,
     pub why: String,
 }
 
 impl Rejected {
-    /// `refs/imagebump/rejected/<image>/<tag>/<source>`, the image's `:` (a port) as `%3A`.
+    /// `refs/imagebump/rejected/<image>/<tag>/<source>[/file=<file>]`: the image's `:` (a
+    /// port) as `%3A`, the tag and the file escaped into one valid ref component each.
     pub fn ref_name(&self) -> String {
-        format!(
+        let mut name = format!(
             "{NAMESPACE}{}/{}/{}",
             self.image.replace(':', "%3A"),
-            self.tag,
+            escape(&self.tag),
             self.source
-        )
+        );
+        if let Some(file) = &self.file {
+            name.push_str("/file=");
+            name.push_str(&escape(file));
+        }
+        name
     }
 
     /// A rejection read back from its ref name.
     pub fn from_ref(name: &str) -> Option<Rejected> {
         let rest = name.strip_prefix(NAMESPACE)?;
+        let (rest, file) = match rest.rsplit_once('/') {
+            Some((rest, last)) if last.starts_with("file=") => {
+                (rest, Some(unescape(last.strip_prefix("file=")?)?))
+            }
+            _ => (rest, None),
+        };
         let (rest, source) = rest.rsplit_once('/')?;
         let (image, tag) = rest.rsplit_once('/')?;
         let image = image.replace("%3A", ":");
@@ -48,22 +63,62 @@ impl Rejected {
         };
         Some(Rejected {
             image,
-            tag: tag.to_string(),
+            tag: unescape(tag)?,
             source: source.to_string(),
+            file,
             why,
         })
     }
+}
+
+/// `s` as one ref component git accepts (`git check-ref-format`): letters, digits, `-`, `_`
+/// and single dots stay; everything else, a dot after a dot, a leading dot and the dot of a
+/// trailing `.lock` become `%XX`.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut prev = None;
+    for (i, c) in s.char_indices() {
+        let rest = s.get(i..).unwrap_or_default();
+        let dot_ok = c == '.' && i > 0 && prev != Some('.') && rest != ".lock";
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' || dot_ok {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+/// The inverse of [`escape`]; `None` for a malformed escape or bytes that are not UTF-8.
+fn unescape(s: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(s.len());
+    let mut it = s.bytes();
+    while let Some(b) = it.next() {
+        if b == b'%' {
+            let hex = [it.next()?, it.next()?];
+            let hex = std::str::from_utf8(&hex).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+        } else {
+            bytes.push(b);
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// Versions reviewers rejected: pull requests closed without merging (their marker) and
 /// reverted imagebump commits (their trailers), within the base branch's recent history.
 pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
     let mut out = Vec::new();
-    let mut reject = |image: &str, to: &str, source: String, why: String| {
+    let mut reject = |image: &str, to: &str, file: Option<&str>, source: String, why: String| {
         out.push(Rejected {
             image: image.to_string(),
             tag: marker::tag_of(to).to_string(),
             source,
+            file: file.map(str::to_string),
             why,
         });
     };
@@ -72,48 +127,72 @@ pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
             reject(
                 &u.image,
                 &u.to,
+                Some(&u.file),
                 format!("pr-{}", p.number),
                 format!("pull request #{} was closed without merging", p.number),
             );
         }
     }
     let by_sha: BTreeMap<&str, &CommitInfo> = history.iter().map(|c| (c.sha.as_str(), c)).collect();
+    let lifted = lifted(history);
     for c in history {
         let Some(reverted) = reverted_sha(&c.body) else {
             continue;
         };
-        let Some(original) = by_sha.get(reverted) else {
+        if lifted.contains(&format!("revert-{}", short(reverted))) {
             continue;
-        };
-        for (k, v) in &original.trailers {
-            if k.eq_ignore_ascii_case(marker::TRAILER) {
-                if let Some((image, _, to)) = marker::parse_trailer(v) {
-                    reject(
-                        &image,
-                        &to,
-                        format!("revert-{}", short(reverted)),
-                        format!(
-                            "commit {} was reverted by {}",
-                            short(reverted),
-                            short(&c.sha)
-                        ),
-                    );
-                }
+        }
+        for original in undone(&by_sha, reverted) {
+            for (k, v) in &original.trailers {
+                let Some(t) =
+                    marker::parse_trailer(v).filter(|_| k.eq_ignore_ascii_case(marker::TRAILER))
+                else {
+                    continue;
+                };
+                reject(
+                    &t.image,
+                    &t.to,
+                    t.file.as_deref(),
+                    format!("revert-{}", short(reverted)),
+                    format!(
+                        "commit {} was reverted by {}",
+                        short(reverted),
+                        short(&c.sha)
+                    ),
+                );
             }
         }
     }
     out
 }
 
-/// The rejections by image: tag → why (the first reason found wins).
+/// The sources (`revert-<sha>`) of rejections a human lifted by reverting the revert (what
+/// `git revert` of a revert, "Reapply …", makes): the version is wanted after all.
+pub fn lifted(history: &[CommitInfo]) -> std::collections::BTreeSet<String> {
+    let by_sha: BTreeMap<&str, &CommitInfo> = history.iter().map(|c| (c.sha.as_str(), c)).collect();
+    history
+        .iter()
+        .filter_map(|c| by_sha.get(reverted_sha(&c.body)?).copied())
+        .filter_map(|revert| reverted_sha(&revert.body))
+        .map(|original| format!("revert-{}", short(original)))
+        .collect()
+}
+
+/// The rejections by image, each with where it holds (the same version rejected twice at
+/// one place is kept once, with the first reason found).
 pub fn by_image(all: &[Rejected]) -> Rejections {
     let mut out: Rejections = Default::default();
     for r in all {
-        if let Ok(name) = parse_name(&r.image) {
-            out.entry(name)
-                .or_default()
-                .entry(r.tag.clone())
-                .or_insert_with(|| r.why.clone());
+        let Ok(name) = parse_name(&r.image) else {
+            continue;
+        };
+        let list = out.entry(name).or_default();
+        if !list.iter().any(|x| x.tag == r.tag && x.file == r.file) {
+            list.push(Rejection {
+                tag: r.tag.clone(),
+                file: r.file.clone(),
+                why: r.why.clone(),
+            });
         }
     }
     out
@@ -129,6 +208,38 @@ fn short(sha: &str) -> &str {
     sha.get(..sha.len().min(10)).unwrap_or(sha)
 }
 
+/// The commits a revert of `sha` undoes: the commit itself, or for a merge commit (what a
+/// forge's "Revert" button and `git revert -m 1` undo) the commits it brought in, read
+/// along the merged side's first parents until the mainline (at most 100).
+fn undone<'a>(by_sha: &BTreeMap<&str, &'a CommitInfo>, sha: &str) -> Vec<&'a CommitInfo> {
+    let Some(&commit) = by_sha.get(sha) else {
+        return Vec::new();
+    };
+    let (Some(mainline), Some(merged)) = (commit.parents.first(), commit.parents.get(1)) else {
+        return vec![commit];
+    };
+    // The mainline's own history: what the merge did not bring in.
+    let mut base = std::collections::BTreeSet::new();
+    let mut next = Some(mainline.as_str());
+    while let Some(c) = next
+        .and_then(|s| by_sha.get(s))
+        .filter(|_| base.len() < 1000)
+    {
+        base.insert(c.sha.as_str());
+        next = c.parents.first().map(String::as_str);
+    }
+    let mut out = Vec::new();
+    let mut next = Some(merged.as_str());
+    while let Some(&c) = next.and_then(|s| by_sha.get(s)) {
+        if base.contains(c.sha.as_str()) || out.len() >= 100 {
+            break;
+        }
+        out.push(c);
+        next = c.parents.first().map(String::as_str);
+    }
+    out
+}
+
 /// `This reverts commit <sha>.` in a commit message (as `git revert` writes it).
 fn reverted_sha(body: &str) -> Option<&str> {
     let (_, rest) = body.split_once("This reverts commit ")?;
@@ -139,6 +250,8 @@ fn reverted_sha(body: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deliver::marker::Marked;
+    use crate::source::git::Signature;
 
     #[test]
     fn a_rejection_round_trips_through_its_ref_name() {
@@ -146,13 +259,42 @@ mod tests {
             image: "127.0.0.1:5000/team/web".into(),
             tag: "1.1.0".into(),
             source: "pr-12".into(),
+            file: None,
             why: "pull request #12 was closed without merging".into(),
         };
         assert_eq!(
             r.ref_name(),
             "refs/imagebump/rejected/127.0.0.1%3A5000/team/web/1.1.0/pr-12"
         );
-        assert_eq!(Rejected::from_ref(&r.ref_name()), Some(r));
+        assert_eq!(Rejected::from_ref(&r.ref_name()), Some(r.clone()));
+        let at = Rejected {
+            file: Some("apps/prod/kustomization.yaml".into()),
+            ..r.clone()
+        };
+        assert_eq!(
+            at.ref_name(),
+            "refs/imagebump/rejected/127.0.0.1%3A5000/team/web/1.1.0/pr-12/file=apps%2Fprod%2Fkustomization.yaml"
+        );
+        assert_eq!(Rejected::from_ref(&at.ref_name()), Some(at));
+        // Whatever a file or tag is called, the name is one git accepts and reads back.
+        for (tag, file) in [
+            ("1..2", ".argocd-source-web.yaml"),
+            ("v1.lock", "charts/app/Chart.lock"),
+            ("x_y-z", "my apps/välues.yaml"),
+        ] {
+            let odd = Rejected {
+                tag: tag.into(),
+                file: Some(file.into()),
+                ..r.clone()
+            };
+            let name = odd.ref_name();
+            let ok = std::process::Command::new("git")
+                .args(["check-ref-format", &name])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{name}");
+            assert_eq!(Rejected::from_ref(&name), Some(odd));
+        }
         let revert =
             Rejected::from_ref("refs/imagebump/rejected/ghcr.io/a/b/2.0/revert-1a2b3c4d5e")
                 .unwrap();
@@ -163,11 +305,41 @@ mod tests {
         );
         assert_eq!(Rejected::from_ref("refs/heads/main"), None);
     }
-    use crate::deliver::marker::Marked;
-    use crate::source::git::Signature;
+
+    fn commit(sha: &str, parents: &[&str], trailer: Option<&str>, body: &str) -> CommitInfo {
+        let sig = Signature {
+            name: "a".into(),
+            email: "a@b".into(),
+        };
+        CommitInfo {
+            sha: sha.into(),
+            parents: parents.iter().map(|p| p.to_string()).collect(),
+            author: sig.clone(),
+            committer: sig,
+            subject: "s".into(),
+            body: body.into(),
+            trailers: trailer
+                .map(|t| vec![("Imagebump-Update".into(), t.into())])
+                .unwrap_or_default(),
+        }
+    }
+
+    /// `(image, tag, file, why)` of each rejection.
+    fn listed(r: &[Rejected]) -> Vec<(String, String, Option<String>, String)> {
+        r.iter()
+            .map(|r| {
+                (
+                    r.image.clone(),
+                    r.tag.clone(),
+                    r.file.clone(),
+                    r.why.clone(),
+                )
+            })
+            .collect()
+    }
 
     #[test]
-    fn reverts_and_closed_pulls_reject_their_versions() {
+    fn reverts_and_closed_pulls_reject_their_versions_where_they_were_made() {
         let marked = Marked {
             image: "ghcr.io/acme/web".into(),
             group: "apps/web".into(),
@@ -187,39 +359,118 @@ mod tests {
             assignees: Vec::new(),
             draft: false,
         };
-        let sig = Signature {
-            name: "a".into(),
-            email: "a@b".into(),
-        };
-        let original = CommitInfo {
-            sha: "1111111111aaaa".into(),
-            parents: vec![],
-            author: sig.clone(),
-            committer: sig.clone(),
-            subject: "Update api".into(),
-            body: String::new(),
-            trailers: vec![(
-                "Imagebump-Update".into(),
-                "ghcr.io/acme/api 2.0.0 -> 2.1.0".into(),
-            )],
-        };
-        let revert = CommitInfo {
-            sha: "2222222222bbbb".into(),
-            subject: "Revert \"Update api\"".into(),
-            body: "This reverts commit 1111111111aaaa.\n".into(),
-            trailers: vec![],
-            ..original.clone()
-        };
-        let r = rejections(&[closed], &[revert, original]);
-        let web = parse_name("ghcr.io/acme/web").unwrap();
-        let api = parse_name("ghcr.io/acme/api").unwrap();
-        assert_eq!(
-            r[&web]["1.3.0"],
-            "pull request #7 was closed without merging"
+        // An old-style trailer (no file) and a new one.
+        let original = commit(
+            "1111111111aaaa",
+            &[],
+            Some("ghcr.io/acme/api 2.0.0 -> 2.1.0"),
+            "",
         );
+        let revert = commit(
+            "2222222222bbbb",
+            &[],
+            None,
+            "This reverts commit 1111111111aaaa.\n",
+        );
+        let db = commit(
+            "3333333333cccc",
+            &[],
+            Some("ghcr.io/acme/db 1.0 -> 1.1 in apps/db/values.yaml"),
+            "",
+        );
+        let revert_db = commit(
+            "4444444444dddd",
+            &[],
+            None,
+            "This reverts commit 3333333333cccc.\n",
+        );
+        let r = rejected(&[closed], &[revert_db, db, revert, original]);
+        let s = |x: &str| x.to_string();
         assert_eq!(
-            r[&api]["2.1.0"],
-            "commit 1111111111 was reverted by 2222222222"
+            listed(&r),
+            [
+                (
+                    s("ghcr.io/acme/web"),
+                    s("1.3.0"),
+                    Some(s("apps/web/kustomization.yaml")),
+                    s("pull request #7 was closed without merging")
+                ),
+                (
+                    s("ghcr.io/acme/db"),
+                    s("1.1"),
+                    Some(s("apps/db/values.yaml")),
+                    s("commit 3333333333 was reverted by 4444444444")
+                ),
+                (
+                    s("ghcr.io/acme/api"),
+                    s("2.1.0"),
+                    None,
+                    s("commit 1111111111 was reverted by 2222222222")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn reverting_the_revert_lifts_the_rejection() {
+        let original = commit(
+            "1111111111aaaa",
+            &[],
+            Some("ghcr.io/acme/api 2.0.0 -> 2.1.0 in apps/api/values.yaml"),
+            "",
+        );
+        let revert = commit(
+            "2222222222bbbb",
+            &[],
+            None,
+            "This reverts commit 1111111111aaaa.\n",
+        );
+        let reapply = commit(
+            "3333333333cccc",
+            &[],
+            None,
+            "This reverts commit 2222222222bbbb.\n",
+        );
+        let history = [reapply, revert.clone(), original.clone()];
+        assert_eq!(rejected(&[], &history), []);
+        assert_eq!(
+            lifted(&history).into_iter().collect::<Vec<_>>(),
+            ["revert-1111111111"]
+        );
+        assert_eq!(rejected(&[], &[revert, original]).len(), 1);
+    }
+
+    #[test]
+    fn reverting_a_merge_rejects_what_the_merge_brought_in() {
+        // main: a - m (merge of b) - r (git revert -m 1 m); b is imagebump's commit on a.
+        let a = commit("aaaaaaaaaa01", &[], None, "");
+        let b = commit(
+            "bbbbbbbbbb02",
+            &["aaaaaaaaaa01"],
+            Some("ghcr.io/acme/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml"),
+            "",
+        );
+        let m = commit(
+            "cccccccccc03",
+            &["aaaaaaaaaa01", "bbbbbbbbbb02"],
+            None,
+            "Merge pull request #3",
+        );
+        let r = commit(
+            "dddddddddd04",
+            &["cccccccccc03"],
+            None,
+            "This reverts commit cccccccccc03, reversing\nchanges made to aaaaaaaaaa01.\n",
+        );
+        let found = rejected(&[], &[r, m, b, a]);
+        assert_eq!(
+            listed(&found),
+            [(
+                "ghcr.io/acme/web".to_string(),
+                "1.1.0".to_string(),
+                Some("apps/web/kustomization.yaml".to_string()),
+                "commit cccccccccc was reverted by dddddddddd".to_string()
+            )]
         );
     }
 }

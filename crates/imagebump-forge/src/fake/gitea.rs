@@ -263,6 +263,14 @@ impl FakeGitea {
         });
     }
 
+    /// A human reopens pull request `number`.
+    pub fn reopen(&self, number: u64) {
+        self.by_hand(number, |pull, _| {
+            pull.state = "open".to_string();
+            pull.closed_at = None;
+        });
+    }
+
     /// Whether pull requests carry `draft` (Gitea 1.22 and later; `false`: an older Gitea,
     /// where only the title tells).
     pub fn set_draft_field(&self, enabled: bool) {

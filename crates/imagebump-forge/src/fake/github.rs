@@ -279,6 +279,14 @@ impl FakeGitHub {
         });
     }
 
+    /// A human reopens pull request `number`.
+    pub fn reopen(&self, number: u64) {
+        self.by_hand(number, |pull, _| {
+            pull.state = "open".to_string();
+            pull.closed_at = None;
+        });
+    }
+
     /// A human edits the description of pull request `number` (`None`: GitHub's `null`).
     pub fn set_body(&self, number: u64, body: Option<&str>) {
         self.by_hand(number, |pull, _| {

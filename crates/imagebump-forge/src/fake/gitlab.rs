@@ -271,6 +271,11 @@ impl FakeGitLab {
         self.set_state(iid, "closed");
     }
 
+    /// A human reopens merge request `iid`.
+    pub fn reopen(&self, iid: u64) {
+        self.set_state(iid, "opened");
+    }
+
     /// A human edits the title of merge request `iid` (adding or removing a draft marker
     /// marks it draft or ready).
     pub fn set_title(&self, iid: u64, title: &str) {
