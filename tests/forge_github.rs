@@ -73,6 +73,8 @@ async fn create_then_find_open_by_prefix_ignoring_forks_and_other_branches() {
             labels: vec![],
             assignees: vec![],
             draft: false,
+            node_id: "PR_fake3".to_string(),
+            automerge: Some(false),
         }
     );
 

@@ -31,6 +31,8 @@ enum Write {
     Comment,
     /// Labels, reviewers, assignees.
     Decorate,
+    /// Turning the forge's auto-merge on.
+    Automerge,
 }
 
 /// One fake forge behind the scenarios.
@@ -192,6 +194,33 @@ impl Fake {
         }
     }
 
+    /// Whether the forge's auto-merge is on for the pull request.
+    fn automerge_on(&self, number: u64) -> bool {
+        match self {
+            Fake::GitHub(f) => f.pull(number).auto_merge.is_some(),
+            Fake::GitLab(f) => f.pull(number).auto_merge,
+            Fake::Gitea(f) => f.pull(number).scheduled_merge.is_some(),
+        }
+    }
+
+    /// A human turns auto-merge off.
+    fn disable_automerge(&self, number: u64) {
+        match self {
+            Fake::GitHub(f) => f.disable_auto_merge(number),
+            Fake::GitLab(f) => f.cancel_auto_merge(number),
+            Fake::Gitea(f) => f.cancel_scheduled_merge(number),
+        }
+    }
+
+    /// The repository allows auto-merge (on by default), or refuses it.
+    fn allow_automerge(&self, allowed: bool) {
+        match self {
+            Fake::GitHub(f) => f.set_allow_auto_merge(allowed),
+            Fake::GitLab(f) => f.set_allow_auto_merge(allowed),
+            Fake::Gitea(f) => f.set_allow_auto_merge(allowed),
+        }
+    }
+
     /// A human merges the pull request (the fake's record; the git merge is separate).
     fn merge(&self, number: u64) {
         match self {
@@ -237,6 +266,7 @@ fn classify(method: &str, path: &str, body: Option<&serde_json::Value>) -> Write
     let numbered = last.chars().all(|c| c.is_ascii_digit());
     let is_pull = |p: &str| p.contains("/pulls") || p.contains("/merge_requests");
     match method {
+        _ if last == "graphql" || last == "merge" => Write::Automerge,
         "POST" if last == "pulls" || last == "merge_requests" => Write::Create,
         "POST" if last == "comments" || last == "notes" => Write::Comment,
         "PATCH" | "PUT" if numbered && is_pull(path) => {
@@ -273,9 +303,14 @@ const API: &str = "imagebump/apps-api-values.yaml";
 
 /// Two apps (a kustomization and a values file) on a remote whose `main` is the base.
 async fn setup(kind: Kind) -> Setup {
+    setup_with(kind, "").await
+}
+
+/// [`setup`] with more of imagebump.yaml.
+async fn setup_with(kind: Kind, extra_config: &str) -> Setup {
     let forge = Fake::start(kind).await;
     Setup {
-        apps: TwoApps::start(forge.token(), ""),
+        apps: TwoApps::start(forge.token(), extra_config),
         forge,
     }
 }
@@ -451,6 +486,45 @@ async fn a_reverted_merge_stays_reverted(kind: Kind) {
     );
 }
 
+/// `automerge: true`: each new pull request gets the forge's auto-merge, once; a human who
+/// turns it off keeps it off; a refused call is reported and made again by the next run.
+async fn automerge_is_turned_on_once(kind: Kind) {
+    let s = setup_with(kind, "images:\n  - match: \"**\"\n    automerge: true\n").await;
+    s.forge.allow_automerge(false);
+    let run = s.run(1).await;
+    run.assert_stderr_contains("cannot turn auto-merge on for #")
+        .assert_stderr_contains("the repository must allow it");
+    use Write::{Automerge, Create, Update};
+    assert_eq!(
+        s.forge.writes(),
+        [Create, Automerge, Create, Automerge],
+        "{run}"
+    );
+    let web = s.forge.open_for(WEB)[0].clone();
+    assert!(!s.forge.automerge_on(web.number));
+
+    // The repository allows it now: the next run turns it on, and says so in the body.
+    s.forge.allow_automerge(true);
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(
+        s.forge.writes(),
+        [Automerge, Update, Automerge, Update],
+        "{run}"
+    );
+    assert!(s.forge.automerge_on(web.number));
+    s.forge.clear_calls();
+    s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "once");
+
+    // A human turns it off; a newer version updates the pull request and leaves it off.
+    s.forge.disable_automerge(web.number);
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [Update], "{run}");
+    assert!(!s.forge.automerge_on(web.number), "left off");
+}
+
 /// Someone else's commit on imagebump's branch: not overwritten, said once in a comment,
 /// and the next run writes nothing.
 async fn a_human_commit_is_left_alone(kind: Kind) {
@@ -518,4 +592,5 @@ over_the_forges!(
     a_reopened_pull_request_lifts_its_rejection,
     a_human_commit_is_left_alone,
     a_failure_mid_run_converges,
+    automerge_is_turned_on_once,
 );

@@ -732,6 +732,74 @@ async fn a_rejection_holds_at_its_location_only() {
     );
 }
 
+/// Auto-merge goes through GitHub's GraphQL `enablePullRequestAutoMerge` with the node id
+/// and the configured merge method, and is never turned on for a version rejected before,
+/// wherever it was rejected: the pull request says why it waits for a human.
+#[tokio::test(flavor = "multi_thread")]
+async fn automerge_is_withheld_for_a_version_rejected_before() {
+    let s = setup(
+        "images:\n  - match: \"**\"\n    automerge: true\npullRequests:\n  mergeMethod: squash\n",
+    )
+    .await;
+    let prod = "apps/web-prod/kustomization.yaml";
+    let pinned = "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # imagebump: pin\n";
+    s.server
+        .commit_on("main", &[(prod, Some(pinned))], "web in prod, pinned");
+    s.run(&[], 0).await;
+    let web = s.pull_for(WEB);
+    let graphql: Vec<serde_json::Value> = s
+        .forge
+        .calls()
+        .into_iter()
+        .filter(|c| c.path == "/graphql")
+        .filter_map(|c| c.body)
+        .collect();
+    assert_eq!(graphql.len(), 2, "one per pull request");
+    let variables: Vec<&serde_json::Value> = graphql.iter().map(|b| &b["variables"]).collect();
+    assert!(
+        variables.contains(
+            &&serde_json::json!({"id": format!("PR_fake{}", web.number), "method": "SQUASH"})
+        ),
+        "{variables:?}"
+    );
+    assert!(graphql[0]["query"]
+        .as_str()
+        .unwrap()
+        .contains("enablePullRequestAutoMerge(input: {pullRequestId: $id, mergeMethod: $method})"));
+    assert_eq!(
+        s.forge.pull(web.number).auto_merge.as_deref(),
+        Some("SQUASH")
+    );
+
+    // No to 1.1.0 in dev; then prod is unpinned and gets 1.1.0 proposed, without auto-merge.
+    s.forge.close(web.number);
+    s.run(&[], 0).await;
+    s.server.commit_on(
+        "main",
+        &[(prod, Some(&pinned.replace("# imagebump: pin", "# prod")))],
+        "unpin prod",
+    );
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    let opened = s.pull_for("imagebump/apps-web-prod");
+    assert_eq!(
+        opened.title, "Update registry.test/team/web to 1.1.0",
+        "{run}"
+    );
+    assert!(
+        opened.body.as_deref().unwrap_or_default().contains(&format!(
+            "**Automerge withheld**: registry.test/team/web 1.1.0 was rejected before: pull request #{} was closed without merging",
+            web.number
+        )),
+        "{opened:?}"
+    );
+    assert_eq!(opened.auto_merge, None);
+    assert!(
+        !s.forge.calls().iter().any(|c| c.path == "/graphql"),
+        "no auto-merge call: {run}"
+    );
+}
+
 /// A configured assignee whose call failed is assigned by the next run, once; after that
 /// nothing is written.
 #[tokio::test(flavor = "multi_thread")]

@@ -68,6 +68,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         (
             split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
             direct.as_deref(),
+            &rejections,
         ),
         max_new,
         journal,
@@ -485,7 +486,7 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    (made, pushed): (&Plan, Option<&str>),
+    (made, pushed, rejections): (&Plan, Option<&str>, &Rejections),
     max_new: Option<usize>,
     journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
@@ -515,6 +516,7 @@ async fn pull_requests(
         max_new,
         dry_run: plan.mode != Mode::PullRequests,
         journal,
+        rejections,
     };
     Some(crate::deliver::pulls::deliver(&ctx, made).await)
 }

@@ -60,6 +60,7 @@ fn flags(args: &TagsArgs) -> PolicySpec {
         ignore: None,
         credentials: None,
         delivery: None,
+        automerge: None,
     }
 }
 

@@ -9,6 +9,10 @@ use crate::plan::Update;
 
 const MARKER_START: &str = "<!-- imagebump:updates ";
 const MARKER_END: &str = " -->";
+/// Appended to a pull request's body once imagebump has turned its auto-merge on, so that a
+/// later run tells "not on yet" (a failed call: try again) from "turned off by a human"
+/// (leave it off).
+pub const AUTOMERGE_MARK: &str = "<!-- imagebump:automerge -->";
 /// The commit trailer key.
 pub const TRAILER: &str = "Imagebump-Update";
 

@@ -80,13 +80,15 @@ pub struct Context<'a> {
     pub shard: Option<(u64, u64)>,
     /// Where each push and forge change is recorded as it lands.
     pub journal: &'a crate::progress::Journal,
+    /// The versions rejected before: no auto-merge for them.
+    pub rejections: &'a crate::resolve::Rejections,
 }
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
 pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let proposals = decide::proposals(plan, ctx.settings, ctx.sources);
+    let proposals = decide::proposals(plan, ctx.settings, ctx.sources, ctx.rejections);
     let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
         return (Vec::new(), problems);
     };

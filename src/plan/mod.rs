@@ -32,6 +32,9 @@ pub struct Update {
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_to: Option<String>,
+    /// Its policy asks for the forge's auto-merge (`automerge: true`).
+    #[serde(skip)]
+    pub automerge: bool,
 }
 
 /// A file's text before and after.
@@ -316,6 +319,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
             to: spell(tag, digest),
             group: group.clone(),
             written_to: (written != r.file).then(|| written.to_string()),
+            automerge: r.policy.spec.automerge == Some(true),
         });
     }
     for (set, members) in groups.values_mut() {

@@ -71,7 +71,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{logins, BranchJson, Error, Forge, LoginJson, NewPull, Pull, PullState};
+use super::{logins, BranchJson, Error, Forge, LoginJson, MergeMethod, NewPull, Pull, PullState};
 
 /// Items per page: Gitea's default `MAX_RESPONSE_ITEMS`.
 const PAGE_SIZE: usize = 50;
@@ -411,6 +411,36 @@ impl Forge for Gitea {
         }
         let payload = json!({ "assignees": all });
         self.write(Method::PATCH, &path, payload, &what).await
+    }
+
+    /// `POST …/merge` with `merge_when_checks_succeed` (Gitea 1.17, Forgejo): scheduled
+    /// (201), or merged at once (200) when the checks already passed. A pull request already
+    /// scheduled answers 409, which is what was asked for.
+    async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
+        if pull.automerge == Some(true) {
+            return Ok(());
+        }
+        let style = match method {
+            MergeMethod::Merge => "merge",
+            MergeMethod::Squash => "squash",
+            MergeMethod::Rebase => "rebase",
+        };
+        let path = self.repo_path(&format!("/pulls/{}/merge", pull.number));
+        let payload = json!({
+            "Do": style,
+            "merge_when_checks_succeed": true,
+            "delete_branch_after_merge": false,
+        });
+        match self
+            .write(Method::POST, &path, payload, &self.pull_what(pull.number))
+            .await
+        {
+            Err(Error::Status {
+                status: 409,
+                message,
+            }) if message.to_ascii_lowercase().contains("scheduled") => Ok(()),
+            other => other,
+        }
     }
 }
 
@@ -827,6 +857,9 @@ impl PullJson {
                 .collect(),
             assignees: logins(self.assignees),
             draft,
+            node_id: String::new(),
+            // Gitea's pull request does not say whether a merge is scheduled.
+            automerge: None,
         }
     }
 }
@@ -922,6 +955,8 @@ mod tests {
                 labels: Vec::new(),
                 assignees: Vec::new(),
                 draft: false,
+                node_id: String::new(),
+                automerge: None,
             }
         );
         let writes = fake.write_calls();

@@ -23,8 +23,8 @@ use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
 use super::{
-    logins, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson, NewPull, Pull,
-    PullState,
+    logins, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson, MergeMethod, NewPull,
+    Pull, PullState,
 };
 
 /// Items per page: GitHub's maximum.
@@ -379,6 +379,43 @@ impl Forge for GitHub {
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
     }
+
+    /// GitHub auto-merge exists only in GraphQL (`enablePullRequestAutoMerge`), which
+    /// answers 200 with `errors` when it refuses (auto-merge not allowed in the repository,
+    /// the pull request already mergeable, ...).
+    async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
+        if pull.automerge == Some(true) {
+            return Ok(());
+        }
+        let method = match method {
+            MergeMethod::Merge => "MERGE",
+            MergeMethod::Squash => "SQUASH",
+            MergeMethod::Rebase => "REBASE",
+        };
+        let payload = json!({
+            "query": "mutation($id: ID!, $method: PullRequestMergeMethod!) { \
+                      enablePullRequestAutoMerge(input: {pullRequestId: $id, mergeMethod: $method}) \
+                      { pullRequest { number } } }",
+            "variables": { "id": pull.node_id, "method": method },
+        });
+        let what = self.pull_what(pull.number);
+        let token = self.credential().await?;
+        let url = self.api.graphql_url()?;
+        let reply = self
+            .api
+            .send(Method::POST, &url, Some(&payload), &what, &token)
+            .await?;
+        let answer: GraphQlJson = parse(&reply.body, "POST", url.path())?;
+        match answer.errors.first() {
+            None => Ok(()),
+            Some(e) => Err(crate::redacted(
+                Error::Refused {
+                    message: format!("{what}: {}", e.message),
+                },
+                &self.api.redactor,
+            )),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -430,6 +467,12 @@ impl Api {
         self.base
             .join(path.trim_start_matches('/'))
             .map_err(|e| Error::Config(format!("cannot form a GitHub API URL for {path}: {e}")))
+    }
+
+    /// The GraphQL endpoint: `https://api.github.com/graphql`, or `/api/graphql` beside an
+    /// Enterprise Server's `/api/v3`.
+    fn graphql_url(&self) -> Result<Url, Error> {
+        Ok(graphql_url(&self.base))
     }
 
     /// A pagination link, refused unless it is below the configured API: credentials go
@@ -730,8 +773,37 @@ struct PullJson {
     merged_at: Option<String>,
     #[serde(default)]
     updated_at: Option<String>,
+    #[serde(default)]
+    node_id: String,
+    /// `null`, or the auto-merge request.
+    #[serde(default)]
+    auto_merge: Option<Value>,
     head: BranchJson,
     base: BranchJson,
+}
+
+/// GitHub's GraphQL endpoint beside the REST API base (`…/api/v3/` → `…/api/graphql`).
+fn graphql_url(base: &Url) -> Url {
+    let path = base.path();
+    let root = path
+        .strip_suffix("/v3/")
+        .map_or_else(|| path.to_string(), |root| format!("{root}/"));
+    let mut url = base.clone();
+    url.set_path(&format!("{root}graphql"));
+    url
+}
+
+/// A GraphQL answer, as far as imagebump reads it.
+#[derive(Deserialize)]
+struct GraphQlJson {
+    #[serde(default)]
+    errors: Vec<GraphQlError>,
+}
+
+#[derive(Deserialize)]
+struct GraphQlError {
+    #[serde(default)]
+    message: String,
 }
 
 #[derive(Deserialize)]
@@ -765,6 +837,8 @@ impl PullJson {
             labels: self.labels.into_iter().map(|l| l.name).collect(),
             assignees: logins(self.assignees),
             draft: self.draft.unwrap_or(false),
+            node_id: self.node_id,
+            automerge: Some(self.auto_merge.is_some_and(|a| !a.is_null())),
         }
     }
 }
@@ -831,6 +905,23 @@ mod tests {
         ] {
             assert_eq!(repo_from_url(url), None, "{url}");
         }
+    }
+
+    #[test]
+    fn graphql_lives_beside_the_rest_api() {
+        let at = |base: &str| graphql_url(&Url::parse(base).unwrap()).to_string();
+        assert_eq!(
+            at("https://api.github.com/"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            at("https://ghe.example/api/v3/"),
+            "https://ghe.example/api/graphql"
+        );
+        assert_eq!(
+            at("http://127.0.0.1:8080/"),
+            "http://127.0.0.1:8080/graphql"
+        );
     }
 
     #[test]

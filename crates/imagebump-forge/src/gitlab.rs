@@ -97,7 +97,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Error, Forge, NewPull, Pull, PullState};
+use super::{Error, Forge, MergeMethod, NewPull, Pull, PullState};
 
 /// Items per page: GitLab's maximum.
 const PER_PAGE: usize = 100;
@@ -585,6 +585,31 @@ impl Forge for GitLab {
             .collect();
         self.add_people(number, &users, Role::Assignee).await
     }
+
+    /// `PUT …/merge` with `auto_merge` (GitLab 17.11 and later) and the older
+    /// `merge_when_pipeline_succeeds` it replaces, so that both old and new GitLab set it.
+    /// GitLab merges at once when the pipeline already succeeded. Rebase is a project
+    /// setting (its merge method), so only squash is asked for here.
+    async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
+        if pull.automerge == Some(true) {
+            return Ok(());
+        }
+        let url = self.project_url(&format!("/merge_requests/{}/merge", pull.number))?;
+        let payload = json!({
+            "auto_merge": true,
+            "merge_when_pipeline_succeeds": true,
+            "squash": method == MergeMethod::Squash,
+        });
+        self.api
+            .send(
+                Method::Put,
+                &url,
+                Some(&payload),
+                &self.mr_what(pull.number),
+            )
+            .await
+            .map(drop)
+    }
 }
 
 /// The draft marker a title starts with, with the spaces after it (`"Draft: "`, `"[Draft]"`,
@@ -1005,6 +1030,9 @@ struct MrJson {
     /// Before GitLab 11.x knew several assignees.
     assignee: Option<UserRef>,
     reviewers: Option<Vec<UserRef>>,
+    /// Auto-merge is set ("merge when pipeline succeeds").
+    #[serde(default)]
+    merge_when_pipeline_succeeds: Option<bool>,
 }
 
 /// A label name, or with `with_labels_details=true` an object.
@@ -1086,6 +1114,8 @@ impl MrJson {
                 .filter(|name| !name.is_empty())
                 .collect(),
             draft,
+            node_id: String::new(),
+            automerge: Some(self.merge_when_pipeline_succeeds.unwrap_or(false)),
         }
     }
 }
@@ -1176,6 +1206,8 @@ mod tests {
             labels: Vec::new(),
             assignees: Vec::new(),
             draft: false,
+            node_id: String::new(),
+            automerge: Some(false),
         };
         assert_eq!(created, expected);
         let writes = fake.write_calls();

@@ -74,6 +74,23 @@ pub trait Forge: Send + Sync {
 
     /// Adds assignees (keeping those it has). An empty list makes no request.
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error>;
+
+    /// Turns on the forge's own auto-merge: the forge merges the pull request with `method`
+    /// once its required checks pass (GitHub auto-merge, GitLab "merge when the pipeline
+    /// succeeds", Gitea/Forgejo "merge when checks succeed"). Already on is not an error.
+    async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error>;
+}
+
+/// How a pull request is merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MergeMethod {
+    /// A merge commit.
+    #[default]
+    Merge,
+    /// One commit with the pull request's changes.
+    Squash,
+    /// The commits replayed on the base.
+    Rebase,
 }
 
 /// A pull request as the lifecycle needs it.
@@ -95,6 +112,12 @@ pub struct Pull {
     /// The assignees' logins (GitLab: usernames).
     pub assignees: Vec<String>,
     pub draft: bool,
+    /// The forge's own id for APIs that address a pull request by it (GitHub's GraphQL
+    /// node id); empty where there is none.
+    pub node_id: String,
+    /// Auto-merge is on, as the forge reports it; `None` where the forge does not say
+    /// (Gitea/Forgejo).
+    pub automerge: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +199,11 @@ pub enum Error {
     /// The settings cannot work (bad URL, malformed key or token).
     #[error("{0}")]
     Config(String),
+
+    /// The forge answered but refused the operation (a GraphQL error, an answer that says
+    /// the feature is off); `message` is its own explanation.
+    #[error("refused: {message}")]
+    Refused { message: String },
 }
 
 impl Error {
@@ -196,6 +224,7 @@ impl Error {
             Error::Unauthorized { .. }
             | Error::Forbidden { .. }
             | Error::NotFound { .. }
+            | Error::Refused { .. }
             | Error::Config(_) => false,
         }
     }
@@ -221,7 +250,10 @@ impl Error {
             Error::Status { status, .. } if *status >= 500 => {
                 Some("the forge had a problem; run again later".to_string())
             }
-            Error::Status { .. } | Error::Transport { .. } | Error::Config(_) => None,
+            Error::Status { .. }
+            | Error::Transport { .. }
+            | Error::Config(_)
+            | Error::Refused { .. } => None,
         }
     }
 }
@@ -269,6 +301,9 @@ pub(crate) fn redacted(error: Error, redactor: &imagebump_http::Redactor) -> Err
             retryable,
         },
         Error::Config(message) => Error::Config(clean(message)),
+        Error::Refused { message } => Error::Refused {
+            message: clean(message),
+        },
         Error::RateLimited { retry_after } => Error::RateLimited { retry_after },
     }
 }

@@ -89,6 +89,20 @@ pub struct PullRequestsConfig {
     /// `--push`: `one` commit for all updates, or one `per-change-set`.
     #[serde(default)]
     pub push_commits: PushCommits,
+    /// How the forge merges a pull request with `automerge: true`: `merge` (default),
+    /// `squash` or `rebase` (GitLab: `rebase` follows the project's merge method).
+    #[serde(default)]
+    pub merge_method: MergeMethod,
+}
+
+/// How an auto-merged pull request is merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMethod {
+    #[default]
+    Merge,
+    Squash,
+    Rebase,
 }
 
 /// How `--push` commits.
@@ -113,6 +127,7 @@ impl Default for PullRequestsConfig {
             title: None,
             author: Author::default(),
             push_commits: PushCommits::default(),
+            merge_method: MergeMethod::default(),
         }
     }
 }

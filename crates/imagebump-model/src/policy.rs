@@ -208,6 +208,11 @@ policy_keys! {
     /// (dev environments that follow every new image), while the rest still gets pull
     /// requests.
     delivery: Delivery,
+    /// Turn on the forge's own auto-merge for the pull requests of these updates: the forge
+    /// merges once the required checks pass (the repository must allow it). Never for a
+    /// version that was rejected before. A pull request with several updates auto-merges
+    /// only when every one of them says so.
+    automerge: bool,
 }
 
 #[cfg(test)]

@@ -209,13 +209,14 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 Just(Delivery::Push),
                 Just(Delivery::PullRequest)
             ]),
+            prop::option::of(any::<bool>()),
         ),
     )
         .prop_map(
             |(
                 (strategy, constraint, semver_mode),
                 (allow_tags, ignore_tags, pattern, platforms, min_age),
-                (allow_downgrade, pin, ignore, credentials, delivery),
+                (allow_downgrade, pin, ignore, credentials, delivery, automerge),
             )| PolicySpec {
                 strategy,
                 constraint,
@@ -230,6 +231,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 ignore,
                 credentials,
                 delivery,
+                automerge,
             },
         )
 }

@@ -32,21 +32,9 @@ pub async fn act(
                 note_foreign(ctx.forge, number, &title, &body, problems).await;
                 continue;
             }
-            Action::Label { number, labels } => {
+            a @ (Action::Label { .. } | Action::Assign { .. } | Action::Automerge { .. }) => {
                 if let Some(f) = ctx.forge {
-                    if let Err(e) = f.add_labels(number, &labels).await {
-                        let what = format!("cannot label pull request #{number}");
-                        problems.push(forge_problem(f, &what, &e));
-                    }
-                }
-                continue;
-            }
-            Action::Assign { number, assignees } => {
-                if let Some(f) = ctx.forge {
-                    if let Err(e) = f.add_assignees(number, &assignees).await {
-                        let what = format!("cannot assign #{number}");
-                        problems.push(forge_problem(f, &what, &e));
-                    }
+                    complete(ctx, f, a, problems).await;
                 }
                 continue;
             }
@@ -75,7 +63,11 @@ pub async fn act(
             {
                 report
             }
-            Action::Open { report, pull } => open(ctx, report, &pull, problems).await,
+            Action::Open {
+                report,
+                pull,
+                automerge,
+            } => open(ctx, report, &pull, automerge, problems).await,
             Action::Update {
                 report,
                 number,
@@ -91,6 +83,28 @@ pub async fn act(
         reports.push(report);
     }
     reports
+}
+
+/// What an open pull request lacks: the configured labels and assignees, auto-merge.
+async fn complete(ctx: &Context<'_>, f: &dyn Forge, action: Action, problems: &mut Vec<Problem>) {
+    match action {
+        Action::Label { number, labels } => {
+            if let Err(e) = f.add_labels(number, &labels).await {
+                let what = format!("cannot label pull request #{number}");
+                problems.push(forge_problem(f, &what, &e));
+            }
+        }
+        Action::Assign { number, assignees } => {
+            if let Err(e) = f.add_assignees(number, &assignees).await {
+                let what = format!("cannot assign #{number}");
+                problems.push(forge_problem(f, &what, &e));
+            }
+        }
+        Action::Automerge { pull, title, body } => {
+            automerge(ctx, f, &pull, &title, &body, problems).await;
+        }
+        _ => {}
+    }
 }
 
 /// A change set's pull request, once its forge call landed (an opened one is recorded as
@@ -127,6 +141,7 @@ async fn open(
     ctx: &Context<'_>,
     mut report: PullReport,
     new: &NewPull,
+    automerge_it: bool,
     problems: &mut Vec<Problem>,
 ) -> PullReport {
     let Some(f) = ctx.forge else { return report };
@@ -141,6 +156,10 @@ async fn open(
                 ));
             }
             decorate(f, &p, ctx.settings, problems).await;
+            if automerge_it {
+                let body = super::decide::with_automerge_mark(&new.body);
+                automerge(ctx, f, &p, &new.title, &body, problems).await;
+            }
         }
         Err(e) if e.is_already_open() => return adopt(ctx, f, report, new, problems).await,
         Err(e) => {
@@ -236,6 +255,46 @@ async fn close(
     }
     report
 }
+
+/// Turn the forge's auto-merge on for `pull`, then record in its body (`title`, `body`, the
+/// body carrying the mark) that imagebump did, so that it is never turned on again. A
+/// failure is reported and the next run tries again.
+async fn automerge(
+    ctx: &Context<'_>,
+    f: &dyn Forge,
+    pull: &Pull,
+    title: &str,
+    body: &str,
+    problems: &mut Vec<Problem>,
+) {
+    use crate::config::MergeMethod as M;
+    let method = match ctx.settings.merge_method {
+        M::Merge => crate::forge::MergeMethod::Merge,
+        M::Squash => crate::forge::MergeMethod::Squash,
+        M::Rebase => crate::forge::MergeMethod::Rebase,
+    };
+    let result = match f.enable_automerge(pull, method).await {
+        Ok(()) => f.update_pull(pull.number, title, body).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => ctx
+            .journal
+            .done(format!("auto-merge on for pull request #{}", pull.number)),
+        Err(e) => {
+            let what = format!("cannot turn auto-merge on for #{}", pull.number);
+            let mut problem = forge_problem(f, &what, &e);
+            problem.hint = problem.hint.or_else(|| Some(AUTOMERGE_HINT.to_string()));
+            problems.push(problem);
+        }
+    }
+}
+
+/// What a repository needs for auto-merge, per forge.
+const AUTOMERGE_HINT: &str = "the repository must allow it: GitHub \"Allow auto-merge\" and a \
+    branch protection rule or ruleset with a required check; GitLab \"Pipelines must succeed\" \
+    (or a pipeline on the merge request); Gitea/Forgejo a branch protection with required status \
+    checks. The token needs to merge (write access); the next run tries again";
 
 /// Labels, reviewers and assignees of a new pull request, as configured.
 async fn decorate(f: &dyn Forge, p: &Pull, s: &PullRequestsConfig, problems: &mut Vec<Problem>) {

@@ -4,12 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::message::{body, branch_name, title, updates_of};
+use super::message::{automerge, body, branch_name, title, updates_of, Automerge};
 use super::{Outcome, PullReport};
 use crate::config::PullRequestsConfig;
 use crate::deliver::marker::{self, Marked};
 use crate::forge::{NewPull, Pull};
 use crate::plan::{ChangeSet, Plan, Update};
+use crate::resolve::Rejections;
 use crate::source::git::RefUpdate;
 
 /// Appended to the pull request of a branch someone else committed to, and commented.
@@ -28,6 +29,7 @@ pub struct Proposal<'a> {
     pub updates: Vec<&'a Update>,
     /// The pull-request body, with the marker the next run reads back.
     pub body: String,
+    pub automerge: Automerge,
 }
 
 /// One of imagebump's branches on the remote, as deciding needs it.
@@ -95,8 +97,13 @@ pub enum Action {
     CannotBuild { report: PullReport, error: String },
     /// One push of every branch that changed, each with a lease on its previous tip.
     Push(Vec<RefUpdate>),
-    /// Open a pull request for a pushed branch, then label, request reviewers and assign.
-    Open { report: PullReport, pull: NewPull },
+    /// Open a pull request for a pushed branch, then label, request reviewers and assign,
+    /// and turn its auto-merge on when `automerge`.
+    Open {
+        report: PullReport,
+        pull: NewPull,
+        automerge: bool,
+    },
     /// Bring an open pull request's title and body in line with its change set.
     Update {
         report: PullReport,
@@ -111,6 +118,13 @@ pub enum Action {
     Label { number: u64, labels: Vec<String> },
     /// Assign the configured assignees an open pull request lacks.
     Assign { number: u64, assignees: Vec<String> },
+    /// Turn on the auto-merge of an open pull request that imagebump has not turned on yet
+    /// (a call that failed on an earlier run), then mark its body (`title`, `body`) so.
+    Automerge {
+        pull: Box<Pull>,
+        title: String,
+        body: String,
+    },
 }
 
 /// Each change set of the plan with its branch, title, updates and body.
@@ -118,17 +132,20 @@ pub fn proposals<'a>(
     plan: &'a Plan,
     settings: &PullRequestsConfig,
     sources: &BTreeMap<(String, String), String>,
+    rejections: &Rejections,
 ) -> Vec<Proposal<'a>> {
     plan.change_sets
         .iter()
         .map(|set| {
             let updates = updates_of(plan, set);
+            let automerge = automerge(&updates, rejections);
             Proposal {
                 set,
                 branch: branch_name(&settings.branch_prefix, &set.group),
                 title: title(set, &updates, settings.title.as_deref()),
-                body: body(set, &updates, sources),
+                body: body(set, &updates, sources, &automerge),
                 updates,
+                automerge,
             }
         })
         .collect()
@@ -187,6 +204,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
         proposed.push(propose(input, p, outcome, pull));
         proposed.extend(missing_labels(input, pull));
         proposed.extend(missing_assignees(input, pull));
+        proposed.extend(missing_automerge(input, p, pull));
     }
     let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
     let mut actions = notes;
@@ -221,7 +239,12 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
                 report,
                 number: pull.number,
                 title: p.title.clone(),
-                body: p.body.clone(),
+                // What imagebump recorded about auto-merge stays recorded.
+                body: if pull.body.contains(marker::AUTOMERGE_MARK) {
+                    with_automerge_mark(&p.body)
+                } else {
+                    p.body.clone()
+                },
             }
         }
         Some(_) => Action::Report(report),
@@ -234,8 +257,29 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
                 body: p.body.clone(),
                 draft: input.draft,
             },
+            automerge: p.automerge == Automerge::On,
         },
     }
+}
+
+/// `body` saying that imagebump turned auto-merge on.
+pub fn with_automerge_mark(body: &str) -> String {
+    format!("{}\n{}\n", body.trim_end(), marker::AUTOMERGE_MARK)
+}
+
+/// Auto-merge for an open pull request that should have it and that imagebump has not
+/// turned on yet. Once turned on (the body's mark), it is never turned on again: a human
+/// who turned it off keeps it off.
+fn missing_automerge(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -> Option<Action> {
+    let pull = pull.filter(|_| !input.dry_run && p.automerge == Automerge::On)?;
+    if pull.body.contains(marker::AUTOMERGE_MARK) {
+        return None;
+    }
+    Some(Action::Automerge {
+        pull: Box::new(pull.clone()),
+        title: p.title.clone(),
+        body: with_automerge_mark(&p.body),
+    })
 }
 
 /// The configured labels an existing open pull request lacks, as one call.
@@ -349,6 +393,7 @@ mod tests {
                 to: "1.1.0".into(),
                 group: g.to_string(),
                 written_to: None,
+                automerge: false,
             });
             plan.change_sets.push(ChangeSet {
                 group: g.to_string(),
@@ -383,6 +428,8 @@ mod tests {
             labels: Vec::new(),
             assignees: Vec::new(),
             draft: false,
+            node_id: String::new(),
+            automerge: None,
         }
     }
 
@@ -408,7 +455,7 @@ mod tests {
 
     impl<'a> Case<'a> {
         fn new(plan: &'a Plan) -> Case<'a> {
-            let proposals = proposals(plan, &settings(), &BTreeMap::new());
+            let proposals = proposals(plan, &settings(), &BTreeMap::new(), &Default::default());
             let built = (0..proposals.len())
                 .map(|i| commit(&format!("c{i}")))
                 .collect();
@@ -473,6 +520,7 @@ mod tests {
                 Action::Close { report, .. } => r("close", report),
                 Action::Label { number, labels } => format!("label #{number} {labels:?}"),
                 Action::Assign { number, assignees } => format!("assign #{number} {assignees:?}"),
+                Action::Automerge { pull, .. } => format!("automerge #{}", pull.number),
             })
             .collect()
     }

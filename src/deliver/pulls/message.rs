@@ -4,6 +4,50 @@ use std::collections::BTreeMap;
 
 use crate::deliver::marker::{self, Marked};
 use crate::plan::{ChangeSet, Plan, Update};
+use crate::resolve::Rejections;
+
+/// Whether a pull request gets the forge's auto-merge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Automerge {
+    /// Not asked for (not every update's policy says `automerge: true`).
+    Off,
+    On,
+    /// Asked for, but a version it proposes was rejected before: a human decides. Why.
+    Withheld(String),
+}
+
+/// The auto-merge of a change set: on when every update asks for it and none proposes a
+/// version rejected before anywhere in the repository (that tag, or one a "no" covered:
+/// a rejected version at or above it).
+pub fn automerge(updates: &[&Update], rejections: &Rejections) -> Automerge {
+    if updates.is_empty() || !updates.iter().all(|u| u.automerge) {
+        return Automerge::Off;
+    }
+    for u in updates {
+        let Ok(name) = imagebump_model::name::parse_name(&u.image) else {
+            continue;
+        };
+        let tag = marker::tag_of(&u.to);
+        let version = crate::policy::constraint::parse_version(tag);
+        let covered = |rejected: &str| {
+            rejected == tag
+                || matches!(
+                    (&version, crate::policy::constraint::parse_version(rejected)),
+                    (Some(v), Some(r)) if *v <= r
+                )
+        };
+        let hit = rejections
+            .get(&name)
+            .and_then(|list| list.iter().find(|r| covered(&r.tag)));
+        if let Some(r) = hit {
+            return Automerge::Withheld(format!(
+                "{} {} was rejected before: {}",
+                u.name, r.tag, r.why
+            ));
+        }
+    }
+    Automerge::On
+}
 
 /// The updates of a change set.
 pub fn updates_of<'a>(plan: &'a Plan, set: &ChangeSet) -> Vec<&'a Update> {
@@ -67,6 +111,7 @@ pub fn body(
     set: &ChangeSet,
     updates: &[&Update],
     sources: &BTreeMap<(String, String), String>,
+    automerge: &Automerge,
 ) -> String {
     let mut s = format!(
         "imagebump updates {} image reference(s) in `{}`.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
@@ -90,6 +135,11 @@ pub fn body(
         ));
     }
     s.push_str("\nClosing this pull request without merging rejects these versions: imagebump will not propose them again, and a newer version opens a new pull request. Reverting the merged commit does the same.\n\n");
+    match automerge {
+        Automerge::Off => {}
+        Automerge::On => s.push_str("**Automerge**: the forge merges this pull request once its required checks pass. Turn auto-merge off on the pull request to keep it for review; imagebump leaves it off.\n\n"),
+        Automerge::Withheld(why) => s.push_str(&format!("**Automerge withheld**: {why}. Merge it by hand if it is wanted.\n\n")),
+    }
     let marked: Vec<Marked> = updates.iter().map(|u| Marked::from(*u)).collect();
     s.push_str(&marker::render(&marked));
     s.push('\n');
@@ -144,13 +194,14 @@ mod tests {
             to: "1.3.0".into(),
             group: "apps/web".into(),
             written_to: None,
+            automerge: false,
         };
         let mut sources = BTreeMap::new();
         sources.insert(
             ("ghcr.io/acme/web".to_string(), "1.3.0".to_string()),
             "https://github.com/acme/web".to_string(),
         );
-        let b = body(&set, &[&u], &sources);
+        let b = body(&set, &[&u], &sources, &Automerge::Off);
         assert!(b.contains("| `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |"), "{b}");
         assert_eq!(marker::parse(&b).unwrap(), vec![Marked::from(&u)]);
         assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");

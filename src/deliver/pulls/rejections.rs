@@ -358,6 +358,8 @@ mod tests {
             labels: Vec::new(),
             assignees: Vec::new(),
             draft: false,
+            node_id: String::new(),
+            automerge: None,
         };
         // An old-style trailer (no file) and a new one.
         let original = commit(

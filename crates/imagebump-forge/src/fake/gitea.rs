@@ -14,6 +14,7 @@
 //! | `POST /repos/{o}/{r}/pulls` | `head`, `base`, `title`, `body`: 201 and the pull request; 409 when an open one has the same head and base; 422 when a field is missing or head is base |
 //! | `PATCH /repos/{o}/{r}/pulls/{n}` | `title`, `body`, `state` (open, closed), `assignees`: 201 and the pull request |
 //! | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` | `reviewers`, `team_reviewers`: 201; 422 for the author |
+//! | `POST /repos/{o}/{r}/pulls/{n}/merge` | `Do`, `merge_when_checks_succeed: true`: 201 scheduled (never merged: the fake has no checks); 409 when already scheduled; 405 when [`FakeGitea::set_allow_auto_merge`] is off |
 //! | `GET /repos/{o}/{r}/issues/{n}` | the pull request as an issue (`assignees` is `null` when empty, as Gitea writes it) |
 //! | `PATCH /repos/{o}/{r}/issues/{n}` | `title`, `body`, `state`, `assignees` (replacing them): 201 |
 //! | `POST /repos/{o}/{r}/issues/{n}/comments` | `body`: 201 and the comment |
@@ -112,6 +113,8 @@ pub struct FakePull {
     pub updated_at: i64,
     pub closed_at: Option<i64>,
     pub merged_at: Option<i64>,
+    /// A merge is scheduled for when the checks succeed, with this style.
+    pub scheduled_merge: Option<String>,
 }
 
 impl FakePull {
@@ -142,6 +145,8 @@ struct State {
     repo: String,
     /// `http://127.0.0.1:PORT`.
     server_url: String,
+    /// Whether a merge may be scheduled (off: 405, as for a user who may not merge).
+    auto_merge_allowed: bool,
     pulls: Vec<FakePull>,
     labels: Vec<FakeLabel>,
     next_number: u64,
@@ -177,6 +182,7 @@ impl FakeGitea {
             repo: Self::REPO.to_string(),
             server_url: server.uri(),
             pulls: Vec::new(),
+            auto_merge_allowed: true,
             labels: Vec::new(),
             next_number: 1,
             next_label_id: 1,
@@ -261,6 +267,16 @@ impl FakeGitea {
             pull.state = "closed".to_string();
             pull.closed_at = Some(now);
         });
+    }
+
+    /// Whether scheduling a merge is accepted (off: 405).
+    pub fn set_allow_auto_merge(&self, allowed: bool) {
+        self.lock().auto_merge_allowed = allowed;
+    }
+
+    /// A human cancels the scheduled merge of pull request `number`.
+    pub fn cancel_scheduled_merge(&self, number: u64) {
+        self.by_hand(number, |pull, _| pull.scheduled_merge = None);
     }
 
     /// A human reopens pull request `number`.
@@ -441,6 +457,7 @@ impl State {
             updated_at: now,
             closed_at: None,
             merged_at: None,
+            scheduled_merge: None,
         });
         number
     }
@@ -522,6 +539,7 @@ impl State {
                 self.pull_answer(201, number)
             }
             ("POST", "pulls", ["requested_reviewers"]) => self.request_reviewers(number, body),
+            ("POST", "pulls", ["merge"]) => self.schedule_merge(number, body),
             ("GET", "issues", []) => self.issue_answer(200, number),
             ("PATCH", "issues", []) => {
                 self.edit(number, body);
@@ -812,6 +830,51 @@ impl State {
             200,
             ResponseTemplate::new(200).set_body_json(Value::Array(items)),
         )
+    }
+
+    /// `POST pulls/{n}/merge` with `merge_when_checks_succeed`: scheduled (201), or 409 when
+    /// one already is, as Gitea answers. The fake has no checks, so it never merges by
+    /// itself; a plain merge (without the flag) is not part of the fake.
+    fn schedule_merge(&mut self, number: u64, body: &Value) -> Answer {
+        let Some(pull) = self.find(number) else {
+            return self.not_found();
+        };
+        if pull.state != "open" || pull.merged {
+            return self.not_found();
+        }
+        let wanted = body
+            .get("merge_when_checks_succeed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let style = body.get("Do").and_then(Value::as_str).unwrap_or_default();
+        if !self.auto_merge_allowed {
+            return (
+                405,
+                ResponseTemplate::new(405)
+                    .set_body_json(json!({"message": "User not allowed to merge PR", "url": ""})),
+            );
+        }
+        if !wanted || !["merge", "rebase", "rebase-merge", "squash"].contains(&style) {
+            return (
+                405,
+                ResponseTemplate::new(405)
+                    .set_body_json(json!({"message": "the fake only schedules merges", "url": ""})),
+            );
+        }
+        if pull.scheduled_merge.is_some() {
+            let message = format!(
+                "pull request is already scheduled to auto merge when checks succeed [pull_id: {number}]"
+            );
+            return (
+                409,
+                ResponseTemplate::new(409).set_body_json(json!({"message": message, "url": ""})),
+            );
+        }
+        let style = style.to_string();
+        if let Some(p) = self.pulls.iter_mut().find(|p| p.number == number) {
+            p.scheduled_merge = Some(style);
+        }
+        (201, ResponseTemplate::new(201))
     }
 
     fn pull_answer(&self, status: u16, number: u64) -> Answer {

@@ -13,6 +13,7 @@
 //! | `POST /repos/{o}/{r}/issues/{n}/comments` | `body` |
 //! | `POST /repos/{o}/{r}/issues/{n}/labels` | `labels`: added to the existing ones |
 //! | `POST /repos/{o}/{r}/issues/{n}/assignees` | `assignees`: added to the existing ones |
+//! | `POST /graphql` (`/api/graphql` beside `/api/v3`) | the `enablePullRequestAutoMerge` mutation only (`variables.id`, `variables.method`): sets `auto_merge`; refusals as GraphQL `errors` with 200, as GitHub answers ([`FakeGitHub::set_allow_auto_merge`]) |
 //! | `GET /repos/{o}/{r}/installation` | the GitHub App's installation (app JWT required) |
 //! | `POST /app/installations/{id}/access_tokens` | a new installation token (app JWT required) |
 //!
@@ -106,6 +107,8 @@ pub struct FakePull {
     pub updated_at: i64,
     pub closed_at: Option<i64>,
     pub merged_at: Option<i64>,
+    /// Auto-merge is on with this merge method (`MERGE`, `SQUASH`, `REBASE`).
+    pub auto_merge: Option<String>,
 }
 
 struct AppConfig {
@@ -130,6 +133,8 @@ struct State {
     /// The next create is raced by another run, which opens the same branch's pull request
     /// first (its title given here).
     raced_create: Option<String>,
+    /// The repository's "Allow auto-merge" setting.
+    allow_auto_merge: bool,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -169,6 +174,7 @@ impl FakeGitHub {
             calls: Vec::new(),
             faults: Faults::new(),
             raced_create: None,
+            allow_auto_merge: true,
         }));
         answer_all(&server, &state).await;
         FakeGitHub {
@@ -255,6 +261,17 @@ impl FakeGitHub {
     /// The pull requests, by number.
     pub fn pulls(&self) -> Vec<FakePull> {
         self.lock().pulls.clone()
+    }
+
+    /// The repository's "Allow auto-merge" setting (on by default in the fake; off by
+    /// default on GitHub).
+    pub fn set_allow_auto_merge(&self, allowed: bool) {
+        self.lock().allow_auto_merge = allowed;
+    }
+
+    /// A human turns auto-merge off on pull request `number`.
+    pub fn disable_auto_merge(&self, number: u64) {
+        self.by_hand(number, |pull, _| pull.auto_merge = None);
     }
 
     pub fn pull(&self, number: u64) -> FakePull {
@@ -384,6 +401,7 @@ impl State {
             updated_at: now,
             closed_at: None,
             merged_at: None,
+            auto_merge: None,
         });
         number
     }
@@ -428,6 +446,15 @@ impl State {
         body: Option<&Value>,
         credential: &Credential,
     ) -> (u16, ResponseTemplate) {
+        if method == "POST" && path == self.graphql_path() {
+            if let Some(fault) = self.faults.take(method, "/graphql") {
+                return fault_response(&fault);
+            }
+            if !self.token_ok(credential) {
+                return bad_credentials("Bad credentials");
+            }
+            return self.graphql(body);
+        }
         let Some(route) = path.strip_prefix(self.prefix.as_str()) else {
             return not_found();
         };
@@ -496,6 +523,74 @@ impl State {
             },
             _ => not_found(),
         }
+    }
+
+    /// Where GraphQL lives: `/graphql` on github.com, `/api/graphql` beside Enterprise
+    /// Server's `/api/v3`. Faults for it are set on the route `/graphql`.
+    fn graphql_path(&self) -> String {
+        let root = self.prefix.strip_suffix("/v3").unwrap_or(&self.prefix);
+        format!("{root}/graphql")
+    }
+
+    /// `POST /graphql`: the one mutation imagebump sends, answered as GitHub does (200, with
+    /// `errors` when refused).
+    fn graphql(&mut self, body: Option<&Value>) -> (u16, ResponseTemplate) {
+        let empty = json!({});
+        let body = body.unwrap_or(&empty);
+        let query = body
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let vars = body.get("variables").cloned().unwrap_or(Value::Null);
+        let error = |message: &str, kind: &str| {
+            ok(
+                200,
+                json!({"data": null, "errors": [{"type": kind, "message": message}]}),
+            )
+        };
+        if !query.contains("enablePullRequestAutoMerge") {
+            return error(
+                "the fake knows only enablePullRequestAutoMerge",
+                "NOT_IMPLEMENTED",
+            );
+        }
+        let id = vars.get("id").and_then(Value::as_str).unwrap_or_default();
+        let method = vars
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("MERGE");
+        if !["MERGE", "SQUASH", "REBASE"].contains(&method) {
+            return error(&format!("Variable $method of type PullRequestMergeMethod was provided invalid value {method}"), "INVALID");
+        }
+        let number = id
+            .strip_prefix("PR_fake")
+            .and_then(|n| n.parse::<u64>().ok());
+        let Some(pull) = number.and_then(|n| self.find(n)) else {
+            return error(
+                &format!("Could not resolve to a node with the global id of '{id}'"),
+                "NOT_FOUND",
+            );
+        };
+        if !self.allow_auto_merge {
+            return error(
+                "Pull request Auto merge is not allowed for this repository",
+                "UNPROCESSABLE",
+            );
+        }
+        if pull.state != "open" {
+            return error(
+                "Pull request is not in the correct state to enable auto-merge",
+                "UNPROCESSABLE",
+            );
+        }
+        let now = self.clock.tick();
+        let p = self.pull_mut(pull.number);
+        p.auto_merge = Some(method.to_string());
+        p.updated_at = now;
+        ok(
+            200,
+            json!({"data": {"enablePullRequestAutoMerge": {"pullRequest": {"number": pull.number}}}}),
+        )
     }
 
     fn find(&self, number: u64) -> Option<FakePull> {
@@ -928,7 +1023,19 @@ impl State {
         );
         set(&mut value, "draft", json!(pull.draft));
         set(&mut value, "author_association", json!("NONE"));
-        set(&mut value, "auto_merge", Value::Null);
+        set(
+            &mut value,
+            "auto_merge",
+            match &pull.auto_merge {
+                Some(method) => json!({
+                    "enabled_by": user_json(BOT_LOGIN),
+                    "merge_method": method.to_ascii_lowercase(),
+                    "commit_title": pull.title,
+                    "commit_message": "",
+                }),
+                None => Value::Null,
+            },
+        );
         let head_owner = pull
             .head_repo
             .split('/')

@@ -12,6 +12,7 @@
 //! | `GET /projects/:id/merge_requests/:iid` | one merge request |
 //! | `POST /projects/:id/merge_requests` | `source_branch`, `target_branch`, `title` (a draft marker makes a draft), `description`, `remove_source_branch`, `labels`, `assignee_ids`, `reviewer_ids`; 201; 400 when one of the first three is missing; 409 when an open one has the same source and target branches |
 //! | `PUT /projects/:id/merge_requests/:iid` | `title`, `description`, `target_branch`, `state_event` (close, reopen), `labels`, `add_labels`, `remove_labels` (comma-separated or lists), `assignee_ids`, `reviewer_ids` (unknown ids dropped); 400 when none is given |
+//! | `PUT /projects/:id/merge_requests/:iid/merge` | `auto_merge` or `merge_when_pipeline_succeeds`: sets auto-merge (the fake has no pipelines, so it never merges); 405 when the merge request is not open, is a draft, or [`FakeGitLab::set_allow_auto_merge`] is off |
 //! | `GET`, `POST /projects/:id/merge_requests/:iid/notes` | `body` |
 //! | `GET /users` | `username` (exact, any case): a list of zero or one user |
 //!
@@ -87,6 +88,8 @@ pub struct FakeMr {
     pub reviewer_ids: Vec<u64>,
     pub notes: Vec<String>,
     pub remove_source_branch: bool,
+    /// Auto-merge is set (`merge_when_pipeline_succeeds`).
+    pub auto_merge: bool,
     pub author_id: u64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -111,6 +114,9 @@ struct State {
     tokens: Vec<String>,
     job_tokens: Vec<String>,
     users: Vec<FakeUser>,
+    /// Whether `PUT …/merge` may set auto-merge (off: 405, as when the merge request
+    /// cannot be merged by this user or has no pipeline yet).
+    auto_merge_allowed: bool,
     mrs: Vec<FakeMr>,
     next_iid: u64,
     clock: Clock,
@@ -157,6 +163,7 @@ impl FakeGitLab {
             job_tokens: vec![Self::JOB_TOKEN.to_string()],
             users,
             mrs: Vec::new(),
+            auto_merge_allowed: true,
             next_iid: 1,
             clock: Clock::new(),
             calls: Vec::new(),
@@ -269,6 +276,16 @@ impl FakeGitLab {
     /// A human closes merge request `iid` without merging.
     pub fn close(&self, iid: u64) {
         self.set_state(iid, "closed");
+    }
+
+    /// Whether setting auto-merge is accepted (off: 405).
+    pub fn set_allow_auto_merge(&self, allowed: bool) {
+        self.lock().auto_merge_allowed = allowed;
+    }
+
+    /// A human cancels auto-merge on merge request `iid`.
+    pub fn cancel_auto_merge(&self, iid: u64) {
+        self.by_hand(iid, |mr, _| mr.auto_merge = false);
     }
 
     /// A human reopens merge request `iid`.
@@ -400,6 +417,7 @@ impl State {
             reviewer_ids: Vec::new(),
             notes: Vec::new(),
             remove_source_branch: false,
+            auto_merge: false,
             author_id,
             created_at: now,
             updated_at: now,
@@ -459,6 +477,10 @@ impl State {
                     },
                     ("PUT", ["merge_requests", n]) => match iid(n) {
                         Some(n) => self.update(n, body),
+                        None => message(404, "404 Not found"),
+                    },
+                    ("PUT", ["merge_requests", n, "merge"]) => match iid(n) {
+                        Some(n) => self.merge_when_pipeline_succeeds(n, body),
                         None => message(404, "404 Not found"),
                     },
                     ("GET", ["merge_requests", n, "notes"]) => {
@@ -752,6 +774,33 @@ impl State {
     }
 
     /// A merge request in the shape of `GET /projects/:id/merge_requests/:iid`.
+    /// `PUT …/merge` with `auto_merge` or `merge_when_pipeline_succeeds`: set to merge when
+    /// the pipeline succeeds (the fake has no pipelines, so it never merges by itself);
+    /// 405 for a merge request that is not open, as GitLab answers. A plain merge (neither
+    /// flag) is not part of the fake.
+    fn merge_when_pipeline_succeeds(&mut self, iid: u64, body: &Value) -> (u16, ResponseTemplate) {
+        let flag = |k: &str| body.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let Some(mr) = self.find(iid) else {
+            return message(404, "404 Not found");
+        };
+        if mr.state != "opened" || mr.draft() {
+            return message(405, "405 Method Not Allowed");
+        }
+        if !self.auto_merge_allowed
+            || (!flag("auto_merge") && !flag("merge_when_pipeline_succeeds"))
+        {
+            return message(405, "405 Method Not Allowed");
+        }
+        let now = self.clock.tick();
+        let Some(mr) = self.mrs.iter_mut().find(|m| m.iid == iid) else {
+            return message(404, "404 Not found");
+        };
+        mr.auto_merge = true;
+        mr.updated_at = now;
+        let mr = mr.clone();
+        ok(200, self.mr_json(&mr))
+    }
+
     fn mr_json(&self, mr: &FakeMr) -> Value {
         let draft = mr.draft();
         let web_url = format!(
@@ -788,7 +837,7 @@ impl State {
             "draft": draft,
             "work_in_progress": draft,
             "milestone": null,
-            "merge_when_pipeline_succeeds": false,
+            "merge_when_pipeline_succeeds": mr.auto_merge,
             "merge_status": "can_be_merged",
             "detailed_merge_status": if draft { "draft_status" } else { "mergeable" },
             "sha": format!("{:040x}", 0xabc0_0000_u64 + mr.iid),
