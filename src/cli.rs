@@ -126,6 +126,10 @@ pub struct TagsArgs {
     /// Allow moving below the current tag.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// A local clone of the manifest repository: hold back what reviewers rejected there
+    /// (reverts in its history, the rejections its `origin` records), and say who did.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Configuration file for registries and `images` rules (default: ./imagebump.yaml if present).
     #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
     pub config: Option<PathBuf>,

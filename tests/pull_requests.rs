@@ -800,6 +800,181 @@ async fn automerge_is_withheld_for_a_version_rejected_before() {
     );
 }
 
+/// With `signing` in the operator's configuration, every commit imagebump makes (the
+/// `delivery: push` commit on the base and the pull-request branches) is signed with the
+/// operator's SSH key, and `git verify-commit` accepts it against that key; a commit made
+/// without it is refused, so the check can fail.
+#[tokio::test(flavor = "multi_thread")]
+async fn commits_are_signed_with_the_operators_ssh_key() {
+    support::require_tool("ssh-keygen", "openssh-client");
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("signing");
+    let made = std::process::Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "imagebump-test",
+            "-f",
+        ])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = keys.path().join("allowed_signers");
+    std::fs::write(
+        &allowed,
+        format!("imagebump@users.noreply.github.com {}", public.trim()),
+    )
+    .unwrap();
+    let s = setup(&format!(
+        "signing:\n  format: ssh\n  key: {}\nimages:\n  - path: apps/web/**\n    delivery: push\n",
+        key.display()
+    ))
+    .await;
+    let base = s.server.branch_sha("main").unwrap();
+    let run = s.run(&[], 0).await;
+    let main = s.server.branch_sha("main").unwrap();
+    assert_ne!(main, base, "{run}");
+    let branch = s.server.branch_sha(API).unwrap();
+    let signers = format!("gpg.ssh.allowedSignersFile={}", allowed.display());
+    let verify = |sha: &str| {
+        support::git_command()
+            .current_dir(s.server.bare_path())
+            .args(["-c", &signers, "verify-commit", sha])
+            .output()
+            .unwrap()
+    };
+    for sha in [&main, &branch] {
+        let out = verify(sha);
+        assert!(
+            out.status.success(),
+            "{sha}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Good \"git\" signature"));
+    }
+    assert!(!verify(&base).status.success(), "an unsigned commit fails");
+
+    // A repository's own imagebump.yaml may not choose a key.
+    let hostile = setup("").await;
+    hostile.server.commit_on(
+        "main",
+        &[(
+            "imagebump.yaml",
+            Some("signing:\n  key: /etc/ssh/ssh_host_ed25519_key\n"),
+        )],
+        "sign with the host's key",
+    );
+    let run = hostile.run(&[], 2).await;
+    run.assert_stderr_contains("signing can only be set in the operator's configuration");
+}
+
+/// The same with an OpenPGP key from the environment's GnuPG keyring (`GNUPGHOME`).
+#[tokio::test(flavor = "multi_thread")]
+async fn commits_are_signed_with_an_openpgp_key() {
+    support::require_tool("gpg", "gnupg");
+    support::require_tool("gpgconf", "gnupg");
+    let home = tempfile::tempdir().unwrap();
+    /// gpg starts an agent for its home: stopped when the test ends, however it ends.
+    struct Agent<'a>(&'a std::path::Path);
+    impl Drop for Agent<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("gpgconf")
+                .args(["--kill", "all"])
+                .env("GNUPGHOME", self.0)
+                .status();
+        }
+    }
+    let _agent = Agent(home.path());
+    let gpg = |args: &[&str]| {
+        std::process::Command::new("gpg")
+            .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args(args)
+            .env("GNUPGHOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let made = gpg(&[
+        "--quick-gen-key",
+        "imagebump <imagebump@users.noreply.github.com>",
+        "ed25519",
+        "sign",
+        "never",
+    ]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let listed = gpg(&["--with-colons", "--list-secret-keys"]);
+    let fingerprint = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("fpr:::::::::"))
+        .map(|f| f.trim_end_matches(':').to_string())
+        .unwrap();
+    let s = setup(&format!(
+        "signing:\n  format: openpgp\n  key: {fingerprint}\n"
+    ))
+    .await;
+    let home_str = home.path().display().to_string();
+    let run = s.run_env(&[], &[("GNUPGHOME", home_str.as_str())], 0).await;
+    let branch = s.server.branch_sha(API).unwrap_or_else(|| panic!("{run}"));
+    let out = support::git_command()
+        .current_dir(s.server.bare_path())
+        .args(["verify-commit", &branch])
+        .env("GNUPGHOME", home.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("Good signature from \"imagebump"), "{said}");
+}
+
+/// `imagebump tags --repo DIR` over a clone says which pull request holds a candidate back,
+/// and where, from the rejections the repository records.
+#[tokio::test(flavor = "multi_thread")]
+async fn tags_names_the_rejection_that_holds_a_candidate_back() {
+    let s = setup("").await;
+    s.run(&[], 0).await;
+    let web = s.pull_for(WEB);
+    s.forge.close(web.number);
+    s.run(&[], 0).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let clone = tmp.path().join("gitops");
+    support::git(
+        tmp.path(),
+        &[
+            "clone",
+            "--quiet",
+            &s.server.bare_path().display().to_string(),
+            "gitops",
+        ],
+    );
+    let run = imagebump()
+        .args(["tags", "registry.test/team/web:1.0.0", "--repo"])
+        .arg(&clone)
+        .arg("--config")
+        .arg(s.config())
+        .run_async()
+        .await;
+    run.assert_stdout_contains("chosen:  none").assert_stdout_contains(&format!(
+        "1.1.0  no    rejected: pull request #{} was closed without merging (in apps/web/kustomization.yaml)",
+        web.number
+    ));
+    // Without the repository, the same tag is chosen: the check can fail.
+    let run = imagebump()
+        .args(["tags", "registry.test/team/web:1.0.0", "--config"])
+        .arg(s.config())
+        .run_async()
+        .await;
+    run.assert_stdout_contains("chosen:  1.1.0");
+}
+
 /// A configured assignee whose call failed is assigned by the next run, once; after that
 /// nothing is written.
 #[tokio::test(flavor = "multi_thread")]

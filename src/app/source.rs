@@ -41,8 +41,10 @@ pub struct Loaded {
 /// Open the source (a shallow clone of `depth` commits for a remote) with this git token,
 /// and load its configuration.
 pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Result<Loaded, Error> {
-    let ws = tree::open(&source.location, source.git_ref.as_deref(), token, depth)?;
+    let mut ws = tree::open(&source.location, source.git_ref.as_deref(), token, depth)?;
     let (config, config_path) = load_config(source.config.as_deref(), &ws.root)?;
+    check_signing(&config, config_path.as_deref())?;
+    ws.git = ws.git.map(|g| g.with_signing(config.signing.clone()));
     Ok(Loaded {
         ws,
         config,
@@ -95,5 +97,37 @@ pub fn load_config(
             };
             Ok((config, Some(path)))
         }
+    }
+}
+
+/// An SSH signing key must be a readable file before anything is built: a run that would
+/// fail at its first commit says so at once, naming the setting (not the key's content).
+fn check_signing(config: &Config, path: Option<&Path>) -> Result<(), Error> {
+    let Some(signing) = &config.signing else {
+        return Ok(());
+    };
+    let problem = match signing.format {
+        config::SigningFormat::Ssh if signing.key.trim().is_empty() => {
+            Some("signing.key is empty: give the path of an SSH private key".to_string())
+        }
+        config::SigningFormat::Ssh if !Path::new(&signing.key).is_file() => Some(format!(
+            "signing.key {:?} is not a readable file (an SSH private key without a passphrase)",
+            signing.key
+        )),
+        config::SigningFormat::Openpgp if signing.key.trim().is_empty() => {
+            Some("signing.key is empty: give a GnuPG key id or fingerprint".to_string())
+        }
+        _ => None,
+    };
+    match problem {
+        None => Ok(()),
+        Some(message) => Err(config::Error::Invalid {
+            path: path.map(|p| p.display().to_string()).unwrap_or_default(),
+            line: 0,
+            column: 0,
+            message,
+            hint: Some("see docs/pull-requests.md, \"Signed commits\"".into()),
+        }
+        .into()),
     }
 }

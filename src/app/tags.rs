@@ -114,6 +114,9 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         &own
     };
     let mut eval = Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags);
+    if let Some(dir) = &args.repo {
+        eval.reject(&rejected_in(dir, &reference.name));
+    }
     let cache = MetaCache::default();
     let source = client.as_deref().map(|c| (c, &cache));
     let errors = crate::resolve::settle(&mut eval, &reference.name, &policy, source, 8).await;
@@ -129,6 +132,47 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// The versions of `image` reviewers rejected in the clone at `dir`, anywhere in it: tag →
+/// who said no (and where). Reverts come from its history, closed pull requests from the
+/// refs pull-request runs record on its `origin` (read with `IMAGEBUMP_GIT_TOKEN` if set);
+/// what cannot be read is said on stderr.
+fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<String, String> {
+    use crate::deliver::pulls::{by_image, lifted, rejected, Rejected, NAMESPACE};
+    let git = crate::source::git::Git::new(super::git_token());
+    let history = match git.log(dir, "HEAD", 1000) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("warning: {}: no history read: {e}", dir.display());
+            Vec::new()
+        }
+    };
+    let mut all = rejected(&[], &history);
+    match git.remote_refs(dir, NAMESPACE) {
+        Ok(names) => {
+            let lifted = lifted(&history);
+            all.extend(
+                names
+                    .iter()
+                    .filter_map(|n| Rejected::from_ref(n))
+                    .filter(|r| !lifted.contains(&r.source)),
+            );
+        }
+        Err(e) => eprintln!(
+            "warning: {}: the rejections recorded on origin ({NAMESPACE}*) were not read: {e}",
+            dir.display()
+        ),
+    }
+    let mut held = std::collections::BTreeMap::new();
+    for r in by_image(&all).remove(image).unwrap_or_default() {
+        let why = match &r.file {
+            Some(file) => format!("{} (in {file})", r.why),
+            None => r.why.clone(),
+        };
+        held.entry(r.tag).or_insert(why);
+    }
+    held
 }
 
 /// The policy for the image: the configuration's, with the flags on top.

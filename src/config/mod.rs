@@ -261,8 +261,10 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
     let mut refused: Vec<Vec<PathSeg>> = Vec::new();
-    if value.get("registries").is_some() {
-        refused.push(vec![PathSeg::Key("registries".into())]);
+    for key in ["registries", "signing"] {
+        if value.get(key).is_some() {
+            refused.push(vec![PathSeg::Key(key.into())]);
+        }
     }
     if value.pointer("/defaults/credentials").is_some() {
         refused.push(vec![

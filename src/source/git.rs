@@ -145,11 +145,43 @@ const INHERITED_ENV_REMOVED: &[&str] = &[
 #[derive(Debug)]
 pub struct Git {
     token: Option<SecretString>,
+    /// Sign the commits imagebump makes (`signing` in the operator's configuration).
+    signing: Option<imagebump_model::config::Signing>,
 }
 
 impl Git {
     pub fn new(token: Option<SecretString>) -> Self {
-        Git { token }
+        Git {
+            token,
+            signing: None,
+        }
+    }
+
+    /// The same, signing every commit it makes with `signing`.
+    pub fn with_signing(mut self, signing: Option<imagebump_model::config::Signing>) -> Self {
+        self.signing = signing;
+        self
+    }
+
+    /// The git settings that sign a commit: the format, the key, and the signing program
+    /// named here (never one a configuration file could choose).
+    fn signing_config(&self) -> Vec<(String, String)> {
+        use imagebump_model::config::SigningFormat;
+        let Some(s) = &self.signing else {
+            return Vec::new();
+        };
+        let (format, program_key, program) = match s.format {
+            SigningFormat::Ssh => ("ssh", "gpg.ssh.program", "ssh-keygen"),
+            SigningFormat::Openpgp => ("openpgp", "gpg.openpgp.program", "gpg"),
+        };
+        [
+            ("gpg.format", format),
+            (program_key, program),
+            ("user.signingKey", s.key.as_str()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
     }
 
     /// `Authorization` header value for the token.
@@ -161,6 +193,11 @@ impl Git {
     }
 
     fn command(&self, url_for_auth: Option<&str>) -> Command {
+        self.command_with(url_for_auth, Vec::new())
+    }
+
+    /// [`Git::command`] with more configuration (passed in the environment, like the rest).
+    fn command_with(&self, url_for_auth: Option<&str>, extra: Vec<(String, String)>) -> Command {
         let mut cmd = Command::new("git");
         cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -179,6 +216,7 @@ impl Git {
         {
             config.push((format!("http.{origin}.extraHeader"), header));
         }
+        config.extend(extra);
         cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
         for (i, (key, value)) in config.into_iter().enumerate() {
             cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
@@ -512,8 +550,14 @@ impl Git {
         cmd.arg("write-tree");
         let tree = stdout_line(self.run(with_index(cmd), "write-tree")?);
 
-        let mut cmd = self.local(dir);
-        cmd.args(["commit-tree", "--no-gpg-sign", &tree, "-p", &parent])
+        let mut cmd = self.command_with(None, self.signing_config());
+        cmd.arg("-C").arg(dir);
+        let sign = if self.signing.is_some() {
+            "-S"
+        } else {
+            "--no-gpg-sign"
+        };
+        cmd.args(["commit-tree", sign, &tree, "-p", &parent])
             .env("GIT_AUTHOR_NAME", &author.name)
             .env("GIT_AUTHOR_EMAIL", &author.email)
             .env("GIT_COMMITTER_NAME", &committer.name)
@@ -531,8 +575,8 @@ impl Git {
     /// (the same tree, identities, dates and message, so the same object), in one
     /// `git fast-import` rather than seven git commands per commit: pull-request mode builds
     /// hundreds. A commit whose files are refused gets its error; the others are built. With
-    /// identities git would rewrite, or dates set in the environment, each commit is built
-    /// with [`Git::commit_files`] instead.
+    /// identities git would rewrite, dates set in the environment, or signing (fast-import
+    /// cannot sign), each commit is built with [`Git::commit_files`] instead.
     pub fn commit_many(
         &self,
         dir: &Path,
@@ -550,7 +594,9 @@ impl Git {
         .iter()
         .all(|s| verbatim_ident(s))
             && std::env::var_os("GIT_AUTHOR_DATE").is_none()
-            && std::env::var_os("GIT_COMMITTER_DATE").is_none();
+            && std::env::var_os("GIT_COMMITTER_DATE").is_none()
+            // fast-import cannot sign.
+            && self.signing.is_none();
         if !verbatim {
             return commits
                 .iter()

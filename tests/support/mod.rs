@@ -1349,6 +1349,11 @@ impl GitServer {
         self.bare.clone()
     }
 
+    /// The served bare repository.
+    pub fn bare_path(&self) -> &Path {
+        &self.bare
+    }
+
     /// Runs an isolated `git <args>` in the served bare repository; returns trimmed stdout.
     pub fn git(&self, args: &[&str]) -> String {
         git(&self.bare, args)

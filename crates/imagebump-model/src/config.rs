@@ -41,6 +41,31 @@ pub struct Config {
     /// How changes become pull requests.
     #[serde(default)]
     pub pull_requests: PullRequestsConfig,
+    /// Sign imagebump's commits with git's own signing (for branches that require signed
+    /// commits). Operator's configuration only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing: Option<Signing>,
+}
+
+/// How imagebump's commits are signed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Signing {
+    /// `ssh` (default): `key` is the path of an SSH private key without a passphrase (a
+    /// mounted Secret), signed with `ssh-keygen -Y sign`. `openpgp`: `key` is a key id or
+    /// fingerprint in the GnuPG keyring of the environment (`GNUPGHOME`), signed with `gpg`.
+    #[serde(default)]
+    pub format: SigningFormat,
+    pub key: String,
+}
+
+/// Git's signature formats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SigningFormat {
+    #[default]
+    Ssh,
+    Openpgp,
 }
 
 /// How updates are grouped into change sets (one branch and pull request each).
