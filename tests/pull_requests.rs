@@ -975,6 +975,68 @@ async fn tags_names_the_rejection_that_holds_a_candidate_back() {
     run.assert_stdout_contains("chosen:  1.1.0");
 }
 
+/// `signing: {format: github}`: GitHub creates the branches' commits through its API
+/// (`createCommitOnBranch`), so they are signed by GitHub (verified for a GitHub App); no
+/// branch is pushed with git. Re-runs recognise those commits as imagebump's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn github_creates_the_commits_when_asked_to_sign_them() {
+    let s = setup("signing:\n  format: github\n").await;
+    s.forge.serve_repository(s.server.bare_path());
+    let run = s.run(&[], 0).await;
+    assert_eq!(s.pushes(), 0, "no git push: {run}");
+    let web = s.server.branch_sha(WEB).unwrap();
+    let api = s.server.branch_sha(API).unwrap();
+    let mut verified = s.forge.verified_commits();
+    verified.sort();
+    let mut expected = vec![web.clone(), api.clone()];
+    expected.sort();
+    assert_eq!(verified, expected);
+    assert_eq!(
+        s.branch_file(WEB, "apps/web/kustomization.yaml").unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    let log = s.server.log(
+        WEB,
+        "%cn <%ce>|%P|%(trailers:key=Imagebump-Update,valueonly)",
+    );
+    assert_eq!(
+        log[0].trim(),
+        format!(
+            "GitHub <noreply@github.com>|{}|registry.test/team/web 1.0.0 -> 1.1.0 in apps/web/kustomization.yaml",
+            s.server.branch_sha("main").unwrap()
+        )
+    );
+    assert_eq!(
+        s.pull_for(WEB).title,
+        "Update registry.test/team/web to 1.1.0"
+    );
+
+    // Nothing new: nothing written, the commits are imagebump's own.
+    s.forge.clear_calls();
+    let again = s.run(&[], 0).await;
+    assert_eq!(s.writes(), Vec::<String>::new(), "{again}");
+
+    // A newer version: the branch goes back to the base and GitHub commits again.
+    s.reg.push_tags("team/web", &["1.2.0"]);
+    let run = s.run(&[], 0).await;
+    let moved = s.server.branch_sha(WEB).unwrap();
+    assert_ne!(moved, web, "{run}");
+    assert!(s.forge.verified_commits().contains(&moved));
+    assert_eq!(s.pushes(), 0);
+    assert!(
+        s.writes().contains(&format!(
+            "PATCH {}",
+            s.forge.repo_path(&format!("/git/refs/heads/{WEB}"))
+        )),
+        "{:?}",
+        s.writes()
+    );
+
+    // --push cannot work this way: said at once.
+    let push = s.run(&["--push"], 2).await;
+    push.assert_stderr_contains("signing format github creates pull-request commits only");
+}
+
 /// A configured assignee whose call failed is assigned by the next run, once; after that
 /// nothing is written.
 #[tokio::test(flavor = "multi_thread")]

@@ -38,6 +38,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let depth = history_depth(plan);
     let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
+    refuse_push_by_api(plan, &loaded)?;
     let mut problems: Vec<Problem> = Vec::new();
     let (rejections, rejections_known) = rejections(plan, &loaded, forge, &mut problems).await;
     let registries =
@@ -517,8 +518,31 @@ async fn pull_requests(
         dry_run: plan.mode != Mode::PullRequests,
         journal,
         rejections,
+        by_api: by_api(loaded),
     };
     Some(crate::deliver::pulls::deliver(&ctx, made).await)
+}
+
+/// `--push` with commits that only the forge's API may create: refused before anything.
+fn refuse_push_by_api(plan: &RunPlan, loaded: &Loaded) -> Result<(), Error> {
+    if plan.mode != Mode::Push || !by_api(loaded) {
+        return Ok(());
+    }
+    let path = loaded.config_path.as_ref();
+    Err(Error::Config(crate::config::Error::Invalid {
+        path: path.map(|p| p.display().to_string()).unwrap_or_default(),
+        line: 0,
+        column: 0,
+        message: "signing format github creates pull-request commits only; --push needs an \
+                  ssh or openpgp key"
+            .into(),
+        hint: Some("see docs/pull-requests.md, \"Signed commits\"".into()),
+    }))
+}
+
+/// Commits come from the forge's API (`signing: {format: github}`).
+fn by_api(loaded: &Loaded) -> bool {
+    loaded.config.signing.as_ref().is_some_and(|s| s.by_api())
 }
 
 /// The `delivery: push` updates of a pull-request run (or its dry run), apart from those
@@ -549,6 +573,13 @@ fn push_direct(
         return None;
     }
     let base = base_branch(plan, loaded);
+    if by_api(loaded) {
+        problems.push(Problem::general(format!(
+            "delivery: push updates not pushed to {base}: with signing format github, GitHub \
+             creates only pull-request commits; sign with an ssh or openpgp key to push"
+        )));
+        return None;
+    }
     let settings = &loaded.config.pull_requests;
     match push_to_base(git, &loaded.ws.root, &base, base_commit, direct, settings) {
         Ok(Some(sha)) => {

@@ -117,6 +117,10 @@ fn check_signing(config: &Config, path: Option<&Path>) -> Result<(), Error> {
         config::SigningFormat::Openpgp if signing.key.trim().is_empty() => {
             Some("signing.key is empty: give a GnuPG key id or fingerprint".to_string())
         }
+        config::SigningFormat::Github if !signing.key.trim().is_empty() => Some(
+            "signing.key is not used with format github (GitHub signs the commits it creates)"
+                .to_string(),
+        ),
         _ => None,
     };
     match problem {

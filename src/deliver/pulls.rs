@@ -82,6 +82,9 @@ pub struct Context<'a> {
     pub journal: &'a crate::progress::Journal,
     /// The versions rejected before: no auto-merge for them.
     pub rejections: &'a crate::resolve::Rejections,
+    /// Branches get their commits from the forge's API (`signing: {format: github}`), not
+    /// from `git push`.
+    pub by_api: bool,
 }
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run

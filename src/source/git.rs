@@ -163,15 +163,48 @@ impl Git {
         self
     }
 
+    /// Whether git signs the commits it makes (not when the forge's API creates them).
+    fn signs(&self) -> bool {
+        self.signing.as_ref().is_some_and(|s| !s.by_api())
+    }
+
+    /// The files `commit` changes against `parent` (added or modified; paths from the root).
+    pub fn changed_files(
+        &self,
+        dir: &Path,
+        parent: &str,
+        commit: &str,
+    ) -> Result<Vec<String>, Error> {
+        let (parent, commit) = (revision(parent)?, revision(commit)?);
+        let mut cmd = self.local(dir);
+        cmd.args([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-only",
+            "--diff-filter=AM",
+            parent,
+            commit,
+        ]);
+        let out = self.run(cmd, "diff-tree")?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect())
+    }
+
     /// The git settings that sign a commit: the format, the key, and the signing program
     /// named here (never one a configuration file could choose).
     fn signing_config(&self) -> Vec<(String, String)> {
         use imagebump_model::config::SigningFormat;
-        let Some(s) = &self.signing else {
+        let Some(s) = self.signing.as_ref().filter(|s| !s.by_api()) else {
             return Vec::new();
         };
         let (format, program_key, program) = match s.format {
-            SigningFormat::Ssh => ("ssh", "gpg.ssh.program", "ssh-keygen"),
+            SigningFormat::Ssh | SigningFormat::Github => ("ssh", "gpg.ssh.program", "ssh-keygen"),
             SigningFormat::Openpgp => ("openpgp", "gpg.openpgp.program", "gpg"),
         };
         [
@@ -552,11 +585,7 @@ impl Git {
 
         let mut cmd = self.command_with(None, self.signing_config());
         cmd.arg("-C").arg(dir);
-        let sign = if self.signing.is_some() {
-            "-S"
-        } else {
-            "--no-gpg-sign"
-        };
+        let sign = if self.signs() { "-S" } else { "--no-gpg-sign" };
         cmd.args(["commit-tree", sign, &tree, "-p", &parent])
             .env("GIT_AUTHOR_NAME", &author.name)
             .env("GIT_AUTHOR_EMAIL", &author.email)
@@ -596,7 +625,7 @@ impl Git {
             && std::env::var_os("GIT_AUTHOR_DATE").is_none()
             && std::env::var_os("GIT_COMMITTER_DATE").is_none()
             // fast-import cannot sign.
-            && self.signing.is_none();
+            && !self.signs();
         if !verbatim {
             return commits
                 .iter()

@@ -23,8 +23,8 @@ use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
 use super::{
-    logins, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson, MergeMethod, NewPull,
-    Pull, PullState,
+    logins, ApiCommit, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson,
+    MergeMethod, NewPull, Pull, PullState,
 };
 
 /// Items per page: GitHub's maximum.
@@ -250,6 +250,26 @@ impl GitHub {
         Ok(found)
     }
 
+    /// A GraphQL request; its `errors` (GitHub answers 200 with them) as a refusal.
+    async fn graphql(&self, payload: &Value, what: &str) -> Result<GraphQlJson, Error> {
+        let token = self.credential().await?;
+        let url = self.api.graphql_url()?;
+        let reply = self
+            .api
+            .send(Method::POST, &url, Some(payload), what, &token)
+            .await?;
+        let answer: GraphQlJson = parse(&reply.body, "POST", url.path())?;
+        match answer.errors.first() {
+            None => Ok(answer),
+            Some(e) => Err(crate::redacted(
+                Error::Refused {
+                    message: format!("{what}: {}", e.message),
+                },
+                &self.api.redactor,
+            )),
+        }
+    }
+
     /// A request relative to the API base with this repository's credential.
     async fn call(
         &self,
@@ -380,6 +400,64 @@ impl Forge for GitHub {
             .await
     }
 
+    /// The branch is put on the parent (created, or moved back with `force` after checking
+    /// it is still where the caller saw it), then GraphQL `createCommitOnBranch` adds the
+    /// commit with `expectedHeadOid` = the parent: GitHub creates and signs it.
+    async fn commit_by_api(&self, c: &ApiCommit) -> Result<String, Error> {
+        use base64::Engine;
+        let what = format!("branch {} in {}", c.branch, self.full_name());
+        match &c.expected {
+            None => {
+                let path = self.repo_path("/git/refs");
+                let body = json!({ "ref": format!("refs/heads/{}", c.branch), "sha": c.parent });
+                self.write(Method::POST, &path, body, &what).await?;
+            }
+            Some(expected) if *expected != c.parent => {
+                let path = self.repo_path(&format!("/git/ref/heads/{}", c.branch));
+                let reply = self.call(Method::GET, &path, None, &what).await?;
+                let now: RefJson = parse(&reply.body, "GET", &path)?;
+                if now.object.sha != *expected {
+                    return Err(Error::Refused {
+                        message: format!("{what} moved during the run; left for the next run"),
+                    });
+                }
+                let path = self.repo_path(&format!("/git/refs/heads/{}", c.branch));
+                let body = json!({ "sha": c.parent, "force": true });
+                self.write(Method::PATCH, &path, body, &what).await?;
+            }
+            Some(_) => {}
+        }
+        let (headline, rest) = c.message.split_once('\n').unwrap_or((&c.message, ""));
+        let additions: Vec<Value> = c
+            .files
+            .iter()
+            .map(|(path, content)| {
+                json!({
+                    "path": path,
+                    "contents": base64::engine::general_purpose::STANDARD.encode(content),
+                })
+            })
+            .collect();
+        let payload = json!({
+            "query": "mutation($input: CreateCommitOnBranchInput!) { \
+                      createCommitOnBranch(input: $input) { commit { oid } } }",
+            "variables": { "input": {
+                "branch": { "repositoryNameWithOwner": self.full_name(), "branchName": c.branch },
+                "message": { "headline": headline.trim(), "body": rest.trim() },
+                "fileChanges": { "additions": additions },
+                "expectedHeadOid": c.parent,
+            }},
+        });
+        let answer: GraphQlJson = self.graphql(&payload, &what).await?;
+        answer
+            .data
+            .and_then(|d| d.pointer("/createCommitOnBranch/commit/oid").cloned())
+            .and_then(|oid| oid.as_str().map(str::to_string))
+            .ok_or_else(|| Error::Refused {
+                message: format!("{what}: GitHub created no commit"),
+            })
+    }
+
     /// GitHub auto-merge exists only in GraphQL (`enablePullRequestAutoMerge`), which
     /// answers 200 with `errors` when it refuses (auto-merge not allowed in the repository,
     /// the pull request already mergeable, ...).
@@ -399,22 +477,7 @@ impl Forge for GitHub {
             "variables": { "id": pull.node_id, "method": method },
         });
         let what = self.pull_what(pull.number);
-        let token = self.credential().await?;
-        let url = self.api.graphql_url()?;
-        let reply = self
-            .api
-            .send(Method::POST, &url, Some(&payload), &what, &token)
-            .await?;
-        let answer: GraphQlJson = parse(&reply.body, "POST", url.path())?;
-        match answer.errors.first() {
-            None => Ok(()),
-            Some(e) => Err(crate::redacted(
-                Error::Refused {
-                    message: format!("{what}: {}", e.message),
-                },
-                &self.api.redactor,
-            )),
-        }
+        self.graphql(&payload, &what).await.map(drop)
     }
 }
 
@@ -797,7 +860,20 @@ fn graphql_url(base: &Url) -> Url {
 #[derive(Deserialize)]
 struct GraphQlJson {
     #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
     errors: Vec<GraphQlError>,
+}
+
+/// A git reference (`GET …/git/ref/heads/{branch}`).
+#[derive(Deserialize)]
+struct RefJson {
+    object: RefObject,
+}
+
+#[derive(Deserialize)]
+struct RefObject {
+    sha: String,
 }
 
 #[derive(Deserialize)]

@@ -79,6 +79,31 @@ pub trait Forge: Send + Sync {
     /// once its required checks pass (GitHub auto-merge, GitLab "merge when the pipeline
     /// succeeds", Gitea/Forgejo "merge when checks succeed"). Already on is not an error.
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error>;
+
+    /// Has the forge create a commit of `c.files` on `c.parent` as the tip of `c.branch`
+    /// through its API, so that the forge signs it (GitHub's verified commits); the new
+    /// commit's sha. Only GitHub can.
+    async fn commit_by_api(&self, c: &ApiCommit) -> Result<String, Error> {
+        Err(Error::Config(format!(
+            "{} cannot create commits through its API for {}; sign with an ssh or openpgp key",
+            self.name(),
+            c.branch
+        )))
+    }
+}
+
+/// A commit for [`Forge::commit_by_api`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiCommit {
+    pub branch: String,
+    /// The branch's tip now, `None` when it does not exist yet. Checked before the branch
+    /// is moved: a branch that moved meanwhile is not overwritten.
+    pub expected: Option<String>,
+    /// The commit the new one goes on (the base).
+    pub parent: String,
+    pub message: String,
+    /// Added or changed files: path from the root, content.
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// How a pull request is merged.

@@ -54,9 +54,19 @@ pub struct Signing {
     /// `ssh` (default): `key` is the path of an SSH private key without a passphrase (a
     /// mounted Secret), signed with `ssh-keygen -Y sign`. `openpgp`: `key` is a key id or
     /// fingerprint in the GnuPG keyring of the environment (`GNUPGHOME`), signed with `gpg`.
+    /// `github`: no key; pull-request commits are created by GitHub through its API
+    /// (GraphQL `createCommitOnBranch`), which signs them: verified commits for a GitHub App.
     #[serde(default)]
     pub format: SigningFormat,
+    #[serde(default)]
     pub key: String,
+}
+
+impl Signing {
+    /// Whether commits are created by the forge's API instead of git.
+    pub fn by_api(&self) -> bool {
+        self.format == SigningFormat::Github
+    }
 }
 
 /// Git's signature formats.
@@ -66,6 +76,7 @@ pub enum SigningFormat {
     #[default]
     Ssh,
     Openpgp,
+    Github,
 }
 
 /// How updates are grouped into change sets (one branch and pull request each).

@@ -39,7 +39,11 @@ pub async fn act(
                 continue;
             }
             Action::Push(updates) => {
-                failed = push_all(ctx, &updates, problems);
+                failed = if ctx.by_api {
+                    commit_by_api(ctx, &updates, problems).await
+                } else {
+                    push_all(ctx, &updates, problems)
+                };
                 let pushed: Vec<&str> = updates
                     .iter()
                     .map(|u| u.branch.as_str())
@@ -381,6 +385,75 @@ fn push_all(
     failed
 }
 
+/// The branches' commits created by the forge's API instead of pushed (so that the forge
+/// signs them): each local commit's files and message, on the base, one branch at a time.
+/// Only imagebump's own branches. Returns the branches that did not get through.
+async fn commit_by_api(
+    ctx: &Context<'_>,
+    updates: &[RefUpdate],
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let mut failed = BTreeSet::new();
+    let Some(f) = ctx.forge else {
+        return failed;
+    };
+    for u in updates {
+        if !own_branch(&u.branch, ctx.base, &ctx.settings.branch_prefix) {
+            problems.push(Problem::general(format!(
+                "{}: not pushed: it is the base branch or outside the branch prefix",
+                u.branch
+            )));
+            failed.insert(u.branch.clone());
+            continue;
+        }
+        let result = match api_commit(ctx, u) {
+            Ok(c) => f.commit_by_api(&c).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match result {
+            Ok(sha) => tracing::info!("{}: commit {sha} created by {}", u.branch, f.name()),
+            Err(e) => {
+                problems.push(Problem {
+                    location: f.name().to_string(),
+                    message: format!("cannot commit to {} through the API: {e}", u.branch),
+                    hint: None,
+                });
+                failed.insert(u.branch.clone());
+            }
+        }
+    }
+    failed
+}
+
+/// What the forge's API is asked to commit for `u`: the files and message of the local
+/// commit, on the base commit.
+fn api_commit(
+    ctx: &Context<'_>,
+    u: &RefUpdate,
+) -> Result<crate::forge::ApiCommit, crate::source::git::Error> {
+    let paths = ctx.git.changed_files(ctx.dir, ctx.base_commit, &u.new)?;
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        let content = ctx
+            .git
+            .show_file(ctx.dir, &u.new, &path)?
+            .unwrap_or_default();
+        files.push((path, content));
+    }
+    let info = ctx.git.log(ctx.dir, &u.new, 1)?;
+    let message = info
+        .first()
+        .map(|c| format!("{}\n\n{}", c.subject, c.body))
+        .unwrap_or_default();
+    Ok(crate::forge::ApiCommit {
+        branch: u.branch.clone(),
+        expected: u.expected.clone(),
+        parent: ctx.base_commit.to_string(),
+        message,
+        files,
+    })
+}
+
 /// Whether `branch` is one imagebump may push in pull-request mode.
 fn own_branch(branch: &str, base: &str, prefix: &str) -> bool {
     let prefix = prefix.trim();
@@ -438,7 +511,7 @@ fn has_foreign_commits(ctx: &Context<'_>, tip: &str) -> bool {
         .log(ctx.dir, &format!("{}..{tip}", ctx.base_commit), 50)
         .unwrap_or_default();
     log.iter()
-        .any(|c| is_foreign(c, &ctx.settings.author.email))
+        .any(|c| is_foreign(c, &ctx.settings.author.email, ctx.by_api))
 }
 
 pub fn forge_problem(f: &dyn Forge, what: &str, e: &crate::forge::Error) -> Problem {

@@ -69,7 +69,7 @@ fn branch(ctx: &Context<'_>, sha: String) -> Branch {
         .unwrap_or_default();
     let foreign = log
         .iter()
-        .any(|c| is_foreign(c, &ctx.settings.author.email));
+        .any(|c| is_foreign(c, &ctx.settings.author.email, ctx.by_api));
     let parent_is_base = matches!(
         log.as_slice(),
         [only] if only.parents.first().map(String::as_str) == Some(ctx.base_commit)
@@ -83,9 +83,13 @@ fn branch(ctx: &Context<'_>, sha: String) -> Branch {
     }
 }
 
-/// A commit not made by imagebump: another author, or no `Imagebump-Update` trailer.
-pub fn is_foreign(c: &CommitInfo, email: &str) -> bool {
-    c.author.email != email
+/// A commit not made by imagebump: another author, or no `Imagebump-Update` trailer. With
+/// commits made by GitHub's API (`by_api`), GitHub is the committer and the token's bot the
+/// author, whatever `email` says.
+pub fn is_foreign(c: &CommitInfo, email: &str, by_api: bool) -> bool {
+    let by_github =
+        by_api && c.committer.email == "noreply@github.com" && c.author.email.contains("[bot]");
+    (c.author.email != email && !by_github)
         || !c
             .trailers
             .iter()

@@ -13,7 +13,9 @@
 //! | `POST /repos/{o}/{r}/issues/{n}/comments` | `body` |
 //! | `POST /repos/{o}/{r}/issues/{n}/labels` | `labels`: added to the existing ones |
 //! | `POST /repos/{o}/{r}/issues/{n}/assignees` | `assignees`: added to the existing ones |
-//! | `POST /graphql` (`/api/graphql` beside `/api/v3`) | the `enablePullRequestAutoMerge` mutation only (`variables.id`, `variables.method`): sets `auto_merge`; refusals as GraphQL `errors` with 200, as GitHub answers ([`FakeGitHub::set_allow_auto_merge`]) |
+//! | `POST /graphql` (`/api/graphql` beside `/api/v3`) | two mutations: `enablePullRequestAutoMerge` (`variables.id`, `variables.method`) sets `auto_merge`; `createCommitOnBranch` (`variables.input`) commits base64 `fileChanges.additions` on a branch at `expectedHeadOid` in the served repository, GitHub as committer, and counts it verified; refusals as GraphQL `errors` with 200, as GitHub answers ([`FakeGitHub::set_allow_auto_merge`]) |
+//! | `POST /repos/{o}/{r}/git/refs`, `GET …/git/ref/heads/{b}`, `PATCH …/git/refs/heads/{b}` | `ref`, `sha`, `force`: the branches of the repository given to [`FakeGitHub::serve_repository`]; 422 as GitHub (exists, not a fast-forward) |
+//! | `GET /repos/{o}/{r}/commits/{sha}` | `commit.verification.verified`: true for commits GitHub created |
 //! | `GET /repos/{o}/{r}/installation` | the GitHub App's installation (app JWT required) |
 //! | `POST /app/installations/{id}/access_tokens` | a new installation token (app JWT required) |
 //!
@@ -38,6 +40,7 @@ use super::common::{
     add_unique, answer_all, header, lock, page_number, page_url, per_page, query_get, strings,
     timestamp, token_or_bearer, writes, Clock, Faults, Received, Serve, CLOCK_START,
 };
+use super::git_data;
 
 const LIST_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_requests_list.json");
 const SINGLE_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_request_closed.json");
@@ -135,6 +138,11 @@ struct State {
     raced_create: Option<String>,
     /// The repository's "Allow auto-merge" setting.
     allow_auto_merge: bool,
+    /// The bare repository behind the git data API (refs, `createCommitOnBranch`), when a
+    /// test serves one.
+    git_dir: Option<std::path::PathBuf>,
+    /// Commits GitHub created (and so signed) through its API.
+    verified: Vec<String>,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -175,6 +183,8 @@ impl FakeGitHub {
             faults: Faults::new(),
             raced_create: None,
             allow_auto_merge: true,
+            git_dir: None,
+            verified: Vec::new(),
         }));
         answer_all(&server, &state).await;
         FakeGitHub {
@@ -261,6 +271,17 @@ impl FakeGitHub {
     /// The pull requests, by number.
     pub fn pulls(&self) -> Vec<FakePull> {
         self.lock().pulls.clone()
+    }
+
+    /// The bare repository this fake's git data API writes to (the one the test serves over
+    /// HTTP as the same repository).
+    pub fn serve_repository(&self, git_dir: &std::path::Path) {
+        self.lock().git_dir = Some(git_dir.to_path_buf());
+    }
+
+    /// The commits GitHub created (and signed) through its API: those it reports verified.
+    pub fn verified_commits(&self) -> Vec<String> {
+        self.lock().verified.clone()
     }
 
     /// The repository's "Allow auto-merge" setting (on by default in the fake; off by
@@ -521,6 +542,12 @@ impl State {
                 Some(n) => self.assignees(n, body),
                 None => not_found(),
             },
+            ("POST", ["git", "refs"]) => self.create_ref(body),
+            ("PATCH", ["git", "refs", "heads", branch @ ..]) => {
+                self.update_ref(&branch.join("/"), body)
+            }
+            ("GET", ["commits", sha]) => self.commit_json(sha),
+            ("GET", ["git", "ref", "heads", branch @ ..]) => self.get_ref(&branch.join("/")),
             _ => not_found(),
         }
     }
@@ -548,6 +575,9 @@ impl State {
                 json!({"data": null, "errors": [{"type": kind, "message": message}]}),
             )
         };
+        if query.contains("createCommitOnBranch") {
+            return self.create_commit_on_branch(&vars);
+        }
         if !query.contains("enablePullRequestAutoMerge") {
             return error(
                 "the fake knows only enablePullRequestAutoMerge",
@@ -590,6 +620,157 @@ impl State {
         ok(
             200,
             json!({"data": {"enablePullRequestAutoMerge": {"pullRequest": {"number": pull.number}}}}),
+        )
+    }
+
+    /// `POST /repos/{o}/{r}/git/refs`: `ref` (`refs/heads/…`), `sha`; 422 when it exists.
+    fn create_ref(&mut self, body: &Value) -> (u16, ResponseTemplate) {
+        let Some(dir) = self.git_dir.clone() else {
+            return not_found();
+        };
+        let name = body.get("ref").and_then(Value::as_str).unwrap_or_default();
+        let sha = body.get("sha").and_then(Value::as_str).unwrap_or_default();
+        let Some(branch) = name.strip_prefix("refs/heads/") else {
+            return unprocessable("Reference name must start with 'refs/heads/'");
+        };
+        if git_data::head(&dir, branch).is_some() {
+            return unprocessable("Reference already exists");
+        }
+        if !git_data::is_commit(&dir, sha) || !git_data::set_ref(&dir, branch, sha) {
+            return unprocessable("Object does not exist");
+        }
+        ok(201, self.ref_json(branch, sha))
+    }
+
+    /// `PATCH /repos/{o}/{r}/git/refs/heads/{branch}`: `sha`, `force`; 422 for a move that
+    /// is not a fast-forward without `force`.
+    fn update_ref(&mut self, branch: &str, body: &Value) -> (u16, ResponseTemplate) {
+        let Some(dir) = self.git_dir.clone() else {
+            return not_found();
+        };
+        let sha = body.get("sha").and_then(Value::as_str).unwrap_or_default();
+        let force = body.get("force").and_then(Value::as_bool).unwrap_or(false);
+        let Some(old) = git_data::head(&dir, branch) else {
+            return unprocessable("Reference does not exist");
+        };
+        if !git_data::is_commit(&dir, sha) {
+            return unprocessable("Object does not exist");
+        }
+        if !force && !git_data::is_ancestor(&dir, &old, sha) {
+            return unprocessable("Update is not a fast forward");
+        }
+        git_data::set_ref(&dir, branch, sha);
+        ok(200, self.ref_json(branch, sha))
+    }
+
+    /// `GET /repos/{o}/{r}/git/ref/heads/{branch}`.
+    fn get_ref(&self, branch: &str) -> (u16, ResponseTemplate) {
+        let head = self
+            .git_dir
+            .as_deref()
+            .and_then(|d| git_data::head(d, branch));
+        match head {
+            Some(sha) => ok(200, self.ref_json(branch, &sha)),
+            None => not_found(),
+        }
+    }
+
+    fn ref_json(&self, branch: &str, sha: &str) -> Value {
+        json!({
+            "ref": format!("refs/heads/{branch}"),
+            "node_id": format!("REF_{branch}"),
+            "url": format!("{}/repos/{}/git/refs/heads/{branch}", self.base_url, self.full_name()),
+            "object": {"type": "commit", "sha": sha},
+        })
+    }
+
+    /// `GET /repos/{o}/{r}/commits/{sha}`, as far as its signature verification goes.
+    fn commit_json(&self, sha: &str) -> (u16, ResponseTemplate) {
+        let Some(dir) = self.git_dir.clone() else {
+            return not_found();
+        };
+        if !git_data::is_commit(&dir, sha) {
+            return unprocessable(&format!("No commit found for SHA: {sha}"));
+        }
+        let verified = self.verified.iter().any(|v| v == sha);
+        ok(
+            200,
+            json!({
+                "sha": sha,
+                "commit": {
+                    "verification": {
+                        "verified": verified,
+                        "reason": if verified { "valid" } else { "unsigned" },
+                    }
+                }
+            }),
+        )
+    }
+
+    /// GraphQL `createCommitOnBranch`: a commit of `fileChanges.additions` (base64) on the
+    /// branch, which must point at `expectedHeadOid`; GitHub is the committer and signs it.
+    fn create_commit_on_branch(&mut self, vars: &Value) -> (u16, ResponseTemplate) {
+        use base64::Engine;
+        let error = |message: &str| {
+            ok(
+                200,
+                json!({"data": {"createCommitOnBranch": null}, "errors": [{"type": "UNPROCESSABLE", "message": message}]}),
+            )
+        };
+        let Some(dir) = self.git_dir.clone() else {
+            return error("the fake serves no repository");
+        };
+        let input = &vars["input"];
+        let branch = input["branch"]["branchName"].as_str().unwrap_or_default();
+        let repo = input["branch"]["repositoryNameWithOwner"]
+            .as_str()
+            .unwrap_or_default();
+        if !repo.eq_ignore_ascii_case(&self.full_name()) {
+            return error(&format!(
+                "Could not resolve to a Repository with the name '{repo}'."
+            ));
+        }
+        let expected = input["expectedHeadOid"].as_str().unwrap_or_default();
+        let Some(head) = git_data::head(&dir, branch) else {
+            return error(&format!(
+                "A ref named \"refs/heads/{branch}\" does not exist."
+            ));
+        };
+        if head != expected {
+            return error(&format!(
+                "Expected branch to point to \"{expected}\" but it did not. Pull and try again."
+            ));
+        }
+        let mut files = Vec::new();
+        for a in input["fileChanges"]["additions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let path = a["path"].as_str().unwrap_or_default().to_string();
+            let Ok(content) = base64::engine::general_purpose::STANDARD
+                .decode(a["contents"].as_str().unwrap_or_default())
+            else {
+                return error("contents must be base64");
+            };
+            files.push((path, content));
+        }
+        let headline = input["message"]["headline"].as_str().unwrap_or_default();
+        let body = input["message"]["body"].as_str().unwrap_or_default();
+        let message = if body.is_empty() {
+            format!("{headline}\n")
+        } else {
+            format!("{headline}\n\n{body}\n")
+        };
+        let author = ("imagebump[bot]", "imagebump[bot]@users.noreply.github.com");
+        let Some(sha) = git_data::commit(&dir, &head, &files, &message, author) else {
+            return error("the commit could not be created");
+        };
+        git_data::set_ref(&dir, branch, &sha);
+        self.verified.push(sha.clone());
+        ok(
+            200,
+            json!({"data": {"createCommitOnBranch": {"commit": {"oid": sha, "url": format!("https://github.com/{}/commit/{sha}", self.full_name())}}}}),
         )
     }
 
@@ -1166,6 +1347,17 @@ fn ok(status: u16, body: Value) -> (u16, ResponseTemplate) {
     (
         status,
         with_rate_headers(ResponseTemplate::new(status).set_body_json(body)),
+    )
+}
+
+fn unprocessable(message: &str) -> (u16, ResponseTemplate) {
+    (
+        422,
+        ResponseTemplate::new(422).set_body_json(json!({
+            "message": message,
+            "documentation_url": "https://docs.github.com/rest/git/refs",
+            "status": "422"
+        })),
     )
 }
 

@@ -17,6 +17,7 @@
 )]
 
 pub mod common;
+pub mod git_data;
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
