@@ -1,4 +1,4 @@
-//! Forges: where pull requests live (DESIGN.md, "Pull-request lifecycle").
+//! Forges: where pull requests live (docs/pull-requests.md says what each one does).
 //!
 //! [`Forge`] is the seam between the pull-request lifecycle and one hosting service; the
 //! caller holds a `Box<dyn Forge>` and never learns which one it talks to. Each forge has its
