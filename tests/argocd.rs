@@ -374,6 +374,42 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
     assert_eq!(support::files(tree.path()), before, "{}", run.stdout);
 }
 
+/// An `ImageUpdater` that is invalid (here an invalid `namePattern`, which AIU refuses as a
+/// whole) updates nothing: the apps it was meant for are left alone, not updated under the
+/// default policy, and the run says which and why; an app it was not meant for moves on.
+#[test]
+fn an_invalid_image_updater_leaves_its_apps_alone() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/other", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = |name: &str, image: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  source:\n    path: apps/{name}\n    kustomize:\n      images:\n      - registry.test/team/{image}:1.0.0\n")
+    };
+    let iu = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: broken\n  namespace: argocd\nspec:\n  applicationRefs:\n  - namePattern: 'web[' \n    images:\n    - alias: web\n      imageName: registry.test/team/web\n  - namePattern: 'we*'\n    images:\n    - alias: web\n      imageName: registry.test/team/web\n";
+    let tree = support::make_worktree(&[
+        (
+            "argocd/apps.yaml",
+            &format!("{}---\n{}", app("web", "web"), app("other", "other")),
+        ),
+        ("argocd/iu.yaml", iu),
+        ("apps/web/kustomization.yaml", "resources: []\n"),
+        ("apps/other/kustomization.yaml", "resources: []\n"),
+    ]);
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains("namePattern \"web[\" is invalid")
+        .assert_stderr_contains("argocd/apps.yaml:4:9: Application web: ImageUpdater argocd/broken selects it but is invalid");
+    let apps = std::fs::read_to_string(tree.path().join("argocd/apps.yaml")).unwrap();
+    assert!(
+        apps.contains("registry.test/team/web:1.0.0"),
+        "web left alone:\n{apps}"
+    );
+    assert!(
+        apps.contains("registry.test/team/other:1.1.0"),
+        "other moves on:\n{apps}"
+    );
+}
+
 /// `--shard I/N` splits the change sets; the shards never overlap and together equal one
 /// unsharded run.
 #[test]

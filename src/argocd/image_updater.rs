@@ -401,6 +401,72 @@ fn strip_sets(p: &str) -> String {
     out
 }
 
+/// An `ImageUpdater` that could not be read, as far as can be told which Applications it
+/// was meant for: AIU updates none of them, and neither does imagebump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenUpdater {
+    /// `ImageUpdater <ns>/<name>` (or where it is, when it has no readable name).
+    pub label: String,
+    pub namespace: Option<String>,
+    /// Its `applicationRefs[].namePattern`s, as written.
+    pub patterns: Vec<String>,
+    /// Why it is invalid.
+    pub why: String,
+}
+
+impl BrokenUpdater {
+    /// What can be read of the invalid ImageUpdater `v` (document `doc` of `file`).
+    pub fn read(file: &str, doc: usize, v: &Value, why: &str) -> BrokenUpdater {
+        let meta = v.get("metadata");
+        let text = |m: Option<&Value>, k: &str| {
+            m.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let name = text(meta, "name");
+        let namespace = text(meta, "namespace");
+        let label = match (&namespace, &name) {
+            (Some(ns), Some(n)) => format!("ImageUpdater {ns}/{n}"),
+            (None, Some(n)) => format!("ImageUpdater {n}"),
+            _ => format!(
+                "the ImageUpdater in {file} (document {})",
+                doc.saturating_add(1)
+            ),
+        };
+        let patterns = v
+            .pointer("/spec/applicationRefs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                r.get("namePattern")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        BrokenUpdater {
+            label,
+            namespace,
+            patterns,
+            why: why.to_string(),
+        }
+    }
+
+    /// Whether it was meant for `app`: same namespace, and a name pattern that matches (an
+    /// invalid pattern matches the name written literally).
+    pub fn meant_for(&self, app: &App) -> bool {
+        let same_ns = match (&self.namespace, &app.namespace) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        same_ns
+            && self.patterns.iter().any(|p| match GoGlob::new(p) {
+                Ok(g) => g.is_match(&app.name),
+                Err(_) => *p == app.name,
+            })
+    }
+}
+
 impl ImageUpdater {
     /// `ImageUpdater <ns>/<name>`.
     pub fn label(&self) -> String {

@@ -25,4 +25,4 @@ pub use annotations::{
 pub use app::{
     find_apps, parse_kustomize_image, App, AppError, KustomizeImage, Source, SourceKind,
 };
-pub use image_updater::{config_for, find_image_updaters, ImageUpdater};
+pub use image_updater::{config_for, find_image_updaters, BrokenUpdater, ImageUpdater};

@@ -97,6 +97,8 @@ impl Loaded {
 pub struct Found {
     pub apps: Vec<App>,
     pub updaters: Vec<ImageUpdater>,
+    /// The invalid ones, for the apps they were meant for.
+    pub broken: Vec<argocd::BrokenUpdater>,
     files: BTreeMap<String, Loaded>,
 }
 
@@ -105,6 +107,16 @@ impl Found {
     pub fn add(&mut self, loaded: Loaded, problems: &mut Vec<Problem>) {
         let apps = argocd::app::find_apps(&loaded.file, &loaded.json);
         let updaters = argocd::image_updater::find_image_updaters(&loaded.file, &loaded.json);
+        for e in updaters.iter().filter_map(|r| r.as_ref().err()) {
+            if let Some(v) = loaded.json.get(e.doc) {
+                self.broken.push(argocd::BrokenUpdater::read(
+                    &loaded.file,
+                    e.doc,
+                    v,
+                    &e.message,
+                ));
+            }
+        }
         let found_apps = keep(
             &loaded,
             apps,
@@ -228,6 +240,7 @@ pub fn scan(
     let Found {
         apps,
         updaters,
+        broken,
         files,
     } = found;
     let mut scan = Scan {
@@ -240,7 +253,7 @@ pub fn scan(
         policies,
     };
     for app in &apps {
-        scan.app(app, &updaters);
+        scan.app(app, &updaters, &broken);
     }
 }
 
@@ -290,10 +303,17 @@ impl Scan<'_> {
         }
     }
 
-    fn app(&mut self, app: &App, updaters: &[ImageUpdater]) {
+    fn app(&mut self, app: &App, updaters: &[ImageUpdater], broken: &[argocd::BrokenUpdater]) {
         let app_key = app.key(self.namespace);
         let config = match argocd::image_updater::config_for(app, updaters) {
             Ok(Some(c)) => Ok(Some(c)),
+            // Meant for an ImageUpdater that is invalid: AIU updates nothing of it.
+            Ok(None) if broken.iter().any(|b| b.meant_for(app)) => Err(broken
+                .iter()
+                .filter(|b| b.meant_for(app))
+                .map(|b| format!("{} selects it but is invalid: {}", b.label, b.why))
+                .collect::<Vec<_>>()
+                .join("; ")),
             Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
                 c.map(|mut c| {
                     if !updaters.is_empty() {
