@@ -139,6 +139,33 @@ fn scan_groups_references_by_app_and_says_where_values_go() {
     run.assert_stderr_contains("write-back-method is argocd");
 }
 
+/// An Application no ImageUpdater selects, before a selected one in the same
+/// multi-document file, keeps its reference (the selected app's took its place before: the
+/// two sit at the same path in different documents).
+#[test]
+fn an_unselected_app_before_a_selected_one_in_the_same_file_is_kept() {
+    let app = |name: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  source:\n    path: apps/{name}\n    kustomize:\n      images:\n      - registry.test/team/{name}:1.0.0\n")
+    };
+    let iu = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: iu\n  namespace: argocd\nspec:\n  applicationRefs:\n  - namePattern: web\n    images:\n    - alias: web\n      imageName: registry.test/team/web\n";
+    let tree = support::make_worktree(&[
+        (
+            "argocd/apps.yaml",
+            &format!("{}---\n{}", app("plain"), app("web")),
+        ),
+        ("argocd/iu.yaml", iu),
+        ("apps/plain/kustomization.yaml", "resources: []\n"),
+        ("apps/web/kustomization.yaml", "resources: []\n"),
+    ]);
+    let run = imagebump()
+        .args(["scan", tree.path().to_str().unwrap()])
+        .run();
+    run.assert_stdout_contains("app plain\n")
+        .assert_stdout_contains("argocd/apps.yaml:11  registry.test/team/plain  1.0.0")
+        .assert_stdout_contains("app web\n")
+        .assert_stdout_contains("2 references in 4 files (2 managed, 0 unmanaged)");
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

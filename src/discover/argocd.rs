@@ -886,12 +886,14 @@ impl Scan<'_> {
         };
         // A reference the generic scan found at the same place is this one now.
         if let Some(slot) = r.slots.first() {
-            let (file, path) = (r.file.clone(), slot.path.clone());
+            // The same document: another Application of a multi-document file has the same
+            // paths.
+            let (file, doc, path) = (r.file.clone(), slot.doc, slot.path.clone());
             self.out.refs.retain(|o| {
                 !(o.file == file
-                    && o.slots
-                        .iter()
-                        .any(|s| s.path.starts_with(&path) || path.starts_with(&s.path)))
+                    && o.slots.iter().any(|s| {
+                        s.doc == doc && (s.path.starts_with(&path) || path.starts_with(&s.path))
+                    }))
             });
         }
         r.image = image;
