@@ -166,6 +166,28 @@ fn an_unselected_app_before_a_selected_one_in_the_same_file_is_kept() {
         .assert_stdout_contains("2 references in 4 files (2 managed, 0 unmanaged)");
 }
 
+/// An override entry spelled with Docker Hub's registry (`docker.io/jannfis/foobar`) is the
+/// image-list's `jannfis/foobar`: its version is read there and written there.
+#[test]
+fn override_entries_match_the_image_list_however_docker_hub_is_spelled() {
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: foo\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: foo=jannfis/foobar\nspec:\n  source:\n    path: apps/foo\n";
+    let tree = support::make_worktree(&[
+        ("argocd/foo.yaml", app),
+        ("apps/foo/kustomization.yaml", "resources: []\n"),
+        (
+            "apps/foo/.argocd-source-foo.yaml",
+            "kustomize:\n  images:\n  - docker.io/jannfis/foobar:1.2.0\n",
+        ),
+    ]);
+    let run = imagebump()
+        .args(["scan", tree.path().to_str().unwrap()])
+        .run();
+    run.assert_stdout_contains(
+        "apps/foo/.argocd-source-foo.yaml:3  jannfis/foobar  1.2.0    semver (masterminds) (annotations (foo))  managed",
+    );
+    assert!(!run.stdout.contains("not in git"), "{}", run.stdout);
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

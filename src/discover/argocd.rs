@@ -24,7 +24,7 @@ use crate::argocd::{
 use crate::config::Config;
 use crate::policy::rules::Policies;
 use crate::policy::PolicySpec;
-use imagebump_model::name::{parse_name, parse_reference, Reference};
+use imagebump_model::name::{parse_name, parse_reference, same_repository, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{parse_located, BlockText, Doc, LineIndex, Node, PathSeg};
 
@@ -919,11 +919,10 @@ impl Scan<'_> {
     ) -> Option<Current> {
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         let list = self.list(&file, doc, &base);
-        if let Some((i, v)) = list
-            .iter()
-            .enumerate()
-            .find(|(_, v)| v.as_str().is_some_and(|s| kustomize_name_of(s) == kname))
-        {
+        if let Some((i, v)) = list.iter().enumerate().find(|(_, v)| {
+            v.as_str()
+                .is_some_and(|s| same_repository(&kustomize_name_of(s), kname))
+        }) {
             let prefix = v.as_str().map(kustomize_prefix).unwrap_or_default();
             return Some(Current {
                 file,
@@ -946,7 +945,11 @@ impl Scan<'_> {
         let entry = entries
             .iter()
             .enumerate()
-            .find(|(_, e)| e.get("name").and_then(Value::as_str) == Some(kname))
+            .find(|(_, e)| {
+                e.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| same_repository(n, kname))
+            })
             .filter(|(_, e)| e.get("newTag").is_some())
             .map(|(i, _)| i);
         if let Some(i) = entry {

@@ -136,7 +136,7 @@ fn matches(item: &Value, key: &ItemKey) -> bool {
     match key {
         ItemKey::KustomizeImage(name) => item
             .as_str()
-            .is_some_and(|s| kustomize_image_name(s) == name),
+            .is_some_and(|s| imagebump_model::name::same_repository(kustomize_image_name(s), name)),
         ItemKey::Field { field, value } => {
             item.get(field).and_then(Value::as_str) == Some(value.as_str())
         }

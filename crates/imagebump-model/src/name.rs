@@ -187,8 +187,31 @@ pub fn parse_reference(input: &str) -> Result<Reference, NameError> {
     })
 }
 
+/// Whether two image names name the same repository, however they are spelled: equal as
+/// written, or equal once normalised (`nginx`, `library/nginx`, `docker.io/library/nginx`
+/// and `index.docker.io/library/nginx` are one image). Kustomize's `name` and Argo CD's
+/// override entries are matched this way.
+pub fn same_repository(a: &str, b: &str) -> bool {
+    a == b || matches!((parse_name(a), parse_name(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn docker_hub_spellings_are_one_repository() {
+        for (a, b) in [
+            ("jannfis/foobar", "docker.io/jannfis/foobar"),
+            ("jannfis/foobar", "index.docker.io/jannfis/foobar"),
+            ("nginx", "docker.io/library/nginx"),
+            ("library/nginx", "registry-1.docker.io/library/nginx"),
+        ] {
+            assert!(same_repository(a, b), "{a} {b}");
+        }
+        assert!(!same_repository("jannfis/foobar", "ghcr.io/jannfis/foobar"));
+        assert!(!same_repository("nginx", "nginx/nginx"));
+    }
+
     use super::*;
 
     #[test]
