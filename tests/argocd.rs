@@ -188,6 +188,29 @@ fn override_entries_match_the_image_list_however_docker_hub_is_spelled() {
     assert!(!run.stdout.contains("not in git"), "{}", run.stdout);
 }
 
+/// Two listed images in one Kustomize app's own `kustomize.images` are two items of the
+/// override file, not one value: both are updated, as argocd-image-updater does.
+#[test]
+fn two_kustomize_images_of_one_app_are_both_updated() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/a", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/b", &["1.0.0", "1.2.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: x\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: a=registry.test/team/a, b=registry.test/team/b\nspec:\n  source:\n    path: apps/x\n    kustomize:\n      images:\n      - registry.test/team/a:1.0.0\n      - registry.test/team/b:1.0.0\n";
+    let tree = support::make_worktree(&[
+        ("argocd/x.yaml", app),
+        ("apps/x/kustomization.yaml", "resources: []\n"),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    let written = std::fs::read_to_string(tree.path().join("apps/x/.argocd-source-x.yaml"))
+        .unwrap_or_else(|e| panic!("{e}: {run}"));
+    assert_eq!(
+        written,
+        "kustomize:\n  images:\n  - registry.test/team/a:1.1.0\n  - registry.test/team/b:1.2.0\n",
+        "{run}"
+    );
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

@@ -400,12 +400,18 @@ impl Scan<'_> {
                 .collect();
             p.extend(r.creations.iter().map(|c| {
                 let mut path = c.path.clone();
-                if let Created::ListItem {
-                    key: ItemKey::Field { value, .. },
-                    ..
-                } = &c.what
-                {
-                    path.push(PathSeg::Key(value.clone()));
+                // A list item is its own place: the item of its key (a Helm parameter's
+                // name, a kustomize image's name), not the whole list.
+                match &c.what {
+                    Created::ListItem {
+                        key: ItemKey::Field { value, .. },
+                        ..
+                    } => path.push(PathSeg::Key(value.clone())),
+                    Created::ListItem {
+                        key: ItemKey::KustomizeImage(name),
+                        ..
+                    } => path.push(PathSeg::Key(format!("image {name}"))),
+                    _ => {}
                 }
                 (c.file.clone(), path)
             }));
