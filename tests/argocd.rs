@@ -211,6 +211,48 @@ fn two_kustomize_images_of_one_app_are_both_updated() {
     );
 }
 
+/// A helmvalues write-back target lacking the name key gets it, nested as the migration
+/// guide says missing keys are created; an empty target (`{}`) gets both keys.
+#[test]
+fn a_helmvalues_target_gets_the_keys_it_lacks() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = |params: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web:1.x\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: helmvalues:/apps/web/values-prod.yaml\n    argocd-image-updater.argoproj.io/web.helm.image-name: image.name\n    argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag\nspec:\n  source:\n    path: apps/web\n    helm:\n      valueFiles: [values-prod.yaml]\n{params}")
+    };
+    let chart = (
+        "apps/web/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    );
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", &app("")),
+        chart,
+        ("apps/web/values-prod.yaml", "image:\n  tag: 1.0.0\n"),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    assert_eq!(
+        std::fs::read_to_string(tree.path().join("apps/web/values-prod.yaml")).unwrap(),
+        "image:\n  tag: 1.1.0\n  name: registry.test/team/web\n",
+        "{run}"
+    );
+    // The current version in the app's parameters, the target empty.
+    let params = "      parameters:\n      - name: image.name\n        value: registry.test/team/web\n      - name: image.tag\n        value: 1.0.0\n";
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", &app(params)),
+        chart,
+        ("apps/web/values-prod.yaml", "{}\n"),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    let written = std::fs::read_to_string(tree.path().join("apps/web/values-prod.yaml")).unwrap();
+    let value: serde_json::Value = yaml_serde::from_str(&written).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"image": {"name": "registry.test/team/web", "tag": "1.1.0"}}),
+        "{written}\n{run}"
+    );
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

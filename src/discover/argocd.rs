@@ -1317,9 +1317,6 @@ impl Scan<'_> {
                 )
             }
             Target::Values(file) => {
-                if r.file == file {
-                    return;
-                }
                 self.load(&file);
                 let values = self
                     .files
@@ -1327,15 +1324,29 @@ impl Scan<'_> {
                     .and_then(|l| l.json.first())
                     .cloned()
                     .unwrap_or(Value::Null);
+                // The current value is read from the target itself: it is edited where it
+                // is, and the keys the target lacks (the name beside a tag) are created.
+                let in_place = r.file == file;
                 let mut out = Vec::new();
                 for (k, value) in helm_params(keys, &img.name) {
                     match values_path(&values, &k) {
+                        Ok(path) if in_place && value_at(&values, &path).is_some() => {}
                         Ok(path) => out.push((path, Created::Key { value })),
                         Err(e) => {
                             r.unmanaged = Some(format!("cannot write {k} in {file}: {e}"));
                             return;
                         }
                     }
+                }
+                if in_place {
+                    r.creations
+                        .extend(out.into_iter().map(|(path, what)| Creation {
+                            file: file.clone(),
+                            doc: 0,
+                            path,
+                            what,
+                        }));
+                    return;
                 }
                 (file, out)
             }
@@ -1352,6 +1363,14 @@ impl Scan<'_> {
             })
             .collect();
     }
+}
+
+/// The value at `path` in `v`, if there is one.
+fn value_at<'v>(v: &'v Value, path: &[PathSeg]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, seg| match seg {
+        PathSeg::Key(k) => v.get(k.as_str()),
+        PathSeg::Index(i) => v.get(*i),
+    })
 }
 
 enum Target {

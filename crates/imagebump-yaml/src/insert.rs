@@ -58,6 +58,12 @@ fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
     };
     let at = where_(u.path.strip_suffix(rest).unwrap_or_default());
     match (node, missing) {
+        // An empty flow mapping (`{}`, `key: {}`) becomes the block mapping of what is added.
+        (Node::Map { entries, offset }, PathSeg::Key(_))
+            if entries.is_empty() && text.get(*offset..).is_some_and(|t| t.starts_with("{}")) =>
+        {
+            fill_empty_map(text, *offset, rest, &u.value, &style)
+        }
         (Node::Map { entries, offset }, PathSeg::Key(_)) => {
             let first = entries.first().map_or(*offset, |(k, _)| k.offset);
             ensure_block(text, first, &at)?;
@@ -81,6 +87,51 @@ fn apply_one(text: &str, u: &Upsert) -> Result<String, EditError> {
             path_to_string(rest)
         ))),
     }
+}
+
+/// `text` with the empty flow mapping `{}` at `offset` replaced by a block mapping holding
+/// `path: value`: on its own line (a document that is `{}`) at that line's indent, after a
+/// key (`key: {}`) on the next lines, indented below the key.
+fn fill_empty_map(
+    text: &str,
+    offset: usize,
+    path: &[PathSeg],
+    value: &Value,
+    style: &Layout,
+) -> Result<String, EditError> {
+    let (line_start, line) = line_before(text, offset)
+        .ok_or_else(|| EditError::Mismatch("an empty mapping not found in the text".into()))?;
+    let indent = line.chars().take_while(|c| *c == ' ').count();
+    let end = offset.saturating_add(2);
+    let rest = text.get(end..).unwrap_or_default();
+    // What follows `{}` on its line is kept (a comment), after the new block.
+    let (same_line, after) = rest.split_once('\n').map_or((rest, ""), |(a, b)| (a, b));
+    let same_line = same_line.trim_end_matches('\r');
+    let (head, block) = if line.trim().is_empty() {
+        (
+            text.get(..line_start).unwrap_or_default(),
+            style.render_path(path, value, indent),
+        )
+    } else {
+        let head = text.get(..offset).unwrap_or_default().trim_end_matches(' ');
+        let block = format!(
+            "{}{}",
+            style.newline,
+            style.render_path(path, value, indent.saturating_add(2))
+        );
+        (head, block)
+    };
+    let comment = if same_line.trim().is_empty() {
+        String::new()
+    } else {
+        format!("{}{}", same_line.trim(), style.newline)
+    };
+    let mut out = format!("{head}{block}{comment}");
+    if !out.ends_with('\n') {
+        out.push_str(style.newline);
+    }
+    out.push_str(after);
+    Ok(out)
 }
 
 /// The node `path` reaches below `root` as far as it exists, and the rest of the path
@@ -581,6 +632,25 @@ mod tests {
                 format!("verification failed: document {shown} does not exist")
             );
         }
+    }
+
+    #[test]
+    fn an_empty_flow_mapping_becomes_a_block_mapping() {
+        let name = vec![key("image"), key("name")];
+        assert_eq!(
+            up("{}\n", name.clone(), json!("registry.test/web")).unwrap(),
+            "image:\n  name: registry.test/web\n"
+        );
+        assert_eq!(
+            up(
+                "a: 1\nimage: {}\nb: 2\n",
+                vec![key("image"), key("tag")],
+                json!("1.1.0")
+            )
+            .unwrap(),
+            "a: 1\nimage:\n  tag: 1.1.0\nb: 2\n"
+        );
+        assert_eq!(up("{}", name, json!("x")).unwrap(), "image:\n  name: x\n");
     }
 
     #[test]
