@@ -253,6 +253,34 @@ fn a_helmvalues_target_gets_the_keys_it_lacks() {
     );
 }
 
+/// The digest strategy on a kustomization write-back target whose entry has a `digest:`
+/// field moves that field (kustomize deploys the digest), and the tag stays a tag; the real
+/// kustomize renders the new digest.
+#[test]
+fn the_digest_strategy_moves_a_kustomization_entrys_digest_field() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let old = reg.push_tag_created_digest("team/web", "latest", "2024-01-01T00:00:00Z");
+    let new = reg.push_tag_created_digest("team/web", "latest", "2024-02-01T00:00:00Z");
+    assert_ne!(old, new);
+    let (_c, cfg) = config(&reg);
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web:latest\n    argocd-image-updater.argoproj.io/web.update-strategy: digest\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization\nspec:\n  source:\n    path: apps/web\n";
+    let kustomization = format!("resources:\n- deploy.yaml\nimages:\n- name: registry.test/team/web\n  newTag: latest\n  digest: {old}\n");
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: registry.test/team/web:latest\n";
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", app),
+        ("apps/web/kustomization.yaml", &kustomization),
+        ("apps/web/deploy.yaml", deploy),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    let written = std::fs::read_to_string(tree.path().join("apps/web/kustomization.yaml")).unwrap();
+    assert_eq!(written, kustomization.replace(&old, &new), "{run}");
+    let rendered = support::kustomize_build(&tree.path().join("apps/web"));
+    assert!(
+        rendered.contains(&format!("image: registry.test/team/web:latest@{new}")),
+        "{rendered}"
+    );
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

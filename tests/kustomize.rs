@@ -9,10 +9,9 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use support::cli::imagebump;
-use support::{require_tool, Registry, RegistryMode};
+use support::{kustomize_build as render, Registry, RegistryMode};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/overlays")
@@ -23,42 +22,6 @@ const LEAVES: &[&str] = &[
     "shop/overlays/prod",
     "api/overlays/staging-eu",
 ];
-
-/// Fails, naming what to install, unless kubectl's kustomize knows components (v3.7+).
-fn require_kustomize() {
-    require_tool("kubectl", "kubernetes-client");
-    let out = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let version = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Kustomize Version: v"))
-        .and_then(|v| semver::Version::parse(v.trim()).ok());
-    assert!(
-        version.is_some_and(|v| v >= semver::Version::new(3, 7, 0)),
-        "kubectl's kustomize is too old for components ({text}): install kubectl 1.21 or later"
-    );
-}
-
-/// `kubectl kustomize DIR`, the real renderer.
-fn render(dir: &Path) -> String {
-    require_kustomize();
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// The rendered images, and the rendering with its image lines blanked.
 fn split(rendered: &str) -> (Vec<String>, String) {

@@ -782,6 +782,16 @@ impl Scan<'_> {
         } else {
             r.slots.push(ctx.slot(c.doc, c.at.clone(), s, format));
         }
+        // A kustomization entry's `digest:` beside its `newTag:` is what kustomize deploys:
+        // it is the current digest, and the new one is written there (the tag stays a tag).
+        if let Some((PathSeg::Key(last), parent)) = c.at.split_last() {
+            let mut at = parent.to_vec();
+            at.push(key("digest"));
+            if let (true, Some(Node::Scalar(d))) = (last == "newTag", loaded.node(c.doc, &at)) {
+                r.digest = Some(d.value.clone());
+                r.slots.push(ctx.slot(c.doc, at, d, SlotFormat::Digest));
+            }
+        }
         Some(r)
     }
 

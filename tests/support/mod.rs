@@ -2043,3 +2043,39 @@ impl TwoApps {
         self.server.file_at(&format!("refs/heads/{branch}"), path)
     }
 }
+
+/// Fails, naming what to install, unless kubectl's kustomize knows components (v3.7+).
+pub fn require_kustomize() {
+    require_tool("kubectl", "kubernetes-client");
+    let out = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Kustomize Version: v"))
+        .and_then(|v| semver::Version::parse(v.trim()).ok());
+    assert!(
+        version.is_some_and(|v| v >= semver::Version::new(3, 7, 0)),
+        "kubectl's kustomize is too old for components ({text}): install kubectl 1.21 or later"
+    );
+}
+
+/// `kubectl kustomize DIR`, the real renderer.
+pub fn kustomize_build(dir: &Path) -> String {
+    require_kustomize();
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
