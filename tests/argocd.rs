@@ -281,6 +281,43 @@ fn the_digest_strategy_moves_a_kustomization_entrys_digest_field() {
     );
 }
 
+/// `write-back-target: kustomization:<dir>` inside the app's path writes that directory's
+/// kustomization file, under the name it has (`kustomization.yml` here; a second
+/// `kustomization.yaml` would make kustomize refuse the directory); with
+/// `kustomize.image-name: bar` and no `images:` entry yet, the Deployment's `bar:1.0.0` is
+/// the current version. The real kustomize renders the new image.
+#[test]
+fn a_kustomization_target_in_the_apps_path_is_written_where_it_is() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web\n    argocd-image-updater.argoproj.io/web.kustomize.image-name: bar\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization:./overlay\nspec:\n  source:\n    path: apps/web\n";
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: bar:1.0.0\n";
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", app),
+        ("apps/web/kustomization.yaml", "resources:\n- overlay\n"),
+        (
+            "apps/web/overlay/kustomization.yml",
+            "resources:\n- deploy.yaml\n",
+        ),
+        ("apps/web/overlay/deploy.yaml", deploy),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    let overlay = tree.path().join("apps/web/overlay");
+    assert!(!overlay.join("kustomization.yaml").exists(), "{run}");
+    let written = std::fs::read_to_string(overlay.join("kustomization.yml")).unwrap();
+    assert_eq!(
+        written,
+        "resources:\n- deploy.yaml\nimages:\n- name: bar\n  newName: registry.test/team/web\n  newTag: 1.1.0\n",
+        "{run}"
+    );
+    let rendered = support::kustomize_build(&tree.path().join("apps/web"));
+    assert!(
+        rendered.contains("image: registry.test/team/web:1.1.0"),
+        "{rendered}"
+    );
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

@@ -195,11 +195,28 @@ fn in_dir(dir: &str, name: &str) -> String {
 /// A write-back target path: relative to the source's path, or from the repository root
 /// when it starts with `/`.
 fn target_path(dir: &str, given: Option<&str>, default_name: &str) -> String {
-    match given {
+    let path = match given {
         Some(g) if g.starts_with('/') => clean_dir(g),
         Some(g) => in_dir(dir, &clean_dir(g)),
         None => in_dir(dir, default_name),
+    };
+    lexical(&path)
+}
+
+/// `path` with `.` and `dir/..` folded away (`apps/web/../base` → `apps/base`), so that a
+/// file has one name; a `..` above the root is kept, for the jail to refuse.
+fn lexical(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            _ => parts.push(part),
+        }
     }
+    parts.join("/")
 }
 
 /// The state of one source: where it is, what overrides it, what Argo CD renders.
@@ -795,6 +812,16 @@ impl Scan<'_> {
         Some(r)
     }
 
+    /// The kustomization file of `dir`: the one there (`kustomization.yaml`, `.yml` or
+    /// `Kustomization`), else `kustomization.yaml`.
+    fn kustomization_in(&self, dir: &str) -> String {
+        ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+            .into_iter()
+            .map(|n| in_dir(dir, n))
+            .find(|f| self.root.join(f).is_file())
+            .unwrap_or_else(|| in_dir(dir, "kustomization.yaml"))
+    }
+
     /// Record `r` with its policy (configuration, the repository's own
     /// argocd-image-updater settings in `layer`, an inline marker) and the texts it edits.
     fn push(&mut self, mut r: ImageRef, layer: Option<(&str, &PolicySpec)>) {
@@ -868,7 +895,7 @@ impl Scan<'_> {
         let current = if let Some(pk) = &img.plugin {
             self.plugin_current(app, st, pk)
         } else if is_kustomize {
-            self.kustomize_current(app, st, &kname, &img.name)
+            self.kustomize_current(app, st, &kname)
         } else {
             self.helm_current(app, st, states, &keys, &img.name)
         };
@@ -926,13 +953,7 @@ impl Scan<'_> {
     }
 
     /// Kustomize: the app's rendered `kustomize.images`, else the kustomization's `images:`.
-    fn kustomize_current(
-        &mut self,
-        app: &App,
-        st: &SourceState,
-        kname: &str,
-        image: &str,
-    ) -> Option<Current> {
+    fn kustomize_current(&mut self, app: &App, st: &SourceState, kname: &str) -> Option<Current> {
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         let list = self.list(&file, doc, &base);
         if let Some((i, v)) = list.iter().enumerate().find(|(_, v)| {
@@ -978,7 +999,9 @@ impl Scan<'_> {
                 repository: None,
             });
         }
-        self.resource_current(dir, &kfile, image)
+        // Before any `images:` entry, the manifests spell the image as kustomize's `name`
+        // does (`kustomize.image-name`), which may differ from the image itself.
+        self.resource_current(dir, &kfile, kname)
     }
 
     /// The image's tag as a container `image:` in a manifest the kustomization renders
@@ -1207,7 +1230,13 @@ impl Scan<'_> {
                 None => Target::InPlace,
             },
             WriteBackTarget::Kustomization(d) => {
-                Target::Kustomization(target_path(&dir, d.as_deref(), "kustomization.yaml"))
+                // `kustomization:<dir>` names the directory; its kustomization file keeps
+                // the name it has (kustomize refuses a directory with two).
+                let kdir = match d.as_deref() {
+                    None => dir.clone(),
+                    Some(g) => target_path(&dir, Some(g), ""),
+                };
+                Target::Kustomization(self.kustomization_in(&kdir))
             }
             WriteBackTarget::HelmValues(f) => {
                 Target::Values(target_path(&dir, f.as_deref(), "values.yaml"))
