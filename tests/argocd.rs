@@ -251,6 +251,21 @@ fn a_helmvalues_target_gets_the_keys_it_lacks() {
         serde_json::json!({"image": {"name": "registry.test/team/web", "tag": "1.1.0"}}),
         "{written}\n{run}"
     );
+    // A scalar where the keys need a mapping: an error naming the key, nothing written.
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", &app(params)),
+        chart,
+        (
+            "apps/web/values-prod.yaml",
+            "image: registry.test/team/web\n",
+        ),
+    ]);
+    let before = support::files(tree.path());
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains(
+        "cannot write image.name in apps/web/values-prod.yaml: \"image\" is a value, not a mapping (needed for \"name\")",
+    );
+    assert_eq!(support::files(tree.path()), before);
 }
 
 /// The digest strategy on a kustomization write-back target whose entry has a `digest:`

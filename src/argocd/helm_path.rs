@@ -163,7 +163,15 @@ pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
     for (n, part) in parts.iter().enumerate() {
         let last = n.saturating_add(1) == parts.len();
         let Some(map) = node.as_object() else {
-            return Err(format!("{:?} is a {}, not a mapping", part.raw, kind(node)));
+            // Name the key that holds the non-mapping (`image` of `image.name`), not the
+            // one that was to go below it.
+            let held: Vec<&str> = parts.iter().take(n).map(|p| p.raw).collect();
+            return Err(format!(
+                "{:?} is a {}, not a mapping (needed for {:?})",
+                held.join("."),
+                kind(node),
+                part.raw
+            ));
         };
         let Some(next) = map.get(part.key) else {
             return Ok(WriteTarget::Create {

@@ -1372,7 +1372,16 @@ impl Scan<'_> {
                         Ok(path) if in_place && value_at(&values, &path).is_some() => {}
                         Ok(path) => out.push((path, Created::Key { value })),
                         Err(e) => {
-                            r.unmanaged = Some(format!("cannot write {k} in {file}: {e}"));
+                            // A scalar where the key path needs a mapping: the target cannot
+                            // hold the value; an error naming the key, not a quiet skip.
+                            let why = format!("cannot write {k} in {file}: {e}");
+                            self.out.problems.push(Problem::at_file(
+                                &r.file,
+                                r.line,
+                                r.column,
+                                why.clone(),
+                            ));
+                            r.unmanaged = Some(why);
                             return;
                         }
                     }
