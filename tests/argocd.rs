@@ -333,6 +333,33 @@ fn a_kustomization_target_in_the_apps_path_is_written_where_it_is() {
     );
 }
 
+/// A plugin app (a kustomize-based config management plugin) with
+/// `write-back-target: kustomization` is read and written the way kustomize renders it.
+#[test]
+fn a_plugin_apps_kustomization_target_is_written() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization\nspec:\n  source:\n    path: apps/web\n    plugin:\n      name: kustomize-envsubst\n";
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: registry.test/team/web:1.0.0\n";
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", app),
+        ("apps/web/kustomization.yaml", "resources:\n- deploy.yaml\n"),
+        ("apps/web/deploy.yaml", deploy),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    assert_eq!(
+        std::fs::read_to_string(tree.path().join("apps/web/kustomization.yaml")).unwrap(),
+        "resources:\n- deploy.yaml\nimages:\n- name: registry.test/team/web\n  newTag: 1.1.0\n",
+        "{run}"
+    );
+    let rendered = support::kustomize_build(&tree.path().join("apps/web"));
+    assert!(
+        rendered.contains("image: registry.test/team/web:1.1.0"),
+        "{rendered}"
+    );
+}
+
 /// The YAML documents of a file as JSON values.
 fn docs(path: &Path) -> Vec<Value> {
     use serde::Deserialize;

@@ -887,7 +887,12 @@ impl Scan<'_> {
             name: "image.name".into(),
             tag: "image.tag".into(),
         });
-        let is_kustomize = st.kind == SourceKind::Kustomize;
+        // A plugin app written back to a kustomization (a kustomize-based plugin) is read
+        // the way kustomize renders it.
+        let to_kustomization =
+            matches!(config.write_back.target, WriteBackTarget::Kustomization(_));
+        let is_kustomize = st.kind == SourceKind::Kustomize
+            || (st.kind == SourceKind::Plugin && img.plugin.is_none() && to_kustomization);
         if st.broken {
             return;
         }
