@@ -195,3 +195,44 @@ fn image_keys_are_checked_when_the_configuration_is_loaded() {
         "{run}"
     );
 }
+
+/// Values shared through YAML anchors, aliases and merge keys are read through them and
+/// edited once, at the anchor: every reader gets the new version, and the next run finds
+/// nothing left.
+#[test]
+fn anchored_values_are_read_through_aliases_and_merge_keys_and_edited_at_the_anchor() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config("");
+    let values = "common: &img\n  repository: registry.test/team/web\n  tag: &ver 1.0.0\nweb:\n  image: *img\nworker:\n  image:\n    <<: *img\n    pullPolicy: Always\nsidecar:\n  image:\n    repository: registry.test/team/web\n    tag: *ver\n";
+    let tree = support::make_worktree(&[
+        (
+            "chart/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+        ),
+        ("chart/values.yaml", values),
+    ]);
+    let dir = tree.path().to_str().unwrap();
+    let config_arg = format!(
+        "registries:\n  - prefix: registry.test\n    url: {}\n",
+        reg.base_url()
+    );
+    std::fs::write(&cfg, config_arg).unwrap();
+    let run = imagebump()
+        .args(["run", "--write", dir, "--config", &cfg])
+        .run();
+    let written = std::fs::read_to_string(tree.path().join("chart/values.yaml")).unwrap();
+    assert_eq!(written, values.replace("&ver 1.0.0", "&ver 1.1.0"), "{run}");
+    let again = imagebump()
+        .args([
+            "run",
+            "--dry-run",
+            dir,
+            "--config",
+            &cfg,
+            "--output",
+            "json",
+        ])
+        .run();
+    assert_eq!(again.json()["updates"], serde_json::json!([]), "{again}");
+}

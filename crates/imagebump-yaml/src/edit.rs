@@ -91,8 +91,32 @@ fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
 /// Apply the edits to `text` and prove the result: every edited path now holds its new
 /// value, and nothing else in any document changed.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
-    let out = splice(text, edits)?;
-    verify(text, &out, edits)?;
+    let once = one_per_span(edits)?;
+    let out = splice(text, &once)?;
+    verify(text, &out, &once, edits)?;
+    Ok(out)
+}
+
+/// The edits with one per span: references that read one anchored value through aliases
+/// edit the same bytes, which is right when they all want the same new text, and refused
+/// when they do not (one of them would be wrong).
+fn one_per_span(edits: &[Edit]) -> Result<Vec<Edit>, EditError> {
+    let mut out: Vec<Edit> = Vec::with_capacity(edits.len());
+    for e in edits {
+        match out.iter().find(|o| o.span == e.span && o.inner == e.inner) {
+            Some(o) if o.new_raw == e.new_raw => {}
+            Some(o) => {
+                return Err(EditError::Mismatch(format!(
+                    "{} and {} read one anchored value (an alias or merge key) but would get different values ({:?} and {:?}); change the anchor by hand or give each its own value",
+                    place(o),
+                    place(e),
+                    o.new_value,
+                    e.new_value
+                )))
+            }
+            None => out.push(e.clone()),
+        }
+    }
     Ok(out)
 }
 
@@ -114,22 +138,90 @@ fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<Strin
     Ok(out)
 }
 
+/// Documents as values, aliases expanded and merge keys applied (so that a path is the
+/// same as in the located view).
 fn parse_all(text: &str) -> Result<Vec<Value>, String> {
     yaml_serde::Deserializer::from_str(text)
-        .map(|d| Value::deserialize(d).map_err(|e| e.to_string()))
+        .map(|d| {
+            let mut v = Value::deserialize(d).map_err(|e| e.to_string())?;
+            v.apply_merge().map_err(|e| e.to_string())?;
+            Ok(v)
+        })
         .collect()
 }
 
-fn verify(before: &str, after: &str, edits: &[Edit]) -> Result<(), EditError> {
+/// A place that reads an edited scalar.
+struct Place {
+    doc: usize,
+    path: Vec<PathSeg>,
+    span: Range<usize>,
+    /// Where the value is written (the anchor's own place), not read through an alias.
+    written_here: bool,
+}
+
+/// Every place of `text` that reads an edited span (more than one when it is anchored).
+fn shared_places(text: &str, edits: &[Edit]) -> Vec<Place> {
+    let spans: Vec<&Range<usize>> = edits
+        .iter()
+        .filter(|e| e.inner.is_none())
+        .map(|e| &e.span)
+        .collect();
+    let Ok(docs) = super::located::parse_located(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        if let Some(root) = &d.root {
+            let mut path = Vec::new();
+            collect(root, &spans, i, &mut path, 0, &mut out);
+        }
+    }
+    out
+}
+
+/// The places below `node` whose scalar is in `spans`. `last_key`: the offset of the last
+/// key on the path (the anchor's own place is reached through keys that all come before
+/// it; an alias or a merge key always comes after its anchor).
+fn collect(
+    node: &super::located::Node,
+    spans: &[&Range<usize>],
+    doc: usize,
+    path: &mut Vec<PathSeg>,
+    last_key: usize,
+    out: &mut Vec<Place>,
+) {
+    use super::located::Node;
+    match node {
+        Node::Scalar(s) if spans.contains(&&s.span) => out.push(Place {
+            doc,
+            path: path.clone(),
+            span: s.span.clone(),
+            written_here: last_key < s.span.start,
+        }),
+        Node::Map { entries, .. } => {
+            for (k, v) in entries {
+                path.push(PathSeg::Key(k.name.clone()));
+                collect(v, spans, doc, path, last_key.max(k.offset), out);
+                path.pop();
+            }
+        }
+        Node::Seq { items, offset } => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(PathSeg::Index(i));
+                collect(v, spans, doc, path, last_key.max(*offset), out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `edits` one per span; `claimed` every edit asked for, also those of the same span (the
+/// references that read one anchored value).
+fn verify(before: &str, after: &str, edits: &[Edit], claimed: &[Edit]) -> Result<(), EditError> {
     let mut expected = parse_all(before).map_err(EditError::Reparse)?;
     let actual = parse_all(after).map_err(EditError::Reparse)?;
-    if expected.len() != actual.len() {
-        return Err(EditError::Mismatch(format!(
-            "document count changed from {} to {}",
-            expected.len(),
-            actual.len()
-        )));
-    }
+    let sharers = shared_places(before, edits);
     let (direct, inside): (Vec<&Edit>, Vec<&Edit>) = edits.iter().partition(|e| e.inner.is_none());
     for e in direct {
         let got = actual
@@ -145,6 +237,46 @@ fn verify(before: &str, after: &str, edits: &[Edit]) -> Result<(), EditError> {
             )));
         }
         replace(&mut expected, e, got)?;
+        for p in sharers.iter().filter(|p| p.span == e.span) {
+            let alias = Edit {
+                doc: p.doc,
+                path: p.path.clone(),
+                ..e.clone()
+            };
+            if let Some(now) = actual.get(p.doc).and_then(|d| lookup(d, &p.path)) {
+                replace(&mut expected, &alias, now)?;
+            }
+        }
+    }
+    // An anchored value is edited only when every place that reads it (through an alias or
+    // a merge key) is a reference being updated to the same value; then they all read the
+    // new value, as intended.
+    for p in sharers.iter().filter(|p| !p.written_here) {
+        let wanted = claimed
+            .iter()
+            .any(|c| c.doc == p.doc && c.path == p.path && c.span == p.span);
+        if !wanted {
+            let reader = format!(
+                "document {} at {}",
+                p.doc.saturating_add(1),
+                path_to_string(&p.path)
+            );
+            let by = claimed
+                .iter()
+                .find(|c| c.span == p.span)
+                .map(place)
+                .unwrap_or_default();
+            return Err(EditError::Mismatch(format!(
+                "{reader} reads the same anchored value as {by} but is not an image reference being updated: the anchor is left as it is (change it by hand, or give {reader} its own value)"
+            )));
+        }
+    }
+    if expected.len() != actual.len() {
+        return Err(EditError::Mismatch(format!(
+            "document count changed from {} to {}",
+            expected.len(),
+            actual.len()
+        )));
     }
     let mut blocks: Vec<(usize, &[PathSeg])> =
         inside.iter().map(|e| (e.doc, &e.path[..])).collect();
@@ -221,7 +353,7 @@ fn verify_block<'a>(
             place(e)
         )));
     }
-    verify(old, new, &inner).map_err(|err| match err {
+    verify(old, new, &inner, &inner).map_err(|err| match err {
         EditError::Mismatch(m) | EditError::Reparse(m) => {
             EditError::Mismatch(format!("inside {}: {m}", place(e)))
         }
@@ -263,6 +395,62 @@ fn lookup_mut<'a>(v: &'a mut Value, path: &[PathSeg]) -> Option<&'a mut Value> {
 
 #[cfg(test)]
 mod tests {
+
+    /// An anchored tag read through an alias and a merge key: editing it is one edit of
+    /// the anchor, intended for every place that reads it; two different new values for
+    /// it are refused.
+    #[test]
+    fn anchored_values_are_edited_once_for_all_their_readers() {
+        let text = "base: &attrs\n  repository: ghcr.io/acme/web\n  tag: &ver 1.2.0\nweb:\n  image: *attrs\napi:\n  image:\n    <<: *attrs\n    pullPolicy: Always\n";
+        let docs = crate::located::parse_located(text).unwrap();
+        let root = docs[0].root.as_ref().unwrap();
+        let web_tag = root
+            .get("web")
+            .unwrap()
+            .get("image")
+            .unwrap()
+            .get("tag")
+            .unwrap();
+        let api_tag = root
+            .get("api")
+            .unwrap()
+            .get("image")
+            .unwrap()
+            .get("tag")
+            .unwrap();
+        let (crate::located::Node::Scalar(a), crate::located::Node::Scalar(b)) = (web_tag, api_tag)
+        else {
+            panic!("tags are read through the alias and the merge key");
+        };
+        assert_eq!((a.value.as_str(), &a.span), ("1.2.0", &b.span));
+        let edit = |path: &[&str], new: &str| Edit {
+            doc: 0,
+            path: path.iter().map(|k| PathSeg::Key(k.to_string())).collect(),
+            span: a.span.clone(),
+            new_raw: new.into(),
+            new_value: new.into(),
+            inner: None,
+        };
+        let out = apply_edits(
+            text,
+            &[
+                edit(&["web", "image", "tag"], "1.3.0"),
+                edit(&["api", "image", "tag"], "1.3.0"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out, text.replace("&ver 1.2.0", "&ver 1.3.0"));
+        let e = apply_edits(
+            text,
+            &[
+                edit(&["web", "image", "tag"], "1.3.0"),
+                edit(&["api", "image", "tag"], "1.4.0"),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("read one anchored value"), "{e}");
+    }
+
     use super::super::parse_located;
     use super::*;
 
@@ -314,10 +502,15 @@ mod tests {
         assert_eq!(edit_tag("tag: v1\n", "1").unwrap(), "tag: \"1\"\n");
     }
 
+    /// An anchored value also read by a key that is not being updated (`other: *v`) is left
+    /// alone: editing it would change that key too.
     #[test]
-    fn an_edit_through_an_anchor_is_refused() {
+    fn an_anchor_with_a_reader_that_is_not_updated_is_refused() {
         let err = edit_tag("tag: &v 1.2.0\nother: *v\n", "1.3.0").unwrap_err();
-        assert!(matches!(err, EditError::Mismatch(_)), "{err}");
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("other reads the same anchored value")),
+            "{err}"
+        );
     }
 
     /// Edit `inner_path` (keys) inside the literal block scalar at `values` of `text` to
@@ -449,7 +642,7 @@ mod tests {
     }
 
     #[test]
-    fn an_edit_through_an_anchor_inside_a_block_is_refused() {
+    fn an_anchor_with_a_reader_that_is_not_updated_inside_a_block_is_refused() {
         let err = edit_inside(
             "values: |\n  tag: &v 1.2.0\n  other: *v\n",
             &["tag"],

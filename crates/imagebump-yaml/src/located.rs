@@ -266,11 +266,12 @@ fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
         .enumerate()
         .map(|(index, d)| {
             let root = if let Some(m) = d.as_mapping() {
-                Some(convert(&YamlNode::Mapping(m)))
+                Some(convert(&YamlNode::Mapping(m), &mut Anchors::new()))
             } else if let Some(s) = d.as_sequence() {
-                Some(convert(&YamlNode::Sequence(s)))
+                Some(convert(&YamlNode::Sequence(s), &mut Anchors::new()))
             } else {
-                d.as_scalar().map(|s| convert(&YamlNode::Scalar(s)))
+                d.as_scalar()
+                    .map(|s| convert(&YamlNode::Scalar(s), &mut Anchors::new()))
             };
             Doc { index, root }
         })
@@ -432,7 +433,80 @@ fn offset_of(node: &yaml_edit::advanced::TextRange) -> usize {
     u32::from(node.start()) as usize
 }
 
-fn convert(node: &YamlNode) -> Node {
+/// The nodes anchored so far in a document, by anchor name: an alias reads the anchored
+/// node, spans and all, so an edit through it lands on the anchored text. `copied` counts
+/// the nodes aliases have copied, against [`MAX_ALIAS_NODES`].
+#[derive(Default)]
+struct Anchors {
+    nodes: std::collections::HashMap<String, Node>,
+    copied: usize,
+}
+
+impl Anchors {
+    fn new() -> Anchors {
+        Anchors::default()
+    }
+}
+
+/// At most this many nodes are copied for aliases in one document (a billion laughs is
+/// refused by the YAML reader first; this keeps even a legal fan-out bounded): past it, an
+/// alias is read as an opaque node, never edited.
+const MAX_ALIAS_NODES: usize = 200_000;
+
+/// The anchor (`&name`) written on `node`: a token just before it in its parent, or its
+/// own first token.
+fn anchor_of(node: &rowan::SyntaxNode<yaml_edit::Lang>) -> Option<String> {
+    use yaml_edit::SyntaxKind;
+    let own = node
+        .children_with_tokens()
+        .take_while(|el| el.as_token().is_some())
+        .filter_map(|el| el.into_token())
+        .find(|t| t.kind() == SyntaxKind::ANCHOR);
+    let before = node.parent().and_then(|p| {
+        let mut found = None;
+        for el in p.children_with_tokens() {
+            if el.as_node() == Some(node) {
+                break;
+            }
+            if let Some(t) = el.as_token() {
+                if t.kind() == SyntaxKind::ANCHOR {
+                    found = Some(t.clone());
+                }
+            }
+        }
+        found
+    });
+    own.or(before)
+        .map(|t| t.text().trim_start_matches('&').to_string())
+}
+
+fn size(node: &Node) -> usize {
+    match node {
+        Node::Map { entries, .. } => entries
+            .iter()
+            .map(|(_, v)| size(v))
+            .fold(1usize, usize::saturating_add),
+        Node::Seq { items, .. } => items.iter().map(size).fold(1usize, usize::saturating_add),
+        _ => 1,
+    }
+}
+
+fn convert(node: &YamlNode, anchors: &mut Anchors) -> Node {
+    let converted = convert_node(node, anchors);
+    let syntax = match node {
+        YamlNode::Scalar(n) => n.syntax().clone(),
+        YamlNode::Mapping(n) => n.syntax().clone(),
+        YamlNode::Sequence(n) => n.syntax().clone(),
+        YamlNode::Alias(n) => n.syntax().clone(),
+        YamlNode::TaggedNode(n) => n.syntax().clone(),
+    };
+    if let Some(name) = anchor_of(&syntax) {
+        anchors.nodes.insert(name, converted.clone());
+    }
+    converted
+}
+
+fn convert_node(node: &YamlNode, anchors: &mut Anchors) -> Node {
     match node {
         YamlNode::Scalar(s) => {
             let range = s.syntax().text_range();
@@ -454,30 +528,68 @@ fn convert(node: &YamlNode) -> Node {
         }
         YamlNode::Mapping(m) => {
             let offset = offset_of(&m.syntax().text_range());
-            let mut entries = Vec::new();
+            let mut entries: Vec<(Key, Node)> = Vec::new();
+            let mut merged: Vec<(Key, Node)> = Vec::new();
             for e in m.entries() {
-                let Some(YamlNode::Scalar(k)) = e.key_node() else {
-                    continue;
-                };
-                let key = Key {
-                    name: k.as_string(),
-                    offset: offset_of(&k.syntax().text_range()),
+                let key = match e.key_node() {
+                    Some(YamlNode::Scalar(k)) => Key {
+                        name: k.as_string(),
+                        offset: offset_of(&k.syntax().text_range()),
+                    },
+                    // The merge key is a token of its own, not a scalar.
+                    _ if e.syntax().text().to_string().trim_start().starts_with("<<") => Key {
+                        name: "<<".into(),
+                        offset: offset_of(&e.syntax().text_range()),
+                    },
+                    _ => continue,
                 };
                 let value = match e.value_node() {
-                    Some(v) => convert(&v),
+                    Some(v) => convert(&v, anchors),
                     None => Node::Other { offset: key.offset },
                 };
+                // A merge key (`<<: *base`, `<<: [*a, *b]`): the merged mappings' entries,
+                // under the keys the mapping does not set itself.
+                if key.name == "<<" {
+                    let sources = match value {
+                        Node::Seq { items, .. } => items,
+                        other => vec![other],
+                    };
+                    for source in sources {
+                        if let Node::Map { entries: more, .. } = source {
+                            for (k, v) in more {
+                                if !merged.iter().any(|(m, _)| m.name == k.name) {
+                                    merged.push((k, v));
+                                }
+                            }
+                        }
+                    }
+                    continue;
+                }
                 entries.push((key, value));
+            }
+            for (k, v) in merged {
+                if !entries.iter().any(|(e, _)| e.name == k.name) {
+                    entries.push((k, v));
+                }
             }
             Node::Map { entries, offset }
         }
         YamlNode::Sequence(s) => Node::Seq {
-            items: s.values().map(|v| convert(&v)).collect(),
+            items: s.values().map(|v| convert(&v, anchors)).collect(),
             offset: offset_of(&s.syntax().text_range()),
         },
-        YamlNode::Alias(a) => Node::Other {
-            offset: offset_of(&a.syntax().text_range()),
-        },
+        YamlNode::Alias(a) => {
+            let offset = offset_of(&a.syntax().text_range());
+            let Some(n) = anchors.nodes.get(&a.name()) else {
+                return Node::Other { offset };
+            };
+            let copied = anchors.copied.saturating_add(size(n));
+            if copied > MAX_ALIAS_NODES {
+                return Node::Other { offset };
+            }
+            anchors.copied = copied;
+            n.clone()
+        }
         YamlNode::TaggedNode(t) => Node::Other {
             offset: offset_of(&t.syntax().text_range()),
         },
