@@ -76,6 +76,16 @@ impl Setup {
             .collect()
     }
 
+    /// Two runs around a human closing web's pull request (which the second run records);
+    /// that pull request.
+    async fn rejected_web(&self) -> support::github::FakePull {
+        self.run(&[], 0).await;
+        let web = self.pull_for(WEB);
+        self.forge.close(web.number);
+        self.run(&[], 0).await;
+        web
+    }
+
     /// The (first) pull request of `branch`.
     fn pull_for(&self, branch: &str) -> support::github::FakePull {
         self.forge
@@ -652,10 +662,7 @@ async fn a_push_can_be_previewed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rejection_outlives_the_forges_paging() {
     let s = setup("").await;
-    s.run(&[], 0).await;
-    let web = s.pull_for(WEB);
-    s.forge.close(web.number);
-    s.run(&[], 0).await;
+    let web = s.rejected_web().await;
     let recorded = s
         .server
         .git(&["for-each-ref", "--format=%(refname)", "refs/imagebump/"]);
@@ -940,10 +947,7 @@ async fn commits_are_signed_with_an_openpgp_key() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tags_names_the_rejection_that_holds_a_candidate_back() {
     let s = setup("").await;
-    s.run(&[], 0).await;
-    let web = s.pull_for(WEB);
-    s.forge.close(web.number);
-    s.run(&[], 0).await;
+    let web = s.rejected_web().await;
     let tmp = tempfile::tempdir().unwrap();
     let clone = tmp.path().join("gitops");
     support::git(
