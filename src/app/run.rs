@@ -40,13 +40,14 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     refuse_push_by_api(plan, &loaded)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let (rejections, rejections_known) = rejections(plan, &loaded, forge, &mut problems).await;
+    let decisions = rejections(plan, &loaded, forge, &mut problems).await;
     let registries =
         Registries::new(loaded.config.registries.clone()).map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
             source,
         })?;
-    let analysed = analyse(plan, &loaded, &registries, &rejections, out, &mut problems).await;
+    let rejected = &decisions.rejections;
+    let analysed = analyse(plan, &loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -56,7 +57,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     if plan.mode == Mode::Write {
         write(&loaded, &analysed.plan, &mut problems, journal);
     }
-    let max_new = max_new(plan, &loaded, rejections_known);
+    let max_new = max_new(plan, &loaded, decisions.known);
     let split = split_delivery(plan, &loaded, &analysed);
     let direct = split
         .as_ref()
@@ -69,7 +70,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         (
             split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
             direct.as_deref(),
-            &rejections,
+            &decisions,
         ),
         max_new,
         journal,
@@ -233,17 +234,24 @@ async fn rejections(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     problems: &mut Vec<Problem>,
-) -> (Rejections, bool) {
+) -> Decisions {
     let Some(git) = &loaded.ws.git else {
-        return (Rejections::default(), true);
+        return Decisions {
+            rejections: Rejections::default(),
+            known: true,
+            open: None,
+        };
     };
     let mut closed = Vec::new();
     let mut known = true;
     let mut lifted = BTreeSet::new();
+    let mut open = None;
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
-            lifted = reopened(f, prefix).await;
+            // A failed listing lifts nothing; pull-request mode lists again and says why.
+            open = f.open_pulls(prefix).await.ok();
+            lifted = reopened(open.as_deref().unwrap_or_default());
             match f.closed_pulls(prefix, 100).await {
                 Ok(c) => closed = c,
                 Err(e) => {
@@ -273,18 +281,27 @@ async fn rejections(
     let mut all = crate::deliver::pulls::rejected(&closed, &history);
     lifted.extend(crate::deliver::pulls::lifted(&history));
     known &= remember(plan, loaded, &mut all, &lifted, problems);
-    (crate::deliver::pulls::by_image(&all), known)
+    Decisions {
+        rejections: crate::deliver::pulls::by_image(&all),
+        known,
+        open,
+    }
+}
+
+/// What the run knows of reviewers' decisions before it resolves anything.
+struct Decisions {
+    rejections: Rejections,
+    /// False when they could not all be read (fail closed: nothing new is opened).
+    known: bool,
+    /// imagebump's open pull requests, listed once here and used again by pull-request
+    /// mode (`None`: no forge, or the listing failed).
+    open: Option<Vec<crate::forge::Pull>>,
 }
 
 /// `pr-N` for each of imagebump's pull requests that is open: one a human reopened lifts
-/// the rejection its closing made. (A failed listing lifts nothing.)
-async fn reopened(f: &dyn Forge, prefix: &str) -> BTreeSet<String> {
-    f.open_pulls(prefix)
-        .await
-        .unwrap_or_default()
-        .iter()
-        .map(|p| format!("pr-{}", p.number))
-        .collect()
+/// the rejection its closing made.
+fn reopened(open: &[crate::forge::Pull]) -> BTreeSet<String> {
+    open.iter().map(|p| format!("pr-{}", p.number)).collect()
 }
 
 /// Rejections outlive the forge's paging and the history read: each is recorded as a ref
@@ -319,14 +336,8 @@ fn remember(
         .collect();
     new.sort();
     new.dedup();
-    let mut gone = Vec::new();
-    for name in &recorded {
-        match Rejected::from_ref(name) {
-            Some(r) if lifted.contains(&r.source) => gone.push(name.clone()),
-            Some(r) => all.push(r),
-            None => {}
-        }
-    }
+    let (kept, gone) = crate::deliver::pulls::recorded(&recorded, lifted);
+    all.extend(kept);
     if plan.mode != Mode::PullRequests {
         return true;
     }
@@ -487,7 +498,7 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    (made, pushed, rejections): (&Plan, Option<&str>, &Rejections),
+    (made, pushed, decisions): (&Plan, Option<&str>, &Decisions),
     max_new: Option<usize>,
     journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
@@ -517,7 +528,8 @@ async fn pull_requests(
         max_new,
         dry_run: plan.mode != Mode::PullRequests,
         journal,
-        rejections,
+        rejections: &decisions.rejections,
+        open: decisions.open.as_deref(),
         by_api: by_api(loaded),
     };
     Some(crate::deliver::pulls::deliver(&ctx, made).await)

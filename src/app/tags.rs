@@ -139,7 +139,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
 /// refs pull-request runs record on its `origin` (read with `IMAGEBUMP_GIT_TOKEN` if set);
 /// what cannot be read is said on stderr.
 fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<String, String> {
-    use crate::deliver::pulls::{by_image, lifted, rejected, Rejected, NAMESPACE};
+    use crate::deliver::pulls::{by_image, lifted, recorded, rejected, NAMESPACE};
     let git = crate::source::git::Git::new(super::git_token());
     let history = match git.log(dir, "HEAD", 1000) {
         Ok(h) => h,
@@ -150,15 +150,7 @@ fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<Stri
     };
     let mut all = rejected(&[], &history);
     match git.remote_refs(dir, NAMESPACE) {
-        Ok(names) => {
-            let lifted = lifted(&history);
-            all.extend(
-                names
-                    .iter()
-                    .filter_map(|n| Rejected::from_ref(n))
-                    .filter(|r| !lifted.contains(&r.source)),
-            );
-        }
+        Ok(names) => all.extend(recorded(&names, &lifted(&history)).0),
         Err(e) => eprintln!(
             "warning: {}: the rejections recorded on origin ({NAMESPACE}*) were not read: {e}",
             dir.display()

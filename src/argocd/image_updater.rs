@@ -455,11 +455,7 @@ impl BrokenUpdater {
     /// Whether it was meant for `app`: same namespace, and a name pattern that matches (an
     /// invalid pattern matches the name written literally).
     pub fn meant_for(&self, app: &App) -> bool {
-        let same_ns = match (&self.namespace, &app.namespace) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        };
-        same_ns
+        sees(self.namespace.as_deref(), app)
             && self.patterns.iter().any(|p| match GoGlob::new(p) {
                 Ok(g) => g.is_match(&app.name),
                 Err(_) => *p == app.name,
@@ -479,10 +475,16 @@ impl ImageUpdater {
     /// Whether this ImageUpdater considers `app` at all: same namespace (an unset
     /// namespace on either side is taken to be the same one).
     fn sees(&self, app: &App) -> bool {
-        match (&self.namespace, &app.namespace) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        }
+        sees(self.namespace.as_deref(), app)
+    }
+}
+
+/// Whether an ImageUpdater in namespace `ns` considers `app`: same namespace (an unset
+/// namespace on either side is taken to be the same one).
+fn sees(ns: Option<&str>, app: &App) -> bool {
+    match (ns, app.namespace.as_deref()) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
     }
 }
 

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 pub use self::decide::{Action, Proposal};
 pub use self::message::{body, branch_name, commit_message, title, updates_of};
-pub use self::rejections::{by_image, lifted, rejected, rejections, Rejected, NAMESPACE};
+pub use self::rejections::{by_image, lifted, recorded, rejected, rejections, Rejected, NAMESPACE};
 use crate::config::PullRequestsConfig;
 use crate::forge::Forge;
 use crate::plan::Plan;
@@ -82,6 +82,9 @@ pub struct Context<'a> {
     pub journal: &'a crate::progress::Journal,
     /// The versions rejected before: no auto-merge for them.
     pub rejections: &'a crate::resolve::Rejections,
+    /// imagebump's open pull requests, when the run has listed them already (`None`:
+    /// listed here).
+    pub open: Option<&'a [crate::forge::Pull]>,
     /// Branches get their commits from the forge's API (`signing: {format: github}`), not
     /// from `git push`.
     pub by_api: bool,

@@ -161,6 +161,11 @@ struct Place {
 
 /// Every place of `text` that reads an edited span (more than one when it is anchored).
 fn shared_places(text: &str, edits: &[Edit]) -> Vec<Place> {
+    // Without an alias (`*name`) every scalar is read at one place only, the edited one:
+    // nothing to add, and no second parse of the file.
+    if !text.contains('*') {
+        return Vec::new();
+    }
     let spans: Vec<&Range<usize>> = edits
         .iter()
         .filter(|e| e.inner.is_none())

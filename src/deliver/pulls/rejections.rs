@@ -166,6 +166,25 @@ pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
     out
 }
 
+/// The rejections recorded as the refs `names` (see [`NAMESPACE`]), and the names of those
+/// a human lifted since (their source in `lifted`: a reopened pull request, a revert
+/// reverted), to be forgotten.
+pub fn recorded(
+    names: &[String],
+    lifted: &std::collections::BTreeSet<String>,
+) -> (Vec<Rejected>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut gone = Vec::new();
+    for name in names {
+        match Rejected::from_ref(name) {
+            Some(r) if lifted.contains(&r.source) => gone.push(name.clone()),
+            Some(r) => kept.push(r),
+            None => {}
+        }
+    }
+    (kept, gone)
+}
+
 /// The sources (`revert-<sha>`) of rejections a human lifted by reverting the revert (what
 /// `git revert` of a revert, "Reapply …", makes): the version is wanted after all.
 pub fn lifted(history: &[CommitInfo]) -> std::collections::BTreeSet<String> {

@@ -30,15 +30,19 @@ pub async fn read(
             return None;
         }
     };
-    let open: BTreeMap<String, Pull> = match ctx.forge {
-        Some(f) => match f.open_pulls(prefix).await {
+    let open: BTreeMap<String, Pull> = match (ctx.open, ctx.forge) {
+        (Some(listed), _) => listed
+            .iter()
+            .map(|p| (p.branch.clone(), p.clone()))
+            .collect(),
+        (None, Some(f)) => match f.open_pulls(prefix).await {
             Ok(pulls) => pulls.into_iter().map(|p| (p.branch.clone(), p)).collect(),
             Err(e) => {
                 problems.push(forge_problem(f, "cannot list pull requests", &e));
                 return None;
             }
         },
-        None => BTreeMap::new(),
+        (None, None) => BTreeMap::new(),
     };
     let existing: Vec<String> = proposals
         .iter()
