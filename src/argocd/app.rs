@@ -127,7 +127,7 @@ pub(crate) fn name_and_namespace<'a>(doc: &'a Value, kind: &str) -> Result<Meta<
     })
 }
 
-fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String> {
+pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String> {
     let Meta {
         name,
         namespace,

@@ -22,6 +22,12 @@ enum Token {
 pub struct GoGlob(Vec<Token>);
 
 impl GoGlob {
+    /// Whether this is the pattern `**` (which Go reads as `*`, and a git directory
+    /// generator path as any number of directories).
+    pub fn is_double_star(&self) -> bool {
+        self.0 == [Token::Star, Token::Star]
+    }
+
     /// Compile `pattern`; `Err` is Go's `ErrBadPattern`, with the reason.
     pub fn new(pattern: &str) -> Result<GoGlob, String> {
         let mut tokens = Vec::new();

@@ -8,10 +8,13 @@
 //! - [`annotations`]: AIU annotations on an Application, mapped to imagebump policies, with
 //!   notes for what imagebump does differently.
 //! - [`image_updater`]: AIU v1 `ImageUpdater` resources and which one configures an app.
+//! - [`appset`]: `ApplicationSet`s expanded into the Applications they generate, from git
+//!   alone (list, git directories, matrix).
 //! - [`helm_path`]: AIU's Helm key paths (`a.b[2].c`, literal dotted keys).
 
 pub mod annotations;
 pub mod app;
+pub mod appset;
 mod glob;
 pub mod helm_path;
 mod identifier;

@@ -8,15 +8,19 @@
 //! A source's `path` is taken to be in this repository when that directory exists here;
 //! the files below it, and values files it names, belong to the app (`unit` is its name).
 
+mod appset;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
+use self::appset::same_place;
 use super::{
     Created, Creation, Discovery, FileCtx, ImageRef, ItemKey, RefKind, SlotFormat, Template,
 };
 use crate::argocd::app::parse_kustomize_image;
+use crate::argocd::appset::{AppSet, Origins};
 use crate::argocd::image_updater::ImageUpdater;
 use crate::argocd::{
     self, App, HelmKeys, Source, SourceKind, UpdaterConfig, UpdaterImage, WriteBackTarget,
@@ -99,7 +103,22 @@ pub struct Found {
     pub updaters: Vec<ImageUpdater>,
     /// The invalid ones, for the apps they were meant for.
     pub broken: Vec<argocd::BrokenUpdater>,
+    /// ApplicationSets, until [`Found::generate`] turns them into `apps`.
+    appsets: Vec<AppSet>,
+    /// The Applications an ApplicationSet generated, by (file, document, name).
+    generated: BTreeMap<AppId, Generator>,
     files: BTreeMap<String, Loaded>,
+}
+
+/// An Application's file, document and name.
+type AppId = (String, usize, String);
+
+/// For an Application an ApplicationSet generates: where its parameters are written, and
+/// whether the template is a Go template.
+#[derive(Clone)]
+struct Generator {
+    origins: Origins,
+    go: bool,
 }
 
 impl Found {
@@ -131,11 +150,73 @@ impl Found {
             &mut self.updaters,
             problems,
         );
-        if found_apps || found_updaters {
+        let sets = argocd::appset::find_appsets(&loaded.file, &loaded.json);
+        let found_sets = keep(
+            &loaded,
+            sets,
+            "Argo CD ApplicationSet",
+            &mut self.appsets,
+            problems,
+        );
+        if found_apps || found_updaters || found_sets {
             self.files.insert(loaded.file.clone(), loaded);
         }
     }
+
+    /// Add the Applications the ApplicationSets generate from the repository alone; what
+    /// cannot be generated here (a cluster generator, a template function) is a note.
+    pub fn generate(&mut self, root: &Path, out: &mut Discovery) {
+        if self.appsets.is_empty() {
+            return;
+        }
+        let dirs = directories(root);
+        for set in std::mem::take(&mut self.appsets) {
+            let expansion = set.generate(&dirs);
+            let (line, column) = self.files.get(&set.file).map_or((0, 0), |l| {
+                l.position(set.doc, &[key("metadata"), key("name")])
+            });
+            for n in expansion.notes {
+                let message = format!("ApplicationSet {}: {n}", set.name);
+                out.notes
+                    .push(Problem::at_file(&set.file, line, column, message));
+            }
+            for g in expansion.apps {
+                let id = (g.app.file.clone(), g.app.doc, g.app.name.clone());
+                let t = Generator {
+                    origins: g.origins,
+                    go: g.go_template,
+                };
+                self.generated.insert(id, t);
+                self.apps.push(g.app);
+            }
+        }
+    }
 }
+
+/// The directories of the tree, as Argo CD's repo server lists them for a git directory
+/// generator: relative, `/`-separated, hidden ones (and what is below them) left out.
+fn directories(root: &Path) -> Vec<String> {
+    let mut dirs: Vec<String> = walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            e.file_type().is_dir() && !e.file_name().to_string_lossy().starts_with('.')
+        })
+        .filter_map(Result::ok)
+        .take(MAX_DIRECTORIES)
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(root).ok()?;
+            Some(rel.to_string_lossy().replace('\\', "/"))
+        })
+        .collect();
+    // In the order Argo CD lists them, so the generated apps come in a stable order.
+    dirs.sort();
+    dirs
+}
+
+/// At most this many directories are matched against git directory generators.
+const MAX_DIRECTORIES: usize = 200_000;
 
 /// Keep the parsed resources, report the malformed ones at their document; whether any
 /// was kept.
@@ -258,7 +339,9 @@ pub fn scan(
         apps,
         updaters,
         broken,
+        generated,
         files,
+        ..
     } = found;
     let mut scan = Scan {
         root,
@@ -268,6 +351,8 @@ pub fn scan(
         files,
         out,
         policies,
+        generated,
+        template: None,
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
@@ -282,6 +367,10 @@ struct Scan<'a> {
     files: BTreeMap<String, Loaded>,
     out: &'a mut Discovery,
     policies: &'a mut Policies,
+    /// The Applications ApplicationSets generate.
+    generated: BTreeMap<AppId, Generator>,
+    /// While reading one of them: its set's file and document, and its template.
+    template: Option<(String, usize, Generator)>,
 }
 
 impl Scan<'_> {
@@ -322,6 +411,11 @@ impl Scan<'_> {
 
     fn app(&mut self, app: &App, updaters: &[ImageUpdater], broken: &[argocd::BrokenUpdater]) {
         let app_key = app.key(self.namespace);
+        let id = (app.file.clone(), app.doc, app.name.clone());
+        self.template = self
+            .generated
+            .get(&id)
+            .map(|t| (app.file.clone(), app.doc, t.clone()));
         let config = match argocd::image_updater::config_for(app, updaters) {
             Ok(Some(c)) => Ok(Some(c)),
             // Meant for an ImageUpdater that is invalid: AIU updates nothing of it.
@@ -743,7 +837,10 @@ impl Scan<'_> {
                 found.insert(rel, r);
             }
         }
-        for mut r in found.into_values() {
+        for r in found.into_values() {
+            let Some(mut r) = self.relocate(r) else {
+                continue;
+            };
             r.unit = app_key.to_string();
             r.app = Some(app_key.to_string());
             self.push(r, None);
@@ -751,7 +848,15 @@ impl Scan<'_> {
     }
 
     /// A reference whose current value is the scalar `c` (edited in place).
-    fn current_ref(&self, c: &Current, app_key: &str) -> Option<ImageRef> {
+    fn current_ref(&mut self, c: &Current, app_key: &str) -> Option<ImageRef> {
+        let relocated = match self.locate(c) {
+            Ok(r) => r,
+            Err(why) => {
+                self.template_note(c, &why);
+                return None;
+            }
+        };
+        let c = relocated.as_ref().unwrap_or(c);
         let loaded = self.files.get(&c.file)?;
         let Some(Node::Scalar(s)) = loaded.node(c.doc, &c.at) else {
             return None;
@@ -812,19 +917,35 @@ impl Scan<'_> {
         Some(r)
     }
 
-    /// The kustomization file of `dir`: the one there (`kustomization.yaml`, `.yml` or
-    /// `Kustomization`), else `kustomization.yaml`.
-    fn kustomization_in(&self, dir: &str) -> String {
+    /// The kustomization file in `dir` (`kustomization.yaml`, `.yml` or `Kustomization`, as
+    /// kustomize looks for it), if there is one.
+    fn existing_kustomization(&self, dir: &str) -> Option<String> {
         ["kustomization.yaml", "kustomization.yml", "Kustomization"]
             .into_iter()
             .map(|n| in_dir(dir, n))
             .find(|f| self.root.join(f).is_file())
+    }
+
+    /// The kustomization file of `dir`: the one there, else `kustomization.yaml`.
+    fn kustomization_in(&self, dir: &str) -> String {
+        self.existing_kustomization(dir)
             .unwrap_or_else(|| in_dir(dir, "kustomization.yaml"))
     }
 
     /// Record `r` with its policy (configuration, the repository's own
     /// argocd-image-updater settings in `layer`, an inline marker) and the texts it edits.
     fn push(&mut self, mut r: ImageRef, layer: Option<(&str, &PolicySpec)>) {
+        // A value written literally in an ApplicationSet's template is the same for every
+        // Application it generates: one reference.
+        // (A value the generic scan found there, by its marker, is this one now.)
+        if self.template.is_some() {
+            self.out
+                .refs
+                .retain(|o| o.app.is_some() || !same_place(o, &r));
+            if self.out.refs.iter().any(|o| same_place(o, &r)) {
+                return;
+            }
+        }
         let result = match self.files.get(&r.file) {
             Some(l) => super::apply_policy(&l.ctx(), self.policies, &mut r, layer),
             None => Ok(()),
@@ -976,10 +1097,7 @@ impl Scan<'_> {
             });
         }
         let dir = st.dir.as_deref()?;
-        let kfile = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-            .into_iter()
-            .map(|n| in_dir(dir, n))
-            .find(|f| self.root.join(f).is_file())?;
+        let kfile = self.existing_kustomization(dir)?;
         if !self.load(&kfile) {
             return None;
         }
@@ -1044,10 +1162,7 @@ impl Scan<'_> {
                 continue;
             }
             let sub = if target == "." { String::new() } else { target };
-            let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-                .into_iter()
-                .map(|n| in_dir(&sub, n))
-                .find(|f| self.root.join(f).is_file());
+            let kustomization = self.existing_kustomization(&sub);
             if let Some(k) = kustomization.filter(|k| self.load(k)) {
                 if let Some(c) = self.rendered_current(&sub, &k, image, seen) {
                     return Some(c);

@@ -493,6 +493,8 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             out.sources.insert(rel, text);
         }
     }
+    // ApplicationSets in the repository become the Applications they generate.
+    argo.generate(root, &mut out);
     layout.place(&mut out, &argo, config.scan.shared_bases);
     if !argo.apps.is_empty() {
         argocd::scan(root, config, argo, &mut out, &mut policies);

@@ -97,7 +97,8 @@ pub fn interest(text: &str, specs: &[FieldSpec]) -> Interest {
 fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
     let has_image = marked || doc.contains("image") || doc.contains("Image");
     match top_level(doc, "kind:") {
-        Some(k) if ARGO_KINDS.contains(&k) || k == "List" => Interest {
+        // An ApplicationSet is also read for the Applications it generates.
+        Some(k) if ARGO_KINDS.contains(&k) || k == "List" || k == "ApplicationSet" => Interest {
             argo: doc.contains("argoproj.io"),
             workloads: has_image,
         },

@@ -1,0 +1,762 @@
+//! Argo CD `ApplicationSet`s kept in the repository, expanded into the Applications they
+//! generate, from git alone.
+//!
+//! Generators that need nothing but the repository are evaluated: `list` (literal
+//! `elements`), `git` `directories` (matched against the tree's directories, as Argo CD's
+//! repo server lists them: hidden ones skipped) and `matrix` of two of these (the second
+//! may use the first's parameters). The others need a cluster or an API (`clusters`,
+//! `clusterDecisionResource`, `scmProvider`, `pullRequest`, `plugin`), or are not evaluated
+//! yet (`merge`, git `files`, `elementsYaml`, `selector`, per-generator `template`,
+//! `templatePatch`): the set is noted and skipped, never an error.
+//!
+//! Templates are rendered the way Argo CD renders them: fasttemplate (`{{path.basename}}`,
+//! an unknown parameter is left as written) or, with `goTemplate: true`, the Go template
+//! actions that only read parameters (`{{ .path.path }}`, `{{ index .path.segments 1 }}`);
+//! a set whose template calls functions or uses control structures is noted and skipped.
+//!
+//! Each generated Application keeps the set's file and document, its sources'
+//! paths point into `spec.template`, and [`Origins`] says where each list parameter is
+//! written literally, so that a value the template takes from a parameter is edited there.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::app::{find_kind, name_and_namespace, parse_app, App, AppError};
+use imagebump_yaml::PathSeg;
+
+/// At most this many Applications per set (a matrix multiplies).
+const MAX_APPS: usize = 10_000;
+
+/// One `ApplicationSet` as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppSet {
+    pub file: String,
+    pub doc: usize,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub go_template: bool,
+    /// `goTemplateOptions: [missingkey=error]`.
+    missing_key_error: bool,
+    generators: Vec<Value>,
+    template: Value,
+    template_patch: bool,
+}
+
+/// Where each parameter of one generated Application is written literally in its set's
+/// document: the parameter as the template names it (`tag`, `values.tag`, `image.tag`
+/// for a Go template) → the path of that scalar.
+pub type Origins = BTreeMap<String, Vec<PathSeg>>;
+
+/// One Application a set generates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    pub app: App,
+    pub origins: Origins,
+    pub go_template: bool,
+}
+
+/// What expanding one set gave: its Applications, or why it was skipped.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Expansion {
+    pub apps: Vec<Generated>,
+    /// Why the set (or part of it) was not expanded: a generator that needs a cluster, a
+    /// template function, ...; notes, not errors.
+    pub notes: Vec<String>,
+}
+
+/// Every `ApplicationSet` among a file's documents.
+pub fn find_appsets(file: &str, docs: &[Value]) -> Vec<Result<AppSet, AppError>> {
+    find_kind(file, docs, ("argoproj.io/", "ApplicationSet"), parse_appset)
+}
+
+fn parse_appset(file: &str, doc: usize, v: &Value) -> Result<AppSet, String> {
+    let meta = name_and_namespace(v, "ApplicationSet")?;
+    let what = format!("ApplicationSet {}", meta.name);
+    let Some(Value::Object(spec)) = v.get("spec") else {
+        return Err(format!("{what} has no spec mapping"));
+    };
+    let generators = match spec.get("generators") {
+        Some(Value::Array(g)) => g.clone(),
+        _ => return Err(format!("{what}: spec.generators must be a list")),
+    };
+    let template = match spec.get("template") {
+        Some(t @ Value::Object(_)) => t.clone(),
+        _ => return Err(format!("{what}: spec.template must be a mapping")),
+    };
+    let options = spec
+        .get("goTemplateOptions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Ok(AppSet {
+        file: file.to_string(),
+        doc,
+        name: meta.name,
+        namespace: meta.namespace,
+        go_template: spec.get("goTemplate") == Some(&Value::Bool(true)),
+        missing_key_error: options
+            .iter()
+            .any(|o| o.as_str() == Some("missingkey=error")),
+        generators,
+        template,
+        template_patch: spec.get("templatePatch").is_some_and(|p| !p.is_null()),
+    })
+}
+
+/// One set of parameters: their values (flat keys for fasttemplate, a nested object for Go
+/// templates) and where the literal ones are written.
+#[derive(Debug, Clone, Default)]
+struct Params {
+    values: Map<String, Value>,
+    origins: Origins,
+}
+
+impl Params {
+    /// `self` with `other`'s parameters added (a matrix row); `other` wins on a clash.
+    fn merged(&self, other: &Params) -> Params {
+        let mut out = self.clone();
+        for (k, v) in &other.values {
+            out.values.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &other.origins {
+            out.origins.insert(k.clone(), v.clone());
+        }
+        out
+    }
+}
+
+/// A generator imagebump does not evaluate: why, for the note.
+type Skip = String;
+
+impl AppSet {
+    /// The Applications this set generates in a repository whose directories are `dirs`
+    /// (relative, `/`-separated).
+    pub fn generate(&self, dirs: &[String]) -> Expansion {
+        let mut out = Expansion::default();
+        if self.template_patch {
+            out.notes.push(
+                "templatePatch can change any field of the generated Applications; not evaluated, set skipped".into(),
+            );
+            return out;
+        }
+        let mut rows = Vec::new();
+        for (i, g) in self.generators.iter().enumerate() {
+            let at = vec![key("spec"), key("generators"), PathSeg::Index(i)];
+            match self.params(g, &at, dirs, &Params::default()) {
+                Ok(mut r) => rows.append(&mut r),
+                Err(why) => out.notes.push(format!("generator {i}: {why}")),
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for row in rows.iter().take(MAX_APPS) {
+            match self.application(row) {
+                Ok(app) if names.insert(app.name.clone()) => out.apps.push(Generated {
+                    app,
+                    origins: row.origins.clone(),
+                    go_template: self.go_template,
+                }),
+                Ok(app) => out.notes.push(format!(
+                    "generates Application {} twice; Argo CD refuses duplicates, the first is read",
+                    app.name
+                )),
+                Err(why) => {
+                    out.notes
+                        .push(format!("a generated Application: {why}; set skipped"));
+                    out.apps.clear();
+                    return out;
+                }
+            }
+        }
+        if rows.len() > MAX_APPS {
+            out.notes.push(format!(
+                "generates {} Applications; only the first {MAX_APPS} are read",
+                rows.len()
+            ));
+        }
+        out
+    }
+
+    /// The parameter sets of generator `g` (at `at` in the document), with `outer`'s
+    /// parameters available to it (the first generator of a matrix).
+    fn params(
+        &self,
+        g: &Value,
+        at: &[PathSeg],
+        dirs: &[String],
+        outer: &Params,
+    ) -> Result<Vec<Params>, Skip> {
+        let Value::Object(obj) = g else {
+            return Err("not a mapping".into());
+        };
+        for k in ["selector", "template"] {
+            if obj.get(k).is_some_and(|v| !v.is_null()) {
+                return Err(format!("has a `{k}:`, which imagebump does not evaluate"));
+            }
+        }
+        let (kind, body) = obj
+            .iter()
+            .find(|(_, v)| v.is_object())
+            .ok_or_else(|| "names no generator".to_string())?;
+        let here = join(at, &[kind]);
+        match kind.as_str() {
+            "list" => self.list(body, &here),
+            "git" => {
+                // The second generator of a matrix may name the first's parameters.
+                let body = render(
+                    body,
+                    &outer.values,
+                    self.go_template,
+                    self.missing_key_error,
+                )?;
+                self.git(&body, dirs)
+            }
+            "matrix" => self.matrix(body, &here, dirs),
+            "clusters" | "clusterDecisionResource" | "scmProvider" | "pullRequest" | "plugin" => {
+                Err(format!("`{kind}` needs a cluster or an API; not evaluated"))
+            }
+            other => Err(format!("`{other}` is not evaluated by imagebump")),
+        }
+    }
+
+    fn list(&self, body: &Value, at: &[PathSeg]) -> Result<Vec<Params>, Skip> {
+        if body.get("elementsYaml").is_some_and(|v| !v.is_null()) {
+            return Err("list `elementsYaml` is not evaluated".into());
+        }
+        let elements = match body.get("elements") {
+            Some(Value::Array(e)) => e,
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(_) => return Err("list `elements` is not a list".into()),
+        };
+        elements
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let here = [at, &[key("elements"), PathSeg::Index(i)]].concat();
+                let Value::Object(m) = e else {
+                    return Err(format!("list element {i} is not a mapping"));
+                };
+                if self.go_template {
+                    Ok(nested_params(m, &here))
+                } else {
+                    flat_params(m, &here).map_err(|k| {
+                        format!("list element {i}: `{k}` is not a string, which Argo CD refuses without goTemplate")
+                    })
+                }
+            })
+            .collect()
+    }
+
+    fn git(&self, body: &Value, dirs: &[String]) -> Result<Vec<Params>, Skip> {
+        if body.get("files").is_some_and(|v| !v.is_null()) {
+            return Err("git `files` is not evaluated yet".into());
+        }
+        let Some(Value::Array(requested)) = body.get("directories") else {
+            return Err("git generator without `directories`".into());
+        };
+        let mut patterns = Vec::new();
+        for r in requested {
+            let path = r.get("path").and_then(Value::as_str).unwrap_or_default();
+            let glob = DirGlob::new(path).map_err(|e| format!("directory {path:?}: {e}"))?;
+            patterns.push((glob, r.get("exclude") == Some(&Value::Bool(true))));
+        }
+        let prefix = body
+            .get("pathParamPrefix")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let values = body.get("values").and_then(Value::as_object);
+        let mut out = Vec::new();
+        for dir in dirs {
+            let included = patterns.iter().any(|(g, ex)| !ex && g.is_match(dir));
+            let excluded = patterns.iter().any(|(g, ex)| *ex && g.is_match(dir));
+            if included && !excluded {
+                let mut p = self.dir_params(dir, prefix);
+                if let Some(v) = values {
+                    self.add_values(&mut p, v)?;
+                }
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parameters of one matched directory: `path`, `path.basename`,
+    /// `path.basenameNormalized`, `path[N]`, or the `path` object for Go templates.
+    fn dir_params(&self, dir: &str, prefix: &str) -> Params {
+        let base = dir.rsplit('/').next().unwrap_or(dir);
+        let segments: Vec<Value> = dir.split('/').map(Value::from).collect();
+        let name = if prefix.is_empty() {
+            "path".to_string()
+        } else {
+            format!("{prefix}.path")
+        };
+        let mut values = Map::new();
+        if self.go_template {
+            let mut path = Map::new();
+            path.insert("path".into(), dir.into());
+            path.insert("basename".into(), base.into());
+            path.insert("basenameNormalized".into(), normalized(base).into());
+            path.insert("segments".into(), Value::Array(segments));
+            let mut slot = &mut values;
+            let mut parts = name.split('.').peekable();
+            while let Some(part) = parts.next() {
+                if parts.peek().is_none() {
+                    slot.insert(part.into(), Value::Object(path));
+                    break;
+                }
+                let next = slot
+                    .entry(part.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(m) = next else { break };
+                slot = m;
+            }
+        } else {
+            values.insert(name.clone(), dir.into());
+            values.insert(format!("{name}.basename"), base.into());
+            values.insert(
+                format!("{name}.basenameNormalized"),
+                normalized(base).into(),
+            );
+            for (i, s) in dir.split('/').enumerate() {
+                if !s.is_empty() {
+                    values.insert(format!("{name}[{i}]"), s.into());
+                }
+            }
+        }
+        Params {
+            values,
+            origins: Origins::new(),
+        }
+    }
+
+    /// A git generator's `values:`, rendered with the directory's parameters, as
+    /// `values.<key>`.
+    fn add_values(&self, p: &mut Params, values: &Map<String, Value>) -> Result<(), Skip> {
+        let rendered = render(
+            &Value::Object(values.clone()),
+            &p.values,
+            self.go_template,
+            self.missing_key_error,
+        )?;
+        if self.go_template {
+            p.values.insert("values".into(), rendered);
+        } else if let Value::Object(m) = rendered {
+            for (k, v) in m {
+                p.values.insert(format!("values.{k}"), v);
+            }
+        }
+        Ok(())
+    }
+
+    fn matrix(&self, body: &Value, at: &[PathSeg], dirs: &[String]) -> Result<Vec<Params>, Skip> {
+        let children = match body.get("generators") {
+            Some(Value::Array(c)) if c.len() == 2 => c,
+            _ => return Err("a matrix needs exactly two generators".into()),
+        };
+        let child_at = |i: usize| [at, &[key("generators"), PathSeg::Index(i)]].concat();
+        let (Some(first), Some(second)) = (children.first(), children.get(1)) else {
+            return Err("a matrix needs exactly two generators".into());
+        };
+        let mut out = Vec::new();
+        for a in self.params(first, &child_at(0), dirs, &Params::default())? {
+            for b in self.params(second, &child_at(1), dirs, &a)? {
+                out.push(a.merged(&b));
+                if out.len() > MAX_APPS {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The Application the template renders for `row`.
+    fn application(&self, row: &Params) -> Result<App, String> {
+        let rendered = render(
+            &self.template,
+            &row.values,
+            self.go_template,
+            self.missing_key_error,
+        )?;
+        let mut doc = Map::new();
+        doc.insert("apiVersion".into(), "argoproj.io/v1alpha1".into());
+        doc.insert("kind".into(), "Application".into());
+        if let Value::Object(t) = rendered {
+            doc.extend(t);
+        }
+        let mut app = parse_app(&self.file, self.doc, &Value::Object(doc))?;
+        // Argo CD creates the Applications in the set's namespace, whatever the template
+        // says.
+        app.namespace.clone_from(&self.namespace);
+        for s in &mut app.sources {
+            s.at.splice(0..0, [key("spec"), key("template")]);
+        }
+        Ok(app)
+    }
+}
+
+/// A list element's parameters without goTemplate: each string field by its key, the
+/// fields of `values:` as `values.<key>`; `Err(key)` for a value that is not a string.
+fn flat_params(m: &Map<String, Value>, at: &[PathSeg]) -> Result<Params, String> {
+    let mut p = Params::default();
+    for (k, v) in m {
+        match (k.as_str(), v) {
+            ("values", Value::Object(values)) => {
+                for (vk, vv) in values {
+                    let name = format!("values.{vk}");
+                    let Value::String(s) = vv else {
+                        return Err(name);
+                    };
+                    p.values.insert(name.clone(), s.clone().into());
+                    p.origins.insert(name, join(at, &["values", vk]));
+                }
+            }
+            (_, Value::String(s)) => {
+                p.values.insert(k.clone(), s.clone().into());
+                p.origins.insert(k.clone(), join(at, &[k]));
+            }
+            _ => return Err(k.clone()),
+        }
+    }
+    Ok(p)
+}
+
+/// A list element's parameters for a Go template: the element as it is, and every scalar
+/// in it by its dotted path.
+fn nested_params(m: &Map<String, Value>, at: &[PathSeg]) -> Params {
+    fn walk(v: &Value, name: &str, at: &[PathSeg], origins: &mut Origins) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let n = if name.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{name}.{k}")
+                    };
+                    walk(v, &n, &join(at, &[k]), origins);
+                }
+            }
+            Value::Array(_) | Value::Null => {}
+            _ => {
+                origins.insert(name.to_string(), at.to_vec());
+            }
+        }
+    }
+    let mut origins = Origins::new();
+    walk(&Value::Object(m.clone()), "", at, &mut origins);
+    Params {
+        values: m.clone(),
+        origins,
+    }
+}
+
+/// Argo CD's `basenameNormalized`: lower case, characters other than `a-z0-9-.` as `-`,
+/// no leading or trailing `-` or `.`.
+fn normalized(s: &str) -> String {
+    let lower: String = s
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    lower.trim_matches(['-', '.']).to_string()
+}
+
+/// `v` with every template in its strings (and keys) rendered with `params`.
+pub(crate) fn render(
+    v: &Value,
+    params: &Map<String, Value>,
+    go: bool,
+    missing_error: bool,
+) -> Result<Value, String> {
+    Ok(match v {
+        Value::String(s) => Value::String(render_str(s, params, go, missing_error)?),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| render(x, params, go, missing_error))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, x) in m {
+                out.insert(
+                    render_str(k, params, go, missing_error)?,
+                    render(x, params, go, missing_error)?,
+                );
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    })
+}
+
+/// The pieces of a template string: literal text and the actions between `{{` and `}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    /// The text between the braces, as written.
+    Action(&'a str),
+}
+
+/// Split `s` into text and actions; an unclosed `{{` is text.
+pub fn pieces(s: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        let (before, after) = rest.split_at(open);
+        let inner = after.get(2..).unwrap_or_default();
+        let Some(close) = inner.find("}}") else {
+            break;
+        };
+        if !before.is_empty() {
+            out.push(Piece::Text(before));
+        }
+        out.push(Piece::Action(inner.get(..close).unwrap_or_default()));
+        rest = inner.get(close.saturating_add(2)..).unwrap_or_default();
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    out
+}
+
+fn render_str(
+    s: &str,
+    params: &Map<String, Value>,
+    go: bool,
+    missing_error: bool,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    for piece in pieces(s) {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Action(a) if go => {
+                out.push_str(&go_action(a, params, missing_error)?);
+            }
+            Piece::Action(a) => match params.get(a.trim()) {
+                Some(v) => out.push_str(&scalar_text(v)),
+                // fasttemplate leaves an unknown parameter as written.
+                None => {
+                    out.push_str("{{");
+                    out.push_str(a);
+                    out.push_str("}}");
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// The parameter a Go template action reads, as a dotted name (`.path.basename` →
+/// `path.basename`; `index .path.segments 1` → `path.segments.1`); `None` for anything
+/// else (functions, pipelines, control structures).
+pub fn go_field(action: &str) -> Option<String> {
+    let a = action.trim();
+    let words: Vec<&str> = a.split_whitespace().collect();
+    match words.as_slice() {
+        [field] => field
+            .strip_prefix('.')
+            .filter(|f| {
+                !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
+            })
+            .map(str::to_string),
+        ["index", field, n] => {
+            let f = field.strip_prefix('.')?;
+            n.parse::<usize>().ok()?;
+            Some(format!("{f}.{n}"))
+        }
+        _ => None,
+    }
+}
+
+fn go_action(
+    action: &str,
+    params: &Map<String, Value>,
+    missing_error: bool,
+) -> Result<String, String> {
+    let Some(field) = go_field(action) else {
+        return Err(format!(
+            "the template action {{{{{action}}}}} calls functions or uses control structures, which imagebump does not evaluate"
+        ));
+    };
+    let mut v: Option<&Value> = None;
+    let mut map = Some(params);
+    for part in field.split('.') {
+        v = match (map, v) {
+            (Some(m), _) => m.get(part),
+            (None, Some(Value::Array(a))) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        };
+        map = v.and_then(Value::as_object);
+    }
+    match v {
+        Some(v) => Ok(scalar_text(v)),
+        None if missing_error => Err(format!(
+            "the template reads .{field}, which is not set (missingkey=error)"
+        )),
+        // Go's text/template prints a missing map key so.
+        None => Ok("<no value>".into()),
+    }
+}
+
+/// A parameter value as the template writes it.
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn key(k: &str) -> PathSeg {
+    PathSeg::Key(k.to_string())
+}
+
+fn join(base: &[PathSeg], rest: &[&str]) -> Vec<PathSeg> {
+    let mut p = base.to_vec();
+    p.extend(rest.iter().map(|k| key(k)));
+    p
+}
+
+/// A git directory generator's `path`: Go's `path.Match`, where `*` stays inside one
+/// directory; a `**` segment also matches any number of directories.
+struct DirGlob(Vec<super::glob::GoGlob>, bool);
+
+impl DirGlob {
+    fn new(pattern: &str) -> Result<DirGlob, String> {
+        let pattern = pattern.trim_start_matches("./").trim_end_matches('/');
+        let stars = pattern.split('/').filter(|s| *s == "**").count();
+        // Each `**` multiplies the ways to match: a few are plenty.
+        if stars > 3 {
+            return Err("more than three `**` segments".into());
+        }
+        let deep = stars > 0;
+        let parts = pattern
+            .split('/')
+            .map(super::glob::GoGlob::new)
+            .collect::<Result<_, _>>()?;
+        Ok(DirGlob(parts, deep))
+    }
+
+    fn is_match(&self, dir: &str) -> bool {
+        let segs: Vec<&str> = dir.split('/').collect();
+        if !self.1 {
+            return self.0.len() == segs.len()
+                && self.0.iter().zip(&segs).all(|(g, s)| g.is_match(s));
+        }
+        segments_match(&self.0, &segs)
+    }
+}
+
+/// Whether the glob segments match the directory's, a `**` segment taking any number.
+fn segments_match(globs: &[super::glob::GoGlob], segs: &[&str]) -> bool {
+    let Some((g, rest)) = globs.split_first() else {
+        return segs.is_empty();
+    };
+    if g.is_double_star() {
+        return (0..=segs.len()).any(|n| segments_match(rest, segs.get(n..).unwrap_or_default()));
+    }
+    match segs.split_first() {
+        Some((s, more)) => g.is_match(s) && segments_match(rest, more),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(yaml: &str) -> AppSet {
+        let v: Value = yaml_serde::from_str(yaml).unwrap();
+        find_appsets("argocd/set.yaml", &[v]).remove(0).unwrap()
+    }
+
+    fn names(e: &Expansion) -> Vec<String> {
+        e.apps.iter().map(|g| g.app.name.clone()).collect()
+    }
+
+    const DIRS_TEMPLATE: &str = "  template:\n    metadata:\n      name: '{{path.basename}}-{{path[0]}}'\n    spec:\n      source:\n        path: '{{path}}'\n";
+
+    #[test]
+    fn git_directories_match_like_argo_cd_with_excludes_and_double_stars() {
+        let dirs: Vec<String> = [
+            "apps",
+            "apps/web",
+            "apps/api",
+            "apps/legacy",
+            "apps/web/base",
+        ]
+        .map(String::from)
+        .to_vec();
+        let s = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/*\n      - path: apps/legacy\n        exclude: true\n{DIRS_TEMPLATE}"));
+        let e = s.generate(&dirs);
+        assert_eq!(names(&e), ["web-apps", "api-apps"]);
+        let src = &e.apps[0].app.sources[0];
+        assert_eq!(src.path.as_deref(), Some("apps/web"));
+        assert_eq!(
+            imagebump_yaml::path_to_string(&src.at),
+            "spec.template.spec.source"
+        );
+        let deep = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/**/base\n{DIRS_TEMPLATE}"));
+        assert_eq!(names(&deep.generate(&dirs)), ["base-apps"]);
+    }
+
+    #[test]
+    fn list_parameters_remember_where_they_are_written() {
+        let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\nspec:\n  generators:\n  - list:\n      elements:\n      - {env: dev, tag: '1.0', values: {x: y}}\n  template:\n    metadata:\n      name: 'w-{{env}}-{{ values.x }}-{{missing}}'\n    spec:\n      source:\n        chart: w\n");
+        let e = s.generate(&[]);
+        // fasttemplate leaves an unknown parameter as written.
+        assert_eq!(names(&e), ["w-dev-y-{{missing}}"]);
+        let g = &e.apps[0];
+        assert_eq!(g.app.namespace.as_deref(), Some("argocd"));
+        assert_eq!(
+            imagebump_yaml::path_to_string(&g.origins["tag"]),
+            "spec.generators[0].list.elements[0].tag"
+        );
+        assert_eq!(
+            imagebump_yaml::path_to_string(&g.origins["values.x"]),
+            "spec.generators[0].list.elements[0].values.x"
+        );
+    }
+
+    #[test]
+    fn a_matrix_combines_and_its_second_generator_reads_the_first() {
+        let dirs: Vec<String> = ["envs/dev", "envs/prod", "envs/dev/web"]
+            .map(String::from)
+            .to_vec();
+        let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n          - {env: dev, image: {tag: '2.0'}}\n          - {env: prod, image: {tag: '1.0'}}\n      - git:\n          directories:\n          - path: 'envs/{{ .env }}/*'\n  template:\n    metadata:\n      name: '{{ .path.basename }}-{{ .env }}-{{ index .path.segments 1 }}'\n    spec:\n      source:\n        path: '{{ .path.path }}'\n");
+        let e = s.generate(&dirs);
+        assert_eq!(names(&e), ["web-dev-dev"]);
+        assert_eq!(
+            imagebump_yaml::path_to_string(&e.apps[0].origins["image.tag"]),
+            "spec.generators[0].matrix.generators[0].list.elements[0].image.tag"
+        );
+    }
+
+    #[test]
+    fn what_needs_a_cluster_or_a_function_is_a_note() {
+        let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  goTemplateOptions: [missingkey=error]\n  generators:\n  - clusters: {}\n  - list:\n      elementsYaml: '{{ .x }}'\n  - list:\n      elements: [{a: b}]\n  template:\n    metadata:\n      name: '{{ .nope }}'\n    spec:\n      source: {chart: c}\n");
+        let e = s.generate(&[]);
+        assert!(e.apps.is_empty());
+        assert_eq!(
+            e.notes,
+            [
+                "generator 0: `clusters` needs a cluster or an API; not evaluated",
+                "generator 1: list `elementsYaml` is not evaluated",
+                "a generated Application: the template reads .nope, which is not set (missingkey=error); set skipped",
+            ]
+        );
+        assert_eq!(go_field(" .a.b "), Some("a.b".into()));
+        assert_eq!(
+            go_field("index .path.segments 2"),
+            Some("path.segments.2".into())
+        );
+        assert_eq!(go_field(".a | upper"), None);
+        assert_eq!(go_field("if .a"), None);
+        assert_eq!(normalized("My_App.v2-"), "my-app.v2");
+    }
+}
