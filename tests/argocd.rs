@@ -268,6 +268,47 @@ fn a_helmvalues_target_gets_the_keys_it_lacks() {
     assert_eq!(support::files(tree.path()), before);
 }
 
+/// argocd-image-updater's `image.attributes` cases: a scalar `attributes` where the keys
+/// `image.attributes.{name,tag}` need a mapping is an error naming `attributes` (exit 1,
+/// nothing written), unless the values hold the literal dotted keys, which are then read
+/// and written as AIU's getHelmValue and setHelmValue do.
+#[test]
+fn a_scalar_where_helm_keys_need_a_mapping_falls_back_to_literal_keys_or_is_an_error() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web\n    argocd-image-updater.argoproj.io/web.helm.image-name: image.attributes.name\n    argocd-image-updater.argoproj.io/web.helm.image-tag: image.attributes.tag\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: helmvalues:values.yaml\nspec:\n  source:\n    path: apps/web\n    helm:\n      valueFiles: [values.yaml]\n      parameters:\n      - name: image.attributes.tag\n        value: 1.0.0\n";
+    let chart = (
+        "apps/web/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    );
+    let scalar = "image:\n  attributes: value-not-nested\n";
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", app),
+        chart,
+        ("apps/web/values.yaml", scalar),
+    ]);
+    let before = support::files(tree.path());
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains("cannot write image.attributes.name in apps/web/values.yaml: \"image.attributes\" is a value, not a mapping (needed for \"name\")");
+    assert_eq!(support::files(tree.path()), before);
+
+    let literal = format!(
+        "{scalar}image.attributes.tag: 1.0.0\nimage.attributes.name: registry.test/team/web\n"
+    );
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", app),
+        chart,
+        ("apps/web/values.yaml", &literal),
+    ]);
+    let run = write(tree.path(), &cfg, 0);
+    assert_eq!(
+        std::fs::read_to_string(tree.path().join("apps/web/values.yaml")).unwrap(),
+        literal.replace("tag: 1.0.0", "tag: 1.1.0"),
+        "{run}"
+    );
+}
+
 /// The digest strategy on a kustomization write-back target whose entry has a `digest:`
 /// field moves that field (kustomize deploys the digest), and the tag stays a tag; the real
 /// kustomize renders the new digest.
