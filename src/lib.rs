@@ -29,6 +29,7 @@ pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod discover;
+pub mod flux;
 pub mod forge;
 mod parallel;
 pub mod plan;

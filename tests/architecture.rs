@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of the `imagebump` package, lowest first. The same order is written
 /// in docs/architecture.md (checked below).
 const LAYERS: &[&str] = &[
-    "parallel", "progress", "policy", "registry", "source", "forge", "argocd", "config",
+    "parallel", "progress", "policy", "registry", "source", "forge", "argocd", "flux", "config",
     "discover", "resolve", "plan", "deliver", "report", "cli", "app",
 ];
 

@@ -1,6 +1,7 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
 pub mod argocd;
+pub mod flux;
 pub mod helm;
 pub mod kustomize;
 pub mod markers;
@@ -40,6 +41,8 @@ pub enum RefKind {
     ArgoPluginEnv,
     /// An image named by argocd-image-updater configuration whose version is not in git.
     ArgoAnnotation,
+    /// A value marked with a Flux image policy setter (`# {"$imagepolicy": "ns:policy"}`).
+    FluxSetter,
     /// An `image:` in a Kubernetes manifest (a container of any workload kind, a custom
     /// resource's field, a marked value).
     Workload,
@@ -445,6 +448,7 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         (f.0.clone(), next.unwrap_or(Read::Skipped))
     });
     let mut argo = argocd::Found::default();
+    let mut marked = flux::Found::default();
     let mut layout = placement::Layout::default();
     for (rel, read) in all {
         let scanned = match read {
@@ -465,8 +469,12 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             problems,
             kustomization,
             argo: loaded,
+            flux: flux_loaded,
         } = *scanned;
         out.problems.extend(problems);
+        if let Some(loaded) = flux_loaded {
+            marked.add(&rel, &text, loaded, &mut out);
+        }
         if let Some(loaded) = loaded {
             argo.add(loaded, &mut out.problems);
         }
@@ -499,6 +507,8 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
     if !argo.apps.is_empty() {
         argocd::scan(root, config, argo, &mut out, &mut policies);
     }
+    // Flux setters last: their policies may be written in any file.
+    flux::scan(marked, &mut policies, &mut out);
     out
 }
 
@@ -522,6 +532,8 @@ struct Scanned {
     problems: Vec<Problem>,
     kustomization: Option<kustomize::Kustomization>,
     argo: Option<argocd::Loaded>,
+    /// Flux image automation resources and setters.
+    flux: Option<crate::flux::Loaded>,
 }
 
 /// What every file is read with: the image fields of custom resources, the Helm image keys.
@@ -557,22 +569,25 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
             problems: Vec::new(),
             kustomization: None,
             argo: None,
+            flux: None,
         }));
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
-    // resource, and are never parsed.
+    // or Flux resource, and are never parsed.
+    let flux_wanted = crate::flux::mentioned(&text);
     let interest = match kind {
         FileKind::Manifest => {
             let i = workloads::interest(&text, specs);
-            if !i.argo && !i.workloads {
+            if !i.argo && !i.workloads && !flux_wanted {
                 return Read::Skipped;
             }
             i
         }
         _ => workloads::Interest::default(),
     };
-    // A manifest that is not an Argo CD resource needs only its documents with images.
-    let parsed = if kind == FileKind::Manifest && !interest.argo {
+    // A manifest that is not an Argo CD or Flux resource needs only its documents with
+    // images.
+    let parsed = if kind == FileKind::Manifest && !interest.argo && !flux_wanted {
         workloads::parse(&text, specs)
     } else {
         imagebump_yaml::parse_located(&text)
@@ -606,6 +621,14 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
         }
         FileKind::Manifest | FileKind::ChartTemplate => {}
     }
+    let flux = flux_wanted
+        .then(|| crate::flux::read(rel, &text, &docs))
+        .filter(|f| !f.is_empty());
+    if let Some(f) = &flux {
+        // A value a setter marks is what the setter says it is.
+        refs.retain(|r| !flux::marks(&f.marked, r));
+        found.retain(|w| !flux::marks(&f.marked, &w.r));
+    }
     let lines = ctx.lines;
     let argo = interest
         .argo
@@ -618,6 +641,7 @@ fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
         problems,
         kustomization,
         argo,
+        flux,
     }))
 }
 

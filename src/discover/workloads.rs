@@ -354,6 +354,7 @@ impl<'a> Scanner<'a> {
         if NOT_WORKLOADS.contains(&kind)
             || (ARGO_KINDS.contains(&kind) && api.starts_with("argoproj.io/"))
             || api.starts_with("argocd-image-updater.argoproj.io/")
+            || crate::flux::is_flux_kind(kind, api)
         {
             return;
         }

@@ -1,0 +1,416 @@
+//! Flux image automation kept in the repository: every value marked with a setter
+//! (`# {"$imagepolicy": "flux-system:podinfo"}`, `…:tag`, `…:name`, `…:digest`) becomes a
+//! reference whose image is the named ImagePolicy's ImageRepository and whose policy is the
+//! ImagePolicy's rule (`crate::flux` reads the resources). The value is edited in place, the
+//! part Flux would write: the whole reference, the tag, the name or the digest.
+//!
+//! A setter counts where an ImageUpdateAutomation of the policy's namespace would reach it
+//! (`spec.update.path`); when the repository holds no ImageUpdateAutomation, every setter
+//! counts, since imagebump is what replaces it. Setters of one policy in one mapping
+//! (`repository:` + `tag:`) make one reference.
+
+use std::collections::BTreeMap;
+
+use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::flux::{self, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
+use crate::policy::rules::Policies;
+use crate::policy::PolicySpec;
+use imagebump_model::name::{parse_name, parse_reference, ImageName, Reference};
+use imagebump_model::Problem;
+use imagebump_yaml::{LineIndex, PathSeg};
+
+/// The Flux resources of the repository and the marked files, in file order.
+#[derive(Default)]
+pub struct Found {
+    repositories: Vec<ImageRepository>,
+    policies: Vec<ImagePolicy>,
+    automations: Vec<Automation>,
+    broken: Vec<(&'static str, Meta)>,
+    marked: Vec<(String, String, Vec<Setter>)>,
+}
+
+impl Found {
+    /// Take what one file holds; its problems and notes go to `out`.
+    pub fn add(&mut self, file: &str, text: &str, loaded: flux::Loaded, out: &mut Discovery) {
+        out.problems.extend(loaded.problems);
+        out.notes.extend(loaded.notes);
+        self.repositories.extend(loaded.repositories);
+        self.policies.extend(loaded.policies);
+        self.automations.extend(loaded.automations);
+        self.broken.extend(loaded.broken);
+        if !loaded.setters.is_empty() {
+            self.marked
+                .push((file.to_string(), text.to_string(), loaded.setters));
+        }
+    }
+}
+
+/// Does a setter mark one of `r`'s values? Then the setter, not the file's own reading,
+/// says what the value is.
+pub fn marks(marked: &[std::ops::Range<usize>], r: &ImageRef) -> bool {
+    r.slots.iter().any(|slot| {
+        marked
+            .iter()
+            .any(|m| slot.span.start < m.end && m.start < slot.span.end)
+    })
+}
+
+/// Turn every setter into a reference (or a problem, or a note) in `out`.
+pub fn scan(found: Found, policies: &mut Policies, out: &mut Discovery) {
+    for (file, text, setters) in &found.marked {
+        let ctx = FileCtx {
+            file,
+            text,
+            lines: LineIndex::new(text),
+        };
+        let before = out.refs.len();
+        for group in groups(setters) {
+            match reference(&found, &ctx, &group, policies, out) {
+                Ok(r) => out.refs.push(r),
+                Err(p) => out.problems.push(p),
+            }
+        }
+        if out.refs.iter().skip(before).any(ImageRef::is_managed) {
+            out.sources.insert(file.clone(), text.clone());
+        }
+    }
+}
+
+/// Setters of one policy in one mapping, in file order; a whole-reference setter alone.
+fn groups(setters: &[Setter]) -> Vec<Vec<&Setter>> {
+    let mut keyed: BTreeMap<(usize, &[PathSeg], &flux::PolicyName, usize), Vec<&Setter>> =
+        BTreeMap::new();
+    for (i, s) in setters.iter().enumerate() {
+        let parent = s.path.split_last().map_or(&[][..], |(_, p)| p);
+        let alone = if s.field == Field::Full {
+            i
+        } else {
+            usize::MAX
+        };
+        keyed
+            .entry((s.doc, parent, &s.policy, alone))
+            .or_default()
+            .push(s);
+    }
+    let mut groups: Vec<Vec<&Setter>> = keyed.into_values().collect();
+    groups.sort_by_key(|g| g.first().map(|s| s.scalar.span.start));
+    groups
+}
+
+/// The reference a group of setters makes; an error when it names what is not there.
+fn reference(
+    found: &Found,
+    ctx: &FileCtx,
+    group: &[&Setter],
+    policies: &mut Policies,
+    out: &mut Discovery,
+) -> Result<ImageRef, Problem> {
+    let first = group
+        .first()
+        .ok_or_else(|| Problem::general("empty setter group"))?;
+    let at = |message: String| ctx.problem(first.offset, message);
+    let wanted = &first.policy;
+    let policy = lookup(
+        &found.policies,
+        &found.broken,
+        "ImagePolicy",
+        wanted,
+        ctx.file,
+    )
+    .map_err(|why| at(format!("the Flux setter names {why}")))?;
+    let repo_ns = policy.repository.0.as_deref().unwrap_or(&wanted.namespace);
+    let repo_name = flux::PolicyName {
+        namespace: repo_ns.to_string(),
+        name: policy.repository.1.clone(),
+    };
+    let repo = lookup(
+        &found.repositories,
+        &found.broken,
+        "ImageRepository",
+        &repo_name,
+        &policy.meta.file,
+    )
+    .map_err(|why| at(format!("{} names {why}", policy.meta.label("ImagePolicy"))))?;
+    let mut r = current(ctx, group, repo)?;
+    if let Err(p) = give_policy(&mut r, policy, repo, policies, ctx, first.offset) {
+        out.problems.push(p);
+    }
+    if r.is_managed() && !in_scope(&found.automations, policy, wanted, ctx.file) {
+        let why = format!("outside the update.path of every ImageUpdateAutomation of namespace {}: Flux would not update it", wanted.namespace);
+        let label = policy.meta.id("ImagePolicy");
+        out.notes.push(at(format!(
+            "the Flux setter for {label} is {why}; left alone"
+        )));
+        r.unmanaged = Some(why);
+    }
+    if r.is_managed() && r.policy.ignore {
+        r.unmanaged = Some(format!("ignored ({})", r.policy.source));
+    }
+    Ok(r)
+}
+
+/// Give `r` the ImagePolicy's rule (with the repository's exclusions), under
+/// imagebump.yaml's `images` rules, which are the deliberate configuration.
+fn give_policy(
+    r: &mut ImageRef,
+    policy: &ImagePolicy,
+    repo: &ImageRepository,
+    policies: &mut Policies,
+    ctx: &FileCtx,
+    offset: usize,
+) -> Result<(), Problem> {
+    let label = policy.meta.id("ImagePolicy");
+    let spec = match &policy.spec {
+        Ok(spec) => Some(PolicySpec {
+            ignore_tags: Some(repo.ignore_tags.clone()).filter(|t| !t.is_empty()),
+            ..spec.clone()
+        }),
+        Err(why) => {
+            r.unmanaged = Some(format!("{label}: {why}"));
+            None
+        }
+    };
+    let layer = spec.as_ref().map(|s| (label.as_str(), s));
+    match policies.policy_with(&r.image, &r.written, Some(ctx.file), layer, None) {
+        Ok(p) => {
+            r.policy = p;
+            Ok(())
+        }
+        Err(e) => {
+            r.unmanaged = Some("invalid policy".into());
+            let mut p = ctx.problem(offset, format!("{label}: {e}"));
+            p.hint = e.hint;
+            Err(p)
+        }
+    }
+}
+
+/// The reference as the marked values hold it now: the image of the ImageRepository,
+/// the tag and digest of the values, a slot per value that moves.
+fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<ImageRef, Problem> {
+    let first = group
+        .first()
+        .ok_or_else(|| Problem::general("empty setter group"))?;
+    let image = parse_name(&repo.image)
+        .map_err(|e| ctx.problem(first.offset, format!("ImageRepository: {e}")))?;
+    let parts = parts(ctx, group, repo, &image)?;
+    let reference = Reference {
+        name: image,
+        written: repo.image.clone(),
+        tag: parts.tag,
+        digest: parts.digest,
+    };
+    let unit = ctx
+        .file
+        .rsplit_once('/')
+        .map_or(".", |(d, _)| d)
+        .to_string();
+    // Listed where the value that moves is (the tag rather than a `:name` line above it).
+    let at = parts
+        .slots
+        .first()
+        .map_or(first.scalar.span.start, |s| s.span.start);
+    let mut r = ctx.new_ref(RefKind::FluxSetter, &unit, at, reference);
+    r.slots = parts.slots;
+    r.unmanaged = match parts.other_name {
+        Some(name) => Some(format!(
+            "the `:name` value {name} is not the ImageRepository's image {}: Flux would write that name here, imagebump does not rewrite names (write it)",
+            repo.image
+        )),
+        None if r.tag.is_none() => Some(
+            "no tag is marked (a `:tag` or whole-reference setter): imagebump moves tags".into(),
+        ),
+        None => None,
+    };
+    Ok(r)
+}
+
+/// What a group of marked values holds.
+struct Parts {
+    tag: Option<String>,
+    digest: Option<String>,
+    slots: Vec<super::Slot>,
+    /// A `:name` value that is not the ImageRepository's image.
+    other_name: Option<String>,
+}
+
+fn parts(
+    ctx: &FileCtx,
+    group: &[&Setter],
+    repo: &ImageRepository,
+    image: &ImageName,
+) -> Result<Parts, Problem> {
+    let mut parts = Parts {
+        tag: None,
+        digest: None,
+        slots: Vec::new(),
+        other_name: None,
+    };
+    for s in group {
+        let value = s.scalar.value.trim();
+        let format = match s.field {
+            Field::Full => {
+                let parsed = parse_reference(value).map_err(|e| {
+                    ctx.problem(
+                        s.scalar.span.start,
+                        format!("the value of a Flux setter is not an image reference: {e}"),
+                    )
+                })?;
+                (parts.tag, parts.digest) = (parsed.tag, parsed.digest);
+                SlotFormat::Reference {
+                    name: repo.image.clone(),
+                }
+            }
+            Field::Tag => {
+                parts.tag = Some(value.to_string()).filter(|t| !t.is_empty());
+                SlotFormat::Tag
+            }
+            Field::Digest => {
+                parts.digest = Some(value.to_string()).filter(|d| !d.is_empty());
+                SlotFormat::Digest
+            }
+            // The name never changes while it is the ImageRepository's image; one that is
+            // not would be rewritten by Flux, imagebump only says so.
+            Field::Name => {
+                if !same_image(value, image) {
+                    parts.other_name = Some(value.to_string());
+                }
+                continue;
+            }
+        };
+        parts
+            .slots
+            .push(ctx.slot(s.doc, s.path.clone(), &s.scalar, format));
+    }
+    Ok(parts)
+}
+
+/// Is `value` the image `repo` (compared normalised: `nginx` is `docker.io/library/nginx`)?
+fn same_image(value: &str, repo: &ImageName) -> bool {
+    parse_name(value).is_ok_and(|n| n == *repo)
+}
+
+/// Is `file` in the path of an ImageUpdateAutomation that uses this policy (one of the
+/// policy's namespace)? Always, when the repository holds no automation.
+fn in_scope(
+    automations: &[Automation],
+    policy: &ImagePolicy,
+    wanted: &flux::PolicyName,
+    file: &str,
+) -> bool {
+    let ns = policy
+        .meta
+        .namespace
+        .as_deref()
+        .unwrap_or(&wanted.namespace);
+    automations.is_empty()
+        || automations
+            .iter()
+            .any(|a| a.meta.namespace.as_deref().is_none_or(|n| n == ns) && a.covers(file))
+}
+
+/// Resources that are named by `name` and `namespace` (or written without a namespace).
+trait Named {
+    fn meta(&self) -> &Meta;
+    /// Two resources with the same name that mean the same thing are not ambiguous.
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl Named for ImagePolicy {
+    fn meta(&self) -> &Meta {
+        &self.meta
+    }
+    fn same(&self, other: &Self) -> bool {
+        (&self.repository, &self.spec) == (&other.repository, &other.spec)
+    }
+}
+
+impl Named for ImageRepository {
+    fn meta(&self) -> &Meta {
+        &self.meta
+    }
+    fn same(&self, other: &Self) -> bool {
+        (&self.image, &self.ignore_tags) == (&other.image, &other.ignore_tags)
+    }
+}
+
+/// The resource `kind` named `wanted`: one with that namespace, else one without any; of
+/// several (one cluster directory each), the one whose file shares the most directories
+/// with `near`. The error completes "… names ".
+fn lookup<'a, T: Named>(
+    all: &'a [T],
+    broken: &[(&str, Meta)],
+    kind: &str,
+    wanted: &flux::PolicyName,
+    near: &str,
+) -> Result<&'a T, String> {
+    let id = format!("{kind} {}/{}", wanted.namespace, wanted.name);
+    let named = |ns: Option<&str>| -> Vec<&'a T> {
+        all.iter()
+            .filter(|t| t.meta().name == wanted.name && t.meta().namespace.as_deref() == ns)
+            .collect()
+    };
+    let mut found = named(Some(&wanted.namespace));
+    if found.is_empty() {
+        found = named(None);
+    }
+    let best = found
+        .iter()
+        .map(|t| shared_dirs(&t.meta().file, near))
+        .max();
+    let closest: Vec<&T> = found
+        .into_iter()
+        .filter(|t| Some(shared_dirs(&t.meta().file, near)) == best)
+        .collect();
+    match closest.as_slice() {
+        [one] => Ok(*one),
+        [] => match broken.iter().find(|(k, m)| {
+            *k == kind
+                && m.name == wanted.name
+                && m.namespace.as_deref().is_none_or(|n| n == wanted.namespace)
+        }) {
+            Some((_, m)) => Err(format!("{id}, which is invalid ({}:{})", m.file, m.line)),
+            None => Err(format!("{id}, which is not in the repository")),
+        },
+        [one, rest @ ..] if rest.iter().all(|t| t.same(one)) => Ok(*one),
+        [one, other, ..] => Err(format!(
+            "{id}, which is written twice with different settings ({}:{} and {}:{}), equally near",
+            one.meta().file,
+            one.meta().line,
+            other.meta().file,
+            other.meta().line
+        )),
+    }
+}
+
+/// How many leading directories two files share.
+fn shared_dirs(a: &str, b: &str) -> usize {
+    let dirs = |f: &str| -> Vec<String> {
+        let mut parts: Vec<String> = f.split('/').map(str::to_string).collect();
+        parts.pop();
+        parts
+    };
+    dirs(a)
+        .iter()
+        .zip(dirs(b).iter())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_directories_decide_between_clusters() {
+        assert_eq!(
+            shared_dirs("clusters/prod/a.yaml", "clusters/prod/apps/x.yaml"),
+            2
+        );
+        assert_eq!(
+            shared_dirs("clusters/dev/a.yaml", "clusters/prod/apps/x.yaml"),
+            1
+        );
+        assert_eq!(shared_dirs("a.yaml", "b.yaml"), 0);
+    }
+}
