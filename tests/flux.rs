@@ -267,3 +267,81 @@ fn a_setter_naming_what_is_not_there_is_an_error_and_the_rest_still_moves() {
     );
     assert_written(repo.path(), &before);
 }
+
+/// Flux's `:digest` setter (a kustomization's `digest:` beside `newTag:`) and a whole
+/// reference pinned by digest, under a policy that reflects digests: the digest moves with
+/// the tag. A `:name` value that is not the ImageRepository's image is left alone, with why.
+#[test]
+fn digests_move_with_their_tags_and_foreign_names_are_left_alone() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let old = reg.push_tag_created_digest("acme/web", "1.0.0", "2024-01-01T00:00:00Z");
+    let new = reg.push_tag_created_digest("acme/web", "1.1.0", "2024-02-01T00:00:00Z");
+    reg.push_tags("acme/api", &["2.0.0", "2.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let resources = r#"apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  image: ghcr.io/acme/web
+  interval: 5m
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: web
+  digestReflectionPolicy: IfNotPresent
+  policy:
+    semver:
+      range: '>=1.0.0'
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: api
+  namespace: flux-system
+spec:
+  image: ghcr.io/acme/api
+  interval: 5m
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: api
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: api
+  policy:
+    semver:
+      range: '>=2.0.0'
+"#;
+    let kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deploy.yaml\nimages:\n  - name: web\n    newName: ghcr.io/acme/web # {{\"$imagepolicy\": \"flux-system:web:name\"}}\n    newTag: 1.0.0 # {{\"$imagepolicy\": \"flux-system:web:tag\"}}\n    digest: {old} # {{\"$imagepolicy\": \"flux-system:web:digest\"}}\n"
+    );
+    let deploy = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: ghcr.io/acme/web:1.0.0@{old} # {{\"$imagepolicy\": \"flux-system:web\"}}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: api\nspec:\n  values:\n    image:\n      repository: ghcr.io/acme/api-old # {{\"$imagepolicy\": \"flux-system:api:name\"}}\n      tag: 2.0.0 # {{\"$imagepolicy\": \"flux-system:api:tag\"}}\n"
+    );
+    let repo = support::tree(&[
+        ("flux-system/images.yaml", resources),
+        ("apps/web/kustomization.yaml", kustomization.as_str()),
+        ("apps/web/deploy.yaml", deploy.as_str()),
+    ]);
+
+    let write = run(repo.path(), &cfg, "--write", 0);
+    assert_eq!(write.stderr, "", "{write}");
+    let texts = support::texts(repo.path());
+    let moved = |text: &str| text.replace("1.0.0", "1.1.0").replace(&old, &new);
+    assert_eq!(texts["apps/web/kustomization.yaml"], moved(&kustomization));
+    // The API's tag stays: its `:name` value is another image.
+    assert_eq!(texts["apps/web/deploy.yaml"], moved(&deploy));
+    let scan = imagebump()
+        .args(["scan", repo.path().to_str().unwrap()])
+        .run();
+    scan.assert_stdout_contains("unmanaged: the `:name` value ghcr.io/acme/api-old is not the ImageRepository's image ghcr.io/acme/api: Flux would write that name here, imagebump does not rewrite names (write it)");
+}
