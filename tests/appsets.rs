@@ -1,7 +1,8 @@
 //! Argo CD ApplicationSets kept in git (fixtures/appsets): the Applications their list, git
-//! directory and matrix generators make are read like Applications kept in the repository,
+//! directory, git files and matrix generators make are read like Applications kept in the repository,
 //! and one run against a real registry writes exactly the files in fixtures/appsets/expected
-//! (list elements, a template's literal values, argocd-image-updater write-back to each
+//! (list elements, values in the files a git files generator reads, a template's literal
+//! values, argocd-image-updater write-back to each
 //! generated app's kustomization, rendered by the real kustomize); generators that need a
 //! cluster are a note, never an error.
 
@@ -25,6 +26,7 @@ fn registry() -> (Registry, tempfile::TempDir, String) {
     reg.push_tags("team/worker", &["0.9.1", "0.9.4", "0.10.0", "1.0.0"]);
     reg.push_tags("team/metrics-agent", &["2.1.0", "2.2.0", "3.0.0"]);
     reg.push_tags("team/batch", &["5.0.0", "5.1.0"]);
+    reg.push_tags("team/payments", &["1.7.2", "1.8.0", "1.8.3", "2.0.0"]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("imagebump.yaml");
     let config = format!(

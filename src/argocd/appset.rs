@@ -4,9 +4,10 @@
 //! Generators that need nothing but the repository are evaluated: `list` (literal
 //! `elements`), `git` `directories` (matched against the tree's directories, as Argo CD's
 //! repo server lists them: hidden ones skipped) and `matrix` of two of these (the second
-//! may use the first's parameters). The others need a cluster or an API (`clusters`,
+//! may use the first's parameters), and git `files` (JSON or YAML, whose values are then
+//! edited where they are written). The others need a cluster or an API (`clusters`,
 //! `clusterDecisionResource`, `scmProvider`, `pullRequest`, `plugin`), or are not evaluated
-//! yet (`merge`, git `files`, `elementsYaml`, `selector`, per-generator `template`,
+//! yet (`merge`, `elementsYaml`, `selector`, per-generator `template`,
 //! `templatePatch`): the set is noted and skipped, never an error.
 //!
 //! Templates are rendered the way Argo CD renders them: fasttemplate (`{{path.basename}}`,
@@ -43,10 +44,30 @@ pub struct AppSet {
     template_patch: bool,
 }
 
-/// Where each parameter of one generated Application is written literally in its set's
-/// document: the parameter as the template names it (`tag`, `values.tag`, `image.tag`
-/// for a Go template) → the path of that scalar.
-pub type Origins = BTreeMap<String, Vec<PathSeg>>;
+/// Where each parameter of one generated Application is written literally: the parameter
+/// as the template names it (`tag`, `values.tag`, `image.tag` for a Go template) → the
+/// scalar that sets it.
+pub type Origins = BTreeMap<String, Origin>;
+
+/// One scalar of the repository: a list element's field in the set's own document, or a
+/// value of a git files generator's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: String,
+    pub doc: usize,
+    pub path: Vec<PathSeg>,
+}
+
+/// What a set's generators may read of the repository.
+pub struct Tree<'a> {
+    /// Its directories, relative and `/`-separated, as Argo CD lists them (hidden ones
+    /// left out), sorted.
+    pub dirs: &'a [String],
+    /// Its files, the same way.
+    pub files: &'a [String],
+    /// The documents of a file as values; `None` when it cannot be read (said elsewhere).
+    pub read: &'a dyn Fn(&str) -> Option<Vec<Value>>,
+}
 
 /// One Application a set generates.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,9 +151,8 @@ impl Params {
 type Skip = String;
 
 impl AppSet {
-    /// The Applications this set generates in a repository whose directories are `dirs`
-    /// (relative, `/`-separated).
-    pub fn generate(&self, dirs: &[String]) -> Expansion {
+    /// The Applications this set generates in the repository `tree`.
+    pub fn generate(&self, tree: &Tree<'_>) -> Expansion {
         let mut out = Expansion::default();
         if self.template_patch {
             out.notes.push(
@@ -143,7 +163,7 @@ impl AppSet {
         let mut rows = Vec::new();
         for (i, g) in self.generators.iter().enumerate() {
             let at = vec![key("spec"), key("generators"), PathSeg::Index(i)];
-            match self.params(g, &at, dirs, &Params::default()) {
+            match self.params(g, &at, tree, &Params::default()) {
                 Ok(mut r) => rows.append(&mut r),
                 Err(why) => out.notes.push(format!("generator {i}: {why}")),
             }
@@ -183,7 +203,7 @@ impl AppSet {
         &self,
         g: &Value,
         at: &[PathSeg],
-        dirs: &[String],
+        tree: &Tree<'_>,
         outer: &Params,
     ) -> Result<Vec<Params>, Skip> {
         let Value::Object(obj) = g else {
@@ -209,9 +229,9 @@ impl AppSet {
                     self.go_template,
                     self.missing_key_error,
                 )?;
-                self.git(&body, dirs)
+                self.git(&body, tree)
             }
-            "matrix" => self.matrix(body, &here, dirs),
+            "matrix" => self.matrix(body, &here, tree),
             "clusters" | "clusterDecisionResource" | "scmProvider" | "pullRequest" | "plugin" => {
                 Err(format!("`{kind}` needs a cluster or an API; not evaluated"))
             }
@@ -236,6 +256,11 @@ impl AppSet {
                 let Value::Object(m) = e else {
                     return Err(format!("list element {i} is not a mapping"));
                 };
+                let here = Origin {
+                    file: self.file.clone(),
+                    doc: self.doc,
+                    path: here,
+                };
                 if self.go_template {
                     Ok(nested_params(m, &here))
                 } else {
@@ -247,17 +272,16 @@ impl AppSet {
             .collect()
     }
 
-    fn git(&self, body: &Value, dirs: &[String]) -> Result<Vec<Params>, Skip> {
-        if body.get("files").is_some_and(|v| !v.is_null()) {
-            return Err("git `files` is not evaluated yet".into());
-        }
-        let Some(Value::Array(requested)) = body.get("directories") else {
-            return Err("git generator without `directories`".into());
+    fn git(&self, body: &Value, tree: &Tree<'_>) -> Result<Vec<Params>, Skip> {
+        let (what, requested, candidates) = match (body.get("directories"), body.get("files")) {
+            (Some(Value::Array(r)), _) => ("directory", r, tree.dirs),
+            (_, Some(Value::Array(r))) => ("file", r, tree.files),
+            _ => return Err("git generator without `directories` or `files`".into()),
         };
         let mut patterns = Vec::new();
         for r in requested {
             let path = r.get("path").and_then(Value::as_str).unwrap_or_default();
-            let glob = DirGlob::new(path).map_err(|e| format!("directory {path:?}: {e}"))?;
+            let glob = DirGlob::new(path).map_err(|e| format!("{what} {path:?}: {e}"))?;
             patterns.push((glob, r.get("exclude") == Some(&Value::Bool(true))));
         }
         let prefix = body
@@ -266,11 +290,18 @@ impl AppSet {
             .unwrap_or_default();
         let values = body.get("values").and_then(Value::as_object);
         let mut out = Vec::new();
-        for dir in dirs {
-            let included = patterns.iter().any(|(g, ex)| !ex && g.is_match(dir));
-            let excluded = patterns.iter().any(|(g, ex)| *ex && g.is_match(dir));
-            if included && !excluded {
-                let mut p = self.dir_params(dir, prefix);
+        for rel in candidates {
+            let included = patterns.iter().any(|(g, ex)| !ex && g.is_match(rel));
+            let excluded = patterns.iter().any(|(g, ex)| *ex && g.is_match(rel));
+            if !included || excluded {
+                continue;
+            }
+            let rows = if what == "directory" {
+                vec![self.dir_params(rel, prefix, None)]
+            } else {
+                self.file_params(rel, prefix, tree)?
+            };
+            for mut p in rows {
                 if let Some(v) = values {
                     self.add_values(&mut p, v)?;
                 }
@@ -280,9 +311,47 @@ impl AppSet {
         Ok(out)
     }
 
-    /// The parameters of one matched directory: `path`, `path.basename`,
-    /// `path.basenameNormalized`, `path[N]`, or the `path` object for Go templates.
-    fn dir_params(&self, dir: &str, prefix: &str) -> Params {
+    /// The parameters of one file a git files generator matched: its content (a mapping,
+    /// or one row per item of a list), each scalar remembered where it is written, and the
+    /// `path` parameters of its directory and name.
+    fn file_params(&self, rel: &str, prefix: &str, tree: &Tree<'_>) -> Result<Vec<Params>, Skip> {
+        let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let docs = (tree.read)(rel).ok_or_else(|| format!("{rel} cannot be read"))?;
+        let mut out = Vec::new();
+        for (doc, v) in docs.iter().enumerate() {
+            let items: Vec<(Vec<PathSeg>, &Map<String, Value>)> = match v {
+                Value::Object(m) => vec![(Vec::new(), m)],
+                Value::Array(a) => a
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, x)| Some((vec![PathSeg::Index(i)], x.as_object()?)))
+                    .collect(),
+                Value::Null => Vec::new(),
+                _ => return Err(format!("{rel} holds neither a mapping nor a list")),
+            };
+            for (at, m) in items {
+                let here = Origin {
+                    file: rel.to_string(),
+                    doc,
+                    path: at,
+                };
+                let mut p = if self.go_template {
+                    nested_params(m, &here)
+                } else {
+                    flattened_params(m, &here)
+                };
+                let path = self.dir_params(dir, prefix, Some(name));
+                p.values.extend(path.values);
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parameters of one matched directory (or of a matched file's directory, with its
+    /// `filename`): `path`, `path.basename`, `path.basenameNormalized`, `path[N]`, or the
+    /// `path` object for Go templates.
+    fn dir_params(&self, dir: &str, prefix: &str, file: Option<&str>) -> Params {
         let base = dir.rsplit('/').next().unwrap_or(dir);
         let segments: Vec<Value> = dir.split('/').map(Value::from).collect();
         let name = if prefix.is_empty() {
@@ -297,6 +366,10 @@ impl AppSet {
             path.insert("basename".into(), base.into());
             path.insert("basenameNormalized".into(), normalized(base).into());
             path.insert("segments".into(), Value::Array(segments));
+            if let Some(f) = file {
+                path.insert("filename".into(), f.into());
+                path.insert("filenameNormalized".into(), normalized(f).into());
+            }
             let mut slot = &mut values;
             let mut parts = name.split('.').peekable();
             while let Some(part) = parts.next() {
@@ -317,6 +390,10 @@ impl AppSet {
                 format!("{name}.basenameNormalized"),
                 normalized(base).into(),
             );
+            if let Some(f) = file {
+                values.insert(format!("{name}.filename"), f.into());
+                values.insert(format!("{name}.filenameNormalized"), normalized(f).into());
+            }
             for (i, s) in dir.split('/').enumerate() {
                 if !s.is_empty() {
                     values.insert(format!("{name}[{i}]"), s.into());
@@ -348,7 +425,7 @@ impl AppSet {
         Ok(())
     }
 
-    fn matrix(&self, body: &Value, at: &[PathSeg], dirs: &[String]) -> Result<Vec<Params>, Skip> {
+    fn matrix(&self, body: &Value, at: &[PathSeg], tree: &Tree<'_>) -> Result<Vec<Params>, Skip> {
         let children = match body.get("generators") {
             Some(Value::Array(c)) if c.len() == 2 => c,
             _ => return Err("a matrix needs exactly two generators".into()),
@@ -358,8 +435,8 @@ impl AppSet {
             return Err("a matrix needs exactly two generators".into());
         };
         let mut out = Vec::new();
-        for a in self.params(first, &child_at(0), dirs, &Params::default())? {
-            for b in self.params(second, &child_at(1), dirs, &a)? {
+        for a in self.params(first, &child_at(0), tree, &Params::default())? {
+            for b in self.params(second, &child_at(1), tree, &a)? {
                 out.push(a.merged(&b));
                 if out.len() > MAX_APPS {
                     return Ok(out);
@@ -396,7 +473,7 @@ impl AppSet {
 
 /// A list element's parameters without goTemplate: each string field by its key, the
 /// fields of `values:` as `values.<key>`; `Err(key)` for a value that is not a string.
-fn flat_params(m: &Map<String, Value>, at: &[PathSeg]) -> Result<Params, String> {
+fn flat_params(m: &Map<String, Value>, at: &Origin) -> Result<Params, String> {
     let mut p = Params::default();
     for (k, v) in m {
         match (k.as_str(), v) {
@@ -407,12 +484,12 @@ fn flat_params(m: &Map<String, Value>, at: &[PathSeg]) -> Result<Params, String>
                         return Err(name);
                     };
                     p.values.insert(name.clone(), s.clone().into());
-                    p.origins.insert(name, join(at, &["values", vk]));
+                    p.origins.insert(name, at.join(&["values", vk]));
                 }
             }
             (_, Value::String(s)) => {
                 p.values.insert(k.clone(), s.clone().into());
-                p.origins.insert(k.clone(), join(at, &[k]));
+                p.origins.insert(k.clone(), at.join(&[k]));
             }
             _ => return Err(k.clone()),
         }
@@ -422,8 +499,8 @@ fn flat_params(m: &Map<String, Value>, at: &[PathSeg]) -> Result<Params, String>
 
 /// A list element's parameters for a Go template: the element as it is, and every scalar
 /// in it by its dotted path.
-fn nested_params(m: &Map<String, Value>, at: &[PathSeg]) -> Params {
-    fn walk(v: &Value, name: &str, at: &[PathSeg], origins: &mut Origins) {
+fn nested_params(m: &Map<String, Value>, at: &Origin) -> Params {
+    fn walk(v: &Value, name: &str, at: &Origin, origins: &mut Origins) {
         match v {
             Value::Object(m) => {
                 for (k, v) in m {
@@ -432,12 +509,12 @@ fn nested_params(m: &Map<String, Value>, at: &[PathSeg]) -> Params {
                     } else {
                         format!("{name}.{k}")
                     };
-                    walk(v, &n, &join(at, &[k]), origins);
+                    walk(v, &n, &at.join(&[k]), origins);
                 }
             }
             Value::Array(_) | Value::Null => {}
             _ => {
-                origins.insert(name.to_string(), at.to_vec());
+                origins.insert(name.to_string(), at.clone());
             }
         }
     }
@@ -446,6 +523,53 @@ fn nested_params(m: &Map<String, Value>, at: &[PathSeg]) -> Params {
     Params {
         values: m.clone(),
         origins,
+    }
+}
+
+/// A git files generator's file without goTemplate: every scalar by its flattened key
+/// (`image.tag`, `list.0.name`), as text.
+fn flattened_params(m: &Map<String, Value>, at: &Origin) -> Params {
+    fn walk(v: &Value, name: &str, at: &Origin, p: &mut Params) {
+        let child = |k: &str| {
+            if name.is_empty() {
+                k.to_string()
+            } else {
+                format!("{name}.{k}")
+            }
+        };
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    walk(v, &child(k), &at.join(&[k]), p);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    let mut here = at.clone();
+                    here.path.push(PathSeg::Index(i));
+                    walk(v, &child(&i.to_string()), &here, p);
+                }
+            }
+            Value::Null => {}
+            scalar => {
+                p.values
+                    .insert(name.to_string(), scalar_text(scalar).into());
+                p.origins.insert(name.to_string(), at.clone());
+            }
+        }
+    }
+    let mut p = Params::default();
+    walk(&Value::Object(m.clone()), "", at, &mut p);
+    p
+}
+
+impl Origin {
+    fn join(&self, rest: &[&str]) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            doc: self.doc,
+            path: join(&self.path, rest),
+        }
     }
 }
 
@@ -675,6 +799,18 @@ mod tests {
         find_appsets("argocd/set.yaml", &[v]).remove(0).unwrap()
     }
 
+    fn tree<'a>(dirs: &'a [String], read: &'a dyn Fn(&str) -> Option<Vec<Value>>) -> Tree<'a> {
+        Tree {
+            dirs,
+            files: &[],
+            read,
+        }
+    }
+
+    fn nothing(_: &str) -> Option<Vec<Value>> {
+        None
+    }
+
     fn names(e: &Expansion) -> Vec<String> {
         e.apps.iter().map(|g| g.app.name.clone()).collect()
     }
@@ -693,7 +829,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let s = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/*\n      - path: apps/legacy\n        exclude: true\n{DIRS_TEMPLATE}"));
-        let e = s.generate(&dirs);
+        let e = s.generate(&tree(&dirs, &nothing));
         assert_eq!(names(&e), ["web-apps", "api-apps"]);
         let src = &e.apps[0].app.sources[0];
         assert_eq!(src.path.as_deref(), Some("apps/web"));
@@ -702,23 +838,23 @@ mod tests {
             "spec.template.spec.source"
         );
         let deep = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/**/base\n{DIRS_TEMPLATE}"));
-        assert_eq!(names(&deep.generate(&dirs)), ["base-apps"]);
+        assert_eq!(names(&deep.generate(&tree(&dirs, &nothing))), ["base-apps"]);
     }
 
     #[test]
     fn list_parameters_remember_where_they_are_written() {
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\nspec:\n  generators:\n  - list:\n      elements:\n      - {env: dev, tag: '1.0', values: {x: y}}\n  template:\n    metadata:\n      name: 'w-{{env}}-{{ values.x }}-{{missing}}'\n    spec:\n      source:\n        chart: w\n");
-        let e = s.generate(&[]);
+        let e = s.generate(&tree(&[], &nothing));
         // fasttemplate leaves an unknown parameter as written.
         assert_eq!(names(&e), ["w-dev-y-{{missing}}"]);
         let g = &e.apps[0];
         assert_eq!(g.app.namespace.as_deref(), Some("argocd"));
         assert_eq!(
-            imagebump_yaml::path_to_string(&g.origins["tag"]),
+            imagebump_yaml::path_to_string(&g.origins["tag"].path),
             "spec.generators[0].list.elements[0].tag"
         );
         assert_eq!(
-            imagebump_yaml::path_to_string(&g.origins["values.x"]),
+            imagebump_yaml::path_to_string(&g.origins["values.x"].path),
             "spec.generators[0].list.elements[0].values.x"
         );
     }
@@ -729,18 +865,44 @@ mod tests {
             .map(String::from)
             .to_vec();
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n          - {env: dev, image: {tag: '2.0'}}\n          - {env: prod, image: {tag: '1.0'}}\n      - git:\n          directories:\n          - path: 'envs/{{ .env }}/*'\n  template:\n    metadata:\n      name: '{{ .path.basename }}-{{ .env }}-{{ index .path.segments 1 }}'\n    spec:\n      source:\n        path: '{{ .path.path }}'\n");
-        let e = s.generate(&dirs);
+        let e = s.generate(&tree(&dirs, &nothing));
         assert_eq!(names(&e), ["web-dev-dev"]);
         assert_eq!(
-            imagebump_yaml::path_to_string(&e.apps[0].origins["image.tag"]),
+            imagebump_yaml::path_to_string(&e.apps[0].origins["image.tag"].path),
             "spec.generators[0].matrix.generators[0].list.elements[0].image.tag"
+        );
+    }
+
+    #[test]
+    fn git_files_give_their_values_flattened_and_where_they_are_written() {
+        let files: Vec<String> = ["clusters/eu/config.yaml", "clusters/eu/notes.md"]
+            .map(String::from)
+            .to_vec();
+        let read = |rel: &str| -> Option<Vec<Value>> {
+            (rel == "clusters/eu/config.yaml").then(|| {
+                vec![serde_json::json!([{"name": "a", "image": {"tag": "1.0"}}, {"name": "b"}])]
+            })
+        };
+        let tree = Tree {
+            dirs: &[],
+            files: &files,
+            read: &read,
+        };
+        let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  generators:\n  - git:\n      files:\n      - path: clusters/**/*.yaml\n  template:\n    metadata:\n      name: '{{name}}-{{path.basename}}-{{path.filename}}'\n    spec:\n      source: {chart: c}\n");
+        let e = s.generate(&tree);
+        assert_eq!(names(&e), ["a-eu-config.yaml", "b-eu-config.yaml"]);
+        let origin = &e.apps[0].origins["image.tag"];
+        assert_eq!(origin.file, "clusters/eu/config.yaml");
+        assert_eq!(
+            imagebump_yaml::path_to_string(&origin.path),
+            "[0].image.tag"
         );
     }
 
     #[test]
     fn what_needs_a_cluster_or_a_function_is_a_note() {
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  goTemplateOptions: [missingkey=error]\n  generators:\n  - clusters: {}\n  - list:\n      elementsYaml: '{{ .x }}'\n  - list:\n      elements: [{a: b}]\n  template:\n    metadata:\n      name: '{{ .nope }}'\n    spec:\n      source: {chart: c}\n");
-        let e = s.generate(&[]);
+        let e = s.generate(&tree(&[], &nothing));
         assert!(e.apps.is_empty());
         assert_eq!(
             e.notes,

@@ -169,9 +169,35 @@ impl Found {
         if self.appsets.is_empty() {
             return;
         }
-        let dirs = directories(root);
+        let (dirs, files) = walk(root);
+        // Files a git files generator reads, loaded once and kept: their values may be
+        // what an update edits.
+        let read = std::cell::RefCell::new(BTreeMap::<String, Option<Loaded>>::new());
+        let problems = std::cell::RefCell::new(Vec::new());
+        let reader = |rel: &str| -> Option<Vec<Value>> {
+            let mut cache = read.borrow_mut();
+            let loaded = cache
+                .entry(rel.to_string())
+                .or_insert_with(|| load_generator_file(root, rel, &mut problems.borrow_mut()));
+            loaded.as_ref().map(|l| l.json.clone())
+        };
+        let tree = argocd::appset::Tree {
+            dirs: &dirs,
+            files: &files,
+            read: &reader,
+        };
+        let mut expansions = Vec::new();
         for set in std::mem::take(&mut self.appsets) {
-            let expansion = set.generate(&dirs);
+            let expansion = set.generate(&tree);
+            expansions.push((set, expansion));
+        }
+        out.problems.extend(problems.into_inner());
+        for (rel, loaded) in read.into_inner() {
+            if let Some(l) = loaded {
+                self.files.entry(rel).or_insert(l);
+            }
+        }
+        for (set, expansion) in expansions {
             let (line, column) = self.files.get(&set.file).map_or((0, 0), |l| {
                 l.position(set.doc, &[key("metadata"), key("name")])
             });
@@ -193,30 +219,60 @@ impl Found {
     }
 }
 
-/// The directories of the tree, as Argo CD's repo server lists them for a git directory
-/// generator: relative, `/`-separated, hidden ones (and what is below them) left out.
-fn directories(root: &Path) -> Vec<String> {
-    let mut dirs: Vec<String> = walkdir::WalkDir::new(root)
+/// The directories and the files of the tree, as Argo CD's repo server lists them for a
+/// git generator: relative, `/`-separated, sorted, hidden directories (and what is below
+/// them) left out, symbolic links not followed.
+fn walk(root: &Path) -> (Vec<String>, Vec<String>) {
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    let entries = walkdir::WalkDir::new(root)
         .min_depth(1)
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| {
-            e.file_type().is_dir() && !e.file_name().to_string_lossy().starts_with('.')
+            !(e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with('.'))
         })
         .filter_map(Result::ok)
-        .take(MAX_DIRECTORIES)
-        .filter_map(|e| {
-            let rel = e.path().strip_prefix(root).ok()?;
-            Some(rel.to_string_lossy().replace('\\', "/"))
-        })
-        .collect();
+        .take(MAX_ENTRIES);
+    for e in entries {
+        let Some(rel) = e.path().strip_prefix(root).ok() else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if e.file_type().is_dir() {
+            dirs.push(rel);
+        } else if e.file_type().is_file() {
+            files.push(rel);
+        }
+    }
     // In the order Argo CD lists them, so the generated apps come in a stable order.
     dirs.sort();
-    dirs
+    files.sort();
+    (dirs, files)
 }
 
-/// At most this many directories are matched against git directory generators.
-const MAX_DIRECTORIES: usize = 200_000;
+/// At most this many entries of the tree are matched against git generators.
+const MAX_ENTRIES: usize = 200_000;
+
+/// A file a git files generator matched, read inside the tree and size-capped; what
+/// cannot be read is a problem at the file.
+fn load_generator_file(root: &Path, rel: &str, problems: &mut Vec<Problem>) -> Option<Loaded> {
+    let read = crate::source::jail::resolve(root, rel)
+        .map_err(|e| e.to_string())
+        .and_then(|(_, path)| {
+            crate::source::jail::read_capped(&path, MAX_FILE_BYTES).map_err(|e| e.to_string())
+        });
+    match read.map(|text| Loaded::parse(rel, text)) {
+        Ok(Ok(l)) => Some(l),
+        Ok(Err(p)) => {
+            problems.push(p);
+            None
+        }
+        Err(e) => {
+            problems.push(Problem::at_file(rel, 0, 0, format!("not read: {e}")));
+            None
+        }
+    }
+}
 
 /// Keep the parsed resources, report the malformed ones at their document; whether any
 /// was kept.

@@ -54,7 +54,8 @@ impl Scan<'_> {
                 "`{raw}` takes its value from {{{{{action}}}}}, which no list element of the ApplicationSet writes literally"
             ));
         };
-        let at = origin.clone();
+        let at = origin.path.clone();
+        let (file, doc) = (&origin.file, &origin.doc);
         match parts.as_slice() {
             [Piece::Action(_)] => Ok(Some(Current {
                 file: file.clone(),
