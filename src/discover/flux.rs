@@ -401,6 +401,83 @@ fn shared_dirs(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
 
+    fn repo(ns: Option<&str>, file: &str, image: &str) -> ImageRepository {
+        ImageRepository {
+            meta: Meta {
+                name: "podinfo".into(),
+                namespace: ns.map(str::to_string),
+                file: file.into(),
+                line: 1,
+            },
+            image: image.into(),
+            ignore_tags: vec!["*.sig".into()],
+        }
+    }
+
+    fn wanted() -> flux::PolicyName {
+        flux::PolicyName {
+            namespace: "flux-system".into(),
+            name: "podinfo".into(),
+        }
+    }
+
+    /// One ImageRepository per cluster directory, as a fleet repository keeps them.
+    #[test]
+    fn lookup_takes_the_namespace_then_the_nearest_file() {
+        let all = [
+            repo(
+                Some("flux-system"),
+                "clusters/prod/images.yaml",
+                "ghcr.io/a/prod",
+            ),
+            repo(
+                Some("flux-system"),
+                "clusters/dev/images.yaml",
+                "ghcr.io/a/dev",
+            ),
+            repo(
+                Some("other"),
+                "clusters/dev/apps/images.yaml",
+                "ghcr.io/a/other",
+            ),
+            repo(None, "clusters/dev/apps/x/images.yaml", "ghcr.io/a/none"),
+        ];
+        let get = |near: &str| {
+            lookup(&all, &[], "ImageRepository", &wanted(), near).map(|r| r.image.clone())
+        };
+        assert_eq!(
+            get("clusters/dev/apps/x/deploy.yaml").unwrap(),
+            "ghcr.io/a/dev"
+        );
+        assert_eq!(get("clusters/prod/deploy.yaml").unwrap(), "ghcr.io/a/prod");
+        assert_eq!(
+            get("apps/deploy.yaml").unwrap_err(),
+            "ImageRepository flux-system/podinfo, which is written twice with different settings (clusters/prod/images.yaml:1 and clusters/dev/images.yaml:1), equally near"
+        );
+        // Without a namespaced one, one written without a namespace is taken.
+        let none = [repo(None, "images.yaml", "ghcr.io/a/none")];
+        assert_eq!(
+            lookup(&none, &[], "ImageRepository", &wanted(), "x.yaml")
+                .unwrap()
+                .image,
+            "ghcr.io/a/none"
+        );
+        let broken = [(
+            "ImageRepository",
+            repo(Some("flux-system"), "b.yaml", "x").meta,
+        )];
+        assert_eq!(
+            lookup::<ImageRepository>(&[], &broken, "ImageRepository", &wanted(), "x.yaml")
+                .unwrap_err(),
+            "ImageRepository flux-system/podinfo, which is invalid (b.yaml:1)"
+        );
+        assert_eq!(
+            lookup::<ImageRepository>(&[], &[], "ImageRepository", &wanted(), "x.yaml")
+                .unwrap_err(),
+            "ImageRepository flux-system/podinfo, which is not in the repository"
+        );
+    }
+
     #[test]
     fn nearest_directories_decide_between_clusters() {
         assert_eq!(
