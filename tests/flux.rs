@@ -345,3 +345,26 @@ spec:
         .run();
     scan.assert_stdout_contains("unmanaged: the `:name` value ghcr.io/acme/api-old is not the ImageRepository's image ghcr.io/acme/api: Flux would write that name here, imagebump does not rewrite names (write it)");
 }
+
+/// An ImageUpdateAutomation Flux would refuse updates nothing in Flux: it is an error, and
+/// it does not turn into "no automation, every setter counts".
+#[test]
+fn a_broken_automation_is_an_error_and_widens_nothing() {
+    let reg = seeded_registry();
+    let (_c, cfg) = config(&reg);
+    let repo = support::copy_tree(&fixture().join("repo"));
+    let automation = repo
+        .path()
+        .join("clusters/my-cluster/flux-system/image-automation.yaml");
+    let text = fs::read_to_string(&automation).unwrap();
+    fs::write(
+        &automation,
+        text.replace("strategy: Setters", "strategy: Kustomize"),
+    )
+    .unwrap();
+    let before = support::files(repo.path());
+
+    let write = run(repo.path(), &cfg, "--write", 1);
+    write.assert_stderr_contains("error: clusters/my-cluster/flux-system/image-automation.yaml:25:15: ImageUpdateAutomation flux-system/flux-system: spec.update.strategy \"Kustomize\" is not Setters, the only strategy Flux has\n");
+    assert_eq!(support::files(repo.path()), before, "nothing is written");
+}

@@ -135,7 +135,7 @@ fn reference(
     if let Err(p) = give_policy(&mut r, policy, repo, policies, ctx, first.offset) {
         out.problems.push(p);
     }
-    if r.is_managed() && !in_scope(&found.automations, policy, wanted, ctx.file) {
+    if r.is_managed() && !in_scope(found, policy, wanted, ctx.file) {
         let why = format!("outside the update.path of every ImageUpdateAutomation of namespace {}: Flux would not update it", wanted.namespace);
         let label = policy.meta.id("ImagePolicy");
         out.notes.push(at(format!(
@@ -291,22 +291,23 @@ fn same_image(value: &str, repo: &ImageName) -> bool {
 }
 
 /// Is `file` in the path of an ImageUpdateAutomation that uses this policy (one of the
-/// policy's namespace)? Always, when the repository holds no automation.
-fn in_scope(
-    automations: &[Automation],
-    policy: &ImagePolicy,
-    wanted: &flux::PolicyName,
-    file: &str,
-) -> bool {
+/// policy's namespace)? Always, when the repository holds no automation at all.
+fn in_scope(found: &Found, policy: &ImagePolicy, wanted: &flux::PolicyName, file: &str) -> bool {
     let ns = policy
         .meta
         .namespace
         .as_deref()
         .unwrap_or(&wanted.namespace);
-    automations.is_empty()
-        || automations
+    // An automation Flux would refuse updates nothing, and does not make every setter count.
+    let none = found.automations.is_empty()
+        && !found
+            .broken
             .iter()
-            .any(|a| a.meta.namespace.as_deref().is_none_or(|n| n == ns) && a.covers(file))
+            .any(|(kind, _)| *kind == "ImageUpdateAutomation");
+    none || found
+        .automations
+        .iter()
+        .any(|a| a.meta.namespace.as_deref().is_none_or(|n| n == ns) && a.covers(file))
 }
 
 /// Resources that are named by `name` and `namespace` (or written without a namespace).
