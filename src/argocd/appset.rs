@@ -29,6 +29,10 @@ use imagebump_yaml::PathSeg;
 /// At most this many Applications per set (a matrix multiplies).
 const MAX_APPS: usize = 10_000;
 
+/// At most this many bytes of rendered templates per set: a large template times many
+/// rows would otherwise cost memory many times the file's size.
+const MAX_RENDERED_BYTES: usize = 64 << 20;
+
 /// One `ApplicationSet` as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppSet {
@@ -169,7 +173,12 @@ impl AppSet {
             }
         }
         let mut names = std::collections::BTreeSet::new();
-        for row in rows.iter().take(MAX_APPS) {
+        let size = serde_json::to_string(&self.template).map_or(1, |t| t.len().max(1));
+        let most = MAX_RENDERED_BYTES
+            .checked_div(size)
+            .unwrap_or(0)
+            .clamp(1, MAX_APPS);
+        for row in rows.iter().take(most) {
             match self.application(row) {
                 Ok(app) if names.insert(app.name.clone()) => out.apps.push(Generated {
                     app,
@@ -188,9 +197,9 @@ impl AppSet {
                 }
             }
         }
-        if rows.len() > MAX_APPS {
+        if rows.len() > most {
             out.notes.push(format!(
-                "generates {} Applications; only the first {MAX_APPS} are read",
+                "generates {} Applications; only the first {most} are read",
                 rows.len()
             ));
         }
@@ -306,6 +315,10 @@ impl AppSet {
                     self.add_values(&mut p, v)?;
                 }
                 out.push(p);
+            }
+            // Enough for the set's own limit: the rest is never read.
+            if out.len() > MAX_APPS {
+                break;
             }
         }
         Ok(out)
@@ -896,6 +909,23 @@ mod tests {
         assert_eq!(
             imagebump_yaml::path_to_string(&origin.path),
             "[0].image.tag"
+        );
+    }
+
+    #[test]
+    fn a_huge_expansion_is_cut_short_with_a_note() {
+        let list = |n: usize, k: &str| {
+            (0..n)
+                .map(|i| format!("          - {{{k}: '{i}'}}\n"))
+                .collect::<String>()
+        };
+        let yaml = format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n{}      - list:\n          elements:\n{}  template:\n    metadata:\n      name: 'a-{{{{a}}}}-{{{{b}}}}'\n    spec:\n      source: {{chart: c, helm: {{values: '{}'}}}}\n", list(300, "a"), list(300, "b"), "x".repeat(1 << 20));
+        let e = set(&yaml).generate(&tree(&[], &nothing));
+        // A 1 MiB template: 64 of them fit the rendering budget.
+        assert_eq!(e.apps.len(), 63);
+        assert_eq!(
+            e.notes,
+            ["generates 10001 Applications; only the first 63 are read"]
         );
     }
 
