@@ -133,51 +133,122 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
     for (i, r) in config.registries.iter().enumerate() {
-        let at = |k: &str| vec![key("registries"), PathSeg::Index(i), key(k)];
-        let mut bad = |k: &str, message: String, hint: &str| {
-            errors.push(Invalid {
-                at: at(k),
-                message,
-                hint: Some(hint.into()),
-            })
-        };
-        if let Some(spec) = &r.credentials {
-            if let Err(e) = imagebump_model::credentials::Source::parse(spec) {
-                bad("credentials", e, "see docs/registries.md");
-            }
-        }
-        if let Err(e) = r.credentials_expire() {
-            bad("credentialsExpire", e, "e.g. 10h, 30m");
-        }
-        if let Err(e) = r.credentials_timeout() {
-            bad("credentialsTimeout", e, "e.g. 10s, 1m");
-        }
-        let range = imagebump_model::config::RATE_LIMIT_RANGE;
-        if r.rate_limit.is_some_and(|l| !range.contains(&l)) {
-            bad(
-                "rateLimit",
-                format!(
-                    "must be between {} and {} requests per second",
-                    range.start(),
-                    range.end()
-                ),
-                "e.g. 20, or 0.5 for one request every two seconds",
-            );
-        }
-        if r.concurrency == Some(0) {
-            bad("concurrency", "must be at least 1".into(), "e.g. 4");
-        }
-        if r.credentials_expire.is_some()
-            && r.credentials
-                .as_deref()
-                .is_some_and(|c| !(c.starts_with("ext:") || c.starts_with("file:")))
-        {
-            warnings.push(format!(
-                "registries[{i}].credentialsExpire: only ext: and file: sources are asked again on a timer; the others say when their answer expires"
-            ));
-        }
+        registry_problems(i, r, &mut errors, &mut warnings);
     }
     (errors, warnings)
+}
+
+/// The problems of `registries[i]`: an endpoint that is no URL of a registry, credentials
+/// sources, durations and limits that do not parse or make no sense.
+fn registry_problems(
+    i: usize,
+    r: &RegistryConfig,
+    errors: &mut Vec<Invalid>,
+    warnings: &mut Vec<String>,
+) {
+    let at = |k: &str| vec![key("registries"), PathSeg::Index(i), key(k)];
+    let mut bad = |k: &str, message: String, hint: &str| {
+        errors.push(Invalid {
+            at: at(k),
+            message,
+            hint: Some(hint.into()),
+        })
+    };
+    if let Some(Err((message, hint))) = r.url.as_deref().map(check_endpoint) {
+        bad("url", message, &hint);
+    }
+    if let Some(spec) = &r.credentials {
+        if let Err(e) = imagebump_model::credentials::Source::parse(spec) {
+            bad("credentials", e, "see docs/registries.md");
+        }
+    }
+    if let Err(e) = r.credentials_expire() {
+        bad("credentialsExpire", e, "e.g. 10h, 30m");
+    }
+    if let Err(e) = r.credentials_timeout() {
+        bad("credentialsTimeout", e, "e.g. 10s, 1m");
+    }
+    let range = imagebump_model::config::RATE_LIMIT_RANGE;
+    if r.rate_limit.is_some_and(|l| !range.contains(&l)) {
+        bad(
+            "rateLimit",
+            format!(
+                "must be between {} and {} requests per second",
+                range.start(),
+                range.end()
+            ),
+            "e.g. 20, or 0.5 for one request every two seconds",
+        );
+    }
+    if r.concurrency == Some(0) {
+        bad("concurrency", "must be at least 1".into(), "e.g. 4");
+    }
+    if r.credentials_expire.is_some()
+        && r.credentials
+            .as_deref()
+            .is_some_and(|c| !(c.starts_with("ext:") || c.starts_with("file:")))
+    {
+        warnings.push(format!(
+            "registries[{i}].credentialsExpire: only ext: and file: sources are asked again on a timer; the others say when their answer expires"
+        ));
+    }
+}
+
+/// Why `url` cannot be a registry's endpoint, and what to write instead. A registry is
+/// spoken to at the root of an `http://` or `https://` origin (`/v2/…` is appended), so a
+/// scheme is required and a path, query, fragment or user part is a mistake. The message
+/// never quotes a URL that holds a user part: it may be a password.
+pub fn check_endpoint(url: &str) -> Result<(), (String, String)> {
+    let url = url.trim();
+    let example =
+        "e.g. https://registry.example.com, or http://127.0.0.1:5000 for a plain-HTTP registry";
+    if url.contains('@') {
+        return Err((
+            "a user name or password in the URL: credentials are never sent that way".into(),
+            "give only scheme, host and port, and the credentials with registries[].credentials (e.g. env:VAR)".into(),
+        ));
+    }
+    if !url.contains("://") {
+        let origin = url.split(['/', '?', '#']).next().unwrap_or_default();
+        return Err((
+            format!("{url:?} has no scheme (http:// or https://)"),
+            format!("write http://{origin} (a plain-HTTP registry) or https://{origin}"),
+        ));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| (format!("{url:?} is not a URL: {e}"), example.to_string()))?;
+    let Some(host) = parsed.host_str() else {
+        return Err((format!("{url:?} names no host"), example.into()));
+    };
+    let origin = match parsed.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    };
+    let scheme = parsed.scheme();
+    if scheme != "http" && scheme != "https" {
+        return Err((
+            format!(
+                "unsupported scheme {scheme}:// in {url:?}: registries are spoken to over HTTP"
+            ),
+            format!("write https://{origin}, or http://{origin} for a plain-HTTP registry"),
+        ));
+    }
+    let extra = if !matches!(parsed.path(), "" | "/") {
+        Some(format!("a path ({})", parsed.path()))
+    } else if parsed.query().is_some() {
+        Some("a query (?…)".to_string())
+    } else if parsed.fragment().is_some() {
+        Some("a fragment (#…)".to_string())
+    } else {
+        None
+    };
+    match extra {
+        Some(what) => Err((
+            format!("{url:?} has {what}: a registry is spoken to at the root of its host (imagebump adds /v2/…)"),
+            format!("write {scheme}://{origin}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The configuration file to use: `explicit`, else the first of [`CONFIG_NAMES`] in `root`.

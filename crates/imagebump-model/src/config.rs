@@ -362,7 +362,8 @@ fn default_helm_values() -> Vec<String> {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegistryConfig {
     pub prefix: String,
-    /// Endpoint to use instead of `https://<host>`, e.g. a mirror or `http://127.0.0.1:5000`.
+    /// Endpoint to use instead of `https://<host>`, e.g. a mirror or `http://127.0.0.1:5000`:
+    /// `http://` or `https://`, a host and an optional port, nothing else (no path or query).
     pub url: Option<String>,
     /// PEM file with extra CA certificates (relative paths are relative to the config file).
     pub ca_file: Option<PathBuf>,
