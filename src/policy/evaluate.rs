@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use semver::Version;
 
 use super::filters::format_age;
-use super::semver::{Series, TagVersion};
+use super::semver::{Rank, Series, TagVersion};
 use super::{alphabetical, numeric, Policy, SemverMode, Strategy};
 use imagebump_model::platform::Platform;
 
@@ -23,8 +23,9 @@ const WALK_BATCH: usize = 4;
 /// A tag's sort key under one strategy. Keys of one evaluation are all the same variant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Key<'t> {
-    /// A version; then "same `v` spelling as the current tag"; then the tag text.
-    Version(Version, bool, &'t str),
+    /// A version (with its fourth part and revision); then "same `v` spelling as the
+    /// current tag"; then the tag text.
+    Version(Rank, bool, &'t str),
     /// An integer as its digits without leading zeros (compared by length, then text).
     Number(usize, &'t str, &'t str),
     /// Text (a regex group or the whole tag), then the tag.
@@ -45,7 +46,7 @@ impl Key<'_> {
     /// The version a constraint is checked against, if the key has one.
     fn version(&self) -> Option<&Version> {
         match self {
-            Key::Version(v, ..) => Some(v),
+            Key::Version(r, ..) => Some(&r.version),
             _ => None,
         }
     }
@@ -67,6 +68,8 @@ pub enum Verdict {
     NoMatch,
     Prerelease,
     OtherVariant,
+    /// Another shape: calendar or not, four parts or not, another prefix or separator.
+    OtherShape,
     OtherPrecision,
     OutsideConstraint,
     NotNewer,
@@ -279,7 +282,9 @@ impl<'t> Evaluation<'t> {
             Strategy::Semver => {
                 let series = self.series.as_ref()?;
                 let v = TagVersion::parse_in(self.policy.semver_mode, tag)?;
-                (v.variant == series.current().variant).then(|| Key::Version(v.version, true, ""))
+                series
+                    .comparable(&v)
+                    .then(|| Key::Version(v.rank(), true, ""))
             }
             Strategy::Numeric => numeric::key(tag),
             Strategy::Regex => self.policy.pattern.as_ref()?.key(tag).ok(),
@@ -627,7 +632,7 @@ impl<'t> Evaluation<'t> {
     pub fn reason(&self, c: &Candidate) -> String {
         let p = &self.policy;
         match &c.verdict {
-            Verdict::Chosen => "chosen".into(),
+            Verdict::Chosen => self.chosen_reason(c.tag),
             Verdict::Ranked => "passed every filter, ranked below the chosen tag".into(),
             Verdict::Unexamined => {
                 "passed the tag filters; not examined further (a better tag qualified)".into()
@@ -642,12 +647,14 @@ impl<'t> Evaluation<'t> {
             Verdict::NotAnInteger => "not an integer".into(),
             Verdict::NoMatch => "does not match the pattern".into(),
             Verdict::Prerelease => "pre-release (the constraint has no pre-release part)".into(),
-            Verdict::OtherVariant => {
-                let cur = TagVersion::parse(&self.current).and_then(|v| v.variant);
-                match cur {
-                    Some(v) => format!("other variant (the current tag is -{v})"),
-                    None => "a variant (the current tag has none)".into(),
-                }
+            Verdict::OtherVariant => self.other_variant(c.tag),
+            Verdict::OtherShape => {
+                let pattern = |t: &str| TagVersion::parse(t).map(|v| v.pattern());
+                format!(
+                    "another shape ({}, current {})",
+                    pattern(c.tag).unwrap_or_default(),
+                    pattern(&self.current).unwrap_or_default()
+                )
             }
             Verdict::OtherPrecision => {
                 let parts = TagVersion::parse(&self.current).map_or(0, |v| v.precision);
@@ -671,6 +678,54 @@ impl<'t> Evaluation<'t> {
             Verdict::NoBuildDate => "the image has no build date (created)".into(),
             Verdict::NoMetadata(e) => format!("metadata unavailable: {e}"),
             Verdict::Rejected(why) => format!("rejected: {why}"),
+        }
+    }
+
+    /// "chosen", and for a current tag with a revision (`-debian-12-r10`) whether the
+    /// version or only the revision moves.
+    fn chosen_reason(&self, tag: &str) -> String {
+        let (Some(cur), Some(new)) = (TagVersion::parse(&self.current), TagVersion::parse(tag))
+        else {
+            return "chosen".into();
+        };
+        if self.policy.semver_mode != SemverMode::Variant
+            || self.policy.strategy != Strategy::Semver
+            || cur.revision.is_none()
+        {
+            return "chosen".into();
+        }
+        let same = (&new.version, new.fourth) == (&cur.version, cur.fourth);
+        let how = match (same, new.rank().cmp(&cur.rank())) {
+            (true, Ordering::Greater) => "same version, newer revision",
+            (true, _) => "same version, older revision",
+            (false, Ordering::Greater) => "newer version",
+            (false, _) => "older version",
+        };
+        format!("chosen: {how}")
+    }
+
+    /// Why a tag of another variant is not a candidate; for a tag with a revision
+    /// (`15.4.0-debian-12-r10`) the variant is its distribution.
+    fn other_variant(&self, tag: &str) -> String {
+        let Some(cur) = TagVersion::parse(&self.current) else {
+            return "other variant".into();
+        };
+        let new = TagVersion::parse(tag);
+        let name = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        match (&cur.revision, new) {
+            (Some(_), Some(new)) if new.variant != cur.variant => format!(
+                "another distribution ({}, current {})",
+                name(&new.variant),
+                name(&cur.variant)
+            ),
+            (Some(r), _) => format!("no revision (the current tag has -r{r})"),
+            (None, Some(new)) if new.revision.is_some() && new.variant == cur.variant => {
+                "a revision (the current tag has none)".into()
+            }
+            (None, _) => match cur.variant {
+                Some(v) => format!("other variant (the current tag is -{v})"),
+                None => "a variant (the current tag has none)".into(),
+            },
         }
     }
 
@@ -1022,6 +1077,91 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// Every candidate's reason, best first, as `imagebump tags` prints them.
+    fn explained(spec: PolicySpec, current: &str, listed: &[&str]) -> Vec<String> {
+        let p = policy(spec);
+        let list = tags(listed);
+        let mut e = Evaluation::new(&p, current, None, &list);
+        e.decide();
+        e.candidates()
+            .into_iter()
+            .map(|c| format!("{} {}: {}", c.tag, c.verdict.kept(), e.reason(c)))
+            .collect()
+    }
+
+    /// (current, constraint, listed tags, every verdict best first).
+    type ReasonRow<'a> = (&'a str, Option<&'a str>, &'a [&'a str], &'a [&'a str]);
+
+    #[test]
+    fn distributions_revisions_and_shapes_are_explained() {
+        let rows: &[ReasonRow] = &[
+            (
+                "15.4.0-debian-12-r10",
+                Some("~15.4"),
+                &[
+                    "15.4.0-debian-12-r9",
+                    "15.4.0-debian-12-r11",
+                    "15.4.0-debian-11-r3",
+                    "15.4.1",
+                    "15.4.1-alpine",
+                    "15.4.1-debian-12",
+                    "15.4.0-debian-12-r10",
+                    "15.5.0-debian-12-r0",
+                    "15.4.0-debian-12-r12",
+                ],
+                &[
+                    "15.4.0-debian-12-r12 true: chosen: same version, newer revision",
+                    "15.4.0-debian-12-r11 true: passed every filter, ranked below the chosen tag",
+                    "15.4.0-debian-12-r10 false: the current tag",
+                    "15.5.0-debian-12-r0 false: outside the constraint ~15.4",
+                    "15.4.1-debian-12 false: no revision (the current tag has -r10)",
+                    "15.4.1-alpine false: another distribution (alpine, current debian-12)",
+                    "15.4.1 false: another distribution (none, current debian-12)",
+                    "15.4.0-debian-12-r9 false: not newer than the current tag",
+                    "15.4.0-debian-11-r3 false: another distribution (debian-11, current debian-12)",
+                ],
+            ),
+            (
+                "15.4.0-debian-12",
+                None,
+                &["15.4.1-debian-12-r0", "15.4.1-debian-12"],
+                &[
+                    "15.4.1-debian-12 true: chosen",
+                    "15.4.1-debian-12-r0 false: a revision (the current tag has none)",
+                ],
+            ),
+            (
+                "2026-05-01",
+                None,
+                &["2026-05-10", "2026.06.01", "2026-06", "20260701", "2026-04-30"],
+                &[
+                    "2026-05-10 true: chosen",
+                    "20260701 false: another shape (N, current YYYY-N-N)",
+                    "2026.06.01 false: another shape (YYYY.N.N, current YYYY-N-N)",
+                    "2026-06 false: another shape (YYYY-N, current YYYY-N-N)",
+                    "2026-04-30 false: not newer than the current tag",
+                ],
+            ),
+            (
+                "v1.2.3.4",
+                None,
+                &["v1.2.3.5", "v1.2.4", "1.2.4.0"],
+                &[
+                    "v1.2.3.5 true: chosen",
+                    "v1.2.4 false: another shape (vN.N.N, current vN.N.N.N)",
+                    "1.2.4.0 false: another shape (N.N.N.N, current vN.N.N.N)",
+                ],
+            ),
+        ];
+        for (current, constraint, listed, want) in rows {
+            let spec = PolicySpec {
+                constraint: constraint.map(str::to_string),
+                ..Default::default()
+            };
+            assert_eq!(explained(spec, current, listed), *want, "{current}");
+        }
+    }
+
     #[test]
     fn downgrades_only_when_allowed() {
         let list = tags(&["1.4.0", "1.4.2", "2.1.0"]);
@@ -1074,7 +1214,7 @@ mod tests {
             0u64..4,
             0u64..6,
             0u64..6,
-            proptest::option::of("alpine|rc\\.[0-9]"),
+            proptest::option::of("alpine|rc\\.[0-9]|debian-1[12]-r[0-9]{1,2}"),
         )
             .prop_map(|(a, b, c, s)| match s {
                 Some(s) => format!("{a}.{b}.{c}-{s}"),
@@ -1097,12 +1237,13 @@ mod tests {
             if let Choice::Update { tag, .. } = choose_offline(&p, &current, &list) {
                 let v = crate::policy::semver::TagVersion::parse(&tag).unwrap();
                 prop_assert!(c.matches(&v.version), "{tag} outside {constraint}");
-                prop_assert!(v.version > cur.version, "{tag} not above {current}");
+                prop_assert!(v.rank() > cur.rank(), "{tag} not above {current}");
                 prop_assert_eq!(&v.variant, &cur.variant);
+                prop_assert_eq!(v.revision.is_some(), cur.revision.is_some());
                 prop_assert!(!v.is_prerelease());
                 let better = list.iter().filter_map(|t| crate::policy::semver::TagVersion::parse(t))
-                    .filter(|o| o.variant == cur.variant && !o.is_prerelease() && c.matches(&o.version))
-                    .any(|o| o.version > v.version);
+                    .filter(|o| o.same_suffix(&cur) && !o.is_prerelease() && c.matches(&o.version))
+                    .any(|o| o.rank() > v.rank());
                 prop_assert!(!better, "a higher qualifying tag than {tag} exists in {list:?}");
             }
         }

@@ -59,7 +59,7 @@ impl TagPattern {
         let value = caps.name(name).ok_or(Verdict::NoMatch)?.as_str();
         match self.group {
             Group::Version => super::constraint::parse_version(value)
-                .map(|v| Key::Version(v, true, tag))
+                .map(|v| Key::Version(super::semver::Rank::of(v), true, tag))
                 .ok_or(Verdict::NotAVersion),
             Group::Num => number_key(value, tag).ok_or(Verdict::NotAnInteger),
             Group::Ts => Ok(Key::Text(value, tag)),

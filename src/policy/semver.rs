@@ -1,20 +1,31 @@
 //! The `semver` strategy: tags read as versions, with imagebump's variant rule.
 //!
-//! A tag is a version when it is an optional `v`, one to three numeric parts, an optional
-//! `-suffix` and an optional `+build`; the `v` is spelling, not version (`1.2.0` may move to
-//! `v1.3.0`; between equal versions the current spelling wins). The suffix is a pre-release when it is a pre-release
-//! word (`rc`, `alpha`, `beta`, `pre`, `preview`, `dev`, `snapshot`, then digits or dots);
-//! any other suffix (`alpine`, `bookworm`, `debian-12`) is a *variant*. A reference only
-//! moves to tags of the same variant and the same precision (a current `1.2` moves to `1.3`,
-//! not `1.3.0`; never to a shorter tag such as `2`, which is a moving alias). Only when the
-//! registry lists no tag at all of the current precision and variant does it move to longer
-//! tags; that keeps repeated runs convergent (`0.9` → `0.11`, then stays, even if `1.0.0`
-//! exists). Pre-releases are chosen only when the constraint has a pre-release part (as in
-//! Masterminds). Never downgrades (unless `allowDowngrade`).
+//! A tag is a version when it is an optional `v`, one to four numeric parts separated by
+//! dots (or a dashed date such as `2026-05-01`), an optional `-suffix` and an optional
+//! `+build`. Every version has a *shape*: one to three dotted parts whose first is not a
+//! four-digit year are plain semantic versions, where the `v` is spelling (`1.2.0` may move
+//! to `v1.3.0`; between equal versions the current spelling wins) and precision may grow
+//! (below). Calendar versions (a four-digit year first: `2024.05.01`, `2026-05-01`) and
+//! four-part versions (`v1.2.3.4`) only compete with tags of exactly their shape: the same
+//! prefix, number of parts and separator.
+//!
+//! The suffix is a pre-release when it is a pre-release word (`rc`, `alpha`, `beta`, `pre`,
+//! `preview`, `dev`, `snapshot`, then digits or dots); any other suffix (`alpine`,
+//! `bookworm`, `debian-12`) is a *variant*. A variant whose last `-` segment is `rN`
+//! (`debian-12-r10`, Bitnami's distribution and revision) is a distribution with a revision:
+//! the revision orders tags of one version (`r10` above `r9`) and the distribution must
+//! match like any variant. A reference only moves to tags of the same variant (with a
+//! revision exactly when it has one) and the same precision (a current `1.2` moves to
+//! `1.3`, not `1.3.0`; never to a shorter tag such as `2`, which is a moving alias). Only
+//! when the registry lists no tag at all of the current precision and variant does it move
+//! to longer tags; that keeps repeated runs convergent (`0.9` → `0.11`, then stays, even if
+//! `1.0.0` exists). Pre-releases are chosen only when the constraint has a pre-release part
+//! (as in Masterminds). Never downgrades (unless `allowDowngrade`).
 //!
 //! `semverMode: masterminds` reads tags as argocd-image-updater does: every suffix is a
-//! pre-release, and precision does not matter.
+//! pre-release, precision does not matter, and there are no other shapes.
 
+use std::cmp::Ordering;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -30,15 +41,118 @@ static PRE_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(alpha|beta|rc|pre|preview|dev|snapshot)[0-9.]*$").expect("static regex")
 });
 
+/// How a version is ordered: its first three parts (and pre-release), then the fourth part,
+/// then the revision. A constraint judges `version` alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rank {
+    pub version: Version,
+    pub fourth: u64,
+    pub revision: u64,
+}
+
+impl Rank {
+    pub fn of(version: Version) -> Rank {
+        Rank {
+            version,
+            fourth: 0,
+            revision: 0,
+        }
+    }
+}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let (a, b) = (&self.version, &other.version);
+        (a.major, a.minor, a.patch, self.fourth)
+            .cmp(&(b.major, b.minor, b.patch, other.fourth))
+            .then_with(|| a.pre.cmp(&b.pre))
+            .then_with(|| self.revision.cmp(&other.revision))
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// How a tag's numbers are written, as far as it decides which tags compete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One to three dotted parts, the first not a four-digit year: a semantic version.
+    /// The `v` is spelling and the precision rules apply.
+    Semver,
+    /// A calendar version or a four-part version: only exactly this shape competes.
+    Exact {
+        v_prefix: bool,
+        parts: usize,
+        calendar: bool,
+        dashes: bool,
+    },
+}
+
 /// A tag read as a version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagVersion {
     pub v_prefix: bool,
-    /// Number of numeric parts written (1 to 3).
+    /// Number of numeric parts written (1 to 4).
     pub precision: usize,
     pub version: Version,
-    /// A non-pre-release suffix such as `alpine`.
+    /// The fourth numeric part (`v1.2.3.4`), 0 when there is none.
+    pub fourth: u64,
+    /// A non-pre-release suffix such as `alpine`; for a suffix ending in a revision
+    /// (`debian-12-r10`), the distribution before it (`debian-12`; none for a bare `r3`).
     pub variant: Option<String>,
+    /// The revision of a suffix ending in `-rN` (or a bare `rN`): `debian-12-r10` is 10.
+    pub revision: Option<u64>,
+    /// The first part is a four-digit year (`2024.05.01`, `2026-05-01`).
+    pub calendar: bool,
+    /// The parts are separated by dashes (`2026-05-01`).
+    pub dashes: bool,
+}
+
+/// `true` for a part written as a four-digit year (1000 to 9999).
+fn is_year(part: &str) -> bool {
+    part.len() == 4 && part.bytes().all(|b| b.is_ascii_digit()) && !part.starts_with('0')
+}
+
+/// Numeric parts separated by `sep`, digits only; `None` if any is empty or not a number.
+fn numbers(text: &str, sep: char) -> Option<Vec<u64>> {
+    text.split(sep)
+        .map(|p| {
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                None
+            } else {
+                p.parse().ok()
+            }
+        })
+        .collect()
+}
+
+/// The version and fourth part of one to four numeric parts.
+fn from_parts(parts: &[u64]) -> Option<(Version, u64)> {
+    match *parts {
+        [major] => Some((Version::new(major, 0, 0), 0)),
+        [major, minor] => Some((Version::new(major, minor, 0), 0)),
+        [major, minor, patch] => Some((Version::new(major, minor, patch), 0)),
+        [major, minor, patch, fourth] => Some((Version::new(major, minor, patch), fourth)),
+        _ => None,
+    }
+}
+
+/// A suffix ending in a revision: (distribution, revision). `debian-12-r10` is
+/// (`debian-12`, 10), `r3` is (none, 3).
+fn split_revision(suffix: &str) -> Option<(Option<&str>, u64)> {
+    let (stem, last) = match suffix.rsplit_once('-') {
+        Some((stem, last)) if !stem.is_empty() => (Some(stem), last),
+        Some(_) => return None,
+        None => (None, suffix),
+    };
+    let digits = last.strip_prefix('r')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((stem, digits.parse().ok()?))
 }
 
 impl TagVersion {
@@ -48,41 +162,66 @@ impl TagVersion {
             None => (false, tag),
         };
         let rest = rest.split_once('+').map_or(rest, |(r, _)| r);
-        let (numbers, suffix) = match rest.split_once('-') {
+        if let Some(dated) = Self::dashed(v_prefix, rest) {
+            return Some(dated);
+        }
+        let (text, suffix) = match rest.split_once('-') {
             Some((n, s)) if !s.is_empty() => (n, Some(s)),
             Some(_) => return None,
             None => (rest, None),
         };
-        let parts: Vec<u64> = numbers
-            .split('.')
-            .map(|p| {
-                if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                    None
-                } else {
-                    p.parse().ok()
-                }
-            })
-            .collect::<Option<_>>()?;
-        let mut version = match *parts.as_slice() {
-            [major] => Version::new(major, 0, 0),
-            [major, minor] => Version::new(major, minor, 0),
-            [major, minor, patch] => Version::new(major, minor, patch),
-            _ => return None,
+        let parts = numbers(text, '.')?;
+        let (version, fourth) = from_parts(&parts)?;
+        let mut tv = TagVersion {
+            v_prefix,
+            precision: parts.len(),
+            version,
+            fourth,
+            variant: None,
+            revision: None,
+            calendar: text.split('.').next().is_some_and(is_year),
+            dashes: false,
         };
-        let mut variant = None;
         if let Some(s) = suffix {
-            if PRE_WORD.is_match(s) {
-                version.pre = Prerelease::new(&s.to_ascii_lowercase()).ok()?;
-            } else {
-                variant = Some(s.to_string());
-            }
+            tv.read_suffix(s)?;
         }
+        Some(tv)
+    }
+
+    /// A date written with dashes (`2026-05-01`, `2026-05`): a four-digit year, then one to
+    /// three more numeric parts, nothing else.
+    fn dashed(v_prefix: bool, text: &str) -> Option<TagVersion> {
+        if !text.split('-').next().is_some_and(is_year) {
+            return None;
+        }
+        let parts = numbers(text, '-')?;
+        if parts.len() < 2 {
+            return None;
+        }
+        let (version, fourth) = from_parts(&parts)?;
         Some(TagVersion {
             v_prefix,
             precision: parts.len(),
             version,
-            variant,
+            fourth,
+            variant: None,
+            revision: None,
+            calendar: true,
+            dashes: true,
         })
+    }
+
+    /// Read `suffix` as a pre-release, a distribution with a revision, or a variant.
+    fn read_suffix(&mut self, suffix: &str) -> Option<()> {
+        if PRE_WORD.is_match(suffix) {
+            self.version.pre = Prerelease::new(&suffix.to_ascii_lowercase()).ok()?;
+        } else if let Some((stem, revision)) = split_revision(suffix) {
+            self.variant = stem.map(str::to_string);
+            self.revision = Some(revision);
+        } else {
+            self.variant = Some(suffix.to_string());
+        }
+        Some(())
     }
 
     /// Read `tag` the way `mode` does: in Masterminds mode every suffix is a pre-release.
@@ -97,7 +236,11 @@ impl TagVersion {
                     v_prefix: tag.starts_with('v'),
                     precision: numbers.split('.').count(),
                     version,
+                    fourth: 0,
                     variant: None,
+                    revision: None,
+                    calendar: false,
+                    dashes: false,
                 })
             }
         }
@@ -105,6 +248,45 @@ impl TagVersion {
 
     pub fn is_prerelease(&self) -> bool {
         !self.version.pre.is_empty()
+    }
+
+    /// How the tag is ordered.
+    pub fn rank(&self) -> Rank {
+        Rank {
+            version: self.version.clone(),
+            fourth: self.fourth,
+            revision: self.revision.unwrap_or(0),
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        if !self.calendar && !self.dashes && self.precision <= 3 {
+            return Shape::Semver;
+        }
+        Shape::Exact {
+            v_prefix: self.v_prefix,
+            parts: self.precision,
+            calendar: self.calendar,
+            dashes: self.dashes,
+        }
+    }
+
+    /// The shape as a pattern, for explanations: `N.N.N`, `vN.N.N.N`, `YYYY-N-N`.
+    pub fn pattern(&self) -> String {
+        let sep = if self.dashes { "-" } else { "." };
+        let first = if self.calendar { "YYYY" } else { "N" };
+        let mut out = String::from(if self.v_prefix { "v" } else { "" });
+        out.push_str(first);
+        for _ in 1..self.precision {
+            out.push_str(sep);
+            out.push('N');
+        }
+        out
+    }
+
+    /// Same variant (or distribution), and a revision exactly when `other` has one.
+    pub fn same_suffix(&self, other: &TagVersion) -> bool {
+        self.variant == other.variant && self.revision.is_some() == other.revision.is_some()
     }
 }
 
@@ -125,7 +307,8 @@ impl Series {
             && tags.iter().any(|t| {
                 TagVersion::parse(t).is_some_and(|v| {
                     !v.is_prerelease()
-                        && v.variant == current.variant
+                        && v.same_suffix(&current)
+                        && v.shape() == current.shape()
                         && v.precision == current.precision
                 })
             });
@@ -145,31 +328,49 @@ impl Series {
     pub fn judge<'t>(&self, tag: &'t str, allow_pre: bool) -> Result<Key<'t>, Verdict> {
         let v = TagVersion::parse_in(self.mode, tag).ok_or(Verdict::NotAVersion)?;
         if self.mode == SemverMode::Variant {
-            if v.variant != self.current.variant {
-                return Err(Verdict::OtherVariant);
-            }
-            let precision_ok = if self.same_precision {
-                v.precision == self.current.precision
-            } else {
-                v.precision > self.current.precision
-            };
-            if !precision_ok {
-                return Err(Verdict::OtherPrecision);
-            }
+            self.same_kind(&v)?;
         }
         if v.is_prerelease() && !allow_pre {
             return Err(Verdict::Prerelease);
         }
         Ok(Key::Version(
-            v.version,
+            v.rank(),
             v.v_prefix == self.current.v_prefix,
             tag,
         ))
     }
 
+    /// Variant mode: is `v` of the current tag's shape, variant and precision?
+    fn same_kind(&self, v: &TagVersion) -> Result<(), Verdict> {
+        let cur = &self.current;
+        if v.shape() != cur.shape() {
+            return Err(Verdict::OtherShape);
+        }
+        if !v.same_suffix(cur) {
+            return Err(Verdict::OtherVariant);
+        }
+        // An exact shape has its number of parts; precision only varies in semantic versions.
+        let precision_ok = if self.same_precision {
+            v.precision == cur.precision
+        } else {
+            v.precision > cur.precision
+        };
+        if !precision_ok {
+            return Err(Verdict::OtherPrecision);
+        }
+        Ok(())
+    }
+
+    /// Is `tag` of the current tag's kind (shape and variant), whatever its precision? Used
+    /// to rank rejected versions.
+    pub fn comparable(&self, v: &TagVersion) -> bool {
+        self.mode == SemverMode::Masterminds
+            || (v.shape() == self.current.shape() && v.same_suffix(&self.current))
+    }
+
     /// The current tag's key, for "never downgrade".
     pub fn current_key<'t>(&self, tag: &'t str) -> Key<'t> {
-        Key::Version(self.current.version.clone(), true, tag)
+        Key::Version(self.current.rank(), true, tag)
     }
 }
 
@@ -218,7 +419,7 @@ mod tests {
             "latest",
             "main",
             "sha-abc1234",
-            "1.2.3.4",
+            "1.2.3.4.5",
             "1..2",
             "v",
             "1.2-",
@@ -290,5 +491,345 @@ mod tests {
     #[test]
     fn equal_versions_prefer_the_greater_spelling() {
         assert_eq!(pick("1.0.0", &["1.1.0", "01.1.0"]), update("1.1.0"));
+    }
+
+    /// (current, constraint, listed tags, expected choice, the chosen tag's reason).
+    type Row<'a> = (
+        &'a str,
+        Option<&'a str>,
+        &'a [&'a str],
+        Option<&'a str>,
+        &'a str,
+    );
+
+    /// Runs every row through the evaluation `run` and `tags` use; a row's reason is the
+    /// chosen tag's, or "" when nothing moves.
+    fn check_table(rows: &[Row]) {
+        use crate::policy::{PolicySource, PolicySpec};
+        for (current, constraint, listed, want, why) in rows {
+            let spec = PolicySpec {
+                constraint: constraint.map(str::to_string),
+                ..Default::default()
+            };
+            let p = Policy::compile(spec, PolicySource::default()).unwrap();
+            let list: Vec<String> = listed.iter().map(|t| t.to_string()).collect();
+            let mut e = crate::policy::evaluate::Evaluation::new(&p, current, None, &list);
+            let got = e.decide();
+            let reason = e
+                .candidates()
+                .into_iter()
+                .find(|c| c.verdict == Verdict::Chosen)
+                .map(|c| e.reason(c))
+                .unwrap_or_default();
+            let expected = want.map_or(Choice::Current, update);
+            assert_eq!(
+                (got, reason.as_str()),
+                (expected, *why),
+                "{current} in {listed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parses_distributions_revisions_and_shapes() {
+        let b = TagVersion::parse("15.4.0-debian-12-r10").unwrap();
+        assert_eq!(
+            (b.version.clone(), b.variant.as_deref(), b.revision),
+            (Version::new(15, 4, 0), Some("debian-12"), Some(10))
+        );
+        assert_eq!(b.shape(), Shape::Semver);
+        let bare = TagVersion::parse("3.18.4-r01").unwrap();
+        assert_eq!((bare.variant, bare.revision), (None, Some(1)));
+        // Not a revision: the variant is the whole suffix.
+        for (tag, variant) in [
+            ("1.2.3-debian-12-rc", "debian-12-rc"),
+            ("1.2.3-r", "r"),
+            ("1.2.3-debian-12-r1x", "debian-12-r1x"),
+            ("1.2.3--r1", "-r1"),
+        ] {
+            let v = TagVersion::parse(tag).unwrap();
+            assert_eq!(
+                (v.variant.as_deref(), v.revision),
+                (Some(variant), None),
+                "{tag}"
+            );
+        }
+        let four = TagVersion::parse("v1.2.3.4").unwrap();
+        assert_eq!(
+            (four.version.clone(), four.fourth),
+            (Version::new(1, 2, 3), 4)
+        );
+        assert_eq!(four.pattern(), "vN.N.N.N");
+        let dated = TagVersion::parse("2026-05-01").unwrap();
+        assert_eq!(
+            (dated.version.clone(), dated.variant),
+            (Version::new(2026, 5, 1), None)
+        );
+        for (tag, pattern, exact) in [
+            ("2026-05-01", "YYYY-N-N", true),
+            ("2024.05.01", "YYYY.N.N", true),
+            ("2024.05", "YYYY.N", true),
+            ("v2024.05.01", "vYYYY.N.N", true),
+            ("1.2.3.4", "N.N.N.N", true),
+            ("24.04", "N.N", false),
+            ("20260501", "N", false),
+            ("0999.1.2", "N.N.N", false),
+            ("v1.2.3", "vN.N.N", false),
+        ] {
+            let v = TagVersion::parse(tag).unwrap();
+            assert_eq!(
+                (v.pattern().as_str(), v.shape() != Shape::Semver),
+                (pattern, exact),
+                "{tag}"
+            );
+        }
+        // A dash after a year that is not a date is read as before: a variant.
+        assert_eq!(
+            TagVersion::parse("2026-05-01-alpine")
+                .unwrap()
+                .variant
+                .as_deref(),
+            Some("05-01-alpine")
+        );
+    }
+
+    const BITNAMI: &[&str] = &[
+        "15.4.0-debian-12-r9",
+        "15.4.0-debian-12-r10",
+        "15.4.0-debian-12-r11",
+        "15.4.0-debian-11-r30",
+        "15.4.0",
+        "15.4.1",
+        "15.4.1-alpine",
+        "15.4.1-debian-11-r0",
+        "15.4",
+        "15",
+        "latest",
+    ];
+
+    #[test]
+    fn bitnami_tags_move_within_their_distribution() {
+        let with_newer: Vec<&str> = BITNAMI
+            .iter()
+            .copied()
+            .chain([
+                "15.4.1-debian-12-r0",
+                "15.5.0-debian-12-r2",
+                "16.1.0-debian-12-r0",
+            ])
+            .collect();
+        check_table(&[
+            // Only the revision moves when no newer version of this distribution exists.
+            (
+                "15.4.0-debian-12-r10",
+                None,
+                BITNAMI,
+                Some("15.4.0-debian-12-r11"),
+                "chosen: same version, newer revision",
+            ),
+            // A newer version wins over a newer revision; -r0 of it is fine.
+            (
+                "15.4.0-debian-12-r10",
+                None,
+                &with_newer,
+                Some("16.1.0-debian-12-r0"),
+                "chosen: newer version",
+            ),
+            // The constraint judges the version part.
+            (
+                "15.4.0-debian-12-r10",
+                Some("~15.4"),
+                &with_newer,
+                Some("15.4.1-debian-12-r0"),
+                "chosen: newer version",
+            ),
+            (
+                "15.4.0-debian-12-r10",
+                Some("<15.4.1"),
+                &with_newer,
+                Some("15.4.0-debian-12-r11"),
+                "chosen: same version, newer revision",
+            ),
+            // Revisions are numbers: r10 > r9 (as text "r9" > "r10").
+            (
+                "15.4.0-debian-12-r9",
+                None,
+                &["15.4.0-debian-12-r10", "15.4.0-debian-12-r8"],
+                Some("15.4.0-debian-12-r10"),
+                "chosen: same version, newer revision",
+            ),
+            (
+                "15.4.0-debian-12-r10",
+                None,
+                &["15.4.0-debian-12-r9", "15.4.0-debian-12-r010"],
+                None,
+                "",
+            ),
+            // Never another distribution, never a bare version, never a rolling -debian-12.
+            (
+                "15.4.0-debian-12-r10",
+                None,
+                &[
+                    "16.0.0-debian-11-r1",
+                    "16.0.0",
+                    "16.0.0-alpine",
+                    "16.0.0-debian-12",
+                    "16.0.0-r3",
+                ],
+                None,
+                "",
+            ),
+            // And the other way round.
+            ("15.4.0", None, &["15.4.1-debian-12-r0"], None, ""),
+            (
+                "15.4.0-debian-12",
+                None,
+                &["15.4.1-debian-12-r0", "15.4.1-debian-12"],
+                Some("15.4.1-debian-12"),
+                "chosen",
+            ),
+            // A bare revision (Alpine packages' style) is a revision with no distribution.
+            (
+                "3.18.4-r0",
+                None,
+                &["3.18.4-r1", "3.18.5", "3.18.5-alpine-r0"],
+                Some("3.18.4-r1"),
+                "chosen: same version, newer revision",
+            ),
+            // Precision counts the version's parts: os-shell 12-debian-12-r33 stays at 1 part.
+            (
+                "12-debian-12-r33",
+                None,
+                &[
+                    "12-debian-12-r35",
+                    "12.1.0-debian-12-r0",
+                    "12-debian-12-r33",
+                ],
+                Some("12-debian-12-r35"),
+                "chosen: same version, newer revision",
+            ),
+            (
+                "12-debian-12-r33",
+                None,
+                &["12.1.0-debian-12-r0"],
+                Some("12.1.0-debian-12-r0"),
+                "chosen: newer version",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn calendar_versions_move_within_their_shape() {
+        check_table(&[
+            (
+                "2024.05.01",
+                None,
+                &[
+                    "2024.05.02",
+                    "2024.06.01",
+                    "24.07",
+                    "2024.07",
+                    "2024.07.01.1",
+                    "v2024.08.01",
+                ],
+                Some("2024.06.01"),
+                "chosen",
+            ),
+            (
+                "2026-05-01",
+                None,
+                &[
+                    "2026-05-09",
+                    "2026-05-10",
+                    "2026.07.01",
+                    "20260801",
+                    "2026-07",
+                    "2026-06-01-1",
+                ],
+                Some("2026-05-10"),
+                "chosen",
+            ),
+            (
+                "2026-05",
+                None,
+                &["2026-06", "2026-07-01"],
+                Some("2026-06"),
+                "chosen",
+            ),
+            // Two-digit years read as semantic versions: precision is kept.
+            (
+                "24.04",
+                None,
+                &["24.10", "25.04", "2025.01.01", "25.04.1"],
+                Some("25.04"),
+                "chosen",
+            ),
+            // A calendar version never competes with a semantic one.
+            (
+                "1.9.0",
+                None,
+                &["2.0.0", "2024.05.01", "2024-06-01"],
+                Some("2.0.0"),
+                "chosen",
+            ),
+            ("2024.05.01", None, &["9999.0.0-rc.1", "3.0.0"], None, ""),
+            (
+                "v2024.05.01",
+                Some(">=2024.6"),
+                &["v2024.05.09", "v2024.06.01", "2024.07.01"],
+                Some("v2024.06.01"),
+                "chosen",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn four_part_versions_move_within_their_shape() {
+        check_table(&[
+            (
+                "v1.2.3.4",
+                None,
+                &[
+                    "v1.2.3.5",
+                    "v1.2.4.0",
+                    "v1.3.0",
+                    "1.2.5.0",
+                    "v1.2.5",
+                    "v1.2.5.0-rc.1",
+                ],
+                Some("v1.2.4.0"),
+                "chosen",
+            ),
+            (
+                "v1.2.3.9",
+                None,
+                &["v1.2.3.10", "v1.2.3.8"],
+                Some("v1.2.3.10"),
+                "chosen",
+            ),
+            (
+                "v1.2.3.4",
+                Some("~1.2"),
+                &["v1.2.9.9", "v1.3.0.0"],
+                Some("v1.2.9.9"),
+                "chosen",
+            ),
+            (
+                "1.2.3.4",
+                None,
+                &["1.2.3.5", "v1.2.3.6"],
+                Some("1.2.3.5"),
+                "chosen",
+            ),
+            ("v1.2.3", None, &["v1.2.3.1", "v1.2.4.0"], None, ""),
+            // A pre-release of a four-part version sits below its release.
+            (
+                "v1.2.3.4",
+                Some(">=1.2.3-0"),
+                &["v1.2.3.5-rc.1", "v1.2.3.5"],
+                Some("v1.2.3.5"),
+                "chosen",
+            ),
+        ]);
     }
 }
