@@ -1131,3 +1131,244 @@ fn scan_summarises_an_empty_platform_list_without_a_stray_space() {
     let row = run.stdout.lines().nth(1).unwrap();
     assert!(row.contains(" newest-build (defaults + marker) "), "{row}");
 }
+
+// -------------------------------------------------------------------------------------------
+// semver: Bitnami distributions and revisions, calendar and four-part versions
+// -------------------------------------------------------------------------------------------
+
+/// A Bitnami PostgreSQL-like tag list: versions of two distributions with revisions, the
+/// moving aliases, and a newer major.
+const POSTGRES_TAGS: &[&str] = &[
+    "15.4.0",
+    "15.4.0-debian-11-r3",
+    "15.4.0-debian-12-r9",
+    "15.4.0-debian-12-r10",
+    "15.4.0-debian-12-r11",
+    "15.4.1",
+    "15.4.1-alpine",
+    "15.4",
+    "15",
+    "16.1.0-debian-12-r0",
+    "latest",
+];
+
+/// `imagebump tags IMAGE [FLAGS…] --tags-from FILE` with `listed` in the file and a
+/// configuration whose only registry does not listen: nothing may be asked of a registry.
+fn tags_from(image: &str, flags: &[&str], listed: &[&str]) -> Run {
+    let (dir, cfg) = config("http://127.0.0.1:9", "");
+    let list = dir.path().join("tags.txt");
+    fs::write(&list, listed.join("\n")).unwrap();
+    imagebump()
+        .args(["tags", image])
+        .args(flags)
+        .args(["--tags-from", list.to_str().unwrap(), "--config", &cfg])
+        .run()
+}
+
+const POSTGRES_CONSTRAINED: &str = "\
+image:   registry.test/bitnami/postgresql
+policy:  semver ~15.4 (command line)
+current: 15.4.0-debian-12-r10
+chosen:  15.4.0-debian-12-r11
+
+TAG                   KEPT  REASON
+15.4.0-debian-12-r11  yes   chosen: same version, newer revision
+15.4.0-debian-12-r10  no    the current tag
+latest                no    not a version
+16.1.0-debian-12-r0   no    outside the constraint ~15.4
+15.4.1-alpine         no    another distribution (alpine, current debian-12)
+15.4.1                no    another distribution (none, current debian-12)
+15.4.0-debian-12-r9   no    not newer than the current tag
+15.4.0-debian-11-r3   no    another distribution (debian-11, current debian-12)
+15.4.0                no    another distribution (none, current debian-12)
+15.4                  no    another distribution (none, current debian-12)
+15                    no    another distribution (none, current debian-12)
+";
+
+#[test]
+fn tags_explains_bitnami_distributions_and_revisions() {
+    let image = "registry.test/bitnami/postgresql:15.4.0-debian-12-r10";
+    // Within ~15.4 no newer version of debian-12 exists: the revision moves.
+    let run = tags_from(image, &["--constraint", "~15.4"], POSTGRES_TAGS);
+    assert_eq!(run.stderr, "");
+    assert_eq!(run.stdout, POSTGRES_CONSTRAINED);
+    // Without it the newer version of the same distribution wins, at its -r0.
+    let run = tags_from(image, &[], POSTGRES_TAGS);
+    let head: Vec<&str> = run.stdout.lines().take(9).collect();
+    assert_eq!(
+        head,
+        [
+            "image:   registry.test/bitnami/postgresql",
+            "policy:  semver (built-in)",
+            "current: 15.4.0-debian-12-r10",
+            "chosen:  16.1.0-debian-12-r0",
+            "",
+            "TAG                   KEPT  REASON",
+            "16.1.0-debian-12-r0   yes   chosen: newer version",
+            "15.4.0-debian-12-r11  yes   passed every filter, ranked below the chosen tag",
+            "15.4.0-debian-12-r10  no    the current tag",
+        ]
+    );
+}
+
+#[test]
+fn tags_explains_calendar_and_four_part_shapes() {
+    let run = tags_from(
+        "registry.test/team/calver:2026-05-01",
+        &[],
+        &[
+            "2026-04-30",
+            "2026-05-01",
+            "2026-05-10",
+            "2026-06-01",
+            "2026.07.01",
+            "2026-07",
+            "20260801",
+            "latest",
+        ],
+    );
+    assert_eq!(run.stderr, "");
+    assert_eq!(
+        run.stdout,
+        "\
+image:   registry.test/team/calver
+policy:  semver (built-in)
+current: 2026-05-01
+chosen:  2026-06-01
+
+TAG         KEPT  REASON
+2026-06-01  yes   chosen
+2026-05-10  yes   passed every filter, ranked below the chosen tag
+2026-05-01  no    the current tag
+latest      no    not a version
+20260801    no    another shape (N, current YYYY-N-N)
+2026.07.01  no    another shape (YYYY.N.N, current YYYY-N-N)
+2026-07     no    another shape (YYYY-N, current YYYY-N-N)
+2026-04-30  no    not newer than the current tag
+"
+    );
+    let run = tags_from(
+        "registry.test/team/tool:v1.2.3.4",
+        &[],
+        &[
+            "v1.2.3.4",
+            "v1.2.3.10",
+            "v1.2.4.0",
+            "v1.3.0",
+            "1.3.0.0",
+            "v1.3.0.0-rc.1",
+        ],
+    );
+    assert_eq!(run.stderr, "");
+    assert_eq!(
+        run.stdout,
+        "\
+image:   registry.test/team/tool
+policy:  semver (built-in)
+current: v1.2.3.4
+chosen:  v1.2.4.0
+
+TAG            KEPT  REASON
+v1.2.4.0       yes   chosen
+v1.2.3.10      yes   passed every filter, ranked below the chosen tag
+v1.2.3.4       no    the current tag
+v1.3.0.0-rc.1  no    pre-release (the constraint has no pre-release part)
+v1.3.0         no    another shape (vN.N.N, current vN.N.N.N)
+1.3.0.0        no    another shape (N.N.N.N, current vN.N.N.N)
+"
+    );
+}
+
+/// A Bitnami chart's values: PostgreSQL, its metrics exporter and os-shell, written as
+/// Bitnami writes them (registry, repository and tag apart).
+const BITNAMI_VALUES: &str = "\
+image:
+  registry: registry.test
+  repository: bitnami/postgresql
+  tag: 15.4.0-debian-12-r10
+metrics:
+  image:
+    registry: registry.test
+    repository: bitnami/postgres-exporter
+    tag: \"0.15.0-debian-12-r9\"
+volumePermissions:
+  image:
+    registry: registry.test
+    repository: bitnami/os-shell
+    tag: 12-debian-12-r33
+";
+
+#[test]
+fn bitnami_helm_values_move_within_their_distribution_against_a_real_registry() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("bitnami/postgresql", POSTGRES_TAGS);
+    // A newer version of the same distribution, inside ~15.4: it beats -r11.
+    reg.push_tags("bitnami/postgresql", &["15.4.1-debian-12-r2"]);
+    reg.push_tags(
+        "bitnami/postgres-exporter",
+        &[
+            "0.15.0-debian-12-r9",
+            "0.15.0-debian-12-r10",
+            "0.15.0",
+            "0.16.0-debian-11-r1",
+        ],
+    );
+    reg.push_tags(
+        "bitnami/os-shell",
+        &[
+            "12-debian-12-r33",
+            "12-debian-12-r35",
+            "12",
+            "11-debian-11-r90",
+        ],
+    );
+    let dir = tree(&[("charts/db/values.yaml", BITNAMI_VALUES)]);
+    let (_c, cfg) = config(
+        &reg.base_url(),
+        "images:\n  - match: registry.test/bitnami/postgresql\n    constraint: ~15.4\n",
+    );
+    let before = read(dir.path(), "charts/db/values.yaml");
+    let run = run_text(dir.path(), &cfg, 0);
+    assert_eq!(run.stderr, "");
+    // The diff and the table exactly; the summary line after them is the report's.
+    let (shown, summary) = run.stdout.rsplit_once("\n\n").unwrap();
+    assert!(
+        summary.starts_with("3 update(s) proposed in 1 file(s); 3 references"),
+        "{summary}"
+    );
+    assert_eq!(
+        shown,
+        "\
+diff --git a/charts/db/values.yaml b/charts/db/values.yaml
+--- a/charts/db/values.yaml
++++ b/charts/db/values.yaml
+@@ -1,14 +1,14 @@
+ image:
+   registry: registry.test
+   repository: bitnami/postgresql
+-  tag: 15.4.0-debian-12-r10
++  tag: 15.4.1-debian-12-r2
+ metrics:
+   image:
+     registry: registry.test
+     repository: bitnami/postgres-exporter
+-    tag: \"0.15.0-debian-12-r9\"
++    tag: \"0.15.0-debian-12-r10\"
+ volumePermissions:
+   image:
+     registry: registry.test
+     repository: bitnami/os-shell
+-    tag: 12-debian-12-r33
++    tag: 12-debian-12-r35
+
+IMAGE                                    FROM                  TO                    LOCATION
+registry.test/bitnami/postgresql         15.4.0-debian-12-r10  15.4.1-debian-12-r2   charts/db/values.yaml:4
+registry.test/bitnami/postgres-exporter  0.15.0-debian-12-r9   0.15.0-debian-12-r10  charts/db/values.yaml:9
+registry.test/bitnami/os-shell           12-debian-12-r33      12-debian-12-r35      charts/db/values.yaml:14"
+    );
+    assert_eq!(
+        read(dir.path(), "charts/db/values.yaml"),
+        before,
+        "a dry run writes nothing"
+    );
+}
