@@ -176,3 +176,49 @@ async fn docker_hub_allowance_is_read_from_a_free_head_request() {
         "{requests:?}"
     );
 }
+
+/// A Pod running `image`, as a manifest tree of one file.
+fn pod(image: &str) -> tempfile::TempDir {
+    support::tree(&[(
+        "app/pod.yaml",
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: app\n      image: {image}\n"),
+    )])
+}
+
+#[test]
+fn https_at_a_plain_http_registry_says_to_use_http() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let host = reg.host();
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        dir.path(),
+        &format!("registries:\n  - prefix: {host}\n    url: https://{host}\n"),
+    );
+    let Run { stdout, .. } = check(dir.path(), &[], &[], 1);
+    assert_eq!(
+        stdout,
+        format!(
+            "{host} (https://{host})\n  credentials: anonymous\n  auth:        failed: https://{host}/v2/: this looks like a plain-HTTP registry (it answered the TLS handshake in plain HTTP): use url: http://{host}\n  limits:      concurrency 8\n"
+        )
+    );
+    let expected = format!(
+        "error: {host}/team/web: https://{host}/v2/team/web/tags/list?n=1000: this looks like a plain-HTTP registry (it answered the TLS handshake in plain HTTP): use url: http://{host}; 1 reference(s) not checked (hint: in the registries entry for {host} in the operator's configuration (--config); add `- prefix: {host}` if there is none)\n"
+    );
+    let tree = pod(&format!("{host}/team/web:1.0.0"));
+    // The operator's url: https://…, and the default https:// of an unconfigured host.
+    for config in [Some(dir.path().join("imagebump.yaml")), None] {
+        let mut cli = imagebump().args(["run", "--dry-run"]).arg(tree.path());
+        if let Some(config) = &config {
+            cli = cli.arg("--config").arg(config);
+        }
+        let run = cli.code(1).run();
+        assert_eq!(run.stderr, expected, "{config:?}");
+    }
+    // And with the url it names, the same registry answers.
+    config(
+        dir.path(),
+        &format!("registries:\n  - prefix: {host}\n    url: http://{host}\n"),
+    );
+    check(dir.path(), &[], &[], 0);
+}

@@ -715,6 +715,7 @@ impl Dialect for Registry<'_> {
                 reason,
                 retryable: false,
             },
+            E::PlainHttp { authority, .. } => Error::PlainHttp { url, authority },
         }
         .into()
     }

@@ -55,6 +55,10 @@ pub enum Error {
         reason: String,
         retryable: bool,
     },
+    /// An `https://` endpoint answered in plain HTTP: the operator's `url` (or the default
+    /// `https://<host>`) names the wrong scheme.
+    #[error("{url}: this looks like a plain-HTTP registry (it answered the TLS handshake in plain HTTP): use url: http://{authority}")]
+    PlainHttp { url: String, authority: String },
     #[error("{url}: HTTP {status} from the registry")]
     Server { url: String, status: u16 },
     #[error("{url}: rate limited (HTTP 429)")]
@@ -96,9 +100,14 @@ impl Error {
     /// Does the failure say the registry itself is unwell (rather than one repository or
     /// our credentials)? A streak of these opens the registry's circuit breaker.
     pub fn is_registry_down(&self) -> bool {
+        // A plain-HTTP answer repeats for every request: it counts, so that 200
+        // repositories cost a few requests, not 200.
         matches!(
             self,
-            Error::Transport { .. } | Error::Server { .. } | Error::RateLimited { .. }
+            Error::Transport { .. }
+                | Error::PlainHttp { .. }
+                | Error::Server { .. }
+                | Error::RateLimited { .. }
         )
     }
 
@@ -112,6 +121,7 @@ impl Error {
                 Some("add the registry's CA with registries[].caFile in imagebump.yaml".into())
             }
             Error::Transport { .. } => Some("check the host, or set registries[].url for a mirror or a plain-HTTP registry".into()),
+            Error::PlainHttp { authority, .. } => Some(format!("in the registries entry for {authority} in the operator's configuration (--config); add `- prefix: {authority}` if there is none")),
             Error::RateLimited { .. } => Some("set registries[].rateLimit or lower registries[].concurrency, or run less often".into()),
             Error::Credentials { .. } => Some("see docs/registries.md for each credentials source; `imagebump registry check` tests them".into()),
             Error::Skipped { reason, .. } if reason.contains("pull limit") => Some("log in (Docker config or registries[].credentials) for a higher limit, or run less often".into()),

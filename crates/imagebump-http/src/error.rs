@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use crate::Response;
 
+/// What [`Error::PlainHttp`] says happened.
+const PLAIN_HTTP: &str = "the TLS handshake was answered in plain HTTP";
+
 /// A failed request, after the retries the rule allows. Every `url` here went through
 /// [`crate::redact::url`]: no credentials in a user part or a query string.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -45,6 +48,10 @@ pub enum Error {
     /// The body is larger than the request's cap.
     #[error("{url}: response larger than {limit} bytes, refused")]
     TooLarge { url: String, limit: usize },
+    /// An `https://` request whose TLS handshake was answered in plain HTTP: the server at
+    /// `authority` (`host[:port]`) speaks `http://`. It will repeat, so it is not retried.
+    #[error("{url}: {PLAIN_HTTP}")]
+    PlainHttp { url: String, authority: String },
 }
 
 impl Error {
@@ -68,6 +75,7 @@ impl Error {
                 | Error::Connection { .. }
                 | Error::Truncated { .. }
                 | Error::Transport { .. }
+                | Error::PlainHttp { .. }
         )
     }
 
@@ -91,7 +99,8 @@ impl Error {
             | Error::Connection { url, .. }
             | Error::Truncated { url, .. }
             | Error::Transport { url, .. }
-            | Error::TooLarge { url, .. } => url,
+            | Error::TooLarge { url, .. }
+            | Error::PlainHttp { url, .. } => url,
         }
     }
 
@@ -102,6 +111,7 @@ impl Error {
             | Error::Connection { reason, .. }
             | Error::Truncated { reason, .. }
             | Error::Transport { reason, .. } => Some(reason),
+            Error::PlainHttp { .. } => Some(PLAIN_HTTP),
             _ => None,
         }
     }

@@ -270,6 +270,14 @@ fn failure(url: &str, e: &reqwest::Error) -> Error {
     if e.is_timeout() {
         return Error::Timeout { url, reason };
     }
+    if answered_in_plain_http(e) {
+        let parsed = Url::parse(&url).ok();
+        let authority = parsed
+            .as_ref()
+            .and_then(|u| Some(format!("{}{}", u.host_str()?, port_suffix(u))))
+            .unwrap_or_default();
+        return Error::PlainHttp { url, authority };
+    }
     let permanent = reason.contains("certificate")
         || reason.contains("InvalidContentType")
         || e.is_builder()
@@ -281,6 +289,33 @@ fn failure(url: &str, e: &reqwest::Error) -> Error {
     } else {
         Error::Connection { url, reason }
     }
+}
+
+/// Did the TLS handshake get a plain-HTTP answer? rustls reads the first byte of an HTTP
+/// response (`H`) as a record type it does not know. The rustls error sits inside nested
+/// `io::Error`s, whose `source()` skips what they wrap, so those are opened with `get_ref`.
+fn answered_in_plain_http(e: &reqwest::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(link) = current {
+        if let Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) =
+            link.downcast_ref::<rustls::Error>()
+        {
+            return true;
+        }
+        current = match link
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => link.source(),
+        };
+    }
+    false
+}
+
+/// `:port` when the URL names one, else nothing.
+fn port_suffix(url: &Url) -> String {
+    url.port().map(|p| format!(":{p}")).unwrap_or_default()
 }
 
 /// The body, refused once it grows past `limit` (before reading, when the length is
