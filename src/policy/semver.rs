@@ -756,6 +756,14 @@ mod tests {
                 Some("2026-06"),
                 "chosen",
             ),
+            // A variant must match within a shape too.
+            (
+                "2024.05.01-alpine",
+                None,
+                &["2024.06.01", "2024.06.01-alpine", "2024.07.01-bookworm"],
+                Some("2024.06.01-alpine"),
+                "chosen",
+            ),
             // Two-digit years read as semantic versions: precision is kept.
             (
                 "24.04",
