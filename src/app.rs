@@ -29,6 +29,7 @@ pub fn main(cli: Cli) -> i32 {
         format_of(&cli.command),
         cli.quiet,
         cli.log_format == LogFormat::Json,
+        cli.verbose,
     );
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     error::exit_code(dispatch(cli.command, &output))
@@ -125,8 +126,12 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     let filter = std::env::var(EnvVars::IMAGEBUMP_LOG)
         .or_else(|_| std::env::var(EnvVars::RUST_LOG))
         .unwrap_or_else(|_| format!("imagebump={level},warn"));
+    // Colour only for a person at a terminal: a log file or a collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os(EnvVars::NO_COLOR).is_none();
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_target(false);
     // A second initialisation (a test calling `main` twice) keeps the first subscriber.

@@ -107,7 +107,7 @@ fn an_unexpected_exit_code_fails_with_the_whole_output() {
         .cloned()
         .unwrap_or_default();
     assert!(
-        message.starts_with("expected exit code 0, got 1\n$ "),
+        message.starts_with("expected exit code 0, got 2\n$ "),
         "{message}"
     );
     assert!(message.contains("----- stderr -----\n"), "{message}");

@@ -274,7 +274,7 @@ fn newest_build_picks_the_newest_image_and_fetches_one_manifest_and_config_per_c
          IMAGE                     FROM      TO        LOCATION\n\
          registry.test/team/build  main-aaa  main-ccc  main/kustomization.yaml:3\n\
          \n\
-         1 update(s) proposed in 1 file(s); 1 references (1 managed, 0 up to date, 0 pinned, 0 skipped, 0 not checked) over 1 repositories\n"
+         1 update(s) proposed in 1 file(s); 1 references: 1 to update; 1 repositories asked\n"
     );
 
     // The same registry, the same answer: nothing depends on listing or fetch order.

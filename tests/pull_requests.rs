@@ -193,7 +193,7 @@ async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed()
         "apps/web/kustomization.yaml:3: registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging\n",
         web.number
     ))
-    .assert_stdout_contains("1 held back by a rejection");
+    .assert_stdout_contains("held back by a rejection (1):");
 
     s.reg.push_tags("team/web", &["1.2.0"]);
     let run = s.run(&[], 0).await;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::output::print;
 use super::source::{self, Source};
 use super::{Error, Status};
 use crate::config;
@@ -10,9 +11,9 @@ use crate::policy::Policy;
 /// `config schema [--report]`: the JSON Schema of imagebump.yaml or of the run report.
 pub fn schema(report: bool) -> Status {
     if report {
-        print!("{}", crate::report::schema());
+        print(format_args!("{}", crate::report::schema()));
     } else {
-        print!("{}", config::schema());
+        print(format_args!("{}", config::schema()));
     }
     Status::Done
 }
@@ -26,25 +27,29 @@ pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Erro
     };
     let loaded = source::open(&source, super::git_token(), 1)?;
     let Some(path) = loaded.config_path else {
-        println!(
-            "no configuration file (looked for {}); built-in defaults apply",
+        print(format_args!(
+            "no configuration file (looked for {}); built-in defaults apply\n",
             config::CONFIG_NAMES.join(", ")
-        );
+        ));
         return Ok(Status::Done);
     };
     let config = loaded.config;
-    println!("{}: valid", path.display());
+    print(format_args!("{}: valid\n", path.display()));
     if let Ok(p) = Policy::compile(config.defaults.clone(), Default::default()) {
-        println!("  defaults: {}", p.summary());
+        print(format_args!("  defaults: {}\n", p.summary()));
     }
     for (i, rule) in config.images.iter().enumerate() {
         let spec = config.defaults.overlay(&rule.policy());
         if let Ok(p) = Policy::compile(spec, Default::default()) {
-            println!("  images[{i}] {}: {}", rule.glob, p.summary());
+            print(format_args!(
+                "  images[{i}] {}: {}\n",
+                rule.glob,
+                p.summary()
+            ));
         }
     }
     for r in &config.registries {
-        println!("  registry {}", r.prefix);
+        print(format_args!("  registry {}\n", r.prefix));
     }
     Ok(Status::Done)
 }

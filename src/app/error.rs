@@ -117,7 +117,9 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         | Error::Registries { .. }
         | Error::NoRegistries
         | Error::Image(_)
-        | Error::PolicyFlag { .. } => exit::USAGE,
+        | Error::PolicyFlag { .. }
+        // A directory that is not there is a mistake on the command line.
+        | Error::Source(crate::source::Error::NotFound(_)) => exit::USAGE,
         Error::Runtime(_)
         | Error::Source(_)
         | Error::Client(_)
@@ -139,8 +141,11 @@ mod tests {
         assert_eq!(exit_code(Ok(Status::Pending)), 3);
         assert_eq!(exit_code(Err(Error::WriteNeedsLocal)), 2);
         assert_eq!(exit_code(Err(Error::NoRegistries)), 2);
+        // A directory that is not there is a usage error; a clone that fails is not.
         let missing = crate::source::Error::NotFound("nowhere".into());
-        assert_eq!(exit_code(Err(Error::Source(missing))), 1);
+        assert_eq!(exit_code(Err(Error::Source(missing))), 2);
+        let temp = crate::source::Error::Temp(std::io::Error::other("full"));
+        assert_eq!(exit_code(Err(Error::Source(temp))), 1);
     }
 
     #[test]

@@ -20,15 +20,20 @@ pub struct Output {
     pub log_json: bool,
     /// Diffs in colour: stdout is a terminal and `NO_COLOR` is unset.
     pub color: bool,
+    /// The width tables are fitted to: `COLUMNS`, else the terminal's; `None` (every cell
+    /// whole) with `-v` or when stdout is not a terminal.
+    pub width: Option<usize>,
 }
 
 impl Output {
-    pub fn new(format: Format, quiet: bool, log_json: bool) -> Output {
+    pub fn new(format: Format, quiet: bool, log_json: bool, verbose: u8) -> Output {
+        let terminal = std::io::stdout().is_terminal();
         Output {
             format,
             quiet,
             log_json,
-            color: std::io::stdout().is_terminal() && std::env::var_os(EnvVars::NO_COLOR).is_none(),
+            color: terminal && std::env::var_os(EnvVars::NO_COLOR).is_none(),
+            width: (verbose == 0).then(|| width(terminal)).flatten(),
         }
     }
 
@@ -79,10 +84,32 @@ impl Output {
     }
 }
 
+/// `COLUMNS` when it is a number, else the terminal's width when stdout is one.
+fn width(terminal: bool) -> Option<usize> {
+    let columns = std::env::var(EnvVars::COLUMNS)
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0);
+    columns.or_else(|| {
+        terminal
+            .then(terminal_size::terminal_size)
+            .flatten()
+            .map(|(w, _)| usize::from(w.0))
+    })
+}
+
 /// `value` as pretty JSON on stdout; a value that cannot be serialised is reported instead.
 pub fn print_json<T: serde::Serialize>(value: &T) {
     match serde_json::to_string_pretty(value) {
-        Ok(s) => println!("{s}"),
+        Ok(s) => print(format_args!("{s}\n")),
         Err(e) => eprintln!("error: cannot serialise the report: {e}"),
     }
+}
+
+/// `text` on stdout. A reader that has gone away (`imagebump scan | head -1`) is no error:
+/// the rest is dropped and the command ends with its usual status, as `print!` would not
+/// (it panics).
+pub fn print(text: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(text).and_then(|()| out.flush());
 }

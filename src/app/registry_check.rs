@@ -29,8 +29,11 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
         results.push(check_one(&registries, t, credentials.as_deref()).await);
     }
     match out.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
-        Format::Text => print!("{}", text(&results)),
+        Format::Json => super::output::print(format_args!(
+            "{}\n",
+            serde_json::to_string_pretty(&results)?
+        )),
+        Format::Text => super::output::print(format_args!("{}", text(&results))),
     }
     Ok(if results.iter().all(|r| r.ok) {
         Status::Done

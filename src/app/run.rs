@@ -669,53 +669,55 @@ fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), St
     Ok(())
 }
 
-/// The diff, the updates and pull requests tables, and the summary line.
+/// The diff, the updates and pull requests tables, what was not updated and why, and the
+/// summary line.
 fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::updates_table(&made.updates));
+        let _ = write!(out, "{}", report::updates_table(&in_diff_order(made)));
     }
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::pulls_table(p));
     }
-    let held: Vec<_> = r
-        .not_updated
-        .iter()
-        .filter(|n| n.status == "held-back")
-        .collect();
-    if !held.is_empty() {
-        let _ = writeln!(out);
-    }
-    for n in held {
-        let why = n.reason.unwrap_or_default();
-        let _ = writeln!(out, "{}:{}: {} {why}", n.file, n.line, n.image);
-    }
-    let verb = match mode {
-        Mode::Write => "applied",
-        Mode::DryRun => "proposed",
-        Mode::PullRequests => "in pull requests",
-        Mode::Push if r.pushed.is_some() => "pushed",
-        Mode::Push => "not pushed",
+    let _ = write!(out, "{}", report::not_updated_text(&r.not_updated, 20));
+    let (verb, done) = match mode {
+        Mode::Write => ("applied", "updated"),
+        Mode::DryRun => ("proposed", "to update"),
+        Mode::PullRequests => ("in pull requests", "to update"),
+        Mode::Push if r.pushed.is_some() => ("pushed", "updated"),
+        Mode::Push => ("not pushed", "to update"),
     };
     let c = &r.counts;
     let _ = writeln!(
         out,
-        "\n{} update(s) {verb} in {} file(s); {} references ({} managed, {} up to date, {}{} pinned, {} skipped, {} not checked) over {} repositories",
+        "\n{} update(s) {verb} in {} file(s); {}; {} repositories asked",
         c.updates,
         made.files.len(),
-        c.references,
-        c.managed,
-        c.up_to_date,
-        match c.held_back {
-            0 => String::new(),
-            n => format!("{n} held back by a rejection, "),
-        },
-        c.pinned,
-        c.skipped,
-        c.failed,
+        report::references_summary(c, &r.not_updated, done),
         c.repositories
     );
+    if c.references == 0 {
+        let _ = writeln!(
+            out,
+            "no image references found in {} files: nothing to manage (docs/discovery.md says what is read)",
+            c.files_scanned
+        );
+    }
+}
+
+/// The updates in the order of the diff: by the file that changes, then by line.
+fn in_diff_order(made: &Plan) -> Vec<crate::plan::Update> {
+    let rank = |u: &crate::plan::Update| {
+        let file = u.written_to.as_deref().unwrap_or(&u.file);
+        made.files
+            .iter()
+            .position(|f| f.file == file)
+            .unwrap_or(usize::MAX)
+    };
+    let mut updates = made.updates.clone();
+    updates.sort_by_key(|u| (rank(u), u.line));
+    updates
 }

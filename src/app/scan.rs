@@ -1,6 +1,6 @@
 //! `imagebump scan`: every image reference in the tree, managed or not; no registry asked.
 
-use super::output::print_json;
+use super::output::{print, print_json};
 use super::source::{self, Source};
 use super::{Error, Output, Status};
 use crate::cli::Format;
@@ -17,16 +17,20 @@ pub fn scan(source: &Source, out: &Output) -> Result<Status, Error> {
             notes: &found.notes,
             errors: &found.problems,
         }),
+        Format::Text if found.refs.is_empty() => print(format_args!(
+            "no image references found in {} files: nothing to manage (docs/discovery.md says what is read)\n",
+            found.files_scanned
+        )),
         Format::Text => {
-            print!("{}", report::scan_table(&found.refs));
+            print(format_args!("{}", report::scan_table(&found.refs, out.width)));
             let managed = found.refs.iter().filter(|r| r.is_managed()).count();
-            println!(
-                "\n{} references in {} files ({} managed, {} unmanaged)",
+            print(format_args!(
+                "\n{} references in {} files ({} managed, {} unmanaged)\n",
                 found.refs.len(),
                 found.files_scanned,
                 managed,
                 found.refs.len().saturating_sub(managed)
-            );
+            ));
         }
     }
     out.notes(&found.notes);

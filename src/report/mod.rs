@@ -228,6 +228,108 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `rows` with the cells of the `shrink` columns cut (with `…`) until the table fits
+/// `width` characters, each column keeping at least 12 (so a narrow terminal still shows
+/// something of it).
+pub fn fit_width(
+    header: &[&str],
+    mut rows: Vec<Vec<String>>,
+    width: usize,
+    shrink: &[usize],
+) -> Vec<Vec<String>> {
+    const MIN: usize = 12;
+    let widest = |rows: &[Vec<String>], col: usize| {
+        rows.iter()
+            .filter_map(|r| r.get(col))
+            .map(|c| c.chars().count())
+            .chain(header.get(col).map(|h| h.len()))
+            .max()
+            .unwrap_or(0)
+    };
+    for &col in shrink {
+        let total: usize = (0..header.len())
+            .map(|c| widest(&rows, c).saturating_add(2))
+            .sum::<usize>()
+            .saturating_sub(2);
+        let Some(excess) = total.checked_sub(width).filter(|e| *e > 0) else {
+            break;
+        };
+        let keep = widest(&rows, col).saturating_sub(excess).max(MIN);
+        for row in &mut rows {
+            if let Some(cell) = row.get_mut(col) {
+                if cell.chars().count() > keep {
+                    let cut: String = cell.chars().take(keep.saturating_sub(1)).collect();
+                    *cell = format!("{cut}…");
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// What was not updated, grouped by why, most actionable first (the up-to-date ones are
+/// only counted): `  file:line: image tag: why` lines, at most `limit` a group
+/// (`--output json` lists every one).
+pub fn not_updated_text(not: &[NotUpdated], limit: usize) -> String {
+    const GROUPS: [(&str, &str); 6] = [
+        ("not-checked", "not checked, the registry failed"),
+        ("edit-refused", "edit refused"),
+        ("held-back", "held back by a rejection"),
+        ("skipped", "skipped"),
+        ("pinned", "pinned"),
+        ("unmanaged", "unmanaged"),
+    ];
+    let mut out = String::new();
+    for (status, title) in GROUPS {
+        let group: Vec<&NotUpdated> = not.iter().filter(|n| n.status == status).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title} ({}):", group.len());
+        for n in group.iter().take(limit) {
+            let why = n.reason.unwrap_or_default();
+            // A value with no repository of its own (a tag the chart's default completes).
+            let image = if n.image.is_empty() { "-" } else { &n.image };
+            let _ = match (status, n.tag) {
+                // The reason names the version held back.
+                ("held-back", _) => writeln!(out, "  {}:{}: {image} {why}", n.file, n.line),
+                (_, Some(tag)) => writeln!(out, "  {}:{}: {image} {tag}: {why}", n.file, n.line),
+                (_, None) => writeln!(out, "  {}:{}: {image}: {why}", n.file, n.line),
+            };
+        }
+        if let Some(more) = group.len().checked_sub(limit).filter(|m| *m > 0) {
+            let _ = writeln!(out, "  … and {more} more (--output json lists every one)");
+        }
+    }
+    out
+}
+
+/// `9 references: 5 to update, 2 pinned, 2 unmanaged`: every reference in exactly one
+/// group, so the numbers add up; empty groups are left out.
+pub fn references_summary(counts: &Counts, not: &[NotUpdated], updated: &str) -> String {
+    let of = |status: &str| not.iter().filter(|n| n.status == status).count();
+    let settled: usize = not.len();
+    let mut parts = vec![format!(
+        "{} {updated}",
+        counts.references.saturating_sub(settled)
+    )];
+    for (status, label) in [
+        ("up-to-date", "up to date"),
+        ("held-back", "held back"),
+        ("pinned", "pinned"),
+        ("unmanaged", "unmanaged"),
+        ("skipped", "skipped"),
+        ("not-checked", "not checked"),
+        ("edit-refused", "edit refused"),
+    ] {
+        match of(status) {
+            0 => {}
+            n => parts.push(format!("{n} {label}")),
+        }
+    }
+    format!("{} references: {}", counts.references, parts.join(", "))
+}
+
 /// Branches and pull requests of a remote run.
 pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport]) -> String {
     let rows: Vec<Vec<String>> = pulls
@@ -270,7 +372,7 @@ pub fn updates_table(updates: &[Update]) -> String {
 
 /// The `scan` table; references of Argo CD apps are grouped under their app, with the
 /// file each new value is written to.
-pub fn scan_table(refs: &[ImageRef]) -> String {
+pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
     let row = |r: &ImageRef| {
         let current = match (&r.tag, &r.digest) {
             (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),
@@ -297,9 +399,14 @@ pub fn scan_table(refs: &[ImageRef]) -> String {
         ]
     };
     let header = ["LOCATION", "IMAGE", "CURRENT", "POLICY", "STATUS"];
+    // Policies (then statuses) give way first: the rest says which reference it is.
+    let fit = |rows: Vec<Vec<String>>, indent: usize| match width {
+        Some(w) => fit_width(&header, rows, w.saturating_sub(indent), &[3, 4]),
+        None => rows,
+    };
     if refs.iter().all(|r| r.app.is_none()) {
         let rows: Vec<Vec<String>> = refs.iter().map(row).collect();
-        return table(&header, &rows);
+        return table(&header, &fit(rows, 0));
     }
     let mut apps: Vec<&str> = refs.iter().filter_map(|r| r.app.as_deref()).collect();
     apps.sort();
@@ -312,7 +419,7 @@ pub fn scan_table(refs: &[ImageRef]) -> String {
             .map(row)
             .collect();
         out.push_str(&format!("app {app}\n"));
-        for line in table(&header, &rows).lines() {
+        for line in table(&header, &fit(rows, 2)).lines() {
             out.push_str(&format!("  {line}\n"));
         }
         out.push('\n');
@@ -320,7 +427,7 @@ pub fn scan_table(refs: &[ImageRef]) -> String {
     let rest: Vec<Vec<String>> = refs.iter().filter(|r| r.app.is_none()).map(row).collect();
     if !rest.is_empty() {
         out.push_str("not in an Argo CD app\n");
-        for line in table(&header, &rest).lines() {
+        for line in table(&header, &fit(rest, 2)).lines() {
             out.push_str(&format!("  {line}\n"));
         }
     }

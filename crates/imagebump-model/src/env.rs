@@ -84,6 +84,9 @@ impl EnvVars {
     /// Set (to anything) to turn colours off.
     pub const NO_COLOR: &'static str = "NO_COLOR";
 
+    /// The width tables are fitted to (the terminal's when unset; ignored with `-v`).
+    pub const COLUMNS: &'static str = "COLUMNS";
+
     // Forge and git credentials (secrets: never logged).
 
     /// A token for the forge's API and git, whichever the forge.

@@ -1,0 +1,96 @@
+//! What a new user meets in the first hour: output that survives a closed pipe, logs
+//! without colour codes in a file, a `scan` table that fits the terminal, and a clear word
+//! when the directory is missing or holds nothing to manage.
+
+mod support;
+
+use support::cli::{imagebump, Cli};
+
+/// A tree whose JSON scan is far larger than a pipe's buffer, so the writer meets the
+/// closed pipe for certain.
+fn big_tree() -> tempfile::TempDir {
+    let files: Vec<(String, String)> = (0..400)
+        .map(|i| {
+            (
+                format!("apps/a{i}/deployment.yaml"),
+                format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a{i}\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: registry.test/team/app-{i}:1.0.{i}\n"),
+            )
+        })
+        .collect();
+    support::tree(&files)
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_the_usual_status() {
+    let tree = big_tree();
+    for args in ["scan DIR --output json", "scan DIR", "config schema"] {
+        let script = format!(
+            "\"$0\" {} | head -c 1 >/dev/null; echo \"status ${{PIPESTATUS[0]}}\" >&2",
+            args.replace("DIR", "\"$1\"")
+        );
+        let run = Cli::program("bash")
+            .args(["-c", &script, env!("CARGO_BIN_EXE_imagebump")])
+            .arg(tree.path())
+            .run();
+        assert_eq!(run.stderr, "status 0\n", "{args}: {run}");
+    }
+}
+
+#[test]
+fn logs_written_to_a_file_carry_no_colour_codes() {
+    let tree = big_tree();
+    // A terminal would get colour; stderr here is a pipe, as in a CronJob's log.
+    let run = imagebump()
+        .args(["-vv", "scan"])
+        .arg(tree.path())
+        .env_remove("NO_COLOR")
+        .run();
+    assert!(
+        run.stderr.contains("INFO") || run.stderr.contains("DEBUG"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains('\u{1b}'), "{run}");
+}
+
+#[test]
+fn the_scan_table_fits_columns_and_shows_everything_with_v() {
+    let policy = "registry.test/team/app-1:1.0.1 # imagebump: {\"constraint\": \">=1.0.0 <2.0.0 || >=3.1.0 <3.2.0\", \"ignoreTags\": [\"*-rc*\", \"*-beta*\"]}";
+    let tree = support::tree(&[(
+        "apps/a/deployment.yaml",
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: {policy}\n"),
+    )]);
+    let narrow = imagebump()
+        .arg("scan")
+        .arg(tree.path())
+        .env("COLUMNS", "100")
+        .run();
+    let lines: Vec<&str> = narrow.stdout.lines().collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{narrow}");
+    assert!(narrow.stdout.contains('…'), "{narrow}");
+    // -v: every cell whole, whatever the width.
+    let whole = imagebump()
+        .args(["-v", "scan"])
+        .arg(tree.path())
+        .env("COLUMNS", "100")
+        .run();
+    assert!(whole.stdout.contains("ignore *-rc*,*-beta*"), "{whole}");
+    assert!(!whole.stdout.contains('…'), "{whole}");
+}
+
+#[test]
+fn a_missing_directory_is_a_usage_error_and_an_empty_tree_says_so() {
+    let run = imagebump()
+        .args(["scan", "/nonexistent/imagebump-first-hour"])
+        .code(2)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: /nonexistent/imagebump-first-hour: no such directory\n"
+    );
+    let empty = support::tree(&[("README.md", "# nothing here\n")]);
+    let run = imagebump().arg("scan").arg(empty.path()).run();
+    assert_eq!(
+        run.stdout,
+        "no image references found in 0 files: nothing to manage (docs/discovery.md says what is read)\n"
+    );
+}
