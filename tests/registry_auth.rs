@@ -394,11 +394,16 @@ fn assert_both_updated(run: &Outcome) {
     assert!(run.errors().is_empty(), "{run}");
 }
 
-/// The message of a registry's 401 for a reference.
-fn assert_unauthorized(message: &str, repo: &str) {
+/// The message of a registry's 401 for a reference: the credentials from `sent_from` were
+/// refused, or (`None`) none were sent.
+fn assert_unauthorized(message: &str, repo: &str, sent_from: Option<&str>) {
+    let why = match sent_from {
+        Some(source) => format!("the credentials from {source} were refused (HTTP 401)"),
+        None => "HTTP 401: not authorized".to_string(),
+    };
     assert!(
         message.contains(&format!("/v2/{repo}/tags/list"))
-            && message.contains("HTTP 401: not authorized")
+            && message.contains(&why)
             && message.ends_with("1 reference(s) not checked"),
         "{message}"
     );
@@ -434,13 +439,72 @@ fn env_credentials_and_a_wrong_password_fail_only_their_registry() {
     assert_eq!(ok.report["requests"]["tagListPages"], 3, "{ok}");
 
     let bad = run(&tree, &[("REG_CREDS", &wrong), ("OTHER_CREDS", &good)], 1);
-    assert_unauthorized(&bad.error_at("auth.test/team/app-a"), "team/app-a");
-    assert_unauthorized(&bad.error_at("auth.test/team/app-b"), "team/app-b");
+    assert_unauthorized(
+        &bad.error_at("auth.test/team/app-a"),
+        "team/app-a",
+        Some("env:REG_CREDS"),
+    );
+    assert_unauthorized(
+        &bad.error_at("auth.test/team/app-b"),
+        "team/app-b",
+        Some("env:REG_CREDS"),
+    );
     // The other registry is unaffected: its update, no error, no skipped registry.
     bad.assert_updated("other.test/team/app-c", "2.0.0", "2.1.0");
     assert_eq!(bad.updates().len(), 1, "{bad}");
     assert_eq!(bad.errors().len(), 2, "{bad}");
     assert_eq!(bad.report["counts"]["failed"], 2, "{bad}");
+}
+
+/// What an operator reads on stderr (no `-v`) when a registry refuses a reference: refused
+/// credentials name their source and never their secret; without credentials, the hint
+/// says to add some.
+#[test]
+fn refused_credentials_name_their_source_and_missing_ones_ask_for_some() {
+    let reg = auth_registry();
+    let tree = Tree::new("");
+    tree.kustomization("a", &[("auth.test/team/app-a", "1.0.0")]);
+    let stderr = |credentials: &str, env: &[(&str, &str)]| {
+        tree.config(&format!(
+            "registries:\n{}",
+            entry("auth.test", &reg.base_url(), credentials)
+        ));
+        let run = imagebump()
+            .home(tree.home.path())
+            .docker_config_dir(tree.docker.path())
+            .args(["run", "--dry-run"])
+            .arg(tree.root.path())
+            .arg("--config")
+            .arg(tree.root.path().join("imagebump.yaml"))
+            .envs(env.iter().copied())
+            .timeout(RUN_TIMEOUT)
+            .code(1)
+            .run();
+        for secret in [PASSWORD, WRONG_PASSWORD] {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "{run}"
+            );
+        }
+        run.filtered_stderr()
+    };
+    let wrong = format!("{USER}:{WRONG_PASSWORD}");
+    assert_eq!(
+        stderr("credentials: env:REG_PASSWORD", &[("REG_PASSWORD", &wrong)]),
+        "error: auth.test/team/app-a: http://127.0.0.1:[PORT]/v2/team/app-a/tags/list?n=1000: the credentials from env:REG_PASSWORD were refused (HTTP 401); 1 reference(s) not checked (hint: check the user and password (or token) env:REG_PASSWORD holds, and that they are current; `imagebump registry check` shows the user sent)\n"
+    );
+    // The same from the Docker config, chosen implicitly.
+    tree.docker_config(&json!({"auths": {"auth.test": {"auth": b64(&wrong)}}}));
+    assert_eq!(
+        stderr("", &[]),
+        "error: auth.test/team/app-a: http://127.0.0.1:[PORT]/v2/team/app-a/tags/list?n=1000: the credentials from dockerconfig were refused (HTTP 401); 1 reference(s) not checked (hint: check the user and password (or token) dockerconfig holds, and that they are current; `imagebump registry check` shows the user sent)\n"
+    );
+    // No credentials at all: the registry wants some.
+    tree.docker_config(&json!({"auths": {}}));
+    assert_eq!(
+        stderr("", &[]),
+        "error: auth.test/team/app-a: http://127.0.0.1:[PORT]/v2/team/app-a/tags/list?n=1000: HTTP 401: not authorized; 1 reference(s) not checked (hint: add credentials: `docker login` (Docker config.json / DOCKER_CONFIG) or registries[].credentials (e.g. env:VAR) in the operator's configuration (--config))\n"
+    );
 }
 
 /// 2. `file:` with `user:password` (as a mounted secret, with a trailing newline) and with a
@@ -476,7 +540,7 @@ fn file_credentials_pair_and_dockerconfigjson() {
         &json!({"auths": {"ghcr.io": {"auth": b64("someone:else")}}}).to_string(),
     );
     let r = run(&tree, &[], 1);
-    assert_unauthorized(&r.error_at("auth.test/team/app-a"), "team/app-a");
+    assert_unauthorized(&r.error_at("auth.test/team/app-a"), "team/app-a", None);
 }
 
 /// 3. `dockerconfig` reads `$DOCKER_CONFIG/config.json`; with no `credentials` key at all
@@ -505,7 +569,7 @@ fn docker_config_explicit_and_implicit() {
     assert_eq!(r.errors().len(), 2, "{r}");
     for repo in ["team/app-a", "team/app-b"] {
         let message = r.error_at(&format!("auth.test/{repo}"));
-        assert_unauthorized(&message, repo);
+        assert_unauthorized(&message, repo, None);
     }
 }
 
@@ -823,7 +887,11 @@ fn image_rule_credentials_override_the_registry_entry() {
     r.assert_updated("auth.test/team/app-a", "1.0.0", "1.2.0");
     assert_eq!(r.updates().len(), 1, "{r}");
     assert!(r.errors_at("auth.test/team/app-a").is_empty(), "{r}");
-    assert_unauthorized(&r.error_at("auth.test/team/app-b"), "team/app-b");
+    assert_unauthorized(
+        &r.error_at("auth.test/team/app-b"),
+        "team/app-b",
+        Some("env:REG_CREDS"),
+    );
 }
 
 // -------------------------------------------------------------------------------------------
@@ -1584,7 +1652,10 @@ async fn token_realm_refusal_rereads_file_credentials_once() {
             let message = r.error_at("file-bearer.test/team/api");
             assert!(
                 message.starts_with(&format!("{}/token?", registry.uri()))
-                    && message.contains("HTTP 401: not authorized; 1 reference(s) not checked"),
+                    && message.contains(&format!(
+                        "the credentials from file:{} were refused (HTTP 401); 1 reference(s) not checked",
+                        file.display()
+                    )),
                 "{message}"
             );
         }

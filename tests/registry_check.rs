@@ -108,23 +108,13 @@ fn refused_and_missing_credentials_fail_the_check_with_a_reason() {
         ),
     );
     let Run { stdout, stderr, .. } = check(dir.path(), &[("REG_CREDS", wrong)], &[], 1);
-    let blocks = blocks(&stdout);
-    assert_eq!(blocks.len(), 2, "{stdout}");
-    assert!(
-        blocks[0].starts_with(&format!("{}/team (", reg.host())),
-        "{stdout}"
-    );
-    assert!(
-        blocks[0].contains("credentials: env:REG_CREDS (variable REG_CREDS, user checker)")
-            && blocks[0]
-                .contains("HTTP 401: not authorized (the registry refused the credentials)"),
-        "{stdout}"
-    );
-    assert!(
-        blocks[1].contains("credentials: anonymous")
-            && blocks[1]
-                .contains("(anonymous: the registry wants credentials; see docs/registries.md)"),
-        "{stdout}"
+    let (host, url) = (reg.host(), reg.base_url());
+    assert_eq!(
+        blocks(&stdout),
+        [
+            format!("{host}/team ({url})\n  credentials: env:REG_CREDS (variable REG_CREDS, user checker)\n  auth:        failed: {url}/v2/: the credentials from env:REG_CREDS were refused (HTTP 401)\n  limits:      concurrency 8\n"),
+            format!("{host} ({url})\n  credentials: anonymous\n  auth:        failed: {url}/v2/: HTTP 401: not authorized (anonymous: the registry wants credentials; see docs/registries.md)\n  limits:      concurrency 8\n"),
+        ]
     );
     assert!(!stdout.contains("wrong-pw-5521") && !stderr.contains("wrong-pw-5521"));
 }

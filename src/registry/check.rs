@@ -146,7 +146,10 @@ fn failure(e: &Error, source: &Source) -> String {
                 "failed: {e} (anonymous: the registry wants credentials; see docs/registries.md)"
             )
         }
-        Error::Unauthorized { .. } => format!("failed: {e} (the registry refused the credentials)"),
+        Error::Unauthorized { sent_from: None, .. } => format!(
+            "failed: {e} (no credentials were sent: {} has none for this host; see docs/registries.md)",
+            source.describe()
+        ),
         other => format!("failed: {other}"),
     }
 }

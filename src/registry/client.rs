@@ -431,9 +431,28 @@ impl Client {
                     learned = true;
                     self.learn(challenge, scope, url).await?;
                 }
-                Refusal::Challenge(_) => return Err(unauthorized(url, 401)),
-                Refusal::Error(e) => return Err(e),
+                Refusal::Challenge(_) => {
+                    return Err(self.refused(unauthorized(url, 401), used.as_ref()))
+                }
+                Refusal::Error(e) => return Err(self.refused(e, used.as_ref())),
             }
+        }
+    }
+
+    /// A 401 or 403 to a request that carried credentials names their source: they were
+    /// refused, and adding credentials is not the fix.
+    fn refused(&self, e: Error, used: Option<&InUse>) -> Error {
+        match e {
+            Error::Unauthorized { url, status, .. }
+                if used.is_some_and(|u| u.credential.is_some()) =>
+            {
+                Error::Unauthorized {
+                    url,
+                    status,
+                    sent_from: Some(self.credentials.source().describe()),
+                }
+            }
+            other => other,
         }
     }
 
@@ -779,6 +798,7 @@ fn unauthorized(url: &str, status: u16) -> Error {
     Error::Unauthorized {
         url: url.to_string(),
         status,
+        sent_from: None,
     }
 }
 

@@ -66,8 +66,14 @@ pub enum Error {
         url: String,
         retry_after: Option<Duration>,
     },
-    #[error("{url}: HTTP {status}: not authorized")]
-    Unauthorized { url: String, status: u16 },
+    /// 401 or 403. `sent_from` names the credentials source when the request carried its
+    /// credentials (they were refused); `None` when it carried none.
+    #[error("{url}: {}", refusal(*status, sent_from.as_deref()))]
+    Unauthorized {
+        url: String,
+        status: u16,
+        sent_from: Option<String>,
+    },
     #[error("{url}: repository or tag not found (HTTP 404)")]
     NotFound { url: String },
     #[error("{url}: unexpected HTTP {status}")]
@@ -82,6 +88,15 @@ pub enum Error {
     Credentials { host: String, reason: String },
     #[error("{host}: not asked: {reason}")]
     Skipped { host: String, reason: String },
+}
+
+/// What a 401 or 403 means: without credentials, that some are wanted; with them, that
+/// the ones from `sent_from` were refused (never what they hold).
+fn refusal(status: u16, sent_from: Option<&str>) -> String {
+    match sent_from {
+        None => format!("HTTP {status}: not authorized"),
+        Some(from) => format!("the credentials from {from} were refused (HTTP {status})"),
+    }
 }
 
 impl Error {
@@ -114,8 +129,14 @@ impl Error {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Unauthorized { .. } => Some(
-                "add credentials: `docker login` (Docker config.json / DOCKER_CONFIG) or registries[].credentials: env:VAR in imagebump.yaml".into(),
+            Error::Unauthorized { sent_from: Some(from), status: 403, .. } => Some(format!(
+                "the registry knows the user from {from} but does not let it read this repository: grant it pull access"
+            )),
+            Error::Unauthorized { sent_from: Some(from), .. } => Some(format!(
+                "check the user and password (or token) {from} holds, and that they are current; `imagebump registry check` shows the user sent"
+            )),
+            Error::Unauthorized { sent_from: None, .. } => Some(
+                "add credentials: `docker login` (Docker config.json / DOCKER_CONFIG) or registries[].credentials (e.g. env:VAR) in the operator's configuration (--config)".into(),
             ),
             Error::Transport { reason, .. } if reason.contains("certificate") || reason.contains("tls") => {
                 Some("add the registry's CA with registries[].caFile in imagebump.yaml".into())
