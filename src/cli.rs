@@ -49,16 +49,19 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum RegistryCommand {
-    /// For each registry (every `registries` entry, or the ones named), say which
-    /// credentials source answered, whether the registry accepted it, and the rate-limit
-    /// headroom. Never prints a secret. Exits 1 when any check fails.
+    /// For each registry (every `registries` entry and those the repository here uses, or
+    /// the ones named), say which credentials source answered, whether the registry
+    /// accepted it, and the rate-limit headroom. Never prints a secret. Exits 1 when any
+    /// check fails.
     Check(RegistryCheckArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct RegistryCheckArgs {
     /// Registry prefixes or images to check, e.g. `ghcr.io/acme` or `ghcr.io/acme/web`
-    /// (an image is also read: its first page of tags). Default: every `registries` entry.
+    /// (an image is also read: its first page of tags). Default: every `registries` entry,
+    /// and in a repository (imagebump.yaml or .git here) every other registry its
+    /// references use.
     pub targets: Vec<String>,
     /// Configuration file (default: ./imagebump.yaml if present).
     #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]

@@ -212,3 +212,55 @@ fn https_at_a_plain_http_registry_says_to_use_http() {
     );
     check(dir.path(), &[], &[], 0);
 }
+
+/// README's bare `imagebump registry check`, run in a repository: every `registries` entry,
+/// then each other registry the repository's references use, once, as a run would ask it.
+#[test]
+fn no_arguments_checks_the_entries_and_the_registries_the_repository_uses() {
+    let configured = Registry::start(RegistryMode::Plain);
+    configured.push_tags("team/web", &["1.0.0"]);
+    let unconfigured = Registry::start(RegistryMode::Plain);
+    let (a, b) = (configured.host(), unconfigured.host());
+    let repo = support::tree(&[
+        ("imagebump.yaml", "defaults:\n  strategy: semver\n".to_string()),
+        (
+            "app/pod.yaml",
+            format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: web\n      image: {a}/team/web:1.0.0\n    - name: api\n      image: {b}/team/api:1.0.0\n    - name: worker\n      image: {b}/team/worker:2.0.0\n"),
+        ),
+    ]);
+    let operator = tempfile::tempdir().unwrap();
+    config(
+        operator.path(),
+        &format!("registries:\n  - prefix: {a}\n    url: http://{a}\n"),
+    );
+    let run = imagebump()
+        .current_dir(repo.path())
+        .args(["registry", "check", "--config"])
+        .arg(operator.path().join("imagebump.yaml"))
+        .code(1)
+        .run();
+    assert_eq!(
+        blocks(&run.stdout),
+        [
+            format!("{a} (http://{a})\n  credentials: anonymous\n  auth:        ok (no authentication asked)\n  limits:      concurrency 8\n"),
+            format!("{b} (https://{b})\n  credentials: anonymous\n  auth:        failed: https://{b}/v2/: this looks like a plain-HTTP registry (it answered the TLS handshake in plain HTTP): use url: http://{b}\n  limits:      concurrency 8\n"),
+        ]
+    );
+    // Outside a repository the configuration's entries alone, and none is a usage error.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = imagebump()
+        .current_dir(elsewhere.path())
+        .args(["registry", "check", "--config"])
+        .arg(operator.path().join("imagebump.yaml"))
+        .run();
+    assert_eq!(blocks(&run.stdout).len(), 1, "{}", run.stdout);
+    let run = imagebump()
+        .current_dir(elsewhere.path())
+        .args(["registry", "check"])
+        .code(2)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: no registries configured; name one, e.g. `imagebump registry check ghcr.io/acme/web`\n"
+    );
+}

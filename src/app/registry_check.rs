@@ -1,6 +1,8 @@
 //! `imagebump registry check [TARGET...]`: probe each registry with the client a run would
-//! use (`registry::check`) and print what answered.
+//! use (`registry::check`) and print what answered. Without targets: every `registries`
+//! entry and the other registries the current repository's references use.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::source::load_config;
@@ -13,16 +15,16 @@ use crate::registry::Registries;
 
 pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {
     let (config, _) = load_config(args.config.as_deref(), Path::new("."))?;
+    let registries = Registries::new(config.registries.clone())
+        .map_err(|source| Error::Registries { file: None, source })?;
     let targets: Vec<String> = if args.targets.is_empty() {
-        config.registries.iter().map(|r| r.prefix.clone()).collect()
+        every_registry(&config, &registries, Path::new("."))
     } else {
         args.targets.clone()
     };
     if targets.is_empty() {
         return Err(Error::NoRegistries);
     }
-    let registries = Registries::new(config.registries.clone())
-        .map_err(|source| Error::Registries { file: None, source })?;
     let mut results = Vec::new();
     for t in &targets {
         let credentials = rule_credentials(&config, t);
@@ -40,6 +42,27 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
     } else {
         Status::Problems
     })
+}
+
+/// What a bare `registry check` checks: every `registries` entry, then, when `dir` is a
+/// repository (it holds imagebump.yaml or `.git`), the registry of each managed reference
+/// there that no entry covers: what a run in that directory would ask. Elsewhere (a home
+/// directory, `/`) the tree is not walked.
+fn every_registry(config: &Config, registries: &Registries, dir: &Path) -> Vec<String> {
+    let mut targets: Vec<String> = config.registries.iter().map(|r| r.prefix.clone()).collect();
+    let repository = dir.join(".git").exists() || crate::config::locate(None, dir).is_some();
+    if !repository {
+        return targets;
+    }
+    let found = crate::discover::discover(dir, config);
+    let hosts: BTreeSet<String> = found
+        .refs
+        .iter()
+        .filter(|r| r.is_managed() && registries.entry_for(&r.image).is_none())
+        .map(|r| r.image.registry.clone())
+        .collect();
+    targets.extend(hosts);
+    targets
 }
 
 /// The credentials source of the `images` rule for a target that names a repository.
