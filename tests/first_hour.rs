@@ -94,3 +94,48 @@ fn a_missing_directory_is_a_usage_error_and_an_empty_tree_says_so() {
         "no image references found in 0 files: nothing to manage (docs/discovery.md says what is read)\n"
     );
 }
+
+/// Run on a subdirectory of a repository, imagebump finds the repository's imagebump.yaml
+/// (its root is the directory that holds it) and updates only the subdirectory: never the
+/// major bump the repository's constraint forbids.
+#[test]
+fn a_subdirectory_keeps_the_repositorys_configuration_and_only_it_moves() {
+    let reg = support::Registry::start(support::RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.4.0", "1.4.2", "2.0.0"]);
+    reg.push_tags("team/api", &["1.0.0", "1.1.0"]);
+    let deploy = |name: &str, tag: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  template:\n    spec:\n      containers:\n      - name: {name}\n        image: registry.test/team/{name}:{tag}\n")
+    };
+    let tree = support::make_worktree(&[
+        (
+            "gitops/imagebump.yaml",
+            "images:\n  - match: registry.test/team/web\n    constraint: \"~1.4\"\n",
+        ),
+        ("gitops/apps/web/deployment.yaml", &deploy("web", "1.4.0")),
+        ("gitops/apps/api/deployment.yaml", &deploy("api", "1.0.0")),
+    ]);
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("operator.yaml");
+    let registries = format!(
+        "registries:\n  - prefix: registry.test\n    url: {}\n",
+        reg.base_url()
+    );
+    std::fs::write(&cfg, registries).unwrap();
+    let sub = tree.path().join("gitops/apps/web");
+    let run = imagebump()
+        .args(["run", "--dry-run", "--config"])
+        .arg(&cfg)
+        .arg(&sub)
+        .run();
+    assert!(
+        run.stdout.contains("-        image: registry.test/team/web:1.4.0\n+        image: registry.test/team/web:1.4.2\n"),
+        "{run}"
+    );
+    assert!(!run.stdout.contains("team/api"), "{run}");
+    assert!(run.stdout.contains("1 references: 1 to update;"), "{run}");
+    // The path is the repository's, from the directory imagebump.yaml is in.
+    assert!(
+        run.stdout.contains("diff --git a/apps/web/deployment.yaml"),
+        "{run}"
+    );
+}

@@ -454,6 +454,9 @@ async fn analyse_once(
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
     let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    if let Some(scope) = &loaded.ws.scope {
+        found.limit_to(&loaded.ws.root, scope);
+    }
     // A shard keeps the references of its change-set groups only: registry work and
     // pull requests are split, and the shards together do what one run would.
     if let Some((i, n)) = plan.shard {

@@ -9,7 +9,10 @@ use crate::report::{self, ScanEntry, ScanReport};
 
 pub fn scan(source: &Source, out: &Output) -> Result<Status, Error> {
     let loaded = source::open(source, super::git_token(), 1)?;
-    let found = discover::discover(&loaded.ws.root, &loaded.config);
+    let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    if let Some(scope) = &loaded.ws.scope {
+        found.limit_to(&loaded.ws.root, scope);
+    }
     match out.format {
         Format::Json => print_json(&ScanReport {
             version: 1,

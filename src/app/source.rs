@@ -42,6 +42,17 @@ pub struct Loaded {
 /// and load its configuration.
 pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Result<Loaded, Error> {
     let mut ws = tree::open(&source.location, source.git_ref.as_deref(), token, depth)?;
+    if ws.remote.is_none() {
+        if let Some(root) = repository_root(&ws.root) {
+            ws = ws.rooted_at(&root);
+            tracing::info!(
+                "{} is below {}: its imagebump.yaml and Argo CD Applications apply; only {} is updated",
+                source.location,
+                root.display(),
+                ws.scope.as_deref().unwrap_or_default()
+            );
+        }
+    }
     let (config, config_path) = load_config(source.config.as_deref(), &ws.root)?;
     check_signing(&config, config_path.as_deref())?;
     ws.git = ws.git.map(|g| g.with_signing(config.signing.clone()));
@@ -50,6 +61,24 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
         config,
         config_path,
     })
+}
+
+/// For a directory without a configuration file of its own, inside a git work tree: the
+/// nearest directory above it, up to the work tree's top, that has one. That is where the
+/// repository's settings (and its Argo CD Applications) are, so that a run on
+/// `gitops/apps/web` keeps the constraints `gitops/imagebump.yaml` sets.
+fn repository_root(dir: &Path) -> Option<PathBuf> {
+    let has_config = |d: &Path| config::CONFIG_NAMES.iter().any(|n| d.join(n).is_file());
+    if has_config(dir) {
+        return None;
+    }
+    let top = tree::git_top_level(dir)?;
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(&top))
+        .find(|a| has_config(a))
+        .map(Path::to_path_buf)
 }
 
 /// The configuration: the operator's (`explicit`, trusted) with the repository's own file

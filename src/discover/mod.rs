@@ -193,6 +193,29 @@ pub struct Discovery {
     pub files_scanned: usize,
 }
 
+impl Discovery {
+    /// Only what lies under `scope` (a directory relative to `root`): the references read
+    /// and written there, the problems and notes of its files. What is outside was read
+    /// for its settings (Argo CD Applications, ImageUpdaters, Flux policies) only.
+    pub fn limit_to(&mut self, root: &Path, scope: &str) {
+        let prefix = format!("{}/", scope.trim_end_matches('/'));
+        let inside = |f: &str| f.starts_with(&prefix);
+        self.refs.retain(|r| {
+            inside(&r.file)
+                && r.writes_to.as_deref().is_none_or(inside)
+                && r.creations.iter().all(|c| inside(&c.file))
+        });
+        self.sources.retain(|f, _| inside(f));
+        // A problem at a file of the tree outside the scope is not this run's.
+        let ours = |p: &Problem| {
+            let file = p.location.split(':').next().unwrap_or_default();
+            inside(file) || file.is_empty() || !root.join(file).exists()
+        };
+        self.problems.retain(ours);
+        self.notes.retain(ours);
+    }
+}
+
 /// Per-file context handed to the file-kind scanners.
 pub struct FileCtx<'a> {
     pub file: &'a str,

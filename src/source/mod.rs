@@ -18,6 +18,10 @@ pub struct Workspace {
     pub branch: Option<String>,
     /// The git client the clone was made with (and its credentials), for pushing.
     pub git: Option<git::Git>,
+    /// The directory the command line named, relative to `root`, when it is below it (a
+    /// subdirectory of the repository whose configuration applies): only what lies there
+    /// is updated.
+    pub scope: Option<String>,
     /// Keeps a temporary clone alive for the run.
     _tmp: Option<tempfile::TempDir>,
 }
@@ -87,6 +91,7 @@ pub fn open(
             commit,
             branch,
             git: Some(git),
+            scope: None,
             _tmp: Some(tmp),
         });
     }
@@ -101,8 +106,42 @@ pub fn open(
         commit,
         branch: checked_out_branch(root),
         git: None,
+        scope: None,
         _tmp: None,
     })
+}
+
+impl Workspace {
+    /// Make the repository directory `root` (an ancestor of the tree opened) the root, the
+    /// tree opened its scope.
+    pub fn rooted_at(mut self, root: &Path) -> Workspace {
+        let (Ok(dir), Ok(top)) = (self.root.canonicalize(), root.canonicalize()) else {
+            return self;
+        };
+        let Ok(rel) = dir.strip_prefix(&top) else {
+            return self;
+        };
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts.is_empty() {
+            return self;
+        }
+        self.scope = Some(parts.join("/"));
+        self.branch = checked_out_branch(&top).or(self.branch);
+        self.root = top;
+        self
+    }
+}
+
+/// The top of the git work tree `dir` is in (the nearest directory holding `.git`), if any;
+/// found by looking, no program run.
+pub fn git_top_level(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|a| a.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 #[cfg(test)]
