@@ -5,7 +5,8 @@
 #   docker run --rm imagebump:0.1.0 run --dry-run https://github.com/acme/gitops.git
 #
 # Stages:
-#   build    Debian + rustup's x86_64-unknown-linux-musl target + musl-tools (for ring's C).
+#   build    Debian + rustup's musl target for the platform (x86_64 or aarch64) + musl-tools
+#            (for the C of ring and mimalloc).
 #   runtime  Alpine, non-root user 65532:65532, ENTRYPOINT ["imagebump"]. Build it with
 #            `--target runtime`: this is the image for Kubernetes (cronjob.yaml) and `docker run`.
 #   action   The last stage, so the one a plain `docker build .` and the GitHub Action
@@ -14,7 +15,8 @@
 #            $GITHUB_OUTPUT and $GITHUB_STEP_SUMMARY files (see docs/github-action.md).
 #
 # TLS is rustls only (no OpenSSL); the CA bundle comes from Alpine's ca-certificates.
-# Only linux/amd64 is built (the target triple below is fixed).
+# linux/amd64 and linux/arm64: the build stage runs on the platform being built (BuildKit's
+# TARGETARCH picks the musl target; the release workflow emulates the other one with QEMU).
 #
 # Base images are pinned by tag. To pin by digest as well, resolve the tag and append it,
 # e.g. `docker buildx imagetools inspect alpine:3.22` -> `alpine:3.22@sha256:<digest>`,
@@ -24,20 +26,27 @@ ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=alpine:3.22
 
 FROM ${RUST_IMAGE} AS build
+ARG TARGETARCH=amd64
 # musl-tools from the base's Debian release; the toolchain itself is pinned by RUST_IMAGE.
 # hadolint ignore=DL3008
-RUN apt-get update \
+RUN case "${TARGETARCH}" in \
+      amd64) echo x86_64-unknown-linux-musl ;; \
+      arm64) echo aarch64-unknown-linux-musl ;; \
+      *) echo "unsupported TARGETARCH ${TARGETARCH}" >&2; exit 1 ;; \
+    esac > /rust-target \
+    && apt-get update \
     && apt-get install -y --no-install-recommends musl-tools \
     && rm -rf /var/lib/apt/lists/* \
-    && rustup target add x86_64-unknown-linux-musl
+    && rustup target add "$(cat /rust-target)"
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY crates ./crates
 # --locked: exactly the dependency versions of Cargo.lock. The check after the build fails
 # the image if the binary came out dynamically linked.
-RUN cargo build --release --locked --target x86_64-unknown-linux-musl \
-    && install -m 0755 target/x86_64-unknown-linux-musl/release/imagebump /usr/local/bin/imagebump \
+RUN target="$(cat /rust-target)" \
+    && cargo build --release --locked --target "${target}" \
+    && install -m 0755 "target/${target}/release/imagebump" /usr/local/bin/imagebump \
     && readelf -d /usr/local/bin/imagebump > /tmp/dynamic-section.txt \
     && if grep NEEDED /tmp/dynamic-section.txt; then \
          echo "imagebump is not statically linked" >&2; exit 1; \

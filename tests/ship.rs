@@ -165,16 +165,19 @@ fn dockerfile_builds_a_static_rustls_binary_into_a_non_root_runtime() {
     assert_eq!(names, ["build", "runtime", "action"]);
     let stage = |name: &str| stages.iter().find(|(n, _)| n == name).unwrap().1.join("\n");
 
+    // Each platform builds its own musl target (the release workflow builds amd64 and arm64).
     let build = stage("build");
-    assert!(
-        build.contains("rustup target add x86_64-unknown-linux-musl"),
-        "{build}"
-    );
-    assert!(build.contains("musl-tools"), "{build}");
-    assert!(
-        build.contains("cargo build --release --locked --target x86_64-unknown-linux-musl"),
-        "{build}"
-    );
+    for line in [
+        "amd64) echo x86_64-unknown-linux-musl ;;",
+        "arm64) echo aarch64-unknown-linux-musl ;;",
+        "esac > /rust-target",
+        "rustup target add \"$(cat /rust-target)\"",
+        "target=\"$(cat /rust-target)\"",
+        "cargo build --release --locked --target \"${target}\"",
+        "musl-tools",
+    ] {
+        assert!(build.contains(line), "build stage lacks `{line}`:\n{build}");
+    }
 
     let runtime = stage("runtime");
     for package in ["ca-certificates", "git", "openssh-client"] {
@@ -237,6 +240,13 @@ fn dockerignore_sends_only_what_the_build_copies() {
 
 #[test]
 fn dependency_tree_has_no_openssl() {
+    // Both release targets (.github/workflows/release.yml).
+    for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
+        assert_no_openssl(target);
+    }
+}
+
+fn assert_no_openssl(target: &str) {
     // rustls only. `openssl-probe` (from rustls-native-certs) is pure Rust: it only looks
     // for the CA bundle's path, so it is allowed.
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -248,14 +258,17 @@ fn dependency_tree_has_no_openssl() {
         "--prefix",
         "none",
         "--target",
-        "x86_64-unknown-linux-musl",
+        target,
     ]);
     let tree = String::from_utf8(run_ok(cmd).stdout).unwrap();
     let crates: BTreeSet<&str> = tree
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert!(crates.contains("rustls"), "rustls missing from:\n{tree}");
+    assert!(
+        crates.contains("rustls"),
+        "{target}: rustls missing from:\n{tree}"
+    );
     for banned in [
         "openssl",
         "openssl-sys",
@@ -266,7 +279,7 @@ fn dependency_tree_has_no_openssl() {
     ] {
         assert!(
             !crates.contains(banned),
-            "{banned} is in the dependency tree"
+            "{banned} is in {target}'s dependency tree"
         );
     }
 }
