@@ -236,6 +236,54 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
         assert!(bash.stdout.contains(line), "no `{line}`:\n{bash}");
     }
 
+    // The README's tour on the demo, as written, with the file and the stop command the
+    // script printed, and `imagebump` this build.
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let block = after(&readme, "## Tour\n", '\u{0}');
+    let block = after(block, "```sh\n", '`');
+    let mut script = Vec::new();
+    for line in block.lines() {
+        let command = line.split("  #").next().unwrap().trim();
+        if command.is_empty() || command.starts_with("fixtures/demo/run.sh") {
+            continue;
+        } else if command.starts_with("export IMAGEBUMP_CONFIG=") {
+            script.push(format!("export IMAGEBUMP_CONFIG={}", config.display()));
+        } else if command.starts_with("kill PID") {
+            continue; // run below, as printed
+        } else {
+            script.push(format!("{command} || echo \"FAILED($?): {command}\""));
+        }
+    }
+    assert_eq!(script.len(), 9, "{block}");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_imagebump")).parent().unwrap();
+    let readme_path = std::env::join_paths([bin_dir, path.path()]).unwrap();
+    let tour_run = Cli::program(path.path().join("bash"))
+        .arg("-c")
+        .arg(script.join("\n"))
+        .current_dir(root())
+        .env("PATH", readme_path)
+        .env("TMPDIR", scratch.path())
+        .run();
+    for line in [
+        "10 references in 5 files (6 managed, 4 unmanaged)",
+        "chosen:  1.25.4-alpine",
+        "read:        ok (7 tag(s)",
+        "\"counts\"",
+    ] {
+        assert!(tour_run.stdout.contains(line), "no `{line}`:\n{tour_run}");
+    }
+    // Only --exit-code's 3 is not 0.
+    let failed: Vec<&str> = tour_run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("FAILED("))
+        .collect();
+    assert_eq!(
+        failed,
+        ["FAILED(3): imagebump run --dry-run fixtures/demo --exit-code"],
+        "{tour_run}"
+    );
+
     // The printed command stops it.
     Cli::program(path.path().join("bash"))
         .arg("-c")
