@@ -139,3 +139,26 @@ fn a_subdirectory_keeps_the_repositorys_configuration_and_only_it_moves() {
         "{run}"
     );
 }
+
+/// `config check`'s findings are its answer, on stdout: not log lines on stderr.
+#[test]
+fn config_check_prints_its_findings_as_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("operator.yaml");
+    std::fs::write(
+        &cfg,
+        "registries:\n  - prefix: registry.example.com\n    url: https://registry.example.com\n    credentials: env:REGISTRY_TOKEN\n    credentialsExpire: 1h\n",
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["config", "check", "--config"])
+        .arg(&cfg)
+        .arg(dir.path())
+        .run();
+    assert_eq!(run.stderr, "", "{run}");
+    let shown = run.stdout.replace(&cfg.display().to_string(), "CFG");
+    assert!(
+        shown.contains("CFG: valid\n  warning: CFG: registries[0].credentialsExpire: only ext: and file: sources are asked again on a timer; the others say when their answer expires\n"),
+        "{shown}"
+    );
+}

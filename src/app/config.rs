@@ -35,6 +35,10 @@ pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Erro
     };
     let config = loaded.config;
     print(format_args!("{}: valid\n", path.display()));
+    // Findings are part of the check's answer, not log lines.
+    for w in &loaded.config_warnings {
+        print(format_args!("  warning: {w}\n"));
+    }
     if let Ok(p) = Policy::compile(config.defaults.clone(), Default::default()) {
         print(format_args!("  defaults: {}\n", p.summary()));
     }

@@ -14,7 +14,11 @@ use crate::registry::check::{check_one, target_image, Checked};
 use crate::registry::Registries;
 
 pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {
-    let (config, _) = load_config(args.config.as_deref(), Path::new("."))?;
+    let configured = load_config(args.config.as_deref(), Path::new("."))?;
+    for w in &configured.warnings {
+        out.warning(w);
+    }
+    let config = configured.config;
     let registries = Registries::new(config.registries.clone())
         .map_err(|source| Error::Registries { file: None, source })?;
     let targets: Vec<String> = if args.targets.is_empty() {

@@ -37,6 +37,9 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan);
     let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
+    for w in &loaded.config_warnings {
+        out.warning(w);
+    }
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     refuse_push_by_api(plan, &loaded)?;
     let mut problems: Vec<Problem> = Vec::new();

@@ -9,6 +9,9 @@ use crate::report::{self, ScanEntry, ScanReport};
 
 pub fn scan(source: &Source, out: &Output) -> Result<Status, Error> {
     let loaded = source::open(source, super::git_token(), 1)?;
+    for w in &loaded.config_warnings {
+        out.warning(w);
+    }
     let mut found = discover::discover(&loaded.ws.root, &loaded.config);
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.root, scope);

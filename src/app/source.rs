@@ -36,6 +36,25 @@ pub struct Loaded {
     pub config: Config,
     /// The file the configuration came from (`None`: built-in defaults).
     pub config_path: Option<PathBuf>,
+    /// What is valid but probably not meant, `file: what` (the command shows them).
+    pub config_warnings: Vec<String>,
+}
+
+/// The configuration in force, where it came from, and its warnings (`file: what`).
+pub struct Configured {
+    pub config: Config,
+    /// The file it came from (the repository's when there is one; `None`: the defaults).
+    pub path: Option<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+/// `path: warning` for each of `config`'s warnings.
+fn warnings_of(config: &Config, path: &Path) -> Vec<String> {
+    config::validate(config)
+        .1
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect()
 }
 
 /// Open the source (a shallow clone of `depth` commits for a remote) with this git token,
@@ -53,13 +72,18 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
             );
         }
     }
-    let (config, config_path) = load_config(source.config.as_deref(), &ws.root)?;
+    let Configured {
+        config,
+        path: config_path,
+        warnings,
+    } = load_config(source.config.as_deref(), &ws.root)?;
     check_signing(&config, config_path.as_deref())?;
     ws.git = ws.git.map(|g| g.with_signing(config.signing.clone()));
     Ok(Loaded {
         ws,
         config,
         config_path,
+        config_warnings: warnings,
     })
 }
 
@@ -84,14 +108,15 @@ fn repository_root(dir: &Path) -> Option<PathBuf> {
 /// The configuration: the operator's (`explicit`, trusted) with the repository's own file
 /// found under `root` (restricted: no registries, no credentials) on top; and the file it
 /// came from (the repository's when there is one).
-pub fn load_config(
-    explicit: Option<&Path>,
-    root: &Path,
-) -> Result<(Config, Option<PathBuf>), Error> {
+pub fn load_config(explicit: Option<&Path>, root: &Path) -> Result<Configured, Error> {
     let operator = match explicit {
         Some(path) => Some((config::load(path)?, path.to_path_buf())),
         None => None,
     };
+    let mut warnings: Vec<String> = operator
+        .as_ref()
+        .map(|(c, p)| warnings_of(c, p))
+        .unwrap_or_default();
     let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -115,18 +140,24 @@ pub fn load_config(
             .into());
         }
     }
-    match (operator, repository) {
-        (None, None) => Ok((Config::default(), None)),
-        (Some((config, path)), None) => Ok((config, Some(path))),
+    let (config, path) = match (operator, repository) {
+        (None, None) => (Config::default(), None),
+        (Some((config, path)), None) => (config, Some(path)),
         (operator, Some(path)) => {
             let (repo, keys) = config::load_repository(&path)?;
+            warnings.extend(warnings_of(&repo, &path));
             let config = match operator {
                 Some((operator, _)) => config::merge(operator, repo, &keys),
                 None => repo,
             };
-            Ok((config, Some(path)))
+            (config, Some(path))
         }
-    }
+    };
+    Ok(Configured {
+        config,
+        path,
+        warnings,
+    })
 }
 
 /// An SSH signing key must be a readable file before anything is built: a run that would

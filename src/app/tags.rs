@@ -79,7 +79,11 @@ fn read_tags(path: &std::path::Path) -> Result<Vec<String>, Error> {
 
 pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     let reference = parse_reference(&args.image)?;
-    let (config, _) = load_config(args.config.as_deref(), Path::new("."))?;
+    let configured = load_config(args.config.as_deref(), Path::new("."))?;
+    for w in &configured.warnings {
+        out.warning(w);
+    }
+    let config = configured.config;
     let policy = policy(&config, &reference, args)?;
     let current = args.current.clone().or(reference.tag.clone());
     let current_digest = args.digest.clone().or(reference.digest.clone());

@@ -261,7 +261,7 @@ pub fn locate(explicit: Option<&Path>, root: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Read, parse and validate the configuration at `path`. Warnings are logged.
+/// Read, parse and validate the configuration at `path`.
 pub fn load(path: &Path) -> Result<Config, Error> {
     let display = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
@@ -275,10 +275,9 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         message,
         hint: Some("see docs/configuration.md for every key".into()),
     })?;
-    let (errors, warnings) = validate(&config);
-    for w in warnings {
-        tracing::warn!("{}: {w}", path.display());
-    }
+    // Warnings are the caller's to show (`config check` prints them as findings; the
+    // other commands as warnings): `validate` gives them again from the result.
+    let (errors, _) = validate(&config);
     if let Some(first) = errors.into_iter().next() {
         let (line, column) = locate_path(&text, &first.at);
         return Err(Error::Invalid {
