@@ -32,16 +32,22 @@ struct Analysed {
     pushed: Option<String>,
 }
 
+/// Before anything is asked: the configuration's warnings said, and what cannot be done
+/// refused.
+fn check_opened(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<(), Error> {
+    for w in &loaded.config_warnings {
+        out.warning(w);
+    }
+    refuse_push_by_api(plan, loaded)
+}
+
 pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Status, Error> {
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
     let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan);
     let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
-    for w in &loaded.config_warnings {
-        out.warning(w);
-    }
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
-    refuse_push_by_api(plan, &loaded)?;
+    check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, forge, &mut problems).await;
     let registries =
