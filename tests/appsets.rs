@@ -60,27 +60,10 @@ fn generated_applications_are_updated_where_their_values_are_written() {
         dry.stderr
     );
 
-    let write = imagebump()
+    imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
         .run();
-    let after = support::files(repo.path());
-    let expected = support::files(&fixture().join("expected"));
-    for (rel, want) in &expected {
-        let got = after
-            .get(rel)
-            .unwrap_or_else(|| panic!("{rel} was not written\n{}", write.stdout));
-        assert_eq!(
-            String::from_utf8_lossy(got),
-            String::from_utf8_lossy(want),
-            "{rel}\n{}",
-            dry.stdout
-        );
-    }
-    for (rel, bytes) in &after {
-        if !expected.contains_key(rel) {
-            assert_eq!(Some(bytes), before.get(rel), "{rel} changed or appeared");
-        }
-    }
+    support::assert_tree(repo.path(), &before, &fixture().join("expected"));
     // What Argo CD deploys for a generated app after the write-back.
     let web = support::kustomize_build(&repo.path().join("apps/web"));
     assert!(web.contains("image: registry.test/team/web:1.5.0"), "{web}");

@@ -20,13 +20,7 @@ fn fixture() -> PathBuf {
 /// A registry holding the tags of fixtures/flux/registry.txt (`repo tag tag ...`).
 fn seeded_registry() -> Registry {
     let reg = Registry::start(RegistryMode::Plain);
-    let listing = fs::read_to_string(fixture().join("registry.txt")).unwrap();
-    for line in listing.lines().filter(|l| !l.trim().is_empty()) {
-        let mut words = line.split_whitespace();
-        let repo = words.next().unwrap();
-        let tags: Vec<&str> = words.collect();
-        reg.push_tags(repo, &tags);
-    }
+    reg.push_listing(&fixture().join("registry.txt"));
     reg
 }
 
@@ -58,20 +52,7 @@ fn run(dir: &Path, cfg: &str, mode: &str, code: i32) -> Run {
 /// its old bytes everywhere else; `changed` lists extra (path, old, new) replacements the
 /// test's own edits to the copy lead to.
 fn assert_written(repo: &Path, before: &std::collections::BTreeMap<String, Vec<u8>>) {
-    let after = support::files(repo);
-    let expected = support::files(&fixture().join("expected"));
-    for (rel, want) in &expected {
-        assert_eq!(
-            String::from_utf8_lossy(&after[rel]),
-            String::from_utf8_lossy(want),
-            "{rel}"
-        );
-    }
-    for (rel, bytes) in &after {
-        if !expected.contains_key(rel) {
-            assert_eq!(Some(bytes), before.get(rel), "{rel} changed or appeared");
-        }
-    }
+    support::assert_tree(repo, before, &fixture().join("expected"));
 }
 
 /// What `scan` prints as a note (`run` as a warning).

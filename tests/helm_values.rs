@@ -28,13 +28,7 @@ const HELM_KEYS: &str = "helm:
 /// A registry holding the tags of fixtures/helm/registry.txt.
 fn seeded_registry() -> Registry {
     let reg = Registry::start(RegistryMode::Plain);
-    let listing = fs::read_to_string(fixture().join("registry.txt")).unwrap();
-    for line in listing.lines().filter(|l| !l.trim().is_empty()) {
-        let mut words = line.split_whitespace();
-        let repo = words.next().unwrap();
-        let tags: Vec<&str> = words.collect();
-        reg.push_tags(repo, &tags);
-    }
+    reg.push_listing(&fixture().join("registry.txt"));
     reg
 }
 

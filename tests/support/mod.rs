@@ -246,6 +246,32 @@ pub fn tree<P: AsRef<Path>, T: AsRef<[u8]>>(files: &[(P, T)]) -> tempfile::TempD
     dir
 }
 
+/// After a run over a copy of a fixture: `tree` holds exactly the files of `expected` (at
+/// their paths), and every other file is as it was `before`.
+pub fn assert_tree(
+    tree: &Path,
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+    expected: &Path,
+) {
+    let after = files(tree);
+    let expected = files(expected);
+    for (rel, want) in &expected {
+        let got = after
+            .get(rel)
+            .unwrap_or_else(|| panic!("{rel} was not written"));
+        assert_eq!(
+            String::from_utf8_lossy(got),
+            String::from_utf8_lossy(want),
+            "{rel}"
+        );
+    }
+    for (rel, bytes) in &after {
+        if !expected.contains_key(rel) {
+            assert_eq!(Some(bytes), before.get(rel), "{rel} changed or appeared");
+        }
+    }
+}
+
 /// Every file under `dir` (relative `/`-separated path → bytes), for "nothing else changed"
 /// assertions.
 pub fn files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
@@ -664,6 +690,18 @@ impl Registry {
     /// tags share one manifest. Returns nothing; see [`Registry::manifest_digest`].
     pub fn push_tags(&self, repo: &str, tags: &[&str]) {
         self.push_tags_digest(repo, tags);
+    }
+
+    /// Pushes the tags of a listing (`repository tag tag…` a line, as a fixture's
+    /// `registry.txt` holds them).
+    pub fn push_listing(&self, listing: &Path) {
+        let text = std::fs::read_to_string(listing).expect("read the registry listing");
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let mut words = line.split_whitespace();
+            let repo = words.next().expect("a repository");
+            let tags: Vec<&str> = words.collect();
+            self.push_tags(repo, &tags);
+        }
     }
 
     /// As [`Registry::push_tags`], returning the manifest digest the tags point to.
