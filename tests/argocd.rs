@@ -91,41 +91,16 @@ fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
     assert_eq!(
         support::files(repo.path()),
         before,
-        "a dry run writes nothing"
+        "a dry run writes nothing:\n{}",
+        dry.stdout
     );
 
     imagebump()
         .args(["run", dir, "--config", &cfg, "--write"])
         .run();
-    let after = support::files(repo.path());
-    let expected = support::files(&fixture().join("expected"));
-    for (rel, want) in &expected {
-        let got = after
-            .get(rel)
-            .unwrap_or_else(|| panic!("{rel} was not written\n{}", dry.stdout));
-        assert_eq!(
-            String::from_utf8_lossy(got),
-            String::from_utf8_lossy(want),
-            "{rel}"
-        );
-    }
-    for (rel, bytes) in &after {
-        if !expected.contains_key(rel) {
-            assert_eq!(
-                Some(bytes),
-                before.get(rel),
-                "{rel} changed or appeared:\n{}",
-                String::from_utf8_lossy(bytes)
-            );
-        }
-    }
-
+    support::assert_tree(repo.path(), &before, &fixture().join("expected"));
     // A second run finds nothing to do.
-    let again = imagebump()
-        .args(["run", dir, "--config", &cfg, "--output", "json"])
-        .run();
-    let report: Value = serde_json::from_str(&again.stdout).unwrap();
-    assert_eq!(report["counts"]["updates"], 0, "{}", again.stdout);
+    support::assert_nothing_left(dir, &cfg);
 }
 
 #[test]

@@ -272,6 +272,15 @@ pub fn assert_tree(
     }
 }
 
+/// A further `imagebump run DIR --config CFG` finds nothing left to update.
+pub fn assert_nothing_left(dir: &str, cfg: &str) {
+    let again = cli::imagebump()
+        .args(["run", dir, "--config", cfg, "--output", "json"])
+        .run();
+    let report: serde_json::Value = serde_json::from_str(&again.stdout).expect("a JSON report");
+    assert_eq!(report["counts"]["updates"], 0, "{}", again.stdout);
+}
+
 /// Every file under `dir` (relative `/`-separated path → bytes), for "nothing else changed"
 /// assertions.
 pub fn files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
