@@ -138,12 +138,21 @@ struct Params {
 }
 
 impl Params {
-    /// `self` with `other`'s parameters added (a matrix row); `other` wins on a clash.
+    /// `self` with `other`'s parameters added (a matrix row); `other` wins on a clash, and
+    /// mappings under one key are merged key by key (Go templates: `values` from both).
     fn merged(&self, other: &Params) -> Params {
-        let mut out = self.clone();
-        for (k, v) in &other.values {
-            out.values.insert(k.clone(), v.clone());
+        fn deep(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+            for (k, v) in from {
+                match (into.get_mut(k), v) {
+                    (Some(Value::Object(a)), Value::Object(b)) => deep(a, b),
+                    _ => {
+                        into.insert(k.clone(), v.clone());
+                    }
+                }
+            }
         }
+        let mut out = self.clone();
+        deep(&mut out.values, &other.values);
         for (k, v) in &other.origins {
             out.origins.insert(k.clone(), v.clone());
         }
@@ -927,6 +936,12 @@ mod tests {
             e.notes,
             ["generates 10001 Applications; only the first 63 are read"]
         );
+    }
+
+    #[test]
+    fn a_go_template_matrix_merges_mappings_of_both_generators() {
+        let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  goTemplateOptions: [missingkey=error]\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n          - {cluster: dev, values: {project: default}}\n      - list:\n          elements:\n          - {values: {suffix: '1'}}\n  template:\n    metadata:\n      name: '{{.cluster}}-{{.values.suffix}}-{{.values.project}}'\n    spec:\n      source: {chart: c}\n");
+        assert_eq!(names(&s.generate(&tree(&[], &nothing))), ["dev-1-default"]);
     }
 
     #[test]
