@@ -197,6 +197,11 @@ pub struct RunArgs {
     /// Registry requests in flight at once, over all registries.
     #[arg(long, default_value_t = 32, env = EnvVars::IMAGEBUMP_CONCURRENCY)]
     pub concurrency: usize,
+    /// Keep manifests and config blobs fetched by digest in this directory between runs
+    /// (content-addressed, verified on read, at most 256 MiB; tags are always asked again):
+    /// a warm newest-build run asks one HEAD per candidate tag and no blob.
+    #[arg(long, value_name = "DIR", env = EnvVars::IMAGEBUMP_CACHE_DIR)]
+    pub cache_dir: Option<PathBuf>,
     /// Commit straight to the base branch of a remote instead of opening pull requests (for
     /// environments without review). With --dry-run: show the commit it would push.
     #[arg(long, conflicts_with = "write", env = EnvVars::IMAGEBUMP_PUSH, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]

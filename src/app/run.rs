@@ -15,6 +15,7 @@ use crate::forge::connect::Connected;
 use crate::forge::Forge;
 use crate::plan::{self, Plan};
 use crate::progress::Journal;
+use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
 use crate::report::{self, Counts, Problem, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
@@ -50,11 +51,12 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, forge, &mut problems).await;
-    let registries =
-        Registries::new(loaded.config.registries.clone()).map_err(|source| Error::Registries {
+    let registries = Registries::new(loaded.config.registries.clone())
+        .map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
             source,
-        })?;
+        })?
+        .with_cache(disk_cache(plan));
     let rejected = &decisions.rejections;
     let analysed = analyse(plan, &loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
@@ -451,6 +453,15 @@ fn push(
     Pushed::Done(None)
 }
 
+/// `--cache-dir`, opened; `None` without it, or when it cannot be created (said once: the
+/// run goes on without it, as it would without the flag).
+fn disk_cache(plan: &RunPlan) -> Option<DiskCache> {
+    let dir = plan.cache_dir.as_deref()?;
+    DiskCache::open(dir, crate::registry::cache::DEFAULT_CAP)
+        .map_err(|e| tracing::warn!("--cache-dir: {e}; running without the cache"))
+        .ok()
+}
+
 /// One pass of discover, resolve and plan over the tree as it is now.
 async fn analyse_once(
     plan: &RunPlan,
@@ -489,6 +500,7 @@ async fn analyse_once(
         tag_list_pages = stats.tag_list_pages,
         manifests = stats.manifests,
         blobs = stats.blobs,
+        cache_hits = registries.disk_cache().map(|c| c.hits()),
         "resolved"
     );
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.

@@ -52,6 +52,8 @@ pub struct RunPlan {
     pub exit_code: bool,
     /// Registry requests in flight at once.
     pub concurrency: usize,
+    /// `--cache-dir`: manifests and configs by digest kept between runs.
+    pub cache_dir: Option<PathBuf>,
     /// `--shard I/N`: only the change sets of shard I.
     pub shard: Option<(u64, u64)>,
     /// `--report`: also write the JSON report to this file.
@@ -80,6 +82,7 @@ impl RunPlan {
             remote,
             exit_code: args.exit_code,
             concurrency: args.concurrency,
+            cache_dir: args.cache_dir,
             shard: args.shard,
             report: args.report,
             max_prs: args.max_prs,

@@ -79,6 +79,26 @@ impl TagList {
     }
 }
 
+/// A manifest as fetched: its verified digest, the response's media type and the bytes.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The URL it was fetched from, for messages.
+    pub url: String,
+    pub digest: String,
+    pub media_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl Fetched {
+    /// The manifest these bytes hold (`repo` and `reference` name it in messages).
+    pub fn parse(&self, repo: &str, reference: &str) -> Result<Manifest, Error> {
+        parse_manifest(self.media_type.as_deref(), &self.body).map_err(|e| Error::Invalid {
+            url: self.url.clone(),
+            reason: format!("manifest of {repo}:{reference}: {e}"),
+        })
+    }
+}
+
 pub struct Client {
     transport: Transport,
     pub host: String,
@@ -252,6 +272,14 @@ impl Client {
     /// auth). The digest is the validated `Docker-Content-Digest` header, else the SHA-256 of
     /// the body; when `reference` is a digest, the body must hash to it.
     pub async fn manifest(&self, repo: &str, reference: &str) -> Result<(String, Manifest), Error> {
+        let fetched = self.manifest_bytes(repo, reference).await?;
+        let manifest = fetched.parse(repo, reference)?;
+        Ok((fetched.digest, manifest))
+    }
+
+    /// GET a manifest by tag or digest, as [`Client::manifest`], unparsed: its verified
+    /// digest, media type and bytes (which the cache of `--cache-dir` keeps).
+    pub async fn manifest_bytes(&self, repo: &str, reference: &str) -> Result<Fetched, Error> {
         let scope = format!("repository:{repo}:pull");
         let url = format!("{}/v2/{repo}/manifests/{reference}", self.endpoint);
         let by_digest = is_valid_digest(reference);
@@ -301,16 +329,41 @@ impl Client {
                 Some((_, None)) | None => sha256_digest(&body),
             }
         };
-        let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
-        let manifest = parse_manifest(content_type, &body)
-            .map_err(|e| invalid(format!("manifest of {repo}:{reference}: {e}")))?;
-        Ok((digest, manifest))
+        let media_type = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok(Fetched {
+            url,
+            digest,
+            media_type,
+            body,
+        })
     }
 
     /// GET a config blob by digest, verify its digest, parse it. Registries often answer with
     /// a redirect to storage on another host; reqwest drops `Authorization` on a redirect to
     /// another host or port, so the registry's credentials do not follow it.
     pub async fn image_config(&self, repo: &str, digest: &str) -> Result<ImageConfig, Error> {
+        let body = self.config_bytes(repo, digest).await?;
+        self.parse_config(repo, digest, &body)
+    }
+
+    /// A config blob's bytes read (`repo` and `digest` name it in messages).
+    pub fn parse_config(
+        &self,
+        repo: &str,
+        digest: &str,
+        body: &[u8],
+    ) -> Result<ImageConfig, Error> {
+        parse_config(body).map_err(|e| Error::Invalid {
+            url: format!("{}/v2/{repo}/blobs/{digest}", self.endpoint),
+            reason: format!("config {digest} of {repo}: {e}"),
+        })
+    }
+
+    /// GET a config blob by digest, as [`Client::image_config`], unparsed: its verified bytes.
+    pub async fn config_bytes(&self, repo: &str, digest: &str) -> Result<Vec<u8>, Error> {
         let scope = format!("repository:{repo}:pull");
         let url = format!("{}/v2/{repo}/blobs/{digest}", self.endpoint);
         if !is_valid_digest(digest) {
@@ -328,20 +381,15 @@ impl Client {
             reason,
         };
         match digest_matches(digest, &body) {
-            Some(true) => {}
-            Some(false) => {
-                return Err(invalid(format!(
-                    "blob {digest} of {repo} does not match its digest (it hashes to {})",
-                    sha256_digest(&body)
-                )))
-            }
-            None => {
-                return Err(invalid(format!(
-                    "cannot verify blob {digest} of {repo}: unsupported digest algorithm"
-                )))
-            }
+            Some(true) => Ok(body),
+            Some(false) => Err(invalid(format!(
+                "blob {digest} of {repo} does not match its digest (it hashes to {})",
+                sha256_digest(&body)
+            ))),
+            None => Err(invalid(format!(
+                "cannot verify blob {digest} of {repo}: unsupported digest algorithm"
+            ))),
         }
-        parse_config(&body).map_err(|e| invalid(format!("config {digest} of {repo}: {e}")))
     }
 
     /// `GET /v2/`, authenticated as a real request would be (with a token for `repo` when

@@ -5,6 +5,7 @@
 //! bound. Tag lists are read with our own pager that follows `Link` headers.
 
 pub mod auth;
+pub mod cache;
 pub mod check;
 pub mod client;
 pub mod credentials;
@@ -200,6 +201,8 @@ pub struct Registries {
     /// Timeouts and retry numbers of every client's transport.
     http: imagebump_http::Options,
     pub stats: Arc<Stats>,
+    /// `--cache-dir`: manifests and configs by digest, kept between runs.
+    cache: Option<Arc<cache::DiskCache>>,
 }
 
 fn default_endpoint(host: &str) -> String {
@@ -250,6 +253,7 @@ impl Registries {
             clients: Mutex::new(HashMap::new()),
             http,
             stats: Arc::new(Stats::default()),
+            cache: None,
         };
         for (i, c) in registries.configs.iter().enumerate() {
             let host = prefix_host(&c.prefix);
@@ -266,6 +270,17 @@ impl Registries {
                 })?;
         }
         Ok(registries)
+    }
+
+    /// Keep manifests and configs fetched by digest in `cache` (`--cache-dir`).
+    pub fn with_cache(mut self, cache: Option<cache::DiskCache>) -> Self {
+        self.cache = cache.map(Arc::new);
+        self
+    }
+
+    /// The content-addressed cache of `--cache-dir`, if the run has one.
+    pub fn disk_cache(&self) -> Option<Arc<cache::DiskCache>> {
+        self.cache.clone()
     }
 
     /// The client for an image: the first `registries[]` entry whose prefix matches, else a

@@ -2,6 +2,10 @@
 //! digests are not, so manifests fetched by digest and config blobs are cached by digest
 //! (many tags share one image), and a tag's manifest is fetched once however many
 //! references ask for it. Concurrent askers of the same thing share one request.
+//!
+//! With `--cache-dir`, what is fetched by digest also outlives the run
+//! ([`DiskCache`]): a tag the cache has seen before costs one HEAD (its digest may have
+//! moved), and its manifest and config are read from disk when that digest is there.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,9 +13,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
+use imagebump_model::name::is_valid_digest;
+
 use crate::policy::evaluate::{Build, Meta};
+use crate::registry::cache::DiskCache;
 use crate::registry::client::Client;
-use crate::registry::manifest::{ImageConfig, Manifest, Platform};
+use crate::registry::manifest::{parse_config, parse_manifest, ImageConfig, Manifest, Platform};
 use crate::registry::Error;
 
 type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;
@@ -53,19 +60,27 @@ pub struct MetaCache {
     digests: Memo<String, Error>,
     manifests: Memo<(String, Manifest)>,
     configs: Memo<ImageConfig>,
+    /// `--cache-dir`: manifests and configs by digest, kept between runs.
+    disk: Option<Arc<DiskCache>>,
 }
 
 impl Default for MetaCache {
     fn default() -> Self {
-        MetaCache {
-            digests: Memo::new(),
-            manifests: Memo::new(),
-            configs: Memo::new(),
-        }
+        MetaCache::new(None)
     }
 }
 
 impl MetaCache {
+    /// A run's cache, over the content-addressed cache on disk when there is one.
+    pub fn new(disk: Option<Arc<DiskCache>>) -> Self {
+        MetaCache {
+            digests: Memo::new(),
+            manifests: Memo::new(),
+            configs: Memo::new(),
+            disk,
+        }
+    }
+
     /// The metadata of `repo:tag` that `need` asks for. `image` (the normalised name) keys
     /// the cache, since a digest is only fetchable from its own repository.
     pub async fn tag_meta(
@@ -136,6 +151,9 @@ impl MetaCache {
             .await
     }
 
+    /// The manifest of `reference` (a tag or a digest) and its digest, once per run. With
+    /// the disk cache: by digest, read from disk when there; a tag the cache has seen is
+    /// asked for its digest only (a HEAD, shared with digest pinning), then read by digest.
     async fn manifest(
         &self,
         client: &Client,
@@ -145,14 +163,66 @@ impl MetaCache {
     ) -> Result<(String, Manifest), String> {
         self.manifests
             .get((image.into(), reference.into()), || async {
-                client
-                    .manifest(repo, reference)
+                let Some(disk) = &self.disk else {
+                    return client
+                        .manifest(repo, reference)
+                        .await
+                        .map_err(|e| e.to_string());
+                };
+                if is_valid_digest(reference) {
+                    return self.manifest_by_digest(client, disk, repo, reference).await;
+                }
+                if disk.tag_hint(image, reference).is_some() {
+                    let digest = self
+                        .digest(client, image, repo, reference)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    disk.set_tag_hint(image, reference, &digest);
+                    return self
+                        .manifests
+                        .get((image.into(), digest.clone()), || {
+                            self.manifest_by_digest(client, disk, repo, &digest)
+                        })
+                        .await;
+                }
+                // Not seen before: one GET by tag, kept under its digest.
+                let fetched = client
+                    .manifest_bytes(repo, reference)
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                let manifest = fetched.parse(repo, reference).map_err(|e| e.to_string())?;
+                keep_manifest(disk, &fetched.digest, &fetched.body, &manifest);
+                disk.set_tag_hint(image, reference, &fetched.digest);
+                Ok((fetched.digest, manifest))
             })
             .await
     }
 
+    /// A manifest by digest: from disk (verified), else fetched and kept.
+    async fn manifest_by_digest(
+        &self,
+        client: &Client,
+        disk: &DiskCache,
+        repo: &str,
+        digest: &str,
+    ) -> Result<(String, Manifest), String> {
+        if let Some(bytes) = disk.get(digest) {
+            match parse_manifest(None, &bytes) {
+                Ok(manifest) => return Ok((digest.to_string(), manifest)),
+                Err(_) => disk.forget(digest),
+            }
+        }
+        let fetched = client
+            .manifest_bytes(repo, digest)
+            .await
+            .map_err(|e| e.to_string())?;
+        let manifest = fetched.parse(repo, digest).map_err(|e| e.to_string())?;
+        keep_manifest(disk, digest, &fetched.body, &manifest);
+        Ok((fetched.digest, manifest))
+    }
+
+    /// A config blob by digest, once per run; with the disk cache, read from disk when
+    /// there, else fetched and kept.
     async fn config(
         &self,
         client: &Client,
@@ -162,10 +232,27 @@ impl MetaCache {
     ) -> Result<ImageConfig, String> {
         self.configs
             .get((image.into(), digest.into()), || async {
-                client
-                    .image_config(repo, digest)
+                let Some(disk) = &self.disk else {
+                    return client
+                        .image_config(repo, digest)
+                        .await
+                        .map_err(|e| e.to_string());
+                };
+                if let Some(bytes) = disk.get(digest) {
+                    match parse_config(&bytes) {
+                        Ok(config) => return Ok(config),
+                        Err(_) => disk.forget(digest),
+                    }
+                }
+                let bytes = client
+                    .config_bytes(repo, digest)
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                let config = client
+                    .parse_config(repo, digest, &bytes)
+                    .map_err(|e| e.to_string())?;
+                disk.put(digest, &bytes);
+                Ok(config)
             })
             .await
     }
@@ -185,6 +272,15 @@ impl MetaCache {
                 .created),
             Manifest::Index { .. } => Err(format!("{digest}: an index nested in an index")),
         }
+    }
+}
+
+/// Keep a manifest's bytes on disk when they read the same without the response's media
+/// type (the cache keeps bytes only): a body that needs its header to be understood is
+/// fetched again next time rather than read differently.
+fn keep_manifest(disk: &DiskCache, digest: &str, body: &[u8], manifest: &Manifest) {
+    if parse_manifest(None, body).as_ref() == Ok(manifest) {
+        disk.put(digest, body);
     }
 }
 

@@ -260,7 +260,7 @@ pub async fn resolve(
             .1
             .push(i);
     }
-    let cache = MetaCache::default();
+    let cache = MetaCache::new(registries.disk_cache());
     let shared = Shared {
         registries,
         cache: &cache,

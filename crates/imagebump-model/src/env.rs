@@ -44,6 +44,10 @@ impl EnvVars {
     /// `--concurrency`: registry requests in flight at once.
     pub const IMAGEBUMP_CONCURRENCY: &'static str = "IMAGEBUMP_CONCURRENCY";
 
+    /// `--cache-dir`: where manifests and config blobs fetched by digest are kept between
+    /// runs (content-addressed, bounded; unset: nothing is kept).
+    pub const IMAGEBUMP_CACHE_DIR: &'static str = "IMAGEBUMP_CACHE_DIR";
+
     /// `--shard I/N`: this run's share of the change sets.
     pub const IMAGEBUMP_SHARD: &'static str = "IMAGEBUMP_SHARD";
 
