@@ -7,6 +7,7 @@
 
 mod config;
 mod error;
+mod operate;
 mod output;
 mod registry_check;
 mod run;
@@ -49,13 +50,18 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
                 why,
                 done: journal.entries(),
             };
-            runtime.block_on(async {
+            let end = runtime.block_on(async {
                 tokio::select! {
                     end = run::run(&plan, out, &journal) => end,
                     signal = terminated() => Err(stopped(signal.to_string())),
                     limit = deadline(plan.timeout) => Err(stopped(limit)),
                 }
-            })
+            });
+            // A run that could not finish still says so to its operators.
+            if let Err(e) = &end {
+                runtime.block_on(operate::stopped(&plan, out, e));
+            }
+            end
         }
         Command::Tags(args) => runtime.block_on(tags::tags(&args, out)),
         Command::Config(ConfigCommand::Schema { report }) => Ok(config::schema(report)),

@@ -213,6 +213,18 @@ pub struct RunArgs {
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_REPORT)]
     pub report: Option<PathBuf>,
+    /// Write the run's metrics to FILE in the OpenMetrics text format (replaced atomically,
+    /// for node-exporter's textfile collector; docs/kubernetes.md, "Metrics").
+    #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_METRICS_FILE)]
+    pub metrics_file: Option<PathBuf>,
+    /// Push the run's metrics to this Prometheus Pushgateway (e.g. http://pushgateway:9091),
+    /// grouped by job `imagebump` and the repository.
+    #[arg(long, value_name = "URL", env = EnvVars::IMAGEBUMP_PUSHGATEWAY)]
+    pub pushgateway: Option<String>,
+    /// Write the run's Markdown summary to FILE (the table GitHub Actions' step summary
+    /// shows: what changed, what is held back and why, what failed).
+    #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_SUMMARY_MD)]
+    pub summary_md: Option<PathBuf>,
     /// New pull requests per run at most (existing ones are always kept current).
     #[arg(long, env = EnvVars::IMAGEBUMP_MAX_PRS)]
     pub max_prs: Option<usize>,

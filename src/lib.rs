@@ -31,6 +31,7 @@ pub mod deliver;
 pub mod discover;
 pub mod flux;
 pub mod forge;
+pub mod notify;
 mod parallel;
 pub mod plan;
 pub mod policy;

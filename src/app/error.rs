@@ -78,6 +78,9 @@ pub enum Error {
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A flag with a value that cannot work (`--pushgateway`).
+    #[error("--{flag}: {message}")]
+    Flag { flag: &'static str, message: String },
     /// A signal or the deadline stopped the run; its temporary files are gone.
     #[error("stopped by {why}: temporary files removed; {}", done_before(done))]
     Stopped { why: String, done: Vec<String> },
@@ -107,6 +110,11 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         Err(e) => e,
     };
     eprintln!("error: {error}");
+    code(&error)
+}
+
+/// The exit code of an error (not printed).
+pub fn code(error: &Error) -> i32 {
     match error {
         Error::WriteNeedsLocal
         | Error::PushNeedsRemote
@@ -118,6 +126,7 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         | Error::NoRegistries
         | Error::Image(_)
         | Error::PolicyFlag { .. }
+        | Error::Flag { .. }
         // A directory that is not there is a mistake on the command line.
         | Error::Source(crate::source::Error::NotFound(_)) => exit::USAGE,
         Error::Runtime(_)

@@ -23,6 +23,8 @@ pub struct Output {
     /// The width tables are fitted to: `COLUMNS`, else the terminal's; `None` (every cell
     /// whole) with `-v` or when stdout is not a terminal.
     pub width: Option<usize>,
+    /// When the command started (a run's duration, for its metrics).
+    pub started: std::time::Instant,
 }
 
 impl Output {
@@ -34,6 +36,7 @@ impl Output {
             log_json,
             color: terminal && std::env::var_os(EnvVars::NO_COLOR).is_none(),
             width: (verbose == 0).then(|| width(terminal)).flatten(),
+            started: std::time::Instant::now(),
         }
     }
 

@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::path::Path;
 
 use super::output::print_json;
 use super::source::{self, Loaded};
@@ -91,7 +90,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         problems.extend(p);
         reports
     });
-    let run_report = RunReport {
+    let mut run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
         pushed: analysed.pushed.as_deref().or(direct.as_deref()),
@@ -100,16 +99,14 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         counts: Counts::of(&analysed.found, &analysed.resolved, &analysed.plan),
         updates: &analysed.plan.updates,
         change_sets: &analysed.plan.change_sets,
-        not_updated: report::not_updated(
-            &analysed.found,
-            &analysed.resolved.outcomes,
-            &analysed.plan.refused,
-        ),
+        not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan),
         requests: registries.stats.snapshot(),
+        rejections_in_force: report::rejections_in_force(&decisions.rejections),
+        notifications: Vec::new(),
         warnings: &analysed.resolved.warnings,
         errors: &problems,
     };
-    let late = publish(plan, &run_report);
+    let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
         Format::Json => print_json(&run_report),
         Format::Text => print_text(plan.mode, &run_report, &analysed.plan, out.color),
@@ -663,34 +660,6 @@ async fn source_links(
         .filter_map(|x| async move { x })
         .collect()
         .await
-}
-
-/// Write the report where it was asked for (`--report`, GitHub Actions); the problems met.
-fn publish(plan: &RunPlan, run_report: &RunReport) -> Vec<Problem> {
-    let mut late: Vec<Problem> = Vec::new();
-    if let Some(path) = &plan.report {
-        if let Err(e) = write_json_file(path, run_report) {
-            let message = format!("--report {}: {e}", path.display());
-            late.push(Problem::general(message));
-        }
-    }
-    late.extend(crate::report::github::publish(run_report));
-    late
-}
-
-/// Write `value` as pretty JSON to `path`, atomically.
-fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|_| tmp.write_all(b"\n"))
-        .map_err(|e| e.to_string())?;
-    tmp.persist(path).map_err(|e| e.error.to_string())?;
-    Ok(())
 }
 
 /// The diff, the updates and pull requests tables, what was not updated and why, and the

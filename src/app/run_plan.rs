@@ -69,6 +69,8 @@ pub struct RunPlan {
     /// `--timeout`: the run stops once it has taken this long (`None`: no deadline).
     pub timeout: Option<std::time::Duration>,
     pub forge: ForgeFlags,
+    /// `--metrics-file`, `--pushgateway`, `--summary-md`.
+    pub operate: super::operate::Flags,
 }
 
 impl RunPlan {
@@ -95,6 +97,11 @@ impl RunPlan {
                 api_url: args.forge_url,
                 repo: args.forge_repo,
             },
+            operate: super::operate::Flags::new(
+                args.metrics_file,
+                args.pushgateway,
+                args.summary_md,
+            )?,
         })
     }
 }

@@ -135,7 +135,67 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
     for (i, r) in config.registries.iter().enumerate() {
         registry_problems(i, r, &mut errors, &mut warnings);
     }
+    for (i, target) in config.notify.iter().enumerate() {
+        errors.extend(notify_problem(target).map(|(k, message, hint)| {
+            Invalid {
+                at: [key("notify"), PathSeg::Index(i)]
+                    .into_iter()
+                    .chain(k.map(key))
+                    .collect(),
+                message,
+                hint: Some(hint.into()),
+            }
+        }));
+    }
     (errors, warnings)
+}
+
+/// What is wrong with a `notify` entry: the key (`None`: the entry), why, and a hint. URLs
+/// are never quoted (a Slack webhook URL is a secret).
+fn notify_problem(t: &NotifyTarget) -> Option<(Option<&'static str>, String, &'static str)> {
+    let hint =
+        "e.g. `- webhook: https://hooks.example.com/imagebump` or `- slack: env:SLACK_WEBHOOK_URL`";
+    let url = match (&t.webhook, &t.slack) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Some((None, "give exactly one of webhook or slack".into(), hint))
+        }
+        (Some(w), None) => ("webhook", w),
+        (None, Some(s)) => ("slack", s),
+    };
+    if t.slack.is_some() && t.secret.is_some() {
+        return Some((
+            Some("secret"),
+            "Slack incoming webhooks are not signed: the URL is the secret".into(),
+            "remove secret, and give the URL as env:VAR",
+        ));
+    }
+    if let Some(secret) = &t.secret {
+        if !(secret.starts_with("env:") || secret.starts_with("file:")) || secret.len() <= 5 {
+            return Some((
+                Some("secret"),
+                "the signing key is given as env:VAR or file:PATH, never written here".into(),
+                "e.g. secret: env:WEBHOOK_SECRET",
+            ));
+        }
+    }
+    if t.on.is_empty() {
+        return Some((
+            Some("on"),
+            "no events: the entry would never send".into(),
+            "list some of opened, updated, closed, pushed, failed, or leave `on` out for all",
+        ));
+    }
+    let (name, value) = url;
+    let plain = value.strip_prefix("env:").is_none();
+    let parsed = reqwest::Url::parse(value.trim()).ok();
+    let scheme_ok = parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https"));
+    (plain && !scheme_ok).then(|| {
+        (
+            Some(name),
+            format!("{name} is neither an http(s) URL nor env:VAR"),
+            hint,
+        )
+    })
 }
 
 /// The problems of `registries[i]`: an endpoint that is no URL of a registry, credentials
@@ -319,8 +379,8 @@ pub fn load(path: &Path) -> Result<Config, Error> {
 /// Where the repository's own file may not go: what says where secrets are sent or what
 /// runs is the operator's alone (`--config`, `IMAGEBUMP_CONFIG`).
 const OPERATOR_ONLY: &str = "can only be set in the operator's configuration (--config or \
-     IMAGEBUMP_CONFIG): the repository's own imagebump.yaml may not say where credentials go \
-     or what runs";
+     IMAGEBUMP_CONFIG): the repository's own imagebump.yaml may not say where credentials or \
+     notifications go, or what runs";
 
 /// The repository's own configuration file (found in the tree): like [`load`], but it may
 /// set only policies, scan globs, Argo CD and Helm reading, and pull-request presentation.
@@ -331,7 +391,7 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
     let mut refused: Vec<Vec<PathSeg>> = Vec::new();
-    for key in ["registries", "signing"] {
+    for key in ["registries", "signing", "notify"] {
         if value.get(key).is_some() {
             refused.push(vec![PathSeg::Key(key.into())]);
         }

@@ -2,7 +2,6 @@
 //! and step outputs (`GITHUB_OUTPUT`): `updates` (a count) and `pull-requests` (JSON).
 //! Nothing happens outside Actions (the variables are unset).
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 
 use super::{Problem, RunReport};
@@ -40,67 +39,7 @@ pub fn outputs(report: &RunReport) -> String {
     format!("updates={}\npull-requests={pulls}\n", report.counts.updates)
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// The Markdown summary: counts, updates, pull requests, and every error with its hint.
+/// The Markdown summary (shared with `--summary-md`).
 pub fn summary(report: &RunReport) -> String {
-    let c = &report.counts;
-    let mut s = String::from("## imagebump\n\n");
-    let _ = writeln!(
-        s,
-        "{} update(s) ({}) over {} references in {} repositories: {} up to date, {} pinned, {} skipped, {} not checked.\n",
-        c.updates, report.mode, c.references, c.repositories, c.up_to_date, c.pinned, c.skipped, c.failed
-    );
-    if !report.updates.is_empty() {
-        s.push_str("| Image | From | To | Location |\n|---|---|---|---|\n");
-        for u in report.updates {
-            let _ = writeln!(
-                s,
-                "| `{}` | `{}` | `{}` | `{}:{}` |",
-                cell(&u.name),
-                cell(&u.from),
-                cell(&u.to),
-                cell(&u.file),
-                u.line
-            );
-        }
-        s.push('\n');
-    }
-    if let Some(pulls) = report.pull_requests.filter(|p| !p.is_empty()) {
-        s.push_str(
-            "### Pull requests\n\n| Branch | Action | Pull request | Title |\n|---|---|---|---|\n",
-        );
-        for p in pulls {
-            let action = serde_json::to_value(&p.action)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let link = match (&p.number, &p.url) {
-                (Some(n), Some(u)) => format!("[#{n}]({u})"),
-                (Some(n), None) => format!("#{n}"),
-                _ => "-".into(),
-            };
-            let _ = writeln!(
-                s,
-                "| `{}` | {action} | {link} | {} |",
-                cell(&p.branch),
-                cell(&p.title)
-            );
-        }
-        s.push('\n');
-    }
-    if !report.errors.is_empty() {
-        s.push_str("### Errors\n\n");
-        for e in report.errors {
-            let _ = write!(s, "- `{}`: {}", cell(&e.location), e.message);
-            if let Some(h) = &e.hint {
-                let _ = write!(s, " (hint: {h})");
-            }
-            s.push('\n');
-        }
-        s.push('\n');
-    }
-    s
+    super::markdown::summary(report)
 }

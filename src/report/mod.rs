@@ -1,6 +1,8 @@
 //! What a run tells the user: problems, the summary table, the JSON reports.
 
 pub mod github;
+pub mod markdown;
+pub mod metrics;
 
 use std::fmt::Write as _;
 
@@ -187,9 +189,94 @@ pub struct RunReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pushed: Option<&'a str>,
     pub requests: StatsSnapshot,
+    /// Rejected versions in force (closed pull requests, reverted commits, the recorded
+    /// `refs/imagebump/rejected/…`): distinct (image, version, file).
+    pub rejections_in_force: usize,
+    /// The notifications sent (`notify:`); one that failed is also a warning, and does not
+    /// change the exit code (docs/configuration.md, "notify").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<NotificationReport>,
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],
     pub errors: &'a [Problem],
+}
+
+/// What became of one notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationReport {
+    /// `webhook` or `slack`, with the entry's index in `notify` (`notify[0]`); never its URL.
+    pub target: String,
+    /// The events it told (`opened`, `updated`, `closed`, `pushed`, `failed`).
+    pub events: Vec<String>,
+    pub delivered: bool,
+    /// Requests sent (retries included).
+    pub attempts: u32,
+    /// Why it was not delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Distinct rejected versions (image, version, file) held back this run.
+pub fn rejections_in_force(rejections: &crate::resolve::Rejections) -> usize {
+    rejections
+        .iter()
+        .flat_map(|(image, list)| list.iter().map(move |r| (image, &r.tag, &r.file)))
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// The references looked at but not updated, and why (see [`not_updated`]).
+pub fn not_updated_of<'a>(
+    found: &'a Discovery,
+    resolved: &'a Resolved,
+    plan: &Plan,
+) -> Vec<NotUpdated<'a>> {
+    not_updated(found, &resolved.outcomes, &plan.refused)
+}
+
+/// The pull requests a real pull-request run opened, updated or closed (a dry run changes
+/// none), as (`opened` | `updated` | `closed`, the pull request).
+pub fn pull_events<'r>(
+    report: &'r RunReport,
+) -> Vec<(&'static str, &'r crate::deliver::pulls::PullReport)> {
+    use crate::deliver::pulls::Outcome;
+    if report.mode != "pull-requests" {
+        return Vec::new();
+    }
+    report
+        .pull_requests
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| match p.action {
+            Outcome::Create => Some(("opened", p)),
+            Outcome::Update => Some(("updated", p)),
+            Outcome::Close => Some(("closed", p)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The updates the run committed straight to the base: all of them with `--push`; in a
+/// pull-request run with `delivery: push`, those of change sets without a pull request.
+pub fn pushed_updates(report: &RunReport) -> usize {
+    if report.pushed.is_none() {
+        return 0;
+    }
+    if report.mode == "push" {
+        return report.updates.len();
+    }
+    let reviewed: BTreeSet<&str> = report
+        .pull_requests
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.group.as_str())
+        .collect();
+    report
+        .updates
+        .iter()
+        .filter(|u| !reviewed.contains(u.group.as_str()))
+        .count()
 }
 
 /// The JSON Schema of the run report, as committed at docs/report.schema.json.

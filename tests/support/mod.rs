@@ -2126,3 +2126,125 @@ pub fn kustomize_build(dir: &Path) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus: the Pushgateway, promtool and the Python parser (tests/metrics.rs)
+// ---------------------------------------------------------------------------------------------
+
+/// A real Prometheus Pushgateway (Debian's `prometheus-pushgateway`) on a free loopback port,
+/// in its own process group, killed with it when dropped.
+pub struct Pushgateway {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Pushgateway {
+    pub fn start() -> Pushgateway {
+        require_tool("prometheus-pushgateway", "prometheus-pushgateway");
+        let dir = tempfile::tempdir().expect("tempdir");
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            let log = fs::File::create(dir.path().join("pushgateway.log")).expect("log file");
+            let mut child = spawn_group(
+                Command::new("prometheus-pushgateway")
+                    .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                    .arg(format!(
+                        "--persistence.file={}",
+                        dir.path().join("persistence").display()
+                    ))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(log),
+                "prometheus-pushgateway",
+            );
+            let deadline = Instant::now() + START_DEADLINE;
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // the port was taken: try another
+                }
+                let ready = off_runtime(|| {
+                    reqwest::blocking::get(format!("http://127.0.0.1:{port}/-/ready"))
+                        .is_ok_and(|r| r.status().is_success())
+                });
+                if ready {
+                    return Pushgateway {
+                        child,
+                        port,
+                        _dir: dir,
+                    };
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            kill_group(&mut child);
+        }
+        panic!(
+            "the Pushgateway did not start:\n{}",
+            tail_of_file(&dir.path().join("pushgateway.log"), 20)
+        );
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// What it serves at `/metrics`.
+    pub fn metrics(&self) -> String {
+        let url = format!("{}/metrics", self.url());
+        off_runtime(move || {
+            reqwest::blocking::get(url)
+                .and_then(|r| r.text())
+                .expect("GET /metrics")
+        })
+    }
+}
+
+impl Drop for Pushgateway {
+    fn drop(&mut self) {
+        kill_group(&mut self.child);
+    }
+}
+
+/// `promtool` with `args`, `stdin` on its standard input: (success, stdout + stderr).
+pub fn promtool(args: &[&str], stdin: &str) -> (bool, String) {
+    require_tool("promtool", "prometheus");
+    let mut child = Command::new("promtool")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write to promtool");
+    let out = child.wait_with_output().expect("promtool");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The CI venv's Python (`target/ci-tools/bin/python`, made by `.ci/run`), with
+/// `prometheus-client` in it.
+pub fn ci_python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-tools/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import prometheus_client"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{} has no prometheus_client: run .ci/run, or `target/ci-tools/bin/pip install prometheus-client==0.26.0`",
+        python.display()
+    );
+    python
+}

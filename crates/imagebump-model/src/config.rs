@@ -45,6 +45,74 @@ pub struct Config {
     /// commits). Operator's configuration only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing: Option<Signing>,
+    /// Where a run reports what it changed and what failed: generic webhooks and Slack
+    /// incoming webhooks (docs/configuration.md, "notify"). Operator's configuration only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify: Vec<NotifyTarget>,
+}
+
+/// One receiver of a run's notifications: a generic `webhook` or a Slack incoming webhook
+/// (exactly one of the two).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NotifyTarget {
+    /// A URL receiving the documented JSON body (version 1) by POST, or `env:VAR` naming
+    /// the variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// A Slack incoming webhook URL, or (better, it is a secret) `env:VAR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
+    /// `webhook` only: the HMAC-SHA256 key of the body's signature
+    /// (`X-Imagebump-Signature: sha256=<hex>`), as `env:VAR` or `file:PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// The events sent (default: all of them).
+    #[serde(default = "NotifyEvent::all")]
+    pub on: Vec<NotifyEvent>,
+}
+
+/// What a notification tells.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotifyEvent {
+    /// A pull request was opened.
+    Opened,
+    /// An open pull request was brought to newer versions.
+    Updated,
+    /// A pull request was closed because the base already has its versions.
+    Closed,
+    /// Updates were committed straight to the base branch (`--push`, `delivery: push`).
+    Pushed,
+    /// The run failed: errors, or it could not run at all.
+    Failed,
+}
+
+impl NotifyEvent {
+    pub const ALL: [NotifyEvent; 5] = [
+        NotifyEvent::Opened,
+        NotifyEvent::Updated,
+        NotifyEvent::Closed,
+        NotifyEvent::Pushed,
+        NotifyEvent::Failed,
+    ];
+
+    pub fn all() -> Vec<NotifyEvent> {
+        NotifyEvent::ALL.to_vec()
+    }
+
+    /// The name as written in `on:` and in the webhook body.
+    pub fn name(self) -> &'static str {
+        match self {
+            NotifyEvent::Opened => "opened",
+            NotifyEvent::Updated => "updated",
+            NotifyEvent::Closed => "closed",
+            NotifyEvent::Pushed => "pushed",
+            NotifyEvent::Failed => "failed",
+        }
+    }
 }
 
 /// How imagebump's commits are signed.

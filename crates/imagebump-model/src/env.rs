@@ -74,6 +74,18 @@ impl EnvVars {
     /// `--forge-repo`: owner/name (or GitLab project path) on the forge.
     pub const IMAGEBUMP_FORGE_REPO: &'static str = "IMAGEBUMP_FORGE_REPO";
 
+    /// `--metrics-file`: where the run's metrics are written (OpenMetrics text, for
+    /// node-exporter's textfile collector).
+    pub const IMAGEBUMP_METRICS_FILE: &'static str = "IMAGEBUMP_METRICS_FILE";
+
+    /// `--pushgateway`: the Prometheus Pushgateway the run's metrics are pushed to (a URL;
+    /// a user and password in it are a secret: never logged).
+    pub const IMAGEBUMP_PUSHGATEWAY: &'static str = "IMAGEBUMP_PUSHGATEWAY";
+
+    /// `--summary-md`: where the run's Markdown summary is written (CI systems other than
+    /// GitHub Actions).
+    pub const IMAGEBUMP_SUMMARY_MD: &'static str = "IMAGEBUMP_SUMMARY_MD";
+
     /// `registry check`: the registry to check.
     pub const IMAGEBUMP_REGISTRY: &'static str = "IMAGEBUMP_REGISTRY";
 
