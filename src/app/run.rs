@@ -502,7 +502,8 @@ async fn analyse_once(
     );
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
-    let made = plan::plan(&found, &resolved.outcomes, group_by);
+    // A local directory's run never builds branches: no change-set texts kept.
+    let made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
     tracing::info!(
         updates = made.updates.len(),
         files = made.files.len(),

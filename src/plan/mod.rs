@@ -194,16 +194,19 @@ fn same_work(a: &FileWork, b: &FileWork) -> bool {
             .all(|((x, c), (y, d))| same(x, y) && std::ptr::eq(*c, *d))
 }
 
-/// What [`changes_for`] did for every file: its work and its new text (or refusal).
-type Done<'a> = BTreeMap<&'a str, (FileWork<'a>, Result<FileChange, ()>)>;
+/// What [`changes_for`] did for every file: its work and its new text (`None`: verified,
+/// not kept), or a refusal.
+type Done<'a> = BTreeMap<&'a str, (FileWork<'a>, Result<Option<FileChange>, ()>)>;
 
 /// The file changes for `planned` (the new text of every file they touch), and the files
 /// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
-/// verified again: [`change_file`] is a pure function of the text and the work.
+/// verified again: [`change_file`] is a pure function of the text and the work. Without
+/// `keep`, the new texts are only verified (for the refusals), not kept.
 fn changes_for<'a>(
     discovery: &'a Discovery,
     planned: &[Planned<'a>],
     earlier: Option<&Done<'a>>,
+    keep: bool,
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
     let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
     for &p in planned {
@@ -226,14 +229,16 @@ fn changes_for<'a>(
             .and_then(|e| e.get(file))
             .filter(|(done, _)| same_work(done, work))
         {
-            return Ok(change.clone());
+            return Ok(change.as_ref().filter(|_| keep).cloned());
         }
         let before = discovery.sources.get(file).map(String::as_str);
-        change_file(before, work).map(|after| FileChange {
-            file: file.to_string(),
-            before: before.unwrap_or_default().to_string(),
-            after,
-            created: before.is_none(),
+        change_file(before, work).map(|after| {
+            keep.then(|| FileChange {
+                file: file.to_string(),
+                before: before.unwrap_or_default().to_string(),
+                after,
+                created: before.is_none(),
+            })
         })
     });
     let mut changed = BTreeMap::new();
@@ -254,12 +259,26 @@ fn changes_for<'a>(
 
 /// The new texts of `done`, by file.
 fn changes(done: Done) -> Vec<FileChange> {
-    done.into_values().filter_map(|(_, c)| c.ok()).collect()
+    done.into_values()
+        .filter_map(|(_, c)| c.ok().flatten())
+        .collect()
 }
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
 /// change sets grouped by `group_by`, each with its own file contents (one branch each).
 pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> Plan {
+    plan_with(discovery, outcomes, group_by, true)
+}
+
+/// As [`plan`]; without `branches`, a change set's files are verified (its refusals are the
+/// same) but their texts are not kept: only pull requests and pushes build branches from
+/// them, and a local run would hold every file's text twice more for nothing.
+pub fn plan_with(
+    discovery: &Discovery,
+    outcomes: &[Outcome],
+    group_by: GroupBy,
+    branches: bool,
+) -> Plan {
     let moved: Vec<Planned> = discovery
         .refs
         .iter()
@@ -272,7 +291,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
         })
         .collect();
     let mut out = Plan::default();
-    let (changed, refused) = changes_for(discovery, &moved, None);
+    let (changed, refused) = changes_for(discovery, &moved, None, true);
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
         out.problems.push(Problem::at_file(
@@ -327,7 +346,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
         // Each change set is its own branch: its files hold only its own updates. (They
         // passed verification with all updates together; alone they are verified again,
         // unless a file's updates are all this change set's: then it is the same edit.)
-        let (own, refused) = changes_for(discovery, members, Some(&changed));
+        let (own, refused) = changes_for(discovery, members, Some(&changed), branches);
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -369,4 +388,56 @@ fn change_file(before: Option<&str>, work: &FileWork) -> Result<String, (usize, 
     }
     let upserts = creation::upserts(&after, &work.creations).map_err(|e| (line, column, e))?;
     yaml::apply_upserts(&after, &upserts).map_err(|e| (line, column, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_branches_a_plan_is_the_same_bar_the_change_sets_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "apps/a/kustomization.yaml",
+                "images:\n- name: r.io/x\n  newTag: 1.0.0\n- name: r.io/y\n  newTag: 2.0.0\n",
+            ),
+            (
+                "apps/b/values.yaml",
+                "x:\n  image: r.io/x:1.0.0\ny:\n  image: r.io/y:2.0.0\n",
+            ),
+        ];
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let found = crate::discover::discover(dir.path(), &crate::config::Config::default());
+        assert_eq!(found.refs.len(), 4);
+        let outcomes: Vec<Outcome> = found
+            .refs
+            .iter()
+            .map(|_| Outcome::Update {
+                tag: "9.9.9".into(),
+                digest: None,
+            })
+            .collect();
+        // By image: each file's updates fall in two change sets.
+        let full = plan(&found, &outcomes, GroupBy::Image);
+        let lean = plan_with(&found, &outcomes, GroupBy::Image, false);
+        assert_eq!(lean.updates, full.updates);
+        assert_eq!(lean.files, full.files);
+        assert_eq!(lean.problems, full.problems);
+        assert_eq!(lean.refused, full.refused);
+        assert_eq!(full.change_sets.len(), 2);
+        assert_eq!(lean.change_sets.len(), 2);
+        for (l, f) in lean.change_sets.iter().zip(&full.change_sets) {
+            assert_eq!(
+                (&l.group, &l.files, &l.updates),
+                (&f.group, &f.files, &f.updates)
+            );
+            assert_eq!(f.changes.len(), 2, "{}", f.group);
+            assert!(l.changes.is_empty(), "{}", l.group);
+        }
+    }
 }
