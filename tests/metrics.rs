@@ -149,7 +149,22 @@ fn the_metrics_file_is_read_by_prometheus_parsers_and_passes_promtool() {
     assert!((now - last).abs() < 120.0, "{last} is now");
     assert_eq!(m["imagebump_run_timestamp_seconds{}"], last);
     assert!(m["imagebump_run_duration_seconds{}"] > 0.0);
-    assert_eq!(m.len(), 26, "{m:#?}");
+    // Every request the run made, by registry (its configured prefix) and status: here
+    // one tag list, answered 200.
+    let requests: Vec<(&String, &f64)> = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("imagebump_registry_requests{"))
+        .collect();
+    assert_eq!(
+        requests,
+        [(
+            &"imagebump_registry_requests{registry=registry.test,status=200}".to_string(),
+            &1.0
+        )],
+        "{m:#?}"
+    );
+    assert_eq!(m["imagebump_registry_rate_limit_wait_seconds{}"], 0.0);
+    assert_eq!(m.len(), 27 + requests.len(), "{m:#?}");
 }
 
 #[test]
@@ -190,6 +205,15 @@ fn a_failed_run_keeps_the_last_success_in_the_file_and_at_the_pushgateway() {
     assert_eq!(m["imagebump_run_exit_code{}"], 1.0);
     assert_eq!(m["imagebump_errors{kind=registry}"], 1.0);
     assert_eq!(m["imagebump_references{state=not-checked}"], 1.0);
+    // The registry that went away: its requests found no one to answer.
+    assert!(
+        m.iter().any(
+            |(k, n)| k.starts_with("imagebump_registry_requests{registry=")
+                && k.ends_with(",status=connection}")
+                && *n >= 1.0
+        ),
+        "{m:#?}"
+    );
     assert_eq!(m["imagebump_last_success_timestamp_seconds{}"], first);
     assert!(m["imagebump_run_timestamp_seconds{}"] > first);
     let served = gateway.metrics();

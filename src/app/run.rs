@@ -101,6 +101,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         change_sets: &analysed.plan.change_sets,
         not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan),
         requests: registries.stats.snapshot(),
+        registry_traffic: registries.stats.traffic(),
         rejections_in_force: report::rejections_in_force(&decisions.rejections),
         notifications: Vec::new(),
         warnings: &analysed.resolved.warnings,

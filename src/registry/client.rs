@@ -795,9 +795,16 @@ impl Dialect for Registry<'_> {
     /// Recorded before the slot is released, so that the next attempt already sees an
     /// opened breaker.
     fn attempted(&self, outcome: Result<&Response, &imagebump_http::Error>) {
-        if let Some(r) = outcome.map_or_else(|e| e.response(), Some) {
+        let response = outcome.map_or_else(|e| e.response(), Some);
+        if let Some(r) = response {
             self.gate.observe(&r.headers);
         }
+        let label = match (response, outcome) {
+            (Some(r), _) => r.status.as_u16().to_string(),
+            (None, Err(e)) => outcome_label(e).to_string(),
+            (None, Ok(_)) => "error".to_string(),
+        };
+        self.stats.count(self.gate.host(), label);
         let result = match outcome {
             Ok(_) => Ok(()),
             Err(e) => match self.classify(e.clone()) {
@@ -816,8 +823,25 @@ impl Dialect for Registry<'_> {
         {
             // The whole registry waits, not just this request.
             self.gate.pause(wait);
+            let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            self.stats
+                .rate_limit_wait_ms
+                .fetch_add(ms, Ordering::Relaxed);
         }
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Why an attempt has no HTTP status, as the metrics label it.
+fn outcome_label(e: &imagebump_http::Error) -> &'static str {
+    use imagebump_http::Error as E;
+    match e {
+        E::Timeout { .. } => "timeout",
+        E::Connection { .. } => "connection",
+        E::PlainHttp { .. } => "tls",
+        E::Truncated { .. } => "truncated",
+        E::TooLarge { .. } => "too-large",
+        _ => "error",
     }
 }
 

@@ -35,8 +35,9 @@ pub fn read_small(path: &std::path::Path) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -163,6 +164,30 @@ pub struct Stats {
     /// Blob GETs (image configs).
     pub blobs: AtomicUsize,
     pub retries: AtomicUsize,
+    /// Every attempt, by registry host and outcome (the HTTP status, or why there is none).
+    pub outcomes: Mutex<BTreeMap<(String, String), usize>>,
+    /// What the registries asked to wait for (`429` with `Retry-After`), in milliseconds.
+    pub rate_limit_wait_ms: AtomicU64,
+}
+
+/// Registry traffic of a run, for operators (metrics, the report).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Traffic {
+    /// Requests by registry host and outcome: an HTTP status (`200`, `401`, `429`…), or
+    /// `timeout`, `connection`, `tls`, `truncated`, `too-large`, `error` without one.
+    pub requests: Vec<Outcome>,
+    /// Seconds the registries asked the run to wait (rate limits).
+    pub rate_limit_wait_seconds: f64,
+}
+
+/// Requests to one registry with one outcome.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub registry: String,
+    pub outcome: String,
+    pub count: usize,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -183,6 +208,37 @@ impl Stats {
             manifests: self.manifests.load(Ordering::Relaxed),
             blobs: self.blobs.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// One more attempt at `registry` ended with `outcome`.
+    pub fn count(&self, registry: &str, outcome: String) {
+        if let Ok(mut map) = self.outcomes.lock() {
+            let n = map.entry((registry.to_string(), outcome)).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+    }
+
+    /// The traffic so far, by registry and outcome.
+    pub fn traffic(&self) -> Traffic {
+        let requests = self
+            .outcomes
+            .lock()
+            .map(|map| {
+                map.iter()
+                    .map(|((registry, outcome), count)| Outcome {
+                        registry: registry.clone(),
+                        outcome: outcome.clone(),
+                        count: *count,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ms = self.rate_limit_wait_ms.load(Ordering::Relaxed);
+        Traffic {
+            requests,
+            // Milliseconds to seconds, for Prometheus' base unit.
+            rate_limit_wait_seconds: ms as f64 / 1000.0,
         }
     }
 }

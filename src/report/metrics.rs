@@ -56,6 +56,8 @@ pub struct Detail {
     pub pull_requests: BTreeMap<&'static str, usize>,
     /// Registry requests sent again (a 5xx, a timeout, a rate limit).
     pub retries: usize,
+    /// Requests by registry and status, and the rate-limit waits.
+    pub traffic: crate::registry::Traffic,
     pub rejections: usize,
 }
 
@@ -90,6 +92,7 @@ impl RunMetrics {
             updates_pushed: super::pushed_updates(report),
             pull_requests,
             retries: report.requests.retries,
+            traffic: report.registry_traffic.clone(),
             rejections: report.rejections_in_force,
         };
         let mut m = RunMetrics {
@@ -231,6 +234,28 @@ fn render_detail(out: &mut Metrics, d: &Detail) {
         "Registry requests the last run sent again.",
         &[(&[], d.retries as f64)],
     );
+    let requests: Vec<(Vec<(&'static str, String)>, f64)> = d
+        .traffic
+        .requests
+        .iter()
+        .map(|o| {
+            let labels = vec![
+                ("registry", o.registry.clone()),
+                ("status", o.outcome.clone()),
+            ];
+            (labels, o.count as f64)
+        })
+        .collect();
+    out.labelled(
+        "imagebump_registry_requests",
+        "Registry requests of the last run, by registry and status (an HTTP status, or timeout, connection, tls… without one).",
+        &requests,
+    );
+    out.gauge(
+        "imagebump_registry_rate_limit_wait_seconds",
+        "Seconds the registries asked the last run to wait (429 with Retry-After).",
+        &[(&[], d.traffic.rate_limit_wait_seconds)],
+    );
     out.gauge(
         "imagebump_rejections",
         "Rejected versions in force (closed pull requests, reverts) the last run held back.",
@@ -300,7 +325,11 @@ fn number(v: f64) -> String {
     if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else if v.is_finite() {
-        format!("{v}")
+        // Milliseconds are plenty for durations and timestamps, and a short decimal reads
+        // back as the same number in every parser (Go's, Python's, ours): a last success
+        // carried from run to run stays equal to itself.
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         "NaN".to_string()
     }

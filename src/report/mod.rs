@@ -189,6 +189,8 @@ pub struct RunReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pushed: Option<&'a str>,
     pub requests: StatsSnapshot,
+    /// Requests by registry and outcome, and the rate-limit waits.
+    pub registry_traffic: crate::registry::Traffic,
     /// Rejected versions in force (closed pull requests, reverted commits, the recorded
     /// `refs/imagebump/rejected/…`): distinct (image, version, file).
     pub rejections_in_force: usize,
