@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use support::cli::imagebump;
-use support::tree;
 use support::{Registry, RegistryMode};
 
 /// The registry of tests/request_counts.rs' newest-build case: `team/build` with build-1..3
@@ -46,22 +45,7 @@ impl Setup {
     fn new() -> Setup {
         let reg = seeded();
         let host = reg.host();
-        let mut files = Vec::new();
-        for (n, current) in ["build-1", "build-2", "build-5", "build-1"]
-            .iter()
-            .enumerate()
-        {
-            files.push((
-                format!("apps/k{n}/kustomization.yaml"),
-                format!("images:\n- name: {host}/team/build\n  newTag: {current}\n"),
-            ));
-            files.push((
-                format!("apps/h{n}/values.yaml"),
-                format!("image:\n  repository: {host}/team/other\n  tag: {current}\n")
-                    .replace("build-5", "build-3"),
-            ));
-        }
-        let dir = tree(&files);
+        let dir = support::newest_build_apps(&host);
         let cfg_dir = tempfile::tempdir().unwrap();
         let config = format!(
             "registries:\n  - prefix: {host}\n    url: {}\n\

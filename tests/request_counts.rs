@@ -112,22 +112,7 @@ fn newest_build_costs_one_manifest_per_candidate_and_one_config_per_distinct_ima
     );
     // Several references per repository at different current tags (so several
     // evaluations), in kustomizations and values files.
-    let mut files = Vec::new();
-    for (n, current) in ["build-1", "build-2", "build-5", "build-1"]
-        .iter()
-        .enumerate()
-    {
-        files.push((
-            format!("apps/k{n}/kustomization.yaml"),
-            format!("images:\n- name: {host}/team/build\n  newTag: {current}\n"),
-        ));
-        files.push((
-            format!("apps/h{n}/values.yaml"),
-            format!("image:\n  repository: {host}/team/other\n  tag: {current}\n")
-                .replace("build-5", "build-3"),
-        ));
-    }
-    let dir = tree(&files);
+    let dir = support::newest_build_apps(&host);
     let r = report(dir.path(), &config);
     let moves: Vec<String> = r["updates"]
         .as_array()

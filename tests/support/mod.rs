@@ -272,6 +272,28 @@ pub fn assert_tree(
     }
 }
 
+/// The newest-build world of the request-count tests: kustomizations (`apps/kN`) naming
+/// `HOST/team/build` and values files (`apps/hN`) naming `HOST/team/other`, at several
+/// current `build-N` tags each, so that one repository gets several evaluations.
+pub fn newest_build_apps(host: &str) -> tempfile::TempDir {
+    let mut files = Vec::new();
+    for (n, current) in ["build-1", "build-2", "build-5", "build-1"]
+        .iter()
+        .enumerate()
+    {
+        files.push((
+            format!("apps/k{n}/kustomization.yaml"),
+            format!("images:\n- name: {host}/team/build\n  newTag: {current}\n"),
+        ));
+        files.push((
+            format!("apps/h{n}/values.yaml"),
+            format!("image:\n  repository: {host}/team/other\n  tag: {current}\n")
+                .replace("build-5", "build-3"),
+        ));
+    }
+    tree(&files)
+}
+
 /// A further `imagebump run DIR --config CFG` finds nothing left to update.
 pub fn assert_nothing_left(dir: &str, cfg: &str) {
     let again = cli::imagebump()
