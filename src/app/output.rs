@@ -102,10 +102,20 @@ fn width(terminal: bool) -> Option<usize> {
 }
 
 /// `value` as pretty JSON on stdout; a value that cannot be serialised is reported instead.
+///
+/// Streamed through a buffer rather than built as one string: a report of 10,000 apps is
+/// tens of megabytes, and holding it whole was the run's largest single allocation.
 pub fn print_json<T: serde::Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(s) => print(format_args!("{s}\n")),
-        Err(e) => eprintln!("error: cannot serialise the report: {e}"),
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        // A reader that has gone away is no error (see `print`).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("error: cannot write the report: {e}"),
+        Ok(()) => {}
     }
 }
 
