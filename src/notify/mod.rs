@@ -102,21 +102,13 @@ impl News {
                     .collect(),
             })
             .collect();
-        let reviewed: BTreeSet<&str> = report
-            .pull_requests
-            .unwrap_or_default()
-            .iter()
-            .map(|p| p.group.as_str())
-            .collect();
         let pushed = report
             .pushed
             .filter(|_| report.mode != "dry-run")
             .map(|sha| Pushed {
                 commit: sha.to_string(),
-                updates: report
-                    .updates
-                    .iter()
-                    .filter(|u| report.mode == "push" || !reviewed.contains(u.group.as_str()))
+                updates: crate::report::pushed_updates(report)
+                    .into_iter()
                     .map(update)
                     .collect(),
             });

@@ -86,10 +86,11 @@ impl RunMetrics {
                 *count = count.saturating_add(1);
             }
         }
+        let pushed = super::pushed_updates(report).len();
         let detail = Detail {
             references,
-            updates_proposed: c.updates.saturating_sub(super::pushed_updates(report)),
-            updates_pushed: super::pushed_updates(report),
+            updates_proposed: c.updates.saturating_sub(pushed),
+            updates_pushed: pushed,
             pull_requests,
             retries: report.requests.retries,
             traffic: report.registry_traffic.clone(),

@@ -261,12 +261,10 @@ pub fn pull_events<'r>(
 
 /// The updates the run committed straight to the base: all of them with `--push`; in a
 /// pull-request run with `delivery: push`, those of change sets without a pull request.
-pub fn pushed_updates(report: &RunReport) -> usize {
-    if report.pushed.is_none() {
-        return 0;
-    }
-    if report.mode == "push" {
-        return report.updates.len();
+/// None for a dry run (a push it previews is not made).
+pub fn pushed_updates<'r>(report: &'r RunReport) -> Vec<&'r Update> {
+    if report.pushed.is_none() || report.mode == "dry-run" {
+        return Vec::new();
     }
     let reviewed: BTreeSet<&str> = report
         .pull_requests
@@ -277,8 +275,8 @@ pub fn pushed_updates(report: &RunReport) -> usize {
     report
         .updates
         .iter()
-        .filter(|u| !reviewed.contains(u.group.as_str()))
-        .count()
+        .filter(|u| report.mode == "push" || !reviewed.contains(u.group.as_str()))
+        .collect()
 }
 
 /// The JSON Schema of the run report, as committed at docs/report.schema.json.
