@@ -42,6 +42,51 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     all.into_iter().map(|(_, r)| r).collect()
 }
 
+/// `for item in items { consume(f(item)) }`, with `f` computed on up to as many threads as
+/// there are cores while the calling thread consumes the results in the order of `items`,
+/// each as soon as it and those before it are done (discovery folds every file while the
+/// later ones are still being parsed).
+pub fn for_each_ordered<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+    mut consume: impl FnMut(R),
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(items.len() / MIN_ITEMS);
+    if threads <= 1 {
+        items.iter().for_each(|item| consume(f(item)));
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let (next, f) = (&next, &f);
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
+        for _ in 0..threads {
+            let tx = tx.clone();
+            // A panic in `f` ends its thread; the scope's join then raises it here.
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else {
+                    return;
+                };
+                if tx.send((i, f(item))).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let mut early = std::collections::BTreeMap::new();
+        let mut wanted = 0usize;
+        for (i, r) in rx {
+            early.insert(i, r);
+            while let Some(r) = early.remove(&wanted) {
+                consume(r);
+                wanted = wanted.saturating_add(1);
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -55,5 +100,22 @@ mod tests {
         assert_eq!(out, items);
         assert_eq!(super::map(&[1, 2, 3], |x| x * 2), vec![2, 4, 6]);
         assert!(super::map(&[] as &[u8], |x| *x).is_empty());
+    }
+
+    #[test]
+    fn streamed_results_are_consumed_in_the_order_of_the_items() {
+        for n in [0usize, 3, 1000] {
+            let items: Vec<usize> = (0..n).collect();
+            let mut seen = Vec::new();
+            super::for_each_ordered(
+                &items,
+                |&i| {
+                    std::hint::black_box((0..(i % 7) * 1000).fold(0usize, |a, b| a ^ b));
+                    i * 2
+                },
+                |r| seen.push(r),
+            );
+            assert_eq!(seen, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `imagebump run`: source → discover → resolve → plan → deliver, then the report.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write;
 
 use super::output::print_json;
@@ -471,7 +471,18 @@ async fn analyse_once(
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
-    let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    // The repositories of references that are final as soon as they are read are listed
+    // while the rest of the tree is parsed (the same requests, earlier).
+    let mut early = resolve::EarlyLists::new(plan.concurrency);
+    let mut start_early = |r: &discover::ImageRef| {
+        let scope = loaded.ws.scope.as_deref();
+        let in_shard = |(i, n)| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i;
+        if scope.is_none_or(|s| discover::in_scope(r, s)) && plan.shard.is_none_or(in_shard) {
+            early.start(r, registries);
+        }
+    };
+    let mut found =
+        discover::discover_with(&loaded.ws.root, &loaded.config, Some(&mut start_early));
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.root, scope);
     }
@@ -489,8 +500,16 @@ async fn analyse_once(
     );
     let progress = out.progress();
     let refs = &found.refs;
-    let mut resolved =
-        resolve::resolve(refs, registries, plan.concurrency, rejections, &progress).await;
+    let concurrency = plan.concurrency;
+    let mut resolved = resolve::resolve_with(
+        refs,
+        registries,
+        concurrency,
+        rejections,
+        &progress,
+        Some(early),
+    )
+    .await;
     progress.finish();
     let stats = registries.stats.snapshot();
     tracing::info!(
@@ -532,14 +551,14 @@ async fn pull_requests(
     if !plan.remote || plan.mode == Mode::Push {
         return None;
     }
-    // Links to the new images' sources, one lookup per distinct (image, tag).
-    let sources = if plan.mode == Mode::PullRequests {
-        source_links(made, registries, plan.concurrency).await
+    // Links to the new images' sources, one lookup per distinct (image, tag), fetched while
+    // the branches are read and built.
+    let links: crate::deliver::pulls::PendingLinks = if plan.mode == Mode::PullRequests {
+        source_links(made, registries, plan.concurrency)
     } else {
-        Default::default()
+        Box::pin(std::future::ready(Default::default()))
     };
     let ctx = crate::deliver::pulls::Context {
-        sources: &sources,
         shard: plan.shard,
         git,
         dir: &ws.root,
@@ -555,7 +574,7 @@ async fn pull_requests(
         open: decisions.open.as_deref(),
         by_api: by_api(loaded),
     };
-    Some(crate::deliver::pulls::deliver(&ctx, made).await)
+    Some(crate::deliver::pulls::deliver(&ctx, made, links).await)
 }
 
 /// `--push` with commits that only the forge's API may create: refused before anything.
@@ -636,12 +655,13 @@ fn push_direct(
 }
 
 /// The `org.opencontainers.image.source` of every new image, by (image, tag), fetched
-/// concurrently; images without the label (or unreachable) are left out.
-async fn source_links(
+/// concurrently by a task of its own (it runs while the caller builds the branches);
+/// images without the label (or unreachable) are left out.
+fn source_links(
     made: &Plan,
     registries: &Registries,
     concurrency: usize,
-) -> BTreeMap<(String, String), String> {
+) -> crate::deliver::pulls::PendingLinks {
     use futures::stream::{self, StreamExt};
     let wanted: BTreeSet<(String, String)> = made
         .updates
@@ -651,17 +671,26 @@ async fn source_links(
             (u.image.clone(), tag.to_string())
         })
         .collect();
-    stream::iter(wanted)
-        .map(|(image, tag)| async move {
+    let lookups: Vec<_> = wanted
+        .into_iter()
+        .filter_map(|(image, tag)| {
             let name = imagebump_model::name::parse_name(&image).ok()?;
             let client = registries.client_for(&name).ok()?;
-            let src = resolve::metadata::source_label(&client, &name.repository, &tag).await?;
-            Some(((image, tag), src))
+            Some((image, tag, name.repository, client))
         })
-        .buffer_unordered(concurrency.max(1))
-        .filter_map(|x| async move { x })
-        .collect()
-        .await
+        .collect();
+    let task = tokio::spawn(
+        stream::iter(lookups)
+            .map(|(image, tag, repository, client)| async move {
+                let src = resolve::metadata::source_label(&client, &repository, &tag).await?;
+                Some(((image, tag), src))
+            })
+            .buffer_unordered(concurrency.max(1))
+            .filter_map(|x| async move { x })
+            .collect::<crate::deliver::pulls::SourceLinks>(),
+    );
+    // A task that panicked gives no links: the bodies go without them.
+    Box::pin(async move { task.await.unwrap_or_default() })
 }
 
 /// The diff, the updates and pull requests tables, what was not updated and why, and the

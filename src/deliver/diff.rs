@@ -31,7 +31,7 @@ pub fn render(files: &[FileChange], color: bool) -> String {
             format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", f.file)
         };
         out.push_str(&paint(BOLD, &header));
-        let diff = TextDiff::from_lines(&f.before, &f.after);
+        let diff = TextDiff::from_lines(&*f.before, &f.after);
         for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
             out.push_str(&paint(CYAN, &hunk.header().to_string()));
             out.push('\n');

@@ -73,9 +73,6 @@ pub struct Context<'a> {
     pub settings: &'a PullRequestsConfig,
     pub max_new: Option<usize>,
     pub dry_run: bool,
-    /// Source repositories of the new images (their `org.opencontainers.image.source`
-    /// label), by (image, tag), for links in pull-request bodies.
-    pub sources: &'a BTreeMap<(String, String), String>,
     /// `--shard I/N`: only this shard's pull requests may be closed.
     pub shard: Option<(u64, u64)>,
     /// Where each push and forge change is recorded as it lands.
@@ -90,15 +87,28 @@ pub struct Context<'a> {
     pub by_api: bool,
 }
 
+/// Source repositories of the new images (their `org.opencontainers.image.source`
+/// label), by (image, tag), for links in pull-request bodies.
+pub type SourceLinks = BTreeMap<(String, String), String>;
+
+/// The source links, being fetched (a spawned task) while the branches are read and built.
+pub type PendingLinks = std::pin::Pin<Box<dyn std::future::Future<Output = SourceLinks> + Send>>;
+
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
-pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Problem>) {
+pub async fn deliver(
+    ctx: &Context<'_>,
+    plan: &Plan,
+    links: PendingLinks,
+) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let proposals = decide::proposals(plan, ctx.settings, ctx.sources, ctx.rejections);
+    let mut proposals = decide::proposals(plan, ctx.settings, ctx.rejections);
     let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
         return (Vec::new(), problems);
     };
     let built = state::build(ctx, &proposals, &branches);
+    // Only the bodies need the links: they were fetched while the commits were built.
+    decide::write_bodies(&mut proposals, &links.await);
     let actions = decide::decide(&decide::Input {
         plan,
         proposals: &proposals,

@@ -54,7 +54,7 @@ fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
         }
     } else {
         let current = std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
-        if current != f.before {
+        if *current != *f.before {
             return Err("changed on disk during the run; not written".into());
         }
     }

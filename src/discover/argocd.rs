@@ -1015,7 +1015,7 @@ impl Scan<'_> {
                     self.out
                         .sources
                         .entry(f.to_string())
-                        .or_insert_with(|| l.text.clone());
+                        .or_insert_with(|| l.text.as_str().into());
                 }
             }
         }

@@ -186,7 +186,7 @@ impl ImageRef {
 pub struct Discovery {
     pub refs: Vec<ImageRef>,
     /// Text of every file that holds a managed reference, for the edit stage.
-    pub sources: BTreeMap<String, String>,
+    pub sources: BTreeMap<String, std::sync::Arc<str>>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
@@ -200,11 +200,7 @@ impl Discovery {
     pub fn limit_to(&mut self, root: &Path, scope: &str) {
         let prefix = format!("{}/", scope.trim_end_matches('/'));
         let inside = |f: &str| f.starts_with(&prefix);
-        self.refs.retain(|r| {
-            inside(&r.file)
-                && r.writes_to.as_deref().is_none_or(inside)
-                && r.creations.iter().all(|c| inside(&c.file))
-        });
+        self.refs.retain(|r| in_scope(r, scope));
         self.sources.retain(|f, _| inside(f));
         // A problem at a file of the tree outside the scope is not this run's.
         let ours = |p: &Problem| {
@@ -214,6 +210,15 @@ impl Discovery {
         self.problems.retain(ours);
         self.notes.retain(ours);
     }
+}
+
+/// Is `r` read and written only under `scope` (a directory relative to the root)?
+pub fn in_scope(r: &ImageRef, scope: &str) -> bool {
+    let prefix = format!("{}/", scope.trim_end_matches('/'));
+    let inside = |f: &str| f.starts_with(&prefix);
+    inside(&r.file)
+        && r.writes_to.as_deref().is_none_or(inside)
+        && r.creations.iter().all(|c| inside(&c.file))
 }
 
 /// Per-file context handed to the file-kind scanners.
@@ -401,6 +406,19 @@ fn files(root: &Path, filters: &Filters, out: &mut Discovery) -> Vec<(String, Fi
 
 /// Walk `root` and collect every reference.
 pub fn discover(root: &Path, config: &Config) -> Discovery {
+    discover_with(root, config, None)
+}
+
+/// Told of each reference no later pass of discovery can change (its image, policy, unit and
+/// place are final), as soon as it is read: `run` starts listing its repository's tags
+/// while the rest of the tree is still being parsed.
+pub type Early<'a> = &'a mut dyn FnMut(&ImageRef);
+
+/// As [`discover`], telling `early` of the references that are final when they are read.
+/// Only a tree without Argo CD or Flux resources has such references (those resources are
+/// applied after every file is read, and may claim any reference); manifest images are
+/// placed after every kustomization is read, so they are never early.
+pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Discovery {
     let mut out = Discovery::default();
     let filters = match Filters::new(&config.scan) {
         Ok(f) => f,
@@ -416,7 +434,7 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             return out;
         }
     };
-    let mut policies = match Policies::new(&config.defaults, &config.images) {
+    let policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p,
         Err(e) => {
             out.problems.push(Problem::config(e));
@@ -450,36 +468,86 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
                 .filter_map(|f| kustomize::graph::join(&k.dir, f))
         })
         .collect();
+    let mut early = early.filter(|_| !claims_possible(root, &files));
     let mut kread = kread.into_iter();
-    // Reading and parsing each file is independent of the others: done on every core.
-    // Policies, Argo CD resources and the bookkeeping follow in file order.
+    let mut fold = Fold {
+        root,
+        out,
+        policies,
+        argo: argocd::Found::default(),
+        marked: flux::Found::default(),
+        layout: placement::Layout::default(),
+    };
+    // Reading and parsing each file is independent of the others: done on every core,
+    // while this thread gives policies, reads Argo CD resources and keeps the books in
+    // file order, each file as soon as those before it are done.
+    let mut order = files.iter();
+    let mut before_next = |fold: &mut Fold, early: &mut Option<Early>| {
+        // The kustomizations (read above) that come before the next other file.
+        for f in order.by_ref() {
+            if !is_k(&f) {
+                return;
+            }
+            fold.file(&f.0, kread.next().unwrap_or(Read::Skipped), early);
+        }
+    };
     let others: Vec<&(String, FileKind)> = files.iter().filter(|f| !is_k(f)).collect();
-    let mut read = crate::parallel::map(&others, |(rel, kind)| {
-        let kind = match kind {
-            FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
-            k => *k,
-        };
-        let keys = Keys {
-            specs: &specs,
-            helm: &helm_keys,
-        };
-        read_file(root, rel, kind, &keys)
-    })
-    .into_iter();
-    let all = files.iter().map(|f| {
-        let next = if is_k(&f) { kread.next() } else { read.next() };
-        (f.0.clone(), next.unwrap_or(Read::Skipped))
+    crate::parallel::for_each_ordered(
+        &others,
+        |(rel, kind)| {
+            let kind = match kind {
+                FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
+                k => *k,
+            };
+            let keys = Keys {
+                specs: &specs,
+                helm: &helm_keys,
+            };
+            (rel, read_file(root, rel, kind, &keys))
+        },
+        |(rel, read)| {
+            before_next(&mut fold, &mut early);
+            fold.file(rel, read, &mut early);
+        },
+    );
+    before_next(&mut fold, &mut early);
+    fold.finish(config)
+}
+
+/// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
+/// file that mentions their API groups (or a Flux setter) is taken to hold one; a read
+/// error is a yes. (Each file is read again when it is parsed; a first look costs little.)
+fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> bool {
+    let found = crate::parallel::map(files, |(rel, _)| {
+        match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
+            Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(&text),
+            Err(_) => true,
+        }
     });
-    let mut argo = argocd::Found::default();
-    let mut marked = flux::Found::default();
-    let mut layout = placement::Layout::default();
-    for (rel, read) in all {
+    found.into_iter().any(|f| f)
+}
+
+/// What discovery builds up file by file, in file order.
+struct Fold<'a> {
+    root: &'a Path,
+    out: Discovery,
+    policies: Policies,
+    argo: argocd::Found,
+    marked: flux::Found,
+    layout: placement::Layout,
+}
+
+impl Fold<'_> {
+    /// One file read: its references get their policies; its Argo CD, Flux and kustomize
+    /// resources are kept for the passes over the whole tree.
+    fn file(&mut self, rel: &str, read: Read, early: &mut Option<Early>) {
+        let out = &mut self.out;
         let scanned = match read {
-            Read::Skipped => continue,
+            Read::Skipped => return,
             Read::Problem(p) => {
                 out.files_scanned = out.files_scanned.saturating_add(1);
                 out.problems.push(p);
-                continue;
+                return;
             }
             Read::Scanned(s) => s,
         };
@@ -495,47 +563,66 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             flux: flux_loaded,
         } = *scanned;
         out.problems.extend(problems);
+        // One copy of the text, shared by the sources and the kustomize layout.
+        let text: std::sync::Arc<str> = text.into();
         if let Some(loaded) = flux_loaded {
-            marked.add(&rel, &text, loaded, &mut out);
+            self.marked.add(rel, &text, loaded, out);
         }
         if let Some(loaded) = loaded {
-            argo.add(loaded, &mut out.problems);
+            self.argo.add(loaded, &mut out.problems);
         }
         if let Some(k) = kustomization {
-            layout.add_kustomization(k, &text);
+            self.layout.add_kustomization(k, text.clone());
         }
         let ctx = FileCtx {
-            file: &rel,
+            file: rel,
             text: &text,
             lines,
         };
         let before = out.refs.len();
         out.refs.extend(refs);
+        let placed_later = out.refs.len();
         for w in workloads {
-            layout.add_workload(out.refs.len(), w.kustomizable);
+            self.layout.add_workload(out.refs.len(), w.kustomizable);
             out.refs.push(w.r);
         }
-        for r in out.refs.iter_mut().skip(before) {
-            if let Err(p) = apply_policy(&ctx, &mut policies, r, None) {
+        for (i, r) in out.refs.iter_mut().enumerate().skip(before) {
+            if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
+            }
+            if let Some(tell) = early.as_mut().filter(|_| i < placed_later) {
+                tell(r);
             }
         }
         if out.refs.iter().skip(before).any(ImageRef::is_managed) {
-            out.sources.insert(rel, text);
+            out.sources.insert(rel.to_string(), text);
         }
     }
-    // ApplicationSets in the repository become the Applications they generate.
-    argo.generate(root, &mut out);
-    layout.place(&mut out, &argo, config.scan.shared_bases);
-    if !argo.apps.is_empty() {
-        argocd::scan(root, config, argo, &mut out, &mut policies);
+
+    /// The passes over the whole tree: ApplicationSets, kustomize placement, Argo CD
+    /// Applications, Flux setters.
+    fn finish(self, config: &Config) -> Discovery {
+        let Fold {
+            root,
+            mut out,
+            mut policies,
+            mut argo,
+            marked,
+            layout,
+        } = self;
+        // ApplicationSets in the repository become the Applications they generate.
+        argo.generate(root, &mut out);
+        layout.place(&mut out, &argo, config.scan.shared_bases);
+        if !argo.apps.is_empty() {
+            argocd::scan(root, config, argo, &mut out, &mut policies);
+        }
+        // Flux setters last: their policies may be written in any file.
+        flux::scan(marked, &mut policies, &mut out);
+        // The references are kept to the end of the run: not with the up to 2x room their
+        // vector grew to (about 6 MB of 120 at 45,000 references, docs/performance.md).
+        out.refs.shrink_to_fit();
+        out
     }
-    // Flux setters last: their policies may be written in any file.
-    flux::scan(marked, &mut policies, &mut out);
-    // The references are kept to the end of the run: not with the up to 2x room their
-    // vector grew to (about 6 MB of 120 at 45,000 references, docs/performance.md).
-    out.refs.shrink_to_fit();
-    out
 }
 
 /// One file read, parsed and scanned.
@@ -725,6 +812,72 @@ fn apply_policy(
             let mut p = ctx.problem(at, e.to_string());
             p.hint = e.hint;
             Err(p)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    /// The references `discover_with` tells early, by file and name, and the discovery.
+    fn told(dir: &Path) -> (Vec<(String, String)>, Discovery) {
+        let mut told = Vec::new();
+        let mut tell = |r: &ImageRef| told.push((r.file.clone(), r.written.clone()));
+        let found = discover_with(dir, &Config::default(), Some(&mut tell));
+        (told, found)
+    }
+
+    const APP: [(&str, &str); 3] = [
+        (
+            "app/kustomization.yaml",
+            "resources: [deploy.yaml]\nimages:\n- name: r.io/web\n  newTag: 1.0.0\n",
+        ),
+        (
+            "app/deploy.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: r.io/web:0.9.0\n",
+        ),
+        ("chart/values.yaml", "image:\n  repository: r.io/api\n  tag: 2.0.0\n"),
+    ];
+
+    #[test]
+    fn references_final_when_read_are_told_early_and_placed_manifests_are_not() {
+        let dir = tree(&APP);
+        let (told, found) = told(dir.path());
+        assert_eq!(
+            told,
+            [
+                ("app/kustomization.yaml".to_string(), "r.io/web".to_string()),
+                ("chart/values.yaml".to_string(), "r.io/api".to_string()),
+            ]
+        );
+        // The same discovery as without being told.
+        let plain = discover(dir.path(), &Config::default());
+        assert_eq!(found.refs, plain.refs);
+        assert_eq!(found.refs.len(), 3);
+    }
+
+    #[test]
+    fn nothing_is_told_early_in_a_tree_with_argo_cd_or_flux_resources() {
+        let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web}\nspec:\n  source: {repoURL: https://git.example/x, path: app}\n";
+        let flux = "apiVersion: image.toolkit.fluxcd.io/v1beta2\nkind: ImagePolicy\nmetadata: {name: web}\nspec: {imageRepositoryRef: {name: web}, policy: {semver: {range: '>=1.0.0'}}}\n";
+        for extra in [("argo/app.yaml", app), ("flux/policy.yaml", flux)] {
+            let mut files = APP.to_vec();
+            files.push(extra);
+            let dir = tree(&files);
+            let (told, found) = told(dir.path());
+            assert!(told.is_empty(), "{}: {told:?}", extra.0);
+            assert!(!found.refs.is_empty());
         }
     }
 }

@@ -82,15 +82,15 @@ fn configuration(root: &Path, file: &str) -> Result<Vec<FieldSpec>, String> {
 pub struct Layout {
     kustomizations: Vec<Kustomization>,
     /// Kustomization texts, for the `images:` entries written into them.
-    texts: BTreeMap<String, String>,
+    texts: BTreeMap<String, std::sync::Arc<str>>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
     /// `images:` apply to them.
     workloads: Vec<(usize, bool)>,
 }
 
 impl Layout {
-    pub fn add_kustomization(&mut self, k: Kustomization, text: &str) {
-        self.texts.insert(k.file.clone(), text.to_string());
+    pub fn add_kustomization(&mut self, k: Kustomization, text: std::sync::Arc<str>) {
+        self.texts.insert(k.file.clone(), text);
         self.kustomizations.push(k);
     }
 

@@ -41,7 +41,8 @@ pub struct Update {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
     pub file: String,
-    pub before: String,
+    /// Shared with the discovery's sources: the text is not copied.
+    pub before: std::sync::Arc<str>,
     pub after: String,
     /// The file does not exist yet.
     pub created: bool,
@@ -231,13 +232,13 @@ fn changes_for<'a>(
         {
             return Ok(change.as_ref().filter(|_| keep).cloned());
         }
-        let before = discovery.sources.get(file).map(String::as_str);
-        change_file(before, work).map(|after| {
+        let source = discovery.sources.get(file);
+        change_file(source.map(|t| &**t), work).map(|after| {
             keep.then(|| FileChange {
                 file: file.to_string(),
-                before: before.unwrap_or_default().to_string(),
+                before: source.cloned().unwrap_or_default(),
                 after,
-                created: before.is_none(),
+                created: source.is_none(),
             })
         })
     });

@@ -168,6 +168,18 @@ pub async fn resolve(
     rejections: &Rejections,
     progress: &Progress,
 ) -> Resolved {
+    resolve_with(refs, registries, concurrency, rejections, progress, None).await
+}
+
+/// As [`resolve`], with the tag lists `early` started while discovery was still reading.
+pub async fn resolve_with(
+    refs: &[ImageRef],
+    registries: &Registries,
+    concurrency: usize,
+    rejections: &Rejections,
+    progress: &Progress,
+    early: Option<EarlyLists>,
+) -> Resolved {
     let mut outcomes: Vec<Option<Outcome>> = refs
         .iter()
         .map(|r| {
@@ -203,7 +215,7 @@ pub async fn resolve(
         .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
     progress.stage("listing tags", listed.len());
-    let lists = list_tags(listed, registries, concurrency, progress).await;
+    let lists = list_tags(listed, registries, concurrency, progress, early).await;
     for ((name, _), result) in &lists {
         let users = users.get(name).copied().unwrap_or_default();
         match result {
@@ -333,20 +345,42 @@ fn credentials(policy: &Policy) -> Option<&str> {
     policy.spec.credentials.as_deref()
 }
 
+/// A repository and the credentials its tags are listed with.
+type ListKey = (ImageName, Option<String>);
+
 /// Tag lists, per repository and the credentials they were read with.
-type Lists = BTreeMap<(ImageName, Option<String>), Result<TagList, Error>>;
+type Lists = BTreeMap<ListKey, Result<TagList, Error>>;
 
 async fn list_tags(
     names: BTreeSet<(&ImageName, Option<&str>)>,
     registries: &Registries,
     concurrency: usize,
     progress: &Progress,
+    early: Option<EarlyLists>,
 ) -> Lists {
+    let mut early = early.unwrap_or_else(|| EarlyLists::new(concurrency));
+    // Those started early are awaited with the others; all share one bound.
+    let names: Vec<_> = names
+        .into_iter()
+        .map(|(name, creds)| {
+            let key = (name.clone(), creds.map(str::to_string));
+            let task = early.started.remove(&key);
+            (name, creds, task)
+        })
+        .collect();
+    let permits = &early.permits;
     stream::iter(names)
-        .map(|(name, creds)| async move {
-            let result = match registries.client_with(name, creds) {
-                Ok(client) => client.list_tags(&name.repository).await,
-                Err(e) => Err(e),
+        .map(|(name, creds, task)| async move {
+            let result = match (task, registries.client_with(name, creds)) {
+                (Some(task), _) => task.await.unwrap_or_else(|e| {
+                    Err(Error::Config(format!("listing the tags failed: {e}")))
+                }),
+                (None, Ok(client)) => {
+                    // The semaphore is never closed, so acquiring only waits.
+                    let _permit = permits.acquire().await;
+                    client.list_tags(&name.repository).await
+                }
+                (None, Err(e)) => Err(e),
             };
             progress.inc();
             ((name.clone(), creds.map(str::to_string)), result)
@@ -354,6 +388,66 @@ async fn list_tags(
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await
+}
+
+/// The repository (and the credentials it is read with) whose tag list resolve will ask for
+/// `r`, known from the reference alone; `None` when resolve asks nothing (unmanaged, pinned,
+/// a current tag the policy cannot judge, the `digest` strategy).
+pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
+    let asks = r.unmanaged.is_none()
+        && !r.policy.pin
+        && crate::policy::cannot_judge(&r.policy, current(r)).is_none()
+        && r.policy.needs_tag_list();
+    asks.then(|| (r.image.clone(), credentials(&r.policy).map(str::to_string)))
+}
+
+/// Tag lists started before resolve, while discovery was still reading the tree: one task
+/// per repository, at most `concurrency` requests at once among them.
+pub struct EarlyLists {
+    started: HashMap<ListKey, tokio::task::JoinHandle<Result<TagList, Error>>>,
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl EarlyLists {
+    pub fn new(concurrency: usize) -> EarlyLists {
+        EarlyLists {
+            started: HashMap::new(),
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency.max(1))),
+        }
+    }
+
+    /// Start listing the repository `r` will need, unless it is started already. Must be
+    /// called within the run's Tokio runtime.
+    pub fn start(&mut self, r: &ImageRef, registries: &Registries) {
+        let Some(key) = listed_for(r) else {
+            return;
+        };
+        if self.started.contains_key(&key) {
+            return;
+        }
+        // A repository without a client (a configuration error) is left to resolve, which
+        // reports it.
+        let Ok(client) = registries.client_with(&key.0, key.1.as_deref()) else {
+            return;
+        };
+        let permits = self.permits.clone();
+        let repository = key.0.repository.clone();
+        let task = tokio::spawn(async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = permits.acquire_owned().await;
+            client.list_tags(&repository).await
+        });
+        self.started.insert(key, task);
+    }
+}
+
+impl Drop for EarlyLists {
+    /// Lists resolve did not take (the run stopped first) are not waited for.
+    fn drop(&mut self) {
+        for task in self.started.values() {
+            task.abort();
+        }
+    }
 }
 
 /// Evaluations in flight hold at most about a million tags between them: one permit per

@@ -127,11 +127,12 @@ pub enum Action {
     },
 }
 
-/// Each change set of the plan with its branch, title, updates and body.
+/// Each change set of the plan with its branch, title and updates; the bodies are written
+/// by [`write_bodies`] once the links to the images' sources are known (the branches are
+/// built meanwhile: commits do not carry the body).
 pub fn proposals<'a>(
     plan: &'a Plan,
     settings: &PullRequestsConfig,
-    sources: &BTreeMap<(String, String), String>,
     rejections: &Rejections,
 ) -> Vec<Proposal<'a>> {
     plan.change_sets
@@ -143,12 +144,19 @@ pub fn proposals<'a>(
                 set,
                 branch: branch_name(&settings.branch_prefix, &set.group),
                 title: title(set, &updates, settings.title.as_deref()),
-                body: body(set, &updates, sources, &automerge),
+                body: String::new(),
                 updates,
                 automerge,
             }
         })
         .collect()
+}
+
+/// Each proposal's pull-request body, with links to its new images' sources.
+pub fn write_bodies(proposals: &mut [Proposal<'_>], sources: &BTreeMap<(String, String), String>) {
+    for p in proposals {
+        p.body = body(p.set, &p.updates, sources, &p.automerge);
+    }
 }
 
 /// The actions, in order: notes on branches left alone, the outcomes known before the
@@ -455,7 +463,8 @@ mod tests {
 
     impl<'a> Case<'a> {
         fn new(plan: &'a Plan) -> Case<'a> {
-            let proposals = proposals(plan, &settings(), &BTreeMap::new(), &Default::default());
+            let mut proposals = proposals(plan, &settings(), &Default::default());
+            write_bodies(&mut proposals, &BTreeMap::new());
             let built = (0..proposals.len())
                 .map(|i| commit(&format!("c{i}")))
                 .collect();
