@@ -3,6 +3,7 @@
 //! current tag are evaluated once.
 
 pub mod metadata;
+pub mod signed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -266,6 +267,7 @@ pub async fn resolve(
         cache: &cache,
         budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
         concurrency,
+        verifier: crate::verify::Verifier::new(),
     };
     progress.stage("choosing tags", groups.len());
     let decided: Vec<(&ImageName, Vec<usize>, Decided)> = stream::iter(groups)
@@ -368,6 +370,7 @@ struct Shared<'a> {
     cache: &'a MetaCache,
     budget: tokio::sync::Semaphore,
     concurrency: usize,
+    verifier: crate::verify::Verifier,
 }
 
 struct Decided {
@@ -387,6 +390,7 @@ async fn decide_group(
         cache,
         budget,
         concurrency,
+        verifier,
     } = shared;
     let concurrency = *concurrency;
     let failed = |why: String| Decided {
@@ -414,30 +418,36 @@ async fn decide_group(
     if let Some(r) = rejected {
         eval.reject(r);
     }
-    let mut errors = Vec::new();
-    if !eval.wanted().is_empty() {
+    let mut client = None;
+    if !eval.wanted().is_empty() || policy.spec.verify.is_some() {
         match registries.client_with(image, credentials(policy)) {
-            Ok(client) => {
-                errors = settle(
-                    &mut eval,
-                    image,
-                    policy,
-                    Some((&client, cache)),
-                    concurrency,
-                )
-                .await
-            }
+            Ok(c) => client = Some(c),
             Err(e) => return failed(e.to_string()),
         }
     }
-    let choice = eval.decide();
-    let warnings = eval.warnings().cloned().collect();
+    let source = client.as_deref().map(|c| (c, *cache));
+    let errors = settle(&mut eval, image, policy, source, concurrency).await;
+    let listed = policy.needs_tag_list().then_some(tags);
+    let signed = signed::decide(
+        &mut eval,
+        image,
+        policy,
+        source,
+        verifier,
+        listed,
+        concurrency,
+    );
+    let signed = signed.await;
+    let choice = signed.choice;
+    let mut warnings: Vec<String> = eval.warnings().cloned().collect();
+    warnings.extend(signed.refused);
     // A candidate whose metadata could not be read might have been the right answer:
     // report it and change nothing rather than guess.
-    let errors: Vec<String> = errors
+    let mut errors: Vec<String> = errors
         .into_iter()
         .map(|e| format!("image metadata: {e}"))
         .collect();
+    errors.extend(signed.errors);
     if let Some(first) = errors.first() {
         return Decided {
             outcome: Outcome::Failed(first.clone()),
