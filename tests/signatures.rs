@@ -252,6 +252,13 @@ fn a_run_proposes_the_best_signed_candidate_at_its_verified_digest() {
         "{report:#}"
     );
     assert_eq!(report["updates"].as_array().unwrap().len(), 1);
+    // The report records the digest verified and the key, by file name and fingerprint.
+    let verified = &report["updates"][0]["verified"];
+    assert_eq!(verified["digest"], json!(signed));
+    let by = verified["signer"].as_str().unwrap();
+    assert!(by.starts_with("key cosign.pub (ecdsa-p256 sha256:"), "{by}");
+    assert!(by.ends_with(") (sig tag)"), "{by}");
+    assert!(!by.contains(cfg_dir.path().to_str().unwrap()), "{by}");
     assert_eq!(
         messages(&report, "warnings"),
         [format!(

@@ -140,13 +140,12 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         8,
     )
     .await;
+    let signer = signed.verified().map(|v| v.signer);
     errors.extend(signed.errors);
     let choice = signed.choice;
     let current = current.as_deref();
     let mut explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
-    explained.signer = signed
-        .signer
-        .map(|s| format!("{} ({})", s.signer, s.layout));
+    explained.signer = signer;
     print(&explained, out);
     for e in &errors {
         eprintln!("error: {}: {e}", reference.name);

@@ -25,6 +25,8 @@ pub enum Outcome {
     Update {
         tag: String,
         digest: Option<String>,
+        /// `verify`: the digest verified and who signed it.
+        verified: Option<crate::verify::Verified>,
     },
     UpToDate,
     /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
@@ -438,6 +440,7 @@ async fn decide_group(
         concurrency,
     );
     let signed = signed.await;
+    let verified = signed.verified();
     let choice = signed.choice;
     let mut warnings: Vec<String> = eval.warnings().cloned().collect();
     warnings.extend(signed.refused);
@@ -456,7 +459,11 @@ async fn decide_group(
         };
     }
     let outcome = match choice {
-        Choice::Update { tag, digest } => Outcome::Update { tag, digest },
+        Choice::Update { tag, digest } => Outcome::Update {
+            tag,
+            digest,
+            verified,
+        },
         Choice::Current => match eval.held_back() {
             Some(why) => Outcome::Rejected(why),
             None => Outcome::UpToDate,
@@ -484,9 +491,9 @@ async fn pin_digests(
         .iter()
         .zip(outcomes.iter())
         .filter_map(|(r, o)| match o {
-            Outcome::Update { tag, digest: None } if r.digest.is_some() => {
-                Some((r.image.clone(), tag.clone(), credentials(&r.policy)))
-            }
+            Outcome::Update {
+                tag, digest: None, ..
+            } if r.digest.is_some() => Some((r.image.clone(), tag.clone(), credentials(&r.policy))),
             _ => None,
         })
         .collect();
@@ -515,12 +522,19 @@ async fn pin_digests(
         }
     }
     for (r, o) in refs.iter().zip(outcomes.iter_mut()) {
-        if let (Outcome::Update { tag, digest: None }, Some(_)) = (&mut *o, &r.digest) {
+        if let (
+            Outcome::Update {
+                tag, digest: None, ..
+            },
+            Some(_),
+        ) = (&mut *o, &r.digest)
+        {
             match digests.get(&(r.image.clone(), tag.clone())) {
                 Some(Ok(d)) => {
                     *o = Outcome::Update {
                         tag: tag.clone(),
                         digest: Some(d.clone()),
+                        verified: None,
                     }
                 }
                 Some(Err(e)) => *o = Outcome::Failed(e.to_string()),

@@ -98,6 +98,24 @@ pub async fn decide(
     }
 }
 
+impl Signed {
+    /// What the report records for the chosen update, when it was verified.
+    pub fn verified(&self) -> Option<crate::verify::Verified> {
+        let s = self.signer.as_ref()?;
+        let Choice::Update {
+            digest: Some(digest),
+            ..
+        } = &self.choice
+        else {
+            return None;
+        };
+        Some(crate::verify::Verified {
+            digest: digest.clone(),
+            signer: format!("{} ({})", s.signer, s.layout),
+        })
+    }
+}
+
 fn failed(errors: Vec<String>, refused: Vec<String>) -> Signed {
     Signed {
         choice: Choice::Current,

@@ -49,6 +49,18 @@ pub struct Signer {
     pub layout: &'static str,
 }
 
+/// What a report and a pull request say about a verified update.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Verified {
+    /// The digest whose signature verified (the one written when the reference carries a
+    /// digest).
+    pub digest: String,
+    /// The key that signed it (`key cosign.pub (ecdsa-p256 sha256:…)`) and where the
+    /// signature was (`sig tag`, `referrers`, `referrers tag`).
+    pub signer: String,
+}
+
 /// A candidate's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
