@@ -596,3 +596,72 @@ fn the_repository_cannot_choose_or_drop_the_keys() {
     assert!(run.stderr.contains("operator.yaml:7:"), "{run}");
     assert!(run.stderr.contains("cosign.pub"), "{run}");
 }
+
+/// argocd-image-updater 1.3's `imagesVerification` in an `ImageUpdater` of the repository:
+/// imagebump verifies those images too, with the operator's keys (the cosignKey secret is a
+/// cluster secret it does not read). Without operator keys the image fails closed; the
+/// repository's `enabled: false` does not switch the operator's `verify` off.
+#[test]
+fn argocd_image_updater_images_verification_is_honoured_with_the_operators_keys() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("ecdsa-p256", "cosign");
+    reg.push_tag_created_digest(REPO, "1.0.0", "2024-01-01T00:00:00Z");
+    let signed = reg.push_tag_created_digest(REPO, "1.1.0", "2024-02-01T00:00:00Z");
+    reg.push_tag_created_digest(REPO, "1.2.0", "2024-03-01T00:00:00Z");
+    push_signature(&reg, &signer, "cosign", &signed, &signed, Layout::SigTag);
+    let app = format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\nspec:\n  source:\n    path: apps/web\n    kustomize:\n      images:\n      - {HOST}/{REPO}:1.0.0\n");
+    let updater = |image_level: &str| {
+        format!("apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: iu\n  namespace: argocd\nspec:\n  imagesVerification:\n    cosignKey:\n      secretName: web-cosign\n      key: cosign.pub\n  applicationRefs:\n  - namePattern: web\n    images:\n    - alias: web\n      imageName: {HOST}/{REPO}\n{image_level}")
+    };
+    let dir = tree(&[
+        ("argocd/web.yaml", app),
+        ("argocd/iu.yaml", updater("")),
+        ("apps/web/kustomization.yaml", "resources: []\n".to_string()),
+    ]);
+    let run_with = |cfg: &Path, code: i32| {
+        let run = imagebump()
+            .args(["run", "--dry-run", "--output", "json"])
+            .arg(dir.path())
+            .arg("--config")
+            .arg(cfg)
+            .code(code)
+            .run();
+        run.json()
+    };
+
+    // No keys in the operator's configuration: nothing proposed, an error, exit 1.
+    let plain_dir = tempfile::tempdir().unwrap();
+    let plain = plain_dir.path().join("operator.yaml");
+    fs::write(
+        &plain,
+        format!("registries:\n- prefix: {HOST}\n  url: {}\n", reg.base_url()),
+    )
+    .unwrap();
+    let report = run_with(&plain, 1);
+    assert_eq!(report["updates"], json!([]));
+    let errors = messages(&report, "errors");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys"),
+        "{errors:?}"
+    );
+
+    // The operator's keys: the signed 1.1.0 is proposed, the unsigned 1.2.0 refused.
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = operator_config(cfg_dir.path(), &reg.base_url(), &[&key]);
+    let report = run_with(&cfg, 0);
+    assert_eq!(report["updates"][0]["to"], json!("1.1.0"), "{report:#}");
+    assert_eq!(report["updates"][0]["verified"]["digest"], json!(signed));
+
+    // `enabled: false` on the image opts out of AIU's check, not of the operator's.
+    fs::write(
+        dir.path().join("argocd/iu.yaml"),
+        updater("      imagesVerification:\n        enabled: false\n"),
+    )
+    .unwrap();
+    let report = run_with(&cfg, 0);
+    assert_eq!(report["updates"][0]["to"], json!("1.1.0"), "{report:#}");
+    let report = run_with(&plain, 0);
+    assert_eq!(report["updates"][0]["to"], json!("1.2.0"), "{report:#}");
+}

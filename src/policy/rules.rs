@@ -140,10 +140,15 @@ impl Policies {
             spec = spec.overlay(&rule.spec);
             source.push(rule.label.clone());
         }
-        if spec.verify.is_none() {
-            // Only the operator's rules set `verify`: a repository rule matching first does
-            // not switch it off (docs/security.md).
-            spec.verify = self.verify_for(image, written, file);
+        if spec.verify.as_ref().is_none_or(|v| v.is_empty()) {
+            // Only the operator sets keys: a repository rule matching first does not switch
+            // them off (docs/security.md). An empty `verify` (an argocd-image-updater
+            // `imagesVerification`) asks for them and stays empty, failing, without any.
+            let asked = spec.verify.take();
+            spec.verify = self
+                .verify_for(image, written, file)
+                .or_else(|| self.defaults.verify.clone())
+                .or(asked);
         }
         if let Some((label, m)) = layer {
             if *m != PolicySpec::default() {

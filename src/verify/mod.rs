@@ -24,6 +24,8 @@ pub use keys::PublicKey;
 pub enum Error {
     #[error("verify key {path}: {reason}")]
     Key { path: String, reason: String },
+    #[error("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys for this image; add an images rule with verify.keys (docs/tag-selection.md, Signed images)")]
+    NoKeys,
     #[error("signatures of {digest}: {source}")]
     Registry {
         digest: String,
@@ -154,6 +156,9 @@ impl Verifier {
         listed: Option<&[String]>,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
+        if keys.is_empty() {
+            return Err(Error::NoKeys);
+        }
         let fail = |source| Error::Registry {
             digest: digest.to_string(),
             source,
