@@ -462,6 +462,115 @@ async fn the_referrers_api_is_read_first() {
     assert_eq!(report["requests"], requests(3, 1));
 }
 
+/// Pushes a Sigstore bundle (v0.3, DSSE) signing `digest` with key `key` (`keyless`: with a
+/// certificate instead) as a referrer manifest; returns the manifest's bytes.
+fn push_bundle(reg: &Registry, signer: &Signer, key: &str, digest: &str, mode: &str) -> Vec<u8> {
+    let private = signer.dir.path().join(format!("{key}.key"));
+    let bundle = signer.call(&[
+        "bundle",
+        private.to_str().unwrap(),
+        digest,
+        &format!("{HOST}/{REPO}"),
+        mode,
+    ]);
+    let media = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    let (blob, size) = reg.push_blob(REPO, bundle.as_bytes());
+    let (config, config_size) = reg.push_blob(REPO, b"{}");
+    let manifest = json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": media,
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": config, "size": config_size},
+        "layers": [{"mediaType": media, "digest": blob, "size": size}]
+    })
+    .to_string()
+    .into_bytes();
+    reg.put_manifest(REPO, &sha256_digest(&manifest), OCI_MANIFEST, &manifest);
+    manifest
+}
+
+/// An index listing `manifests` as Sigstore bundle referrers.
+fn bundles_index(manifests: &[&[u8]]) -> Vec<u8> {
+    let list: Vec<Value> = manifests
+        .iter()
+        .map(|m| {
+            json!({"mediaType": OCI_MANIFEST, "digest": sha256_digest(m), "size": m.len(),
+                "artifactType": "application/vnd.dev.sigstore.bundle.v0.3+json"})
+        })
+        .collect();
+    json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": list})
+        .to_string()
+        .into_bytes()
+}
+
+/// A key-signed Sigstore bundle without a transparency-log entry (`cosign sign --key
+/// --tlog-upload=false`) verifies by key; a keyless bundle is refused with the reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_signed_bundle_verifies_by_key_and_a_keyless_one_is_refused() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("ecdsa-p256", "cosign");
+    reg.push_tag_created_digest(REPO, "1.0.0", "2024-01-01T00:00:00Z");
+    let keyed = reg.push_tag_created_digest(REPO, "1.1.0", "2024-02-01T00:00:00Z");
+    let keyless = reg.push_tag_created_digest(REPO, "1.2.0", "2024-03-01T00:00:00Z");
+    let keyed_bundle = push_bundle(&reg, &signer, "cosign", &keyed, "key");
+    let keyless_bundle = push_bundle(&reg, &signer, "cosign", &keyless, "keyless");
+    let proxy = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(Proxy {
+            registry: format!("127.0.0.1:{}", reg.port()),
+            referrers: vec![
+                (keyed.clone(), bundles_index(&[&keyed_bundle])),
+                (keyless.clone(), bundles_index(&[&keyless_bundle])),
+            ],
+            status: None,
+        })
+        .mount(&proxy)
+        .await;
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("imagebump.yaml");
+    fs::write(
+        &cfg,
+        format!("registries:\n- prefix: {HOST}\n  url: {}\n", proxy.uri()),
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["tags", &format!("{HOST}/{REPO}:1.0.0"), "--output", "json"])
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--verify-key")
+        .arg(&key)
+        .run_async()
+        .await;
+    let report = run.json();
+    let verdicts: Vec<String> = report["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(2)
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["tag"].as_str().unwrap(),
+                c["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "1.2.0: not verified: only a keyless (certificate) bundle, which this version does not verify",
+            "1.1.0: chosen",
+        ]
+    );
+    assert_eq!(report["digest"], json!(keyed));
+    assert!(
+        report["signer"]
+            .as_str()
+            .unwrap()
+            .ends_with(" (referrers, bundle)"),
+        "{report:#}"
+    );
+}
+
 /// A registry error while fetching signatures is not "unsigned": nothing is proposed for the
 /// image, the run exits 1, and the files are left as they were.
 #[tokio::test(flavor = "multi_thread")]

@@ -13,8 +13,10 @@ pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 /// The layer annotation holding the base64 signature.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
-/// Sigstore bundles as referrers (cosign 3's default): recognised, not read yet.
+/// Sigstore bundles (v0.3 and later) as referrers and as their layer's media type.
 const BUNDLE_PREFIX: &str = "application/vnd.dev.sigstore.bundle";
+/// The in-toto predicate cosign signs an image with in a bundle.
+const COSIGN_SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
 
 /// The most signature manifests, and layers in each, read for one digest: a registry that
 /// lists thousands cannot make a run fetch them all.
@@ -54,8 +56,8 @@ struct ImageManifest {
 pub struct Referrers {
     /// Digests of cosign signature manifests, at most [`MAX_SIGNATURES`].
     pub signatures: Vec<String>,
-    /// How many Sigstore bundles were listed (not read by this version).
-    pub bundles: usize,
+    /// Digests of Sigstore bundle manifests, at most [`MAX_SIGNATURES`].
+    pub bundles: Vec<String>,
 }
 
 /// The cosign signatures and Sigstore bundles an index of referrers lists.
@@ -69,8 +71,11 @@ pub fn referrers(index: &[u8]) -> Result<Referrers, String> {
             if out.signatures.len() < MAX_SIGNATURES {
                 out.signatures.push(d.digest);
             }
-        } else if kind.starts_with(BUNDLE_PREFIX) {
-            out.bundles = out.bundles.saturating_add(1);
+        } else if kind.starts_with(BUNDLE_PREFIX)
+            && is_valid_digest(&d.digest)
+            && out.bundles.len() < MAX_SIGNATURES
+        {
+            out.bundles.push(d.digest);
         }
     }
     Ok(out)
@@ -109,6 +114,136 @@ pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
             })
         })
         .take(MAX_SIGNATURES)
+        .collect())
+}
+
+/// The bundle blobs of a bundle manifest (layers of a Sigstore bundle media type).
+pub fn bundle_layers(manifest: &[u8]) -> Result<Vec<String>, String> {
+    let m: ImageManifest =
+        serde_json::from_slice(manifest).map_err(|e| format!("bundle manifest: {e}"))?;
+    Ok(m.layers
+        .into_iter()
+        .filter(|l| l.media_type.starts_with(BUNDLE_PREFIX) && is_valid_digest(&l.digest))
+        .map(|l| l.digest)
+        .take(MAX_SIGNATURES)
+        .collect())
+}
+
+/// What a key-signed bundle asks to verify: DSSE's pre-authentication encoding of its
+/// envelope (what the signatures sign), the signatures, and the payload (an in-toto
+/// statement).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Envelope {
+    pub signed: Vec<u8>,
+    pub signatures: Vec<Vec<u8>>,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Bundle {
+    media_type: String,
+    #[serde(default)]
+    verification_material: serde_json::Value,
+    #[serde(default)]
+    dsse_envelope: Option<Dsse>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Dsse {
+    payload: String,
+    payload_type: String,
+    #[serde(default)]
+    signatures: Vec<DsseSignature>,
+}
+
+#[derive(Deserialize)]
+struct DsseSignature {
+    sig: String,
+}
+
+/// A Sigstore bundle signed with a key (`verificationMaterial.publicKey`, with or without a
+/// transparency-log entry, which is not checked) around a DSSE envelope. A certificate
+/// (keyless) bundle or a message-signature bundle is refused with why.
+pub fn key_signed_envelope(bundle: &[u8]) -> Result<Envelope, String> {
+    let b: Bundle =
+        serde_json::from_slice(bundle).map_err(|e| format!("not a Sigstore bundle: {e}"))?;
+    if !b.media_type.starts_with(BUNDLE_PREFIX) {
+        return Err(format!("a bundle of media type {:?}", b.media_type));
+    }
+    let material = &b.verification_material;
+    if material.get("certificate").is_some() || material.get("x509CertificateChain").is_some() {
+        return Err("a keyless (certificate) bundle, which this version does not verify".into());
+    }
+    let Some(dsse) = b.dsse_envelope else {
+        return Err("a bundle without a DSSE envelope, which this version does not read".into());
+    };
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let payload = b64
+        .decode(dsse.payload.trim())
+        .map_err(|e| format!("bundle payload: {e}"))?;
+    let signatures = dsse
+        .signatures
+        .iter()
+        .take(MAX_SIGNATURES)
+        .filter_map(|s| b64.decode(s.sig.trim()).ok())
+        .collect();
+    Ok(Envelope {
+        signed: pae(&dsse.payload_type, &payload),
+        signatures,
+        payload,
+    })
+}
+
+/// DSSE's pre-authentication encoding: `DSSEv1 <len> <type> <len> <body>`.
+fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Statement {
+    #[serde(rename = "_type")]
+    kind: String,
+    predicate_type: String,
+    #[serde(default)]
+    subject: Vec<Subject>,
+}
+
+#[derive(Deserialize)]
+struct Subject {
+    #[serde(default)]
+    digest: std::collections::BTreeMap<String, String>,
+}
+
+/// The image digests an in-toto statement of cosign's signing predicate names.
+pub fn statement_digests(payload: &[u8]) -> Result<Vec<String>, String> {
+    let s: Statement =
+        serde_json::from_slice(payload).map_err(|e| format!("not an in-toto statement: {e}"))?;
+    if !s.kind.starts_with("https://in-toto.io/Statement/") {
+        return Err(format!(
+            "a payload of type {:?}, not an in-toto statement",
+            s.kind
+        ));
+    }
+    if s.predicate_type != COSIGN_SIGN_PREDICATE {
+        return Err(format!(
+            "an attestation of {:?}, not a cosign signature ({COSIGN_SIGN_PREDICATE})",
+            s.predicate_type
+        ));
+    }
+    Ok(s.subject
+        .iter()
+        .filter_map(|x| x.digest.get("sha256"))
+        .map(|hex| format!("sha256:{hex}"))
         .collect())
 }
 
@@ -173,6 +308,52 @@ mod tests {
     }
 
     #[test]
+    fn reads_key_signed_dsse_bundles_and_refuses_the_rest() {
+        // DSSE's encoding, from the DSSE specification's protocol description.
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+        );
+        let statement = |predicate: &str| {
+            format!(
+                r#"{{"_type":"https://in-toto.io/Statement/v1","subject":[{{"name":"r/a","digest":{{"sha256":"{}"}}}}],"predicateType":"{predicate}","predicate":{{}}}}"#,
+                &D[7..]
+            )
+        };
+        assert_eq!(
+            statement_digests(statement(COSIGN_SIGN_PREDICATE).as_bytes()).unwrap(),
+            vec![D.to_string()]
+        );
+        let slsa = statement("https://slsa.dev/provenance/v1");
+        assert!(statement_digests(slsa.as_bytes())
+            .unwrap_err()
+            .contains("an attestation of"));
+        let bundle = |material: &str, content: &str| {
+            format!(
+                r#"{{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{material},{content}}}"#
+            )
+        };
+        let dsse = r#""dsseEnvelope":{"payload":"aGk=","payloadType":"t","signatures":[{"sig":"AQID","keyid":""}]}"#;
+        let env =
+            key_signed_envelope(bundle(r#"{"publicKey":{"hint":""}}"#, dsse).as_bytes()).unwrap();
+        assert_eq!(
+            env,
+            Envelope {
+                signed: b"DSSEv1 1 t 2 hi".to_vec(),
+                signatures: vec![vec![1, 2, 3]],
+                payload: b"hi".to_vec()
+            }
+        );
+        let keyless =
+            key_signed_envelope(bundle(r#"{"certificate":{"rawBytes":"AA=="}}"#, dsse).as_bytes());
+        assert!(keyless.unwrap_err().contains("keyless"));
+        let message = r#""messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"AA=="}"#;
+        let message =
+            key_signed_envelope(bundle(r#"{"publicKey":{"hint":""}}"#, message).as_bytes());
+        assert!(message.unwrap_err().contains("without a DSSE envelope"));
+    }
+
+    #[test]
     fn keeps_signature_layers_and_counts_bundles() {
         let manifest = format!(
             r#"{{"schemaVersion":2,"config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{D}","size":2}},
@@ -196,7 +377,7 @@ mod tests {
             referrers(index.as_bytes()).unwrap(),
             Referrers {
                 signatures: vec![D.into()],
-                bundles: 1
+                bundles: vec![D.into()]
             }
         );
         assert_eq!(

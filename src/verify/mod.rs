@@ -84,7 +84,8 @@ pub struct Verifier {
 struct Seen {
     signatures: usize,
     other_digest: Option<String>,
-    bundles: usize,
+    /// A bundle this version does not verify (keyless, message signature): why.
+    unsupported: Option<String>,
     unreadable: Option<String>,
 }
 
@@ -101,11 +102,11 @@ impl Seen {
                 keys.join(", ")
             );
         }
+        if let Some(why) = &self.unsupported {
+            return format!("only {why}");
+        }
         if let Some(e) = &self.unreadable {
             return format!("unreadable signature: {e}");
-        }
-        if self.bundles > 0 {
-            return "only Sigstore bundles, which this version does not read".into();
         }
         "unsigned (no cosign signature)".into()
     }
@@ -247,7 +248,20 @@ impl Check<'_> {
                 return Ok(None);
             }
         };
-        seen.bundles = seen.bundles.saturating_add(found.bundles);
+        for d in &found.bundles {
+            let fetched = self
+                .client
+                .manifest_bytes(self.repo, d)
+                .await
+                .map_err(|e| self.fail(e))?;
+            let layout = match layout {
+                "referrers" => "referrers, bundle",
+                _ => "referrers tag, bundle",
+            };
+            if let Some(s) = self.bundle(&fetched.body, layout, seen).await? {
+                return Ok(Some(s));
+            }
+        }
         for d in &found.signatures {
             let fetched = self
                 .client
@@ -256,6 +270,56 @@ impl Check<'_> {
                 .map_err(|e| self.fail(e))?;
             if let Some(s) = self.manifest(&fetched.body, layout, seen).await? {
                 return Ok(Some(s));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first key-signed Sigstore bundle of a bundle manifest that verifies for the
+    /// digest: a DSSE envelope around cosign's in-toto signing statement.
+    async fn bundle(
+        &self,
+        manifest: &[u8],
+        layout: &'static str,
+        seen: &mut Seen,
+    ) -> Result<Option<Signer>, Error> {
+        let layers = match cosign::bundle_layers(manifest) {
+            Ok(l) => l,
+            Err(e) => {
+                seen.unreadable = Some(e);
+                return Ok(None);
+            }
+        };
+        for digest in layers {
+            let blob = self
+                .client
+                .config_bytes(self.repo, &digest)
+                .await
+                .map_err(|e| self.fail(e))?;
+            let envelope = match cosign::key_signed_envelope(&blob) {
+                Ok(e) => e,
+                Err(why) => {
+                    seen.unsupported = Some(why);
+                    continue;
+                }
+            };
+            seen.signatures = seen.signatures.saturating_add(1);
+            let by = self.keys.iter().find(|k| {
+                envelope
+                    .signatures
+                    .iter()
+                    .any(|sig| k.verifies(&envelope.signed, sig))
+            });
+            let Some(key) = by else { continue };
+            match cosign::statement_digests(&envelope.payload) {
+                Ok(ds) if ds.iter().any(|d| d == self.digest) => {
+                    return Ok(Some(Signer {
+                        signer: describe(key),
+                        layout,
+                    }))
+                }
+                Ok(ds) => seen.other_digest = ds.into_iter().next(),
+                Err(e) => seen.unreadable = Some(e),
             }
         }
         Ok(None)
