@@ -129,6 +129,10 @@ pub struct TagsArgs {
     /// Allow moving below the current tag.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// Verify each candidate's cosign signature with this public key (PEM; repeat for
+    /// several): shows every verdict, and only a verified tag is chosen.
+    #[arg(long = "verify-key", value_name = "FILE")]
+    pub verify_keys: Vec<PathBuf>,
     /// A local clone of the manifest repository: hold back what reviewers rejected there
     /// (reverts in its history, the rejections its `origin` records), and say who did.
     #[arg(long, value_name = "DIR")]

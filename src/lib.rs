@@ -40,3 +40,4 @@ pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod source;
+pub mod verify;

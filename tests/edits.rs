@@ -49,6 +49,7 @@ fn bump_all(found: &Discovery) -> Vec<Outcome> {
                     .digest
                     .as_ref()
                     .map(|_| format!("sha256:{}", "f".repeat(64))),
+                verified: None,
             },
             _ => Outcome::UpToDate,
         })
@@ -136,7 +137,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
         let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
         let mut intended: Vec<(&discover::Slot, String)> = Vec::new();
         for (r, o) in found.refs.iter().zip(outcomes) {
-            let Outcome::Update { tag, digest } = o else {
+            let Outcome::Update { tag, digest, .. } = o else {
                 continue;
             };
             if r.file != f.file {
@@ -239,7 +240,7 @@ proptest! {
             .zip(picks.iter().cycle())
             .map(|(r, (take, tag, hex))| {
                 if r.is_managed() && *take {
-                    Outcome::Update { tag: tag.clone(), digest: r.digest.as_ref().map(|_| format!("sha256:{hex}")) }
+                    Outcome::Update { tag: tag.clone(), digest: r.digest.as_ref().map(|_| format!("sha256:{hex}")), verified: None }
                 } else {
                     Outcome::UpToDate
                 }

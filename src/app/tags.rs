@@ -31,6 +31,9 @@ struct Explained<'a> {
     digest: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<&'a str>,
+    /// `verify`: who signed the chosen image, and where the signature was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signer: Option<String>,
     candidates: Vec<CandidateOut<'a>>,
     warnings: Vec<&'a str>,
     errors: &'a [String],
@@ -61,6 +64,7 @@ fn flags(args: &TagsArgs) -> PolicySpec {
         credentials: None,
         delivery: None,
         automerge: None,
+        verify: crate::verify::flag_keys(&args.verify_keys),
     }
 }
 
@@ -123,10 +127,25 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     }
     let cache = MetaCache::default();
     let source = client.as_deref().map(|c| (c, &cache));
-    let errors = crate::resolve::settle(&mut eval, &reference.name, &policy, source, 8).await;
-    let choice = eval.decide();
+    let mut errors = crate::resolve::settle(&mut eval, &reference.name, &policy, source, 8).await;
+    let verifier = crate::verify::Verifier::new();
+    let listed = policy.needs_tag_list().then_some(tags);
+    let signed = crate::resolve::signed::decide(
+        &mut eval,
+        &reference.name,
+        &policy,
+        source,
+        &verifier,
+        listed,
+        8,
+    )
+    .await;
+    let signer = signed.verified().map(|v| v.signer);
+    errors.extend(signed.errors);
+    let choice = signed.choice;
     let current = current.as_deref();
-    let explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
+    let mut explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
+    explained.signer = signer;
     print(&explained, out);
     for e in &errors {
         eprintln!("error: {}: {e}", reference.name);
@@ -218,6 +237,7 @@ fn explained<'a>(
         chosen,
         digest,
         skipped,
+        signer: None,
         candidates,
         warnings: eval.warnings().map(String::as_str).collect(),
         errors,
@@ -247,6 +267,9 @@ fn print_text(r: &Explained) {
         (None, _, None) => "none (nothing beats the current tag)".into(),
     };
     let _ = writeln!(out, "chosen:  {chosen}");
+    if let Some(signer) = &r.signer {
+        let _ = writeln!(out, "signed:  {signer}");
+    }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

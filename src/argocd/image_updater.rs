@@ -563,6 +563,7 @@ fn annotation_config(
             "{}: spec.applicationRefs[{ri}]",
             u.label()
         )));
+        config.images.iter_mut().for_each(require_verification);
     }
     Ok(config)
 }
@@ -580,7 +581,15 @@ fn verification(levels: &[Option<&Value>]) -> bool {
 }
 
 fn verification_note(at: &str) -> String {
-    format!("{at}: image signature verification (imagesVerification) is not performed by imagebump")
+    format!("{at}: imagesVerification: signatures are verified with the keys of the operator's verify for this image; the cosignKey secret is not read from the cluster")
+}
+
+/// AIU verifies this image: so must imagebump. The keys are the operator's (`verify` in
+/// its configuration); with none, the image fails closed (docs/security.md).
+fn require_verification(image: &mut super::annotations::UpdaterImage) {
+    if image.policy.verify.is_none() {
+        image.policy.verify = Some(imagebump_model::verify::VerifySpec::default());
+    }
 }
 
 /// A ref with `images`: settings merged image > ref > spec.
@@ -630,11 +639,12 @@ fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<Updater
                     tag: p.tag.clone().unwrap_or_default(),
                 },
             });
-        if verification(&[
+        let verify = verification(&[
             u.images_verification.as_ref(),
             r.images_verification.as_ref(),
             img.images_verification.as_ref(),
-        ]) {
+        ]);
+        if verify {
             notes.push(verification_note(&img_at));
         }
         images.push(build_image(
@@ -651,6 +661,9 @@ fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<Updater
             },
             &mut notes,
         )?);
+        if let (true, Some(image)) = (verify, images.last_mut()) {
+            require_verification(image);
+        }
     }
     let write_back = ref_write_back(u, ri, r, &mut notes)?;
     Ok(UpdaterConfig {
@@ -1171,6 +1184,12 @@ mod tests {
             .collect();
         assert_eq!(verif.len(), 1);
         assert!(verif[0].contains("images[0]"));
+        // The verified image asks for the operator's keys; the opted-out one does not.
+        assert_eq!(
+            c.images[0].policy.verify,
+            Some(imagebump_model::verify::VerifySpec::default())
+        );
+        assert_eq!(c.images[1].policy.verify, None);
         assert!(c.images.iter().any(|i| i.plugin
             == Some(HelmKeys::NameTag {
                 name: "IMAGE".into(),

@@ -371,6 +371,18 @@ pub fn load(path: &Path) -> Result<Config, Error> {
     }
     for rule in &mut config.images {
         relative(&mut rule.credentials);
+        crate::verify::config::relative_keys(&mut rule.verify, base);
+    }
+    crate::verify::config::relative_keys(&mut config.defaults.verify, base);
+    if let Some((at, message)) = crate::verify::config::key_problem(&config) {
+        let (line, column) = locate_path(&text, &at);
+        return Err(Error::Invalid {
+            path: display,
+            line,
+            column,
+            message: format!("{}: {message}", imagebump_yaml::path_to_string(&at)),
+            hint: Some("see docs/tag-selection.md (Signed images)".into()),
+        });
     }
     relative(&mut config.defaults.credentials);
     Ok(config)
@@ -387,7 +399,6 @@ const OPERATOR_ONLY: &str = "can only be set in the operator's configuration (--
 /// `registries` and `credentials` anywhere are refused, naming the key. Returns the
 /// configuration and the top-level keys the file sets.
 pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
-    let config = load(path)?;
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
     let mut refused: Vec<Vec<PathSeg>> = Vec::new();
@@ -396,6 +407,7 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
             refused.push(vec![PathSeg::Key(key.into())]);
         }
     }
+    refused.extend(crate::verify::config::refused_in_repository(&value));
     if value.pointer("/defaults/credentials").is_some() {
         refused.push(vec![
             PathSeg::Key("defaults".into()),
@@ -422,6 +434,8 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
             hint: Some("move it to the operator's configuration; see docs/security.md".into()),
         });
     }
+    // After the refusals: a refused `verify` names keys that `load` would try to read.
+    let config = load(path)?;
     let keys = value
         .as_object()
         .map(|o| o.keys().cloned().collect())

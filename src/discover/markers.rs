@@ -58,6 +58,11 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
             // The position inside a one-line payload is noise next to file:line.
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             format!("bad imagebump marker: {msg}")
+        })
+        .and_then(|spec| match spec.verify {
+            // Trust roots are the operator's: a line of the repository cannot choose them.
+            Some(_) => Err("bad imagebump marker: verify can only be set in the operator's configuration (docs/security.md)".into()),
+            None => Ok(spec),
         }),
         other => Err(format!(
             "unknown imagebump marker {other:?}: write `image`, `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"

@@ -35,6 +35,9 @@ pub struct Update {
     /// Its policy asks for the forge's auto-merge (`automerge: true`).
     #[serde(skip)]
     pub automerge: bool,
+    /// `verify`: the digest whose signature verified, and who signed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<crate::verify::Verified>,
 }
 
 /// A file's text before and after.
@@ -285,12 +288,23 @@ pub fn plan_with(
         .iter()
         .zip(outcomes)
         .filter_map(|(r, o)| match o {
-            Outcome::Update { tag, digest } => {
+            Outcome::Update { tag, digest, .. } => {
                 Some((r, tag.as_str(), written_digest(r, digest.as_deref())))
             }
             _ => None,
         })
         .collect();
+    // `verify`'s record of each verified update, by reference (few or none).
+    let verified: std::collections::HashMap<*const ImageRef, &crate::verify::Verified> =
+        (discovery.refs.iter())
+            .zip(outcomes)
+            .filter_map(|(r, o)| match o {
+                Outcome::Update {
+                    verified: Some(v), ..
+                } => Some((r as *const ImageRef, v)),
+                _ => None,
+            })
+            .collect();
     let mut out = Plan::default();
     let (changed, refused) = changes_for(discovery, &moved, None, true);
     for (file, line, column, e) in refused {
@@ -340,6 +354,7 @@ pub fn plan_with(
             group: group.clone(),
             written_to: (written != r.file).then(|| written.to_string()),
             automerge: r.policy.spec.automerge == Some(true),
+            verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
         });
     }
     for (set, members) in groups.values_mut() {
@@ -421,6 +436,7 @@ mod tests {
             .map(|_| Outcome::Update {
                 tag: "9.9.9".into(),
                 digest: None,
+                verified: None,
             })
             .collect();
         // By image: each file's updates fall in two change sets.

@@ -81,6 +81,8 @@ pub enum Verdict {
     NoMetadata(String),
     /// A reviewer rejected this version (a closed pull request, a revert).
     Rejected(String),
+    /// `verify`: its signature did not verify (unsigned, another key, another digest).
+    Unverified(String),
 }
 
 impl Verdict {
@@ -174,6 +176,8 @@ pub struct Evaluation<'t> {
     pub(super) warnings: Vec<String>,
     pub(super) now: Timestamp,
     pub(super) decided: Option<Choice>,
+    /// Candidates refused by `verify`, best first (each was the best left when refused).
+    unverified: Vec<usize>,
 }
 
 impl<'t> Evaluation<'t> {
@@ -223,6 +227,7 @@ impl<'t> Evaluation<'t> {
             warnings: Vec::new(),
             now: Timestamp::now(),
             decided: None,
+            unverified: Vec::new(),
         };
         if e.skip.is_some() {
             return e;
@@ -573,6 +578,26 @@ impl<'t> Evaluation<'t> {
         }
     }
 
+    /// The candidate the last decision chose, if any.
+    pub fn chosen(&self) -> Option<usize> {
+        self.candidates
+            .iter()
+            .position(|c| c.verdict == Verdict::Chosen)
+    }
+
+    /// Drop candidate `i`, the one chosen, because its signature did not verify (`why`):
+    /// the next [`Evaluation::decide`] picks the next best (`digest` follows one tag, so
+    /// nothing). Call [`Evaluation::wanted`] again first: the next best may need metadata.
+    pub fn refuse(&mut self, i: usize, why: String) {
+        self.set_verdict(i, Verdict::Unverified(why));
+        self.order.retain(|&j| j != i);
+        self.unverified.push(i);
+        self.decided = match self.policy.strategy {
+            Strategy::Digest => Some(Choice::Current),
+            _ => None,
+        };
+    }
+
     /// Why the newest candidate a reviewer said no to is held back, if any was: what a
     /// report shows for a reference left where it is because of a rejection.
     pub fn held_back(&self) -> Option<String> {
@@ -597,6 +622,8 @@ impl<'t> Evaluation<'t> {
         let mut ranked: Vec<bool> = vec![false; self.candidates.len()];
         let mut out: Vec<&Candidate> = Vec::with_capacity(self.candidates.len());
         let mut order = self.order.clone();
+        // Refused by `verify`: they ranked above every candidate still in the order.
+        order.splice(0..0, self.unverified.iter().copied());
         if self.policy.strategy == Strategy::NewestBuild {
             // After the decision, rank by verdict (chosen first), keeping the name order.
             order.sort_by_key(|&i| {
@@ -678,6 +705,7 @@ impl<'t> Evaluation<'t> {
             Verdict::NoBuildDate => "the image has no build date (created)".into(),
             Verdict::NoMetadata(e) => format!("metadata unavailable: {e}"),
             Verdict::Rejected(why) => format!("rejected: {why}"),
+            Verdict::Unverified(why) => format!("not verified: {why}"),
         }
     }
 

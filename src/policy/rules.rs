@@ -25,6 +25,19 @@ struct Rule {
     label: String,
 }
 
+impl Rule {
+    /// Does the rule cover the image (`full`: normalised, `written`: as in the file) in
+    /// `file`? A rule with a path never matches a reference without a file.
+    fn matches(&self, full: &str, written: &str, file: Option<&str>) -> bool {
+        let here = match (&self.path, file) {
+            (None, _) => true,
+            (Some(p), Some(f)) => p.is_match(f),
+            (Some(_), None) => false,
+        };
+        here && (self.glob.is_match(full) || self.glob.is_match(written))
+    }
+}
+
 /// The configured policies, compiled once; each distinct effective policy is compiled once
 /// per run however many references share it.
 pub struct Policies {
@@ -67,14 +80,24 @@ impl Policies {
     /// reference without a file, such as `imagebump tags`').
     pub fn rule_for(&self, image: &ImageName, written: &str, file: Option<&str>) -> Option<usize> {
         let full = image.to_string();
-        self.rules.iter().position(|r| {
-            let here = match (&r.path, file) {
-                (None, _) => true,
-                (Some(p), Some(f)) => p.is_match(f),
-                (Some(_), None) => false,
-            };
-            here && (r.glob.is_match(&full) || r.glob.is_match(written))
-        })
+        self.rules
+            .iter()
+            .position(|r| r.matches(&full, written, file))
+    }
+
+    /// The `verify` of the first rule matching `image` that sets one.
+    fn verify_for(
+        &self,
+        image: &ImageName,
+        written: &str,
+        file: Option<&str>,
+    ) -> Option<imagebump_model::verify::VerifySpec> {
+        let full = image.to_string();
+        self.rules
+            .iter()
+            .filter(|r| r.spec.verify.is_some())
+            .find(|r| r.matches(&full, written, file))
+            .and_then(|r| r.spec.verify.clone())
     }
 
     /// The policy of one reference, with the settings of one more layer on top (an inline
@@ -116,6 +139,16 @@ impl Policies {
         {
             spec = spec.overlay(&rule.spec);
             source.push(rule.label.clone());
+        }
+        if spec.verify.as_ref().is_none_or(|v| v.is_empty()) {
+            // Only the operator sets keys: a repository rule matching first does not switch
+            // them off (docs/security.md). An empty `verify` (an argocd-image-updater
+            // `imagesVerification`) asks for them and stays empty, failing, without any.
+            let asked = spec.verify.take();
+            spec.verify = self
+                .verify_for(image, written, file)
+                .or_else(|| self.defaults.verify.clone())
+                .or(asked);
         }
         if let Some((label, m)) = layer {
             if *m != PolicySpec::default() {

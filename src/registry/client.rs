@@ -341,6 +341,30 @@ impl Client {
         })
     }
 
+    /// The OCI 1.1 referrers of `digest` (`GET /v2/<repo>/referrers/<digest>`): the index's
+    /// bytes, or `None` when the registry does not offer the API (it answers 404). Counted
+    /// as a manifest request.
+    pub async fn referrers(&self, repo: &str, digest: &str) -> Result<Option<Vec<u8>>, Error> {
+        let scope = format!("repository:{repo}:pull");
+        let url = format!("{}/v2/{repo}/referrers/{digest}", self.endpoint);
+        if !is_valid_digest(digest) {
+            return Err(Error::Invalid {
+                url,
+                reason: format!("{digest:?} is not a digest"),
+            });
+        }
+        self.stats.manifests.fetch_add(1, Ordering::Relaxed);
+        let accept = "application/vnd.oci.image.index.v1+json";
+        match self
+            .request(Method::GET, &url, &scope, accept, MANIFEST_LIMIT)
+            .await
+        {
+            Ok((_, body)) => Ok(Some(body)),
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// GET a config blob by digest, verify its digest, parse it. Registries often answer with
     /// a redirect to storage on another host; reqwest drops `Authorization` on a redirect to
     /// another host or port, so the registry's credentials do not follow it.

@@ -3,6 +3,7 @@
 //! current tag are evaluated once.
 
 pub mod metadata;
+pub mod signed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -24,6 +25,8 @@ pub enum Outcome {
     Update {
         tag: String,
         digest: Option<String>,
+        /// `verify`: the digest verified and who signed it.
+        verified: Option<crate::verify::Verified>,
     },
     UpToDate,
     /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
@@ -278,6 +281,7 @@ pub async fn resolve_with(
         cache: &cache,
         budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
         concurrency,
+        verifier: crate::verify::Verifier::new(),
     };
     progress.stage("choosing tags", groups.len());
     let decided: Vec<(&ImageName, Vec<usize>, Decided)> = stream::iter(groups)
@@ -462,6 +466,7 @@ struct Shared<'a> {
     cache: &'a MetaCache,
     budget: tokio::sync::Semaphore,
     concurrency: usize,
+    verifier: crate::verify::Verifier,
 }
 
 struct Decided {
@@ -481,6 +486,7 @@ async fn decide_group(
         cache,
         budget,
         concurrency,
+        verifier,
     } = shared;
     let concurrency = *concurrency;
     let failed = |why: String| Decided {
@@ -508,30 +514,37 @@ async fn decide_group(
     if let Some(r) = rejected {
         eval.reject(r);
     }
-    let mut errors = Vec::new();
-    if !eval.wanted().is_empty() {
+    let mut client = None;
+    if !eval.wanted().is_empty() || policy.spec.verify.is_some() {
         match registries.client_with(image, credentials(policy)) {
-            Ok(client) => {
-                errors = settle(
-                    &mut eval,
-                    image,
-                    policy,
-                    Some((&client, cache)),
-                    concurrency,
-                )
-                .await
-            }
+            Ok(c) => client = Some(c),
             Err(e) => return failed(e.to_string()),
         }
     }
-    let choice = eval.decide();
-    let warnings = eval.warnings().cloned().collect();
+    let source = client.as_deref().map(|c| (c, *cache));
+    let errors = settle(&mut eval, image, policy, source, concurrency).await;
+    let listed = policy.needs_tag_list().then_some(tags);
+    let signed = signed::decide(
+        &mut eval,
+        image,
+        policy,
+        source,
+        verifier,
+        listed,
+        concurrency,
+    );
+    let signed = signed.await;
+    let verified = signed.verified();
+    let choice = signed.choice;
+    let mut warnings: Vec<String> = eval.warnings().cloned().collect();
+    warnings.extend(signed.refused);
     // A candidate whose metadata could not be read might have been the right answer:
     // report it and change nothing rather than guess.
-    let errors: Vec<String> = errors
+    let mut errors: Vec<String> = errors
         .into_iter()
         .map(|e| format!("image metadata: {e}"))
         .collect();
+    errors.extend(signed.errors);
     if let Some(first) = errors.first() {
         return Decided {
             outcome: Outcome::Failed(first.clone()),
@@ -540,7 +553,11 @@ async fn decide_group(
         };
     }
     let outcome = match choice {
-        Choice::Update { tag, digest } => Outcome::Update { tag, digest },
+        Choice::Update { tag, digest } => Outcome::Update {
+            tag,
+            digest,
+            verified,
+        },
         Choice::Current => match eval.held_back() {
             Some(why) => Outcome::Rejected(why),
             None => Outcome::UpToDate,
@@ -568,9 +585,9 @@ async fn pin_digests(
         .iter()
         .zip(outcomes.iter())
         .filter_map(|(r, o)| match o {
-            Outcome::Update { tag, digest: None } if r.digest.is_some() => {
-                Some((r.image.clone(), tag.clone(), credentials(&r.policy)))
-            }
+            Outcome::Update {
+                tag, digest: None, ..
+            } if r.digest.is_some() => Some((r.image.clone(), tag.clone(), credentials(&r.policy))),
             _ => None,
         })
         .collect();
@@ -599,12 +616,19 @@ async fn pin_digests(
         }
     }
     for (r, o) in refs.iter().zip(outcomes.iter_mut()) {
-        if let (Outcome::Update { tag, digest: None }, Some(_)) = (&mut *o, &r.digest) {
+        if let (
+            Outcome::Update {
+                tag, digest: None, ..
+            },
+            Some(_),
+        ) = (&mut *o, &r.digest)
+        {
             match digests.get(&(r.image.clone(), tag.clone())) {
                 Some(Ok(d)) => {
                     *o = Outcome::Update {
                         tag: tag.clone(),
                         digest: Some(d.clone()),
+                        verified: None,
                     }
                 }
                 Some(Err(e)) => *o = Outcome::Failed(e.to_string()),

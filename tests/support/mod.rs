@@ -894,6 +894,13 @@ impl Registry {
         }
     }
 
+    /// Uploads `data` as a blob of `repo` (unless it is there already); returns its
+    /// digest and size.
+    pub fn push_blob(&self, repo: &str, data: &[u8]) -> (String, usize) {
+        let blob = off_runtime(|| self.ensure_blob(repo, data, "application/octet-stream"));
+        (blob.digest, blob.size)
+    }
+
     /// Uploads a blob unless the repository already has it; returns its descriptor.
     fn ensure_blob(&self, repo: &str, data: &[u8], media_type: &'static str) -> Blob {
         let digest = sha256_digest(data);
@@ -2252,12 +2259,22 @@ pub fn promtool(args: &[&str], stdin: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The CI venv's Python with `cryptography` in it (tests/signatures.rs' signer).
+pub fn ci_python_with_cryptography() -> PathBuf {
+    venv_python("cryptography", "cryptography==50.0.2")
+}
+
 /// The CI venv's Python (`target/ci-tools/bin/python`, made by `.ci/run`), with
 /// `prometheus-client` in it.
 pub fn ci_python() -> PathBuf {
+    venv_python("prometheus_client", "prometheus-client==0.26.0")
+}
+
+/// The CI venv's Python, which must import `module` (installed as `pip`).
+fn venv_python(module: &str, pip: &str) -> PathBuf {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-tools/bin/python");
     let ok = Command::new(&python)
-        .args(["-c", "import prometheus_client"])
+        .args(["-c", &format!("import {module}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -2265,7 +2282,7 @@ pub fn ci_python() -> PathBuf {
         .is_ok_and(|s| s.success());
     assert!(
         ok,
-        "{} has no prometheus_client: run .ci/run, or `target/ci-tools/bin/pip install prometheus-client==0.26.0`",
+        "{} has no {module}: run .ci/run, or `target/ci-tools/bin/pip install {pip}`",
         python.display()
     );
     python

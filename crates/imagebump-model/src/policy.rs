@@ -213,6 +213,9 @@ policy_keys! {
     /// version that was rejected before. A pull request with several updates auto-merges
     /// only when every one of them says so.
     automerge: bool,
+    /// Propose only candidates whose cosign signature verifies (`keys`): the best
+    /// candidate that verifies wins. Operator's configuration only (docs/security.md).
+    verify: crate::verify::VerifySpec,
 }
 
 #[cfg(test)]

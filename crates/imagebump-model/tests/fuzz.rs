@@ -232,6 +232,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 credentials,
                 delivery,
                 automerge,
+                verify: None,
             },
         )
 }

@@ -402,6 +402,7 @@ mod tests {
                 group: g.to_string(),
                 written_to: None,
                 automerge: false,
+                verified: None,
             });
             plan.change_sets.push(ChangeSet {
                 group: g.to_string(),

@@ -134,6 +134,7 @@ pub fn body(
             u.name, u.from, u.to, file
         ));
     }
+    s.push_str(&signatures(updates));
     s.push_str("\nClosing this pull request without merging rejects these versions: imagebump will not propose them again, and a newer version opens a new pull request. Reverting the merged commit does the same.\n\n");
     match automerge {
         Automerge::Off => {}
@@ -143,6 +144,23 @@ pub fn body(
     let marked: Vec<Marked> = updates.iter().map(|u| Marked::from(*u)).collect();
     s.push_str(&marker::render(&marked));
     s.push('\n');
+    s
+}
+
+/// `verify`: which key signed each verified update, at which digest (empty without any).
+fn signatures(updates: &[&Update]) -> String {
+    let mut s = String::new();
+    for u in updates {
+        if let Some(v) = &u.verified {
+            if s.is_empty() {
+                s.push_str("\n**Signatures verified** before proposing:\n\n");
+            }
+            s.push_str(&format!(
+                "- `{}` `{}` at `{}`: signed by {}\n",
+                u.name, u.to, v.digest, v.signer
+            ));
+        }
+    }
     s
 }
 
@@ -195,6 +213,7 @@ mod tests {
             group: "apps/web".into(),
             written_to: None,
             automerge: false,
+            verified: None,
         };
         let mut sources = BTreeMap::new();
         sources.insert(
@@ -209,5 +228,17 @@ mod tests {
             commit_message("t", &[&u]),
             "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0 in apps/web/kustomization.yaml\n"
         );
+        assert!(!b.contains("Signatures"), "{b}");
+
+        // `verify`: the body names the key and the digest it verified.
+        let signed = Update {
+            verified: Some(crate::verify::Verified {
+                digest: "sha256:ab".into(),
+                signer: "key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)".into(),
+            }),
+            ..u.clone()
+        };
+        let b = body(&set, &[&signed], &sources, &Automerge::Off);
+        assert!(b.contains("\n**Signatures verified** before proposing:\n\n- `ghcr.io/acme/web` `1.3.0` at `sha256:ab`: signed by key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)\n\nClosing"), "{b}");
     }
 }

@@ -1,0 +1,376 @@
+//! `verify`: is a candidate image signed by a key the operator trusts? Signatures are
+//! fetched here, through imagebump's own registry client, from the three places cosign
+//! keeps them (the OCI 1.1 referrers API, its `sha256-<hex>` fallback tag, the legacy
+//! `sha256-<hex>.sig` tag); the payload must name the candidate's exact digest. A registry
+//! error while fetching is an error, never "unsigned": the caller proposes nothing (fail
+//! closed). docs/tag-selection.md ("Signed images") and docs/security.md.
+
+pub mod config;
+pub mod cosign;
+pub mod keys;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use sha2::Digest as _;
+
+use crate::registry::client::Client;
+use crate::registry::Error as RegistryError;
+use imagebump_model::verify::VerifySpec;
+pub use keys::PublicKey;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("verify key {path}: {reason}")]
+    Key { path: String, reason: String },
+    #[error("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys for this image; add an images rule with verify.keys (docs/tag-selection.md, Signed images)")]
+    NoKeys,
+    #[error("signatures of {digest}: {source}")]
+    Registry {
+        digest: String,
+        #[source]
+        source: RegistryError,
+    },
+}
+
+/// The `verify` settings from `imagebump tags --verify-key`.
+pub fn flag_keys(keys: &[std::path::PathBuf]) -> Option<VerifySpec> {
+    (!keys.is_empty()).then(|| VerifySpec {
+        keys: keys.iter().map(|k| k.display().to_string()).collect(),
+    })
+}
+
+/// Who signed a verified image, and where the signature was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signer {
+    /// `key cosign.pub (ecdsa-p256 sha256:1a2b…)`: the key's file name, kind and the start
+    /// of the SHA-256 of its DER form (a report never carries the operator's paths).
+    pub signer: String,
+    /// `referrers`, `referrers tag` or `sig tag`.
+    pub layout: &'static str,
+}
+
+/// What a report and a pull request say about a verified update.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Verified {
+    /// The digest whose signature verified (the one written when the reference carries a
+    /// digest).
+    pub digest: String,
+    /// The key that signed it (`key cosign.pub (ecdsa-p256 sha256:…)`) and where the
+    /// signature was (`sig tag`, `referrers`, `referrers tag`).
+    pub signer: String,
+}
+
+/// A candidate's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Verified(Signer),
+    /// Unsigned, signed by another key, or signed for another digest: why.
+    Refused(String),
+}
+
+/// A run's verification state: keys read once, and which registries lack the referrers
+/// API (asked once per registry).
+#[derive(Default)]
+pub struct Verifier {
+    keys: Mutex<HashMap<String, Result<Arc<PublicKey>, String>>>,
+    no_referrers: Mutex<HashSet<String>>,
+}
+
+/// What the signatures seen so far say, for the reason of a refusal.
+#[derive(Default)]
+struct Seen {
+    signatures: usize,
+    other_digest: Option<String>,
+    /// A bundle this version does not verify (keyless, message signature): why.
+    unsupported: Option<String>,
+    unreadable: Option<String>,
+}
+
+impl Seen {
+    fn reason(&self, spec: &VerifySpec) -> String {
+        if let Some(d) = &self.other_digest {
+            return format!("the signature is for another image ({d})");
+        }
+        if self.signatures > 0 {
+            let keys: Vec<String> = spec.keys.iter().map(|k| file_name(k)).collect();
+            return format!(
+                "{} signature(s), none by {}",
+                self.signatures,
+                keys.join(", ")
+            );
+        }
+        if let Some(why) = &self.unsupported {
+            return format!("only {why}");
+        }
+        if let Some(e) = &self.unreadable {
+            return format!("unreadable signature: {e}");
+        }
+        "unsigned (no cosign signature)".into()
+    }
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+impl Verifier {
+    pub fn new() -> Verifier {
+        Verifier::default()
+    }
+
+    /// The keys of `spec`, each file read once per run (size-capped).
+    pub fn keys(&self, spec: &VerifySpec) -> Result<Vec<Arc<PublicKey>>, Error> {
+        spec.keys.iter().map(|path| self.key(path)).collect()
+    }
+
+    fn key(&self, path: &str) -> Result<Arc<PublicKey>, Error> {
+        let load = || {
+            let pem = crate::registry::read_small(Path::new(path))?;
+            let key = PublicKey::from_pem(&file_name(path), &pem)?;
+            Ok(Arc::new(key))
+        };
+        let result = match self.keys.lock() {
+            Ok(mut map) => map.entry(path.to_string()).or_insert_with(load).clone(),
+            // Poisoned: another task panicked; read without caching.
+            Err(_) => load(),
+        };
+        result.map_err(|reason| Error::Key {
+            path: path.to_string(),
+            reason,
+        })
+    }
+
+    /// Verify `repo@digest` against `spec`'s keys. `listed` is the repository's tag list
+    /// when the run has it: a signature tag it lacks costs no request.
+    pub async fn verify(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+    ) -> Result<Verdict, Error> {
+        let keys = self.keys(spec)?;
+        if keys.is_empty() {
+            return Err(Error::NoKeys);
+        }
+        let fail = |source| Error::Registry {
+            digest: digest.to_string(),
+            source,
+        };
+        let mut seen = Seen::default();
+        let check = Check {
+            client,
+            repo,
+            digest,
+            keys: &keys,
+        };
+        // 1. The referrers API, unless this registry answered 404 to it before.
+        let lacks = |host: &str| self.no_referrers.lock().is_ok_and(|s| s.contains(host));
+        if !lacks(&client.host) {
+            match client.referrers(repo, digest).await.map_err(fail)? {
+                Some(index) => {
+                    if let Some(s) = check.index(&index, "referrers", &mut seen).await? {
+                        return Ok(Verdict::Verified(s));
+                    }
+                }
+                None => {
+                    if let Ok(mut set) = self.no_referrers.lock() {
+                        set.insert(client.host.clone());
+                    }
+                }
+            }
+        }
+        let (sig_tag, fallback) = cosign::tags_for(digest);
+        let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
+        // 2. The referrers fallback tag, where the API is missing.
+        if lacks(&client.host) && may_exist(&fallback) {
+            if let Some(index) = check.tagged(&fallback).await? {
+                if let Some(s) = check.index(&index, "referrers tag", &mut seen).await? {
+                    return Ok(Verdict::Verified(s));
+                }
+            }
+        }
+        // 3. The legacy `.sig` tag.
+        if may_exist(&sig_tag) {
+            if let Some(manifest) = check.tagged(&sig_tag).await? {
+                if let Some(s) = check.manifest(&manifest, "sig tag", &mut seen).await? {
+                    return Ok(Verdict::Verified(s));
+                }
+            }
+        }
+        Ok(Verdict::Refused(seen.reason(spec)))
+    }
+}
+
+/// One digest's verification: where it reads and what it checks against.
+struct Check<'a> {
+    client: &'a Client,
+    repo: &'a str,
+    digest: &'a str,
+    keys: &'a [Arc<PublicKey>],
+}
+
+impl Check<'_> {
+    fn fail(&self, source: RegistryError) -> Error {
+        Error::Registry {
+            digest: self.digest.to_string(),
+            source,
+        }
+    }
+
+    /// The manifest `tag` names, or `None` when there is no such tag.
+    async fn tagged(&self, tag: &str) -> Result<Option<Vec<u8>>, Error> {
+        match self.client.manifest_bytes(self.repo, tag).await {
+            Ok(f) => Ok(Some(f.body)),
+            Err(RegistryError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The cosign signatures an index of referrers lists, each manifest fetched by digest.
+    async fn index(
+        &self,
+        index: &[u8],
+        layout: &'static str,
+        seen: &mut Seen,
+    ) -> Result<Option<Signer>, Error> {
+        let found = match cosign::referrers(index) {
+            Ok(r) => r,
+            Err(e) => {
+                seen.unreadable = Some(e);
+                return Ok(None);
+            }
+        };
+        for d in &found.bundles {
+            let fetched = self
+                .client
+                .manifest_bytes(self.repo, d)
+                .await
+                .map_err(|e| self.fail(e))?;
+            let layout = match layout {
+                "referrers" => "referrers, bundle",
+                _ => "referrers tag, bundle",
+            };
+            if let Some(s) = self.bundle(&fetched.body, layout, seen).await? {
+                return Ok(Some(s));
+            }
+        }
+        for d in &found.signatures {
+            let fetched = self
+                .client
+                .manifest_bytes(self.repo, d)
+                .await
+                .map_err(|e| self.fail(e))?;
+            if let Some(s) = self.manifest(&fetched.body, layout, seen).await? {
+                return Ok(Some(s));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first key-signed Sigstore bundle of a bundle manifest that verifies for the
+    /// digest: a DSSE envelope around cosign's in-toto signing statement.
+    async fn bundle(
+        &self,
+        manifest: &[u8],
+        layout: &'static str,
+        seen: &mut Seen,
+    ) -> Result<Option<Signer>, Error> {
+        let layers = match cosign::bundle_layers(manifest) {
+            Ok(l) => l,
+            Err(e) => {
+                seen.unreadable = Some(e);
+                return Ok(None);
+            }
+        };
+        for digest in layers {
+            let blob = self
+                .client
+                .config_bytes(self.repo, &digest)
+                .await
+                .map_err(|e| self.fail(e))?;
+            let envelope = match cosign::key_signed_envelope(&blob) {
+                Ok(e) => e,
+                Err(why) => {
+                    seen.unsupported = Some(why);
+                    continue;
+                }
+            };
+            seen.signatures = seen.signatures.saturating_add(1);
+            let by = self.keys.iter().find(|k| {
+                envelope
+                    .signatures
+                    .iter()
+                    .any(|sig| k.verifies(&envelope.signed, sig))
+            });
+            let Some(key) = by else { continue };
+            match cosign::statement_digests(&envelope.payload) {
+                Ok(ds) if ds.iter().any(|d| d == self.digest) => {
+                    return Ok(Some(Signer {
+                        signer: describe(key),
+                        layout,
+                    }))
+                }
+                Ok(ds) => seen.other_digest = ds.into_iter().next(),
+                Err(e) => seen.unreadable = Some(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first signature of a signature manifest that verifies for the digest.
+    async fn manifest(
+        &self,
+        manifest: &[u8],
+        layout: &'static str,
+        seen: &mut Seen,
+    ) -> Result<Option<Signer>, Error> {
+        let layers = match cosign::signature_layers(manifest) {
+            Ok(l) => l,
+            Err(e) => {
+                seen.unreadable = Some(e);
+                return Ok(None);
+            }
+        };
+        for layer in layers {
+            seen.signatures = seen.signatures.saturating_add(1);
+            let payload = self
+                .client
+                .config_bytes(self.repo, &layer.digest)
+                .await
+                .map_err(|e| self.fail(e))?;
+            let Some(key) = self
+                .keys
+                .iter()
+                .find(|k| k.verifies(&payload, &layer.signature))
+            else {
+                continue;
+            };
+            match cosign::signed_digest(&payload) {
+                Ok(d) if d == self.digest => {
+                    return Ok(Some(Signer {
+                        signer: describe(key),
+                        layout,
+                    }))
+                }
+                Ok(d) => seen.other_digest = Some(d),
+                Err(e) => seen.unreadable = Some(e),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `key cosign.pub (ecdsa-p256 sha256:1a2b3c4d5e6f7a8b)`.
+fn describe(key: &PublicKey) -> String {
+    let mut hex = format!("{:x}", sha2::Sha256::digest(key.fingerprint_source()));
+    hex.truncate(16);
+    format!("key {} ({} sha256:{hex})", key.name, key.kind)
+}
