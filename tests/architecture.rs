@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// in docs/architecture.md (checked below).
 const LAYERS: &[&str] = &[
     "parallel", "progress", "policy", "registry", "source", "forge", "argocd", "flux", "config",
-    "discover", "resolve", "plan", "deliver", "report", "notify", "cli", "app",
+    "discover", "resolve", "promote", "plan", "deliver", "report", "notify", "cli", "app",
 ];
 
 /// The workspace crates under crates/, lowest first.

@@ -30,6 +30,8 @@ struct Analysed {
     plan: Plan,
     /// `--push`: the commit pushed to the base.
     pushed: Option<String>,
+    /// What `promoteFrom` rules took from the base's history (src/promote).
+    promotions: crate::promote::Promotions,
 }
 
 /// Before anything is asked: the configuration's warnings said, and what cannot be done
@@ -110,7 +112,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
         Format::Json => print_json(&run_report),
-        Format::Text => print_text(plan.mode, &run_report, &analysed.plan, out.color),
+        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);
     if out.format == Format::Text {
@@ -378,7 +380,8 @@ async fn analyse(
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
-        let (found, resolved, made) = analyse_once(plan, loaded, registries, rejections, out).await;
+        let (found, resolved, made, promotions) =
+            analyse_once(plan, loaded, registries, rejections, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
@@ -397,6 +400,7 @@ async fn analyse(
             resolved,
             plan: made,
             pushed,
+            promotions,
         };
     }
 }
@@ -467,7 +471,7 @@ async fn analyse_once(
     registries: &Registries,
     rejections: &Rejections,
     out: &Output,
-) -> (Discovery, Resolved, Plan) {
+) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
@@ -489,8 +493,25 @@ async fn analyse_once(
     );
     let progress = out.progress();
     let refs = &found.refs;
-    let mut resolved =
-        resolve::resolve(refs, registries, plan.concurrency, rejections, &progress).await;
+    let promotions = crate::promote::read_now(
+        &found,
+        (&loaded.config, &loaded.ws.root),
+        plan.history_depth,
+        rejections,
+    );
+    let promoted = promotions.candidates();
+    let mut resolved = resolve::resolve_with(
+        refs,
+        registries,
+        plan.concurrency,
+        rejections,
+        &promoted,
+        &progress,
+    )
+    .await;
+    resolved
+        .problems
+        .extend(promotions.problems.iter().cloned());
     progress.finish();
     let stats = registries.stats.snapshot();
     tracing::info!(
@@ -511,7 +532,7 @@ async fn analyse_once(
         change_sets = made.change_sets.len(),
         "planned"
     );
-    (found, resolved, made)
+    (found, resolved, made, promotions)
 }
 
 /// Pull-request mode, or for a remote's dry run what it would do (`None`: a local
@@ -664,15 +685,23 @@ async fn source_links(
         .await
 }
 
+/// The plan, and the lines saying where promoted versions come from.
+fn analysed_text(analysed: &Analysed) -> (&Plan, String) {
+    let (found, outcomes) = (&analysed.found, &analysed.resolved.outcomes);
+    let promoted = crate::promote::render::dry_run(found, outcomes, &analysed.promotions);
+    (&analysed.plan, promoted)
+}
+
 /// The diff, the updates and pull requests tables, what was not updated and why, and the
 /// summary line.
-fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
+fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), color: bool) {
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::updates_table(&in_diff_order(made)));
     }
+    let _ = write!(out, "{promoted}");
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::pulls_table(p));

@@ -128,6 +128,8 @@ type GroupKey<'a> = (
     &'a str,
     Option<&'a str>,
     Option<&'a Held>,
+    // The tags of a promoted reference (src/promote): its candidates instead of the registry's.
+    Option<&'a Vec<String>>,
 );
 
 /// One version reviewers rejected (a closed pull request, a revert), and where.
@@ -168,6 +170,20 @@ pub async fn resolve(
     rejections: &Rejections,
     progress: &Progress,
 ) -> Resolved {
+    let none = BTreeMap::new();
+    resolve_with(refs, registries, concurrency, rejections, &none, progress).await
+}
+
+/// As [`resolve`], with the candidate tags of promoted references (by index) given instead
+/// of listed from their registry (src/promote).
+pub async fn resolve_with(
+    refs: &[ImageRef],
+    registries: &Registries,
+    concurrency: usize,
+    rejections: &Rejections,
+    promoted: &BTreeMap<usize, Vec<String>>,
+    progress: &Progress,
+) -> Resolved {
     let mut outcomes: Vec<Option<Outcome>> = refs
         .iter()
         .map(|r| {
@@ -199,7 +215,7 @@ pub async fn resolve(
     };
     let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
         .iter()
-        .filter(|(_, r)| r.policy.needs_tag_list())
+        .filter(|(i, r)| r.policy.needs_tag_list() && !promoted.contains_key(i))
         .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
     progress.stage("listing tags", listed.len());
@@ -253,6 +269,7 @@ pub async fn resolve(
             current(r),
             r.digest.as_deref(),
             held_of(i),
+            promoted.get(&i),
         );
         groups
             .entry(key)
@@ -377,7 +394,7 @@ struct Decided {
 }
 
 async fn decide_group(
-    (image, _, current, digest, rejected): GroupKey<'_>,
+    (image, _, current, digest, rejected, promoted): GroupKey<'_>,
     policy: &Policy,
     lists: &Lists,
     shared: &Shared<'_>,
@@ -395,7 +412,9 @@ async fn decide_group(
         warnings: Vec::new(),
     };
     let own;
-    let tags: &[String] = if policy.needs_tag_list() {
+    let tags: &[String] = if let Some(tags) = promoted {
+        tags
+    } else if policy.needs_tag_list() {
         match lists.get(&(image.clone(), credentials(policy).map(str::to_string))) {
             Some(Ok(list)) => &list.tags,
             Some(Err(e)) => return failed(e.to_string()),

@@ -36,6 +36,7 @@ pub mod name;
 pub mod platform;
 pub mod policy;
 mod problem;
+pub mod promotion;
 
 pub use forge::ForgeKind;
 pub use problem::Problem;
