@@ -312,3 +312,86 @@ fn a_bad_test_clock_is_reported() {
     let run = s.dry_run("yesterday", 1);
     run.assert_stderr_contains("IMAGEBUMP_TEST_NOW: \"yesterday\" is not an RFC 3339 time");
 }
+
+/// Pull-request mode at the third instant, with the GitHub fake: one pull request per
+/// environment that moves, prod's body showing the path its version took (dev, then
+/// staging, with the commits that brought it). Closing staging's pull request for web 1.3.0
+/// rejects it there: the next run holds it back and leaves prod's pull request alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn pull_requests_show_the_path_and_a_rejection_holds_downstream() {
+    use support::github::FakeGitHub;
+    let s = story();
+    let forge = FakeGitHub::start().await;
+    let run = |code: i32| {
+        imagebump()
+            .arg("run")
+            .arg(s.server.url())
+            .arg("--config")
+            .arg(s.cfg.path().join("imagebump.yaml"))
+            .args(["--forge", "github", "--forge-url"])
+            .arg(forge.api_url())
+            .arg("--forge-repo")
+            .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+            .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
+            .env("IMAGEBUMP_TEST_NOW", "2026-11-21T05:00:00Z")
+            .code(code)
+            .run_async()
+    };
+    run(0).await;
+    let mut branches: Vec<String> = forge.pulls().iter().map(|p| p.branch.clone()).collect();
+    branches.sort();
+    assert_eq!(
+        branches,
+        [
+            "imagebump/apps-web-overlays-prod",
+            "imagebump/apps-web-overlays-staging",
+            "imagebump/apps-worker-overlays-staging"
+        ]
+    );
+    let sha = |subject: &str| {
+        git(
+            &s.server.bare_dir(),
+            &["rev-parse", "--short=7", &format!(":/{subject}")],
+        )
+    };
+    let pull = |branch: &str| {
+        forge
+            .pulls()
+            .into_iter()
+            .find(|p| p.branch == branch)
+            .unwrap()
+    };
+    let prod = pull("imagebump/apps-web-overlays-prod");
+    let prod_body = prod.body.clone().unwrap_or_default();
+    let expected = format!(
+        "**Promotion path** (when each version reached each environment on the base branch):\n\n\
+         - `web` 1.1.0: dev since 2026-11-20 01:00 (`{}`), staging since 2026-11-20 05:00 (`{}`)\n",
+        sha("dev web 1.1.0"),
+        sha("Merge promote-web")
+    );
+    assert!(prod_body.contains(&expected), "{prod_body}");
+    let staging = pull("imagebump/apps-web-overlays-staging");
+    let staging_body = staging.body.clone().unwrap_or_default();
+    assert!(
+        staging_body.contains(&format!(
+            "- `web` 1.3.0: dev since 2026-11-20 20:00 (`{}`)\n",
+            sha("dev web 1.3.0")
+        )),
+        "{}",
+        staging_body
+    );
+    forge.close(staging.number);
+    let again = run(0).await;
+    again.assert_stdout_contains(
+        "apps/web/overlays/staging/kustomization.yaml:3: registry.test/team/web 1.3.0 held back: ",
+    );
+    let open: Vec<String> = forge
+        .pulls()
+        .iter()
+        .filter(|p| p.state == "open")
+        .map(|p| p.branch.clone())
+        .collect();
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open.contains(&"imagebump/apps-web-overlays-prod".to_string()));
+    assert_eq!(pull("imagebump/apps-web-overlays-prod").number, prod.number);
+}

@@ -20,6 +20,9 @@ use crate::report::{self, Counts, Problem, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
 use imagebump_model::env::EnvVars;
 
+/// The promotion path of each promoted update, by (file, tag).
+type Promoted = BTreeMap<(String, String), String>;
+
 /// How many times `--push` analyses a moved base again.
 const PUSH_ATTEMPTS: usize = 3;
 
@@ -32,6 +35,8 @@ struct Analysed {
     pushed: Option<String>,
     /// What `promoteFrom` rules took from the base's history (src/promote).
     promotions: crate::promote::Promotions,
+    /// The promotion path of each promoted update, for pull-request bodies.
+    promoted: BTreeMap<(String, String), String>,
 }
 
 /// Before anything is asked: the configuration's warnings said, and what cannot be done
@@ -82,7 +87,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         (
             split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
             direct.as_deref(),
-            &decisions,
+            (&decisions, &analysed.promoted),
         ),
         max_new,
         journal,
@@ -395,12 +400,16 @@ async fn analyse(
             }
             _ => None,
         };
+        let remote = loaded.ws.remote.as_deref();
+        let outcomes = &resolved.outcomes;
+        let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
         return Analysed {
             found,
             resolved,
             plan: made,
             pushed,
             promotions,
+            promoted,
         };
     }
 }
@@ -542,7 +551,7 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    (made, pushed, decisions): (&Plan, Option<&str>, &Decisions),
+    (made, pushed, (decisions, promoted)): (&Plan, Option<&str>, (&Decisions, &Promoted)),
     max_new: Option<usize>,
     journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
@@ -561,6 +570,7 @@ async fn pull_requests(
     };
     let ctx = crate::deliver::pulls::Context {
         sources: &sources,
+        promoted,
         shard: plan.shard,
         git,
         dir: &ws.root,

@@ -76,6 +76,9 @@ pub struct Context<'a> {
     /// Source repositories of the new images (their `org.opencontainers.image.source`
     /// label), by (image, tag), for links in pull-request bodies.
     pub sources: &'a BTreeMap<(String, String), String>,
+    /// Where each promoted version ran before, by (file, tag): a Markdown line for the
+    /// pull-request body (src/promote).
+    pub promoted: &'a BTreeMap<(String, String), String>,
     /// `--shard I/N`: only this shard's pull requests may be closed.
     pub shard: Option<(u64, u64)>,
     /// Where each push and forge change is recorded as it lands.
@@ -94,7 +97,8 @@ pub struct Context<'a> {
 /// goes on with the other change sets.
 pub async fn deliver(ctx: &Context<'_>, plan: &Plan) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let proposals = decide::proposals(plan, ctx.settings, ctx.sources, ctx.rejections);
+    let texts = (ctx.sources, ctx.promoted);
+    let proposals = decide::proposals(plan, ctx.settings, texts, ctx.rejections);
     let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
         return (Vec::new(), problems);
     };

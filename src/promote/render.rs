@@ -64,7 +64,7 @@ pub fn dry_run(found: &Discovery, outcomes: &[Outcome], all: &Promotions) -> Str
 }
 
 /// The environments `tag` went through on its way to `p`'s reference, first one first:
-/// (environment, its arrival there).
+/// (environment, when it first arrived there).
 pub fn path<'a>(all: &'a Promotions, p: &'a Promotion, tag: &str) -> Vec<(&'a str, &'a Segment)> {
     let mut steps = Vec::new();
     let mut cur = Some(p);
@@ -72,7 +72,7 @@ pub fn path<'a>(all: &'a Promotions, p: &'a Promotion, tag: &str) -> Vec<(&'a st
     for _ in 0..16 {
         let Some(q) = cur else { break };
         let Some(src) = q.source_index else { break };
-        if let Some(seg) = all.timelines.get(&src).and_then(|t| t.arrival(tag)) {
+        if let Some(seg) = all.timelines.get(&src).and_then(|t| t.first_arrival(tag)) {
             steps.push((q.source_env.as_str(), seg));
         }
         cur = all.of(src);
@@ -94,12 +94,21 @@ pub fn commit_link(remote: Option<&str>, sha: &str) -> String {
     }
 }
 
-/// The pull-request lines for promoted updates: `` `web` 1.5.0: dev since … (link), staging
-/// since … (link) ``. `updates` are (reference index, new tag).
-pub fn pull_body(all: &Promotions, remote: Option<&str>, updates: &[(usize, String)]) -> String {
-    let mut out = String::new();
-    for (index, tag) in updates {
-        let Some(p) = all.of(*index) else { continue };
+/// The pull-request line of each promoted update, by (file, new tag): `` - `web` 1.5.0:
+/// dev since … (link), staging since … (link) ``.
+pub fn pull_notes(
+    found: &Discovery,
+    outcomes: &[Outcome],
+    all: &Promotions,
+    remote: Option<&str>,
+) -> std::collections::BTreeMap<(String, String), String> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in &all.list {
+        let (Some(r), Some(Outcome::Update { tag, .. })) =
+            (found.refs.get(p.index), outcomes.get(p.index))
+        else {
+            continue;
+        };
         let steps: Vec<String> = path(all, p, tag)
             .into_iter()
             .map(|(env, seg)| {
@@ -112,13 +121,11 @@ pub fn pull_body(all: &Promotions, remote: Option<&str>, updates: &[(usize, Stri
             })
             .collect();
         if !steps.is_empty() {
-            let _ = writeln!(out, "- `{}` {tag}: {}", p.app, steps.join(", "));
+            let line = format!("- `{}` {tag}: {}", p.app, steps.join(", "));
+            out.insert((r.file.clone(), tag.clone()), line);
         }
     }
-    if out.is_empty() {
-        return out;
-    }
-    format!("**Promotion path** (first-parent commits of the base branch):\n\n{out}\n")
+    out
 }
 
 /// Why a version is not promoted (yet), in a few words.
@@ -135,5 +142,29 @@ pub fn why_not(v: &Verdict, p: &Promotion) -> String {
                 sha.get(..7).unwrap_or(sha)
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_links_point_at_https_remotes_without_credentials() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            commit_link(
+                Some("https://x-access-token:s3cr3t@github.com/acme/gitops.git"),
+                sha
+            ),
+            format!("[`0123456`](https://github.com/acme/gitops/commit/{sha})")
+        );
+        assert_eq!(
+            commit_link(Some("git@github.com:acme/gitops.git"), sha),
+            "`0123456`"
+        );
+        assert_eq!(commit_link(None, sha), "`0123456`");
+        assert_eq!(date(1_795_208_400), "2026-11-20 21:00");
+        assert_eq!(hours(26 * 3600 + 59 * 60), "26 h");
     }
 }

@@ -137,6 +137,11 @@ impl Timeline {
         out
     }
 
+    /// The first arrival of `tag`: when it first reached this environment.
+    pub fn first_arrival(&self, tag: &str) -> Option<&Segment> {
+        self.segments.iter().find(|s| s.tag == tag)
+    }
+
     /// The last arrival of `tag`.
     pub fn arrival(&self, tag: &str) -> Option<&Segment> {
         self.segments.iter().rev().find(|s| s.tag == tag)

@@ -127,11 +127,14 @@ pub enum Action {
     },
 }
 
+/// Text by (image or file, tag): image source links, promotion paths.
+type Sources = BTreeMap<(String, String), String>;
+
 /// Each change set of the plan with its branch, title, updates and body.
 pub fn proposals<'a>(
     plan: &'a Plan,
     settings: &PullRequestsConfig,
-    sources: &BTreeMap<(String, String), String>,
+    (sources, promoted): (&Sources, &Sources),
     rejections: &Rejections,
 ) -> Vec<Proposal<'a>> {
     plan.change_sets
@@ -143,7 +146,7 @@ pub fn proposals<'a>(
                 set,
                 branch: branch_name(&settings.branch_prefix, &set.group),
                 title: title(set, &updates, settings.title.as_deref()),
-                body: body(set, &updates, sources, &automerge),
+                body: body(set, &updates, (sources, promoted), &automerge),
                 updates,
                 automerge,
             }
@@ -455,7 +458,12 @@ mod tests {
 
     impl<'a> Case<'a> {
         fn new(plan: &'a Plan) -> Case<'a> {
-            let proposals = proposals(plan, &settings(), &BTreeMap::new(), &Default::default());
+            let proposals = proposals(
+                plan,
+                &settings(),
+                (&BTreeMap::new(), &BTreeMap::new()),
+                &Default::default(),
+            );
             let built = (0..proposals.len())
                 .map(|i| commit(&format!("c{i}")))
                 .collect();
