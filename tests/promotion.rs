@@ -395,3 +395,31 @@ async fn pull_requests_show_the_path_and_a_rejection_holds_downstream() {
     assert!(open.contains(&"imagebump/apps-web-overlays-prod".to_string()));
     assert_eq!(pull("imagebump/apps-web-overlays-prod").number, prod.number);
 }
+
+/// `imagebump promotions` at the second instant: every environment, what runs there since
+/// when, and what is next or why not yet (soaking, reverted upstream, held back).
+#[test]
+fn promotions_says_what_is_where_and_what_is_next() {
+    let s = story();
+    let run = imagebump()
+        .arg("promotions")
+        .arg(s.server.url())
+        .arg("--config")
+        .arg(s.cfg.path().join("imagebump.yaml"))
+        .env("IMAGEBUMP_TEST_NOW", "2026-11-21T04:30:00Z")
+        .run();
+    assert_eq!(
+        run.filtered_stdout(),
+        "APP     ENVIRONMENT  VERSION  SINCE             NEXT
+api     dev          2.1.0    2026-11-18 01:00  follows the registry
+api     staging      2.0.0    2026-11-19 12:00  up to date; 2.1.0 held back: commit 2c93f3eb59 was reverted by 88c6f9e5b1
+api     prod         2.0.0    2026-11-18 00:00  2.1.0: rejected in staging: commit 2c93f3eb59 was reverted by 88c6f9e5b1
+web     dev          1.3.0    2026-11-20 20:00  follows the registry
+web     staging      1.1.0    2026-11-20 05:00  1.3.0 ready (in dev since 2026-11-20 20:00, 8 h)
+web     prod         1.0.0    2026-11-18 00:00  1.1.0: soaking in staging: 30m to go
+worker  dev          3.1.0    2026-11-20 02:30  follows the registry
+worker  staging      3.0.0    2026-11-18 00:00  3.1.0 ready (in dev since 2026-11-20 02:30, 26 h)
+worker  prod         3.0.0    2026-11-18 00:00  up to date
+"
+    );
+}

@@ -7,6 +7,7 @@
 //! reference; resolve then applies the rule's policy and the rejections as for registry tags.
 
 pub mod render;
+pub mod status;
 pub mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet};
