@@ -192,15 +192,19 @@ fn story() -> Story {
 }
 
 impl Story {
-    fn dry_run(&self, now: &str, code: i32) -> support::cli::Run {
+    /// `imagebump <command> URL --config … <extra>` at `now`.
+    fn cli(&self, command: &[&str], extra: &[&str], now: &str) -> support::cli::Cli {
         imagebump()
-            .args(["run", "--dry-run"])
+            .args(command)
             .arg(self.server.url())
             .arg("--config")
             .arg(self.cfg.path().join("imagebump.yaml"))
+            .args(extra)
             .env("IMAGEBUMP_TEST_NOW", now)
-            .code(code)
-            .run()
+    }
+
+    fn dry_run(&self, now: &str, code: i32) -> support::cli::Run {
+        self.cli(&["run", "--dry-run"], &[], now).code(code).run()
     }
 }
 
@@ -244,12 +248,12 @@ imagebump/apps-worker-overlays-staging  create  -   Update registry.test/team/wo
 "
         )
     );
-    let json = imagebump()
-        .args(["run", "--dry-run", "--output", "json"])
-        .arg(s.server.url())
-        .arg("--config")
-        .arg(s.cfg.path().join("imagebump.yaml"))
-        .env("IMAGEBUMP_TEST_NOW", "2026-11-20T21:00:00Z")
+    let json = s
+        .cli(
+            &["run", "--dry-run", "--output", "json"],
+            &[],
+            "2026-11-20T21:00:00Z",
+        )
         .run()
         .json();
     assert_eq!(json["requests"]["tagListPages"], 3, "{}", json["requests"]);
@@ -322,18 +326,19 @@ async fn pull_requests_show_the_path_and_a_rejection_holds_downstream() {
     use support::github::FakeGitHub;
     let s = story();
     let forge = FakeGitHub::start().await;
+    let api = forge.api_url();
+    let repo = format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO);
+    let flags = [
+        "--forge",
+        "github",
+        "--forge-url",
+        &api,
+        "--forge-repo",
+        &repo,
+    ];
     let run = |code: i32| {
-        imagebump()
-            .arg("run")
-            .arg(s.server.url())
-            .arg("--config")
-            .arg(s.cfg.path().join("imagebump.yaml"))
-            .args(["--forge", "github", "--forge-url"])
-            .arg(forge.api_url())
-            .arg("--forge-repo")
-            .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+        s.cli(&["run"], &flags, "2026-11-21T05:00:00Z")
             .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
-            .env("IMAGEBUMP_TEST_NOW", "2026-11-21T05:00:00Z")
             .code(code)
             .run_async()
     };
@@ -401,13 +406,7 @@ async fn pull_requests_show_the_path_and_a_rejection_holds_downstream() {
 #[test]
 fn promotions_says_what_is_where_and_what_is_next() {
     let s = story();
-    let run = imagebump()
-        .arg("promotions")
-        .arg(s.server.url())
-        .arg("--config")
-        .arg(s.cfg.path().join("imagebump.yaml"))
-        .env("IMAGEBUMP_TEST_NOW", "2026-11-21T04:30:00Z")
-        .run();
+    let run = s.cli(&["promotions"], &[], "2026-11-21T04:30:00Z").run();
     assert_eq!(
         run.filtered_stdout(),
         "APP     ENVIRONMENT  VERSION  SINCE             NEXT
@@ -420,6 +419,33 @@ web     prod         1.0.0    2026-11-18 00:00  1.1.0: soaking in staging: 30m t
 worker  dev          3.1.0    2026-11-20 02:30  follows the registry
 worker  staging      3.0.0    2026-11-18 00:00  3.1.0 ready (in dev since 2026-11-20 02:30, 26 h)
 worker  prod         3.0.0    2026-11-18 00:00  up to date
+"
+    );
+}
+
+/// A history cut short (`--history-depth 3`: the last three first-parent commits, from
+/// 11-20 06:00): versions already there count from the oldest commit read, "at least", so
+/// soak is under-estimated, never over-estimated: worker still goes to staging (23 h ≥ 2 h),
+/// web 1.1.0 no longer reaches prod (23 h < 24 h). Reverts before the window are not seen.
+#[test]
+fn a_cut_history_counts_from_its_oldest_commit() {
+    let s = story();
+    let run = s
+        .cli(
+            &["run", "--dry-run"],
+            &["--history-depth", "3"],
+            "2026-11-21T05:00:00Z",
+        )
+        .run();
+    let out = run.filtered_stdout();
+    let promotions = &out[out.find("promotions:").unwrap()..out.find("BRANCH").unwrap()];
+    assert_eq!(
+        promotions,
+        "promotions:
+  api 2.0.0 → 2.1.0 (in dev since at least 2026-11-20 06:00, 23 h) in apps/api/overlays/staging/values.yaml
+  web 1.1.0 → 1.3.0 (in dev since 2026-11-20 20:00, 9 h) in apps/web/overlays/staging/kustomization.yaml
+  worker 3.0.0 → 3.1.0 (in dev since at least 2026-11-20 06:00, 23 h) in apps/worker/overlays/staging/deployment.yaml
+
 "
     );
 }
