@@ -449,3 +449,52 @@ fn a_cut_history_counts_from_its_oldest_commit() {
 "
     );
 }
+
+/// The history of many files is read a chunk of paths at a time: one path per command
+/// gives exactly what one command for all gives (commits in first-parent order, every
+/// change, every blob at the tip).
+#[test]
+fn file_history_is_the_same_in_chunks() {
+    support::isolate_process_env();
+    let s = story();
+    let git = imagebump::source::git::Git::new(None);
+    let mut paths = Vec::new();
+    for app in [WEB, API, WORKER] {
+        for env in ["dev", "staging", "prod"] {
+            let file = match app {
+                WEB => "kustomization.yaml",
+                API => "values.yaml",
+                _ => "deployment.yaml",
+            };
+            paths.push(format!("{app}/{env}/{file}"));
+        }
+    }
+    let dir = s._work.path();
+    let whole = git
+        .file_history_in(dir, "HEAD", &paths, (200, 1000))
+        .unwrap();
+    let chunked = git.file_history_in(dir, "HEAD", &paths, (200, 1)).unwrap();
+    assert_eq!(whole, chunked);
+    assert_eq!(whole.tip.len(), 9);
+    let subjects: Vec<&str> = whole.commits.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        [
+            "dev web 1.3.0",
+            "Revert \"dev web 1.2.0\"",
+            "dev web 1.2.0",
+            "Merge promote-web",
+            "dev worker 3.1.0",
+            "dev web 1.1.0",
+            "Revert \"Update registry.test/team/api to 2.1.0\"",
+            "Update registry.test/team/api to 2.1.0",
+            "dev api 2.1.0",
+            "three environments"
+        ]
+    );
+    assert_eq!(whole.commits.last().unwrap().changes.len(), 9);
+    // Three commits back: only the window's commits, and its oldest time.
+    let cut = git.file_history_in(dir, "HEAD", &paths, (3, 1)).unwrap();
+    assert_eq!(cut.commits.len(), 3);
+    assert_eq!(cut.oldest.unwrap().1, 1_795_154_400); // 2026-11-20 06:00
+}

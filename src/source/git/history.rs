@@ -1,12 +1,15 @@
 //! What the base branch's history says about a few files: the first-parent commits that
 //! changed them (committer time, message, blob before and after) and the blobs themselves.
 //! Two `git log`s, one `ls-tree` and one `cat-file --batch`, however many commits and files
-//! (docs/promotion.md).
+//! (docs/promotion.md); a thousand files per command line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::{object_id, revision, tree_path, Error, Git};
+
+/// Paths on one `git log` or `ls-tree` command line.
+const PATHS_PER_COMMAND: usize = 1000;
 
 /// A blob id that means "no file" in `--raw` output.
 const NO_BLOB: &str = "0000000000000000000000000000000000000000";
@@ -47,6 +50,18 @@ impl Git {
         paths: &[String],
         max: usize,
     ) -> Result<FileHistory, Error> {
+        self.file_history_in(dir, rev, paths, (max, PATHS_PER_COMMAND))
+    }
+
+    /// As [`Git::file_history`], with at most `chunk` paths on one command line (many
+    /// applications would outgrow the system's limit on arguments).
+    pub fn file_history_in(
+        &self,
+        dir: &Path,
+        rev: &str,
+        paths: &[String],
+        (max, chunk): (usize, usize),
+    ) -> Result<FileHistory, Error> {
         let rev = revision(rev)?;
         for p in paths {
             tree_path(p)?;
@@ -55,21 +70,60 @@ impl Git {
         if paths.is_empty() || max == 0 {
             return Ok(out);
         }
-        // The window: the oldest of the `max` first-parent commits.
+        // The window: the `max` first-parent commits, newest first.
         let mut cmd = self.local(dir);
         cmd.args(["log", "--first-parent", "--format=%H %ct"])
             .arg(format!("--max-count={max}"))
             .args(["--end-of-options", rev, "--"]);
         let window = self.run(cmd, "log")?;
-        let window = String::from_utf8_lossy(&window.stdout);
-        // The earliest committer time in the window (dates need not be in order).
-        out.oldest = window
+        let window: Vec<(String, i64)> = String::from_utf8_lossy(&window.stdout)
             .lines()
             .filter_map(|l| {
                 let (sha, time) = l.split_once(' ')?;
                 Some((sha.to_string(), time.trim().parse::<i64>().ok()?))
             })
-            .min_by_key(|(_, t)| *t);
+            .collect();
+        // The earliest committer time in the window (dates need not be in order).
+        out.oldest = window.iter().min_by_key(|(_, t)| *t).cloned();
+        let order: HashMap<&str, usize> = window
+            .iter()
+            .enumerate()
+            .map(|(i, (sha, _))| (sha.as_str(), i))
+            .collect();
+        let mut found: BTreeMap<usize, FileCommit> = BTreeMap::new();
+        for part in paths.chunks(chunk.max(1)) {
+            for c in self.path_log(dir, rev, part, max)? {
+                // Only the window's commits: older ones would precede its start.
+                let Some(&i) = order.get(c.sha.as_str()) else {
+                    continue;
+                };
+                match found.get_mut(&i) {
+                    Some(seen) => seen.changes.extend(c.changes),
+                    None => {
+                        found.insert(i, c);
+                    }
+                }
+            }
+            out.tip.extend(self.tree_blobs(dir, rev, part)?);
+        }
+        out.commits = found.into_values().collect();
+        for c in &mut out.commits {
+            c.changes.sort();
+        }
+        let mut cmd = self.local(dir);
+        cmd.args(["rev-parse", "--is-shallow-repository"]);
+        out.shallow = super::stdout_line(self.run(cmd, "rev-parse")?) == "true";
+        Ok(out)
+    }
+
+    /// `git log --first-parent --raw` of `paths`, newest first.
+    fn path_log(
+        &self,
+        dir: &Path,
+        rev: &str,
+        paths: &[String],
+        max: usize,
+    ) -> Result<Vec<FileCommit>, Error> {
         let mut cmd = self.local(dir);
         cmd.args([
             "--literal-pathspecs",
@@ -88,7 +142,16 @@ impl Git {
         .args(["--end-of-options", rev, "--"])
         .args(paths);
         let log = self.run(cmd, "log")?;
-        out.commits = parse_file_log(&String::from_utf8_lossy(&log.stdout))?;
+        parse_file_log(&String::from_utf8_lossy(&log.stdout))
+    }
+
+    /// The blob of each of `paths` at `rev` (absent files left out).
+    fn tree_blobs(
+        &self,
+        dir: &Path,
+        rev: &str,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, String>, Error> {
         let mut cmd = self.local(dir);
         cmd.args([
             "--literal-pathspecs",
@@ -100,6 +163,7 @@ impl Git {
         ])
         .args(paths);
         let tree = self.run(cmd, "ls-tree")?;
+        let mut out = BTreeMap::new();
         for line in String::from_utf8_lossy(&tree.stdout).lines() {
             // `<mode> blob <sha>\t<path>`
             let Some((meta, path)) = line.split_once('\t') else {
@@ -107,12 +171,9 @@ impl Git {
             };
             let mut f = meta.split(' ');
             if let (Some(_), Some("blob"), Some(sha)) = (f.next(), f.next(), f.next()) {
-                out.tip.insert(path.to_string(), sha.to_string());
+                out.insert(path.to_string(), sha.to_string());
             }
         }
-        let mut cmd = self.local(dir);
-        cmd.args(["rev-parse", "--is-shallow-repository"]);
-        out.shallow = super::stdout_line(self.run(cmd, "rev-parse")?) == "true";
         Ok(out)
     }
 
