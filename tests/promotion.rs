@@ -498,3 +498,33 @@ fn file_history_is_the_same_in_chunks() {
     assert_eq!(cut.commits.len(), 3);
     assert_eq!(cut.oldest.unwrap().1, 1_795_154_400); // 2026-11-20 06:00
 }
+
+/// A run on one environment's directory of a local checkout still reads its source
+/// outside that directory.
+#[test]
+fn a_run_on_one_directory_reads_its_source_outside_it() {
+    let s = story();
+    // The rules in the repository's own file (untracked: the history stays the story's),
+    // the registry in the operator's.
+    std::fs::write(s._work.path().join("imagebump.yaml"), CONFIG).unwrap();
+    let operator = s.cfg.path().join("operator.yaml");
+    let full = std::fs::read_to_string(s.cfg.path().join("imagebump.yaml")).unwrap();
+    std::fs::write(&operator, full.replace(CONFIG, "")).unwrap();
+    let prod = s._work.path().join(WEB).join("prod");
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(&prod)
+        .arg("--config")
+        .arg(&operator)
+        .env("IMAGEBUMP_TEST_NOW", "2026-11-21T05:00:00Z")
+        .run();
+    let out = run.filtered_stdout();
+    assert!(
+        out.contains("promotions:\n  web 1.0.0 → 1.1.0 (in staging since 2026-11-20 05:00, 24 h) in apps/web/overlays/prod/kustomization.yaml\n\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 update(s) proposed in 1 file(s); 1 references: 1 to update"),
+        "{out}"
+    );
+}

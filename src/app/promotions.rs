@@ -17,10 +17,8 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
     for w in &loaded.config_warnings {
         out.warning(w);
     }
-    let mut found = discover::discover(&loaded.ws.root, &loaded.config);
-    if let Some(scope) = &loaded.ws.scope {
-        found.limit_to(&loaded.ws.root, scope);
-    }
+    // The whole tree: a source may lie outside the directory named; rows are kept for it.
+    let found = discover::discover(&loaded.ws.root, &loaded.config);
     // Reverted imagebump commits hold their versions back, as in a run.
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
@@ -29,7 +27,11 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history));
     let root = (&loaded.config, loaded.ws.root.as_path());
     let all = promote::read_now(&found, root, HISTORY_DEPTH, &rejections);
-    let rows = status::rows(&found, &all, &rejections);
+    let mut rows = status::rows(&found, &all, &rejections);
+    if let Some(scope) = &loaded.ws.scope {
+        let prefix = format!("{}/", scope.trim_end_matches('/'));
+        rows.retain(|r| r.file.starts_with(&prefix));
+    }
     match out.format {
         Format::Json => print_json(&serde_json::json!({ "version": 1, "promotions": rows })),
         Format::Text if rows.is_empty() => print(format_args!(

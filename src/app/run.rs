@@ -485,6 +485,13 @@ async fn analyse_once(
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
     let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    // Promotion reads the whole tree: a source may lie outside the scope or the shard.
+    let promotions = crate::promote::read_now(
+        &found,
+        (&loaded.config, &loaded.ws.root),
+        plan.history_depth,
+        rejections,
+    );
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.root, scope);
     }
@@ -502,12 +509,7 @@ async fn analyse_once(
     );
     let progress = out.progress();
     let refs = &found.refs;
-    let promotions = crate::promote::read_now(
-        &found,
-        (&loaded.config, &loaded.ws.root),
-        plan.history_depth,
-        rejections,
-    );
+    let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();
     let mut resolved = resolve::resolve_with(
         refs,

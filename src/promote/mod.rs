@@ -28,8 +28,14 @@ const MAX_BLOB_BYTES: usize = 8 << 20;
 /// One promoted reference: where its versions come from and what they are worth now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Promotion {
-    /// Its index in the discovery's references.
+    /// Its index in the discovery's references (after [`Promotions::reindex`], in the
+    /// scoped or sharded list).
     pub index: usize,
+    /// Its index in the whole discovery the history was read for: what `source_index` and
+    /// the timelines count in.
+    pub origin: usize,
+    /// Where the reference is: (file, line, column, unit), to find it again.
+    pub at: (String, usize, usize, String),
     /// The application's name: the first `{name}` captured, else the image's last segment.
     pub app: String,
     pub source_dir: String,
@@ -84,8 +90,26 @@ impl Promotions {
             .collect()
     }
 
-    pub fn of(&self, index: usize) -> Option<&Promotion> {
-        self.list.iter().find(|p| p.index == index)
+    /// The promotion of the reference at `origin` in the whole discovery.
+    pub fn of(&self, origin: usize) -> Option<&Promotion> {
+        self.list.iter().find(|p| p.origin == origin)
+    }
+
+    /// The promotions of the references `found` still holds (a scope or a shard kept part
+    /// of the whole discovery they were read for), each with its index there. Sources
+    /// outside the part still count.
+    pub fn reindex(mut self, found: &Discovery) -> Promotions {
+        let at: std::collections::HashMap<(&str, usize, usize, &str), usize> = found
+            .refs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.file.as_str(), r.line, r.column, r.unit.as_str()), i))
+            .collect();
+        self.list.retain_mut(|p| {
+            let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
+            at.get(&key).map(|&i| p.index = i).is_some()
+        });
+        self
     }
 }
 
@@ -148,6 +172,8 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
             .unwrap_or(i64::MAX);
         let mut p = Promotion {
             index,
+            origin: index,
+            at: (r.file.clone(), r.line, r.column, r.unit.clone()),
             app: app_name(rule.path.as_deref(), &from.path, r),
             source_dir: String::new(),
             source_env: String::new(),
