@@ -9,6 +9,7 @@ mod config;
 mod error;
 mod operate;
 mod output;
+mod promotions;
 mod registry_check;
 mod run;
 mod run_plan;
@@ -43,6 +44,7 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         .map_err(Error::Runtime)?;
     match command {
         Command::Scan(args) => scan::scan(&source::Source::from(&args), out),
+        Command::Promotions(args) => promotions::promotions(&source::Source::from(&args), out),
         Command::Run(args) => {
             let plan = RunPlan::new(args)?;
             let journal = crate::progress::Journal::default();
@@ -112,7 +114,7 @@ fn git_token() -> Option<secrecy::SecretString> {
 /// The `--output` of the command (the config subcommands print text only).
 fn format_of(command: &Command) -> Format {
     match command {
-        Command::Scan(args) => args.output,
+        Command::Scan(args) | Command::Promotions(args) => args.output,
         Command::Run(args) => args.source.output,
         Command::Tags(args) => args.output,
         Command::Registry(RegistryCommand::Check(args)) => args.output,

@@ -37,6 +37,9 @@ pub enum Command {
     Scan(SourceArgs),
     /// Check the registries and propose (or apply) updates.
     Run(RunArgs),
+    /// Per application and environment of the `promoteFrom` rules: what runs where, since
+    /// when, and what is promoted next (or why not yet). Reads git history only.
+    Promotions(SourceArgs),
     /// Explain which tag a policy chooses for an image, with every candidate's reason.
     Tags(TagsArgs),
     /// Check the configuration, or print its JSON Schema.

@@ -36,6 +36,7 @@ mod parallel;
 pub mod plan;
 pub mod policy;
 pub mod progress;
+pub mod promote;
 pub mod registry;
 pub mod report;
 pub mod resolve;

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 /// in docs/architecture.md (checked below).
 const LAYERS: &[&str] = &[
     "parallel", "progress", "policy", "registry", "verify", "source", "forge", "argocd", "flux",
-    "config", "discover", "resolve", "plan", "deliver", "report", "notify", "cli", "app",
+    "config", "discover", "resolve", "promote", "plan", "deliver", "report", "notify", "cli",
+    "app",
 ];
 
 /// The workspace crates under crates/, lowest first.

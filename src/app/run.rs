@@ -1,6 +1,6 @@
 //! `imagebump run`: source → discover → resolve → plan → deliver, then the report.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use super::output::print_json;
@@ -20,6 +20,9 @@ use crate::report::{self, Counts, Problem, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
 use imagebump_model::env::EnvVars;
 
+/// The promotion path of each promoted update, by (file, tag).
+type Promoted = BTreeMap<(String, String), String>;
+
 /// How many times `--push` analyses a moved base again.
 const PUSH_ATTEMPTS: usize = 3;
 
@@ -30,6 +33,10 @@ struct Analysed {
     plan: Plan,
     /// `--push`: the commit pushed to the base.
     pushed: Option<String>,
+    /// What `promoteFrom` rules took from the base's history (src/promote).
+    promotions: crate::promote::Promotions,
+    /// The promotion path of each promoted update, for pull-request bodies.
+    promoted: BTreeMap<(String, String), String>,
 }
 
 /// Before anything is asked: the configuration's warnings said, and what cannot be done
@@ -80,7 +87,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         (
             split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
             direct.as_deref(),
-            &decisions,
+            (&decisions, &analysed.promoted),
         ),
         max_new,
         journal,
@@ -110,7 +117,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
         Format::Json => print_json(&run_report),
-        Format::Text => print_text(plan.mode, &run_report, &analysed.plan, out.color),
+        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);
     if out.format == Format::Text {
@@ -378,7 +385,8 @@ async fn analyse(
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
-        let (found, resolved, made) = analyse_once(plan, loaded, registries, rejections, out).await;
+        let (found, resolved, made, promotions) =
+            analyse_once(plan, loaded, registries, rejections, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
@@ -392,11 +400,16 @@ async fn analyse(
             }
             _ => None,
         };
+        let remote = loaded.ws.remote.as_deref();
+        let outcomes = &resolved.outcomes;
+        let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
         return Analysed {
             found,
             resolved,
             plan: made,
             pushed,
+            promotions,
+            promoted,
         };
     }
 }
@@ -467,13 +480,19 @@ async fn analyse_once(
     registries: &Registries,
     rejections: &Rejections,
     out: &Output,
-) -> (Discovery, Resolved, Plan) {
+) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
     // The repositories of references that are final as soon as they are read are listed
-    // while the rest of the tree is parsed (the same requests, earlier).
+    // while the rest of the tree is parsed (the same requests, earlier). Not when a rule
+    // promotes: a promoted reference lists nothing.
     let mut early = resolve::EarlyLists::new(plan.concurrency);
+    let promotes = loaded
+        .config
+        .images
+        .iter()
+        .any(|r| r.promote_from.is_some());
     let mut start_early = |r: &discover::ImageRef| {
         let scope = loaded.ws.scope.as_deref();
         let in_shard = |(i, n)| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i;
@@ -481,8 +500,15 @@ async fn analyse_once(
             early.start(r, registries);
         }
     };
-    let mut found =
-        discover::discover_with(&loaded.ws.root, &loaded.config, Some(&mut start_early));
+    let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
+    let mut found = discover::discover_with(&loaded.ws.root, &loaded.config, tell);
+    // Promotion reads the whole tree: a source may lie outside the scope or the shard.
+    let promotions = crate::promote::read_now(
+        &found,
+        (&loaded.config, &loaded.ws.root),
+        plan.history_depth,
+        rejections,
+    );
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.root, scope);
     }
@@ -500,16 +526,21 @@ async fn analyse_once(
     );
     let progress = out.progress();
     let refs = &found.refs;
-    let concurrency = plan.concurrency;
+    let promotions = promotions.reindex(&found);
+    let promoted = promotions.candidates();
     let mut resolved = resolve::resolve_with(
         refs,
         registries,
-        concurrency,
+        plan.concurrency,
         rejections,
+        &promoted,
         &progress,
         Some(early),
     )
     .await;
+    resolved
+        .problems
+        .extend(promotions.problems.iter().cloned());
     progress.finish();
     let stats = registries.stats.snapshot();
     tracing::info!(
@@ -530,7 +561,7 @@ async fn analyse_once(
         change_sets = made.change_sets.len(),
         "planned"
     );
-    (found, resolved, made)
+    (found, resolved, made, promotions)
 }
 
 /// Pull-request mode, or for a remote's dry run what it would do (`None`: a local
@@ -540,7 +571,7 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    (made, pushed, decisions): (&Plan, Option<&str>, &Decisions),
+    (made, pushed, (decisions, promoted)): (&Plan, Option<&str>, (&Decisions, &Promoted)),
     max_new: Option<usize>,
     journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
@@ -559,6 +590,7 @@ async fn pull_requests(
         Box::pin(std::future::ready(Default::default()))
     };
     let ctx = crate::deliver::pulls::Context {
+        promoted,
         shard: plan.shard,
         git,
         dir: &ws.root,
@@ -693,15 +725,23 @@ fn source_links(
     Box::pin(async move { task.await.unwrap_or_default() })
 }
 
+/// The plan, and the lines saying where promoted versions come from.
+fn analysed_text(analysed: &Analysed) -> (&Plan, String) {
+    let (found, outcomes) = (&analysed.found, &analysed.resolved.outcomes);
+    let promoted = crate::promote::render::dry_run(found, outcomes, &analysed.promotions);
+    (&analysed.plan, promoted)
+}
+
 /// The diff, the updates and pull requests tables, what was not updated and why, and the
 /// summary line.
-fn print_text(mode: Mode, r: &RunReport, made: &Plan, color: bool) {
+fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), color: bool) {
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::updates_table(&in_diff_order(made)));
     }
+    let _ = write!(out, "{promoted}");
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::pulls_table(p));

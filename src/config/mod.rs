@@ -130,6 +130,19 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
                 hint: Some("globs such as apps/*/overlays/dev/** or **/values-prod.yaml".into()),
             });
         }
+        if let Some((k, message)) = rule
+            .promote_from
+            .as_ref()
+            .and_then(|p| imagebump_model::promotion::check(rule.path.as_deref(), p))
+        {
+            let mut at = at.clone();
+            at.extend([key("promoteFrom"), key(k)]);
+            errors.push(Invalid {
+                at,
+                message,
+                hint: Some("see docs/promotion.md".into()),
+            });
+        }
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
     for (i, r) in config.registries.iter().enumerate() {
@@ -532,6 +545,18 @@ mod tests {
         std::fs::write(&path, yaml).unwrap();
         let e = load(&path).unwrap_err().to_string();
         e.replace(&path.display().to_string(), "imagebump.yaml")
+    }
+
+    #[test]
+    fn bad_promote_from_names_file_line_and_key() {
+        assert_eq!(
+            invalid("images:\n- path: apps/*/prod/**\n  promoteFrom: {path: \"apps/{app}/staging\", soak: 2 days}\n"),
+            "imagebump.yaml:3:51: images[0].promoteFrom.soak: \"2 days\" is not a duration (use a number and a unit: s, m, h, d, w) (hint: see docs/promotion.md)"
+        );
+        assert_eq!(
+            invalid("images:\n- path: apps/**\n  promoteFrom:\n    path: apps/{app}/staging\n    soak: 2h\n"),
+            "imagebump.yaml:4:11: images[0].promoteFrom.path: \"apps/{app}/staging\": `{app}` is segment 2 but the rule's path \"apps/**\" has no `*` segment there (with no `**` before it) (hint: see docs/promotion.md)"
+        );
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct Context<'a> {
     pub settings: &'a PullRequestsConfig,
     pub max_new: Option<usize>,
     pub dry_run: bool,
+    /// Where each promoted version ran before, by (file, tag): a Markdown line for the
+    /// pull-request body (src/promote).
+    pub promoted: &'a BTreeMap<(String, String), String>,
     /// `--shard I/N`: only this shard's pull requests may be closed.
     pub shard: Option<(u64, u64)>,
     /// Where each push and forge change is recorded as it lands.
@@ -108,7 +111,7 @@ pub async fn deliver(
     };
     let built = state::build(ctx, &proposals, &branches);
     // Only the bodies need the links: they were fetched while the commits were built.
-    decide::write_bodies(&mut proposals, &links.await);
+    decide::write_bodies(&mut proposals, (&links.await, ctx.promoted));
     let actions = decide::decide(&decide::Input {
         plan,
         proposals: &proposals,

@@ -131,6 +131,8 @@ type GroupKey<'a> = (
     &'a str,
     Option<&'a str>,
     Option<&'a Held>,
+    // The tags of a promoted reference (src/promote): its candidates instead of the registry's.
+    Option<&'a Vec<String>>,
 );
 
 /// One version reviewers rejected (a closed pull request, a revert), and where.
@@ -171,15 +173,28 @@ pub async fn resolve(
     rejections: &Rejections,
     progress: &Progress,
 ) -> Resolved {
-    resolve_with(refs, registries, concurrency, rejections, progress, None).await
+    let none = BTreeMap::new();
+    resolve_with(
+        refs,
+        registries,
+        concurrency,
+        rejections,
+        &none,
+        progress,
+        None,
+    )
+    .await
 }
 
-/// As [`resolve`], with the tag lists `early` started while discovery was still reading.
+/// As [`resolve`], with the candidate tags of promoted references (by index) given instead
+/// of listed from their registry (src/promote), and the tag lists `early` started while
+/// discovery was still reading.
 pub async fn resolve_with(
     refs: &[ImageRef],
     registries: &Registries,
     concurrency: usize,
     rejections: &Rejections,
+    promoted: &BTreeMap<usize, Vec<String>>,
     progress: &Progress,
     early: Option<EarlyLists>,
 ) -> Resolved {
@@ -214,7 +229,7 @@ pub async fn resolve_with(
     };
     let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
         .iter()
-        .filter(|(_, r)| r.policy.needs_tag_list())
+        .filter(|(i, r)| r.policy.needs_tag_list() && !promoted.contains_key(i))
         .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
     progress.stage("listing tags", listed.len());
@@ -268,6 +283,7 @@ pub async fn resolve_with(
             current(r),
             r.digest.as_deref(),
             held_of(i),
+            promoted.get(&i),
         );
         groups
             .entry(key)
@@ -476,7 +492,7 @@ struct Decided {
 }
 
 async fn decide_group(
-    (image, _, current, digest, rejected): GroupKey<'_>,
+    (image, _, current, digest, rejected, promoted): GroupKey<'_>,
     policy: &Policy,
     lists: &Lists,
     shared: &Shared<'_>,
@@ -495,7 +511,9 @@ async fn decide_group(
         warnings: Vec::new(),
     };
     let own;
-    let tags: &[String] = if policy.needs_tag_list() {
+    let tags: &[String] = if let Some(tags) = promoted {
+        tags
+    } else if policy.needs_tag_list() {
         match lists.get(&(image.clone(), credentials(policy).map(str::to_string))) {
             Some(Ok(list)) => &list.tags,
             Some(Err(e)) => return failed(e.to_string()),

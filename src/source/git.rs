@@ -16,6 +16,9 @@
 //!   shallow boundary N commits below the branch tip, which also cuts the history of refs
 //!   already here (the base). Fetching the base again at its depth (`fetch_base`) restores it.
 
+mod history;
+pub use history::{FileCommit, FileHistory};
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;

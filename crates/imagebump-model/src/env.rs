@@ -256,4 +256,8 @@ impl EnvVars {
 
     /// Azure instance metadata endpoint (tests and special networks).
     pub const IMAGEBUMP_AZURE_IMDS_ENDPOINT: &'static str = "IMAGEBUMP_AZURE_IMDS_ENDPOINT";
+
+    /// For tests only: "now" for promotion soak times, an RFC 3339 time such as
+    /// `2026-11-23T11:00:00Z` (docs/promotion.md). Never set it in production.
+    pub const IMAGEBUMP_TEST_NOW: &'static str = "IMAGEBUMP_TEST_NOW";
 }

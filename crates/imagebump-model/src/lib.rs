@@ -36,6 +36,7 @@ pub mod name;
 pub mod platform;
 pub mod policy;
 mod problem;
+pub mod promotion;
 pub mod verify;
 
 pub use forge::ForgeKind;

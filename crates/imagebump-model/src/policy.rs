@@ -132,6 +132,10 @@ macro_rules! policy_keys {
             /// directory, `**` crosses them. Unset: every file.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub path: Option<String>,
+            /// Take the versions another environment has run, from the base branch's
+            /// history, instead of the registry's tags (docs/promotion.md).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub promote_from: Option<crate::promotion::PromoteFrom>,
             $( $(#[$doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
         }
 

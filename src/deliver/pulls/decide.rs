@@ -127,6 +127,9 @@ pub enum Action {
     },
 }
 
+/// Text by (image or file, tag): image source links, promotion paths.
+type Sources = BTreeMap<(String, String), String>;
+
 /// Each change set of the plan with its branch, title and updates; the bodies are written
 /// by [`write_bodies`] once the links to the images' sources are known (the branches are
 /// built meanwhile: commits do not carry the body).
@@ -152,10 +155,11 @@ pub fn proposals<'a>(
         .collect()
 }
 
-/// Each proposal's pull-request body, with links to its new images' sources.
-pub fn write_bodies(proposals: &mut [Proposal<'_>], sources: &BTreeMap<(String, String), String>) {
+/// Each proposal's pull-request body, with links to its new images' sources and the
+/// promotion paths of its promoted versions.
+pub fn write_bodies(proposals: &mut [Proposal<'_>], (sources, promoted): (&Sources, &Sources)) {
     for p in proposals {
-        p.body = body(p.set, &p.updates, sources, &p.automerge);
+        p.body = body(p.set, &p.updates, (sources, promoted), &p.automerge);
     }
 }
 
@@ -465,7 +469,7 @@ mod tests {
     impl<'a> Case<'a> {
         fn new(plan: &'a Plan) -> Case<'a> {
             let mut proposals = proposals(plan, &settings(), &Default::default());
-            write_bodies(&mut proposals, &BTreeMap::new());
+            write_bodies(&mut proposals, (&BTreeMap::new(), &BTreeMap::new()));
             let built = (0..proposals.len())
                 .map(|i| commit(&format!("c{i}")))
                 .collect();

@@ -105,12 +105,15 @@ pub fn title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> St
     }
 }
 
+/// Text by (image or file, tag): image source links, promotion paths.
+type Texts = BTreeMap<(String, String), String>;
+
 /// The pull-request body: a table for people (with a link to the image's source and
 /// releases when its label names them), the marker for the next run.
 pub fn body(
     set: &ChangeSet,
     updates: &[&Update],
-    sources: &BTreeMap<(String, String), String>,
+    (sources, promoted): (&Texts, &Texts),
     automerge: &Automerge,
 ) -> String {
     let mut s = format!(
@@ -135,6 +138,17 @@ pub fn body(
         ));
     }
     s.push_str(&signatures(updates));
+    let paths: Vec<&String> = updates
+        .iter()
+        .filter_map(|u| promoted.get(&(u.file.clone(), marker::tag_of(&u.to).to_string())))
+        .collect();
+    if !paths.is_empty() {
+        s.push_str("\n**Promotion path** (when each version reached each environment on the base branch):\n\n");
+        for line in paths {
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
     s.push_str("\nClosing this pull request without merging rejects these versions: imagebump will not propose them again, and a newer version opens a new pull request. Reverting the merged commit does the same.\n\n");
     match automerge {
         Automerge::Off => {}
@@ -220,7 +234,7 @@ mod tests {
             ("ghcr.io/acme/web".to_string(), "1.3.0".to_string()),
             "https://github.com/acme/web".to_string(),
         );
-        let b = body(&set, &[&u], &sources, &Automerge::Off);
+        let b = body(&set, &[&u], (&sources, &BTreeMap::new()), &Automerge::Off);
         assert!(b.contains("| `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |"), "{b}");
         assert_eq!(marker::parse(&b).unwrap(), vec![Marked::from(&u)]);
         assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");
@@ -238,7 +252,12 @@ mod tests {
             }),
             ..u.clone()
         };
-        let b = body(&set, &[&signed], &sources, &Automerge::Off);
+        let b = body(
+            &set,
+            &[&signed],
+            (&sources, &BTreeMap::new()),
+            &Automerge::Off,
+        );
         assert!(b.contains("\n**Signatures verified** before proposing:\n\n- `ghcr.io/acme/web` `1.3.0` at `sha256:ab`: signed by key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)\n\nClosing"), "{b}");
     }
 }

@@ -1,0 +1,50 @@
+//! `imagebump promotions`: per application and environment, what runs where, since when,
+//! and what is promoted next (or why not yet). Reads the tree and its git history; asks no
+//! registry and no forge.
+
+use super::output::{print, print_json};
+use super::source::{self, Source};
+use super::{Error, Output, Status};
+use crate::cli::Format;
+use crate::discover;
+use crate::promote::{self, status};
+
+/// Base-branch commits read (the default of `run --history-depth`).
+const HISTORY_DEPTH: usize = 200;
+
+pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
+    let loaded = source::open(source, super::git_token(), HISTORY_DEPTH)?;
+    for w in &loaded.config_warnings {
+        out.warning(w);
+    }
+    // The whole tree: a source may lie outside the directory named; rows are kept for it.
+    let found = discover::discover(&loaded.ws.root, &loaded.config);
+    // Reverted imagebump commits hold their versions back, as in a run.
+    let history = crate::source::git::Git::new(None)
+        .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
+        .unwrap_or_default();
+    let rejections =
+        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history));
+    let root = (&loaded.config, loaded.ws.root.as_path());
+    let all = promote::read_now(&found, root, HISTORY_DEPTH, &rejections);
+    let mut rows = status::rows(&found, &all, &rejections);
+    if let Some(scope) = &loaded.ws.scope {
+        let prefix = format!("{}/", scope.trim_end_matches('/'));
+        rows.retain(|r| r.file.starts_with(&prefix));
+    }
+    match out.format {
+        Format::Json => print_json(&serde_json::json!({ "version": 1, "promotions": rows })),
+        Format::Text if rows.is_empty() => print(format_args!(
+            "no promoted references: no images rule says promoteFrom (docs/promotion.md)\n"
+        )),
+        Format::Text => print(format_args!("{}", status::table(&rows))),
+    }
+    let mut problems = found.problems;
+    problems.extend(all.problems);
+    out.errors(&problems);
+    Ok(if problems.is_empty() {
+        Status::Done
+    } else {
+        Status::Problems
+    })
+}

@@ -1,0 +1,181 @@
+//! `imagebump promotions`: per application and environment, what runs there, since when,
+//! and what comes next (or why nothing yet). Pure over the discovery and [`Promotions`].
+
+use std::collections::BTreeMap;
+
+use super::render::{date, why_not};
+use super::timeline::Verdict;
+use super::{rejected_at, Promotion, Promotions};
+use crate::discover::{Discovery, ImageRef};
+use crate::policy::evaluate::{Choice, Evaluation};
+use crate::resolve::Rejections;
+
+/// One row: a reference in one environment.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Row {
+    pub app: String,
+    pub environment: String,
+    pub image: String,
+    pub version: String,
+    /// When the version came (`2026-11-20 05:00`), empty when history does not say.
+    pub since: String,
+    /// What comes next and why: `1.3.0 ready (in dev since …)`, `1.3.0: soaking in dev:
+    /// 1h to go`, `up to date`, `follows the registry`.
+    pub next: String,
+    pub file: String,
+}
+
+/// The rows: each promoted reference and each source it reads, upstream first.
+pub fn rows(found: &Discovery, all: &Promotions, rejections: &Rejections) -> Vec<Row> {
+    let mut rows: Vec<(String, usize, Row)> = Vec::new();
+    let mut sources: BTreeMap<usize, (&Promotion, usize)> = BTreeMap::new();
+    for p in &all.list {
+        let Some(r) = found.refs.get(p.index) else {
+            continue;
+        };
+        let depth = depth(all, p);
+        if let Some(src) = p.source_index.filter(|s| all.of(*s).is_none()) {
+            sources.entry(src).or_insert((p, depth));
+        }
+        let next = next(r, p, all, rejections);
+        rows.push((
+            p.app.clone(),
+            depth.saturating_add(1),
+            row(found, all, p.index, &p.app, env_of(r, p), next),
+        ));
+    }
+    for (src, (p, _)) in sources {
+        let next = "follows the registry".to_string();
+        rows.push((
+            p.app.clone(),
+            0,
+            row(found, all, src, &p.app, p.source_env.clone(), next),
+        ));
+    }
+    rows.sort_by(|a, b| (&a.0, a.1, &a.2.file).cmp(&(&b.0, b.1, &b.2.file)));
+    rows.into_iter().map(|(_, _, r)| r).collect()
+}
+
+fn row(
+    found: &Discovery,
+    all: &Promotions,
+    index: usize,
+    app: &str,
+    env: String,
+    next: String,
+) -> Row {
+    let r = found.refs.get(index);
+    let seg = all.timelines.get(&index).and_then(|t| t.current());
+    let since = seg.map_or(String::new(), |s| {
+        let at_least = if s.cut { "≤ " } else { "" };
+        format!("{at_least}{}", date(s.since))
+    });
+    Row {
+        app: app.to_string(),
+        environment: env,
+        image: r.map(|r| r.image.to_string()).unwrap_or_default(),
+        version: r.and_then(|r| r.tag.clone()).unwrap_or_default(),
+        since,
+        next,
+        file: r.map(|r| r.file.clone()).unwrap_or_default(),
+    }
+}
+
+/// Hops to the first environment that is not promoted.
+fn depth(all: &Promotions, p: &Promotion) -> usize {
+    let mut n = 0usize;
+    let mut cur = p.source_index.and_then(|s| all.of(s));
+    while let Some(q) = cur {
+        n = n.saturating_add(1);
+        if n > 16 {
+            break;
+        }
+        cur = q.source_index.and_then(|s| all.of(s));
+    }
+    n
+}
+
+/// A promoted reference's environment: its file's directory at the depth of the source
+/// directory's last segment.
+fn env_of(r: &ImageRef, p: &Promotion) -> String {
+    let at = p.source_dir.split('/').count().saturating_sub(1);
+    r.file.split('/').nth(at).unwrap_or_default().to_string()
+}
+
+/// What comes next for a promoted reference, and why not yet.
+fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) -> String {
+    if let Some(why) = &p.blocked {
+        return format!("nothing: {why}");
+    }
+    let current = r.tag.as_deref().unwrap_or_default();
+    let held = rejected_at(r, rejections);
+    let ready = p.candidates();
+    let mut eval = Evaluation::new(&r.policy, current, None, &ready);
+    eval.reject(&held);
+    if !eval.wanted().is_empty() {
+        return "the policy needs image metadata: see `imagebump run --dry-run`".into();
+    }
+    match eval.decide() {
+        Choice::Update { tag, .. } => {
+            let when = super::render::arrival(all, p, &tag).unwrap_or_default();
+            return format!("{tag} ready ({when})");
+        }
+        Choice::Skip(why) => return why,
+        Choice::Current => {}
+    }
+    // The newest version upstream that is newer but not ready, and why.
+    let waiting: Vec<String> = p
+        .verdicts
+        .iter()
+        .filter(|(tag, v)| {
+            !matches!(v, Verdict::Ready { .. }) || p.rejected_in_source.contains_key(*tag)
+        })
+        .map(|(tag, _)| tag.clone())
+        .collect();
+    let mut later = Evaluation::new(&r.policy, current, None, &waiting);
+    if let Choice::Update { tag, .. } = later.decide() {
+        let why = match (p.rejected_in_source.get(&tag), p.verdicts.get(&tag)) {
+            (Some(why), _) => format!("rejected in {}: {why}", p.source_env),
+            (None, Some(v)) => why_not(v, p),
+            (None, None) => String::new(),
+        };
+        return format!("{tag}: {why}");
+    }
+    match eval.held_back() {
+        Some(why) => format!("up to date; {why}"),
+        None => "up to date".into(),
+    }
+}
+
+/// The rows as a table.
+pub fn table(rows: &[Row]) -> String {
+    let head = ["APP", "ENVIRONMENT", "VERSION", "SINCE", "NEXT"];
+    let cells: Vec<[&str; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.app.as_str(),
+                &r.environment,
+                &r.version,
+                &r.since,
+                &r.next,
+            ]
+        })
+        .collect();
+    let mut widths = head.map(str::chars).map(Iterator::count);
+    for c in &cells {
+        for (w, cell) in widths.iter_mut().zip(c) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for line in std::iter::once(head).chain(cells) {
+        let mut text = String::new();
+        for (cell, w) in line.iter().zip(widths) {
+            text.push_str(&format!("{cell:<w$}  "));
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+    out
+}
