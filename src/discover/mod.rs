@@ -1,6 +1,7 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
 pub mod argocd;
+pub mod charts;
 pub mod flux;
 pub mod helm;
 pub mod kustomize;
@@ -46,6 +47,10 @@ pub enum RefKind {
     /// An `image:` in a Kubernetes manifest (a container of any workload kind, a custom
     /// resource's field, a marked value).
     Workload,
+    /// A Helm chart's version (Argo CD `targetRevision`, a `Chart.yaml` dependency,
+    /// kustomize `helmCharts[].version`, a Flux `HelmRelease`): its "image" is the chart
+    /// (`chart/`).
+    HelmChart,
 }
 
 /// One scalar imagebump may rewrite.
@@ -524,6 +529,8 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
             out.sources.insert(rel, text);
         }
     }
+    // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
+    charts::scan(root, &files, &mut policies, &mut out);
     // ApplicationSets in the repository become the Applications they generate.
     argo.generate(root, &mut out);
     layout.place(&mut out, &argo, config.scan.shared_bases);

@@ -256,4 +256,10 @@ impl EnvVars {
 
     /// Azure instance metadata endpoint (tests and special networks).
     pub const IMAGEBUMP_AZURE_IMDS_ENDPOINT: &'static str = "IMAGEBUMP_AZURE_IMDS_ENDPOINT";
+
+    // Reproducible output.
+
+    /// Seconds since the epoch to write as the `generated` time of a `Chart.lock` imagebump
+    /// updates, instead of the current time (the reproducible-builds convention).
+    pub const SOURCE_DATE_EPOCH: &'static str = "SOURCE_DATE_EPOCH";
 }

@@ -1,0 +1,359 @@
+//! Helm chart versions as references, against real parts: a classic Helm repository
+//! (real archives built by `tar` from source directories, an `index.yaml` as `helm repo
+//! index` writes it, served on loopback) and the same charts pushed as OCI artifacts to
+//! the real `docker-registry`. Argo CD Applications (single and multi-source,
+//! ApplicationSet template), `Chart.yaml` dependencies with their `Chart.lock`, kustomize
+//! `helmCharts:` and Flux `HelmRelease`s are edited; the files are compared whole and the
+//! requests counted.
+
+mod support;
+
+use std::fs;
+
+use support::charts::{ChartSrc, HelmRepo};
+use support::cli::imagebump;
+use support::{Registry, RegistryMode};
+
+const VALUES: &str = "image:\n  repository: docker.io/library/nginx\n  tag: \"1.25.0\"\n";
+
+fn chart<'a>(name: &'a str, version: &'a str, app_version: &'a str) -> ChartSrc<'a> {
+    ChartSrc {
+        name,
+        version,
+        app_version,
+        values: VALUES,
+    }
+}
+
+/// A Helm repository at `/charts` with web 1.0.0, 1.1.0, 2.0.0-rc.1 and api 2.0.0, 2.1.0;
+/// a registry with `charts/web` 1.0.0, 1.2.0 and `charts/api` 2.0.0, 2.3.0.
+fn servers() -> (HelmRepo, Registry) {
+    let repo = HelmRepo::start(None);
+    repo.publish(
+        "charts",
+        &[
+            chart("web", "1.0.0", "1.25.0"),
+            chart("web", "1.1.0", "1.26.0"),
+            chart("web", "2.0.0-rc.1", "1.27.0"),
+            chart("api", "2.0.0", "3.0.0"),
+            chart("api", "2.1.0", "3.1.0"),
+        ],
+    );
+    let reg = Registry::start(RegistryMode::Plain);
+    for (name, version) in [
+        ("web", "1.0.0"),
+        ("web", "1.2.0"),
+        ("api", "2.0.0"),
+        ("api", "2.3.0"),
+    ] {
+        let src = chart(name, version, "1.0.0");
+        let tgz = support::charts::package(&src);
+        reg.push_chart(&format!("charts/{name}"), &src, &tgz);
+    }
+    (repo, reg)
+}
+
+/// The operator's configuration: the plain-HTTP registry.
+fn operator_config(reg: &Registry) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    fs::write(
+        &path,
+        format!(
+            "registries:\n  - prefix: {}\n    url: {}\n",
+            reg.host(),
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let p = path.to_string_lossy().to_string();
+    (dir, p)
+}
+
+fn tree(helm: &str, oci: &str) -> Vec<(String, String, String)> {
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: {helm}/charts
+    chart: web
+    targetRevision: 1.0.0 # the chart's version
+    helm:
+      valuesObject:
+        replicas: 2
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"
+    );
+    let multi = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: multi
+  namespace: argocd
+spec:
+  sources:
+    - repoURL: {helm}/charts/
+      chart: api
+      targetRevision: \"2.0.0\"
+    - repoURL: {oci}/charts
+      chart: web
+      targetRevision: '1.0.0'
+  destination:
+    namespace: multi
+"
+    );
+    let set = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: envs
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+          - env: dev
+            version: 2.0.0
+          - env: prod
+            version: 2.0.0
+  template:
+    metadata:
+      name: 'api-{{{{env}}}}'
+    spec:
+      project: default
+      source:
+        repoURL: oci://{oci}/charts
+        chart: api
+        targetRevision: '{{{{version}}}}'
+      destination:
+        namespace: '{{{{env}}}}'
+"
+    );
+    let chart_yaml = format!(
+        "apiVersion: v2
+name: umbrella
+version: 0.1.0
+dependencies:
+  - name: web
+    version: 1.0.0
+    repository: {helm}/charts
+  - name: api
+    version: 2.0.0
+    repository: oci://{oci}/charts
+  - name: local
+    version: 0.1.0
+    repository: file://../local
+"
+    );
+    let lock = format!(
+        "dependencies:
+- name: web
+  repository: {helm}/charts
+  version: 1.0.0
+- name: api
+  repository: oci://{oci}/charts
+  version: 2.0.0
+- name: local
+  repository: file://../local
+  version: 0.1.0
+digest: sha256:0000000000000000000000000000000000000000000000000000000000000000
+generated: \"2025-01-01T00:00:00.000000000Z\"
+"
+    );
+    let kustomization = format!(
+        "helmCharts:
+  - name: web
+    repo: {helm}/charts
+    version: 1.0.0
+    releaseName: web
+"
+    );
+    let flux = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: team
+  namespace: flux-system
+spec:
+  url: {helm}/charts
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: api
+  namespace: flux-system
+spec:
+  chart:
+    spec:
+      chart: api
+      version: 2.0.0
+      sourceRef:
+        kind: HelmRepository
+        name: team
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: other
+  namespace: flux-system
+spec:
+  chart:
+    spec:
+      chart: api
+      version: 2.0.0
+      sourceRef:
+        kind: HelmRepository
+        name: missing
+"
+    );
+    let bump = |s: &str, from: &str, to: &str| s.replace(from, to);
+    vec![
+        (
+            "apps/web.yaml".into(),
+            app.clone(),
+            bump(&app, "targetRevision: 1.0.0", "targetRevision: 1.1.0"),
+        ),
+        (
+            "apps/multi.yaml".into(),
+            multi.clone(),
+            bump(
+                &bump(&multi, "\"2.0.0\"", "\"2.1.0\""),
+                "'1.0.0'",
+                "'1.2.0'",
+            ),
+        ),
+        (
+            "apps/set.yaml".into(),
+            set.clone(),
+            bump(&set, "version: 2.0.0", "version: 2.3.0"),
+        ),
+        (
+            "umbrella/Chart.yaml".into(),
+            chart_yaml.clone(),
+            bump(
+                &bump(&chart_yaml, "version: 1.0.0", "version: 1.1.0"),
+                "version: 2.0.0",
+                "version: 2.3.0",
+            ),
+        ),
+        ("umbrella/Chart.lock".into(), lock.clone(), String::new()),
+        (
+            "kust/kustomization.yaml".into(),
+            kustomization.clone(),
+            bump(&kustomization, "version: 1.0.0", "version: 1.1.0"),
+        ),
+        (
+            "flux/releases.yaml".into(),
+            flux.clone(),
+            flux.replacen("version: 2.0.0", "version: 2.1.0", 1),
+        ),
+    ]
+}
+
+#[test]
+fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
+    let (helm, reg) = servers();
+    let (_c, cfg) = operator_config(&reg);
+    let files = tree(&helm.url(), &reg.host());
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, before, _) in &files {
+        let p = dir.path().join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, before).unwrap();
+    }
+    // A dry run first: the requests it made.
+    let dry = imagebump()
+        .args([
+            "run",
+            "--dry-run",
+            dir.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ])
+        .args(["--output", "json"])
+        .code(1)
+        .run();
+    let report = dry.json();
+    // One index for the repository, whatever number of charts and files name it, and one
+    // tag list per OCI chart; no manifest, no archive for a version bump.
+    assert_eq!(report["requests"]["tagListPages"], 3, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 0, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 0, "{dry}");
+    assert_eq!(
+        helm.requests(),
+        vec!["GET /charts/index.yaml 200".to_string()]
+    );
+    assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{dry}");
+
+    let run = imagebump()
+        .args([
+            "run",
+            "--write",
+            dir.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ])
+        .env("SOURCE_DATE_EPOCH", "1767225600")
+        .code(1)
+        .run();
+    let stderr = run.filtered_stderr();
+    assert!(
+        stderr.contains("error: flux/releases.yaml:34:9: ")
+            && stderr.contains("HelmRepository missing is not in the repository"),
+        "{run}"
+    );
+    for (rel, before, after) in &files {
+        let now = fs::read_to_string(dir.path().join(rel)).unwrap();
+        if rel.ends_with("Chart.lock") {
+            continue;
+        }
+        assert_eq!(&now, after, "{rel} (was:\n{before})\n{run}");
+    }
+    let lock = fs::read_to_string(dir.path().join("umbrella/Chart.lock")).unwrap();
+    let chart: serde_json::Value =
+        yaml_value(&fs::read_to_string(dir.path().join("umbrella/Chart.yaml")).unwrap());
+    let locked: serde_json::Value = yaml_value(&lock);
+    assert_eq!(locked["dependencies"][0]["version"], "1.1.0");
+    assert_eq!(locked["dependencies"][1]["version"], "2.3.0");
+    assert_eq!(locked["generated"], "2026-01-01T00:00:00Z");
+    assert_eq!(
+        locked["digest"],
+        helm_digest(&chart["dependencies"], &locked["dependencies"]),
+        "{lock}"
+    );
+    assert_eq!(helm.hits("/charts/index.yaml"), 2);
+}
+
+fn yaml_value(text: &str) -> serde_json::Value {
+    yaml_serde::from_str(text).unwrap()
+}
+
+/// Helm's `HashReq`, written out independently for the test: Go's `json.Marshal` of the
+/// two lists of `{name, version, repository}` (in the struct's field order), SHA-256.
+fn helm_digest(req: &serde_json::Value, lock: &serde_json::Value) -> String {
+    let list = |v: &serde_json::Value| {
+        let items: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                format!(
+                    r#"{{"name":"{}","version":"{}","repository":"{}"}}"#,
+                    d["name"].as_str().unwrap(),
+                    d["version"].as_str().unwrap(),
+                    d["repository"].as_str().unwrap()
+                )
+            })
+            .collect();
+        format!("[{}]", items.join(","))
+    };
+    let text = format!("[{},{}]", list(req), list(lock));
+    support::sha256_digest(text.as_bytes())
+}
