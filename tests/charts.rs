@@ -357,3 +357,143 @@ fn helm_digest(req: &serde_json::Value, lock: &serde_json::Value) -> String {
     let text = format!("[{},{}]", list(req), list(lock));
     support::sha256_digest(text.as_bytes())
 }
+
+#[test]
+fn a_private_repository_gets_the_operators_credentials_and_bad_answers_are_errors_at_their_host() {
+    let private = HelmRepo::start(Some(("ci", "s3cret-pass")));
+    private.publish(
+        "stable",
+        &[chart("web", "1.0.0", "1"), chart("web", "1.0.1", "1")],
+    );
+    let broken = HelmRepo::start(None);
+    fs::create_dir_all(broken.dir().join("html")).unwrap();
+    fs::write(broken.dir().join("html/index.yaml"), "<html>login</html>").unwrap();
+    broken.publish("other", &[chart("api", "1.0.0", "1")]);
+    let app = |name: &str, repo: &str, chart: &str, extra: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\nspec:\n  source:\n    repoURL: {repo}\n    chart: {chart}\n    targetRevision: 1.0.0{extra}\n"
+        )
+    };
+    let files = [
+        (
+            "private.yaml",
+            app("private", &format!("{}/stable", private.url()), "web", ""),
+        ),
+        (
+            "pinned.yaml",
+            app(
+                "pinned",
+                &format!("{}/stable", private.url()),
+                "web",
+                " # imagebump: pin",
+            ),
+        ),
+        (
+            "html.yaml",
+            app("html", &format!("{}/html", broken.url()), "web", ""),
+        ),
+        (
+            "unknown.yaml",
+            app("unknown", &format!("{}/other", broken.url()), "web", ""),
+        ),
+    ];
+    let dir = support::tree(&files);
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("config.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "registries:\n  - prefix: {}\n    url: {}\n    credentials: env:CHARTS_AUTH\n",
+            private.host(),
+            private.url()
+        ),
+    )
+    .unwrap();
+    let before = support::texts(dir.path());
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&cfg)
+        .env("CHARTS_AUTH", "ci:s3cret-pass")
+        .code(1)
+        .run();
+    let out = run.filtered();
+    assert!(!out.contains("s3cret-pass"), "{run}");
+    assert!(out.contains("private.yaml:9"), "{run}");
+    assert!(out.contains("1.0.0  1.0.1"), "{run}");
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(
+        errors,
+        vec![
+            format!(
+                "error: {}/html/web: {}/html/index.yaml: not a Helm repository index: not a YAML mapping (is this the repository's URL?); 1 reference(s) not checked",
+                broken.host(),
+                broken.url()
+            ),
+            format!(
+                "error: {}/other/web: {}/other/index.yaml: the repository has no chart web; 1 reference(s) not checked",
+                broken.host(),
+                broken.url()
+            ),
+        ],
+        "{run}"
+    );
+    // The pinned one cost nothing; the private index was asked once without, once with
+    // credentials (the 401 challenge), and each broken repository once.
+    assert_eq!(
+        private.requests(),
+        vec!["GET /stable/index.yaml 401", "GET /stable/index.yaml 200"]
+    );
+    assert_eq!(broken.hits("/html/index.yaml"), 1);
+    assert_eq!(broken.hits("/other/index.yaml"), 1);
+    assert_eq!(support::texts(dir.path()), before);
+}
+
+#[test]
+fn tags_explains_the_versions_of_a_classic_and_an_oci_chart() {
+    let (helm, reg) = servers();
+    let (_c, cfg) = operator_config(&reg);
+    let classic = imagebump()
+        .args([
+            "tags",
+            "--chart",
+            &format!("{}/charts/web@1.0.0", helm.url()),
+        ])
+        .args(["--config", &cfg, "--output", "json"])
+        .run();
+    let json = classic.json();
+    assert_eq!(
+        json["image"],
+        format!("{}/charts/web", helm.host()),
+        "{classic}"
+    );
+    assert_eq!(json["current"], "1.0.0");
+    assert_eq!(json["chosen"], "1.1.0", "{classic}");
+    let tags: Vec<&str> = json["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags.len(), 3, "{classic}");
+    assert_eq!(
+        helm.requests(),
+        vec!["GET /charts/index.yaml 200".to_string()]
+    );
+    let oci = imagebump()
+        .args([
+            "tags",
+            "--chart",
+            &format!("oci://{}/charts/api@2.0.0", reg.host()),
+        ])
+        .args(["--config", &cfg, "--output", "json"])
+        .run();
+    assert_eq!(oci.json()["chosen"], "2.3.0", "{oci}");
+    let bad = imagebump().args(["tags", "--chart", "nginx"]).code(2).run();
+    assert!(bad.stderr.contains("--chart"), "{bad}");
+}

@@ -74,8 +74,16 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Index, Error> {
         reason,
     };
     let text = std::str::from_utf8(body).map_err(|_| invalid("index.yaml is not UTF-8".into()))?;
-    let raw: RawIndex = yaml_serde::from_str(text)
-        .map_err(|e| invalid(format!("not a Helm repository index: {e}")))?;
+    let raw: RawIndex = yaml_serde::from_str(text).map_err(|e| {
+        // A login page or an error page is not YAML of the right shape: say so plainly.
+        let mapping = yaml_serde::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object());
+        let why = if mapping {
+            e.to_string()
+        } else {
+            "not a YAML mapping (is this the repository's URL?)".into()
+        };
+        invalid(format!("not a Helm repository index: {why}"))
+    })?;
     let Some(entries) = raw.entries else {
         return Err(invalid(
             "not a Helm repository index: no `entries` (is this the repository's URL?)".into(),
@@ -117,6 +125,17 @@ pub async fn fetch(
     registries.stats.tag_pages.fetch_add(1, Ordering::Relaxed);
     let body = client.fetch_file(&url, INDEX_LIMIT).await?;
     parse(&url, &body)
+}
+
+/// The versions of one chart of the classic repository at `repo` (`imagebump tags --chart`).
+pub async fn chart_versions(
+    registries: &Registries,
+    chart: &ImageName,
+    credentials: Option<&str>,
+    repo: &str,
+) -> Result<Vec<String>, Error> {
+    let index = fetch(registries, chart, credentials, repo).await?;
+    versions(&index, chart, repo).map(|l| l.tags)
 }
 
 /// The chart name an [`ImageName`] of a classic repository's chart ends with.
