@@ -14,7 +14,9 @@ use support::charts::{ChartSrc, HelmRepo};
 use support::cli::imagebump;
 use support::{Registry, RegistryMode};
 
-const VALUES: &str = "image:\n  repository: docker.io/library/nginx\n  tag: \"1.25.0\"\n";
+/// Default values whose image is set at deploy time: no image reference of their own.
+const VALUES: &str =
+    "image:\n  repository: \"{{ .Values.global.registry }}/nginx\"\n  tag: \"1.25.0\"\n";
 
 fn chart<'a>(name: &'a str, version: &'a str, app_version: &'a str) -> ChartSrc<'a> {
     ChartSrc {
@@ -60,7 +62,7 @@ fn operator_config(reg: &Registry) -> (tempfile::TempDir, String) {
     fs::write(
         &path,
         format!(
-            "registries:\n  - prefix: {}\n    url: {}\n",
+            "helm:\n  charts: true\nregistries:\n  - prefix: {}\n    url: {}\n",
             reg.host(),
             reg.base_url()
         ),
@@ -282,13 +284,21 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
         .run();
     let report = dry.json();
     // One index for the repository, whatever number of charts and files name it, and one
-    // tag list per OCI chart; no manifest, no archive for a version bump.
+    // tag list per OCI chart. The Applications' charts (web 1.0.0 and api 2.0.0 of the
+    // Helm repository, web 1.0.0 of the registry: one manifest and one blob) are
+    // downloaded once each, for their default values (which name no image here).
     assert_eq!(report["requests"]["tagListPages"], 3, "{dry}");
-    assert_eq!(report["requests"]["manifests"], 0, "{dry}");
-    assert_eq!(report["requests"]["blobs"], 0, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 1, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 1, "{dry}");
+    let mut requests = helm.requests();
+    requests.sort();
     assert_eq!(
-        helm.requests(),
-        vec!["GET /charts/index.yaml 200".to_string()]
+        requests,
+        vec![
+            "GET /charts/api-2.0.0.tgz 200",
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
     );
     assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{dry}");
 
@@ -329,6 +339,7 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
         "{lock}"
     );
     assert_eq!(helm.hits("/charts/index.yaml"), 2);
+    assert_eq!(helm.hits("/charts/web-1.0.0.tgz"), 2);
 }
 
 fn yaml_value(text: &str) -> serde_json::Value {
@@ -403,7 +414,7 @@ fn a_private_repository_gets_the_operators_credentials_and_bad_answers_are_error
     fs::write(
         &cfg,
         format!(
-            "registries:\n  - prefix: {}\n    url: {}\n    credentials: env:CHARTS_AUTH\n",
+            "helm:\n  charts: true\nregistries:\n  - prefix: {}\n    url: {}\n    credentials: env:CHARTS_AUTH\n",
             private.host(),
             private.url()
         ),
@@ -431,6 +442,16 @@ fn a_private_repository_gets_the_operators_credentials_and_bad_answers_are_error
         errors,
         vec![
             format!(
+                "error: html.yaml:9:21: app html: the default values of chart {}/html/web 1.0.0 not read: {}/html/index.yaml: not a Helm repository index: not a YAML mapping (is this the repository's URL?)",
+                broken.url(),
+                broken.url()
+            ),
+            format!(
+                "error: unknown.yaml:9:21: app unknown: the default values of chart {}/other/web 1.0.0 not read: {}/other/index.yaml: the repository has no chart web 1.0.0",
+                broken.url(),
+                broken.url()
+            ),
+            format!(
                 "error: {}/html/web: {}/html/index.yaml: not a Helm repository index: not a YAML mapping (is this the repository's URL?); 1 reference(s) not checked",
                 broken.host(),
                 broken.url()
@@ -447,7 +468,12 @@ fn a_private_repository_gets_the_operators_credentials_and_bad_answers_are_error
     // credentials (the 401 challenge), and each broken repository once.
     assert_eq!(
         private.requests(),
-        vec!["GET /stable/index.yaml 401", "GET /stable/index.yaml 200"]
+        vec![
+            "GET /stable/index.yaml 401",
+            "GET /stable/index.yaml 200",
+            // The default values of web 1.0.0, once for the two apps.
+            "GET /stable/web-1.0.0.tgz 200"
+        ]
     );
     assert_eq!(broken.hits("/html/index.yaml"), 1);
     assert_eq!(broken.hits("/other/index.yaml"), 1);
@@ -496,4 +522,165 @@ fn tags_explains_the_versions_of_a_classic_and_an_oci_chart() {
     assert_eq!(oci.json()["chosen"], "2.3.0", "{oci}");
     let bad = imagebump().args(["tags", "--chart", "nginx"]).code(2).run();
     assert!(bad.stderr.contains("--chart"), "{bad}");
+}
+
+/// Chart-only apps: the images of the chart's default values, for the version in git.
+#[test]
+fn the_images_of_chart_only_apps_come_from_the_charts_default_values() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let host = reg.host();
+    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
+    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
+    let web_values = format!(
+        "replicas: 1\nimage:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\nplaceholder:\n  image: \"{{{{ .Values.global.image }}}}\"\n"
+    );
+    let api_values = format!("image: {host}/library/nginx:1.25.0\n");
+    let helm = HelmRepo::start(None);
+    helm.publish(
+        "charts",
+        &[
+            ChartSrc {
+                name: "web",
+                version: "1.0.0",
+                app_version: "1.25.0",
+                values: &web_values,
+            },
+            ChartSrc {
+                name: "web",
+                version: "1.1.0",
+                app_version: "1.26.0",
+                values: &web_values,
+            },
+        ],
+    );
+    let api = ChartSrc {
+        name: "api",
+        version: "2.0.0",
+        app_version: "1.25.0",
+        values: &api_values,
+    };
+    reg.push_chart("charts/api", &api, &support::charts::package(&api));
+    let (_c, cfg) = operator_config(&reg);
+    let web = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+spec:
+  source:
+    repoURL: {}/charts
+    chart: web
+    targetRevision: 1.0.0
+    helm:
+      valuesObject:
+        replicas: 2
+        sidecar:
+          image: {host}/tools/busybox:1.36.0 # imagebump: pin
+  destination:
+    namespace: web
+",
+        helm.url()
+    );
+    let web2 = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web2
+spec:
+  source:
+    repoURL: {}/charts
+    chart: web
+    targetRevision: 1.0.0
+    helm:
+      parameters:
+        - name: image.tag
+          value: 1.25.0
+  destination:
+    namespace: web2
+",
+        helm.url()
+    );
+    let api_app = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api
+spec:
+  source:
+    repoURL: oci://{host}/charts
+    chart: api
+    targetRevision: 2.0.0
+  destination:
+    namespace: api
+"
+    );
+    let dir = support::tree(&[
+        ("apps/web.yaml", &web),
+        ("apps/web2.yaml", &web2),
+        ("apps/api.yaml", &api_app),
+    ]);
+    let dry = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .args(["--config", &cfg, "--group-by", "app", "--output", "json"])
+        .run();
+    let report = dry.json();
+    // One index (for the chart bumps and the archives alike), one archive for the two
+    // apps of web 1.0.0; the OCI chart: one manifest and one blob; tag lists of the
+    // OCI chart, nginx and busybox.
+    assert_eq!(
+        helm.requests(),
+        vec![
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+    assert_eq!(report["requests"]["tagListPages"], 4, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 1, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 1, "{dry}");
+    // A chart bump and the image updates of one app are one change set.
+    let sets: Vec<(String, usize)> = report["changeSets"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(|c| {
+            (
+                c["group"].as_str().unwrap().to_string(),
+                c["updates"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sets,
+        vec![
+            ("api".to_string(), 1),
+            ("web".to_string(), 2),
+            ("web2".to_string(), 2)
+        ],
+        "{dry}"
+    );
+
+    let run = imagebump()
+        .args(["run", "--write"])
+        .arg(dir.path())
+        .args(["--config", &cfg, "--group-by", "app"])
+        .run();
+    let web_after = web
+        .replace("targetRevision: 1.0.0", "targetRevision: 1.1.0")
+        .replace(
+            "  destination:",
+            "        image:\n          tag: 1.26.0\n  destination:",
+        );
+    let web2_after = web2.replace("targetRevision: 1.0.0", "targetRevision: 1.1.0").replace(
+        "  destination:",
+        &format!("      valuesObject:\n        sidecar:\n          image: {host}/tools/busybox:1.37.0\n  destination:"),
+    );
+    let api_after = api_app.replace(
+        "  destination:",
+        &format!("    helm:\n      valuesObject:\n        image: {host}/library/nginx:1.26.0\n  destination:"),
+    );
+    let texts = support::texts(dir.path());
+    assert_eq!(texts["apps/web.yaml"], web_after, "{run}");
+    assert_eq!(texts["apps/web2.yaml"], web2_after, "{run}");
+    assert_eq!(texts["apps/api.yaml"], api_after, "{run}");
 }

@@ -472,6 +472,8 @@ async fn analyse_once(
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
     let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    let (config, concurrency) = (&loaded.config, plan.concurrency);
+    discover::chart_values::chart_defaults(&mut found, config, registries, concurrency).await;
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.root, scope);
     }

@@ -119,11 +119,16 @@ pub async fn fetch(
     credentials: Option<&str>,
     repo: &str,
 ) -> Result<Index, Error> {
-    let client = registries.client_with(chart, credentials)?;
     let url = format!("{}/index.yaml", repo.trim_end_matches('/'));
+    if let Some(body) = registries.fetched(&url, credentials) {
+        return parse(&url, &body);
+    }
+    let client = registries.client_with(chart, credentials)?;
     // An index is a repository's listing: counted with the tag list pages.
     registries.stats.tag_pages.fetch_add(1, Ordering::Relaxed);
-    let body = client.fetch_file(&url, INDEX_LIMIT).await?;
+    let body = std::sync::Arc::new(client.fetch_file(&url, INDEX_LIMIT).await?);
+    // Kept even when it is no index: the answer is the same for the rest of the run.
+    registries.keep_fetched(&url, credentials, body.clone());
     parse(&url, &body)
 }
 

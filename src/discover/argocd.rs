@@ -413,7 +413,9 @@ pub fn scan(
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
-        scan.charts(app);
+        if config.helm.charts {
+            scan.charts(app);
+        }
     }
 }
 

@@ -19,6 +19,27 @@ use imagebump_model::name::Reference;
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, LineIndex, Node, PathSeg, Scalar};
 
+/// An Argo CD Application that installs a chart at an exact version: where the images of
+/// the chart's default values that it does not override get their new tags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartApp {
+    /// The app (`namespace/name`).
+    pub app: String,
+    pub file: String,
+    pub doc: usize,
+    pub line: usize,
+    pub column: usize,
+    /// Its source's `helm.valuesObject`.
+    pub values_at: Vec<PathSeg>,
+    pub chart: crate::chart::ChartName,
+    pub version: String,
+    pub credentials: Option<String>,
+    /// Value paths the app sets itself (`valuesObject`, `parameters`, the `values` string).
+    pub overridden: Vec<Vec<PathSeg>>,
+    /// Values files (in this repository) the source names.
+    pub value_files: Vec<String>,
+}
+
 /// A chart reference whose version is the scalar `s` at `doc`/`path` of `ctx`'s file.
 pub(crate) fn chart_ref(
     ctx: &FileCtx,

@@ -1,6 +1,7 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
 pub mod argocd;
+pub mod chart_values;
 pub mod charts;
 pub mod flux;
 pub mod helm;
@@ -51,6 +52,10 @@ pub enum RefKind {
     /// kustomize `helmCharts[].version`, a Flux `HelmRelease`): its "image" is the chart
     /// (`chart/`).
     HelmChart,
+    /// An image of a chart's own default `values.yaml` (not in git) that an Argo CD
+    /// Application installing the chart does not override: its new tag is written to the
+    /// app's `helm.valuesObject` (`discover/chart_values.rs`).
+    ChartDefault,
 }
 
 /// One scalar imagebump may rewrite.
@@ -196,6 +201,8 @@ pub struct Discovery {
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
     pub files_scanned: usize,
+    /// Argo CD Applications that install a chart, for the images of its default values.
+    pub chart_apps: Vec<charts::ChartApp>,
 }
 
 impl Discovery {
@@ -530,7 +537,9 @@ pub fn discover(root: &Path, config: &Config) -> Discovery {
         }
     }
     // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
-    charts::scan(root, &files, &mut policies, &mut out);
+    if config.helm.charts {
+        charts::scan(root, &files, &mut policies, &mut out);
+    }
     // ApplicationSets in the repository become the Applications they generate.
     argo.generate(root, &mut out);
     layout.place(&mut out, &argo, config.scan.shared_bases);
