@@ -614,10 +614,16 @@ spec:
     namespace: api
 "
     );
+    // argocd-image-updater updates only the images it lists: its app gets its chart
+    // bump, no chart defaults.
+    let aiu = web2
+        .replace("name: web2", "name: aiu\n  annotations:\n    argocd-image-updater.argoproj.io/write-back-method: argocd")
+        .replace("namespace: web2", "namespace: aiu");
     let dir = support::tree(&[
         ("apps/web.yaml", &web),
         ("apps/web2.yaml", &web2),
         ("apps/api.yaml", &api_app),
+        ("apps/aiu.yaml", &aiu),
     ]);
     let dry = imagebump()
         .args(["run", "--dry-run"])
@@ -653,6 +659,7 @@ spec:
     assert_eq!(
         sets,
         vec![
+            ("aiu".to_string(), 1),
             ("api".to_string(), 1),
             ("web".to_string(), 2),
             ("web2".to_string(), 2)
@@ -683,4 +690,9 @@ spec:
     assert_eq!(texts["apps/web.yaml"], web_after, "{run}");
     assert_eq!(texts["apps/web2.yaml"], web2_after, "{run}");
     assert_eq!(texts["apps/api.yaml"], api_after, "{run}");
+    assert_eq!(
+        texts["apps/aiu.yaml"],
+        aiu.replace("targetRevision: 1.0.0", "targetRevision: 1.1.0"),
+        "{run}"
+    );
 }

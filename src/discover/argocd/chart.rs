@@ -94,6 +94,11 @@ impl Scan<'_> {
         if semver::Version::parse(&version).is_err() || st.broken {
             return;
         }
+        // argocd-image-updater updates only the images it lists: its apps are left to it.
+        let aiu = "argocd-image-updater.argoproj.io/";
+        if app.annotations.keys().any(|k| k.starts_with(aiu)) {
+            return;
+        }
         let mut overridden: Vec<Vec<PathSeg>> = self
             .values_overrides(app, st)
             .into_iter()
