@@ -96,7 +96,13 @@ pub enum ConfigCommand {
 #[derive(Debug, Args)]
 pub struct TagsArgs {
     /// The image, e.g. `nginx`, `ghcr.io/acme/web`, or `nginx:1.25.3` (the tag is the current one).
-    pub image: String,
+    #[arg(required_unless_present = "chart", conflicts_with = "chart")]
+    pub image: Option<String>,
+    /// A Helm chart instead of an image: `REPOSITORY/CHART[@VERSION]`, e.g.
+    /// `https://charts.example.com/stable/nginx@4.11.2` (the versions of a classic Helm
+    /// repository's index) or `oci://ghcr.io/acme/charts/web@1.2.0` (an OCI chart's tags).
+    #[arg(long, value_name = "REPOSITORY/CHART[@VERSION]")]
+    pub chart: Option<String>,
     /// The current tag (default: the tag in IMAGE; else every candidate is judged as new).
     #[arg(long)]
     pub current: Option<String>,

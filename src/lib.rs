@@ -25,6 +25,7 @@
 
 pub mod app;
 pub mod argocd;
+pub mod chart;
 pub mod cli;
 pub mod config;
 pub mod deliver;

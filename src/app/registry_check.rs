@@ -63,6 +63,8 @@ fn every_registry(config: &Config, registries: &Registries, dir: &Path) -> Vec<S
         .refs
         .iter()
         .filter(|r| r.is_managed() && registries.entry_for(&r.image).is_none())
+        // A classic Helm repository is no registry: it has no `/v2/` to probe.
+        .filter(|r| crate::chart::classic_repository(&r.written).is_none())
         .map(|r| r.image.registry.clone())
         .collect();
     targets.extend(hosts);

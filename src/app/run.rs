@@ -502,6 +502,8 @@ async fn analyse_once(
     };
     let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
     let mut found = discover::discover_with(&loaded.ws.root, &loaded.config, tell);
+    let (config, concurrency) = (&loaded.config, plan.concurrency);
+    discover::chart_values::chart_defaults(&mut found, config, registries, concurrency).await;
     // Promotion reads the whole tree: a source may lie outside the scope or the shard.
     let promotions = crate::promote::read_now(
         &found,

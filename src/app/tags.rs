@@ -82,7 +82,7 @@ fn read_tags(path: &std::path::Path) -> Result<Vec<String>, Error> {
 }
 
 pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
-    let reference = parse_reference(&args.image)?;
+    let (reference, index) = target(args)?;
     let configured = load_config(args.config.as_deref(), Path::new("."))?;
     for w in &configured.warnings {
         out.warning(w);
@@ -103,14 +103,20 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     };
     let tags = match (&args.tags_from, &client) {
         (Some(path), _) => read_tags(path)?,
-        (None, Some(c)) => c
-            .list_tags(&reference.name.repository)
-            .await
-            .map(|l| l.tags)
-            .map_err(|source| Error::TagList {
-                image: reference.name.to_string(),
-                source,
-            })?,
+        (None, Some(c)) => match &index {
+            Some(repo) => {
+                let creds = policy.spec.credentials.as_deref();
+                crate::chart::index::chart_versions(&registries, &reference.name, creds, repo).await
+            }
+            None => c
+                .list_tags(&reference.name.repository)
+                .await
+                .map(|l| l.tags),
+        }
+        .map_err(|source| Error::TagList {
+            image: reference.name.to_string(),
+            source,
+        })?,
         (None, None) => Vec::new(),
     };
     let current_tag = current.as_deref().unwrap_or("");
@@ -126,7 +132,11 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         eval.reject(&rejected_in(dir, &reference.name));
     }
     let cache = MetaCache::default();
-    let source = client.as_deref().map(|c| (c, &cache));
+    // A classic Helm repository has versions only, no image metadata.
+    let source = client
+        .as_deref()
+        .filter(|_| index.is_none())
+        .map(|c| (c, &cache));
     let mut errors = crate::resolve::settle(&mut eval, &reference.name, &policy, source, 8).await;
     let verifier = crate::verify::Verifier::new();
     let listed = policy.needs_tag_list().then_some(tags);
@@ -155,6 +165,27 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// What `tags` explains: the image, or the chart of `--chart` (with its classic
+/// repository's URL when its versions come from an index).
+fn target(args: &TagsArgs) -> Result<(Reference, Option<String>), Error> {
+    let Some(arg) = &args.chart else {
+        let image = args.image.as_deref().unwrap_or_default();
+        return Ok((parse_reference(image)?, None));
+    };
+    let (chart, version) = crate::chart::parse_chart_arg(arg).map_err(|message| Error::Flag {
+        flag: "--chart",
+        message,
+    })?;
+    let index = crate::chart::classic_repository(&chart.written).map(str::to_string);
+    let reference = Reference {
+        name: chart.image,
+        written: chart.written,
+        tag: version,
+        digest: None,
+    };
+    Ok((reference, index))
 }
 
 /// The versions of `image` reviewers rejected in the clone at `dir`, anywhere in it: tag →

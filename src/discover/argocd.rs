@@ -9,6 +9,7 @@
 //! the files below it, and values files it names, belong to the app (`unit` is its name).
 
 mod appset;
+mod chart;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -412,6 +413,9 @@ pub fn scan(
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
+        if config.helm.charts {
+            scan.charts(app);
+        }
     }
 }
 

@@ -778,6 +778,7 @@ mod tests {
     fn scan_with(text: &str, keys: &[HelmImageKey]) -> Vec<String> {
         let keys = ImageKeys::compile(&HelmConfig {
             image_keys: keys.to_vec(),
+            ..HelmConfig::default()
         })
         .unwrap();
         let ctx = FileCtx {

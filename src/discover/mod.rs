@@ -1,6 +1,8 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
 pub mod argocd;
+pub mod chart_values;
+pub mod charts;
 pub mod flux;
 pub mod helm;
 pub mod kustomize;
@@ -46,6 +48,14 @@ pub enum RefKind {
     /// An `image:` in a Kubernetes manifest (a container of any workload kind, a custom
     /// resource's field, a marked value).
     Workload,
+    /// A Helm chart's version (Argo CD `targetRevision`, a `Chart.yaml` dependency,
+    /// kustomize `helmCharts[].version`, a Flux `HelmRelease`): its "image" is the chart
+    /// (`chart/`).
+    HelmChart,
+    /// An image of a chart's own default `values.yaml` (not in git) that an Argo CD
+    /// Application installing the chart does not override: its new tag is written to the
+    /// app's `helm.valuesObject` (`discover/chart_values.rs`).
+    ChartDefault,
 }
 
 /// One scalar imagebump may rewrite.
@@ -191,6 +201,8 @@ pub struct Discovery {
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
     pub files_scanned: usize,
+    /// Argo CD Applications that install a chart, for the images of its default values.
+    pub chart_apps: Vec<charts::ChartApp>,
 }
 
 impl Discovery {
@@ -468,7 +480,8 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 .filter_map(|f| kustomize::graph::join(&k.dir, f))
         })
         .collect();
-    let mut early = early.filter(|_| !claims_possible(root, &files));
+    // Chart versions (`helm.charts`) are read after every file, from files of their own.
+    let mut early = early.filter(|_| !config.helm.charts && !claims_possible(root, &files));
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,
@@ -511,7 +524,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         },
     );
     before_next(&mut fold, &mut early);
-    fold.finish(config)
+    fold.finish(config, &files)
 }
 
 /// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
@@ -601,7 +614,7 @@ impl Fold<'_> {
 
     /// The passes over the whole tree: ApplicationSets, kustomize placement, Argo CD
     /// Applications, Flux setters.
-    fn finish(self, config: &Config) -> Discovery {
+    fn finish(self, config: &Config, files: &[(String, FileKind)]) -> Discovery {
         let Fold {
             root,
             mut out,
@@ -610,6 +623,10 @@ impl Fold<'_> {
             marked,
             layout,
         } = self;
+        // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
+        if config.helm.charts {
+            charts::scan(root, files, &mut policies, &mut out);
+        }
         // ApplicationSets in the repository become the Applications they generate.
         argo.generate(root, &mut out);
         layout.place(&mut out, &argo, config.scan.shared_bases);

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod chart_lock;
 mod creation;
 
 use crate::config::GroupBy;
@@ -306,6 +307,7 @@ pub fn plan_with(
             })
             .collect();
     let mut out = Plan::default();
+    let now = chart_lock::generated_time();
     let (changed, refused) = changes_for(discovery, &moved, None, true);
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
@@ -372,8 +374,17 @@ pub fn plan_with(
             ));
         }
         set.changes = changes(own);
+        chart_lock::complete(&mut set.changes, &now);
     }
     out.files = changes(changed);
+    for (file, e) in chart_lock::complete(&mut out.files, &now) {
+        out.problems.push(Problem::at_file(
+            &file,
+            0,
+            0,
+            format!("not regenerated: {e}; run `helm dependency update`"),
+        ));
+    }
     out.change_sets = groups.into_values().map(|(set, _)| set).collect();
     out
 }

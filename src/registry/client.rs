@@ -432,6 +432,14 @@ impl Client {
         })
     }
 
+    /// A file of a Helm chart repository served by this host (`index.yaml`, a chart
+    /// archive), at most `limit` bytes: the same credentials (only to the client's own
+    /// origin), CA, gate and retries as the registry's own requests.
+    pub async fn fetch_file(&self, url: &str, limit: usize) -> Result<Vec<u8>, Error> {
+        let (_, body) = self.request(Method::GET, url, "", "*/*", limit).await?;
+        Ok(body)
+    }
+
     /// The first page of `repo`'s tags (at most `n`): can we read it?
     pub async fn first_tags(&self, repo: &str, n: usize) -> Result<Vec<String>, Error> {
         let scope = format!("repository:{repo}:pull");

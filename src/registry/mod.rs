@@ -259,7 +259,13 @@ pub struct Registries {
     pub stats: Arc<Stats>,
     /// `--cache-dir`: manifests and configs by digest, kept between runs.
     cache: Option<Arc<cache::DiskCache>>,
+    /// Files of Helm repositories read this run (an index, a chart archive), by URL and
+    /// credentials: each is asked once, whichever stage wants it first.
+    files: Mutex<FetchedFiles>,
 }
+
+/// Files read this run, by URL and credentials source.
+type FetchedFiles = HashMap<(String, Option<String>), Arc<Vec<u8>>>;
 
 fn default_endpoint(host: &str) -> String {
     if host == DOCKER_HUB {
@@ -310,6 +316,7 @@ impl Registries {
             http,
             stats: Arc::new(Stats::default()),
             cache: None,
+            files: Mutex::new(HashMap::new()),
         };
         for (i, c) in registries.configs.iter().enumerate() {
             let host = prefix_host(&c.prefix);
@@ -376,6 +383,20 @@ impl Registries {
     /// The `registries[]` entry that configures the image, if any.
     pub fn entry_for(&self, image: &ImageName) -> Option<&RegistryConfig> {
         self.entry(image).map(|(_, c)| c)
+    }
+
+    /// A Helm repository's file already read this run with `credentials`.
+    pub fn fetched(&self, url: &str, credentials: Option<&str>) -> Option<Arc<Vec<u8>>> {
+        let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files
+            .get(&(url.to_string(), credentials.map(str::to_string)))
+            .cloned()
+    }
+
+    /// Keep a Helm repository's file for the rest of the run.
+    pub fn keep_fetched(&self, url: &str, credentials: Option<&str>, body: Arc<Vec<u8>>) {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.insert((url.to_string(), credentials.map(str::to_string)), body);
     }
 
     /// Registries skipped by their circuit breaker during the run: host and why.

@@ -227,13 +227,23 @@ pub async fn resolve_with(
         repositories: users.len(),
         ..Default::default()
     };
+    let indexed: Vec<crate::chart::index::Wanted> = pending
+        .iter()
+        .filter_map(|(_, r)| Some((&r.image, credentials(&r.policy), chart_index(r)?)))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
         .iter()
-        .filter(|(i, r)| r.policy.needs_tag_list() && !promoted.contains_key(i))
+        .filter(|(i, r)| {
+            r.policy.needs_tag_list() && !promoted.contains_key(i) && chart_index(r).is_none()
+        })
         .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
     progress.stage("listing tags", listed.len());
-    let lists = list_tags(listed, registries, concurrency, progress, early).await;
+    let mut lists = list_tags(listed, registries, concurrency, progress, early).await;
+    // Charts of classic Helm repositories: one index per repository.
+    lists.extend(crate::chart::index::list_versions(&indexed, registries, concurrency).await);
     for ((name, _), result) in &lists {
         let users = users.get(name).copied().unwrap_or_default();
         match result {
@@ -358,6 +368,14 @@ pub async fn resolve_with(
     out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
     out.warnings.dedup();
     out
+}
+
+/// The repository URL of a chart whose versions are in a classic Helm repository's index.
+fn chart_index(r: &ImageRef) -> Option<&str> {
+    if r.kind != crate::discover::RefKind::HelmChart {
+        return None;
+    }
+    crate::chart::classic_repository(&r.written)
 }
 
 /// An image's own credentials (an `images` rule, an Argo CD `pull-secret`), if any.

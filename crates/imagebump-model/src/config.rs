@@ -288,6 +288,12 @@ pub struct HelmConfig {
     /// `image` (`image`, `sysctlImage`, `bootstrap_image`) are found without this.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_keys: Vec<HelmImageKey>,
+    /// Keep Helm chart versions current too (Argo CD `targetRevision`, `Chart.yaml`
+    /// dependencies, kustomize `helmCharts`, Flux `HelmRelease`), and read the images of
+    /// chart-only Argo CD apps from the chart's default values. Off unless set: it asks
+    /// the chart repositories the manifests name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub charts: bool,
 }
 
 /// Where one image is in a chart's values.

@@ -260,4 +260,10 @@ impl EnvVars {
     /// For tests only: "now" for promotion soak times, an RFC 3339 time such as
     /// `2026-11-23T11:00:00Z` (docs/promotion.md). Never set it in production.
     pub const IMAGEBUMP_TEST_NOW: &'static str = "IMAGEBUMP_TEST_NOW";
+
+    // Reproducible output.
+
+    /// Seconds since the epoch to write as the `generated` time of a `Chart.lock` imagebump
+    /// updates, instead of the current time (the reproducible-builds convention).
+    pub const SOURCE_DATE_EPOCH: &'static str = "SOURCE_DATE_EPOCH";
 }

@@ -1,0 +1,698 @@
+//! Helm chart versions as references, against real parts: a classic Helm repository
+//! (real archives built by `tar` from source directories, an `index.yaml` as `helm repo
+//! index` writes it, served on loopback) and the same charts pushed as OCI artifacts to
+//! the real `docker-registry`. Argo CD Applications (single and multi-source,
+//! ApplicationSet template), `Chart.yaml` dependencies with their `Chart.lock`, kustomize
+//! `helmCharts:` and Flux `HelmRelease`s are edited; the files are compared whole and the
+//! requests counted.
+
+mod support;
+
+use std::fs;
+
+use support::charts::{ChartSrc, HelmRepo};
+use support::cli::imagebump;
+use support::{Registry, RegistryMode};
+
+/// Default values whose image is set at deploy time: no image reference of their own.
+const VALUES: &str =
+    "image:\n  repository: \"{{ .Values.global.registry }}/nginx\"\n  tag: \"1.25.0\"\n";
+
+fn chart<'a>(name: &'a str, version: &'a str, app_version: &'a str) -> ChartSrc<'a> {
+    ChartSrc {
+        name,
+        version,
+        app_version,
+        values: VALUES,
+    }
+}
+
+/// A Helm repository at `/charts` with web 1.0.0, 1.1.0, 2.0.0-rc.1 and api 2.0.0, 2.1.0;
+/// a registry with `charts/web` 1.0.0, 1.2.0 and `charts/api` 2.0.0, 2.3.0.
+fn servers() -> (HelmRepo, Registry) {
+    let repo = HelmRepo::start(None);
+    repo.publish(
+        "charts",
+        &[
+            chart("web", "1.0.0", "1.25.0"),
+            chart("web", "1.1.0", "1.26.0"),
+            chart("web", "2.0.0-rc.1", "1.27.0"),
+            chart("api", "2.0.0", "3.0.0"),
+            chart("api", "2.1.0", "3.1.0"),
+        ],
+    );
+    let reg = Registry::start(RegistryMode::Plain);
+    for (name, version) in [
+        ("web", "1.0.0"),
+        ("web", "1.2.0"),
+        ("api", "2.0.0"),
+        ("api", "2.3.0"),
+    ] {
+        let src = chart(name, version, "1.0.0");
+        let tgz = support::charts::package(&src);
+        reg.push_chart(&format!("charts/{name}"), &src, &tgz);
+    }
+    (repo, reg)
+}
+
+/// The operator's configuration: the plain-HTTP registry.
+fn operator_config(reg: &Registry) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    fs::write(
+        &path,
+        format!(
+            "helm:\n  charts: true\nregistries:\n  - prefix: {}\n    url: {}\n",
+            reg.host(),
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let p = path.to_string_lossy().to_string();
+    (dir, p)
+}
+
+fn tree(helm: &str, oci: &str) -> Vec<(String, String, String)> {
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: {helm}/charts
+    chart: web
+    targetRevision: 1.0.0 # the chart's version
+    helm:
+      valuesObject:
+        replicas: 2
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"
+    );
+    let multi = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: multi
+  namespace: argocd
+spec:
+  sources:
+    - repoURL: {helm}/charts/
+      chart: api
+      targetRevision: \"2.0.0\"
+    - repoURL: {oci}/charts
+      chart: web
+      targetRevision: '1.0.0'
+  destination:
+    namespace: multi
+"
+    );
+    let set = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: envs
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+          - env: dev
+            version: 2.0.0
+          - env: prod
+            version: 2.0.0
+  template:
+    metadata:
+      name: 'api-{{{{env}}}}'
+    spec:
+      project: default
+      source:
+        repoURL: oci://{oci}/charts
+        chart: api
+        targetRevision: '{{{{version}}}}'
+      destination:
+        namespace: '{{{{env}}}}'
+"
+    );
+    let chart_yaml = format!(
+        "apiVersion: v2
+name: umbrella
+version: 0.1.0
+dependencies:
+  - name: web
+    version: 1.0.0
+    repository: {helm}/charts
+  - name: api
+    version: 2.0.0
+    repository: oci://{oci}/charts
+  - name: local
+    version: 0.1.0
+    repository: file://../local
+"
+    );
+    let lock = format!(
+        "dependencies:
+- name: web
+  repository: {helm}/charts
+  version: 1.0.0
+- name: api
+  repository: oci://{oci}/charts
+  version: 2.0.0
+- name: local
+  repository: file://../local
+  version: 0.1.0
+digest: sha256:0000000000000000000000000000000000000000000000000000000000000000
+generated: \"2025-01-01T00:00:00.000000000Z\"
+"
+    );
+    let kustomization = format!(
+        "helmCharts:
+  - name: web
+    repo: {helm}/charts
+    version: 1.0.0
+    releaseName: web
+"
+    );
+    let flux = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: team
+  namespace: flux-system
+spec:
+  url: {helm}/charts
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: api
+  namespace: flux-system
+spec:
+  chart:
+    spec:
+      chart: api
+      version: 2.0.0
+      sourceRef:
+        kind: HelmRepository
+        name: team
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: other
+  namespace: flux-system
+spec:
+  chart:
+    spec:
+      chart: api
+      version: 2.0.0
+      sourceRef:
+        kind: HelmRepository
+        name: missing
+"
+    );
+    let bump = |s: &str, from: &str, to: &str| s.replace(from, to);
+    vec![
+        (
+            "apps/web.yaml".into(),
+            app.clone(),
+            bump(&app, "targetRevision: 1.0.0", "targetRevision: 1.1.0"),
+        ),
+        (
+            "apps/multi.yaml".into(),
+            multi.clone(),
+            bump(
+                &bump(&multi, "\"2.0.0\"", "\"2.1.0\""),
+                "'1.0.0'",
+                "'1.2.0'",
+            ),
+        ),
+        (
+            "apps/set.yaml".into(),
+            set.clone(),
+            bump(&set, "version: 2.0.0", "version: 2.3.0"),
+        ),
+        (
+            "umbrella/Chart.yaml".into(),
+            chart_yaml.clone(),
+            bump(
+                &bump(&chart_yaml, "version: 1.0.0", "version: 1.1.0"),
+                "version: 2.0.0",
+                "version: 2.3.0",
+            ),
+        ),
+        ("umbrella/Chart.lock".into(), lock.clone(), String::new()),
+        (
+            "kust/kustomization.yaml".into(),
+            kustomization.clone(),
+            bump(&kustomization, "version: 1.0.0", "version: 1.1.0"),
+        ),
+        (
+            "flux/releases.yaml".into(),
+            flux.clone(),
+            flux.replacen("version: 2.0.0", "version: 2.1.0", 1),
+        ),
+    ]
+}
+
+#[test]
+fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
+    let (helm, reg) = servers();
+    let (_c, cfg) = operator_config(&reg);
+    let files = tree(&helm.url(), &reg.host());
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, before, _) in &files {
+        let p = dir.path().join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, before).unwrap();
+    }
+    // A dry run first: the requests it made.
+    let dry = imagebump()
+        .args([
+            "run",
+            "--dry-run",
+            dir.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ])
+        .args(["--output", "json"])
+        .code(1)
+        .run();
+    let report = dry.json();
+    // One index for the repository, whatever number of charts and files name it, and one
+    // tag list per OCI chart. The Applications' charts (web 1.0.0 and api 2.0.0 of the
+    // Helm repository, web 1.0.0 of the registry: one manifest and one blob) are
+    // downloaded once each, for their default values (which name no image here).
+    assert_eq!(report["requests"]["tagListPages"], 3, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 1, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 1, "{dry}");
+    let mut requests = helm.requests();
+    requests.sort();
+    assert_eq!(
+        requests,
+        vec![
+            "GET /charts/api-2.0.0.tgz 200",
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+    assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{dry}");
+
+    let run = imagebump()
+        .args([
+            "run",
+            "--write",
+            dir.path().to_str().unwrap(),
+            "--config",
+            &cfg,
+        ])
+        .env("SOURCE_DATE_EPOCH", "1767225600")
+        .code(1)
+        .run();
+    let stderr = run.filtered_stderr();
+    assert!(
+        stderr.contains("error: flux/releases.yaml:34:9: ")
+            && stderr.contains("HelmRepository missing is not in the repository"),
+        "{run}"
+    );
+    for (rel, before, after) in &files {
+        let now = fs::read_to_string(dir.path().join(rel)).unwrap();
+        if rel.ends_with("Chart.lock") {
+            continue;
+        }
+        assert_eq!(&now, after, "{rel} (was:\n{before})\n{run}");
+    }
+    let lock = fs::read_to_string(dir.path().join("umbrella/Chart.lock")).unwrap();
+    let chart: serde_json::Value =
+        yaml_value(&fs::read_to_string(dir.path().join("umbrella/Chart.yaml")).unwrap());
+    let locked: serde_json::Value = yaml_value(&lock);
+    assert_eq!(locked["dependencies"][0]["version"], "1.1.0");
+    assert_eq!(locked["dependencies"][1]["version"], "2.3.0");
+    assert_eq!(locked["generated"], "2026-01-01T00:00:00Z");
+    assert_eq!(
+        locked["digest"],
+        helm_digest(&chart["dependencies"], &locked["dependencies"]),
+        "{lock}"
+    );
+    assert_eq!(helm.hits("/charts/index.yaml"), 2);
+    assert_eq!(helm.hits("/charts/web-1.0.0.tgz"), 2);
+}
+
+fn yaml_value(text: &str) -> serde_json::Value {
+    yaml_serde::from_str(text).unwrap()
+}
+
+/// Helm's `HashReq`, written out independently for the test: Go's `json.Marshal` of the
+/// two lists of `{name, version, repository}` (in the struct's field order), SHA-256.
+fn helm_digest(req: &serde_json::Value, lock: &serde_json::Value) -> String {
+    let list = |v: &serde_json::Value| {
+        let items: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                format!(
+                    r#"{{"name":"{}","version":"{}","repository":"{}"}}"#,
+                    d["name"].as_str().unwrap(),
+                    d["version"].as_str().unwrap(),
+                    d["repository"].as_str().unwrap()
+                )
+            })
+            .collect();
+        format!("[{}]", items.join(","))
+    };
+    let text = format!("[{},{}]", list(req), list(lock));
+    support::sha256_digest(text.as_bytes())
+}
+
+#[test]
+fn a_private_repository_gets_the_operators_credentials_and_bad_answers_are_errors_at_their_host() {
+    let private = HelmRepo::start(Some(("ci", "s3cret-pass")));
+    private.publish(
+        "stable",
+        &[chart("web", "1.0.0", "1"), chart("web", "1.0.1", "1")],
+    );
+    let broken = HelmRepo::start(None);
+    fs::create_dir_all(broken.dir().join("html")).unwrap();
+    fs::write(broken.dir().join("html/index.yaml"), "<html>login</html>").unwrap();
+    broken.publish("other", &[chart("api", "1.0.0", "1")]);
+    let app = |name: &str, repo: &str, chart: &str, extra: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\nspec:\n  source:\n    repoURL: {repo}\n    chart: {chart}\n    targetRevision: 1.0.0{extra}\n"
+        )
+    };
+    let files = [
+        (
+            "private.yaml",
+            app("private", &format!("{}/stable", private.url()), "web", ""),
+        ),
+        (
+            "pinned.yaml",
+            app(
+                "pinned",
+                &format!("{}/stable", private.url()),
+                "web",
+                " # imagebump: pin",
+            ),
+        ),
+        (
+            "html.yaml",
+            app("html", &format!("{}/html", broken.url()), "web", ""),
+        ),
+        (
+            "unknown.yaml",
+            app("unknown", &format!("{}/other", broken.url()), "web", ""),
+        ),
+    ];
+    let dir = support::tree(&files);
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("config.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "helm:\n  charts: true\nregistries:\n  - prefix: {}\n    url: {}\n    credentials: env:CHARTS_AUTH\n",
+            private.host(),
+            private.url()
+        ),
+    )
+    .unwrap();
+    let before = support::texts(dir.path());
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&cfg)
+        .env("CHARTS_AUTH", "ci:s3cret-pass")
+        .code(1)
+        .run();
+    let out = run.filtered();
+    assert!(!out.contains("s3cret-pass"), "{run}");
+    assert!(out.contains("private.yaml:9"), "{run}");
+    assert!(out.contains("1.0.0  1.0.1"), "{run}");
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(
+        errors,
+        vec![
+            format!(
+                "error: html.yaml:9:21: app html: the default values of chart {}/html/web 1.0.0 not read: {}/html/index.yaml: not a Helm repository index: not a YAML mapping (is this the repository's URL?)",
+                broken.url(),
+                broken.url()
+            ),
+            format!(
+                "error: unknown.yaml:9:21: app unknown: the default values of chart {}/other/web 1.0.0 not read: {}/other/index.yaml: the repository has no chart web 1.0.0",
+                broken.url(),
+                broken.url()
+            ),
+            format!(
+                "error: {}/html/web: {}/html/index.yaml: not a Helm repository index: not a YAML mapping (is this the repository's URL?); 1 reference(s) not checked",
+                broken.host(),
+                broken.url()
+            ),
+            format!(
+                "error: {}/other/web: {}/other/index.yaml: the repository has no chart web; 1 reference(s) not checked",
+                broken.host(),
+                broken.url()
+            ),
+        ],
+        "{run}"
+    );
+    // The pinned one cost nothing; the private index was asked once without, once with
+    // credentials (the 401 challenge), and each broken repository once.
+    assert_eq!(
+        private.requests(),
+        vec![
+            "GET /stable/index.yaml 401",
+            "GET /stable/index.yaml 200",
+            // The default values of web 1.0.0, once for the two apps.
+            "GET /stable/web-1.0.0.tgz 200"
+        ]
+    );
+    assert_eq!(broken.hits("/html/index.yaml"), 1);
+    assert_eq!(broken.hits("/other/index.yaml"), 1);
+    assert_eq!(support::texts(dir.path()), before);
+}
+
+#[test]
+fn tags_explains_the_versions_of_a_classic_and_an_oci_chart() {
+    let (helm, reg) = servers();
+    let (_c, cfg) = operator_config(&reg);
+    let classic = imagebump()
+        .args([
+            "tags",
+            "--chart",
+            &format!("{}/charts/web@1.0.0", helm.url()),
+        ])
+        .args(["--config", &cfg, "--output", "json"])
+        .run();
+    let json = classic.json();
+    assert_eq!(
+        json["image"],
+        format!("{}/charts/web", helm.host()),
+        "{classic}"
+    );
+    assert_eq!(json["current"], "1.0.0");
+    assert_eq!(json["chosen"], "1.1.0", "{classic}");
+    let tags: Vec<&str> = json["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags.len(), 3, "{classic}");
+    assert_eq!(
+        helm.requests(),
+        vec!["GET /charts/index.yaml 200".to_string()]
+    );
+    let oci = imagebump()
+        .args([
+            "tags",
+            "--chart",
+            &format!("oci://{}/charts/api@2.0.0", reg.host()),
+        ])
+        .args(["--config", &cfg, "--output", "json"])
+        .run();
+    assert_eq!(oci.json()["chosen"], "2.3.0", "{oci}");
+    let bad = imagebump().args(["tags", "--chart", "nginx"]).code(2).run();
+    assert!(bad.stderr.contains("--chart"), "{bad}");
+}
+
+/// Chart-only apps: the images of the chart's default values, for the version in git.
+#[test]
+fn the_images_of_chart_only_apps_come_from_the_charts_default_values() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let host = reg.host();
+    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
+    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
+    let web_values = format!(
+        "replicas: 1\nimage:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\nplaceholder:\n  image: \"{{{{ .Values.global.image }}}}\"\n"
+    );
+    let api_values = format!("image: {host}/library/nginx:1.25.0\n");
+    let helm = HelmRepo::start(None);
+    helm.publish(
+        "charts",
+        &[
+            ChartSrc {
+                name: "web",
+                version: "1.0.0",
+                app_version: "1.25.0",
+                values: &web_values,
+            },
+            ChartSrc {
+                name: "web",
+                version: "1.1.0",
+                app_version: "1.26.0",
+                values: &web_values,
+            },
+        ],
+    );
+    let api = ChartSrc {
+        name: "api",
+        version: "2.0.0",
+        app_version: "1.25.0",
+        values: &api_values,
+    };
+    reg.push_chart("charts/api", &api, &support::charts::package(&api));
+    let (_c, cfg) = operator_config(&reg);
+    let web = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+spec:
+  source:
+    repoURL: {}/charts
+    chart: web
+    targetRevision: 1.0.0
+    helm:
+      valuesObject:
+        replicas: 2
+        sidecar:
+          image: {host}/tools/busybox:1.36.0 # imagebump: pin
+  destination:
+    namespace: web
+",
+        helm.url()
+    );
+    let web2 = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web2
+spec:
+  source:
+    repoURL: {}/charts
+    chart: web
+    targetRevision: 1.0.0
+    helm:
+      parameters:
+        - name: image.tag
+          value: 1.25.0
+  destination:
+    namespace: web2
+",
+        helm.url()
+    );
+    let api_app = format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api
+spec:
+  source:
+    repoURL: oci://{host}/charts
+    chart: api
+    targetRevision: 2.0.0
+  destination:
+    namespace: api
+"
+    );
+    // argocd-image-updater updates only the images it lists: its app gets its chart
+    // bump, no chart defaults.
+    let aiu = web2
+        .replace("name: web2", "name: aiu\n  annotations:\n    argocd-image-updater.argoproj.io/write-back-method: argocd")
+        .replace("namespace: web2", "namespace: aiu");
+    let dir = support::tree(&[
+        ("apps/web.yaml", &web),
+        ("apps/web2.yaml", &web2),
+        ("apps/api.yaml", &api_app),
+        ("apps/aiu.yaml", &aiu),
+    ]);
+    let dry = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .args(["--config", &cfg, "--group-by", "app", "--output", "json"])
+        .run();
+    let report = dry.json();
+    // One index (for the chart bumps and the archives alike), one archive for the two
+    // apps of web 1.0.0; the OCI chart: one manifest and one blob; tag lists of the
+    // OCI chart, nginx and busybox.
+    assert_eq!(
+        helm.requests(),
+        vec![
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+    assert_eq!(report["requests"]["tagListPages"], 4, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 1, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 1, "{dry}");
+    // A chart bump and the image updates of one app are one change set.
+    let sets: Vec<(String, usize)> = report["changeSets"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(|c| {
+            (
+                c["group"].as_str().unwrap().to_string(),
+                c["updates"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sets,
+        vec![
+            ("aiu".to_string(), 1),
+            ("api".to_string(), 1),
+            ("web".to_string(), 2),
+            ("web2".to_string(), 2)
+        ],
+        "{dry}"
+    );
+
+    let run = imagebump()
+        .args(["run", "--write"])
+        .arg(dir.path())
+        .args(["--config", &cfg, "--group-by", "app"])
+        .run();
+    let web_after = web
+        .replace("targetRevision: 1.0.0", "targetRevision: 1.1.0")
+        .replace(
+            "  destination:",
+            "        image:\n          tag: 1.26.0\n  destination:",
+        );
+    let web2_after = web2.replace("targetRevision: 1.0.0", "targetRevision: 1.1.0").replace(
+        "  destination:",
+        &format!("      valuesObject:\n        sidecar:\n          image: {host}/tools/busybox:1.37.0\n  destination:"),
+    );
+    let api_after = api_app.replace(
+        "  destination:",
+        &format!("    helm:\n      valuesObject:\n        image: {host}/library/nginx:1.26.0\n  destination:"),
+    );
+    let texts = support::texts(dir.path());
+    assert_eq!(texts["apps/web.yaml"], web_after, "{run}");
+    assert_eq!(texts["apps/web2.yaml"], web2_after, "{run}");
+    assert_eq!(texts["apps/api.yaml"], api_after, "{run}");
+    assert_eq!(
+        texts["apps/aiu.yaml"],
+        aiu.replace("targetRevision: 1.0.0", "targetRevision: 1.1.0"),
+        "{run}"
+    );
+}
