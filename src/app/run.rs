@@ -484,24 +484,7 @@ async fn analyse_once(
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
-    // The repositories of references that are final as soon as they are read are listed
-    // while the rest of the tree is parsed (the same requests, earlier). Not when a rule
-    // promotes: a promoted reference lists nothing.
-    let mut early = resolve::EarlyLists::new(plan.concurrency);
-    let promotes = loaded
-        .config
-        .images
-        .iter()
-        .any(|r| r.promote_from.is_some());
-    let mut start_early = |r: &discover::ImageRef| {
-        let scope = loaded.ws.scope.as_deref();
-        let in_shard = |(i, n)| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i;
-        if scope.is_none_or(|s| discover::in_scope(r, s)) && plan.shard.is_none_or(in_shard) {
-            early.start(r, registries);
-        }
-    };
-    let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
-    let mut found = discover::discover_with(&loaded.ws.root, &loaded.config, tell);
+    let (mut found, early) = discover_listing_early(plan, loaded, registries, group_by);
     let (config, concurrency) = (&loaded.config, plan.concurrency);
     discover::chart_values::chart_defaults(&mut found, config, registries, concurrency).await;
     // Promotion reads the whole tree: a source may lie outside the scope or the shard.
@@ -564,6 +547,33 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions)
+}
+
+/// Discovery, with the tag lists of the references that are final as soon as they are
+/// read started meanwhile (the same requests, earlier), within the run's scope and shard.
+/// Not when a rule promotes: a promoted reference lists nothing.
+fn discover_listing_early(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    registries: &Registries,
+    group_by: crate::config::GroupBy,
+) -> (Discovery, resolve::EarlyLists) {
+    let mut early = resolve::EarlyLists::new(plan.concurrency);
+    let promotes = loaded
+        .config
+        .images
+        .iter()
+        .any(|r| r.promote_from.is_some());
+    let mut start_early = |r: &discover::ImageRef| {
+        let scope = loaded.ws.scope.as_deref();
+        let in_shard = |(i, n)| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i;
+        if scope.is_none_or(|s| discover::in_scope(r, s)) && plan.shard.is_none_or(in_shard) {
+            early.start(r, registries);
+        }
+    };
+    let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
+    let found = discover::discover_with(&loaded.ws.root, &loaded.config, tell);
+    (found, early)
 }
 
 /// Pull-request mode, or for a remote's dry run what it would do (`None`: a local

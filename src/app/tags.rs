@@ -101,24 +101,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
                 .map_err(Error::Client)?,
         ),
     };
-    let tags = match (&args.tags_from, &client) {
-        (Some(path), _) => read_tags(path)?,
-        (None, Some(c)) => match &index {
-            Some(repo) => {
-                let creds = policy.spec.credentials.as_deref();
-                crate::chart::index::chart_versions(&registries, &reference.name, creds, repo).await
-            }
-            None => c
-                .list_tags(&reference.name.repository)
-                .await
-                .map(|l| l.tags),
-        }
-        .map_err(|source| Error::TagList {
-            image: reference.name.to_string(),
-            source,
-        })?,
-        (None, None) => Vec::new(),
-    };
+    let tags = candidate_tags(args, &reference, index.as_deref(), &registries, &policy).await?;
     let current_tag = current.as_deref().unwrap_or("");
     let own;
     let tags: &[String] = if policy.needs_tag_list() {
@@ -164,6 +147,37 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         Status::Done
     } else {
         Status::Problems
+    })
+}
+
+/// The tags (or chart versions) to judge: from `--tags-from`, a classic Helm repository's
+/// index, or the registry's tag list.
+async fn candidate_tags(
+    args: &TagsArgs,
+    reference: &Reference,
+    index: Option<&str>,
+    registries: &Registries,
+    policy: &Policy,
+) -> Result<Vec<String>, Error> {
+    if let Some(path) = &args.tags_from {
+        return read_tags(path);
+    }
+    let creds = policy.spec.credentials.as_deref();
+    let client = registries
+        .client_with(&reference.name, creds)
+        .map_err(Error::Client)?;
+    match index {
+        Some(repo) => {
+            crate::chart::index::chart_versions(registries, &reference.name, creds, repo).await
+        }
+        None => client
+            .list_tags(&reference.name.repository)
+            .await
+            .map(|l| l.tags),
+    }
+    .map_err(|source| Error::TagList {
+        image: reference.name.to_string(),
+        source,
     })
 }
 

@@ -52,6 +52,23 @@ impl Key<'_> {
     }
 }
 
+/// Is `tag` one that cosign (or the OCI referrers tag schema) names after a digest:
+/// `sha256-<64 hex>` with an optional `.sig`, `.att` or `.sbom`?
+pub fn is_artifact_tag(tag: &str) -> bool {
+    let Some(rest) = tag.strip_prefix("sha256-") else {
+        return false;
+    };
+    let hex = rest
+        .strip_suffix(".sig")
+        .or_else(|| rest.strip_suffix(".att"))
+        .or_else(|| rest.strip_suffix(".sbom"))
+        .unwrap_or(rest);
+    hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Why a tag was or was not chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -62,6 +79,9 @@ pub enum Verdict {
     Unexamined,
     Current,
     NotAllowed,
+    /// A tag cosign and other tools store next to an image (`sha256-<hex>.sig`, `.att`,
+    /// `.sbom`, the referrers fallback `sha256-<hex>`): never a version of the image.
+    Artifact,
     Ignored(String),
     NotAVersion,
     NotAnInteger,
@@ -338,6 +358,9 @@ impl<'t> Evaluation<'t> {
         let p = &self.policy;
         if p.strategy == Strategy::Digest {
             return Err(Verdict::NotNewer);
+        }
+        if is_artifact_tag(tag) {
+            return Err(Verdict::Artifact);
         }
         if let Some(allow) = &p.allow {
             if !allow.allows(tag) {
@@ -669,6 +692,9 @@ impl<'t> Evaluation<'t> {
                 "not matched by allowTags {}",
                 p.spec.allow_tags.as_deref().unwrap_or_default()
             ),
+            Verdict::Artifact => {
+                "a signature, attestation or SBOM stored as a tag (sha256-<digest>…), not an image version".into()
+            }
             Verdict::Ignored(g) => format!("matches ignoreTags {g:?}"),
             Verdict::NotAVersion => "not a version".into(),
             Verdict::NotAnInteger => "not an integer".into(),
@@ -828,6 +854,36 @@ mod tests {
             }
         }
         (e.decide(), asked, e)
+    }
+
+    /// cosign's signature, attestation and SBOM tags, and the referrers fallback tag, are
+    /// never candidates: under `alphabetical`, `sha256-…` sorts above every version.
+    #[test]
+    fn signature_and_attestation_tags_are_never_candidates() {
+        let hex = "ab".repeat(32);
+        let list = tags(&[
+            "v1.0.0",
+            "v1.1.0",
+            &format!("sha256-{hex}.sig"),
+            &format!("sha256-{hex}.att"),
+            &format!("sha256-{hex}.sbom"),
+            &format!("sha256-{hex}"),
+        ]);
+        let alpha = policy(PolicySpec {
+            strategy: Some(Strategy::Alphabetical),
+            ..Default::default()
+        });
+        let (choice, _, e) = run(&alpha, "v1.0.0", &list, &|_| None);
+        assert_eq!(choice, update("v1.1.0", None));
+        let artifacts = e
+            .candidates()
+            .iter()
+            .filter(|c| c.verdict == Verdict::Artifact)
+            .count();
+        assert_eq!(artifacts, 4);
+        // Not 64 hex digits: an ordinary tag.
+        assert!(!is_artifact_tag("sha256-abc.sig"));
+        assert!(!is_artifact_tag(&format!("sha256-{}.sig", "AB".repeat(32))));
     }
 
     /// A no to V holds back V and everything between the current version and V; a version
