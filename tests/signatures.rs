@@ -314,7 +314,12 @@ fn tags_shows_each_candidates_verdict_for_every_key_kind_and_layout() {
     let (cosign_tags, verdicts): (Vec<String>, Vec<String>) =
         verdicts.into_iter().partition(|v| v.starts_with("sha256-"));
     assert_eq!(cosign_tags.len(), 4, "{cosign_tags:?}");
-    assert!(cosign_tags.iter().all(|v| v.ends_with(": not a version")));
+    assert!(
+        cosign_tags.iter().all(|v| v.ends_with(
+            ": a signature, attestation or SBOM stored as a tag (sha256-<digest>…), not an image version"
+        )),
+        "{cosign_tags:?}"
+    );
     assert_eq!(
         verdicts,
         [
