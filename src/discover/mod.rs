@@ -212,7 +212,7 @@ impl Discovery {
     pub fn limit_to(&mut self, root: &Path, scope: &str) {
         let prefix = format!("{}/", scope.trim_end_matches('/'));
         let inside = |f: &str| f.starts_with(&prefix);
-        self.refs.retain(|r| in_scope(r, scope));
+        self.refs.retain(|r| within(r, &prefix));
         self.sources.retain(|f, _| inside(f));
         // A problem at a file of the tree outside the scope is not this run's.
         let ours = |p: &Problem| {
@@ -226,8 +226,12 @@ impl Discovery {
 
 /// Is `r` read and written only under `scope` (a directory relative to the root)?
 pub fn in_scope(r: &ImageRef, scope: &str) -> bool {
-    let prefix = format!("{}/", scope.trim_end_matches('/'));
-    let inside = |f: &str| f.starts_with(&prefix);
+    within(r, &format!("{}/", scope.trim_end_matches('/')))
+}
+
+/// [`in_scope`] with the scope's `prefix` (`dir/`) made once.
+fn within(r: &ImageRef, prefix: &str) -> bool {
+    let inside = |f: &str| f.starts_with(prefix);
     inside(&r.file)
         && r.writes_to.as_deref().is_none_or(inside)
         && r.creations.iter().all(|c| inside(&c.file))

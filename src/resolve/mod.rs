@@ -198,18 +198,7 @@ pub async fn resolve_with(
     progress: &Progress,
     early: Option<EarlyLists>,
 ) -> Resolved {
-    let mut outcomes: Vec<Option<Outcome>> = refs
-        .iter()
-        .map(|r| {
-            if let Some(reason) = &r.unmanaged {
-                return Some(Outcome::Unmanaged(reason.clone()));
-            }
-            if r.policy.pin {
-                return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source)));
-            }
-            crate::policy::cannot_judge(&r.policy, current(r)).map(Outcome::Skipped)
-        })
-        .collect();
+    let mut outcomes: Vec<Option<Outcome>> = refs.iter().map(set_aside).collect();
     let pending: Vec<(usize, &ImageRef)> = refs
         .iter()
         .enumerate()
@@ -432,11 +421,20 @@ async fn list_tags(
 /// `r`, known from the reference alone; `None` when resolve asks nothing (unmanaged, pinned,
 /// a current tag the policy cannot judge, the `digest` strategy).
 pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
-    let asks = r.unmanaged.is_none()
-        && !r.policy.pin
-        && crate::policy::cannot_judge(&r.policy, current(r)).is_none()
-        && r.policy.needs_tag_list();
+    let asks = set_aside(r).is_none() && r.policy.needs_tag_list();
     asks.then(|| (r.image.clone(), credentials(&r.policy).map(str::to_string)))
+}
+
+/// The outcome of a reference that costs no request (unmanaged, pinned, a current tag the
+/// policy cannot judge); `None` for one resolve asks the registry about.
+fn set_aside(r: &ImageRef) -> Option<Outcome> {
+    if let Some(reason) = &r.unmanaged {
+        return Some(Outcome::Unmanaged(reason.clone()));
+    }
+    if r.policy.pin {
+        return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source)));
+    }
+    crate::policy::cannot_judge(&r.policy, current(r)).map(Outcome::Skipped)
 }
 
 /// Tag lists started before resolve, while discovery was still reading the tree: one task
