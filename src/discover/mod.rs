@@ -462,9 +462,15 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
     let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
+    // Chart versions (`helm.charts`) are read after every file, from files of their own.
+    let (claims, ahead) = match early.is_some() && !config.helm.charts {
+        true => claims_possible(root, &files),
+        false => (true, ReadAhead::default()),
+    };
     let kkeys = Keys {
         specs: &[],
         helm: &helm_keys,
+        ahead: &ahead,
     };
     let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &kkeys));
     let read_k: Vec<&kustomize::Kustomization> = kread
@@ -484,8 +490,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 .filter_map(|f| kustomize::graph::join(&k.dir, f))
         })
         .collect();
-    // Chart versions (`helm.charts`) are read after every file, from files of their own.
-    let mut early = early.filter(|_| !config.helm.charts && !claims_possible(root, &files));
+    let mut early = early.filter(|_| !claims);
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,
@@ -519,6 +524,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             let keys = Keys {
                 specs: &specs,
                 helm: &helm_keys,
+                ahead: &ahead,
             };
             (rel, read_file(root, rel, kind, &keys))
         },
@@ -533,15 +539,32 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
 
 /// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
 /// file that mentions their API groups (or a Flux setter) is taken to hold one; a read
-/// error is a yes. (Each file is read again when it is parsed; a first look costs little.)
-fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> bool {
-    let found = crate::parallel::map(files, |(rel, _)| {
-        match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
-            Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(&text),
-            Err(_) => true,
-        }
+/// error is a yes. The texts read are kept for the parse, which then reads no file twice.
+fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
+    let read = crate::parallel::map(files, |(rel, _)| {
+        crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES)
     });
-    found.into_iter().any(|f| f)
+    let claims = read.iter().any(|text| match text {
+        Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(text),
+        Err(_) => true,
+    });
+    let texts = (files.iter().zip(read))
+        .map(|((rel, _), text)| (rel.clone(), std::sync::Mutex::new(Some(text))))
+        .collect();
+    (claims, ReadAhead(texts))
+}
+
+/// The texts (or read errors) of a first look at every file, by path: each is taken once,
+/// by the parse, instead of reading the file again.
+#[derive(Default)]
+struct ReadAhead(std::collections::HashMap<String, std::sync::Mutex<Option<ReadText>>>);
+
+type ReadText = Result<String, String>;
+
+impl ReadAhead {
+    fn take(&self, rel: &str) -> Option<ReadText> {
+        self.0.get(rel)?.lock().ok()?.take()
+    }
 }
 
 /// What discovery builds up file by file, in file order.
@@ -674,12 +697,17 @@ struct Scanned {
 struct Keys<'a> {
     specs: &'a [workloads::FieldSpec],
     helm: &'a helm::ImageKeys,
+    /// Texts already read by the first look, if it ran.
+    ahead: &'a ReadAhead,
 }
 
 fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
 
-    let text = match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
+    let text = keys.ahead.take(rel);
+    let text =
+        text.unwrap_or_else(|| crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES));
+    let text = match text {
         Ok(t) => t,
         Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, e)),
     };
