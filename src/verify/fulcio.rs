@@ -207,6 +207,43 @@ mod tests {
         );
     }
 
+    /// A real Fulcio certificate (from sigstore-python's test assets: a wheel signed in
+    /// GitHub Actions) against the public-good root: valid at its log time, expired ten
+    /// minutes later, unknown to another root.
+    #[test]
+    fn a_real_fulcio_certificate_verifies_at_its_log_time() {
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(
+            "testdata/public-good-github-actions.sigstore.json"
+        ))
+        .unwrap();
+        let material =
+            super::super::keyless::Material::from_bundle(&bundle["verificationMaterial"])
+                .unwrap()
+                .unwrap();
+        let root = TrustedRoot::public_good().unwrap();
+        let logged = 1_710_888_076;
+        let (id, key) = verify(&material.leaf, &material.chain, &root, logged).unwrap();
+        assert_eq!(
+            id,
+            CertIdentity {
+                subject: "https://github.com/trailofbits/rfc8785.py/.github/workflows/release.yml@refs/tags/v0.1.2".into(),
+                issuer: "https://token.actions.githubusercontent.com".into(),
+            }
+        );
+        assert_eq!(key.kind, "ecdsa-p256");
+        let e = verify(&material.leaf, &material.chain, &root, logged + 600).unwrap_err();
+        assert_eq!(
+            e,
+            "the signing certificate had expired at its log time 2024-03-19T22:51:16Z"
+        );
+        // The public-good root's retired CA alone (valid until 2022) does not issue it.
+        let e = verify(&material.leaf, &material.chain, &root, 1_640_000_000).unwrap_err();
+        assert!(
+            e.contains("not issued by a CA") || e.contains("not yet valid"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_public_good_ca_certificate_is_not_a_signing_certificate() {
         // The public-good intermediate chains to the root, but it is a CA: not a leaf.
