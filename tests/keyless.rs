@@ -366,4 +366,40 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
             .contains("set subject or subjectRegExp, not both"),
         "{run}"
     );
+
+    // A trusted root that is not one: exit 2, naming the file.
+    fs::write(cfg_dir.path().join("trusted_root.json"), "{}").unwrap();
+    let cfg = registry_config(cfg_dir.path(), &reg.base_url(), &verify);
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&cfg)
+        .code(2)
+        .run();
+    assert!(run.stderr.contains("operator.yaml:"), "{run}");
+    assert!(
+        run.stderr
+            .contains("trusted_root.json: not a Sigstore trusted root"),
+        "{run}"
+    );
+
+    // `tags`: a trusted root without an identity is a usage error.
+    let cfg = registry_config(cfg_dir.path(), &reg.base_url(), "");
+    let run = imagebump()
+        .args([
+            "tags",
+            &format!("{HOST}/{REPO}:1.0.0"),
+            "--verify-trusted-root",
+            "x.json",
+        ])
+        .arg("--config")
+        .arg(&cfg)
+        .code(2)
+        .run();
+    assert!(
+        run.stderr
+            .contains("--verify-identity: --verify-trusted-root is for keyless identities"),
+        "{run}"
+    );
 }

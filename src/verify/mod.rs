@@ -65,6 +65,11 @@ pub fn flag_keys(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if trusted_root.is_some() && identities.is_empty() {
+        return Err(
+            "--verify-trusted-root is for keyless identities: add --verify-identity".into(),
+        );
+    }
     let spec = VerifySpec {
         keys: keys.iter().map(|k| k.display().to_string()).collect(),
         identities,
