@@ -138,3 +138,52 @@ pub fn check(
     }
     Err(why)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const REAL: &str = include_str!("testdata/public-good-github-actions.sigstore.json");
+
+    /// The real bundle's own signature is over a file this test does not have: any key
+    /// "verifies" here, so everything else is what decides.
+    fn checked(json: &[u8]) -> Result<String, String> {
+        let bundle: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+        let material = Material::from_bundle(&bundle["verificationMaterial"])?.ok_or("none")?;
+        let root = TrustedRoot::public_good()?;
+        let id = Identity {
+            issuer: Some("https://token.actions.githubusercontent.com".into()),
+            subject_reg_exp: Some("^https://github.com/trailofbits/".into()),
+            ..Identity::default()
+        };
+        let payload = b"not the file";
+        let signed = Signed::Hashed {
+            payload,
+            signature: &[],
+            certificate: &material.leaf,
+        };
+        check(&material, &root, &[id], &signed, |_| true)
+    }
+
+    #[test]
+    fn a_real_bundle_gets_as_far_as_its_body() {
+        // Log, then body: the body names the real file's hash, not this payload's.
+        assert_eq!(
+            checked(REAL.as_bytes()),
+            Err("the transparency log entry is for another payload".into())
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Any byte of a real bundle changed: an error (unreadable, or refused at some step),
+        /// never a panic. (Which step catches which change: rekor.rs and fulcio.rs tests.)
+        #[test]
+        fn a_changed_bundle_never_panics_or_passes(at in 0..REAL.len(), byte in any::<u8>()) {
+            let mut json = REAL.as_bytes().to_vec();
+            json[at] = byte;
+            prop_assert!(checked(&json).is_err());
+        }
+    }
+}
