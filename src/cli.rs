@@ -142,6 +142,15 @@ pub struct TagsArgs {
     /// several): shows every verdict, and only a verified tag is chosen.
     #[arg(long = "verify-key", value_name = "FILE")]
     pub verify_keys: Vec<PathBuf>,
+    /// Verify keyless (Sigstore) signatures: a Fulcio certificate from this OIDC issuer whose
+    /// subject matches the regular expression (repeatable), e.g.
+    /// `https://token.actions.githubusercontent.com=^https://github.com/acme/`.
+    #[arg(long = "verify-identity", value_name = "ISSUER=SUBJECT_REGEXP")]
+    pub verify_identities: Vec<String>,
+    /// The Sigstore trusted_root.json for --verify-identity (default: the public-good root
+    /// built in).
+    #[arg(long, value_name = "FILE")]
+    pub verify_trusted_root: Option<PathBuf>,
     /// A local clone of the manifest repository: hold back what reviewers rejected there
     /// (reverts in its history, the rejections its `origin` records), and say who did.
     #[arg(long, value_name = "DIR")]

@@ -507,17 +507,19 @@ fn bundles_index(manifests: &[&[u8]]) -> Vec<u8> {
 }
 
 /// A key-signed Sigstore bundle without a transparency-log entry (`cosign sign --key
-/// --tlog-upload=false`) verifies by key; a keyless bundle is refused with the reason.
+/// --tlog-upload=false`) verifies by key; a keyless bundle is refused with the reason when
+/// the operator names keys only (tests/keyless.rs verifies keyless ones).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_key_signed_bundle_verifies_by_key_and_a_keyless_one_is_refused() {
     let reg = Registry::start(RegistryMode::Plain);
     let signer = Signer::new();
     let key = signer.keygen("ecdsa-p256", "cosign");
+    signer.keygen("ecdsa-p256", "ephemeral");
     reg.push_tag_created_digest(REPO, "1.0.0", "2024-01-01T00:00:00Z");
     let keyed = reg.push_tag_created_digest(REPO, "1.1.0", "2024-02-01T00:00:00Z");
     let keyless = reg.push_tag_created_digest(REPO, "1.2.0", "2024-03-01T00:00:00Z");
     let keyed_bundle = push_bundle(&reg, &signer, "cosign", &keyed, "key");
-    let keyless_bundle = push_bundle(&reg, &signer, "cosign", &keyless, "keyless");
+    let keyless_bundle = push_bundle(&reg, &signer, "ephemeral", &keyless, "keyless");
     let proxy = MockServer::start().await;
     Mock::given(wiremock::matchers::any())
         .respond_with(Proxy {
@@ -562,7 +564,7 @@ async fn a_key_signed_bundle_verifies_by_key_and_a_keyless_one_is_refused() {
     assert_eq!(
         verdicts,
         [
-            "1.2.0: not verified: only a keyless (certificate) bundle, which this version does not verify",
+            "1.2.0: not verified: keyless signature not trusted: verify names no identities to trust",
             "1.1.0: chosen",
         ]
     );

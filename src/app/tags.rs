@@ -47,9 +47,19 @@ struct CandidateOut<'a> {
 }
 
 /// The settings given on the command line, as a policy layer on top of the configuration.
-fn flags(args: &TagsArgs) -> PolicySpec {
+fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
     let list = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
-    PolicySpec {
+    let verify = crate::verify::flag_keys(
+        &args.verify_keys,
+        &args.verify_identities,
+        args.verify_trusted_root.as_deref(),
+    )
+    .map_err(|message| Error::PolicyFlag {
+        flag: "verify-identity".into(),
+        message,
+        hint: None,
+    })?;
+    Ok(PolicySpec {
         strategy: args.strategy,
         constraint: args.constraint.clone(),
         semver_mode: args.semver_mode,
@@ -64,8 +74,8 @@ fn flags(args: &TagsArgs) -> PolicySpec {
         credentials: None,
         delivery: None,
         automerge: None,
-        verify: crate::verify::flag_keys(&args.verify_keys),
-    }
+        verify,
+    })
 }
 
 fn read_tags(path: &std::path::Path) -> Result<Vec<String>, Error> {
@@ -242,7 +252,7 @@ fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Pol
         .policy_for(
             &reference.name,
             &reference.written,
-            Some(("command line", &flags(args))),
+            Some(("command line", &flags(args)?)),
         )
         .map_err(|e| Error::PolicyFlag {
             flag: flag_name(e.key).to_string(),

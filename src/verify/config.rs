@@ -7,11 +7,14 @@ use imagebump_model::config::Config;
 use imagebump_model::verify::VerifySpec;
 use imagebump_yaml::PathSeg;
 
-/// Key paths made relative to `base`, the directory of the configuration file.
+/// Key and trusted-root paths made relative to `base`, the directory of the configuration
+/// file.
 pub fn relative_keys(spec: &mut Option<VerifySpec>, base: &Path) {
-    for key in spec.iter_mut().flat_map(|s| s.keys.iter_mut()) {
-        if Path::new(key).is_relative() {
-            *key = base.join(&*key).display().to_string();
+    for s in spec.iter_mut() {
+        for path in s.keys.iter_mut().chain(s.trusted_root.iter_mut()) {
+            if Path::new(path).is_relative() {
+                *path = base.join(&*path).display().to_string();
+            }
         }
     }
 }
@@ -51,10 +54,26 @@ pub fn key_problem(config: &Config) -> Option<(Vec<PathSeg>, String)> {
         if spec.is_empty() {
             return Some((
                 at,
-                "verify needs keys: [path, ...] (cosign public keys)".into(),
+                "verify needs keys: [path, ...] (cosign public keys) or identities: [{issuer, subjectRegExp}, ...] (keyless)".into(),
+            ));
+        }
+        if let Some((i, p)) =
+            (spec.identities.iter().enumerate()).find_map(|(i, id)| id.problem().map(|p| (i, p)))
+        {
+            let mut at = at;
+            at.extend([key("identities"), PathSeg::Index(i)]);
+            return Some((at, p));
+        }
+        if spec.trusted_root.is_some() && spec.identities.is_empty() {
+            return Some((
+                at,
+                "trustedRoot is only for keyless identities: add identities or remove it".into(),
             ));
         }
         if let Err(e) = verifier.keys(spec) {
+            return Some((at, e.to_string()));
+        }
+        if let Err(e) = verifier.root(spec) {
             return Some((at, e.to_string()));
         }
     }

@@ -13,6 +13,11 @@ pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 /// The layer annotation holding the base64 signature.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// Keyless signatures' layer annotations: the Fulcio certificate and chain (PEM) and the
+/// Rekor entry with its signed entry timestamp (JSON).
+pub const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+pub const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
+pub const BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
 /// Sigstore bundles (v0.3 and later) as referrers and as their layer's media type.
 const BUNDLE_PREFIX: &str = "application/vnd.dev.sigstore.bundle";
 /// The in-toto predicate cosign signs an image with in a bundle.
@@ -81,11 +86,16 @@ pub fn referrers(index: &[u8]) -> Result<Referrers, String> {
     Ok(out)
 }
 
-/// One signature: the payload blob's digest and the signature over its bytes.
+/// One signature: the payload blob's digest and the signature over its bytes; a keyless
+/// one also carries its certificate (the annotations, unread until needed).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Layer {
     pub digest: String,
     pub signature: Vec<u8>,
+    /// `dev.sigstore.cosign/certificate`, `/chain`, `/bundle`.
+    pub certificate: Option<String>,
+    pub chain: Option<String>,
+    pub bundle: Option<String>,
 }
 
 /// The simple-signing layers of a cosign signature manifest (a `.sig` tag's, or a
@@ -108,7 +118,11 @@ pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
         .filter_map(|l| {
             let sig = l.annotations.get(SIGNATURE_ANNOTATION)?;
             let signature = b64.decode(sig.trim()).ok()?;
+            let get = |k: &str| l.annotations.get(k).cloned();
             Some(Layer {
+                certificate: get(CERTIFICATE_ANNOTATION),
+                chain: get(CHAIN_ANNOTATION),
+                bundle: get(BUNDLE_ANNOTATION),
                 digest: l.digest,
                 signature,
             })
@@ -129,14 +143,15 @@ pub fn bundle_layers(manifest: &[u8]) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// What a key-signed bundle asks to verify: DSSE's pre-authentication encoding of its
-/// envelope (what the signatures sign), the signatures, and the payload (an in-toto
-/// statement).
+/// What a bundle asks to verify: DSSE's pre-authentication encoding of its envelope (what
+/// the signatures sign), the signatures, the payload (an in-toto statement), and for a
+/// keyless bundle its certificate and log entries.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Envelope {
     pub signed: Vec<u8>,
     pub signatures: Vec<Vec<u8>>,
     pub payload: Vec<u8>,
+    pub keyless: Option<super::keyless::Material>,
 }
 
 #[derive(Deserialize)]
@@ -163,19 +178,17 @@ struct DsseSignature {
     sig: String,
 }
 
-/// A Sigstore bundle signed with a key (`verificationMaterial.publicKey`, with or without a
-/// transparency-log entry, which is not checked) around a DSSE envelope. A certificate
-/// (keyless) bundle or a message-signature bundle is refused with why.
-pub fn key_signed_envelope(bundle: &[u8]) -> Result<Envelope, String> {
+/// A Sigstore bundle around a DSSE envelope: signed with a key
+/// (`verificationMaterial.publicKey`, with or without a transparency-log entry, which is
+/// not checked) or keyless (a certificate and its log entries). A message-signature
+/// bundle is refused with why.
+pub fn envelope(bundle: &[u8]) -> Result<Envelope, String> {
     let b: Bundle =
         serde_json::from_slice(bundle).map_err(|e| format!("not a Sigstore bundle: {e}"))?;
     if !b.media_type.starts_with(BUNDLE_PREFIX) {
         return Err(format!("a bundle of media type {:?}", b.media_type));
     }
-    let material = &b.verification_material;
-    if material.get("certificate").is_some() || material.get("x509CertificateChain").is_some() {
-        return Err("a keyless (certificate) bundle, which this version does not verify".into());
-    }
+    let keyless = super::keyless::Material::from_bundle(&b.verification_material)?;
     let Some(dsse) = b.dsse_envelope else {
         return Err("a bundle without a DSSE envelope, which this version does not read".into());
     };
@@ -193,6 +206,7 @@ pub fn key_signed_envelope(bundle: &[u8]) -> Result<Envelope, String> {
         signed: pae(&dsse.payload_type, &payload),
         signatures,
         payload,
+        keyless,
     })
 }
 
@@ -334,22 +348,23 @@ mod tests {
             )
         };
         let dsse = r#""dsseEnvelope":{"payload":"aGk=","payloadType":"t","signatures":[{"sig":"AQID","keyid":""}]}"#;
-        let env =
-            key_signed_envelope(bundle(r#"{"publicKey":{"hint":""}}"#, dsse).as_bytes()).unwrap();
+        let env = envelope(bundle(r#"{"publicKey":{"hint":""}}"#, dsse).as_bytes()).unwrap();
         assert_eq!(
             env,
             Envelope {
                 signed: b"DSSEv1 1 t 2 hi".to_vec(),
                 signatures: vec![vec![1, 2, 3]],
-                payload: b"hi".to_vec()
+                payload: b"hi".to_vec(),
+                keyless: None,
             }
         );
-        let keyless =
-            key_signed_envelope(bundle(r#"{"certificate":{"rawBytes":"AA=="}}"#, dsse).as_bytes());
-        assert!(keyless.unwrap_err().contains("keyless"));
+        let keyless = envelope(bundle(r#"{"certificate":{"rawBytes":"AQI="}}"#, dsse).as_bytes());
+        let material = keyless.unwrap().keyless.unwrap();
+        assert_eq!((material.leaf, material.entries.len()), (vec![1, 2], 0));
+        let bad = envelope(bundle(r#"{"certificate":{"rawBytes":"?"}}"#, dsse).as_bytes());
+        assert_eq!(bad.unwrap_err(), "a bundle certificate is not base64 DER");
         let message = r#""messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"AA=="}"#;
-        let message =
-            key_signed_envelope(bundle(r#"{"publicKey":{"hint":""}}"#, message).as_bytes());
+        let message = envelope(bundle(r#"{"publicKey":{"hint":""}}"#, message).as_bytes());
         assert!(message.unwrap_err().contains("without a DSSE envelope"));
     }
 
@@ -365,7 +380,10 @@ mod tests {
             signature_layers(manifest.as_bytes()).unwrap(),
             vec![Layer {
                 digest: D.into(),
-                signature: vec![1, 2, 3]
+                signature: vec![1, 2, 3],
+                certificate: None,
+                chain: None,
+                bundle: None,
             }]
         );
         let index = format!(

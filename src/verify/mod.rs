@@ -7,7 +7,11 @@
 
 pub mod config;
 pub mod cosign;
+pub mod fulcio;
+pub mod keyless;
 pub mod keys;
+pub mod rekor;
+pub mod trust;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -19,12 +23,15 @@ use crate::registry::client::Client;
 use crate::registry::Error as RegistryError;
 use imagebump_model::verify::VerifySpec;
 pub use keys::PublicKey;
+use trust::TrustedRoot;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("verify key {path}: {reason}")]
     Key { path: String, reason: String },
-    #[error("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys for this image; add an images rule with verify.keys (docs/tag-selection.md, Signed images)")]
+    #[error("verify trustedRoot {path}: {reason}")]
+    TrustedRoot { path: String, reason: String },
+    #[error("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys or verify.identities for this image; add an images rule with verify (docs/tag-selection.md, Signed images)")]
     NoKeys,
     #[error("signatures of {digest}: {source}")]
     Registry {
@@ -34,11 +41,41 @@ pub enum Error {
     },
 }
 
-/// The `verify` settings from `imagebump tags --verify-key`.
-pub fn flag_keys(keys: &[std::path::PathBuf]) -> Option<VerifySpec> {
-    (!keys.is_empty()).then(|| VerifySpec {
+/// The `verify` settings from `imagebump tags --verify-key`, `--verify-identity
+/// ISSUER=SUBJECT_REGEXP` and `--verify-trusted-root`.
+pub fn flag_keys(
+    keys: &[std::path::PathBuf],
+    identities: &[String],
+    trusted_root: Option<&Path>,
+) -> Result<Option<VerifySpec>, String> {
+    let identities = identities
+        .iter()
+        .map(|flag| {
+            let (issuer, subject) = flag
+                .split_once('=')
+                .ok_or_else(|| format!("{flag:?}: expected ISSUER=SUBJECT_REGEXP"))?;
+            let id = imagebump_model::verify::Identity {
+                issuer: Some(issuer.to_string()),
+                subject_reg_exp: Some(subject.to_string()),
+                ..Default::default()
+            };
+            match id.problem() {
+                Some(p) => Err(format!("{flag:?}: {p}")),
+                None => Ok(id),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if trusted_root.is_some() && identities.is_empty() {
+        return Err(
+            "--verify-trusted-root is for keyless identities: add --verify-identity".into(),
+        );
+    }
+    let spec = VerifySpec {
         keys: keys.iter().map(|k| k.display().to_string()).collect(),
-    })
+        identities,
+        trusted_root: trusted_root.map(|p| p.display().to_string()),
+    };
+    Ok((!spec.is_empty()).then_some(spec))
 }
 
 /// Who signed a verified image, and where the signature was.
@@ -71,22 +108,28 @@ pub enum Verdict {
     Refused(String),
 }
 
-/// A run's verification state: keys read once, and which registries lack the referrers
-/// API (asked once per registry).
+/// A run's verification state: keys and trusted roots read once, and which registries
+/// lack the referrers API (asked once per registry).
 #[derive(Default)]
 pub struct Verifier {
     keys: Mutex<HashMap<String, Result<Arc<PublicKey>, String>>>,
+    roots: Mutex<HashMap<Option<String>, Loaded<TrustedRoot>>>,
     no_referrers: Mutex<HashSet<String>>,
 }
+
+/// A file read once per run: what it holds, or why not.
+type Loaded<T> = Result<Arc<T>, String>;
 
 /// What the signatures seen so far say, for the reason of a refusal.
 #[derive(Default)]
 struct Seen {
     signatures: usize,
     other_digest: Option<String>,
-    /// A bundle this version does not verify (keyless, message signature): why.
+    /// A bundle this version does not verify (message signature): why.
     unsupported: Option<String>,
     unreadable: Option<String>,
+    /// Why the last keyless (certificate) signature was not trusted.
+    keyless: Option<String>,
 }
 
 impl Seen {
@@ -94,8 +137,12 @@ impl Seen {
         if let Some(d) = &self.other_digest {
             return format!("the signature is for another image ({d})");
         }
+        if let Some(why) = &self.keyless {
+            return format!("keyless signature not trusted: {why}");
+        }
         if self.signatures > 0 {
-            let keys: Vec<String> = spec.keys.iter().map(|k| file_name(k)).collect();
+            let mut keys: Vec<String> = spec.keys.iter().map(|k| file_name(k)).collect();
+            keys.extend(spec.identities.iter().map(|i| i.describe()));
             return format!(
                 "{} signature(s), none by {}",
                 self.signatures,
@@ -129,6 +176,30 @@ impl Verifier {
         spec.keys.iter().map(|path| self.key(path)).collect()
     }
 
+    /// The trusted root of `spec` (its file read once per run, size-capped; the public-good
+    /// root when it names none), or `None` when it verifies no identities.
+    pub fn root(&self, spec: &VerifySpec) -> Result<Option<Arc<TrustedRoot>>, Error> {
+        if spec.identities.is_empty() {
+            return Ok(None);
+        }
+        let path = spec.trusted_root.clone();
+        let load = || match &path {
+            None => TrustedRoot::public_good().map(Arc::new),
+            Some(p) => {
+                let json = crate::registry::read_small(Path::new(p))?;
+                TrustedRoot::from_json(&file_name(p), &json).map(Arc::new)
+            }
+        };
+        let result = match self.roots.lock() {
+            Ok(mut map) => map.entry(path.clone()).or_insert_with(load).clone(),
+            Err(_) => load(),
+        };
+        result.map(Some).map_err(|reason| Error::TrustedRoot {
+            path: path.unwrap_or_else(|| "(built-in public-good root)".into()),
+            reason,
+        })
+    }
+
     fn key(&self, path: &str) -> Result<Arc<PublicKey>, Error> {
         let load = || {
             let pem = crate::registry::read_small(Path::new(path))?;
@@ -157,7 +228,8 @@ impl Verifier {
         listed: Option<&[String]>,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
-        if keys.is_empty() {
+        let root = self.root(spec)?;
+        if keys.is_empty() && root.is_none() {
             return Err(Error::NoKeys);
         }
         let fail = |source| Error::Registry {
@@ -170,6 +242,8 @@ impl Verifier {
             repo,
             digest,
             keys: &keys,
+            root: root.as_deref(),
+            identities: &spec.identities,
         };
         // 1. The referrers API, unless this registry answered 404 to it before.
         let lacks = |host: &str| self.no_referrers.lock().is_ok_and(|s| s.contains(host));
@@ -215,6 +289,9 @@ struct Check<'a> {
     repo: &'a str,
     digest: &'a str,
     keys: &'a [Arc<PublicKey>],
+    /// Keyless: the trusted root and the identities (`None` without identities).
+    root: Option<&'a TrustedRoot>,
+    identities: &'a [imagebump_model::verify::Identity],
 }
 
 impl Check<'_> {
@@ -296,7 +373,7 @@ impl Check<'_> {
                 .config_bytes(self.repo, &digest)
                 .await
                 .map_err(|e| self.fail(e))?;
-            let envelope = match cosign::key_signed_envelope(&blob) {
+            let envelope = match cosign::envelope(&blob) {
                 Ok(e) => e,
                 Err(why) => {
                     seen.unsupported = Some(why);
@@ -304,19 +381,33 @@ impl Check<'_> {
                 }
             };
             seen.signatures = seen.signatures.saturating_add(1);
-            let by = self.keys.iter().find(|k| {
+            let by_key = |k: &PublicKey| {
                 envelope
                     .signatures
                     .iter()
                     .any(|sig| k.verifies(&envelope.signed, sig))
-            });
-            let Some(key) = by else { continue };
+            };
+            let signer = match self.keys.iter().find(|k| by_key(k)) {
+                Some(key) => describe(key),
+                None => {
+                    let Some(material) = &envelope.keyless else {
+                        continue;
+                    };
+                    let signed = rekor::Signed::Dsse {
+                        payload: &envelope.payload,
+                        signatures: &envelope.signatures,
+                        certificate: &material.leaf,
+                    };
+                    match self.keyless(material, &signed, by_key, seen) {
+                        Some(s) => s,
+                        None => continue,
+                    }
+                }
+            };
             match cosign::statement_digests(&envelope.payload) {
                 Ok(ds) if ds.iter().any(|d| d == self.digest) => {
-                    return Ok(Some(Signer {
-                        signer: describe(key),
-                        layout,
-                    }))
+                    seen.keyless = None;
+                    return Ok(Some(Signer { signer, layout }));
                 }
                 Ok(ds) => seen.other_digest = ds.into_iter().next(),
                 Err(e) => seen.unreadable = Some(e),
@@ -346,25 +437,69 @@ impl Check<'_> {
                 .config_bytes(self.repo, &layer.digest)
                 .await
                 .map_err(|e| self.fail(e))?;
-            let Some(key) = self
-                .keys
-                .iter()
-                .find(|k| k.verifies(&payload, &layer.signature))
-            else {
-                continue;
+            let by_key = |k: &PublicKey| k.verifies(&payload, &layer.signature);
+            let signer = match self.keys.iter().find(|k| by_key(k)) {
+                Some(key) => describe(key),
+                None => {
+                    let Some(cert) = &layer.certificate else {
+                        continue;
+                    };
+                    let material = keyless::Material::from_annotations(
+                        cert,
+                        layer.chain.as_deref(),
+                        layer.bundle.as_deref(),
+                    );
+                    let material = match material {
+                        Ok(m) => m,
+                        Err(e) => {
+                            seen.keyless = Some(e);
+                            continue;
+                        }
+                    };
+                    let signed = rekor::Signed::Hashed {
+                        payload: &payload,
+                        signature: &layer.signature,
+                        certificate: &material.leaf,
+                    };
+                    match self.keyless(&material, &signed, by_key, seen) {
+                        Some(s) => s,
+                        None => continue,
+                    }
+                }
             };
             match cosign::signed_digest(&payload) {
                 Ok(d) if d == self.digest => {
-                    return Ok(Some(Signer {
-                        signer: describe(key),
-                        layout,
-                    }))
+                    seen.keyless = None;
+                    return Ok(Some(Signer { signer, layout }));
                 }
                 Ok(d) => seen.other_digest = Some(d),
                 Err(e) => seen.unreadable = Some(e),
             }
         }
         Ok(None)
+    }
+}
+
+impl Check<'_> {
+    /// A keyless signature's signer, or `None` with why in `seen`.
+    fn keyless(
+        &self,
+        material: &keyless::Material,
+        signed: &rekor::Signed,
+        verifies: impl Fn(&PublicKey) -> bool,
+        seen: &mut Seen,
+    ) -> Option<String> {
+        let Some(root) = self.root else {
+            seen.keyless = Some("verify names no identities to trust".into());
+            return None;
+        };
+        match keyless::check(material, root, self.identities, signed, verifies) {
+            Ok(s) => Some(s),
+            Err(why) => {
+                seen.keyless = Some(why);
+                None
+            }
+        }
     }
 }
 

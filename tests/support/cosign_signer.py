@@ -11,16 +11,39 @@
                                                           transparency-log entry (`keyless`: with
                                                           a placeholder certificate instead of a key)
 
+    cosign_signer.py ca DIR                               a test Fulcio: a root and an intermediate CA
+                                                          (code-signing EKU), as DER and PEM keys
+    cosign_signer.py rekor DIR                            a test Rekor log key (ECDSA P-256)
+    cosign_signer.py trusted-root CA_DIR REKOR_DIR        the Sigstore trusted_root.json trusting them
+    cosign_signer.py keyless CA_DIR REKOR_DIR LAYOUT DIGEST REFERENCE SUBJECT ISSUER [OPTION...]
+                                                          a keyless signature as JSON: LAYOUT `sig` gives
+                                                          the payload and the `.sig` layer annotations
+                                                          (certificate, chain, bundle with the SET);
+                                                          `bundle` gives a Sigstore bundle v0.3 (DSSE,
+                                                          certificate, tlog entry with the SET and an
+                                                          inclusion proof in a real RFC 6962 tree with a
+                                                          signed checkpoint). OPTIONs: expired (logged
+                                                          after the certificate's ten minutes),
+                                                          tamper-set, tamper-proof, no-tlog,
+                                                          signed=DIGEST (the payload names DIGEST)
+
 Signatures are what `cosign sign --key` makes: ECDSA P-256 over SHA-256 (ASN.1 DER),
-Ed25519 over the payload, RSA PKCS#1 v1.5 over SHA-256.
+Ed25519 over the payload, RSA PKCS#1 v1.5 over SHA-256. Keyless ones are what `cosign sign`
+makes with a Fulcio certificate (ten minutes of validity, the SAN URI, the OIDC issuer
+extension 1.3.6.1.4.1.57264.1.8 and the deprecated .1.1) logged in Rekor.
 """
 
 import base64
+import datetime
+import hashlib
 import json
+import os
 import sys
 
+from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
 
 def keygen(kind, private_path, public_path):
@@ -107,6 +130,255 @@ def bundle(private_path, digest, reference, mode="key"):
     sys.stdout.write(json.dumps(body))
 
 
+# Keyless: a test Fulcio and a test Rekor.
+
+SIGNED_AT = datetime.datetime(2024, 2, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+FULCIO_ISSUER = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+FULCIO_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
+b64 = lambda b: base64.b64encode(b).decode()
+
+
+def _save_key(key, path):
+    with open(path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+
+
+def _load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".der"):
+        return x509.load_der_x509_certificate(data)
+    return serialization.load_pem_private_key(data, password=None)
+
+
+def _name(cn):
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "imagebump.test"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def ca(directory):
+    os.makedirs(directory, exist_ok=True)
+    start = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    end = datetime.datetime(2035, 1, 1, tzinfo=datetime.timezone.utc)
+    root_key = ec.generate_private_key(ec.SECP384R1())
+    root = (x509.CertificateBuilder().subject_name(_name("test-fulcio"))
+            .issuer_name(_name("test-fulcio")).public_key(root_key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=1), critical=True)
+            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                           critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(root_key.public_key()),
+                           critical=False)
+            .sign(root_key, hashes.SHA384()))
+    inter_key = ec.generate_private_key(ec.SECP384R1())
+    inter = (x509.CertificateBuilder().subject_name(_name("test-fulcio-intermediate"))
+             .issuer_name(root.subject).public_key(inter_key.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(start)
+             .not_valid_after(end)
+             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+             .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                            critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+             .add_extension(x509.SubjectKeyIdentifier.from_public_key(inter_key.public_key()),
+                            critical=False)
+             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()),
+                            critical=False)
+             .sign(root_key, hashes.SHA384()))
+    for name, cert in (("root", root), ("intermediate", inter)):
+        with open(os.path.join(directory, name + ".der"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.DER))
+    _save_key(inter_key, os.path.join(directory, "intermediate.key"))
+
+
+def rekor(directory):
+    os.makedirs(directory, exist_ok=True)
+    _save_key(ec.generate_private_key(ec.SECP256R1()), os.path.join(directory, "rekor.key"))
+
+
+def _rekor_public_der(directory):
+    key = _load(os.path.join(directory, "rekor.key"))
+    return key.public_key().public_bytes(serialization.Encoding.DER,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def trusted_root(ca_dir, rekor_dir):
+    der = _rekor_public_der(rekor_dir)
+    chain = [_load(os.path.join(ca_dir, n + ".der")) for n in ("intermediate", "root")]
+    root = {
+        "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+        "tlogs": [{
+            "baseUrl": "https://rekor.test",
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {"rawBytes": b64(der), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                          "validFor": {"start": "2020-01-01T00:00:00Z"}},
+            "logId": {"keyId": b64(hashlib.sha256(der).digest())},
+        }],
+        "certificateAuthorities": [{
+            "subject": {"organization": "imagebump.test", "commonName": "test-fulcio"},
+            "uri": "https://fulcio.test",
+            "certChain": {"certificates": [
+                {"rawBytes": b64(c.public_bytes(serialization.Encoding.DER))} for c in chain]},
+            "validFor": {"start": "2020-01-01T00:00:00Z"},
+        }],
+        "ctlogs": [],
+        "timestampAuthorities": [],
+    }
+    sys.stdout.write(json.dumps(root, indent=2))
+
+
+def _leaf(ca_dir, subject, issuer):
+    """A Fulcio-like certificate for a fresh key, valid for ten minutes from SIGNED_AT."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    inter = _load(os.path.join(ca_dir, "intermediate.der"))
+    inter_key = _load(os.path.join(ca_dir, "intermediate.key"))
+    utf8 = issuer.encode()
+    der_utf8 = bytes([0x0C, len(utf8)]) + utf8  # a DER UTF8String (issuers are short)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([]))
+            .issuer_name(inter.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(SIGNED_AT)
+            .not_valid_after(SIGNED_AT + datetime.timedelta(minutes=10))
+            .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False),
+                           critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(subject)]),
+                           critical=True)
+            .add_extension(x509.UnrecognizedExtension(FULCIO_ISSUER_V1, utf8), critical=False)
+            .add_extension(x509.UnrecognizedExtension(FULCIO_ISSUER, der_utf8), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(inter_key.public_key()),
+                           critical=False)
+            .sign(inter_key, hashes.SHA384()))
+    return key, cert
+
+
+def _merkle_root(leaves):
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return hashlib.sha256(b"\x01" + _merkle_root(leaves[:k]) + _merkle_root(leaves[k:])).digest()
+
+
+def _merkle_path(leaves, i):
+    if len(leaves) == 1:
+        return []
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    if i < k:
+        return _merkle_path(leaves[:k], i) + [_merkle_root(leaves[k:])]
+    return _merkle_path(leaves[k:], i - k) + [_merkle_root(leaves[:k])]
+
+
+def _log(rekor_dir, body, integrated_time, options):
+    """Log `body` in a tree of 13 entries (at index 9): its SET, inclusion proof, checkpoint."""
+    key = _load(os.path.join(rekor_dir, "rekor.key"))
+    log_id = hashlib.sha256(_rekor_public_der(rekor_dir)).digest()
+    bodies = [b"filler %d" % i for i in range(13)]
+    index = 9
+    bodies[index] = body
+    leaves = [hashlib.sha256(b"\x00" + b).digest() for b in bodies]
+    root, path = _merkle_root(leaves), _merkle_path(leaves, index)
+    global_index = 1000 + index
+    set_payload = json.dumps({"body": b64(body), "integratedTime": integrated_time,
+                              "logID": log_id.hex(), "logIndex": global_index},
+                             sort_keys=True, separators=(",", ":")).encode()
+    sett = key.sign(set_payload, ec.ECDSA(hashes.SHA256()))
+    if "tamper-set" in options:
+        sett = sett[:-1] + bytes([sett[-1] ^ 1])
+    if "tamper-proof" in options:
+        path[1] = bytes([path[1][0] ^ 1]) + path[1][1:]
+    note = "rekor.test - 1193016\n%d\n%s\n" % (len(leaves), b64(root))
+    note_sig = key.sign(note.encode(), ec.ECDSA(hashes.SHA256()))
+    checkpoint = note + "\n\u2014 rekor.test " + b64(log_id[:4] + note_sig) + "\n"
+    return {"log_id": log_id, "index": global_index, "set": sett, "root": root,
+            "path": path, "size": len(leaves), "checkpoint": checkpoint, "shard_index": index}
+
+
+def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *options):
+    signed = digest
+    for o in options:
+        if o.startswith("signed="):
+            signed = o.split("=", 1)[1]
+    key, cert = _leaf(ca_dir, subject, issuer)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    chain_pem = b"".join(_load(os.path.join(ca_dir, n + ".der")).public_bytes(serialization.Encoding.PEM)
+                         for n in ("intermediate", "root"))
+    minutes = 20 if "expired" in options else 1
+    integrated = int((SIGNED_AT + datetime.timedelta(minutes=minutes)).timestamp())
+    if layout == "sig":
+        body_payload = json.dumps({"critical": {
+            "identity": {"docker-reference": reference},
+            "image": {"docker-manifest-digest": signed},
+            "type": "cosign container image signature"}, "optional": None},
+            separators=(",", ":")).encode()
+        sig = key.sign(body_payload, ec.ECDSA(hashes.SHA256()))
+        entry = {"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(body_payload).hexdigest()}},
+            "signature": {"content": b64(sig), "publicKey": {"content": b64(cert_pem)}}}}
+        body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+        log = _log(rekor_dir, body, integrated, options)
+        annotations = {
+            "dev.cosignproject.cosign/signature": b64(sig),
+            "dev.sigstore.cosign/certificate": cert_pem.decode(),
+            "dev.sigstore.cosign/chain": chain_pem.decode(),
+        }
+        if "no-tlog" not in options:
+            annotations["dev.sigstore.cosign/bundle"] = json.dumps({
+                "SignedEntryTimestamp": b64(log["set"]),
+                "Payload": {"body": b64(body), "integratedTime": integrated,
+                            "logIndex": log["index"], "logID": log["log_id"].hex()}})
+        sys.stdout.write(json.dumps({"payload": b64(body_payload), "annotations": annotations}))
+        return
+    statement = json.dumps({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": reference, "digest": {"sha256": signed.split(":", 1)[1]}}],
+        "predicateType": "https://sigstore.dev/cosign/sign/v1",
+        "predicate": {},
+    }, separators=(",", ":")).encode()
+    payload_type = "application/vnd.in-toto+json"
+    pae = b"DSSEv1 %d %s %d %s" % (len(payload_type), payload_type.encode(), len(statement), statement)
+    sig = key.sign(pae, ec.ECDSA(hashes.SHA256()))
+    envelope = {"payload": b64(statement), "payloadType": payload_type,
+                "signatures": [{"sig": b64(sig), "keyid": ""}]}
+    entry = {"apiVersion": "0.0.1", "kind": "dsse", "spec": {
+        "envelopeHash": {"algorithm": "sha256",
+                         "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest()},
+        "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()},
+        "signatures": [{"signature": b64(sig), "verifier": b64(cert_pem)}]}}
+    body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+    log = _log(rekor_dir, body, integrated, options)
+    tlog = {
+        "logIndex": str(log["index"]),
+        "logId": {"keyId": b64(log["log_id"])},
+        "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+        "integratedTime": str(integrated),
+        "inclusionPromise": {"signedEntryTimestamp": b64(log["set"])},
+        "inclusionProof": {
+            "logIndex": str(log["shard_index"]),
+            "rootHash": b64(log["root"]),
+            "treeSize": str(log["size"]),
+            "hashes": [b64(h) for h in log["path"]],
+            "checkpoint": {"envelope": log["checkpoint"]},
+        },
+        "canonicalizedBody": b64(body),
+    }
+    bundle = {
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {
+            "certificate": {"rawBytes": b64(cert.public_bytes(serialization.Encoding.DER))},
+            "tlogEntries": [] if "no-tlog" in options else [tlog],
+        },
+        "dsseEnvelope": envelope,
+    }
+    sys.stdout.write(json.dumps({"bundle": json.dumps(bundle)}))
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"keygen": keygen, "payload": payload, "sign": sign, "bundle": bundle}[command](*args)
+    {"keygen": keygen, "payload": payload, "sign": sign, "bundle": bundle, "ca": ca,
+     "rekor": rekor, "trusted-root": trusted_root, "keyless": keyless}[command](*args)

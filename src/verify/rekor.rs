@@ -1,0 +1,485 @@
+//! Rekor transparency-log entries, checked offline against the trusted root's log keys:
+//! the signed entry timestamp (SET, the log's signature over the canonical JSON of
+//! `{body, integratedTime, logID, logIndex}`), the RFC 6962 inclusion proof up to a
+//! checkpoint the log signed, and the entry body, which must be the signature being
+//! verified. The signatures are ring's (through [`PublicKey`]); SHA-256 is sha2's.
+
+use base64::Engine as _;
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+use super::trust::TrustedRoot;
+
+/// The most audit-path hashes read (a tree of 2^64 leaves needs 64).
+const MAX_PATH: usize = 64;
+
+/// One log entry as a signature carries it (legacy annotation or bundle v0.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The canonicalized entry body (JSON).
+    pub body: Vec<u8>,
+    pub integrated_time: i64,
+    pub log_index: i64,
+    /// The log's id: the SHA-256 of its public key.
+    pub log_id: Vec<u8>,
+    /// The signed entry timestamp, when present.
+    pub set: Option<Vec<u8>>,
+    pub proof: Option<Proof>,
+}
+
+/// An inclusion proof and the checkpoint it leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    pub log_index: u64,
+    pub tree_size: u64,
+    pub root_hash: Vec<u8>,
+    pub hashes: Vec<Vec<u8>>,
+    /// The signed note (`origin\nsize\nroot\n\n— name sig\n`).
+    pub checkpoint: String,
+}
+
+/// What the entry's body must say.
+pub enum Signed<'a> {
+    /// `hashedrekord`: the SHA-256 of the payload, the signature, the certificate.
+    Hashed {
+        payload: &'a [u8],
+        signature: &'a [u8],
+        certificate: &'a [u8],
+    },
+    /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate.
+    Dsse {
+        payload: &'a [u8],
+        signatures: &'a [Vec<u8>],
+        certificate: &'a [u8],
+    },
+}
+
+/// Check `entry` against the trusted root's logs and `signed`; the verified time of the
+/// entry (its integrated time, which a verified SET signs).
+pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64, String> {
+    let time = logged(entry, root)?;
+    body_matches(&entry.body, signed)?;
+    Ok(time)
+}
+
+/// The entry is in a log of the trusted root: its SET verifies, and its inclusion proof
+/// and checkpoint when it has them. Its integrated time, which the SET signs.
+fn logged(entry: &Entry, root: &TrustedRoot) -> Result<i64, String> {
+    let Some(log) = root.log(&entry.log_id) else {
+        return Err(format!(
+            "the transparency log entry is from a log the trusted root ({}) does not list",
+            root.name
+        ));
+    };
+    if !log.valid.contains(entry.integrated_time) {
+        return Err("the transparency log's key was not valid at the entry's time".into());
+    }
+    let Some(set) = &entry.set else {
+        return Err("the transparency log entry has no signed entry timestamp (its time is unproven; signed timestamps from a timestamp authority are not supported)".into());
+    };
+    if !log.key.verifies(&set_payload(entry), set) {
+        return Err("the transparency log entry's signed entry timestamp does not verify with the log's key".into());
+    }
+    if let Some(proof) = &entry.proof {
+        inclusion(&entry.body, proof)?;
+        checkpoint(proof, &log.key, &entry.log_id)?;
+    }
+    Ok(entry.integrated_time)
+}
+
+/// The canonical JSON the SET signs: keys sorted, no spaces.
+fn set_payload(entry: &Entry) -> Vec<u8> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let hex: String = entry.log_id.iter().map(|b| format!("{b:02x}")).collect();
+    serde_json::json!({
+        "body": b64.encode(&entry.body),
+        "integratedTime": entry.integrated_time,
+        "logID": hex,
+        "logIndex": entry.log_index,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn node(left: &[u8], right: &[u8]) -> Vec<u8> {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().to_vec()
+}
+
+/// RFC 9162 2.1.3.2: the audit path from the leaf to the root of a tree of `tree_size`.
+fn inclusion(body: &[u8], p: &Proof) -> Result<(), String> {
+    let bad = || {
+        "the transparency log entry's inclusion proof does not lead to its root hash".to_string()
+    };
+    if p.log_index >= p.tree_size || p.hashes.len() > MAX_PATH {
+        return Err(bad());
+    }
+    let mut leaf = Sha256::new();
+    leaf.update([0u8]);
+    leaf.update(body);
+    let mut r = leaf.finalize().to_vec();
+    let (mut f, mut s) = (p.log_index, p.tree_size.saturating_sub(1));
+    for h in &p.hashes {
+        if s == 0 {
+            return Err(bad());
+        }
+        if f & 1 == 1 || f == s {
+            r = node(h, &r);
+            while f & 1 == 0 && f != 0 {
+                f >>= 1;
+                s >>= 1;
+            }
+        } else {
+            r = node(&r, h);
+        }
+        f >>= 1;
+        s >>= 1;
+    }
+    if s == 0 && r == p.root_hash {
+        Ok(())
+    } else {
+        Err(bad())
+    }
+}
+
+/// The checkpoint names the proof's tree size and root, and the log signed it.
+fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), String> {
+    let bad = |why: &str| format!("the transparency log entry's checkpoint {why}");
+    let Some((note, sigs)) = p.checkpoint.split_once("\n\n") else {
+        return Err(bad("is not a signed note"));
+    };
+    let mut lines = note.lines();
+    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if size.and_then(|s| s.parse::<u64>().ok()) != Some(p.tree_size)
+        || root.and_then(|r| b64.decode(r).ok()).as_deref() != Some(&p.root_hash[..])
+    {
+        return Err(bad("is for another tree than the inclusion proof"));
+    }
+    let signed = format!("{note}\n");
+    let ok = sigs.lines().take(8).any(|line| {
+        let Some(sig) = line
+            .strip_prefix("\u{2014} ")
+            .and_then(|l| l.rsplit_once(' '))
+            .and_then(|(_, s)| b64.decode(s).ok())
+        else {
+            return false;
+        };
+        // Four bytes of key hint (the start of the log id), then the signature.
+        match (sig.split_at_checked(4), log_id.get(..4)) {
+            (Some((hint, sig)), Some(id)) => hint == id && key.verifies(signed.as_bytes(), sig),
+            _ => false,
+        }
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(bad("is not signed by the log's key"))
+    }
+}
+
+#[derive(Deserialize)]
+struct Body {
+    kind: String,
+    spec: serde_json::Value,
+}
+
+/// The entry body logs this very signature, of this payload, by this certificate.
+fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
+    let b: Body = serde_json::from_slice(body)
+        .map_err(|e| format!("the transparency log entry's body: {e}"))?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let text = |v: &serde_json::Value, at: &str| {
+        v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
+    };
+    let decoded = |s: Option<String>| s.and_then(|s| b64.decode(s.trim()).ok());
+    let cert_of = |pem: Option<Vec<u8>>| {
+        pem.and_then(|p| String::from_utf8(p).ok())
+            .and_then(|p| super::fulcio::pem_certificates(&p).ok())
+            .and_then(|c| c.into_iter().next())
+    };
+    let sha = |d: &[u8]| format!("{:x}", Sha256::digest(d));
+    let mismatch = |what: &str| Err(format!("the transparency log entry is for another {what}"));
+    match (signed, b.kind.as_str()) {
+        (
+            Signed::Hashed {
+                payload,
+                signature,
+                certificate,
+            },
+            "hashedrekord",
+        ) => {
+            if text(&b.spec, "/data/hash/value") != Some(sha(payload)) {
+                return mismatch("payload");
+            }
+            if decoded(text(&b.spec, "/signature/content")).as_deref() != Some(*signature) {
+                return mismatch("signature");
+            }
+            if cert_of(decoded(text(&b.spec, "/signature/publicKey/content"))).as_deref()
+                != Some(*certificate)
+            {
+                return mismatch("certificate");
+            }
+            Ok(())
+        }
+        (
+            Signed::Dsse {
+                payload,
+                signatures,
+                certificate,
+            },
+            "dsse",
+        ) => {
+            if text(&b.spec, "/payloadHash/value") != Some(sha(payload)) {
+                return mismatch("payload");
+            }
+            type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+            let logged: Vec<Logged> = b
+                .spec
+                .get("signatures")
+                .and_then(|s| s.as_array())
+                .into_iter()
+                .flatten()
+                .take(8)
+                .map(|s| {
+                    (
+                        decoded(text(s, "/signature")),
+                        cert_of(decoded(text(s, "/verifier"))),
+                    )
+                })
+                .collect();
+            let all = !signatures.is_empty()
+                && signatures.iter().all(|sig| {
+                    logged.iter().any(|(s, c)| {
+                        s.as_deref() == Some(sig) && c.as_deref() == Some(*certificate)
+                    })
+                });
+            if all {
+                Ok(())
+            } else {
+                mismatch("signature or certificate")
+            }
+        }
+        (_, kind) => Err(format!(
+            "a transparency log entry of kind {kind:?}, not the signature's"
+        )),
+    }
+}
+
+/// The legacy layout's `dev.sigstore.cosign/bundle` annotation.
+pub fn from_annotation(json: &str) -> Result<Entry, String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Legacy {
+        signed_entry_timestamp: String,
+        payload: LegacyPayload,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct LegacyPayload {
+        body: String,
+        integrated_time: i64,
+        log_index: i64,
+        #[serde(rename = "logID")]
+        log_id: String,
+    }
+    let l: Legacy =
+        serde_json::from_str(json).map_err(|e| format!("the cosign bundle annotation: {e}"))?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    Ok(Entry {
+        body: b64
+            .decode(l.payload.body.trim())
+            .map_err(|e| format!("the log entry body: {e}"))?,
+        integrated_time: l.payload.integrated_time,
+        log_index: l.payload.log_index,
+        log_id: unhex(&l.payload.log_id).ok_or("the log id is not hex")?,
+        set: Some(
+            b64.decode(l.signed_entry_timestamp.trim())
+                .map_err(|e| format!("the signed entry timestamp: {e}"))?,
+        ),
+        proof: None,
+    })
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || s.len() > 128 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i.saturating_add(2))?, 16).ok())
+        .collect()
+}
+
+/// A bundle v0.3 `tlogEntries` item.
+pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let text = |at: &str| v.pointer(at).and_then(|x| x.as_str());
+    let int = |at: &str| -> Result<i64, String> {
+        text(at)
+            .and_then(|s| s.parse().ok())
+            .or_else(|| v.pointer(at).and_then(|x| x.as_i64()))
+            .ok_or_else(|| format!("tlog entry: no {at}"))
+    };
+    let bytes = |at: &str| -> Result<Vec<u8>, String> {
+        b64.decode(text(at).ok_or_else(|| format!("tlog entry: no {at}"))?)
+            .map_err(|e| format!("tlog entry {at}: {e}"))
+    };
+    let set = match text("/inclusionPromise/signedEntryTimestamp") {
+        Some(_) => Some(bytes("/inclusionPromise/signedEntryTimestamp")?),
+        None => None,
+    };
+    let proof = match v.get("inclusionProof") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(_) => {
+            let hashes = v
+                .pointer("/inclusionProof/hashes")
+                .and_then(|h| h.as_array())
+                .into_iter()
+                .flatten()
+                .take(MAX_PATH + 1)
+                .map(|h| {
+                    h.as_str()
+                        .and_then(|h| b64.decode(h).ok())
+                        .ok_or("tlog entry: an inclusion proof hash is not base64")
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let unsigned = |at: &str| {
+                int(at).and_then(|i| {
+                    u64::try_from(i).map_err(|_| format!("tlog entry: a negative {at}"))
+                })
+            };
+            Some(Proof {
+                log_index: unsigned("/inclusionProof/logIndex")?,
+                tree_size: unsigned("/inclusionProof/treeSize")?,
+                root_hash: bytes("/inclusionProof/rootHash")?,
+                hashes,
+                checkpoint: text("/inclusionProof/checkpoint/envelope")
+                    .unwrap_or_default()
+                    .to_string(),
+            })
+        }
+    };
+    Ok(Entry {
+        body: bytes("/canonicalizedBody")?,
+        integrated_time: int("/integratedTime")?,
+        log_index: int("/logIndex")?,
+        log_id: bytes("/logId/keyId")?,
+        set,
+        proof,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real entry of rekor.sigstore.dev (from sigstore-python's test assets: a wheel
+    /// signed in GitHub Actions), checked offline against the public-good root: its SET, its
+    /// inclusion proof of 75 million leaves and its checkpoint; any changed byte fails.
+    #[test]
+    fn a_real_public_good_entry_verifies_offline() {
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(
+            "testdata/public-good-github-actions.sigstore.json"
+        ))
+        .unwrap();
+        let entry = from_bundle(&bundle["verificationMaterial"]["tlogEntries"][0]).unwrap();
+        let root = TrustedRoot::public_good().unwrap();
+        assert_eq!(logged(&entry, &root), Ok(1_710_888_076));
+        assert_eq!(entry.proof.as_ref().unwrap().tree_size, 75_441_653);
+
+        let mut bad = entry.clone();
+        bad.integrated_time += 1;
+        assert!(logged(&bad, &root)
+            .unwrap_err()
+            .contains("signed entry timestamp"));
+        let mut bad = entry.clone();
+        bad.proof.as_mut().unwrap().hashes[3][0] ^= 1;
+        assert!(logged(&bad, &root).unwrap_err().contains("inclusion proof"));
+        let mut bad = entry.clone();
+        let p = bad.proof.as_mut().unwrap();
+        p.checkpoint = p
+            .checkpoint
+            .replace("rekor.sigstore.dev - ", "rekor.example - ");
+        assert!(logged(&bad, &root)
+            .unwrap_err()
+            .contains("not signed by the log's key"));
+        let mut bad = entry;
+        bad.log_id[0] ^= 1;
+        assert!(logged(&bad, &root).unwrap_err().contains("does not list"));
+    }
+
+    fn leaf(d: &[u8]) -> Vec<u8> {
+        let mut h = Sha256::new();
+        h.update([0u8]);
+        h.update(d);
+        h.finalize().to_vec()
+    }
+
+    /// Every leaf of trees of 1 to 9 leaves, proven against the root built level by level
+    /// (the RFC 6962 tree: the left subtree is the largest power of two below the size).
+    #[test]
+    fn inclusion_proofs_follow_rfc_6962() {
+        fn root(leaves: &[Vec<u8>]) -> Vec<u8> {
+            if leaves.len() == 1 {
+                return leaves[0].clone();
+            }
+            let k = leaves.len().next_power_of_two() / 2;
+            node(&root(&leaves[..k]), &root(&leaves[k..]))
+        }
+        fn path(leaves: &[Vec<u8>], i: usize) -> Vec<Vec<u8>> {
+            if leaves.len() == 1 {
+                return Vec::new();
+            }
+            let k = leaves.len().next_power_of_two() / 2;
+            if i < k {
+                let mut p = path(&leaves[..k], i);
+                p.push(root(&leaves[k..]));
+                p
+            } else {
+                let mut p = path(&leaves[k..], i - k);
+                p.push(root(&leaves[..k]));
+                p
+            }
+        }
+        for n in 1..10u64 {
+            let bodies: Vec<Vec<u8>> = (0..n).map(|i| format!("entry {i}").into_bytes()).collect();
+            let leaves: Vec<Vec<u8>> = bodies.iter().map(|b| leaf(b)).collect();
+            let r = root(&leaves);
+            for i in 0..n {
+                let mut p = Proof {
+                    log_index: i,
+                    tree_size: n,
+                    root_hash: r.clone(),
+                    hashes: path(&leaves, i as usize),
+                    checkpoint: String::new(),
+                };
+                assert_eq!(inclusion(&bodies[i as usize], &p), Ok(()), "{i} of {n}");
+                assert!(inclusion(b"another entry", &p).is_err());
+                p.log_index = n;
+                assert!(inclusion(&bodies[i as usize], &p).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn the_set_signs_sorted_compact_json() {
+        let e = Entry {
+            body: b"{}".to_vec(),
+            integrated_time: 1_700_000_000,
+            log_index: 7,
+            log_id: vec![0xab, 0x01],
+            set: None,
+            proof: None,
+        };
+        assert_eq!(
+            String::from_utf8(set_payload(&e)).unwrap(),
+            r#"{"body":"e30=","integratedTime":1700000000,"logID":"ab01","logIndex":7}"#
+        );
+        assert_eq!(unhex("ab01"), Some(vec![0xab, 1]));
+        assert_eq!(unhex("abc"), None);
+    }
+}

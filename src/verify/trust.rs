@@ -1,0 +1,230 @@
+//! The Sigstore trusted root (`trusted_root.json`, media type
+//! `application/vnd.dev.sigstore.trustedroot+json;version=0.1`): the Fulcio certificate
+//! authorities keyless certificates must chain to, and the Rekor logs whose keys sign
+//! their entries. Read from the operator's file, or the public-good root built in.
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use super::PublicKey;
+
+/// The Sigstore public-good trusted root, as its TUF repository served it (see
+/// docs/security.md, "Keyless"): the default when `verify.trustedRoot` is not set.
+const PUBLIC_GOOD: &str = include_str!("public_good_trusted_root.json");
+
+/// Media types of the trusted root this reads.
+const MEDIA_TYPE: &str = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
+
+/// What keyless verification trusts.
+#[derive(Debug)]
+pub struct TrustedRoot {
+    /// `public-good` or the file's name, for messages.
+    pub name: String,
+    pub authorities: Vec<Authority>,
+    pub logs: Vec<Log>,
+}
+
+/// A Fulcio CA: its chain (issuing certificate first, the root last), valid for a window.
+#[derive(Debug)]
+pub struct Authority {
+    pub chain: Vec<Vec<u8>>,
+    pub valid: Window,
+}
+
+/// A Rekor log: its key and id (the SHA-256 of the key's DER), valid for a window.
+#[derive(Debug)]
+pub struct Log {
+    pub key: PublicKey,
+    pub id: Vec<u8>,
+    pub valid: Window,
+}
+
+/// `[start, end]` in Unix seconds; an open end is `i64::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Window {
+    pub fn contains(&self, t: i64) -> bool {
+        self.start <= t && t <= self.end
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRoot {
+    media_type: String,
+    #[serde(default)]
+    tlogs: Vec<RawLog>,
+    #[serde(default)]
+    certificate_authorities: Vec<RawAuthority>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLog {
+    public_key: RawKey,
+    log_id: RawLogId,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawKey {
+    raw_bytes: String,
+    #[serde(default)]
+    valid_for: Option<RawWindow>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawAuthority {
+    cert_chain: RawChain,
+    #[serde(default)]
+    valid_for: Option<RawWindow>,
+}
+
+#[derive(Deserialize)]
+struct RawChain {
+    certificates: Vec<RawCert>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCert {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct RawWindow {
+    #[serde(default)]
+    start: Option<String>,
+    #[serde(default)]
+    end: Option<String>,
+}
+
+impl TrustedRoot {
+    /// The public-good root built into imagebump.
+    pub fn public_good() -> Result<TrustedRoot, String> {
+        Self::from_json("public-good", PUBLIC_GOOD.as_bytes())
+    }
+
+    /// Read a `trusted_root.json`; `name` names it in messages.
+    pub fn from_json(name: &str, json: &[u8]) -> Result<TrustedRoot, String> {
+        let raw: RawRoot = serde_json::from_slice(json)
+            .map_err(|e| format!("not a Sigstore trusted root (trusted_root.json): {e}"))?;
+        if raw.media_type != MEDIA_TYPE {
+            return Err(format!(
+                "a trusted root of media type {:?}, not {MEDIA_TYPE:?}",
+                raw.media_type
+            ));
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let decode = |what: &str, s: &str| {
+            b64.decode(s.trim())
+                .map_err(|e| format!("{what}: not base64: {e}"))
+        };
+        let mut logs = Vec::new();
+        for (i, l) in raw.tlogs.iter().enumerate() {
+            let der = decode(&format!("tlogs[{i}].publicKey"), &l.public_key.raw_bytes)?;
+            let key = PublicKey::from_der(&format!("rekor key {i}"), &der)
+                .map_err(|e| format!("tlogs[{i}].publicKey: {e}"))?;
+            logs.push(Log {
+                key,
+                id: decode(&format!("tlogs[{i}].logId"), &l.log_id.key_id)?,
+                valid: window(l.public_key.valid_for.as_ref())
+                    .map_err(|e| format!("tlogs[{i}].publicKey.validFor: {e}"))?,
+            });
+        }
+        let mut authorities = Vec::new();
+        for (i, a) in raw.certificate_authorities.iter().enumerate() {
+            let chain = a
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| decode(&format!("certificateAuthorities[{i}]"), &c.raw_bytes))
+                .collect::<Result<Vec<_>, _>>()?;
+            if chain.is_empty() {
+                return Err(format!("certificateAuthorities[{i}]: no certificates"));
+            }
+            authorities.push(Authority {
+                chain,
+                valid: window(a.valid_for.as_ref())
+                    .map_err(|e| format!("certificateAuthorities[{i}].validFor: {e}"))?,
+            });
+        }
+        if authorities.is_empty() || logs.is_empty() {
+            return Err("keyless verification needs certificateAuthorities and tlogs".into());
+        }
+        Ok(TrustedRoot {
+            name: name.to_string(),
+            authorities,
+            logs,
+        })
+    }
+
+    /// The log whose id is `id`.
+    pub fn log(&self, id: &[u8]) -> Option<&Log> {
+        self.logs.iter().find(|l| l.id == id)
+    }
+}
+
+fn window(raw: Option<&RawWindow>) -> Result<Window, String> {
+    let at = |s: &Option<String>, default: i64| match s {
+        None => Ok(default),
+        Some(s) => s
+            .parse::<jiff::Timestamp>()
+            .map(|t| t.as_second())
+            .map_err(|e| format!("{s:?}: {e}")),
+    };
+    Ok(Window {
+        start: at(&raw.and_then(|r| r.start.clone()), i64::MIN)?,
+        end: at(&raw.and_then(|r| r.end.clone()), i64::MAX)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_public_good_root() {
+        let root = TrustedRoot::public_good().unwrap();
+        assert_eq!(root.authorities.len(), 2);
+        assert_eq!(root.authorities[1].chain.len(), 2);
+        // The first CA retired at the end of 2022; the current one is open-ended.
+        assert_eq!(root.authorities[0].valid.end, 1_672_531_199);
+        assert_eq!(root.authorities[1].valid.end, i64::MAX);
+        // rekor.sigstore.dev, and the first Rekor v2 shard (Ed25519).
+        assert_eq!(root.logs.len(), 2);
+        assert_eq!(root.logs[0].key.kind, "ecdsa-p256");
+        assert_eq!(root.logs[1].key.kind, "ed25519");
+        // rekor.sigstore.dev's log id is the SHA-256 of its key.
+        use sha2::Digest as _;
+        assert_eq!(
+            sha2::Sha256::digest(root.logs[0].key.fingerprint_source()).to_vec(),
+            root.logs[0].id
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_trusted_root() {
+        let e = TrustedRoot::from_json("t", b"{}").unwrap_err();
+        assert!(e.starts_with("not a Sigstore trusted root"), "{e}");
+        let e = TrustedRoot::from_json("t", br#"{"mediaType":"x"}"#).unwrap_err();
+        assert!(e.contains("media type \"x\""), "{e}");
+        let empty = format!(r#"{{"mediaType":"{MEDIA_TYPE}"}}"#);
+        let e = TrustedRoot::from_json("t", empty.as_bytes()).unwrap_err();
+        assert_eq!(
+            e,
+            "keyless verification needs certificateAuthorities and tlogs"
+        );
+    }
+}
