@@ -163,7 +163,8 @@ pub(super) fn scan(
         found.push((f, refs));
     }
     for rel in &releases {
-        if let Some((i, r)) = release_ref(rel, &repos, &found, &mut out.problems) {
+        let said = (&mut out.problems, &mut out.notes);
+        if let Some((i, r)) = release_ref(rel, &repos, &found, said) {
             if let Some((_, refs)) = found.get_mut(i) {
                 refs.push(r);
             }
@@ -376,13 +377,15 @@ fn flux_resources(f: &ChartFile, repos: &mut Vec<Repo>, releases: &mut Vec<Relea
     }
 }
 
-/// The reference of a release's version, and the index of its file in `found`; a release
-/// whose `HelmRepository` is not in git is an error at its `sourceRef`.
+/// The reference of a release's version, and the index of its file in `found`. A release
+/// whose `HelmRepository` is not in git (often kept with the cluster's infrastructure) is
+/// a note at its `sourceRef`: its version cannot be checked, and nothing is wrong with it.
+/// One whose `HelmRepository` is defined more than once is an error.
 fn release_ref(
     rel: &Release,
     repos: &[Repo],
     found: &[(ChartFile, Vec<ImageRef>)],
-    problems: &mut Vec<Problem>,
+    (problems, notes): (&mut Vec<Problem>, &mut Vec<Problem>),
 ) -> Option<(usize, ImageRef)> {
     let i = found.iter().position(|(f, _)| f.rel == rel.file)?;
     let (f, _) = found.get(i)?;
@@ -409,12 +412,15 @@ fn release_ref(
         [one] => *one,
         [] | [_, _, ..] => {
             let offset = node(f, rel.doc, &at("sourceRef")).map_or(s.span.start, Node::offset);
-            let what = if matching.is_empty() {
-                "is not in the repository"
+            let (what, said) = if matching.is_empty() {
+                ("is not in the repository", notes)
             } else {
-                "is defined more than once (in different namespaces?)"
+                (
+                    "is defined more than once (in different namespaces?)",
+                    problems,
+                )
             };
-            problems.push(ctx.problem(
+            said.push(ctx.problem(
                 offset,
                 format!(
                     "HelmRelease chart {}: HelmRepository {} {what}; its version is not checked",

@@ -484,8 +484,9 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 .filter_map(|f| kustomize::graph::join(&k.dir, f))
         })
         .collect();
-    // Chart versions (`helm.charts`) are read after every file, from files of their own.
-    let mut early = early.filter(|_| !config.helm.charts && !claims_possible(root, &files));
+    // Chart versions (`helm.charts`) are read after every file, from files of their own:
+    // they are new references and change none read before, so they do not hold listing back.
+    let mut early = early.filter(|_| !claims_possible(root, &files));
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,
