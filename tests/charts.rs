@@ -741,10 +741,25 @@ async fn a_chart_bumps_pull_request_and_dry_run_say_the_app_version_change() {
     let work = support::make_worktree(&[("apps/web.yaml", &app)]);
     let server = support::GitServer::http_with_token(work.path(), "gitops", FakeGitHub::TOKEN);
     let forge = FakeGitHub::start().await;
+    // The Helm repository's host configured as a registry would be: a request for an
+    // image label (`/v2/...`) would reach it and show in its log.
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("config.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "registries:\n  - prefix: {}\n    url: {}\n",
+            helm.host(),
+            helm.url()
+        ),
+    )
+    .unwrap();
     let run = |extra: &'static [&'static str]| {
         imagebump()
             .arg("run")
             .arg(server.url())
+            .arg("--config")
+            .arg(&cfg)
             .args(["--forge", "github", "--forge-url"])
             .arg(forge.api_url())
             .arg("--forge-repo")
@@ -781,7 +796,7 @@ async fn a_chart_bumps_pull_request_and_dry_run_say_the_app_version_change() {
         "{body}"
     );
     // Each run: the index once, the chart's archive once (its default values); nothing
-    // more for the appVersion.
+    // more for the appVersion, and no image label asked of a Helm repository.
     let mut requests = helm.requests();
     requests.sort();
     assert_eq!(
@@ -1058,9 +1073,21 @@ spec:
         "          - env: dev\n            replicas: '1'\n            version: 1.0.0",
         "'{{version}}'",
     );
+    // A literal set whose apps each set nginx's tag themselves, from their element: only
+    // busybox is a chart default, written once in the template.
+    let own_tags = set(
+        "own",
+        "          - env: dev\n            replicas: '1'\n            tag: 1.25.0\n          - env: prod\n            replicas: '3'\n            tag: 1.24.0",
+        "1.0.0",
+    )
+    .replace(
+        "              value: '{{replicas}}'\n",
+        "              value: '{{replicas}}'\n            - name: image.tag\n              value: '{{tag}}'\n",
+    );
     let dir = support::tree(&[
         ("sets/web.yaml", literal.as_str()),
         ("sets/api.yaml", templated.as_str()),
+        ("sets/own.yaml", own_tags.as_str()),
     ]);
     let run = imagebump()
         .args(["run", "--write"])
@@ -1081,7 +1108,17 @@ spec:
         templated.replace("version: 1.0.0", "version: 1.1.0"),
         "{run}"
     );
-    // One archive for the one chart version both sets name; one index.
+    assert_eq!(
+        texts["sets/own.yaml"],
+        own_tags
+            .replace("targetRevision: 1.0.0", "targetRevision: 1.1.0")
+            .replace(
+                "      destination:",
+                &format!("          valuesObject:\n            sidecar:\n              image: {host}/tools/busybox:1.37.0\n      destination:"),
+            ),
+        "{run}"
+    );
+    // One archive for the one chart version the sets name; one index.
     assert_eq!(
         helm.requests(),
         vec![

@@ -714,6 +714,8 @@ fn source_links(
     let wanted: BTreeSet<(String, String)> = made
         .updates
         .iter()
+        // A classic Helm repository is no registry: nothing to ask it for a label.
+        .filter(|u| crate::chart::classic_repository(&u.name).is_none())
         .map(|u| {
             let tag = crate::deliver::marker::tag_of(&u.to);
             (u.image.clone(), tag.to_string())
