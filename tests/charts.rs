@@ -548,13 +548,20 @@ fn tags_explains_the_versions_of_a_classic_and_an_oci_chart() {
     assert!(bad.stderr.contains("--chart"), "{bad}");
 }
 
+/// A registry with nginx 1.25.0, 1.26.0 and busybox 1.36.0, 1.37.0: the images of the
+/// charts' default values.
+fn nginx_and_busybox() -> Registry {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
+    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
+    reg
+}
+
 /// Chart-only apps: the images of the chart's default values, for the version in git.
 #[test]
 fn the_images_of_chart_only_apps_come_from_the_charts_default_values() {
-    let reg = Registry::start(RegistryMode::Plain);
+    let reg = nginx_and_busybox();
     let host = reg.host();
-    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
-    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
     let web_values = format!(
         "replicas: 1\nimage:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\nplaceholder:\n  image: \"{{{{ .Values.global.image }}}}\"\n"
     );
@@ -1010,10 +1017,8 @@ fn scan_lists_the_images_of_chart_only_apps_unless_offline() {
 /// left to it; a template taking its version from a parameter gets no chart defaults.
 #[test]
 fn an_applicationsets_literal_chart_gets_its_chart_defaults_in_the_template() {
-    let reg = Registry::start(RegistryMode::Plain);
+    let reg = nginx_and_busybox();
     let host = reg.host();
-    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
-    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
     let values = format!(
         "image:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\n"
     );
