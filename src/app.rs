@@ -43,7 +43,7 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         .build()
         .map_err(Error::Runtime)?;
     match command {
-        Command::Scan(args) => scan::scan(&source::Source::from(&args), out),
+        Command::Scan(args) => runtime.block_on(scan::scan(&args, out)),
         Command::Promotions(args) => promotions::promotions(&source::Source::from(&args), out),
         Command::Run(args) => {
             let plan = RunPlan::new(args)?;
@@ -114,7 +114,8 @@ fn git_token() -> Option<secrecy::SecretString> {
 /// The `--output` of the command (the config subcommands print text only).
 fn format_of(command: &Command) -> Format {
     match command {
-        Command::Scan(args) | Command::Promotions(args) => args.output,
+        Command::Scan(args) => args.source.output,
+        Command::Promotions(args) => args.output,
         Command::Run(args) => args.source.output,
         Command::Tags(args) => args.output,
         Command::Registry(RegistryCommand::Check(args)) => args.output,

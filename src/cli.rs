@@ -34,7 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List every image reference: file:line, image, current tag, and whether it is managed.
-    Scan(SourceArgs),
+    Scan(ScanArgs),
     /// Check the registries and propose (or apply) updates.
     Run(RunArgs),
     /// Per application and environment of the `promoteFrom` rules: what runs where, since
@@ -201,6 +201,17 @@ pub struct SourceArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text", env = EnvVars::IMAGEBUMP_OUTPUT)]
     pub output: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Ask no server. Without it, and with `helm.charts` on (the default), the images of
+    /// chart-only Argo CD apps are read from their charts' default values: each chart
+    /// version's archive is downloaded once (docs/discovery.md, "Helm charts").
+    #[arg(long, env = EnvVars::IMAGEBUMP_OFFLINE, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    pub offline: bool,
 }
 
 #[derive(Debug, Args)]

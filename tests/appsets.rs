@@ -28,8 +28,10 @@ fn registry() -> (Registry, tempfile::TempDir, String) {
     reg.push_tags("team/payments", &["1.7.2", "1.8.0", "1.8.3", "2.0.0"]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("imagebump.yaml");
+    // The fixture's chart repositories (charts.example.com) do not exist: this file is
+    // about where generated apps' values are written.
     let config = format!(
-        "registries:\n  - prefix: registry.test\n    url: {}\n",
+        "registries:\n  - prefix: registry.test\n    url: {}\nhelm:\n  charts: false\n",
         reg.base_url()
     );
     std::fs::write(&path, config).unwrap();
@@ -73,7 +75,11 @@ fn generated_applications_are_updated_where_their_values_are_written() {
 #[test]
 fn scan_lists_the_generated_applications() {
     let run = imagebump()
-        .args(["scan", fixture().join("repo").to_str().unwrap()])
+        .args([
+            "scan",
+            "--offline",
+            fixture().join("repo").to_str().unwrap(),
+        ])
         .run();
     for app in [
         "app api",

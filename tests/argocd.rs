@@ -59,7 +59,9 @@ fn config(reg: &Registry) -> (tempfile::TempDir, String) {
     fs::write(
         &path,
         format!(
-            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            // The fixture's chart repositories (charts.example.test) do not exist, and
+            // argocd-image-updater, which it mirrors, does not bump charts.
+            "registries:\n  - prefix: registry.test\n    url: {}\nhelm:\n  charts: false\n",
             reg.base_url()
         ),
     )
@@ -105,8 +107,13 @@ fn writes_exactly_what_argocd_image_updater_would_without_its_bugs() {
 
 #[test]
 fn scan_groups_references_by_app_and_says_where_values_go() {
+    // Offline: the fixture's chart repositories do not exist.
     let run = imagebump()
-        .args(["scan", fixture().join("repo").to_str().unwrap()])
+        .args([
+            "scan",
+            "--offline",
+            fixture().join("repo").to_str().unwrap(),
+        ])
         .run();
     run.assert_stdout_contains("app team-a/batch\n");
     run.assert_stdout_contains("managed, writes apps/batch/.argocd-source-team-a_batch.yaml");

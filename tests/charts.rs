@@ -280,7 +280,6 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
             &cfg,
         ])
         .args(["--output", "json"])
-        .code(1)
         .run();
     let report = dry.json();
     // One index for the repository, whatever number of charts and files name it, and one
@@ -300,7 +299,33 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
             "GET /charts/web-1.0.0.tgz 200"
         ]
     );
-    assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{dry}");
+    // A HelmRelease whose HelmRepository is kept elsewhere is said, not an error.
+    assert_eq!(report["errors"].as_array().unwrap().len(), 0, "{dry}");
+    // Each classic chart bump carries its appVersion change, from the index already read;
+    // an OCI chart's would cost its config blobs: none.
+    let mut app_versions: Vec<String> = report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| format!("{} {} {}", u["file"], u["to"], u["appVersion"]))
+        .collect();
+    app_versions.sort();
+    assert_eq!(
+        app_versions,
+        vec![
+            r#""apps/multi.yaml" "1.2.0" null"#,
+            r#""apps/multi.yaml" "2.1.0" {"from":"3.0.0","to":"3.1.0"}"#,
+            // The two list elements of the ApplicationSet.
+            r#""apps/set.yaml" "2.3.0" null"#,
+            r#""apps/set.yaml" "2.3.0" null"#,
+            r#""apps/web.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
+            r#""flux/releases.yaml" "2.1.0" {"from":"3.0.0","to":"3.1.0"}"#,
+            r#""kust/kustomization.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
+            r#""umbrella/Chart.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
+            r#""umbrella/Chart.yaml" "2.3.0" null"#,
+        ],
+        "{dry}"
+    );
 
     let run = imagebump()
         .args([
@@ -311,12 +336,11 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
             &cfg,
         ])
         .env("SOURCE_DATE_EPOCH", "1767225600")
-        .code(1)
         .run();
     let stderr = run.filtered_stderr();
     assert!(
-        stderr.contains("error: flux/releases.yaml:34:9: ")
-            && stderr.contains("HelmRepository missing is not in the repository"),
+        stderr.contains("flux/releases.yaml:34:9: HelmRelease chart api: HelmRepository missing is not in the repository; its version is not checked")
+            && !stderr.contains("error:"),
         "{run}"
     );
     for (rel, before, after) in &files {
@@ -524,13 +548,20 @@ fn tags_explains_the_versions_of_a_classic_and_an_oci_chart() {
     assert!(bad.stderr.contains("--chart"), "{bad}");
 }
 
+/// A registry with nginx 1.25.0, 1.26.0 and busybox 1.36.0, 1.37.0: the images of the
+/// charts' default values.
+fn nginx_and_busybox() -> Registry {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
+    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
+    reg
+}
+
 /// Chart-only apps: the images of the chart's default values, for the version in git.
 #[test]
 fn the_images_of_chart_only_apps_come_from_the_charts_default_values() {
-    let reg = Registry::start(RegistryMode::Plain);
+    let reg = nginx_and_busybox();
     let host = reg.host();
-    reg.push_tags("library/nginx", &["1.25.0", "1.26.0"]);
-    reg.push_tags("tools/busybox", &["1.36.0", "1.37.0"]);
     let web_values = format!(
         "replicas: 1\nimage:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\nplaceholder:\n  image: \"{{{{ .Values.global.image }}}}\"\n"
     );
@@ -694,5 +725,410 @@ spec:
         texts["apps/aiu.yaml"],
         aiu.replace("targetRevision: 1.0.0", "targetRevision: 1.1.0"),
         "{run}"
+    );
+}
+
+/// A chart bump's pull request says which release of the application the new chart
+/// installs: the appVersion of both versions, read from the index the run read anyway.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chart_bumps_pull_request_and_dry_run_say_the_app_version_change() {
+    use support::github::FakeGitHub;
+    let helm = HelmRepo::start(None);
+    helm.publish(
+        "charts",
+        &[
+            chart("web", "1.0.0", "1.25.0"),
+            chart("web", "1.1.0", "1.26.0"),
+        ],
+    );
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: {}/charts\n    chart: web\n    targetRevision: 1.0.0\n",
+        helm.url()
+    );
+    let work = support::make_worktree(&[("apps/web.yaml", &app)]);
+    let server = support::GitServer::http_with_token(work.path(), "gitops", FakeGitHub::TOKEN);
+    let forge = FakeGitHub::start().await;
+    // The Helm repository's host configured as a registry would be: a request for an
+    // image label (`/v2/...`) would reach it and show in its log.
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("config.yaml");
+    fs::write(
+        &cfg,
+        format!(
+            "registries:\n  - prefix: {}\n    url: {}\n",
+            helm.host(),
+            helm.url()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &'static [&'static str]| {
+        imagebump()
+            .arg("run")
+            .arg(server.url())
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--forge", "github", "--forge-url"])
+            .arg(forge.api_url())
+            .arg("--forge-repo")
+            .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+            .args(extra)
+            .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
+    };
+    let dry = run(&["--dry-run"]).run_async().await;
+    let line = dry
+        .stdout
+        .lines()
+        .find(|l| l.contains("appVersion"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(
+        line,
+        format!(
+            "{}/charts/web 1.0.0 1.1.0 (appVersion 1.25.0 → 1.26.0) apps/web.yaml:9",
+            helm.url()
+        ),
+        "{dry}"
+    );
+    run(&[]).run_async().await;
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1);
+    let body = pulls[0].body.clone().unwrap_or_default();
+    assert!(
+        body.contains(&format!(
+            "| `{}/charts/web` | `1.0.0` | `1.1.0` (appVersion 1.25.0 → 1.26.0) | `apps/web.yaml` |  |\n",
+            helm.url()
+        )),
+        "{body}"
+    );
+    // Each run: the index once, the chart's archive once (its default values); nothing
+    // more for the appVersion, and no image label asked of a Helm repository.
+    let mut requests = helm.requests();
+    requests.sort();
+    assert_eq!(
+        requests,
+        vec![
+            "GET /charts/index.yaml 200",
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+}
+
+/// A Helm repository answering 500 is asked once in the run (its retries aside), however
+/// many stages want its index: the chart bump, the chart-only app's default values, a
+/// `Chart.yaml` dependency. The error names the host; the rest of the run carries on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_index_is_asked_once_per_run() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(path("/charts/index.yaml"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/ok", &["1.0.0", "1.1.0"]);
+    let url = server.uri();
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: {url}/charts\n    chart: web\n    targetRevision: 1.0.0\n"
+    );
+    let chart_yaml = format!(
+        "apiVersion: v2\nname: umbrella\nversion: 0.1.0\ndependencies:\n  - name: api\n    version: 2.0.0\n    repository: {url}/charts\n"
+    );
+    let ok = format!(
+        "images:\n  - name: {}/team/ok\n    newTag: 1.0.0\n",
+        reg.host()
+    );
+    let dir = support::tree(&[
+        ("apps/web.yaml", app.as_str()),
+        ("umbrella/Chart.yaml", chart_yaml.as_str()),
+        ("ok/kustomization.yaml", ok.as_str()),
+    ]);
+    let (_c, cfg) = operator_config(&reg);
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .args(["--config", &cfg])
+        .code(1)
+        .run_async()
+        .await;
+    run.assert_stdout_contains("+    newTag: 1.1.0");
+    let host = url.trim_start_matches("http://");
+    let errors: Vec<String> = run
+        .filtered_stderr()
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(errors.len(), 3, "{run}");
+    assert!(
+        errors.iter().all(|e| e.contains("/charts/index.yaml")),
+        "{run}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("error: apps/web.yaml:9:21: app web")),
+        "{run}"
+    );
+    let at_host = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("error: {host}/charts/")))
+        .count();
+    assert_eq!(at_host, 2, "{run}");
+    // One request and its three retries (four attempts), not one per stage.
+    let asked = server.received_requests().await.unwrap_or_default();
+    assert_eq!(asked.len(), 4, "{run}");
+}
+
+/// A chart whose default values run two images (and a placeholder).
+fn web_with_images<'a>(version: &'a str, values: &'a str) -> ChartSrc<'a> {
+    ChartSrc {
+        name: "web",
+        version,
+        app_version: "1.25.0",
+        values,
+    }
+}
+
+/// The images of a chart's default values: nginx and busybox of an unreachable registry
+/// (`scan` lists them without asking it).
+const WEB_VALUES: &str = "image:\n  repository: registry.invalid/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: registry.invalid/tools/busybox:1.36.0\nplaceholder:\n  image: \"{{ .Values.global.image }}\"\n";
+
+/// `(file, kind, image, tag)` of every entry of a `scan --output json`.
+fn scanned(run: &support::cli::Run) -> Vec<String> {
+    run.json()["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r["file"].as_str().unwrap(),
+                r["kind"].as_str().unwrap(),
+                r["image"].as_str().unwrap(),
+                r["tag"].as_str().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+/// `scan` lists the images of chart-only apps: it downloads each chart version's archive
+/// once (through the index), asks no registry for tags; `--offline` asks nothing and says
+/// which apps' charts it did not read; `helm: {charts: false}` turns chart support off.
+#[test]
+fn scan_lists_the_images_of_chart_only_apps_unless_offline() {
+    let helm = HelmRepo::start(None);
+    helm.publish("charts", &[web_with_images("1.0.0", WEB_VALUES)]);
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: {}/charts\n    chart: web\n    targetRevision: 1.0.0\n    helm:\n      valuesObject:\n        sidecar:\n          image: registry.invalid/tools/busybox:1.36.0\n",
+        helm.url()
+    );
+    let dir = support::tree(&[("apps/web.yaml", app.as_str())]);
+    let before = support::texts(dir.path());
+    let scan = imagebump()
+        .arg("scan")
+        .arg(dir.path())
+        .args(["--output", "json"])
+        .run();
+    let chart = format!("{}/charts/web", helm.host());
+    assert_eq!(
+        scanned(&scan),
+        vec![
+            "apps/web.yaml helm-image-string registry.invalid/tools/busybox 1.36.0".to_string(),
+            format!("apps/web.yaml helm-chart {chart} 1.0.0"),
+            // The chart's own default, which the app does not set: written to the app.
+            "apps/web.yaml chart-default registry.invalid/library/nginx 1.25.0".to_string(),
+        ],
+        "{scan}"
+    );
+    assert_eq!(
+        helm.requests(),
+        vec![
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+    let text = imagebump().arg("scan").arg(dir.path()).run();
+    text.assert_stdout_contains("registry.invalid/library/nginx");
+    text.assert_stdout_contains("managed, writes apps/web.yaml");
+
+    // Offline: no request, no chart default, a note at the app's version.
+    let before_offline = helm.requests().len();
+    let offline = imagebump()
+        .args(["scan", "--offline"])
+        .arg(dir.path())
+        .args(["--output", "json"])
+        .run();
+    assert_eq!(
+        scanned(&offline),
+        vec![
+            "apps/web.yaml helm-image-string registry.invalid/tools/busybox 1.36.0".to_string(),
+            format!("apps/web.yaml helm-chart {chart} 1.0.0"),
+        ],
+        "{offline}"
+    );
+    let notes = offline.json()["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "app web: the images of chart {}/charts/web 1.0.0 not listed (--offline: the chart is not downloaded)",
+            helm.url()
+        )),
+        "{offline}"
+    );
+    let env_offline = imagebump()
+        .arg("scan")
+        .arg(dir.path())
+        .env("IMAGEBUMP_OFFLINE", "true")
+        .run();
+    assert!(
+        !env_offline.stdout.contains("library/nginx"),
+        "{env_offline}"
+    );
+    assert_eq!(helm.requests().len(), before_offline);
+
+    // Chart support off in the operator's configuration: no chart reference at all.
+    let cfg = tempfile::tempdir().unwrap();
+    let cfg_file = cfg.path().join("config.yaml");
+    fs::write(&cfg_file, "helm:\n  charts: false\n").unwrap();
+    let off = imagebump()
+        .arg("scan")
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&cfg_file)
+        .args(["--output", "json"])
+        .run();
+    assert_eq!(
+        scanned(&off),
+        vec!["apps/web.yaml helm-image-string registry.invalid/tools/busybox 1.36.0".to_string()],
+        "{off}"
+    );
+    assert_eq!(helm.requests().len(), before_offline);
+    assert_eq!(support::texts(dir.path()), before);
+}
+
+/// An ApplicationSet whose template names its chart, repository and version literally:
+/// the chart's images are the same for every app it makes, and their new tags are written
+/// once, in the template's `helm.valuesObject`. An image one generated app sets itself is
+/// left to it; a template taking its version from a parameter gets no chart defaults.
+#[test]
+fn an_applicationsets_literal_chart_gets_its_chart_defaults_in_the_template() {
+    let reg = nginx_and_busybox();
+    let host = reg.host();
+    let values = format!(
+        "image:\n  repository: {host}/library/nginx\n  tag: \"1.25.0\"\nsidecar:\n  image: {host}/tools/busybox:1.36.0\n"
+    );
+    let helm = HelmRepo::start(None);
+    helm.publish(
+        "charts",
+        &[
+            web_with_images("1.0.0", &values),
+            web_with_images("1.1.0", &values),
+        ],
+    );
+    let (_c, cfg) = operator_config(&reg);
+    let set = |name: &str, elements: &str, revision: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: {name}
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+{elements}
+  template:
+    metadata:
+      name: '{name}-{{{{env}}}}'
+    spec:
+      project: default
+      source:
+        repoURL: {}/charts
+        chart: web
+        targetRevision: {revision}
+        helm:
+          parameters:
+            - name: replicas
+              value: '{{{{replicas}}}}'
+      destination:
+        namespace: '{{{{env}}}}'
+",
+            helm.url()
+        )
+    };
+    // A literal set whose template sets the sidecar itself (a parameter, for every app it
+    // makes): only nginx is a chart default.
+    let literal = set(
+        "web",
+        "          - env: dev\n            replicas: '1'\n          - env: prod\n            replicas: '3'",
+        "1.0.0",
+    )
+    .replace(
+        "              value: '{{replicas}}'\n",
+        &format!("              value: '{{{{replicas}}}}'\n            - name: sidecar.image\n              value: {host}/tools/busybox:1.36.0\n"),
+    );
+    let templated = set(
+        "api",
+        "          - env: dev\n            replicas: '1'\n            version: 1.0.0",
+        "'{{version}}'",
+    );
+    // A literal set whose apps each set nginx's tag themselves, from their element: only
+    // busybox is a chart default, written once in the template.
+    let own_tags = set(
+        "own",
+        "          - env: dev\n            replicas: '1'\n            tag: 1.25.0\n          - env: prod\n            replicas: '3'\n            tag: 1.24.0",
+        "1.0.0",
+    )
+    .replace(
+        "              value: '{{replicas}}'\n",
+        "              value: '{{replicas}}'\n            - name: image.tag\n              value: '{{tag}}'\n",
+    );
+    let dir = support::tree(&[
+        ("sets/web.yaml", literal.as_str()),
+        ("sets/api.yaml", templated.as_str()),
+        ("sets/own.yaml", own_tags.as_str()),
+    ]);
+    let run = imagebump()
+        .args(["run", "--write"])
+        .arg(dir.path())
+        .args(["--config", &cfg])
+        .run();
+    let texts = support::texts(dir.path());
+    let literal_after = literal
+        .replace("targetRevision: 1.0.0", "targetRevision: 1.1.0")
+        .replace(
+            "      destination:",
+            "          valuesObject:\n            image:\n              tag: 1.26.0\n      destination:",
+        );
+    // The sidecar the template sets is not a chart default: not added to valuesObject.
+    assert_eq!(texts["sets/web.yaml"], literal_after, "{run}");
+    assert_eq!(
+        texts["sets/api.yaml"],
+        templated.replace("version: 1.0.0", "version: 1.1.0"),
+        "{run}"
+    );
+    assert_eq!(
+        texts["sets/own.yaml"],
+        own_tags
+            .replace("targetRevision: 1.0.0", "targetRevision: 1.1.0")
+            .replace(
+                "      destination:",
+                &format!("          valuesObject:\n            sidecar:\n              image: {host}/tools/busybox:1.37.0\n      destination:"),
+            ),
+        "{run}"
+    );
+    // One archive for the one chart version the sets name; one index.
+    assert_eq!(
+        helm.requests(),
+        vec![
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
     );
 }

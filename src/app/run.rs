@@ -539,7 +539,11 @@ async fn analyse_once(
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
     // A local directory's run never builds branches: no change-set texts kept.
-    let made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
+    let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
+    let mut app_versions = crate::chart::app_version::AppVersions::new(registries);
+    plan::fill_app_versions(&mut made, |chart, from, to| {
+        app_versions.change(chart, from, to)
+    });
     tracing::info!(
         updates = made.updates.len(),
         files = made.files.len(),
@@ -710,6 +714,8 @@ fn source_links(
     let wanted: BTreeSet<(String, String)> = made
         .updates
         .iter()
+        // A classic Helm repository is no registry: nothing to ask it for a label.
+        .filter(|u| crate::chart::classic_repository(&u.name).is_none())
         .map(|u| {
             let tag = crate::deliver::marker::tag_of(&u.to);
             (u.image.clone(), tag.to_string())

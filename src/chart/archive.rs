@@ -119,22 +119,30 @@ async fn classic(
         format!("{repo}/{}", first.trim_start_matches('/'))
     };
     if let Some(bytes) = registries.fetched(&url, credentials) {
-        return Ok((url, bytes));
+        return Ok((url, bytes?));
     }
     let client = registries.client_with(&chart.image, credentials)?;
-    let bytes = client.fetch_file(&url, ARCHIVE_LIMIT).await?;
-    if let Some(want) = entry.digest.as_deref().filter(|d| !d.is_empty()) {
+    let bytes = client
+        .fetch_file(&url, ARCHIVE_LIMIT)
+        .await
+        .and_then(|bytes| checked(&url, bytes, entry.digest.as_deref()))
+        .map(Arc::new);
+    registries.keep_fetched(&url, credentials, bytes.clone());
+    Ok((url, bytes?))
+}
+
+/// The archive `bytes` from `url`, if they hash to the index's digest (when it has one).
+fn checked(url: &str, bytes: Vec<u8>, want: Option<&str>) -> Result<Vec<u8>, Error> {
+    if let Some(want) = want.filter(|d| !d.is_empty()) {
         let got = sha256_digest(&bytes);
         if got.trim_start_matches("sha256:") != want.trim_start_matches("sha256:") {
             return Err(Error::Invalid {
-                url,
+                url: url.to_string(),
                 reason: format!("the archive hashes to {got}, the index says {want}"),
             });
         }
     }
-    let bytes = Arc::new(bytes);
-    registries.keep_fetched(&url, credentials, bytes.clone());
-    Ok((url, bytes))
+    Ok(bytes)
 }
 
 /// The chart layer of an OCI chart's manifest, fetched by its digest (and checked).
@@ -171,11 +179,11 @@ async fn oci(
         .to_string();
     let key = format!("oci://{}@{digest}", chart.image);
     if let Some(bytes) = registries.fetched(&key, credentials) {
-        return Ok((key, bytes));
+        return Ok((key, bytes?));
     }
-    let bytes = Arc::new(client.config_bytes(repo, &digest).await?);
+    let bytes = client.config_bytes(repo, &digest).await.map(Arc::new);
     registries.keep_fetched(&key, credentials, bytes.clone());
-    Ok((key, bytes))
+    Ok((key, bytes?))
 }
 
 #[cfg(test)]

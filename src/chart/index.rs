@@ -121,15 +121,19 @@ pub async fn fetch(
 ) -> Result<Index, Error> {
     let url = format!("{}/index.yaml", repo.trim_end_matches('/'));
     if let Some(body) = registries.fetched(&url, credentials) {
-        return parse(&url, &body);
+        return parse(&url, &body?);
     }
     let client = registries.client_with(chart, credentials)?;
     // An index is a repository's listing: counted with the tag list pages.
     registries.stats.tag_pages.fetch_add(1, Ordering::Relaxed);
-    let body = std::sync::Arc::new(client.fetch_file(&url, INDEX_LIMIT).await?);
-    // Kept even when it is no index: the answer is the same for the rest of the run.
+    let body = client
+        .fetch_file(&url, INDEX_LIMIT)
+        .await
+        .map(std::sync::Arc::new);
+    // Kept even when it is no index or could not be read: the answer is the same for the
+    // rest of the run, and a repository that failed is not asked again.
     registries.keep_fetched(&url, credentials, body.clone());
-    parse(&url, &body)
+    parse(&url, &body?)
 }
 
 /// The versions of one chart of the classic repository at `repo` (`imagebump tags --chart`).

@@ -15,6 +15,7 @@
 //!   run through the client of that host, with the same `registries[]` entry (credentials,
 //!   CA, `url`) a registry of that host would get.
 
+pub mod app_version;
 pub mod archive;
 pub mod index;
 pub mod lock;

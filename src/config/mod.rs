@@ -481,7 +481,11 @@ pub fn merge(operator: Config, repository: Config, keys: &[String]) -> Config {
         out.argocd = repository.argocd;
     }
     if has("helm") {
+        // The operator's `charts: false` (an air-gapped cluster) holds: the repository may
+        // turn chart support off, not on.
+        let charts = out.helm.charts;
         out.helm = repository.helm;
+        out.helm.charts &= charts;
     }
     out
 }
@@ -529,6 +533,28 @@ pub fn schema() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chart_support_is_on_unless_either_level_turns_it_off() {
+        let config = |yaml: &str| parse(yaml).unwrap();
+        assert!(config("").helm.charts);
+        assert!(config("helm:\n  imageKeys: []\n").helm.charts);
+        assert!(!config("helm:\n  charts: false\n").helm.charts);
+        let helm = vec!["helm".to_string()];
+        let merged = |op: &str, repo: &str| merge(config(op), config(repo), &helm).helm.charts;
+        // The operator's `false` holds: a repository cannot make an offline job go out.
+        assert!(!merged(
+            "helm:\n  charts: false\n",
+            "helm:\n  charts: true\n"
+        ));
+        assert!(!merged(
+            "helm:\n  charts: false\n",
+            "helm:\n  imageKeys: []\n"
+        ));
+        // Either may turn it off.
+        assert!(!merged("", "helm:\n  charts: false\n"));
+        assert!(merged("", "helm:\n  imageKeys: []\n"));
+    }
 
     #[test]
     fn unknown_keys_are_errors_with_line() {

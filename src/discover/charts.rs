@@ -85,7 +85,7 @@ pub(crate) fn check_policy(r: &mut ImageRef) {
 }
 
 /// A file read whole for its charts.
-struct ChartFile {
+pub(super) struct ChartFile {
     rel: String,
     kind: Kind,
     text: String,
@@ -114,37 +114,36 @@ fn kind_of(rel: &str, kind: FileKind, text: &str) -> Option<Kind> {
     }
 }
 
-fn read(root: &Path, rel: &str, kind: FileKind) -> Option<Result<ChartFile, Problem>> {
-    let text = crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES).ok()?;
-    let kind = kind_of(rel, kind, &text)?;
+/// The chart versions `text` may hold, parsed; `None` when a first look finds none. Called
+/// by discovery's own read of each file (no file is read twice).
+pub(super) fn read(rel: &str, kind: FileKind, text: &str) -> Option<Result<ChartFile, Problem>> {
+    let kind = kind_of(rel, kind, text)?;
     // The generic scan reports a file that is not YAML.
-    let docs = imagebump_yaml::parse_located(&text).ok()?;
-    let json = match imagebump_yaml::json_documents(&text) {
+    let docs = imagebump_yaml::parse_located(text).ok()?;
+    let json = match imagebump_yaml::json_documents(text) {
         Ok(j) => j,
         Err(e) => return Some(Err(Problem::at_file(rel, 0, 0, e))),
     };
     Some(Ok(ChartFile {
         rel: rel.to_string(),
         kind,
-        text,
+        text: text.to_string(),
         docs,
         json,
     }))
 }
 
-/// Every chart version in `files` (the tree's files with their kinds).
+/// Every chart version in `read`: the files [`read`] found chart versions in, in file order.
 pub(super) fn scan(
     root: &Path,
-    files: &[(String, FileKind)],
+    read: Vec<Result<ChartFile, Problem>>,
     policies: &mut Policies,
     out: &mut Discovery,
 ) {
-    let read: Vec<Option<Result<ChartFile, Problem>>> =
-        crate::parallel::map(files, |(rel, kind)| read(root, rel, *kind));
     let mut repos = Vec::new();
     let mut releases = Vec::new();
     let mut found: Vec<(ChartFile, Vec<ImageRef>)> = Vec::new();
-    for f in read.into_iter().flatten() {
+    for f in read {
         let f = match f {
             Ok(f) => f,
             Err(p) => {
@@ -163,7 +162,8 @@ pub(super) fn scan(
         found.push((f, refs));
     }
     for rel in &releases {
-        if let Some((i, r)) = release_ref(rel, &repos, &found, &mut out.problems) {
+        let said = (&mut out.problems, &mut out.notes);
+        if let Some((i, r)) = release_ref(rel, &repos, &found, said) {
             if let Some((_, refs)) = found.get_mut(i) {
                 refs.push(r);
             }
@@ -376,13 +376,15 @@ fn flux_resources(f: &ChartFile, repos: &mut Vec<Repo>, releases: &mut Vec<Relea
     }
 }
 
-/// The reference of a release's version, and the index of its file in `found`; a release
-/// whose `HelmRepository` is not in git is an error at its `sourceRef`.
+/// The reference of a release's version, and the index of its file in `found`. A release
+/// whose `HelmRepository` is not in git (often kept with the cluster's infrastructure) is
+/// a note at its `sourceRef`: its version cannot be checked, and nothing is wrong with it.
+/// One whose `HelmRepository` is defined more than once is an error.
 fn release_ref(
     rel: &Release,
     repos: &[Repo],
     found: &[(ChartFile, Vec<ImageRef>)],
-    problems: &mut Vec<Problem>,
+    (problems, notes): (&mut Vec<Problem>, &mut Vec<Problem>),
 ) -> Option<(usize, ImageRef)> {
     let i = found.iter().position(|(f, _)| f.rel == rel.file)?;
     let (f, _) = found.get(i)?;
@@ -409,12 +411,15 @@ fn release_ref(
         [one] => *one,
         [] | [_, _, ..] => {
             let offset = node(f, rel.doc, &at("sourceRef")).map_or(s.span.start, Node::offset);
-            let what = if matching.is_empty() {
-                "is not in the repository"
+            let (what, said) = if matching.is_empty() {
+                ("is not in the repository", notes)
             } else {
-                "is defined more than once (in different namespaces?)"
+                (
+                    "is defined more than once (in different namespaces?)",
+                    problems,
+                )
             };
-            problems.push(ctx.problem(
+            said.push(ctx.problem(
                 offset,
                 format!(
                     "HelmRelease chart {}: HelmRepository {} {what}; its version is not checked",

@@ -462,21 +462,24 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
     let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
-    // Chart versions (`helm.charts`) are read after every file, from files of their own.
-    let (claims, ahead) = match early.is_some() && !config.helm.charts {
-        true => claims_possible(root, &files),
-        false => (true, ReadAhead::default()),
+    // Chart versions (`helm.charts`) are read after every file, from files of their own:
+    // they are new references and change none read before, so they do not hold listing back.
+    let (claims, ahead) = if early.is_some() {
+        claims_possible(root, &files)
+    } else {
+        (true, ReadAhead::default())
     };
     let kkeys = Keys {
         specs: &[],
         helm: &helm_keys,
         ahead: &ahead,
+        charts: config.helm.charts,
     };
     let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &kkeys));
     let read_k: Vec<&kustomize::Kustomization> = kread
         .iter()
         .filter_map(|r| match r {
-            Read::Scanned(s) => s.kustomization.as_ref(),
+            (Read::Scanned(s), _) => s.kustomization.as_ref(),
             _ => None,
         })
         .collect();
@@ -499,6 +502,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         argo: argocd::Found::default(),
         marked: flux::Found::default(),
         layout: placement::Layout::default(),
+        charts: Vec::new(),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -510,7 +514,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             if !is_k(&f) {
                 return;
             }
-            fold.file(&f.0, kread.next().unwrap_or(Read::Skipped), early);
+            fold.file(&f.0, kread.next().unwrap_or((Read::Skipped, None)), early);
         }
     };
     let others: Vec<&(String, FileKind)> = files.iter().filter(|f| !is_k(f)).collect();
@@ -525,6 +529,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 specs: &specs,
                 helm: &helm_keys,
                 ahead: &ahead,
+                charts: config.helm.charts,
             };
             (rel, read_file(root, rel, kind, &keys))
         },
@@ -534,7 +539,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         },
     );
     before_next(&mut fold, &mut early);
-    fold.finish(config, &files)
+    fold.finish(config)
 }
 
 /// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
@@ -575,12 +580,15 @@ struct Fold<'a> {
     argo: argocd::Found,
     marked: flux::Found,
     layout: placement::Layout,
+    /// The files that hold chart versions (`helm.charts`), parsed, in file order.
+    charts: Vec<Result<charts::ChartFile, Problem>>,
 }
 
 impl Fold<'_> {
     /// One file read: its references get their policies; its Argo CD, Flux and kustomize
     /// resources are kept for the passes over the whole tree.
-    fn file(&mut self, rel: &str, read: Read, early: &mut Option<Early>) {
+    fn file(&mut self, rel: &str, (read, chart): FileRead, early: &mut Option<Early>) {
+        self.charts.extend(chart);
         let out = &mut self.out;
         let scanned = match read {
             Read::Skipped => return,
@@ -641,7 +649,7 @@ impl Fold<'_> {
 
     /// The passes over the whole tree: ApplicationSets, kustomize placement, Argo CD
     /// Applications, Flux setters.
-    fn finish(self, config: &Config, files: &[(String, FileKind)]) -> Discovery {
+    fn finish(self, config: &Config) -> Discovery {
         let Fold {
             root,
             mut out,
@@ -649,10 +657,11 @@ impl Fold<'_> {
             mut argo,
             marked,
             layout,
+            charts: chart_files,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
-            charts::scan(root, files, &mut policies, &mut out);
+            charts::scan(root, chart_files, &mut policies, &mut out);
         }
         // ApplicationSets in the repository become the Applications they generate.
         argo.generate(root, &mut out);
@@ -699,18 +708,31 @@ struct Keys<'a> {
     helm: &'a helm::ImageKeys,
     /// Texts already read by the first look, if it ran.
     ahead: &'a ReadAhead,
+    /// `helm.charts`: each file is also looked at for chart versions.
+    charts: bool,
 }
 
-fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> Read {
-    let (specs, helm_keys) = (keys.specs, keys.helm);
+/// A file read once: what the scanners found, and its chart versions (`helm.charts`).
+type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
+fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> FileRead {
     let text = keys.ahead.take(rel);
     let text =
         text.unwrap_or_else(|| crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES));
     let text = match text {
         Ok(t) => t,
-        Err(e) => return Read::Problem(Problem::at_file(rel, 0, 0, e)),
+        Err(e) => return (Read::Problem(Problem::at_file(rel, 0, 0, e)), None),
     };
+    let chart = keys
+        .charts
+        .then(|| charts::read(rel, kind, &text))
+        .flatten();
+    (scan_text(rel, kind, keys, text), chart)
+}
+
+/// One file's text read by its scanners.
+fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
+    let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
         let ctx = FileCtx {
             file: rel,

@@ -39,6 +39,25 @@ pub struct Update {
     /// `verify`: the digest whose signature verified, and who signed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<crate::verify::Verified>,
+    /// A chart bump: the appVersion of the chart before and after, when known
+    /// (`chart/app_version.rs`, filled after planning by `fill_app_versions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_version: Option<crate::chart::app_version::AppVersionChange>,
+}
+
+/// Give every chart bump of `plan` the appVersion change `lookup` knows of (the chart as
+/// written, the version before, the version after).
+pub fn fill_app_versions(
+    plan: &mut Plan,
+    mut lookup: impl FnMut(&str, &str, &str) -> Option<crate::chart::app_version::AppVersionChange>,
+) {
+    for u in plan
+        .updates
+        .iter_mut()
+        .filter(|u| u.kind == RefKind::HelmChart)
+    {
+        u.app_version = lookup(&u.name, &u.from, &u.to);
+    }
 }
 
 /// A file's text before and after.
@@ -357,6 +376,7 @@ pub fn plan_with(
             written_to: (written != r.file).then(|| written.to_string()),
             automerge: r.policy.spec.automerge == Some(true),
             verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
+            app_version: None,
         });
     }
     for (set, members) in groups.values_mut() {

@@ -260,12 +260,16 @@ pub struct Registries {
     /// `--cache-dir`: manifests and configs by digest, kept between runs.
     cache: Option<Arc<cache::DiskCache>>,
     /// Files of Helm repositories read this run (an index, a chart archive), by URL and
-    /// credentials: each is asked once, whichever stage wants it first.
+    /// credentials: each is asked once, whichever stage wants it first, and a failure is
+    /// kept as well as an answer (a broken repository is not asked again).
     files: Mutex<FetchedFiles>,
 }
 
+/// A file read this run, or why it could not be.
+pub type Fetched = Result<Arc<Vec<u8>>, Error>;
+
 /// Files read this run, by URL and credentials source.
-type FetchedFiles = HashMap<(String, Option<String>), Arc<Vec<u8>>>;
+type FetchedFiles = HashMap<(String, Option<String>), Fetched>;
 
 fn default_endpoint(host: &str) -> String {
     if host == DOCKER_HUB {
@@ -385,16 +389,32 @@ impl Registries {
         self.entry(image).map(|(_, c)| c)
     }
 
-    /// A Helm repository's file already read this run with `credentials`.
-    pub fn fetched(&self, url: &str, credentials: Option<&str>) -> Option<Arc<Vec<u8>>> {
+    /// A Helm repository's file already asked for this run with `credentials`: its body,
+    /// or the error it gave.
+    pub fn fetched(&self, url: &str, credentials: Option<&str>) -> Option<Fetched> {
         let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files
             .get(&(url.to_string(), credentials.map(str::to_string)))
             .cloned()
     }
 
-    /// Keep a Helm repository's file for the rest of the run.
-    pub fn keep_fetched(&self, url: &str, credentials: Option<&str>, body: Arc<Vec<u8>>) {
+    /// The body of a Helm repository's file read this run with any credentials, if one
+    /// read succeeded (for what is shown about a chart, never for what is chosen).
+    pub fn fetched_any(&self, url: &str) -> Option<Arc<Vec<u8>>> {
+        let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut found: Vec<(&Option<String>, &Arc<Vec<u8>>)> = files
+            .iter()
+            .filter(|((u, _), _)| u == url)
+            .filter_map(|((_, c), r)| r.as_ref().ok().map(|b| (c, b)))
+            .collect();
+        // The same answer whatever order the map keeps them in.
+        found.sort_by(|a, b| a.0.cmp(b.0));
+        found.first().map(|(_, b)| Arc::clone(b))
+    }
+
+    /// Keep a Helm repository's file (or the error asking for it gave) for the rest of
+    /// the run.
+    pub fn keep_fetched(&self, url: &str, credentials: Option<&str>, body: Fetched) {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.insert((url.to_string(), credentials.map(str::to_string)), body);
     }

@@ -446,7 +446,10 @@ pub fn updates_table(updates: &[Update]) -> String {
             vec![
                 u.name.clone(),
                 shorten_digests(&u.from),
-                shorten_digests(&u.to),
+                match &u.app_version {
+                    Some(a) => format!("{} ({a})", shorten_digests(&u.to)),
+                    None => shorten_digests(&u.to),
+                },
                 match &u.written_to {
                     Some(to) => format!("{}:{} → {to}", u.file, u.line),
                     None => format!("{}:{}", u.file, u.line),

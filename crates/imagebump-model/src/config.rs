@@ -280,7 +280,7 @@ fn default_argocd_namespace() -> String {
 }
 
 /// Helm values settings (values files, and Argo CD `helm.valuesObject` and `helm.values`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HelmConfig {
     /// Images at keys imagebump does not find by their name, as Helm key paths from the
@@ -290,10 +290,29 @@ pub struct HelmConfig {
     pub image_keys: Vec<HelmImageKey>,
     /// Keep Helm chart versions current too (Argo CD `targetRevision`, `Chart.yaml`
     /// dependencies, kustomize `helmCharts`, Flux `HelmRelease`), and read the images of
-    /// chart-only Argo CD apps from the chart's default values. Off unless set: it asks
-    /// the chart repositories the manifests name.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// chart-only Argo CD apps from the chart's default values. On unless set to `false`:
+    /// it asks the chart repositories the manifests name; turn it off where they cannot be
+    /// reached (air-gapped). `false` in the operator's configuration holds, whatever the
+    /// repository's says.
+    #[serde(default = "on", skip_serializing_if = "is_on")]
     pub charts: bool,
+}
+
+impl Default for HelmConfig {
+    fn default() -> Self {
+        HelmConfig {
+            image_keys: Vec::new(),
+            charts: true,
+        }
+    }
+}
+
+fn on() -> bool {
+    true
+}
+
+fn is_on(b: &bool) -> bool {
+    *b
 }
 
 /// Where one image is in a chart's values.

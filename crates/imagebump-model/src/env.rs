@@ -23,6 +23,9 @@ impl EnvVars {
     /// `--output`: `text` or `json`.
     pub const IMAGEBUMP_OUTPUT: &'static str = "IMAGEBUMP_OUTPUT";
 
+    /// `scan --offline`: ask no server (no chart downloads for chart-only apps).
+    pub const IMAGEBUMP_OFFLINE: &'static str = "IMAGEBUMP_OFFLINE";
+
     /// `--quiet`: only errors on stderr.
     pub const IMAGEBUMP_QUIET: &'static str = "IMAGEBUMP_QUIET";
 

@@ -407,6 +407,7 @@ mod tests {
                 written_to: None,
                 automerge: false,
                 verified: None,
+                app_version: None,
             });
             plan.change_sets.push(ChangeSet {
                 group: g.to_string(),

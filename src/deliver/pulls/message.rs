@@ -132,8 +132,13 @@ pub fn body(
             Some(src) if src.starts_with("https://") => format!("[source]({src})"),
             _ => String::new(),
         };
+        // A chart bump says which release of the application it installs.
+        let app = u
+            .app_version
+            .as_ref()
+            .map_or(String::new(), |a| format!(" ({a})"));
         s.push_str(&format!(
-            "| `{}` | `{}` | `{}` | `{}` | {link} |\n",
+            "| `{}` | `{}` | `{}`{app} | `{}` | {link} |\n",
             u.name, u.from, u.to, file
         ));
     }
@@ -228,6 +233,7 @@ mod tests {
             written_to: None,
             automerge: false,
             verified: None,
+            app_version: None,
         };
         let mut sources = BTreeMap::new();
         sources.insert(

@@ -37,8 +37,13 @@ impl Scan<'_> {
                 kind: RefKind::HelmChart,
                 repository: None,
             };
+            // A generated app's version in its set's template, written literally there.
+            let mut literal = true;
             let c = match self.locate(&c) {
-                Ok(Some(place)) if place.format == SlotFormat::Tag => place,
+                Ok(Some(place)) if place.format == SlotFormat::Tag => {
+                    literal = false;
+                    place
+                }
                 Ok(Some(_)) => continue,
                 Ok(None) => c,
                 Err(why) => {
@@ -72,12 +77,32 @@ impl Scan<'_> {
                 continue;
             };
             check_policy(r);
-            // A generated app's values would be written in the set's template, for all.
-            if !generated {
-                let r = r.clone();
+            // A generated app's values are written in the set's template, for all the apps
+            // it makes: only when the template names one chart at one version.
+            let r = r.clone();
+            if !generated || (literal && self.literal_chart(&source.at)) {
                 self.chart_app(app, &app_key, st, &states, &r);
             }
         }
+    }
+
+    /// Whether the chart source at `at` of the set's template names its chart and
+    /// repository literally (no template parameter).
+    fn literal_chart(&self, at: &[PathSeg]) -> bool {
+        let Some((file, doc, _)) = &self.template else {
+            return true;
+        };
+        ["chart", "repoURL"].into_iter().all(|field| {
+            let c = Current {
+                file: file.clone(),
+                doc: *doc,
+                at: join(at, &[field]),
+                format: SlotFormat::Tag,
+                kind: RefKind::HelmChart,
+                repository: None,
+            };
+            matches!(self.locate(&c), Ok(None))
+        })
     }
 
     /// Record `app` for the images of its chart's default values, when its version is one
@@ -116,6 +141,15 @@ impl Scan<'_> {
             image: r.image.clone(),
             written: r.written.clone(),
         };
+        let at = join(&st.source.at, &["helm", "valuesObject"]);
+        // The apps of one ApplicationSet share its template: one entry, which leaves alone
+        // an image any of them sets itself.
+        let same = |c: &&mut ChartApp| c.file == app.file && c.doc == app.doc && c.values_at == at;
+        if let Some(shared) = self.out.chart_apps.iter_mut().find(same) {
+            shared.overridden.extend(overridden);
+            shared.value_files.extend(value_files(st, all));
+            return;
+        }
         if let Some(text) = self.files.get(&app.file).map(|l| l.text.clone()) {
             self.out
                 .sources
@@ -128,7 +162,7 @@ impl Scan<'_> {
             doc: app.doc,
             line: r.line,
             column: r.column,
-            values_at: join(&st.source.at, &["helm", "valuesObject"]),
+            values_at: at,
             chart: name,
             version,
             credentials: r.policy.spec.credentials.clone(),
