@@ -462,17 +462,9 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
     let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
-    // Chart versions (`helm.charts`) are read after every file, from files of their own:
-    // they are new references and change none read before, so they do not hold listing back.
-    let (claims, ahead) = if early.is_some() {
-        claims_possible(root, &files)
-    } else {
-        (true, ReadAhead::default())
-    };
     let kkeys = Keys {
         specs: &[],
         helm: &helm_keys,
-        ahead: &ahead,
         charts: config.helm.charts,
     };
     let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &kkeys));
@@ -493,7 +485,9 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 .filter_map(|f| kustomize::graph::join(&k.dir, f))
         })
         .collect();
-    let mut early = early.filter(|_| !claims);
+    // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
+    // they are new references and change none read before, so they do not hold listing back.
+    let mut early = early.filter(|_| !claims_possible(root, &files));
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,
@@ -528,7 +522,6 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             let keys = Keys {
                 specs: &specs,
                 helm: &helm_keys,
-                ahead: &ahead,
                 charts: config.helm.charts,
             };
             (rel, read_file(root, rel, kind, &keys))
@@ -544,32 +537,16 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
 
 /// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
 /// file that mentions their API groups (or a Flux setter) is taken to hold one; a read
-/// error is a yes. The texts read are kept for the parse, which then reads no file twice.
-fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
-    let read = crate::parallel::map(files, |(rel, _)| {
-        crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES)
+/// error is a yes. Each file is read again when it is parsed: keeping the texts instead
+/// would hold the whole tree in memory at once (docs/performance.md), for 3 % of the CPU.
+fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> bool {
+    let found = crate::parallel::map(files, |(rel, _)| {
+        match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
+            Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(&text),
+            Err(_) => true,
+        }
     });
-    let claims = read.iter().any(|text| match text {
-        Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(text),
-        Err(_) => true,
-    });
-    let texts = (files.iter().zip(read))
-        .map(|((rel, _), text)| (rel.clone(), std::sync::Mutex::new(Some(text))))
-        .collect();
-    (claims, ReadAhead(texts))
-}
-
-/// The texts (or read errors) of a first look at every file, by path: each is taken once,
-/// by the parse, instead of reading the file again.
-#[derive(Default)]
-struct ReadAhead(std::collections::HashMap<String, std::sync::Mutex<Option<ReadText>>>);
-
-type ReadText = Result<String, String>;
-
-impl ReadAhead {
-    fn take(&self, rel: &str) -> Option<ReadText> {
-        self.0.get(rel)?.lock().ok()?.take()
-    }
+    found.into_iter().any(|f| f)
 }
 
 /// What discovery builds up file by file, in file order.
@@ -706,8 +683,6 @@ struct Scanned {
 struct Keys<'a> {
     specs: &'a [workloads::FieldSpec],
     helm: &'a helm::ImageKeys,
-    /// Texts already read by the first look, if it ran.
-    ahead: &'a ReadAhead,
     /// `helm.charts`: each file is also looked at for chart versions.
     charts: bool,
 }
@@ -716,10 +691,7 @@ struct Keys<'a> {
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
 fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> FileRead {
-    let text = keys.ahead.take(rel);
-    let text =
-        text.unwrap_or_else(|| crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES));
-    let text = match text {
+    let text = match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
         Ok(t) => t,
         Err(e) => return (Read::Problem(Problem::at_file(rel, 0, 0, e)), None),
     };
