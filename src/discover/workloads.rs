@@ -425,10 +425,11 @@ impl<'a> Scanner<'a> {
         path.pop();
     }
 
-    /// Any scalar whose line carries an `imagebump:` marker.
+    /// Any scalar whose line carries an `imagebump:` marker, but a chart's version: its
+    /// marker is the chart reference's (`targetRevision: 4.11.2 # imagebump: pin`).
     fn marked(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
         if let Node::Scalar(s) = node {
-            if markers::find(self.ctx.text, s.span.end).is_some() {
+            if markers::find(self.ctx.text, s.span.end).is_some() && !chart_version(path) {
                 self.add(path.clone(), s, in_containers(path));
             }
         }
@@ -509,6 +510,24 @@ fn image(
     Ok(Some(out))
 }
 
+/// Where a chart's version is written: an Argo CD source's `targetRevision`, a Flux
+/// `HelmRelease`'s `spec.chart.spec.version`, a `Chart.yaml` dependency's `version`.
+fn chart_version(path: &[PathSeg]) -> bool {
+    let key = |i: usize| match path.get(i) {
+        Some(PathSeg::Key(k)) => Some(k.as_str()),
+        _ => None,
+    };
+    let n = path.len();
+    match n.checked_sub(1).and_then(key) {
+        Some("targetRevision") => true,
+        Some("version") => {
+            let tail: Vec<Option<&str>> = (n.saturating_sub(4)..n).map(key).collect();
+            tail == [Some("spec"), Some("chart"), Some("spec"), Some("version")]
+                || (n == 3 && key(0) == Some("dependencies"))
+        }
+        _ => false,
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,6 +623,34 @@ data:
         44:registry.example.com/tools/kubectl 1.31.0 data.other
         "###);
         assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_marker_on_a_charts_version_is_the_charts_not_an_image() {
+        let text = r#"apiVersion: argoproj.io/v1alpha1
+kind: Application
+spec:
+  source:
+    chart: ingress-nginx
+    targetRevision: 4.11.2 # imagebump: pin
+  sources:
+    - chart: cert-manager
+      targetRevision: v1.15.0 # imagebump: ignore
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+spec:
+  chart:
+    spec:
+      version: 1.2.3 # imagebump: pin
+  values:
+    version: ghcr.io/acme/tool:1.0.0 # imagebump: image
+"#;
+        let (refs, problems) = found(text, &[]);
+        assert_eq!(refs, ["18:ghcr.io/acme/tool 1.0.0 spec.values.version"]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let chart = "dependencies:\n  - name: redis\n    version: 19.0.1 # imagebump: pin\n";
+        assert_eq!(found(chart, &[]).0, Vec::<String>::new());
     }
 
     #[test]
