@@ -42,13 +42,13 @@ fn servers() -> (HelmRepo, Registry) {
         ],
     );
     let reg = Registry::start(RegistryMode::Plain);
-    for (name, version) in [
-        ("web", "1.0.0"),
-        ("web", "1.2.0"),
-        ("api", "2.0.0"),
-        ("api", "2.3.0"),
+    for (name, version, app_version) in [
+        ("web", "1.0.0", "1.25.0"),
+        ("web", "1.2.0", "1.27.0"),
+        ("api", "2.0.0", "3.0.0"),
+        ("api", "2.3.0", "3.3.0"),
     ] {
-        let src = chart(name, version, "1.0.0");
+        let src = chart(name, version, app_version);
         let tgz = support::charts::package(&src);
         reg.push_chart(&format!("charts/{name}"), &src, &tgz);
     }
@@ -285,10 +285,12 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
     // One index for the repository, whatever number of charts and files name it, and one
     // tag list per OCI chart. The Applications' charts (web 1.0.0 and api 2.0.0 of the
     // Helm repository, web 1.0.0 of the registry: one manifest and one blob) are
-    // downloaded once each, for their default values (which name no image here).
+    // downloaded once each, for their default values (which name no image here). Each OCI
+    // version a bump moves from or to gives its appVersion: a manifest and its config blob
+    // (web 1.0.0 and 1.2.0, api 2.0.0 and 2.3.0, whichever way the files write them).
     assert_eq!(report["requests"]["tagListPages"], 3, "{dry}");
-    assert_eq!(report["requests"]["manifests"], 1, "{dry}");
-    assert_eq!(report["requests"]["blobs"], 1, "{dry}");
+    assert_eq!(report["requests"]["manifests"], 1 + 4, "{dry}");
+    assert_eq!(report["requests"]["blobs"], 1 + 4, "{dry}");
     let mut requests = helm.requests();
     requests.sort();
     assert_eq!(
@@ -301,8 +303,8 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
     );
     // A HelmRelease whose HelmRepository is kept elsewhere is said, not an error.
     assert_eq!(report["errors"].as_array().unwrap().len(), 0, "{dry}");
-    // Each classic chart bump carries its appVersion change, from the index already read;
-    // an OCI chart's would cost its config blobs: none.
+    // Each chart bump carries its appVersion change: a classic chart's from the index
+    // already read, an OCI chart's from the config blobs counted above.
     let mut app_versions: Vec<String> = report["updates"]
         .as_array()
         .unwrap()
@@ -313,16 +315,16 @@ fn chart_versions_of_every_shape_move_and_each_index_is_read_once() {
     assert_eq!(
         app_versions,
         vec![
-            r#""apps/multi.yaml" "1.2.0" null"#,
+            r#""apps/multi.yaml" "1.2.0" {"from":"1.25.0","to":"1.27.0"}"#,
             r#""apps/multi.yaml" "2.1.0" {"from":"3.0.0","to":"3.1.0"}"#,
             // The two list elements of the ApplicationSet.
-            r#""apps/set.yaml" "2.3.0" null"#,
-            r#""apps/set.yaml" "2.3.0" null"#,
+            r#""apps/set.yaml" "2.3.0" {"from":"3.0.0","to":"3.3.0"}"#,
+            r#""apps/set.yaml" "2.3.0" {"from":"3.0.0","to":"3.3.0"}"#,
             r#""apps/web.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
             r#""flux/releases.yaml" "2.1.0" {"from":"3.0.0","to":"3.1.0"}"#,
             r#""kust/kustomization.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
             r#""umbrella/Chart.yaml" "1.1.0" {"from":"1.25.0","to":"1.26.0"}"#,
-            r#""umbrella/Chart.yaml" "2.3.0" null"#,
+            r#""umbrella/Chart.yaml" "2.3.0" {"from":"3.0.0","to":"3.3.0"}"#,
         ],
         "{dry}"
     );

@@ -540,7 +540,8 @@ async fn analyse_once(
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
     // A local directory's run never builds branches: no change-set texts kept.
     let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
-    let mut app_versions = crate::chart::app_version::AppVersions::new(registries);
+    let oci = crate::chart::app_version::oci(registries, oci_chart_bumps(&made), plan.concurrency);
+    let mut app_versions = crate::chart::app_version::AppVersions::new(registries, oci.await);
     plan::fill_app_versions(&mut made, |chart, from, to| {
         app_versions.change(chart, from, to)
     });
@@ -551,6 +552,19 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions)
+}
+
+/// The OCI chart versions the plan's chart bumps move from and to (each the chart as
+/// written, its name, a version), for their appVersions.
+fn oci_chart_bumps(made: &Plan) -> Vec<(String, imagebump_model::name::ImageName, String)> {
+    let oci = |u: &&crate::plan::Update| {
+        u.kind == crate::discover::RefKind::HelmChart
+            && crate::chart::classic_repository(&u.name).is_none()
+    };
+    (made.updates.iter().filter(oci))
+        .filter_map(|u| Some((u, imagebump_model::name::parse_name(&u.image).ok()?)))
+        .flat_map(|(u, name)| [&u.from, &u.to].map(|v| (u.name.clone(), name.clone(), v.clone())))
+        .collect()
 }
 
 /// Discovery, with the tag lists of the references that are final as soon as they are

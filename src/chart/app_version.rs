@@ -2,11 +2,13 @@
 //! dry-run table, JSON report) so that a reviewer sees which release of the application
 //! the new chart installs. It is read from the classic repository's `index.yaml` that the
 //! run already read to list the chart's versions: no request of its own. An OCI chart's
-//! appVersion is in each version's config blob, which would cost a manifest and a blob
-//! per version: it is not shown.
+//! appVersion is in each version's config blob (Helm's Chart.yaml as JSON): a manifest and
+//! a blob for each distinct version a bump moves from or to ([`oci`]), never for the other
+//! versions of the listing.
 
 use std::collections::HashMap;
 
+use imagebump_model::name::ImageName;
 use serde::Serialize;
 
 use super::index::{self, Index};
@@ -31,26 +33,103 @@ impl std::fmt::Display for AppVersionChange {
     }
 }
 
-/// The indexes of the run's classic repositories, each parsed at most once.
+/// The indexes of the run's classic repositories, each parsed at most once, and the
+/// appVersions of OCI chart versions fetched by [`oci`].
 pub struct AppVersions<'a> {
     registries: &'a Registries,
     indexes: HashMap<String, Option<Index>>,
+    oci: OciAppVersions,
+}
+
+/// The appVersion of OCI chart versions, by (chart as written, version); `None`: the
+/// version declares none, or it could not be read.
+pub type OciAppVersions = HashMap<(String, String), Option<String>>;
+
+/// The appVersions of `versions` (each an OCI chart as written, its name, a version): per
+/// distinct version, its manifest and the config blob it names, `concurrency` at a time. A
+/// version that cannot be read has none (the bump is still shown, without it).
+pub async fn oci(
+    registries: &Registries,
+    versions: impl IntoIterator<Item = (String, ImageName, String)>,
+    concurrency: usize,
+) -> OciAppVersions {
+    use futures::stream::{self, StreamExt};
+    use std::collections::BTreeMap;
+    // One fetch per chart version, however many ways the manifests write the chart.
+    let mut distinct: BTreeMap<(String, String), (ImageName, Vec<String>)> = BTreeMap::new();
+    for (written, name, version) in versions {
+        let entry = distinct.entry((name.to_string(), version));
+        entry.or_insert_with(|| (name, Vec::new())).1.push(written);
+    }
+    let found: Vec<_> = stream::iter(distinct)
+        .map(|((_, version), (name, written))| async move {
+            let found = oci_app_version(registries, &name, &version).await;
+            if let Err(e) = &found {
+                tracing::debug!("appVersion of {name} {version}: {e}");
+            }
+            (written, version, found.ok().flatten())
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut all = OciAppVersions::new();
+    for (written, version, app_version) in found {
+        for w in written {
+            all.insert((w, version.clone()), app_version.clone());
+        }
+    }
+    all
+}
+
+/// Version `version` of the OCI chart `name`: its manifest's config blob, read as Helm
+/// writes it (the chart's metadata as JSON).
+async fn oci_app_version(
+    registries: &Registries,
+    name: &ImageName,
+    version: &str,
+) -> Result<Option<String>, String> {
+    let client = registries.client_for(name).map_err(|e| e.to_string())?;
+    let repo = &name.repository;
+    // Helm writes `+` of a version as `_` in a tag.
+    let (_, manifest) =
+        (client.manifest(repo, &version.replace('+', "_")).await).map_err(|e| e.to_string())?;
+    let crate::registry::manifest::Manifest::Image { config_digest } = manifest else {
+        return Err("an index, not a chart".into());
+    };
+    let config = (client.config_bytes(repo, &config_digest).await).map_err(|e| e.to_string())?;
+    let config: serde_json::Value =
+        serde_json::from_slice(&config).map_err(|e| format!("chart config: {e}"))?;
+    Ok(config
+        .get("appVersion")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string))
 }
 
 impl<'a> AppVersions<'a> {
-    pub fn new(registries: &'a Registries) -> Self {
+    pub fn new(registries: &'a Registries, oci: OciAppVersions) -> Self {
         AppVersions {
             registries,
             indexes: HashMap::new(),
+            oci,
         }
     }
 
     /// The appVersion change of the chart written as `written` (its reference as the
-    /// manifests have it) moving from version `from` to `to`; `None` for an OCI chart, a
-    /// repository whose index this run did not read, or versions it declares no appVersion
-    /// for.
+    /// manifests have it) moving from version `from` to `to`; `None` for a repository whose
+    /// index this run did not read, an OCI version [`oci`] did not read, or versions that
+    /// declare no appVersion.
     pub fn change(&mut self, written: &str, from: &str, to: &str) -> Option<AppVersionChange> {
-        let repo = super::classic_repository(written)?;
+        let Some(repo) = super::classic_repository(written) else {
+            let of = |v: &str| {
+                let key = (written.to_string(), v.to_string());
+                self.oci.get(&key).cloned().flatten()
+            };
+            let change = AppVersionChange {
+                from: of(from),
+                to: of(to),
+            };
+            return (change.from.is_some() || change.to.is_some()).then_some(change);
+        };
         let chart = written.rsplit('/').next()?;
         let url = format!("{repo}/index.yaml");
         let registries = self.registries;
@@ -109,7 +188,7 @@ mod tests {
             None,
             Ok(std::sync::Arc::new(index.as_bytes().to_vec())),
         );
-        let mut versions = AppVersions::new(&registries);
+        let mut versions = AppVersions::new(&registries, OciAppVersions::new());
         let web = "https://charts.example.com/stable/web";
         assert_eq!(
             versions.change(web, "1.0.0", "1.1.0").unwrap().to_string(),
