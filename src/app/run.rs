@@ -6,6 +6,7 @@ use std::io::Write;
 use super::output::print_json;
 use super::source::{self, Loaded};
 use super::{Error, Mode, Output, RunPlan, Status};
+use crate::chart::app_version::OciVersion;
 use crate::cli::Format;
 use crate::deliver::pulls::PullReport;
 use crate::deliver::push::{push_to_base, PushError};
@@ -540,7 +541,8 @@ async fn analyse_once(
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
     // A local directory's run never builds branches: no change-set texts kept.
     let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
-    let oci = crate::chart::app_version::oci(registries, oci_chart_bumps(&made), plan.concurrency);
+    let bumps = oci_chart_bumps(&found, &resolved.outcomes);
+    let oci = crate::chart::app_version::oci(registries, bumps, plan.concurrency);
     let mut app_versions = crate::chart::app_version::AppVersions::new(registries, oci.await);
     plan::fill_app_versions(&mut made, |chart, from, to| {
         app_versions.change(chart, from, to)
@@ -554,16 +556,27 @@ async fn analyse_once(
     (found, resolved, made, promotions)
 }
 
-/// The OCI chart versions the plan's chart bumps move from and to (each the chart as
-/// written, its name, a version), for their appVersions.
-fn oci_chart_bumps(made: &Plan) -> Vec<(String, imagebump_model::name::ImageName, String)> {
-    let oci = |u: &&crate::plan::Update| {
-        u.kind == crate::discover::RefKind::HelmChart
-            && crate::chart::classic_repository(&u.name).is_none()
-    };
-    (made.updates.iter().filter(oci))
-        .filter_map(|u| Some((u, imagebump_model::name::parse_name(&u.image).ok()?)))
-        .flat_map(|(u, name)| [&u.from, &u.to].map(|v| (u.name.clone(), name.clone(), v.clone())))
+/// The OCI chart versions the chart bumps move from and to, with the credentials their
+/// versions were listed with, for their appVersions.
+fn oci_chart_bumps(found: &Discovery, outcomes: &[resolve::Outcome]) -> Vec<OciVersion> {
+    let bumps = found
+        .refs
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(r, o)| match o {
+            resolve::Outcome::Update { tag, .. } if r.kind == discover::RefKind::HelmChart => {
+                crate::chart::classic_repository(&r.written)
+                    .is_none()
+                    .then_some((r, tag))
+            }
+            _ => None,
+        });
+    bumps
+        .flat_map(|(r, to)| {
+            let credentials = r.policy.spec.credentials.clone();
+            let from = r.tag.clone().unwrap_or_default();
+            [from, to.clone()].map(|v| (r.written.clone(), r.image.clone(), credentials.clone(), v))
+        })
         .collect()
 }
 

@@ -45,25 +45,31 @@ pub struct AppVersions<'a> {
 /// version declares none, or it could not be read.
 pub type OciAppVersions = HashMap<(String, String), Option<String>>;
 
-/// The appVersions of `versions` (each an OCI chart as written, its name, a version): per
-/// distinct version, its manifest and the config blob it names, `concurrency` at a time. A
-/// version that cannot be read has none (the bump is still shown, without it).
+/// An OCI chart version whose appVersion is wanted: the chart as written, its name, the
+/// credentials its versions are listed with, a version.
+pub type OciVersion = (String, ImageName, Option<String>, String);
+
+/// The appVersions of `versions`: per distinct version, its manifest and the config blob it
+/// names (read once per run, shared with the chart-defaults download), `concurrency` at a
+/// time. A version that cannot be read has none (the bump is still shown, without it).
 pub async fn oci(
     registries: &Registries,
-    versions: impl IntoIterator<Item = (String, ImageName, String)>,
+    versions: impl IntoIterator<Item = OciVersion>,
     concurrency: usize,
 ) -> OciAppVersions {
     use futures::stream::{self, StreamExt};
     use std::collections::BTreeMap;
-    // One fetch per chart version, however many ways the manifests write the chart.
-    let mut distinct: BTreeMap<(String, String), (ImageName, Vec<String>)> = BTreeMap::new();
-    for (written, name, version) in versions {
-        let entry = distinct.entry((name.to_string(), version));
+    // One read per chart version, however many ways the manifests write the chart.
+    type Wanted = BTreeMap<(String, Option<String>, String), (ImageName, Vec<String>)>;
+    let mut distinct = Wanted::new();
+    for (written, name, credentials, version) in versions {
+        let entry = distinct.entry((name.to_string(), credentials, version));
         entry.or_insert_with(|| (name, Vec::new())).1.push(written);
     }
     let found: Vec<_> = stream::iter(distinct)
-        .map(|((_, version), (name, written))| async move {
-            let found = oci_app_version(registries, &name, &version).await;
+        .map(|((_, credentials, version), (name, written))| async move {
+            let found = oci_app_version(registries, &name, credentials.as_deref(), &version);
+            let found = found.await;
             if let Err(e) = &found {
                 tracing::debug!("appVersion of {name} {version}: {e}");
             }
@@ -86,17 +92,19 @@ pub async fn oci(
 async fn oci_app_version(
     registries: &Registries,
     name: &ImageName,
+    credentials: Option<&str>,
     version: &str,
 ) -> Result<Option<String>, String> {
-    let client = registries.client_for(name).map_err(|e| e.to_string())?;
-    let repo = &name.repository;
-    // Helm writes `+` of a version as `_` in a tag.
-    let (_, manifest) =
-        (client.manifest(repo, &version.replace('+', "_")).await).map_err(|e| e.to_string())?;
-    let crate::registry::manifest::Manifest::Image { config_digest } = manifest else {
-        return Err("an index, not a chart".into());
-    };
-    let config = (client.config_bytes(repo, &config_digest).await).map_err(|e| e.to_string())?;
+    let (_, manifest) = super::archive::oci_manifest(registries, name, version, credentials)
+        .await
+        .map_err(|e| e.to_string())?;
+    let digest = manifest
+        .pointer("/config/digest")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("the manifest names no config")?;
+    let (_, config) = super::archive::oci_blob(registries, name, digest, credentials)
+        .await
+        .map_err(|e| e.to_string())?;
     let config: serde_json::Value =
         serde_json::from_slice(&config).map_err(|e| format!("chart config: {e}"))?;
     Ok(config

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::{index, ChartName};
 use crate::registry::manifest::sha256_digest;
 use crate::registry::{Error, Registries};
+use imagebump_model::name::ImageName;
 
 /// The largest chart archive downloaded (the largest public charts are a few MiB).
 pub const ARCHIVE_LIMIT: usize = 16 << 20;
@@ -152,16 +153,7 @@ async fn oci(
     version: &str,
     credentials: Option<&str>,
 ) -> Result<(String, Arc<Vec<u8>>), Error> {
-    let client = registries.client_with(&chart.image, credentials)?;
-    let repo = &chart.image.repository;
-    // Helm writes `+` of a version as `_` in a tag.
-    let tag = version.replace('+', "_");
-    let fetched = client.manifest_bytes(repo, &tag).await?;
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&fetched.body).map_err(|e| Error::Invalid {
-            url: fetched.url.clone(),
-            reason: format!("manifest: {e}"),
-        })?;
+    let (url, manifest) = oci_manifest(registries, &chart.image, version, credentials).await?;
     let digest = manifest
         .get("layers")
         .and_then(serde_json::Value::as_array)
@@ -173,15 +165,58 @@ async fn oci(
         .and_then(|l| l.get("digest"))
         .and_then(serde_json::Value::as_str)
         .ok_or_else(|| Error::Invalid {
-            url: fetched.url.clone(),
+            url,
             reason: format!("not a Helm chart: no {CHART_LAYER} layer"),
         })?
         .to_string();
-    let key = format!("oci://{}@{digest}", chart.image);
+    oci_blob(registries, &chart.image, &digest, credentials).await
+}
+
+/// Version `version` of the OCI chart `image`: its manifest as JSON, and where it was read.
+/// Asked once per run (chart defaults and appVersions read the same one), kept with the
+/// other files of the run.
+pub async fn oci_manifest(
+    registries: &Registries,
+    image: &ImageName,
+    version: &str,
+    credentials: Option<&str>,
+) -> Result<(String, serde_json::Value), Error> {
+    // Helm writes `+` of a version as `_` in a tag.
+    let tag = version.replace('+', "_");
+    let key = format!("oci://{image}:{tag}");
+    let bytes = match registries.fetched(&key, credentials) {
+        Some(bytes) => bytes?,
+        None => {
+            let client = registries.client_with(image, credentials)?;
+            let fetched =
+                (client.manifest_bytes(&image.repository, &tag).await).map(|f| Arc::new(f.body));
+            registries.keep_fetched(&key, credentials, fetched.clone());
+            fetched?
+        }
+    };
+    let manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Invalid {
+        url: key.clone(),
+        reason: format!("manifest: {e}"),
+    })?;
+    Ok((key, manifest))
+}
+
+/// Blob `digest` of the OCI chart `image` (its archive or its config), asked once per run.
+pub async fn oci_blob(
+    registries: &Registries,
+    image: &ImageName,
+    digest: &str,
+    credentials: Option<&str>,
+) -> Result<(String, Arc<Vec<u8>>), Error> {
+    let key = format!("oci://{image}@{digest}");
     if let Some(bytes) = registries.fetched(&key, credentials) {
         return Ok((key, bytes?));
     }
-    let bytes = client.config_bytes(repo, &digest).await.map(Arc::new);
+    let client = registries.client_with(image, credentials)?;
+    let bytes = client
+        .config_bytes(&image.repository, digest)
+        .await
+        .map(Arc::new);
     registries.keep_fetched(&key, credentials, bytes.clone());
     Ok((key, bytes?))
 }
