@@ -123,7 +123,7 @@ fn push_signature(
             let digest = sha256_digest(&body);
             reg.put_manifest(REPO, &digest, OCI_MANIFEST, &body);
             if let Layout::ReferrersTag = layout {
-                let index = referrers_index(&[&body]);
+                let index = referrers_index(&[&body], SIG_ARTIFACT);
                 reg.put_manifest(REPO, &format!("sha256-{hex}"), OCI_INDEX, &index);
             }
             body
@@ -131,13 +131,17 @@ fn push_signature(
     }
 }
 
-/// An OCI index listing `manifests` as cosign signature referrers.
-fn referrers_index(manifests: &[&[u8]]) -> Vec<u8> {
+/// The artifact type of a Sigstore bundle referrer.
+const BUNDLE_ARTIFACT: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// An OCI index listing `manifests` as referrers of `artifact_type` (cosign signatures,
+/// Sigstore bundles).
+fn referrers_index(manifests: &[&[u8]], artifact_type: &str) -> Vec<u8> {
     let list: Vec<Value> = manifests
         .iter()
         .map(|m| {
             json!({"mediaType": OCI_MANIFEST, "digest": sha256_digest(m), "size": m.len(),
-                "artifactType": SIG_ARTIFACT})
+                "artifactType": artifact_type})
         })
         .collect();
     json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": list})
@@ -380,7 +384,7 @@ impl Respond for Proxy {
                     .set_body_bytes(body.clone()),
                 None => ResponseTemplate::new(200)
                     .insert_header("Content-Type", OCI_INDEX)
-                    .set_body_bytes(referrers_index(&[])),
+                    .set_body_bytes(referrers_index(&[], SIG_ARTIFACT)),
             };
         }
         forward(&self.registry, request)
@@ -445,7 +449,7 @@ async fn the_referrers_api_is_read_first() {
     Mock::given(wiremock::matchers::any())
         .respond_with(Proxy {
             registry: format!("127.0.0.1:{}", reg.port()),
-            referrers: vec![(signed.clone(), referrers_index(&[&sig]))],
+            referrers: vec![(signed.clone(), referrers_index(&[&sig], SIG_ARTIFACT))],
             status: None,
         })
         .mount(&proxy)
@@ -478,7 +482,7 @@ fn push_bundle(reg: &Registry, signer: &Signer, key: &str, digest: &str, mode: &
         &format!("{HOST}/{REPO}"),
         mode,
     ]);
-    let media = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    let media = BUNDLE_ARTIFACT;
     let (blob, size) = reg.push_blob(REPO, bundle.as_bytes());
     let (config, config_size) = reg.push_blob(REPO, b"{}");
     let manifest = json!({
@@ -490,20 +494,6 @@ fn push_bundle(reg: &Registry, signer: &Signer, key: &str, digest: &str, mode: &
     .into_bytes();
     reg.put_manifest(REPO, &sha256_digest(&manifest), OCI_MANIFEST, &manifest);
     manifest
-}
-
-/// An index listing `manifests` as Sigstore bundle referrers.
-fn bundles_index(manifests: &[&[u8]]) -> Vec<u8> {
-    let list: Vec<Value> = manifests
-        .iter()
-        .map(|m| {
-            json!({"mediaType": OCI_MANIFEST, "digest": sha256_digest(m), "size": m.len(),
-                "artifactType": "application/vnd.dev.sigstore.bundle.v0.3+json"})
-        })
-        .collect();
-    json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": list})
-        .to_string()
-        .into_bytes()
 }
 
 /// A key-signed Sigstore bundle without a transparency-log entry (`cosign sign --key
@@ -525,8 +515,14 @@ async fn a_key_signed_bundle_verifies_by_key_and_a_keyless_one_is_refused() {
         .respond_with(Proxy {
             registry: format!("127.0.0.1:{}", reg.port()),
             referrers: vec![
-                (keyed.clone(), bundles_index(&[&keyed_bundle])),
-                (keyless.clone(), bundles_index(&[&keyless_bundle])),
+                (
+                    keyed.clone(),
+                    referrers_index(&[&keyed_bundle], BUNDLE_ARTIFACT),
+                ),
+                (
+                    keyless.clone(),
+                    referrers_index(&[&keyless_bundle], BUNDLE_ARTIFACT),
+                ),
             ],
             status: None,
         })
