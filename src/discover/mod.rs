@@ -457,7 +457,9 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             return out;
         }
     };
+    tracing::debug!("walking the tree");
     let files = files(root, &filters, &mut out);
+    tracing::debug!(files = files.len(), "walked the tree");
     // Kustomizations first: their `configurations:` name image fields of custom resources
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
@@ -487,7 +489,12 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         .collect();
     // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
     // they are new references and change none read before, so they do not hold listing back.
+    tracing::debug!(kustomizations = kfiles.len(), "read the kustomizations");
     let mut early = early.filter(|_| !claims_possible(root, &files));
+    tracing::debug!(
+        early = early.is_some(),
+        "looked for Argo CD and Flux resources"
+    );
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,

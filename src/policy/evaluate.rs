@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use semver::Version;
 
 use super::filters::format_age;
-use super::semver::{Rank, Series, TagVersion};
+use super::semver::{Rank, Series, TagVersion, TagVersions};
 use super::{alphabetical, numeric, Policy, SemverMode, Strategy};
 use imagebump_model::platform::Platform;
 
@@ -234,6 +234,18 @@ impl<'t> Evaluation<'t> {
         current_digest: Option<&str>,
         tags: &'t [String],
     ) -> Evaluation<'t> {
+        Evaluation::new_read(policy, current, current_digest, tags, None)
+    }
+
+    /// As [`Evaluation::new`], with the tags' versions read already (once for all the
+    /// references of a repository).
+    pub fn new_read(
+        policy: &Policy,
+        current: &'t str,
+        current_digest: Option<&str>,
+        tags: &'t [String],
+        read: Option<&TagVersions>,
+    ) -> Evaluation<'t> {
         let mut e = Evaluation {
             policy: policy.clone(),
             current: current.to_string(),
@@ -253,10 +265,10 @@ impl<'t> Evaluation<'t> {
             return e;
         }
         let series = match policy.strategy {
-            Strategy::Semver => Series::new(policy.semver_mode, current, tags),
+            Strategy::Semver => Series::new_read(policy.semver_mode, current, tags, read),
             _ => None,
         };
-        let current_key = e.key_of(series.as_ref(), current, true).ok();
+        let current_key = e.key_of(series.as_ref(), current, None, true).ok();
         // Pass one: the survivors' sort keys (kept only while they are sorted) and the
         // verdicts of the rest. The candidates are built afterwards, so a million tags never
         // hold keys and candidates at once. Sized once: a vector grown by doubling would
@@ -269,7 +281,11 @@ impl<'t> Evaluation<'t> {
                 judged.push((i, Verdict::Current));
                 continue;
             }
-            match e.judge(series.as_ref(), tag, current_key.as_ref()) {
+            match e.judge(
+                series.as_ref(),
+                (tag, read.map(|r| (r, i))),
+                current_key.as_ref(),
+            ) {
                 Ok(key) => kept.push((key, i)),
                 Err(v) => judged.push((i, v)),
             }
@@ -322,13 +338,14 @@ impl<'t> Evaluation<'t> {
         &self,
         series: Option<&Series>,
         tag: &'t str,
+        read: Option<(&TagVersions, usize)>,
         is_current: bool,
     ) -> Result<Key<'t>, Verdict> {
         let p = &self.policy;
         match p.strategy {
             Strategy::Semver => match series {
                 Some(s) if is_current => Ok(s.current_key(tag)),
-                Some(s) => s.judge(tag, self.allows_prerelease()),
+                Some(s) => s.judge_read(tag, read, self.allows_prerelease()),
                 None => Err(Verdict::NotAVersion),
             },
             Strategy::Numeric => numeric::key(tag).ok_or(Verdict::NotAnInteger),
@@ -349,10 +366,12 @@ impl<'t> Evaluation<'t> {
             .is_some_and(|c| c.has_prerelease())
     }
 
+    /// `tag`'s key, or why it is not a candidate; `read`: its version read already (it is
+    /// that list's `i`-th tag).
     fn judge(
         &self,
         series: Option<&Series>,
-        tag: &'t str,
+        (tag, read): (&'t str, Option<(&TagVersions, usize)>),
         current: Option<&Key<'t>>,
     ) -> Result<Key<'t>, Verdict> {
         let p = &self.policy;
@@ -370,7 +389,7 @@ impl<'t> Evaluation<'t> {
         if let Some(glob) = p.ignore_tags.as_ref().and_then(|i| i.matching(tag)) {
             return Err(Verdict::Ignored(glob.to_string()));
         }
-        let key = self.key_of(series, tag, false)?;
+        let key = self.key_of(series, tag, read, false)?;
         if let (Some(c), Some(v)) = (&p.constraint, key.version()) {
             if !v.pre.is_empty() && !c.has_prerelease() {
                 return Err(Verdict::Prerelease);
@@ -1307,6 +1326,32 @@ mod tests {
     }
 
     proptest! {
+        /// Reading a repository's versions once and sharing them judges every tag as
+        /// reading each tag in each evaluation does, in both semver modes (and a read in
+        /// the other mode is not used).
+        #[test]
+        fn versions_read_once_judge_as_read_each_time(
+            list in proptest::collection::vec(version_tag(), 1..30),
+            current in version_tag(),
+            constraint in proptest::sample::select(vec!["*", "^1", "~2.3", ">=1.2 <3"]),
+        ) {
+            for mode in [SemverMode::Variant, SemverMode::Masterminds] {
+                let p = policy(PolicySpec {
+                    constraint: Some(constraint.into()),
+                    semver_mode: Some(mode),
+                    ..Default::default()
+                });
+                for read_mode in [SemverMode::Variant, SemverMode::Masterminds] {
+                    let read = TagVersions::read(read_mode, &list);
+                    let once = Evaluation::new_read(&p, &current, None, &list, Some(&read));
+                    let each = Evaluation::new(&p, &current, None, &list);
+                    let verdicts = |e: &Evaluation| e.candidates.iter().map(|c| c.verdict.clone()).collect::<Vec<_>>();
+                    prop_assert_eq!(verdicts(&once), verdicts(&each));
+                    prop_assert_eq!(&once.order, &each.order);
+                }
+            }
+        }
+
         /// The chosen tag satisfies the constraint, is above the current version, and is
         /// the highest such tag of the current variant.
         #[test]

@@ -116,17 +116,48 @@ fn is_year(part: &str) -> bool {
     part.len() == 4 && part.bytes().all(|b| b.is_ascii_digit()) && !part.starts_with('0')
 }
 
-/// Numeric parts separated by `sep`, digits only; `None` if any is empty or not a number.
-fn numbers(text: &str, sep: char) -> Option<Vec<u64>> {
-    text.split(sep)
-        .map(|p| {
-            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                None
-            } else {
-                p.parse().ok()
+/// Numeric parts separated by `sep`, digits only, and how many there are; `None` if any
+/// is empty or not a number, or there are more than four (no version has more). Read byte
+/// by byte, in place: every tag of every listed repository comes here, once per reference
+/// group (hundreds of thousands of tags in a large run).
+fn numbers(text: &str, sep: u8) -> Option<([u64; 4], usize)> {
+    let mut parts = [0u64; 4];
+    let mut count = 0usize;
+    let (mut value, mut digits) = (0u64, 0usize);
+    for &b in text.as_bytes() {
+        if b == sep {
+            if digits == 0 {
+                return None;
             }
-        })
-        .collect()
+            *parts.get_mut(count)? = value;
+            count = count.saturating_add(1);
+            (value, digits) = (0, 0);
+        } else if b.is_ascii_digit() {
+            value = value
+                .checked_mul(10)?
+                .checked_add(u64::from(b.wrapping_sub(b'0')))?;
+            digits = digits.saturating_add(1);
+        } else {
+            return None;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    *parts.get_mut(count)? = value;
+    Some((parts, count.saturating_add(1)))
+}
+
+/// `text` split at the first `sep` byte (an ASCII separator), like `split_once` without a
+/// pattern searcher.
+fn split_byte(text: &str, sep: u8) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|b| b == sep)?;
+    Some((text.get(..at)?, text.get(at.saturating_add(1)..)?))
+}
+
+/// The text before the first `sep` byte, or all of it.
+fn first_part(text: &str, sep: u8) -> &str {
+    split_byte(text, sep).map_or(text, |(first, _)| first)
 }
 
 /// The version and fourth part of one to four numeric parts.
@@ -161,25 +192,25 @@ impl TagVersion {
             Some(r) => (true, r),
             None => (false, tag),
         };
-        let rest = rest.split_once('+').map_or(rest, |(r, _)| r);
+        let rest = first_part(rest, b'+');
         if let Some(dated) = Self::dashed(v_prefix, rest) {
             return Some(dated);
         }
-        let (text, suffix) = match rest.split_once('-') {
+        let (text, suffix) = match split_byte(rest, b'-') {
             Some((n, s)) if !s.is_empty() => (n, Some(s)),
             Some(_) => return None,
             None => (rest, None),
         };
-        let parts = numbers(text, '.')?;
-        let (version, fourth) = from_parts(&parts)?;
+        let (parts, count) = numbers(text, b'.')?;
+        let (version, fourth) = from_parts(parts.get(..count)?)?;
         let mut tv = TagVersion {
             v_prefix,
-            precision: parts.len(),
+            precision: count,
             version,
             fourth,
             variant: None,
             revision: None,
-            calendar: text.split('.').next().is_some_and(is_year),
+            calendar: is_year(first_part(text, b'.')),
             dashes: false,
         };
         if let Some(s) = suffix {
@@ -191,17 +222,17 @@ impl TagVersion {
     /// A date written with dashes (`2026-05-01`, `2026-05`): a four-digit year, then one to
     /// three more numeric parts, nothing else.
     fn dashed(v_prefix: bool, text: &str) -> Option<TagVersion> {
-        if !text.split('-').next().is_some_and(is_year) {
+        if !is_year(first_part(text, b'-')) {
             return None;
         }
-        let parts = numbers(text, '-')?;
-        if parts.len() < 2 {
+        let (parts, count) = numbers(text, b'-')?;
+        if count < 2 {
             return None;
         }
-        let (version, fourth) = from_parts(&parts)?;
+        let (version, fourth) = from_parts(parts.get(..count)?)?;
         Some(TagVersion {
             v_prefix,
-            precision: parts.len(),
+            precision: count,
             version,
             fourth,
             variant: None,
@@ -290,6 +321,34 @@ impl TagVersion {
     }
 }
 
+/// A repository's tags read as versions once, in list order (`None`: not a version in
+/// `mode`), shared by the evaluations of all its references instead of each reading every
+/// tag again. Held only while that repository is being decided.
+pub struct TagVersions {
+    mode: SemverMode,
+    versions: Vec<Option<TagVersion>>,
+}
+
+impl TagVersions {
+    pub fn read(mode: SemverMode, tags: &[String]) -> TagVersions {
+        TagVersions {
+            mode,
+            versions: tags.iter().map(|t| TagVersion::parse_in(mode, t)).collect(),
+        }
+    }
+
+    /// The versions, when they were read in `mode` (`None`: read the tags themselves).
+    fn in_mode(&self, mode: SemverMode) -> Option<&[Option<TagVersion>]> {
+        (self.mode == mode).then_some(&self.versions)
+    }
+
+    /// The version of the `i`-th tag, when these versions were read in `mode`.
+    fn get(&self, mode: SemverMode, i: usize) -> Option<Option<&TagVersion>> {
+        self.in_mode(mode)
+            .map(|versions| versions.get(i).and_then(Option::as_ref))
+    }
+}
+
 /// How the `semver` strategy reads tags, given the current tag and the whole list.
 pub struct Series {
     mode: SemverMode,
@@ -302,16 +361,30 @@ pub struct Series {
 impl Series {
     /// `None` when the current tag is not a version in this mode.
     pub fn new(mode: SemverMode, current: &str, tags: &[String]) -> Option<Series> {
+        Series::new_read(mode, current, tags, None)
+    }
+
+    /// As [`Series::new`], with the tags' versions read already.
+    pub fn new_read(
+        mode: SemverMode,
+        current: &str,
+        tags: &[String],
+        read: Option<&TagVersions>,
+    ) -> Option<Series> {
         let current = TagVersion::parse_in(mode, current)?;
+        let same_kind = |v: &TagVersion| {
+            !v.is_prerelease()
+                && v.same_suffix(&current)
+                && v.shape() == current.shape()
+                && v.precision == current.precision
+        };
         let same_precision = mode == SemverMode::Variant
-            && tags.iter().any(|t| {
-                TagVersion::parse(t).is_some_and(|v| {
-                    !v.is_prerelease()
-                        && v.same_suffix(&current)
-                        && v.shape() == current.shape()
-                        && v.precision == current.precision
-                })
-            });
+            && match read.and_then(|r| r.in_mode(SemverMode::Variant)) {
+                Some(versions) => versions.iter().flatten().any(same_kind),
+                None => tags
+                    .iter()
+                    .any(|t| TagVersion::parse(t).is_some_and(|v| same_kind(&v))),
+            };
         Some(Series {
             mode,
             current,
@@ -326,9 +399,27 @@ impl Series {
     /// The tag's sort key, or why it is not a candidate of this series. Pre-releases are
     /// judged here only when `allow_pre` is false (the constraint has no pre-release part).
     pub fn judge<'t>(&self, tag: &'t str, allow_pre: bool) -> Result<Key<'t>, Verdict> {
-        let v = TagVersion::parse_in(self.mode, tag).ok_or(Verdict::NotAVersion)?;
+        self.judge_read(tag, None, allow_pre)
+    }
+
+    /// As [`Series::judge`], with the tag's version read already when `read` has it (the
+    /// tag is `read`'s `i`-th).
+    pub fn judge_read<'t>(
+        &self,
+        tag: &'t str,
+        read: Option<(&TagVersions, usize)>,
+        allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        let parsed;
+        let v = match read.and_then(|(r, i)| r.get(self.mode, i)) {
+            Some(v) => v.ok_or(Verdict::NotAVersion)?,
+            None => {
+                parsed = TagVersion::parse_in(self.mode, tag).ok_or(Verdict::NotAVersion)?;
+                &parsed
+            }
+        };
         if self.mode == SemverMode::Variant {
-            self.same_kind(&v)?;
+            self.same_kind(v)?;
         }
         if v.is_prerelease() && !allow_pre {
             return Err(Verdict::Prerelease);
@@ -379,6 +470,27 @@ mod tests {
     use super::*;
 
     use crate::policy::evaluate::{choose_offline, Choice};
+
+    proptest::proptest! {
+        /// The byte-wise reading of numeric parts agrees with splitting the text and
+        /// parsing each part, on any text of digits, separators and other characters.
+        #[test]
+        fn numbers_read_in_place_as_split_and_parsed(text in "[0-9.\\-a+é]{0,24}") {
+            let split: Option<Vec<u64>> = text
+                .split('.')
+                .map(|p| {
+                    (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                        .then(|| p.parse().ok())
+                        .flatten()
+                })
+                .collect();
+            let expected = split.filter(|parts| parts.len() <= 4);
+            let got = numbers(&text, b'.').map(|(parts, n)| parts[..n].to_vec());
+            proptest::prop_assert_eq!(got, expected);
+            let first = text.split_once('-').map_or(text.as_str(), |(f, _)| f);
+            proptest::prop_assert_eq!(first_part(&text, b'-'), first);
+        }
+    }
     use crate::policy::Policy;
 
     fn pick(current: &str, tags: &[&str]) -> Choice {

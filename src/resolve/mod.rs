@@ -11,6 +11,7 @@ use futures::stream::{self, StreamExt};
 
 use crate::discover::ImageRef;
 use crate::policy::evaluate::{Choice, Evaluation};
+use crate::policy::semver::TagVersions;
 use crate::policy::Policy;
 use crate::progress::Progress;
 use crate::registry::client::{Client, TagList};
@@ -299,20 +300,39 @@ pub async fn resolve_with(
         verifier: crate::verify::Verifier::new(),
     };
     progress.stage("choosing tags", groups.len());
-    let decided: Vec<(&ImageName, Vec<usize>, Decided)> = stream::iter(groups)
-        .map(|(key, (policy, members))| {
-            let lists = &lists;
-            let shared = &shared;
+    // The groups of one repository are decided together, its tags read as versions once
+    // for all of them.
+    let mut by_list: BTreeMap<ListedAs, Vec<Group>> = BTreeMap::new();
+    for (key, (policy, members)) in groups {
+        by_list
+            .entry((key.0, credentials(policy)))
+            .or_default()
+            .push((key, policy, members));
+    }
+    let decided: Vec<Vec<(&ImageName, Vec<usize>, Decided)>> = stream::iter(by_list)
+        .map(|(list_key, groups)| {
+            let (lists, shared) = (&lists, &shared);
             async move {
-                let name = key.0;
-                let d = decide_group(key, policy, lists, shared).await;
-                progress.inc();
-                (name, members, d)
+                let read = read_versions(list_key, &groups, lists);
+                stream::iter(groups)
+                    .map(|(key, policy, members)| {
+                        let read = read.as_ref();
+                        async move {
+                            let name = key.0;
+                            let d = decide_group(key, policy, lists, shared, read).await;
+                            progress.inc();
+                            (name, members, d)
+                        }
+                    })
+                    .buffer_unordered(concurrency.max(1))
+                    .collect()
+                    .await
             }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
+    let decided = decided.into_iter().flatten();
     for (name, members, d) in decided {
         for e in &d.errors {
             out.problems.push(Problem::registry(name, e.clone(), None));
@@ -507,11 +527,42 @@ struct Decided {
     warnings: Vec<String>,
 }
 
+/// A repository's tag list as listed: its name and the credentials it was listed with.
+type ListedAs<'a> = (&'a ImageName, Option<&'a str>);
+
+/// One group of references decided alike: its key, its policy, its members' indexes.
+type Group<'a> = (GroupKey<'a>, &'a Policy, Vec<usize>);
+
+/// The versions of a repository's listed tags, read once when more than one of its groups
+/// would read them (semver, from the list, in one mode). Not for a list long enough to need
+/// the tag budget: those are read group by group, as the budget allows.
+fn read_versions(
+    (image, credentials): ListedAs<'_>,
+    groups: &[Group<'_>],
+    lists: &Lists,
+) -> Option<TagVersions> {
+    let mut modes = groups.iter().filter_map(|(key, policy, _)| {
+        (policy.strategy == crate::policy::Strategy::Semver && key.5.is_none())
+            .then_some(policy.semver_mode)
+    });
+    let mode = modes.next()?;
+    if !modes.any(|m| m == mode) {
+        return None;
+    }
+    match lists.get(&(image.clone(), credentials.map(str::to_string))) {
+        Some(Ok(list)) if list.tags.len() < TAGS_PER_PERMIT => {
+            Some(TagVersions::read(mode, &list.tags))
+        }
+        _ => None,
+    }
+}
+
 async fn decide_group(
     (image, _, current, digest, rejected, promoted): GroupKey<'_>,
     policy: &Policy,
     lists: &Lists,
     shared: &Shared<'_>,
+    read: Option<&TagVersions>,
 ) -> Decided {
     let Shared {
         registries,
@@ -544,7 +595,9 @@ async fn decide_group(
         .min(TAG_BUDGET);
     // The semaphore is never closed, so acquiring only waits.
     let _permit = budget.acquire_many(weight).await;
-    let mut eval = Evaluation::new(policy, current, digest, tags);
+    // Versions read for the repository's list, not for a promoted reference's own tags.
+    let read = read.filter(|_| promoted.is_none());
+    let mut eval = Evaluation::new_read(policy, current, digest, tags, read);
     if let Some(r) = rejected {
         eval.reject(r);
     }

@@ -44,7 +44,10 @@ pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
 pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
     use std::io::Read as _;
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut bytes = Vec::new();
+    // Sized from the file's length (a hint only: the cap is what counts), so that a file is
+    // read in one go rather than grown into.
+    let hint = file.metadata().map_or(0, |m| m.len().min(max));
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0).saturating_add(1));
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;

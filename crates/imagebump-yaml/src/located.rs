@@ -261,17 +261,31 @@ fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
         column: 1,
         message: e.to_string(),
     })?;
+    // yaml-edit builds a mutable tree, in which every node's position is found by walking
+    // its earlier siblings; the same tree rooted immutably knows its positions at once.
+    let file = YamlFile::cast(rowan::SyntaxNode::new_root(
+        file.syntax().green().into_owned(),
+    ))
+    .unwrap_or(file);
+    // Without `&` there is no anchor to look for (most files).
+    let anchored = text.contains('&');
+    let anchors = || Anchors {
+        nodes: std::collections::HashMap::new(),
+        copied: 0,
+        look: anchored,
+        text,
+    };
     let docs = file
         .documents()
         .enumerate()
         .map(|(index, d)| {
             let root = if let Some(m) = d.as_mapping() {
-                Some(convert(&YamlNode::Mapping(m), &mut Anchors::new()))
+                Some(convert(&YamlNode::Mapping(m), &mut anchors()))
             } else if let Some(s) = d.as_sequence() {
-                Some(convert(&YamlNode::Sequence(s), &mut Anchors::new()))
+                Some(convert(&YamlNode::Sequence(s), &mut anchors()))
             } else {
                 d.as_scalar()
-                    .map(|s| convert(&YamlNode::Scalar(s), &mut Anchors::new()))
+                    .map(|s| convert(&YamlNode::Scalar(s), &mut anchors()))
             };
             Doc { index, root }
         })
@@ -429,6 +443,11 @@ fn validate(text: &str) -> Result<(), ParseError> {
     Ok(())
 }
 
+fn range_of(s: &yaml_edit::Scalar) -> Range<usize> {
+    let range = s.syntax().text_range();
+    u32::from(range.start()) as usize..u32::from(range.end()) as usize
+}
+
 fn offset_of(node: &yaml_edit::advanced::TextRange) -> usize {
     u32::from(node.start()) as usize
 }
@@ -436,16 +455,13 @@ fn offset_of(node: &yaml_edit::advanced::TextRange) -> usize {
 /// The nodes anchored so far in a document, by anchor name: an alias reads the anchored
 /// node, spans and all, so an edit through it lands on the anchored text. `copied` counts
 /// the nodes aliases have copied, against [`MAX_ALIAS_NODES`].
-#[derive(Default)]
-struct Anchors {
+struct Anchors<'t> {
     nodes: std::collections::HashMap<String, Node>,
     copied: usize,
-}
-
-impl Anchors {
-    fn new() -> Anchors {
-        Anchors::default()
-    }
+    /// Whether the text may hold an anchor at all.
+    look: bool,
+    /// The text the tree was parsed from.
+    text: &'t str,
 }
 
 /// At most this many nodes are copied for aliases in one document (a billion laughs is
@@ -491,8 +507,11 @@ fn size(node: &Node) -> usize {
     }
 }
 
-fn convert(node: &YamlNode, anchors: &mut Anchors) -> Node {
+fn convert(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
     let converted = convert_node(node, anchors);
+    if !anchors.look {
+        return converted;
+    }
     let syntax = match node {
         YamlNode::Scalar(n) => n.syntax().clone(),
         YamlNode::Mapping(n) => n.syntax().clone(),
@@ -506,11 +525,23 @@ fn convert(node: &YamlNode, anchors: &mut Anchors) -> Node {
     converted
 }
 
-fn convert_node(node: &YamlNode, anchors: &mut Anchors) -> Node {
+/// A scalar's decoded value. A plain scalar on one line is its own text (the common case,
+/// read without decoding); anything else is decoded by yaml-edit.
+fn scalar_value(s: &yaml_edit::Scalar, raw: &str) -> String {
+    let plain = !raw.starts_with(['"', '\'', '|', '>']);
+    if plain && !raw.is_empty() && !raw.contains(['\n', '\r']) {
+        raw.to_string()
+    } else {
+        s.as_string()
+    }
+}
+
+fn convert_node(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
     match node {
         YamlNode::Scalar(s) => {
             let range = s.syntax().text_range();
-            let raw = s.syntax().text().to_string();
+            let span = u32::from(range.start()) as usize..u32::from(range.end()) as usize;
+            let raw = anchors.text.get(span.clone()).unwrap_or_default();
             let style = if raw.starts_with('"') {
                 Style::Double
             } else if raw.starts_with('\'') {
@@ -521,8 +552,8 @@ fn convert_node(node: &YamlNode, anchors: &mut Anchors) -> Node {
                 Style::Plain
             };
             Node::Scalar(Scalar {
-                value: s.as_string(),
-                span: u32::from(range.start()) as usize..u32::from(range.end()) as usize,
+                value: scalar_value(s, raw),
+                span,
                 style,
             })
         }
@@ -533,7 +564,7 @@ fn convert_node(node: &YamlNode, anchors: &mut Anchors) -> Node {
             for e in m.entries() {
                 let key = match e.key_node() {
                     Some(YamlNode::Scalar(k)) => Key {
-                        name: k.as_string(),
+                        name: scalar_value(&k, anchors.text.get(range_of(&k)).unwrap_or_default()),
                         offset: offset_of(&k.syntax().text_range()),
                     },
                     // The merge key is a token of its own, not a scalar.
