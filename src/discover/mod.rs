@@ -197,6 +197,8 @@ pub struct Discovery {
     pub refs: Vec<ImageRef>,
     /// Text of every file that holds a managed reference, for the edit stage.
     pub sources: BTreeMap<String, std::sync::Arc<str>>,
+    /// The fingerprints of the sources whose values discovery read whole (see `Scanned`).
+    pub fingerprints: std::collections::HashMap<String, u64>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
@@ -214,6 +216,7 @@ impl Discovery {
         let inside = |f: &str| f.starts_with(&prefix);
         self.refs.retain(|r| within(r, &prefix));
         self.sources.retain(|f, _| inside(f));
+        self.fingerprints.retain(|f, _| inside(f));
         // A problem at a file of the tree outside the scope is not this run's.
         let ours = |p: &Problem| {
             let file = p.location.split(':').next().unwrap_or_default();
@@ -593,6 +596,7 @@ impl Fold<'_> {
             kustomization,
             argo: loaded,
             flux: flux_loaded,
+            fingerprint,
         } = *scanned;
         out.problems.extend(problems);
         // One copy of the text, shared by the sources and the kustomize layout.
@@ -628,6 +632,9 @@ impl Fold<'_> {
         }
         if out.refs.iter().skip(before).any(ImageRef::is_managed) {
             out.sources.insert(rel.to_string(), text);
+            if let Some(f) = fingerprint {
+                out.fingerprints.insert(rel.to_string(), f);
+            }
         }
     }
 
@@ -684,6 +691,9 @@ struct Scanned {
     argo: Option<argocd::Loaded>,
     /// Flux image automation resources and setters.
     flux: Option<crate::flux::Loaded>,
+    /// The fingerprint of all the file's values, when the parse read them all: it spares
+    /// the plan's verification a second parse of the text (`imagebump_yaml::apply_edits_known`).
+    fingerprint: Option<u64>,
 }
 
 /// What every file is read with: the image fields of custom resources, the Helm image keys.
@@ -733,6 +743,7 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
             kustomization: None,
             argo: None,
             flux: None,
+            fingerprint: None,
         }));
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
@@ -753,9 +764,9 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
     let parsed = if kind == FileKind::Manifest && !interest.argo && !flux_wanted {
         workloads::parse(&text, specs)
     } else {
-        imagebump_yaml::parse_located(&text)
+        imagebump_yaml::parse_located_fingerprinted(&text).map(|(d, f)| (d, Some(f)))
     };
-    let docs = match parsed {
+    let (docs, fingerprint) = match parsed {
         Ok(d) => d,
         Err(e) => return Read::Problem(Problem::at_file(rel, e.line, e.column, e.reason())),
     };
@@ -805,6 +816,7 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
         kustomization,
         argo,
         flux,
+        fingerprint,
     }))
 }
 

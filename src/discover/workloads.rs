@@ -120,22 +120,26 @@ fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
 /// CRDs (an upstream `install.yaml`) costs what the Deployment costs. Each document is
 /// parsed on its own and placed at its offset and index in the file; a stream whose
 /// documents cannot be told apart by its `---` lines alone (`...` ends, `%` directives) is
-/// parsed whole.
-pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
+/// parsed whole. With the fingerprint of the file's values when the parse read them all
+/// (a stream parsed whole, or its only document).
+pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<(Vec<Doc>, Option<u64>), ParseError> {
     let Some(docs) = documents(text) else {
-        return imagebump_yaml::parse_located(text);
+        return imagebump_yaml::parse_located_fingerprinted(text).map(|(d, f)| (d, Some(f)));
     };
     let marked = text.contains("imagebump:");
+    let only = docs.len() == 1;
+    let mut fingerprint = None;
     let mut out = Vec::new();
     for (index, (start, doc)) in docs.into_iter().enumerate() {
         if !doc_interest(doc, specs, marked).workloads {
             continue;
         }
-        let parsed = imagebump_yaml::parse_located(doc).map_err(|mut e| {
+        let (parsed, f) = imagebump_yaml::parse_located_fingerprinted(doc).map_err(|mut e| {
             let before = text.get(..start).unwrap_or_default();
             e.line = e.line.saturating_add(before.matches('\n').count());
             e
         })?;
+        fingerprint = only.then_some(f);
         for d in parsed.into_iter().take(1) {
             out.push(Doc {
                 index,
@@ -146,7 +150,7 @@ pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<Vec<Doc>, ParseError> {
             });
         }
     }
-    Ok(out)
+    Ok((out, fingerprint))
 }
 
 /// The documents of a YAML stream with their byte offsets, as libyaml counts them: text
@@ -781,7 +785,9 @@ spec:
         let crd = "kind: CustomResourceDefinition\nspec: {image: x}\n";
         let pod = "apiVersion: v1\nkind: Pod\nspec:\n  containers: [{image: 'nginx:1.2'}]\n";
         let text = format!("# head\n---\n{crd}---\n{pod}--- # third\n{pod}");
-        let docs = parse(&text, &[]).unwrap();
+        let (docs, fingerprint) = parse(&text, &[]).unwrap();
+        // Not every document was read: no fingerprint of the file's values.
+        assert_eq!(fingerprint, None);
         let full = imagebump_yaml::parse_located(&text).unwrap();
         assert_eq!(docs.iter().map(|d| d.index).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(docs[0].root, full[1].root);
@@ -792,6 +798,15 @@ spec:
         assert_eq!((err.line, err.column), (whole.line, whole.column), "{err}");
         // Document end markers: parsed whole.
         let ended = format!("{pod}...\n---\n{pod}");
-        assert_eq!(parse(&ended, &[]).unwrap().len(), 2);
+        let (docs, fingerprint) = parse(&ended, &[]).unwrap();
+        assert_eq!(docs.len(), 2);
+        let whole = imagebump_yaml::parse_located_fingerprinted(&ended)
+            .unwrap()
+            .1;
+        assert_eq!(fingerprint, Some(whole));
+        // One document: read whole, so its fingerprint is the file's.
+        let (_, fingerprint) = parse(pod, &[]).unwrap();
+        let whole = imagebump_yaml::parse_located_fingerprinted(pod).unwrap().1;
+        assert_eq!(fingerprint, Some(whole));
     }
 }

@@ -256,7 +256,8 @@ fn changes_for<'a>(
             return Ok(change.as_ref().filter(|_| keep).cloned());
         }
         let source = discovery.sources.get(file);
-        change_file(source.map(|t| &**t), work).map(|after| {
+        let fingerprint = discovery.fingerprints.get(file).copied();
+        change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
             keep.then(|| FileChange {
                 file: file.to_string(),
                 before: source.cloned().unwrap_or_default(),
@@ -411,7 +412,12 @@ pub fn plan_with(
 
 /// The new text of one file: slot edits first, then created values. The error carries the
 /// line and column to report.
-fn change_file(before: Option<&str>, work: &FileWork) -> Result<String, (usize, usize, String)> {
+/// `fingerprint`: of `before`'s values, from discovery's parse.
+fn change_file(
+    before: Option<&str>,
+    fingerprint: Option<u64>,
+    work: &FileWork,
+) -> Result<String, (usize, usize, String)> {
     let at = |r: &ImageRef| (r.line, r.column);
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
@@ -428,7 +434,8 @@ fn change_file(before: Option<&str>, work: &FileWork) -> Result<String, (usize, 
     let after = if edits.is_empty() {
         text.to_string()
     } else {
-        yaml::apply_edits(text, &edits).map_err(|e| (line, column, e.to_string()))?
+        yaml::apply_edits_known(text, &edits, fingerprint)
+            .map_err(|e| (line, column, e.to_string()))?
     };
     if work.creations.is_empty() {
         return Ok(after);

@@ -53,6 +53,7 @@ pub struct NameError {
     pub reason: &'static str,
 }
 
+#[cfg(test)]
 static TAG: LazyLock<Regex> = LazyLock::new(|| pattern(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"));
 static COMPONENT: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$"));
@@ -70,8 +71,19 @@ fn pattern(re: &str) -> Regex {
     Regex::new(re).expect("a constant pattern")
 }
 
+/// The distribution spec's tag grammar, `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`, checked byte
+/// by byte: every listed tag of every repository passes here (the same answer as the
+/// `TAG` pattern, which the tests compare it with).
 pub fn is_valid_tag(tag: &str) -> bool {
-    TAG.is_match(tag)
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    match tag.as_bytes().split_first() {
+        Some((first, rest)) => {
+            word(first)
+                && rest.len() <= 127
+                && rest.iter().all(|b| word(b) || *b == b'.' || *b == b'-')
+        }
+        None => false,
+    }
 }
 
 pub fn is_valid_digest(digest: &str) -> bool {
@@ -197,6 +209,13 @@ pub fn same_repository(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        /// The byte-wise tag check answers as the distribution spec's pattern does.
+        #[test]
+        fn tag_check_is_the_pattern(tag in "[A-Za-z0-9_.:/@ é-]{0,3}|[a-z0-9_.-]{120,135}") {
+            proptest::prop_assert_eq!(is_valid_tag(&tag), super::TAG.is_match(&tag));
+        }
+    }
 
     #[test]
     fn docker_hub_spellings_are_one_repository() {

@@ -91,10 +91,59 @@ fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
 /// Apply the edits to `text` and prove the result: every edited path now holds its new
 /// value, and nothing else in any document changed.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
+    apply_edits_known(text, edits, None)
+}
+
+/// As [`apply_edits`], given the fingerprint of `text`'s values from the parse that found
+/// the edits ([`crate::parse_located_fingerprinted`]). The proof is the same, made with one
+/// parse instead of two where it can be: the edited text is parsed, each edited path must
+/// hold its new value, and with the old values put back its values must be the ones read
+/// before (their fingerprint). Texts with aliases or merge keys, edits inside block
+/// scalars, and any mismatch take the full path (both texts parsed and compared), which
+/// also words the error.
+pub fn apply_edits_known(
+    text: &str,
+    edits: &[Edit],
+    fingerprint: Option<u64>,
+) -> Result<String, EditError> {
     let once = one_per_span(edits)?;
     let out = splice(text, &once)?;
-    verify(text, &out, &once, edits)?;
+    let proven = fingerprint.is_some_and(|f| verified_by_fingerprint(text, &out, &once, f));
+    if !proven {
+        verify(text, &out, &once, edits)?;
+    }
     Ok(out)
+}
+
+/// The one-parse proof of [`apply_edits_known`]: `true` when it holds, `false` when the
+/// full verification must decide.
+fn verified_by_fingerprint(before: &str, after: &str, edits: &[Edit], fingerprint: u64) -> bool {
+    // Aliases and merge keys read one value at several places; block-scalar edits are
+    // proven inside their text: both are left to the full verification.
+    if before.contains('*') || before.contains("<<") || edits.iter().any(|e| e.inner.is_some()) {
+        return false;
+    }
+    let Ok(mut actual) = parse_all(after) else {
+        return false;
+    };
+    for e in edits {
+        let Some(slot) = actual.get_mut(e.doc).and_then(|d| lookup_mut(d, &e.path)) else {
+            return false;
+        };
+        if scalar_string(slot).as_deref() != Some(e.new_value.as_str()) {
+            return false;
+        }
+        // The old value as libyaml reads the old text of the scalar on its own; if that
+        // is not what it was in place, the fingerprints differ and the full path decides.
+        let old = before
+            .get(e.span.clone())
+            .and_then(|raw| yaml_serde::from_str::<Value>(raw).ok());
+        let Some(old) = old else {
+            return false;
+        };
+        *slot = old;
+    }
+    crate::fingerprint::of_documents(&actual) == fingerprint
 }
 
 /// The edits with one per span: references that read one anchored value through aliases
@@ -509,6 +558,71 @@ mod tests {
 
     /// An anchored value also read by a key that is not being updated (`other: *v`) is left
     /// alone: editing it would change that key too.
+    /// The tag edit of `text` to `new_raw` (read as `new_value`), with its fingerprint.
+    fn tag_edit(text: &str, new_raw: &str, new_value: &str) -> (Edit, u64) {
+        let (docs, fingerprint) = crate::parse_located_fingerprinted(text).unwrap();
+        let root = docs[0].root.as_ref().unwrap();
+        let s = root.get("tag").unwrap().as_scalar().unwrap();
+        let edit = Edit {
+            doc: 0,
+            path: vec![PathSeg::Key("tag".into())],
+            span: s.span.clone(),
+            new_raw: new_raw.into(),
+            new_value: new_value.into(),
+            inner: None,
+        };
+        (edit, fingerprint)
+    }
+
+    #[test]
+    fn the_fingerprint_proves_an_edit_with_one_parse_and_nothing_else() {
+        let text = "image: web\ntag: \"1.0\" # pinned\nother: [1.10, x]\n";
+        let (edit, fingerprint) = tag_edit(text, "\"1.1\"", "1.1");
+        let after = splice(text, &[&edit]).unwrap();
+        assert!(verified_by_fingerprint(
+            text,
+            &after,
+            std::slice::from_ref(&edit),
+            fingerprint
+        ));
+        assert_eq!(
+            apply_edits_known(text, std::slice::from_ref(&edit), Some(fingerprint)).unwrap(),
+            apply_edits(text, std::slice::from_ref(&edit)).unwrap()
+        );
+        // Another text's fingerprint proves nothing: the full verification decides (and
+        // the edit is right).
+        let other = crate::parse_located_fingerprinted("tag: x\n").unwrap().1;
+        assert!(!verified_by_fingerprint(
+            text,
+            &after,
+            std::slice::from_ref(&edit),
+            other
+        ));
+        assert_eq!(
+            apply_edits_known(text, &[edit], Some(other)).unwrap(),
+            "image: web\ntag: \"1.1\" # pinned\nother: [1.10, x]\n"
+        );
+    }
+
+    #[test]
+    fn an_edit_that_changes_another_value_fails_the_fingerprint_and_is_refused() {
+        let text = "tag: 1.0.0\nreplicas: 1\n";
+        // A new text that also sets another key: the edited path is right, the rest is not.
+        let (edit, fingerprint) = tag_edit(text, "1.1.0\nextra: 2", "1.1.0");
+        let after = splice(text, &[&edit]).unwrap();
+        assert!(!verified_by_fingerprint(
+            text,
+            &after,
+            std::slice::from_ref(&edit),
+            fingerprint
+        ));
+        let err = apply_edits_known(text, &[edit], Some(fingerprint)).unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("other than the intended")),
+            "{err}"
+        );
+    }
+
     #[test]
     fn an_anchor_with_a_reader_that_is_not_updated_is_refused() {
         let err = edit_tag("tag: &v 1.2.0\nother: *v\n", "1.3.0").unwrap_err();

@@ -29,13 +29,17 @@
 
 mod block;
 mod edit;
+mod fingerprint;
 mod insert;
 mod located;
 
 pub use block::BlockText;
-pub use edit::{apply_edits, render_scalar, Edit, EditError, Inner};
+pub use edit::{apply_edits, apply_edits_known, render_scalar, Edit, EditError, Inner};
 pub use insert::{apply_upserts, json_documents, set_path, Upsert};
-pub use located::{parse_located, Doc, Key, LineIndex, Node, ParseError, PathSeg, Scalar, Style};
+pub use located::{
+    parse_located, parse_located_fingerprinted, Doc, Key, LineIndex, Node, ParseError, PathSeg,
+    Scalar, Style,
+};
 
 /// A YAML path inside one document, printed as `a.b[2].c`.
 pub fn path_to_string(path: &[PathSeg]) -> String {

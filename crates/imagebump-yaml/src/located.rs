@@ -234,13 +234,20 @@ impl LineIndex {
 /// Parse a YAML stream into located documents. Fails on anything libyaml rejects, with the
 /// line and column it reports.
 pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
+    parse_located_fingerprinted(text).map(|(docs, _)| docs)
+}
+
+/// As [`parse_located`], with the fingerprint of the documents' values (libyaml's reading,
+/// which the parse makes anyway): given to [`crate::apply_edits_known`], it spares the
+/// verification of an edit a second parse of this text.
+pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
     // A UTF-8 byte order mark (editors on Windows write one) is not YAML content: the
     // stream after it is read, and every span still counts from the file's first byte.
     // Marks are skipped in one go, however many there are: a call per mark would let a
     // file of marks exhaust the stack.
     let content = text.trim_start_matches('\u{feff}');
     let marks = text.len().saturating_sub(content.len());
-    let mut docs = parse_content(content)?;
+    let (mut docs, fingerprint) = parse_content(content)?;
     if marks > 0 {
         for d in &mut docs {
             if let Some(root) = &mut d.root {
@@ -248,14 +255,14 @@ pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
             }
         }
     }
-    Ok(docs)
+    Ok((docs, fingerprint))
 }
 
 /// [`parse_located`] of a text that does not start with a byte order mark.
-fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
+fn parse_content(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
     check_depth(text)?;
     check_values(text)?;
-    validate(text)?;
+    let fingerprint = validate(text)?;
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
         line: 1,
         column: 1,
@@ -290,7 +297,7 @@ fn parse_content(text: &str) -> Result<Vec<Doc>, ParseError> {
             Doc { index, root }
         })
         .collect();
-    Ok(docs)
+    Ok((docs, fingerprint))
 }
 
 /// The deepest nesting read: far beyond any manifest, and far below what makes parsing
@@ -433,14 +440,15 @@ fn too_deep(line: usize, column: usize) -> ParseError {
 }
 
 /// libyaml is the reference parser: what it rejects is broken, whatever the CST recovers.
-fn validate(text: &str) -> Result<(), ParseError> {
+/// The fingerprint of what it read comes with the answer.
+fn validate(text: &str) -> Result<u64, ParseError> {
     use serde::Deserialize;
+    let mut fingerprint = crate::fingerprint::Fingerprint::new();
     for doc in yaml_serde::Deserializer::from_str(text) {
-        if let Err(e) = yaml_serde::Value::deserialize(doc) {
-            return Err(ParseError::from_serde(&e));
-        }
+        let value = yaml_serde::Value::deserialize(doc).map_err(|e| ParseError::from_serde(&e))?;
+        fingerprint.add(&value);
     }
-    Ok(())
+    Ok(fingerprint.finish())
 }
 
 fn range_of(s: &yaml_edit::Scalar) -> Range<usize> {
