@@ -32,6 +32,7 @@ mod edit;
 mod fingerprint;
 mod insert;
 mod located;
+mod simple;
 
 pub use block::BlockText;
 pub use edit::{apply_edits, apply_edits_known, render_scalar, Edit, EditError, Inner};

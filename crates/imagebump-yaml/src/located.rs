@@ -137,7 +137,7 @@ pub enum PathSeg {
     Index(usize),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doc {
     pub index: usize,
     pub root: Option<Node>,
@@ -263,6 +263,27 @@ fn parse_content(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
     check_depth(text)?;
     check_values(text)?;
     let fingerprint = validate(text)?;
+    // The common subset is read in one pass; anything else by yaml-edit's lossless tree.
+    // Debug builds (every test) read it both ways and compare.
+    let docs = match crate::simple::read(text) {
+        Some(docs) => {
+            #[cfg(debug_assertions)]
+            {
+                let full = from_tree(text)?;
+                assert_eq!(
+                    docs, full,
+                    "the one-pass reader disagrees with yaml-edit on {text:?}"
+                );
+            }
+            docs
+        }
+        None => from_tree(text)?,
+    };
+    Ok((docs, fingerprint))
+}
+
+/// The located documents of `text`, read through yaml-edit's lossless tree.
+pub(crate) fn from_tree(text: &str) -> Result<Vec<Doc>, ParseError> {
     let file = YamlFile::from_str(text).map_err(|e| ParseError {
         line: 1,
         column: 1,
@@ -282,7 +303,7 @@ fn parse_content(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
         look: anchored,
         text,
     };
-    let docs = file
+    let docs: Vec<Doc> = file
         .documents()
         .enumerate()
         .map(|(index, d)| {
@@ -297,7 +318,7 @@ fn parse_content(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
             Doc { index, root }
         })
         .collect();
-    Ok((docs, fingerprint))
+    Ok(docs)
 }
 
 /// The deepest nesting read: far beyond any manifest, and far below what makes parsing
