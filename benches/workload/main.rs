@@ -47,6 +47,8 @@ usage: cargo bench --bench workload [-- OPTIONS]
   --only-pr      only pull-request mode (with the registry it needs): seconds, not minutes
   --pr-log F     run pull-request mode with IMAGEBUMP_LOG=F (e.g. imagebump=debug: every git
                  command, timestamped, in the kept stderr files; with --keep)
+  --binary PATH  measure this imagebump binary instead of the one cargo built (to compare a
+                 build from before a change with one after, in the same sitting)
   --pr-wrap CMD  run pull-request mode's imagebump under CMD (split at spaces, e.g.
                  \"strace -f -c -o /tmp/pr.strace --\"), to profile it; times include CMD's
   --renovate     also run Renovate on the 1,000 apps, when ../shared/bench/renovate.sh is
@@ -67,6 +69,8 @@ struct Opts {
     pr_log: Option<String>,
     /// A command the pull-request runs' imagebump runs under (a profiler).
     pr_wrap: Vec<String>,
+    /// Another imagebump binary to measure.
+    binary: Option<PathBuf>,
     renovate: bool,
     keep: bool,
 }
@@ -82,6 +86,7 @@ fn opts() -> Opts {
         only_pr: false,
         pr_log: None,
         pr_wrap: Vec::new(),
+        binary: None,
         renovate: false,
         keep: false,
     };
@@ -106,6 +111,10 @@ fn opts() -> Opts {
                     args.next()
                         .unwrap_or_else(|| die("--pr-log needs a filter")),
                 )
+            }
+            "--binary" => {
+                let path = args.next().unwrap_or_else(|| die("--binary needs a path"));
+                o.binary = Some(PathBuf::from(path));
             }
             "--pr-wrap" => {
                 let cmd = args
@@ -403,6 +412,7 @@ fn main() {
         .expect("target dir")
         .to_path_buf();
     let cache = target.join("bench-workload");
+    let bin = o.binary.clone().unwrap_or(bin);
     let reg = registry::prepare(&cache, w.shape);
     let host = reg.host();
     let tmp = tempfile::Builder::new()
