@@ -115,7 +115,7 @@ pub async fn deliver(
     let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
         return (Vec::new(), problems);
     };
-    let built = state::build(ctx, &proposals, &branches);
+    let built = off_the_runtime(|| state::build(ctx, &proposals, &branches));
     let known = Known {
         plan,
         built: &built,
@@ -132,7 +132,9 @@ pub async fn deliver(
         first.truncate(push.saturating_add(1));
         reports = act::act(ctx, first, &mut failed, &mut problems).await;
     }
-    decide::write_bodies(&mut proposals, (&links.await, ctx.promoted));
+    let links = links.await;
+    tracing::debug!(links = links.len(), "source links");
+    decide::write_bodies(&mut proposals, (&links, ctx.promoted));
     let all = known.decide(ctx, &proposals);
     // What came up to the push (included) is done; the rest is done now, with the links.
     let done = match push_at(&all) {
@@ -168,5 +170,17 @@ impl Known<'_> {
             dry_run: ctx.dry_run,
             shard: ctx.shard,
         })
+    }
+}
+
+/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the source
+/// links being fetched): on a multi-threaded runtime the worker's queue moves to another
+/// thread while `f` runs (`block_in_place`), otherwise (a single-threaded runtime, no
+/// runtime) it is simply called.
+pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }

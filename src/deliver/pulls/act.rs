@@ -44,7 +44,7 @@ pub async fn act(
                 *failed = if ctx.by_api {
                     commit_by_api(ctx, &updates, problems).await
                 } else {
-                    push_all(ctx, &updates, problems)
+                    super::off_the_runtime(|| push_all(ctx, &updates, problems))
                 };
                 let pushed: Vec<&str> = updates
                     .iter()
