@@ -163,13 +163,23 @@ async fn git_commands_do_not_grow_with_the_change_sets() {
     for apps in [2, 12] {
         let w = World::start(apps).await;
         let first = w.run().await;
-        assert_eq!(git_commands(&first), FIRST_RUN, "{apps} apps:\n{}", first.stderr);
+        assert_eq!(
+            git_commands(&first),
+            FIRST_RUN,
+            "{apps} apps:\n{}",
+            first.stderr
+        );
         let branches = w.server.branches();
         assert_eq!(branches.len(), apps + 1, "{branches:?}");
         assert_eq!(w.forge.pulls().len(), apps);
 
         let second = w.run().await;
-        assert_eq!(git_commands(&second), SECOND_RUN, "{apps} apps:\n{}", second.stderr);
+        assert_eq!(
+            git_commands(&second),
+            SECOND_RUN,
+            "{apps} apps:\n{}",
+            second.stderr
+        );
         assert_eq!(w.server.branches(), branches, "nothing pushed");
         second.assert_stdout_contains("unchanged");
     }
