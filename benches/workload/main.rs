@@ -44,6 +44,13 @@ usage: cargo bench --bench workload [-- OPTIONS]
   --quick        a small workload (30 repositories, 100 apps) to try the harness
   --skip-scaling leave out the 10x-apps runs
   --skip-pr      leave out pull-request mode
+  --only-pr      only pull-request mode (with the registry it needs): seconds, not minutes
+  --pr-log F     run pull-request mode with IMAGEBUMP_LOG=F (e.g. imagebump=debug: every git
+                 command, timestamped, in the kept stderr files; with --keep)
+  --binary PATH  measure this imagebump binary instead of the one cargo built (to compare a
+                 build from before a change with one after, in the same sitting)
+  --pr-wrap CMD  run pull-request mode's imagebump under CMD (split at spaces, e.g.
+                 \"strace -f -c -o /tmp/pr.strace --\"), to profile it; times include CMD's
   --renovate     also run Renovate on the 1,000 apps, when ../shared/bench/renovate.sh is
                  there (it needs Node and Renovate from npm, so the internet, on first use)
   --keep         keep the generated repositories and outputs (path printed)
@@ -56,6 +63,14 @@ struct Opts {
     quick: bool,
     scaling: bool,
     pr: bool,
+    /// Pull-request mode alone.
+    only_pr: bool,
+    /// `IMAGEBUMP_LOG` for the pull-request runs.
+    pr_log: Option<String>,
+    /// A command the pull-request runs' imagebump runs under (a profiler).
+    pr_wrap: Vec<String>,
+    /// Another imagebump binary to measure.
+    binary: Option<PathBuf>,
     renovate: bool,
     keep: bool,
 }
@@ -68,6 +83,10 @@ fn opts() -> Opts {
         quick: false,
         scaling: true,
         pr: true,
+        only_pr: false,
+        pr_log: None,
+        pr_wrap: Vec::new(),
+        binary: None,
         renovate: false,
         keep: false,
     };
@@ -86,6 +105,23 @@ fn opts() -> Opts {
             "--quick" => o.quick = true,
             "--skip-scaling" => o.scaling = false,
             "--skip-pr" => o.pr = false,
+            "--only-pr" => o.only_pr = true,
+            "--pr-log" => {
+                o.pr_log = Some(
+                    args.next()
+                        .unwrap_or_else(|| die("--pr-log needs a filter")),
+                )
+            }
+            "--binary" => {
+                let path = args.next().unwrap_or_else(|| die("--binary needs a path"));
+                o.binary = Some(PathBuf::from(path));
+            }
+            "--pr-wrap" => {
+                let cmd = args
+                    .next()
+                    .unwrap_or_else(|| die("--pr-wrap needs a command"));
+                o.pr_wrap = cmd.split_whitespace().map(str::to_string).collect();
+            }
             "--renovate" => o.renovate = true,
             "--keep" => o.keep = true,
             // cargo bench passes --bench to every benchmark binary.
@@ -96,6 +132,9 @@ fn opts() -> Opts {
             }
             other => die(&format!("unknown argument {other:?}\n{USAGE}")),
         }
+    }
+    if o.only_pr && !o.pr {
+        die("--only-pr and --skip-pr leave nothing to run");
     }
     o
 }
@@ -373,6 +412,7 @@ fn main() {
         .expect("target dir")
         .to_path_buf();
     let cache = target.join("bench-workload");
+    let bin = o.binary.clone().unwrap_or(bin);
     let reg = registry::prepare(&cache, w.shape);
     let host = reg.host();
     let tmp = tempfile::Builder::new()
@@ -447,29 +487,31 @@ fn main() {
         ),
     );
 
-    semver(
-        &b,
-        &o,
-        &w,
-        &reg,
-        &semver_dir,
-        &semver_cfg,
-        &used,
-        &out,
-        &mut t,
-    );
-    newest_build(
-        &b,
-        &o,
-        &w,
-        &reg,
-        &builds_dir,
-        &builds_cfg,
-        &used_builds,
-        &out,
-        &mut t,
-    );
-    if o.scaling {
+    if !o.only_pr {
+        semver(
+            &b,
+            &o,
+            &w,
+            &reg,
+            &semver_dir,
+            &semver_cfg,
+            &used,
+            &out,
+            &mut t,
+        );
+        newest_build(
+            &b,
+            &o,
+            &w,
+            &reg,
+            &builds_dir,
+            &builds_cfg,
+            &used_builds,
+            &out,
+            &mut t,
+        );
+    }
+    if o.scaling && !o.only_pr {
         scaling(&b, &o, &w, &host, &semver_dir, &semver_cfg, &out, &mut t);
     }
     if o.pr {
@@ -957,6 +999,7 @@ fn pull_requests(
         .ok();
     let ctx = PrContext {
         b,
+        opts: o,
         rt: &rt,
         pristine: &pristine,
         cfg,
@@ -1013,6 +1056,7 @@ fn pull_requests(
 /// What every pull-request run is made with.
 struct PrContext<'a> {
     b: &'a Bench,
+    opts: &'a Opts,
     rt: &'a tokio::runtime::Runtime,
     pristine: &'a Path,
     cfg: &'a Path,
@@ -1081,6 +1125,16 @@ impl PrContext<'_> {
             .env("GITHUB_TOKEN", github::FakeGitHub::TOKEN);
         if let Some(dir) = tmpdir {
             job = job.env("TMPDIR", dir);
+        }
+        if let Some(filter) = &self.opts.pr_log {
+            job = job.env("IMAGEBUMP_LOG", filter);
+        }
+        if let Some((program, wrap)) = self.opts.pr_wrap.split_first() {
+            let bin = std::mem::replace(&mut job.program, PathBuf::from(program));
+            let args = std::mem::take(&mut job.args);
+            job.args = wrap.iter().map(Into::into).collect();
+            job.args.push(bin.into());
+            job.args.extend(args);
         }
         let s = job.run(self.out, name);
         let report = assert_clean(&s, "pull-request mode");

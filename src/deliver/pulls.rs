@@ -99,6 +99,12 @@ pub type PendingLinks = std::pin::Pin<Box<dyn std::future::Future<Output = Sourc
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
+///
+/// The push needs no pull-request body, and only the bodies need the links to the images'
+/// sources: what to push is decided with the bodies written without links (nothing decided
+/// depends on them: an open pull request is compared by its marker, which holds no link),
+/// the branches are pushed while the links are still being fetched, and the forge's part is
+/// decided again once they are in (`decide` is pure: the same decisions, bodies with links).
 pub async fn deliver(
     ctx: &Context<'_>,
     plan: &Plan,
@@ -109,23 +115,72 @@ pub async fn deliver(
     let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
         return (Vec::new(), problems);
     };
-    let built = state::build(ctx, &proposals, &branches);
-    // Only the bodies need the links: they were fetched while the commits were built.
-    decide::write_bodies(&mut proposals, (&links.await, ctx.promoted));
-    let actions = decide::decide(&decide::Input {
+    let built = off_the_runtime(|| state::build(ctx, &proposals, &branches));
+    let known = Known {
         plan,
-        proposals: &proposals,
         built: &built,
         branches: &branches,
         open: &open,
-        base: ctx.base,
-        draft: ctx.settings.draft,
-        labels: &ctx.settings.labels,
-        assignees: &ctx.settings.assignees,
-        max_new: ctx.max_new,
-        dry_run: ctx.dry_run,
-        shard: ctx.shard,
-    });
-    let reports = act::act(ctx, actions, &mut problems).await;
+    };
+    let mut failed = std::collections::BTreeSet::new();
+    let mut reports = Vec::new();
+    decide::write_bodies(&mut proposals, (&SourceLinks::new(), ctx.promoted));
+    let mut first = known.decide(ctx, &proposals);
+    let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
+    let pushed = push_at(&first).is_some();
+    if let Some(push) = push_at(&first) {
+        first.truncate(push.saturating_add(1));
+        reports = act::act(ctx, first, &mut failed, &mut problems).await;
+    }
+    let links = links.await;
+    tracing::debug!(links = links.len(), "source links");
+    decide::write_bodies(&mut proposals, (&links, ctx.promoted));
+    let all = known.decide(ctx, &proposals);
+    // What came up to the push (included) is done; the rest is done now, with the links.
+    let done = match push_at(&all) {
+        Some(push) if pushed => push.saturating_add(1),
+        _ => 0,
+    };
+    let rest = all.into_iter().skip(done).collect();
+    reports.extend(act::act(ctx, rest, &mut failed, &mut problems).await);
     (reports, problems)
+}
+
+/// What deciding needs besides the proposals, read and built before it.
+struct Known<'a> {
+    plan: &'a Plan,
+    built: &'a [Option<decide::Built>],
+    branches: &'a BTreeMap<String, decide::Branch>,
+    open: &'a BTreeMap<String, crate::forge::Pull>,
+}
+
+impl Known<'_> {
+    fn decide(&self, ctx: &Context<'_>, proposals: &[Proposal<'_>]) -> Vec<Action> {
+        decide::decide(&decide::Input {
+            plan: self.plan,
+            proposals,
+            built: self.built,
+            branches: self.branches,
+            open: self.open,
+            base: ctx.base,
+            draft: ctx.settings.draft,
+            labels: &ctx.settings.labels,
+            assignees: &ctx.settings.assignees,
+            max_new: ctx.max_new,
+            dry_run: ctx.dry_run,
+            shard: ctx.shard,
+        })
+    }
+}
+
+/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the source
+/// links being fetched): on a multi-threaded runtime the worker's queue moves to another
+/// thread while `f` runs (`block_in_place`), otherwise (a single-threaded runtime, no
+/// runtime) it is simply called.
+pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }

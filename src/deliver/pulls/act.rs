@@ -15,12 +15,14 @@ use imagebump_model::Problem;
 const PUSH_ATTEMPTS: usize = 3;
 
 /// Carry out `actions` in order; the report of each change set and each closed pull request.
+/// `failed` holds the branches whose push failed (filled by the `Push` action, read by the
+/// pull-request calls after it; the actions may come in two calls, split after the push).
 pub async fn act(
     ctx: &Context<'_>,
     actions: Vec<Action>,
+    failed: &mut BTreeSet<String>,
     problems: &mut Vec<Problem>,
 ) -> Vec<PullReport> {
-    let mut failed: BTreeSet<String> = BTreeSet::new();
     let mut reports = Vec::new();
     for action in actions {
         let mut report = match action {
@@ -39,10 +41,10 @@ pub async fn act(
                 continue;
             }
             Action::Push(updates) => {
-                failed = if ctx.by_api {
+                *failed = if ctx.by_api {
                     commit_by_api(ctx, &updates, problems).await
                 } else {
-                    push_all(ctx, &updates, problems)
+                    super::off_the_runtime(|| push_all(ctx, &updates, problems))
                 };
                 let pushed: Vec<&str> = updates
                     .iter()

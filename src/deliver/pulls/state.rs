@@ -55,30 +55,39 @@ pub async fn read(
             problems.push(Problem::general(message));
         }
     }
-    let branches = existing
+    let (names, tips): (Vec<String>, Vec<String>) = existing
         .into_iter()
-        .filter_map(|b| {
-            let sha = heads.get(&b)?.clone();
-            Some((b, branch(ctx, sha)))
+        .filter_map(|b| Some((b.clone(), heads.get(&b)?.clone())))
+        .unzip();
+    // One git command each for all the branches' commits and all their trees. A branch
+    // whose commits cannot be read looks like a branch of no commit, as when read alone.
+    let logs = ctx
+        .git
+        .logs_since(ctx.dir, ctx.base_commit, &tips, 50)
+        .unwrap_or_default();
+    let trees = ctx.git.trees_of(ctx.dir, &tips).unwrap_or_default();
+    let branches = names
+        .into_iter()
+        .zip(tips)
+        .enumerate()
+        .map(|(i, (name, sha))| {
+            let log = logs.get(i).map_or(&[][..], Vec::as_slice);
+            let tree = trees.get(i).cloned().flatten();
+            (name, branch(ctx, sha, log, tree))
         })
         .collect();
     Some((branches, open))
 }
 
-/// A remote branch's state, read from its commits since the base.
-fn branch(ctx: &Context<'_>, sha: String) -> Branch {
-    let log = ctx
-        .git
-        .log(ctx.dir, &format!("{}..{sha}", ctx.base_commit), 50)
-        .unwrap_or_default();
+/// A remote branch's state, from its commits since the base and its tree.
+fn branch(ctx: &Context<'_>, sha: String, log: &[CommitInfo], tree: Option<String>) -> Branch {
     let foreign = log
         .iter()
         .any(|c| is_foreign(c, &ctx.settings.author.email, ctx.by_api));
     let parent_is_base = matches!(
-        log.as_slice(),
+        log,
         [only] if only.parents.first().map(String::as_str) == Some(ctx.base_commit)
     );
-    let tree = ctx.git.tree_of(ctx.dir, &sha).ok();
     Branch {
         sha,
         foreign,
@@ -130,13 +139,45 @@ pub fn build(
         .git
         .commit_many(ctx.dir, ctx.base_commit, &commits, &author, &author)
         .into_iter();
-    proposals
+    let results: Vec<Option<Attempt<'_>>> = proposals
         .iter()
         .map(|p| {
             // commit_many answers for every commit it was given.
             let result = wanted(p).then(|| results.next().unwrap_or_else(no_commit))?;
-            Some(built(ctx, branches.get(&p.branch), result))
+            Some((branches.get(&p.branch), result))
         })
+        .collect();
+    let trees = comparable_trees(ctx, &results);
+    results
+        .into_iter()
+        .map(|r| {
+            let (remote, result) = r?;
+            let tree = result.as_ref().ok().and_then(|sha| trees.get(sha).cloned());
+            Some(built(remote, result, tree))
+        })
+        .collect()
+}
+
+/// A change set's remote branch (if any) and the commit built for it.
+type Attempt<'a> = (Option<&'a Branch>, Result<String, GitError>);
+
+/// The trees of the built commits whose remote branch may already hold the same (a single
+/// commit on the base with a known tree), by commit, in one git command.
+fn comparable_trees(
+    ctx: &Context<'_>,
+    results: &[Option<Attempt<'_>>],
+) -> BTreeMap<String, String> {
+    let comparable = |r: &Option<&Branch>| r.is_some_and(|r| r.parent_is_base && r.tree.is_some());
+    let shas: Vec<String> = results
+        .iter()
+        .flatten()
+        .filter(|(remote, _)| comparable(remote))
+        .filter_map(|(_, result)| result.as_ref().ok().cloned())
+        .collect();
+    let trees = ctx.git.trees_of(ctx.dir, &shas).unwrap_or_default();
+    shas.into_iter()
+        .zip(trees)
+        .filter_map(|(sha, tree)| Some((sha, tree?)))
         .collect()
 }
 
@@ -148,14 +189,14 @@ fn no_commit() -> Result<String, GitError> {
 }
 
 /// A built commit, with its tree when the remote branch may already hold the same.
-fn built(ctx: &Context<'_>, remote: Option<&Branch>, result: Result<String, GitError>) -> Built {
+fn built(remote: Option<&Branch>, result: Result<String, GitError>, tree: Option<String>) -> Built {
     match result {
         Ok(sha) => {
             let comparable = remote.is_some_and(|r| r.parent_is_base && r.tree.is_some());
-            let tree = comparable
-                .then(|| ctx.git.tree_of(ctx.dir, &sha).ok())
-                .flatten();
-            Built::Commit { sha, tree }
+            Built::Commit {
+                sha,
+                tree: tree.filter(|_| comparable),
+            }
         }
         Err(e) => Built::Failed(e.to_string()),
     }
