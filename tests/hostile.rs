@@ -323,8 +323,17 @@ fn sigterm_removes_the_temporary_clone() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(clones(), 1, "the run never cloned");
-    // Past the clone, waiting on the registry.
-    std::thread::sleep(Duration::from_millis(500));
+    // Past the clone, waiting on the registry: once it has connected (not after a fixed
+    // time, which a loaded machine can outlast).
+    silent.set_nonblocking(true).unwrap();
+    let mut waiting = None;
+    while waiting.is_none() && started.elapsed() < Duration::from_secs(20) {
+        match silent.accept() {
+            Ok((stream, _)) => waiting = Some(stream),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    assert!(waiting.is_some(), "the run never asked the registry");
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -335,7 +344,7 @@ fn sigterm_removes_the_temporary_clone() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
     assert_eq!(clones(), 0, "the temporary clone was left behind");
-    drop(silent);
+    drop((waiting, silent));
 }
 
 /// A CA bundle or credentials file that never ends (`/dev/zero`) is refused after a
