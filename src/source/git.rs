@@ -961,13 +961,9 @@ impl Git {
         }
     }
 
-    /// The commits of `range` (a revision or `a..b`), newest first, at most `max`. In a
-    /// shallow clone history ends at the shallow boundary, silently.
-    pub fn log(&self, dir: &Path, range: &str, max: usize) -> Result<Vec<CommitInfo>, Error> {
-        let range = revision(range)?;
-        if max == 0 {
-            return Ok(Vec::new());
-        }
+    /// `git log` in `dir` as commits are read back: NUL-separated, in `LOG_FORMAT`, with
+    /// no mailmap, colour or re-encoding to change what was written.
+    fn log_command(&self, dir: &Path) -> Command {
         let mut cmd = self.local(dir);
         cmd.args([
             "log",
@@ -976,9 +972,20 @@ impl Git {
             "--no-color",
             "--encoding=UTF-8",
         ])
-        .arg(format!("--format={LOG_FORMAT}"))
-        .arg(format!("--max-count={max}"))
-        .args(["--end-of-options", range, "--"]);
+        .arg(format!("--format={LOG_FORMAT}"));
+        cmd
+    }
+
+    /// The commits of `range` (a revision or `a..b`), newest first, at most `max`. In a
+    /// shallow clone history ends at the shallow boundary, silently.
+    pub fn log(&self, dir: &Path, range: &str, max: usize) -> Result<Vec<CommitInfo>, Error> {
+        let range = revision(range)?;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.log_command(dir);
+        cmd.arg(format!("--max-count={max}"))
+            .args(["--end-of-options", range, "--"]);
         let out = self.run(cmd, "log")?;
         parse_log(&String::from_utf8_lossy(&out.stdout))
     }

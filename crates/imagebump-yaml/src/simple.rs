@@ -308,6 +308,29 @@ fn spaces(s: &str) -> usize {
     s.len().saturating_sub(s.trim_start_matches(' ').len())
 }
 
+/// What follows an item of a flow collection.
+enum Next {
+    /// Another item, at this byte.
+    Item(usize),
+    /// The collection's end, the byte after its closing bracket.
+    Closed(usize),
+}
+
+/// After an item that ends at byte `i` of `s`: `, ` and the next item, or `close`.
+/// `None` for anything else (a trailing comma included).
+fn next_item(s: &str, i: usize, close: u8) -> Option<Next> {
+    let i = i.saturating_add(spaces(s.get(i..)?));
+    match s.as_bytes().get(i) {
+        Some(b',') => {
+            let i = i.saturating_add(1);
+            let i = i.saturating_add(spaces(s.get(i..)?));
+            (s.as_bytes().get(i) != Some(&close)).then_some(Next::Item(i))
+        }
+        Some(b) if *b == close => Some(Next::Closed(i.saturating_add(1))),
+        _ => None,
+    }
+}
+
 /// `[a, b, …]` on one line.
 fn flow_sequence(s: &str, start: usize) -> Option<(Node, usize)> {
     let mut items = Vec::new();
@@ -332,26 +355,17 @@ fn flow_sequence(s: &str, start: usize) -> Option<(Node, usize)> {
             return None;
         }
         items.push(item);
-        i = i.saturating_add(used);
-        i = i.saturating_add(spaces(s.get(i..)?));
-        match s.as_bytes().get(i) {
-            Some(b',') => {
-                i = i.saturating_add(1);
-                i = i.saturating_add(spaces(s.get(i..)?));
-                if s.get(i..)?.starts_with(']') {
-                    return None;
-                }
-            }
-            Some(b']') => {
+        match next_item(s, i.saturating_add(used), b']')? {
+            Next::Item(at) => i = at,
+            Next::Closed(end) => {
                 return Some((
                     Node::Seq {
                         items,
                         offset: start,
                     },
-                    i.saturating_add(1),
+                    end,
                 ))
             }
-            _ => return None,
         }
     }
 }
@@ -391,26 +405,17 @@ fn flow_mapping(s: &str, start: usize) -> Option<(Node, usize)> {
         i = i.saturating_add(spaces(s.get(i..)?));
         let (value, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), true)?;
         entries.push((key, value));
-        i = i.saturating_add(used);
-        i = i.saturating_add(spaces(s.get(i..)?));
-        match s.as_bytes().get(i) {
-            Some(b',') => {
-                i = i.saturating_add(1);
-                i = i.saturating_add(spaces(s.get(i..)?));
-                if s.get(i..)?.starts_with('}') {
-                    return None;
-                }
-            }
-            Some(b'}') => {
+        match next_item(s, i.saturating_add(used), b'}')? {
+            Next::Item(at) => i = at,
+            Next::Closed(end) => {
                 return Some((
                     Node::Map {
                         entries,
                         offset: start,
                     },
-                    i.saturating_add(1),
+                    end,
                 ))
             }
-            _ => return None,
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use super::{object_id, parse_log, revision, CommitInfo, Error, Git, LOG_FORMAT};
+use super::{object_id, parse_log, revision, CommitInfo, Error, Git};
 
 impl Git {
     /// For each of `tips`, the commits of `base..tip` (as [`Git::log`] gives them: newest
@@ -26,20 +26,12 @@ impl Git {
         if tips.is_empty() || max == 0 {
             return Ok(vec![Vec::new(); tips.len()]);
         }
-        let mut cmd = self.local(dir);
-        cmd.args([
-            "log",
-            "-z",
-            "--no-mailmap",
-            "--no-color",
-            "--encoding=UTF-8",
-        ])
-        .arg(format!("--format={LOG_FORMAT}"))
-        .arg(format!("--max-count={}", max.saturating_mul(tips.len())))
-        .arg("--end-of-options")
-        .arg(format!("^{base}"))
-        .args(tips)
-        .arg("--");
+        let mut cmd = self.log_command(dir);
+        cmd.arg(format!("--max-count={}", max.saturating_mul(tips.len())))
+            .arg("--end-of-options")
+            .arg(format!("^{base}"))
+            .args(tips)
+            .arg("--");
         let out = self.run(cmd, "log")?;
         let all = parse_log(&String::from_utf8_lossy(&out.stdout))?;
         Ok(tips.iter().map(|tip| since(&all, tip, max)).collect())
