@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::cli::imagebump;
+use support::cli::{dry_run, imagebump};
 use support::{sha256_digest, tree, Registry, RegistryMode, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST};
 
 const HOST: &str = "registry.test";
@@ -333,13 +333,7 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
     // The repository's own file may not name identities.
     let own = format!("images:\n- match: {HOST}/**\n  verify:\n    identities:\n    - issuer: x\n      subject: y\n");
     fs::write(dir.path().join("imagebump.yaml"), own).unwrap();
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(2)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(2).run();
     assert!(
         run.stderr
             .contains("images[0].verify can only be set in the operator's configuration"),
@@ -353,13 +347,7 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
         "      subject: x\n      subjectRegExp:",
     );
     let cfg = registry_config(cfg_dir.path(), &reg.base_url(), &bad);
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(2)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(2).run();
     assert!(run.stderr.contains("operator.yaml:"), "{run}");
     assert!(
         run.stderr
@@ -370,13 +358,7 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
     // A trusted root that is not one: exit 2, naming the file.
     fs::write(cfg_dir.path().join("trusted_root.json"), "{}").unwrap();
     let cfg = registry_config(cfg_dir.path(), &reg.base_url(), &verify);
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(2)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(2).run();
     assert!(run.stderr.contains("operator.yaml:"), "{run}");
     assert!(
         run.stderr

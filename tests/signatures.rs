@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::cli::imagebump;
+use support::cli::{dry_run, imagebump};
 use support::{sha256_digest, tree, Registry, RegistryMode, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -639,13 +639,7 @@ fn the_repository_cannot_choose_or_drop_the_keys() {
         ("deploy.yaml", pod("1.0.0")),
         ("imagebump.yaml", own.to_string()),
     ]);
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(2)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(2).run();
     assert!(
         run.stderr.contains("imagebump.yaml:5:")
             && run
@@ -683,13 +677,7 @@ fn the_repository_cannot_choose_or_drop_the_keys() {
         ":1.0.0 # imagebump: {\"verify\": {\"keys\": [\"x.pub\"]}}\n",
     );
     fs::write(dir.path().join("deploy.yaml"), &marked).unwrap();
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(1)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(1).run();
     assert!(
         run.stderr
             .contains("verify can only be set in the operator's configuration"),
@@ -698,13 +686,7 @@ fn the_repository_cannot_choose_or_drop_the_keys() {
 
     // The operator's key file missing: exit 2, naming the file and line.
     fs::remove_file(cfg_dir.path().join("cosign.pub")).unwrap();
-    let run = imagebump()
-        .args(["run", "--dry-run"])
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&cfg)
-        .code(2)
-        .run();
+    let run = dry_run(dir.path(), &cfg).code(2).run();
     assert!(run.stderr.contains("operator.yaml:7:"), "{run}");
     assert!(run.stderr.contains("cosign.pub"), "{run}");
 }

@@ -127,8 +127,8 @@ pub async fn deliver(
     decide::write_bodies(&mut proposals, (&SourceLinks::new(), ctx.promoted));
     let mut first = known.decide(ctx, &proposals);
     let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
-    let pushed = push_at(&first).is_some();
-    if let Some(push) = push_at(&first) {
+    let pushed = push_at(&first);
+    if let Some(push) = pushed {
         first.truncate(push.saturating_add(1));
         reports = act::act(ctx, first, &mut failed, &mut problems).await;
     }
@@ -137,8 +137,8 @@ pub async fn deliver(
     decide::write_bodies(&mut proposals, (&links, ctx.promoted));
     let all = known.decide(ctx, &proposals);
     // What came up to the push (included) is done; the rest is done now, with the links.
-    let done = match push_at(&all) {
-        Some(push) if pushed => push.saturating_add(1),
+    let done = match (pushed, push_at(&all)) {
+        (Some(_), Some(push)) => push.saturating_add(1),
         _ => 0,
     };
     let rest = all.into_iter().skip(done).collect();

@@ -60,6 +60,16 @@ pub fn imagebump() -> Cli {
     Cli::program(env!("CARGO_BIN_EXE_imagebump"))
 }
 
+/// `imagebump run --dry-run DIR --config CONFIG`, expecting exit code 0 (set another with
+/// [`Cli::code`]).
+pub fn dry_run(dir: impl AsRef<OsStr>, config: impl AsRef<OsStr>) -> Cli {
+    imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+}
+
 impl Cli {
     /// Any program, in the same scrubbed environment as [`imagebump`] (e.g. `/bin/sh` running
     /// the GitHub Action's entrypoint, which calls imagebump).

@@ -58,11 +58,12 @@ impl<'t> Lines<'t> {
             pos: 0,
             peeked: None,
         };
-        l.advance();
+        l.next_line();
         l
     }
 
-    fn advance(&mut self) {
+    /// Move to the next line with content.
+    fn next_line(&mut self) {
         self.peeked = None;
         while self.pos < self.text.len() {
             let rest = self.text.get(self.pos..).unwrap_or_default();
@@ -87,10 +88,6 @@ impl<'t> Lines<'t> {
 
     fn peek(&self) -> Option<Line<'t>> {
         self.peeked
-    }
-
-    fn next_line(&mut self) {
-        self.advance();
     }
 }
 
@@ -120,14 +117,19 @@ fn entry_key(body: &str) -> Option<&str> {
         .find(": ")
         .or_else(|| body.strip_suffix(':').map(str::len))?;
     let key = body.get(..end)?;
-    let simple = !key.is_empty()
+    // A comment after the key (`key: # c`) is read by the value.
+    simple_key(key).then_some(key)
+}
+
+/// A key of the subset: letters, digits, `_ - . /`, not starting with `-` or `.`, not
+/// the merge key.
+fn simple_key(key: &str) -> bool {
+    !key.is_empty()
         && key != "<<"
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
-        && !key.starts_with(['-', '.']);
-    // A comment after the key (`key: # c`) is read by the value.
-    simple.then_some(key)
+        && !key.starts_with(['-', '.'])
 }
 
 /// A block sequence: `- item` lines at `indent`.
@@ -388,13 +390,7 @@ fn flow_mapping(s: &str, start: usize) -> Option<(Node, usize)> {
         let rest = s.get(i..)?;
         let key_len = rest.find(": ")?;
         let name = rest.get(..key_len)?;
-        let simple = !name.is_empty()
-            && name != "<<"
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
-            && !name.starts_with(['-', '.']);
-        if !simple || entries.iter().any(|(k, _)| k.name == name) {
+        if !simple_key(name) || entries.iter().any(|(k, _)| k.name == name) {
             return None;
         }
         let key = Key {

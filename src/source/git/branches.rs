@@ -34,7 +34,11 @@ impl Git {
             .arg("--");
         let out = self.run(cmd, "log")?;
         let all = parse_log(&String::from_utf8_lossy(&out.stdout))?;
-        Ok(tips.iter().map(|tip| since(&all, tip, max)).collect())
+        let by_sha: HashMap<&str, &CommitInfo> = all.iter().map(|c| (c.sha.as_str(), c)).collect();
+        Ok(tips
+            .iter()
+            .map(|tip| since(&all, &by_sha, tip, max))
+            .collect())
     }
 
     /// The tree of each of `commits` (`None`: not a commit here), from one `git cat-file
@@ -70,10 +74,14 @@ impl Git {
     }
 }
 
-/// The commits of `all` reachable from `tip` through parents within `all`, in `all`'s
-/// order, at most `max`.
-fn since(all: &[CommitInfo], tip: &str, max: usize) -> Vec<CommitInfo> {
-    let by_sha: HashMap<&str, &CommitInfo> = all.iter().map(|c| (c.sha.as_str(), c)).collect();
+/// The commits of `all` (`by_sha`: the same, by id) reachable from `tip` through parents
+/// within `all`, in `all`'s order, at most `max`.
+fn since(
+    all: &[CommitInfo],
+    by_sha: &HashMap<&str, &CommitInfo>,
+    tip: &str,
+    max: usize,
+) -> Vec<CommitInfo> {
     let mut reached: BTreeSet<&str> = BTreeSet::new();
     let mut todo = vec![tip];
     while let Some(sha) = todo.pop() {
@@ -119,8 +127,12 @@ mod tests {
             commit("b1", &["base"]),
             commit("a1", &["base"]),
         ];
+        let by_sha: HashMap<&str, &CommitInfo> = all.iter().map(|c| (c.sha.as_str(), c)).collect();
         let shas = |tip: &str, max: usize| -> Vec<String> {
-            since(&all, tip, max).into_iter().map(|c| c.sha).collect()
+            since(&all, &by_sha, tip, max)
+                .into_iter()
+                .map(|c| c.sha)
+                .collect()
         };
         assert_eq!(shas("a2", 50), ["a2", "a1"]);
         assert_eq!(shas("b1", 50), ["b1"]);
