@@ -198,7 +198,7 @@ pub struct Discovery {
     /// Text of every file that holds a managed reference, for the edit stage.
     pub sources: BTreeMap<String, std::sync::Arc<str>>,
     /// The fingerprints of the sources whose values discovery read whole (see `Scanned`).
-    pub fingerprints: std::collections::HashMap<String, u64>,
+    pub fingerprints: std::collections::HashMap<String, imagebump_yaml::Fingerprint>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
@@ -693,7 +693,7 @@ struct Scanned {
     flux: Option<crate::flux::Loaded>,
     /// The fingerprint of all the file's values, when the parse read them all: it spares
     /// the plan's verification a second parse of the text (`imagebump_yaml::apply_edits_known`).
-    fingerprint: Option<u64>,
+    fingerprint: Option<imagebump_yaml::Fingerprint>,
 }
 
 /// What every file is read with: the image fields of custom resources, the Helm image keys.

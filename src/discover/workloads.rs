@@ -122,7 +122,10 @@ fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
 /// documents cannot be told apart by its `---` lines alone (`...` ends, `%` directives) is
 /// parsed whole. With the fingerprint of the file's values when the parse read them all
 /// (a stream parsed whole, or its only document).
-pub fn parse(text: &str, specs: &[FieldSpec]) -> Result<(Vec<Doc>, Option<u64>), ParseError> {
+pub fn parse(
+    text: &str,
+    specs: &[FieldSpec],
+) -> Result<(Vec<Doc>, Option<imagebump_yaml::Fingerprint>), ParseError> {
     let Some(docs) = documents(text) else {
         return imagebump_yaml::parse_located_fingerprinted(text).map(|(d, f)| (d, Some(f)));
     };

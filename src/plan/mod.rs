@@ -415,7 +415,7 @@ pub fn plan_with(
 /// `fingerprint`: of `before`'s values, from discovery's parse.
 fn change_file(
     before: Option<&str>,
-    fingerprint: Option<u64>,
+    fingerprint: Option<yaml::Fingerprint>,
     work: &FileWork,
 ) -> Result<String, (usize, usize, String)> {
     let at = |r: &ImageRef| (r.line, r.column);

@@ -6,8 +6,9 @@ use std::ops::Range;
 use serde::Deserialize;
 use yaml_serde::Value;
 
-use super::located::{PathSeg, Scalar, Style};
+use super::located::{Node, PathSeg, Scalar, Style};
 use super::path_to_string;
+use crate::fingerprint::{Fingerprint, Reader};
 
 /// Replace one scalar: the bytes in `span` become `new_raw`, whose decoded value is
 /// `new_value`, found at `path` in document `doc`.
@@ -104,7 +105,7 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
 pub fn apply_edits_known(
     text: &str,
     edits: &[Edit],
-    fingerprint: Option<u64>,
+    fingerprint: Option<Fingerprint>,
 ) -> Result<String, EditError> {
     let once = one_per_span(edits)?;
     let out = splice(text, &once)?;
@@ -117,12 +118,25 @@ pub fn apply_edits_known(
 
 /// The one-parse proof of [`apply_edits_known`]: `true` when it holds, `false` when the
 /// full verification must decide.
-fn verified_by_fingerprint(before: &str, after: &str, edits: &[Edit], fingerprint: u64) -> bool {
+fn verified_by_fingerprint(
+    before: &str,
+    after: &str,
+    edits: &[Edit],
+    fingerprint: Fingerprint,
+) -> bool {
     // Aliases and merge keys read one value at several places; block-scalar edits are
     // proven inside their text: both are left to the full verification.
     if before.contains('*') || before.contains("<<") || edits.iter().any(|e| e.inner.is_some()) {
         return false;
     }
+    match fingerprint.by {
+        Reader::Libyaml => by_values(before, after, edits, fingerprint),
+        Reader::OnePass => by_one_pass(before, after, edits, fingerprint),
+    }
+}
+
+/// The proof with libyaml's values of the edited text.
+fn by_values(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerprint) -> bool {
     let Ok(mut actual) = parse_all(after) else {
         return false;
     };
@@ -144,6 +158,47 @@ fn verified_by_fingerprint(before: &str, after: &str, edits: &[Edit], fingerprin
         *slot = old;
     }
     crate::fingerprint::of_documents(&actual) == fingerprint
+}
+
+/// The proof with the one-pass reader, which reads only what libyaml reads the same way:
+/// the edited text is in its subset, each edited place holds its new value (typed by libyaml
+/// as the full path types it), and with the old scalars put back the view is the one read
+/// before.
+fn by_one_pass(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerprint) -> bool {
+    let Some(mut docs) = crate::simple::read(after) else {
+        return false;
+    };
+    for e in edits {
+        let Some(Node::Scalar(now)) = docs
+            .get_mut(e.doc)
+            .and_then(|d| d.root.as_mut())
+            .and_then(|root| root.at_mut(&e.path))
+        else {
+            return false;
+        };
+        if now.value != e.new_value || !holds(now, &e.new_value) {
+            return false;
+        }
+        match before.get(e.span.clone()).and_then(crate::simple::scalar) {
+            Some(old) => *now = old,
+            None => return false,
+        }
+    }
+    crate::fingerprint::of_located(&docs) == fingerprint
+}
+
+/// Whether libyaml reads `scalar` as `value`, as the full verification asks of an edited
+/// place: a quoted scalar is its text; a plain one is read as libyaml types it (`1.10` is the
+/// number 1.1, not the text `1.10`).
+fn holds(scalar: &Scalar, value: &str) -> bool {
+    match scalar.style {
+        Style::Single | Style::Double => true,
+        Style::Plain => yaml_serde::from_str::<Value>(&scalar.value)
+            .ok()
+            .and_then(|v| scalar_string(&v))
+            .is_some_and(|s| s == value),
+        Style::Block => false,
+    }
 }
 
 /// The edits with one per span: references that read one anchored value through aliases
@@ -559,7 +614,7 @@ mod tests {
     /// An anchored value also read by a key that is not being updated (`other: *v`) is left
     /// alone: editing it would change that key too.
     /// The tag edit of `text` to `new_raw` (read as `new_value`), with its fingerprint.
-    fn tag_edit(text: &str, new_raw: &str, new_value: &str) -> (Edit, u64) {
+    fn tag_edit(text: &str, new_raw: &str, new_value: &str) -> (Edit, Fingerprint) {
         let (docs, fingerprint) = crate::parse_located_fingerprinted(text).unwrap();
         let root = docs[0].root.as_ref().unwrap();
         let s = root.get("tag").unwrap().as_scalar().unwrap();
@@ -602,6 +657,71 @@ mod tests {
             apply_edits_known(text, &[edit], Some(other)).unwrap(),
             "image: web\ntag: \"1.1\" # pinned\nother: [1.10, x]\n"
         );
+    }
+
+    /// Both readings prove an edit with one parse: the one-pass reader's for plain block
+    /// YAML, libyaml's for the rest (here a block scalar elsewhere in the file).
+    #[test]
+    fn each_reader_proves_its_own_texts() {
+        for (text, by) in [
+            ("tag: 1.0.0\nnote: x\n", Reader::OnePass),
+            ("tag: 1.0.0\nnote: |\n  x\n", Reader::Libyaml),
+        ] {
+            let (edit, fingerprint) = tag_edit(text, "1.1.0", "1.1.0");
+            assert_eq!(fingerprint.by, by, "{text:?}");
+            let after = splice(text, &[&edit]).unwrap();
+            assert!(verified_by_fingerprint(
+                text,
+                &after,
+                std::slice::from_ref(&edit),
+                fingerprint
+            ));
+            // The other reader's number, or another text's, proves nothing.
+            let other = Fingerprint {
+                by: match by {
+                    Reader::OnePass => Reader::Libyaml,
+                    Reader::Libyaml => Reader::OnePass,
+                },
+                ..fingerprint
+            };
+            assert!(!verified_by_fingerprint(
+                text,
+                &after,
+                std::slice::from_ref(&edit),
+                other
+            ));
+        }
+    }
+
+    /// A plain scalar that libyaml reads as another value than the one intended (`1.10` is
+    /// the number 1.1) is not proven by the one-pass reader: the full path refuses it, as it
+    /// always did.
+    #[test]
+    fn the_one_pass_proof_types_plain_scalars_as_libyaml_does() {
+        let text = "tag: 1.0.0\n";
+        let (edit, fingerprint) = tag_edit(text, "1.10", "1.10");
+        assert_eq!(fingerprint.by, Reader::OnePass);
+        let after = splice(text, &[&edit]).unwrap();
+        assert!(!verified_by_fingerprint(
+            text,
+            &after,
+            std::slice::from_ref(&edit),
+            fingerprint
+        ));
+        let err = apply_edits_known(text, &[edit], Some(fingerprint)).unwrap_err();
+        assert!(
+            matches!(&err, EditError::Mismatch(m) if m.contains("1.10")),
+            "{err}"
+        );
+        // Quoted, it is the text: proven.
+        let (edit, fingerprint) = tag_edit(text, "\"1.10\"", "1.10");
+        let after = splice(text, &[&edit]).unwrap();
+        assert!(verified_by_fingerprint(
+            text,
+            &after,
+            std::slice::from_ref(&edit),
+            fingerprint
+        ));
     }
 
     #[test]

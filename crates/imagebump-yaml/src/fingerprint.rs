@@ -2,6 +2,10 @@
 //! the text before the edit need not be parsed a second time (docs/architecture.md,
 //! "Editing").
 //!
+//! Two readings make one: libyaml's values (any text), or the one-pass reader's located
+//! view (the plain block YAML it vouches for, `simple.rs`). A [`Fingerprint`] says which,
+//! and an edited text is read the same way to be compared with it.
+//!
 //! The hash is SipHash with keys drawn at random once per process (`RandomState`): a
 //! repository cannot choose a text whose values collide with other values, and a number
 //! is never kept beyond the run. Mappings are hashed in their written order, which an edit
@@ -12,18 +16,38 @@ use std::sync::LazyLock;
 
 use yaml_serde::Value;
 
+use crate::located::{Doc, Node};
+
+/// The values of a text as one number, and which reader read them: what
+/// [`crate::apply_edits_known`] compares an edited text with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub(crate) hash: u64,
+    pub(crate) by: Reader,
+}
+
+/// The reader a [`Fingerprint`] was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// libyaml's values (`yaml_serde`), aliases not expanded.
+    Libyaml,
+    /// The one-pass reader's located view: every node's kind, every key, every scalar's
+    /// style and decoded text (`simple.rs`, which reads only what libyaml reads the same).
+    OnePass,
+}
+
 static KEYS: LazyLock<std::hash::RandomState> = LazyLock::new(std::hash::RandomState::new);
 
 /// The fingerprint of a stream's documents, as libyaml reads them, built a document at a
 /// time (a document need not be kept once added).
-pub struct Fingerprint {
+pub struct ValuesHasher {
     hasher: std::hash::DefaultHasher,
     documents: usize,
 }
 
-impl Fingerprint {
-    pub fn new() -> Fingerprint {
-        Fingerprint {
+impl ValuesHasher {
+    pub fn new() -> ValuesHasher {
+        ValuesHasher {
             hasher: KEYS.build_hasher(),
             documents: 0,
         }
@@ -34,19 +58,59 @@ impl Fingerprint {
         self.documents = self.documents.saturating_add(1);
     }
 
-    pub fn finish(mut self) -> u64 {
+    pub fn finish(mut self) -> Fingerprint {
         self.documents.hash(&mut self.hasher);
-        self.hasher.finish()
+        Fingerprint {
+            hash: self.hasher.finish(),
+            by: Reader::Libyaml,
+        }
     }
 }
 
 /// The fingerprint of a stream's documents.
-pub fn of_documents(docs: &[Value]) -> u64 {
-    let mut f = Fingerprint::new();
+pub fn of_documents(docs: &[Value]) -> Fingerprint {
+    let mut f = ValuesHasher::new();
     for d in docs {
         f.add(d);
     }
     f.finish()
+}
+
+/// The fingerprint of the one-pass reader's view of a text. Spans and offsets are left
+/// out: an edit moves them, and they say nothing of the values.
+pub fn of_located(docs: &[Doc]) -> Fingerprint {
+    let mut h = KEYS.build_hasher();
+    docs.len().hash(&mut h);
+    for d in docs {
+        match &d.root {
+            Some(root) => located(root, &mut h),
+            None => 9u8.hash(&mut h),
+        }
+    }
+    Fingerprint {
+        hash: h.finish(),
+        by: Reader::OnePass,
+    }
+}
+
+fn located(node: &Node, h: &mut impl Hasher) {
+    match node {
+        Node::Map { entries, .. } => {
+            (5u8, entries.len()).hash(h);
+            for (k, v) in entries {
+                k.name.hash(h);
+                located(v, h);
+            }
+        }
+        Node::Seq { items, .. } => {
+            (4u8, items.len()).hash(h);
+            for i in items {
+                located(i, h);
+            }
+        }
+        Node::Scalar(s) => (3u8, s.style as u8, &s.value).hash(h),
+        Node::Other { .. } => 7u8.hash(h),
+    }
 }
 
 fn value(v: &Value, h: &mut impl Hasher) {

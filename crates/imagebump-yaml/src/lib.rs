@@ -3,9 +3,10 @@
 //!
 //! Reading uses two parsers on purpose: `yaml_serde` (libyaml) decides whether the file is
 //! valid YAML and is the reference for verification, `yaml-edit` (a lossless CST) gives the
-//! byte spans. An edit replaces only the bytes of one scalar; afterwards both the old and the
-//! new text are parsed by `yaml_serde` and the result must equal the old document with exactly
-//! the intended values changed, otherwise the edit is refused.
+//! byte spans. Plain block YAML (most files) is read instead by a strict one-pass reader
+//! (`simple.rs`) that accepts only what libyaml reads the same way. An edit replaces only the
+//! bytes of one scalar; afterwards the new text is read again and must equal the old document
+//! with exactly the intended values changed, otherwise the edit is refused.
 
 // Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
 // arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
@@ -36,6 +37,7 @@ mod simple;
 
 pub use block::BlockText;
 pub use edit::{apply_edits, apply_edits_known, render_scalar, Edit, EditError, Inner};
+pub use fingerprint::Fingerprint;
 pub use insert::{apply_upserts, json_documents, set_path, Upsert};
 pub use located::{
     parse_located, parse_located_fingerprinted, Doc, Key, LineIndex, Node, ParseError, PathSeg,

@@ -4,6 +4,8 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use rowan::ast::AstNode;
+
+use crate::fingerprint::Fingerprint;
 use yaml_edit::{YamlFile, YamlNode};
 
 /// How a scalar is written in the file; edits keep it.
@@ -103,6 +105,18 @@ impl Node {
         path.iter().try_fold(self, |node, seg| match (seg, node) {
             (PathSeg::Key(k), Node::Map { .. }) => node.get(k),
             (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i),
+            _ => None,
+        })
+    }
+
+    /// The node at `path` below this one, to change it.
+    pub(crate) fn at_mut(&mut self, path: &[PathSeg]) -> Option<&mut Node> {
+        path.iter().try_fold(self, |node, seg| match (seg, node) {
+            (PathSeg::Key(k), Node::Map { entries, .. }) => entries
+                .iter_mut()
+                .find(|(key, _)| key.name == *k)
+                .map(|(_, v)| v),
+            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get_mut(*i),
             _ => None,
         })
     }
@@ -237,10 +251,11 @@ pub fn parse_located(text: &str) -> Result<Vec<Doc>, ParseError> {
     parse_located_fingerprinted(text).map(|(docs, _)| docs)
 }
 
-/// As [`parse_located`], with the fingerprint of the documents' values (libyaml's reading,
-/// which the parse makes anyway): given to [`crate::apply_edits_known`], it spares the
-/// verification of an edit a second parse of this text.
-pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
+/// As [`parse_located`], with the fingerprint of the documents' values (the one-pass
+/// reader's view of plain block YAML, libyaml's values of anything else: the reading the
+/// parse makes anyway): given to [`crate::apply_edits_known`], it spares the verification of
+/// an edit a second parse of this text.
+pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, Fingerprint), ParseError> {
     // A UTF-8 byte order mark (editors on Windows write one) is not YAML content: the
     // stream after it is read, and every span still counts from the file's first byte.
     // Marks are skipped in one go, however many there are: a call per mark would let a
@@ -259,27 +274,77 @@ pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, u64), ParseE
 }
 
 /// [`parse_located`] of a text that does not start with a byte order mark.
-fn parse_content(text: &str) -> Result<(Vec<Doc>, u64), ParseError> {
+fn parse_content(text: &str) -> Result<(Vec<Doc>, Fingerprint), ParseError> {
     check_depth(text)?;
     check_values(text)?;
+    // The common subset is read in one pass, which vouches for the text itself: it reads
+    // only what libyaml reads the same way, so libyaml need not read it too. Debug builds
+    // (every test) read it the other two ways as well and compare.
+    if let Some(docs) = crate::simple::read(text) {
+        #[cfg(debug_assertions)]
+        cross_check(text, &docs);
+        let fingerprint = crate::fingerprint::of_located(&docs);
+        return Ok((docs, fingerprint));
+    }
     let fingerprint = validate(text)?;
-    // The common subset is read in one pass; anything else by yaml-edit's lossless tree.
-    // Debug builds (every test) read it both ways and compare.
-    let docs = match crate::simple::read(text) {
-        Some(docs) => {
-            #[cfg(debug_assertions)]
-            {
-                let full = from_tree(text)?;
-                assert_eq!(
-                    docs, full,
-                    "the one-pass reader disagrees with yaml-edit on {text:?}"
-                );
-            }
-            docs
+    Ok((from_tree(text)?, fingerprint))
+}
+
+/// What the one-pass reader read is what libyaml and yaml-edit read: libyaml accepts the
+/// text with the same values (each scalar typed as libyaml types it alone), and yaml-edit's
+/// located view is the same.
+#[cfg(debug_assertions)]
+#[allow(clippy::panic, clippy::expect_used)]
+fn cross_check(text: &str, docs: &[Doc]) {
+    let values = yaml_serde::Deserializer::from_str(text)
+        .map(serde::Deserialize::deserialize)
+        .collect::<Result<Vec<yaml_serde::Value>, _>>()
+        .unwrap_or_else(|e| {
+            panic!("the one-pass reader read what libyaml refuses ({e}): {text:?}")
+        });
+    assert_eq!(
+        typed(docs),
+        Some(values),
+        "the one-pass reader disagrees with libyaml on {text:?}"
+    );
+    let full = from_tree(text).expect("yaml-edit reads what libyaml reads");
+    assert_eq!(
+        docs, full,
+        "the one-pass reader disagrees with yaml-edit on {text:?}"
+    );
+}
+
+/// The located documents as libyaml's values, each scalar and key typed as libyaml types
+/// it on its own (plain ones resolved, quoted ones strings); `None` when a plain scalar does
+/// not read alone as one value.
+pub(crate) fn typed(docs: &[Doc]) -> Option<Vec<yaml_serde::Value>> {
+    use yaml_serde::Value;
+    fn plain(raw: &str) -> Option<Value> {
+        match yaml_serde::from_str::<Value>(raw).ok()? {
+            v @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => Some(v),
+            _ => None,
         }
-        None => from_tree(text)?,
-    };
-    Ok((docs, fingerprint))
+    }
+    fn node(n: &Node) -> Option<Value> {
+        Some(match n {
+            Node::Map { entries, .. } => {
+                let mut m = yaml_serde::Mapping::new();
+                for (k, v) in entries {
+                    m.insert(plain(&k.name)?, node(v)?);
+                }
+                Value::Mapping(m)
+            }
+            Node::Seq { items, .. } => {
+                Value::Sequence(items.iter().map(node).collect::<Option<_>>()?)
+            }
+            Node::Scalar(s) if s.style == Style::Plain => plain(&s.value)?,
+            Node::Scalar(s) => Value::String(s.value.clone()),
+            Node::Other { .. } => return None,
+        })
+    }
+    docs.iter()
+        .map(|d| d.root.as_ref().map_or(Some(Value::Null), node))
+        .collect()
 }
 
 /// The located documents of `text`, read through yaml-edit's lossless tree.
@@ -462,9 +527,9 @@ fn too_deep(line: usize, column: usize) -> ParseError {
 
 /// libyaml is the reference parser: what it rejects is broken, whatever the CST recovers.
 /// The fingerprint of what it read comes with the answer.
-fn validate(text: &str) -> Result<u64, ParseError> {
+fn validate(text: &str) -> Result<Fingerprint, ParseError> {
     use serde::Deserialize;
-    let mut fingerprint = crate::fingerprint::Fingerprint::new();
+    let mut fingerprint = crate::fingerprint::ValuesHasher::new();
     for doc in yaml_serde::Deserializer::from_str(text) {
         let value = yaml_serde::Value::deserialize(doc).map_err(|e| ParseError::from_serde(&e))?;
         fingerprint.add(&value);

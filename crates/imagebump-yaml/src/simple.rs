@@ -6,18 +6,24 @@
 //! on one line, flow collections on one line, comments, one leading `---`. Anything else
 //! (anchors, aliases, tags, block scalars, multi-line scalars, empty values, escapes,
 //! complex or quoted keys, merge keys, directives, tabs, carriage returns, several
-//! documents) answers `None`, and the caller reads the text with yaml-edit as before. Its
-//! answer is the one yaml-edit's reading gives: debug builds (every test) read each text
-//! both ways and compare, and a test compares them over a corpus.
+//! documents) answers `None`, and the caller reads the text with libyaml and yaml-edit as
+//! before.
 //!
-//! It runs after libyaml has accepted the text, so it never has to report an error: any
-//! doubt is a `None`.
+//! It is strict: it answers only for a text that libyaml accepts and reads the same way
+//! (each scalar typed as libyaml types it), so that its answer stands for libyaml's check
+//! and an edited text read by it proves the edit (`edit.rs`). Every character is one libyaml
+//! reads (no control characters, none it takes for a line break), keys are plain words
+//! that no two of libyaml's readings confuse (not numbers, booleans or null), nesting stays
+//! far inside `yaml_serde`'s depth limit, and a flow collection's plain scalars hold no
+//! `:`. Its answer is also yaml-edit's reading. Debug builds (every test) read each text all
+//! three ways and compare; a property test feeds it mutated texts, and a test compares them
+//! over a corpus. It never has to report an error: any doubt is a `None`.
 
 use super::located::{Doc, Key, Node, Scalar, Style};
 
 /// The documents of `text`, or `None` when it is not in the subset.
 pub(crate) fn read(text: &str) -> Option<Vec<Doc>> {
-    if text.contains(['\t', '\r']) {
+    if !readable(text) {
         return None;
     }
     let mut lines = Lines::new(text);
@@ -36,6 +42,42 @@ pub(crate) fn read(text: &str) -> Option<Vec<Doc>> {
     }])
 }
 
+/// The scalar written as `raw` (a value's whole text, quotes included) as [`read`] reads it
+/// in a block mapping, or `None` when that is not a scalar of the subset.
+pub(crate) fn scalar(raw: &str) -> Option<Scalar> {
+    if !readable(raw) {
+        return None;
+    }
+    match flow_or_scalar(raw, 0, 0)? {
+        (Node::Scalar(s), used) if used == raw.len() => Some(s),
+        _ => None,
+    }
+}
+
+/// Every character one libyaml reads, other than the line breaks it knows beyond `\n`
+/// (`\r`, NEL, the Unicode line and paragraph separators), tabs and byte order marks.
+fn readable(text: &str) -> bool {
+    if text.is_ascii() {
+        return text
+            .bytes()
+            .all(|b| b == b'\n' || (0x20..=0x7e).contains(&b));
+    }
+    text.chars().all(|c| {
+        matches!(c,
+            '\n'
+            | ' '..='~'
+            | '\u{a0}'..='\u{2027}'
+            | '\u{202a}'..='\u{d7ff}'
+            | '\u{e000}'..='\u{fefe}'
+            | '\u{ff00}'..='\u{fffd}'
+            | '\u{10000}'..)
+    })
+}
+
+/// The deepest nesting of block collections read, and of flow collections inside them:
+/// together far inside `yaml_serde`'s limit of 128.
+const MAX_NESTING: usize = 48;
+
 /// One line with content (blank and comment-only lines are skipped): its indentation, the
 /// offset of its first non-space byte, and its text from there.
 #[derive(Clone, Copy)]
@@ -49,6 +91,8 @@ struct Lines<'t> {
     text: &'t str,
     pos: usize,
     peeked: Option<Line<'t>>,
+    /// Block collections open around the current line.
+    depth: usize,
 }
 
 impl<'t> Lines<'t> {
@@ -57,6 +101,7 @@ impl<'t> Lines<'t> {
             text,
             pos: 0,
             peeked: None,
+            depth: 0,
         };
         l.next_line();
         l
@@ -98,12 +143,23 @@ fn node(lines: &mut Lines, indent: usize) -> Option<Node> {
         return None;
     }
     if is_item(line.body) {
-        sequence(lines, indent)
+        nested(lines, |lines| sequence(lines, indent))
     } else if entry_key(line.body).is_some() {
-        mapping(lines, indent, line.start)
+        nested(lines, |lines| mapping(lines, indent, line.start))
     } else {
         None
     }
+}
+
+/// `read` one level deeper, within [`MAX_NESTING`].
+fn nested(lines: &mut Lines, read: impl FnOnce(&mut Lines) -> Option<Node>) -> Option<Node> {
+    lines.depth = lines.depth.saturating_add(1);
+    if lines.depth > MAX_NESTING {
+        return None;
+    }
+    let node = read(lines);
+    lines.depth = lines.depth.saturating_sub(1);
+    node
 }
 
 /// `- …` or a lone `-`.
@@ -121,15 +177,20 @@ fn entry_key(body: &str) -> Option<&str> {
     simple_key(key).then_some(key)
 }
 
-/// A key of the subset: letters, digits, `_ - . /`, not starting with `-` or `.`, not
-/// the merge key.
+/// A key of the subset: letters, digits, `_ - . /`, starting with a letter, `_` or `/`,
+/// at most 1,000 bytes (libyaml's limit for a key is 1,024 characters), and not a word
+/// libyaml may read as a boolean or null (two keys then could be one to it).
 fn simple_key(key: &str) -> bool {
-    !key.is_empty()
-        && key != "<<"
+    const WORDS: [&str; 9] = ["true", "false", "null", "yes", "no", "on", "off", "y", "n"];
+    key.len() <= 1000
+        && key
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'/'))
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
-        && !key.starts_with(['-', '.'])
+        && !WORDS.iter().any(|w| key.eq_ignore_ascii_case(w))
 }
 
 /// A block sequence: `- item` lines at `indent`.
@@ -219,7 +280,7 @@ fn mapping(lines: &mut Lines, indent: usize, offset: usize) -> Option<Node> {
 /// A value written on its line from `rest` (at byte `start` of the text) to the line's end
 /// or its comment: a scalar or a flow collection, nothing else after it.
 fn inline_value(rest: &str, start: usize) -> Option<Node> {
-    let (node, used) = flow_or_scalar(rest, start, false)?;
+    let (node, used) = flow_or_scalar(rest, start, 0)?;
     let tail = rest.get(used..)?;
     let trimmed = tail.trim_start_matches(' ');
     let spaced = trimmed.len() < tail.len();
@@ -231,10 +292,11 @@ fn inline_value(rest: &str, start: usize) -> Option<Node> {
 }
 
 /// A scalar or flow collection at the start of `s` (byte `start` of the text), and how many
-/// bytes of `s` it takes. `in_flow`: inside a flow collection, where `,` `]` `}` end a plain
-/// scalar.
-fn flow_or_scalar(s: &str, start: usize, in_flow: bool) -> Option<(Node, usize)> {
+/// bytes of `s` it takes. `flow`: how many flow collections it is inside (in one, `,` `]`
+/// `}` end a plain scalar).
+fn flow_or_scalar(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
     let first = s.bytes().next()?;
+    let in_flow = flow > 0;
     match first {
         b'"' | b'\'' => {
             let close = s.get(1..)?.find(first as char)?.saturating_add(1);
@@ -258,15 +320,31 @@ fn flow_or_scalar(s: &str, start: usize, in_flow: bool) -> Option<(Node, usize)>
             });
             Some((node, end))
         }
-        b'[' => flow_sequence(s, start),
-        b'{' => flow_mapping(s, start),
+        b'[' if flow < MAX_NESTING => flow_sequence(s, start, flow.saturating_add(1)),
+        b'{' if flow < MAX_NESTING => flow_mapping(s, start, flow.saturating_add(1)),
+        b'[' | b'{' => None,
         b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' | b',' | b']' | b'}'
         | b'?' | b':' => None,
-        b'-' if s.as_bytes().get(1).is_none_or(|b| *b == b' ') => None,
+        // `-` alone is an item, or in a flow collection a scalar libyaml would not read the
+        // same alone: left to the full readers.
+        b'-' if s
+            .as_bytes()
+            .get(1)
+            .is_none_or(|b| matches!(b, b' ' | b',' | b'[' | b']' | b'{' | b'}')) =>
+        {
+            None
+        }
         _ => {
             let end = plain_end(s, in_flow);
             let raw = s.get(..end)?.trim_end_matches(' ');
-            if raw.is_empty() {
+            // libyaml refuses some `:` inside a plain scalar in a flow collection (before
+            // `?`, for one): none is read here.
+            // A scalar that starts like a document marker is left to the full readers too.
+            if raw.is_empty()
+                || (in_flow && raw.contains(':'))
+                || raw.starts_with("---")
+                || raw.starts_with("...")
+            {
                 return None;
             }
             let node = Node::Scalar(Scalar {
@@ -334,7 +412,7 @@ fn next_item(s: &str, i: usize, close: u8) -> Option<Next> {
 }
 
 /// `[a, b, …]` on one line.
-fn flow_sequence(s: &str, start: usize) -> Option<(Node, usize)> {
+fn flow_sequence(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
     let mut items = Vec::new();
     let mut i = 1usize;
     i = i.saturating_add(spaces(s.get(i..)?));
@@ -348,7 +426,7 @@ fn flow_sequence(s: &str, start: usize) -> Option<(Node, usize)> {
         ));
     }
     loop {
-        let (item, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), true)?;
+        let (item, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow)?;
         if matches!(item, Node::Scalar(_))
             && s.get(i.saturating_add(used)..)?
                 .trim_start_matches(' ')
@@ -373,7 +451,7 @@ fn flow_sequence(s: &str, start: usize) -> Option<(Node, usize)> {
 }
 
 /// `{k: v, …}` on one line, plain keys.
-fn flow_mapping(s: &str, start: usize) -> Option<(Node, usize)> {
+fn flow_mapping(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
     let mut entries: Vec<(Key, Node)> = Vec::new();
     let mut i = 1usize;
     i = i.saturating_add(spaces(s.get(i..)?));
@@ -399,7 +477,7 @@ fn flow_mapping(s: &str, start: usize) -> Option<(Node, usize)> {
         };
         i = i.saturating_add(key_len).saturating_add(1);
         i = i.saturating_add(spaces(s.get(i..)?));
-        let (value, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), true)?;
+        let (value, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow)?;
         entries.push((key, value));
         match next_item(s, i.saturating_add(used), b'}')? {
             Next::Item(at) => i = at,
@@ -426,7 +504,7 @@ mod tests {
         for text in [
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app0034}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c0\n        image: svc0257 # pinned\n      -   name: c1\n          image: \"r.io/a:1.2\"\n",
             "# c\nimages:\n# component 0\n- name: svc\n  newName: 127.0.0.1:5000/bench/svc\n  newTag: 1.1.0\n",
-            "---\ncomponent0:\n  image:\n    repository: r.io/x\n    tag: \"1.0.1\"  # pinned\nlist: []\nmap: {}\nflow: [a, 'b', {c: d, e: [1, 2]}, http://x:80/y]\n",
+            "---\ncomponent0:\n  image:\n    repository: r.io/x\n    tag: \"1.0.1\"  # pinned\nlist: []\nmap: {}\nflow: [a, 'b', {c: d, e: [1, 2]}, x/y]\nurl: http://x:80/y\n",
             "  indented: 1\n  more:\n  - -1\n  - x#y\n",
             "k: v\n\n\n# end\n",
         ] {
@@ -456,6 +534,14 @@ mod tests {
             "just a scalar\n",
             "a: [1,\n  2]\n",
             "a: [1, ]\n",
+            "a: [http://x:80/y]\n",
+            "a: [-]\n",
+            "a: b\u{85}c\n",
+            "a: b\u{2028}c\n",
+            "a: \u{1}\n",
+            "1: a\n",
+            "true: a\n",
+            "y: a\n",
             "- - a\n",
             "-\n  a: 1\n",
             "a: b: c\n",

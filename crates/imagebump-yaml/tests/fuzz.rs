@@ -529,6 +529,104 @@ fn block_edits(text: &str, doc: usize, path: &[PathSeg], s: &Scalar) -> Result<(
     Ok(())
 }
 
+/// Texts of the one-pass reader's subset (block mappings and sequences, one-line scalars
+/// and flow collections, comments), most with one tricky piece spliced in: a character
+/// libyaml refuses or takes for a line break, an indicator, a quote, a key it would type,
+/// a change of indentation. What the one-pass reader accepts, libyaml must read the same
+/// (debug builds compare the two on every read, `located.rs`'s `cross_check`).
+fn subset_yaml() -> impl Strategy<Value = String> {
+    const VALUES: &[&str] = &[
+        "1.2.3",
+        "v1.2.3",
+        "-1",
+        "1.10",
+        "true",
+        "~",
+        "null",
+        "a b",
+        "http://x:80/y",
+        "\"q\"",
+        "'s'",
+        "\"a # b\"",
+        "[a, 'b', {c: d}]",
+        "{}",
+        "[]",
+        "[http://x:80/y]",
+        "x # c",
+        "r.io/a:1@sha256:ab",
+        "é",
+        "0x1F",
+        ".inf",
+        "a:b",
+        "[a:b]",
+        "{a: [1, {b: c}]}",
+    ];
+    const KEYS: &[&str] = &[
+        "a", "b", "image", "tag", "k.s/x", "on", "True", "1", "_x", "a-b",
+    ];
+    const SPLICE: &[&str] = &[
+        ":", ": ", " #", "#", "-", "- ", "[", "]", "{", "}", ",", "\"", "'", "\\", "?", "%", "@",
+        "`", "&a ", "*a", "!t ", "|", ">", "\n", "\n  ", " ", "\u{1}", "\u{7f}", "\u{85}",
+        "\u{2028}", "\u{feff}", "\t", "\r", "---", "...", "a: 1", "true: 1", "1: x", "x\n- y",
+        "\n# c\n", ":x", "-x", "a,b", "{a: b}", "[a]: b",
+    ];
+    let leaf = prop::sample::select(VALUES).prop_map(|v| (v.to_string(), false));
+    let node = leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec((prop::sample::select(KEYS), inner.clone()), 1..4).prop_map(
+                |entries| {
+                    let body = entries
+                        .iter()
+                        .map(|(k, (v, block))| {
+                            if *block {
+                                format!("{k}:\n{}", indent(v))
+                            } else {
+                                format!("{k}: {v}\n")
+                            }
+                        })
+                        .collect::<String>();
+                    (body, true)
+                }
+            ),
+            prop::collection::vec(inner, 1..4).prop_map(|items| {
+                let body = items
+                    .iter()
+                    .map(|(v, block)| {
+                        if *block {
+                            format!("-\n{}", indent(v)).replacen("-\n  ", "- ", 1)
+                        } else {
+                            format!("- {v}\n")
+                        }
+                    })
+                    .collect::<String>();
+                (body, true)
+            }),
+        ]
+    });
+    (
+        node,
+        prop::option::weighted(
+            0.8,
+            (any::<prop::sample::Index>(), prop::sample::select(SPLICE)),
+        ),
+    )
+        .prop_map(|((body, block), splice)| {
+            let mut text = if block { body } else { format!("k: {body}\n") };
+            if let Some((at, token)) = splice {
+                let boundaries: Vec<usize> = (0..=text.len())
+                    .filter(|&i| text.is_char_boundary(i))
+                    .collect();
+                text.insert_str(*at.get(&boundaries), token);
+            }
+            text
+        })
+}
+
+/// `text`'s lines two spaces further in.
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
 /// `cases` cases, times `FUZZ_SCALE` when that is set (a longer search, by hand). A failure
 /// prints its shrunk input; its regression test goes next to the code, so proptest keeps no
 /// regressions file.
@@ -554,6 +652,17 @@ proptest! {
     #[test]
     fn arbitrary_text_never_panics(text in any_text()) {
         exercise(&text)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// Whatever the one-pass reader accepts, libyaml reads the same (the cross-check of
+    /// debug builds panics otherwise), and nothing panics.
+    #[test]
+    fn the_one_pass_reader_accepts_only_what_libyaml_reads_the_same(text in subset_yaml()) {
+        let _ = parse_located(&text);
     }
 }
 
