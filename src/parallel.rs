@@ -67,16 +67,19 @@ pub fn for_each_ordered<T: Sync, R: Send>(
     let next = AtomicUsize::new(0);
     let (next, f) = (&next, &f);
     std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
+        // Results go over in runs of CHUNK items: one message, and one wake-up of the
+        // consuming thread, per run rather than per item.
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<R>)>();
         for _ in 0..threads {
             let tx = tx.clone();
             // A panic in `f` ends its thread; the scope's join then raises it here.
             s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else {
+                let first = next.fetch_add(CHUNK, Ordering::Relaxed);
+                let Some(run) = items.get(first..).filter(|r| !r.is_empty()) else {
                     return;
                 };
-                if tx.send((i, f(item))).is_err() {
+                let done = run.iter().take(CHUNK).map(f).collect();
+                if tx.send((first, done)).is_err() {
                     return;
                 }
             });
@@ -84,15 +87,19 @@ pub fn for_each_ordered<T: Sync, R: Send>(
         drop(tx);
         let mut early = std::collections::BTreeMap::new();
         let mut wanted = 0usize;
-        for (i, r) in rx {
-            early.insert(i, r);
-            while let Some(r) = early.remove(&wanted) {
-                consume(r);
-                wanted = wanted.saturating_add(1);
+        for (first, run) in rx {
+            early.insert(first, run);
+            while let Some(run) = early.remove(&wanted) {
+                run.into_iter().for_each(&mut consume);
+                wanted = wanted.saturating_add(CHUNK);
             }
         }
     });
 }
+
+/// Items computed in one go by a thread of [`for_each_ordered`] and handed over together.
+/// Small enough that the consuming thread starts early and has little to wait for at the end.
+const CHUNK: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -111,7 +118,7 @@ mod tests {
 
     #[test]
     fn streamed_results_are_consumed_in_the_order_of_the_items() {
-        for n in [0usize, 3, 1000] {
+        for n in [0usize, 3, 1000, 1003] {
             let items: Vec<usize> = (0..n).collect();
             let mut seen = Vec::new();
             super::for_each_ordered(

@@ -463,16 +463,25 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     tracing::debug!("walking the tree");
     let files = files(root, &filters, &mut out);
     tracing::debug!(files = files.len(), "walked the tree");
+    let (claims, ahead) = first_look(root, &files);
+    let mut early = early.filter(|_| !claims);
+    tracing::debug!(
+        early = early.is_some(),
+        "looked for Argo CD and Flux resources"
+    );
     // Kustomizations first: their `configurations:` name image fields of custom resources
     // that the manifests are then read with.
     let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
-    let kfiles: Vec<&(String, FileKind)> = files.iter().filter(is_k).collect();
+    let kfiles: Vec<(usize, &(String, FileKind))> =
+        files.iter().enumerate().filter(|(_, f)| is_k(f)).collect();
     let kkeys = Keys {
         specs: &[],
         helm: &helm_keys,
         charts: config.helm.charts,
     };
-    let kread = crate::parallel::map(&kfiles, |(rel, kind)| read_file(root, rel, *kind, &kkeys));
+    let kread = crate::parallel::map(&kfiles, |(i, (rel, kind))| {
+        read_file(root, (rel, *kind), &kkeys, ahead.get(*i))
+    });
     let read_k: Vec<&kustomize::Kustomization> = kread
         .iter()
         .filter_map(|r| match r {
@@ -493,11 +502,6 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
     // they are new references and change none read before, so they do not hold listing back.
     tracing::debug!(kustomizations = kfiles.len(), "read the kustomizations");
-    let mut early = early.filter(|_| !claims_possible(root, &files));
-    tracing::debug!(
-        early = early.is_some(),
-        "looked for Argo CD and Flux resources"
-    );
     let mut kread = kread.into_iter();
     let mut fold = Fold {
         root,
@@ -521,10 +525,11 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             fold.file(&f.0, kread.next().unwrap_or((Read::Skipped, None)), early);
         }
     };
-    let others: Vec<&(String, FileKind)> = files.iter().filter(|f| !is_k(f)).collect();
+    let others: Vec<(usize, &(String, FileKind))> =
+        files.iter().enumerate().filter(|(_, f)| !is_k(f)).collect();
     crate::parallel::for_each_ordered(
         &others,
-        |(rel, kind)| {
+        |(i, (rel, kind))| {
             let kind = match kind {
                 FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
                 k => *k,
@@ -534,7 +539,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 helm: &helm_keys,
                 charts: config.helm.charts,
             };
-            (rel, read_file(root, rel, kind, &keys))
+            (rel, read_file(root, (rel, kind), &keys, ahead.get(*i)))
         },
         |(rel, read)| {
             before_next(&mut fold, &mut early);
@@ -545,18 +550,39 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     fold.finish(config)
 }
 
-/// Could an Argo CD or Flux resource in the tree claim a reference after it is read? Every
-/// file that mentions their API groups (or a Flux setter) is taken to hold one; a read
-/// error is a yes. Each file is read again when it is parsed: keeping the texts instead
-/// would hold the whole tree in memory at once (docs/performance.md), for 3 % of the CPU.
-fn claims_possible(root: &Path, files: &[(String, FileKind)]) -> bool {
-    let found = crate::parallel::map(files, |(rel, _)| {
+/// Texts the first look read, kept for the parse so that a file is read once, at most
+/// [`READ_AHEAD_BYTES`] of them in all: one slot per file, in the order of the files.
+type ReadAhead = Vec<std::sync::Mutex<Option<String>>>;
+
+/// The most text the first look keeps for the parse. A repository of manifests holds far
+/// less (the benchmark's 10,000 apps: 4.5 MB); past it, a file is read again when it is
+/// parsed, so that a huge tree never sits in memory whole.
+const READ_AHEAD_BYTES: usize = 16 << 20;
+
+/// The first look at every file, on every core: could an Argo CD or Flux resource in the
+/// tree claim a reference after it is read? Every file that mentions their API groups (or a
+/// Flux setter) is taken to hold one; a read error is a yes (the parse reports it). The
+/// texts read are kept for the parse (see [`ReadAhead`]).
+fn first_look(root: &Path, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let kept = AtomicUsize::new(0);
+    let looked = crate::parallel::map(files, |(rel, _)| {
         match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
-            Ok(text) => text.contains("argoproj.io") || crate::flux::mentioned(&text),
-            Err(_) => true,
+            Ok(text) => {
+                let claims = text.contains("argoproj.io") || crate::flux::mentioned(&text);
+                let before = kept.fetch_add(text.len(), Ordering::Relaxed);
+                let fits = before.saturating_add(text.len()) <= READ_AHEAD_BYTES;
+                (claims, fits.then_some(text))
+            }
+            Err(_) => (true, None),
         }
     });
-    found.into_iter().any(|f| f)
+    let claims = looked.iter().any(|(c, _)| *c);
+    let texts = looked
+        .into_iter()
+        .map(|(_, t)| std::sync::Mutex::new(t))
+        .collect();
+    (claims, texts)
 }
 
 /// What discovery builds up file by file, in file order.
@@ -707,8 +733,19 @@ struct Keys<'a> {
 /// A file read once: what the scanners found, and its chart versions (`helm.charts`).
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
-fn read_file(root: &Path, rel: &str, kind: FileKind, keys: &Keys) -> FileRead {
-    let text = match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
+/// Read and scan one file: the text the first look kept (`ahead`), else from disk.
+fn read_file(
+    root: &Path,
+    (rel, kind): (&str, FileKind),
+    keys: &Keys,
+    ahead: Option<&std::sync::Mutex<Option<String>>>,
+) -> FileRead {
+    let kept = ahead.and_then(|slot| slot.lock().ok().and_then(|mut t| t.take()));
+    let read = kept.map_or_else(
+        || crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES),
+        Ok,
+    );
+    let text = match read {
         Ok(t) => t,
         Err(e) => return (Read::Problem(Problem::at_file(rel, 0, 0, e)), None),
     };

@@ -74,7 +74,7 @@ pub fn render_scalar(old: &Scalar, old_raw: &str, new_value: &str) -> Result<Str
 }
 
 fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
-    let parse = |s: &str| yaml_serde::from_str::<Value>(&format!("k: {s}")).ok();
+    let parse = |s: &str| small_value(&format!("k: {s}"));
     match parse(new_value).as_ref().and_then(|v| v.get("k")) {
         Some(Value::String(s)) => s == new_value,
         // A number is fine only where the old value was a number too (the user chose that).
@@ -87,6 +87,35 @@ fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// libyaml's reading of a short text (a scalar, or `k: scalar`), or `None` when it does
+/// not read. Renderings and proofs ask it of the same few new versions thousands of times
+/// a run, so each thread remembers the answers for texts of up to 256 bytes (the memory
+/// is bounded: the cache is emptied when it reaches 4,096 texts).
+fn small_value(text: &str) -> Option<Value> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    const MAX_TEXT: usize = 256;
+    const MAX_TEXTS: usize = 4096;
+    thread_local! {
+        static READ: RefCell<HashMap<String, Option<Value>>> = RefCell::new(HashMap::new());
+    }
+    let parse = || yaml_serde::from_str::<Value>(text).ok();
+    if text.len() > MAX_TEXT {
+        return parse();
+    }
+    READ.with_borrow_mut(|read| {
+        if let Some(v) = read.get(text) {
+            return v.clone();
+        }
+        if read.len() >= MAX_TEXTS {
+            read.clear();
+        }
+        let v = parse();
+        read.insert(text.to_string(), v.clone());
+        v
+    })
 }
 
 /// Apply the edits to `text` and prove the result: every edited path now holds its new
@@ -149,9 +178,7 @@ fn by_values(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerprint
         }
         // The old value as libyaml reads the old text of the scalar on its own; if that
         // is not what it was in place, the fingerprints differ and the full path decides.
-        let old = before
-            .get(e.span.clone())
-            .and_then(|raw| yaml_serde::from_str::<Value>(raw).ok());
+        let old = before.get(e.span.clone()).and_then(small_value);
         let Some(old) = old else {
             return false;
         };
@@ -193,8 +220,7 @@ fn by_one_pass(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerpri
 fn holds(scalar: &Scalar, value: &str) -> bool {
     match scalar.style {
         Style::Single | Style::Double => true,
-        Style::Plain => yaml_serde::from_str::<Value>(&scalar.value)
-            .ok()
+        Style::Plain => small_value(&scalar.value)
             .and_then(|v| scalar_string(&v))
             .is_some_and(|s| s == value),
         Style::Block => false,

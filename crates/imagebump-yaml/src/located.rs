@@ -217,7 +217,7 @@ impl LineIndex {
     pub fn shifted(text: &str, line_base: usize, column_base: usize) -> Self {
         let mut starts = vec![0];
         // A line starts after each `\n`, at most at `text.len()`.
-        starts.extend(text.match_indices('\n').map(|(i, _)| i.saturating_add(1)));
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i.saturating_add(1)));
         LineIndex {
             starts,
             line_base,
@@ -275,17 +275,19 @@ pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, Fingerprint)
 
 /// [`parse_located`] of a text that does not start with a byte order mark.
 fn parse_content(text: &str) -> Result<(Vec<Doc>, Fingerprint), ParseError> {
-    check_depth(text)?;
-    check_values(text)?;
     // The common subset is read in one pass, which vouches for the text itself: it reads
-    // only what libyaml reads the same way, so libyaml need not read it too. Debug builds
-    // (every test) read it the other two ways as well and compare.
+    // only what libyaml reads the same way, so libyaml need not read it too. It keeps within
+    // the limits below on its own (nesting, and MAX_VALUES values), and declines past them,
+    // so that the checks below refuse such a text as before. Debug builds (every test) read
+    // it the other two ways as well and compare.
     if let Some(docs) = crate::simple::read(text) {
         #[cfg(debug_assertions)]
         cross_check(text, &docs);
         let fingerprint = crate::fingerprint::of_located(&docs);
         return Ok((docs, fingerprint));
     }
+    check_depth(text)?;
+    check_values(text)?;
     let fingerprint = validate(text)?;
     Ok((from_tree(text)?, fingerprint))
 }

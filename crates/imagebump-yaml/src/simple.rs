@@ -19,7 +19,9 @@
 //! three ways and compare; a property test feeds it mutated texts, and a test compares them
 //! over a corpus. It never has to report an error: any doubt is a `None`.
 
-use super::located::{Doc, Key, Node, Scalar, Style};
+use std::cell::Cell;
+
+use super::located::{Doc, Key, Node, Scalar, Style, MAX_VALUES};
 
 /// The documents of `text`, or `None` when it is not in the subset.
 pub(crate) fn read(text: &str) -> Option<Vec<Doc>> {
@@ -48,7 +50,7 @@ pub(crate) fn scalar(raw: &str) -> Option<Scalar> {
     if !readable(raw) {
         return None;
     }
-    match flow_or_scalar(raw, 0, 0)? {
+    match flow_or_scalar(raw, 0, 0, &Cell::new(1))? {
         (Node::Scalar(s), used) if used == raw.len() => Some(s),
         _ => None,
     }
@@ -57,10 +59,14 @@ pub(crate) fn scalar(raw: &str) -> Option<Scalar> {
 /// Every character one libyaml reads, other than the line breaks it knows beyond `\n`
 /// (`\r`, NEL, the Unicode line and paragraph separators), tabs and byte order marks.
 fn readable(text: &str) -> bool {
-    if text.is_ascii() {
-        return text
-            .bytes()
-            .all(|b| b == b'\n' || (0x20..=0x7e).contains(&b));
+    // Plain ASCII in blocks the compiler can check without a branch per byte.
+    let ascii = |b: u8| b == b'\n' || (0x20..=0x7e).contains(&b);
+    if text
+        .as_bytes()
+        .chunks(64)
+        .all(|c| c.iter().fold(true, |ok, &b| ok & ascii(b)))
+    {
+        return true;
     }
     text.chars().all(|c| {
         matches!(c,
@@ -78,6 +84,14 @@ fn readable(text: &str) -> bool {
 /// together far inside `yaml_serde`'s limit of 128.
 const MAX_NESTING: usize = 48;
 
+/// Count one more value against the budget; `None` once it is spent (the caller's
+/// count then refuses the text, `located.rs`).
+fn spend(left: &Cell<usize>) -> Option<()> {
+    let n = left.get().checked_sub(1)?;
+    left.set(n);
+    Some(())
+}
+
 /// One line with content (blank and comment-only lines are skipped): its indentation, the
 /// offset of its first non-space byte, and its text from there.
 #[derive(Clone, Copy)]
@@ -93,6 +107,8 @@ struct Lines<'t> {
     peeked: Option<Line<'t>>,
     /// Block collections open around the current line.
     depth: usize,
+    /// How many more values (entries and items) may be read.
+    left: Cell<usize>,
 }
 
 impl<'t> Lines<'t> {
@@ -102,6 +118,7 @@ impl<'t> Lines<'t> {
             pos: 0,
             peeked: None,
             depth: 0,
+            left: Cell::new(MAX_VALUES),
         };
         l.next_line();
         l
@@ -112,7 +129,8 @@ impl<'t> Lines<'t> {
         self.peeked = None;
         while self.pos < self.text.len() {
             let rest = self.text.get(self.pos..).unwrap_or_default();
-            let len = rest.find('\n').map_or(rest.len(), |i| i.saturating_add(1));
+            let len =
+                memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i.saturating_add(1));
             let line = rest.get(..len).unwrap_or_default();
             let start = self.pos;
             self.pos = self.pos.saturating_add(len);
@@ -220,9 +238,11 @@ fn sequence(lines: &mut Lines, indent: usize) -> Option<Node> {
                 body: rest,
             };
             lines.peeked = Some(item);
+            spend(&lines.left)?;
             items.push(mapping(lines, column, start)?);
         } else {
-            items.push(inline_value(rest, start)?);
+            spend(&lines.left)?;
+            items.push(inline_value(rest, start, &lines.left)?);
             lines.next_line();
             if lines.peek().is_some_and(|l| l.indent > indent) {
                 return None;
@@ -264,7 +284,7 @@ fn mapping(lines: &mut Lines, indent: usize, offset: usize) -> Option<Node> {
             let start = line
                 .start
                 .saturating_add(line.body.len().saturating_sub(rest.len()));
-            let v = inline_value(rest, start)?;
+            let v = inline_value(rest, start, &lines.left)?;
             lines.next_line();
             // A more indented line after a value on the key's line continues it.
             if lines.peek().is_some_and(|l| l.indent > indent) {
@@ -272,6 +292,7 @@ fn mapping(lines: &mut Lines, indent: usize, offset: usize) -> Option<Node> {
             }
             v
         };
+        spend(&lines.left)?;
         entries.push((key, value));
     }
     (!entries.is_empty()).then_some(Node::Map { entries, offset })
@@ -279,8 +300,8 @@ fn mapping(lines: &mut Lines, indent: usize, offset: usize) -> Option<Node> {
 
 /// A value written on its line from `rest` (at byte `start` of the text) to the line's end
 /// or its comment: a scalar or a flow collection, nothing else after it.
-fn inline_value(rest: &str, start: usize) -> Option<Node> {
-    let (node, used) = flow_or_scalar(rest, start, 0)?;
+fn inline_value(rest: &str, start: usize, left: &Cell<usize>) -> Option<Node> {
+    let (node, used) = flow_or_scalar(rest, start, 0, left)?;
     let tail = rest.get(used..)?;
     let trimmed = tail.trim_start_matches(' ');
     let spaced = trimmed.len() < tail.len();
@@ -294,7 +315,7 @@ fn inline_value(rest: &str, start: usize) -> Option<Node> {
 /// A scalar or flow collection at the start of `s` (byte `start` of the text), and how many
 /// bytes of `s` it takes. `flow`: how many flow collections it is inside (in one, `,` `]`
 /// `}` end a plain scalar).
-fn flow_or_scalar(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
+fn flow_or_scalar(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Option<(Node, usize)> {
     let first = s.bytes().next()?;
     let in_flow = flow > 0;
     match first {
@@ -320,8 +341,8 @@ fn flow_or_scalar(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
             });
             Some((node, end))
         }
-        b'[' if flow < MAX_NESTING => flow_sequence(s, start, flow.saturating_add(1)),
-        b'{' if flow < MAX_NESTING => flow_mapping(s, start, flow.saturating_add(1)),
+        b'[' if flow < MAX_NESTING => flow_sequence(s, start, flow.saturating_add(1), left),
+        b'{' if flow < MAX_NESTING => flow_mapping(s, start, flow.saturating_add(1), left),
         b'[' | b'{' => None,
         b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' | b',' | b']' | b'}'
         | b'?' | b':' => None,
@@ -412,8 +433,9 @@ fn next_item(s: &str, i: usize, close: u8) -> Option<Next> {
 }
 
 /// `[a, b, …]` on one line.
-fn flow_sequence(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
+fn flow_sequence(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Option<(Node, usize)> {
     let mut items = Vec::new();
+    spend(left)?;
     let mut i = 1usize;
     i = i.saturating_add(spaces(s.get(i..)?));
     if s.get(i..)?.starts_with(']') {
@@ -426,7 +448,7 @@ fn flow_sequence(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
         ));
     }
     loop {
-        let (item, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow)?;
+        let (item, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow, left)?;
         if matches!(item, Node::Scalar(_))
             && s.get(i.saturating_add(used)..)?
                 .trim_start_matches(' ')
@@ -434,6 +456,7 @@ fn flow_sequence(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
         {
             return None;
         }
+        spend(left)?;
         items.push(item);
         match next_item(s, i.saturating_add(used), b']')? {
             Next::Item(at) => i = at,
@@ -451,8 +474,9 @@ fn flow_sequence(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
 }
 
 /// `{k: v, …}` on one line, plain keys.
-fn flow_mapping(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
+fn flow_mapping(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Option<(Node, usize)> {
     let mut entries: Vec<(Key, Node)> = Vec::new();
+    spend(left)?;
     let mut i = 1usize;
     i = i.saturating_add(spaces(s.get(i..)?));
     if s.get(i..)?.starts_with('}') {
@@ -477,7 +501,10 @@ fn flow_mapping(s: &str, start: usize, flow: usize) -> Option<(Node, usize)> {
         };
         i = i.saturating_add(key_len).saturating_add(1);
         i = i.saturating_add(spaces(s.get(i..)?));
-        let (value, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow)?;
+        let (value, used) = flow_or_scalar(s.get(i..)?, start.saturating_add(i), flow, left)?;
+        // As the text's count has it: the key's `:` and the `,` after the entry.
+        spend(left)?;
+        spend(left)?;
         entries.push((key, value));
         match next_item(s, i.saturating_add(used), b'}')? {
             Next::Item(at) => i = at,
