@@ -44,6 +44,10 @@ pub struct Policies {
     defaults: PolicySpec,
     rules: Vec<Rule>,
     cache: HashMap<(PolicySpec, PolicySource), Policy>,
+    /// The policies of references without repository settings or another layer, by what
+    /// decides them: the first matching rule, and the first matching rule with `verify`.
+    /// A run's references share a few, so most are given theirs without merging settings.
+    plain: HashMap<(Option<usize>, Option<usize>), Policy>,
 }
 
 impl Policies {
@@ -72,6 +76,7 @@ impl Policies {
             defaults: defaults.clone(),
             rules,
             cache: HashMap::new(),
+            plain: HashMap::new(),
         })
     }
 
@@ -85,6 +90,19 @@ impl Policies {
             .position(|r| r.matches(&full, written, file))
     }
 
+    /// The index of the first rule matching `image` that sets `verify`.
+    fn verify_rule_for(
+        &self,
+        image: &ImageName,
+        written: &str,
+        file: Option<&str>,
+    ) -> Option<usize> {
+        let full = image.to_string();
+        self.rules
+            .iter()
+            .position(|r| r.spec.verify.is_some() && r.matches(&full, written, file))
+    }
+
     /// The `verify` of the first rule matching `image` that sets one.
     fn verify_for(
         &self,
@@ -92,11 +110,8 @@ impl Policies {
         written: &str,
         file: Option<&str>,
     ) -> Option<imagebump_model::verify::VerifySpec> {
-        let full = image.to_string();
-        self.rules
-            .iter()
-            .filter(|r| r.spec.verify.is_some())
-            .find(|r| r.matches(&full, written, file))
+        self.verify_rule_for(image, written, file)
+            .and_then(|i| self.rules.get(i))
             .and_then(|r| r.spec.verify.clone())
     }
 
@@ -115,6 +130,31 @@ impl Policies {
     /// annotations, `ImageUpdater` resources) between `defaults` and the `images` rules:
     /// imagebump.yaml's rules are the deliberate configuration and win over legacy ones.
     pub fn policy_with(
+        &mut self,
+        image: &ImageName,
+        written: &str,
+        file: Option<&str>,
+        repository: Option<(&str, &PolicySpec)>,
+        layer: Option<(&str, &PolicySpec)>,
+    ) -> Result<Policy, PolicyError> {
+        let plain = (repository.is_none() && layer.is_none()).then(|| {
+            (
+                self.rule_for(image, written, file),
+                self.verify_rule_for(image, written, file),
+            )
+        });
+        if let Some(p) = plain.and_then(|k| self.plain.get(&k)) {
+            return Ok(p.clone());
+        }
+        let policy = self.compose(image, written, file, repository, layer)?;
+        if let Some(k) = plain {
+            self.plain.insert(k, policy.clone());
+        }
+        Ok(policy)
+    }
+
+    /// [`Policies::policy_with`], the settings merged level by level.
+    fn compose(
         &mut self,
         image: &ImageName,
         written: &str,
@@ -200,6 +240,47 @@ mod tests {
                 .images
         )
         .is_err());
+    }
+
+    /// References decided by the same rules share one policy, given without merging the
+    /// settings again; one decided by another rule (here a path rule) gets its own; each is
+    /// the same as a fresh merge gives.
+    #[test]
+    fn policies_are_remembered_by_the_rules_that_decide_them() {
+        let config: Config = yaml_serde::from_str(
+            "defaults:\n  constraint: ^1\nimages:\n- path: apps/dev/**\n  delivery: push\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: '**/web'\n  allowTags: regexp:^v\n",
+        )
+        .unwrap();
+        let mut p = Policies::new(&config.defaults, &config.images).unwrap();
+        let web = parse_name("ghcr.io/acme/web").unwrap();
+        let api = parse_name("ghcr.io/acme/api").unwrap();
+        let cases = [
+            (&web, Some("apps/prod/a.yaml")),
+            (&api, Some("apps/prod/b.yaml")),
+            (&web, Some("apps/dev/a.yaml")),
+            (&api, None),
+        ];
+        let given: Vec<Policy> = cases
+            .iter()
+            .map(|(image, file)| {
+                let written = image.to_string();
+                p.policy_with(image, &written, *file, None, None).unwrap()
+            })
+            .collect();
+        // web and api in prod: one rule decides both, one policy.
+        assert!(std::sync::Arc::ptr_eq(&given[0].0, &given[1].0));
+        assert!(std::sync::Arc::ptr_eq(&given[0].0, &given[3].0));
+        // The path rule decides web in dev.
+        assert_eq!(given[2].source.to_string(), "defaults + images[0] (**)");
+        assert!(!std::sync::Arc::ptr_eq(&given[0].0, &given[2].0));
+        // Each is what merging the settings afresh gives.
+        for ((image, file), policy) in cases.iter().zip(&given) {
+            let mut fresh = Policies::new(&config.defaults, &config.images).unwrap();
+            let written = image.to_string();
+            let merged = fresh.compose(image, &written, *file, None, None).unwrap();
+            assert_eq!(policy.spec, merged.spec);
+            assert_eq!(policy.source.to_string(), merged.source.to_string());
+        }
     }
 
     #[test]

@@ -230,39 +230,6 @@ pub async fn resolve_with(
         })
         .map(|(_, r)| (&r.image, credentials(&r.policy)))
         .collect();
-    progress.stage("listing tags", listed.len());
-    let mut lists = list_tags(listed, registries, concurrency, progress, early).await;
-    // Charts of classic Helm repositories: one index per repository.
-    lists.extend(crate::chart::index::list_versions(&indexed, registries, concurrency).await);
-    for ((name, _), result) in &lists {
-        let users = users.get(name).copied().unwrap_or_default();
-        match result {
-            // Said once per registry below, with the reason.
-            Err(Error::Skipped { host, .. }) => out.problems.push(Problem::registry(
-                name,
-                format!("{users} reference(s) not checked: {host} was skipped"),
-                None,
-            )),
-            Err(e) => out.problems.push(Problem::registry(
-                name,
-                format!("{e}; {users} reference(s) not checked"),
-                e.hint(),
-            )),
-            Ok(list) => {
-                if let Some(first) = list.invalid.first() {
-                    out.problems.push(Problem::registry(
-                        name,
-                        format!(
-                            "the registry listed {} invalid tag name(s), ignored (first: {first:?})",
-                            list.invalid.len(),
-                        ),
-                        None,
-                    ));
-                }
-            }
-        }
-    }
-
     // Only the few references with rejections where they are get a map of their own.
     let held: Vec<(usize, Held)> = pending
         .iter()
@@ -298,10 +265,15 @@ pub async fn resolve_with(
         budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
         concurrency,
         verifier: crate::verify::Verifier::new(),
+        repositories: tokio::sync::Semaphore::new(concurrency.max(1)),
     };
-    progress.stage("choosing tags", groups.len());
+    progress.stage(
+        "listing and choosing tags",
+        listed.len().saturating_add(groups.len()),
+    );
     // The groups of one repository are decided together, its tags read as versions once
-    // for all of them.
+    // for all of them, as soon as its list is in: the later lists are still on their way
+    // meanwhile, so choosing costs the run little more than the registry's answers.
     let mut by_list: BTreeMap<ListedAs, Vec<Group>> = BTreeMap::new();
     for (key, (policy, members)) in groups {
         by_list
@@ -309,29 +281,93 @@ pub async fn resolve_with(
             .or_default()
             .push((key, policy, members));
     }
-    let decided: Vec<Vec<(&ImageName, Vec<usize>, Decided)>> = stream::iter(by_list)
-        .map(|(list_key, groups)| {
-            let (lists, shared) = (&lists, &shared);
-            async move {
-                let read = read_versions(list_key, &groups, lists);
-                stream::iter(groups)
-                    .map(|(key, policy, members)| {
-                        let read = read.as_ref();
-                        async move {
-                            let name = key.0;
-                            let d = decide_group(key, policy, lists, shared, read).await;
-                            progress.inc();
-                            (name, members, d)
-                        }
-                    })
-                    .buffer_unordered(concurrency.max(1))
-                    .collect()
-                    .await
+    let mut sources: BTreeMap<ListKey, usize> = BTreeMap::new();
+    let owned =
+        |(name, creds): (&ImageName, Option<&str>)| (name.clone(), creds.map(str::to_string));
+    let charts = indexed.iter().map(|(name, creds, _)| (*name, *creds));
+    for key in listed.iter().copied().chain(charts) {
+        let n = sources.entry(owned(key)).or_default();
+        *n = n.saturating_add(1);
+    }
+    let tags = list_tags(listed, registries, concurrency, progress, early);
+    let chart_lists = crate::chart::index::list_versions(&indexed, registries, concurrency);
+    let arrivals = stream::select(
+        tags.map(|(key, result)| (key, result, false)),
+        stream::once(chart_lists)
+            .flat_map(stream::iter)
+            .map(|(key, result)| (key, result, true)),
+    )
+    .fuse();
+    let decide = |job, list| decide_repository(job, list, &shared, progress);
+    let mut deciding = stream::FuturesUnordered::new();
+    // Groups whose decision waits for no list (promoted, `digest`) are decided at once.
+    let mut waiting: BTreeMap<ListKey, (ListedAs, Vec<Group>)> = BTreeMap::new();
+    for (list_key, groups) in by_list {
+        if sources.contains_key(&owned(list_key)) {
+            waiting.insert(owned(list_key), (list_key, groups));
+        } else {
+            deciding.push(decide((list_key, groups), None));
+        }
+    }
+    let mut lists: Lists = BTreeMap::new();
+    let mut decided = Vec::new();
+    futures::pin_mut!(arrivals);
+    loop {
+        tokio::select! {
+            Some((key, result, chart)) = arrivals.next() => {
+                // A chart index read under an image's key stands for its tag list, as
+                // when both were kept in one map: the key is ready when both are in.
+                match lists.get(&key) {
+                    Some(_) if !chart => {}
+                    _ => {
+                        lists.insert(key.clone(), std::sync::Arc::new(result));
+                    }
+                }
+                let left = sources.get_mut(&key).map(|n| {
+                    *n = n.saturating_sub(1);
+                    *n
+                });
+                if left == Some(0) {
+                    if let (Some(job), Some(list)) = (waiting.remove(&key), lists.get(&key)) {
+                        deciding.push(decide(job, Some(list.clone())));
+                    }
+                }
             }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
+            Some(d) = deciding.next() => decided.push(d),
+            else => break,
+        }
+    }
+    for (list_key, groups) in waiting.into_values() {
+        decided.push(decide((list_key, groups), None).await);
+    }
+    for ((name, _), result) in &lists {
+        let users = users.get(name).copied().unwrap_or_default();
+        match result.as_ref() {
+            // Said once per registry below, with the reason.
+            Err(Error::Skipped { host, .. }) => out.problems.push(Problem::registry(
+                name,
+                format!("{users} reference(s) not checked: {host} was skipped"),
+                None,
+            )),
+            Err(e) => out.problems.push(Problem::registry(
+                name,
+                format!("{e}; {users} reference(s) not checked"),
+                e.hint(),
+            )),
+            Ok(list) => {
+                if let Some(first) = list.invalid.first() {
+                    out.problems.push(Problem::registry(
+                        name,
+                        format!(
+                            "the registry listed {} invalid tag name(s), ignored (first: {first:?})",
+                            list.invalid.len(),
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
     let decided = decided.into_iter().flatten();
     for (name, members, d) in decided {
         for e in &d.errors {
@@ -396,17 +432,21 @@ fn credentials(policy: &Policy) -> Option<&str> {
 type ListKey = (ImageName, Option<String>);
 
 /// Tag lists, per repository and the credentials they were read with.
-type Lists = BTreeMap<ListKey, Result<TagList, Error>>;
+type Lists = BTreeMap<ListKey, std::sync::Arc<Result<TagList, Error>>>;
 
-async fn list_tags(
-    names: BTreeSet<(&ImageName, Option<&str>)>,
-    registries: &Registries,
+/// The tag lists of `names`, each as soon as it is in (those started early among them),
+/// at most `concurrency` requests at once.
+fn list_tags<'a>(
+    names: BTreeSet<(&'a ImageName, Option<&'a str>)>,
+    registries: &'a Registries,
     concurrency: usize,
-    progress: &Progress,
+    progress: &'a Progress,
     early: Option<EarlyLists>,
-) -> Lists {
+) -> impl futures::Stream<Item = (ListKey, Result<TagList, Error>)> + 'a {
     let mut early = early.unwrap_or_else(|| EarlyLists::new(concurrency));
-    // Those started early are awaited with the others; all share one bound.
+    // Those started early are awaited with the others; all share one bound. Lists started
+    // early that resolve does not take are given up when the stream (which keeps `early`)
+    // is dropped.
     let names: Vec<_> = names
         .into_iter()
         .map(|(name, creds)| {
@@ -415,26 +455,28 @@ async fn list_tags(
             (name, creds, task)
         })
         .collect();
-    let permits = &early.permits;
+    let permits = early.permits.clone();
     stream::iter(names)
-        .map(|(name, creds, task)| async move {
-            let result = match (task, registries.client_with(name, creds)) {
-                (Some(task), _) => task.await.unwrap_or_else(|e| {
-                    Err(Error::Config(format!("listing the tags failed: {e}")))
-                }),
-                (None, Ok(client)) => {
-                    // The semaphore is never closed, so acquiring only waits.
-                    let _permit = permits.acquire().await;
-                    client.list_tags(&name.repository).await
-                }
-                (None, Err(e)) => Err(e),
-            };
-            progress.inc();
-            ((name.clone(), creds.map(str::to_string)), result)
+        .map(move |(name, creds, task)| {
+            let _kept = &early;
+            let permits = permits.clone();
+            async move {
+                let result = match (task, registries.client_with(name, creds)) {
+                    (Some(task), _) => task.await.unwrap_or_else(|e| {
+                        Err(Error::Config(format!("listing the tags failed: {e}")))
+                    }),
+                    (None, Ok(client)) => {
+                        // The semaphore is never closed, so acquiring only waits.
+                        let _permit = permits.acquire().await;
+                        client.list_tags(&name.repository).await
+                    }
+                    (None, Err(e)) => Err(e),
+                };
+                progress.inc();
+                ((name.clone(), creds.map(str::to_string)), result)
+            }
         })
         .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await
 }
 
 /// The repository (and the credentials it is read with) whose tag list resolve will ask for
@@ -519,6 +561,8 @@ struct Shared<'a> {
     budget: tokio::sync::Semaphore,
     concurrency: usize,
     verifier: crate::verify::Verifier,
+    /// At most `concurrency` repositories are decided at once.
+    repositories: tokio::sync::Semaphore,
 }
 
 struct Decided {
@@ -533,13 +577,40 @@ type ListedAs<'a> = (&'a ImageName, Option<&'a str>);
 /// One group of references decided alike: its key, its policy, its members' indexes.
 type Group<'a> = (GroupKey<'a>, &'a Policy, Vec<usize>);
 
+/// The groups of one repository decided, given its list (`None`: none was asked for), at
+/// most `concurrency` of them at once.
+async fn decide_repository<'a>(
+    (list_key, groups): (ListedAs<'a>, Vec<Group<'a>>),
+    list: Option<std::sync::Arc<Result<TagList, Error>>>,
+    shared: &Shared<'_>,
+    progress: &Progress,
+) -> Vec<(&'a ImageName, Vec<usize>, Decided)> {
+    // The semaphore is never closed, so acquiring only waits.
+    let _permit = shared.repositories.acquire().await;
+    let list = list.as_deref();
+    let read = read_versions(list_key, &groups, list);
+    stream::iter(groups)
+        .map(|(key, policy, members)| {
+            let read = read.as_ref();
+            async move {
+                let name = key.0;
+                let d = decide_group(key, policy, list, shared, read).await;
+                progress.inc();
+                (name, members, d)
+            }
+        })
+        .buffer_unordered(shared.concurrency.max(1))
+        .collect()
+        .await
+}
+
 /// The versions of a repository's listed tags, read once when more than one of its groups
 /// would read them (semver, from the list, in one mode). Not for a list long enough to need
 /// the tag budget: those are read group by group, as the budget allows.
 fn read_versions(
-    (image, credentials): ListedAs<'_>,
+    _: ListedAs<'_>,
     groups: &[Group<'_>],
-    lists: &Lists,
+    list: Option<&Result<TagList, Error>>,
 ) -> Option<TagVersions> {
     let mut modes = groups.iter().filter_map(|(key, policy, _)| {
         (policy.strategy == crate::policy::Strategy::Semver && key.5.is_none())
@@ -549,7 +620,7 @@ fn read_versions(
     if !modes.any(|m| m == mode) {
         return None;
     }
-    match lists.get(&(image.clone(), credentials.map(str::to_string))) {
+    match list {
         Some(Ok(list)) if list.tags.len() < TAGS_PER_PERMIT => {
             Some(TagVersions::read(mode, &list.tags))
         }
@@ -560,7 +631,7 @@ fn read_versions(
 async fn decide_group(
     (image, _, current, digest, rejected, promoted): GroupKey<'_>,
     policy: &Policy,
-    lists: &Lists,
+    list: Option<&Result<TagList, Error>>,
     shared: &Shared<'_>,
     read: Option<&TagVersions>,
 ) -> Decided {
@@ -570,6 +641,7 @@ async fn decide_group(
         budget,
         concurrency,
         verifier,
+        ..
     } = shared;
     let concurrency = *concurrency;
     let failed = |why: String| Decided {
@@ -581,7 +653,7 @@ async fn decide_group(
     let tags: &[String] = if let Some(tags) = promoted {
         tags
     } else if policy.needs_tag_list() {
-        match lists.get(&(image.clone(), credentials(policy).map(str::to_string))) {
+        match list {
             Some(Ok(list)) => &list.tags,
             Some(Err(e)) => return failed(e.to_string()),
             None => return failed("tags not listed".into()),

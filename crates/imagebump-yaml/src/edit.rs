@@ -655,6 +655,12 @@ mod tests {
         (edit, fingerprint)
     }
 
+    /// Whether the one-parse proof holds for `edit` of `text` with `fingerprint`.
+    fn proves(text: &str, edit: &Edit, fingerprint: Fingerprint) -> bool {
+        let after = splice(text, &[edit]).unwrap();
+        verified_by_fingerprint(text, &after, std::slice::from_ref(edit), fingerprint)
+    }
+
     #[test]
     fn the_fingerprint_proves_an_edit_with_one_parse_and_nothing_else() {
         let text = "image: web\ntag: \"1.0\" # pinned\nother: [1.10, x]\n";
@@ -695,14 +701,8 @@ mod tests {
         ] {
             let (edit, fingerprint) = tag_edit(text, "1.1.0", "1.1.0");
             assert_eq!(fingerprint.by, by, "{text:?}");
-            let after = splice(text, &[&edit]).unwrap();
-            assert!(verified_by_fingerprint(
-                text,
-                &after,
-                std::slice::from_ref(&edit),
-                fingerprint
-            ));
-            // The other reader's number, or another text's, proves nothing.
+            assert!(proves(text, &edit, fingerprint));
+            // The other reader's number proves nothing.
             let other = Fingerprint {
                 by: match by {
                     Reader::OnePass => Reader::Libyaml,
@@ -710,12 +710,7 @@ mod tests {
                 },
                 ..fingerprint
             };
-            assert!(!verified_by_fingerprint(
-                text,
-                &after,
-                std::slice::from_ref(&edit),
-                other
-            ));
+            assert!(!proves(text, &edit, other));
         }
     }
 
@@ -727,13 +722,7 @@ mod tests {
         let text = "tag: 1.0.0\n";
         let (edit, fingerprint) = tag_edit(text, "1.10", "1.10");
         assert_eq!(fingerprint.by, Reader::OnePass);
-        let after = splice(text, &[&edit]).unwrap();
-        assert!(!verified_by_fingerprint(
-            text,
-            &after,
-            std::slice::from_ref(&edit),
-            fingerprint
-        ));
+        assert!(!proves(text, &edit, fingerprint));
         let err = apply_edits_known(text, &[edit], Some(fingerprint)).unwrap_err();
         assert!(
             matches!(&err, EditError::Mismatch(m) if m.contains("1.10")),
@@ -741,13 +730,7 @@ mod tests {
         );
         // Quoted, it is the text: proven.
         let (edit, fingerprint) = tag_edit(text, "\"1.10\"", "1.10");
-        let after = splice(text, &[&edit]).unwrap();
-        assert!(verified_by_fingerprint(
-            text,
-            &after,
-            std::slice::from_ref(&edit),
-            fingerprint
-        ));
+        assert!(proves(text, &edit, fingerprint));
     }
 
     #[test]

@@ -242,10 +242,7 @@ fn generated_yaml() -> impl Strategy<Value = String> {
                 text = text.replace('\n', "\r\n");
             }
             if let Some((at, token)) = splice {
-                let boundaries: Vec<usize> = (0..=text.len())
-                    .filter(|&i| text.is_char_boundary(i))
-                    .collect();
-                text.insert_str(*at.get(&boundaries), token);
+                insert_at(&mut text, at, token);
             }
             text
         })
@@ -613,13 +610,18 @@ fn subset_yaml() -> impl Strategy<Value = String> {
         .prop_map(|((body, block), splice)| {
             let mut text = if block { body } else { format!("k: {body}\n") };
             if let Some((at, token)) = splice {
-                let boundaries: Vec<usize> = (0..=text.len())
-                    .filter(|&i| text.is_char_boundary(i))
-                    .collect();
-                text.insert_str(*at.get(&boundaries), token);
+                insert_at(&mut text, at, token);
             }
             text
         })
+}
+
+/// `token` inserted into `text` at one of its character boundaries, chosen by `at`.
+fn insert_at(text: &mut String, at: prop::sample::Index, token: &str) {
+    let boundaries: Vec<usize> = (0..=text.len())
+        .filter(|&i| text.is_char_boundary(i))
+        .collect();
+    text.insert_str(*at.get(&boundaries), token);
 }
 
 /// `text`'s lines two spaces further in.
