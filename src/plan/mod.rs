@@ -327,6 +327,9 @@ pub fn plan_with(
             })
             .collect();
     let mut out = Plan::default();
+    // Sized once: grown by doubling, the vector of updates (240 bytes each) would hold up
+    // to twice the room, and both copies while it moves.
+    out.updates.reserve_exact(moved.len());
     let now = chart_lock::generated_time();
     let (changed, refused) = changes_for(discovery, &moved, None, true);
     for (file, line, column, e) in refused {
