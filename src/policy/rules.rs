@@ -247,11 +247,8 @@ mod tests {
     /// the same as a fresh merge gives.
     #[test]
     fn policies_are_remembered_by_the_rules_that_decide_them() {
-        let config: Config = yaml_serde::from_str(
-            "defaults:\n  constraint: ^1\nimages:\n- path: apps/dev/**\n  delivery: push\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: '**/web'\n  allowTags: regexp:^v\n",
-        )
-        .unwrap();
-        let mut p = Policies::new(&config.defaults, &config.images).unwrap();
+        let text = "defaults:\n  constraint: ^1\nimages:\n- path: apps/dev/**\n  delivery: push\n- match: ghcr.io/acme/*\n  strategy: newest-build\n- match: '**/web'\n  allowTags: regexp:^v\n";
+        let mut p = policies(text);
         let web = parse_name("ghcr.io/acme/web").unwrap();
         let api = parse_name("ghcr.io/acme/api").unwrap();
         let cases = [
@@ -275,12 +272,19 @@ mod tests {
         assert!(!std::sync::Arc::ptr_eq(&given[0].0, &given[2].0));
         // Each is what merging the settings afresh gives.
         for ((image, file), policy) in cases.iter().zip(&given) {
-            let mut fresh = Policies::new(&config.defaults, &config.images).unwrap();
             let written = image.to_string();
-            let merged = fresh.compose(image, &written, *file, None, None).unwrap();
+            let merged = policies(text)
+                .compose(image, &written, *file, None, None)
+                .unwrap();
             assert_eq!(policy.spec, merged.spec);
             assert_eq!(policy.source.to_string(), merged.source.to_string());
         }
+    }
+
+    /// The policies of an `imagebump.yaml` text.
+    fn policies(text: &str) -> Policies {
+        let config: Config = yaml_serde::from_str(text).unwrap();
+        Policies::new(&config.defaults, &config.images).unwrap()
     }
 
     #[test]
