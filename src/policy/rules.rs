@@ -84,23 +84,21 @@ impl Policies {
     /// file), and `file` when the rule names a path (a rule with a path never matches a
     /// reference without a file, such as `imagebump tags`').
     pub fn rule_for(&self, image: &ImageName, written: &str, file: Option<&str>) -> Option<usize> {
-        let full = image.to_string();
-        self.rules
-            .iter()
-            .position(|r| r.matches(&full, written, file))
+        self.first_rule(&image.to_string(), written, file, false)
     }
 
-    /// The index of the first rule matching `image` that sets `verify`.
-    fn verify_rule_for(
+    /// The index of the first rule matching the image (`full`: normalised, `written`: as in
+    /// the file) in `file`; with `verifying`, the first of those that set `verify`.
+    fn first_rule(
         &self,
-        image: &ImageName,
+        full: &str,
         written: &str,
         file: Option<&str>,
+        verifying: bool,
     ) -> Option<usize> {
-        let full = image.to_string();
         self.rules
             .iter()
-            .position(|r| r.spec.verify.is_some() && r.matches(&full, written, file))
+            .position(|r| (!verifying || r.spec.verify.is_some()) && r.matches(full, written, file))
     }
 
     /// The `verify` of the first rule matching `image` that sets one.
@@ -110,7 +108,7 @@ impl Policies {
         written: &str,
         file: Option<&str>,
     ) -> Option<imagebump_model::verify::VerifySpec> {
-        self.verify_rule_for(image, written, file)
+        self.first_rule(&image.to_string(), written, file, true)
             .and_then(|i| self.rules.get(i))
             .and_then(|r| r.spec.verify.clone())
     }
@@ -138,9 +136,10 @@ impl Policies {
         layer: Option<(&str, &PolicySpec)>,
     ) -> Result<Policy, PolicyError> {
         let plain = (repository.is_none() && layer.is_none()).then(|| {
+            let full = image.to_string();
             (
-                self.rule_for(image, written, file),
-                self.verify_rule_for(image, written, file),
+                self.first_rule(&full, written, file, false),
+                self.first_rule(&full, written, file, true),
             )
         });
         if let Some(p) = plain.and_then(|k| self.plain.get(&k)) {

@@ -298,15 +298,15 @@ pub async fn resolve_with(
             .map(|(key, result)| (key, result, true)),
     )
     .fuse();
-    let decide = |job, list| decide_repository(job, list, &shared, progress);
+    let decide = |groups, list| decide_repository(groups, list, &shared, progress);
     let mut deciding = stream::FuturesUnordered::new();
     // Groups whose decision waits for no list (promoted, `digest`) are decided at once.
-    let mut waiting: BTreeMap<ListKey, (ListedAs, Vec<Group>)> = BTreeMap::new();
+    let mut waiting: BTreeMap<ListKey, Vec<Group>> = BTreeMap::new();
     for (list_key, groups) in by_list {
         if sources.contains_key(&owned(list_key)) {
-            waiting.insert(owned(list_key), (list_key, groups));
+            waiting.insert(owned(list_key), groups);
         } else {
-            deciding.push(decide((list_key, groups), None));
+            deciding.push(decide(groups, None));
         }
     }
     let mut lists: Lists = BTreeMap::new();
@@ -328,8 +328,8 @@ pub async fn resolve_with(
                     *n
                 });
                 if left == Some(0) {
-                    if let (Some(job), Some(list)) = (waiting.remove(&key), lists.get(&key)) {
-                        deciding.push(decide(job, Some(list.clone())));
+                    if let (Some(groups), Some(list)) = (waiting.remove(&key), lists.get(&key)) {
+                        deciding.push(decide(groups, Some(list.clone())));
                     }
                 }
             }
@@ -337,8 +337,8 @@ pub async fn resolve_with(
             else => break,
         }
     }
-    for (list_key, groups) in waiting.into_values() {
-        decided.push(decide((list_key, groups), None).await);
+    for groups in waiting.into_values() {
+        decided.push(decide(groups, None).await);
     }
     for ((name, _), result) in &lists {
         let users = users.get(name).copied().unwrap_or_default();
@@ -580,7 +580,7 @@ type Group<'a> = (GroupKey<'a>, &'a Policy, Vec<usize>);
 /// The groups of one repository decided, given its list (`None`: none was asked for), at
 /// most `concurrency` of them at once.
 async fn decide_repository<'a>(
-    (list_key, groups): (ListedAs<'a>, Vec<Group<'a>>),
+    groups: Vec<Group<'a>>,
     list: Option<std::sync::Arc<Result<TagList, Error>>>,
     shared: &Shared<'_>,
     progress: &Progress,
@@ -588,7 +588,7 @@ async fn decide_repository<'a>(
     // The semaphore is never closed, so acquiring only waits.
     let _permit = shared.repositories.acquire().await;
     let list = list.as_deref();
-    let read = read_versions(list_key, &groups, list);
+    let read = read_versions(&groups, list);
     stream::iter(groups)
         .map(|(key, policy, members)| {
             let read = read.as_ref();
@@ -608,7 +608,6 @@ async fn decide_repository<'a>(
 /// would read them (semver, from the list, in one mode). Not for a list long enough to need
 /// the tag budget: those are read group by group, as the budget allows.
 fn read_versions(
-    _: ListedAs<'_>,
     groups: &[Group<'_>],
     list: Option<&Result<TagList, Error>>,
 ) -> Option<TagVersions> {

@@ -26,6 +26,13 @@ pub struct Fingerprint {
     pub(crate) by: Reader,
 }
 
+impl Fingerprint {
+    /// Whether the one-pass reader read the text (and so vouched for it instead of libyaml).
+    pub fn read_in_one_pass(&self) -> bool {
+        self.by == Reader::OnePass
+    }
+}
+
 /// The reader a [`Fingerprint`] was made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reader {

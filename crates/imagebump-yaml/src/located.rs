@@ -320,7 +320,7 @@ fn cross_check(text: &str, docs: &[Doc]) {
 /// it on its own (plain ones resolved, quoted ones strings); `None` when a plain scalar does
 /// not read alone as one value. (Only debug builds ask it: `cross_check`.)
 #[cfg(debug_assertions)]
-pub(crate) fn typed(docs: &[Doc]) -> Option<Vec<yaml_serde::Value>> {
+fn typed(docs: &[Doc]) -> Option<Vec<yaml_serde::Value>> {
     use yaml_serde::Value;
     fn plain(raw: &str) -> Option<Value> {
         match yaml_serde::from_str::<Value>(raw).ok()? {

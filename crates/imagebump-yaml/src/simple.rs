@@ -16,8 +16,8 @@
 //! that no two of libyaml's readings confuse (not numbers, booleans or null), nesting stays
 //! far inside `yaml_serde`'s depth limit, and a flow collection's plain scalars hold no
 //! `:`. Its answer is also yaml-edit's reading. Debug builds (every test) read each text all
-//! three ways and compare; a property test feeds it mutated texts, and a test compares them
-//! over a corpus. It never has to report an error: any doubt is a `None`.
+//! three ways and compare, and a property test feeds it mutated texts (`tests/fuzz.rs`).
+//! It never has to report an error: any doubt is a `None`.
 
 use std::cell::Cell;
 
@@ -537,6 +537,9 @@ mod tests {
         ] {
             let one_pass = read(text).unwrap_or_else(|| panic!("not read: {text:?}"));
             assert_eq!(one_pass, super::super::located::from_tree(text).unwrap(), "{text:?}");
+            // The parse takes the one-pass reading, which debug builds check against libyaml.
+            let (_, fingerprint) = crate::parse_located_fingerprinted(text).unwrap();
+            assert!(fingerprint.read_in_one_pass(), "{text:?}");
         }
     }
 
@@ -569,6 +572,7 @@ mod tests {
             "1: a\n",
             "true: a\n",
             "y: a\n",
+            &format!("{}: a\n", "k".repeat(1001)),
             "- - a\n",
             "-\n  a: 1\n",
             "a: b: c\n",
