@@ -38,11 +38,11 @@ pub struct Update {
     pub automerge: bool,
     /// `verify`: the digest whose signature verified, and who signed it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verified: Option<crate::verify::Verified>,
+    pub verified: Option<Box<crate::verify::Verified>>,
     /// A chart bump: the appVersion of the chart before and after, when known
     /// (`chart/app_version.rs`, filled after planning by `fill_app_versions`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub app_version: Option<crate::chart::app_version::AppVersionChange>,
+    pub app_version: Option<Box<crate::chart::app_version::AppVersionChange>>,
 }
 
 /// Give every chart bump of `plan` the appVersion change `lookup` knows of (the chart as
@@ -56,7 +56,7 @@ pub fn fill_app_versions(
         .iter_mut()
         .filter(|u| u.kind == RefKind::HelmChart)
     {
-        u.app_version = lookup(&u.name, &u.from, &u.to);
+        u.app_version = lookup(&u.name, &u.from, &u.to).map(Box::new);
     }
 }
 
@@ -316,7 +316,7 @@ pub fn plan_with(
         })
         .collect();
     // `verify`'s record of each verified update, by reference (few or none).
-    let verified: std::collections::HashMap<*const ImageRef, &crate::verify::Verified> =
+    let verified: std::collections::HashMap<*const ImageRef, &Box<crate::verify::Verified>> =
         (discovery.refs.iter())
             .zip(outcomes)
             .filter_map(|(r, o)| match o {

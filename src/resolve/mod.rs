@@ -26,8 +26,9 @@ pub enum Outcome {
     Update {
         tag: String,
         digest: Option<String>,
-        /// `verify`: the digest verified and who signed it.
-        verified: Option<crate::verify::Verified>,
+        /// `verify`: the digest verified and who signed it. Boxed: rare, and one outcome is
+        /// kept per reference to the end of the run.
+        verified: Option<Box<crate::verify::Verified>>,
     },
     UpToDate,
     /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
@@ -692,7 +693,7 @@ async fn decide_group(
         concurrency,
     );
     let signed = signed.await;
-    let verified = signed.verified();
+    let verified = signed.verified().map(Box::new);
     let choice = signed.choice;
     let mut warnings: Vec<String> = eval.warnings().cloned().collect();
     warnings.extend(signed.refused);

@@ -252,10 +252,10 @@ mod tests {
 
         // `verify`: the body names the key and the digest it verified.
         let signed = Update {
-            verified: Some(crate::verify::Verified {
+            verified: Some(Box::new(crate::verify::Verified {
                 digest: "sha256:ab".into(),
                 signer: "key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)".into(),
-            }),
+            })),
             ..u.clone()
         };
         let b = body(
