@@ -99,7 +99,9 @@ pub fn open(
     if !root.is_dir() {
         return Err(Error::NotFound(source.to_string()));
     }
-    let commit = git::Git::new(None).head(root).ok();
+    // A directory outside any git work tree has no commit: asking git would cost a
+    // process for nothing (a few milliseconds of every local run).
+    let commit = git_top_level(root).and_then(|_| git::Git::new(None).head(root).ok());
     Ok(Workspace {
         root: root.to_path_buf(),
         remote: None,
@@ -156,5 +158,38 @@ mod tests {
         assert!(!is_remote("./manifests"));
         assert!(!is_remote("C:/x"));
         assert!(!is_remote("manifests"));
+    }
+
+    /// A local tree has the commit of the work tree it is in (a subdirectory too), and none
+    /// outside one.
+    #[test]
+    fn a_local_tree_has_its_work_tree_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("repo/apps");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("values.yaml"), "image: web:1.0.0\n").unwrap();
+        let open_commit = |p: &Path| open(p.to_str().unwrap(), None, None, 1).unwrap().commit;
+        // (Unless the temporary directory is itself inside a work tree.)
+        if git_top_level(dir.path()).is_none() {
+            assert_eq!(open_commit(&tree), None);
+        }
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .current_dir(dir.path().join("repo"))
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        git(&["init", "-q"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "first"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        assert_eq!(open_commit(&tree).as_deref(), Some(head.as_str()));
+        assert_eq!(open_commit(&dir.path().join("repo")), Some(head));
     }
 }
