@@ -19,9 +19,16 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const TOKEN: &str = "ghp_FaultTableToken0123456789abcdef";
 
 /// Short timeouts and backoff, the default attempts and budget.
-fn options() -> Options {
+/// The timeout of the requests: short, for the fault that never answers.
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The timeout when the fault is about size: reading 16 MiB of a fake on a loaded machine
+/// must not become a timeout and a retry (the attempt count is what is checked).
+const PATIENT: Duration = Duration::from_secs(30);
+
+fn options(timeout: Duration) -> Options {
     Options {
-        timeout: Duration::from_millis(500),
+        timeout,
         retry: RetryPolicy {
             first_backoff: Duration::from_millis(1),
             ..RetryPolicy::default()
@@ -48,7 +55,7 @@ enum Kind {
 }
 
 /// What a client's request ended in: the kind of error and its whole text.
-async fn request(target: Target, uri: &str, post: bool) -> (Kind, String) {
+async fn request(target: Target, uri: &str, post: bool, timeout: Duration) -> (Kind, String) {
     let forge_error = |e: imagebump::forge::Error| {
         use imagebump::forge::Error as E;
         let kind = match &e {
@@ -66,7 +73,7 @@ async fn request(target: Target, uri: &str, post: bool) -> (Kind, String) {
         (kind, format!("{e} {e:?} {:?}", e.hint()))
     };
     let token = || SecretString::from(TOKEN.to_string());
-    let transport = || Transport::new(options()).expect("transport");
+    let transport = || Transport::new(options(timeout)).expect("transport");
     let forge: Box<dyn Forge> = match target {
         Target::GitHub => Box::new(
             GitHub::connect(GitHubSettings {
@@ -98,7 +105,7 @@ async fn request(target: Target, uri: &str, post: bool) -> (Kind, String) {
             .expect("client")
             .with_transport(transport()),
         ),
-        Target::Registry => return registry(uri).await,
+        Target::Registry => return registry(uri, timeout).await,
     };
     let result = if post {
         forge.comment(1, "hello").await
@@ -108,7 +115,7 @@ async fn request(target: Target, uri: &str, post: bool) -> (Kind, String) {
     forge_error(result.expect_err("a fault"))
 }
 
-async fn registry(uri: &str) -> (Kind, String) {
+async fn registry(uri: &str, timeout: Duration) -> (Kind, String) {
     use imagebump::registry::Error as E;
     let config: RegistryConfig = serde_json::from_value(serde_json::json!({
         "prefix": "faults.test",
@@ -116,7 +123,8 @@ async fn registry(uri: &str) -> (Kind, String) {
     }))
     .expect("config");
     let env = Environment::from_pairs(Vec::<(String, String)>::new());
-    let registries = Registries::with_http(vec![config], env, options()).expect("registries");
+    let registries =
+        Registries::with_http(vec![config], env, options(timeout)).expect("registries");
     let image = parse_name("faults.test/team/app").expect("name");
     let client = registries.client_for(&image).expect("client");
     let e = client.list_tags("team/app").await.expect_err("a fault");
@@ -221,7 +229,12 @@ async fn run(target: Target) {
             .respond_with((fault.answer)())
             .mount(&server)
             .await;
-        let (kind, text) = request(target, &server.uri(), fault.post).await;
+        let timeout = if fault.kind == Kind::TooLarge {
+            PATIENT
+        } else {
+            TIMEOUT
+        };
+        let (kind, text) = request(target, &server.uri(), fault.post, timeout).await;
         let attempts = server.received_requests().await.map_or(0, |r| r.len());
         assert_eq!(kind, fault.kind, "{target:?}, {}: {text}", fault.name);
         assert_eq!(
@@ -321,11 +334,11 @@ async fn endless_padded_pages_are_capped_per_listing() {
             .await;
         let text = match target {
             Target::Registry => {
-                let (_, text) = registry(&server.uri()).await;
+                let (_, text) = registry(&server.uri(), PATIENT).await;
                 text
             }
             _ => {
-                let (kind, text) = request(target, &server.uri(), false).await;
+                let (kind, text) = request(target, &server.uri(), false, PATIENT).await;
                 assert_eq!(kind, Kind::TooLarge, "{target:?}: {text}");
                 text
             }
