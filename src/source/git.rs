@@ -387,10 +387,12 @@ impl Git {
         depth: usize,
     ) -> Result<(), Error> {
         let mut cmd = self.command(Some(url));
-        // The work tree is written by as many processes as there are cores: writing the
-        // files is most of a clone's time on a disk (a third less for 1,500 files here,
-        // docs/performance.md).
-        cmd.args(["-c", "checkout.workers=0"]);
+        // The work tree is written by as many processes as this process may use cores (at
+        // most 8): writing the files is most of a clone's time on a disk (a third less for
+        // 1,500 files here, docs/performance.md). Not git's `0`, which counts the host's
+        // processors, not a pod's CPU limit.
+        let workers = crate::parallel::cores().clamp(1, 8);
+        cmd.arg("-c").arg(format!("checkout.workers={workers}"));
         cmd.args(["clone", "--quiet", "--single-branch", "--no-tags"])
             .arg(format!("--depth={}", depth.max(1)));
         if let Some(r) = git_ref {
