@@ -26,7 +26,7 @@ const FIRST_CONTACT_WAIT: Duration = Duration::from_secs(1);
 /// The first request to a registry goes alone: the others wait for its answer, so that they
 /// find its connection open. Over HTTP/2 they all share that one instead of each opening its
 /// own (the benchmark's 300 tag lists: 8 TLS handshakes with the registry became 1; curl
-/// multiplexes the same way). Over HTTP/1.1 they then open theirs, one round trip later.
+/// multiplexes the same way). Over HTTP/1.1 they then open theirs, after that answer.
 #[derive(Debug, Default)]
 struct FirstContact {
     state: AtomicU8,

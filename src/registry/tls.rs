@@ -19,8 +19,8 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 #[derive(Debug)]
 struct PinnedOrWebPki {
     /// Built at the first certificate that is not a pinned one: loading the system's roots
-    /// reads and parses every file of its certificate directory (about 150 here, a tenth
-    /// of a small run's wall time), which a registry serving a pinned certificate never needs.
+    /// reads and parses every file of its certificate directory (about 150 on Debian),
+    /// which a registry serving a pinned certificate never needs.
     webpki: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
     /// The certificates of `caFile`: accepted as the server's own, and trust anchors.
     pinned: Vec<CertificateDer<'static>>,
