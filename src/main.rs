@@ -2,6 +2,8 @@ use clap::Parser;
 
 /// YAML parsing allocates a great deal: with glibc's allocator a quarter of a large run's
 /// time went to malloc and free (musl's is slower still). docs/performance.md has the figures.
+/// The `system-allocator` feature leaves it out, for heap profilers that watch `malloc`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -140,7 +140,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
             let Outcome::Update { tag, digest, .. } = o else {
                 continue;
             };
-            if r.file != f.file {
+            if *r.file != *f.file {
                 continue;
             }
             for slot in &r.slots {

@@ -755,7 +755,7 @@ fn source_links(
         .filter(|u| crate::chart::classic_repository(&u.name).is_none())
         .map(|u| {
             let tag = crate::deliver::marker::tag_of(&u.to);
-            (u.image.clone(), tag.to_string())
+            (u.image.to_string(), tag.to_string())
         })
         .collect();
     let lookups: Vec<_> = wanted

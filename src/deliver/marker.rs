@@ -32,9 +32,9 @@ pub struct Marked {
 impl From<&Update> for Marked {
     fn from(u: &Update) -> Self {
         Marked {
-            image: u.image.clone(),
-            group: u.group.clone(),
-            file: u.written_to.clone().unwrap_or_else(|| u.file.clone()),
+            image: u.image.to_string(),
+            group: u.group.to_string(),
+            file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
             from: u.from.clone(),
             to: u.to.clone(),
         }

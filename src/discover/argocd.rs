@@ -69,7 +69,7 @@ impl Loaded {
 
     fn ctx(&self) -> FileCtx<'_> {
         FileCtx {
-            file: &self.file,
+            file: self.file.as_str().into(),
             text: &self.text,
             lines: LineIndex::new(&self.text),
         }
@@ -567,7 +567,7 @@ impl Scan<'_> {
             let mut p: Vec<(String, Vec<PathSeg>)> = r
                 .slots
                 .iter()
-                .map(|s| (r.file.clone(), s.path.clone()))
+                .map(|s| (r.file.to_string(), s.path.clone()))
                 .collect();
             p.extend(r.creations.iter().map(|c| {
                 let mut path = c.path.clone();
@@ -770,7 +770,7 @@ impl Scan<'_> {
             let below = prefix.as_deref().is_some_and(|p| {
                 r.file.starts_with(p) || r.writes_to.as_deref().is_some_and(|w| w.starts_with(p))
             }) || st.dir.as_deref() == Some(r.unit.as_str());
-            if (below || named.contains(&r.file)) && r.app.is_none() {
+            if (below || named.iter().any(|f| *f == *r.file)) && r.app.is_none() {
                 r.unit = app_key.to_string();
                 r.app = Some(app_key.to_string());
             }
@@ -1006,7 +1006,7 @@ impl Scan<'_> {
                 return;
             }
         }
-        let result = match self.files.get(&r.file) {
+        let result = match self.files.get(&*r.file) {
             Some(l) => super::apply_policy(&l.ctx(), self.policies, &mut r, layer),
             None => Ok(()),
         };
@@ -1095,7 +1095,7 @@ impl Scan<'_> {
                     m.position(app.doc, &[key("metadata"), key("annotations")])
                 });
                 ImageRef {
-                    file: app.file.clone(),
+                    file: app.file.as_str().into(),
                     line,
                     column,
                     kind: RefKind::ArgoAnnotation,
@@ -1444,7 +1444,7 @@ impl Scan<'_> {
         let (file, creations) = match target {
             Target::InPlace => return,
             Target::Override(file) => {
-                if r.file == file {
+                if *r.file == *file {
                     return;
                 }
                 let creations = if let Some(pk) = &img.plugin {
@@ -1513,7 +1513,7 @@ impl Scan<'_> {
                 )
             }
             Target::Kustomization(file) => {
-                if r.file == file {
+                if *r.file == *file {
                     return;
                 }
                 let new_name = (kname != img.name).then(|| img.name.clone());
@@ -1545,7 +1545,7 @@ impl Scan<'_> {
                     .unwrap_or(Value::Null);
                 // The current value is read from the target itself: it is edited where it
                 // is, and the keys the target lacks (the name beside a tag) are created.
-                let in_place = r.file == file;
+                let in_place = *r.file == *file;
                 let mut out = Vec::new();
                 for (k, value) in helm_params(keys, &img.name) {
                     match values_path(&values, &k) {

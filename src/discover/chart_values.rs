@@ -126,7 +126,7 @@ fn add_app(
         }
     };
     let ctx = FileCtx {
-        file: &label,
+        file: label.as_str().into(),
         text: &files.values,
         lines: LineIndex::new(&files.values),
     };
@@ -161,7 +161,8 @@ fn written_slot(d: &ImageRef) -> Option<&Slot> {
 /// that file's reference is the one in effect.
 fn set_in_values_file(a: &ChartApp, path: &[PathSeg], found: &Discovery) -> bool {
     found.refs.iter().any(|r| {
-        a.value_files.contains(&r.file) && r.slots.iter().any(|s| s.path.as_slice() == path)
+        a.value_files.iter().any(|f| *f == *r.file)
+            && r.slots.iter().any(|s| s.path.as_slice() == path)
     })
 }
 
@@ -188,7 +189,7 @@ fn reference(
         .ignore
         .then(|| format!("ignored ({})", policy.source));
     Ok(ImageRef {
-        file: a.file.clone(),
+        file: a.file.as_str().into(),
         line: a.line,
         column: a.column,
         kind: RefKind::ChartDefault,

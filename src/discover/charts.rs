@@ -188,7 +188,7 @@ pub(super) fn scan(
 
 fn ctx_of(f: &ChartFile) -> FileCtx<'_> {
     FileCtx {
-        file: &f.rel,
+        file: f.rel.as_str().into(),
         text: &f.text,
         lines: LineIndex::new(&f.text),
     }

@@ -59,7 +59,7 @@ pub fn marks(marked: &[std::ops::Range<usize>], r: &ImageRef) -> bool {
 pub fn scan(found: Found, policies: &mut Policies, out: &mut Discovery) {
     for (file, text, setters) in &found.marked {
         let ctx = FileCtx {
-            file,
+            file: file.as_str().into(),
             text,
             lines: LineIndex::new(text),
         };
@@ -115,7 +115,7 @@ fn reference(
         &found.broken,
         "ImagePolicy",
         wanted,
-        ctx.file,
+        &ctx.file,
     )
     .map_err(|why| at(format!("the Flux setter names {why}")))?;
     let repo_ns = policy.repository.0.as_deref().unwrap_or(&wanted.namespace);
@@ -135,7 +135,7 @@ fn reference(
     if let Err(p) = give_policy(&mut r, policy, repo, policies, ctx, first.offset) {
         out.problems.push(p);
     }
-    if r.is_managed() && !in_scope(found, policy, wanted, ctx.file) {
+    if r.is_managed() && !in_scope(found, policy, wanted, &ctx.file) {
         let why = format!("outside the update.path of every ImageUpdateAutomation of namespace {}: Flux would not update it", wanted.namespace);
         let label = policy.meta.id("ImagePolicy");
         out.notes.push(at(format!(
@@ -171,7 +171,7 @@ fn give_policy(
         }
     };
     let layer = spec.as_ref().map(|s| (label.as_str(), s));
-    match policies.policy_with(&r.image, &r.written, Some(ctx.file), layer, None) {
+    match policies.policy_with(&r.image, &r.written, Some(&ctx.file), layer, None) {
         Ok(p) => {
             r.policy = p;
             Ok(())

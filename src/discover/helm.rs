@@ -129,7 +129,7 @@ pub(super) fn in_block(
     keys: &ImageKeys,
 ) -> (Vec<ImageRef>, Vec<Problem>) {
     let ctx = FileCtx {
-        file,
+        file: file.into(),
         text: &block.text,
         lines: block.line_index(),
     };
@@ -155,11 +155,11 @@ pub(super) fn in_block(
                 break;
             };
             r.slots.push(super::Slot {
-                inner: Some(Inner {
+                inner: Some(Box::new(Inner {
                     doc: slot.doc,
                     path: slot.path,
                     span: slot.span,
-                }),
+                })),
                 doc,
                 path: at.to_vec(),
                 span,
@@ -179,7 +179,7 @@ pub(super) fn in_string(
     keys: &ImageKeys,
 ) -> (Vec<ImageRef>, Vec<Problem>) {
     let ctx = FileCtx {
-        file,
+        file: file.into(),
         text,
         lines: LineIndex::new(text),
     };
@@ -782,7 +782,7 @@ mod tests {
         })
         .unwrap();
         let ctx = FileCtx {
-            file: "values.yaml",
+            file: "values.yaml".into(),
             text,
             lines: LineIndex::new(text),
         };

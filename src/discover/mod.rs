@@ -70,7 +70,8 @@ pub struct Slot {
     /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
     /// `helm.values` string): `doc` and `path` then locate that block scalar, `inner` the
     /// scalar inside its text; `span` and `raw` are still the scalar's bytes in the file.
-    pub inner: Option<imagebump_yaml::Inner>,
+    /// Boxed: rare, and a slot is kept per reference to the end of the run.
+    pub inner: Option<Box<imagebump_yaml::Inner>>,
 }
 
 /// What a slot holds, so the new value can be spelled the same way.
@@ -146,7 +147,7 @@ pub enum Template {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImageRef {
     /// Path relative to the root, `/`-separated.
-    pub file: String,
+    pub file: std::sync::Arc<str>,
     pub line: usize,
     pub column: usize,
     pub kind: RefKind,
@@ -253,7 +254,8 @@ fn within(r: &ImageRef, prefix: &str) -> bool {
 
 /// Per-file context handed to the file-kind scanners.
 pub struct FileCtx<'a> {
-    pub file: &'a str,
+    /// Shared by the references of the file: one allocation per file, not per reference.
+    pub file: std::sync::Arc<str>,
     pub text: &'a str,
     pub lines: LineIndex,
 }
@@ -265,7 +267,7 @@ impl FileCtx<'_> {
 
     pub fn problem(&self, offset: usize, message: impl Into<String>) -> Problem {
         let (line, column) = self.at(offset);
-        Problem::at_file(self.file, line, column, message)
+        Problem::at_file(&self.file, line, column, message)
     }
 
     pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {
@@ -288,7 +290,7 @@ impl FileCtx<'_> {
     pub fn new_ref(&self, kind: RefKind, unit: &str, at: usize, r: Reference) -> ImageRef {
         let (line, column) = self.at(at);
         ImageRef {
-            file: self.file.to_string(),
+            file: self.file.clone(),
             line,
             column,
             kind,
@@ -648,7 +650,7 @@ impl Fold<'_> {
             self.layout.add_kustomization(k, text.clone());
         }
         let ctx = FileCtx {
-            file: rel,
+            file: rel.into(),
             text: &text,
             lines,
         };
@@ -772,7 +774,7 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
         let ctx = FileCtx {
-            file: rel,
+            file: rel.into(),
             text: &text,
             lines: LineIndex::new(&text),
         };
@@ -819,7 +821,7 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
         Err(e) => return Read::Problem(Problem::at_file(rel, e.line, e.column, e.reason())),
     };
     let ctx = FileCtx {
-        file: rel,
+        file: rel.into(),
         text: &text,
         lines: LineIndex::new(&text),
     };
@@ -894,7 +896,7 @@ fn apply_policy(
             Ok(spec) => Some(spec),
             Err(e) => {
                 // Still show the configured policy; the reference itself is left alone.
-                let file = Some(r.file.as_str());
+                let file = Some(&*r.file);
                 if let Ok(policy) =
                     policies.policy_with(&r.image, &r.written, file, repository, None)
                 {
@@ -908,7 +910,7 @@ fn apply_policy(
     match policies.policy_with(
         &r.image,
         &r.written,
-        Some(r.file.as_str()),
+        Some(&*r.file),
         repository,
         spec.map(|s| ("marker", s)),
     ) {
@@ -946,7 +948,7 @@ mod tests {
     /// The references `discover_with` tells early, by file and name, and the discovery.
     fn told(dir: &Path) -> (Vec<(String, String)>, Discovery) {
         let mut told = Vec::new();
-        let mut tell = |r: &ImageRef| told.push((r.file.clone(), r.written.clone()));
+        let mut tell = |r: &ImageRef| told.push((r.file.to_string(), r.written.clone()));
         let found = discover_with(dir, &Config::default(), Some(&mut tell));
         (told, found)
     }

@@ -41,7 +41,7 @@ mod tests {
     fn literal_images_are_listed_templated_ones_are_not() {
         let text = "spec:\n  containers:\n    - name: wget\n      image: busybox # test hook\n    - image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n      {{- if .Values.x }}\n    - image: 'nginx:1.27'\n";
         let ctx = FileCtx {
-            file: "charts/a/templates/tests/t.yaml",
+            file: "charts/a/templates/tests/t.yaml".into(),
             text,
             lines: LineIndex::new(text),
         };

@@ -265,7 +265,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
         return;
     };
     let inner_ctx = FileCtx {
-        file: ctx.file,
+        file: ctx.file.clone(),
         text: &block.text,
         lines: block.line_index(),
     };
@@ -288,11 +288,11 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
                     continue;
                 };
                 r.slots.push(super::Slot {
-                    inner: Some(Inner {
+                    inner: Some(Box::new(Inner {
                         doc: slot.doc,
                         path: slot.path,
                         span: slot.span,
-                    }),
+                    })),
                     doc,
                     path: at.clone(),
                     span,
@@ -542,7 +542,7 @@ mod tests {
 
     fn found(text: &str, specs: &[FieldSpec]) -> (Vec<String>, Vec<String>) {
         let ctx = FileCtx {
-            file: "m.yaml",
+            file: "m.yaml".into(),
             text,
             lines: LineIndex::new(text),
         };

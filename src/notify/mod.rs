@@ -83,7 +83,7 @@ impl News {
             image: u.name.clone(),
             from: u.from.clone(),
             to: u.to.clone(),
-            file: u.written_to.clone().unwrap_or_else(|| u.file.clone()),
+            file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
             line: u.line,
         };
         let pull_requests = crate::report::pull_events(report)
@@ -97,7 +97,7 @@ impl News {
                 updates: report
                     .updates
                     .iter()
-                    .filter(|u| u.group == p.group)
+                    .filter(|u| *u.group == *p.group)
                     .map(update)
                     .collect(),
             })

@@ -1,7 +1,8 @@
 //! The plan stage, a pure function: references + outcomes → verified file edits, grouped
 //! into change sets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -12,6 +13,7 @@ use crate::config::GroupBy;
 use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::resolve::Outcome;
+use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
 use imagebump_yaml::{self as yaml, Edit, Scalar};
 
@@ -19,17 +21,20 @@ use imagebump_yaml::{self as yaml, Edit, Scalar};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Update {
-    pub file: String,
+    // Shared with the reference (and every other update of the file).
+    pub file: std::sync::Arc<str>,
     pub line: usize,
     pub column: usize,
     pub kind: RefKind,
     /// The normalised repository (`docker.io/library/nginx`).
-    pub image: String,
+    // One allocation per repository in a plan, shared by its updates.
+    pub image: std::sync::Arc<str>,
     /// The image name as written in the file.
     pub name: String,
     pub from: String,
     pub to: String,
-    pub group: String,
+    // Shared by the updates of one change set.
+    pub group: std::sync::Arc<str>,
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_to: Option<String>,
@@ -156,7 +161,7 @@ fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>,
                 span: slot.span.clone(),
                 new_raw,
                 new_value: value,
-                inner: slot.inner.clone(),
+                inner: slot.inner.as_deref().cloned(),
             })
         })
         .collect()
@@ -188,7 +193,7 @@ pub fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
 /// is known from discovery).
 pub fn group_of_ref(r: &ImageRef, by: GroupBy) -> String {
     let files = r.touched_files();
-    let written = files.last().copied().unwrap_or(r.file.as_str());
+    let written = files.last().copied().unwrap_or(&*r.file);
     group_key(r, written, by)
 }
 
@@ -236,7 +241,7 @@ fn changes_for<'a>(
     for &p in planned {
         let r = p.0;
         if !r.slots.is_empty() {
-            by_file.entry(r.file.as_str()).or_default().slots.push(p);
+            by_file.entry(&*r.file).or_default().slots.push(p);
         }
         for c in &r.creations {
             by_file
@@ -341,18 +346,28 @@ pub fn plan_with(
             format!("edit refused, file left unchanged: {e}"),
         ));
     }
-    let mut groups: BTreeMap<String, (ChangeSet, Vec<Planned>)> = BTreeMap::new();
+    let mut groups: BTreeMap<Arc<str>, (ChangeSet, Vec<Planned>)> = BTreeMap::new();
+    // One string per repository and per change set, shared by their updates.
+    let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
     for planned @ (r, tag, digest) in moved {
         let files = r.touched_files();
         if files.iter().any(|f| out.refused.contains(*f)) {
             continue;
         }
-        let written = files.last().copied().unwrap_or(r.file.as_str());
-        let group = group_key(r, written, group_by);
-        let (set, members) = groups.entry(group.clone()).or_insert_with(|| {
+        let written = files.last().copied().unwrap_or(&*r.file);
+        let key = group_key(r, written, group_by);
+        let group = match groups.get_key_value(key.as_str()) {
+            Some((shared, _)) => Arc::clone(shared),
+            None => Arc::from(key),
+        };
+        let image = images
+            .entry(&r.image)
+            .or_insert_with(|| r.image.to_string().into());
+        let image = Arc::clone(image);
+        let (set, members) = groups.entry(Arc::clone(&group)).or_insert_with(|| {
             (
                 ChangeSet {
-                    group: group.clone(),
+                    group: group.to_string(),
                     files: Vec::new(),
                     updates: Vec::new(),
                     changes: Vec::new(),
@@ -368,16 +383,16 @@ pub fn plan_with(
         members.push(planned);
         set.updates.push(out.updates.len());
         out.updates.push(Update {
-            file: r.file.clone(),
+            file: Arc::clone(&r.file),
             line: r.line,
             column: r.column,
             kind: r.kind,
-            image: r.image.to_string(),
+            image,
             name: r.written.clone(),
             from: spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
             to: spell(tag, digest),
-            group: group.clone(),
-            written_to: (written != r.file).then(|| written.to_string()),
+            group,
+            written_to: (*written != *r.file).then(|| written.to_string()),
             automerge: r.policy.spec.automerge == Some(true),
             verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
             app_version: None,

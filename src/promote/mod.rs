@@ -103,7 +103,7 @@ impl Promotions {
             .refs
             .iter()
             .enumerate()
-            .map(|(i, r)| ((r.file.as_str(), r.line, r.column, r.unit.as_str()), i))
+            .map(|(i, r)| ((&*r.file, r.line, r.column, r.unit.as_str()), i))
             .collect();
         self.list.retain_mut(|p| {
             let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
@@ -173,7 +173,7 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
         let mut p = Promotion {
             index,
             origin: index,
-            at: (r.file.clone(), r.line, r.column, r.unit.clone()),
+            at: (r.file.to_string(), r.line, r.column, r.unit.clone()),
             app: app_name(rule.path.as_deref(), &from.path, r),
             source_dir: String::new(),
             source_env: String::new(),
@@ -287,7 +287,7 @@ pub fn read(
         .collect();
     let files: Vec<String> = tracked
         .iter()
-        .filter_map(|&i| found.refs.get(i).map(|r| r.file.clone()))
+        .filter_map(|&i| found.refs.get(i).map(|r| r.file.to_string()))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -363,11 +363,11 @@ fn timeline_of(
         tag_in(slot, std::str::from_utf8(bytes).ok()?)
     };
     // Walk back from the tip: the value after each commit that changed the file.
-    let mut blob = history.tip.get(&r.file).cloned();
+    let mut blob = history.tip.get(&*r.file).cloned();
     let mut changes = Vec::new();
     let mut first_parentless = false;
     for c in &history.commits {
-        let Some((_, old, new)) = c.changes.iter().find(|(p, _, _)| *p == r.file) else {
+        let Some((_, old, new)) = c.changes.iter().find(|(p, _, _)| **p == *r.file) else {
             continue;
         };
         changes.push(Change {
@@ -405,7 +405,7 @@ fn rejected_at(r: &ImageRef, rejections: &Rejections) -> BTreeMap<String, String
         .filter(|x| {
             x.file
                 .as_deref()
-                .is_none_or(|f| f == r.file || r.touched_files().contains(&f))
+                .is_none_or(|f| *f == *r.file || r.touched_files().contains(&f))
         })
         .map(|x| (x.tag.clone(), x.why.clone()))
         .collect()

@@ -77,7 +77,7 @@ fn row(
         version: r.and_then(|r| r.tag.clone()).unwrap_or_default(),
         since,
         next,
-        file: r.map(|r| r.file.clone()).unwrap_or_default(),
+        file: r.map(|r| r.file.to_string()).unwrap_or_default(),
     }
 }
 

@@ -275,7 +275,7 @@ pub fn pushed_updates<'r>(report: &'r RunReport) -> Vec<&'r Update> {
     report
         .updates
         .iter()
-        .filter(|u| report.mode == "push" || !reviewed.contains(u.group.as_str()))
+        .filter(|u| report.mode == "push" || !reviewed.contains(&*u.group))
         .collect()
 }
 

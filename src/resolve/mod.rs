@@ -157,7 +157,9 @@ type Held = BTreeMap<String, String>;
 fn held_for(r: &ImageRef, rejections: &Rejections) -> Option<Held> {
     let list = rejections.get(&r.image)?;
     let here = |file: &str| {
-        r.touched_files().contains(&file) || r.file == file || r.writes_to.as_deref() == Some(file)
+        r.touched_files().contains(&file)
+            || *r.file == *file
+            || r.writes_to.as_deref() == Some(file)
     };
     let mut held = Held::new();
     for x in list.iter().filter(|x| x.file.as_deref().is_none_or(here)) {

@@ -371,7 +371,7 @@ fn settled(plan: &Plan, u: &Marked) -> bool {
     !plan
         .updates
         .iter()
-        .any(|p| p.image == u.image && p.written_to.as_deref().unwrap_or(&p.file) == u.file)
+        .any(|p| *p.image == *u.image && p.written_to.as_deref().unwrap_or(&p.file) == u.file)
 }
 
 fn report(p: &Proposal<'_>, action: Outcome, pull: Option<&Pull>) -> PullReport {
@@ -395,15 +395,15 @@ mod tests {
         let mut plan = Plan::default();
         for (i, g) in groups.iter().enumerate() {
             plan.updates.push(Update {
-                file: format!("{g}/kustomization.yaml"),
+                file: format!("{g}/kustomization.yaml").into(),
                 line: 3,
                 column: 13,
                 kind: crate::discover::RefKind::Kustomize,
-                image: format!("ghcr.io/acme/{g}"),
+                image: format!("ghcr.io/acme/{g}").into(),
                 name: format!("ghcr.io/acme/{g}"),
                 from: "1.0.0".into(),
                 to: "1.1.0".into(),
-                group: g.to_string(),
+                group: g.to_string().into(),
                 written_to: None,
                 automerge: false,
                 verified: None,

@@ -124,7 +124,7 @@ pub fn body(
     for u in updates {
         let file = u.written_to.as_deref().unwrap_or(&u.file);
         let tag = marker::tag_of(&u.to).to_string();
-        let link = match sources.get(&(u.image.clone(), tag)) {
+        let link = match sources.get(&(u.image.to_string(), tag)) {
             Some(src) if src.starts_with("https://github.com/") => {
                 let repo = src.trim_end_matches('/').trim_end_matches(".git");
                 format!("[source]({repo}) · [releases]({repo}/releases)")
@@ -145,7 +145,7 @@ pub fn body(
     s.push_str(&signatures(updates));
     let paths: Vec<&String> = updates
         .iter()
-        .filter_map(|u| promoted.get(&(u.file.clone(), marker::tag_of(&u.to).to_string())))
+        .filter_map(|u| promoted.get(&(u.file.to_string(), marker::tag_of(&u.to).to_string())))
         .collect();
     if !paths.is_empty() {
         s.push_str("\n**Promotion path** (when each version reached each environment on the base branch):\n\n");

@@ -113,13 +113,13 @@ impl Scan<'_> {
         let Some((file, _, _)) = &self.template else {
             return Some(r);
         };
-        if r.file != *file {
+        if *r.file != **file {
             return Some(r);
         }
         for i in 0..r.slots.len() {
             let Some(slot) = r.slots.get(i) else { continue };
             let c = Current {
-                file: r.file.clone(),
+                file: r.file.to_string(),
                 doc: slot.doc,
                 at: slot.path.clone(),
                 format: slot.format.clone(),
