@@ -515,6 +515,7 @@ async fn analyse_once(
             .refs
             .retain(|r| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i);
     }
+    found.release_unmanaged();
     tracing::info!(
         references = found.refs.len(),
         files = found.files_scanned,

@@ -220,6 +220,18 @@ pub struct Discovery {
 }
 
 impl Discovery {
+    /// Give up where the references imagebump does not manage are written: nothing edits
+    /// them, and the report names them by file and line. For the run, once promotion has
+    /// read the tree (a source environment's value is read through its slots): a tree of
+    /// kustomize overlays holds about one such reference for every two it manages (the
+    /// base images its `images:` entries override), each with its slots' paths and text.
+    pub fn release_unmanaged(&mut self) {
+        for r in self.refs.iter_mut().filter(|r| !r.is_managed()) {
+            r.slots = Vec::new();
+            r.creations = Vec::new();
+        }
+    }
+
     /// Only what lies under `scope` (a directory relative to `root`): the references read
     /// and written there, the problems and notes of its files. What is outside was read
     /// for its settings (Argo CD Applications, ImageUpdaters, Flux policies) only.
@@ -980,6 +992,29 @@ mod tests {
         let plain = discover(dir.path(), &Config::default());
         assert_eq!(found.refs, plain.refs);
         assert_eq!(found.refs.len(), 3);
+    }
+
+    #[test]
+    fn released_references_keep_what_the_report_needs_and_managed_ones_their_slots() {
+        let dir = tree(&APP);
+        let mut found = discover(dir.path(), &Config::default());
+        let before = found.refs.clone();
+        found.release_unmanaged();
+        let overridden = |r: &ImageRef| r.file.as_ref() == "app/deploy.yaml";
+        for (r, b) in found.refs.iter().zip(&before) {
+            if overridden(b) {
+                // The base's image, overridden by the kustomization's `images:` entry.
+                assert!(!b.is_managed() && !b.slots.is_empty());
+                assert!(r.slots.is_empty() && r.creations.is_empty());
+                let (file, line, tag) = (&r.file, r.line, r.tag.as_deref());
+                assert_eq!((file, line, tag), (&b.file, b.line, Some("0.9.0")));
+                assert_eq!(r.unmanaged, b.unmanaged);
+            } else {
+                assert!(r.is_managed());
+                assert_eq!(r, b);
+            }
+        }
+        assert_eq!(found.refs.iter().filter(|r| overridden(r)).count(), 1);
     }
 
     #[test]
