@@ -505,17 +505,7 @@ async fn analyse_once(
         plan.history_depth,
         rejections,
     );
-    if let Some(scope) = &loaded.ws.scope {
-        found.limit_to(&loaded.ws.root, scope);
-    }
-    // A shard keeps the references of its change-set groups only: registry work and
-    // pull requests are split, and the shards together do what one run would.
-    if let Some((i, n)) = plan.shard {
-        found
-            .refs
-            .retain(|r| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i);
-    }
-    found.release_unmanaged();
+    narrow(&mut found, plan, loaded, group_by);
     tracing::info!(
         references = found.refs.len(),
         files = found.files_scanned,
@@ -565,6 +555,27 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions)
+}
+
+/// What this run works on, once promotion has read the whole tree: the scope, the shard,
+/// and no slots for the references nothing edits.
+fn narrow(
+    found: &mut Discovery,
+    plan: &RunPlan,
+    loaded: &Loaded,
+    group_by: crate::config::GroupBy,
+) {
+    if let Some(scope) = &loaded.ws.scope {
+        found.limit_to(&loaded.ws.root, scope);
+    }
+    // A shard keeps the references of its change-set groups only: registry work and
+    // pull requests are split, and the shards together do what one run would.
+    if let Some((i, n)) = plan.shard {
+        found
+            .refs
+            .retain(|r| plan::shard_of(&plan::group_of_ref(r, group_by), n) == i);
+    }
+    found.release_unmanaged();
 }
 
 /// The OCI chart versions the chart bumps move from and to, with the credentials their
