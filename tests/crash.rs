@@ -21,6 +21,8 @@ struct World {
     apps: TwoApps,
     forge: FakeGitHub,
     home: tempfile::TempDir,
+    /// The killed runs' `TMPDIR`: a run killed with SIGKILL cannot remove its clone.
+    tmp: tempfile::TempDir,
 }
 
 impl World {
@@ -29,6 +31,7 @@ impl World {
             apps: TwoApps::start(TOKEN, ""),
             forge: FakeGitHub::start().await,
             home: tempfile::tempdir().unwrap(),
+            tmp: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -54,6 +57,7 @@ impl World {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
+            .env("TMPDIR", self.tmp.path())
             .env("DOCKER_CONFIG", self.home.path())
             .env("GITHUB_TOKEN", TOKEN)
             .stdin(Stdio::null())
