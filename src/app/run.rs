@@ -597,7 +597,14 @@ fn oci_chart_bumps(found: &Discovery, outcomes: &[resolve::Outcome]) -> Vec<OciV
         .flat_map(|(r, to)| {
             let credentials = r.policy.spec.credentials.clone();
             let from = r.tag.clone().unwrap_or_default();
-            [from, to.clone()].map(|v| (r.written.clone(), r.image.clone(), credentials.clone(), v))
+            [from, to.clone()].map(|v| {
+                (
+                    r.written.to_string(),
+                    r.image.clone(),
+                    credentials.clone(),
+                    v,
+                )
+            })
         })
         .collect()
 }

@@ -955,7 +955,7 @@ impl Scan<'_> {
             (SlotFormat::Tag, Some(_)) => SlotFormat::TagAtDigest,
             // A `repo:tag` value keeps the repository as written in it.
             (SlotFormat::Reference { name }, _) if name.is_empty() => SlotFormat::Reference {
-                name: r.written.clone(),
+                name: r.written.to_string(),
             },
             (f, _) => f.clone(),
         };
@@ -1100,7 +1100,7 @@ impl Scan<'_> {
                     column,
                     kind: RefKind::ArgoAnnotation,
                     image: image.clone(),
-                    written: img.name.clone(),
+                    written: img.name.as_str().into(),
                     tag: None,
                     digest: None,
                     unit: app_key.to_string(),
@@ -1126,7 +1126,7 @@ impl Scan<'_> {
             });
         }
         r.image = image;
-        r.written = img.name.clone();
+        r.written = img.name.as_str().into();
         if r.is_managed() {
             self.write_back(st, config, img, &kname, &keys, &mut r);
         }

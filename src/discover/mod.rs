@@ -152,8 +152,9 @@ pub struct ImageRef {
     pub column: usize,
     pub kind: RefKind,
     pub image: ImageName,
-    /// The image name as written in the file.
-    pub written: String,
+    /// The image name as written in the file (shared by the references that write it the
+    /// same way: discovery keeps one copy of each name).
+    pub written: std::sync::Arc<str>,
     pub tag: Option<String>,
     pub digest: Option<String>,
     /// The unit that owns the reference: a kustomization directory or a values file.
@@ -307,7 +308,7 @@ impl FileCtx<'_> {
             column,
             kind,
             image: r.name,
-            written: r.written,
+            written: r.written.into(),
             tag: r.tag,
             digest: r.digest,
             unit: unit.to_string(),
@@ -536,6 +537,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         marked: flux::Found::default(),
         layout: placement::Layout::default(),
         charts: Vec::new(),
+        names: std::collections::HashSet::new(),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -620,6 +622,9 @@ struct Fold<'a> {
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
     charts: Vec<Result<charts::ChartFile, Problem>>,
+    /// One copy of each image name as written, shared by the references that write it:
+    /// a tree deploys a few hundred images from tens of thousands of places.
+    names: std::collections::HashSet<std::sync::Arc<str>>,
 }
 
 impl Fold<'_> {
@@ -674,6 +679,12 @@ impl Fold<'_> {
             out.refs.push(w.r);
         }
         for (i, r) in out.refs.iter_mut().enumerate().skip(before) {
+            match self.names.get(&r.written) {
+                Some(shared) => r.written = std::sync::Arc::clone(shared),
+                None => {
+                    self.names.insert(std::sync::Arc::clone(&r.written));
+                }
+            }
             if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
             }
@@ -700,6 +711,7 @@ impl Fold<'_> {
             marked,
             layout,
             charts: chart_files,
+            names: _,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -960,7 +972,7 @@ mod tests {
     /// The references `discover_with` tells early, by file and name, and the discovery.
     fn told(dir: &Path) -> (Vec<(String, String)>, Discovery) {
         let mut told = Vec::new();
-        let mut tell = |r: &ImageRef| told.push((r.file.to_string(), r.written.clone()));
+        let mut tell = |r: &ImageRef| told.push((r.file.to_string(), r.written.to_string()));
         let found = discover_with(dir, &Config::default(), Some(&mut tell));
         (told, found)
     }

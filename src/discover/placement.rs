@@ -147,10 +147,10 @@ fn per_leaf(r: &ImageRef, e: &LeafEdit) -> ImageRef {
     out.slots.clear();
     out.unit = e.dir.clone();
     out.writes_to = Some(e.file.clone());
-    if e.image != r.written {
+    if *e.image != *r.written {
         if let Ok(name) = parse_name(&e.image) {
             out.image = name;
-            out.written = e.image.clone();
+            out.written = e.image.as_str().into();
         }
     }
     out.creations = vec![Creation {

@@ -80,7 +80,7 @@ impl News {
     /// The news of a run that got to its report.
     pub fn of(report: &RunReport, repository: &str) -> News {
         let update = |u: &crate::plan::Update| UpdateNews {
-            image: u.name.clone(),
+            image: u.name.to_string(),
             from: u.from.clone(),
             to: u.to.clone(),
             file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),

@@ -30,7 +30,8 @@ pub struct Update {
     // One allocation per repository in a plan, shared by its updates.
     pub image: std::sync::Arc<str>,
     /// The image name as written in the file.
-    pub name: String,
+    // Shared with the reference.
+    pub name: std::sync::Arc<str>,
     pub from: String,
     pub to: String,
     // Shared by the updates of one change set.
@@ -388,7 +389,7 @@ pub fn plan_with(
             column: r.column,
             kind: r.kind,
             image,
-            name: r.written.clone(),
+            name: Arc::clone(&r.written),
             from: spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
             to: spell(tag, digest),
             group,

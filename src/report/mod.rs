@@ -444,7 +444,7 @@ pub fn updates_table(updates: &[Update]) -> String {
         .iter()
         .map(|u| {
             vec![
-                u.name.clone(),
+                u.name.to_string(),
                 shorten_digests(&u.from),
                 match &u.app_version {
                     Some(a) => format!("{} ({a})", shorten_digests(&u.to)),
@@ -482,7 +482,7 @@ pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
         };
         vec![
             format!("{}:{}", r.file, r.line),
-            r.written.clone(),
+            r.written.to_string(),
             current,
             policy,
             status,

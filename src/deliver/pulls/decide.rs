@@ -400,7 +400,7 @@ mod tests {
                 column: 13,
                 kind: crate::discover::RefKind::Kustomize,
                 image: format!("ghcr.io/acme/{g}").into(),
-                name: format!("ghcr.io/acme/{g}"),
+                name: format!("ghcr.io/acme/{g}").into(),
                 from: "1.0.0".into(),
                 to: "1.1.0".into(),
                 group: g.to_string().into(),

@@ -139,7 +139,7 @@ impl Scan<'_> {
         }
         let name = crate::chart::ChartName {
             image: r.image.clone(),
-            written: r.written.clone(),
+            written: r.written.to_string(),
         };
         let at = join(&st.source.at, &["helm", "valuesObject"]);
         // The apps of one ApplicationSet share its template: one entry, which leaves alone
