@@ -524,6 +524,9 @@ fn main() {
     if o.keep {
         let kept = tmp.keep();
         println!("\nkept: {}", kept.display());
+    } else {
+        // Removed here: `process::exit` below runs no destructor.
+        drop(tmp);
     }
     if t.failed() {
         println!("\nA hard target failed.");
