@@ -537,7 +537,6 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         marked: flux::Found::default(),
         layout: placement::Layout::default(),
         charts: Vec::new(),
-        names: std::collections::HashSet::new(),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -622,9 +621,6 @@ struct Fold<'a> {
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
     charts: Vec<Result<charts::ChartFile, Problem>>,
-    /// One copy of each image name as written, shared by the references that write it:
-    /// a tree deploys a few hundred images from tens of thousands of places.
-    names: std::collections::HashSet<std::sync::Arc<str>>,
 }
 
 impl Fold<'_> {
@@ -679,12 +675,6 @@ impl Fold<'_> {
             out.refs.push(w.r);
         }
         for (i, r) in out.refs.iter_mut().enumerate().skip(before) {
-            match self.names.get(&r.written) {
-                Some(shared) => r.written = std::sync::Arc::clone(shared),
-                None => {
-                    self.names.insert(std::sync::Arc::clone(&r.written));
-                }
-            }
             if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
             }
@@ -711,7 +701,6 @@ impl Fold<'_> {
             marked,
             layout,
             charts: chart_files,
-            names: _,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -726,8 +715,19 @@ impl Fold<'_> {
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);
         // The references are kept to the end of the run: not with the up to 2x room their
-        // vector grew to (about 6 MB of 120 at 45,000 references, docs/performance.md).
+        // vector grew to (about 6 MB of 120 at 45,000 references, docs/performance.md),
+        // and with one copy of each image name as written (a tree deploys a few hundred
+        // images from tens of thousands of places).
         out.refs.shrink_to_fit();
+        let mut names = std::collections::HashSet::new();
+        for r in &mut out.refs {
+            match names.get(&r.written) {
+                Some(shared) => r.written = std::sync::Arc::clone(shared),
+                None => {
+                    names.insert(std::sync::Arc::clone(&r.written));
+                }
+            }
+        }
         out
     }
 }

@@ -391,7 +391,7 @@ impl Git {
         // most 8): writing the files is most of a clone's time on a disk (a third less for
         // 1,500 files here, docs/performance.md). Not git's `0`, which counts the host's
         // processors, not a pod's CPU limit.
-        let workers = crate::parallel::cores().clamp(1, 8);
+        let workers = crate::parallel::cores().min(8);
         cmd.arg("-c").arg(format!("checkout.workers={workers}"));
         cmd.args(["clone", "--quiet", "--single-branch", "--no-tags"])
             .arg(format!("--depth={}", depth.max(1)));
