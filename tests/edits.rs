@@ -16,7 +16,10 @@ fn discover_fixture(name: &str) -> Discovery {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name);
-    discover::discover(&root, &Config::default())
+    discover::discover(
+        &imagebump::source::tree::Tree::disk(&root),
+        &Config::default(),
+    )
 }
 
 /// `1.2.0` → `1.2.1`, `v1.2` → `v1.3`, `1.25.3-alpine` → `1.25.4-alpine`.

@@ -128,6 +128,8 @@ fn commit_files_builds_a_commit_without_touching_the_checkout() {
     let (_tmp, dir) = clone(&server, 1);
     let g = git_with(TOKEN);
     let head = g.head(&dir).unwrap();
+    // A clone has no work tree (discovery reads the objects): this one is checked out.
+    g.checkout(&dir, &head).unwrap();
     let index_before = fs::read(dir.join(".git/index")).unwrap();
     let disk_before: Vec<Vec<u8>> = [WEB, API, SCRIPT]
         .iter()

@@ -407,6 +407,46 @@ fn symlinked_manifests_are_noted_not_followed() {
     assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
 }
 
+/// A clone is read from git's objects, without a work tree; one whose commit holds a
+/// symbolic link is checked out instead, and the jail's rules for links apply to it as to a
+/// directory: a configuration linking out of the tree is not read, a manifest that is a link
+/// is noted, not followed.
+#[test]
+fn a_cloned_tree_holding_links_keeps_the_jail() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret_file = outside.path().join("operator-secrets.yaml");
+    fs::write(&secret_file, format!("# {SECRET}\ndefaults: {{}}\n")).unwrap();
+    let pod = format!("apiVersion: v1\nkind: Pod\nspec:\n  containers: [{{image: \"ghcr.io/acme/{SECRET}:1.0\"}}]\n");
+    fs::write(outside.path().join("pod.yaml"), pod).unwrap();
+    let commit = |work: &Path| {
+        support::git(work, &["add", "--all"]);
+        support::git(work, &["commit", "--quiet", "-m", "links"]);
+    };
+
+    let work = support::make_worktree(&[]);
+    kustomization(work.path());
+    std::os::unix::fs::symlink(&secret_file, work.path().join("imagebump.yaml")).unwrap();
+    commit(work.path());
+    let server = support::GitServer::daemon(work.path(), "gitops");
+    let run = imagebump()
+        .args(["run", "--dry-run", &server.url()])
+        .code(2)
+        .run();
+    run.assert_stderr_contains("a link to a file outside the repository");
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+
+    let work = support::make_worktree(&[]);
+    kustomization(work.path());
+    let link = work.path().join("app/pod.yaml");
+    std::os::unix::fs::symlink(outside.path().join("pod.yaml"), link).unwrap();
+    commit(work.path());
+    let server = support::GitServer::daemon(work.path(), "gitops");
+    let run = imagebump().arg("scan").arg(server.url()).run();
+    run.assert_stderr_contains("app/pod.yaml: a symbolic link: not followed");
+    assert!(run.stdout.contains("ghcr.io/acme/web"), "{}", run.stdout);
+    assert!(!run.stdout.contains(SECRET) && !run.stderr.contains(SECRET));
+}
+
 /// A plain-HTTP listener standing in for a token service: it answers every request with a
 /// 401 and keeps each request's head.
 fn recording_token_service() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {

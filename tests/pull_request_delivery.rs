@@ -114,21 +114,28 @@ fn push_labelled(reg: &Registry, repo: &str, tag: &str, source: &str) {
 }
 
 /// The git commands a run started, in order, from its debug log (`git command="push"`).
+/// The readers of the base's files (`cat-file`, one per core reading at once, started as
+/// discovery needs them) count once.
 fn git_commands(run: &Run) -> Vec<String> {
-    run.stderr
+    let mut commands: Vec<String> = run
+        .stderr
         .lines()
         .filter_map(|l| l.split_once("git command=")?.1.split_whitespace().next())
         .map(|c| c.trim_matches('"').to_string())
-        .collect()
+        .collect();
+    commands.dedup_by(|a, b| a == "cat-file" && b == "cat-file");
+    commands
 }
 
 /// The git commands of a first pull-request run: the same for 2 and for 12 change sets.
-const FIRST_RUN: [&str; 12] = [
+const FIRST_RUN: [&str; 14] = [
     "clone",
     "rev-parse",
+    "ls-tree",
     "log",
     "config",
     "ls-remote",
+    "cat-file",
     "config",
     "ls-remote",
     "rev-parse",
@@ -140,12 +147,14 @@ const FIRST_RUN: [&str; 12] = [
 
 /// The git commands of the next run, nothing having changed: the branches are fetched, and
 /// their commits and trees read, each in one command for all of them.
-const SECOND_RUN: [&str; 15] = [
+const SECOND_RUN: [&str; 17] = [
     "clone",
     "rev-parse",
+    "ls-tree",
     "log",
     "config",
     "ls-remote",
+    "cat-file",
     "config",
     "ls-remote",
     "config",

@@ -440,6 +440,38 @@ async fn push_mode_commits_to_the_base_and_rebuilds_when_it_moved() {
     assert_eq!(s.server.log("main", "%s").len(), subjects.len());
 }
 
+/// The base moved with a change to a manifest: the run reads the new base (from its objects:
+/// the clone has no work tree) and builds only what is still to do on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn push_mode_reads_the_moved_base_again() {
+    let s = setup("").await;
+    let web = "images:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n";
+    s.server
+        .change_main_on_first_push("apps/web/kustomization.yaml", web);
+    let run = s.run(&["--push"], 0).await;
+    assert_eq!(
+        s.server.log("main", "%s")[1],
+        "Someone else",
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let trailers = s
+        .server
+        .log("main", "%(trailers:key=Imagebump-Update,valueonly)");
+    assert_eq!(
+        trailers[0].lines().collect::<Vec<_>>(),
+        ["registry.test/team/api 2.0.0 -> 2.1.0 in apps/api/values.yaml"],
+        "web is at 1.1.0 on the moved base: only api is left"
+    );
+    assert_eq!(
+        s.server
+            .file_at("main", "apps/web/kustomization.yaml")
+            .unwrap(),
+        web
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn someone_pushing_to_a_bot_branch_during_the_run_is_not_overwritten() {
     let s = setup("").await;

@@ -58,7 +58,7 @@ fn every_registry(config: &Config, registries: &Registries, dir: &Path) -> Vec<S
     if !repository {
         return targets;
     }
-    let found = crate::discover::discover(dir, config);
+    let found = crate::discover::discover(&crate::source::tree::Tree::disk(dir), config);
     let hosts: BTreeSet<String> = found
         .refs
         .iter()

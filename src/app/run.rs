@@ -53,7 +53,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     // The forge first: its token (a GitHub App's installation token) also clones and pushes.
     let connected = connect_forge(plan, out).await?;
     let depth = history_depth(plan);
-    let loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
+    let mut loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
@@ -65,7 +65,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         })?
         .with_cache(disk_cache(plan));
     let rejected = &decisions.rejections;
-    let analysed = analyse(plan, &loaded, &registries, rejected, out, &mut problems).await;
+    let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -387,7 +387,7 @@ fn remember(
 /// meanwhile, analyse the new base again (a bounded number of times).
 async fn analyse(
     plan: &RunPlan,
-    loaded: &Loaded,
+    loaded: &mut Loaded,
     registries: &Registries,
     rejections: &Rejections,
     out: &Output,
@@ -403,9 +403,20 @@ async fn analyse(
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
                     Pushed::Done(sha) => sha,
                     Pushed::BaseMoved(sha) => {
-                        attempt = attempt.saturating_add(1);
-                        base_commit = sha;
-                        continue;
+                        let root = &loaded.ws.root;
+                        match crate::source::tree::Tree::at_commit(git, root, &sha, &[]) {
+                            Ok(tree) => {
+                                loaded.ws.tree = tree;
+                                attempt = attempt.saturating_add(1);
+                                base_commit = sha;
+                                continue;
+                            }
+                            Err(e) => {
+                                let e = format!("the base moved and cannot be read: {e}");
+                                problems.push(Problem::general(e));
+                                None
+                            }
+                        }
                     }
                 }
             }
@@ -437,7 +448,7 @@ fn base_branch(plan: &RunPlan, loaded: &Loaded) -> String {
 enum Pushed {
     /// Pushed (the commit), nothing to push, or failed (a problem was recorded).
     Done(Option<String>),
-    /// The base moved to this commit, now checked out: analyse it again.
+    /// The base moved to this commit, now `HEAD`: analyse it again.
     BaseMoved(String),
 }
 
@@ -457,7 +468,7 @@ fn push(
         Err(PushError::Moved) if attempt < PUSH_ATTEMPTS => {
             let moved = git
                 .fetch_base(root, &base, 1)
-                .and_then(|sha| git.checkout(root, &sha).map(|_| sha));
+                .and_then(|sha| git.detach_head(root, &sha).map(|_| sha));
             match moved {
                 Ok(sha) => {
                     tracing::info!("the base moved to {sha}; analysing it again");
@@ -566,7 +577,7 @@ fn narrow(
     group_by: crate::config::GroupBy,
 ) {
     if let Some(scope) = &loaded.ws.scope {
-        found.limit_to(&loaded.ws.root, scope);
+        found.limit_to(&loaded.ws.tree, scope);
     }
     // A shard keeps the references of its change-set groups only: registry work and
     // pull requests are split, and the shards together do what one run would.
@@ -632,7 +643,7 @@ fn discover_listing_early(
         }
     };
     let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
-    let found = discover::discover_with(&loaded.ws.root, &loaded.config, tell);
+    let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell);
     (found, early)
 }
 

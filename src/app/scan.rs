@@ -20,10 +20,10 @@ pub async fn scan(args: &ScanArgs, out: &Output) -> Result<Status, Error> {
     for w in &loaded.config_warnings {
         out.warning(w);
     }
-    let mut found = discover::discover(&loaded.ws.root, &loaded.config);
+    let mut found = discover::discover(&loaded.ws.tree, &loaded.config);
     chart_defaults(&mut found, &loaded, args.offline).await?;
     if let Some(scope) = &loaded.ws.scope {
-        found.limit_to(&loaded.ws.root, scope);
+        found.limit_to(&loaded.ws.tree, scope);
     }
     match out.format {
         Format::Json => print_json(&ScanReport {

@@ -60,7 +60,13 @@ fn warnings_of(config: &Config, path: &Path) -> Vec<String> {
 /// Open the source (a shallow clone of `depth` commits for a remote) with this git token,
 /// and load its configuration.
 pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Result<Loaded, Error> {
-    let mut ws = tree::open(&source.location, source.git_ref.as_deref(), token, depth)?;
+    let mut ws = tree::open(
+        &source.location,
+        source.git_ref.as_deref(),
+        token,
+        depth,
+        &config::CONFIG_NAMES,
+    )?;
     if ws.remote.is_none() {
         if let Some(root) = repository_root(&ws.root) {
             ws = ws.rooted_at(&root);

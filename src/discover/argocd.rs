@@ -11,8 +11,8 @@
 mod appset;
 mod chart;
 
+use crate::source::tree::Tree;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::Value;
 
@@ -166,7 +166,7 @@ impl Found {
 
     /// Add the Applications the ApplicationSets generate from the repository alone; what
     /// cannot be generated here (a cluster generator, a template function) is a note.
-    pub fn generate(&mut self, root: &Path, out: &mut Discovery) {
+    pub fn generate(&mut self, root: &Tree, out: &mut Discovery) {
         if self.appsets.is_empty() {
             return;
         }
@@ -223,28 +223,25 @@ impl Found {
 /// The directories and the files of the tree, as Argo CD's repo server lists them for a
 /// git generator: relative, `/`-separated, sorted, hidden directories (and what is below
 /// them) left out, symbolic links not followed.
-fn walk(root: &Path) -> (Vec<String>, Vec<String>) {
+fn walk(root: &Tree) -> (Vec<String>, Vec<String>) {
+    use crate::source::tree::Kind;
     let (mut dirs, mut files) = (Vec::new(), Vec::new());
-    let entries = walkdir::WalkDir::new(root)
-        .min_depth(1)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|e| {
-            !(e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with('.'))
-        })
-        .filter_map(Result::ok)
-        .take(MAX_ENTRIES);
-    for e in entries {
-        let Some(rel) = e.path().strip_prefix(root).ok() else {
-            continue;
+    let hidden = |rel: &str| rel.rsplit('/').next().unwrap_or(rel).starts_with('.');
+    let mut seen = 0usize;
+    root.walk(hidden, |e| {
+        let Ok(e) = e else {
+            return;
         };
-        let rel = rel.to_string_lossy().replace('\\', "/");
-        if e.file_type().is_dir() {
-            dirs.push(rel);
-        } else if e.file_type().is_file() {
-            files.push(rel);
+        seen = seen.saturating_add(1);
+        if seen > MAX_ENTRIES {
+            return;
         }
-    }
+        match e.kind {
+            Kind::Dir => dirs.push(e.rel.to_string()),
+            Kind::File => files.push(e.rel.to_string()),
+            Kind::Link | Kind::Other => {}
+        }
+    });
     // In the order Argo CD lists them, so the generated apps come in a stable order.
     dirs.sort();
     files.sort();
@@ -256,12 +253,10 @@ const MAX_ENTRIES: usize = 200_000;
 
 /// A file a git files generator matched, read inside the tree and size-capped; what
 /// cannot be read is a problem at the file.
-fn load_generator_file(root: &Path, rel: &str, problems: &mut Vec<Problem>) -> Option<Loaded> {
-    let read = crate::source::jail::resolve(root, rel)
-        .map_err(|e| e.to_string())
-        .and_then(|(_, path)| {
-            crate::source::jail::read_capped(&path, MAX_FILE_BYTES).map_err(|e| e.to_string())
-        });
+fn load_generator_file(root: &Tree, rel: &str, problems: &mut Vec<Problem>) -> Option<Loaded> {
+    let read = root
+        .resolve(rel)
+        .and_then(|normalised| root.read(&normalised, MAX_FILE_BYTES));
     match read.map(|text| Loaded::parse(rel, text)) {
         Ok(Ok(l)) => Some(l),
         Ok(Err(p)) => {
@@ -322,7 +317,8 @@ fn clean_dir(p: &str) -> String {
     }
 }
 
-fn in_dir(dir: &str, name: &str) -> String {
+/// `name` in the directory `dir` (`""`: the root).
+pub(super) fn in_dir(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
     } else {
@@ -386,7 +382,7 @@ struct Current {
 /// Turn the Applications into references, and give the files below their sources' paths
 /// to their apps.
 pub fn scan(
-    root: &Path,
+    root: &Tree,
     config: &Config,
     found: Found,
     out: &mut Discovery,
@@ -420,7 +416,7 @@ pub fn scan(
 }
 
 struct Scan<'a> {
-    root: &'a Path,
+    root: &'a Tree,
     namespace: &'a str,
     helm_keys: super::helm::ImageKeys,
     /// Manifests, and the override, kustomization and values files read on demand.
@@ -441,8 +437,8 @@ impl Scan<'_> {
         }
         // Only inside the tree: an override file or a resource that links out of it is
         // reported, never read.
-        let path = match crate::source::jail::resolve(self.root, rel) {
-            Ok((_, path)) => path,
+        let path = match self.root.resolve(rel) {
+            Ok(normalised) => normalised,
             Err(e) => {
                 let p = Problem::at_file(rel, 0, 0, format!("not read: {e}"));
                 if !self.out.problems.contains(&p) {
@@ -451,7 +447,7 @@ impl Scan<'_> {
                 return false;
             }
         };
-        match crate::source::jail::read_capped(&path, MAX_FILE_BYTES) {
+        match self.root.read(&path, MAX_FILE_BYTES) {
             Ok(text) => match Loaded::parse(rel, text) {
                 Ok(l) => {
                     self.files.insert(rel.to_string(), l);
@@ -700,9 +696,11 @@ impl Scan<'_> {
     }
 
     fn source_state<'s>(&mut self, app: &App, source: &'s Source) -> SourceState<'s> {
-        let dir = source.path.as_deref().and_then(|p| {
-            match crate::source::jail::resolve(self.root, &clean_dir(p)) {
-                Ok((dir, path)) => path.is_dir().then_some(dir),
+        let dir = source
+            .path
+            .as_deref()
+            .and_then(|p| match self.root.resolve(&clean_dir(p)) {
+                Ok(dir) => self.root.is_dir(&dir).then_some(dir),
                 Err(e) => {
                     let p = self.at_app(
                         app,
@@ -711,8 +709,7 @@ impl Scan<'_> {
                     self.out.problems.push(p);
                     None
                 }
-            }
-        });
+            });
         let mut overrides = Vec::new();
         let mut own_override = None;
         let mut broken = false;
@@ -721,7 +718,7 @@ impl Scan<'_> {
             for name in [in_dir(d, ".argocd-source.yaml"), own.clone()] {
                 if self.load(&name) {
                     overrides.push(name);
-                } else if self.root.join(&name).exists() {
+                } else if self.root.exists(&name) {
                     broken = true;
                 }
             }
@@ -983,7 +980,7 @@ impl Scan<'_> {
         ["kustomization.yaml", "kustomization.yml", "Kustomization"]
             .into_iter()
             .map(|n| in_dir(dir, n))
-            .find(|f| self.root.join(f).is_file())
+            .find(|f| self.root.is_file(f))
     }
 
     /// The kustomization file of `dir`: the one there, else `kustomization.yaml`.
@@ -1426,7 +1423,7 @@ impl Scan<'_> {
             Target::InPlace => return,
             Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
         };
-        if let Err(e) = crate::source::jail::resolve(self.root, &file) {
+        if let Err(e) = self.root.resolve(&file) {
             r.unmanaged = Some(format!("its write-back target {e}"));
             let p = Problem::at_file(
                 &r.file,
@@ -1437,7 +1434,7 @@ impl Scan<'_> {
             self.out.problems.push(p);
             return;
         }
-        if self.root.join(&file).exists() && !self.load(&file) {
+        if self.root.exists(&file) && !self.load(&file) {
             r.unmanaged = Some(format!("its write-back target {file} cannot be read"));
             return;
         }
@@ -1819,8 +1816,8 @@ fn image_parameter_pairs(params: &[Value]) -> Vec<(usize, String)> {
 }
 
 /// A source with a path but no tool block is what its files say.
-fn kind_from_files(root: &Path, dir: &str) -> SourceKind {
-    let has = |n: &str| root.join(in_dir(dir, n)).is_file();
+fn kind_from_files(root: &Tree, dir: &str) -> SourceKind {
+    let has = |n: &str| root.is_file(&in_dir(dir, n));
     if has("kustomization.yaml") || has("kustomization.yml") || has("Kustomization") {
         SourceKind::Kustomize
     } else if has("Chart.yaml") {

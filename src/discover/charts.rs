@@ -7,7 +7,7 @@
 //! A version is edited in place, like an image's tag. Only `http(s)://` and `oci://`
 //! repositories are asked; a `file://` dependency or a repository alias is left alone.
 
-use std::path::Path;
+use crate::source::tree::Tree;
 
 use serde_json::Value;
 
@@ -135,7 +135,7 @@ pub(super) fn read(rel: &str, kind: FileKind, text: &str) -> Option<Result<Chart
 
 /// Every chart version in `read`: the files [`read`] found chart versions in, in file order.
 pub(super) fn scan(
-    root: &Path,
+    root: &Tree,
     read: Vec<Result<ChartFile, Problem>>,
     policies: &mut Policies,
     out: &mut Discovery,
@@ -220,7 +220,7 @@ fn asked(repo: &str) -> bool {
 /// `Chart.yaml` `dependencies[].version`; the same dependency's version in `Chart.lock`
 /// beside it moves with it (its digest and time follow in the plan, `plan/chart_lock.rs`).
 fn dependencies(
-    root: &Path,
+    root: &Tree,
     f: &ChartFile,
     ctx: &FileCtx,
     refs: &mut Vec<ImageRef>,
@@ -281,9 +281,9 @@ fn dependencies(
 }
 
 /// `Chart.lock`'s text and dependencies, when there is one.
-fn read_lock(root: &Path, rel: &str) -> Option<(String, Vec<Value>)> {
-    let (_, path) = crate::source::jail::resolve(root, rel).ok()?;
-    let text = crate::source::jail::read_capped(&path, MAX_FILE_BYTES).ok()?;
+fn read_lock(root: &Tree, rel: &str) -> Option<(String, Vec<Value>)> {
+    let path = root.resolve(rel).ok()?;
+    let text = root.read(&path, MAX_FILE_BYTES).ok()?;
     let json = imagebump_yaml::json_documents(&text).ok()?;
     let deps = json.first()?.get("dependencies")?.as_array()?.clone();
     Some((text, deps))

@@ -13,7 +13,8 @@ pub mod workloads;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::Path;
+
+use crate::source::tree::Tree;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
@@ -236,7 +237,7 @@ impl Discovery {
     /// Only what lies under `scope` (a directory relative to `root`): the references read
     /// and written there, the problems and notes of its files. What is outside was read
     /// for its settings (Argo CD Applications, ImageUpdaters, Flux policies) only.
-    pub fn limit_to(&mut self, root: &Path, scope: &str) {
+    pub fn limit_to(&mut self, tree: &Tree, scope: &str) {
         let prefix = format!("{}/", scope.trim_end_matches('/'));
         let inside = |f: &str| f.starts_with(&prefix);
         self.refs.retain(|r| within(r, &prefix));
@@ -245,7 +246,7 @@ impl Discovery {
         // A problem at a file of the tree outside the scope is not this run's.
         let ours = |p: &Problem| {
             let file = p.location.split(':').next().unwrap_or_default();
-            inside(file) || file.is_empty() || !root.join(file).exists()
+            inside(file) || file.is_empty() || !tree.exists(file)
         };
         self.problems.retain(ours);
         self.notes.retain(ours);
@@ -377,81 +378,81 @@ fn classify(rel: &str, filters: &Filters) -> Option<FileKind> {
     (yaml && !name.starts_with(".argocd-source")).then_some(FileKind::Manifest)
 }
 
+/// The name of the last component of `rel`, and the directory it is in (`""`: the root).
+fn split_name(rel: &str) -> (&str, &str) {
+    match rel.rsplit_once('/') {
+        Some((dir, name)) => (dir, name),
+        None => ("", rel),
+    }
+}
+
 /// Directories never scanned: VCS metadata, vendored dependencies.
-fn skip_dir(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+fn skip_dir(rel: &str) -> bool {
+    let name = split_name(rel).1;
     name == ".git" || name == "node_modules"
 }
 
 /// A Helm chart's `templates/` (Go templates, not YAML).
-fn chart_templates(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n == "templates")
-        && path
-            .parent()
-            .is_some_and(|p| p.join("Chart.yaml").is_file())
+fn chart_templates(tree: &Tree, rel: &str) -> bool {
+    let (dir, name) = split_name(rel);
+    name == "templates" && tree.is_file(&argocd::in_dir(dir, "Chart.yaml"))
 }
 
 /// The files to scan, in name order, with their kind.
 /// Symbolic links are never followed (the tree is a jail); one that would be read is
 /// noted. A file name that is not UTF-8 is reported, not guessed at.
-fn files(root: &Path, filters: &Filters, out: &mut Discovery) -> Vec<(String, FileKind)> {
+fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> Vec<(String, FileKind)> {
+    use crate::source::tree::Kind;
     let problems = &mut out.problems;
     let notes = &mut out.notes;
     let mut files = Vec::new();
     // Chart `templates/` directories seen so far (a directory comes before its files).
     let mut templates: Vec<String> = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| !(e.file_type().is_dir() && e.depth() > 0 && skip_dir(e.path())));
-    for entry in walker {
+    tree.walk(skip_dir, |entry| {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
                 problems.push(Problem::general(format!(
                     "cannot read directory entry: {e}"
                 )));
-                continue;
+                return;
             }
         };
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        let Some(rel) = rel.to_str().map(|r| r.replace('\\', "/")) else {
+        let rel = entry.rel;
+        if !entry.utf8 {
             problems.push(Problem::general(format!(
-                "{}: the file name is not UTF-8: not read",
-                rel.to_string_lossy()
+                "{rel}: the file name is not UTF-8: not read"
             )));
-            continue;
-        };
-        if entry.path_is_symlink() && filters.wanted(&rel) && classify(&rel, filters).is_some() {
+            return;
+        }
+        if entry.kind == Kind::Link && filters.wanted(rel) && classify(rel, filters).is_some() {
             notes.push(Problem::at_file(
-                &rel,
+                rel,
                 0,
                 0,
                 "a symbolic link: not followed (imagebump reads only the repository's own files)",
             ));
-            continue;
+            return;
         }
-        if entry.file_type().is_dir() && entry.depth() > 0 && chart_templates(entry.path()) {
+        if entry.kind == Kind::Dir && chart_templates(tree, rel) {
             templates.push(format!("{rel}/"));
         }
-        if !entry.file_type().is_file() || !filters.wanted(&rel) {
-            continue;
+        if entry.kind != Kind::File || !filters.wanted(rel) {
+            return;
         }
         let in_templates = templates.iter().any(|t| rel.starts_with(t.as_str()));
-        match classify(&rel, filters) {
-            Some(_) if in_templates => files.push((rel, FileKind::ChartTemplate)),
-            Some(kind) => files.push((rel, kind)),
+        match classify(rel, filters) {
+            Some(_) if in_templates => files.push((rel.to_string(), FileKind::ChartTemplate)),
+            Some(kind) => files.push((rel.to_string(), kind)),
             None => {}
         }
-    }
+    });
     files
 }
 
-/// Walk `root` and collect every reference.
-pub fn discover(root: &Path, config: &Config) -> Discovery {
-    discover_with(root, config, None)
+/// Walk `tree` and collect every reference.
+pub fn discover(tree: &Tree, config: &Config) -> Discovery {
+    discover_with(tree, config, None)
 }
 
 /// Told of each reference no later pass of discovery can change (its image, policy, unit and
@@ -463,7 +464,7 @@ pub type Early<'a> = &'a mut dyn FnMut(&ImageRef);
 /// Only a tree without Argo CD or Flux resources has such references (those resources are
 /// applied after every file is read, and may claim any reference); manifest images are
 /// placed after every kustomization is read, so they are never early.
-pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Discovery {
+pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Discovery {
     let mut out = Discovery::default();
     let filters = match Filters::new(&config.scan) {
         Ok(f) => f,
@@ -487,9 +488,9 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         }
     };
     tracing::debug!("walking the tree");
-    let files = files(root, &filters, &mut out);
+    let files = files(tree, &filters, &mut out);
     tracing::debug!(files = files.len(), "walked the tree");
-    let (claims, ahead) = first_look(root, &files);
+    let (claims, ahead) = first_look(tree, &files);
     let mut early = early.filter(|_| !claims);
     tracing::debug!(
         early = early.is_some(),
@@ -506,7 +507,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
         charts: config.helm.charts,
     };
     let kread = crate::parallel::map(&kfiles, |(i, (rel, kind))| {
-        read_file(root, (rel, *kind), &kkeys, ahead.get(*i))
+        read_file(tree, (rel, *kind), &kkeys, ahead.get(*i))
     });
     let read_k: Vec<&kustomize::Kustomization> = kread
         .iter()
@@ -515,7 +516,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
             _ => None,
         })
         .collect();
-    let specs = placement::field_specs(root, &config.scan, &read_k, &mut out.problems);
+    let specs = placement::field_specs(tree, &config.scan, &read_k, &mut out.problems);
     // Values files named by `helmCharts:` are Helm values, whatever their name.
     let values_files: std::collections::BTreeSet<String> = read_k
         .iter()
@@ -530,7 +531,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
     tracing::debug!(kustomizations = kfiles.len(), "read the kustomizations");
     let mut kread = kread.into_iter();
     let mut fold = Fold {
-        root,
+        tree,
         out,
         policies,
         argo: argocd::Found::default(),
@@ -565,7 +566,7 @@ pub fn discover_with(root: &Path, config: &Config, early: Option<Early>) -> Disc
                 helm: &helm_keys,
                 charts: config.helm.charts,
             };
-            (rel, read_file(root, (rel, kind), &keys, ahead.get(*i)))
+            (rel, read_file(tree, (rel, kind), &keys, ahead.get(*i)))
         },
         |(rel, read)| {
             before_next(&mut fold, &mut early);
@@ -589,19 +590,17 @@ const READ_AHEAD_BYTES: usize = 16 << 20;
 /// tree claim a reference after it is read? Every file that mentions their API groups (or a
 /// Flux setter) is taken to hold one; a read error is a yes (the parse reports it). The
 /// texts read are kept for the parse (see [`ReadAhead`]).
-fn first_look(root: &Path, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
+fn first_look(tree: &Tree, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let kept = AtomicUsize::new(0);
-    let looked = crate::parallel::map(files, |(rel, _)| {
-        match crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES) {
-            Ok(text) => {
-                let claims = text.contains("argoproj.io") || crate::flux::mentioned(&text);
-                let before = kept.fetch_add(text.len(), Ordering::Relaxed);
-                let fits = before.saturating_add(text.len()) <= READ_AHEAD_BYTES;
-                (claims, fits.then_some(text))
-            }
-            Err(_) => (true, None),
+    let looked = crate::parallel::map(files, |(rel, _)| match tree.read(rel, MAX_FILE_BYTES) {
+        Ok(text) => {
+            let claims = text.contains("argoproj.io") || crate::flux::mentioned(&text);
+            let before = kept.fetch_add(text.len(), Ordering::Relaxed);
+            let fits = before.saturating_add(text.len()) <= READ_AHEAD_BYTES;
+            (claims, fits.then_some(text))
         }
+        Err(_) => (true, None),
     });
     let claims = looked.iter().any(|(c, _)| *c);
     let texts = looked
@@ -613,7 +612,7 @@ fn first_look(root: &Path, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
 
 /// What discovery builds up file by file, in file order.
 struct Fold<'a> {
-    root: &'a Path,
+    tree: &'a Tree,
     out: Discovery,
     policies: Policies,
     argo: argocd::Found,
@@ -694,7 +693,7 @@ impl Fold<'_> {
     /// Applications, Flux setters.
     fn finish(self, config: &Config) -> Discovery {
         let Fold {
-            root,
+            tree,
             mut out,
             mut policies,
             mut argo,
@@ -704,13 +703,13 @@ impl Fold<'_> {
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
-            charts::scan(root, chart_files, &mut policies, &mut out);
+            charts::scan(tree, chart_files, &mut policies, &mut out);
         }
         // ApplicationSets in the repository become the Applications they generate.
-        argo.generate(root, &mut out);
+        argo.generate(tree, &mut out);
         layout.place(&mut out, &argo, config.scan.shared_bases);
         if !argo.apps.is_empty() {
-            argocd::scan(root, config, argo, &mut out, &mut policies);
+            argocd::scan(tree, config, argo, &mut out, &mut policies);
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);
@@ -770,18 +769,15 @@ struct Keys<'a> {
 /// A file read once: what the scanners found, and its chart versions (`helm.charts`).
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
-/// Read and scan one file: the text the first look kept (`ahead`), else from disk.
+/// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
 fn read_file(
-    root: &Path,
+    tree: &Tree,
     (rel, kind): (&str, FileKind),
     keys: &Keys,
     ahead: Option<&std::sync::Mutex<Option<String>>>,
 ) -> FileRead {
     let kept = ahead.and_then(|slot| slot.lock().ok().and_then(|mut t| t.take()));
-    let read = kept.map_or_else(
-        || crate::source::jail::read_capped(&root.join(rel), MAX_FILE_BYTES),
-        Ok,
-    );
+    let read = kept.map_or_else(|| tree.read(rel, MAX_FILE_BYTES), Ok);
     let text = match read {
         Ok(t) => t,
         Err(e) => return (Read::Problem(Problem::at_file(rel, 0, 0, e)), None),
@@ -970,10 +966,10 @@ mod tests {
     }
 
     /// The references `discover_with` tells early, by file and name, and the discovery.
-    fn told(dir: &Path) -> (Vec<(String, String)>, Discovery) {
+    fn told(dir: &std::path::Path) -> (Vec<(String, String)>, Discovery) {
         let mut told = Vec::new();
         let mut tell = |r: &ImageRef| told.push((r.file.to_string(), r.written.to_string()));
-        let found = discover_with(dir, &Config::default(), Some(&mut tell));
+        let found = discover_with(&Tree::disk(dir), &Config::default(), Some(&mut tell));
         (told, found)
     }
 
@@ -1001,7 +997,7 @@ mod tests {
             ]
         );
         // The same discovery as without being told.
-        let plain = discover(dir.path(), &Config::default());
+        let plain = discover(&Tree::disk(dir.path()), &Config::default());
         assert_eq!(found.refs, plain.refs);
         assert_eq!(found.refs.len(), 3);
     }
@@ -1009,7 +1005,7 @@ mod tests {
     #[test]
     fn released_references_keep_what_the_report_needs_and_managed_ones_their_slots() {
         let dir = tree(&APP);
-        let mut found = discover(dir.path(), &Config::default());
+        let mut found = discover(&Tree::disk(dir.path()), &Config::default());
         let before = found.refs.clone();
         found.release_unmanaged();
         let overridden = |r: &ImageRef| r.file.as_ref() == "app/deploy.yaml";

@@ -2,8 +2,8 @@
 //! `images:` entry of each overlay that deploys it, or nowhere (an `images:` entry
 //! overrides it). See [`super::kustomize::graph`] for the rules.
 
+use crate::source::tree::Tree;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
 /// The image field specs: `scan.imageFields`, then the `images:` field specs of every
 /// kustomization's `configurations:` files.
 pub fn field_specs(
-    root: &Path,
+    root: &Tree,
     scan: &ScanConfig,
     kustomizations: &[&Kustomization],
     problems: &mut Vec<Problem>,
@@ -56,9 +56,9 @@ pub fn field_specs(
 }
 
 /// The `images:` field specs of one kustomize configuration file.
-fn configuration(root: &Path, file: &str) -> Result<Vec<FieldSpec>, String> {
-    let (_, path) = crate::source::jail::resolve(root, file)?;
-    let text = crate::source::jail::read_capped(&path, MAX_CONFIGURATION_BYTES)?;
+fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
+    let path = root.resolve(file)?;
+    let text = root.read(&path, MAX_CONFIGURATION_BYTES)?;
     let value: Value = yaml_serde::from_str(&text).map_err(|e| format!("not valid YAML: {e}"))?;
     let Some(images) = value.get("images").and_then(Value::as_array) else {
         return Ok(Vec::new());

@@ -485,7 +485,10 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         }
-        let found = crate::discover::discover(dir.path(), &crate::config::Config::default());
+        let found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
         assert_eq!(found.refs.len(), 4);
         let outcomes: Vec<Outcome> = found
             .refs

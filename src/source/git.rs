@@ -378,7 +378,8 @@ impl Git {
     }
 
     /// `git clone --depth <depth>` of one branch or tag (the remote's default branch when
-    /// `git_ref` is `None`) into `dest`, without tags. A depth of 0 is taken as 1.
+    /// `git_ref` is `None`) into `dest`, without tags and without a work tree (see
+    /// [`Git::checkout`]). A depth of 0 is taken as 1.
     pub fn clone_depth(
         &self,
         url: &str,
@@ -387,14 +388,16 @@ impl Git {
         depth: usize,
     ) -> Result<(), Error> {
         let mut cmd = self.command(Some(url));
-        // The work tree is written by as many processes as this process may use cores (at
-        // most 8): writing the files is most of a clone's time on a disk (a third less for
-        // 1,500 files here, docs/performance.md). Not git's `0`, which counts the host's
-        // processors, not a pod's CPU limit.
-        let workers = crate::parallel::cores().min(8);
-        cmd.arg("-c").arg(format!("checkout.workers={workers}"));
-        cmd.args(["clone", "--quiet", "--single-branch", "--no-tags"])
-            .arg(format!("--depth={}", depth.max(1)));
+        // No work tree: the files are read from the objects (`source::tree`); writing them
+        // was most of a clone's time on a disk (docs/performance.md).
+        cmd.args([
+            "clone",
+            "--quiet",
+            "--no-checkout",
+            "--single-branch",
+            "--no-tags",
+        ])
+        .arg(format!("--depth={}", depth.max(1)));
         if let Some(r) = git_ref {
             cmd.arg(format!("--branch={r}"));
         }
@@ -529,11 +532,16 @@ impl Git {
         self.rev_parse(dir, &format!("refs/remotes/origin/{base}^{{commit}}"))
     }
 
-    /// Check out `commit` (detached), replacing the working tree: after the base moved, the
-    /// tree is analysed again from the new base.
+    /// Check out `commit` (detached), writing the whole work tree: for a tree the objects
+    /// cannot stand in for (`source::tree`).
     pub fn checkout(&self, dir: &Path, commit: &str) -> Result<(), Error> {
         let rev = revision(commit)?;
         let mut cmd = self.local(dir);
+        // Written by as many processes as this process may use cores (at most 8): a third
+        // less time for 1,500 files here (docs/performance.md). Not git's `0`, which counts
+        // the host's processors, not a pod's CPU limit.
+        let workers = crate::parallel::cores().min(8);
+        cmd.arg("-c").arg(format!("checkout.workers={workers}"));
         cmd.args([
             "-c",
             "advice.detachedHead=false",
@@ -836,6 +844,37 @@ impl Git {
             });
         }
         Ok(shas)
+    }
+
+    /// Points `HEAD` at `commit`, detached, without touching a work tree (a clone without
+    /// one: the base moved and is read again from its objects).
+    pub fn detach_head(&self, dir: &Path, commit: &str) -> Result<(), Error> {
+        let sha = object_id(commit)?;
+        let mut cmd = self.local(dir);
+        cmd.args(["update-ref", "--no-deref", "HEAD", sha]);
+        self.run(cmd, "update-ref").map(|_| ())
+    }
+
+    /// Every entry of `commit`'s tree, recursively, trees included (`ls-tree -r -t -z
+    /// --long`): `<mode> <type> <object> <size>\t<path>\0` each, as git prints it.
+    pub fn list_tree(&self, dir: &Path, commit: &str) -> Result<Vec<u8>, Error> {
+        let rev = format!("{}^{{tree}}", revision(commit)?);
+        let mut cmd = self.local(dir);
+        cmd.args(["ls-tree", "-r", "-t", "-z", "--long", &rev]);
+        Ok(self.run(cmd, "ls-tree")?.stdout)
+    }
+
+    /// A `git cat-file --batch` running in `dir`, its stdin and stdout piped: the reader of
+    /// a tree without a work tree (`source::tree`).
+    pub fn cat_file_batch(&self, dir: &Path) -> Result<std::process::Child, Error> {
+        let mut cmd = self.local(dir);
+        cmd.args(["cat-file", "--batch"]);
+        tracing::debug!(command = "cat-file", "git");
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(Error::Spawn)
     }
 
     /// The tree sha of `commit`.

@@ -8,19 +8,7 @@ use std::path::{Path, PathBuf};
 /// `..` resolved, no leading or trailing `/`; `""` for the root) and its path on disk.
 /// An error says how it leaves the tree: by `..`, or through a symbolic link.
 pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in rel.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Err(format!("{rel} leaves the repository"));
-                }
-            }
-            p => parts.push(p),
-        }
-    }
-    let normalised = parts.join("/");
+    let normalised = normalise(rel)?;
     let path = root.join(&normalised);
     // The deepest part that exists must still be inside once its links are followed; the
     // rest does not exist yet (a file to create).
@@ -39,6 +27,34 @@ pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
     Ok((normalised, path))
 }
 
+/// `rel`'s spelling with `.` and `..` resolved, no leading or trailing `/` (`""` for the
+/// root); an error when a `..` leaves the tree. Links are [`resolve`]'s business.
+pub fn normalise(rel: &str) -> Result<String, String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!("{rel} leaves the repository"));
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// The error of a file larger than `max` bytes.
+pub fn too_large(max: u64) -> String {
+    let size = if max >= 1 << 20 {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{} KiB", max >> 10)
+    };
+    format!("larger than {size}: not read")
+}
+
 /// A text file, refused whole when it is larger than `max` bytes (counted while reading: a
 /// device or a growing file cannot get past it) or not UTF-8. The error says which.
 pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
@@ -52,13 +68,13 @@ pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > max {
-        let size = if max >= 1 << 20 {
-            format!("{} MiB", max >> 20)
-        } else {
-            format!("{} KiB", max >> 10)
-        };
-        return Err(format!("larger than {size}: not read"));
+        return Err(too_large(max));
     }
+    text(bytes)
+}
+
+/// `bytes` as text; the error when they are not UTF-8.
+pub fn text(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not read".to_string())
 }
 

@@ -2,6 +2,7 @@
 
 pub mod git;
 pub mod jail;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,11 @@ use secrecy::SecretString;
 
 /// The manifest tree a run works on.
 pub struct Workspace {
+    /// The directory: the tree's files for a local directory, the repository (without a
+    /// work tree, unless `tree` needed one) for a clone.
     pub root: PathBuf,
+    /// Where the files are read from.
+    pub tree: tree::Tree,
     /// The remote URL (credentials removed) when the tree was cloned.
     pub remote: Option<String>,
     /// The commit checked out, when the tree is a git checkout.
@@ -62,13 +67,15 @@ fn is_scp_like(source: &str) -> bool {
 }
 
 /// Open the manifest tree. A remote is cloned into a temporary directory with `depth`
-/// commits of history (1 unless pull requests need to look for reverts); the token, if
-/// any, is handed to git through its environment only.
+/// commits of history (1 unless pull requests need to look for reverts) and read from its
+/// objects (`tree`), the files `write_out` names written out; the token, if any, is handed
+/// to git through its environment only.
 pub fn open(
     source: &str,
     git_ref: Option<&str>,
     token: Option<SecretString>,
     depth: usize,
+    write_out: &[&str],
 ) -> Result<Workspace, Error> {
     if is_remote(source) {
         let tmp = tempfile::Builder::new()
@@ -85,8 +92,14 @@ pub fn open(
         }
         let commit = git.head(&dest).ok();
         let branch = checked_out_branch(&dest);
+        // An empty repository has no commit, and nothing to read.
+        let tree = match &commit {
+            Some(sha) => tree::Tree::at_commit(&git, &dest, sha, write_out)?,
+            None => tree::Tree::disk(&dest),
+        };
         return Ok(Workspace {
             root: dest,
+            tree,
             remote: Some(url),
             commit,
             branch,
@@ -104,6 +117,7 @@ pub fn open(
     let commit = git_top_level(root).and_then(|_| git::Git::new(None).head(root).ok());
     Ok(Workspace {
         root: root.to_path_buf(),
+        tree: tree::Tree::disk(root),
         remote: None,
         commit,
         branch: checked_out_branch(root),
@@ -132,6 +146,7 @@ impl Workspace {
         }
         self.scope = Some(parts.join("/"));
         self.branch = checked_out_branch(&top).or(self.branch);
+        self.tree = tree::Tree::disk(&top);
         self.root = top;
         self
     }
@@ -168,7 +183,11 @@ mod tests {
         let tree = dir.path().join("repo/apps");
         std::fs::create_dir_all(&tree).unwrap();
         std::fs::write(tree.join("values.yaml"), "image: web:1.0.0\n").unwrap();
-        let open_commit = |p: &Path| open(p.to_str().unwrap(), None, None, 1).unwrap().commit;
+        let open_commit = |p: &Path| {
+            open(p.to_str().unwrap(), None, None, 1, &[])
+                .unwrap()
+                .commit
+        };
         // (Unless the temporary directory is itself inside a work tree.)
         if git_top_level(dir.path()).is_none() {
             assert_eq!(open_commit(&tree), None);

@@ -1648,6 +1648,17 @@ impl GitServer {
         self.install_hook("pre-receive", &script);
     }
 
+    /// As [`GitServer::move_main_on_first_push`], someone else's commit setting `path` to
+    /// `content`: the base a run analysed is no longer the one it must build on.
+    pub fn change_main_on_first_push(&self, path: &str, content: &str) {
+        let script = format!(
+            "#!/bin/sh\ncat >/dev/null\n[ -f moved-once ] && exit 0\ntouch moved-once\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\nold=$(git rev-parse refs/heads/main)\nexport GIT_INDEX_FILE=\"$PWD/moved-index\"\ngit read-tree \"$old\"\nblob=$(printf '%s' {content} | git hash-object -w --stdin)\ngit update-index --add --cacheinfo \"100644,$blob,{path}\"\ntree=$(git write-tree)\nnew=$(echo 'Someone else' | GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@x GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@x git commit-tree \"$tree\" -p \"$old\")\ngit update-ref refs/heads/main \"$new\" \"$old\"\nexit 0\n",
+            content = shell_quote(content),
+            path = path,
+        );
+        self.install_hook("pre-receive", &script);
+    }
+
     fn install_hook(&self, name: &str, script: &str) {
         use std::os::unix::fs::PermissionsExt;
         let dir = self.bare.join("hooks");

@@ -1,0 +1,609 @@
+//! The files of the manifest tree, behind one door: a directory on disk, or a commit read
+//! from git's objects. A clone is made without a work tree (writing every file was most
+//! of a pull-request run's time on a disk: docs/performance.md); discovery walks the
+//! commit's listing and reads each file it wants from the objects. A commit holding a
+//! symbolic link or a submodule is checked out instead, so that the jail's rules for links
+//! (`jail::resolve`) are the ones that apply.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout};
+use std::sync::{Mutex, PoisonError};
+
+use super::git::{self, Git};
+use super::jail;
+
+/// What a walk meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Link,
+    Other,
+}
+
+/// One entry of a walk.
+pub struct Entry<'a> {
+    /// Relative to the root, `/`-separated; lossy when the name is not UTF-8.
+    pub rel: &'a str,
+    pub kind: Kind,
+    /// False when the name is not UTF-8 (`rel` then has replacement characters).
+    pub utf8: bool,
+}
+
+/// The tree a run reads.
+pub struct Tree {
+    inner: Inner,
+}
+
+enum Inner {
+    Disk(PathBuf),
+    Objects(Objects),
+}
+
+impl Tree {
+    /// The files under `root`, on disk.
+    pub fn disk(root: &Path) -> Tree {
+        Tree {
+            inner: Inner::Disk(root.to_path_buf()),
+        }
+    }
+
+    /// `commit`'s tree in the repository `dir`, read from its objects; checked out instead
+    /// (and read from the disk) when it holds a symbolic link or a submodule. `write_out`
+    /// names files that are written to the work tree all the same, when the commit has
+    /// them as plain files (the repository's configuration, read by path).
+    pub fn at_commit(
+        git: &Git,
+        dir: &Path,
+        commit: &str,
+        write_out: &[&str],
+    ) -> Result<Tree, git::Error> {
+        let listing = git.list_tree(dir, commit)?;
+        let Some(objects) = Objects::parse(dir, &listing) else {
+            tracing::info!("the tree holds a symbolic link or a submodule: checked out");
+            git.checkout(dir, commit)?;
+            return Ok(Tree::disk(dir));
+        };
+        for name in write_out {
+            if let Some(node) = objects.node(name).filter(|n| n.kind == Kind::File) {
+                let bytes = objects
+                    .blob(node, u64::MAX)
+                    .map_err(|e| git::Error::Failed {
+                        command: "cat-file".into(),
+                        stderr: e,
+                    })?;
+                let path = dir.join(name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
+                }
+                std::fs::write(path, bytes).map_err(git::Error::Temp)?;
+            }
+        }
+        Ok(Tree {
+            inner: Inner::Objects(objects),
+        })
+    }
+
+    /// True when the files are read from git's objects (no work tree).
+    pub fn from_objects(&self) -> bool {
+        matches!(self.inner, Inner::Objects(_))
+    }
+
+    /// The text of the file `rel` (a normalised path from the root), refused whole when it
+    /// is larger than `max` bytes or not UTF-8; the error says which, or why it cannot be
+    /// read, as [`jail::read_capped`] says it.
+    pub fn read(&self, rel: &str, max: u64) -> Result<String, String> {
+        match &self.inner {
+            Inner::Disk(root) => jail::read_capped(&root.join(rel), max),
+            Inner::Objects(o) => {
+                let node = o.node(rel).ok_or_else(|| not_read(2))?;
+                match node.kind {
+                    Kind::File => jail::text(o.blob(node, max)?),
+                    Kind::Dir => Err(not_read(21)),
+                    Kind::Link | Kind::Other => Err(not_read(2)),
+                }
+            }
+        }
+    }
+
+    /// `rel`'s normalised spelling, inside the tree: an error says how it leaves it (by
+    /// `..`, or through a symbolic link).
+    pub fn resolve(&self, rel: &str) -> Result<String, String> {
+        match &self.inner {
+            Inner::Disk(root) => jail::resolve(root, rel).map(|(normalised, _)| normalised),
+            Inner::Objects(_) => jail::normalise(rel),
+        }
+    }
+
+    /// Is `rel` a file (following links inside the tree, on disk)?
+    pub fn is_file(&self, rel: &str) -> bool {
+        self.kind(rel) == Some(Kind::File)
+    }
+
+    /// Is `rel` a directory (`""` is the root)?
+    pub fn is_dir(&self, rel: &str) -> bool {
+        self.kind(rel) == Some(Kind::Dir)
+    }
+
+    /// Is there anything at `rel`?
+    pub fn exists(&self, rel: &str) -> bool {
+        self.kind(rel).is_some()
+    }
+
+    fn kind(&self, rel: &str) -> Option<Kind> {
+        match &self.inner {
+            Inner::Disk(root) => {
+                let meta = root.join(rel).metadata().ok()?;
+                Some(if meta.is_dir() {
+                    Kind::Dir
+                } else if meta.is_file() {
+                    Kind::File
+                } else {
+                    Kind::Other
+                })
+            }
+            Inner::Objects(o) => {
+                let rel = jail::normalise(rel).ok()?;
+                if rel.is_empty() {
+                    return Some(Kind::Dir);
+                }
+                o.node(&rel).map(|n| n.kind)
+            }
+        }
+    }
+
+    /// Every entry below the root, depth first, each directory's entries in name order
+    /// (bytewise), links not followed; a directory for which `prune` (given its path) is
+    /// true is left out with all it holds. A directory that cannot be read is an `Err`
+    /// saying so, and the walk goes on.
+    pub fn walk(
+        &self,
+        prune: impl Fn(&str) -> bool,
+        mut visit: impl FnMut(Result<Entry<'_>, String>),
+    ) {
+        match &self.inner {
+            Inner::Disk(root) => walk_disk(root, prune, visit),
+            Inner::Objects(o) => {
+                let mut pruned: Option<&str> = None;
+                for &i in &o.walk_order {
+                    let Some(node) = o.nodes.get(i as usize) else {
+                        continue;
+                    };
+                    let inside = |p: &str| {
+                        node.path
+                            .strip_prefix(p)
+                            .is_some_and(|rest| rest.starts_with('/'))
+                    };
+                    if pruned.is_some_and(inside) {
+                        continue;
+                    }
+                    if node.kind == Kind::Dir && prune(&node.path) {
+                        pruned = Some(&node.path);
+                        continue;
+                    }
+                    visit(Ok(Entry {
+                        rel: &node.path,
+                        kind: node.kind,
+                        utf8: node.utf8,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// The error reading a missing file (2) or a directory (21) gives on disk.
+fn not_read(errno: i32) -> String {
+    format!("cannot read: {}", std::io::Error::from_raw_os_error(errno))
+}
+
+fn walk_disk(
+    root: &Path,
+    prune: impl Fn(&str) -> bool,
+    mut visit: impl FnMut(Result<Entry<'_>, String>),
+) {
+    let rel_of = |path: &Path| -> (String, bool) {
+        let rel = path.strip_prefix(root).unwrap_or(path);
+        match rel.to_str() {
+            Some(r) => (r.replace('\\', "/"), true),
+            None => (rel.to_string_lossy().into_owned(), false),
+        }
+    };
+    let walker = walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && prune(&rel_of(e.path()).0)));
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                visit(Err(e.to_string()));
+                continue;
+            }
+        };
+        let (rel, utf8) = rel_of(entry.path());
+        let t = entry.file_type();
+        let kind = if entry.path_is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        visit(Ok(Entry {
+            rel: &rel,
+            kind,
+            utf8,
+        }));
+    }
+}
+
+/// A commit's tree as its listing gives it, and the readers of its blobs.
+struct Objects {
+    dir: PathBuf,
+    /// Sorted by path (bytewise), for lookups.
+    nodes: Vec<Node>,
+    /// Indexes into `nodes` in the order a walk visits them (component by component).
+    walk_order: Vec<u32>,
+    /// Idle `git cat-file --batch` processes: one per thread reading at once, at most.
+    readers: Mutex<Vec<Reader>>,
+    git: Git,
+}
+
+struct Node {
+    path: String,
+    kind: Kind,
+    /// The blob's object id (hex), for files.
+    oid: String,
+    size: u64,
+    utf8: bool,
+}
+
+impl Objects {
+    /// `None` when the listing holds a symbolic link or a submodule.
+    fn parse(dir: &Path, listing: &[u8]) -> Option<Objects> {
+        let mut nodes = Vec::new();
+        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let mut halves = record.splitn(2, |b| *b == b'\t');
+            let (meta, path) = (halves.next()?, halves.next()?);
+            let meta = String::from_utf8_lossy(meta);
+            let mut fields = meta.split_ascii_whitespace();
+            let (mode, oid, size) = (fields.next()?, fields.nth(1)?, fields.next()?);
+            let kind = match mode {
+                "040000" => Kind::Dir,
+                "100644" | "100755" | "100664" => Kind::File,
+                _ => return None,
+            };
+            let (path, utf8) = match std::str::from_utf8(path) {
+                Ok(p) => (p.to_string(), true),
+                Err(_) => (String::from_utf8_lossy(path).into_owned(), false),
+            };
+            nodes.push(Node {
+                path,
+                kind,
+                oid: oid.to_string(),
+                size: size.parse().unwrap_or(0),
+                utf8,
+            });
+        }
+        nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut walk_order: Vec<u32> = (0..u32::try_from(nodes.len()).ok()?).collect();
+        let path = |i: u32| nodes.get(i as usize).map_or("", |n| n.path.as_str());
+        walk_order.sort_by(|&a, &b| path(a).split('/').cmp(path(b).split('/')));
+        Some(Objects {
+            dir: dir.to_path_buf(),
+            nodes,
+            walk_order,
+            readers: Mutex::new(Vec::new()),
+            git: Git::new(None),
+        })
+    }
+
+    fn node(&self, rel: &str) -> Option<&Node> {
+        let i = self
+            .nodes
+            .binary_search_by(|n| n.path.as_str().cmp(rel))
+            .ok()?;
+        self.nodes.get(i)
+    }
+
+    /// The blob of `node`, refused when larger than `max` bytes.
+    fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, String> {
+        if node.size > max {
+            return Err(jail::too_large(max));
+        }
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut reader = match idle {
+            Some(r) => r,
+            None => Reader::spawn(&self.git, &self.dir)?,
+        };
+        let bytes = reader.read(&node.oid, max)?;
+        // A reader that failed is dropped (and its process ended) above, by `?`.
+        self.readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(reader);
+        Ok(bytes)
+    }
+}
+
+/// One `git cat-file --batch`: an object id in, its header and content out.
+struct Reader {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Reader {
+    fn spawn(git: &Git, dir: &Path) -> Result<Reader, String> {
+        let failed = |e: &dyn std::fmt::Display| format!("cannot read: git cat-file: {e}");
+        let mut child = git.cat_file_batch(dir).map_err(|e| failed(&e))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(&"no pipes"));
+        };
+        Ok(Reader {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+        })
+    }
+
+    fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, String> {
+        let failed = |e: &dyn std::fmt::Display| format!("cannot read: git cat-file: {e}");
+        writeln!(self.stdin, "{oid}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| failed(&e))?;
+        // `<oid> blob <size>`, or `<oid> missing`: a line of git's, a few dozen bytes.
+        let mut header = String::new();
+        (&mut self.stdout)
+            .take(256)
+            .read_line(&mut header)
+            .map_err(|e| failed(&e))?;
+        let mut fields = header.split_ascii_whitespace();
+        let size = match (fields.nth(1), fields.next()) {
+            (Some("blob"), Some(size)) => size.parse::<u64>().map_err(|e| failed(&e))?,
+            _ => return Err(failed(&header.trim())),
+        };
+        if size > max {
+            return Err(jail::too_large(max));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        (&mut self.stdout)
+            .take(size.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| failed(&e))?;
+        if bytes.pop() != Some(b'\n') || bytes.len() as u64 != size {
+            return Err(failed(&"short read"));
+        }
+        Ok(bytes)
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository with `files` committed; its HEAD.
+    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["add", "-A"]);
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "t",
+            ],
+        );
+        dir
+    }
+
+    fn walked(tree: &Tree, prune: impl Fn(&str) -> bool) -> Vec<(String, Kind)> {
+        let mut seen = Vec::new();
+        tree.walk(prune, |e| {
+            let e = e.unwrap();
+            seen.push((e.rel.to_string(), e.kind));
+        });
+        seen
+    }
+
+    #[test]
+    fn the_objects_read_as_the_disk_does() {
+        let files = [
+            ("a-b/x.yaml", "x: 1\n"),
+            ("a/c.yaml", "c: 1\n"),
+            ("a/b/d.yaml", "d: 1\n"),
+            ("node_modules/m.yaml", "m: 1\n"),
+            ("big.yaml", "0123456789\n"),
+            ("latin1.yaml", "caf\u{e9}\n"),
+        ];
+        let dir = repo(&files);
+        std::fs::write(dir.path().join("latin1.yaml"), b"caf\xe9\n").unwrap();
+        git(dir.path(), &["add", "-A"]);
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "l",
+            ],
+        );
+        let objects = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
+        assert!(objects.from_objects());
+        let disk = Tree::disk(dir.path());
+        let prune = |p: &str| p == ".git" || p.ends_with("node_modules");
+        assert_eq!(walked(&objects, prune), walked(&disk, prune));
+        assert_eq!(
+            walked(&objects, prune)
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "a",
+                "a/b",
+                "a/b/d.yaml",
+                "a/c.yaml",
+                "a-b",
+                "a-b/x.yaml",
+                "big.yaml",
+                "latin1.yaml"
+            ]
+        );
+        for rel in ["a/c.yaml", "big.yaml", "latin1.yaml", "a", "none.yaml"] {
+            assert_eq!(objects.read(rel, 1 << 20), disk.read(rel, 1 << 20), "{rel}");
+        }
+        assert_eq!(objects.read("big.yaml", 4), disk.read("big.yaml", 4));
+        assert_eq!(objects.read("big.yaml", 4), Err(jail::too_large(4)));
+        for rel in [
+            "",
+            "a",
+            "a/b/",
+            "./a/c.yaml",
+            "a/../big.yaml",
+            "none",
+            "a/b/d.yaml",
+        ] {
+            assert_eq!(objects.is_dir(rel), disk.is_dir(rel), "{rel}");
+            assert_eq!(objects.is_file(rel), disk.is_file(rel), "{rel}");
+        }
+        assert_eq!(objects.resolve("a/../../x"), disk.resolve("a/../../x"));
+        assert_eq!(objects.resolve("./a/b/../c.yaml").unwrap(), "a/c.yaml");
+    }
+
+    #[test]
+    fn readers_serve_threads_at_once_and_end_with_the_tree() {
+        let files: Vec<(String, String)> = (0..40)
+            .map(|i| (format!("f{i:02}.yaml"), format!("n: {i}\n")))
+            .collect();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let dir = repo(&borrowed);
+        let tree = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (tree, files) = (&tree, &files);
+                s.spawn(move || {
+                    for (path, text) in files.iter().skip(t) {
+                        assert_eq!(&tree.read(path, 1 << 20).unwrap(), text);
+                    }
+                });
+            }
+        });
+        let Inner::Objects(o) = &tree.inner else {
+            unreachable!()
+        };
+        let idle = o.readers.lock().unwrap().len();
+        assert!((1..=4).contains(&idle), "{idle} readers");
+    }
+
+    #[test]
+    fn a_link_or_a_submodule_is_checked_out() {
+        let dir = repo(&[
+            ("apps/web/values.yaml", "image: web:1\n"),
+            ("imagebump.yaml", "{}\n"),
+        ]);
+        std::os::unix::fs::symlink("web", dir.path().join("apps/alias")).unwrap();
+        git(dir.path(), &["add", "-A"]);
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "l",
+            ],
+        );
+        let clone = tempfile::tempdir().unwrap();
+        let dest = clone.path().join("c");
+        let url = format!("file://{}", dir.path().display());
+        Git::new(None).clone_shallow(&url, None, &dest).unwrap();
+        assert!(!dest.join("apps").exists(), "no work tree after the clone");
+        let tree = Tree::at_commit(&Git::new(None), &dest, "HEAD", &[]).unwrap();
+        assert!(!tree.from_objects());
+        assert!(dest.join("apps/web/values.yaml").is_file());
+        assert_eq!(
+            tree.resolve("apps/alias/values.yaml").unwrap(),
+            "apps/alias/values.yaml"
+        );
+    }
+
+    #[test]
+    fn files_named_to_write_out_are_written() {
+        let dir = repo(&[
+            ("imagebump.yaml", "defaults: {}\n"),
+            (".github/imagebump.yaml", "{}\n"),
+            ("a.yaml", "a: 1\n"),
+        ]);
+        let clone = tempfile::tempdir().unwrap();
+        let dest = clone.path().join("c");
+        let url = format!("file://{}", dir.path().display());
+        Git::new(None).clone_shallow(&url, None, &dest).unwrap();
+        let names = [
+            "imagebump.yaml",
+            ".imagebump.yaml",
+            ".github/imagebump.yaml",
+        ];
+        let tree = Tree::at_commit(&Git::new(None), &dest, "HEAD", &names).unwrap();
+        assert!(tree.from_objects());
+        assert_eq!(
+            std::fs::read_to_string(dest.join("imagebump.yaml")).unwrap(),
+            "defaults: {}\n"
+        );
+        assert!(!dest.join(".imagebump.yaml").exists());
+        assert!(dest.join(".github/imagebump.yaml").is_file());
+        assert!(!dest.join("a.yaml").exists());
+    }
+}
