@@ -1037,6 +1037,10 @@ fn pull_requests(
         "  of which: plan done → push done (source links, commits, push)",
         &spread(&col(&disk, |r| r.pushed - r.planned), 2, " s"),
     );
+    t.info(
+        "  of which: the remote writing the branches (pre- → post-receive)",
+        &spread(&col(&disk, |r| r.pushed - r.received), 2, " s"),
+    );
     if !memory.is_empty() {
         t.info(
             "  the same with the clone on tmpfs (TMPDIR=/dev/shm)",
@@ -1071,6 +1075,8 @@ struct PrContext<'a> {
 struct PrRun {
     wall: f64,
     pushed: f64,
+    /// The remote had the pack and was about to write the refs.
+    received: f64,
     planned: f64,
     rss: f64,
     summary: String,
@@ -1091,17 +1097,22 @@ impl PrContext<'_> {
             .expect("cp");
         assert!(status.success());
         let stamps = b.work.join(format!("pushed-{name}"));
-        let hook = remote.join("hooks/post-receive");
-        fs::write(
-            &hook,
-            format!(
-                "#!/bin/sh\ncat >/dev/null\ndate +%s.%N >> '{}'\n",
-                stamps.display()
-            ),
-        )
-        .unwrap();
+        // The remote stamps the time its refs are written (post-receive) and, to tell its
+        // own share, the time the pack was in and checked, before any ref (pre-receive).
+        let received = b.work.join(format!("received-{name}"));
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+        for (hook, file) in [("post-receive", &stamps), ("pre-receive", &received)] {
+            let hook = remote.join("hooks").join(hook);
+            fs::write(
+                &hook,
+                format!(
+                    "#!/bin/sh\ncat >/dev/null\ndate +%s.%N >> '{}'\n",
+                    file.display()
+                ),
+            )
+            .unwrap();
+            fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+        }
 
         let fake = self.rt.block_on(github::FakeGitHub::start());
         let url = format!("file://{}", remote.display());
@@ -1149,6 +1160,11 @@ impl PrContext<'_> {
             .unwrap_or_default()
             .as_secs_f64();
         let pushed = stamps.first().map_or(f64::NAN, |p| p - started);
+        let received = fs::read_to_string(&received).unwrap_or_default();
+        let received = received
+            .lines()
+            .find_map(|l| l.parse::<f64>().ok())
+            .map_or(f64::NAN, |p| p - started);
         let planned = log_time(&s.stderr(), "planned").map_or(f64::NAN, |p| p - started);
         let created = report["pullRequests"]
             .as_array()
@@ -1175,6 +1191,7 @@ impl PrContext<'_> {
         PrRun {
             wall: s.wall,
             pushed,
+            received,
             planned,
             rss: mib(s.maxrss),
             summary,
