@@ -401,7 +401,8 @@ impl Drop for Reader {
 mod tests {
     use super::*;
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// `git args` in `dir`, isolated from the user's configuration; its output.
+    fn git(dir: &Path, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -415,9 +416,10 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    /// A repository with `files` committed; its HEAD.
+    /// A repository with `files` committed.
     fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
@@ -426,20 +428,15 @@ mod tests {
             std::fs::write(p, text).unwrap();
         }
         git(dir.path(), &["init", "-q", "-b", "main"]);
-        git(dir.path(), &["add", "-A"]);
-        git(
-            dir.path(),
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "t",
-            ],
-        );
+        commit_all(dir.path());
         dir
+    }
+
+    /// Commits everything in the work tree `dir`.
+    fn commit_all(dir: &Path) {
+        git(dir, &["add", "-A"]);
+        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        git(dir, &[&who[..], &["commit", "-qm", "t"]].concat());
     }
 
     fn walked(tree: &Tree, prune: impl Fn(&str) -> bool) -> Vec<(String, Kind)> {
@@ -463,19 +460,7 @@ mod tests {
         ];
         let dir = repo(&files);
         std::fs::write(dir.path().join("latin1.yaml"), b"caf\xe9\n").unwrap();
-        git(dir.path(), &["add", "-A"]);
-        git(
-            dir.path(),
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "l",
-            ],
-        );
+        commit_all(dir.path());
         let objects = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
         assert!(objects.from_objects());
         let disk = Tree::disk(dir.path());
@@ -553,19 +538,7 @@ mod tests {
             ("imagebump.yaml", "{}\n"),
         ]);
         std::os::unix::fs::symlink("web", dir.path().join("apps/alias")).unwrap();
-        git(dir.path(), &["add", "-A"]);
-        git(
-            dir.path(),
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "l",
-            ],
-        );
+        commit_all(dir.path());
         let clone = tempfile::tempdir().unwrap();
         let dest = clone.path().join("c");
         let url = format!("file://{}", dir.path().display());
@@ -578,6 +551,30 @@ mod tests {
             tree.resolve("apps/alias/values.yaml").unwrap(),
             "apps/alias/values.yaml"
         );
+
+        // A submodule: a commit in the tree, which a checkout leaves an empty directory.
+        let dir = repo(&[("apps/web/values.yaml", "image: web:1\n")]);
+        let head = git(dir.path(), &["rev-parse", "HEAD"]);
+        let gitlink = format!("160000,{head},vendor/lib");
+        git(
+            dir.path(),
+            &["update-index", "--add", "--cacheinfo", &gitlink],
+        );
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "s",
+            ],
+        );
+        let tree = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
+        assert!(!tree.from_objects());
+        assert!(tree.is_dir("vendor/lib") && tree.is_file("apps/web/values.yaml"));
     }
 
     #[test]
