@@ -13,6 +13,9 @@ use std::sync::{Mutex, PoisonError};
 use super::git::{self, Git};
 use super::jail;
 
+/// The largest file [`Tree::at_commit`] writes out (a configuration file is a few KiB).
+const MAX_WRITTEN_OUT: u64 = 16 << 20;
+
 /// What a walk meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -67,12 +70,13 @@ impl Tree {
         };
         for name in write_out {
             if let Some(node) = objects.node(name).filter(|n| n.kind == Kind::File) {
-                let bytes = objects
-                    .blob(node, u64::MAX)
-                    .map_err(|e| git::Error::Failed {
-                        command: "cat-file".into(),
-                        stderr: e,
-                    })?;
+                let bytes =
+                    objects
+                        .blob(node, MAX_WRITTEN_OUT)
+                        .map_err(|e| git::Error::Failed {
+                            command: "cat-file".into(),
+                            stderr: format!("{name}: {e}"),
+                        })?;
                 let path = dir.join(name);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
@@ -600,6 +604,16 @@ mod tests {
             "defaults: {}\n"
         );
         assert!(!dest.join(".imagebump.yaml").exists());
+        let huge = "#".repeat(usize::try_from(MAX_WRITTEN_OUT).unwrap() + 1);
+        let dir = repo(&[("imagebump.yaml", huge.as_str())]);
+        let err = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &names)
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .contains("imagebump.yaml: larger than 16 MiB"),
+            "{err}"
+        );
         assert!(dest.join(".github/imagebump.yaml").is_file());
         assert!(!dest.join("a.yaml").exists());
     }
