@@ -593,7 +593,7 @@ const READ_AHEAD_BYTES: usize = 16 << 20;
 fn first_look(tree: &Tree, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let kept = AtomicUsize::new(0);
-    let looked = crate::parallel::map(files, |(rel, _)| match tree.read(rel, MAX_FILE_BYTES) {
+    let look = |read: Result<String, String>| match read {
         Ok(text) => {
             let claims = text.contains("argoproj.io") || crate::flux::mentioned(&text);
             let before = kept.fetch_add(text.len(), Ordering::Relaxed);
@@ -601,7 +601,20 @@ fn first_look(tree: &Tree, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
             (claims, fits.then_some(text))
         }
         Err(_) => (true, None),
-    });
+    };
+    let looked = if tree.from_objects() {
+        // One stream of blobs beats a round trip to git per file.
+        let rels: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
+        let mut looked = vec![(true, None); files.len()];
+        tree.read_each(&rels, MAX_FILE_BYTES, |i, read| {
+            if let Some(slot) = looked.get_mut(i) {
+                *slot = look(read);
+            }
+        });
+        looked
+    } else {
+        crate::parallel::map(files, |(rel, _)| look(tree.read(rel, MAX_FILE_BYTES)))
+    };
     let claims = looked.iter().any(|(c, _)| *c);
     let texts = looked
         .into_iter()

@@ -111,6 +111,29 @@ impl Tree {
         }
     }
 
+    /// Every file of `rels` (normalised paths) handed to `each` with its index, as
+    /// [`Tree::read`] reads it. From git's objects, in one stream: every blob is asked for
+    /// at once (a round trip per file cost three times the read: 0.40 s against 0.14 s
+    /// from a disk for 15,000 files, docs/performance.md), each answer handed over as it
+    /// comes. From a disk, one file after the other (read them on every core instead).
+    pub fn read_each(
+        &self,
+        rels: &[&str],
+        max: u64,
+        mut each: impl FnMut(usize, Result<String, String>),
+    ) {
+        match &self.inner {
+            Inner::Disk(_) => {
+                for (i, rel) in rels.iter().enumerate() {
+                    each(i, self.read(rel, max));
+                }
+            }
+            Inner::Objects(o) => o.stream(rels, max, |i, read| {
+                each(i, read.and_then(jail::text));
+            }),
+        }
+    }
+
     /// `rel`'s normalised spelling, inside the tree: an error says how it leaves it (by
     /// `..`, or through a symbolic link).
     pub fn resolve(&self, rel: &str) -> Result<String, String> {
@@ -316,6 +339,83 @@ impl Objects {
         self.nodes.get(i)
     }
 
+    /// The blobs of `rels`, each handed to `each` with its index: what is not a file
+    /// within `max` bytes at once, the others as one reader answers them, all asked for
+    /// from another thread meanwhile.
+    fn stream(
+        &self,
+        rels: &[&str],
+        max: u64,
+        mut each: impl FnMut(usize, Result<Vec<u8>, String>),
+    ) {
+        let mut asked: Vec<(usize, &Node)> = Vec::new();
+        for (i, rel) in rels.iter().enumerate() {
+            match self.node(rel) {
+                Some(n) if n.kind == Kind::File && n.size <= max => asked.push((i, n)),
+                Some(n) if n.kind == Kind::File => each(i, Err(jail::too_large(max))),
+                Some(n) if n.kind == Kind::Dir => each(i, Err(not_read(21))),
+                _ => each(i, Err(not_read(2))),
+            }
+        }
+        if asked.is_empty() {
+            return;
+        }
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut reader = match idle.map_or_else(|| Reader::spawn(&self.git, &self.dir), Ok) {
+            Ok(r) => r,
+            Err(e) => {
+                for (i, _) in asked {
+                    each(i, Err(e.clone()));
+                }
+                return;
+            }
+        };
+        let Reader {
+            child,
+            stdin,
+            stdout,
+        } = &mut reader;
+        let broken = std::thread::scope(|s| {
+            s.spawn(|| {
+                // A write error means git is gone; the answers say so.
+                let mut out = std::io::BufWriter::new(&mut *stdin);
+                for (_, n) in &asked {
+                    if ask(&mut out, &n.oid).is_err() {
+                        break;
+                    }
+                }
+                let _ = out.flush();
+            });
+            let mut broken = None;
+            for &(i, n) in &asked {
+                match &broken {
+                    Some(e) => each(i, Err(String::clone(e))),
+                    None => match answer(&mut *stdout, n.size) {
+                        Ok(bytes) => each(i, Ok(bytes)),
+                        Err(e) => {
+                            // Out of step: the rest cannot be read from this reader, and
+                            // git must end so that the asking thread is not left blocked.
+                            let _ = child.kill();
+                            each(i, Err(e.clone()));
+                            broken = Some(e);
+                        }
+                    },
+                }
+            }
+            broken
+        });
+        if broken.is_none() {
+            self.readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(reader);
+        }
+    }
+
     /// The blob of `node`, refused when larger than `max` bytes.
     fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, String> {
         if node.size > max {
@@ -349,7 +449,6 @@ struct Reader {
 
 impl Reader {
     fn spawn(git: &Git, dir: &Path) -> Result<Reader, String> {
-        let failed = |e: &dyn std::fmt::Display| format!("cannot read: git cat-file: {e}");
         let mut child = git.cat_file_batch(dir).map_err(|e| failed(&e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
@@ -364,34 +463,46 @@ impl Reader {
     }
 
     fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, String> {
-        let failed = |e: &dyn std::fmt::Display| format!("cannot read: git cat-file: {e}");
-        writeln!(self.stdin, "{oid}")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| failed(&e))?;
-        // `<oid> blob <size>`, or `<oid> missing`: a line of git's, a few dozen bytes.
-        let mut header = String::new();
-        (&mut self.stdout)
-            .take(256)
-            .read_line(&mut header)
-            .map_err(|e| failed(&e))?;
-        let mut fields = header.split_ascii_whitespace();
-        let size = match (fields.nth(1), fields.next()) {
-            (Some("blob"), Some(size)) => size.parse::<u64>().map_err(|e| failed(&e))?,
-            _ => return Err(failed(&header.trim())),
-        };
-        if size > max {
-            return Err(jail::too_large(max));
-        }
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        (&mut self.stdout)
-            .take(size.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| failed(&e))?;
-        if bytes.pop() != Some(b'\n') || bytes.len() as u64 != size {
-            return Err(failed(&"short read"));
-        }
-        Ok(bytes)
+        ask(&mut self.stdin, oid).and_then(|()| self.stdin.flush().map_err(|e| failed(&e)))?;
+        answer(&mut self.stdout, max)
     }
+}
+
+fn failed(e: &dyn std::fmt::Display) -> String {
+    format!("cannot read: git cat-file: {e}")
+}
+
+/// Asks `git cat-file --batch` for the object `oid`.
+fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), String> {
+    writeln!(stdin, "{oid}").map_err(|e| failed(&e))
+}
+
+/// The next blob `git cat-file --batch` answers with, refused when larger than `max` (the
+/// stream is then out of step: the reader must be dropped).
+fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, String> {
+    // `<oid> blob <size>`, or `<oid> missing`: a line of git's, a few dozen bytes.
+    let mut header = String::new();
+    stdout
+        .take(256)
+        .read_line(&mut header)
+        .map_err(|e| failed(&e))?;
+    let mut fields = header.split_ascii_whitespace();
+    let size = match (fields.nth(1), fields.next()) {
+        (Some("blob"), Some(size)) => size.parse::<u64>().map_err(|e| failed(&e))?,
+        _ => return Err(failed(&header.trim())),
+    };
+    if size > max {
+        return Err(jail::too_large(max));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    stdout
+        .take(size.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| failed(&e))?;
+    if bytes.pop() != Some(b'\n') || bytes.len() as u64 != size {
+        return Err(failed(&"short read"));
+    }
+    Ok(bytes)
 }
 
 impl Drop for Reader {
@@ -490,6 +601,24 @@ mod tests {
             assert_eq!(objects.read(rel, 1 << 20), disk.read(rel, 1 << 20), "{rel}");
         }
         assert_eq!(objects.read("big.yaml", 4), disk.read("big.yaml", 4));
+        let rels = [
+            "a/c.yaml",
+            "none.yaml",
+            "a",
+            "big.yaml",
+            "latin1.yaml",
+            "a/b/d.yaml",
+        ];
+        let each = |tree: &Tree, max: u64| {
+            let mut got = vec![None; rels.len()];
+            tree.read_each(&rels, max, |i, read| got[i] = Some(read));
+            got
+        };
+        for max in [4, 1 << 20] {
+            let one_by_one: Vec<_> = rels.iter().map(|r| Some(disk.read(r, max))).collect();
+            assert_eq!(each(&objects, max), one_by_one, "{max}");
+            assert_eq!(each(&disk, max), one_by_one, "{max}");
+        }
         assert_eq!(objects.read("big.yaml", 4), Err(jail::too_large(4)));
         for rel in [
             "",
