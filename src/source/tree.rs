@@ -298,6 +298,14 @@ impl Objects {
         for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             let mut halves = record.splitn(2, |b| *b == b'\t');
             let (meta, path) = (halves.next()?, halves.next()?);
+            // A name git would refuse to check out (`..`, `.git`: a crafted tree) is left
+            // to the checkout, which refuses it as it always did.
+            let odd = |c: &[u8]| {
+                c.is_empty() || c == b"." || c == b".." || c.eq_ignore_ascii_case(b".git")
+            };
+            if path.split(|b| *b == b'/').any(odd) {
+                return None;
+            }
             let meta = String::from_utf8_lossy(meta);
             let mut fields = meta.split_ascii_whitespace();
             let (mode, oid, size) = (fields.next()?, fields.nth(1)?, fields.next()?);
@@ -708,6 +716,42 @@ mod tests {
         let tree = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
         assert!(!tree.from_objects());
         assert!(tree.is_dir("vendor/lib") && tree.is_file("apps/web/values.yaml"));
+    }
+
+    /// A crafted tree naming `..` is not read from the objects: the checkout refuses it, as
+    /// it refused it when every clone was checked out.
+    #[test]
+    fn a_tree_git_would_not_check_out_is_refused() {
+        let dir = repo(&[("ok/x.yaml", "x: 1\n")]);
+        let mktree = |input: String| {
+            let mut child = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .arg("mktree")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let blob = git(dir.path(), &["rev-parse", "HEAD:ok/x.yaml"]);
+        let inner = mktree(format!("100644 blob {blob}\tx.yaml\n"));
+        let top = mktree(format!(
+            "040000 tree {inner}\t..\n040000 tree {inner}\tok\n"
+        ));
+        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        let commit = git(
+            dir.path(),
+            &[&who[..], &["commit-tree", &top, "-m", "evil"]].concat(),
+        );
+        assert!(Tree::at_commit(&Git::new(None), dir.path(), &commit, &[]).is_err());
     }
 
     #[test]
