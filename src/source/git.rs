@@ -21,7 +21,7 @@ mod history;
 pub use history::{FileCommit, FileHistory};
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{BufRead as _, Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -1052,48 +1052,95 @@ impl Git {
     }
 }
 
-/// Header and content of one `cat-file --batch` answer.
-fn parse_cat_file(stdout: &[u8], path: &str) -> Result<Option<Vec<u8>>, Error> {
+/// One answer of `git cat-file --batch`.
+pub enum BatchAnswer {
+    /// `<query> missing`.
+    Missing,
+    /// An object: its id, its type, and its content, `None` when it is larger than the cap
+    /// it was read with (read past all the same, so that the next answer is in step).
+    Object {
+        id: String,
+        kind: String,
+        content: Option<Vec<u8>>,
+    },
+}
+
+/// The next `cat-file --batch` answer in `out` (`<id> <type> <size>\n<content>\n` or
+/// `<query> missing\n`), `None` at its end; an answer cut short is an error. The one
+/// reader of git's batch output: whole outputs (`show_file`, `blobs`) and the stream a
+/// tree without a work tree reads (`source::tree`).
+pub fn read_batch_answer(
+    out: &mut impl std::io::BufRead,
+    cap: u64,
+) -> Result<Option<BatchAnswer>, Error> {
     let bad = |detail: String| Error::Output {
         command: "cat-file".to_string(),
         detail,
     };
-    let mut lines = stdout.splitn(2, |&b| b == b'\n');
-    let (Some(header), Some(mut rest)) = (lines.next(), lines.next()) else {
-        return Err(bad("no header".to_string()));
-    };
-    let header = String::from_utf8_lossy(header);
-    if header.ends_with(" missing") {
+    // A line of git's: a query or an object id, a type and a size.
+    let mut header = Vec::new();
+    out.by_ref()
+        .take(4096)
+        .read_until(b'\n', &mut header)
+        .map_err(|e| bad(e.to_string()))?;
+    if header.is_empty() {
         return Ok(None);
     }
+    if header.pop() != Some(b'\n') {
+        return Err(bad("no header".to_string()));
+    }
+    let header = String::from_utf8_lossy(&header);
+    if header.ends_with(" missing") {
+        return Ok(Some(BatchAnswer::Missing));
+    }
     let mut fields = header.split(' ');
-    let (_, kind, size) = (fields.next(), fields.next(), fields.next());
-    match kind {
-        Some("blob") => {}
-        Some(other) => {
-            return Err(Error::Invalid {
+    let (Some(id), Some(kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+        return Err(bad(header.to_string()));
+    };
+    let size: u64 = size.parse().map_err(|_| bad(header.to_string()))?;
+    let mut body = out.by_ref().take(size);
+    let (read, content) = if size <= cap {
+        let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let read = body.read_to_end(&mut content).map(|n| n as u64);
+        (read, Some(content))
+    } else {
+        (std::io::copy(&mut body, &mut std::io::sink()), None)
+    };
+    let read = read.map_err(|e| bad(e.to_string()))?;
+    if read != size {
+        return Err(bad(format!("{read} of {size} bytes")));
+    }
+    // The newline after the content (the last one may be cut).
+    out.by_ref()
+        .take(1)
+        .read_to_end(&mut Vec::new())
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(Some(BatchAnswer::Object {
+        id: id.to_string(),
+        kind: kind.to_string(),
+        content,
+    }))
+}
+
+/// The one answer of `show_file`: the blob, `None` when the commit has no such file.
+fn parse_cat_file(mut stdout: &[u8], path: &str) -> Result<Option<Vec<u8>>, Error> {
+    match read_batch_answer(&mut stdout, u64::MAX)? {
+        None => Err(Error::Output {
+            command: "cat-file".to_string(),
+            detail: "no header".to_string(),
+        }),
+        Some(BatchAnswer::Missing) => Ok(None),
+        Some(BatchAnswer::Object { kind, content, .. }) => match kind.as_str() {
+            "blob" => Ok(content),
+            other => Err(Error::Invalid {
                 what: match other {
                     "tree" => "file path (a directory)",
                     _ => "file path (not a file)",
                 },
                 value: path.to_string(),
-            })
-        }
-        None => return Err(bad(header.to_string())),
+            }),
+        },
     }
-    let size: usize = size
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| bad(header.to_string()))?;
-    let mut content = Vec::with_capacity(size);
-    // take exactly `size` bytes; a short read means git's output was cut
-    rest.by_ref()
-        .take(size as u64)
-        .read_to_end(&mut content)
-        .map_err(|e| bad(e.to_string()))?;
-    if content.len() != size {
-        return Err(bad(format!("{} of {size} bytes", content.len())));
-    }
-    Ok(Some(content))
 }
 
 /// `branch → None` (accepted) or `Some(reason)` (rejected) from `git push --porcelain`.
@@ -1504,7 +1551,7 @@ mod tests {
         );
         assert_eq!(parse_cat_file(b"HEAD:f missing\n", "f").unwrap(), None);
         assert!(matches!(
-            parse_cat_file(b"abc tree 30\n...", "d"),
+            parse_cat_file(b"abc tree 3\n...\n", "d"),
             Err(Error::Invalid { .. })
         ));
         assert!(parse_cat_file(b"abc blob 9\nshort\n", "f").is_err());

@@ -5,7 +5,7 @@
 //! symbolic link or a submodule is checked out instead, so that the jail's rules for links
 //! (`jail::resolve`) are the ones that apply.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::{Mutex, PoisonError};
@@ -100,14 +100,7 @@ impl Tree {
     pub fn read(&self, rel: &str, max: u64) -> Result<String, String> {
         match &self.inner {
             Inner::Disk(root) => jail::read_capped(&root.join(rel), max),
-            Inner::Objects(o) => {
-                let node = o.node(rel).ok_or_else(|| not_read(2))?;
-                match node.kind {
-                    Kind::File => jail::text(o.blob(node, max)?),
-                    Kind::Dir => Err(not_read(21)),
-                    Kind::Link | Kind::Other => Err(not_read(2)),
-                }
-            }
+            Inner::Objects(o) => jail::text(o.blob(o.file(rel, max)?, max)?),
         }
     }
 
@@ -339,6 +332,16 @@ impl Objects {
         })
     }
 
+    /// The file `rel` of at most `max` bytes; else why it cannot be read, as on disk.
+    fn file(&self, rel: &str, max: u64) -> Result<&Node, String> {
+        match self.node(rel) {
+            Some(n) if n.kind == Kind::File && n.size <= max => Ok(n),
+            Some(n) if n.kind == Kind::File => Err(jail::too_large(max)),
+            Some(n) if n.kind == Kind::Dir => Err(not_read(21)),
+            _ => Err(not_read(2)),
+        }
+    }
+
     fn node(&self, rel: &str) -> Option<&Node> {
         let i = self
             .nodes
@@ -358,11 +361,9 @@ impl Objects {
     ) {
         let mut asked: Vec<(usize, &Node)> = Vec::new();
         for (i, rel) in rels.iter().enumerate() {
-            match self.node(rel) {
-                Some(n) if n.kind == Kind::File && n.size <= max => asked.push((i, n)),
-                Some(n) if n.kind == Kind::File => each(i, Err(jail::too_large(max))),
-                Some(n) if n.kind == Kind::Dir => each(i, Err(not_read(21))),
-                _ => each(i, Err(not_read(2))),
+            match self.file(rel, max) {
+                Ok(n) => asked.push((i, n)),
+                Err(e) => each(i, Err(e)),
             }
         }
         if asked.is_empty() {
@@ -485,32 +486,18 @@ fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), String> {
     writeln!(stdin, "{oid}").map_err(|e| failed(&e))
 }
 
-/// The next blob `git cat-file --batch` answers with, refused when larger than `max` (the
-/// stream is then out of step: the reader must be dropped).
+/// The next blob `git cat-file --batch` answers with, refused when larger than `max`.
 fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, String> {
-    // `<oid> blob <size>`, or `<oid> missing`: a line of git's, a few dozen bytes.
-    let mut header = String::new();
-    stdout
-        .take(256)
-        .read_line(&mut header)
-        .map_err(|e| failed(&e))?;
-    let mut fields = header.split_ascii_whitespace();
-    let size = match (fields.nth(1), fields.next()) {
-        (Some("blob"), Some(size)) => size.parse::<u64>().map_err(|e| failed(&e))?,
-        _ => return Err(failed(&header.trim())),
-    };
-    if size > max {
-        return Err(jail::too_large(max));
+    match git::read_batch_answer(stdout, max) {
+        Ok(Some(git::BatchAnswer::Object {
+            kind,
+            content: Some(bytes),
+            ..
+        })) if kind == "blob" => Ok(bytes),
+        Ok(Some(git::BatchAnswer::Object { content: None, .. })) => Err(jail::too_large(max)),
+        Ok(_) => Err(failed(&"not a blob")),
+        Err(e) => Err(failed(&e)),
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    stdout
-        .take(size.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| failed(&e))?;
-    if bytes.pop() != Some(b'\n') || bytes.len() as u64 != size {
-        return Err(failed(&"short read"));
-    }
-    Ok(bytes)
 }
 
 impl Drop for Reader {

@@ -243,41 +243,20 @@ fn parse_raw_line(line: &str) -> Option<(String, Option<String>, Option<String>)
     Some((path.to_string(), blob(old), blob(new)))
 }
 
-/// A sequence of `cat-file --batch` answers: `<id> <type> <size>\n<content>\n` or
-/// `<id> missing\n`.
+/// A sequence of `cat-file --batch` answers: the blobs of at most `cap` bytes, by id.
 fn parse_batch(mut out: &[u8], cap: usize) -> Result<BTreeMap<String, Vec<u8>>, Error> {
-    let bad = |detail: &str| Error::Output {
-        command: "cat-file".to_string(),
-        detail: detail.to_string(),
-    };
     let mut blobs = BTreeMap::new();
-    while !out.is_empty() {
-        let end = out
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| bad("no header"))?;
-        let (header, rest) = out.split_at(end);
-        let rest = rest.get(1..).unwrap_or_default();
-        let header = String::from_utf8_lossy(header).to_string();
-        let mut f = header.split(' ');
-        let (Some(id), Some(kind)) = (f.next(), f.next()) else {
-            return Err(bad("a header without a type"));
-        };
-        if kind == "missing" {
-            out = rest;
-            continue;
+    while let Some(answer) = super::read_batch_answer(&mut out, cap as u64)? {
+        if let super::BatchAnswer::Object {
+            id,
+            kind,
+            content: Some(content),
+        } = answer
+        {
+            if kind == "blob" {
+                blobs.insert(id, content);
+            }
         }
-        let size: usize = f
-            .next()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| bad("a header without a size"))?;
-        let (content, after) = rest
-            .split_at_checked(size)
-            .ok_or_else(|| bad("a short object"))?;
-        if kind == "blob" && size <= cap {
-            blobs.insert(id.to_string(), content.to_vec());
-        }
-        out = after.get(1..).unwrap_or_default();
     }
     Ok(blobs)
 }
