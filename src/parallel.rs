@@ -65,26 +65,36 @@ pub fn for_each_ordered<T: Sync, R: Send>(
         return;
     }
     let next = AtomicUsize::new(0);
-    let (next, f) = (&next, &f);
+    let window = Window::new(threads.saturating_mul(CHUNK).saturating_mul(AHEAD));
+    let (next, f, window) = (&next, &f, &window);
     std::thread::scope(|s| {
         // Results go over in runs of CHUNK items: one message, and one wake-up of the
         // consuming thread, per run rather than per item.
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<R>)>();
         for _ in 0..threads {
             let tx = tx.clone();
-            // A panic in `f` ends its thread; the scope's join then raises it here.
-            s.spawn(move || loop {
-                let first = next.fetch_add(CHUNK, Ordering::Relaxed);
-                let Some(run) = items.get(first..).filter(|r| !r.is_empty()) else {
-                    return;
-                };
-                let done = run.iter().take(CHUNK).map(f).collect();
-                if tx.send((first, done)).is_err() {
-                    return;
+            // A panic in `f` ends its thread (and the window, so that the others stop);
+            // the scope's join then raises it here.
+            s.spawn(move || {
+                let _close = Closer(window);
+                loop {
+                    let first = next.fetch_add(CHUNK, Ordering::Relaxed);
+                    let Some(run) = items.get(first..).filter(|r| !r.is_empty()) else {
+                        return;
+                    };
+                    if !window.wait_for(first) {
+                        return;
+                    }
+                    let done = run.iter().take(CHUNK).map(f).collect();
+                    if tx.send((first, done)).is_err() {
+                        return;
+                    }
                 }
             });
         }
         drop(tx);
+        // Should consuming panic, no computing thread waits on.
+        let _close = Closer(window);
         let mut early = std::collections::BTreeMap::new();
         let mut wanted = 0usize;
         for (first, run) in rx {
@@ -92,9 +102,74 @@ pub fn for_each_ordered<T: Sync, R: Send>(
             while let Some(run) = early.remove(&wanted) {
                 run.into_iter().for_each(&mut consume);
                 wanted = wanted.saturating_add(CHUNK);
+                window.consumed(wanted);
             }
         }
     });
+}
+
+/// How far the computing threads of [`for_each_ordered`] may run ahead of the consuming
+/// one, in runs per thread. Without a bound the results wait in memory when the consumer
+/// is the slower: discovery's 10,000-app run held up to 3,500 parsed files at once
+/// (docs/performance.md).
+const AHEAD: usize = 4;
+
+/// The items consumed so far, for the computing threads to wait on.
+struct Window {
+    /// Items consumed; `None` once the work is over (ended, or a thread panicked).
+    state: std::sync::Mutex<Option<usize>>,
+    moved: std::sync::Condvar,
+    width: usize,
+}
+
+impl Window {
+    fn new(width: usize) -> Window {
+        Window {
+            state: std::sync::Mutex::new(Some(0)),
+            moved: std::sync::Condvar::new(),
+            width,
+        }
+    }
+
+    /// Wait until the item `first` is within the window; false when the work is over.
+    fn wait_for(&self, first: usize) -> bool {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let width = self.width;
+        let state = self
+            .moved
+            .wait_while(state, |s| {
+                s.is_some_and(|done| first >= done.saturating_add(width))
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        state.is_some()
+    }
+
+    fn consumed(&self, items: usize) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(done) = state.as_mut() {
+            *done = items;
+        }
+        drop(state);
+        self.moved.notify_all();
+    }
+
+    fn close(&self) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.moved.notify_all();
+    }
+}
+
+/// Closes its window when dropped: at the end of the work, or when a thread unwinds.
+struct Closer<'a>(&'a Window);
+
+impl Drop for Closer<'_> {
+    fn drop(&mut self) {
+        // A thread that ends normally leaves the window to the others: every computing
+        // thread has returned before the consuming one ends.
+        if std::thread::panicking() {
+            self.0.close();
+        }
+    }
 }
 
 /// Items computed in one go by a thread of [`for_each_ordered`] and handed over together.
@@ -131,5 +206,47 @@ mod tests {
             );
             assert_eq!(seen, items.iter().map(|i| i * 2).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn computing_runs_at_most_a_window_ahead_of_consuming() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let items: Vec<usize> = (0..2000).collect();
+        let computed = AtomicUsize::new(0);
+        let mut consumed = 0usize;
+        let mut most = 0usize;
+        super::for_each_ordered(
+            &items,
+            |&i| {
+                computed.fetch_add(1, Ordering::SeqCst);
+                i
+            },
+            |_| {
+                // A slow consumer: unbounded, the computing threads would finish first.
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                consumed += 1;
+                most = most.max(computed.load(Ordering::SeqCst) - consumed);
+            },
+        );
+        assert_eq!(consumed, items.len());
+        let threads = super::cores().min(items.len() / super::MIN_ITEMS);
+        if threads > 1 {
+            // The window, plus the run each thread may be computing.
+            let bound = threads * super::CHUNK * (super::AHEAD + 1);
+            assert!(most <= bound, "{most} items computed ahead, bound {bound}");
+        }
+    }
+
+    #[test]
+    fn a_panic_while_computing_or_consuming_is_raised_not_hung() {
+        let items: Vec<usize> = (0..2000).collect();
+        let computing = std::panic::catch_unwind(|| {
+            super::for_each_ordered(&items, |&i| assert!(i != 700, "boom"), |_| ());
+        });
+        assert!(computing.is_err());
+        let consuming = std::panic::catch_unwind(|| {
+            super::for_each_ordered(&items, |&i| i, |i| assert!(i != 300, "boom"));
+        });
+        assert!(consuming.is_err());
     }
 }
