@@ -551,8 +551,12 @@ async fn analyse_once(
     );
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
-    // A local directory's run never builds branches: no change-set texts kept.
-    let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, plan.remote);
+    let keep = texts_kept(plan, out.format);
+    let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, keep);
+    if keep == plan::Keep::Nothing {
+        // Only the plan reads them, and it is made.
+        found.release_sources();
+    }
     let bumps = oci_chart_bumps(&found, &resolved.outcomes);
     let oci = crate::chart::app_version::oci(registries, bumps, plan.concurrency);
     let mut app_versions = crate::chart::app_version::AppVersions::new(registries, oci.await);
@@ -561,11 +565,24 @@ async fn analyse_once(
     });
     tracing::info!(
         updates = made.updates.len(),
-        files = made.files.len(),
+        files = made.files_changed,
         change_sets = made.change_sets.len(),
         "planned"
     );
     (found, resolved, made, promotions)
+}
+
+/// What the plan keeps of the new texts: a remote's run builds branches (pull requests, or
+/// what they would be); the diff, `--write` and a push (or its preview) read the whole
+/// plan's; a local run whose output is the JSON report needs none.
+fn texts_kept(plan: &RunPlan, format: Format) -> plan::Keep {
+    if plan.remote {
+        plan::Keep::Branches
+    } else if format == Format::Text || plan.mode != Mode::DryRun || plan.push_preview {
+        plan::Keep::Files
+    } else {
+        plan::Keep::Nothing
+    }
 }
 
 /// What this run works on, once promotion has read the whole tree: the scope, the shard,
@@ -844,7 +861,7 @@ fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), colo
         out,
         "\n{} update(s) {verb} in {} file(s); {}; {} repositories asked",
         c.updates,
-        made.files.len(),
+        made.files_changed,
         report::references_summary(c, &r.not_updated, done),
         c.repositories
     );

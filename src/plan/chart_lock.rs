@@ -19,6 +19,11 @@ pub(super) fn generated_time() -> String {
     t.to_string()
 }
 
+/// A file [`complete`] reads or completes.
+pub(super) fn involved(file: &str) -> bool {
+    file.ends_with("Chart.yaml") || file.ends_with("Chart.lock")
+}
+
 /// Complete every `Chart.lock` among `changes` whose `Chart.yaml` changes too. A lock that
 /// cannot be completed is left as the slot edits made it, and said why.
 pub(super) fn complete(changes: &mut [FileChange], now: &str) -> Vec<(String, String)> {

@@ -93,7 +93,10 @@ pub struct ChangeSet {
 #[derive(Debug, Default)]
 pub struct Plan {
     pub updates: Vec<Update>,
+    /// Every changed file's texts, when the plan keeps them ([`Keep`]).
     pub files: Vec<FileChange>,
+    /// How many files change (whether their texts are kept or not).
+    pub files_changed: usize,
     pub change_sets: Vec<ChangeSet>,
     pub problems: Vec<Problem>,
     /// Files whose edits were refused (left unchanged; the reason is in `problems`).
@@ -224,19 +227,32 @@ fn same_work(a: &FileWork, b: &FileWork) -> bool {
             .all(|((x, c), (y, d))| same(x, y) && std::ptr::eq(*c, *d))
 }
 
+/// What a plan keeps of the new texts it verifies. Verifying every edit is the same in each
+/// case (the same refusals); keeping the texts is for the outputs that use them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// No texts: a run whose output is the report (a local JSON dry run). A 10,000-app
+    /// tree's new texts are megabytes that nothing would read.
+    Nothing,
+    /// The whole plan's texts: the diff, `--write`, a push.
+    Files,
+    /// And each change set's own (its branch's content): pull requests.
+    Branches,
+}
+
 /// What [`changes_for`] did for every file: its work and its new text (`None`: verified,
 /// not kept), or a refusal.
 type Done<'a> = BTreeMap<&'a str, (FileWork<'a>, Result<Option<FileChange>, ()>)>;
 
 /// The file changes for `planned` (the new text of every file they touch), and the files
 /// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
-/// verified again: [`change_file`] is a pure function of the text and the work. Without
-/// `keep`, the new texts are only verified (for the refusals), not kept.
+/// verified again: [`change_file`] is a pure function of the text and the work. The new
+/// texts of the files `keep` refuses are only verified (for the refusals), not kept.
 fn changes_for<'a>(
     discovery: &'a Discovery,
     planned: &[Planned<'a>],
     earlier: Option<&Done<'a>>,
-    keep: bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
     let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
     for &p in planned {
@@ -259,12 +275,12 @@ fn changes_for<'a>(
             .and_then(|e| e.get(file))
             .filter(|(done, _)| same_work(done, work))
         {
-            return Ok(change.as_ref().filter(|_| keep).cloned());
+            return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
         let source = discovery.sources.get(file);
         let fingerprint = discovery.fingerprints.get(file).copied();
         change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
-            keep.then(|| FileChange {
+            keep(file).then(|| FileChange {
                 file: file.to_string(),
                 before: source.cloned().unwrap_or_default(),
                 after,
@@ -298,17 +314,17 @@ fn changes(done: Done) -> Vec<FileChange> {
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
 /// change sets grouped by `group_by`, each with its own file contents (one branch each).
 pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> Plan {
-    plan_with(discovery, outcomes, group_by, true)
+    plan_with(discovery, outcomes, group_by, Keep::Branches)
 }
 
-/// As [`plan`]; without `branches`, a change set's files are verified (its refusals are the
-/// same) but their texts are not kept: only pull requests and pushes build branches from
-/// them, and a local run would hold every file's text twice more for nothing.
+/// As [`plan`], keeping the texts `keep` says: every file is verified alike (the refusals
+/// are the same), but only pull requests and pushes build branches from the change sets'
+/// texts, and only the diff, `--write` and pushes read the whole plan's.
 pub fn plan_with(
     discovery: &Discovery,
     outcomes: &[Outcome],
     group_by: GroupBy,
-    branches: bool,
+    keep: Keep,
 ) -> Plan {
     let moved: Vec<Planned> = discovery
         .refs
@@ -337,7 +353,11 @@ pub fn plan_with(
     // to twice the room, and both copies while it moves.
     out.updates.reserve_exact(moved.len());
     let now = chart_lock::generated_time();
-    let (changed, refused) = changes_for(discovery, &moved, None, true);
+    // A chart's lock is completed from its chart's new text, whatever is kept (its
+    // problems are the run's).
+    let keep_file = |file: &str| keep != Keep::Nothing || chart_lock::involved(file);
+    let (changed, refused) = changes_for(discovery, &moved, None, &keep_file);
+    out.files_changed = changed.values().filter(|(_, c)| c.is_ok()).count();
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
         out.problems.push(Problem::at_file(
@@ -404,7 +424,8 @@ pub fn plan_with(
         // Each change set is its own branch: its files hold only its own updates. (They
         // passed verification with all updates together; alone they are verified again,
         // unless a file's updates are all this change set's: then it is the same edit.)
-        let (own, refused) = changes_for(discovery, members, Some(&changed), branches);
+        let branches = |_: &str| keep == Keep::Branches;
+        let (own, refused) = changes_for(discovery, members, Some(&changed), &branches);
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -424,6 +445,9 @@ pub fn plan_with(
             0,
             format!("not regenerated: {e}; run `helm dependency update`"),
         ));
+    }
+    if keep == Keep::Nothing {
+        out.files = Vec::new();
     }
     out.change_sets = groups.into_values().map(|(set, _)| set).collect();
     out
@@ -468,7 +492,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn without_branches_a_plan_is_the_same_bar_the_change_sets_texts() {
+    fn a_plan_keeping_fewer_texts_is_the_same_plan() {
         let dir = tempfile::tempdir().unwrap();
         let files = [
             (
@@ -501,11 +525,20 @@ mod tests {
             .collect();
         // By image: each file's updates fall in two change sets.
         let full = plan(&found, &outcomes, GroupBy::Image);
-        let lean = plan_with(&found, &outcomes, GroupBy::Image, false);
+        let lean = plan_with(&found, &outcomes, GroupBy::Image, Keep::Files);
         assert_eq!(lean.updates, full.updates);
         assert_eq!(lean.files, full.files);
         assert_eq!(lean.problems, full.problems);
         assert_eq!(lean.refused, full.refused);
+        // Without texts: the same plan, its files counted, not kept.
+        let bare = plan_with(&found, &outcomes, GroupBy::Image, Keep::Nothing);
+        assert_eq!(bare.updates, full.updates);
+        assert_eq!(bare.problems, full.problems);
+        assert_eq!(bare.refused, full.refused);
+        assert_eq!(full.files_changed, 2);
+        assert_eq!(bare.files_changed, full.files_changed);
+        assert!(bare.files.is_empty());
+        assert!(bare.change_sets.iter().all(|c| c.changes.is_empty()));
         assert_eq!(full.change_sets.len(), 2);
         assert_eq!(lean.change_sets.len(), 2);
         for (l, f) in lean.change_sets.iter().zip(&full.change_sets) {
@@ -516,5 +549,41 @@ mod tests {
             assert_eq!(f.changes.len(), 2, "{}", f.group);
             assert!(l.changes.is_empty(), "{}", l.group);
         }
+    }
+
+    #[test]
+    fn a_lock_that_cannot_be_completed_is_reported_whatever_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: web\n    version: 1.0.0\n    repository: https://charts.example.com\n";
+        // No `digest:` to update.
+        let lock = "dependencies:\n- name: web\n  repository: https://charts.example.com\n  version: 1.0.0\ngenerated: \"2024-01-01T00:00:00Z\"\n";
+        std::fs::create_dir_all(dir.path().join("umbrella")).unwrap();
+        std::fs::write(dir.path().join("umbrella/Chart.yaml"), chart).unwrap();
+        std::fs::write(dir.path().join("umbrella/Chart.lock"), lock).unwrap();
+        let found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
+        assert!(!found.refs.is_empty(), "{:?}", found.problems);
+        let outcomes: Vec<Outcome> = (found.refs.iter())
+            .map(|_| Outcome::Update {
+                tag: "1.1.0".into(),
+                digest: None,
+                verified: None,
+            })
+            .collect();
+        let files = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
+        let bare = plan_with(&found, &outcomes, GroupBy::App, Keep::Nothing);
+        assert!(
+            files
+                .problems
+                .iter()
+                .any(|p| p.message.contains("not regenerated")),
+            "{:?}",
+            files.problems
+        );
+        assert_eq!(bare.problems, files.problems);
+        assert_eq!(bare.files_changed, files.files.len());
+        assert!(bare.files.is_empty());
     }
 }
