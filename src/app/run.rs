@@ -628,7 +628,7 @@ fn oci_chart_bumps(found: &Discovery, outcomes: &[resolve::Outcome]) -> Vec<OciV
             [from, to.clone()].map(|v| {
                 (
                     r.written.to_string(),
-                    r.image.clone(),
+                    (*r.image).clone(),
                     credentials.clone(),
                     v,
                 )

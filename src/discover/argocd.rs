@@ -563,7 +563,7 @@ impl Scan<'_> {
             let mut p: Vec<(String, Vec<PathSeg>)> = r
                 .slots
                 .iter()
-                .map(|s| (r.file.to_string(), s.path.clone()))
+                .map(|s| (r.file.to_string(), s.path.to_vec()))
                 .collect();
             p.extend(r.creations.iter().map(|c| {
                 let mut path = c.path.clone();
@@ -650,7 +650,7 @@ impl Scan<'_> {
         let overrides = self.values_overrides(app, st);
         self.out.problems.extend(problems);
         for mut r in refs {
-            r.unit = app_key.to_string();
+            r.unit = app_key.into();
             r.app = Some(app_key.to_string());
             let inner = r.slots.first().and_then(|s| s.inner.as_ref());
             if let Some(why) = inner.and_then(|i| overrides.iter().find(|(p, _)| *p == i.path)) {
@@ -766,9 +766,9 @@ impl Scan<'_> {
             // base, or the one leaf deploying it).
             let below = prefix.as_deref().is_some_and(|p| {
                 r.file.starts_with(p) || r.writes_to.as_deref().is_some_and(|w| w.starts_with(p))
-            }) || st.dir.as_deref() == Some(r.unit.as_str());
+            }) || st.dir.as_deref() == Some(&*r.unit);
             if (below || named.iter().any(|f| *f == *r.file)) && r.app.is_none() {
-                r.unit = app_key.to_string();
+                r.unit = app_key.into();
                 r.app = Some(app_key.to_string());
             }
         }
@@ -898,7 +898,7 @@ impl Scan<'_> {
             let Some(mut r) = self.relocate(r) else {
                 continue;
             };
-            r.unit = app_key.to_string();
+            r.unit = app_key.into();
             r.app = Some(app_key.to_string());
             self.push(r, None);
         }
@@ -1096,11 +1096,11 @@ impl Scan<'_> {
                     line,
                     column,
                     kind: RefKind::ArgoAnnotation,
-                    image: image.clone(),
+                    image: image.clone().into(),
                     written: img.name.as_str().into(),
                     tag: None,
                     digest: None,
-                    unit: app_key.to_string(),
+                    unit: app_key.into(),
                     policy: Default::default(),
                     unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
                     slots: Vec::new(),
@@ -1122,7 +1122,7 @@ impl Scan<'_> {
                     }))
             });
         }
-        r.image = image;
+        r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
             self.write_back(st, config, img, &kname, &keys, &mut r);

@@ -136,7 +136,9 @@ fn add_app(
         let Some(slot) = written_slot(&d) else {
             continue;
         };
-        if a.overridden.contains(&slot.path) || set_in_values_file(a, &slot.path, found) {
+        if a.overridden.iter().any(|o| **o == *slot.path)
+            || set_in_values_file(a, &slot.path, found)
+        {
             continue;
         }
         match reference(a, &d, slot, policies) {
@@ -161,8 +163,7 @@ fn written_slot(d: &ImageRef) -> Option<&Slot> {
 /// that file's reference is the one in effect.
 fn set_in_values_file(a: &ChartApp, path: &[PathSeg], found: &Discovery) -> bool {
     found.refs.iter().any(|r| {
-        a.value_files.iter().any(|f| *f == *r.file)
-            && r.slots.iter().any(|s| s.path.as_slice() == path)
+        a.value_files.iter().any(|f| *f == *r.file) && r.slots.iter().any(|s| *s.path == *path)
     })
 }
 
@@ -197,7 +198,7 @@ fn reference(
         written: d.written.clone(),
         tag: d.tag.clone(),
         digest: None,
-        unit: a.app.clone(),
+        unit: a.app.as_str().into(),
         policy,
         unmanaged,
         slots: Vec::new(),

@@ -157,11 +157,11 @@ pub(super) fn in_block(
             r.slots.push(super::Slot {
                 inner: Some(Box::new(Inner {
                     doc: slot.doc,
-                    path: slot.path,
+                    path: slot.path.to_vec(),
                     span: slot.span,
                 })),
                 doc,
-                path: at.to_vec(),
+                path: at.into(),
                 span,
                 ..slot
             });
@@ -1077,7 +1077,7 @@ spec:
             .map(|r| {
                 let slot = &r.slots[0];
                 let inner = slot.inner.as_ref().unwrap();
-                assert_eq!(slot.path, at);
+                assert_eq!(&*slot.path, at);
                 (
                     r.line,
                     r.column,

@@ -63,7 +63,7 @@ pub enum RefKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slot {
     pub doc: usize,
-    pub path: Vec<PathSeg>,
+    pub path: std::sync::Arc<[PathSeg]>,
     pub span: Range<usize>,
     pub style: Style,
     pub raw: String,
@@ -152,14 +152,14 @@ pub struct ImageRef {
     pub line: usize,
     pub column: usize,
     pub kind: RefKind,
-    pub image: ImageName,
+    pub image: std::sync::Arc<ImageName>,
     /// The image name as written in the file (shared by the references that write it the
     /// same way: discovery keeps one copy of each name).
     pub written: std::sync::Arc<str>,
     pub tag: Option<String>,
     pub digest: Option<String>,
     /// The unit that owns the reference: a kustomization directory or a values file.
-    pub unit: String,
+    pub unit: std::sync::Arc<str>,
     pub policy: Policy,
     /// Why imagebump leaves this reference alone; `None` when it is managed.
     pub unmanaged: Option<String>,
@@ -179,13 +179,10 @@ impl ImageRef {
     }
 
     /// Give back the room its vectors grew into: a reference is kept to the end of the run,
-    /// and a vector grown by one push holds room for four (a slot's room is 152 bytes: about
-    /// a fifth of the heap at 45,000 references, docs/performance.md).
+    /// and a vector grown by one push holds room for four (a slot is about 100 bytes, and
+    /// 45,000 references hold tens of thousands, docs/performance.md).
     pub fn shrink_to_fit(&mut self) {
         self.slots.shrink_to_fit();
-        for s in &mut self.slots {
-            s.path.shrink_to_fit();
-        }
         self.creations.shrink_to_fit();
     }
 
@@ -293,7 +290,7 @@ impl FileCtx<'_> {
     pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {
         Slot {
             doc,
-            path,
+            path: path.into(),
             span: s.span.clone(),
             style: s.style,
             raw: self
@@ -314,11 +311,11 @@ impl FileCtx<'_> {
             line,
             column,
             kind,
-            image: r.name,
+            image: r.name.into(),
             written: r.written.into(),
             tag: r.tag,
             digest: r.digest,
-            unit: unit.to_string(),
+            unit: unit.into(),
             policy: Policy::default(),
             unmanaged: None,
             slots: Vec::new(),
@@ -544,6 +541,7 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         marked: flux::Found::default(),
         layout: placement::Layout::default(),
         charts: Vec::new(),
+        names: Names::default(),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -639,6 +637,43 @@ struct Fold<'a> {
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
     charts: Vec<Result<charts::ChartFile, Problem>>,
+    /// One copy of each repository's name, shared by its references.
+    names: Names,
+}
+
+/// One copy of each repository's name (a tree deploys a few hundred images from tens of
+/// thousands of places), of each unit (an app's references share it) and of each slot's
+/// path: strings that are kept to the end of the run.
+#[derive(Default)]
+struct Names {
+    images: std::collections::HashSet<std::sync::Arc<ImageName>>,
+    units: std::collections::HashSet<std::sync::Arc<str>>,
+    /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
+    /// containers[0].image`) in thousands of files, each a vector of strings.
+    paths: std::collections::HashSet<std::sync::Arc<[PathSeg]>>,
+}
+
+impl Names {
+    fn share(&mut self, r: &mut ImageRef) {
+        shared(&mut self.images, &mut r.image);
+        shared(&mut self.units, &mut r.unit);
+        for s in &mut r.slots {
+            shared(&mut self.paths, &mut s.path);
+        }
+    }
+}
+
+/// `value` as the copy `kept` holds, which keeps it when it holds none.
+fn shared<T: ?Sized + Eq + std::hash::Hash>(
+    kept: &mut std::collections::HashSet<std::sync::Arc<T>>,
+    value: &mut std::sync::Arc<T>,
+) {
+    match kept.get(value) {
+        Some(copy) => *value = std::sync::Arc::clone(copy),
+        None => {
+            kept.insert(std::sync::Arc::clone(value));
+        }
+    }
 }
 
 impl Fold<'_> {
@@ -693,6 +728,7 @@ impl Fold<'_> {
             out.refs.push(w.r);
         }
         for (i, r) in out.refs.iter_mut().enumerate().skip(before) {
+            self.names.share(r);
             if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
             }
@@ -719,6 +755,7 @@ impl Fold<'_> {
             marked,
             layout,
             charts: chart_files,
+            mut names,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -737,14 +774,11 @@ impl Fold<'_> {
         // and with one copy of each image name as written (a tree deploys a few hundred
         // images from tens of thousands of places).
         out.refs.shrink_to_fit();
-        let mut names = std::collections::HashSet::new();
+        let mut written = std::collections::HashSet::new();
         for r in &mut out.refs {
-            match names.get(&r.written) {
-                Some(shared) => r.written = std::sync::Arc::clone(shared),
-                None => {
-                    names.insert(std::sync::Arc::clone(&r.written));
-                }
-            }
+            shared(&mut written, &mut r.written);
+            // Placement, Argo CD and Flux may have named the repository and unit anew.
+            names.share(r);
         }
         out
     }

@@ -116,10 +116,10 @@ impl Layout {
             match graph.place(&r.file, &r.written, kustomizable, shared) {
                 Place::InPlace { image, unit } => {
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
-                        r.image = name;
+                        r.image = name.into();
                     }
                     if let Some(unit) = unit {
-                        r.unit = unit;
+                        r.unit = unit.into();
                     }
                 }
                 Place::Overridden { by } => {
@@ -145,11 +145,11 @@ impl Layout {
 fn per_leaf(r: &ImageRef, e: &LeafEdit) -> ImageRef {
     let mut out = r.clone();
     out.slots.clear();
-    out.unit = e.dir.clone();
+    out.unit = e.dir.as_str().into();
     out.writes_to = Some(e.file.clone());
     if *e.image != *r.written {
         if let Ok(name) = parse_name(&e.image) {
-            out.image = name;
+            out.image = name.into();
             out.written = e.image.as_str().into();
         }
     }

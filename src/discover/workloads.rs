@@ -290,11 +290,11 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
                 r.slots.push(super::Slot {
                     inner: Some(Box::new(Inner {
                         doc: slot.doc,
-                        path: slot.path,
+                        path: slot.path.to_vec(),
                         span: slot.span,
                     })),
                     doc,
-                    path: at.clone(),
+                    path: at.as_slice().into(),
                     span,
                     ..slot
                 });

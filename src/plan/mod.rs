@@ -161,7 +161,7 @@ fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>,
                 yaml::render_scalar(&old, &slot.raw, &value).map_err(|e| e.to_string())?;
             Ok(Edit {
                 doc: slot.doc,
-                path: slot.path.clone(),
+                path: slot.path.to_vec(),
                 span: slot.span.clone(),
                 new_raw,
                 new_value: value,
@@ -186,7 +186,7 @@ struct FileWork<'a> {
 /// The key of the change set a reference's update belongs to.
 pub fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
     match by {
-        GroupBy::App => r.unit.clone(),
+        GroupBy::App => r.unit.to_string(),
         GroupBy::Directory => group_of(written),
         GroupBy::Image => r.image.to_string(),
         GroupBy::All => "all".into(),

@@ -103,7 +103,7 @@ impl Promotions {
             .refs
             .iter()
             .enumerate()
-            .map(|(i, r)| ((&*r.file, r.line, r.column, r.unit.as_str()), i))
+            .map(|(i, r)| ((&*r.file, r.line, r.column, &*r.unit), i))
             .collect();
         self.list.retain_mut(|p| {
             let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
@@ -173,7 +173,7 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
         let mut p = Promotion {
             index,
             origin: index,
-            at: (r.file.to_string(), r.line, r.column, r.unit.clone()),
+            at: (r.file.to_string(), r.line, r.column, r.unit.to_string()),
             app: app_name(rule.path.as_deref(), &from.path, r),
             source_dir: String::new(),
             source_env: String::new(),

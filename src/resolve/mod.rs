@@ -222,7 +222,7 @@ pub async fn resolve_with(
     };
     let indexed: Vec<crate::chart::index::Wanted> = pending
         .iter()
-        .filter_map(|(_, r)| Some((&r.image, credentials(&r.policy), chart_index(r)?)))
+        .filter_map(|(_, r)| Some((&*r.image, credentials(&r.policy), chart_index(r)?)))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -231,7 +231,7 @@ pub async fn resolve_with(
         .filter(|(i, r)| {
             r.policy.needs_tag_list() && !promoted.contains_key(i) && chart_index(r).is_none()
         })
-        .map(|(_, r)| (&r.image, credentials(&r.policy)))
+        .map(|(_, r)| (&*r.image, credentials(&r.policy)))
         .collect();
     // Only the few references with rejections where they are get a map of their own.
     let held: Vec<(usize, Held)> = pending
@@ -248,7 +248,7 @@ pub async fn resolve_with(
     let mut groups: HashMap<GroupKey, (&Policy, Vec<usize>)> = HashMap::new();
     for &(i, r) in &pending {
         let key = (
-            &r.image,
+            &*r.image,
             &r.policy.spec,
             current(r),
             r.digest.as_deref(),
@@ -487,7 +487,12 @@ fn list_tags<'a>(
 /// a current tag the policy cannot judge, the `digest` strategy).
 pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
     let asks = set_aside(r).is_none() && r.policy.needs_tag_list();
-    asks.then(|| (r.image.clone(), credentials(&r.policy).map(str::to_string)))
+    asks.then(|| {
+        (
+            (*r.image).clone(),
+            credentials(&r.policy).map(str::to_string),
+        )
+    })
 }
 
 /// The outcome of a reference that costs no request (unmanaged, pinned, a current tag the
@@ -748,7 +753,9 @@ async fn pin_digests(
         .filter_map(|(r, o)| match o {
             Outcome::Update {
                 tag, digest: None, ..
-            } if r.digest.is_some() => Some((r.image.clone(), tag.clone(), credentials(&r.policy))),
+            } if r.digest.is_some() => {
+                Some(((*r.image).clone(), tag.clone(), credentials(&r.policy)))
+            }
             _ => None,
         })
         .collect();
@@ -784,7 +791,7 @@ async fn pin_digests(
             Some(_),
         ) = (&mut *o, &r.digest)
         {
-            match digests.get(&(r.image.clone(), tag.clone())) {
+            match digests.get(&((*r.image).clone(), tag.clone())) {
                 Some(Ok(d)) => {
                     *o = Outcome::Update {
                         tag: tag.clone(),

@@ -121,7 +121,7 @@ impl Scan<'_> {
             let c = Current {
                 file: r.file.to_string(),
                 doc: slot.doc,
-                at: slot.path.clone(),
+                at: slot.path.to_vec(),
                 format: slot.format.clone(),
                 kind: r.kind,
                 repository: None,
@@ -175,7 +175,7 @@ impl Scan<'_> {
 /// Whether two references read the same values (the same slots of the same file).
 pub(super) fn same_place(a: &ImageRef, b: &ImageRef) -> bool {
     let places = |r: &ImageRef| -> Vec<(usize, Vec<PathSeg>)> {
-        r.slots.iter().map(|s| (s.doc, s.path.clone())).collect()
+        r.slots.iter().map(|s| (s.doc, s.path.to_vec())).collect()
     };
     a.file == b.file && !b.slots.is_empty() && places(a) == places(b)
 }

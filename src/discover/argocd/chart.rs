@@ -138,7 +138,7 @@ impl Scan<'_> {
             }
         }
         let name = crate::chart::ChartName {
-            image: r.image.clone(),
+            image: (*r.image).clone(),
             written: r.written.to_string(),
         };
         let at = join(&st.source.at, &["helm", "valuesObject"]);
