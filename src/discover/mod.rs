@@ -542,6 +542,7 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         layout: placement::Layout::default(),
         charts: Vec::new(),
         names: Names::default(),
+        files: (0, files.len()),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -639,6 +640,8 @@ struct Fold<'a> {
     charts: Vec<Result<charts::ChartFile, Problem>>,
     /// One copy of each repository's name, shared by its references.
     names: Names,
+    /// Files folded so far, and in all: the references' vector is sized from them.
+    files: (usize, usize),
 }
 
 /// One copy of each repository's name (a tree deploys a few hundred images from tens of
@@ -721,6 +724,12 @@ impl Fold<'_> {
             lines,
         };
         let before = out.refs.len();
+        self.files.0 = self.files.0.saturating_add(1);
+        reserve(
+            &mut out.refs,
+            refs.len().saturating_add(workloads.len()),
+            self.files,
+        );
         out.refs.extend(refs);
         let placed_later = out.refs.len();
         for w in workloads {
@@ -756,6 +765,7 @@ impl Fold<'_> {
             layout,
             charts: chart_files,
             mut names,
+            files: _,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -782,6 +792,29 @@ impl Fold<'_> {
         }
         out
     }
+}
+
+/// Room in `refs` for `more`, grown to the count its files so far project for the whole
+/// tree (`folded` of `total` files). Grown by doubling instead, the vector would be copied
+/// at half its final size into room for up to twice its final size: at 45,000
+/// references the copy alone held 8 MB more for a moment, near the peak of the run.
+fn reserve<T>(refs: &mut Vec<T>, more: usize, (folded, total): (usize, usize)) {
+    let needed = refs.len().saturating_add(more);
+    if needed <= refs.capacity() {
+        return;
+    }
+    let projected = refs
+        .len()
+        .saturating_mul(total)
+        .checked_div(folded)
+        .unwrap_or(0);
+    // A sixteenth more, and never less than a quarter more than now (a tree whose first
+    // files hold fewer references than the rest would otherwise grow it a little at a time).
+    let room = projected
+        .saturating_add(projected / 16)
+        .max(refs.capacity().saturating_add(refs.capacity() / 4))
+        .max(needed);
+    refs.reserve_exact(room.saturating_sub(refs.len()));
 }
 
 /// One file read, parsed and scanned.
@@ -1006,6 +1039,24 @@ fn apply_policy(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_references_room_is_projected_from_the_files_folded() {
+        // 30 references in the first 10 of 100 files: room for about 300, in one step.
+        let mut refs: Vec<u32> = (0..30).collect();
+        refs.shrink_to_fit();
+        super::reserve(&mut refs, 3, (10, 100));
+        assert!((318..400).contains(&refs.capacity()), "{}", refs.capacity());
+        // Room enough already: nothing moves.
+        let room = refs.capacity();
+        super::reserve(&mut refs, 10, (11, 100));
+        assert_eq!(refs.capacity(), room);
+        // A projection below what is there still grows it by a quarter at least.
+        let mut few: Vec<u32> = (0..100).collect();
+        few.shrink_to_fit();
+        super::reserve(&mut few, 1, (99, 100));
+        assert!(few.capacity() >= 125, "{}", few.capacity());
+    }
     use super::*;
 
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
