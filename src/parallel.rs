@@ -159,7 +159,7 @@ impl Window {
     }
 }
 
-/// Closes its window when dropped: at the end of the work, or when a thread unwinds.
+/// Closes its window when its thread unwinds, so that no other thread waits on it.
 struct Closer<'a>(&'a Window);
 
 impl Drop for Closer<'_> {
