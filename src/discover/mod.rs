@@ -638,18 +638,19 @@ struct Fold<'a> {
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
     charts: Vec<Result<charts::ChartFile, Problem>>,
-    /// One copy of each repository's name, shared by its references.
+    /// One copy of each name, unit and path, shared by the references.
     names: Names,
     /// Files folded so far, and in all: the references' vector is sized from them.
     files: (usize, usize),
 }
 
-/// One copy of each repository's name (a tree deploys a few hundred images from tens of
-/// thousands of places), of each unit (an app's references share it) and of each slot's
-/// path: strings that are kept to the end of the run.
+/// One copy of each repository's name and each image name as written (a tree deploys a
+/// few hundred images from tens of thousands of places), of each unit (an app's references
+/// share it) and of each slot's path: strings that are kept to the end of the run.
 #[derive(Default)]
 struct Names {
     images: std::collections::HashSet<std::sync::Arc<ImageName>>,
+    written: std::collections::HashSet<std::sync::Arc<str>>,
     units: std::collections::HashSet<std::sync::Arc<str>>,
     /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
     /// containers[0].image`) in thousands of files, each a vector of strings.
@@ -659,6 +660,7 @@ struct Names {
 impl Names {
     fn share(&mut self, r: &mut ImageRef) {
         shared(&mut self.images, &mut r.image);
+        shared(&mut self.written, &mut r.written);
         shared(&mut self.units, &mut r.unit);
         for s in &mut r.slots {
             shared(&mut self.paths, &mut s.path);
@@ -683,6 +685,7 @@ impl Fold<'_> {
     /// One file read: its references get their policies; its Argo CD, Flux and kustomize
     /// resources are kept for the passes over the whole tree.
     fn file(&mut self, rel: &str, (read, chart): FileRead, early: &mut Option<Early>) {
+        self.files.0 = self.files.0.saturating_add(1);
         self.charts.extend(chart);
         let out = &mut self.out;
         let scanned = match read {
@@ -724,7 +727,6 @@ impl Fold<'_> {
             lines,
         };
         let before = out.refs.len();
-        self.files.0 = self.files.0.saturating_add(1);
         reserve(
             &mut out.refs,
             refs.len().saturating_add(workloads.len()),
@@ -779,15 +781,11 @@ impl Fold<'_> {
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);
-        // The references are kept to the end of the run: not with the up to 2x room their
-        // vector grew to (about 6 MB of 120 at 45,000 references, docs/performance.md),
-        // and with one copy of each image name as written (a tree deploys a few hundred
-        // images from tens of thousands of places).
+        // The references are kept to the end of the run: not with more room than they use,
+        // and with one copy of each name, unit and path (placement, Argo CD and Flux may
+        // have made theirs since the fold shared them).
         out.refs.shrink_to_fit();
-        let mut written = std::collections::HashSet::new();
         for r in &mut out.refs {
-            shared(&mut written, &mut r.written);
-            // Placement, Argo CD and Flux may have named the repository and unit anew.
             names.share(r);
         }
         out
@@ -1039,24 +1037,6 @@ fn apply_policy(
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn the_references_room_is_projected_from_the_files_folded() {
-        // 30 references in the first 10 of 100 files: room for about 300, in one step.
-        let mut refs: Vec<u32> = (0..30).collect();
-        refs.shrink_to_fit();
-        super::reserve(&mut refs, 3, (10, 100));
-        assert!((318..400).contains(&refs.capacity()), "{}", refs.capacity());
-        // Room enough already: nothing moves.
-        let room = refs.capacity();
-        super::reserve(&mut refs, 10, (11, 100));
-        assert_eq!(refs.capacity(), room);
-        // A projection below what is there still grows it by a quarter at least.
-        let mut few: Vec<u32> = (0..100).collect();
-        few.shrink_to_fit();
-        super::reserve(&mut few, 1, (99, 100));
-        assert!(few.capacity() >= 125, "{}", few.capacity());
-    }
     use super::*;
 
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -1141,5 +1121,23 @@ mod tests {
             assert!(told.is_empty(), "{}: {told:?}", extra.0);
             assert!(!found.refs.is_empty());
         }
+    }
+
+    #[test]
+    fn the_references_room_is_projected_from_the_files_folded() {
+        // 30 references in the first 10 of 100 files: room for about 300, in one step.
+        let mut refs: Vec<u32> = (0..30).collect();
+        refs.shrink_to_fit();
+        reserve(&mut refs, 3, (10, 100));
+        assert!((318..400).contains(&refs.capacity()), "{}", refs.capacity());
+        // Room enough already: nothing moves.
+        let room = refs.capacity();
+        reserve(&mut refs, 10, (11, 100));
+        assert_eq!(refs.capacity(), room);
+        // A projection below what is there still grows it by a quarter at least.
+        let mut few: Vec<u32> = (0..100).collect();
+        few.shrink_to_fit();
+        reserve(&mut few, 1, (99, 100));
+        assert!(few.capacity() >= 125, "{}", few.capacity());
     }
 }
