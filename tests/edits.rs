@@ -47,11 +47,11 @@ fn bump_all(found: &Discovery) -> Vec<Outcome> {
         .iter()
         .map(|r| match (&r.unmanaged, &r.tag) {
             (None, Some(tag)) => Outcome::Update {
-                tag: bump(tag),
+                tag: bump(tag).into(),
                 digest: r
                     .digest
                     .as_ref()
-                    .map(|_| format!("sha256:{}", "f".repeat(64))),
+                    .map(|_| format!("sha256:{}", "f".repeat(64)).into()),
                 verified: None,
             },
             _ => Outcome::UpToDate,
@@ -148,13 +148,13 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
             }
             for slot in &r.slots {
                 let value = match &slot.format {
-                    discover::SlotFormat::Tag => tag.clone(),
+                    discover::SlotFormat::Tag => tag.to_string(),
                     discover::SlotFormat::TagAtDigest => {
                         format!("{tag}@{}", digest.as_ref().unwrap())
                     }
                     // An empty `digest:` key stays as it is when no digest is written.
                     discover::SlotFormat::Digest => match digest {
-                        Some(d) => d.clone(),
+                        Some(d) => d.to_string(),
                         None => continue,
                     },
                     discover::SlotFormat::Reference { name } => match digest {
@@ -243,7 +243,7 @@ proptest! {
             .zip(picks.iter().cycle())
             .map(|(r, (take, tag, hex))| {
                 if r.is_managed() && *take {
-                    Outcome::Update { tag: tag.clone(), digest: r.digest.as_ref().map(|_| format!("sha256:{hex}")), verified: None }
+                    Outcome::Update { tag: tag.as_str().into(), digest: r.digest.as_ref().map(|_| format!("sha256:{hex}").into()), verified: None }
                 } else {
                     Outcome::UpToDate
                 }

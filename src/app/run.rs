@@ -624,8 +624,8 @@ fn oci_chart_bumps(found: &Discovery, outcomes: &[resolve::Outcome]) -> Vec<OciV
     bumps
         .flat_map(|(r, to)| {
             let credentials = r.policy.spec.credentials.clone();
-            let from = r.tag.clone().unwrap_or_default();
-            [from, to.clone()].map(|v| {
+            let from = r.tag.as_deref().unwrap_or_default().to_string();
+            [from, to.to_string()].map(|v| {
                 (
                     r.written.to_string(),
                     (*r.image).clone(),

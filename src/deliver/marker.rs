@@ -35,8 +35,8 @@ impl From<&Update> for Marked {
             image: u.image.to_string(),
             group: u.group.to_string(),
             file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
-            from: u.from.clone(),
-            to: u.to.clone(),
+            from: u.from.to_string(),
+            to: u.to.to_string(),
         }
     }
 }

@@ -550,7 +550,7 @@ impl Scan<'_> {
     fn leave_alone(&mut self, app_key: &str, why: impl Fn(&ImageRef) -> String) {
         for r in &mut self.out.refs {
             if r.app.as_deref() == Some(app_key) && r.unmanaged.is_none() {
-                r.unmanaged = Some(why(r));
+                r.unmanaged = Some(why(r).into());
             }
         }
     }
@@ -617,7 +617,7 @@ impl Scan<'_> {
                 if let Some(r) = self.out.refs.get_mut(k) {
                     r.unmanaged = Some(format!(
                         "shares its value with another image of app {app_key}"
-                    ));
+                    ).into());
                 }
             }
         }
@@ -654,7 +654,7 @@ impl Scan<'_> {
             r.app = Some(app_key.to_string());
             let inner = r.slots.first().and_then(|s| s.inner.as_ref());
             if let Some(why) = inner.and_then(|i| overrides.iter().find(|(p, _)| *p == i.path)) {
-                r.unmanaged = Some(format!("{} sets it again, over helm.values", why.1));
+                r.unmanaged = Some(format!("{} sets it again, over helm.values", why.1).into());
             }
             self.push(r, None);
         }
@@ -1424,7 +1424,7 @@ impl Scan<'_> {
             Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
         };
         if let Err(e) = self.root.resolve(&file) {
-            r.unmanaged = Some(format!("its write-back target {e}"));
+            r.unmanaged = Some(format!("its write-back target {e}").into());
             let p = Problem::at_file(
                 &r.file,
                 r.line,
@@ -1435,7 +1435,7 @@ impl Scan<'_> {
             return;
         }
         if self.root.exists(&file) && !self.load(&file) {
-            r.unmanaged = Some(format!("its write-back target {file} cannot be read"));
+            r.unmanaged = Some(format!("its write-back target {file} cannot be read").into());
             return;
         }
         let (file, creations) = match target {
@@ -1558,7 +1558,7 @@ impl Scan<'_> {
                                 r.column,
                                 why.clone(),
                             ));
-                            r.unmanaged = Some(why);
+                            r.unmanaged = Some(why.into());
                             return;
                         }
                     }

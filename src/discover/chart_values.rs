@@ -188,7 +188,7 @@ fn reference(
         .map_err(|e| Problem::at_file(&a.file, a.line, a.column, e.to_string()))?;
     let unmanaged = policy
         .ignore
-        .then(|| format!("ignored ({})", policy.source));
+        .then(|| format!("ignored ({})", policy.source).into());
     Ok(ImageRef {
         file: a.file.as_str().into(),
         line: a.line,

@@ -80,7 +80,7 @@ pub(crate) fn check_policy(r: &mut ImageRef) {
         r.unmanaged = Some(format!(
             "a chart's version is chosen from its versions; the policy {} needs image metadata (use semver, regex, numeric or alphabetical)",
             p.summary()
-        ));
+        ).into());
     }
 }
 

@@ -141,10 +141,10 @@ fn reference(
         out.notes.push(at(format!(
             "the Flux setter for {label} is {why}; left alone"
         )));
-        r.unmanaged = Some(why);
+        r.unmanaged = Some(why.into());
     }
     if r.is_managed() && r.policy.ignore {
-        r.unmanaged = Some(format!("ignored ({})", r.policy.source));
+        r.unmanaged = Some(format!("ignored ({})", r.policy.source).into());
     }
     Ok(r)
 }
@@ -166,7 +166,7 @@ fn give_policy(
             ..spec.clone()
         }),
         Err(why) => {
-            r.unmanaged = Some(format!("{label}: {why}"));
+            r.unmanaged = Some(format!("{label}: {why}").into());
             None
         }
     };
@@ -216,7 +216,7 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
         Some(name) => Some(format!(
             "the `:name` value {name} is not the ImageRepository's image {}: Flux would write that name here, imagebump does not rewrite names (write it)",
             repo.image
-        )),
+        ).into()),
         None if r.tag.is_none() => Some(
             "no tag is marked (a `:tag` or whole-reference setter): imagebump moves tags".into(),
         ),

@@ -508,7 +508,7 @@ impl<'a> Values<'a> {
         let tag = map.get("tag")?.as_scalar().filter(|t| !is_null(t))?;
         let why = "a tag without a repository: the image is the chart's default".to_string();
         let mut r = self.unmanaged(RefKind::HelmValues, tag.span.start, "", why);
-        r.tag = Some(tag.value.clone());
+        r.tag = Some(tag.value.as_str().into());
         Some(r)
     }
 
@@ -529,7 +529,7 @@ impl<'a> Values<'a> {
             digest: None,
         };
         let mut out = self.ctx.new_ref(kind, &self.unit(), at, r);
-        out.unmanaged = Some(why);
+        out.unmanaged = Some(why.into());
         out
     }
 

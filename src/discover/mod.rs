@@ -156,13 +156,15 @@ pub struct ImageRef {
     /// The image name as written in the file (shared by the references that write it the
     /// same way: discovery keeps one copy of each name).
     pub written: std::sync::Arc<str>,
-    pub tag: Option<String>,
+    /// The tag as written (shared by the references that hold the same tag).
+    pub tag: Option<std::sync::Arc<str>>,
     pub digest: Option<String>,
     /// The unit that owns the reference: a kustomization directory or a values file.
     pub unit: std::sync::Arc<str>,
     pub policy: Policy,
-    /// Why imagebump leaves this reference alone; `None` when it is managed.
-    pub unmanaged: Option<String>,
+    /// Why imagebump leaves this reference alone; `None` when it is managed. Shared with
+    /// its outcome.
+    pub unmanaged: Option<std::sync::Arc<str>>,
     pub slots: Vec<Slot>,
     /// Values created when it moves (where `slots` cannot hold the new value).
     pub creations: Vec<Creation>,
@@ -313,7 +315,7 @@ impl FileCtx<'_> {
             kind,
             image: r.name.into(),
             written: r.written.into(),
-            tag: r.tag,
+            tag: r.tag.map(Into::into),
             digest: r.digest,
             unit: unit.into(),
             policy: Policy::default(),
@@ -652,6 +654,8 @@ struct Names {
     images: std::collections::HashSet<std::sync::Arc<ImageName>>,
     written: std::collections::HashSet<std::sync::Arc<str>>,
     units: std::collections::HashSet<std::sync::Arc<str>>,
+    /// Tags: a repository's references are written at a few versions.
+    tags: std::collections::HashSet<std::sync::Arc<str>>,
     /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
     /// containers[0].image`) in thousands of files, each a vector of strings.
     paths: std::collections::HashSet<std::sync::Arc<[PathSeg]>>,
@@ -662,6 +666,9 @@ impl Names {
         shared(&mut self.images, &mut r.image);
         shared(&mut self.written, &mut r.written);
         shared(&mut self.units, &mut r.unit);
+        if let Some(tag) = &mut r.tag {
+            shared(&mut self.tags, tag);
+        }
         for s in &mut r.slots {
             shared(&mut self.paths, &mut s.path);
         }
@@ -1020,7 +1027,7 @@ fn apply_policy(
     ) {
         Ok(policy) => {
             if policy.ignore && r.unmanaged.is_none() {
-                r.unmanaged = Some(format!("ignored ({})", policy.source));
+                r.unmanaged = Some(format!("ignored ({})", policy.source).into());
             }
             r.policy = policy;
             Ok(())

@@ -123,7 +123,7 @@ impl Layout {
                     }
                 }
                 Place::Overridden { by } => {
-                    r.unmanaged = Some(format!("overridden by {by}"));
+                    r.unmanaged = Some(format!("overridden by {by}").into());
                 }
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();

@@ -490,7 +490,7 @@ fn image(
             digest: None,
         };
         let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
-        out.unmanaged = Some(why);
+        out.unmanaged = Some(why.into());
         out
     };
     if let Some(why) = name::placeholder(value) {

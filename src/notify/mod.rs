@@ -81,8 +81,8 @@ impl News {
     pub fn of(report: &RunReport, repository: &str) -> News {
         let update = |u: &crate::plan::Update| UpdateNews {
             image: u.name.to_string(),
-            from: u.from.clone(),
-            to: u.to.clone(),
+            from: u.from.to_string(),
+            to: u.to.to_string(),
             file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
             line: u.line,
         };

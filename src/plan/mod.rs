@@ -32,8 +32,9 @@ pub struct Update {
     /// The image name as written in the file.
     // Shared with the reference.
     pub name: std::sync::Arc<str>,
-    pub from: String,
-    pub to: String,
+    // Versions as spelled: one string per distinct value in a plan, shared by its updates.
+    pub from: Arc<str>,
+    pub to: Arc<str>,
     // Shared by the updates of one change set.
     pub group: std::sync::Arc<str>,
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
@@ -332,7 +333,7 @@ pub fn plan_with(
         .zip(outcomes)
         .filter_map(|(r, o)| match o {
             Outcome::Update { tag, digest, .. } => {
-                Some((r, tag.as_str(), written_digest(r, digest.as_deref())))
+                Some((r, &**tag, written_digest(r, digest.as_deref())))
             }
             _ => None,
         })
@@ -370,6 +371,11 @@ pub fn plan_with(
     let mut groups: BTreeMap<Arc<str>, (ChangeSet, Vec<Planned>)> = BTreeMap::new();
     // One string per repository and per change set, shared by their updates.
     let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
+    let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
+    let mut spell = |tag, digest| {
+        let kept = spelled.entry((tag, digest));
+        Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
+    };
     for planned @ (r, tag, digest) in moved {
         let files = r.touched_files();
         if files.iter().any(|f| out.refused.contains(*f)) {

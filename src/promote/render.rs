@@ -122,7 +122,7 @@ pub fn pull_notes(
             .collect();
         if !steps.is_empty() {
             let line = format!("- `{}` {tag}: {}", p.app, steps.join(", "));
-            out.insert((r.file.to_string(), tag.clone()), line);
+            out.insert((r.file.to_string(), tag.to_string()), line);
         }
     }
     out

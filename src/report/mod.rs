@@ -152,11 +152,11 @@ pub fn not_updated<'a>(
                 ),
                 Outcome::Update { .. } => return None,
                 Outcome::UpToDate => ("up-to-date", None),
-                Outcome::Rejected(s) => ("held-back", Some(s.as_str())),
-                Outcome::Pinned(s) => ("pinned", Some(s.as_str())),
-                Outcome::Skipped(s) => ("skipped", Some(s.as_str())),
-                Outcome::Unmanaged(s) => ("unmanaged", Some(s.as_str())),
-                Outcome::Failed(s) => ("not-checked", Some(s.as_str())),
+                Outcome::Rejected(s) => ("held-back", Some(&**s)),
+                Outcome::Pinned(s) => ("pinned", Some(&**s)),
+                Outcome::Skipped(s) => ("skipped", Some(&**s)),
+                Outcome::Unmanaged(s) => ("unmanaged", Some(&**s)),
+                Outcome::Failed(s) => ("not-checked", Some(&**s)),
             };
             Some(NotUpdated {
                 file: &r.file,
@@ -466,7 +466,7 @@ pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
     let row = |r: &ImageRef| {
         let current = match (&r.tag, &r.digest) {
             (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),
-            (Some(t), None) => t.clone(),
+            (Some(t), None) => t.to_string(),
             (None, Some(d)) => format!("@{}", short_digest(d)),
             (None, None) => "-".into(),
         };

@@ -6,6 +6,7 @@ pub mod metadata;
 pub mod signed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
@@ -20,12 +21,13 @@ use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
 use metadata::{MetaCache, Need};
 
-/// What the run decided for one reference.
+/// What the run decided for one reference. Its strings are shared by the references
+/// decided alike (a group's members), so an outcome per reference costs no copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Update {
-        tag: String,
-        digest: Option<String>,
+        tag: Arc<str>,
+        digest: Option<Arc<str>>,
         /// `verify`: the digest verified and who signed it. Boxed: rare, and one outcome is
         /// kept per reference to the end of the run.
         verified: Option<Box<crate::verify::Verified>>,
@@ -33,15 +35,15 @@ pub enum Outcome {
     UpToDate,
     /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
     /// revert): why.
-    Rejected(String),
+    Rejected(Arc<str>),
     /// A `pin` policy or marker holds it where it is.
-    Pinned(String),
+    Pinned(Arc<str>),
     /// The policy could not judge it (e.g. the current tag is not a version).
-    Skipped(String),
+    Skipped(Arc<str>),
     /// imagebump does not manage it (discovery said why).
-    Unmanaged(String),
+    Unmanaged(Arc<str>),
     /// The registry could not be asked.
-    Failed(String),
+    Failed(Arc<str>),
 }
 
 #[derive(Debug, Default)]
@@ -499,12 +501,12 @@ pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
 /// policy cannot judge); `None` for one resolve asks the registry about.
 fn set_aside(r: &ImageRef) -> Option<Outcome> {
     if let Some(reason) = &r.unmanaged {
-        return Some(Outcome::Unmanaged(reason.clone()));
+        return Some(Outcome::Unmanaged(Arc::clone(reason)));
     }
     if r.policy.pin {
-        return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source)));
+        return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source).into()));
     }
-    crate::policy::cannot_judge(&r.policy, current(r)).map(Outcome::Skipped)
+    crate::policy::cannot_judge(&r.policy, current(r)).map(|why| Outcome::Skipped(why.into()))
 }
 
 /// Tag lists started before resolve, while discovery was still reading the tree: one task
@@ -652,7 +654,7 @@ async fn decide_group(
     } = shared;
     let concurrency = *concurrency;
     let failed = |why: String| Decided {
-        outcome: Outcome::Failed(why),
+        outcome: Outcome::Failed(why.into()),
         errors: Vec::new(),
         warnings: Vec::new(),
     };
@@ -713,22 +715,22 @@ async fn decide_group(
     errors.extend(signed.errors);
     if let Some(first) = errors.first() {
         return Decided {
-            outcome: Outcome::Failed(first.clone()),
+            outcome: Outcome::Failed(first.as_str().into()),
             errors,
             warnings,
         };
     }
     let outcome = match choice {
         Choice::Update { tag, digest } => Outcome::Update {
-            tag,
-            digest,
+            tag: tag.into(),
+            digest: digest.map(Into::into),
             verified,
         },
         Choice::Current => match eval.held_back() {
-            Some(why) => Outcome::Rejected(why),
+            Some(why) => Outcome::Rejected(why.into()),
             None => Outcome::UpToDate,
         },
-        Choice::Skip(reason) => Outcome::Skipped(reason),
+        Choice::Skip(reason) => Outcome::Skipped(reason.into()),
     };
     Decided {
         outcome,
@@ -747,7 +749,7 @@ async fn pin_digests(
     concurrency: usize,
     problems: &mut Vec<Problem>,
 ) {
-    let wanted: BTreeSet<(ImageName, String, Option<&str>)> = refs
+    let wanted: BTreeSet<(ImageName, Arc<str>, Option<&str>)> = refs
         .iter()
         .zip(outcomes.iter())
         .filter_map(|(r, o)| match o {
@@ -759,7 +761,7 @@ async fn pin_digests(
             _ => None,
         })
         .collect();
-    let digests: BTreeMap<(ImageName, String), Result<String, Error>> = stream::iter(wanted)
+    let digests: BTreeMap<(ImageName, Arc<str>), Result<String, Error>> = stream::iter(wanted)
         .map(|(name, tag, creds)| async move {
             let result = match registries.client_with(&name, creds) {
                 Ok(client) => {
@@ -795,11 +797,11 @@ async fn pin_digests(
                 Some(Ok(d)) => {
                     *o = Outcome::Update {
                         tag: tag.clone(),
-                        digest: Some(d.clone()),
+                        digest: Some(d.as_str().into()),
                         verified: None,
                     }
                 }
-                Some(Err(e)) => *o = Outcome::Failed(e.to_string()),
+                Some(Err(e)) => *o = Outcome::Failed(e.to_string().into()),
                 None => *o = Outcome::Failed("digest not resolved".into()),
             }
         }

@@ -87,7 +87,7 @@ pub fn branch_name(prefix: &str, group: &str) -> String {
 /// The pull-request title.
 pub fn title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> String {
     let (image, from, to) = match updates {
-        [u] => (&*u.name, u.from.as_str(), u.to.as_str()),
+        [u] => (&*u.name, &*u.from, &*u.to),
         _ => ("", "", ""),
     };
     let default = match updates {

@@ -148,16 +148,16 @@ impl Scan<'_> {
                 .ctx()
                 .slot(place.doc, place.at.clone(), s, place.format);
             match &new.format {
-                SlotFormat::Tag => r.tag = Some(value),
+                SlotFormat::Tag => r.tag = Some(value.into()),
                 SlotFormat::Digest => r.digest = Some(value),
                 SlotFormat::TagAtDigest => {
                     let (t, d) = super::split_digest(&value);
-                    r.tag = t;
+                    r.tag = t.map(Into::into);
                     r.digest = d;
                 }
                 SlotFormat::Reference { .. } => {
                     let parsed = imagebump_model::name::parse_reference(&value).ok()?;
-                    r.tag = parsed.tag;
+                    r.tag = parsed.tag.map(Into::into);
                     r.digest = parsed.digest;
                 }
                 // Any other part (an image name) stays as the element has it.

@@ -115,7 +115,7 @@ impl Scan<'_> {
         all: &[SourceState],
         r: &ImageRef,
     ) {
-        let Some(version) = r.tag.clone() else { return };
+        let Some(version) = r.tag.as_deref().map(str::to_string) else { return };
         if semver::Version::parse(&version).is_err() || st.broken {
             return;
         }
