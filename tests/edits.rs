@@ -134,7 +134,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
         found
             .refs
             .iter()
-            .any(|r| r.creations.iter().any(|c| c.file == file))
+            .any(|r| r.creations().iter().any(|c| c.file == file))
     };
     for f in plan.files.iter().filter(|f| !created(&f.file)) {
         let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
@@ -167,7 +167,8 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
                     span: slot.span.clone(),
                     style: slot.style,
                 };
-                let raw = imagebump_yaml::render_scalar(&old, &slot.raw, &value).unwrap();
+                let raw = imagebump_yaml::render_scalar(&old, &f.before[slot.span.clone()], &value)
+                    .unwrap();
                 spans.push((slot.span.clone(), raw));
                 intended.push((slot, value));
             }

@@ -549,7 +549,7 @@ impl Scan<'_> {
     /// Mark the app's managed references unmanaged, with `why`.
     fn leave_alone(&mut self, app_key: &str, why: impl Fn(&ImageRef) -> String) {
         for r in &mut self.out.refs {
-            if r.app.as_deref() == Some(app_key) && r.unmanaged.is_none() {
+            if r.app() == Some(app_key) && r.unmanaged.is_none() {
                 r.unmanaged = Some(why(r).into());
             }
         }
@@ -565,7 +565,7 @@ impl Scan<'_> {
                 .iter()
                 .map(|s| (r.file.to_string(), s.path.to_vec()))
                 .collect();
-            p.extend(r.creations.iter().map(|c| {
+            p.extend(r.creations().iter().map(|c| {
                 let mut path = c.path.clone();
                 // A list item is its own place: the item of its key (a Helm parameter's
                 // name, a kustomize image's name), not the whole list.
@@ -589,7 +589,7 @@ impl Scan<'_> {
             .refs
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.is_managed() && r.app.as_deref() == Some(app_key))
+            .filter(|(_, r)| r.is_managed() && r.app() == Some(app_key))
             .collect();
         let mut clashes = Vec::new();
         let mut rest = managed.as_slice();
@@ -615,9 +615,9 @@ impl Scan<'_> {
             ));
             for k in [i, j] {
                 if let Some(r) = self.out.refs.get_mut(k) {
-                    r.unmanaged = Some(format!(
-                        "shares its value with another image of app {app_key}"
-                    ).into());
+                    r.unmanaged = Some(
+                        format!("shares its value with another image of app {app_key}").into(),
+                    );
                 }
             }
         }
@@ -651,7 +651,7 @@ impl Scan<'_> {
         self.out.problems.extend(problems);
         for mut r in refs {
             r.unit = app_key.into();
-            r.app = Some(app_key.to_string());
+            r.extra_mut().app = Some(app_key.to_string());
             let inner = r.slots.first().and_then(|s| s.inner.as_ref());
             if let Some(why) = inner.and_then(|i| overrides.iter().find(|(p, _)| *p == i.path)) {
                 r.unmanaged = Some(format!("{} sets it again, over helm.values", why.1).into());
@@ -765,11 +765,11 @@ impl Scan<'_> {
             // when the app's path is where its new value goes (an overlay of a shared
             // base, or the one leaf deploying it).
             let below = prefix.as_deref().is_some_and(|p| {
-                r.file.starts_with(p) || r.writes_to.as_deref().is_some_and(|w| w.starts_with(p))
+                r.file.starts_with(p) || r.writes_to().is_some_and(|w| w.starts_with(p))
             }) || st.dir.as_deref() == Some(&*r.unit);
-            if (below || named.iter().any(|f| *f == *r.file)) && r.app.is_none() {
+            if (below || named.iter().any(|f| *f == *r.file)) && r.app().is_none() {
                 r.unit = app_key.into();
-                r.app = Some(app_key.to_string());
+                r.extra_mut().app = Some(app_key.to_string());
             }
         }
     }
@@ -815,7 +815,9 @@ impl Scan<'_> {
                     file: file.clone(),
                     doc,
                     at: with_index(&base, i, &[]),
-                    format: SlotFormat::Reference { name: prefix },
+                    format: SlotFormat::Reference {
+                        name: prefix.into(),
+                    },
                     kind: RefKind::ArgoKustomizeImage,
                     repository: None,
                 });
@@ -847,7 +849,7 @@ impl Scan<'_> {
                     file: file.clone(),
                     doc,
                     at: with_index(&base, i, &["value"]),
-                    format: SlotFormat::Reference { name },
+                    format: SlotFormat::Reference { name: name.into() },
                     kind: RefKind::ArgoPluginEnv,
                     repository: None,
                 });
@@ -899,7 +901,7 @@ impl Scan<'_> {
                 continue;
             };
             r.unit = app_key.into();
-            r.app = Some(app_key.to_string());
+            r.extra_mut().app = Some(app_key.to_string());
             self.push(r, None);
         }
     }
@@ -947,12 +949,12 @@ impl Scan<'_> {
                 digest: digest.clone(),
             },
         );
-        r.app = Some(app_key.to_string());
+        r.extra_mut().app = Some(app_key.to_string());
         let format = match (&c.format, &digest) {
             (SlotFormat::Tag, Some(_)) => SlotFormat::TagAtDigest,
             // A `repo:tag` value keeps the repository as written in it.
             (SlotFormat::Reference { name }, _) if name.is_empty() => SlotFormat::Reference {
-                name: r.written.to_string(),
+                name: std::sync::Arc::clone(&r.written),
             },
             (f, _) => f.clone(),
         };
@@ -998,7 +1000,7 @@ impl Scan<'_> {
         if self.template.is_some() {
             self.out
                 .refs
-                .retain(|o| o.app.is_some() || !same_place(o, &r));
+                .retain(|o| o.app().is_some() || !same_place(o, &r));
             if self.out.refs.iter().any(|o| same_place(o, &r)) {
                 return;
             }
@@ -1104,9 +1106,10 @@ impl Scan<'_> {
                     policy: Default::default(),
                     unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
                     slots: Vec::new(),
-                    creations: Vec::new(),
-                    writes_to: None,
-                    app: Some(app_key.to_string()),
+                    extra: Some(Box::new(crate::discover::Extra {
+                        app: Some(app_key.to_string()),
+                        ..Default::default()
+                    })),
                 }
             }
         };
@@ -1148,7 +1151,9 @@ impl Scan<'_> {
                 file,
                 doc,
                 at: with_index(&base, i, &[]),
-                format: SlotFormat::Reference { name: prefix },
+                format: SlotFormat::Reference {
+                    name: prefix.into(),
+                },
                 kind: RefKind::ArgoKustomizeImage,
                 repository: None,
             });
@@ -1243,9 +1248,7 @@ impl Scan<'_> {
             file,
             doc,
             at,
-            format: SlotFormat::Reference {
-                name: image.to_string(),
-            },
+            format: SlotFormat::Reference { name: image.into() },
             kind: RefKind::Workload,
             repository: None,
         })
@@ -1267,9 +1270,7 @@ impl Scan<'_> {
             doc,
             at: with_index(&base, i, &["value"]),
             format: if spec {
-                SlotFormat::Reference {
-                    name: String::new(),
-                }
+                SlotFormat::Reference { name: "".into() }
             } else {
                 SlotFormat::Tag
             },
@@ -1303,7 +1304,7 @@ impl Scan<'_> {
         let format = |repo: &Option<String>| {
             if spec {
                 SlotFormat::Reference {
-                    name: repo.clone().unwrap_or_default(),
+                    name: repo.as_deref().unwrap_or_default().into(),
                 }
             } else {
                 SlotFormat::Tag
@@ -1564,7 +1565,8 @@ impl Scan<'_> {
                     }
                 }
                 if in_place {
-                    r.creations
+                    r.extra_mut()
+                        .creations
                         .extend(out.into_iter().map(|(path, what)| Creation {
                             file: file.clone(),
                             doc: 0,
@@ -1577,8 +1579,8 @@ impl Scan<'_> {
             }
         };
         r.slots.clear();
-        r.writes_to = Some(file.clone());
-        r.creations = creations
+        r.extra_mut().writes_to = Some(file.clone());
+        r.extra_mut().creations = creations
             .into_iter()
             .map(|(path, what)| Creation {
                 file: file.clone(),

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 
 use super::charts::ChartApp;
-use super::{Created, Creation, Discovery, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template};
+use super::{
+    Created, Creation, Discovery, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
+};
 use crate::chart::archive::{self, ChartFiles};
 use crate::config::Config;
 use crate::policy::rules::Policies;
@@ -179,7 +181,7 @@ fn reference(
     path.extend(slot.path.iter().cloned());
     let value = match &slot.format {
         SlotFormat::Reference { name } => Template::Reference {
-            prefix: name.clone(),
+            prefix: name.to_string(),
         },
         _ => Template::Tag,
     };
@@ -202,13 +204,15 @@ fn reference(
         policy,
         unmanaged,
         slots: Vec::new(),
-        creations: vec![Creation {
-            file: a.file.clone(),
-            doc: a.doc,
-            path,
-            what: Created::Key { value },
-        }],
-        writes_to: Some(a.file.clone()),
-        app: Some(a.app.clone()),
+        extra: Some(Box::new(Extra {
+            creations: vec![Creation {
+                file: a.file.clone(),
+                doc: a.doc,
+                path,
+                what: Created::Key { value },
+            }],
+            writes_to: Some(a.file.clone()),
+            app: Some(a.app.clone()),
+        })),
     })
 }

@@ -263,7 +263,7 @@ fn dependencies(
                 str_at(l, &["name"]) == Some(name) && str_at(l, &["repository"]) == Some(repo)
             });
             if let Some(j) = j {
-                r.creations.push(Creation {
+                r.extra_mut().creations.push(Creation {
                     file: lock_rel.clone(),
                     doc: 0,
                     path: vec![key("dependencies"), PathSeg::Index(j), key("version")],

@@ -258,7 +258,7 @@ fn parts(
                 })?;
                 (parts.tag, parts.digest) = (parsed.tag, parsed.digest);
                 SlotFormat::Reference {
-                    name: repo.image.clone(),
+                    name: repo.image.as_str().into(),
                 }
             }
             Field::Tag => {

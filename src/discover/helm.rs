@@ -555,7 +555,6 @@ impl<'a> Values<'a> {
                 return Some(Ok(self.unmanaged(kind, at, &s.value, why)));
             }
         };
-        let written = r.written.clone();
         let mut out = self.ctx.new_ref(kind, &self.unit(), at, r);
         if out.tag.is_none() {
             out.unmanaged = Some(if out.digest.is_some() {
@@ -564,7 +563,9 @@ impl<'a> Values<'a> {
                 "no tag (the runtime pulls latest)".into()
             });
         } else {
-            let format = SlotFormat::Reference { name: written };
+            let format = SlotFormat::Reference {
+                name: std::sync::Arc::clone(&out.written),
+            };
             out.slots
                 .push(self.ctx.slot(self.doc, path.to_vec(), s, format));
         }
@@ -748,7 +749,7 @@ impl<'a> Values<'a> {
         };
         let name = parse_name(&written).ok()?;
         let format = SlotFormat::Reference {
-            name: r.written.clone(),
+            name: r.written.as_str().into(),
         };
         let path = f.paths.repository(f.repository.label);
         let reference = Reference {
@@ -1072,7 +1073,7 @@ spec:
         let block = BlockText::literal(file, s.span.clone(), decoded).unwrap();
         let (refs, problems) = in_block("app.yaml", 0, &at, &block, &ImageKeys::default());
         assert_eq!(problems, []);
-        let found: Vec<(usize, usize, &str, String, Vec<PathSeg>)> = refs
+        let found: Vec<(usize, usize, &str, Vec<PathSeg>)> = refs
             .iter()
             .map(|r| {
                 let slot = &r.slots[0];
@@ -1082,7 +1083,6 @@ spec:
                     r.line,
                     r.column,
                     &file[slot.span.clone()],
-                    slot.raw.clone(),
                     inner.path.clone(),
                 )
             })
@@ -1090,18 +1090,11 @@ spec:
         assert_eq!(
             found,
             [
-                (
-                    8,
-                    16,
-                    "7.4.1",
-                    "7.4.1".to_string(),
-                    vec![key("image"), key("tag")]
-                ),
+                (8, 16, "7.4.1", vec![key("image"), key("tag")]),
                 (
                     10,
                     20,
                     "busybox:1.36",
-                    "busybox:1.36".to_string(),
                     vec![key("extra"), PathSeg::Index(0), key("image")]
                 ),
             ]

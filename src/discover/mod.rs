@@ -59,18 +59,18 @@ pub enum RefKind {
     ChartDefault,
 }
 
-/// One scalar imagebump may rewrite.
+/// One scalar imagebump may rewrite. Its bytes as written are the file's text at `span`
+/// (the plan reads them there: a copy per slot would be kept to the end of the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slot {
     pub doc: usize,
     pub path: std::sync::Arc<[PathSeg]>,
     pub span: Range<usize>,
     pub style: Style,
-    pub raw: String,
     pub format: SlotFormat,
     /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
     /// `helm.values` string): `doc` and `path` then locate that block scalar, `inner` the
-    /// scalar inside its text; `span` and `raw` are still the scalar's bytes in the file.
+    /// scalar inside its text; `span` is still the scalar's bytes in the file.
     /// Boxed: rare, and a slot is kept per reference to the end of the run.
     pub inner: Option<Box<imagebump_yaml::Inner>>,
 }
@@ -84,8 +84,9 @@ pub enum SlotFormat {
     TagAtDigest,
     /// Just the digest (`digest: sha256:…`).
     Digest,
-    /// A whole reference `name:tag[@digest]`; `name` is kept as written.
-    Reference { name: String },
+    /// A whole reference `name:tag[@digest]`; `name` is kept as written (shared with the
+    /// reference's `written`).
+    Reference { name: std::sync::Arc<str> },
 }
 
 /// A value that does not exist yet and is created when the reference moves: Argo CD
@@ -166,6 +167,14 @@ pub struct ImageRef {
     /// its outcome.
     pub unmanaged: Option<std::sync::Arc<str>>,
     pub slots: Vec<Slot>,
+    /// What few references have (Argo CD write-back, an app): boxed, as a reference is
+    /// kept to the end of the run (`creations()`, `writes_to()`, `app()`, `extra_mut()`).
+    pub extra: Option<Box<Extra>>,
+}
+
+/// The parts of a reference that only Argo CD's references and kustomize write-back have.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extra {
     /// Values created when it moves (where `slots` cannot hold the new value).
     pub creations: Vec<Creation>,
     /// Where the new value is written, when not where the current one is read (Argo CD
@@ -180,12 +189,35 @@ impl ImageRef {
         self.unmanaged.is_none()
     }
 
+    /// Values created when it moves (where `slots` cannot hold the new value).
+    pub fn creations(&self) -> &[Creation] {
+        self.extra.as_ref().map_or(&[], |e| &e.creations)
+    }
+
+    /// Where the new value is written, when not where the current one is read (Argo CD
+    /// write-back).
+    pub fn writes_to(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|e| e.writes_to.as_deref())
+    }
+
+    /// The Argo CD Application the reference belongs to.
+    pub fn app(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|e| e.app.as_deref())
+    }
+
+    /// The rarer parts, made when first written.
+    pub fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_default()
+    }
+
     /// Give back the room its vectors grew into: a reference is kept to the end of the run,
     /// and a vector grown by one push holds room for four (a slot is about 100 bytes, and
     /// 45,000 references hold tens of thousands, docs/performance.md).
     pub fn shrink_to_fit(&mut self) {
         self.slots.shrink_to_fit();
-        self.creations.shrink_to_fit();
+        if let Some(e) = &mut self.extra {
+            e.creations.shrink_to_fit();
+        }
     }
 
     /// The files an update of this reference changes, its own file first (when it has
@@ -195,7 +227,7 @@ impl ImageRef {
         if !self.slots.is_empty() {
             files.push(&self.file);
         }
-        for c in &self.creations {
+        for c in self.creations() {
             if !files.contains(&c.file.as_str()) {
                 files.push(&c.file);
             }
@@ -235,7 +267,9 @@ impl Discovery {
     pub fn release_unmanaged(&mut self) {
         for r in self.refs.iter_mut().filter(|r| !r.is_managed()) {
             r.slots = Vec::new();
-            r.creations = Vec::new();
+            if let Some(e) = &mut r.extra {
+                e.creations = Vec::new();
+            }
         }
     }
 
@@ -267,8 +301,8 @@ pub fn in_scope(r: &ImageRef, scope: &str) -> bool {
 fn within(r: &ImageRef, prefix: &str) -> bool {
     let inside = |f: &str| f.starts_with(prefix);
     inside(&r.file)
-        && r.writes_to.as_deref().is_none_or(inside)
-        && r.creations.iter().all(|c| inside(&c.file))
+        && r.writes_to().is_none_or(inside)
+        && r.creations().iter().all(|c| inside(&c.file))
 }
 
 /// Per-file context handed to the file-kind scanners.
@@ -295,11 +329,6 @@ impl FileCtx<'_> {
             path: path.into(),
             span: s.span.clone(),
             style: s.style,
-            raw: self
-                .text
-                .get(s.span.clone())
-                .unwrap_or_default()
-                .to_string(),
             format,
             inner: None,
         }
@@ -321,9 +350,7 @@ impl FileCtx<'_> {
             policy: Policy::default(),
             unmanaged: None,
             slots: Vec::new(),
-            creations: Vec::new(),
-            writes_to: None,
-            app: None,
+            extra: None,
         }
     }
 }
@@ -671,6 +698,9 @@ impl Names {
         }
         for s in &mut r.slots {
             shared(&mut self.paths, &mut s.path);
+            if let SlotFormat::Reference { name } = &mut s.format {
+                shared(&mut self.written, name);
+            }
         }
     }
 }
@@ -1104,7 +1134,7 @@ mod tests {
             if overridden(b) {
                 // The base's image, overridden by the kustomization's `images:` entry.
                 assert!(!b.is_managed() && !b.slots.is_empty());
-                assert!(r.slots.is_empty() && r.creations.is_empty());
+                assert!(r.slots.is_empty() && r.creations().is_empty());
                 let (file, line, tag) = (&r.file, r.line, r.tag.as_deref());
                 assert_eq!((file, line, tag), (&b.file, b.line, Some("0.9.0")));
                 assert_eq!(r.unmanaged, b.unmanaged);

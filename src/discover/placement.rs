@@ -146,14 +146,14 @@ fn per_leaf(r: &ImageRef, e: &LeafEdit) -> ImageRef {
     let mut out = r.clone();
     out.slots.clear();
     out.unit = e.dir.as_str().into();
-    out.writes_to = Some(e.file.clone());
+    out.extra_mut().writes_to = Some(e.file.clone());
     if *e.image != *r.written {
         if let Ok(name) = parse_name(&e.image) {
             out.image = name.into();
             out.written = e.image.as_str().into();
         }
     }
-    out.creations = vec![Creation {
+    out.extra_mut().creations = vec![Creation {
         file: e.file.clone(),
         doc: 0,
         path: vec![PathSeg::Key("images".into())],

@@ -503,7 +503,6 @@ fn image(
             return Err(Box::new((listed, ctx.problem(s.span.start, e.to_string()))));
         }
     };
-    let written = r.written.clone();
     let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
     if out.tag.is_none() {
         out.unmanaged = Some(if out.digest.is_some() {
@@ -512,8 +511,14 @@ fn image(
             "no tag (the runtime pulls latest)".into()
         });
     }
-    out.slots
-        .push(ctx.slot(doc, path, s, SlotFormat::Reference { name: written }));
+    out.slots.push(ctx.slot(
+        doc,
+        path,
+        s,
+        SlotFormat::Reference {
+            name: std::sync::Arc::clone(&out.written),
+        },
+    ));
     Ok(Some(out))
 }
 

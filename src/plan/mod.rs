@@ -142,7 +142,13 @@ fn group_of(file: &str) -> String {
     file.rsplit_once('/').map_or(".", |(d, _)| d).to_string()
 }
 
-fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>, String> {
+/// The edits of `r`'s slots in `text`, the text of its file.
+fn edits_for(
+    r: &ImageRef,
+    text: &str,
+    tag: &str,
+    digest: Option<&str>,
+) -> Result<Vec<Edit>, String> {
     let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
     if r.digest.is_some() && digest.is_none() {
         return Err("the new digest is unknown".into());
@@ -158,8 +164,9 @@ fn edits_for(r: &ImageRef, tag: &str, digest: Option<&str>) -> Result<Vec<Edit>,
                 span: slot.span.clone(),
                 style: slot.style,
             };
-            let new_raw =
-                yaml::render_scalar(&old, &slot.raw, &value).map_err(|e| e.to_string())?;
+            let raw = (text.get(slot.span.clone()))
+                .ok_or("the value is not where discovery found it in the file")?;
+            let new_raw = yaml::render_scalar(&old, raw, &value).map_err(|e| e.to_string())?;
             Ok(Edit {
                 doc: slot.doc,
                 path: slot.path.to_vec(),
@@ -261,7 +268,7 @@ fn changes_for<'a>(
         if !r.slots.is_empty() {
             by_file.entry(&*r.file).or_default().slots.push(p);
         }
-        for c in &r.creations {
+        for c in r.creations() {
             by_file
                 .entry(c.file.as_str())
                 .or_default()
@@ -471,7 +478,7 @@ fn change_file(
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
     for (r, tag, digest) in &work.slots {
-        let e = edits_for(r, tag, *digest).map_err(|e| (r.line, r.column, e))?;
+        let e = edits_for(r, text, tag, *digest).map_err(|e| (r.line, r.column, e))?;
         edits.extend(e);
     }
     let first = work

@@ -74,7 +74,10 @@ fn row(
         app: app.to_string(),
         environment: env,
         image: r.map(|r| r.image.to_string()).unwrap_or_default(),
-        version: r.and_then(|r| r.tag.as_deref()).unwrap_or_default().to_string(),
+        version: r
+            .and_then(|r| r.tag.as_deref())
+            .unwrap_or_default()
+            .to_string(),
         since,
         next,
         file: r.map(|r| r.file.to_string()).unwrap_or_default(),

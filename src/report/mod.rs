@@ -54,8 +54,8 @@ impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
             tag: r.tag.as_deref(),
             digest: r.digest.as_deref(),
             unit: &r.unit,
-            app: r.app.as_deref(),
-            writes_to: r.writes_to.as_deref(),
+            app: r.app(),
+            writes_to: r.writes_to(),
             policy: &r.policy,
             managed: r.is_managed(),
             reason: r.unmanaged.as_deref(),
@@ -473,7 +473,7 @@ pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
         let (policy, status) = match &r.unmanaged {
             None => (
                 format!("{} ({})", r.policy.summary(), r.policy.source),
-                match &r.writes_to {
+                match r.writes_to() {
                     Some(w) => format!("managed, writes {w}"),
                     None => "managed".to_string(),
                 },
@@ -494,18 +494,18 @@ pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
         Some(w) => fit_width(&header, rows, w.saturating_sub(indent), &[3, 4]),
         None => rows,
     };
-    if refs.iter().all(|r| r.app.is_none()) {
+    if refs.iter().all(|r| r.app().is_none()) {
         let rows: Vec<Vec<String>> = refs.iter().map(row).collect();
         return table(&header, &fit(rows, 0));
     }
-    let mut apps: Vec<&str> = refs.iter().filter_map(|r| r.app.as_deref()).collect();
+    let mut apps: Vec<&str> = refs.iter().filter_map(|r| r.app()).collect();
     apps.sort();
     apps.dedup();
     let mut out = String::new();
     for app in apps {
         let rows: Vec<Vec<String>> = refs
             .iter()
-            .filter(|r| r.app.as_deref() == Some(app))
+            .filter(|r| r.app() == Some(app))
             .map(row)
             .collect();
         out.push_str(&format!("app {app}\n"));
@@ -514,7 +514,7 @@ pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
         }
         out.push('\n');
     }
-    let rest: Vec<Vec<String>> = refs.iter().filter(|r| r.app.is_none()).map(row).collect();
+    let rest: Vec<Vec<String>> = refs.iter().filter(|r| r.app().is_none()).map(row).collect();
     if !rest.is_empty() {
         out.push_str("not in an Argo CD app\n");
         for line in table(&header, &fit(rest, 2)).lines() {

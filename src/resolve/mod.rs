@@ -159,9 +159,7 @@ type Held = BTreeMap<String, String>;
 fn held_for(r: &ImageRef, rejections: &Rejections) -> Option<Held> {
     let list = rejections.get(&r.image)?;
     let here = |file: &str| {
-        r.touched_files().contains(&file)
-            || *r.file == *file
-            || r.writes_to.as_deref() == Some(file)
+        r.touched_files().contains(&file) || *r.file == *file || r.writes_to() == Some(file)
     };
     let mut held = Held::new();
     for x in list.iter().filter(|x| x.file.as_deref().is_none_or(here)) {
@@ -504,7 +502,9 @@ fn set_aside(r: &ImageRef) -> Option<Outcome> {
         return Some(Outcome::Unmanaged(Arc::clone(reason)));
     }
     if r.policy.pin {
-        return Some(Outcome::Pinned(format!("pinned ({})", r.policy.source).into()));
+        return Some(Outcome::Pinned(
+            format!("pinned ({})", r.policy.source).into(),
+        ));
     }
     crate::policy::cannot_judge(&r.policy, current(r)).map(|why| Outcome::Skipped(why.into()))
 }

@@ -71,7 +71,7 @@ impl Scan<'_> {
                     continue;
                 }
             };
-            r.app = Some(app_key.clone());
+            r.extra_mut().app = Some(app_key.clone());
             self.push(r, None);
             let Some(r) = self.out.refs.last_mut() else {
                 continue;
@@ -115,7 +115,9 @@ impl Scan<'_> {
         all: &[SourceState],
         r: &ImageRef,
     ) {
-        let Some(version) = r.tag.as_deref().map(str::to_string) else { return };
+        let Some(version) = r.tag.as_deref().map(str::to_string) else {
+            return;
+        };
         if semver::Version::parse(&version).is_err() || st.broken {
             return;
         }
