@@ -117,8 +117,15 @@ impl Default for Policy {
     // shows it), and `Default` has no way to report an error.
     #[allow(clippy::unreachable)]
     fn default() -> Self {
-        Policy::compile(PolicySpec::default(), PolicySource::default())
-            .unwrap_or_else(|_| unreachable!("empty policy compiles"))
+        // Compiled once and shared: every reference starts with it (tens of thousands in a
+        // large tree) until discovery gives it its own.
+        static DEFAULT: std::sync::OnceLock<Policy> = std::sync::OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                Policy::compile(PolicySpec::default(), PolicySource::default())
+                    .unwrap_or_else(|_| unreachable!("empty policy compiles"))
+            })
+            .clone()
     }
 }
 
