@@ -1017,7 +1017,7 @@ impl Scan<'_> {
                 if let Some(l) = self.files.get(f) {
                     self.out
                         .sources
-                        .entry(f.to_string())
+                        .entry(f.into())
                         .or_insert_with(|| l.text.as_str().into());
                 }
             }

@@ -178,7 +178,7 @@ pub(super) fn scan(
             check_policy(&mut r);
             if r.is_managed() {
                 out.sources
-                    .entry(f.rel.clone())
+                    .entry(f.rel.as_str().into())
                     .or_insert_with(|| f.text.as_str().into());
             }
             out.refs.push(r);
@@ -272,7 +272,7 @@ fn dependencies(
                     },
                 });
                 out.sources
-                    .entry(lock_rel.clone())
+                    .entry(lock_rel.as_str().into())
                     .or_insert_with(|| text.as_str().into());
             }
         }

@@ -240,10 +240,11 @@ impl ImageRef {
 #[derive(Debug, Default)]
 pub struct Discovery {
     pub refs: Vec<ImageRef>,
-    /// Text of every file that holds a managed reference, for the edit stage.
-    pub sources: BTreeMap<String, std::sync::Arc<str>>,
+    /// Text of every file that holds a managed reference, for the edit stage (by the file's
+    /// name, shared with its references).
+    pub sources: BTreeMap<std::sync::Arc<str>, std::sync::Arc<str>>,
     /// The fingerprints of the sources whose values discovery read whole (see `Scanned`).
-    pub fingerprints: std::collections::HashMap<String, imagebump_yaml::Fingerprint>,
+    pub fingerprints: std::collections::HashMap<std::sync::Arc<str>, imagebump_yaml::Fingerprint>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
@@ -758,8 +759,14 @@ impl Fold<'_> {
         if let Some(k) = kustomization {
             self.layout.add_kustomization(k, text.clone());
         }
+        // The file's name as its references hold it, for the maps kept beside them.
+        let first = refs.first().or(workloads.first().map(|w| &w.r));
+        let file = match first.filter(|r| *r.file == *rel) {
+            Some(r) => std::sync::Arc::clone(&r.file),
+            None => rel.into(),
+        };
         let ctx = FileCtx {
-            file: rel.into(),
+            file: std::sync::Arc::clone(&file),
             text: &text,
             lines,
         };
@@ -785,9 +792,9 @@ impl Fold<'_> {
             }
         }
         if out.refs.iter().skip(before).any(ImageRef::is_managed) {
-            out.sources.insert(rel.to_string(), text);
+            out.sources.insert(std::sync::Arc::clone(&file), text);
             if let Some(f) = fingerprint {
-                out.fingerprints.insert(rel.to_string(), f);
+                out.fingerprints.insert(file, f);
             }
         }
     }

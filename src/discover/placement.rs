@@ -129,7 +129,7 @@ impl Layout {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
                     for e in &edits {
                         if let Some(text) = self.texts.get(&e.file) {
-                            out.sources.insert(e.file.clone(), text.clone());
+                            out.sources.insert(e.file.as_str().into(), text.clone());
                         }
                     }
                     out.refs.splice(index..=index, each);

@@ -155,7 +155,7 @@ impl Scan<'_> {
         if let Some(text) = self.files.get(&app.file).map(|l| l.text.clone()) {
             self.out
                 .sources
-                .entry(app.file.clone())
+                .entry(app.file.as_str().into())
                 .or_insert(text.into());
         }
         self.out.chart_apps.push(ChartApp {
