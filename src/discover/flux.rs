@@ -71,7 +71,8 @@ pub fn scan(found: Found, policies: &mut Policies, out: &mut Discovery) {
             }
         }
         if out.refs.iter().skip(before).any(ImageRef::is_managed) {
-            out.sources.insert(file.as_str().into(), text.as_str().into());
+            out.sources
+                .insert(file.as_str().into(), text.as_str().into());
         }
     }
 }
