@@ -676,7 +676,8 @@ struct Fold<'a> {
 
 /// One copy of each repository's name and each image name as written (a tree deploys a
 /// few hundred images from tens of thousands of places), of each unit (an app's references
-/// share it) and of each slot's path: strings that are kept to the end of the run.
+/// share it), of each tag and of each slot's path: strings that are kept to the end of the
+/// run. The names as written are also the whole-reference slots' names.
 #[derive(Default)]
 struct Names {
     images: std::collections::HashSet<std::sync::Arc<ImageName>>,

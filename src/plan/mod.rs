@@ -564,6 +564,60 @@ mod tests {
         }
     }
 
+    /// The strings kept per reference and per update are shared, not copied: one tag per
+    /// distinct tag, one version per distinct spelling, and a slot reads its bytes in the
+    /// file's text (a text that no longer holds them refuses the file's edit, no panic).
+    #[test]
+    fn tags_and_versions_are_shared_and_slots_read_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("a/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
+            ("b/values.yaml", "y:\n  image: r.io/x:1.0.0\n"),
+        ];
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let mut found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
+        let [a, b] = &found.refs[..] else {
+            panic!("{:?}", found.refs)
+        };
+        let (ta, tb) = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
+        assert!(Arc::ptr_eq(ta, tb), "one copy of the tag 1.0.0");
+        let new = Outcome::Update {
+            tag: "2.0.0".into(),
+            digest: None,
+            verified: None,
+        };
+        let outcomes = vec![new.clone(), new];
+        let made = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
+        let [u, v] = &made.updates[..] else {
+            panic!("{:?}", made.updates)
+        };
+        assert!(Arc::ptr_eq(&u.from, &v.from) && Arc::ptr_eq(&u.to, &v.to));
+        assert_eq!((&*u.from, &*u.to), ("1.0.0", "2.0.0"));
+        assert_eq!(made.files[0].after, "x:\n  image: r.io/x:2.0.0\n");
+        // The text kept for the plan is shorter than where discovery found the value.
+        found
+            .sources
+            .insert("a/values.yaml".into(), "x: 1\n".into());
+        let made = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
+        assert_eq!(made.refused.len(), 1, "{:?}", made.problems);
+        assert!(
+            made.problems
+                .iter()
+                .any(|p| p.location.starts_with("a/values.yaml")
+                    && p.message.contains("not where discovery found it")),
+            "{:?}",
+            made.problems
+        );
+        assert_eq!(made.updates.len(), 1);
+    }
+
     #[test]
     fn a_lock_that_cannot_be_completed_is_reported_whatever_is_kept() {
         let dir = tempfile::tempdir().unwrap();
