@@ -223,16 +223,23 @@ pub fn shard_of(group: &str, n: u64) -> u64 {
 /// A file whose edit is refused: file, line, column, why.
 type Refusal<'a> = (&'a str, usize, usize, String);
 
-/// The same work: the same references (by identity) with the same new values, in order.
-fn same_work(a: &FileWork, b: &FileWork) -> bool {
-    let same = |x: &Planned, y: &Planned| std::ptr::eq(x.0, y.0) && x.1 == y.1 && x.2 == y.2;
-    a.slots.len() == b.slots.len()
-        && a.creations.len() == b.creations.len()
-        && a.slots.iter().zip(&b.slots).all(|(x, y)| same(x, y))
-        && a.creations
-            .iter()
-            .zip(&b.creations)
-            .all(|((x, c), (y, d))| same(x, y) && std::ptr::eq(*c, *d))
+/// How much work a file had: its slot edits and its created values. A change set's work on
+/// a file is a subsequence of the whole plan's (its members are a subsequence of the plan's
+/// updates, each with the same new value), so the same size is the same work; the plan
+/// keeps the sizes, not the work, while it goes through the change sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Size {
+    slots: usize,
+    creations: usize,
+}
+
+impl FileWork<'_> {
+    fn size(&self) -> Size {
+        Size {
+            slots: self.slots.len(),
+            creations: self.creations.len(),
+        }
+    }
 }
 
 /// What a plan keeps of the new texts it verifies. Verifying every edit is the same in each
@@ -248,14 +255,16 @@ pub enum Keep {
     Branches,
 }
 
-/// What [`changes_for`] did for every file: its work and its new text (`None`: verified,
-/// not kept), or a refusal.
-type Done<'a> = BTreeMap<&'a str, (FileWork<'a>, Result<Option<FileChange>, ()>)>;
+/// What [`changes_for`] did for every file: the size of its work and its new text (`None`:
+/// verified, not kept), or a refusal.
+type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<FileChange>, ()>)>;
 
 /// The file changes for `planned` (the new text of every file they touch), and the files
 /// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
-/// verified again: [`change_file`] is a pure function of the text and the work. The new
-/// texts of the files `keep` refuses are only verified (for the refusals), not kept.
+/// verified again: [`change_file`] is a pure function of the text and the work. `planned`
+/// is a subsequence of what `earlier` was made from, so the same [`Size`] is the same
+/// work. The new texts of the files `keep` refuses are only verified (for the refusals),
+/// not kept.
 fn changes_for<'a>(
     discovery: &'a Discovery,
     planned: &[Planned<'a>],
@@ -281,7 +290,7 @@ fn changes_for<'a>(
     let results = crate::parallel::map(&work, |&(file, ref work)| {
         if let Some((_, Ok(change))) = earlier
             .and_then(|e| e.get(file))
-            .filter(|(done, _)| same_work(done, work))
+            .filter(|(done, _)| *done == work.size())
         {
             return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
@@ -301,11 +310,11 @@ fn changes_for<'a>(
     for ((file, work), result) in work.into_iter().zip(results) {
         match result {
             Ok(change) => {
-                changed.insert(file, (work, Ok(change)));
+                changed.insert(file, (work.size(), Ok(change)));
             }
             Err((line, column, e)) => {
                 refused.push((file, line, column, e));
-                changed.insert(file, (work, Err(())));
+                changed.insert(file, (work.size(), Err(())));
             }
         }
     }
@@ -438,7 +447,9 @@ pub fn plan_with(
         // passed verification with all updates together; alone they are verified again,
         // unless a file's updates are all this change set's: then it is the same edit.)
         let branches = |_: &str| keep == Keep::Branches;
-        let (own, refused) = changes_for(discovery, members, Some(&changed), &branches);
+        // Given up once used: the change sets behind it need only theirs.
+        let members = std::mem::take(members);
+        let (own, refused) = changes_for(discovery, &members, Some(&changed), &branches);
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -561,6 +572,22 @@ mod tests {
             );
             assert_eq!(f.changes.len(), 2, "{}", f.group);
             assert!(l.changes.is_empty(), "{}", l.group);
+            // A change set's branch holds its own update only, not the whole plan's text
+            // of the same file (its work there is smaller, so it is edited again).
+            for c in &f.changes {
+                let whole = full.files.iter().find(|w| w.file == c.file).unwrap();
+                assert_ne!(c.after, whole.after, "{} {}", f.group, c.file);
+                assert_eq!(c.after.matches("9.9.9").count(), 1, "{}", c.after);
+            }
+        }
+        // By app, each file's updates are one change set's: its branch is the whole plan's
+        // text of the file.
+        let by_app = plan(&found, &outcomes, GroupBy::App);
+        for set in &by_app.change_sets {
+            for c in &set.changes {
+                let whole = by_app.files.iter().find(|w| w.file == c.file).unwrap();
+                assert_eq!(c.after, whole.after);
+            }
         }
     }
 
