@@ -388,7 +388,7 @@ pub fn plan_with(
     // One string per repository and per change set, shared by their updates.
     let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
     let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
-    let mut spell = |tag, digest| {
+    let mut version = |tag, digest| {
         let kept = spelled.entry((tag, digest));
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
@@ -432,8 +432,8 @@ pub fn plan_with(
             kind: r.kind,
             image,
             name: Arc::clone(&r.written),
-            from: spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
-            to: spell(tag, digest),
+            from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
+            to: version(tag, digest),
             group,
             written_to: (*written != *r.file).then(|| written.to_string()),
             automerge: r.policy.spec.automerge == Some(true),
