@@ -265,6 +265,8 @@ impl Discovery {
     /// read the tree (a source environment's value is read through its slots): a tree of
     /// kustomize overlays holds about one such reference for every two it manages (the
     /// base images its `images:` entries override), each with its slots' paths and text.
+    /// The texts of the files no managed reference is written to go too: only the plan
+    /// reads them (a tree of kustomize overlays: every base's manifest).
     pub fn release_unmanaged(&mut self) {
         for r in self.refs.iter_mut().filter(|r| !r.is_managed()) {
             r.slots = Vec::new();
@@ -272,6 +274,10 @@ impl Discovery {
                 e.creations = Vec::new();
             }
         }
+        let written: std::collections::HashSet<&str> =
+            self.refs.iter().flat_map(ImageRef::touched_files).collect();
+        self.sources.retain(|f, _| written.contains(&**f));
+        self.fingerprints.retain(|f, _| written.contains(&**f));
     }
 
     /// Only what lies under `scope` (a directory relative to `root`): the references read
@@ -1136,7 +1142,11 @@ mod tests {
         let dir = tree(&APP);
         let mut found = discover(&Tree::disk(dir.path()), &Config::default());
         let before = found.refs.clone();
+        assert!(found.sources.contains_key("app/deploy.yaml"));
         found.release_unmanaged();
+        // The base's manifest is no managed reference's: its text goes; those written keep it.
+        let kept: Vec<&str> = found.sources.keys().map(|f| &**f).collect();
+        assert_eq!(kept, ["app/kustomization.yaml", "chart/values.yaml"]);
         let overridden = |r: &ImageRef| r.file.as_ref() == "app/deploy.yaml";
         for (r, b) in found.refs.iter().zip(&before) {
             if overridden(b) {
