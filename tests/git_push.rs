@@ -615,6 +615,16 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
     // Nothing to push: no request.
     assert_eq!(g.push(&dir, &[]).unwrap(), PushOutcome::default());
     assert_eq!(server.requests_matching(RECEIVE_PACK_REFS).len(), 4);
+    // Each push's local refs (its commits, its leases) are gone after it: the next push
+    // of the clone sends only its own branches.
+    let left = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["for-each-ref", "refs/imagebump-push/"])
+        .output()
+        .unwrap();
+    assert!(left.status.success());
+    assert_eq!(String::from_utf8_lossy(&left.stdout), "");
 }
 
 #[test]

@@ -128,7 +128,9 @@ fn git_commands(run: &Run) -> Vec<String> {
 }
 
 /// The git commands of a first pull-request run: the same for 2 and for 12 change sets.
-const FIRST_RUN: [&str; 14] = [
+/// The push writes its commits as local refs first and deletes them after
+/// (`Git::push`).
+const FIRST_RUN: [&str; 16] = [
     "clone",
     "rev-parse",
     "ls-tree",
@@ -141,8 +143,10 @@ const FIRST_RUN: [&str; 14] = [
     "rev-parse",
     "ls-tree",
     "fast-import",
+    "update-ref",
     "config",
     "push",
+    "update-ref",
 ];
 
 /// The git commands of the next run, nothing having changed: the branches are fetched, and
