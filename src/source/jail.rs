@@ -71,7 +71,7 @@ pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
     while let Some(rest) = first.get_mut(n..).filter(|r| !r.is_empty()) {
         match file.read(rest) {
             Ok(0) => break,
-            Ok(read) => n += read,
+            Ok(read) => n = n.saturating_add(read),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(failed(e)),
         }
