@@ -612,9 +612,19 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
     assert_eq!(server.requests_matching(RECEIVE_PACK_POST).len(), 3);
     assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
 
+    // A lease on a commit the clone does not have (the human's, never fetched): it holds,
+    // and the branch is replaced.
+    let api4 = bot_commit(&dir, &head, API, "api: 2.3.0\n", "Bump api");
+    let outcome = g
+        .push(&dir, &[update("imagebump/api", &api4, Some(&human))])
+        .unwrap();
+    assert_eq!(outcome.accepted, strings(&["imagebump/api"]));
+    assert_eq!(server.branch_sha("imagebump/api").unwrap(), api4);
+    assert_eq!(server.requests_matching(RECEIVE_PACK_POST).len(), 4);
+
     // Nothing to push: no request.
     assert_eq!(g.push(&dir, &[]).unwrap(), PushOutcome::default());
-    assert_eq!(server.requests_matching(RECEIVE_PACK_REFS).len(), 4);
+    assert_eq!(server.requests_matching(RECEIVE_PACK_REFS).len(), 5);
     // Each push's local refs (its commits, its leases) are gone after it: the next push
     // of the clone sends only its own branches.
     let left = std::process::Command::new("git")

@@ -909,14 +909,15 @@ impl Git {
     /// expected. A branch the remote (or the lease) rejects is reported in the outcome, not
     /// as an error; a transport or authentication failure is an error.
     ///
-    /// One pattern refspec and one lease for all, rather than one of each per branch: git
-    /// matches every `<src>:<dst>` and every `--force-with-lease=<ref>:<value>` against all
-    /// the others, 0.3 s of a push of 500 branches (docs/performance.md). So the new
-    /// commits are written as local refs of a namespace of this push's own, and the expected
-    /// values as the tracking refs of a remote (origin's URL) that maps the branches there:
-    /// `--force-with-lease` alone expects each branch at its tracking ref, or absent when it
-    /// has none. The namespace (with the tracking refs git sets after the push) is deleted
-    /// again.
+    /// The branches are named by one pattern refspec, and the new ones leased by one
+    /// `--force-with-lease`, rather than one of each per branch: git matches every
+    /// `<src>:<dst>` and every `--force-with-lease=<ref>:<value>` against all the others,
+    /// 0.3 s of a push of 500 new branches (docs/performance.md). So the new commits are
+    /// written as local refs of a namespace of this push's own (deleted again after it),
+    /// pushed through a remote at origin's URL that has no tracking refs: there
+    /// `--force-with-lease` alone expects every branch absent. A branch expected at a
+    /// commit gets its own `--force-with-lease=refs/heads/<b>:<sha>` (the commit need not
+    /// be in the clone).
     pub fn push(&self, dir: &Path, updates: &[RefUpdate]) -> Result<PushOutcome, Error> {
         static PUSHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         if updates.is_empty() {
@@ -931,32 +932,29 @@ impl Git {
         }
         let n = PUSHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ns = format!("refs/imagebump-push/{}-{n}", std::process::id());
-        let mut refs = String::new();
-        for u in updates {
-            refs.push_str(&format!("create {ns}/new/{} {}\n", u.branch, u.new));
-            if let Some(sha) = &u.expected {
-                refs.push_str(&format!("create {ns}/lease/{} {sha}\n", u.branch));
-            }
-        }
+        let edit = |verb: &str| -> String {
+            updates
+                .iter()
+                .map(|u| match verb {
+                    "create" => format!("create {ns}/{} {}\n", u.branch, u.new),
+                    _ => format!("delete {ns}/{}\n", u.branch),
+                })
+                .collect()
+        };
         let mut cmd = self.scratch(dir);
         cmd.args(["update-ref", "--stdin"]);
-        self.run_with_input(cmd, "update-ref", refs.as_bytes())?;
+        self.run_with_input(cmd, "update-ref", edit("create").as_bytes())?;
         let pushed = self.push_namespace(dir, &ns, updates);
-        // Both refs of every branch: git also sets the tracking ref of each branch pushed.
-        let gone: String = updates
-            .iter()
-            .map(|u| format!("delete {ns}/new/{b}\ndelete {ns}/lease/{b}\n", b = u.branch))
-            .collect();
         let mut cmd = self.scratch(dir);
         cmd.args(["update-ref", "--stdin"]);
         // The clone is the run's own; a namespace left behind is only untidy.
-        if let Err(e) = self.run_with_input(cmd, "update-ref", gone.as_bytes()) {
+        if let Err(e) = self.run_with_input(cmd, "update-ref", edit("delete").as_bytes()) {
             tracing::debug!(error = %e, "the push's local refs were not deleted");
         }
         pushed
     }
 
-    /// The push of [`Git::push`], its refs in `ns`.
+    /// The push of [`Git::push`], its new commits in `ns`.
     fn push_namespace(
         &self,
         dir: &Path,
@@ -964,15 +962,8 @@ impl Git {
         updates: &[RefUpdate],
     ) -> Result<PushOutcome, Error> {
         let url = self.origin_url(dir)?;
-        let remote = vec![
-            ("remote.imagebump-push.url".to_string(), url.clone()),
-            (
-                "remote.imagebump-push.fetch".to_string(),
-                format!("+refs/heads/*:{ns}/lease/*"),
-            ),
-            // The tracking refs git sets after the push (see `scratch`).
-            no_fsync(),
-        ];
+        // In the environment, like the rest of the configuration: not on the command line.
+        let remote = vec![("remote.imagebump-push.url".to_string(), url.clone())];
         let mut cmd = self.command_with(Some(&url), remote);
         cmd.arg("-C").arg(dir);
         cmd.args([
@@ -983,9 +974,14 @@ impl Git {
             "--no-verify",
             "--no-recurse-submodules",
             "--force-with-lease",
-            "imagebump-push",
         ]);
-        cmd.arg(format!("{ns}/new/*:refs/heads/*"));
+        for u in updates {
+            if let Some(sha) = &u.expected {
+                cmd.arg(format!("--force-with-lease=refs/heads/{}:{sha}", u.branch));
+            }
+        }
+        cmd.arg("imagebump-push");
+        cmd.arg(format!("{ns}/*:refs/heads/*"));
         let out = self.output(cmd, "push", None)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let results = parse_porcelain(&stdout);
