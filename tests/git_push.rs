@@ -622,19 +622,44 @@ fn one_push_sets_three_branches_and_leases_guard_each_branch() {
     assert_eq!(server.branch_sha("imagebump/api").unwrap(), api4);
     assert_eq!(server.requests_matching(RECEIVE_PACK_POST).len(), 4);
 
+    // In one push, a branch leased on its right commit goes through while one that exists
+    // but was taken to be new is refused (the bare lease that covers every branch without
+    // one of its own).
+    let api5 = bot_commit(&dir, &head, API, "api: 2.4.0\n", "Bump api");
+    let web5 = bot_commit(&dir, &head, WEB, "web: 1.6.0\n", "Bump web");
+    let outcome = g
+        .push(
+            &dir,
+            &[
+                update("imagebump/api", &api5, Some(&api4)),
+                update("imagebump/web", &web5, None),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        outcome,
+        one_refused(&["imagebump/api"], "imagebump/web", "stale info")
+    );
+    assert_eq!(server.branch_sha("imagebump/api").unwrap(), api5);
+    assert_eq!(server.branch_sha("imagebump/web").unwrap(), web3);
+
     // Nothing to push: no request.
     assert_eq!(g.push(&dir, &[]).unwrap(), PushOutcome::default());
-    assert_eq!(server.requests_matching(RECEIVE_PACK_REFS).len(), 5);
-    // Each push's local refs (its commits, its leases) are gone after it: the next push
-    // of the clone sends only its own branches.
+    assert_eq!(server.requests_matching(RECEIVE_PACK_REFS).len(), 6);
+    assert_eq!(push_refs_left(&dir), "");
+}
+
+/// The local refs `Git::push` names its commits by that are still in the clone: none once
+/// a push is over, whatever its outcome.
+fn push_refs_left(dir: &std::path::Path) -> String {
     let left = std::process::Command::new("git")
         .arg("-C")
-        .arg(&dir)
+        .arg(dir)
         .args(["for-each-ref", "refs/imagebump-push/"])
         .output()
         .unwrap();
     assert!(left.status.success());
-    assert_eq!(String::from_utf8_lossy(&left.stdout), "");
+    String::from_utf8_lossy(&left.stdout).into_owned()
 }
 
 #[test]
@@ -980,6 +1005,7 @@ fn the_token_stays_out_of_config_errors_and_urls_and_a_wrong_token_fails_clearly
         );
         assert!(text.contains("IMAGEBUMP_GIT_TOKEN"), "{text}");
         assert!(!text.contains(wrong) && !text.contains(TOKEN), "{text}");
+        assert_eq!(push_refs_left(&dir), "", "after a failed push");
 
         let err = g.remote_heads(&dir, "imagebump/").unwrap_err();
         assert!(matches!(err, Error::Auth { .. }), "{err:?}");

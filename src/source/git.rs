@@ -8,8 +8,10 @@
 //! before it reaches an error or a log line.
 //!
 //! Git behaviours the pull-request code relies on (checked by `tests/git_push.rs`):
-//! - `--force-with-lease=refs/heads/b:` (empty expected value) means "b must not exist yet";
-//!   a lease on a full hex sha needs no local copy of that object.
+//! - A bare `--force-with-lease` pushing to a remote without fetch refspecs (so no tracking
+//!   ref for any branch) means "each branch without a lease of its own must not exist
+//!   yet" (git's `apply_cas`, not spelled out in git-push(1)); a lease on a full hex sha
+//!   needs no local copy of that object. `Git::push` relies on both.
 //! - A push whose new value equals the remote's is reported `=` ("up to date") and accepted
 //!   without checking the lease.
 //! - `fetch --depth N` of a branch that joins history this clone already has writes a new
@@ -145,11 +147,6 @@ const INHERITED_ENV_REMOVED: &[&str] = &[
     "GIT_ICASE_PATHSPECS",
 ];
 
-/// `core.fsync=none`: see [`Git::scratch`].
-fn no_fsync() -> (String, String) {
-    ("core.fsync".to_string(), "none".to_string())
-}
-
 /// glibc's malloc settings for `git fast-import`: no giving memory back under 256 MiB, and
 /// 64 MiB asked for at a time (see [`Git::commit_many`]).
 const FAST_IMPORT_MALLOC: &str =
@@ -272,14 +269,12 @@ impl Git {
         cmd
     }
 
-    /// A command in `dir`, one of imagebump's own clones, that writes objects or refs
-    /// there: no `fsync` of what it writes (only pull-request and push runs, which always
-    /// work in a throw-away clone, write there). Syncing 500 new refs to an ext4 disk one by
-    /// one cost 0.34 s against 0.08 s (docs/performance.md); a clone a crash interrupts is
-    /// thrown away anyway. A local remote's own git (`file://`) does not get this setting:
-    /// git clears the environment's configuration for it.
-    fn scratch(&self, dir: &Path) -> Command {
-        let mut cmd = self.command_with(None, vec![no_fsync()]);
+    /// A command in `dir` that names commits by their full ids: without
+    /// `core.warnAmbiguousRefs=false` git first looks for a ref of each id's name in six
+    /// places (12,000 file lookups for 500 branches).
+    fn by_ids(&self, dir: &Path, mut config: Vec<(String, String)>, url: Option<&str>) -> Command {
+        config.push(("core.warnAmbiguousRefs".to_string(), "false".to_string()));
+        let mut cmd = self.command_with(url, config);
         cmd.arg("-C").arg(dir);
         cmd
     }
@@ -745,7 +740,7 @@ impl Git {
             .tempdir()
             .map_err(Error::Temp)?;
         let marks = tmp.path().join("marks");
-        let mut cmd = self.scratch(dir);
+        let mut cmd = self.local(dir);
         // glibc's malloc gives fast-import's freed memory back to the kernel and asks for it
         // again object after object (54,000 page faults for 500 commits, two thirds of its
         // time); keeping 64 MiB of it makes it three times faster. Other C libraries ignore it.
@@ -941,11 +936,11 @@ impl Git {
                 })
                 .collect()
         };
-        let mut cmd = self.scratch(dir);
+        let mut cmd = self.by_ids(dir, Vec::new(), None);
         cmd.args(["update-ref", "--stdin"]);
         self.run_with_input(cmd, "update-ref", edit("create").as_bytes())?;
         let pushed = self.push_namespace(dir, &ns, updates);
-        let mut cmd = self.scratch(dir);
+        let mut cmd = self.local(dir);
         cmd.args(["update-ref", "--stdin"]);
         // The clone is the run's own; a namespace left behind is only untidy.
         if let Err(e) = self.run_with_input(cmd, "update-ref", edit("delete").as_bytes()) {
@@ -964,8 +959,7 @@ impl Git {
         let url = self.origin_url(dir)?;
         // In the environment, like the rest of the configuration: not on the command line.
         let remote = vec![("remote.imagebump-push.url".to_string(), url.clone())];
-        let mut cmd = self.command_with(Some(&url), remote);
-        cmd.arg("-C").arg(dir);
+        let mut cmd = self.by_ids(dir, remote, Some(&url));
         cmd.args([
             "push",
             "--porcelain",
