@@ -927,23 +927,21 @@ impl Git {
         }
         let n = PUSHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ns = format!("refs/imagebump-push/{}-{n}", std::process::id());
-        let edit = |verb: &str| -> String {
-            updates
-                .iter()
-                .map(|u| match verb {
-                    "create" => format!("create {ns}/{} {}\n", u.branch, u.new),
-                    _ => format!("delete {ns}/{}\n", u.branch),
-                })
-                .collect()
-        };
+        // One transaction: all of them are written, or none.
+        let created: String = (updates.iter())
+            .map(|u| format!("create {ns}/{} {}\n", u.branch, u.new))
+            .collect();
         let mut cmd = self.by_ids(dir, Vec::new(), None);
         cmd.args(["update-ref", "--stdin"]);
-        self.run_with_input(cmd, "update-ref", edit("create").as_bytes())?;
+        self.run_with_input(cmd, "update-ref", created.as_bytes())?;
         let pushed = self.push_namespace(dir, &ns, updates);
+        let deleted: String = (updates.iter())
+            .map(|u| format!("delete {ns}/{}\n", u.branch))
+            .collect();
         let mut cmd = self.local(dir);
         cmd.args(["update-ref", "--stdin"]);
-        // The clone is the run's own; a namespace left behind is only untidy.
-        if let Err(e) = self.run_with_input(cmd, "update-ref", edit("delete").as_bytes()) {
+        // The clone is the run's own: refs left behind only make its later pushes slower.
+        if let Err(e) = self.run_with_input(cmd, "update-ref", deleted.as_bytes()) {
             tracing::debug!(error = %e, "the push's local refs were not deleted");
         }
         pushed
