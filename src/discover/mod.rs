@@ -535,11 +535,13 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         early = early.is_some(),
         "looked for Argo CD and Flux resources"
     );
-    // Kustomizations first: their `configurations:` name image fields of custom resources
-    // that the manifests are then read with.
-    let is_k = |f: &&(String, FileKind)| f.1 == FileKind::Kustomization;
-    let kfiles: Vec<(usize, &(String, FileKind))> =
-        files.iter().enumerate().filter(|(_, f)| is_k(f)).collect();
+    // The kustomizations that may name `configurations:` (image fields of custom resources
+    // that the manifests are then read with) or `helmCharts:` values files are read first;
+    // every other file, the other kustomizations among them, is read in the one pass below.
+    let is_k = |f: &(String, FileKind)| f.1 == FileKind::Kustomization;
+    let kfiles: Vec<(usize, &(String, FileKind))> = (files.iter().enumerate())
+        .filter(|&(i, f)| is_k(f) && read_first(ahead.get(i)))
+        .collect();
     let kkeys = Keys {
         specs: &[],
         helm: &helm_keys,
@@ -568,7 +570,10 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
     // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
     // they are new references and change none read before, so they do not hold listing back.
     tracing::debug!(kustomizations = kfiles.len(), "read the kustomizations");
-    let mut kread = kread.into_iter();
+    // Each read ahead by its index among the files, taken when its turn comes.
+    let read_early: std::collections::HashSet<usize> = kfiles.iter().map(|(i, _)| *i).collect();
+    let mut kread: std::collections::HashMap<usize, FileRead> =
+        kfiles.iter().map(|(i, _)| *i).zip(kread).collect();
     let mut fold = Fold {
         tree,
         out,
@@ -583,39 +588,48 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
     // file order, each file as soon as those before it are done.
-    let mut order = files.iter();
-    let mut before_next = |fold: &mut Fold, early: &mut Option<Early>| {
-        // The kustomizations (read above) that come before the next other file.
-        for f in order.by_ref() {
-            if !is_k(&f) {
-                return;
-            }
-            fold.file(&f.0, kread.next().unwrap_or((Read::Skipped, None)), early);
-        }
-    };
-    let others: Vec<(usize, &(String, FileKind))> =
-        files.iter().enumerate().filter(|(_, f)| !is_k(f)).collect();
+    let all: Vec<(usize, &(String, FileKind))> = files.iter().enumerate().collect();
     crate::parallel::for_each_ordered(
-        &others,
-        |(i, (rel, kind))| {
+        &all,
+        |&(i, (rel, kind))| {
             let kind = match kind {
                 FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
                 k => *k,
             };
-            let keys = Keys {
-                specs: &specs,
-                helm: &helm_keys,
-                charts: config.helm.charts,
+            let read = match kind {
+                // Read above.
+                FileKind::Kustomization if read_early.contains(&i) => None,
+                FileKind::Kustomization => Some(read_file(tree, (rel, kind), &kkeys, ahead.get(i))),
+                _ => {
+                    let keys = Keys {
+                        specs: &specs,
+                        helm: &helm_keys,
+                        charts: config.helm.charts,
+                    };
+                    Some(read_file(tree, (rel, kind), &keys, ahead.get(i)))
+                }
             };
-            (rel, read_file(tree, (rel, kind), &keys, ahead.get(*i)))
+            (i, rel, read)
         },
-        |(rel, read)| {
-            before_next(&mut fold, &mut early);
-            fold.file(rel, read, &mut early);
+        |(i, rel, read)| {
+            let read = read.or_else(|| kread.remove(&i));
+            fold.file(rel, read.unwrap_or((Read::Skipped, None)), &mut early);
         },
     );
-    before_next(&mut fold, &mut early);
     fold.finish(config)
+}
+
+/// Must this kustomization be read before the other files? When it may name
+/// `configurations:` or `helmCharts:` (their image fields and values files change how the
+/// manifests are read). A key can be spelled without its letters only in a double-quoted
+/// scalar's escapes, so a text with neither name nor a backslash names neither. A text the
+/// first look did not keep is read first, as one that cannot be told.
+fn read_first(ahead: Option<&std::sync::Mutex<Option<String>>>) -> bool {
+    let names =
+        |t: &str| t.contains("configurations") || t.contains("helmCharts") || t.contains('\\');
+    ahead
+        .and_then(|slot| slot.lock().ok().map(|t| t.as_deref().is_none_or(names)))
+        .unwrap_or(true)
 }
 
 /// Texts the first look read, kept for the parse so that a file is read once, at most
@@ -1194,5 +1208,53 @@ mod tests {
         few.shrink_to_fit();
         reserve(&mut few, 1, (99, 100));
         assert!(few.capacity() >= 125, "{}", few.capacity());
+    }
+
+    /// A kustomization is read before the other files when it may name `configurations:`
+    /// or `helmCharts:` values files, however the key is spelled; every other one is read in
+    /// the one pass, in its turn. Each layout finds the custom resource's image (through the
+    /// configuration's field) and reads the chart's values file as Helm values.
+    #[test]
+    fn kustomizations_that_change_how_manifests_are_read_are_read_first() {
+        let config = "images:\n- path: spec/runner\n  kind: Job2\n";
+        let resource = "apiVersion: x.io/v1\nkind: Job2\nmetadata: {name: j}\nspec:\n  runner: r.io/job:1.0.0\n";
+        let values = "image:\n  repository: r.io/api\n  tag: 2.0.0\n";
+        for key in ["configurations", "\"config\\u0075rations\""] {
+            let kustomization = format!(
+                "resources: [job.yaml]\n{key}: [kc.yaml]\nhelmCharts:\n- name: api\n  valuesFile: prod.yaml\n"
+            );
+            let dir = tree(&[
+                // Before the kustomization in file order: read with its field already known.
+                ("app/a-job.yaml", resource),
+                ("app/kc.yaml", config),
+                ("app/kustomization.yaml", &kustomization),
+                ("app/prod.yaml", values),
+                ("other/kustomization.yaml", "resources: []\n"),
+            ]);
+            let found = discover(&Tree::disk(dir.path()), &Config::default());
+            let got: Vec<(&str, &str, RefKind)> = (found.refs.iter())
+                .map(|r| (&*r.file, &*r.written, r.kind))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("app/a-job.yaml", "r.io/job", RefKind::Workload),
+                    ("app/prod.yaml", "r.io/api", RefKind::HelmValues),
+                ],
+                "{key}"
+            );
+            assert!(found.problems.is_empty(), "{:?}", found.problems);
+        }
+        // Which texts are read first: a name, a backslash, or a text the first look did not
+        // keep.
+        let first = |t: Option<&str>| read_first(Some(&std::sync::Mutex::new(t.map(String::from))));
+        assert!(first(Some("configurations: [kc.yaml]\n")));
+        assert!(first(Some("helmCharts: []\n")));
+        assert!(first(Some("\"images\": [\"\\x61\"]\n")));
+        assert!(first(None));
+        assert!(read_first(None));
+        assert!(!first(Some(
+            "resources: [deploy.yaml]\nimages:\n- name: r.io/web\n"
+        )));
     }
 }

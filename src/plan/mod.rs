@@ -256,8 +256,9 @@ pub enum Keep {
 }
 
 /// What [`changes_for`] did for every file: the size of its work and its new text (`None`:
-/// verified, not kept), or a refusal.
-type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<FileChange>, ()>)>;
+/// verified, not kept), or a refusal. Boxed: most plans keep none, and a file's entry is
+/// then a few words, not a whole `FileChange`.
+type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<Box<FileChange>>, ()>)>;
 
 /// The file changes for `planned` (the new text of every file they touch), and the files
 /// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
@@ -297,11 +298,13 @@ fn changes_for<'a>(
         let source = discovery.sources.get(file);
         let fingerprint = discovery.fingerprints.get(file).copied();
         change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
-            keep(file).then(|| FileChange {
-                file: file.to_string(),
-                before: source.cloned().unwrap_or_default(),
-                after,
-                created: source.is_none(),
+            keep(file).then(|| {
+                Box::new(FileChange {
+                    file: file.to_string(),
+                    before: source.cloned().unwrap_or_default(),
+                    after,
+                    created: source.is_none(),
+                })
             })
         })
     });
@@ -324,7 +327,7 @@ fn changes_for<'a>(
 /// The new texts of `done`, by file.
 fn changes(done: Done) -> Vec<FileChange> {
     done.into_values()
-        .filter_map(|(_, c)| c.ok().flatten())
+        .filter_map(|(_, c)| c.ok().flatten().map(|c| *c))
         .collect()
 }
 
@@ -384,47 +387,55 @@ pub fn plan_with(
             format!("edit refused, file left unchanged: {e}"),
         ));
     }
-    let mut groups: BTreeMap<Arc<str>, (ChangeSet, Vec<Planned>)> = BTreeMap::new();
-    // One string per repository and per change set, shared by their updates.
+    // The change sets in the order their groups first come, each group's index by its key,
+    // and each update's change set (by index into `moved`): a few words per update, so
+    // that the plan holds little more than its updates while it makes them.
+    let mut sets: Vec<ChangeSet> = Vec::new();
+    let mut index: HashMap<Arc<str>, u32> = HashMap::new();
+    let mut members: Vec<(u32, u32)> = Vec::with_capacity(moved.len());
+    // One string per repository and per version as spelled, shared by their updates.
     let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
     let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
     let mut version = |tag, digest| {
         let kept = spelled.entry((tag, digest));
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
-    for planned @ (r, tag, digest) in moved {
+    for (at, &(r, tag, digest)) in (0u32..).zip(&moved) {
         let files = r.touched_files();
         if files.iter().any(|f| out.refused.contains(*f)) {
             continue;
         }
         let written = files.last().copied().unwrap_or(&*r.file);
         let key = group_key(r, written, group_by);
-        let group = match groups.get_key_value(key.as_str()) {
-            Some((shared, _)) => Arc::clone(shared),
-            None => Arc::from(key),
-        };
-        let image = images
-            .entry(&r.image)
-            .or_insert_with(|| r.image.to_string().into());
-        let image = Arc::clone(image);
-        let (set, members) = groups.entry(Arc::clone(&group)).or_insert_with(|| {
-            (
-                ChangeSet {
+        let (group, set) = match index.get_key_value(key.as_str()) {
+            Some((shared, &set)) => (Arc::clone(shared), set),
+            None => {
+                let group: Arc<str> = Arc::from(key);
+                let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
+                index.insert(Arc::clone(&group), set);
+                sets.push(ChangeSet {
                     group: group.to_string(),
                     files: Vec::new(),
                     updates: Vec::new(),
                     changes: Vec::new(),
-                },
-                Vec::new(),
-            )
-        });
+                });
+                (group, set)
+            }
+        };
+        let Some(change_set) = sets.get_mut(set as usize) else {
+            continue;
+        };
         for f in &files {
-            if !set.files.iter().any(|x| x == f) {
-                set.files.push(f.to_string());
+            if !change_set.files.iter().any(|x| x == f) {
+                change_set.files.push(f.to_string());
             }
         }
-        members.push(planned);
-        set.updates.push(out.updates.len());
+        members.push((set, at));
+        change_set.updates.push(out.updates.len());
+        let image = images
+            .entry(&r.image)
+            .or_insert_with(|| r.image.to_string().into());
+        let image = Arc::clone(image);
         out.updates.push(Update {
             file: Arc::clone(&r.file),
             line: r.line,
@@ -441,15 +452,37 @@ pub fn plan_with(
             app_version: None,
         });
     }
-    for (set, members) in groups.values_mut() {
+    drop(index);
+    // The change sets in the order of their groups (and so their problems), each one's
+    // members together, in update order.
+    let mut sorted: Vec<(u32, ChangeSet)> = (0u32..).zip(sets).collect();
+    sorted.sort_by(|a, b| a.1.group.cmp(&b.1.group));
+    let mut rank = vec![0u32; sorted.len()];
+    for (to, (from, _)) in (0u32..).zip(&sorted) {
+        if let Some(r) = rank.get_mut(*from as usize) {
+            *r = to;
+        }
+    }
+    for m in &mut members {
+        m.0 = rank.get(m.0 as usize).copied().unwrap_or(u32::MAX);
+    }
+    drop(rank);
+    members.sort_unstable();
+    let mut sets: Vec<ChangeSet> = sorted.into_iter().map(|(_, set)| set).collect();
+    let mut own_members: Vec<Planned> = Vec::new();
+    let mut rest = members.as_slice();
+    for (at, set) in (0u32..).zip(sets.iter_mut()) {
         set.files.sort();
+        let n = rest.iter().take_while(|(s, _)| *s == at).count();
+        let (mine, later) = rest.split_at(n);
+        rest = later;
+        own_members.clear();
+        own_members.extend(mine.iter().filter_map(|&(_, m)| moved.get(m as usize)));
         // Each change set is its own branch: its files hold only its own updates. (They
         // passed verification with all updates together; alone they are verified again,
         // unless a file's updates are all this change set's: then it is the same edit.)
         let branches = |_: &str| keep == Keep::Branches;
-        // Given up once used: the change sets behind it need only theirs.
-        let members = std::mem::take(members);
-        let (own, refused) = changes_for(discovery, &members, Some(&changed), &branches);
+        let (own, refused) = changes_for(discovery, &own_members, Some(&changed), &branches);
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -473,7 +506,7 @@ pub fn plan_with(
     if keep == Keep::Nothing {
         out.files = Vec::new();
     }
-    out.change_sets = groups.into_values().map(|(set, _)| set).collect();
+    out.change_sets = sets;
     out
 }
 
