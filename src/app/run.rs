@@ -551,12 +551,12 @@ async fn analyse_once(
     );
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
-    let keep = texts_kept(plan, out.format);
-    let mut made = plan::plan_with(&found, &resolved.outcomes, group_by, keep);
-    if keep == plan::Keep::Nothing {
-        // Only the plan reads them, and it is made.
-        found.release_sources();
-    }
+    let outcomes = &resolved.outcomes;
+    let mut made = match texts_kept(plan, out.format) {
+        // Only the plan reads the texts: it gives them up once its edits are verified.
+        plan::Keep::Nothing => plan::plan_giving_up_texts(&mut found, outcomes, group_by),
+        keep => plan::plan_with(&found, outcomes, group_by, keep),
+    };
     let bumps = oci_chart_bumps(&found, &resolved.outcomes);
     let oci = crate::chart::app_version::oci(registries, bumps, plan.concurrency);
     let mut app_versions = crate::chart::app_version::AppVersions::new(registries, oci.await);

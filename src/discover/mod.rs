@@ -254,12 +254,6 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Give up the texts kept for the plan (and their fingerprints), once it is made.
-    pub fn release_sources(&mut self) {
-        self.sources = BTreeMap::new();
-        self.fingerprints = std::collections::HashMap::new();
-    }
-
     /// Give up where the references imagebump does not manage are written: nothing edits
     /// them, and the report names them by file and line. For the run, once promotion has
     /// read the tree (a source environment's value is read through its slots): a tree of

@@ -267,7 +267,7 @@ type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<Box<FileChange>>, ()>)>;
 /// work. The new texts of the files `keep` refuses are only verified (for the refusals),
 /// not kept.
 fn changes_for<'a>(
-    discovery: &'a Discovery,
+    sources: &Sources,
     planned: &[Planned<'a>],
     earlier: Option<&Done<'a>>,
     keep: &(dyn Fn(&str) -> bool + Sync),
@@ -295,8 +295,8 @@ fn changes_for<'a>(
         {
             return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
-        let source = discovery.sources.get(file);
-        let fingerprint = discovery.fingerprints.get(file).copied();
+        let source = sources.text(file);
+        let fingerprint = sources.fingerprint(file);
         change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
             keep(file).then(|| {
                 Box::new(FileChange {
@@ -346,6 +346,64 @@ pub fn plan_with(
     group_by: GroupBy,
     keep: Keep,
 ) -> Plan {
+    make(
+        discovery,
+        Sources::Shared(discovery),
+        outcomes,
+        (group_by, keep),
+    )
+}
+
+/// As [`plan_with`] keeping no text ([`Keep::Nothing`]), for a run whose output is the
+/// report: the discovery's texts (and their fingerprints) are taken from it and given up
+/// as soon as every edit is verified, before the plan's rows are made, so that the two are
+/// never held together (docs/performance.md).
+pub fn plan_giving_up_texts(
+    discovery: &mut Discovery,
+    outcomes: &[Outcome],
+    group_by: GroupBy,
+) -> Plan {
+    let sources = Sources::Taken(
+        std::mem::take(&mut discovery.sources),
+        std::mem::take(&mut discovery.fingerprints),
+    );
+    make(discovery, sources, outcomes, (group_by, Keep::Nothing))
+}
+
+/// The texts a plan edits, with their fingerprints: the discovery's, or taken from it.
+enum Sources<'d> {
+    Shared(&'d Discovery),
+    Taken(
+        BTreeMap<Arc<str>, Arc<str>>,
+        HashMap<Arc<str>, yaml::Fingerprint>,
+    ),
+}
+
+impl Sources<'_> {
+    fn text(&self, file: &str) -> Option<&Arc<str>> {
+        match self {
+            Sources::Shared(d) => d.sources.get(file),
+            Sources::Taken(texts, _) => texts.get(file),
+        }
+    }
+
+    fn fingerprint(&self, file: &str) -> Option<yaml::Fingerprint> {
+        match self {
+            Sources::Shared(d) => d.fingerprints.get(file).copied(),
+            Sources::Taken(_, prints) => prints.get(file).copied(),
+        }
+    }
+}
+
+/// The plan, in two steps: every edit made and verified (the whole plan's, then each change
+/// set's), with the texts; then, the texts given up when they were taken, the rows of the
+/// report (the updates, and each change set's).
+fn make(
+    discovery: &Discovery,
+    sources: Sources,
+    outcomes: &[Outcome],
+    (group_by, keep): (GroupBy, Keep),
+) -> Plan {
     let moved: Vec<Planned> = discovery
         .refs
         .iter()
@@ -357,26 +415,12 @@ pub fn plan_with(
             _ => None,
         })
         .collect();
-    // `verify`'s record of each verified update, by reference (few or none).
-    let verified: std::collections::HashMap<*const ImageRef, &Box<crate::verify::Verified>> =
-        (discovery.refs.iter())
-            .zip(outcomes)
-            .filter_map(|(r, o)| match o {
-                Outcome::Update {
-                    verified: Some(v), ..
-                } => Some((r as *const ImageRef, v)),
-                _ => None,
-            })
-            .collect();
     let mut out = Plan::default();
-    // Sized once: grown by doubling, the vector of updates (240 bytes each) would hold up
-    // to twice the room, and both copies while it moves.
-    out.updates.reserve_exact(moved.len());
     let now = chart_lock::generated_time();
     // A chart's lock is completed from its chart's new text, whatever is kept (its
     // problems are the run's).
     let keep_file = |file: &str| keep != Keep::Nothing || chart_lock::involved(file);
-    let (changed, refused) = changes_for(discovery, &moved, None, &keep_file);
+    let (changed, refused) = changes_for(&sources, &moved, None, &keep_file);
     out.files_changed = changed.values().filter(|(_, c)| c.is_ok()).count();
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
@@ -387,28 +431,23 @@ pub fn plan_with(
             format!("edit refused, file left unchanged: {e}"),
         ));
     }
-    // The change sets in the order their groups first come, each group's index by its key,
-    // and each update's change set (by index into `moved`): a few words per update, so
-    // that the plan holds little more than its updates while it makes them.
+    // Each update's change set, by index into `moved` (`u32::MAX`: refused), the change
+    // sets in the order their groups first come and their groups: a few words per update,
+    // so that the plan holds little more than its rows while it makes them.
+    let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
     let mut sets: Vec<ChangeSet> = Vec::new();
+    let mut groups: Vec<Arc<str>> = Vec::new();
     let mut index: HashMap<Arc<str>, u32> = HashMap::new();
-    let mut members: Vec<(u32, u32)> = Vec::with_capacity(moved.len());
-    // One string per repository and per version as spelled, shared by their updates.
-    let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
-    let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
-    let mut version = |tag, digest| {
-        let kept = spelled.entry((tag, digest));
-        Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
-    };
-    for (at, &(r, tag, digest)) in (0u32..).zip(&moved) {
+    for &(r, _, _) in &moved {
         let files = r.touched_files();
         if files.iter().any(|f| out.refused.contains(*f)) {
+            set_of.push(u32::MAX);
             continue;
         }
         let written = files.last().copied().unwrap_or(&*r.file);
         let key = group_key(r, written, group_by);
-        let (group, set) = match index.get_key_value(key.as_str()) {
-            Some((shared, &set)) => (Arc::clone(shared), set),
+        let set = match index.get(key.as_str()) {
+            Some(&set) => set,
             None => {
                 let group: Arc<str> = Arc::from(key);
                 let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
@@ -419,42 +458,22 @@ pub fn plan_with(
                     updates: Vec::new(),
                     changes: Vec::new(),
                 });
-                (group, set)
+                groups.push(group);
+                set
             }
         };
-        let Some(change_set) = sets.get_mut(set as usize) else {
-            continue;
-        };
-        for f in &files {
-            if !change_set.files.iter().any(|x| x == f) {
-                change_set.files.push(f.to_string());
+        set_of.push(set);
+        if let Some(change_set) = sets.get_mut(set as usize) {
+            for f in &files {
+                if !change_set.files.iter().any(|x| x == f) {
+                    change_set.files.push(f.to_string());
+                }
             }
         }
-        members.push((set, at));
-        change_set.updates.push(out.updates.len());
-        let image = images
-            .entry(&r.image)
-            .or_insert_with(|| r.image.to_string().into());
-        let image = Arc::clone(image);
-        out.updates.push(Update {
-            file: Arc::clone(&r.file),
-            line: r.line,
-            column: r.column,
-            kind: r.kind,
-            image,
-            name: Arc::clone(&r.written),
-            from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
-            to: version(tag, digest),
-            group,
-            written_to: (*written != *r.file).then(|| written.to_string()),
-            automerge: r.policy.spec.automerge == Some(true),
-            verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
-            app_version: None,
-        });
     }
     drop(index);
-    // The change sets in the order of their groups (and so their problems), each one's
-    // members together, in update order.
+    // The change sets in the order of their groups (and so their problems): `rank` is each
+    // one's place, by the order it first came.
     let mut sorted: Vec<(u32, ChangeSet)> = (0u32..).zip(sets).collect();
     sorted.sort_by(|a, b| a.1.group.cmp(&b.1.group));
     let mut rank = vec![0u32; sorted.len()];
@@ -463,12 +482,13 @@ pub fn plan_with(
             *r = to;
         }
     }
-    for m in &mut members {
-        m.0 = rank.get(m.0 as usize).copied().unwrap_or(u32::MAX);
-    }
-    drop(rank);
-    members.sort_unstable();
     let mut sets: Vec<ChangeSet> = sorted.into_iter().map(|(_, set)| set).collect();
+    // Each change set's members together, in update order.
+    let mut members: Vec<(u32, u32)> = (0u32..)
+        .zip(&set_of)
+        .filter_map(|(at, set)| Some((*rank.get(*set as usize)?, at)))
+        .collect();
+    members.sort_unstable();
     let mut own_members: Vec<Planned> = Vec::new();
     let mut rest = members.as_slice();
     for (at, set) in (0u32..).zip(sets.iter_mut()) {
@@ -482,7 +502,7 @@ pub fn plan_with(
         // passed verification with all updates together; alone they are verified again,
         // unless a file's updates are all this change set's: then it is the same edit.)
         let branches = |_: &str| keep == Keep::Branches;
-        let (own, refused) = changes_for(discovery, &own_members, Some(&changed), &branches);
+        let (own, refused) = changes_for(&sources, &own_members, Some(&changed), &branches);
         for (file, line, column, e) in refused {
             out.problems.push(Problem::at_file(
                 file,
@@ -494,6 +514,7 @@ pub fn plan_with(
         set.changes = changes(own);
         chart_lock::complete(&mut set.changes, &now);
     }
+    drop((members, own_members));
     out.files = changes(changed);
     for (file, e) in chart_lock::complete(&mut out.files, &now) {
         out.problems.push(Problem::at_file(
@@ -506,8 +527,78 @@ pub fn plan_with(
     if keep == Keep::Nothing {
         out.files = Vec::new();
     }
+    // Every edit is verified: texts taken from the discovery are given up here.
+    drop(sources);
+    rows(
+        discovery,
+        outcomes,
+        (&moved, &set_of),
+        (&mut sets, &groups, &rank),
+        &mut out,
+    );
     out.change_sets = sets;
     out
+}
+
+/// The plan's updates, in the order of `moved` (each with its change set's group, but those
+/// `set_of` refuses), and each change set's indexes into them.
+fn rows(
+    discovery: &Discovery,
+    outcomes: &[Outcome],
+    (moved, set_of): (&[Planned], &[u32]),
+    (sets, groups, rank): (&mut [ChangeSet], &[Arc<str>], &[u32]),
+    out: &mut Plan,
+) {
+    // `verify`'s record of each verified update, by reference (few or none).
+    let verified: HashMap<*const ImageRef, &Box<crate::verify::Verified>> = (discovery.refs.iter())
+        .zip(outcomes)
+        .filter_map(|(r, o)| match o {
+            Outcome::Update {
+                verified: Some(v), ..
+            } => Some((r as *const ImageRef, v)),
+            _ => None,
+        })
+        .collect();
+    // Sized once: grown by doubling, the vector of updates (160 bytes each) would hold up
+    // to twice the room, and both copies while it moves.
+    let count = set_of.iter().filter(|s| **s != u32::MAX).count();
+    out.updates.reserve_exact(count);
+    // One string per repository and per version as spelled, shared by their updates.
+    let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
+    let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
+    let mut version = |tag, digest| {
+        let kept = spelled.entry((tag, digest));
+        Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
+    };
+    for (&(r, tag, digest), &set) in moved.iter().zip(set_of) {
+        let (Some(group), Some(&place)) = (groups.get(set as usize), rank.get(set as usize)) else {
+            continue;
+        };
+        if let Some(change_set) = sets.get_mut(place as usize) {
+            change_set.updates.push(out.updates.len());
+        }
+        let files = r.touched_files();
+        let written = files.last().copied().unwrap_or(&*r.file);
+        let image = images
+            .entry(&r.image)
+            .or_insert_with(|| r.image.to_string().into());
+        let image = Arc::clone(image);
+        out.updates.push(Update {
+            file: Arc::clone(&r.file),
+            line: r.line,
+            column: r.column,
+            kind: r.kind,
+            image,
+            name: Arc::clone(&r.written),
+            from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
+            to: version(tag, digest),
+            group: Arc::clone(group),
+            written_to: (*written != *r.file).then(|| written.to_string()),
+            automerge: r.policy.spec.automerge == Some(true),
+            verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
+            app_version: None,
+        });
+    }
 }
 
 /// The new text of one file: slot edits first, then created values. The error carries the
