@@ -848,7 +848,8 @@ fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), colo
         let _ = writeln!(out);
         let _ = write!(out, "{}", report::pulls_table(p));
     }
-    let _ = write!(out, "{}", report::not_updated_text(&r.not_updated, 20));
+    let not_updated: Vec<report::NotUpdated> = r.not_updated.iter().collect();
+    let _ = write!(out, "{}", report::not_updated_text(&not_updated, 20));
     let (verb, done) = match mode {
         Mode::Write => ("applied", "updated"),
         Mode::DryRun => ("proposed", "to update"),
@@ -862,7 +863,7 @@ fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), colo
         "\n{} update(s) {verb} in {} file(s); {}; {} repositories asked",
         c.updates,
         made.files_changed,
-        report::references_summary(c, &r.not_updated, done),
+        report::references_summary(c, &not_updated, done),
         c.repositories
     );
     if c.references == 0 {

@@ -27,7 +27,7 @@ pub fn summary(report: &RunReport) -> String {
     }
     changed(&mut s, report);
     pulls(&mut s, report);
-    let held: Vec<&NotUpdated> = report
+    let held: Vec<NotUpdated> = report
         .not_updated
         .iter()
         .filter(|n| n.status == "held-back")
@@ -89,7 +89,7 @@ fn pulls(s: &mut String, report: &RunReport) {
 /// Errors, references the registry could not answer for or whose edit was refused, and
 /// notifications that did not arrive.
 fn failed(s: &mut String, report: &RunReport) {
-    let not: Vec<&NotUpdated> = report
+    let not: Vec<NotUpdated> = report
         .not_updated
         .iter()
         .filter(|n| matches!(n.status, "not-checked" | "edit-refused"))
@@ -126,7 +126,7 @@ fn failed(s: &mut String, report: &RunReport) {
     s.push('\n');
 }
 
-fn rows(s: &mut String, not: &[&NotUpdated]) {
+fn rows(s: &mut String, not: &[NotUpdated]) {
     for n in not.iter().take(ROWS) {
         let _ = writeln!(
             s,

@@ -72,13 +72,14 @@ impl RunMetrics {
         let c = &report.counts;
         let mut references: BTreeMap<&'static str, usize> =
             STATES.iter().map(|s| (*s, 0)).collect();
-        let updates = c.references.saturating_sub(report.not_updated.len());
-        references.insert("update", updates);
-        for n in &report.not_updated {
+        let mut settled = 0usize;
+        for n in report.not_updated.iter() {
+            settled = settled.saturating_add(1);
             if let Some(count) = references.get_mut(n.status) {
                 *count = count.saturating_add(1);
             }
         }
+        references.insert("update", c.references.saturating_sub(settled));
         let mut pull_requests: BTreeMap<&'static str, usize> =
             [("opened", 0), ("updated", 0), ("closed", 0)].into();
         for event in super::pull_events(report) {

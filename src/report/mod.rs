@@ -134,40 +134,33 @@ fn edit_refused(r: &ImageRef, o: &Outcome, refused: &BTreeSet<String>) -> bool {
     matches!(o, Outcome::Update { .. }) && r.touched_files().iter().any(|f| refused.contains(*f))
 }
 
-/// The references looked at but not updated, and why.
-pub fn not_updated<'a>(
-    found: &'a Discovery,
-    outcomes: &'a [Outcome],
+/// The row of `r`: looked at but not updated, and why (`None`: it is updated).
+fn not_updated_row<'a>(
+    r: &'a ImageRef,
+    o: &'a Outcome,
     refused: &BTreeSet<String>,
-) -> Vec<NotUpdated<'a>> {
-    found
-        .refs
-        .iter()
-        .zip(outcomes)
-        .filter_map(|(r, o)| {
-            let (status, reason) = match o {
-                o if edit_refused(r, o, refused) => (
-                    "edit-refused",
-                    Some("the file's edit failed verification and was left unchanged"),
-                ),
-                Outcome::Update { .. } => return None,
-                Outcome::UpToDate => ("up-to-date", None),
-                Outcome::Rejected(s) => ("held-back", Some(&**s)),
-                Outcome::Pinned(s) => ("pinned", Some(&**s)),
-                Outcome::Skipped(s) => ("skipped", Some(&**s)),
-                Outcome::Unmanaged(s) => ("unmanaged", Some(&**s)),
-                Outcome::Failed(s) => ("not-checked", Some(&**s)),
-            };
-            Some(NotUpdated {
-                file: &r.file,
-                line: r.line,
-                image: r.image.to_string(),
-                tag: r.tag.as_deref(),
-                status,
-                reason,
-            })
-        })
-        .collect()
+) -> Option<NotUpdated<'a>> {
+    let (status, reason) = match o {
+        o if edit_refused(r, o, refused) => (
+            "edit-refused",
+            Some("the file's edit failed verification and was left unchanged"),
+        ),
+        Outcome::Update { .. } => return None,
+        Outcome::UpToDate => ("up-to-date", None),
+        Outcome::Rejected(s) => ("held-back", Some(&**s)),
+        Outcome::Pinned(s) => ("pinned", Some(&**s)),
+        Outcome::Skipped(s) => ("skipped", Some(&**s)),
+        Outcome::Unmanaged(s) => ("unmanaged", Some(&**s)),
+        Outcome::Failed(s) => ("not-checked", Some(&**s)),
+    };
+    Some(NotUpdated {
+        file: &r.file,
+        line: r.line,
+        image: r.image.to_string(),
+        tag: r.tag.as_deref(),
+        status,
+        reason,
+    })
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -181,7 +174,9 @@ pub struct RunReport<'a> {
     pub counts: Counts,
     pub updates: &'a [Update],
     pub change_sets: &'a [ChangeSet],
-    pub not_updated: Vec<NotUpdated<'a>>,
+    // Made row by row as the report is written: a large tree's run holds none of them.
+    #[schemars(with = "Vec<NotUpdated<'static>>")]
+    pub not_updated: NotUpdatedRows<'a>,
     /// What happened to each change set's branch and pull request (remote sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull_requests: Option<&'a [crate::deliver::pulls::PullReport]>,
@@ -228,13 +223,41 @@ pub fn rejections_in_force(rejections: &crate::resolve::Rejections) -> usize {
         .len()
 }
 
-/// The references looked at but not updated, and why (see [`not_updated`]).
+/// The references looked at but not updated, and why (see [`NotUpdatedRows`]).
 pub fn not_updated_of<'a>(
     found: &'a Discovery,
     resolved: &'a Resolved,
-    plan: &Plan,
-) -> Vec<NotUpdated<'a>> {
-    not_updated(found, &resolved.outcomes, &plan.refused)
+    plan: &'a Plan,
+) -> NotUpdatedRows<'a> {
+    NotUpdatedRows {
+        found,
+        outcomes: &resolved.outcomes,
+        refused: &plan.refused,
+    }
+}
+
+/// The rows of the references not updated, made when they are read ([`Self::iter`]) or
+/// written (serialized as their list): one per reference, so a run does not keep them.
+#[derive(Debug, Clone, Copy)]
+pub struct NotUpdatedRows<'a> {
+    found: &'a Discovery,
+    outcomes: &'a [Outcome],
+    refused: &'a BTreeSet<String>,
+}
+
+impl<'a> NotUpdatedRows<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = NotUpdated<'a>> + 'a {
+        let refused = self.refused;
+        (self.found.refs.iter())
+            .zip(self.outcomes)
+            .filter_map(move |(r, o)| not_updated_row(r, o, refused))
+    }
+}
+
+impl Serialize for NotUpdatedRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
 }
 
 /// The pull requests a real pull-request run opened, updated or closed (a dry run changes
