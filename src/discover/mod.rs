@@ -1219,7 +1219,7 @@ mod tests {
         let values = "image:\n  repository: r.io/api\n  tag: 2.0.0\n";
         for key in ["configurations", "\"config\\u0075rations\""] {
             let kustomization = format!(
-                "resources: [job.yaml]\n{key}: [kc.yaml]\nhelmCharts:\n- name: api\n  valuesFile: prod.yaml\n"
+                "resources: [a-job.yaml]\n{key}: [kc.yaml]\nhelmCharts:\n- name: api\n  valuesFile: prod.yaml\n"
             );
             let dir = tree(&[
                 // Before the kustomization in file order: read with its field already known.
