@@ -431,90 +431,14 @@ fn make(
             format!("edit refused, file left unchanged: {e}"),
         ));
     }
-    // Each update's change set, by index into `moved` (`u32::MAX`: refused), the change
-    // sets in the order their groups first come and their groups: a few words per update,
-    // so that the plan holds little more than its rows while it makes them.
-    let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
-    let mut sets: Vec<ChangeSet> = Vec::new();
-    let mut groups: Vec<Arc<str>> = Vec::new();
-    let mut index: HashMap<Arc<str>, u32> = HashMap::new();
-    for &(r, _, _) in &moved {
-        let files = r.touched_files();
-        if files.iter().any(|f| out.refused.contains(*f)) {
-            set_of.push(u32::MAX);
-            continue;
-        }
-        let written = files.last().copied().unwrap_or(&*r.file);
-        let key = group_key(r, written, group_by);
-        let set = match index.get(key.as_str()) {
-            Some(&set) => set,
-            None => {
-                let group: Arc<str> = Arc::from(key);
-                let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
-                index.insert(Arc::clone(&group), set);
-                sets.push(ChangeSet {
-                    group: group.to_string(),
-                    files: Vec::new(),
-                    updates: Vec::new(),
-                    changes: Vec::new(),
-                });
-                groups.push(group);
-                set
-            }
-        };
-        set_of.push(set);
-        if let Some(change_set) = sets.get_mut(set as usize) {
-            for f in &files {
-                if !change_set.files.iter().any(|x| x == f) {
-                    change_set.files.push(f.to_string());
-                }
-            }
-        }
-    }
-    drop(index);
-    // The change sets in the order of their groups (and so their problems): `rank` is each
-    // one's place, by the order it first came.
-    let mut sorted: Vec<(u32, ChangeSet)> = (0u32..).zip(sets).collect();
-    sorted.sort_by(|a, b| a.1.group.cmp(&b.1.group));
-    let mut rank = vec![0u32; sorted.len()];
-    for (to, (from, _)) in (0u32..).zip(&sorted) {
-        if let Some(r) = rank.get_mut(*from as usize) {
-            *r = to;
-        }
-    }
-    let mut sets: Vec<ChangeSet> = sorted.into_iter().map(|(_, set)| set).collect();
-    // Each change set's members together, in update order.
-    let mut members: Vec<(u32, u32)> = (0u32..)
-        .zip(&set_of)
-        .filter_map(|(at, set)| Some((*rank.get(*set as usize)?, at)))
-        .collect();
-    members.sort_unstable();
-    let mut own_members: Vec<Planned> = Vec::new();
-    let mut rest = members.as_slice();
-    for (at, set) in (0u32..).zip(sets.iter_mut()) {
-        set.files.sort();
-        let n = rest.iter().take_while(|(s, _)| *s == at).count();
-        let (mine, later) = rest.split_at(n);
-        rest = later;
-        own_members.clear();
-        own_members.extend(mine.iter().filter_map(|&(_, m)| moved.get(m as usize)));
-        // Each change set is its own branch: its files hold only its own updates. (They
-        // passed verification with all updates together; alone they are verified again,
-        // unless a file's updates are all this change set's: then it is the same edit.)
-        let branches = |_: &str| keep == Keep::Branches;
-        let (own, refused) = changes_for(&sources, &own_members, Some(&changed), &branches);
-        for (file, line, column, e) in refused {
-            out.problems.push(Problem::at_file(
-                file,
-                line,
-                column,
-                format!("edit refused for change set {}: {e}", set.group),
-            ));
-        }
-        set.changes = changes(own);
-        chart_lock::complete(&mut set.changes, &now);
-    }
-    drop((members, own_members));
+    let mut sets = Grouping::of(&moved, &out.refused, group_by);
+    let branches = |_: &str| keep == Keep::Branches;
+    sets.verify(
+        &sources,
+        (&moved, &changed),
+        &branches,
+        (&now, &mut out.problems),
+    );
     out.files = changes(changed);
     for (file, e) in chart_lock::complete(&mut out.files, &now) {
         out.problems.push(Problem::at_file(
@@ -529,15 +453,124 @@ fn make(
     }
     // Every edit is verified: texts taken from the discovery are given up here.
     drop(sources);
-    rows(
-        discovery,
-        outcomes,
-        (&moved, &set_of),
-        (&mut sets, &groups, &rank),
-        &mut out,
-    );
-    out.change_sets = sets;
+    rows(discovery, outcomes, &moved, &mut sets, &mut out);
+    out.change_sets = sets.sets;
     out
+}
+
+/// The change sets of a plan's updates, and each update's: a few words per update, so that
+/// the plan holds little more than its rows while it makes them.
+struct Grouping {
+    /// In the order of their groups (and so their problems).
+    sets: Vec<ChangeSet>,
+    /// Each update's change set, by index into the planned updates, in the order the
+    /// groups first came (`u32::MAX`: its file's edit is refused).
+    set_of: Vec<u32>,
+    /// The groups, in the order they first came, shared by their updates.
+    groups: Vec<Arc<str>>,
+    /// Each change set's place in `sets`, in the order the groups first came.
+    rank: Vec<u32>,
+}
+
+impl Grouping {
+    fn of(
+        moved: &[Planned],
+        refused: &std::collections::BTreeSet<String>,
+        group_by: GroupBy,
+    ) -> Grouping {
+        let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
+        let mut sets: Vec<ChangeSet> = Vec::new();
+        let mut groups: Vec<Arc<str>> = Vec::new();
+        let mut index: HashMap<Arc<str>, u32> = HashMap::new();
+        for &(r, _, _) in moved {
+            let files = r.touched_files();
+            if files.iter().any(|f| refused.contains(*f)) {
+                set_of.push(u32::MAX);
+                continue;
+            }
+            let written = files.last().copied().unwrap_or(&*r.file);
+            let key = group_key(r, written, group_by);
+            let set = match index.get(key.as_str()) {
+                Some(&set) => set,
+                None => {
+                    let group: Arc<str> = Arc::from(key);
+                    let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
+                    index.insert(Arc::clone(&group), set);
+                    sets.push(ChangeSet {
+                        group: group.to_string(),
+                        files: Vec::new(),
+                        updates: Vec::new(),
+                        changes: Vec::new(),
+                    });
+                    groups.push(group);
+                    set
+                }
+            };
+            set_of.push(set);
+            if let Some(change_set) = sets.get_mut(set as usize) {
+                for f in &files {
+                    if !change_set.files.iter().any(|x| x == f) {
+                        change_set.files.push(f.to_string());
+                    }
+                }
+            }
+        }
+        let mut sorted: Vec<(u32, ChangeSet)> = (0u32..).zip(sets).collect();
+        sorted.sort_by(|a, b| a.1.group.cmp(&b.1.group));
+        let mut rank = vec![0u32; sorted.len()];
+        for (to, (from, _)) in (0u32..).zip(&sorted) {
+            if let Some(r) = rank.get_mut(*from as usize) {
+                *r = to;
+            }
+        }
+        let sets = sorted.into_iter().map(|(_, set)| set).collect();
+        Grouping {
+            sets,
+            set_of,
+            groups,
+            rank,
+        }
+    }
+
+    /// Each change set's own file changes (its branch's content): its files hold only its
+    /// own updates. They passed verification with all updates together (`changed`); alone
+    /// they are verified again, unless a file's updates are all this change set's: then it
+    /// is the same edit. The texts `keep` refuses are only verified.
+    fn verify(
+        &mut self,
+        sources: &Sources,
+        (moved, changed): (&[Planned], &Done),
+        keep: &(dyn Fn(&str) -> bool + Sync),
+        (now, problems): (&str, &mut Vec<Problem>),
+    ) {
+        // Each change set's members together, in update order.
+        let mut members: Vec<(u32, u32)> = (0u32..)
+            .zip(&self.set_of)
+            .filter_map(|(at, set)| Some((*self.rank.get(*set as usize)?, at)))
+            .collect();
+        members.sort_unstable();
+        let mut own_members: Vec<Planned> = Vec::new();
+        let mut rest = members.as_slice();
+        for (at, set) in (0u32..).zip(self.sets.iter_mut()) {
+            set.files.sort();
+            let n = rest.iter().take_while(|(s, _)| *s == at).count();
+            let (mine, later) = rest.split_at(n);
+            rest = later;
+            own_members.clear();
+            own_members.extend(mine.iter().filter_map(|&(_, m)| moved.get(m as usize)));
+            let (own, refused) = changes_for(sources, &own_members, Some(changed), keep);
+            for (file, line, column, e) in refused {
+                problems.push(Problem::at_file(
+                    file,
+                    line,
+                    column,
+                    format!("edit refused for change set {}: {e}", set.group),
+                ));
+            }
+            set.changes = changes(own);
+            chart_lock::complete(&mut set.changes, now);
+        }
+    }
 }
 
 /// The plan's updates, in the order of `moved` (each with its change set's group, but those
@@ -545,10 +578,16 @@ fn make(
 fn rows(
     discovery: &Discovery,
     outcomes: &[Outcome],
-    (moved, set_of): (&[Planned], &[u32]),
-    (sets, groups, rank): (&mut [ChangeSet], &[Arc<str>], &[u32]),
+    moved: &[Planned],
+    grouping: &mut Grouping,
     out: &mut Plan,
 ) {
+    let Grouping {
+        sets,
+        set_of,
+        groups,
+        rank,
+    } = grouping;
     // `verify`'s record of each verified update, by reference (few or none).
     let verified: HashMap<*const ImageRef, &Box<crate::verify::Verified>> = (discovery.refs.iter())
         .zip(outcomes)
@@ -570,7 +609,7 @@ fn rows(
         let kept = spelled.entry((tag, digest));
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
-    for (&(r, tag, digest), &set) in moved.iter().zip(set_of) {
+    for (&(r, tag, digest), &set) in moved.iter().zip(set_of.iter()) {
         let (Some(group), Some(&place)) = (groups.get(set as usize), rank.get(set as usize)) else {
             continue;
         };
