@@ -564,10 +564,12 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
     // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
     // they are new references and change none read before, so they do not hold listing back.
     tracing::debug!(kustomizations = kfiles.len(), "read the kustomizations");
-    // Each read ahead by its index among the files, taken when its turn comes.
-    let read_early: std::collections::HashSet<usize> = kfiles.iter().map(|(i, _)| *i).collect();
-    let mut kread: std::collections::HashMap<usize, FileRead> =
-        kfiles.iter().map(|(i, _)| *i).zip(kread).collect();
+    // Each read above by its index among the files, taken when its turn comes.
+    let kread: std::collections::HashMap<usize, std::sync::Mutex<Option<FileRead>>> = kfiles
+        .iter()
+        .map(|(i, _)| *i)
+        .zip(kread.into_iter().map(|r| std::sync::Mutex::new(Some(r))))
+        .collect();
     let mut fold = Fold {
         tree,
         out,
@@ -590,29 +592,29 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
                 FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
                 k => *k,
             };
-            let read = match kind {
-                // Read above.
-                FileKind::Kustomization if read_early.contains(&i) => None,
-                FileKind::Kustomization => Some(read_file(tree, (rel, kind), &kkeys, ahead.get(i))),
+            let read = match (kind, kread.get(&i)) {
+                (_, Some(above)) => {
+                    (above.lock().ok().and_then(|mut r| r.take())).unwrap_or((Read::Skipped, None))
+                }
+                (FileKind::Kustomization, None) => {
+                    read_file(tree, (rel, kind), &kkeys, ahead.get(i))
+                }
                 _ => {
                     let keys = Keys {
                         specs: &specs,
                         helm: &helm_keys,
                         charts: config.helm.charts,
                     };
-                    Some(read_file(tree, (rel, kind), &keys, ahead.get(i)))
+                    read_file(tree, (rel, kind), &keys, ahead.get(i))
                 }
             };
-            (i, rel, read)
+            (rel, read)
         },
-        |(i, rel, read)| {
-            let read = read.or_else(|| kread.remove(&i));
-            fold.file(rel, read.unwrap_or((Read::Skipped, None)), &mut early);
-        },
+        |(rel, read)| fold.file(rel, read, &mut early),
     );
     // Every file is folded: the list of them and the read-ahead slots go before the passes
     // over the whole tree, the peak of discovery (15,000 names at 10,000 apps).
-    drop((all, kfiles));
+    drop((all, kfiles, kread));
     drop((ahead, files));
     fold.finish(config)
 }

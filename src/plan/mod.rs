@@ -463,13 +463,11 @@ fn make(
 struct Grouping {
     /// In the order of their groups (and so their problems).
     sets: Vec<ChangeSet>,
-    /// Each update's change set, by index into the planned updates, in the order the
-    /// groups first came (`u32::MAX`: its file's edit is refused).
+    /// Each planned update's change set, by its index in `sets` (`u32::MAX`: its file's
+    /// edit is refused).
     set_of: Vec<u32>,
-    /// The groups, in the order they first came, shared by their updates.
+    /// Each change set's group, shared by its updates.
     groups: Vec<Arc<str>>,
-    /// Each change set's place in `sets`, in the order the groups first came.
-    rank: Vec<u32>,
 }
 
 impl Grouping {
@@ -515,20 +513,24 @@ impl Grouping {
                 }
             }
         }
-        let mut sorted: Vec<(u32, ChangeSet)> = (0u32..).zip(sets).collect();
-        sorted.sort_by(|a, b| a.1.group.cmp(&b.1.group));
-        let mut rank = vec![0u32; sorted.len()];
+        // In the order of their groups; each update's change set moved to its place.
+        let mut sorted: Vec<(u32, (ChangeSet, Arc<str>))> =
+            (0u32..).zip(sets.into_iter().zip(groups)).collect();
+        sorted.sort_by(|(_, (_, a)), (_, (_, b))| a.cmp(b));
+        let mut place = vec![u32::MAX; sorted.len()];
         for (to, (from, _)) in (0u32..).zip(&sorted) {
-            if let Some(r) = rank.get_mut(*from as usize) {
-                *r = to;
+            if let Some(p) = place.get_mut(*from as usize) {
+                *p = to;
             }
         }
-        let sets = sorted.into_iter().map(|(_, set)| set).collect();
+        for set in &mut set_of {
+            *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
+        }
+        let (sets, groups) = sorted.into_iter().map(|(_, set)| set).unzip();
         Grouping {
             sets,
             set_of,
             groups,
-            rank,
         }
     }
 
@@ -546,7 +548,8 @@ impl Grouping {
         // Each change set's members together, in update order.
         let mut members: Vec<(u32, u32)> = (0u32..)
             .zip(&self.set_of)
-            .filter_map(|(at, set)| Some((*self.rank.get(*set as usize)?, at)))
+            .filter(|(_, set)| **set != u32::MAX)
+            .map(|(at, set)| (*set, at))
             .collect();
         members.sort_unstable();
         let mut own_members: Vec<Planned> = Vec::new();
@@ -586,7 +589,6 @@ fn rows(
         sets,
         set_of,
         groups,
-        rank,
     } = grouping;
     // `verify`'s record of each verified update, by reference (few or none).
     let verified: HashMap<*const ImageRef, &Box<crate::verify::Verified>> = (discovery.refs.iter())
@@ -610,10 +612,10 @@ fn rows(
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
     for (&(r, tag, digest), &set) in moved.iter().zip(set_of.iter()) {
-        let (Some(group), Some(&place)) = (groups.get(set as usize), rank.get(set as usize)) else {
+        let Some(group) = groups.get(set as usize) else {
             continue;
         };
-        if let Some(change_set) = sets.get_mut(place as usize) {
+        if let Some(change_set) = sets.get_mut(set as usize) {
             change_set.updates.push(out.updates.len());
         }
         let files = r.touched_files();

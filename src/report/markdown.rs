@@ -131,7 +131,7 @@ fn rows(s: &mut String, not: &[NotUpdated]) {
         let _ = writeln!(
             s,
             "| `{}` | `{}` | `{}:{}` | {} |",
-            cell(if n.image.is_empty() { "-" } else { &n.image }),
+            cell(&super::image_cell(n.image)),
             cell(n.tag.unwrap_or("-")),
             cell(n.file),
             n.line,

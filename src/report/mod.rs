@@ -16,6 +16,7 @@ use crate::discover::{Discovery, ImageRef};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::registry::StatsSnapshot;
 use crate::resolve::{Outcome, Resolved};
+use imagebump_model::name::ImageName;
 
 /// `scan --output json` entry.
 #[derive(Debug, Serialize)]
@@ -79,11 +80,30 @@ pub struct ScanReport<'a> {
 pub struct NotUpdated<'a> {
     pub file: &'a str,
     pub line: usize,
-    pub image: String,
+    #[serde(serialize_with = "as_text")]
+    #[schemars(with = "String")]
+    pub image: &'a ImageName,
     pub tag: Option<&'a str>,
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'a str>,
+}
+
+/// A value written as its text: a row's image is named as written only when it is read.
+fn as_text<S: serde::Serializer>(
+    value: &impl std::fmt::Display,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
+
+/// How a row names its image: `-` for a value with no repository of its own (a tag the
+/// chart's default completes).
+pub fn image_cell(image: &ImageName) -> String {
+    match image.to_string() {
+        s if s.is_empty() => "-".into(),
+        s => s,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -156,7 +176,7 @@ fn not_updated_row<'a>(
     Some(NotUpdated {
         file: &r.file,
         line: r.line,
-        image: r.image.to_string(),
+        image: &r.image,
         tag: r.tag.as_deref(),
         status,
         reason,
@@ -399,7 +419,7 @@ pub fn not_updated_text(not: &[NotUpdated], limit: usize) -> String {
         for n in group.iter().take(limit) {
             let why = n.reason.unwrap_or_default();
             // A value with no repository of its own (a tag the chart's default completes).
-            let image = if n.image.is_empty() { "-" } else { &n.image };
+            let image = image_cell(n.image);
             let _ = match (status, n.tag) {
                 // The reason names the version held back.
                 ("held-back", _) => writeln!(out, "  {}:{}: {image} {why}", n.file, n.line),
