@@ -468,7 +468,7 @@ fn main() {
         "machine",
         &format!(
             "{} cores, {}",
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cores(),
             first_line(
                 &fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
                 "model name"
@@ -512,7 +512,7 @@ fn main() {
         );
     }
     if o.scaling && !o.only_pr {
-        scaling(&b, &o, &w, &host, &semver_dir, &semver_cfg, &out, &mut t);
+        scaling(&b, &o, &w, &reg, &semver_dir, &semver_cfg, &out, &mut t);
     }
     if o.pr {
         pull_requests(&b, &o, &w, &host, &semver_cfg, &out, &mut t);
@@ -876,13 +876,21 @@ application/vnd.docker.distribution.manifest.list.v2+json, \
 application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.v2+json";
 
-/// 10x the apps over the same repositories, in turn with the 1x repository.
+/// The cores this machine runs on (the registry's and imagebump's together).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// 10x the apps over the same repositories, in turn with the 1x repository. Each run's CPU
+/// and the registry's CPU meanwhile are shown too: on a machine whose cores the registry
+/// shares, the larger run cannot take less wall time than all that CPU spread over every
+/// core, which bounds the time ratio from below.
 #[allow(clippy::too_many_arguments)]
 fn scaling(
     b: &Bench,
     o: &Opts,
     w: &Workload,
-    host: &str,
+    reg: &registry::Registry,
     one_dir: &Path,
     cfg: &Path,
     out: &Path,
@@ -893,7 +901,7 @@ fn scaling(
     let dir = b.work.join("semver-10x");
     let used = repo::generate(
         &dir,
-        host,
+        &reg.host(),
         apps,
         w.shape.repos,
         w.per_app,
@@ -906,17 +914,26 @@ fn scaling(
     let big = b.dry_run(&dir, cfg);
     let small = b.dry_run(one_dir, cfg);
     let (mut walls, mut rss, mut ratios, mut rss_ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut cpu, mut floors) = ((vec![], vec![], vec![], vec![]), vec![]);
     let mut report = Value::Null;
     for k in 0..=o.runs {
+        let before = reg.cpu();
         let s = big.run(out, &format!("scale-{k}"));
+        let (registry_big, before) = (reg.cpu() - before, reg.cpu());
         report = assert_clean(&s, "dry run (10x)");
         let one = small.run(out, &format!("scale-1x-{k}"));
+        let registry_one = reg.cpu() - before;
         assert_clean(&one, "dry run (1x)");
         if k > 0 {
             walls.push(s.wall);
             rss.push(mib(s.maxrss));
             ratios.push(s.wall / one.wall);
             rss_ratios.push(s.maxrss as f64 / one.maxrss.max(1) as f64);
+            cpu.0.push(s.cpu);
+            cpu.1.push(registry_big);
+            cpu.2.push(one.cpu);
+            cpu.3.push(registry_one);
+            floors.push((s.cpu + registry_big) / cores() as f64 / one.wall);
         }
     }
     let (pages, _, manifests, blobs, _) = requests(&report);
@@ -932,6 +949,21 @@ fn scaling(
         "≤ 1.5×",
         median(&ratios) <= 1.5,
         true,
+    );
+    t.info(
+        "CPU, imagebump + registry: 10x",
+        &format!("{:.2} + {:.2} s", median(&cpu.0), median(&cpu.1)),
+    );
+    t.info(
+        "CPU, imagebump + registry: 1x",
+        &format!("{:.2} + {:.2} s", median(&cpu.2), median(&cpu.3)),
+    );
+    t.info(
+        &format!(
+            "time ratio's floor (10x CPU over {} cores / 1x wall)",
+            cores()
+        ),
+        &spread(&floors, 2, "×"),
     );
     t.info("peak RSS", &spread(&rss, 1, " MiB"));
     t.check(

@@ -1,5 +1,6 @@
-//! Running a command as a whole process: wall time (from spawn to exit, measured here) and
-//! peak RSS (the kernel's `ru_maxrss` of the process, read through GNU time's `%M`).
+//! Running a command as a whole process: wall time (from spawn to exit, measured here),
+//! peak RSS (the kernel's `ru_maxrss` of the process, read through GNU time's `%M`) and the
+//! CPU time it used (user and system, GNU time's `%U` and `%S`).
 
 use std::ffi::OsString;
 use std::fs;
@@ -15,6 +16,8 @@ pub struct Sample {
     pub wall: f64,
     /// KiB.
     pub maxrss: u64,
+    /// Seconds of CPU, user and system, of the process and the children it waited for.
+    pub cpu: f64,
     pub code: i32,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
@@ -82,7 +85,7 @@ impl Job {
         let rss = out.join(format!("{name}.rss"));
         let mut cmd = Command::new(GNU_TIME);
         cmd.arg("-f")
-            .arg("maxrss=%M")
+            .arg("maxrss=%M\ncpu=%U %S")
             .arg("-o")
             .arg(&rss)
             .arg(&self.program)
@@ -102,14 +105,22 @@ impl Job {
             .status()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.program.display()));
         let wall = t0.elapsed().as_secs_f64();
-        let maxrss = fs::read_to_string(&rss)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("maxrss=")?.trim().parse().ok())
+        let timed = fs::read_to_string(&rss).unwrap_or_default();
+        let field = |name: &str| timed.lines().find_map(|l| l.strip_prefix(name));
+        let maxrss = field("maxrss=")
+            .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
+        let cpu = field("cpu=")
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|x| x.parse::<f64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0.0);
         Sample {
             wall,
             maxrss,
+            cpu,
             code: status.code().unwrap_or(-1),
             stdout,
             stderr,

@@ -58,6 +58,23 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Seconds of CPU (user and system) the registry has used since it started, from
+    /// `/proc/PID/stat`: the registry shares the machine's cores with the run it answers.
+    pub fn cpu(&self) -> f64 {
+        let stat =
+            fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // The fields after the command's name (which may hold spaces) in parentheses:
+        // utime and stime are the 14th and 15th of the line, the 12th and 13th after it.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let ticks: u64 = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse::<u64>().ok())
+            .sum();
+        ticks as f64 / clock_ticks()
+    }
+
     /// `127.0.0.1:PORT`
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
@@ -127,6 +144,19 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("bind 127.0.0.1:0")
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 when it cannot say).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 /// Starts `docker-registry serve` on the data in `dir`, over TLS or plain HTTP, on a free

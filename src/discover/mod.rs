@@ -700,15 +700,22 @@ struct Fold<'a> {
 /// run. The names as written are also the whole-reference slots' names.
 #[derive(Default)]
 struct Names {
-    images: std::collections::HashSet<std::sync::Arc<ImageName>>,
-    written: std::collections::HashSet<std::sync::Arc<str>>,
-    units: std::collections::HashSet<std::sync::Arc<str>>,
+    images: Shared<ImageName>,
+    written: Shared<str>,
+    units: Shared<str>,
     /// Tags: a repository's references are written at a few versions.
-    tags: std::collections::HashSet<std::sync::Arc<str>>,
+    tags: Shared<str>,
     /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
     /// containers[0].image`) in thousands of files, each a vector of strings.
-    paths: std::collections::HashSet<std::sync::Arc<[PathSeg]>>,
+    paths: Shared<[PathSeg]>,
 }
+
+/// The copies `Names` keeps of one kind of value. Hashed with foldhash (already in the
+/// tree through serde_json), not SipHash: every reference is hashed here five times or
+/// more, one file after another on the thread that folds them, and no key comes from a
+/// party that could choose collisions to slow the run down more than the tree's own size
+/// does.
+type Shared<T> = foldhash::HashSet<std::sync::Arc<T>>;
 
 impl Names {
     fn share(&mut self, r: &mut ImageRef) {
@@ -728,10 +735,7 @@ impl Names {
 }
 
 /// `value` as the copy `kept` holds, which keeps it when it holds none.
-fn shared<T: ?Sized + Eq + std::hash::Hash>(
-    kept: &mut std::collections::HashSet<std::sync::Arc<T>>,
-    value: &mut std::sync::Arc<T>,
-) {
+fn shared<T: ?Sized + Eq + std::hash::Hash>(kept: &mut Shared<T>, value: &mut std::sync::Arc<T>) {
     match kept.get(value) {
         Some(copy) => *value = std::sync::Arc::clone(copy),
         None => {

@@ -479,7 +479,7 @@ impl Grouping {
         let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
         let mut sets: Vec<ChangeSet> = Vec::new();
         let mut groups: Vec<Arc<str>> = Vec::new();
-        let mut index: HashMap<Arc<str>, u32> = HashMap::new();
+        let mut index: foldhash::HashMap<Arc<str>, u32> = Default::default();
         for &(r, _, _) in moved {
             let files = r.touched_files();
             if files.iter().any(|f| refused.contains(*f)) {
@@ -605,8 +605,9 @@ fn rows(
     let count = set_of.iter().filter(|s| **s != u32::MAX).count();
     out.updates.reserve_exact(count);
     // One string per repository and per version as spelled, shared by their updates.
-    let mut images: HashMap<&ImageName, Arc<str>> = HashMap::new();
-    let mut spelled: HashMap<(&str, Option<&str>), Arc<str>> = HashMap::new();
+    // Looked up for every update (foldhash, as discovery's names).
+    let mut images: foldhash::HashMap<&ImageName, Arc<str>> = Default::default();
+    let mut spelled: foldhash::HashMap<(&str, Option<&str>), Arc<str>> = Default::default();
     let mut version = |tag, digest| {
         let kept = spelled.entry((tag, digest));
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))

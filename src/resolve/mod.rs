@@ -245,7 +245,9 @@ pub async fn resolve_with(
             .map(|(_, h)| h)
     };
     // Each group with the policy of its first member (all members have the same spec).
-    let mut groups: HashMap<GroupKey, (&Policy, Vec<usize>)> = HashMap::new();
+    // Hashed with foldhash: every reference's key (its whole policy spec among it) is
+    // hashed here, on the thread that then decides the groups.
+    let mut groups: foldhash::HashMap<GroupKey, (&Policy, Vec<usize>)> = Default::default();
     for &(i, r) in &pending {
         let key = (
             &*r.image,
@@ -512,14 +514,15 @@ fn set_aside(r: &ImageRef) -> Option<Outcome> {
 /// Tag lists started before resolve, while discovery was still reading the tree: one task
 /// per repository, at most `concurrency` requests at once among them.
 pub struct EarlyLists {
-    started: HashMap<ListKey, tokio::task::JoinHandle<Result<TagList, Error>>>,
+    /// Looked up for every reference discovery meets (foldhash: on the thread that folds).
+    started: foldhash::HashMap<ListKey, tokio::task::JoinHandle<Result<TagList, Error>>>,
     permits: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl EarlyLists {
     pub fn new(concurrency: usize) -> EarlyLists {
         EarlyLists {
-            started: HashMap::new(),
+            started: Default::default(),
             permits: std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency.max(1))),
         }
     }

@@ -100,10 +100,17 @@ pub fn placeholder(value: &str) -> Option<&'static str> {
     if v.is_empty() {
         return Some("empty");
     }
-    if v.contains('{') || v.contains('}') || v.contains('$') || v.contains("%{") {
+    // One pass over the bytes (every value of every values file comes here): `%{` holds
+    // a brace too.
+    let (mut template, mut angle) = (false, false);
+    for b in v.bytes() {
+        template |= matches!(b, b'{' | b'}' | b'$');
+        angle |= matches!(b, b'<' | b'>');
+    }
+    if template {
         return Some("a template, filled in at deploy time");
     }
-    if v.contains('<') || v.contains('>') {
+    if angle {
         return Some("a placeholder (`<...>`)");
     }
     let name = v.split(['@']).next().unwrap_or(v);
