@@ -710,12 +710,33 @@ struct Names {
     paths: Shared<[PathSeg]>,
 }
 
-/// The copies `Names` keeps of one kind of value. Hashed with foldhash (already in the
-/// tree through serde_json), not SipHash: every reference is hashed here five times or
-/// more, one file after another on the thread that folds them, and no key comes from a
-/// party that could choose collisions to slow the run down more than the tree's own size
-/// does.
-type Shared<T> = foldhash::HashSet<std::sync::Arc<T>>;
+/// The copies `Names` keeps of one kind of value, and their addresses. Hashed with foldhash
+/// (already in the tree through serde_json), not SipHash: every reference is hashed here
+/// five times or more, one file after another on the thread that folds them, and no key
+/// comes from a party that could choose collisions to slow the run down more than the
+/// tree's own size does.
+struct Shared<T: ?Sized> {
+    copies: foldhash::HashSet<std::sync::Arc<T>>,
+    /// Where each kept copy lives (they live as long as `copies`, so no other value takes
+    /// an address from them): the pass at the end of discovery finds most values shared
+    /// already, by address, without hashing what they hold.
+    kept_at: foldhash::HashSet<usize>,
+}
+
+impl<T: ?Sized> Default for Shared<T> {
+    fn default() -> Self {
+        Shared {
+            copies: Default::default(),
+            kept_at: Default::default(),
+        }
+    }
+}
+
+impl<T: ?Sized> Shared<T> {
+    fn address(value: &std::sync::Arc<T>) -> usize {
+        std::sync::Arc::as_ptr(value).cast::<()>() as usize
+    }
+}
 
 impl Names {
     fn share(&mut self, r: &mut ImageRef) {
@@ -736,10 +757,14 @@ impl Names {
 
 /// `value` as the copy `kept` holds, which keeps it when it holds none.
 fn shared<T: ?Sized + Eq + std::hash::Hash>(kept: &mut Shared<T>, value: &mut std::sync::Arc<T>) {
-    match kept.get(value) {
+    if kept.kept_at.contains(&Shared::address(value)) {
+        return;
+    }
+    match kept.copies.get(value) {
         Some(copy) => *value = std::sync::Arc::clone(copy),
         None => {
-            kept.insert(std::sync::Arc::clone(value));
+            kept.kept_at.insert(Shared::address(value));
+            kept.copies.insert(std::sync::Arc::clone(value));
         }
     }
 }
@@ -1194,6 +1219,40 @@ mod tests {
             assert!(told.is_empty(), "{}: {told:?}", extra.0);
             assert!(!found.refs.is_empty());
         }
+    }
+
+    #[test]
+    fn equal_values_are_kept_once_and_a_kept_copy_is_known_by_its_address() {
+        use std::sync::Arc;
+        let mut kept: Shared<str> = Shared::default();
+        let mut first: Arc<str> = Arc::from("apps/web");
+        shared(&mut kept, &mut first);
+        // An equal value made elsewhere becomes the kept copy.
+        let mut again: Arc<str> = Arc::from("apps/web");
+        assert!(!Arc::ptr_eq(&first, &again));
+        shared(&mut kept, &mut again);
+        assert!(Arc::ptr_eq(&first, &again));
+        // The kept copy itself is found by its address and left as it is.
+        let before = Arc::clone(&first);
+        shared(&mut kept, &mut first);
+        assert!(Arc::ptr_eq(&first, &before));
+        let mut other: Arc<str> = Arc::from("apps/api");
+        shared(&mut kept, &mut other);
+        assert_eq!((kept.copies.len(), kept.kept_at.len()), (2, 2));
+        assert_eq!(&*other, "apps/api");
+
+        // Through discovery: two apps writing the same image and tag at the same path hold
+        // one copy of each.
+        let deploy = APP[1].1;
+        let dir = tree(&[("a/deploy.yaml", deploy), ("b/deploy.yaml", deploy)]);
+        let found = discover(&Tree::disk(dir.path()), &Config::default());
+        let [a, b] = &found.refs[..] else {
+            panic!("{:?}", found.refs)
+        };
+        assert!(Arc::ptr_eq(&a.image, &b.image) && Arc::ptr_eq(&a.written, &b.written));
+        let tags = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
+        assert!(Arc::ptr_eq(tags.0, tags.1));
+        assert!(Arc::ptr_eq(&a.slots[0].path, &b.slots[0].path));
     }
 
     #[test]
