@@ -712,9 +712,9 @@ struct Names {
 
 /// The copies `Names` keeps of one kind of value, and their addresses. Hashed with foldhash
 /// (already in the tree through serde_json), not SipHash: every reference is hashed here
-/// five times or more, one file after another on the thread that folds them, and no key
-/// comes from a party that could choose collisions to slow the run down more than the
-/// tree's own size does.
+/// five times or more, one file after another on the thread that folds them. Each map is
+/// seeded at random, and the repository, written before the run, sees no hash: it cannot
+/// be written to collide (docs/security.md).
 struct Shared<T: ?Sized> {
     copies: foldhash::HashSet<std::sync::Arc<T>>,
     /// Where each kept copy lives (they live as long as `copies`, so no other value takes
