@@ -1256,6 +1256,57 @@ mod tests {
     }
 
     #[test]
+    fn many_shared_bases_are_placed_in_the_order_of_their_references() {
+        // 520 bases of two images each, every one in two overlays: 1,040 manifest
+        // references, each becoming one reference per overlay, in the references' order
+        // (placement goes from the last, so that splitting one keeps the others' indexes).
+        let bases: Vec<String> = (0..520).map(|i| format!("bases/b{i:03}")).collect();
+        let resources: String = bases.iter().map(|b| format!("- ../../{b}\n")).collect();
+        let overlay = format!("resources:\n{resources}");
+        let mut files: Vec<(String, String)> = vec![
+            ("overlays/dev/kustomization.yaml".into(), overlay.clone()),
+            ("overlays/prod/kustomization.yaml".into(), overlay),
+        ];
+        for (i, b) in bases.iter().enumerate() {
+            files.push((
+                format!("{b}/kustomization.yaml"),
+                "resources: [deploy.yaml]\n".into(),
+            ));
+            let deploy = format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: b{i}}}\nspec:\n  template:\n    spec:\n      containers:\n      - {{name: a, image: r.io/a{i}:1.0.0}}\n      - {{name: b, image: r.io/b{i}:1.0.0}}\n"
+            );
+            files.push((format!("{b}/deploy.yaml"), deploy));
+        }
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let dir = tree(&borrowed);
+        let found = discover(&Tree::disk(dir.path()), &Config::default());
+        let got: Vec<(String, Option<&str>, &str)> = (found.refs.iter())
+            .map(|r| (r.written.to_string(), r.writes_to(), &*r.unit))
+            .collect();
+        let mut want = Vec::new();
+        for i in 0..520 {
+            for image in [format!("r.io/a{i}"), format!("r.io/b{i}")] {
+                for leaf in ["overlays/dev", "overlays/prod"] {
+                    let file = format!("{leaf}/kustomization.yaml");
+                    want.push((image.clone(), Some(file), leaf));
+                }
+            }
+        }
+        let want: Vec<(String, Option<&str>, &str)> = (want.iter())
+            .map(|(image, file, leaf)| (image.clone(), file.as_deref(), *leaf))
+            .collect();
+        assert_eq!(got.len(), 2080);
+        assert!(
+            got == want,
+            "first difference: {:?}",
+            got.iter().zip(&want).find(|(g, w)| g != w)
+        );
+    }
+
+    #[test]
     fn the_references_room_is_projected_from_the_files_folded() {
         // 30 references in the first 10 of 100 files: room for about 300, in one step.
         let mut refs: Vec<u32> = (0..30).collect();
