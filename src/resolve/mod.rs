@@ -211,7 +211,9 @@ pub async fn resolve_with(
         .map(|(ir, _)| ir)
         .collect();
 
-    let mut users: BTreeMap<&ImageName, usize> = BTreeMap::new();
+    // Counted, and the repositories to list found, by hashing (one lookup per reference,
+    // not a walk of a sorted tree); only the few distinct repositories are then sorted.
+    let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
     for &(_, r) in &pending {
         let n = users.entry(&r.image).or_default();
         *n = n.saturating_add(1);
@@ -232,6 +234,8 @@ pub async fn resolve_with(
             r.policy.needs_tag_list() && !promoted.contains_key(i) && chart_index(r).is_none()
         })
         .map(|(_, r)| (&*r.image, credentials(&r.policy)))
+        .collect::<foldhash::HashSet<_>>()
+        .into_iter()
         .collect();
     // Only the few references with rejections where they are get a map of their own.
     let held: Vec<(usize, Held)> = pending
