@@ -917,12 +917,12 @@ fn scaling(
     let (mut cpu, mut floors) = ((vec![], vec![], vec![], vec![]), vec![]);
     let mut report = Value::Null;
     for k in 0..=o.runs {
-        let before = reg.cpu();
+        let start = reg.cpu();
         let s = big.run(out, &format!("scale-{k}"));
-        let (registry_big, before) = (reg.cpu() - before, reg.cpu());
+        let between = reg.cpu();
         report = assert_clean(&s, "dry run (10x)");
         let one = small.run(out, &format!("scale-1x-{k}"));
-        let registry_one = reg.cpu() - before;
+        let (registry_big, registry_one) = (between - start, reg.cpu() - between);
         assert_clean(&one, "dry run (1x)");
         if k > 0 {
             walls.push(s.wall);

@@ -1283,21 +1283,21 @@ mod tests {
             .collect();
         let dir = tree(&borrowed);
         let found = discover(&Tree::disk(dir.path()), &Config::default());
-        let got: Vec<(String, Option<&str>, &str)> = (found.refs.iter())
-            .map(|r| (r.written.to_string(), r.writes_to(), &*r.unit))
+        let got: Vec<(String, Option<String>, String)> = (found.refs.iter())
+            .map(|r| {
+                let writes_to = r.writes_to().map(str::to_string);
+                (r.written.to_string(), writes_to, r.unit.to_string())
+            })
             .collect();
         let mut want = Vec::new();
         for i in 0..520 {
             for image in [format!("r.io/a{i}"), format!("r.io/b{i}")] {
                 for leaf in ["overlays/dev", "overlays/prod"] {
                     let file = format!("{leaf}/kustomization.yaml");
-                    want.push((image.clone(), Some(file), leaf));
+                    want.push((image.clone(), Some(file), leaf.to_string()));
                 }
             }
         }
-        let want: Vec<(String, Option<&str>, &str)> = (want.iter())
-            .map(|(image, file, leaf)| (image.clone(), file.as_deref(), *leaf))
-            .collect();
         assert_eq!(got.len(), 2080);
         assert!(
             got == want,
