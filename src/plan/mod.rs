@@ -272,21 +272,7 @@ fn changes_for<'a>(
     earlier: Option<&Done<'a>>,
     keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
-    let mut by_file: BTreeMap<&str, FileWork> = BTreeMap::new();
-    for &p in planned {
-        let r = p.0;
-        if !r.slots.is_empty() {
-            by_file.entry(&*r.file).or_default().slots.push(p);
-        }
-        for c in r.creations() {
-            by_file
-                .entry(c.file.as_str())
-                .or_default()
-                .creations
-                .push((p, c));
-        }
-    }
-    let work: Vec<(&str, FileWork)> = by_file.into_iter().collect();
+    let work = by_file(planned);
     // Each file on its own, on every core (editing and verifying is most of the plan).
     let results = crate::parallel::map(&work, |&(file, ref work)| {
         if let Some((_, Ok(change))) = earlier
@@ -308,20 +294,48 @@ fn changes_for<'a>(
             })
         })
     });
-    let mut changed = BTreeMap::new();
     let mut refused = Vec::new();
-    for ((file, work), result) in work.into_iter().zip(results) {
-        match result {
-            Ok(change) => {
-                changed.insert(file, (work.size(), Ok(change)));
-            }
-            Err((line, column, e)) => {
-                refused.push((file, line, column, e));
-                changed.insert(file, (work.size(), Err(())));
+    // In the files' order already: the map is built from the sorted run, without a search
+    // per file.
+    let changed = work
+        .into_iter()
+        .zip(results)
+        .map(|((file, work), result)| {
+            let done = result.map_err(|(line, column, e)| refused.push((file, line, column, e)));
+            (file, (work.size(), done))
+        })
+        .collect();
+    (changed, refused)
+}
+
+/// The work of `planned` by file, in the files' order (bytewise) and, within a file, in the
+/// order of `planned`. The references come file by file already: one stable sort of a
+/// reference per slot edit and per created value, then runs of one file, costs far less than
+/// a search of a tree of file names per reference.
+fn by_file<'a>(planned: &[Planned<'a>]) -> Vec<(&'a str, FileWork<'a>)> {
+    let mut edits: Vec<(&'a str, Planned<'a>, Option<&'a Creation>)> = Vec::new();
+    for &p in planned {
+        let r = p.0;
+        if !r.slots.is_empty() {
+            edits.push((&*r.file, p, None));
+        }
+        edits.extend(r.creations().iter().map(|c| (c.file.as_str(), p, Some(c))));
+    }
+    edits.sort_by(|a, b| a.0.cmp(b.0));
+    let mut work: Vec<(&'a str, FileWork<'a>)> = Vec::new();
+    for (file, p, creation) in edits {
+        let same = work.last().is_some_and(|(last, _)| *last == file);
+        if !same {
+            work.push((file, FileWork::default()));
+        }
+        if let Some((_, w)) = work.last_mut() {
+            match creation {
+                None => w.slots.push(p),
+                Some(c) => w.creations.push((p, c)),
             }
         }
     }
-    (changed, refused)
+    work
 }
 
 /// The new texts of `done`, by file.
@@ -755,6 +769,54 @@ mod tests {
                 assert_eq!(c.after, whole.after);
             }
         }
+    }
+
+    /// The plan's work comes file by file in the files' bytewise order, each file's
+    /// references in the order they were planned, however they were planned.
+    #[test]
+    fn work_is_grouped_by_file_in_file_order_keeping_the_planned_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "b/values.yaml",
+                "x:\n  image: r.io/x:1.0.0\ny:\n  image: r.io/y:1.0.0\n",
+            ),
+            ("a/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
+            // '-' sorts before '/': bytewise, this file comes first.
+            ("a-b/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
+        ];
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
+        let of = |file: &str, i: usize| {
+            let r = found.refs.iter().filter(|r| &*r.file == file).nth(i);
+            let r = r.unwrap_or_else(|| panic!("{file} #{i}: {:?}", found.refs));
+            (r, "9.9.9", None)
+        };
+        let planned: Vec<Planned> = vec![
+            of("b/values.yaml", 1),
+            of("a/values.yaml", 0),
+            of("b/values.yaml", 0),
+            of("a-b/values.yaml", 0),
+        ];
+        let work = by_file(&planned);
+        let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
+        assert_eq!(order, ["a-b/values.yaml", "a/values.yaml", "b/values.yaml"]);
+        let slots: Vec<Vec<usize>> = work
+            .iter()
+            .map(|(_, w)| {
+                let at = |p: &Planned| planned.iter().position(|q| std::ptr::eq(q.0, p.0));
+                w.slots.iter().filter_map(at).collect()
+            })
+            .collect();
+        assert_eq!(slots, [vec![3], vec![1], vec![0, 2]]);
+        assert!(work.iter().all(|(_, w)| w.creations.is_empty()));
     }
 
     /// The strings kept per reference and per update are shared, not copied: one tag per
