@@ -268,7 +268,8 @@ impl Discovery {
                 e.creations = Vec::new();
             }
         }
-        let written: std::collections::HashSet<&str> =
+        // foldhash, as in `Names`: a lookup for each of 45,000 references at 10,000 apps.
+        let written: foldhash::HashSet<&str> =
             self.refs.iter().flat_map(ImageRef::touched_files).collect();
         self.sources.retain(|f, _| written.contains(&**f));
         self.fingerprints.retain(|f, _| written.contains(&**f));

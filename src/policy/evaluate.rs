@@ -20,6 +20,33 @@ use imagebump_model::platform::Platform;
 /// How many candidates' metadata is asked for at once when walking best-first.
 const WALK_BATCH: usize = 4;
 
+/// The tags of `kept` (each key with its tag's index) best first; equal keys (a tag listed
+/// twice) in listing order. With the places of the repository's versions (read once for
+/// all its references: the order of their ranks, which lead their keys), most comparisons
+/// compare two numbers, not two versions; and the sort moves pairs of numbers, not keys.
+fn best_first(kept: &[(Key, usize)], places: Option<&[u32]>) -> Vec<usize> {
+    let places = places.filter(|p| {
+        kept.iter()
+            .all(|(_, i)| p.get(*i).is_some_and(|&x| x != u32::MAX))
+    });
+    let mut by: Vec<(u32, usize)> = kept
+        .iter()
+        .enumerate()
+        .map(|(n, (_, i))| (places.and_then(|p| p.get(*i)).copied().unwrap_or(0), n))
+        .collect();
+    by.sort_unstable_by(|a, b| {
+        b.0.cmp(&a.0).then_with(|| {
+            let (x, y) = (kept.get(a.1), kept.get(b.1));
+            let (kx, ky) = (x.map(|k| &k.0), y.map(|k| &k.0));
+            ky.cmp(&kx)
+                .then_with(|| x.map(|k| k.1).cmp(&y.map(|k| k.1)))
+        })
+    });
+    by.into_iter()
+        .filter_map(|(_, n)| kept.get(n).map(|k| k.1))
+        .collect()
+}
+
 /// A tag's sort key under one strategy. Keys of one evaluation are all the same variant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Key<'t> {
@@ -293,9 +320,10 @@ impl<'t> Evaluation<'t> {
         if policy.strategy == Strategy::Digest {
             e.order = e.current_index.into_iter().collect();
         } else {
-            // Best first; equal keys (a tag listed twice) in listing order.
-            kept.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            e.order = kept.iter().map(|(_, i)| *i).collect();
+            let places = read
+                .zip(series.as_ref())
+                .and_then(|(r, s)| r.places(s.mode()));
+            e.order = best_first(&kept, places);
         }
         drop(kept);
         // Pass two: every tag in listing order, ranked unless judged otherwise.
@@ -825,6 +853,39 @@ mod tests {
 
     fn tags(t: &[&str]) -> Vec<String> {
         t.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Versions of equal rank spelled apart (`v1.2.0`, `1.2.0`), listed twice, or of
+    /// another variant are ordered by the repository's places as by their keys: the same
+    /// order, read once or read each time, in both modes.
+    #[test]
+    fn equal_ranks_keep_their_order_when_read_once() {
+        let list = tags(&[
+            "v1.2.0",
+            "1.2.0",
+            "1.1.0",
+            "1.3.0-rc.1",
+            "v1.3.0",
+            "1.3.0",
+            "1.2.0",
+            "1.4.0-alpine",
+            "1.10.0",
+            "v1.10.0",
+            "2.0",
+        ]);
+        for mode in [SemverMode::Variant, SemverMode::Masterminds] {
+            let p = policy(PolicySpec {
+                semver_mode: Some(mode),
+                ..Default::default()
+            });
+            for current in ["1.1.0", "v1.1.0", "1.0"] {
+                let read = TagVersions::read(mode, &list);
+                let once = Evaluation::new_read(&p, current, None, &list, Some(&read));
+                let each = Evaluation::new(&p, current, None, &list);
+                assert_eq!(once.order, each.order, "{mode:?} {current}");
+                assert!(!once.order.is_empty(), "{mode:?} {current}");
+            }
+        }
     }
 
     fn update(t: &str, d: Option<&str>) -> Choice {

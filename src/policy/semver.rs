@@ -327,14 +327,27 @@ impl TagVersion {
 pub struct TagVersions {
     mode: SemverMode,
     versions: Vec<Option<TagVersion>>,
+    /// Each version's place among the list's versions by [`Rank`], lowest first (equal
+    /// ranks share a place; `u32::MAX`: not a version): the evaluations of a repository's
+    /// references sort their candidates by it instead of comparing versions again, each.
+    places: Vec<u32>,
 }
 
 impl TagVersions {
     pub fn read(mode: SemverMode, tags: &[String]) -> TagVersions {
+        let versions: Vec<Option<TagVersion>> =
+            tags.iter().map(|t| TagVersion::parse_in(mode, t)).collect();
+        let places = places(&versions);
         TagVersions {
             mode,
-            versions: tags.iter().map(|t| TagVersion::parse_in(mode, t)).collect(),
+            versions,
+            places,
         }
+    }
+
+    /// The places of the versions (see the field), when they were read in `mode`.
+    pub fn places(&self, mode: SemverMode) -> Option<&[u32]> {
+        (self.mode == mode).then_some(&self.places)
     }
 
     /// The versions, when they were read in `mode` (`None`: read the tags themselves).
@@ -347,6 +360,29 @@ impl TagVersions {
         self.in_mode(mode)
             .map(|versions| versions.get(i).and_then(Option::as_ref))
     }
+}
+
+/// Each version's place by [`Rank`], lowest first, equal ranks sharing one; `u32::MAX` for
+/// a tag that is not a version.
+fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
+    let mut ranked: Vec<(Rank, usize)> = versions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.as_ref().map(|v| (v.rank(), i)))
+        .collect();
+    ranked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut places = vec![u32::MAX; versions.len()];
+    let mut place = 0u32;
+    for (n, (rank, i)) in ranked.iter().enumerate() {
+        let before = n.checked_sub(1).and_then(|b| ranked.get(b));
+        if before.is_some_and(|(r, _)| r.cmp(rank) != Ordering::Equal) {
+            place = place.saturating_add(1);
+        }
+        if let Some(p) = places.get_mut(*i) {
+            *p = place;
+        }
+    }
+    places
 }
 
 /// How the `semver` strategy reads tags, given the current tag and the whole list.
@@ -457,6 +493,11 @@ impl Series {
     pub fn comparable(&self, v: &TagVersion) -> bool {
         self.mode == SemverMode::Masterminds
             || (v.shape() == self.current.shape() && v.same_suffix(&self.current))
+    }
+
+    /// How this series reads tags.
+    pub fn mode(&self) -> SemverMode {
+        self.mode
     }
 
     /// The current tag's key, for "never downgrade".
