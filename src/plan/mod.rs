@@ -309,33 +309,46 @@ fn changes_for<'a>(
 }
 
 /// The work of `planned` by file, in the files' order (bytewise) and, within a file, in the
-/// order of `planned`. The references come file by file already: one stable sort of a
-/// reference per slot edit and per created value, then runs of one file, costs far less than
-/// a search of a tree of file names per reference.
+/// order of `planned`. The references come file by file already: runs of one file as they
+/// come, one stable sort of the runs and the neighbours of one file joined cost far less
+/// than a search of a tree of file names per reference, and hold no more.
 fn by_file<'a>(planned: &[Planned<'a>]) -> Vec<(&'a str, FileWork<'a>)> {
-    let mut edits: Vec<(&'a str, Planned<'a>, Option<&'a Creation>)> = Vec::new();
+    let mut runs: Vec<(&'a str, FileWork<'a>)> = Vec::new();
     for &p in planned {
         let r = p.0;
         if !r.slots.is_empty() {
-            edits.push((&*r.file, p, None));
+            if let Some(w) = run_of(&mut runs, &r.file) {
+                w.slots.push(p);
+            }
         }
-        edits.extend(r.creations().iter().map(|c| (c.file.as_str(), p, Some(c))));
-    }
-    edits.sort_by(|a, b| a.0.cmp(b.0));
-    let mut work: Vec<(&'a str, FileWork<'a>)> = Vec::new();
-    for (file, p, creation) in edits {
-        let same = work.last().is_some_and(|(last, _)| *last == file);
-        if !same {
-            work.push((file, FileWork::default()));
-        }
-        if let Some((_, w)) = work.last_mut() {
-            match creation {
-                None => w.slots.push(p),
-                Some(c) => w.creations.push((p, c)),
+        for c in r.creations() {
+            if let Some(w) = run_of(&mut runs, c.file.as_str()) {
+                w.creations.push((p, c));
             }
         }
     }
-    work
+    // Stable: the runs of one file stay in the order of `planned`.
+    runs.sort_by(|a, b| a.0.cmp(b.0));
+    runs.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1.slots.append(&mut later.1.slots);
+            kept.1.creations.append(&mut later.1.creations);
+        }
+        same
+    });
+    runs
+}
+
+/// The last run if it is `file`'s, else a new one.
+fn run_of<'w, 'a>(
+    runs: &'w mut Vec<(&'a str, FileWork<'a>)>,
+    file: &'a str,
+) -> Option<&'w mut FileWork<'a>> {
+    if runs.last().is_none_or(|(last, _)| *last != file) {
+        runs.push((file, FileWork::default()));
+    }
+    runs.last_mut().map(|(_, w)| w)
 }
 
 /// The new texts of `done`, by file.
