@@ -381,27 +381,46 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Every `image: <string>` below `node`.
+    /// Every `image: <string>` below `node`. A key's path segment is made only where it is
+    /// used: most values are scalars of other keys, with nothing below them.
     fn image_keys(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
-        for (seg, value) in node.children() {
-            let key = match &seg {
-                PathSeg::Key(k) => Some(k.as_str() == "image"),
-                PathSeg::Index(_) => None,
-            };
-            path.push(seg);
-            match value {
-                Node::Scalar(s) if key == Some(true) => {
-                    let k = in_containers(path);
-                    self.add(path.clone(), s, k);
+        match node {
+            Node::Map { entries, .. } => {
+                for (key, value) in entries {
+                    let seg = || PathSeg::Key(key.name.clone());
+                    match value {
+                        Node::Scalar(s) if key.name == "image" => {
+                            path.push(seg());
+                            let k = in_containers(path);
+                            self.add(path.clone(), s, k);
+                            path.pop();
+                        }
+                        Node::Scalar(s)
+                            if s.style == Style::Block && s.value.contains("image:") =>
+                        {
+                            path.push(seg());
+                            self.blocks.push((path.clone(), s));
+                            path.pop();
+                        }
+                        Node::Scalar(_) | Node::Other { .. } => {}
+                        Node::Map { .. } | Node::Seq { .. } => {
+                            path.push(seg());
+                            self.image_keys(value, path);
+                            path.pop();
+                        }
+                    }
                 }
-                Node::Scalar(s)
-                    if key.is_some() && s.style == Style::Block && s.value.contains("image:") =>
-                {
-                    self.blocks.push((path.clone(), s));
-                }
-                _ => self.image_keys(value, path),
             }
-            path.pop();
+            Node::Seq { items, .. } => {
+                for (i, value) in items.iter().enumerate() {
+                    if matches!(value, Node::Map { .. } | Node::Seq { .. }) {
+                        path.push(PathSeg::Index(i));
+                        self.image_keys(value, path);
+                        path.pop();
+                    }
+                }
+            }
+            Node::Scalar(_) | Node::Other { .. } => {}
         }
     }
 

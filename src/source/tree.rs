@@ -226,10 +226,15 @@ fn walk_disk(
     prune: impl Fn(&str) -> bool + Sync,
     mut visit: impl FnMut(Result<Entry<'_>, String>),
 ) {
-    let mut parts = vec![Part::Dir(root.to_path_buf())];
+    let top = Dir {
+        path: root.to_path_buf(),
+        rel: String::new(),
+        utf8: true,
+    };
+    let mut parts = vec![Part::Dir(top)];
     while parts.iter().any(|p| matches!(p, Part::Dir(_))) {
         let listed = crate::parallel::map(&parts, |p| match p {
-            Part::Dir(dir) => Some(list_dir(root, dir, &prune)),
+            Part::Dir(dir) => Some(list_dir(dir, &prune)),
             _ => None,
         });
         parts = parts
@@ -257,19 +262,27 @@ fn walk_disk(
 enum Part {
     Entry { rel: String, kind: Kind, utf8: bool },
     Error(String),
-    Dir(PathBuf),
+    Dir(Dir),
+}
+
+/// A directory still to read: where it is, and its path relative to the root as its
+/// entry gave it (its entries' paths are made from it, not from the whole path again).
+struct Dir {
+    path: PathBuf,
+    rel: String,
+    utf8: bool,
 }
 
 /// One directory's entries in name order (bytewise), each directory among them followed by
 /// a `Dir` to read next; the error reading it, if it cannot be read. Errors are worded as
 /// the `walkdir` crate words them, which this walk replaced.
-fn list_dir(root: &Path, dir: &Path, prune: &impl Fn(&str) -> bool) -> Vec<Part> {
+fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> Vec<Part> {
     let failed = |path: &Path, e: std::io::Error| {
         Part::Error(format!("IO error for operation on {}: {e}", path.display()))
     };
-    let read = match std::fs::read_dir(dir) {
+    let read = match std::fs::read_dir(&dir.path) {
         Ok(read) => read,
-        Err(e) => return vec![failed(dir, e)],
+        Err(e) => return vec![failed(&dir.path, e)],
     };
     let mut parts = Vec::new();
     let mut entries = Vec::new();
@@ -281,18 +294,25 @@ fn list_dir(root: &Path, dir: &Path, prune: &impl Fn(&str) -> bool) -> Vec<Part>
     }
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
-        let path = entry.path();
         let t = match entry.file_type() {
             Ok(t) => t,
             Err(e) => {
-                parts.push(failed(&path, e));
+                parts.push(failed(&entry.path(), e));
                 continue;
             }
         };
-        let rel = path.strip_prefix(root).unwrap_or(&path);
-        let (rel, utf8) = match rel.to_str() {
-            Some(r) => (r.replace('\\', "/"), true),
-            None => (rel.to_string_lossy().into_owned(), false),
+        let name = entry.file_name();
+        // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
+        // through, a lossy rendering, untouched, in one that is not.
+        let (name, utf8) = match name.to_str() {
+            Some(n) if dir.utf8 => (n.replace('\\', "/"), true),
+            Some(n) => (n.to_string(), false),
+            None => (name.to_string_lossy().into_owned(), false),
+        };
+        let rel = if dir.rel.is_empty() {
+            name
+        } else {
+            format!("{}/{name}", dir.rel)
         };
         let kind = if t.is_symlink() {
             Kind::Link
@@ -306,9 +326,16 @@ fn list_dir(root: &Path, dir: &Path, prune: &impl Fn(&str) -> bool) -> Vec<Part>
         if kind == Kind::Dir && prune(&rel) {
             continue;
         }
-        parts.push(Part::Entry { rel, kind, utf8 });
         if kind == Kind::Dir {
-            parts.push(Part::Dir(path));
+            let sub = Dir {
+                path: entry.path(),
+                rel: rel.clone(),
+                utf8,
+            };
+            parts.push(Part::Entry { rel, kind, utf8 });
+            parts.push(Part::Dir(sub));
+        } else {
+            parts.push(Part::Entry { rel, kind, utf8 });
         }
     }
     parts
@@ -561,6 +588,39 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On disk, each entry's path is its directory's and its name: `/`-separated, a
+    /// backslash read as `/` in a path that is UTF-8 all through, and a name that is not
+    /// UTF-8 marks its path and everything below it, rendered lossily and untouched.
+    #[test]
+    fn disk_entries_are_named_from_their_directories() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"o\xffd");
+        std::fs::create_dir_all(dir.path().join("apps/web")).unwrap();
+        std::fs::write(dir.path().join("apps/web/a\\b.yaml"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join(odd).join("sub")).unwrap();
+        std::fs::write(dir.path().join(odd).join("sub/c\\d.yaml"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("skipped/deep")).unwrap();
+        let mut seen = Vec::new();
+        Tree::disk(dir.path()).walk(
+            |rel| rel == "skipped",
+            |e| {
+                let e = e.unwrap();
+                seen.push((e.rel.to_string(), e.utf8));
+            },
+        );
+        let odd = "o\u{fffd}d";
+        let want = [
+            ("apps".to_string(), true),
+            ("apps/web".into(), true),
+            ("apps/web/a/b.yaml".into(), true),
+            (odd.into(), false),
+            (format!("{odd}/sub"), false),
+            (format!("{odd}/sub/c\\d.yaml"), false),
+        ];
+        assert_eq!(seen, want);
+    }
 
     /// `git args` in `dir`, isolated from the user's configuration; its output.
     fn git(dir: &Path, args: &[&str]) -> String {
