@@ -55,6 +55,7 @@ pub struct NameError {
 
 #[cfg(test)]
 static TAG: LazyLock<Regex> = LazyLock::new(|| pattern(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"));
+#[cfg(test)]
 static COMPONENT: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$"));
 static DIGEST: LazyLock<Regex> =
@@ -83,6 +84,39 @@ pub fn is_valid_tag(tag: &str) -> bool {
                 && rest.iter().all(|b| word(b) || *b == b'.' || *b == b'-')
         }
         None => false,
+    }
+}
+
+/// A path component of a repository name by the distribution spec's grammar,
+/// `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`, checked byte by byte: every reference's name
+/// passes here (the same answer as the `COMPONENT` pattern, which the tests compare it with).
+fn is_valid_component(component: &str) -> bool {
+    let bytes = component.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let mut at = 0usize;
+    loop {
+        // A run of letters and digits, then a separator, or the end.
+        let run = bytes.get(at..).unwrap_or_default();
+        let letters = run.iter().take_while(|b| alnum(b)).count();
+        if letters == 0 {
+            return false;
+        }
+        at = at.saturating_add(letters);
+        let Some(&sep) = bytes.get(at) else {
+            return true;
+        };
+        let rest = bytes.get(at..).unwrap_or_default();
+        let seps = rest.iter().take_while(|&&b| b == sep).count();
+        let allowed = match sep {
+            b'.' => seps == 1,
+            b'_' => seps <= 2,
+            b'-' => true,
+            _ => false,
+        };
+        if !allowed {
+            return false;
+        }
+        at = at.saturating_add(seps);
     }
 }
 
@@ -157,7 +191,7 @@ pub fn parse_name(input: &str) -> Result<ImageName, NameError> {
         }
         _ => registry,
     };
-    if path.is_empty() || !path.split('/').all(|c| COMPONENT.is_match(c)) {
+    if path.is_empty() || !path.split('/').all(is_valid_component) {
         return Err(err("repository must be lowercase path components"));
     }
     let repository = if registry == DOCKER_HUB && !path.contains('/') {
@@ -221,6 +255,12 @@ mod tests {
         #[test]
         fn tag_check_is_the_pattern(tag in "[A-Za-z0-9_.:/@ é-]{0,3}|[a-z0-9_.-]{120,135}") {
             proptest::prop_assert_eq!(is_valid_tag(&tag), super::TAG.is_match(&tag));
+        }
+
+        /// The byte-wise component check answers as the distribution spec's pattern does.
+        #[test]
+        fn component_check_is_the_pattern(c in "[a-c0-9._A/-]{0,8}|[a-z]{1,3}(__|___|--|-_|_-|\\.\\.|\\._)[a-z]{0,2}") {
+            proptest::prop_assert_eq!(is_valid_component(&c), super::COMPONENT.is_match(&c));
         }
     }
 
