@@ -708,9 +708,24 @@ fn change_file(
 mod tests {
     use super::*;
 
+    /// A tree of `files` in a new directory (kept while the result lives), discovered with
+    /// the default configuration.
+    fn discovered(files: &[(&str, &str)]) -> (tempfile::TempDir, Discovery) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
+        (dir, found)
+    }
+
     #[test]
     fn a_plan_keeping_fewer_texts_is_the_same_plan() {
-        let dir = tempfile::tempdir().unwrap();
         let files = [
             (
                 "apps/a/kustomization.yaml",
@@ -721,15 +736,7 @@ mod tests {
                 "x:\n  image: r.io/x:1.0.0\ny:\n  image: r.io/y:2.0.0\n",
             ),
         ];
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        let found = crate::discover::discover(
-            &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
-        );
+        let (_dir, found) = discovered(&files);
         assert_eq!(found.refs.len(), 4);
         let outcomes: Vec<Outcome> = found
             .refs
@@ -788,7 +795,6 @@ mod tests {
     /// references in the order they were planned, however they were planned.
     #[test]
     fn work_is_grouped_by_file_in_file_order_keeping_the_planned_order() {
-        let dir = tempfile::tempdir().unwrap();
         let files = [
             (
                 "b/values.yaml",
@@ -798,15 +804,7 @@ mod tests {
             // '-' sorts before '/': bytewise, this file comes first.
             ("a-b/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
         ];
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        let found = crate::discover::discover(
-            &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
-        );
+        let (_dir, found) = discovered(&files);
         let of = |file: &str, i: usize| {
             let r = found.refs.iter().filter(|r| &*r.file == file).nth(i);
             let r = r.unwrap_or_else(|| panic!("{file} #{i}: {:?}", found.refs));
@@ -837,20 +835,11 @@ mod tests {
     /// file's text (a text that no longer holds them refuses the file's edit, no panic).
     #[test]
     fn tags_and_versions_are_shared_and_slots_read_the_text() {
-        let dir = tempfile::tempdir().unwrap();
         let files = [
             ("a/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
             ("b/values.yaml", "y:\n  image: r.io/x:1.0.0\n"),
         ];
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        let mut found = crate::discover::discover(
-            &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
-        );
+        let (_dir, mut found) = discovered(&files);
         let [a, b] = &found.refs[..] else {
             panic!("{:?}", found.refs)
         };
