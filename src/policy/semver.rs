@@ -62,12 +62,21 @@ impl Rank {
 
 impl Ord for Rank {
     fn cmp(&self, other: &Self) -> Ordering {
-        let (a, b) = (&self.version, &other.version);
-        (a.major, a.minor, a.patch, self.fourth)
-            .cmp(&(b.major, b.minor, b.patch, other.fourth))
-            .then_with(|| a.pre.cmp(&b.pre))
-            .then_with(|| self.revision.cmp(&other.revision))
+        rank_order(
+            (&self.version, self.fourth, self.revision),
+            (&other.version, other.fourth, other.revision),
+        )
     }
+}
+
+/// How two ranks compare, given as their parts (a version, its fourth part, its revision):
+/// the first three parts and the fourth, then the pre-release, then the revision.
+fn rank_order(a: (&Version, u64, u64), b: (&Version, u64, u64)) -> Ordering {
+    let ((va, fa, ra), (vb, fb, rb)) = (a, b);
+    (va.major, va.minor, va.patch, fa)
+        .cmp(&(vb.major, vb.minor, vb.patch, fb))
+        .then_with(|| va.pre.cmp(&vb.pre))
+        .then_with(|| ra.cmp(&rb))
 }
 
 impl PartialOrd for Rank {
@@ -365,17 +374,21 @@ impl TagVersions {
 /// Each version's place by [`Rank`], lowest first, equal ranks sharing one; `u32::MAX` for
 /// a tag that is not a version.
 fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
-    let mut ranked: Vec<(Rank, usize)> = versions
+    // The versions by reference, sorted as their ranks would be (without making them).
+    fn parts(v: &TagVersion) -> (&Version, u64, u64) {
+        (&v.version, v.fourth, v.revision.unwrap_or(0))
+    }
+    let mut ranked: Vec<(&TagVersion, usize)> = versions
         .iter()
         .enumerate()
-        .filter_map(|(i, v)| v.as_ref().map(|v| (v.rank(), i)))
+        .filter_map(|(i, v)| v.as_ref().map(|v| (v, i)))
         .collect();
-    ranked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    ranked.sort_unstable_by(|a, b| rank_order(parts(a.0), parts(b.0)));
     let mut places = vec![u32::MAX; versions.len()];
     let mut place = 0u32;
-    for (n, (rank, i)) in ranked.iter().enumerate() {
+    for (n, (v, i)) in ranked.iter().enumerate() {
         let before = n.checked_sub(1).and_then(|b| ranked.get(b));
-        if before.is_some_and(|(r, _)| r.cmp(rank) != Ordering::Equal) {
+        if before.is_some_and(|(b, _)| rank_order(parts(b), parts(v)) != Ordering::Equal) {
             place = place.saturating_add(1);
         }
         if let Some(p) = places.get_mut(*i) {
