@@ -711,12 +711,7 @@ mod tests {
     /// A tree of `files` in a new directory (kept while the result lives), discovered with
     /// the default configuration.
     fn discovered(files: &[(&str, &str)]) -> (tempfile::TempDir, Discovery) {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
+        let dir = crate::discover::tests::tree(files);
         let found = crate::discover::discover(
             &crate::source::tree::Tree::disk(dir.path()),
             &crate::config::Config::default(),

@@ -385,15 +385,15 @@ fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
         .collect();
     ranked.sort_unstable_by(|a, b| rank_order(parts(a.0), parts(b.0)));
     let mut places = vec![u32::MAX; versions.len()];
-    let mut place = 0u32;
-    for (n, (v, i)) in ranked.iter().enumerate() {
-        let before = n.checked_sub(1).and_then(|b| ranked.get(b));
-        if before.is_some_and(|(b, _)| rank_order(parts(b), parts(v)) != Ordering::Equal) {
+    let (mut place, mut before) = (0u32, None);
+    for (v, i) in ranked {
+        if before.is_some_and(|b| rank_order(parts(b), parts(v)) != Ordering::Equal) {
             place = place.saturating_add(1);
         }
-        if let Some(p) = places.get_mut(*i) {
+        if let Some(p) = places.get_mut(i) {
             *p = place;
         }
+        before = Some(v);
     }
     places
 }

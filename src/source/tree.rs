@@ -326,17 +326,13 @@ fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> Vec<Part> {
         if kind == Kind::Dir && prune(&rel) {
             continue;
         }
-        if kind == Kind::Dir {
-            let sub = Dir {
-                path: entry.path(),
-                rel: rel.clone(),
-                utf8,
-            };
-            parts.push(Part::Entry { rel, kind, utf8 });
-            parts.push(Part::Dir(sub));
-        } else {
-            parts.push(Part::Entry { rel, kind, utf8 });
-        }
+        let sub = (kind == Kind::Dir).then(|| Dir {
+            path: entry.path(),
+            rel: rel.clone(),
+            utf8,
+        });
+        parts.push(Part::Entry { rel, kind, utf8 });
+        parts.extend(sub.map(Part::Dir));
     }
     parts
 }

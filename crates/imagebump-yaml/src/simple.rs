@@ -194,7 +194,7 @@ fn entry_key(body: &str) -> Option<&str> {
 }
 
 /// Where `s` first holds `": "`, as `s.find(": ")` says, without setting up a substring
-/// search for every line (a tenth of the parse's instructions went there).
+/// search for every line (about a fifth of the reader's instructions went there).
 fn colon_space(s: &str) -> Option<usize> {
     let bytes = s.as_bytes();
     let mut from = 0usize;
