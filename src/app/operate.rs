@@ -119,12 +119,13 @@ fn exit_code(plan: &RunPlan, report: &RunReport, late: &[Problem]) -> i32 {
 fn files(plan: &RunPlan, report: &RunReport) -> Vec<Problem> {
     let mut late: Vec<Problem> = Vec::new();
     if let Some(path) = &plan.report {
-        let text = serde_json::to_string_pretty(report).map(|mut t| {
-            t.push('\n');
-            t
-        });
-        let written = text
+        let mut text = Vec::new();
+        let written = super::output::write_json(&mut text, report)
             .map_err(|e| e.to_string())
+            .and_then(|()| {
+                text.push(b'\n');
+                String::from_utf8(text).map_err(|e| e.to_string())
+            })
             .and_then(|t| write_atomic(path, &t, false));
         if let Err(e) = written {
             late.push(Problem::general(format!(

@@ -220,6 +220,16 @@ impl ImageRef {
         }
     }
 
+    /// The file an update of this reference writes its new value to: the last of
+    /// [`touched_files`](Self::touched_files), or its own file when it touches none. The
+    /// list is made only when there are creations (a few references in most trees).
+    pub fn written_file(&self) -> &str {
+        match self.creations() {
+            [] => &self.file,
+            _ => self.touched_files().last().copied().unwrap_or(&self.file),
+        }
+    }
+
     /// The files an update of this reference changes, its own file first (when it has
     /// slots there), without repeats.
     pub fn touched_files(&self) -> Vec<&str> {

@@ -1,6 +1,7 @@
 //! The plan stage, a pure function: references + outcomes → verified file edits, grouped
 //! into change sets.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -138,8 +139,8 @@ fn written_digest<'a>(r: &ImageRef, digest: Option<&'a str>) -> Option<&'a str> 
     }
 }
 
-fn group_of(file: &str) -> String {
-    file.rsplit_once('/').map_or(".", |(d, _)| d).to_string()
+fn group_of(file: &str) -> &str {
+    file.rsplit_once('/').map_or(".", |(d, _)| d)
 }
 
 /// The edits of `r`'s slots in `text`, the text of its file.
@@ -191,22 +192,21 @@ struct FileWork<'a> {
     creations: Vec<(Planned<'a>, &'a Creation)>,
 }
 
-/// The key of the change set a reference's update belongs to.
-pub fn group_key(r: &ImageRef, written: &str, by: GroupBy) -> String {
+/// The key of the change set a reference's update belongs to (borrowed where it is a
+/// name the reference holds: the plan looks it up for every update).
+pub fn group_key<'a>(r: &'a ImageRef, written: &'a str, by: GroupBy) -> Cow<'a, str> {
     match by {
-        GroupBy::App => r.unit.to_string(),
-        GroupBy::Directory => group_of(written),
-        GroupBy::Image => r.image.to_string(),
-        GroupBy::All => "all".into(),
+        GroupBy::App => Cow::Borrowed(&r.unit),
+        GroupBy::Directory => Cow::Borrowed(group_of(written)),
+        GroupBy::Image => Cow::Owned(r.image.to_string()),
+        GroupBy::All => Cow::Borrowed("all"),
     }
 }
 
 /// The change-set group a reference falls in, before anything is resolved (its written file
 /// is known from discovery).
-pub fn group_of_ref(r: &ImageRef, by: GroupBy) -> String {
-    let files = r.touched_files();
-    let written = files.last().copied().unwrap_or(&*r.file);
-    group_key(r, written, by)
+pub fn group_of_ref(r: &ImageRef, by: GroupBy) -> Cow<'_, str> {
+    group_key(r, r.written_file(), by)
 }
 
 /// Which of `n` shards a group belongs to: a stable hash of its key (the same on every
@@ -508,14 +508,26 @@ impl Grouping {
         let mut groups: Vec<Arc<str>> = Vec::new();
         let mut index: foldhash::HashMap<Arc<str>, u32> = Default::default();
         for &(r, _, _) in moved {
-            let files = r.touched_files();
-            if files.iter().any(|f| refused.contains(*f)) {
+            // Its own file alone, without making a list, unless it creates values.
+            let (own, listed);
+            let files: &[&str] = match (r.creations(), r.slots.is_empty()) {
+                ([], true) => &[],
+                ([], false) => {
+                    own = [&*r.file];
+                    &own
+                }
+                _ => {
+                    listed = r.touched_files();
+                    &listed
+                }
+            };
+            if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
                 set_of.push(u32::MAX);
                 continue;
             }
             let written = files.last().copied().unwrap_or(&*r.file);
             let key = group_key(r, written, group_by);
-            let set = match index.get(key.as_str()) {
+            let set = match index.get(&*key) {
                 Some(&set) => set,
                 None => {
                     let group: Arc<str> = Arc::from(key);
@@ -533,7 +545,7 @@ impl Grouping {
             };
             set_of.push(set);
             if let Some(change_set) = sets.get_mut(set as usize) {
-                for f in &files {
+                for f in files {
                     if !change_set.files.iter().any(|x| x == f) {
                         change_set.files.push(f.to_string());
                     }
@@ -646,8 +658,7 @@ fn rows(
         if let Some(change_set) = sets.get_mut(set as usize) {
             change_set.updates.push(out.updates.len());
         }
-        let files = r.touched_files();
-        let written = files.last().copied().unwrap_or(&*r.file);
+        let written = r.written_file();
         let image = images
             .entry(&r.image)
             .or_insert_with(|| r.image.to_string().into());

@@ -151,7 +151,9 @@ impl Counts {
 
 /// An update that was found but not applied because its file's edit was refused.
 fn edit_refused(r: &ImageRef, o: &Outcome, refused: &BTreeSet<String>) -> bool {
-    matches!(o, Outcome::Update { .. }) && r.touched_files().iter().any(|f| refused.contains(*f))
+    matches!(o, Outcome::Update { .. })
+        && !refused.is_empty()
+        && r.touched_files().iter().any(|f| refused.contains(*f))
 }
 
 /// The row of `r`: looked at but not updated, and why (`None`: it is updated).
