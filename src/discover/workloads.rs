@@ -160,14 +160,18 @@ pub fn parse(
 /// before the first `---` line is a document only when it has content. `None` when the
 /// stream uses document end markers or directives.
 fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
-    let marker = |l: &str| {
-        l.strip_prefix("---")
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+    let marker = |l: &[u8]| {
+        l.strip_prefix(b"---").is_some_and(|rest| {
+            rest.first()
+                .is_none_or(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        })
     };
     let mut starts = Vec::new();
     let mut at = 0usize;
-    for line in text.split_inclusive('\n') {
-        if line.starts_with("...") || line.starts_with('%') {
+    // Lines as bytes: a byte loop finds the line ends of a short line sooner than a
+    // character searcher (every manifest comes here).
+    for line in text.as_bytes().split_inclusive(|&b| b == b'\n') {
+        if line.starts_with(b"...") || line.starts_with(b"%") {
             return None;
         }
         if marker(line) {

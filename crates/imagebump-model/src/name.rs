@@ -60,6 +60,7 @@ static COMPONENT: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$"));
 static DIGEST: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"));
+#[cfg(test)]
 static HOST: LazyLock<Regex> = LazyLock::new(|| {
     pattern(r"^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
 });
@@ -85,6 +86,42 @@ pub fn is_valid_tag(tag: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// A registry host, `host[:port]`: labels of letters, digits and `-` joined by dots, or an
+/// IPv6 address in brackets; the port digits. Checked byte by byte (the same answer as the
+/// `HOST` pattern, which the tests compare it with): every reference's name with a host
+/// passes here.
+fn is_valid_host(host: &str) -> bool {
+    let bytes = host.as_bytes();
+    let (name, port) = if bytes.first() == Some(&b'[') {
+        let Some(close) = bytes.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let inside = bytes.get(1..close).unwrap_or_default();
+        if inside.is_empty() || !inside.iter().all(|b| b.is_ascii_hexdigit() || *b == b':') {
+            return false;
+        }
+        (
+            inside,
+            bytes.get(close.saturating_add(1)..).unwrap_or_default(),
+        )
+    } else {
+        let colon = bytes.iter().position(|&b| b == b':').unwrap_or(bytes.len());
+        let name = bytes.get(..colon).unwrap_or_default();
+        let label =
+            |l: &[u8]| !l.is_empty() && l.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-');
+        if !name.split(|&b| b == b'.').all(label) {
+            return false;
+        }
+        (name, bytes.get(colon..).unwrap_or_default())
+    };
+    !name.is_empty()
+        && match port.split_first() {
+            None => true,
+            Some((b':', digits)) => !digits.is_empty() && digits.iter().all(u8::is_ascii_digit),
+            Some(_) => false,
+        }
 }
 
 /// A path component of a repository name by the distribution spec's grammar,
@@ -147,19 +184,24 @@ pub fn placeholder(value: &str) -> Option<&'static str> {
     if angle {
         return Some("a placeholder (`<...>`)");
     }
-    let name = v.split(['@']).next().unwrap_or(v);
-    let word_like = |c: &str| {
-        let word = c.split(':').next().unwrap_or(c);
-        let upper = word.chars().any(|ch| ch.is_ascii_uppercase())
-            && word
-                .chars()
-                .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_' || ch == '-');
-        let wrapped = word.len() > 2 && word.starts_with('_') && word.ends_with('_');
+    placeholder_words(v).then_some("a placeholder, filled in at deploy time")
+}
+
+/// Whether a path component of `value`'s name (before `@`), up to its `:`, is a word in
+/// capitals (`REPLACE_ME`, `IMAGE-1`) or wrapped in underscores (`_image_`). Byte by byte:
+/// a non-ASCII character is none of these, as a character or as its bytes.
+fn placeholder_words(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let name = bytes.split(|&b| b == b'@').next().unwrap_or(bytes);
+    let word_like = |c: &[u8]| {
+        let word = c.split(|&b| b == b':').next().unwrap_or(c);
+        let upper = word.iter().any(u8::is_ascii_uppercase)
+            && (word.iter())
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
+        let wrapped = word.len() > 2 && word.starts_with(b"_") && word.ends_with(b"_");
         upper || wrapped
     };
-    name.split('/')
-        .any(word_like)
-        .then_some("a placeholder, filled in at deploy time")
+    name.split(|&b| b == b'/').any(word_like)
 }
 
 /// Parse a repository name without tag or digest.
@@ -178,7 +220,7 @@ pub fn parse_name(input: &str) -> Result<ImageName, NameError> {
     let is_host =
         rest.is_some() && (first.contains('.') || first.contains(':') || first == "localhost");
     let (registry, path) = if is_host {
-        if !HOST.is_match(first) {
+        if !is_valid_host(first) {
             return Err(err("bad registry host"));
         }
         (first.to_string(), rest.unwrap_or_default().to_string())
@@ -257,6 +299,12 @@ mod tests {
             proptest::prop_assert_eq!(is_valid_tag(&tag), super::TAG.is_match(&tag));
         }
 
+        /// The byte-wise host check answers as the host pattern does.
+        #[test]
+        fn host_check_is_the_pattern(h in "[a-zA-Z0-9.:\\[\\]é-]{0,10}|\\[[0-9a-f:]{0,6}\\]?(:[0-9]{0,3})?|[a-z0-9-]{1,4}(\\.[a-z0-9-]{0,3}){0,2}(:[0-9a-z]{0,3})?") {
+            proptest::prop_assert_eq!(is_valid_host(&h), super::HOST.is_match(&h));
+        }
+
         /// The byte-wise component check answers as the distribution spec's pattern does.
         #[test]
         fn component_check_is_the_pattern(c in "[a-c0-9._A/-]{0,8}|[a-z]{1,3}(__|___|--|-_|_-|\\.\\.|\\._)[a-z]{0,2}") {
@@ -284,6 +332,31 @@ mod tests {
     fn patterns_compile() {
         for re in [&TAG, &COMPONENT, &DIGEST, &HOST] {
             LazyLock::force(re);
+        }
+    }
+
+    /// The words' check as it was written over characters: the oracle of
+    /// [`placeholder_words`].
+    fn placeholder_words_by_chars(value: &str) -> bool {
+        let name = value.split(['@']).next().unwrap_or(value);
+        let word_like = |c: &str| {
+            let word = c.split(':').next().unwrap_or(c);
+            let upper = word.chars().any(|ch| ch.is_ascii_uppercase())
+                && word.chars().all(|ch| {
+                    ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_' || ch == '-'
+                });
+            let wrapped = word.len() > 2 && word.starts_with('_') && word.ends_with('_');
+            upper || wrapped
+        };
+        name.split('/').any(word_like)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn placeholder_words_are_found_byte_by_byte_as_by_characters(
+            v in "[A-Za-z0-9_:/@.éÉ-]{0,16}"
+        ) {
+            proptest::prop_assert_eq!(placeholder_words(&v), placeholder_words_by_chars(&v));
         }
     }
 

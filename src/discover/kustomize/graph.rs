@@ -37,12 +37,13 @@ pub struct AppLeaf {
 /// Which kustomizations include what.
 #[derive(Debug, Default)]
 pub struct Graph {
-    /// By directory.
-    kustomizations: BTreeMap<String, Kustomization>,
+    /// By directory. The three maps are only looked up (several times for every manifest
+    /// image placed), never walked: hashed (foldhash, as discovery's names), not sorted.
+    kustomizations: foldhash::HashMap<String, Kustomization>,
     /// A file or kustomization directory → the directories of the kustomizations that
-    /// include it.
-    parents: BTreeMap<String, Vec<String>>,
-    apps: BTreeMap<String, AppLeaf>,
+    /// include it, in the order of their directories.
+    parents: foldhash::HashMap<String, Vec<String>>,
+    apps: foldhash::HashMap<String, AppLeaf>,
 }
 
 /// Where the new version of one manifest image goes.
@@ -87,8 +88,11 @@ impl Graph {
         for k in kustomizations {
             g.kustomizations.insert(k.dir.clone(), k);
         }
-        let mut parents: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for k in g.kustomizations.values() {
+        let mut parents: foldhash::HashMap<String, Vec<String>> = Default::default();
+        // In the order of their directories, so that each file's parents are.
+        let mut sorted: Vec<&Kustomization> = g.kustomizations.values().collect();
+        sorted.sort_unstable_by(|a, b| a.dir.cmp(&b.dir));
+        for k in sorted {
             for (include, line) in &k.includes {
                 if is_remote(include) {
                     notes.push(Problem::at_file(
