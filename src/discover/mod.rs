@@ -1145,6 +1145,59 @@ pub(crate) mod tests {
     use super::*;
 
     /// `files` written in a new directory, removed when the result is dropped.
+    #[test]
+    fn the_written_file_is_the_last_file_an_update_touches() {
+        let name = imagebump_model::name::parse_reference("nginx:1.0").unwrap();
+        let mut r = ImageRef {
+            file: "a/d.yaml".into(),
+            line: 1,
+            column: 1,
+            kind: RefKind::Kustomize,
+            image: name.name.into(),
+            written: name.written.into(),
+            tag: name.tag.map(Into::into),
+            digest: None,
+            unit: "a".into(),
+            policy: Policy::default(),
+            unmanaged: None,
+            slots: Vec::new(),
+            extra: None,
+        };
+        let create = |file: &str| Creation {
+            file: file.into(),
+            doc: 0,
+            path: Vec::new(),
+            what: Created::Key {
+                value: Template::Tag,
+            },
+        };
+        let slot = Slot {
+            doc: 0,
+            path: Vec::new().into(),
+            span: 0..1,
+            style: Style::Plain,
+            format: SlotFormat::Tag,
+            inner: None,
+        };
+        let mut seen = Vec::new();
+        let mut check = |r: &ImageRef| {
+            let listed = r.touched_files().last().copied().unwrap_or(&r.file);
+            assert_eq!(r.written_file(), listed);
+            seen.push(listed.to_string());
+        };
+        // Nothing to write, then its own file's slots.
+        check(&r);
+        r.slots.push(slot);
+        check(&r);
+        // Values created elsewhere, one of them in its own file again: the last new file.
+        r.extra_mut().creations = vec![create("b/k.yaml"), create("a/d.yaml")];
+        check(&r);
+        r.slots.clear();
+        r.extra_mut().creations = vec![create("c/x.yaml"), create("c/y.yaml"), create("c/x.yaml")];
+        check(&r);
+        assert_eq!(seen, ["a/d.yaml", "a/d.yaml", "b/k.yaml", "c/y.yaml"]);
+    }
+
     pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
