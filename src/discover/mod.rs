@@ -221,12 +221,19 @@ impl ImageRef {
     }
 
     /// The file an update of this reference writes its new value to: the last of
-    /// [`touched_files`](Self::touched_files), or its own file when it touches none. The
-    /// list is made only when there are creations (a few references in most trees).
+    /// [`touched_files`](Self::touched_files), or its own file when it touches none.
     pub fn written_file(&self) -> &str {
-        match self.creations() {
-            [] => &self.file,
-            _ => self.touched_files().last().copied().unwrap_or(&self.file),
+        self.with_touched_files(|files| files.last().copied().unwrap_or(&self.file))
+    }
+
+    /// `f` of [`touched_files`](Self::touched_files), the list made only when the reference
+    /// creates values (a few references in most trees): the plan and the report ask for
+    /// every update.
+    pub fn with_touched_files<'a, R>(&'a self, f: impl FnOnce(&[&'a str]) -> R) -> R {
+        match (self.creations(), self.slots.is_empty()) {
+            ([], true) => f(&[]),
+            ([], false) => f(&[&*self.file]),
+            _ => f(&self.touched_files()),
         }
     }
 
@@ -1144,9 +1151,8 @@ fn apply_policy(
 pub(crate) mod tests {
     use super::*;
 
-    /// `files` written in a new directory, removed when the result is dropped.
     #[test]
-    fn the_written_file_is_the_last_file_an_update_touches() {
+    fn the_written_file_is_the_last_file_an_update_touches_listed_or_not() {
         let name = imagebump_model::name::parse_reference("nginx:1.0").unwrap();
         let mut r = ImageRef {
             file: "a/d.yaml".into(),
@@ -1181,6 +1187,7 @@ pub(crate) mod tests {
         };
         let mut seen = Vec::new();
         let mut check = |r: &ImageRef| {
+            assert_eq!(r.with_touched_files(<[&str]>::to_vec), r.touched_files());
             let listed = r.touched_files().last().copied().unwrap_or(&r.file);
             assert_eq!(r.written_file(), listed);
             seen.push(listed.to_string());
@@ -1198,6 +1205,7 @@ pub(crate) mod tests {
         assert_eq!(seen, ["a/d.yaml", "a/d.yaml", "b/k.yaml", "c/y.yaml"]);
     }
 
+    /// `files` written in a new directory, removed when the result is dropped.
     pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {

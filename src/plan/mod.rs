@@ -508,49 +508,38 @@ impl Grouping {
         let mut groups: Vec<Arc<str>> = Vec::new();
         let mut index: foldhash::HashMap<Arc<str>, u32> = Default::default();
         for &(r, _, _) in moved {
-            // Its own file alone, without making a list, unless it creates values.
-            let (own, listed);
-            let files: &[&str] = match (r.creations(), r.slots.is_empty()) {
-                ([], true) => &[],
-                ([], false) => {
-                    own = [&*r.file];
-                    &own
+            let set = r.with_touched_files(|files| {
+                if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
+                    return u32::MAX;
                 }
-                _ => {
-                    listed = r.touched_files();
-                    &listed
-                }
-            };
-            if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
-                set_of.push(u32::MAX);
-                continue;
-            }
-            let written = files.last().copied().unwrap_or(&*r.file);
-            let key = group_key(r, written, group_by);
-            let set = match index.get(&*key) {
-                Some(&set) => set,
-                None => {
-                    let group: Arc<str> = Arc::from(key);
-                    let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
-                    index.insert(Arc::clone(&group), set);
-                    sets.push(ChangeSet {
-                        group: group.to_string(),
-                        files: Vec::new(),
-                        updates: Vec::new(),
-                        changes: Vec::new(),
-                    });
-                    groups.push(group);
-                    set
-                }
-            };
-            set_of.push(set);
-            if let Some(change_set) = sets.get_mut(set as usize) {
-                for f in files {
-                    if !change_set.files.iter().any(|x| x == f) {
-                        change_set.files.push(f.to_string());
+                let written = files.last().copied().unwrap_or(&*r.file);
+                let key = group_key(r, written, group_by);
+                let set = match index.get(&*key) {
+                    Some(&set) => set,
+                    None => {
+                        let group: Arc<str> = Arc::from(key);
+                        let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
+                        index.insert(Arc::clone(&group), set);
+                        sets.push(ChangeSet {
+                            group: group.to_string(),
+                            files: Vec::new(),
+                            updates: Vec::new(),
+                            changes: Vec::new(),
+                        });
+                        groups.push(group);
+                        set
+                    }
+                };
+                if let Some(change_set) = sets.get_mut(set as usize) {
+                    for f in files {
+                        if !change_set.files.iter().any(|x| x == f) {
+                            change_set.files.push(f.to_string());
+                        }
                     }
                 }
-            }
+                set
+            });
+            set_of.push(set);
         }
         // In the order of their groups; each update's change set moved to its place.
         let mut sorted: Vec<(u32, (ChangeSet, Arc<str>))> =

@@ -153,7 +153,7 @@ impl Counts {
 fn edit_refused(r: &ImageRef, o: &Outcome, refused: &BTreeSet<String>) -> bool {
     matches!(o, Outcome::Update { .. })
         && !refused.is_empty()
-        && r.touched_files().iter().any(|f| refused.contains(*f))
+        && r.with_touched_files(|files| files.iter().any(|f| refused.contains(*f)))
 }
 
 /// The row of `r`: looked at but not updated, and why (`None`: it is updated).
