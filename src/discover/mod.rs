@@ -1015,22 +1015,22 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
     let flux_wanted = crate::flux::mentioned(&text);
-    let interest = match kind {
+    let look = match kind {
         FileKind::Manifest => {
-            let i = workloads::interest(&text, specs);
-            if !i.argo && !i.workloads && !flux_wanted {
+            let l = workloads::look(&text, specs);
+            if !l.interest.argo && !l.interest.workloads && !flux_wanted {
                 return Read::Skipped;
             }
-            i
+            Some(l)
         }
-        _ => workloads::Interest::default(),
+        _ => None,
     };
+    let interest = look.as_ref().map(|l| l.interest).unwrap_or_default();
     // A manifest that is not an Argo CD or Flux resource needs only its documents with
     // images.
-    let parsed = if kind == FileKind::Manifest && !interest.argo && !flux_wanted {
-        workloads::parse(&text, specs)
-    } else {
-        imagebump_yaml::parse_located_fingerprinted(&text).map(|(d, f)| (d, Some(f)))
+    let parsed = match look {
+        Some(l) if !interest.argo && !flux_wanted => workloads::parse(&text, l),
+        _ => imagebump_yaml::parse_located_fingerprinted(&text).map(|(d, f)| (d, Some(f))),
     };
     let (docs, fingerprint) = match parsed {
         Ok(d) => d,

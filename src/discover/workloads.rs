@@ -84,14 +84,39 @@ pub struct Interest {
 /// without any `image` is never parsed. A document whose kind cannot be seen this way
 /// (flow style, JSON) is parsed when it mentions `kind` at all.
 pub fn interest(text: &str, specs: &[FieldSpec]) -> Interest {
+    look(text, specs).interest
+}
+
+/// The first look at a manifest ([`interest`]), with its documents and what each may
+/// hold, which [`parse`] takes: each document is split off and looked at once.
+pub struct Look<'t> {
+    pub interest: Interest,
+    /// Each document's offset and text, and whether it may hold an image; `None` when the
+    /// documents cannot be told apart by their `---` lines.
+    docs: Option<Vec<(usize, &'t str, bool)>>,
+}
+
+pub fn look<'t>(text: &'t str, specs: &[FieldSpec]) -> Look<'t> {
     let marked = text.contains("imagebump:");
-    let mut out = Interest::default();
-    for doc in split_documents(text) {
+    let mut interest = Interest::default();
+    let mut add = |doc: &str| {
         let i = doc_interest(doc, specs, marked);
-        out.argo |= i.argo;
-        out.workloads |= i.workloads;
-    }
-    out
+        interest.argo |= i.argo;
+        interest.workloads |= i.workloads;
+        i.workloads
+    };
+    let docs = match documents(text) {
+        Some(docs) => Some(
+            docs.into_iter()
+                .map(|(start, doc)| (start, doc, add(doc)))
+                .collect(),
+        ),
+        None => {
+            add(text);
+            None
+        }
+    };
+    Look { interest, docs }
 }
 
 fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
@@ -124,17 +149,16 @@ fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
 /// (a stream parsed whole, or its only document).
 pub fn parse(
     text: &str,
-    specs: &[FieldSpec],
+    look: Look<'_>,
 ) -> Result<(Vec<Doc>, Option<imagebump_yaml::Fingerprint>), ParseError> {
-    let Some(docs) = documents(text) else {
+    let Some(docs) = look.docs else {
         return imagebump_yaml::parse_located_fingerprinted(text).map(|(d, f)| (d, Some(f)));
     };
-    let marked = text.contains("imagebump:");
     let only = docs.len() == 1;
     let mut fingerprint = None;
     let mut out = Vec::new();
-    for (index, (start, doc)) in docs.into_iter().enumerate() {
-        if !doc_interest(doc, specs, marked).workloads {
+    for (index, (start, doc, workloads)) in docs.into_iter().enumerate() {
+        if !workloads {
             continue;
         }
         let (parsed, f) = imagebump_yaml::parse_located_fingerprinted(doc).map_err(|mut e| {
@@ -194,14 +218,6 @@ fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
         out.push((start, text.get(start..end)?));
     }
     Some(out)
-}
-
-/// The documents of a YAML stream, split at `---` lines (enough for a first look).
-fn split_documents(text: &str) -> impl Iterator<Item = &str> {
-    documents(text)
-        .unwrap_or_else(|| vec![(0, text)])
-        .into_iter()
-        .map(|(_, d)| d)
 }
 
 /// The value of a top-level `key:` line (`kind: Deployment`), quotes and comments removed.
@@ -808,7 +824,10 @@ spec:
         assert!(!interest(crd_mentioning_argo, &[]).argo);
         let flow = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"image\": \"x:1\"}]}}\n";
         assert!(interest(flow, &[]).workloads);
-        assert_eq!(split_documents("a: 1\n---\nb: 2\n--- \nc\n").count(), 3);
+        assert_eq!(
+            documents("a: 1\n---\nb: 2\n--- \nc\n").map(|d| d.len()),
+            Some(3)
+        );
     }
 
     #[test]
@@ -816,7 +835,7 @@ spec:
         let crd = "kind: CustomResourceDefinition\nspec: {image: x}\n";
         let pod = "apiVersion: v1\nkind: Pod\nspec:\n  containers: [{image: 'nginx:1.2'}]\n";
         let text = format!("# head\n---\n{crd}---\n{pod}--- # third\n{pod}");
-        let (docs, fingerprint) = parse(&text, &[]).unwrap();
+        let (docs, fingerprint) = parse(&text, look(&text, &[])).unwrap();
         // Not every document was read: no fingerprint of the file's values.
         assert_eq!(fingerprint, None);
         let full = imagebump_yaml::parse_located(&text).unwrap();
@@ -824,19 +843,19 @@ spec:
         assert_eq!(docs[0].root, full[1].root);
         assert_eq!(docs[1].root, full[2].root);
         let broken = format!("{pod}---\n{pod}  bad: [\n");
-        let err = parse(&broken, &[]).unwrap_err();
+        let err = parse(&broken, look(&broken, &[])).unwrap_err();
         let whole = imagebump_yaml::parse_located(&broken).unwrap_err();
         assert_eq!((err.line, err.column), (whole.line, whole.column), "{err}");
         // Document end markers: parsed whole.
         let ended = format!("{pod}...\n---\n{pod}");
-        let (docs, fingerprint) = parse(&ended, &[]).unwrap();
+        let (docs, fingerprint) = parse(&ended, look(&ended, &[])).unwrap();
         assert_eq!(docs.len(), 2);
         let whole = imagebump_yaml::parse_located_fingerprinted(&ended)
             .unwrap()
             .1;
         assert_eq!(fingerprint, Some(whole));
         // One document: read whole, so its fingerprint is the file's.
-        let (_, fingerprint) = parse(pod, &[]).unwrap();
+        let (_, fingerprint) = parse(pod, look(pod, &[])).unwrap();
         let whole = imagebump_yaml::parse_located_fingerprinted(pod).unwrap().1;
         assert_eq!(fingerprint, Some(whole));
     }

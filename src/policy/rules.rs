@@ -47,7 +47,9 @@ pub struct Policies {
     /// The policies of references without repository settings or another layer, by what
     /// decides them: the first matching rule, and the first matching rule with `verify`.
     /// A run's references share a few, so most are given theirs without merging settings.
-    plain: HashMap<(Option<usize>, Option<usize>), Policy>,
+    /// Hashed with foldhash: looked up once per reference, by numbers the configuration
+    /// decides.
+    plain: foldhash::HashMap<(Option<usize>, Option<usize>), Policy>,
 }
 
 impl Policies {
@@ -76,7 +78,7 @@ impl Policies {
             defaults: defaults.clone(),
             rules,
             cache: HashMap::new(),
-            plain: HashMap::new(),
+            plain: Default::default(),
         })
     }
 
@@ -136,6 +138,10 @@ impl Policies {
         layer: Option<(&str, &PolicySpec)>,
     ) -> Result<Policy, PolicyError> {
         let plain = (repository.is_none() && layer.is_none()).then(|| {
+            // No rule to match: the name is not spelled out (once per reference).
+            if self.rules.is_empty() {
+                return (None, None);
+            }
             let full = image.to_string();
             (
                 self.first_rule(&full, written, file, false),

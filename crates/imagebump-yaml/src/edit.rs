@@ -160,8 +160,111 @@ fn verified_by_fingerprint(
     }
     match fingerprint.by {
         Reader::Libyaml => by_values(before, after, edits, fingerprint),
+        Reader::OnePass
+            if fingerprint.read_in_one_pass_from(before)
+                && in_their_lines(before, after, edits) =>
+        {
+            // Every test (a debug build) also makes the proofs that read the edited text.
+            debug_assert!(
+                by_one_pass(before, after, edits, fingerprint)
+                    && verify(before, after, edits, edits).is_ok(),
+                "an edit proven in its line is not proven by reading the text: {edits:?} of {before:?}"
+            );
+            true
+        }
         Reader::OnePass => by_one_pass(before, after, edits, fingerprint),
     }
+}
+
+/// The proof of edits to a text the one-pass reader read (its fingerprint says so) without
+/// reading the edited text: each edit replaces the whole value of a `key: value`, `- value`
+/// or `- key: value` line, the rest of the line nothing or a comment, by a scalar that reads
+/// as its new value alone and cannot read as more than itself there.
+///
+/// Why that is the proof: the one-pass reader (`simple.rs`) reads a text line by line, and a
+/// line's value on its own (`inline_value`): its scalar ends at the line's end or at ` #`,
+/// and what the line is (an entry, an item, which key) is decided before its value, from
+/// `key: ` or `- `. A new value without a line break, without a space when it is plain (so
+/// no ` #` and no `: `), not ending in `:`, that reads alone as one scalar of its whole text
+/// leaves the line the same entry or item, its comment a comment, and every other line as
+/// it was; so the edited text reads as the old one with the edited scalars' values
+/// replaced, which is what [`by_one_pass`] checks by reading it. Each new value must also
+/// hold its value as libyaml types it ([`holds`]). A plain value that starts with anything
+/// but a letter or a digit, and anything else, goes to [`by_one_pass`].
+fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
+    let mut sorted: Vec<&Edit> = edits.iter().collect();
+    sorted.sort_by_key(|e| e.span.start);
+    // The edited text must be the text with each span replaced, nothing else.
+    let mut pos = 0usize;
+    let mut at = 0usize;
+    for e in &sorted {
+        let (Some(kept), Some(old)) = (before.get(pos..e.span.start), before.get(e.span.clone()))
+        else {
+            return false;
+        };
+        let end = at.saturating_add(kept.len());
+        if after.get(at..end) != Some(kept) {
+            return false;
+        }
+        at = end.saturating_add(e.new_raw.len());
+        // The one-pass reader reads one document; a path leads to the edited value.
+        if e.doc != 0
+            || e.path.is_empty()
+            || after.get(end..at) != Some(e.new_raw.as_str())
+            || !value_of_its_line(before, &e.span, old)
+        {
+            return false;
+        }
+        let new = &e.new_raw;
+        let inert = match new.as_bytes().first() {
+            Some(b'"' | b'\'') => !new.contains('\n'),
+            Some(b) if b.is_ascii_alphanumeric() => {
+                !new.contains([' ', '\n']) && !new.ends_with(':')
+            }
+            _ => false,
+        };
+        let reads = crate::simple::scalar(new)
+            .is_some_and(|s| s.value == e.new_value && holds(&s, &e.new_value));
+        if !inert || !reads {
+            return false;
+        }
+        pos = e.span.end;
+    }
+    before.get(pos..) == after.get(at..)
+}
+
+/// Whether `span` of `text` (holding `old`) is the whole value of its line: after the
+/// line's indentation, `- ` or `key: ` or `- key: ` (a key of the one-pass reader's kind),
+/// then spaces, then the value, then nothing or spaces and a comment.
+fn value_of_its_line(text: &str, span: &Range<usize>, old: &str) -> bool {
+    if old.is_empty() || old.contains('\n') {
+        return false;
+    }
+    let (Some(head), Some(rest)) = (text.get(..span.start), text.get(span.end..)) else {
+        return false;
+    };
+    let line_start = head.rfind('\n').map_or(0, |i| i.saturating_add(1));
+    let Some(mut lead) = head.get(line_start..).map(|l| l.trim_start_matches(' ')) else {
+        return false;
+    };
+    let tail = rest.split('\n').next().unwrap_or_default();
+    let comment = tail.trim_start_matches(' ');
+    if !(comment.is_empty() || (comment.len() < tail.len() && comment.starts_with('#'))) {
+        return false;
+    }
+    // The lead must end in spaces, after `-` or `key:`.
+    let spaced = lead.trim_end_matches(' ');
+    if spaced.len() == lead.len() {
+        return false;
+    }
+    lead = spaced;
+    let lead = match lead.strip_prefix('-') {
+        Some("") => return true,
+        Some(after_dash) if after_dash.starts_with(' ') => after_dash.trim_start_matches(' '),
+        _ => lead,
+    };
+    lead.strip_suffix(':')
+        .is_some_and(crate::simple::is_simple_key)
 }
 
 /// The proof with libyaml's values of the edited text.
@@ -184,7 +287,7 @@ fn by_values(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerprint
         };
         *slot = old;
     }
-    crate::fingerprint::of_documents(&actual) == fingerprint
+    crate::fingerprint::of_documents(&actual).same_values(&fingerprint)
 }
 
 /// The proof with the one-pass reader, which reads only what libyaml reads the same way:
@@ -211,7 +314,7 @@ fn by_one_pass(before: &str, after: &str, edits: &[Edit], fingerprint: Fingerpri
             None => return false,
         }
     }
-    crate::fingerprint::of_located(&docs) == fingerprint
+    crate::fingerprint::of_located(&docs).same_values(&fingerprint)
 }
 
 /// Whether libyaml reads `scalar` as `value`, as the full verification asks of an edited
@@ -967,5 +1070,211 @@ mod tests {
             edit_tag("tag: |\n  1.2.0\n", "1.3.0"),
             Err(EditError::BlockScalar(_))
         ));
+    }
+
+    /// The edits of `text`'s value at `key` (a top-level key, or the first item's) to each
+    /// `new_raw`, with the fingerprint of the parse that found it.
+    fn value_edit(text: &str, path: Vec<PathSeg>, new_raw: &str) -> (Edit, Fingerprint) {
+        let (docs, fingerprint) = crate::parse_located_fingerprinted(text).unwrap();
+        let mut node = docs[0].root.as_ref().unwrap();
+        for seg in &path {
+            node = match (seg, node) {
+                (PathSeg::Key(k), n) => n.get(k).unwrap(),
+                (PathSeg::Index(i), Node::Seq { items, .. }) => &items[*i],
+                _ => panic!("no {seg:?} in {text:?}"),
+            };
+        }
+        let s = node.as_scalar().unwrap();
+        let new_value = crate::simple::scalar(new_raw).map_or_else(String::new, |s| s.value);
+        let edit = Edit {
+            doc: 0,
+            path,
+            span: s.span.clone(),
+            new_raw: new_raw.into(),
+            new_value,
+            inner: None,
+        };
+        (edit, fingerprint)
+    }
+
+    /// Whether the proof without reading the edited text holds for `edit` of `text`.
+    fn in_line(text: &str, edit: &Edit, fingerprint: Fingerprint) -> bool {
+        let after = splice(text, &[edit]).unwrap();
+        fingerprint.read_in_one_pass_from(text)
+            && in_their_lines(text, &after, std::slice::from_ref(edit))
+    }
+
+    /// The values of `key: value`, `- value` and `- key: value` lines, their comments kept,
+    /// are proven in their lines when the new text cannot read as more than itself there;
+    /// anything else is left to the proofs that read the edited text.
+    #[test]
+    fn an_edit_of_a_whole_value_in_its_line_is_proven_without_reading_the_text() {
+        let key = |k: &str| PathSeg::Key(k.into());
+        let proven = [
+            ("tag: 1.0.0\n", vec![key("tag")], "1.1.0"),
+            (
+                "a: 1\ntag: 1.0.0   # pinned: no\nb: 2\n",
+                vec![key("tag")],
+                "2.0.0-rc.1",
+            ),
+            ("tag: \"1.0\" # c\n", vec![key("tag")], "\"1.1\""),
+            ("tag: '1.0'\n", vec![key("tag")], "'a: b # c'"),
+            ("tag: 1.0.0\n", vec![key("tag")], "\"1.10\""),
+            (
+                "images:\n- 1.0.0\n",
+                vec![key("images"), PathSeg::Index(0)],
+                "1.1.0",
+            ),
+            (
+                "images:\n  - name: web\n    newTag: 1.0.0\n",
+                vec![key("images"), PathSeg::Index(0), key("newTag")],
+                "1.1.0@sha256:abc",
+            ),
+            (
+                "images:\n  - newTag: 1.0.0 # c\n",
+                vec![key("images"), PathSeg::Index(0), key("newTag")],
+                "v1.1.0",
+            ),
+        ];
+        for (text, path, new_raw) in proven {
+            let (edit, fingerprint) = value_edit(text, path, new_raw);
+            assert!(in_line(text, &edit, fingerprint), "{text:?} → {new_raw:?}");
+            assert_eq!(
+                apply_edits_known(text, std::slice::from_ref(&edit), Some(fingerprint)).unwrap(),
+                apply_edits(text, &[edit]).unwrap()
+            );
+        }
+        let left = [
+            // A plain text with a space, a line break, a trailing `:`, or not starting with
+            // a letter or digit.
+            ("tag: 1.0.0\n", vec![key("tag")], "1.1.0 # x"),
+            ("tag: 1.0.0\n", vec![key("tag")], "1.1.0\nextra: 2"),
+            ("tag: 1.0.0\n", vec![key("tag")], "1.1.0\nx"),
+            ("tag: '1.0.0'\n", vec![key("tag")], "'1.1.0\nx'"),
+            ("tag: 1.0.0\n", vec![key("tag")], "x:"),
+            ("tag: 1.0.0\n", vec![key("tag")], "-1"),
+            ("tag: 1.0.0\n", vec![key("tag")], "[1]"),
+            // A plain value libyaml reads as another (`1.10` is a number).
+            ("tag: 1.0.0\n", vec![key("tag")], "1.10"),
+            // A value in a flow collection.
+            (
+                "tags: [1.0.0, x]\n",
+                vec![key("tags"), PathSeg::Index(0)],
+                "1.1.0",
+            ),
+        ];
+        for (text, path, new_raw) in left {
+            let (edit, fingerprint) = value_edit(text, path, new_raw);
+            assert!(!in_line(text, &edit, fingerprint), "{text:?} → {new_raw:?}");
+        }
+        // Part of a value only, or another line's place, is not a whole value.
+        let text = "tag: v1.0.0\nnote: x\n";
+        let (mut edit, fingerprint) = value_edit(text, vec![key("tag")], "2.0.0");
+        edit.span.start += 1;
+        assert!(!in_line(text, &edit, fingerprint));
+        edit.span.start -= 1;
+        edit.span.end -= 1;
+        assert!(!in_line(text, &edit, fingerprint));
+        edit.span.end += 1;
+        assert!(in_line(text, &edit, fingerprint));
+        // The fingerprint of another text, or of libyaml's reading, vouches for nothing here.
+        let (edit, _) = value_edit(text, vec![key("tag")], "v2.0.0");
+        let other = crate::parse_located_fingerprinted("tag: v1.0.0\nnote: y\n")
+            .unwrap()
+            .1;
+        assert!(!in_line(text, &edit, other));
+        let (edit, fingerprint) =
+            value_edit("tag: 1.0.0\nnote: |\n  x\n", vec![key("tag")], "1.1.0");
+        assert_eq!(fingerprint.by, Reader::Libyaml);
+        assert!(!in_line("tag: 1.0.0\nnote: |\n  x\n", &edit, fingerprint));
+    }
+
+    proptest::proptest! {
+        // Most texts are read by libyaml, or the edit is not proven in its line: many cases.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// Whenever an edit is proven in its line, the full verification (libyaml reading
+        /// both texts) proves it too: over lines of keys, items and comments, and new texts
+        /// holding what could read as more than a scalar.
+        #[test]
+        fn an_edit_proven_in_its_line_is_proven_by_reading_both_texts(
+            lines in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["", "- ", "- k: ", "  "]),
+                    proptest::sample::select(vec!["tag", "a", "on", "1", "x.y"]),
+                    proptest::sample::select(vec![
+                        "1.0.0", "\"1.0\"", "'1.0'", "v1", "a:b", "x#y", "[1, 2]", "{a: b}", "~",
+                    ]),
+                    proptest::sample::select(vec!["", " # c", "  # k: v", "#x", " x"]),
+                ),
+                1..6,
+            ),
+            pick in proptest::sample::select((0usize..6).collect::<Vec<_>>()),
+            new_raw in proptest::sample::select(vec![
+                "1.1.0", "v2", "1.10", "2", "true", "a:b", "a: b", "x:", "x #y", "x#y", "\"q\"",
+                "'s'", "\"a: b\"", "'it''s'", "\"a\\\"b\"", "-1", "- x", "[1]", "{}", "*a",
+                "&a x", "!t x", "|", ">", "%x", "@x", "`x", "1.0\nb: 2", "1.0\nb", "'a\n  b'", "é",
+                "null", "---", "...",
+                "1,2", "a]", "a}",
+            ]),
+        ) {
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .map(|(i, (lead, key, value, tail))| match *lead {
+                    "" => format!("{key}{i}: {value}{tail}\n"),
+                    "  " => format!("{key}{i}:\n  - {value}{tail}\n"),
+                    "- k: " => format!("l{i}:\n- {key}: {value}{tail}\n  b: 1\n"),
+                    _ => format!("l{i}:\n{lead}{value}{tail}\n"),
+                })
+                .collect();
+            let Ok((docs, fingerprint)) = crate::parse_located_fingerprinted(&text) else {
+                return Ok(());
+            };
+            let mut scalars = Vec::new();
+            if let Some(root) = docs[0].root.as_ref() {
+                collect_scalars(root, &mut Vec::new(), &mut scalars);
+            }
+            let Some((path, span)) = scalars.get(pick % scalars.len().max(1)).cloned() else {
+                return Ok(());
+            };
+            let new_value = crate::simple::scalar(new_raw).map_or_else(String::new, |s| s.value);
+            let edit = Edit { doc: 0, path, span, new_raw: new_raw.into(), new_value, inner: None };
+            let after = splice(&text, &[&edit]).unwrap();
+            if fingerprint.read_in_one_pass_from(&text)
+                && in_their_lines(&text, &after, std::slice::from_ref(&edit))
+            {
+                proptest::prop_assert!(
+                    verify(&text, &after, std::slice::from_ref(&edit), std::slice::from_ref(&edit)).is_ok(),
+                    "{text:?} → {after:?}"
+                );
+            }
+        }
+    }
+
+    /// Every scalar below `node`, with its path and span.
+    fn collect_scalars(
+        node: &Node,
+        path: &mut Vec<PathSeg>,
+        out: &mut Vec<(Vec<PathSeg>, Range<usize>)>,
+    ) {
+        match node {
+            Node::Scalar(s) => out.push((path.clone(), s.span.clone())),
+            Node::Map { entries, .. } => {
+                for (k, v) in entries {
+                    path.push(PathSeg::Key(k.name.clone()));
+                    collect_scalars(v, path, out);
+                    path.pop();
+                }
+            }
+            Node::Seq { items, .. } => {
+                for (i, v) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    collect_scalars(v, path, out);
+                    path.pop();
+                }
+            }
+            Node::Other { .. } => {}
+        }
     }
 }

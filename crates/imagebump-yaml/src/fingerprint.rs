@@ -24,9 +24,24 @@ use crate::located::{Doc, Node};
 pub struct Fingerprint {
     pub(crate) hash: u64,
     pub(crate) by: Reader,
+    /// When the one-pass reader read the text: the hash of the text itself (0 otherwise).
+    /// An edit is proven without reading the edited text only for the very text the reader
+    /// vouched for (`edit.rs`, `in_their_lines`).
+    pub(crate) text: u64,
 }
 
 impl Fingerprint {
+    /// Whether `other` is the fingerprint of the same values read by the same reader (the
+    /// texts may differ).
+    pub(crate) fn same_values(&self, other: &Fingerprint) -> bool {
+        self.hash == other.hash && self.by == other.by
+    }
+
+    /// Whether the one-pass reader read `text` itself to make this fingerprint.
+    pub(crate) fn read_in_one_pass_from(&self, text: &str) -> bool {
+        self.by == Reader::OnePass && self.text == text_hash(text)
+    }
+
     /// Whether the one-pass reader read the text (and so vouched for it instead of libyaml).
     pub fn read_in_one_pass(&self) -> bool {
         self.by == Reader::OnePass
@@ -70,6 +85,7 @@ impl ValuesHasher {
         Fingerprint {
             hash: self.hasher.finish(),
             by: Reader::Libyaml,
+            text: 0,
         }
     }
 }
@@ -101,7 +117,23 @@ pub fn of_located(docs: &[Doc]) -> Fingerprint {
     Fingerprint {
         hash: h.finish(),
         by: Reader::OnePass,
+        text: 0,
     }
+}
+
+/// The fingerprint of the one-pass reader's view `docs` of `text`, which it read.
+pub(crate) fn of_text_read_in_one_pass(text: &str, docs: &[Doc]) -> Fingerprint {
+    Fingerprint {
+        text: text_hash(text),
+        ..of_located(docs)
+    }
+}
+
+/// The hash of a text's bytes (never 0, which stands for none).
+fn text_hash(text: &str) -> u64 {
+    let mut h = KEYS.build_hasher();
+    h.write(text.as_bytes());
+    h.finish().max(1)
 }
 
 fn located(node: &Node, out: &mut Vec<u8>) {

@@ -283,7 +283,7 @@ fn parse_content(text: &str) -> Result<(Vec<Doc>, Fingerprint), ParseError> {
     if let Some(docs) = crate::simple::read(text) {
         #[cfg(debug_assertions)]
         cross_check(text, &docs);
-        let fingerprint = crate::fingerprint::of_located(&docs);
+        let fingerprint = crate::fingerprint::of_text_read_in_one_pass(text, &docs);
         return Ok((docs, fingerprint));
     }
     check_depth(text)?;
