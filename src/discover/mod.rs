@@ -345,7 +345,7 @@ impl FileCtx<'_> {
     pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {
         Slot {
             doc,
-            path: path.into(),
+            path: LATELY.with_borrow_mut(|lately| lately.path(path)),
             span: s.span.clone(),
             style: s.style,
             format,
@@ -356,14 +356,16 @@ impl FileCtx<'_> {
     /// A reference whose tag lives at `s`; the caller fills in the slots and kind.
     pub fn new_ref(&self, kind: RefKind, unit: &str, at: usize, r: Reference) -> ImageRef {
         let (line, column) = self.at(at);
+        let (image, written, tag) =
+            LATELY.with_borrow_mut(|lately| lately.names(r.name, r.written, r.tag));
         ImageRef {
             file: self.file.clone(),
             line,
             column,
             kind,
-            image: r.name.into(),
-            written: r.written.into(),
-            tag: r.tag.map(Into::into),
+            image,
+            written,
+            tag,
             digest: r.digest,
             unit: unit.into(),
             policy: Policy::default(),
@@ -371,6 +373,81 @@ impl FileCtx<'_> {
             slots: Vec::new(),
             extra: None,
         }
+    }
+}
+
+thread_local! {
+    /// The names and tags this thread gave references lately ([`Lately`]).
+    static LATELY: std::cell::RefCell<Lately> = std::cell::RefCell::default();
+}
+
+/// The names and tags a thread gave references lately, by how they are written: a tree
+/// writes a few hundred images at a few versions in thousands of files, so the references
+/// a thread makes share one copy of each instead of each allocating its own, which
+/// discovery's [`Names`] would then find a duplicate and free (from another thread: 90,000
+/// at 10,000 apps, docs/performance.md). At most [`Lately::MAX`] of each are remembered;
+/// the parse threads end with discovery, and their memory with them.
+#[derive(Default)]
+struct Lately {
+    names: foldhash::HashMap<std::sync::Arc<str>, std::sync::Arc<ImageName>>,
+    tags: foldhash::HashSet<std::sync::Arc<str>>,
+    /// Slots' paths (`spec.template.spec.containers[0].image`).
+    paths: foldhash::HashSet<std::sync::Arc<[PathSeg]>>,
+}
+
+impl Lately {
+    const MAX: usize = 1024;
+
+    /// `path` as the copy shared with the thread's other slots at the same path.
+    fn path(&mut self, path: Vec<PathSeg>) -> std::sync::Arc<[PathSeg]> {
+        if let Some(kept) = self.paths.get(path.as_slice()) {
+            return kept.clone();
+        }
+        if self.paths.len() >= Self::MAX {
+            self.paths.clear();
+        }
+        let path: std::sync::Arc<[PathSeg]> = path.into();
+        self.paths.insert(path.clone());
+        path
+    }
+
+    /// `name` written as `written`, and `tag`, as copies shared with the thread's other
+    /// references that hold the same.
+    #[allow(clippy::type_complexity)]
+    fn names(
+        &mut self,
+        name: ImageName,
+        written: String,
+        tag: Option<String>,
+    ) -> (
+        std::sync::Arc<ImageName>,
+        std::sync::Arc<str>,
+        Option<std::sync::Arc<str>>,
+    ) {
+        let (image, written) = match self.names.get_key_value(written.as_str()) {
+            Some((w, n)) if **n == name => (n.clone(), w.clone()),
+            _ => {
+                if self.names.len() >= Self::MAX {
+                    self.names.clear();
+                }
+                let (w, n): (std::sync::Arc<str>, std::sync::Arc<ImageName>) =
+                    (written.into(), name.into());
+                self.names.insert(w.clone(), n.clone());
+                (n, w)
+            }
+        };
+        let tag = tag.map(|t| match self.tags.get(t.as_str()) {
+            Some(kept) => kept.clone(),
+            None => {
+                if self.tags.len() >= Self::MAX {
+                    self.tags.clear();
+                }
+                let t: std::sync::Arc<str> = t.into();
+                self.tags.insert(t.clone());
+                t
+            }
+        });
+        (image, written, tag)
     }
 }
 

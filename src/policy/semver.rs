@@ -340,23 +340,28 @@ pub struct TagVersions {
     /// ranks share a place; `u32::MAX`: not a version): the evaluations of a repository's
     /// references sort their candidates by it instead of comparing versions again, each.
     places: Vec<u32>,
+    /// The versions' indexes, highest place first, a place's versions in list order: an
+    /// evaluation takes its candidates in this order instead of sorting them, each.
+    best: Vec<u32>,
 }
 
 impl TagVersions {
     pub fn read(mode: SemverMode, tags: &[String]) -> TagVersions {
         let versions: Vec<Option<TagVersion>> =
             tags.iter().map(|t| TagVersion::parse_in(mode, t)).collect();
-        let places = places(&versions);
+        let (places, best) = places(&versions);
         TagVersions {
             mode,
             versions,
             places,
+            best,
         }
     }
 
-    /// The places of the versions (see the field), when they were read in `mode`.
-    pub fn places(&self, mode: SemverMode) -> Option<&[u32]> {
-        (self.mode == mode).then_some(&self.places)
+    /// The places of the versions and their indexes best first (see the fields), when they
+    /// were read in `mode`.
+    pub fn places(&self, mode: SemverMode) -> Option<(&[u32], &[u32])> {
+        (self.mode == mode).then_some((&self.places, &self.best))
     }
 
     /// The versions, when they were read in `mode` (`None`: read the tags themselves).
@@ -373,7 +378,7 @@ impl TagVersions {
 
 /// Each version's place by [`Rank`], lowest first, equal ranks sharing one; `u32::MAX` for
 /// a tag that is not a version.
-fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
+fn places(versions: &[Option<TagVersion>]) -> (Vec<u32>, Vec<u32>) {
     // The versions by reference, sorted as their ranks would be (without making them).
     fn parts(v: &TagVersion) -> (&Version, u64, u64) {
         (&v.version, v.fourth, v.revision.unwrap_or(0))
@@ -386,7 +391,7 @@ fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
     ranked.sort_unstable_by(|a, b| rank_order(parts(a.0), parts(b.0)));
     let mut places = vec![u32::MAX; versions.len()];
     let (mut place, mut before) = (0u32, None);
-    for (v, i) in ranked {
+    for &(v, i) in &ranked {
         if before.is_some_and(|b| rank_order(parts(b), parts(v)) != Ordering::Equal) {
             place = place.saturating_add(1);
         }
@@ -395,7 +400,15 @@ fn places(versions: &[Option<TagVersion>]) -> Vec<u32> {
         }
         before = Some(v);
     }
-    places
+    let mut best: Vec<u32> = ranked
+        .iter()
+        .filter_map(|&(_, i)| u32::try_from(i).ok())
+        .collect();
+    best.sort_by_key(|&i| {
+        let place = places.get(i as usize).copied().unwrap_or(u32::MAX);
+        (std::cmp::Reverse(place), i)
+    });
+    (places, best)
 }
 
 /// How the `semver` strategy reads tags, given the current tag and the whole list.
