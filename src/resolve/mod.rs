@@ -520,6 +520,11 @@ fn set_aside(r: &ImageRef) -> Option<Outcome> {
 pub struct EarlyLists {
     /// Looked up for every reference discovery meets (foldhash: on the thread that folds).
     started: foldhash::HashMap<ListKey, tokio::task::JoinHandle<Result<TagList, Error>>>,
+    /// The copies of the images (discovery keeps one of each) whose list without
+    /// credentials is started, by address: most references are told apart from a started
+    /// one without making its key (a copy of the name, a look at the current tag). Each is
+    /// held, so that no other name takes its address.
+    known: foldhash::HashMap<usize, Arc<ImageName>>,
     permits: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
@@ -527,6 +532,7 @@ impl EarlyLists {
     pub fn new(concurrency: usize) -> EarlyLists {
         EarlyLists {
             started: Default::default(),
+            known: Default::default(),
             permits: std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency.max(1))),
         }
     }
@@ -534,10 +540,18 @@ impl EarlyLists {
     /// Start listing the repository `r` will need, unless it is started already. Must be
     /// called within the run's Tokio runtime.
     pub fn start(&mut self, r: &ImageRef, registries: &Registries) {
+        let plain = credentials(&r.policy).is_none();
+        let at = Arc::as_ptr(&r.image) as usize;
+        if plain && self.known.contains_key(&at) {
+            return;
+        }
         let Some(key) = listed_for(r) else {
             return;
         };
         if self.started.contains_key(&key) {
+            if plain {
+                self.known.insert(at, Arc::clone(&r.image));
+            }
             return;
         }
         // A repository without a client (a configuration error) is left to resolve, which
@@ -553,6 +567,9 @@ impl EarlyLists {
             client.list_tags(&repository).await
         });
         self.started.insert(key, task);
+        if plain {
+            self.known.insert(at, Arc::clone(&r.image));
+        }
     }
 }
 

@@ -215,7 +215,10 @@ impl LineIndex {
     /// Positions in `text` as positions of a file in which `text`'s lines start at line
     /// `line_base + 1`, each indented by `column_base` spaces.
     pub fn shifted(text: &str, line_base: usize, column_base: usize) -> Self {
-        let mut starts = vec![0];
+        // Room for lines of 24 bytes on average, which a manifest's are about: a file's
+        // index is made without growing it several times (one for every file read).
+        let mut starts = Vec::with_capacity((text.len() / 24).saturating_add(2));
+        starts.push(0);
         // A line starts after each `\n`, at most at `text.len()`.
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i.saturating_add(1)));
         LineIndex {
