@@ -74,19 +74,65 @@ pub fn render_scalar(old: &Scalar, old_raw: &str, new_value: &str) -> Result<Str
 }
 
 fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
-    let parse = |s: &str| small_value(&format!("k: {s}"));
-    match parse(new_value).as_ref().and_then(|v| v.get("k")) {
-        Some(Value::String(s)) => s == new_value,
+    match plain_reading(new_value) {
+        PlainReading::Itself => true,
         // A number is fine only where the old value was a number too (the user chose that).
-        Some(v @ Value::Number(_)) => {
-            scalar_string(v).as_deref() == Some(new_value)
-                && matches!(
-                    parse(old_raw).as_ref().and_then(|v| v.get("k")),
-                    Some(Value::Number(_))
-                )
-        }
-        _ => false,
+        PlainReading::Number => matches!(
+            small_value(&format!("k: {old_raw}"))
+                .as_ref()
+                .and_then(|v| v.get("k")),
+            Some(Value::Number(_))
+        ),
+        PlainReading::Other => false,
     }
+}
+
+/// How libyaml reads a text written plain as a mapping's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlainReading {
+    /// As the same string.
+    Itself,
+    /// As a number that prints as the text.
+    Number,
+    /// As anything else.
+    Other,
+}
+
+/// [`PlainReading`] of `value`. A plan renders the same few new versions thousands of
+/// times, so each thread remembers the answers for values of up to 256 bytes (emptied when
+/// it holds 4,096), by foldhash seeded at random (docs/security.md).
+fn plain_reading(value: &str) -> PlainReading {
+    use std::cell::RefCell;
+    const MAX_TEXT: usize = 256;
+    const MAX_TEXTS: usize = 4096;
+    thread_local! {
+        static READINGS: RefCell<foldhash::HashMap<String, PlainReading>> =
+            RefCell::new(foldhash::HashMap::default());
+    }
+    let read = || match small_value(&format!("k: {value}"))
+        .as_ref()
+        .and_then(|v| v.get("k"))
+    {
+        Some(Value::String(s)) if s == value => PlainReading::Itself,
+        Some(v @ Value::Number(_)) if scalar_string(v).as_deref() == Some(value) => {
+            PlainReading::Number
+        }
+        _ => PlainReading::Other,
+    };
+    if value.len() > MAX_TEXT {
+        return read();
+    }
+    READINGS.with_borrow_mut(|readings| {
+        if let Some(r) = readings.get(value) {
+            return *r;
+        }
+        if readings.len() >= MAX_TEXTS {
+            readings.clear();
+        }
+        let r = read();
+        readings.insert(value.to_string(), r);
+        r
+    })
 }
 
 /// libyaml's reading of a short text (a scalar, or `k: scalar`), or `None` when it does
@@ -136,7 +182,13 @@ pub fn apply_edits_known(
     edits: &[Edit],
     fingerprint: Option<Fingerprint>,
 ) -> Result<String, EditError> {
-    let once = one_per_span(edits)?;
+    // Edits of one span each, as nearly always (two only where an anchor is read twice):
+    // taken as they are, not copied.
+    let once = if one_each(edits) {
+        std::borrow::Cow::Borrowed(edits)
+    } else {
+        std::borrow::Cow::Owned(one_per_span(edits)?)
+    };
     let out = splice(text, &once)?;
     let proven = fingerprint.is_some_and(|f| verified_by_fingerprint(text, &out, &once, f));
     if !proven {
@@ -328,6 +380,17 @@ fn holds(scalar: &Scalar, value: &str) -> bool {
             .is_some_and(|s| s == value),
         Style::Block => false,
     }
+}
+
+/// Whether no two edits change the same span (then [`one_per_span`] is the edits as they are).
+fn one_each(edits: &[Edit]) -> bool {
+    edits.iter().enumerate().all(|(i, e)| {
+        edits
+            .get(..i)
+            .unwrap_or_default()
+            .iter()
+            .all(|o| o.span != e.span || o.inner != e.inner)
+    })
 }
 
 /// The edits with one per span: references that read one anchored value through aliases
@@ -737,6 +800,9 @@ mod tests {
     fn plain_numbers_that_would_change_type_are_quoted() {
         assert_eq!(edit_tag("tag: 1.2\n", "1.3").unwrap(), "tag: 1.3\n");
         assert_eq!(edit_tag("tag: 1.2\n", "1.10").unwrap(), "tag: \"1.10\"\n");
+        assert_eq!(edit_tag("tag: v1\n", "1").unwrap(), "tag: \"1\"\n");
+        // How `1` reads is remembered; whether the old value was a number is asked each time.
+        assert_eq!(edit_tag("tag: 2\n", "1").unwrap(), "tag: 1\n");
         assert_eq!(edit_tag("tag: v1\n", "1").unwrap(), "tag: \"1\"\n");
     }
 
