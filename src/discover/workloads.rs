@@ -79,16 +79,12 @@ pub struct Interest {
     pub workloads: bool,
 }
 
-/// Look at each document's top-level `kind:` line without parsing: a file of
-/// CustomResourceDefinitions (Argo CD's repository has 13 MB of them) or of resources
-/// without any `image` is never parsed. A document whose kind cannot be seen this way
-/// (flow style, JSON) is parsed when it mentions `kind` at all.
-pub fn interest(text: &str, specs: &[FieldSpec]) -> Interest {
-    look(text, specs).interest
-}
-
-/// The first look at a manifest ([`interest`]), with its documents and what each may
-/// hold, which [`parse`] takes: each document is split off and looked at once.
+/// The first look at a manifest, with its documents and what each may hold, which
+/// [`parse`] takes: each document is split off and looked at once. It looks at each
+/// document's top-level `kind:` line without parsing: a file of CustomResourceDefinitions
+/// (Argo CD's repository has 13 MB of them) or of resources without any `image` is never
+/// parsed. A document whose kind cannot be seen this way (flow style, JSON) is parsed when
+/// it mentions `kind` at all.
 pub struct Look<'t> {
     pub interest: Interest,
     /// Each document's offset and text, and whether it may hold an image; `None` when the
@@ -810,20 +806,20 @@ spec:
     #[test]
     fn a_first_look_decides_what_is_parsed() {
         let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {image: x}\n";
-        assert_eq!(interest(crd, &[]), Interest::default());
+        assert_eq!(look(crd, &[]).interest, Interest::default());
         let both = format!(
             "{crd}---\n{}",
             "apiVersion: v1\nkind: Pod\nspec: {containers: [{image: x}]}\n"
         );
-        assert!(interest(&both, &[]).workloads);
+        assert!(look(&both, &[]).interest.workloads);
         let no_image = "apiVersion: v1\nkind: Service\nspec: {}\n";
-        assert!(!interest(no_image, &[]).workloads);
+        assert!(!look(no_image, &[]).interest.workloads);
         let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec: {}\n";
-        assert!(interest(app, &[]).argo);
+        assert!(look(app, &[]).interest.argo);
         let crd_mentioning_argo = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: applications.argoproj.io}\n";
-        assert!(!interest(crd_mentioning_argo, &[]).argo);
+        assert!(!look(crd_mentioning_argo, &[]).interest.argo);
         let flow = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"image\": \"x:1\"}]}}\n";
-        assert!(interest(flow, &[]).workloads);
+        assert!(look(flow, &[]).interest.workloads);
         assert_eq!(
             documents("a: 1\n---\nb: 2\n--- \nc\n").map(|d| d.len()),
             Some(3)

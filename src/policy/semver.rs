@@ -340,8 +340,9 @@ pub struct TagVersions {
     /// ranks share a place; `u32::MAX`: not a version): the evaluations of a repository's
     /// references sort their candidates by it instead of comparing versions again, each.
     places: Vec<u32>,
-    /// The versions' indexes, highest place first, a place's versions in list order: an
-    /// evaluation takes its candidates in this order instead of sorting them, each.
+    /// The versions' indexes, highest place first (a place's versions in no set order: an
+    /// evaluation sorts those few by their keys): an evaluation takes its candidates in this
+    /// order instead of sorting them, each.
     best: Vec<u32>,
 }
 
@@ -400,14 +401,12 @@ fn places(versions: &[Option<TagVersion>]) -> (Vec<u32>, Vec<u32>) {
         }
         before = Some(v);
     }
-    let mut best: Vec<u32> = ranked
+    // Sorted by rank already: the highest place last.
+    let best = ranked
         .iter()
+        .rev()
         .filter_map(|&(_, i)| u32::try_from(i).ok())
         .collect();
-    best.sort_by_key(|&i| {
-        let place = places.get(i as usize).copied().unwrap_or(u32::MAX);
-        (std::cmp::Reverse(place), i)
-    });
     (places, best)
 }
 

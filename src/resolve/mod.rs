@@ -548,25 +548,21 @@ impl EarlyLists {
         let Some(key) = listed_for(r) else {
             return;
         };
-        if self.started.contains_key(&key) {
-            if plain {
-                self.known.insert(at, Arc::clone(&r.image));
-            }
-            return;
+        if !self.started.contains_key(&key) {
+            // A repository without a client (a configuration error) is left to resolve,
+            // which reports it.
+            let Ok(client) = registries.client_with(&key.0, key.1.as_deref()) else {
+                return;
+            };
+            let permits = self.permits.clone();
+            let repository = key.0.repository.clone();
+            let task = tokio::spawn(async move {
+                // The semaphore is never closed, so acquiring only waits.
+                let _permit = permits.acquire_owned().await;
+                client.list_tags(&repository).await
+            });
+            self.started.insert(key, task);
         }
-        // A repository without a client (a configuration error) is left to resolve, which
-        // reports it.
-        let Ok(client) = registries.client_with(&key.0, key.1.as_deref()) else {
-            return;
-        };
-        let permits = self.permits.clone();
-        let repository = key.0.repository.clone();
-        let task = tokio::spawn(async move {
-            // The semaphore is never closed, so acquiring only waits.
-            let _permit = permits.acquire_owned().await;
-            client.list_tags(&repository).await
-        });
-        self.started.insert(key, task);
         if plain {
             self.known.insert(at, Arc::clone(&r.image));
         }

@@ -182,13 +182,7 @@ pub fn apply_edits_known(
     edits: &[Edit],
     fingerprint: Option<Fingerprint>,
 ) -> Result<String, EditError> {
-    // Edits of one span each, as nearly always (two only where an anchor is read twice):
-    // taken as they are, not copied.
-    let once = if one_each(edits) {
-        std::borrow::Cow::Borrowed(edits)
-    } else {
-        std::borrow::Cow::Owned(one_per_span(edits)?)
-    };
+    let once = one_per_span(edits)?;
     let out = splice(text, &once)?;
     let proven = fingerprint.is_some_and(|f| verified_by_fingerprint(text, &out, &once, f));
     if !proven {
@@ -236,13 +230,14 @@ fn verified_by_fingerprint(
 /// Why that is the proof: the one-pass reader (`simple.rs`) reads a text line by line, and a
 /// line's value on its own (`inline_value`): its scalar ends at the line's end or at ` #`,
 /// and what the line is (an entry, an item, which key) is decided before its value, from
-/// `key: ` or `- `. A new value without a line break, without a space when it is plain (so
-/// no ` #` and no `: `), not ending in `:`, that reads alone as one scalar of its whole text
-/// leaves the line the same entry or item, its comment a comment, and every other line as
-/// it was; so the edited text reads as the old one with the edited scalars' values
-/// replaced, which is what [`by_one_pass`] checks by reading it. Each new value must also
-/// hold its value as libyaml types it ([`holds`]). A plain value that starts with anything
-/// but a letter or a digit, and anything else, goes to [`by_one_pass`].
+/// `key: ` or `- `. A new value without a line break that reads alone as one scalar of its
+/// whole text (so, plain, it holds no ` #` or `: ` and does not end in `:`; quoted, it
+/// closes at its end) reads the same before the line's comment or end: the line stays the
+/// same entry or item, its comment a comment, and every other line as it was; so the edited
+/// text reads as the old one with the edited scalars' values replaced, which is what
+/// [`by_one_pass`] checks by reading it. Each new value must also hold its value as libyaml
+/// types it ([`holds`]). A value that starts with anything but a quote, a letter or a digit
+/// (an indicator, a `-`) goes to [`by_one_pass`].
 fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
     let mut sorted: Vec<&Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| e.span.start);
@@ -250,8 +245,7 @@ fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
     let mut pos = 0usize;
     let mut at = 0usize;
     for e in &sorted {
-        let (Some(kept), Some(old)) = (before.get(pos..e.span.start), before.get(e.span.clone()))
-        else {
+        let Some(kept) = before.get(pos..e.span.start) else {
             return false;
         };
         let end = at.saturating_add(kept.len());
@@ -263,21 +257,19 @@ fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
         if e.doc != 0
             || e.path.is_empty()
             || after.get(end..at) != Some(e.new_raw.as_str())
-            || !value_of_its_line(before, &e.span, old)
+            || !value_of_its_line(before, &e.span)
         {
             return false;
         }
         let new = &e.new_raw;
-        let inert = match new.as_bytes().first() {
-            Some(b'"' | b'\'') => !new.contains('\n'),
-            Some(b) if b.is_ascii_alphanumeric() => {
-                !new.contains([' ', '\n']) && !new.ends_with(':')
-            }
-            _ => false,
-        };
+        let one_line = !new.contains('\n')
+            && new
+                .bytes()
+                .next()
+                .is_some_and(|b| matches!(b, b'"' | b'\'') || b.is_ascii_alphanumeric());
         let reads = crate::simple::scalar(new)
             .is_some_and(|s| s.value == e.new_value && holds(&s, &e.new_value));
-        if !inert || !reads {
+        if !one_line || !reads {
             return false;
         }
         pos = e.span.end;
@@ -285,16 +277,20 @@ fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
     before.get(pos..) == after.get(at..)
 }
 
-/// Whether `span` of `text` (holding `old`) is the whole value of its line: after the
-/// line's indentation, `- ` or `key: ` or `- key: ` (a key of the one-pass reader's kind),
-/// then spaces, then the value, then nothing or spaces and a comment.
-fn value_of_its_line(text: &str, span: &Range<usize>, old: &str) -> bool {
+/// Whether `span` of `text` is the whole value of its line: after the line's indentation,
+/// `- ` or `key: ` or `- key: ` (a key of the one-pass reader's kind), then spaces, then the
+/// value, then nothing or spaces and a comment.
+fn value_of_its_line(text: &str, span: &Range<usize>) -> bool {
+    let (Some(head), Some(old), Some(rest)) = (
+        text.get(..span.start),
+        text.get(span.clone()),
+        text.get(span.end..),
+    ) else {
+        return false;
+    };
     if old.is_empty() || old.contains('\n') {
         return false;
     }
-    let (Some(head), Some(rest)) = (text.get(..span.start), text.get(span.end..)) else {
-        return false;
-    };
     let line_start = head.rfind('\n').map_or(0, |i| i.saturating_add(1));
     let Some(mut lead) = head.get(line_start..).map(|l| l.trim_start_matches(' ')) else {
         return false;
@@ -382,22 +378,12 @@ fn holds(scalar: &Scalar, value: &str) -> bool {
     }
 }
 
-/// Whether no two edits change the same span (then [`one_per_span`] is the edits as they are).
-fn one_each(edits: &[Edit]) -> bool {
-    edits.iter().enumerate().all(|(i, e)| {
-        edits
-            .get(..i)
-            .unwrap_or_default()
-            .iter()
-            .all(|o| o.span != e.span || o.inner != e.inner)
-    })
-}
-
 /// The edits with one per span: references that read one anchored value through aliases
 /// edit the same bytes, which is right when they all want the same new text, and refused
-/// when they do not (one of them would be wrong).
-fn one_per_span(edits: &[Edit]) -> Result<Vec<Edit>, EditError> {
-    let mut out: Vec<Edit> = Vec::with_capacity(edits.len());
+/// when they do not (one of them would be wrong). The edits as they are when each has its
+/// own span, as nearly always: not copied.
+fn one_per_span(edits: &[Edit]) -> Result<std::borrow::Cow<'_, [Edit]>, EditError> {
+    let mut out: Vec<&Edit> = Vec::with_capacity(edits.len());
     for e in edits {
         match out.iter().find(|o| o.span == e.span && o.inner == e.inner) {
             Some(o) if o.new_raw == e.new_raw => {}
@@ -410,10 +396,14 @@ fn one_per_span(edits: &[Edit]) -> Result<Vec<Edit>, EditError> {
                     e.new_value
                 )))
             }
-            None => out.push(e.clone()),
+            None => out.push(e),
         }
     }
-    Ok(out)
+    Ok(if out.len() == edits.len() {
+        std::borrow::Cow::Borrowed(edits)
+    } else {
+        std::borrow::Cow::Owned(out.into_iter().cloned().collect())
+    })
 }
 
 /// `text` with each edit's span replaced by its new text.
@@ -1277,7 +1267,7 @@ mod tests {
             ),
             pick in proptest::sample::select((0usize..6).collect::<Vec<_>>()),
             new_raw in proptest::sample::select(vec![
-                "1.1.0", "v2", "1.10", "2", "true", "a:b", "a: b", "x:", "x #y", "x#y", "\"q\"",
+                "1.1.0", "v2", "1.10", "2", "true", "a:b", "a: b", "x:", "x #y", "x#y", "a b", "\"q\"",
                 "'s'", "\"a: b\"", "'it''s'", "\"a\\\"b\"", "-1", "- x", "[1]", "{}", "*a",
                 "&a x", "!t x", "|", ">", "%x", "@x", "`x", "1.0\nb: 2", "1.0\nb", "'a\n  b'", "é",
                 "null", "---", "...",
