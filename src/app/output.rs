@@ -106,8 +106,15 @@ fn width(terminal: bool) -> Option<usize> {
 /// Streamed through a buffer rather than built as one string: a report of 10,000 apps is
 /// tens of megabytes, and holding it whole was the run's largest single allocation.
 pub fn print_json<T: serde::Serialize>(value: &T) {
+    print_json_with(|out| write_json(out, value));
+}
+
+/// JSON on stdout, written by `write` (as [`print_json`]).
+pub fn print_json_with(
+    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock>) -> std::io::Result<()>,
+) {
     let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
-    let written = write_json(&mut out, value)
+    let written = write(&mut out)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     match written {
@@ -124,7 +131,21 @@ pub fn write_json<W: Write, T: serde::Serialize + ?Sized>(
     out: &mut W,
     value: &T,
 ) -> std::io::Result<()> {
-    let mut serializer = serde_json::Serializer::with_formatter(out, Pretty::default());
+    write_json_at(out, value, 0)
+}
+
+/// As [`write_json`], for a value written `depth` levels deep in a larger document (an
+/// element of a list `depth - 1` levels deep): its lines are indented as they are there.
+pub fn write_json_at<W: Write, T: serde::Serialize + ?Sized>(
+    out: &mut W,
+    value: &T,
+    depth: usize,
+) -> std::io::Result<()> {
+    let pretty = Pretty {
+        depth,
+        has_value: false,
+    };
+    let mut serializer = serde_json::Serializer::with_formatter(out, pretty);
     value
         .serialize(&mut serializer)
         .map_err(std::io::Error::from)

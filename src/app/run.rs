@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use super::output::print_json;
 use super::source::{self, Loaded};
 use super::{Error, Mode, Output, RunPlan, Status};
 use crate::chart::app_version::OciVersion;
@@ -117,7 +116,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     };
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
-        Format::Json => print_json(&run_report),
+        Format::Json => super::report_json::print(&run_report),
         Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);

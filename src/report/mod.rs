@@ -75,7 +75,7 @@ pub struct ScanReport<'a> {
 }
 
 /// A reference that was looked at but not updated, and why.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotUpdated<'a> {
     pub file: &'a str,
@@ -185,7 +185,7 @@ fn not_updated_row<'a>(
     })
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "imagebump run report")]
 pub struct RunReport<'a> {
@@ -273,6 +273,14 @@ impl<'a> NotUpdatedRows<'a> {
         (self.found.refs.iter())
             .zip(self.outcomes)
             .filter_map(move |(r, o)| not_updated_row(r, o, refused))
+    }
+
+    /// The same rows' source with no rows: a report's frame without its longest list.
+    pub fn none(self) -> Self {
+        NotUpdatedRows {
+            outcomes: &[],
+            ..self
+        }
     }
 }
 

@@ -1,0 +1,370 @@
+//! The run report as JSON, byte for byte as [`write_json`] (so serde_json) writes it, with
+//! its two long lists, the updates and the references not updated, written by hand: at
+//! 10,000 apps they are 12 of the report's 15 MB, written by one thread after everything
+//! else is done, and serde spends most of that time on the same keys row after row
+//! (docs/performance.md).
+//!
+//! The rest of the report (its frame) is still serde's: it is written with those two lists
+//! empty, and each list is written where its `[]` stands. A field added to the report is
+//! written by serde as before; only a change to a row's fields needs this file too, and
+//! debug builds (so every test that prints a report) compare the two writings.
+
+use std::io::{self, Write};
+
+use super::output::{write_json, write_json_at};
+use crate::discover::RefKind;
+use crate::plan::Update;
+use crate::report::{NotUpdated, RunReport};
+
+/// `report` on stdout, as [`super::output::print_json`] prints it.
+pub fn print(report: &RunReport) {
+    super::output::print_json_with(|out| write_run_report(out, report));
+}
+
+/// `report` as [`write_json`] writes it.
+pub fn write_run_report<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
+    if cfg!(debug_assertions) {
+        let (mut ours, mut serdes) = (Vec::new(), Vec::new());
+        by_hand(&mut ours, report)?;
+        write_json(&mut serdes, report)?;
+        debug_assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&serdes),
+            "the report's rows written by hand differ from serde's"
+        );
+        return out.write_all(&ours);
+    }
+    by_hand(out, report)
+}
+
+/// A key of the report's top level, as its frame has it when its list is empty.
+const UPDATES: &[u8] = b"\n  \"updates\": []";
+const NOT_UPDATED: &[u8] = b"\n  \"notUpdated\": []";
+
+fn by_hand<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
+    let frame = RunReport {
+        updates: &[],
+        not_updated: report.not_updated.none(),
+        ..report.clone()
+    };
+    let mut text = Vec::new();
+    write_json(&mut text, &frame)?;
+    // Each list's `[]`, found once (a line break inside a string is written `\n`, so a
+    // line that begins with two spaces and a quote is a key of the top level).
+    let (Some(u), Some(n)) = (empty_list(&text, UPDATES), empty_list(&text, NOT_UPDATED)) else {
+        return write_json(out, report);
+    };
+    let (Some(before), Some(between), Some(after)) = (
+        text.get(..u),
+        text.get(u.saturating_add(2)..n),
+        text.get(n.saturating_add(2)..),
+    ) else {
+        // The frame's fields in another order than this file expects.
+        return write_json(out, report);
+    };
+    out.write_all(before)?;
+    updates(out, report.updates)?;
+    out.write_all(between)?;
+    not_updated(out, report.not_updated.iter())?;
+    out.write_all(after)
+}
+
+/// Where the `[]` of `key` is in `text`, when `key` is there once.
+fn empty_list(text: &[u8], key: &[u8]) -> Option<usize> {
+    let mut found = text
+        .windows(key.len())
+        .enumerate()
+        .filter(|(_, w)| *w == key);
+    let (at, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    Some(at.saturating_add(key.len()).saturating_sub(2))
+}
+
+/// The updates, a list one level deep: each row an object two levels deep.
+fn updates<W: Write>(out: &mut W, rows: &[Update]) -> io::Result<()> {
+    let mut kinds = Kinds::default();
+    list(out, rows.iter(), |out, u| {
+        if u.verified.is_some() || u.app_version.is_some() {
+            // Rare, and objects of their own: serde writes the whole row.
+            return write_json_at(out, u, 2);
+        }
+        field(out, b"{\n      \"file\": ", |o| string(o, &u.file))?;
+        field(out, b",\n      \"line\": ", |o| number(o, u.line))?;
+        field(out, b",\n      \"column\": ", |o| number(o, u.column))?;
+        field(out, b",\n      \"kind\": ", |o| {
+            o.write_all(kinds.text(u.kind))
+        })?;
+        field(out, b",\n      \"image\": ", |o| string(o, &u.image))?;
+        field(out, b",\n      \"name\": ", |o| string(o, &u.name))?;
+        field(out, b",\n      \"from\": ", |o| string(o, &u.from))?;
+        field(out, b",\n      \"to\": ", |o| string(o, &u.to))?;
+        field(out, b",\n      \"group\": ", |o| string(o, &u.group))?;
+        if let Some(w) = &u.written_to {
+            field(out, b",\n      \"writtenTo\": ", |o| string(o, w))?;
+        }
+        out.write_all(b"\n    }")
+    })
+}
+
+/// The references not updated, a list one level deep.
+fn not_updated<'a, W: Write>(
+    out: &mut W,
+    rows: impl Iterator<Item = NotUpdated<'a>>,
+) -> io::Result<()> {
+    list(out, rows, |out, r| {
+        field(out, b"{\n      \"file\": ", |o| string(o, r.file))?;
+        field(out, b",\n      \"line\": ", |o| number(o, r.line))?;
+        // An image is written as its text (`report::as_text`, `ImageName`'s `Display`),
+        // escaped a part at a time (escaping is byte by byte).
+        field(out, b",\n      \"image\": \"", |o| {
+            let image = r.image;
+            if !image.registry.is_empty() {
+                string_contents(o, &image.registry)?;
+                o.write_all(b"/")?;
+            }
+            string_contents(o, &image.repository)?;
+            o.write_all(b"\"")
+        })?;
+        field(out, b",\n      \"tag\": ", |o| match r.tag {
+            Some(t) => string(o, t),
+            None => o.write_all(b"null"),
+        })?;
+        field(out, b",\n      \"status\": ", |o| string(o, r.status))?;
+        if let Some(reason) = r.reason {
+            field(out, b",\n      \"reason\": ", |o| string(o, reason))?;
+        }
+        out.write_all(b"\n    }")
+    })
+}
+
+/// A list one level deep: `[]` when empty, else each row on its own line.
+fn list<W: Write, T>(
+    out: &mut W,
+    rows: impl Iterator<Item = T>,
+    mut row: impl FnMut(&mut W, T) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut first = true;
+    for r in rows {
+        out.write_all(if first { b"[\n    " } else { b",\n    " })?;
+        first = false;
+        row(out, r)?;
+    }
+    out.write_all(if first { b"[]" } else { b"\n  ]" })
+}
+
+/// A key (with what comes before it) and its value.
+fn field<W: Write>(
+    out: &mut W,
+    key: &[u8],
+    value: impl FnOnce(&mut W) -> io::Result<()>,
+) -> io::Result<()> {
+    out.write_all(key)?;
+    value(out)
+}
+
+fn number<W: Write>(out: &mut W, n: usize) -> io::Result<()> {
+    out.write_all(itoa::Buffer::new().format(n).as_bytes())
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it: `"` and `\` with a backslash,
+/// the control characters with their short escape or `\u00xx`, everything else as it is.
+fn string<W: Write>(out: &mut W, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    string_contents(out, s)?;
+    out.write_all(b"\"")
+}
+
+/// What [`string`] writes between the quotes.
+fn string_contents<W: Write>(out: &mut W, s: &str) -> io::Result<()> {
+    let bytes = s.as_bytes();
+    if !needs_escapes(bytes) {
+        return out.write_all(bytes);
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut run = 0;
+    for (at, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            _ if plain(&b) => continue,
+            _ => b"",
+        };
+        out.write_all(bytes.get(run..at).unwrap_or_default())?;
+        run = at.saturating_add(1);
+        if short.is_empty() {
+            let hex = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
+            out.write_all(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b & 0xf)])?;
+        } else {
+            out.write_all(short)?;
+        }
+    }
+    out.write_all(bytes.get(run..).unwrap_or_default())
+}
+
+/// A byte [`string`] writes as it is: not a control character, a quote or a backslash.
+fn plain(b: &u8) -> bool {
+    *b >= 0x20 && *b != b'"' && *b != b'\\'
+}
+
+/// Whether any byte of `bytes` is not [`plain`]: eight bytes at a time, as words (a byte
+/// below 0x20, or equal to a quote or a backslash, leaves its high bit set in the
+/// classic tests below; they are exact for whether any byte does).
+fn needs_escapes(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    const QUOTES: u64 = 0x2222_2222_2222_2222;
+    const BACKSLASHES: u64 = 0x5c5c_5c5c_5c5c_5c5c;
+    let below = |v: u64, n: u64| v.wrapping_sub(n) & !v & HIGH;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        let v = u64::from_le_bytes(eight);
+        if below(v, SPACES) | below(v ^ QUOTES, ONES) | below(v ^ BACKSLASHES, ONES) != 0 {
+            return true;
+        }
+    }
+    !words.remainder().iter().all(plain)
+}
+
+/// Each kind's JSON text, as serde writes it (asked of serde once per kind).
+#[derive(Default)]
+struct Kinds(Vec<(RefKind, Vec<u8>)>);
+
+impl Kinds {
+    fn text(&mut self, kind: RefKind) -> &[u8] {
+        let at = match self.0.iter().position(|(k, _)| *k == kind) {
+            Some(at) => at,
+            None => {
+                let text = serde_json::to_vec(&kind).unwrap_or_else(|_| b"null".to_vec());
+                self.0.push((kind, text));
+                self.0.len().saturating_sub(1)
+            }
+        };
+        self.0.get(at).map_or(b"null", |(_, t)| t.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imagebump_model::name::ImageName;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    /// Text with every kind of character serde_json escapes, and some it does not.
+    fn text() -> impl Strategy<Value = String> {
+        "[a-z0-9/.:@\"\\\\\n\r\t\u{1}\u{8}\u{c}\u{1f}\u{7f}é☃ -]{0,24}"
+    }
+
+    /// A status is one of a few words; one with characters to escape checks the escaping.
+    fn status() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec!["up-to-date", "edit-refused", "a \"b\"\\\n\u{1}"])
+    }
+
+    fn kind() -> impl Strategy<Value = RefKind> {
+        prop::sample::select(vec![
+            RefKind::Kustomize,
+            RefKind::HelmValues,
+            RefKind::Workload,
+            RefKind::ArgoHelmParameter,
+            RefKind::HelmChart,
+            RefKind::ChartDefault,
+        ])
+    }
+
+    fn update() -> impl Strategy<Value = Update> {
+        let names = (text(), text(), text(), text(), text(), text());
+        let rest = (
+            any::<usize>(),
+            any::<usize>(),
+            kind(),
+            prop::option::of(text()),
+            prop::option::weighted(0.1, (text(), text())),
+            prop::option::weighted(0.1, prop::option::of(text())),
+        );
+        (names, rest).prop_map(
+            |((file, image, name, from, to, group), (line, column, kind, w, v, a))| Update {
+                file: file.into(),
+                line,
+                column,
+                kind,
+                image: image.into(),
+                name: name.into(),
+                from: Arc::from(from),
+                to: Arc::from(to),
+                group: group.into(),
+                written_to: w,
+                automerge: false,
+                verified: v
+                    .map(|(digest, signer)| Box::new(crate::verify::Verified { digest, signer })),
+                app_version: a.map(|to| {
+                    Box::new(crate::chart::app_version::AppVersionChange { from: None, to })
+                }),
+            },
+        )
+    }
+
+    /// What serde writes for `value` as a list one level deep.
+    fn serdes<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_json_at(&mut out, value, 1).expect("writes to memory");
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn updates_are_written_as_serde_writes_them(rows in prop::collection::vec(update(), 0..4)) {
+            let mut ours = Vec::new();
+            updates(&mut ours, &rows).expect("writes to memory");
+            let theirs = serdes(&rows);
+            prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+        }
+
+        #[test]
+        fn rows_not_updated_are_written_as_serde_writes_them(
+            rows in prop::collection::vec(
+                (text(), any::<usize>(), text(), text(), prop::option::of(text()), prop::option::of(text()), status()),
+                0..4,
+            ),
+        ) {
+            let images: Vec<ImageName> = (rows.iter())
+                .map(|r| ImageName { registry: r.2.clone(), repository: r.3.clone() })
+                .collect();
+            let made: Vec<NotUpdated> = (rows.iter().zip(&images))
+                .map(|(r, image)| NotUpdated {
+                    file: &r.0,
+                    line: r.1,
+                    image,
+                    tag: r.4.as_deref(),
+                    status: r.6,
+                    reason: r.5.as_deref(),
+                })
+                .collect();
+            let mut ours = Vec::new();
+            not_updated(&mut ours, made.iter().copied()).expect("writes to memory");
+            let theirs = serdes(&made);
+            prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+        }
+    }
+
+    #[test]
+    fn a_key_found_twice_or_never_is_not_a_place_to_write_a_list() {
+        let text = b"{\n  \"updates\": [],\n  \"notUpdated\": []\n}";
+        assert_eq!(empty_list(text, UPDATES), Some(15));
+        assert_eq!(text.get(15..17), Some(&b"[]"[..]));
+        assert_eq!(empty_list(b"{\n  \"other\": []\n}", UPDATES), None);
+        let twice = b"{\n  \"updates\": [],\n  \"updates\": []\n}";
+        assert_eq!(empty_list(twice, UPDATES), None);
+    }
+}
