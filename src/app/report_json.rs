@@ -5,7 +5,9 @@
 //! (docs/performance.md).
 //!
 //! The rest of the report (its frame) is still serde's: it is written with those two lists
-//! empty, and each list is written where its `[]` stands. A field added to the report is
+//! and the change sets empty, and each list is written where its `[]` stands (the change
+//! sets by serde, straight to the output, so that no list is held in memory as text). A
+//! field added to the report is
 //! written by serde as before; only a change to a row's fields needs this file too, and
 //! debug builds (so every test that prints a report) compare the two writings.
 
@@ -39,32 +41,40 @@ pub fn write_run_report<W: Write>(out: &mut W, report: &RunReport) -> io::Result
 
 /// A key of the report's top level, as its frame has it when its list is empty.
 const UPDATES: &[u8] = b"\n  \"updates\": []";
+const CHANGE_SETS: &[u8] = b"\n  \"changeSets\": []";
 const NOT_UPDATED: &[u8] = b"\n  \"notUpdated\": []";
 
 fn by_hand<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
+    // The frame is a few hundred bytes: the long lists are written straight to `out`.
     let frame = RunReport {
         updates: &[],
+        change_sets: &[],
         not_updated: report.not_updated.none(),
         ..report.clone()
     };
     let mut text = Vec::new();
     write_json(&mut text, &frame)?;
     // Each list's `[]`, found once (a line break inside a string is written `\n`, so a
-    // line that begins with two spaces and a quote is a key of the top level).
-    let (Some(u), Some(n)) = (empty_list(&text, UPDATES), empty_list(&text, NOT_UPDATED)) else {
+    // line that begins with two spaces and a quote is a key of the top level), in the
+    // order of the report's fields.
+    let places = [UPDATES, CHANGE_SETS, NOT_UPDATED].map(|key| empty_list(&text, key));
+    let [Some(u), Some(c), Some(n)] = places else {
         return write_json(out, report);
     };
-    let (Some(before), Some(between), Some(after)) = (
+    let (Some(before), Some(updated), Some(sets), Some(after)) = (
         text.get(..u),
-        text.get(u.saturating_add(2)..n),
+        text.get(u.saturating_add(2)..c),
+        text.get(c.saturating_add(2)..n),
         text.get(n.saturating_add(2)..),
     ) else {
-        // The frame's fields in another order than this file expects.
         return write_json(out, report);
     };
     out.write_all(before)?;
     updates(out, report.updates)?;
-    out.write_all(between)?;
+    out.write_all(updated)?;
+    // Change sets are serde's, as a list one level deep.
+    write_json_at(out, report.change_sets, 1)?;
+    out.write_all(sets)?;
     not_updated(out, report.not_updated.iter())?;
     out.write_all(after)
 }
