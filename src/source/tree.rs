@@ -221,6 +221,9 @@ fn not_read(errno: i32) -> String {
 /// The disk's walk, one level of directories at a time, each level's directories read on
 /// every core (a tree of 10,000 apps has as many directories: one `open`, `fstat`, two
 /// `getdents64` and a `close` each), then visited in the order of a depth-first walk.
+/// Each directory's entries are kept once, as read, until they are visited: a level's
+/// directories are in the order a depth-first walk meets them, so the walk takes the next
+/// listing of the next level at each subdirectory.
 fn walk_disk(
     root: &Path,
     prune: impl Fn(&str) -> bool + Sync,
@@ -231,38 +234,52 @@ fn walk_disk(
         rel: String::new(),
         utf8: true,
     };
-    let mut parts = vec![Part::Dir(top)];
-    while parts.iter().any(|p| matches!(p, Part::Dir(_))) {
-        let listed = crate::parallel::map(&parts, |p| match p {
-            Part::Dir(dir) => Some(list_dir(dir, &prune)),
-            _ => None,
-        });
-        parts = parts
-            .into_iter()
-            .zip(listed)
-            .flat_map(|(part, listed)| listed.unwrap_or_else(|| vec![part]))
-            .collect();
+    let mut levels: Vec<std::vec::IntoIter<Vec<Part>>> = Vec::new();
+    let mut to_read = vec![top];
+    while !to_read.is_empty() {
+        let listed = crate::parallel::map(&to_read, |dir| list_dir(dir, &prune));
+        let mut next = Vec::new();
+        let level = (listed.into_iter())
+            .map(|(parts, dirs)| {
+                next.extend(dirs);
+                parts
+            })
+            .collect::<Vec<_>>();
+        levels.push(level.into_iter());
+        to_read = next;
     }
-    for part in parts {
-        match part {
-            Part::Entry { rel, kind, utf8 } => visit(Ok(Entry {
+    let mut open: Vec<(usize, std::vec::IntoIter<Part>)> = Vec::new();
+    if let Some(first) = levels.first_mut().and_then(Iterator::next) {
+        open.push((0, first.into_iter()));
+    }
+    while let Some((depth, parts)) = open.last_mut() {
+        let depth = *depth;
+        match parts.next() {
+            None => {
+                open.pop();
+            }
+            Some(Part::Entry { rel, kind, utf8 }) => visit(Ok(Entry {
                 rel: &rel,
                 kind,
                 utf8,
             })),
-            Part::Error(e) => visit(Err(e)),
-            // None is left: the loop above read them all.
-            Part::Dir(_) => {}
+            Some(Part::Error(e)) => visit(Err(e)),
+            Some(Part::Sub) => {
+                let below = depth.saturating_add(1);
+                if let Some(listing) = levels.get_mut(below).and_then(Iterator::next) {
+                    open.push((below, listing.into_iter()));
+                }
+            }
         }
     }
 }
 
-/// A walk on disk as it is read: entries, errors, and directories still to read (each
-/// right after its own entry, where its contents go).
+/// A directory's entries as they are read: entries, errors, and where each subdirectory's
+/// own entries go (right after its entry).
 enum Part {
     Entry { rel: String, kind: Kind, utf8: bool },
     Error(String),
-    Dir(Dir),
+    Sub,
 }
 
 /// A directory still to read: where it is, and its path relative to the root as its
@@ -274,17 +291,19 @@ struct Dir {
 }
 
 /// One directory's entries in name order (bytewise), each directory among them followed by
-/// a `Dir` to read next; the error reading it, if it cannot be read. Errors are worded as
+/// the place of its own entries, and those directories to read next, in the same order;
+/// the error reading it, if it cannot be read. Errors are worded as
 /// the `walkdir` crate words them, which this walk replaced.
-fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> Vec<Part> {
+fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> (Vec<Part>, Vec<Dir>) {
     let failed = |path: &Path, e: std::io::Error| {
         Part::Error(format!("IO error for operation on {}: {e}", path.display()))
     };
     let read = match std::fs::read_dir(&dir.path) {
         Ok(read) => read,
-        Err(e) => return vec![failed(&dir.path, e)],
+        Err(e) => return (vec![failed(&dir.path, e)], Vec::new()),
     };
     let mut parts = Vec::new();
+    let mut dirs = Vec::new();
     let mut entries = Vec::new();
     for entry in read {
         match entry {
@@ -326,15 +345,19 @@ fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> Vec<Part> {
         if kind == Kind::Dir && prune(&rel) {
             continue;
         }
-        let sub = (kind == Kind::Dir).then(|| Dir {
-            path: entry.path(),
-            rel: rel.clone(),
-            utf8,
-        });
+        if kind == Kind::Dir {
+            dirs.push(Dir {
+                path: entry.path(),
+                rel: rel.clone(),
+                utf8,
+            });
+        }
         parts.push(Part::Entry { rel, kind, utf8 });
-        parts.extend(sub.map(Part::Dir));
+        if kind == Kind::Dir {
+            parts.push(Part::Sub);
+        }
     }
-    parts
+    (parts, dirs)
 }
 
 /// A commit's tree as its listing gives it, and the readers of its blobs.
