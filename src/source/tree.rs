@@ -304,15 +304,17 @@ fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> (Vec<Part>, Vec<Dir>) {
     };
     let mut parts = Vec::new();
     let mut dirs = Vec::new();
+    // Each entry with its name, taken once (`file_name` makes a copy each time it is
+    // asked: a sort by it made two per comparison). Names in a directory are distinct.
     let mut entries = Vec::new();
     for entry in read {
         match entry {
-            Ok(entry) => entries.push(entry),
+            Ok(entry) => entries.push((entry.file_name(), entry)),
             Err(e) => parts.push(Part::Error(e.to_string())),
         }
     }
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
+    entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+    for (name, entry) in entries {
         let t = match entry.file_type() {
             Ok(t) => t,
             Err(e) => {
@@ -320,7 +322,6 @@ fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> (Vec<Part>, Vec<Dir>) {
                 continue;
             }
         };
-        let name = entry.file_name();
         // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
         // through, a lossy rendering, untouched, in one that is not.
         let (name, utf8) = match name.to_str() {
@@ -331,7 +332,12 @@ fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> (Vec<Part>, Vec<Dir>) {
         let rel = if dir.rel.is_empty() {
             name
         } else {
-            format!("{}/{name}", dir.rel)
+            let mut rel =
+                String::with_capacity(dir.rel.len().saturating_add(name.len()).saturating_add(1));
+            rel.push_str(&dir.rel);
+            rel.push('/');
+            rel.push_str(&name);
+            rel
         };
         let kind = if t.is_symlink() {
             Kind::Link
