@@ -7,9 +7,9 @@
 //! The rest of the report (its frame) is still serde's: it is written with those two lists
 //! and the change sets empty, and each list is written where its `[]` stands (the change
 //! sets by serde, straight to the output, so that no list is held in memory as text). A
-//! field added to the report is
-//! written by serde as before; only a change to a row's fields needs this file too, and
-//! debug builds (so every test that prints a report) compare the two writings.
+//! field added to the report is written by serde as before; only a change to a row's
+//! fields needs this file too, and debug builds (so every test that prints a report)
+//! compare the two writings.
 
 use std::io::{self, Write};
 
@@ -100,19 +100,18 @@ fn updates<W: Write>(out: &mut W, rows: &[Update]) -> io::Result<()> {
             // Rare, and objects of their own: serde writes the whole row.
             return write_json_at(out, u, 2);
         }
-        field(out, b"{\n      \"file\": ", |o| string(o, &u.file))?;
-        field(out, b",\n      \"line\": ", |o| number(o, u.line))?;
-        field(out, b",\n      \"column\": ", |o| number(o, u.column))?;
-        field(out, b",\n      \"kind\": ", |o| {
-            o.write_all(kinds.text(u.kind))
-        })?;
-        field(out, b",\n      \"image\": ", |o| string(o, &u.image))?;
-        field(out, b",\n      \"name\": ", |o| string(o, &u.name))?;
-        field(out, b",\n      \"from\": ", |o| string(o, &u.from))?;
-        field(out, b",\n      \"to\": ", |o| string(o, &u.to))?;
-        field(out, b",\n      \"group\": ", |o| string(o, &u.group))?;
+        string_field(out, b"{\n      \"file\": ", &u.file)?;
+        number_field(out, b",\n      \"line\": ", u.line)?;
+        number_field(out, b",\n      \"column\": ", u.column)?;
+        out.write_all(b",\n      \"kind\": ")?;
+        out.write_all(kinds.text(u.kind))?;
+        string_field(out, b",\n      \"image\": ", &u.image)?;
+        string_field(out, b",\n      \"name\": ", &u.name)?;
+        string_field(out, b",\n      \"from\": ", &u.from)?;
+        string_field(out, b",\n      \"to\": ", &u.to)?;
+        string_field(out, b",\n      \"group\": ", &u.group)?;
         if let Some(w) = &u.written_to {
-            field(out, b",\n      \"writtenTo\": ", |o| string(o, w))?;
+            string_field(out, b",\n      \"writtenTo\": ", w)?;
         }
         out.write_all(b"\n    }")
     })
@@ -124,26 +123,19 @@ fn not_updated<'a, W: Write>(
     rows: impl Iterator<Item = NotUpdated<'a>>,
 ) -> io::Result<()> {
     list(out, rows, |out, r| {
-        field(out, b"{\n      \"file\": ", |o| string(o, r.file))?;
-        field(out, b",\n      \"line\": ", |o| number(o, r.line))?;
-        // An image is written as its text (`report::as_text`, `ImageName`'s `Display`),
-        // escaped a part at a time (escaping is byte by byte).
-        field(out, b",\n      \"image\": \"", |o| {
-            let image = r.image;
-            if !image.registry.is_empty() {
-                string_contents(o, &image.registry)?;
-                o.write_all(b"/")?;
-            }
-            string_contents(o, &image.repository)?;
-            o.write_all(b"\"")
-        })?;
-        field(out, b",\n      \"tag\": ", |o| match r.tag {
-            Some(t) => string(o, t),
-            None => o.write_all(b"null"),
-        })?;
-        field(out, b",\n      \"status\": ", |o| string(o, r.status))?;
+        string_field(out, b"{\n      \"file\": ", r.file)?;
+        number_field(out, b",\n      \"line\": ", r.line)?;
+        // An image is written as its text (`report::as_text`: its `Display`).
+        out.write_all(b",\n      \"image\": \"")?;
+        display_contents(out, r.image)?;
+        out.write_all(b"\"")?;
+        match r.tag {
+            Some(t) => string_field(out, b",\n      \"tag\": ", t)?,
+            None => out.write_all(b",\n      \"tag\": null")?,
+        }
+        string_field(out, b",\n      \"status\": ", r.status)?;
         if let Some(reason) = r.reason {
-            field(out, b",\n      \"reason\": ", |o| string(o, reason))?;
+            string_field(out, b",\n      \"reason\": ", reason)?;
         }
         out.write_all(b"\n    }")
     })
@@ -164,14 +156,40 @@ fn list<W: Write, T>(
     out.write_all(if first { b"[]" } else { b"\n  ]" })
 }
 
-/// A key (with what comes before it) and its value.
-fn field<W: Write>(
-    out: &mut W,
-    key: &[u8],
-    value: impl FnOnce(&mut W) -> io::Result<()>,
-) -> io::Result<()> {
+/// A key (with what comes before it) and its string value.
+fn string_field<W: Write>(out: &mut W, key: &[u8], value: &str) -> io::Result<()> {
     out.write_all(key)?;
-    value(out)
+    string(out, value)
+}
+
+/// A key (with what comes before it) and its number.
+fn number_field<W: Write>(out: &mut W, key: &[u8], n: usize) -> io::Result<()> {
+    out.write_all(key)?;
+    number(out, n)
+}
+
+/// What `value`'s `Display` writes, escaped as in [`string`] (as serde's `collect_str`
+/// writes it: escaping is byte by byte, so a piece at a time is the same).
+fn display_contents<W: Write>(out: &mut W, value: &impl std::fmt::Display) -> io::Result<()> {
+    struct Escaped<'w, W> {
+        out: &'w mut W,
+        failed: Option<io::Error>,
+    }
+    impl<W: Write> std::fmt::Write for Escaped<'_, W> {
+        fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+            string_contents(self.out, piece).map_err(|e| {
+                self.failed = Some(e);
+                std::fmt::Error
+            })
+        }
+    }
+    let mut escaped = Escaped { out, failed: None };
+    match std::fmt::write(&mut escaped, format_args!("{value}")) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(escaped
+            .failed
+            .unwrap_or_else(|| io::Error::other("a value could not be written as text"))),
+    }
 }
 
 fn number<W: Write>(out: &mut W, n: usize) -> io::Result<()> {

@@ -312,7 +312,7 @@ fn value_of_its_line(text: &str, span: &Range<usize>) -> bool {
         _ => lead,
     };
     lead.strip_suffix(':')
-        .is_some_and(crate::simple::is_simple_key)
+        .is_some_and(crate::simple::simple_key)
 }
 
 /// The proof with libyaml's values of the edited text.

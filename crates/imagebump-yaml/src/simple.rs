@@ -207,16 +207,11 @@ fn colon_space(s: &str) -> Option<usize> {
     }
 }
 
-/// Whether `key` is a key of the subset ([`simple_key`]), for the proof of an edit made
-/// without reading the edited text (`edit.rs`).
-pub(crate) fn is_simple_key(key: &str) -> bool {
-    simple_key(key)
-}
-
 /// A key of the subset: letters, digits, `_ - . /`, starting with a letter, `_` or `/`,
 /// at most 1,000 bytes (libyaml's limit for a key is 1,024 characters), and not a word
-/// libyaml may read as a boolean or null (two keys then could be one to it).
-fn simple_key(key: &str) -> bool {
+/// libyaml may read as a boolean or null (two keys then could be one to it). Also asked by
+/// the proof of an edit made without reading the edited text (`edit.rs`).
+pub(crate) fn simple_key(key: &str) -> bool {
     const WORDS: [&str; 9] = ["true", "false", "null", "yes", "no", "on", "off", "y", "n"];
     key.len() <= 1000
         && key
