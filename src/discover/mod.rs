@@ -529,14 +529,21 @@ fn chart_templates(tree: &Tree, rel: &str) -> bool {
 /// The files to scan, in name order, with their kind.
 /// Symbolic links are never followed (the tree is a jail); one that would be read is
 /// noted. A file name that is not UTF-8 is reported, not guessed at.
-fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> Vec<(String, FileKind)> {
-    use crate::source::tree::Kind;
+/// Each file's text comes with it when the walk read it ([`first_look`] reads the others).
+fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> (Vec<(String, FileKind)>, Texts) {
+    use crate::source::tree::{Kind, Reading};
     let problems = &mut out.problems;
     let notes = &mut out.notes;
     let mut files = Vec::new();
+    let mut texts = Vec::new();
     // Chart `templates/` directories seen so far (a directory comes before its files).
     let mut templates: Vec<String> = Vec::new();
-    tree.walk(skip_dir, |entry| {
+    let reading = Reading {
+        wanted: &|rel| filters.wanted(rel) && classify(rel, filters).is_some(),
+        max: MAX_FILE_BYTES,
+        budget: READ_AHEAD_BYTES,
+    };
+    tree.walk_reading(skip_dir, Some(&reading), |entry| {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
@@ -569,14 +576,19 @@ fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> Vec<(String, Fi
             return;
         }
         let in_templates = templates.iter().any(|t| rel.starts_with(t.as_str()));
-        match classify(rel, filters) {
-            Some(_) if in_templates => files.push((rel.to_string(), FileKind::ChartTemplate)),
-            Some(kind) => files.push((rel.to_string(), kind)),
-            None => {}
-        }
+        let kind = match classify(rel, filters) {
+            Some(_) if in_templates => FileKind::ChartTemplate,
+            Some(kind) => kind,
+            None => return,
+        };
+        files.push((rel.to_string(), kind));
+        texts.push(entry.text);
     });
-    files
+    (files, texts)
 }
+
+/// The texts a walk read, one per file (`None`: not read).
+type Texts = Vec<Option<Result<String, String>>>;
 
 /// Walk `tree` and collect every reference.
 pub fn discover(tree: &Tree, config: &Config) -> Discovery {
@@ -616,9 +628,9 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         }
     };
     tracing::debug!("walking the tree");
-    let files = files(tree, &filters, &mut out);
+    let (files, texts) = files(tree, &filters, &mut out);
     tracing::debug!(files = files.len(), "walked the tree");
-    let (claims, ahead) = first_look(tree, &files);
+    let (claims, ahead) = first_look(tree, &files, texts);
     let mut early = early.filter(|_| !claims);
     tracing::debug!(
         early = early.is_some(),
@@ -739,16 +751,18 @@ const READ_AHEAD_BYTES: usize = 16 << 20;
 /// The first look at every file, on every core: could an Argo CD or Flux resource in the
 /// tree claim a reference after it is read? Every file that mentions their API groups (or a
 /// Flux setter) is taken to hold one; a read error is a yes (the parse reports it). The
-/// texts read are kept for the parse (see [`ReadAhead`]).
-fn first_look(tree: &Tree, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
+/// texts the walk read (`texts`) are looked at, the others read; all are kept for the parse
+/// (see [`ReadAhead`]).
+fn first_look(tree: &Tree, files: &[(String, FileKind)], texts: Texts) -> (bool, ReadAhead) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let kept = AtomicUsize::new(0);
+    let walked: usize = (texts.iter().flatten().flatten()).map(String::len).sum();
+    let kept = AtomicUsize::new(walked);
+    let claims = |text: &str| text.contains("argoproj.io") || crate::flux::mentioned(text);
     let look = |read: Result<String, String>| match read {
         Ok(text) => {
-            let claims = text.contains("argoproj.io") || crate::flux::mentioned(&text);
             let before = kept.fetch_add(text.len(), Ordering::Relaxed);
             let fits = before.saturating_add(text.len()) <= READ_AHEAD_BYTES;
-            (claims, fits.then_some(text))
+            (claims(&text), fits.then_some(text))
         }
         Err(_) => (true, None),
     };
@@ -763,7 +777,17 @@ fn first_look(tree: &Tree, files: &[(String, FileKind)]) -> (bool, ReadAhead) {
         });
         looked
     } else {
-        crate::parallel::map(files, |(rel, _)| look(tree.read(rel, MAX_FILE_BYTES)))
+        let work: Vec<_> = files.iter().zip(&texts).collect();
+        let looked = crate::parallel::map(&work, |((rel, _), text)| match text {
+            // Read by the walk (within the budget): looked at here, kept below.
+            Some(Ok(text)) => (claims(text), None),
+            Some(Err(_)) => (true, None),
+            None => look(tree.read(rel, MAX_FILE_BYTES)),
+        });
+        drop(work);
+        (looked.into_iter().zip(texts))
+            .map(|((claims, read), walked)| (claims, read.or(walked.and_then(Result::ok))))
+            .collect()
     };
     let claims = looked.iter().any(|(c, _)| *c);
     let texts = looked
@@ -1312,6 +1336,54 @@ pub(crate) mod tests {
         ),
         ("chart/values.yaml", "image:\n  repository: r.io/api\n  tag: 2.0.0\n"),
     ];
+
+    #[test]
+    fn a_charts_templates_are_known_by_its_chart_yaml_file_or_a_link_to_one_inside() {
+        let t = "kind: Deployment\nimage: {{ .Values.image }}\n";
+        let dir = tree(&[
+            ("chart/Chart.yaml", "name: chart\n"),
+            ("chart/templates/deploy.yaml", t),
+            ("chart/templates/tests/t.yaml", t),
+            ("chart/templates.yaml", "a: 1\n"),
+            ("plain/templates/deploy.yaml", "a: 1\n"),
+            ("folder/Chart.yaml/x.yaml", "a: 1\n"),
+            ("folder/templates/deploy.yaml", "a: 1\n"),
+            ("linked/templates/deploy.yaml", t),
+            ("outside/templates/deploy.yaml", "a: 1\n"),
+        ]);
+        std::os::unix::fs::symlink("../chart/Chart.yaml", dir.path().join("linked/Chart.yaml"))
+            .unwrap();
+        std::os::unix::fs::symlink("../gone.yaml", dir.path().join("outside/Chart.yaml")).unwrap();
+        let config = Config::default();
+        let filters = Filters::new(&config.scan).unwrap();
+        let (found, texts) = files(&Tree::disk(dir.path()), &filters, &mut Discovery::default());
+        // The walk read every file it listed, from the disk as it is.
+        for ((rel, _), text) in found.iter().zip(&texts) {
+            let want = std::fs::read_to_string(dir.path().join(rel)).unwrap();
+            assert_eq!(text.as_ref(), Some(&Ok(want)), "{rel}");
+        }
+        let templates: Vec<&str> = (found.iter())
+            .filter(|(_, kind)| *kind == FileKind::ChartTemplate)
+            .map(|(rel, _)| rel.as_str())
+            .collect();
+        assert_eq!(
+            templates,
+            [
+                "chart/templates/deploy.yaml",
+                "chart/templates/tests/t.yaml",
+                "linked/templates/deploy.yaml",
+            ]
+        );
+        let read: Vec<&str> = found.iter().map(|(rel, _)| rel.as_str()).collect();
+        for manifest in [
+            "chart/templates.yaml",
+            "plain/templates/deploy.yaml",
+            "folder/templates/deploy.yaml",
+            "outside/templates/deploy.yaml",
+        ] {
+            assert!(read.contains(&manifest), "{manifest}: {read:?}");
+        }
+    }
 
     #[test]
     fn references_final_when_read_are_told_early_and_placed_manifests_are_not() {

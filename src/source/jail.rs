@@ -58,11 +58,30 @@ pub fn too_large(max: u64) -> String {
 /// A text file, refused whole when it is larger than `max` bytes (counted while reading: a
 /// device or a growing file cannot get past it) or not UTF-8. The error says which.
 pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
+    read_open(std::fs::File::open(path), max)
+}
+
+/// As [`read_capped`], the file `name` in the directory `dir` is open on, not following a
+/// link (a walk read it as a file: a link put in its place since is not read through).
+pub fn read_capped_in(
+    dir: rustix::fd::BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    max: u64,
+) -> Result<String, String> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NOFOLLOW;
+    let file = rustix::fs::openat(dir, name, flags, Mode::empty());
+    read_open(
+        file.map(std::fs::File::from).map_err(std::io::Error::from),
+        max,
+    )
+}
+
+/// The text of a file just opened (or the error opening it), as [`read_capped`] reads it.
+fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, String> {
     use std::io::Read as _;
     let failed = |e: std::io::Error| format!("cannot read: {e}");
-    let mut file = std::fs::File::open(path)
-        .map_err(failed)?
-        .take(max.saturating_add(1));
+    let mut file = file.map_err(failed)?.take(max.saturating_add(1));
     // A manifest is a few hundred bytes: read into the thread's buffer until the end, and
     // kept at its exact size. Not asking the file's size first saves a system call per file
     // (15,000 at 10,000 apps, docs/performance.md); a larger file is grown into past it.

@@ -32,6 +32,19 @@ pub struct Entry<'a> {
     pub kind: Kind,
     /// False when the name is not UTF-8 (`rel` then has replacement characters).
     pub utf8: bool,
+    /// The file's text (or why it cannot be read, as [`Tree::read`] says it), when the walk
+    /// read it as it met it ([`Reading`]); `None`: not read.
+    pub text: Option<Result<String, String>>,
+}
+
+/// The files a walk reads as it meets them (on disk: from their directory's open
+/// descriptor, so that a file's open looks up one name, not every directory above it
+/// again, docs/performance.md): those `wanted` says, each capped at `max` bytes as
+/// [`Tree::read`] caps it, until `budget` bytes of text have been read in all.
+pub struct Reading<'a> {
+    pub wanted: &'a (dyn Fn(&str) -> bool + Sync),
+    pub max: u64,
+    pub budget: usize,
 }
 
 /// The tree a run reads.
@@ -40,15 +53,35 @@ pub struct Tree {
 }
 
 enum Inner {
-    Disk(PathBuf),
+    Disk(Disk),
     Objects(Objects),
+}
+
+/// A tree on disk: its root, and the root's directory kept open, so that a directory below
+/// it is opened by its path from there.
+struct Disk {
+    root: PathBuf,
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+impl Disk {
+    /// Without the descriptor (the root cannot be opened), a walk opens the root again and
+    /// reports why it cannot.
+    fn new(root: &Path) -> Disk {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Disk {
+            root: root.to_path_buf(),
+            fd: rustix::fs::open(root, flags, Mode::empty()).ok(),
+        }
+    }
 }
 
 impl Tree {
     /// The files under `root`, on disk.
     pub fn disk(root: &Path) -> Tree {
         Tree {
-            inner: Inner::Disk(root.to_path_buf()),
+            inner: Inner::Disk(Disk::new(root)),
         }
     }
 
@@ -99,7 +132,7 @@ impl Tree {
     /// read, as [`jail::read_capped`] says it.
     pub fn read(&self, rel: &str, max: u64) -> Result<String, String> {
         match &self.inner {
-            Inner::Disk(root) => jail::read_capped(&root.join(rel), max),
+            Inner::Disk(d) => jail::read_capped(&d.root.join(rel), max),
             Inner::Objects(o) => jail::text(o.blob(o.file(rel, max)?, max)?),
         }
     }
@@ -131,7 +164,7 @@ impl Tree {
     /// `..`, or through a symbolic link).
     pub fn resolve(&self, rel: &str) -> Result<String, String> {
         match &self.inner {
-            Inner::Disk(root) => jail::resolve(root, rel).map(|(normalised, _)| normalised),
+            Inner::Disk(d) => jail::resolve(&d.root, rel).map(|(normalised, _)| normalised),
             Inner::Objects(_) => jail::normalise(rel),
         }
     }
@@ -153,8 +186,8 @@ impl Tree {
 
     fn kind(&self, rel: &str) -> Option<Kind> {
         match &self.inner {
-            Inner::Disk(root) => {
-                let meta = root.join(rel).metadata().ok()?;
+            Inner::Disk(d) => {
+                let meta = d.root.join(rel).metadata().ok()?;
                 Some(if meta.is_dir() {
                     Kind::Dir
                 } else if meta.is_file() {
@@ -180,10 +213,21 @@ impl Tree {
     pub fn walk(
         &self,
         prune: impl Fn(&str) -> bool + Sync,
+        visit: impl FnMut(Result<Entry<'_>, String>),
+    ) {
+        self.walk_reading(prune, None, visit);
+    }
+
+    /// As [`Tree::walk`], reading the files `reading` wants on the way (from a disk; from
+    /// git's objects, none: [`Tree::read_each`] streams them).
+    pub fn walk_reading(
+        &self,
+        prune: impl Fn(&str) -> bool + Sync,
+        reading: Option<&Reading>,
         mut visit: impl FnMut(Result<Entry<'_>, String>),
     ) {
         match &self.inner {
-            Inner::Disk(root) => walk_disk(root, prune, visit),
+            Inner::Disk(d) => walk_disk(d, prune, reading, visit),
             Inner::Objects(o) => {
                 let mut pruned: Option<&str> = None;
                 for &i in &o.walk_order {
@@ -206,6 +250,7 @@ impl Tree {
                         rel: &node.path,
                         kind: node.kind,
                         utf8: node.utf8,
+                        text: None,
                     }));
                 }
             }
@@ -219,25 +264,50 @@ fn not_read(errno: i32) -> String {
 }
 
 /// The disk's walk, one level of directories at a time, each level's directories read on
-/// every core (a tree of 10,000 apps has as many directories: one `open`, `fstat`, two
-/// `getdents64` and a `close` each), then visited in the order of a depth-first walk.
-/// Each directory's entries are kept once, as read, until they are visited: a level's
-/// directories are in the order a depth-first walk meets them, so the walk takes the next
-/// listing of the next level at each subdirectory.
+/// every core (a tree of 10,000 apps has as many directories: one `open`, two `getdents64`
+/// and a `close` each), with the files `reading` wants, then visited in the order of a
+/// depth-first walk. Each directory's entries are kept once, as read, until they are
+/// visited: a level's directories are in the order a depth-first walk meets them, so the
+/// walk takes the next listing of the next level at each subdirectory. Directories are
+/// opened from the root's descriptor and files from their directory's, neither through a
+/// link.
 fn walk_disk(
-    root: &Path,
+    disk: &Disk,
     prune: impl Fn(&str) -> bool + Sync,
+    reading: Option<&Reading>,
     mut visit: impl FnMut(Result<Entry<'_>, String>),
 ) {
+    use rustix::fd::AsFd as _;
+    let opened;
+    let base = match &disk.fd {
+        Some(fd) => fd.as_fd(),
+        None => {
+            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY;
+            match rustix::fs::open(&disk.root, flags, rustix::fs::Mode::empty()) {
+                Ok(fd) => {
+                    opened = fd;
+                    opened.as_fd()
+                }
+                Err(e) => return visit(Err(failed_at(&disk.root, e.into()))),
+            }
+        }
+    };
     let top = Dir {
-        path: root.to_path_buf(),
+        path: PathBuf::new(),
         rel: String::new(),
         utf8: true,
+    };
+    let spent = std::sync::atomic::AtomicUsize::new(0);
+    let lister = Lister {
+        base,
+        root: &disk.root,
+        prune: &prune,
+        reading: reading.map(|r| (r, &spent)),
     };
     let mut levels: Vec<std::vec::IntoIter<Vec<Part>>> = Vec::new();
     let mut to_read = vec![top];
     while !to_read.is_empty() {
-        let listed = crate::parallel::map(&to_read, |dir| list_dir(dir, &prune));
+        let listed = crate::parallel::map(&to_read, |dir| lister.list(dir));
         let mut next = Vec::new();
         let level = (listed.into_iter())
             .map(|(parts, dirs)| {
@@ -258,10 +328,16 @@ fn walk_disk(
             None => {
                 open.pop();
             }
-            Some(Part::Entry { rel, kind, utf8 }) => visit(Ok(Entry {
+            Some(Part::Entry {
+                rel,
+                kind,
+                utf8,
+                text,
+            }) => visit(Ok(Entry {
                 rel: &rel,
                 kind,
                 utf8,
+                text,
             })),
             Some(Part::Error(e)) => visit(Err(e)),
             Some(Part::Sub) => {
@@ -274,96 +350,172 @@ fn walk_disk(
     }
 }
 
+/// The error of a directory or an entry that cannot be read, named by its whole path, as
+/// the `walkdir` crate words it (this walk replaced it).
+fn failed_at(path: &Path, e: std::io::Error) -> String {
+    format!("IO error for operation on {}: {e}", path.display())
+}
+
 /// A directory's entries as they are read: entries, errors, and where each subdirectory's
 /// own entries go (right after its entry).
 enum Part {
-    Entry { rel: String, kind: Kind, utf8: bool },
+    Entry {
+        rel: String,
+        kind: Kind,
+        utf8: bool,
+        text: Option<Result<String, String>>,
+    },
     Error(String),
     Sub,
 }
 
-/// A directory still to read: where it is, and its path relative to the root as its
-/// entry gave it (its entries' paths are made from it, not from the whole path again).
+/// A directory still to read: its path from the root as it is on disk (`""`: the root),
+/// and as its entry gave it (its entries' paths are made from it, not from the whole path
+/// again).
 struct Dir {
     path: PathBuf,
     rel: String,
     utf8: bool,
 }
 
-/// One directory's entries in name order (bytewise), each directory among them followed by
-/// the place of its own entries, and those directories to read next, in the same order;
-/// the error reading it, if it cannot be read. Errors are worded as
-/// the `walkdir` crate words them, which this walk replaced.
-fn list_dir(dir: &Dir, prune: &impl Fn(&str) -> bool) -> (Vec<Part>, Vec<Dir>) {
-    let failed = |path: &Path, e: std::io::Error| {
-        Part::Error(format!("IO error for operation on {}: {e}", path.display()))
-    };
-    let read = match std::fs::read_dir(&dir.path) {
-        Ok(read) => read,
-        Err(e) => return (vec![failed(&dir.path, e)], Vec::new()),
-    };
-    let mut parts = Vec::new();
-    let mut dirs = Vec::new();
-    // Each entry with its name, taken once (`file_name` makes a copy each time it is
-    // asked: a sort by it made two per comparison). Names in a directory are distinct.
-    let mut entries = Vec::new();
-    for entry in read {
-        match entry {
-            Ok(entry) => entries.push((entry.file_name(), entry)),
-            Err(e) => parts.push(Part::Error(e.to_string())),
-        }
-    }
-    entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-    for (name, entry) in entries {
-        let t = match entry.file_type() {
-            Ok(t) => t,
-            Err(e) => {
-                parts.push(failed(&entry.path(), e));
-                continue;
+/// What every directory of a disk walk is read with: the root's descriptor and path (for
+/// errors), the directories left out, and the files read with the bytes read so far.
+struct Lister<'a, P> {
+    base: rustix::fd::BorrowedFd<'a>,
+    root: &'a Path,
+    prune: &'a P,
+    reading: Option<(&'a Reading<'a>, &'a std::sync::atomic::AtomicUsize)>,
+}
+
+impl<P: Fn(&str) -> bool> Lister<'_, P> {
+    /// One directory's entries in name order (bytewise), each directory among them
+    /// followed by the place of its own entries, and those directories to read next, in
+    /// the same order; the error reading it, if it cannot be read.
+    fn list(&self, dir: &Dir) -> (Vec<Part>, Vec<Dir>) {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        use std::os::unix::ffi::OsStrExt as _;
+        let whole = |path: &Path| {
+            if path.as_os_str().is_empty() {
+                self.root.to_path_buf()
+            } else {
+                self.root.join(path)
             }
         };
-        // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
-        // through, a lossy rendering, untouched, in one that is not.
-        let (name, utf8) = match name.to_str() {
-            Some(n) if dir.utf8 => (n.replace('\\', "/"), true),
-            Some(n) => (n.to_string(), false),
-            None => (name.to_string_lossy().into_owned(), false),
-        };
-        let rel = if dir.rel.is_empty() {
-            name
+        let at = if dir.path.as_os_str().is_empty() {
+            Path::new(".")
         } else {
-            let mut rel =
-                String::with_capacity(dir.rel.len().saturating_add(name.len()).saturating_add(1));
-            rel.push_str(&dir.rel);
-            rel.push('/');
-            rel.push_str(&name);
-            rel
+            &dir.path
         };
-        let kind = if t.is_symlink() {
-            Kind::Link
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let opened = rustix::fs::openat(self.base, at, flags, Mode::empty());
+        let mut listing = match opened.and_then(rustix::fs::Dir::new) {
+            Ok(listing) => listing,
+            Err(e) => {
+                return (
+                    vec![Part::Error(failed_at(&whole(&dir.path), e.into()))],
+                    Vec::new(),
+                )
+            }
         };
-        if kind == Kind::Dir && prune(&rel) {
-            continue;
+        let mut parts = Vec::new();
+        let mut dirs = Vec::new();
+        let mut entries = Vec::new();
+        for entry in listing.by_ref() {
+            match entry {
+                Ok(e) if matches!(e.file_name().to_bytes(), b"." | b"..") => {}
+                Ok(entry) => entries.push(entry),
+                Err(e) => parts.push(Part::Error(std::io::Error::from(e).to_string())),
+            }
         }
-        if kind == Kind::Dir {
-            dirs.push(Dir {
-                path: entry.path(),
-                rel: rel.clone(),
+        entries.sort_unstable_by(|a, b| a.file_name().cmp(b.file_name()));
+        let Ok(fd) = listing.fd() else {
+            return (parts, dirs);
+        };
+        for entry in entries {
+            let name = entry.file_name();
+            let bytes = name.to_bytes();
+            let t = match entry.file_type() {
+                // The file system does not say in its listing: ask it.
+                FileType::Unknown => {
+                    match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) => FileType::from_raw_mode(st.st_mode),
+                        Err(e) => {
+                            let path = whole(&dir.path.join(std::ffi::OsStr::from_bytes(bytes)));
+                            parts.push(Part::Error(failed_at(&path, e.into())));
+                            continue;
+                        }
+                    }
+                }
+                t => t,
+            };
+            // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
+            // through, a lossy rendering, untouched, in one that is not.
+            let (shown, utf8) = match std::str::from_utf8(bytes) {
+                Ok(n) if dir.utf8 => (n.replace('\\', "/"), true),
+                Ok(n) => (n.to_string(), false),
+                Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
+            };
+            let rel = if dir.rel.is_empty() {
+                shown
+            } else {
+                let mut rel = String::with_capacity(
+                    dir.rel.len().saturating_add(shown.len()).saturating_add(1),
+                );
+                rel.push_str(&dir.rel);
+                rel.push('/');
+                rel.push_str(&shown);
+                rel
+            };
+            let kind = match t {
+                FileType::Symlink => Kind::Link,
+                FileType::Directory => Kind::Dir,
+                FileType::RegularFile => Kind::File,
+                _ => Kind::Other,
+            };
+            if kind == Kind::Dir && (self.prune)(&rel) {
+                continue;
+            }
+            let text = (kind == Kind::File && utf8)
+                .then(|| self.read(fd, name, &rel))
+                .flatten();
+            if kind == Kind::Dir {
+                dirs.push(Dir {
+                    path: dir.path.join(std::ffi::OsStr::from_bytes(bytes)),
+                    rel: rel.clone(),
+                    utf8,
+                });
+            }
+            parts.push(Part::Entry {
+                rel,
+                kind,
                 utf8,
+                text,
             });
+            if kind == Kind::Dir {
+                parts.push(Part::Sub);
+            }
         }
-        parts.push(Part::Entry { rel, kind, utf8 });
-        if kind == Kind::Dir {
-            parts.push(Part::Sub);
-        }
+        (parts, dirs)
     }
-    (parts, dirs)
+
+    /// The file `name` of the directory open on `dir`, when it is wanted and the budget is
+    /// not spent; a text that takes the bytes read past the budget is not kept.
+    fn read(
+        &self,
+        dir: rustix::fd::BorrowedFd<'_>,
+        name: &std::ffi::CStr,
+        rel: &str,
+    ) -> Option<Result<String, String>> {
+        use std::sync::atomic::Ordering;
+        let (reading, spent) = self.reading?;
+        if !(reading.wanted)(rel) || spent.load(Ordering::Relaxed) >= reading.budget {
+            return None;
+        }
+        let read = jail::read_capped_in(dir, name, reading.max);
+        let len = read.as_ref().map_or(0, String::len);
+        let before = spent.fetch_add(len, Ordering::Relaxed);
+        (before.saturating_add(len) <= reading.budget).then_some(read)
+    }
 }
 
 /// A commit's tree as its listing gives it, and the readers of its blobs.
