@@ -282,7 +282,8 @@ fn walk_disk(
     let base = match &disk.fd {
         Some(fd) => fd.as_fd(),
         None => {
-            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY;
+            use rustix::fs::OFlags;
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
             match rustix::fs::open(&disk.root, flags, rustix::fs::Mode::empty()) {
                 Ok(fd) => {
                     opened = fd;
@@ -428,8 +429,12 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
             }
         }
         entries.sort_unstable_by(|a, b| a.file_name().cmp(b.file_name()));
-        let Ok(fd) = listing.fd() else {
-            return (parts, dirs);
+        let fd = match listing.fd() {
+            Ok(fd) => fd,
+            Err(e) => {
+                parts.push(Part::Error(failed_at(&whole(&dir.path), e.into())));
+                return (parts, dirs);
+            }
         };
         for entry in entries {
             let name = entry.file_name();
@@ -475,7 +480,9 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
             if kind == Kind::Dir && (self.prune)(&rel) {
                 continue;
             }
-            let text = (kind == Kind::File && utf8)
+            // A name shown otherwise than it is (a `\` shown as `/`) is read by the path it
+            // is shown as, later, as every reader of the tree reads it.
+            let text = (kind == Kind::File && utf8 && !bytes.contains(&b'\\'))
                 .then(|| self.read(fd, name, &rel))
                 .flatten();
             if kind == Kind::Dir {
@@ -895,6 +902,63 @@ mod tests {
         assert_eq!(want.len(), 1 + 40 * (1 + 1 + 5 * 2) + 1);
         let prune = |p: &str| p.ends_with("node_modules");
         assert_eq!(walked(&Tree::disk(dir.path()), prune), want);
+    }
+
+    /// The walk reads the files it is asked for, as they are, and no more text in all
+    /// than its budget; never a link, a pipe, a file it was not asked for, or a name it
+    /// shows otherwise than it is (read by the path it is shown as, later).
+    #[test]
+    fn a_walk_reads_the_files_wanted_within_its_budget_and_nothing_else() {
+        let dir = repo(&[
+            ("a/one.yaml", "1234\n"),
+            ("a/two.yaml", "5678\n"),
+            ("b/three.yaml", "abcd\n"),
+            ("b/skip.txt", "x\n"),
+            ("c\\d.yaml", "shown as c/d.yaml\n"),
+        ]);
+        std::os::unix::fs::symlink("one.yaml", dir.path().join("a/link.yaml")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("a/pipe.yaml"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
+        let read = |budget: usize| {
+            let wanted = |rel: &str| rel.ends_with(".yaml");
+            let reading = Reading {
+                wanted: &wanted,
+                max: 1 << 20,
+                budget,
+            };
+            let mut texts = Vec::new();
+            Tree::disk(dir.path()).walk_reading(
+                |rel| rel == ".git",
+                Some(&reading),
+                |e| {
+                    let e = e.unwrap();
+                    if let Some(text) = e.text {
+                        texts.push((e.rel.to_string(), text.unwrap()));
+                    }
+                },
+            );
+            texts
+        };
+        let all = read(1 << 20);
+        let owned = |files: &[(&str, &str)]| -> Vec<(String, String)> {
+            (files.iter().map(|(f, t)| (f.to_string(), t.to_string()))).collect()
+        };
+        assert_eq!(
+            all,
+            owned(&[
+                ("a/one.yaml", "1234\n"),
+                ("a/two.yaml", "5678\n"),
+                ("b/three.yaml", "abcd\n"),
+            ])
+        );
+        // Two texts of five bytes do not fit in seven: one is kept, the other left for later.
+        let some = read(7);
+        assert_eq!(some.len(), 1, "{some:?}");
+        assert!(all.contains(&some[0]));
+        assert!(read(4).is_empty());
     }
 
     #[test]
