@@ -61,18 +61,17 @@ enum Inner {
 /// it is opened by its path from there.
 struct Disk {
     root: PathBuf,
-    fd: Option<rustix::fd::OwnedFd>,
+    /// Or why the root cannot be opened: what a walk then says.
+    fd: Result<rustix::fd::OwnedFd, rustix::io::Errno>,
 }
 
 impl Disk {
-    /// Without the descriptor (the root cannot be opened), a walk opens the root again and
-    /// reports why it cannot.
     fn new(root: &Path) -> Disk {
         use rustix::fs::{Mode, OFlags};
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         Disk {
             root: root.to_path_buf(),
-            fd: rustix::fs::open(root, flags, Mode::empty()).ok(),
+            fd: rustix::fs::open(root, flags, Mode::empty()),
         }
     }
 }
@@ -278,20 +277,9 @@ fn walk_disk(
     mut visit: impl FnMut(Result<Entry<'_>, String>),
 ) {
     use rustix::fd::AsFd as _;
-    let opened;
     let base = match &disk.fd {
-        Some(fd) => fd.as_fd(),
-        None => {
-            use rustix::fs::OFlags;
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            match rustix::fs::open(&disk.root, flags, rustix::fs::Mode::empty()) {
-                Ok(fd) => {
-                    opened = fd;
-                    opened.as_fd()
-                }
-                Err(e) => return visit(Err(failed_at(&disk.root, e.into()))),
-            }
-        }
+        Ok(fd) => fd.as_fd(),
+        Err(e) => return visit(Err(failed_at(&disk.root, (*e).into()))),
     };
     let top = Dir {
         path: PathBuf::new(),
