@@ -83,8 +83,10 @@ pub struct FileChange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangeSet {
-    pub group: String,
-    pub files: Vec<String>,
+    // Shared with its updates' `group`.
+    pub group: Arc<str>,
+    // Shared with the references' file names.
+    pub files: Vec<Arc<str>>,
     /// Indexes into [`Plan::updates`].
     pub updates: Vec<usize>,
     /// The files of this change set alone (its branch's content).
@@ -521,7 +523,7 @@ impl Grouping {
                         let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
                         index.insert(Arc::clone(&group), set);
                         sets.push(ChangeSet {
-                            group: group.to_string(),
+                            group: Arc::clone(&group),
                             files: Vec::new(),
                             updates: Vec::new(),
                             changes: Vec::new(),
@@ -531,9 +533,14 @@ impl Grouping {
                     }
                 };
                 if let Some(change_set) = sets.get_mut(set as usize) {
-                    for f in files {
-                        if !change_set.files.iter().any(|x| x == f) {
-                            change_set.files.push(f.to_string());
+                    for &f in files {
+                        if !change_set.files.iter().any(|x| **x == *f) {
+                            // The reference's own file is shared; a created value's is not.
+                            let f = match *f == *r.file {
+                                true => Arc::clone(&r.file),
+                                false => Arc::from(f),
+                            };
+                            change_set.files.push(f);
                         }
                     }
                 }
@@ -593,7 +600,7 @@ impl Grouping {
             // nothing to do (most change sets of a tree whose groups follow its
             // directories: thousands of empty passes otherwise). Debug builds, so every
             // test, make the pass anyway and check that it finds nothing.
-            let mine_alone = |f: &String| only.get(f.as_str()) == Some(&at) && !keep(f);
+            let mine_alone = |f: &Arc<str>| only.get(&**f) == Some(&at) && !keep(f);
             let nothing_to_do = set.files.iter().all(mine_alone);
             if nothing_to_do && !cfg!(debug_assertions) {
                 continue;

@@ -376,7 +376,7 @@ fn settled(plan: &Plan, u: &Marked) -> bool {
 
 fn report(p: &Proposal<'_>, action: Outcome, pull: Option<&Pull>) -> PullReport {
     PullReport {
-        group: p.set.group.clone(),
+        group: p.set.group.to_string(),
         branch: p.branch.clone(),
         title: p.title.clone(),
         action,
@@ -410,8 +410,8 @@ mod tests {
                 app_version: None,
             });
             plan.change_sets.push(ChangeSet {
-                group: g.to_string(),
-                files: vec![format!("{g}/kustomization.yaml")],
+                group: (*g).into(),
+                files: vec![format!("{g}/kustomization.yaml").into()],
                 updates: vec![i],
                 changes: Vec::new(),
             });

@@ -37,12 +37,17 @@ pub struct AppLeaf {
 /// Which kustomizations include what.
 #[derive(Debug, Default)]
 pub struct Graph {
-    /// By directory. The three maps are only looked up (several times for every manifest
-    /// image placed), never walked: hashed (foldhash, as discovery's names), not sorted.
-    kustomizations: foldhash::HashMap<String, Kustomization>,
-    /// A file or kustomization directory → the directories of the kustomizations that
-    /// include it, in the order of their directories.
-    parents: foldhash::HashMap<String, Vec<String>>,
+    /// As discovery read them, looked up through `by_dir`: hashed in by value, 5,000 of
+    /// them at 10,000 apps were copied into a table of twice as many slots, at the peak of
+    /// discovery.
+    kustomizations: Vec<Kustomization>,
+    /// The maps are only looked up (several times for every manifest image placed), never
+    /// walked: hashed (foldhash, as discovery's names), not sorted. By directory: an index
+    /// into `kustomizations` (the last read of a directory).
+    by_dir: foldhash::HashMap<String, usize>,
+    /// A file or kustomization directory → the kustomizations that include it (indexes),
+    /// in the order of their directories.
+    parents: foldhash::HashMap<String, Vec<usize>>,
     apps: foldhash::HashMap<String, AppLeaf>,
 }
 
@@ -84,15 +89,20 @@ impl Graph {
     /// The graph of `kustomizations`; remote and outside-the-tree includes are noted and
     /// skipped.
     pub fn new(kustomizations: Vec<Kustomization>, notes: &mut Vec<Problem>) -> Graph {
-        let mut g = Graph::default();
-        for k in kustomizations {
-            g.kustomizations.insert(k.dir.clone(), k);
+        let mut by_dir: foldhash::HashMap<String, usize> = Default::default();
+        by_dir.reserve(kustomizations.len());
+        for (i, k) in kustomizations.iter().enumerate() {
+            by_dir.insert(k.dir.clone(), i);
         }
-        let mut parents: foldhash::HashMap<String, Vec<String>> = Default::default();
+        let mut parents: foldhash::HashMap<String, Vec<usize>> = Default::default();
         // In the order of their directories, so that each file's parents are.
-        let mut sorted: Vec<&Kustomization> = g.kustomizations.values().collect();
-        sorted.sort_unstable_by(|a, b| a.dir.cmp(&b.dir));
-        for k in sorted {
+        let mut sorted: Vec<usize> = by_dir.values().copied().collect();
+        let dir = |i: &usize| kustomizations.get(*i).map(|k| k.dir.as_str());
+        sorted.sort_unstable_by(|a, b| dir(a).cmp(&dir(b)));
+        for (i, k) in sorted
+            .iter()
+            .filter_map(|&i| Some((i, kustomizations.get(i)?)))
+        {
             for (include, line) in &k.includes {
                 if is_remote(include) {
                     notes.push(Problem::at_file(
@@ -104,7 +114,7 @@ impl Graph {
                     continue;
                 }
                 match join(&k.dir, include) {
-                    Some(target) => parents.entry(target).or_default().push(k.dir.clone()),
+                    Some(target) => parents.entry(target).or_default().push(i),
                     None => notes.push(Problem::at_file(
                         &k.file,
                         *line,
@@ -114,8 +124,12 @@ impl Graph {
                 }
             }
         }
-        g.parents = parents;
-        g
+        Graph {
+            kustomizations,
+            by_dir,
+            parents,
+            apps: Default::default(),
+        }
     }
 
     /// Argo CD Application paths: leaves even when another kustomization includes them.
@@ -126,7 +140,7 @@ impl Graph {
     }
 
     pub fn kustomization(&self, dir: &str) -> Option<&Kustomization> {
-        self.kustomizations.get(dir)
+        self.kustomizations.get(*self.by_dir.get(dir)?)
     }
 
     /// Every chain of kustomization directories from `file` up to a leaf, lowest first.
@@ -142,8 +156,9 @@ impl Graph {
             if is_leaf {
                 out.push(chain.clone());
             }
-            for p in parents {
-                if chain.contains(&p.as_str()) || !self.kustomizations.contains_key(p) {
+            let parents = parents.iter().filter_map(|&i| self.kustomizations.get(i));
+            for p in parents.map(|k| k.dir.as_str()) {
+                if chain.contains(&p) {
                     continue;
                 }
                 let mut next = chain.clone();
@@ -217,7 +232,7 @@ impl Graph {
         let mut name = written.to_string();
         let mut at_leaf = (name.clone(), None);
         for (i, dir) in chain.iter().enumerate() {
-            let Some(k) = self.kustomizations.get(*dir) else {
+            let Some(k) = self.kustomization(dir) else {
                 continue;
             };
             let top = i.saturating_add(1) == chain.len();
@@ -229,7 +244,7 @@ impl Graph {
                 .components
                 .iter()
                 .filter_map(|c| join(&k.dir, c))
-                .filter_map(|c| self.kustomizations.get(&c));
+                .filter_map(|c| self.kustomization(&c));
             let entries = components
                 .flat_map(|c| c.images.iter().map(move |e| (c, e)))
                 .chain(k.images.iter().map(|e| (k, e)));
@@ -253,8 +268,7 @@ impl Graph {
             return Seen::Overridden(format!("{} (kustomize.images)", app.file));
         }
         let file = self
-            .kustomizations
-            .get(leaf)
+            .kustomization(leaf)
             .map_or_else(String::new, |k| k.file.clone());
         let (entry_name, entry) = at_leaf;
         Seen::Base(LeafEdit {
