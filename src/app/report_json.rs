@@ -330,7 +330,7 @@ mod tests {
                 from: Arc::from(from),
                 to: Arc::from(to),
                 group: group.into(),
-                written_to: w,
+                written_to: w.map(String::into_boxed_str),
                 automerge: false,
                 verified: v
                     .map(|(digest, signer)| Box::new(crate::verify::Verified { digest, signer })),

@@ -34,7 +34,7 @@ impl From<&Update> for Marked {
         Marked {
             image: u.image.to_string(),
             group: u.group.to_string(),
-            file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
+            file: u.written_to.as_deref().unwrap_or(&u.file).to_string(),
             from: u.from.to_string(),
             to: u.to.to_string(),
         }

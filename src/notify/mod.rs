@@ -83,7 +83,7 @@ impl News {
             image: u.name.to_string(),
             from: u.from.to_string(),
             to: u.to.to_string(),
-            file: u.written_to.clone().unwrap_or_else(|| u.file.to_string()),
+            file: u.written_to.as_deref().unwrap_or(&u.file).to_string(),
             line: u.line,
         };
         let pull_requests = crate::report::pull_events(report)

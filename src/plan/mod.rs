@@ -40,7 +40,8 @@ pub struct Update {
     pub group: std::sync::Arc<str>,
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub written_to: Option<String>,
+    // Boxed, not a `String`: 30,000 updates at 10,000 apps are held to the end of the run.
+    pub written_to: Option<Box<str>>,
     /// Its policy asks for the forge's auto-merge (`automerge: true`).
     #[serde(skip)]
     pub automerge: bool,
@@ -433,17 +434,19 @@ fn make(
     outcomes: &[Outcome],
     (group_by, keep): (GroupBy, Keep),
 ) -> Plan {
-    let moved: Vec<Planned> = discovery
-        .refs
+    // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
+    let updates = outcomes
         .iter()
-        .zip(outcomes)
-        .filter_map(|(r, o)| match o {
+        .filter(|o| matches!(o, Outcome::Update { .. }));
+    let mut moved: Vec<Planned> = Vec::with_capacity(updates.count());
+    moved.extend(
+        (discovery.refs.iter().zip(outcomes)).filter_map(|(r, o)| match o {
             Outcome::Update { tag, digest, .. } => {
                 Some((r, &**tag, written_digest(r, digest.as_deref())))
             }
             _ => None,
-        })
-        .collect();
+        }),
+    );
     let mut out = Plan::default();
     let now = chart_lock::generated_time();
     // A chart's lock is completed from its chart's new text, whatever is kept (its
@@ -495,8 +498,6 @@ struct Grouping {
     /// Each planned update's change set, by its index in `sets` (`u32::MAX`: its file's
     /// edit is refused).
     set_of: Vec<u32>,
-    /// Each change set's group, shared by its updates.
-    groups: Vec<Arc<str>>,
 }
 
 impl Grouping {
@@ -507,7 +508,6 @@ impl Grouping {
     ) -> Grouping {
         let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
         let mut sets: Vec<ChangeSet> = Vec::new();
-        let mut groups: Vec<Arc<str>> = Vec::new();
         let mut index: foldhash::HashMap<Arc<str>, u32> = Default::default();
         for &(r, _, _) in moved {
             let set = r.with_touched_files(|files| {
@@ -528,7 +528,6 @@ impl Grouping {
                             updates: Vec::new(),
                             changes: Vec::new(),
                         });
-                        groups.push(group);
                         set
                     }
                 };
@@ -548,12 +547,14 @@ impl Grouping {
             });
             set_of.push(set);
         }
-        // In the order of their groups; each update's change set moved to its place.
-        let mut sorted: Vec<(u32, (ChangeSet, Arc<str>))> =
-            (0u32..).zip(sets.into_iter().zip(groups)).collect();
-        sorted.sort_by(|(_, (_, a)), (_, (_, b))| a.cmp(b));
-        let mut place = vec![u32::MAX; sorted.len()];
-        for (to, (from, _)) in (0u32..).zip(&sorted) {
+        // In the order of their groups, sorted where they are (groups are unique): a sorted
+        // copy made 10,000 change sets at 10,000 apps be held two and three times over at
+        // the end of the plan. Each update's change set is moved to its place.
+        let mut order: Vec<u32> = (0u32..).take(sets.len()).collect();
+        let group = |i: &u32| sets.get(*i as usize).map(|s| &s.group);
+        order.sort_unstable_by(|a, b| group(a).cmp(&group(b)));
+        let mut place = vec![u32::MAX; order.len()];
+        for (to, from) in (0u32..).zip(&order) {
             if let Some(p) = place.get_mut(*from as usize) {
                 *p = to;
             }
@@ -561,12 +562,8 @@ impl Grouping {
         for set in &mut set_of {
             *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
         }
-        let (sets, groups) = sorted.into_iter().map(|(_, set)| set).unzip();
-        Grouping {
-            sets,
-            set_of,
-            groups,
-        }
+        sets.sort_unstable_by(|a, b| a.group.cmp(&b.group));
+        Grouping { sets, set_of }
     }
 
     /// Each change set's own file changes (its branch's content): its files hold only its
@@ -659,11 +656,7 @@ fn rows(
     grouping: &mut Grouping,
     out: &mut Plan,
 ) {
-    let Grouping {
-        sets,
-        set_of,
-        groups,
-    } = grouping;
+    let Grouping { sets, set_of } = grouping;
     // `verify`'s record of each verified update, by reference (few or none).
     let verified: HashMap<*const ImageRef, &Box<crate::verify::Verified>> = (discovery.refs.iter())
         .zip(outcomes)
@@ -687,12 +680,11 @@ fn rows(
         Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
     for (&(r, tag, digest), &set) in moved.iter().zip(set_of.iter()) {
-        let Some(group) = groups.get(set as usize) else {
+        let Some(change_set) = sets.get_mut(set as usize) else {
             continue;
         };
-        if let Some(change_set) = sets.get_mut(set as usize) {
-            change_set.updates.push(out.updates.len());
-        }
+        change_set.updates.push(out.updates.len());
+        let group = &change_set.group;
         let written = r.written_file();
         let image = images
             .entry(&r.image)
@@ -708,7 +700,7 @@ fn rows(
             from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
             to: version(tag, digest),
             group: Arc::clone(group),
-            written_to: (*written != *r.file).then(|| written.to_string()),
+            written_to: (*written != *r.file).then(|| written.into()),
             automerge: r.policy.spec.automerge == Some(true),
             verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
             app_version: None,
@@ -829,6 +821,55 @@ mod tests {
                 let whole = by_app.files.iter().find(|w| w.file == c.file).unwrap();
                 assert_eq!(c.after, whole.after);
             }
+        }
+    }
+
+    /// Change sets come in the order of their groups, whatever order their updates come
+    /// in, and each lists exactly the updates of its group (by their index in the plan).
+    #[test]
+    fn change_sets_are_in_group_order_and_each_holds_its_own_updates() {
+        let files = [
+            (
+                "apps/b/kustomization.yaml",
+                "images:\n- name: r.io/z\n  newTag: 1.0.0\n- name: r.io/a\n  newTag: 1.0.0\n",
+            ),
+            (
+                "apps/c/values.yaml",
+                "x:\n  image: r.io/m:1.0.0\ny:\n  image: r.io/a:1.0.0\n",
+            ),
+        ];
+        let (_dir, found) = discovered(&files);
+        let outcomes: Vec<Outcome> = (found.refs.iter())
+            .map(|_| Outcome::Update {
+                tag: "2.0.0".into(),
+                digest: None,
+                verified: None,
+            })
+            .collect();
+        for keep in [Keep::Nothing, Keep::Files, Keep::Branches] {
+            // By image, the groups first appear as z, a, m: sorted, they are a, m, z.
+            let made = plan_with(&found, &outcomes, GroupBy::Image, keep);
+            let groups: Vec<&str> = made.change_sets.iter().map(|c| &*c.group).collect();
+            assert_eq!(groups, ["r.io/a", "r.io/m", "r.io/z"], "{keep:?}");
+            let mut listed: Vec<usize> = Vec::new();
+            for set in &made.change_sets {
+                assert!(!set.updates.is_empty(), "{}", set.group);
+                for &i in &set.updates {
+                    let u = &made.updates[i];
+                    assert_eq!((&*u.group, &*u.image), (&*set.group, &*set.group));
+                    assert!(set.files.iter().any(|f| **f == *u.file), "{}", set.group);
+                }
+                listed.extend(&set.updates);
+            }
+            listed.sort_unstable();
+            assert_eq!(
+                listed,
+                (0..made.updates.len()).collect::<Vec<_>>(),
+                "{keep:?}"
+            );
+            let a = &made.change_sets[0];
+            let a_files: Vec<&str> = a.files.iter().map(|f| &**f).collect();
+            assert_eq!(a_files, ["apps/b/kustomization.yaml", "apps/c/values.yaml"]);
         }
     }
 
