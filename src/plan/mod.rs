@@ -757,29 +757,44 @@ mod tests {
         (dir, found)
     }
 
-    #[test]
-    fn a_plan_keeping_fewer_texts_is_the_same_plan() {
-        let files = [
-            (
-                "apps/a/kustomization.yaml",
-                "images:\n- name: r.io/x\n  newTag: 1.0.0\n- name: r.io/y\n  newTag: 2.0.0\n",
-            ),
-            (
-                "apps/b/values.yaml",
-                "x:\n  image: r.io/x:1.0.0\ny:\n  image: r.io/y:2.0.0\n",
-            ),
-        ];
-        let (_dir, found) = discovered(&files);
-        assert_eq!(found.refs.len(), 4);
-        let outcomes: Vec<Outcome> = found
-            .refs
-            .iter()
+    /// A kustomization at `k` setting two images, and a values file at `v` naming two, each
+    /// image `NAME:TAG`; discovered.
+    fn kustomization_and_values(
+        (k, k_images): (&str, [&str; 2]),
+        (v, v_images): (&str, [&str; 2]),
+    ) -> (tempfile::TempDir, Discovery) {
+        let entries = k_images.map(|i| {
+            let (name, tag) = i.split_once(':').unwrap();
+            format!("- name: {name}\n  newTag: {tag}\n")
+        });
+        let kustomization = format!("images:\n{}", entries.concat());
+        let [x, y] = v_images;
+        let values = format!("x:\n  image: {x}\ny:\n  image: {y}\n");
+        discovered(&[(k, &kustomization), (v, &values)])
+    }
+
+    /// Every reference of `found` updated to `tag`.
+    fn all_updated(found: &Discovery, tag: &str) -> Vec<Outcome> {
+        (found.refs.iter())
             .map(|_| Outcome::Update {
-                tag: "9.9.9".into(),
+                tag: tag.into(),
                 digest: None,
                 verified: None,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_plan_keeping_fewer_texts_is_the_same_plan() {
+        let (_dir, found) = kustomization_and_values(
+            (
+                "apps/a/kustomization.yaml",
+                ["r.io/x:1.0.0", "r.io/y:2.0.0"],
+            ),
+            ("apps/b/values.yaml", ["r.io/x:1.0.0", "r.io/y:2.0.0"]),
+        );
+        assert_eq!(found.refs.len(), 4);
+        let outcomes = all_updated(&found, "9.9.9");
         // By image: each file's updates fall in two change sets.
         let full = plan(&found, &outcomes, GroupBy::Image);
         let lean = plan_with(&found, &outcomes, GroupBy::Image, Keep::Files);
@@ -828,24 +843,14 @@ mod tests {
     /// in, and each lists exactly the updates of its group (by their index in the plan).
     #[test]
     fn change_sets_are_in_group_order_and_each_holds_its_own_updates() {
-        let files = [
+        let (_dir, found) = kustomization_and_values(
             (
                 "apps/b/kustomization.yaml",
-                "images:\n- name: r.io/z\n  newTag: 1.0.0\n- name: r.io/a\n  newTag: 1.0.0\n",
+                ["r.io/z:1.0.0", "r.io/a:1.0.0"],
             ),
-            (
-                "apps/c/values.yaml",
-                "x:\n  image: r.io/m:1.0.0\ny:\n  image: r.io/a:1.0.0\n",
-            ),
-        ];
-        let (_dir, found) = discovered(&files);
-        let outcomes: Vec<Outcome> = (found.refs.iter())
-            .map(|_| Outcome::Update {
-                tag: "2.0.0".into(),
-                digest: None,
-                verified: None,
-            })
-            .collect();
+            ("apps/c/values.yaml", ["r.io/m:1.0.0", "r.io/a:1.0.0"]),
+        );
+        let outcomes = all_updated(&found, "2.0.0");
         for keep in [Keep::Nothing, Keep::Files, Keep::Branches] {
             // By image, the groups first appear as z, a, m: sorted, they are a, m, z.
             let made = plan_with(&found, &outcomes, GroupBy::Image, keep);
@@ -971,13 +976,7 @@ mod tests {
             &crate::config::Config::default(),
         );
         assert!(!found.refs.is_empty(), "{:?}", found.problems);
-        let outcomes: Vec<Outcome> = (found.refs.iter())
-            .map(|_| Outcome::Update {
-                tag: "1.1.0".into(),
-                digest: None,
-                verified: None,
-            })
-            .collect();
+        let outcomes = all_updated(&found, "1.1.0");
         let files = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
         let bare = plan_with(&found, &outcomes, GroupBy::App, Keep::Nothing);
         assert!(
