@@ -128,8 +128,8 @@ fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> 
                     let files: Vec<String> = set
                         .files
                         .iter()
-                        .filter(|f| !done.iter().any(|d| **d == ***f))
                         .map(|f| f.to_string())
+                        .filter(|f| !done.contains(f))
                         .collect();
                     done.extend(files.iter().cloned());
                     Batch {

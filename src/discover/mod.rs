@@ -926,7 +926,7 @@ impl Fold<'_> {
             self.argo.add(loaded, &mut out.problems);
         }
         if let Some(k) = kustomization {
-            self.layout.add_kustomization(k, text.clone(), self.files);
+            self.layout.add_kustomization(k, text.clone());
         }
         // The file's name as its references hold it, for the maps kept beside them.
         let first = refs.first().or(workloads.first().map(|w| &w.r));
@@ -1005,8 +1005,8 @@ impl Fold<'_> {
     }
 }
 
-/// Room in `refs` (or the kustomizations kept for placement) for `more`, grown to the count
-/// its files so far project for the whole tree (`folded` of `total` files). Grown by doubling instead, the vector would be copied
+/// Room in `refs` for `more`, grown to the count its files so far project for the whole
+/// tree (`folded` of `total` files). Grown by doubling instead, the vector would be copied
 /// at half its final size into room for up to twice its final size: at 45,000
 /// references the copy alone held 8 MB more for a moment, near the peak of the run.
 fn reserve<T>(refs: &mut Vec<T>, more: usize, (folded, total): (usize, usize)) {

@@ -89,16 +89,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// `files`: how many of how many files are folded, so far (room is made as for the
-    /// references, by projection: see `discover::reserve`).
-    pub fn add_kustomization(
-        &mut self,
-        k: Kustomization,
-        text: std::sync::Arc<str>,
-        files: (usize, usize),
-    ) {
+    pub fn add_kustomization(&mut self, k: Kustomization, text: std::sync::Arc<str>) {
         self.texts.insert(k.file.clone(), text);
-        super::reserve(&mut self.kustomizations, 1, files);
         self.kustomizations.push(k);
     }
 

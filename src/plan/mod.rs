@@ -435,10 +435,10 @@ fn make(
     (group_by, keep): (GroupBy, Keep),
 ) -> Plan {
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
-    let updates = outcomes
-        .iter()
-        .filter(|o| matches!(o, Outcome::Update { .. }));
-    let mut moved: Vec<Planned> = Vec::with_capacity(updates.count());
+    let count = (outcomes.iter())
+        .filter(|o| matches!(o, Outcome::Update { .. }))
+        .count();
+    let mut moved: Vec<Planned> = Vec::with_capacity(count);
     moved.extend(
         (discovery.refs.iter().zip(outcomes)).filter_map(|(r, o)| match o {
             Outcome::Update { tag, digest, .. } => {
@@ -854,6 +854,7 @@ mod tests {
         for keep in [Keep::Nothing, Keep::Files, Keep::Branches] {
             // By image, the groups first appear as z, a, m: sorted, they are a, m, z.
             let made = plan_with(&found, &outcomes, GroupBy::Image, keep);
+            assert_eq!(made.updates.len(), 4, "{keep:?}");
             let groups: Vec<&str> = made.change_sets.iter().map(|c| &*c.group).collect();
             assert_eq!(groups, ["r.io/a", "r.io/m", "r.io/z"], "{keep:?}");
             let mut listed: Vec<usize> = Vec::new();
@@ -863,6 +864,16 @@ mod tests {
                     let u = &made.updates[i];
                     assert_eq!((&*u.group, &*u.image), (&*set.group, &*set.group));
                     assert!(set.files.iter().any(|f| **f == *u.file), "{}", set.group);
+                }
+                // A branch holds its own updates' new tags, and no other change set's.
+                if keep == Keep::Branches {
+                    assert_eq!(set.changes.len(), set.files.len(), "{}", set.group);
+                }
+                for c in &set.changes {
+                    let own = (set.updates.iter())
+                        .filter(|&&i| *made.updates[i].file == *c.file)
+                        .count();
+                    assert_eq!(c.after.matches("2.0.0").count(), own, "{}", c.after);
                 }
                 listed.extend(&set.updates);
             }

@@ -345,6 +345,29 @@ mod tests {
         g
     }
 
+    /// Two kustomization files in one directory: the one read last is the directory's,
+    /// with its includes and entries; the other is not followed.
+    #[test]
+    fn the_last_kustomization_read_in_a_directory_is_the_one_followed() {
+        let first = k("app", &["a.yaml"], &[("web", None, true)]);
+        let last = Kustomization {
+            file: "app/kustomization.yml".into(),
+            ..k("app", &["b.yaml"], &[])
+        };
+        let g = graph(vec![first, last]);
+        assert_eq!(
+            g.kustomization("app").map(|k| k.file.as_str()),
+            Some("app/kustomization.yml")
+        );
+        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay);
+        let unit = |unit: Option<&str>| Place::InPlace {
+            image: None,
+            unit: unit.map(str::to_string),
+        };
+        assert_eq!(place("app/a.yaml"), unit(None));
+        assert_eq!(place("app/b.yaml"), unit(Some("app")));
+    }
+
     #[test]
     fn a_base_shared_by_two_overlays_gets_an_entry_per_overlay() {
         let g = graph(vec![
