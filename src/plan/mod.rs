@@ -535,9 +535,10 @@ impl Grouping {
                     for &f in files {
                         if !change_set.files.iter().any(|x| **x == *f) {
                             // The reference's own file is shared; a created value's is not.
-                            let f = match *f == *r.file {
-                                true => Arc::clone(&r.file),
-                                false => Arc::from(f),
+                            let f = if *f == *r.file {
+                                Arc::clone(&r.file)
+                            } else {
+                                Arc::from(f)
                             };
                             change_set.files.push(f);
                         }
@@ -549,20 +550,19 @@ impl Grouping {
         }
         // In the order of their groups, sorted where they are (groups are unique): a sorted
         // copy made 10,000 change sets at 10,000 apps be held two and three times over at
-        // the end of the plan. Each update's change set is moved to its place.
-        let mut order: Vec<u32> = (0u32..).take(sets.len()).collect();
-        let group = |i: &u32| sets.get(*i as usize).map(|s| &s.group);
-        order.sort_unstable_by(|a, b| group(a).cmp(&group(b)));
-        let mut place = vec![u32::MAX; order.len()];
-        for (to, from) in (0u32..).zip(&order) {
-            if let Some(p) = place.get_mut(*from as usize) {
+        // the end of the plan. Each update's change set is moved to its place, found from
+        // where `index` says its group was.
+        sets.sort_unstable_by(|a, b| a.group.cmp(&b.group));
+        let mut place = vec![u32::MAX; sets.len()];
+        for (to, set) in (0u32..).zip(&sets) {
+            let from = index.get(&set.group).copied().unwrap_or(u32::MAX);
+            if let Some(p) = place.get_mut(from as usize) {
                 *p = to;
             }
         }
         for set in &mut set_of {
             *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
         }
-        sets.sort_unstable_by(|a, b| a.group.cmp(&b.group));
         Grouping { sets, set_of }
     }
 
