@@ -26,6 +26,7 @@
 pub mod app;
 pub mod argocd;
 pub mod chart;
+pub mod chunked;
 pub mod cli;
 pub mod config;
 pub mod deliver;

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use imagebump::chunked::Chunked;
 use imagebump::config::Config;
 use imagebump::discover::{self, Discovery};
 use imagebump::plan::{self, Plan};
@@ -41,7 +42,7 @@ fn bump(tag: &str) -> String {
     }
 }
 
-fn bump_all(found: &Discovery) -> Vec<Outcome> {
+fn bump_all(found: &Discovery) -> Chunked<Outcome> {
     found
         .refs
         .iter()
@@ -127,7 +128,7 @@ fn as_text(v: &yaml_serde::Value) -> String {
 
 /// Check a planned file independently of the edit code: outside the edited spans the bytes
 /// are the old ones, and each edited path reads back as the intended value.
-fn check(plan: &Plan, found: &Discovery, outcomes: &[Outcome]) {
+fn check(plan: &Plan, found: &Discovery, outcomes: &Chunked<Outcome>) {
     // Values created in a file (an overlay's new `images:` entry) are structural edits,
     // checked by rendering with kustomize (tests/kustomize.rs).
     let created = |file: &str| {
@@ -238,7 +239,7 @@ proptest! {
         fixture in prop_oneof![Just("edge"), Just("demo"), Just("helm"), Just("homelab"), Just("overlays")],
     ) {
         let found = discover_fixture(fixture);
-        let outcomes: Vec<Outcome> = found
+        let outcomes: Chunked<Outcome> = found
             .refs
             .iter()
             .zip(picks.iter().cycle())

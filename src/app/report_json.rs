@@ -13,6 +13,8 @@
 
 use std::io::{self, Write};
 
+use crate::chunked::Chunked;
+
 use super::output::{write_json, write_json_at};
 use crate::discover::RefKind;
 use crate::plan::Update;
@@ -47,7 +49,7 @@ const NOT_UPDATED: &[u8] = b"\n  \"notUpdated\": []";
 fn by_hand<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
     // The frame is a few hundred bytes: the long lists are written straight to `out`.
     let frame = RunReport {
-        updates: &[],
+        updates: &Chunked::new(),
         change_sets: &[],
         not_updated: report.not_updated.none(),
         ..report.clone()
@@ -93,7 +95,7 @@ fn empty_list(text: &[u8], key: &[u8]) -> Option<usize> {
 }
 
 /// The updates, a list one level deep: each row an object two levels deep.
-fn updates<W: Write>(out: &mut W, rows: &[Update]) -> io::Result<()> {
+fn updates<W: Write>(out: &mut W, rows: &Chunked<Update>) -> io::Result<()> {
     let mut kinds = Kinds::default();
     list(out, rows.iter(), |out, u| {
         if u.verified.is_some() || u.app_version.is_some() {
@@ -354,7 +356,7 @@ mod tests {
         #[test]
         fn updates_are_written_as_serde_writes_them(rows in prop::collection::vec(update(), 0..4)) {
             let mut ours = Vec::new();
-            updates(&mut ours, &rows).expect("writes to memory");
+            updates(&mut ours, &rows.clone().into()).expect("writes to memory");
             let theirs = serdes(&rows);
             prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
         }

@@ -6,6 +6,7 @@ use std::io::Write;
 use super::source::{self, Loaded};
 use super::{Error, Mode, Output, RunPlan, Status};
 use crate::chart::app_version::OciVersion;
+use crate::chunked::Chunked;
 use crate::cli::Format;
 use crate::deliver::pulls::PullReport;
 use crate::deliver::push::{push_to_base, PushError};
@@ -607,7 +608,7 @@ fn narrow(
 
 /// The OCI chart versions the chart bumps move from and to, with the credentials their
 /// versions were listed with, for their appVersions.
-fn oci_chart_bumps(found: &Discovery, outcomes: &[resolve::Outcome]) -> Vec<OciVersion> {
+fn oci_chart_bumps(found: &Discovery, outcomes: &Chunked<resolve::Outcome>) -> Vec<OciVersion> {
     let bumps = found
         .refs
         .iter()
@@ -883,7 +884,7 @@ fn in_diff_order(made: &Plan) -> Vec<crate::plan::Update> {
             .position(|f| f.file == file)
             .unwrap_or(usize::MAX)
     };
-    let mut updates = made.updates.clone();
+    let mut updates: Vec<_> = made.updates.iter().cloned().collect();
     updates.sort_by_key(|u| (rank(u), u.line));
     updates
 }

@@ -151,7 +151,7 @@ fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> 
 /// change.
 pub fn split_by_delivery(
     found: &crate::discover::Discovery,
-    outcomes: &[crate::resolve::Outcome],
+    outcomes: &crate::chunked::Chunked<crate::resolve::Outcome>,
     group_by: crate::config::GroupBy,
 ) -> Option<(Plan, Plan)> {
     use crate::resolve::Outcome;
@@ -177,7 +177,7 @@ pub fn split_by_delivery(
     if !direct.contains(&true) {
         return None;
     }
-    let keep = |push: bool| -> Vec<Outcome> {
+    let keep = |push: bool| -> crate::chunked::Chunked<Outcome> {
         outcomes
             .iter()
             .zip(&direct)

@@ -70,7 +70,7 @@ pub fn scan(found: Found, policies: &mut Policies, out: &mut Discovery) {
                 Err(p) => out.problems.push(p),
             }
         }
-        if out.refs.iter().skip(before).any(ImageRef::is_managed) {
+        if out.refs.iter_from(before).any(ImageRef::is_managed) {
             out.sources
                 .insert(file.as_str().into(), text.as_str().into());
         }

@@ -19,6 +19,7 @@ use crate::source::tree::Tree;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+use crate::chunked::Chunked;
 use crate::config::{Config, ScanConfig};
 use crate::policy::rules::Policies;
 use crate::policy::Policy;
@@ -256,7 +257,9 @@ impl ImageRef {
 /// Everything discovery found.
 #[derive(Debug, Default)]
 pub struct Discovery {
-    pub refs: Vec<ImageRef>,
+    /// In chunks: read in as discovery goes, a list grown in one block would be copied
+    /// into larger blocks, each left to the allocator as the next is made (`chunked.rs`).
+    pub refs: Chunked<ImageRef>,
     /// Text of every file that holds a managed reference, for the edit stage (by the file's
     /// name, shared with its references).
     pub sources: BTreeMap<std::sync::Arc<str>, std::sync::Arc<str>>,
@@ -686,7 +689,6 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         layout: placement::Layout::default(),
         charts: Vec::new(),
         names: Names::default(),
-        files: (0, files.len()),
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -809,8 +811,6 @@ struct Fold<'a> {
     charts: Vec<Result<charts::ChartFile, Problem>>,
     /// One copy of each name, unit and path, shared by the references.
     names: Names,
-    /// Files folded so far, and in all: the references' vector is sized from them.
-    files: (usize, usize),
 }
 
 /// One copy of each repository's name and each image name as written (a tree deploys a
@@ -892,7 +892,6 @@ impl Fold<'_> {
     /// One file read: its references get their policies; its Argo CD, Flux and kustomize
     /// resources are kept for the passes over the whole tree.
     fn file(&mut self, rel: &str, (read, chart): FileRead, early: &mut Option<Early>) {
-        self.files.0 = self.files.0.saturating_add(1);
         self.charts.extend(chart);
         let out = &mut self.out;
         let scanned = match read {
@@ -940,18 +939,13 @@ impl Fold<'_> {
             lines,
         };
         let before = out.refs.len();
-        reserve(
-            &mut out.refs,
-            refs.len().saturating_add(workloads.len()),
-            self.files,
-        );
         out.refs.extend(refs);
         let placed_later = out.refs.len();
         for w in workloads {
             self.layout.add_workload(out.refs.len(), w.kustomizable);
             out.refs.push(w.r);
         }
-        for (i, r) in out.refs.iter_mut().enumerate().skip(before) {
+        for (i, r) in (before..).zip(out.refs.iter_mut_from(before)) {
             self.names.share(r);
             if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
@@ -960,7 +954,7 @@ impl Fold<'_> {
                 tell(r);
             }
         }
-        if out.refs.iter().skip(before).any(ImageRef::is_managed) {
+        if out.refs.iter_from(before).any(ImageRef::is_managed) {
             out.sources.insert(std::sync::Arc::clone(&file), text);
             if let Some(f) = fingerprint {
                 out.fingerprints.insert(file, f);
@@ -980,7 +974,6 @@ impl Fold<'_> {
             layout,
             charts: chart_files,
             mut names,
-            files: _,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -994,38 +987,14 @@ impl Fold<'_> {
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);
-        // The references are kept to the end of the run: not with more room than they use,
-        // and with one copy of each name, unit and path (placement, Argo CD and Flux may
-        // have made theirs since the fold shared them).
-        out.refs.shrink_to_fit();
-        for r in &mut out.refs {
+        // The references are kept to the end of the run with one copy of each name, unit
+        // and path (placement, Argo CD and Flux may have made theirs since the fold shared
+        // them).
+        for r in out.refs.iter_mut() {
             names.share(r);
         }
         out
     }
-}
-
-/// Room in `refs` for `more`, grown to the count its files so far project for the whole
-/// tree (`folded` of `total` files). Grown by doubling instead, the vector would be copied
-/// at half its final size into room for up to twice its final size: at 45,000
-/// references the copy alone held 8 MB more for a moment, near the peak of the run.
-fn reserve<T>(refs: &mut Vec<T>, more: usize, (folded, total): (usize, usize)) {
-    let needed = refs.len().saturating_add(more);
-    if needed <= refs.capacity() {
-        return;
-    }
-    let projected = refs
-        .len()
-        .saturating_mul(total)
-        .checked_div(folded)
-        .unwrap_or(0);
-    // A sixteenth more, and never less than a quarter more than now (a tree whose first
-    // files hold fewer references than the rest would otherwise grow it a little at a time).
-    let room = projected
-        .saturating_add(projected / 16)
-        .max(refs.capacity().saturating_add(refs.capacity() / 4))
-        .max(needed);
-    refs.reserve_exact(room.saturating_sub(refs.len()));
 }
 
 /// One file read, parsed and scanned.
@@ -1468,7 +1437,7 @@ pub(crate) mod tests {
         let deploy = APP[1].1;
         let dir = tree(&[("a/deploy.yaml", deploy), ("b/deploy.yaml", deploy)]);
         let found = discover(&Tree::disk(dir.path()), &Config::default());
-        let [a, b] = &found.refs[..] else {
+        let [a, b] = &found.refs.iter().collect::<Vec<_>>()[..] else {
             panic!("{:?}", found.refs)
         };
         assert!(Arc::ptr_eq(&a.image, &b.image) && Arc::ptr_eq(&a.written, &b.written));
@@ -1526,24 +1495,6 @@ pub(crate) mod tests {
             "first difference: {:?}",
             got.iter().zip(&want).find(|(g, w)| g != w)
         );
-    }
-
-    #[test]
-    fn the_references_room_is_projected_from_the_files_folded() {
-        // 30 references in the first 10 of 100 files: room for about 300, in one step.
-        let mut refs: Vec<u32> = (0..30).collect();
-        refs.shrink_to_fit();
-        reserve(&mut refs, 3, (10, 100));
-        assert!((318..400).contains(&refs.capacity()), "{}", refs.capacity());
-        // Room enough already: nothing moves.
-        let room = refs.capacity();
-        reserve(&mut refs, 10, (11, 100));
-        assert_eq!(refs.capacity(), room);
-        // A projection below what is there still grows it by a quarter at least.
-        let mut few: Vec<u32> = (0..100).collect();
-        few.shrink_to_fit();
-        reserve(&mut few, 1, (99, 100));
-        assert!(few.capacity() >= 125, "{}", few.capacity());
     }
 
     /// A kustomization is read before the other files when it may name `configurations:`

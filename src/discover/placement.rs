@@ -108,8 +108,10 @@ impl Layout {
         for leaf in app_leaves(argo) {
             graph.add_app(leaf);
         }
-        // From the last, so that expanding one reference keeps the others' indexes.
-        for &(index, kustomizable) in self.workloads.iter().rev() {
+        // Each reference that becomes one per overlay, by its index: replaced once all are
+        // placed, in one pass.
+        let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
+        for &(index, kustomizable) in &self.workloads {
             let Some(r) = out.refs.get_mut(index) else {
                 continue;
             };
@@ -132,11 +134,12 @@ impl Layout {
                             out.sources.insert(e.file.as_str().into(), text.clone());
                         }
                     }
-                    out.refs.splice(index..=index, each);
+                    expanded.insert(index, each);
                 }
                 Place::PerLeaf(_) => {}
             }
         }
+        out.refs.replace(expanded);
     }
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 mod chart_lock;
 mod creation;
 
+use crate::chunked::Chunked;
 use crate::config::GroupBy;
 use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
@@ -97,7 +98,9 @@ pub struct ChangeSet {
 
 #[derive(Debug, Default)]
 pub struct Plan {
-    pub updates: Vec<Update>,
+    /// In chunks: made at the end of the plan, after discovery's texts are given up, in
+    /// the room they leave (`chunked.rs`).
+    pub updates: Chunked<Update>,
     /// Every changed file's texts, when the plan keeps them ([`Keep`]).
     pub files: Vec<FileChange>,
     /// How many files change (whether their texts are kept or not).
@@ -363,7 +366,7 @@ fn changes(done: Done) -> Vec<FileChange> {
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
 /// change sets grouped by `group_by`, each with its own file contents (one branch each).
-pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> Plan {
+pub fn plan(discovery: &Discovery, outcomes: &Chunked<Outcome>, group_by: GroupBy) -> Plan {
     plan_with(discovery, outcomes, group_by, Keep::Branches)
 }
 
@@ -372,7 +375,7 @@ pub fn plan(discovery: &Discovery, outcomes: &[Outcome], group_by: GroupBy) -> P
 /// texts, and only the diff, `--write` and pushes read the whole plan's.
 pub fn plan_with(
     discovery: &Discovery,
-    outcomes: &[Outcome],
+    outcomes: &Chunked<Outcome>,
     group_by: GroupBy,
     keep: Keep,
 ) -> Plan {
@@ -390,7 +393,7 @@ pub fn plan_with(
 /// never held together (docs/performance.md).
 pub fn plan_giving_up_texts(
     discovery: &mut Discovery,
-    outcomes: &[Outcome],
+    outcomes: &Chunked<Outcome>,
     group_by: GroupBy,
 ) -> Plan {
     let sources = Sources::Taken(
@@ -431,7 +434,7 @@ impl Sources<'_> {
 fn make(
     discovery: &Discovery,
     sources: Sources,
-    outcomes: &[Outcome],
+    outcomes: &Chunked<Outcome>,
     (group_by, keep): (GroupBy, Keep),
 ) -> Plan {
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
@@ -651,7 +654,7 @@ impl Grouping {
 /// `set_of` refuses), and each change set's indexes into them.
 fn rows(
     discovery: &Discovery,
-    outcomes: &[Outcome],
+    outcomes: &Chunked<Outcome>,
     moved: &[Planned],
     grouping: &mut Grouping,
     out: &mut Plan,
@@ -667,10 +670,6 @@ fn rows(
             _ => None,
         })
         .collect();
-    // Sized once: grown by doubling, the vector of updates (160 bytes each) would hold up
-    // to twice the room, and both copies while it moves.
-    let count = set_of.iter().filter(|s| **s != u32::MAX).count();
-    out.updates.reserve_exact(count);
     // One string per repository and per version as spelled, shared by their updates.
     // Looked up for every update (foldhash, as discovery's names).
     let mut images: foldhash::HashMap<&ImageName, Arc<str>> = Default::default();
@@ -774,7 +773,7 @@ mod tests {
     }
 
     /// Every reference of `found` updated to `tag`.
-    fn all_updated(found: &Discovery, tag: &str) -> Vec<Outcome> {
+    fn all_updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
         (found.refs.iter())
             .map(|_| Outcome::Update {
                 tag: tag.into(),
@@ -857,11 +856,12 @@ mod tests {
             assert_eq!(made.updates.len(), 4, "{keep:?}");
             let groups: Vec<&str> = made.change_sets.iter().map(|c| &*c.group).collect();
             assert_eq!(groups, ["r.io/a", "r.io/m", "r.io/z"], "{keep:?}");
+            let rows: Vec<&Update> = made.updates.iter().collect();
             let mut listed: Vec<usize> = Vec::new();
             for set in &made.change_sets {
                 assert!(!set.updates.is_empty(), "{}", set.group);
                 for &i in &set.updates {
-                    let u = &made.updates[i];
+                    let u = rows[i];
                     assert_eq!((&*u.group, &*u.image), (&*set.group, &*set.group));
                     assert!(set.files.iter().any(|f| **f == *u.file), "{}", set.group);
                 }
@@ -871,7 +871,7 @@ mod tests {
                 }
                 for c in &set.changes {
                     let own = (set.updates.iter())
-                        .filter(|&&i| *made.updates[i].file == *c.file)
+                        .filter(|&&i| *rows[i].file == *c.file)
                         .count();
                     assert_eq!(c.after.matches("2.0.0").count(), own, "{}", c.after);
                 }
@@ -938,7 +938,7 @@ mod tests {
             ("b/values.yaml", "y:\n  image: r.io/x:1.0.0\n"),
         ];
         let (_dir, mut found) = discovered(&files);
-        let [a, b] = &found.refs[..] else {
+        let [a, b] = &found.refs.iter().collect::<Vec<_>>()[..] else {
             panic!("{:?}", found.refs)
         };
         let (ta, tb) = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
@@ -948,9 +948,9 @@ mod tests {
             digest: None,
             verified: None,
         };
-        let outcomes = vec![new.clone(), new];
+        let outcomes = Chunked::from(vec![new.clone(), new]);
         let made = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
-        let [u, v] = &made.updates[..] else {
+        let [u, v] = &made.updates.iter().collect::<Vec<_>>()[..] else {
             panic!("{:?}", made.updates)
         };
         assert!(Arc::ptr_eq(&u.from, &v.from) && Arc::ptr_eq(&u.to, &v.to));

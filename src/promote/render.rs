@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::timeline::{Segment, Verdict};
 use super::{Promotion, Promotions};
+use crate::chunked::Chunked;
 use crate::discover::Discovery;
 use crate::resolve::Outcome;
 
@@ -40,7 +41,7 @@ pub fn arrival(all: &Promotions, p: &Promotion, tag: &str) -> Option<String> {
 
 /// The dry run's promotion lines: `web 1.4.2 → 1.5.0 (in staging since …, 26 h)`, one per
 /// promoted reference that moves, in reference order. Empty when none moves.
-pub fn dry_run(found: &Discovery, outcomes: &[Outcome], all: &Promotions) -> String {
+pub fn dry_run(found: &Discovery, outcomes: &Chunked<Outcome>, all: &Promotions) -> String {
     let mut out = String::new();
     for p in &all.list {
         let (Some(r), Some(Outcome::Update { tag, .. })) =
@@ -98,7 +99,7 @@ pub fn commit_link(remote: Option<&str>, sha: &str) -> String {
 /// dev since … (link), staging since … (link) ``.
 pub fn pull_notes(
     found: &Discovery,
-    outcomes: &[Outcome],
+    outcomes: &Chunked<Outcome>,
     all: &Promotions,
     remote: Option<&str>,
 ) -> std::collections::BTreeMap<(String, String), String> {

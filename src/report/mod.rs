@@ -12,6 +12,7 @@ pub use imagebump_model::Problem;
 
 use std::collections::BTreeSet;
 
+use crate::chunked::Chunked;
 use crate::discover::{Discovery, ImageRef};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::registry::StatsSnapshot;
@@ -194,7 +195,8 @@ pub struct RunReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<&'a str>,
     pub counts: Counts,
-    pub updates: &'a [Update],
+    #[schemars(with = "Vec<Update>")]
+    pub updates: &'a Chunked<Update>,
     pub change_sets: &'a [ChangeSet],
     // Made row by row as the report is written: a large tree's run holds none of them.
     #[schemars(with = "Vec<NotUpdated<'static>>")]
@@ -258,12 +260,15 @@ pub fn not_updated_of<'a>(
     }
 }
 
+/// No outcome, for a frame without rows.
+const NO_OUTCOMES: &Chunked<Outcome> = &Chunked::new();
+
 /// The rows of the references not updated, made when they are read ([`Self::iter`]) or
 /// written (serialized as their list): one per reference, so a run does not keep them.
 #[derive(Debug, Clone, Copy)]
 pub struct NotUpdatedRows<'a> {
     found: &'a Discovery,
-    outcomes: &'a [Outcome],
+    outcomes: &'a Chunked<Outcome>,
     refused: &'a BTreeSet<String>,
 }
 
@@ -278,7 +283,7 @@ impl<'a> NotUpdatedRows<'a> {
     /// The same rows' source with no rows: a report's frame without its longest list.
     pub fn none(self) -> Self {
         NotUpdatedRows {
-            outcomes: &[],
+            outcomes: NO_OUTCOMES,
             ..self
         }
     }
@@ -492,9 +497,9 @@ pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport]) -> String {
     table(&["BRANCH", "ACTION", "PR", "TITLE"], &rows)
 }
 
-pub fn updates_table(updates: &[Update]) -> String {
+pub fn updates_table<'u>(updates: impl IntoIterator<Item = &'u Update>) -> String {
     let rows: Vec<Vec<String>> = updates
-        .iter()
+        .into_iter()
         .map(|u| {
             vec![
                 u.name.to_string(),
@@ -515,7 +520,7 @@ pub fn updates_table(updates: &[Update]) -> String {
 
 /// The `scan` table; references of Argo CD apps are grouped under their app, with the
 /// file each new value is written to.
-pub fn scan_table(refs: &[ImageRef], width: Option<usize>) -> String {
+pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
     let row = |r: &ImageRef| {
         let current = match (&r.tag, &r.digest) {
             (Some(t), Some(d)) => format!("{t}@{}", short_digest(d)),

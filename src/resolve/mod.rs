@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
+use crate::chunked::Chunked;
 use crate::discover::ImageRef;
 use crate::policy::evaluate::{Choice, Evaluation};
 use crate::policy::semver::TagVersions;
@@ -48,8 +49,9 @@ pub enum Outcome {
 
 #[derive(Debug, Default)]
 pub struct Resolved {
-    /// One outcome per reference, in the order of the input.
-    pub outcomes: Vec<Outcome>,
+    /// One outcome per reference, in the order of the input. In chunks: made as discovery's
+    /// passing allocations are given back, in the room they leave (`chunked.rs`).
+    pub outcomes: Chunked<Outcome>,
     pub problems: Vec<Problem>,
     /// Notes that are not errors (ties between build dates, exact constraints).
     pub warnings: Vec<Problem>,
@@ -171,7 +173,7 @@ fn held_for(r: &ImageRef, rejections: &Rejections) -> Option<Held> {
 /// Resolve every managed reference. At most `concurrency` requests are in flight overall
 /// (each registry also has its own bound). Rejected versions are never chosen.
 pub async fn resolve(
-    refs: &[ImageRef],
+    refs: &Chunked<ImageRef>,
     registries: &Registries,
     concurrency: usize,
     rejections: &Rejections,
@@ -194,7 +196,7 @@ pub async fn resolve(
 /// of listed from their registry (src/promote), and the tag lists `early` started while
 /// discovery was still reading.
 pub async fn resolve_with(
-    refs: &[ImageRef],
+    refs: &Chunked<ImageRef>,
     registries: &Registries,
     concurrency: usize,
     rejections: &Rejections,
@@ -202,7 +204,7 @@ pub async fn resolve_with(
     progress: &Progress,
     early: Option<EarlyLists>,
 ) -> Resolved {
-    let mut outcomes: Vec<Option<Outcome>> = refs.iter().map(set_aside).collect();
+    let mut outcomes: Chunked<Option<Outcome>> = refs.iter().map(set_aside).collect();
     let pending: Vec<(usize, &ImageRef)> = refs
         .iter()
         .enumerate()
@@ -391,7 +393,7 @@ pub async fn resolve_with(
             }
         }
     }
-    let mut outcomes: Vec<Outcome> = outcomes
+    let mut outcomes: Chunked<Outcome> = outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| Outcome::Failed("not resolved".into())))
         .collect();
@@ -765,8 +767,8 @@ async fn decide_group(
 /// References pinned by digest move to the new tag's digest: one HEAD per distinct
 /// (repository, tag) whose digest the run has not already learned.
 async fn pin_digests(
-    refs: &[ImageRef],
-    outcomes: &mut [Outcome],
+    refs: &Chunked<ImageRef>,
+    outcomes: &mut Chunked<Outcome>,
     registries: &Registries,
     cache: &MetaCache,
     concurrency: usize,

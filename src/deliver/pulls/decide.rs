@@ -677,8 +677,9 @@ mod tests {
         );
         // Still planned elsewhere (the same image and file): left open.
         let mut moved = plan(&["api"]);
-        moved.updates[0].image = "ghcr.io/acme/web".into();
-        moved.updates[0].file = "web/kustomization.yaml".into();
+        let first = moved.updates.get_mut(0).expect("one update");
+        first.image = "ghcr.io/acme/web".into();
+        first.file = "web/kustomization.yaml".into();
         let mut case = Case::new(&moved);
         case.open.insert(stale.branch.clone(), stale);
         assert_eq!(lines(&case.decide()).len(), 2);
