@@ -189,12 +189,13 @@ fn edits_for(
 /// A reference with its new tag and digest.
 type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 
-/// What changes in one file.
+/// What changes in one file: the planned updates, by reference (a word each, not the
+/// update's five: 10,000 files' lists are held at once while the plan edits them).
 #[derive(Default)]
-struct FileWork<'a> {
+struct FileWork<'p, 'a> {
     /// References whose slots are in this file.
-    slots: Vec<Planned<'a>>,
-    /// Values to create in this file.
+    slots: Vec<&'p Planned<'a>>,
+    /// Values to create in this file (few).
     creations: Vec<(Planned<'a>, &'a Creation)>,
 }
 
@@ -239,7 +240,7 @@ struct Size {
     creations: usize,
 }
 
-impl FileWork<'_> {
+impl FileWork<'_, '_> {
     fn size(&self) -> Size {
         Size {
             slots: self.slots.len(),
@@ -318,9 +319,9 @@ fn changes_for<'a>(
 /// order of `planned`. The references come file by file already: runs of one file as they
 /// come, one stable sort of the runs and the neighbours of one file joined cost far less
 /// than a search of a tree of file names per reference, and hold no more.
-fn by_file<'a>(planned: &[Planned<'a>]) -> Vec<(&'a str, FileWork<'a>)> {
-    let mut runs: Vec<(&'a str, FileWork<'a>)> = Vec::new();
-    for &p in planned {
+fn by_file<'p, 'a>(planned: &'p [Planned<'a>]) -> Vec<(&'a str, FileWork<'p, 'a>)> {
+    let mut runs: Vec<(&'a str, FileWork<'p, 'a>)> = Vec::new();
+    for p in planned {
         let r = p.0;
         if !r.slots.is_empty() {
             if let Some(w) = run_of(&mut runs, &r.file) {
@@ -329,7 +330,7 @@ fn by_file<'a>(planned: &[Planned<'a>]) -> Vec<(&'a str, FileWork<'a>)> {
         }
         for c in r.creations() {
             if let Some(w) = run_of(&mut runs, c.file.as_str()) {
-                w.creations.push((p, c));
+                w.creations.push((*p, c));
             }
         }
     }
@@ -347,10 +348,10 @@ fn by_file<'a>(planned: &[Planned<'a>]) -> Vec<(&'a str, FileWork<'a>)> {
 }
 
 /// The last run if it is `file`'s, else a new one.
-fn run_of<'w, 'a>(
-    runs: &'w mut Vec<(&'a str, FileWork<'a>)>,
+fn run_of<'w, 'p, 'a>(
+    runs: &'w mut Vec<(&'a str, FileWork<'p, 'a>)>,
     file: &'a str,
-) -> Option<&'w mut FileWork<'a>> {
+) -> Option<&'w mut FileWork<'p, 'a>> {
     if runs.last().is_none_or(|(last, _)| *last != file) {
         runs.push((file, FileWork::default()));
     }
@@ -718,8 +719,8 @@ fn change_file(
     let at = |r: &ImageRef| (r.line, r.column);
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
-    for (r, tag, digest) in &work.slots {
-        let e = edits_for(r, text, tag, *digest).map_err(|e| (r.line, r.column, e))?;
+    for &&(r, tag, digest) in &work.slots {
+        let e = edits_for(r, text, tag, digest).map_err(|e| (r.line, r.column, e))?;
         edits.extend(e);
     }
     let first = work
@@ -920,7 +921,7 @@ mod tests {
         let slots: Vec<Vec<usize>> = work
             .iter()
             .map(|(_, w)| {
-                let at = |p: &Planned| planned.iter().position(|q| std::ptr::eq(q.0, p.0));
+                let at = |p: &&Planned| planned.iter().position(|q| std::ptr::eq(q.0, p.0));
                 w.slots.iter().filter_map(at).collect()
             })
             .collect();
