@@ -841,7 +841,7 @@ fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), colo
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::updates_table(&in_diff_order(made)));
+        let _ = write!(out, "{}", report::updates_table(in_diff_order(made)));
     }
     let _ = write!(out, "{promoted}");
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
@@ -876,7 +876,7 @@ fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), colo
 }
 
 /// The updates in the order of the diff: by the file that changes, then by line.
-fn in_diff_order(made: &Plan) -> Vec<crate::plan::Update> {
+fn in_diff_order(made: &Plan) -> Vec<&crate::plan::Update> {
     let rank = |u: &crate::plan::Update| {
         let file = u.written_to.as_deref().unwrap_or(&u.file);
         made.files
@@ -884,7 +884,7 @@ fn in_diff_order(made: &Plan) -> Vec<crate::plan::Update> {
             .position(|f| f.file == file)
             .unwrap_or(usize::MAX)
     };
-    let mut updates: Vec<_> = made.updates.iter().cloned().collect();
+    let mut updates: Vec<_> = made.updates.iter().collect();
     updates.sort_by_key(|u| (rank(u), u.line));
     updates
 }

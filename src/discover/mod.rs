@@ -1450,7 +1450,7 @@ pub(crate) mod tests {
     fn many_shared_bases_are_placed_in_the_order_of_their_references() {
         // 520 bases of two images each, every one in two overlays: 1,040 manifest
         // references, each becoming one reference per overlay, in the references' order
-        // (placement goes from the last, so that splitting one keeps the others' indexes).
+        // (placement replaces each by its overlays' in one pass at the end, by index).
         let bases: Vec<String> = (0..520).map(|i| format!("bases/b{i:03}")).collect();
         let resources: String = bases.iter().map(|b| format!("- ../../{b}\n")).collect();
         let overlay = format!("resources:\n{resources}");
