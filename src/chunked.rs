@@ -124,9 +124,7 @@ impl<T> Chunked<T> {
             }
             kept = kept.saturating_add(1);
         }
-        while self.len > kept {
-            self.pop();
-        }
+        while self.len > kept && self.pop().is_some() {}
     }
 
     /// Swaps the `low`th value with the `high`th (`low` < `high`).
@@ -409,6 +407,90 @@ mod tests {
         list.replace([(1000, vec![big(1)])].into_iter().collect());
         assert_eq!(values(&list), before);
         assert!(full(&list));
+    }
+
+    /// What a test does to a list and to a vector alike.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(u16),
+        Retain(u16),
+        Replace(Vec<(usize, Vec<u16>)>),
+        Set(usize, u16),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => any::<u16>().prop_map(Op::Push),
+            1 => (1u16..5).prop_map(Op::Retain),
+            1 => proptest::collection::vec(
+                (0usize..80, proptest::collection::vec(any::<u16>(), 0..4)),
+                0..4
+            )
+            .prop_map(Op::Replace),
+            1 => (0usize..80, any::<u16>()).prop_map(|(i, v)| Op::Set(i, v)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any sequence of changes leaves the list holding what a vector would, findable at
+        /// every index and from every index, every chunk full but the last.
+        #[test]
+        fn a_chunked_list_behaves_as_a_vector(ops in proptest::collection::vec(op(), 0..60)) {
+            // Values of 1 KiB: eight to a chunk.
+            let mut list: Chunked<Big> = Chunked::new();
+            let mut vec: Vec<u32> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Push(v) => {
+                        list.push(big(u32::from(v)));
+                        vec.push(u32::from(v));
+                    }
+                    Op::Retain(m) => {
+                        let keep = |v: u32| v % u32::from(m) != 0;
+                        list.retain(|b| keep(b.0));
+                        vec.retain(|&v| keep(v));
+                    }
+                    Op::Replace(with) => {
+                        let with: std::collections::BTreeMap<usize, Vec<u16>> =
+                            with.into_iter().collect();
+                        let mut want = Vec::new();
+                        for (i, v) in vec.iter().enumerate() {
+                            match with.get(&i) {
+                                Some(new) => want.extend(new.iter().map(|&n| u32::from(n))),
+                                None => want.push(*v),
+                            }
+                        }
+                        vec = want;
+                        let with = with
+                            .into_iter()
+                            .map(|(i, new)| (i, new.into_iter().map(|n| big(u32::from(n))).collect()))
+                            .collect();
+                        list.replace(with);
+                    }
+                    Op::Set(i, v) => {
+                        if let Some(b) = list.get_mut(i) {
+                            b.0 = u32::from(v);
+                        }
+                        if let Some(x) = vec.get_mut(i) {
+                            *x = u32::from(v);
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(list.len(), vec.len());
+                let seen: Vec<u32> = list.iter().map(|b| b.0).collect();
+                proptest::prop_assert_eq!(&seen, &vec);
+                proptest::prop_assert!(list.chunks.iter().rev().skip(1).all(|c| c.len() == 8));
+                proptest::prop_assert!(list.chunks.last().is_none_or(|c| !c.is_empty()));
+                for i in 0..=vec.len() {
+                    proptest::prop_assert_eq!(list.get(i).map(|b| b.0), vec.get(i).copied());
+                    let from: Vec<u32> = list.iter_from(i).map(|b| b.0).collect();
+                    proptest::prop_assert_eq!(&from[..], &vec[i..]);
+                }
+                let back: Vec<u32> = list.iter().rev().map(|b| b.0).collect();
+                proptest::prop_assert!(back.iter().eq(vec.iter().rev()));
+            }
+        }
     }
 
     #[test]
