@@ -94,17 +94,23 @@ impl<T> Chunked<T> {
     /// The values from the `from`th on (none past the end), found without a walk from the
     /// first (`iter().skip(from)` steps through every chunk before).
     pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &T> {
-        let (chunk, at) = Self::place(from).unwrap_or((usize::MAX, 0));
-        let skip = move |k: usize| if k == 0 { at } else { 0 };
+        let (chunk, skip) = Self::start(from);
         (self.chunks.iter().skip(chunk).enumerate()).flat_map(move |(k, c)| c.iter().skip(skip(k)))
     }
 
     /// As [`Chunked::iter_from`], to change them.
     pub fn iter_mut_from(&mut self, from: usize) -> impl Iterator<Item = &mut T> {
-        let (chunk, at) = Self::place(from).unwrap_or((usize::MAX, 0));
-        let skip = move |k: usize| if k == 0 { at } else { 0 };
+        let (chunk, skip) = Self::start(from);
         (self.chunks.iter_mut().skip(chunk).enumerate())
             .flat_map(move |(k, c)| c.iter_mut().skip(skip(k)))
+    }
+
+    /// Where iteration from the `from`th value starts: the chunks to pass over, and how
+    /// many values to pass over in the `k`th chunk after them (only the first is entered
+    /// past its start).
+    fn start(from: usize) -> (usize, impl Fn(usize) -> usize + Copy) {
+        let (chunk, at) = Self::place(from).unwrap_or((usize::MAX, 0));
+        (chunk, move |k: usize| if k == 0 { at } else { 0 })
     }
 
     pub fn last_mut(&mut self) -> Option<&mut T> {
