@@ -193,8 +193,8 @@ type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 /// update's five: 10,000 files' lists are held at once while the plan edits them).
 #[derive(Default)]
 struct FileWork<'p, 'a> {
-    /// References whose slots are in this file.
-    slots: Vec<&'p Planned<'a>>,
+    /// References whose slots are in this file: a run of the plan's [`slotted`].
+    slots: &'p [&'p Planned<'a>],
     /// Values to create in this file (few).
     creations: Vec<(Planned<'a>, &'a Creation)>,
 }
@@ -279,7 +279,8 @@ fn changes_for<'a>(
     earlier: Option<&Done<'a>>,
     keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
-    let work = by_file(planned);
+    let slotted = slotted(planned);
+    let work = by_file(planned, &slotted);
     // Each file on its own, on every core (editing and verifying is most of the plan).
     let results = crate::parallel::map(&work, |&(file, ref work)| {
         if let Some((_, Ok(change))) = earlier
@@ -315,47 +316,63 @@ fn changes_for<'a>(
     (changed, refused)
 }
 
-/// The work of `planned` by file, in the files' order (bytewise) and, within a file, in the
-/// order of `planned`. The references come file by file already: runs of one file as they
-/// come, one stable sort of the runs and the neighbours of one file joined cost far less
-/// than a search of a tree of file names per reference, and hold no more.
-fn by_file<'p, 'a>(planned: &'p [Planned<'a>]) -> Vec<(&'a str, FileWork<'p, 'a>)> {
-    let mut runs: Vec<(&'a str, FileWork<'p, 'a>)> = Vec::new();
-    for p in planned {
-        let r = p.0;
-        if !r.slots.is_empty() {
-            if let Some(w) = run_of(&mut runs, &r.file) {
-                w.slots.push(p);
-            }
-        }
-        for c in r.creations() {
-            if let Some(w) = run_of(&mut runs, c.file.as_str()) {
-                w.creations.push((*p, c));
-            }
-        }
-    }
-    // Stable: the runs of one file stay in the order of `planned`.
-    runs.sort_by(|a, b| a.0.cmp(b.0));
-    runs.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            kept.1.slots.append(&mut later.1.slots);
-            kept.1.creations.append(&mut later.1.creations);
-        }
-        same
-    });
-    runs
+/// The planned updates whose references have slots, in the files' order (bytewise) and,
+/// within a file, in the order of `planned`: each file's run of it is that file's work
+/// ([`by_file`]). One vector for the whole plan instead of one per file (10,000 at 10,000
+/// apps). The references come file by file already, so the stable sort finds runs.
+fn slotted<'p, 'a>(planned: &'p [Planned<'a>]) -> Vec<&'p Planned<'a>> {
+    let mut slotted: Vec<&Planned> = Vec::with_capacity(planned.len());
+    slotted.extend(planned.iter().filter(|p| !p.0.slots.is_empty()));
+    slotted.sort_by(|a, b| a.0.file.cmp(&b.0.file));
+    slotted
 }
 
-/// The last run if it is `file`'s, else a new one.
-fn run_of<'w, 'p, 'a>(
-    runs: &'w mut Vec<(&'a str, FileWork<'p, 'a>)>,
-    file: &'a str,
-) -> Option<&'w mut FileWork<'p, 'a>> {
-    if runs.last().is_none_or(|(last, _)| *last != file) {
-        runs.push((file, FileWork::default()));
+/// The work of `planned` by file, in the files' order (bytewise) and, within a file, in the
+/// order of `planned`: each file's slots are its run of `slotted` (made by [`slotted`] from
+/// the same `planned`), its creations (few) gathered here.
+fn by_file<'p, 'a>(
+    planned: &'p [Planned<'a>],
+    slotted: &'p [&'p Planned<'a>],
+) -> Vec<(&'a str, FileWork<'p, 'a>)> {
+    let same_file = |a: &&Planned, b: &&Planned| a.0.file == b.0.file;
+    let mut runs: Vec<(&'a str, FileWork<'p, 'a>)> =
+        Vec::with_capacity(slotted.chunk_by(same_file).count());
+    for run in slotted.chunk_by(same_file) {
+        if let Some(first) = run.first() {
+            let work = FileWork {
+                slots: run,
+                creations: Vec::new(),
+            };
+            runs.push((&*first.0.file, work));
+        }
     }
-    runs.last_mut().map(|(_, w)| w)
+    // A created value joins its file's run, or its file has none yet.
+    let mut elsewhere: Vec<(&'a str, (Planned<'a>, &'a Creation))> = Vec::new();
+    for p in planned {
+        for c in p.0.creations() {
+            let file = c.file.as_str();
+            let run = runs.binary_search_by(|(f, _)| (*f).cmp(file)).ok();
+            match run.and_then(|i| runs.get_mut(i)) {
+                Some((_, work)) => work.creations.push((*p, c)),
+                None => elsewhere.push((file, (*p, c))),
+            }
+        }
+    }
+    if !elsewhere.is_empty() {
+        // Stable: the creations of one file stay in the order of `planned`.
+        elsewhere.sort_by(|a, b| a.0.cmp(b.0));
+        for group in elsewhere.chunk_by(|a, b| a.0 == b.0) {
+            if let Some(&(file, _)) = group.first() {
+                let work = FileWork {
+                    slots: &[],
+                    creations: group.iter().map(|&(_, c)| c).collect(),
+                };
+                runs.push((file, work));
+            }
+        }
+        runs.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    runs
 }
 
 /// The new texts of `done`, by file.
@@ -523,7 +540,14 @@ impl Grouping {
                 let set = match index.get(&*key) {
                     Some(&set) => set,
                     None => {
-                        let group: Arc<str> = Arc::from(key);
+                        // A group by app is its unit, and a kustomization's directory is
+                        // too: shared with the reference, not copied (10,000 change sets at
+                        // 10,000 apps).
+                        let group: Arc<str> = if *key == *r.unit {
+                            Arc::clone(&r.unit)
+                        } else {
+                            Arc::from(key)
+                        };
                         let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
                         index.insert(Arc::clone(&group), set);
                         sets.push(ChangeSet {
@@ -719,7 +743,7 @@ fn change_file(
     let at = |r: &ImageRef| (r.line, r.column);
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
-    for &&(r, tag, digest) in &work.slots {
+    for &&(r, tag, digest) in work.slots {
         let e = edits_for(r, text, tag, digest).map_err(|e| (r.line, r.column, e))?;
         edits.extend(e);
     }
@@ -915,7 +939,8 @@ mod tests {
             of("b/values.yaml", 0),
             of("a-b/values.yaml", 0),
         ];
-        let work = by_file(&planned);
+        let slotted = slotted(&planned);
+        let work = by_file(&planned, &slotted);
         let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
         assert_eq!(order, ["a-b/values.yaml", "a/values.yaml", "b/values.yaml"]);
         let slots: Vec<Vec<usize>> = work
