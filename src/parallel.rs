@@ -25,8 +25,9 @@ const BLOCK: usize = 16;
 ///
 /// Each thread takes the next [`BLOCK`] of items and keeps that block's results in a
 /// vector of their own; the blocks are then moved, in order, into one vector of exactly the
-/// items' length. No vector is grown by doubling (at 10,000 files, every copy was a block of
-/// a megabyte of fresh memory, left resident by the allocator: docs/performance.md).
+/// items' length. No large vector is grown by doubling (at 10,000 files, every copy was a
+/// block of up to a megabyte of fresh memory, left resident by the allocator:
+/// docs/performance.md); only the short lists of each thread's blocks grow.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = cores().min(items.len() / MIN_ITEMS);
     if threads <= 1 {
@@ -201,8 +202,10 @@ mod tests {
             i
         });
         assert_eq!(out, items);
-        // Lengths around the edges of the threads' blocks: each item once, in order.
-        for n in [64, 65, 127, 128, 129, 1007] {
+        // Lengths from where a second thread starts (twice `MIN_ITEMS`) and around the edges
+        // of the threads' blocks: each item once, in order.
+        let two = 2 * super::MIN_ITEMS;
+        for n in [two, two + 1, two + 15, two + 16, two + 17, 1007] {
             let items: Vec<usize> = (0..n).collect();
             assert_eq!(
                 super::map(&items, |&i| i * 3),

@@ -191,7 +191,6 @@ type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 
 /// What changes in one file: the planned updates, by reference (a word each, not the
 /// update's five: 10,000 files' lists are held at once while the plan edits them).
-#[derive(Default)]
 struct FileWork<'p, 'a> {
     /// References whose slots are in this file: a run of the plan's [`slotted`].
     slots: &'p [&'p Planned<'a>],
@@ -361,6 +360,7 @@ fn by_file<'p, 'a>(
     if !elsewhere.is_empty() {
         // Stable: the creations of one file stay in the order of `planned`.
         elsewhere.sort_by(|a, b| a.0.cmp(b.0));
+        runs.reserve_exact(elsewhere.chunk_by(|a, b| a.0 == b.0).count());
         for group in elsewhere.chunk_by(|a, b| a.0 == b.0) {
             if let Some(&(file, _)) = group.first() {
                 let work = FileWork {
@@ -952,6 +952,79 @@ mod tests {
             .collect();
         assert_eq!(slots, [vec![3], vec![1], vec![0, 2]]);
         assert!(work.iter().all(|(_, w)| w.creations.is_empty()));
+    }
+
+    /// Values to create join their file's work, after its slots and in the order they were
+    /// planned; a file that only receives created values gets work of its own, in the
+    /// files' order (bytewise).
+    #[test]
+    fn created_values_join_their_files_work_in_the_planned_order() {
+        let files = [
+            ("b/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
+            ("d/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
+        ];
+        let (_dir, found) = discovered(&files);
+        let creating = |file: &str, into: &[&str]| {
+            let mut r = found.refs.iter().find(|r| &*r.file == file).cloned();
+            let r = r
+                .as_mut()
+                .unwrap_or_else(|| panic!("{file}: {:?}", found.refs));
+            for &f in into {
+                r.extra_mut().creations.push(Creation {
+                    file: f.to_string(),
+                    doc: 0,
+                    path: Vec::new(),
+                    what: crate::discover::Created::Key {
+                        value: crate::discover::Template::Tag,
+                    },
+                });
+            }
+            r.clone()
+        };
+        // `b`'s reference creates in `d` (which has slots) and in `c` and `a` (which have
+        // none); `d`'s reference creates in `a` and `d`.
+        let refs = [
+            creating(
+                "b/values.yaml",
+                &["d/values.yaml", "c/values.yaml", "a/values.yaml"],
+            ),
+            creating("d/values.yaml", &["a/values.yaml", "d/values.yaml"]),
+        ];
+        let planned: Vec<Planned> = refs.iter().map(|r| (r, "9.9.9", None)).collect();
+        let slotted = slotted(&planned);
+        let work = by_file(&planned, &slotted);
+        let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
+        let all = [
+            "a/values.yaml",
+            "b/values.yaml",
+            "c/values.yaml",
+            "d/values.yaml",
+        ];
+        assert_eq!(order, all);
+        // Each file's work: the planned index of each slot's reference, then of each created
+        // value's.
+        let index = |r: &ImageRef| refs.iter().position(|q| std::ptr::eq(q, r));
+        type Indexes = Vec<Option<usize>>;
+        let shape: Vec<(Indexes, Indexes)> = work
+            .iter()
+            .map(|(_, w)| {
+                let slots = w.slots.iter().map(|p| index(p.0)).collect();
+                let made = w.creations.iter().map(|(p, _)| index(p.0)).collect();
+                (slots, made)
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (vec![], vec![Some(0), Some(1)]),
+                (vec![Some(0)], vec![]),
+                (vec![], vec![Some(0)]),
+                (vec![Some(1)], vec![Some(0), Some(1)]),
+            ]
+        );
+        for (file, w) in &work {
+            assert!(w.creations.iter().all(|(_, c)| c.file == *file), "{file}");
+        }
     }
 
     /// The strings kept per reference and per update are shared, not copied: one tag per
