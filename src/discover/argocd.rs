@@ -969,7 +969,7 @@ impl Scan<'_> {
             let mut at = parent.to_vec();
             at.push(key("digest"));
             if let (true, Some(Node::Scalar(d))) = (last == "newTag", loaded.node(c.doc, &at)) {
-                r.digest = Some(d.value.clone());
+                r.digest = Some(d.value.as_str().into());
                 r.slots.push(ctx.slot(c.doc, at, d, SlotFormat::Digest));
             }
         }
@@ -1105,7 +1105,7 @@ impl Scan<'_> {
                     unit: app_key.into(),
                     policy: Default::default(),
                     unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
-                    slots: Vec::new(),
+                    slots: super::Slots::default(),
                     extra: Some(Box::new(crate::discover::Extra {
                         app: Some(app_key.to_string()),
                         ..Default::default()

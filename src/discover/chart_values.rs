@@ -203,7 +203,7 @@ fn reference(
         unit: a.app.as_str().into(),
         policy,
         unmanaged,
-        slots: Vec::new(),
+        slots: super::Slots::default(),
         extra: Some(Box::new(Extra {
             creations: vec![Creation {
                 file: a.file.clone(),

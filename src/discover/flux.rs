@@ -212,7 +212,7 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
         .first()
         .map_or(first.scalar.span.start, |s| s.span.start);
     let mut r = ctx.new_ref(RefKind::FluxSetter, &unit, at, reference);
-    r.slots = parts.slots;
+    r.slots = parts.slots.into();
     r.unmanaged = match parts.other_name {
         Some(name) => Some(format!(
             "the `:name` value {name} is not the ImageRepository's image {}: Flux would write that name here, imagebump does not rewrite names (write it)",

@@ -60,6 +60,73 @@ pub enum RefKind {
     ChartDefault,
 }
 
+/// A reference's slots, in a box of exactly their number: 16 bytes in the reference instead
+/// of a vector's 24, and no room to spare. A reference is kept to the end of the run (45,000
+/// at 10,000 apps), gets its one or two slots while it is read, and each of its bytes
+/// reaches the run's resident peak (docs/performance.md, "What a byte of a reference
+/// costs"). Read as a slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Slots(Box<[Slot]>);
+
+impl Slots {
+    /// Add `slot` after the others (a new box one longer: a reference has few).
+    pub fn push(&mut self, slot: Slot) {
+        let old = std::mem::take(&mut self.0);
+        let mut all = Vec::with_capacity(old.len().saturating_add(1));
+        all.extend(old);
+        all.push(slot);
+        self.0 = all.into_boxed_slice();
+    }
+
+    /// No slots.
+    pub fn clear(&mut self) {
+        self.0 = Box::default();
+    }
+}
+
+impl std::ops::Deref for Slots {
+    type Target = [Slot];
+    fn deref(&self) -> &[Slot] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    fn deref_mut(&mut self) -> &mut [Slot] {
+        &mut self.0
+    }
+}
+
+impl From<Vec<Slot>> for Slots {
+    fn from(slots: Vec<Slot>) -> Slots {
+        Slots(slots.into_boxed_slice())
+    }
+}
+
+impl IntoIterator for Slots {
+    type Item = Slot;
+    type IntoIter = std::vec::IntoIter<Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Slots {
+    type Item = &'a Slot;
+    type IntoIter = std::slice::Iter<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Slots {
+    type Item = &'a mut Slot;
+    type IntoIter = std::slice::IterMut<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter_mut()
+    }
+}
+
 /// One scalar imagebump may rewrite. Its bytes as written are the file's text at `span`
 /// (the plan reads them there: a copy per slot would be kept to the end of the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,14 +227,14 @@ pub struct ImageRef {
     pub written: std::sync::Arc<str>,
     /// The tag as written (shared by the references that hold the same tag).
     pub tag: Option<std::sync::Arc<str>>,
-    pub digest: Option<String>,
+    pub digest: Option<Box<str>>,
     /// The unit that owns the reference: a kustomization directory or a values file.
     pub unit: std::sync::Arc<str>,
     pub policy: Policy,
     /// Why imagebump leaves this reference alone; `None` when it is managed. Shared with
     /// its outcome.
     pub unmanaged: Option<std::sync::Arc<str>>,
-    pub slots: Vec<Slot>,
+    pub slots: Slots,
     /// What few references have (Argo CD write-back, an app): boxed, as a reference is
     /// kept to the end of the run (`creations()`, `writes_to()`, `app()`, `extra_mut()`).
     pub extra: Option<Box<Extra>>,
@@ -212,10 +279,9 @@ impl ImageRef {
     }
 
     /// Give back the room its vectors grew into: a reference is kept to the end of the run,
-    /// and a vector grown by one push holds room for four (a slot is about 100 bytes, and
-    /// 45,000 references hold tens of thousands, docs/performance.md).
+    /// and a vector grown by one push holds room for four (its slots are boxed at their
+    /// number already, docs/performance.md).
     pub fn shrink_to_fit(&mut self) {
-        self.slots.shrink_to_fit();
         if let Some(e) = &mut self.extra {
             e.creations.shrink_to_fit();
         }
@@ -283,7 +349,7 @@ impl Discovery {
     /// reads them (a tree of kustomize overlays: every base's manifest).
     pub fn release_unmanaged(&mut self) {
         for r in self.refs.iter_mut().filter(|r| !r.is_managed()) {
-            r.slots = Vec::new();
+            r.slots = Slots::default();
             if let Some(e) = &mut r.extra {
                 e.creations = Vec::new();
             }
@@ -369,11 +435,11 @@ impl FileCtx<'_> {
             image,
             written,
             tag,
-            digest: r.digest,
+            digest: r.digest.map(Into::into),
             unit: unit.into(),
             policy: Policy::default(),
             unmanaged: None,
-            slots: Vec::new(),
+            slots: Slots::default(),
             extra: None,
         }
     }
@@ -1221,6 +1287,33 @@ fn apply_policy(
 pub(crate) mod tests {
     use super::*;
 
+    /// Each byte of a reference reaches a run's resident peak (45,000 references at 10,000
+    /// apps; docs/performance.md, "What a byte of a reference costs"): a reference that
+    /// grows is a choice, made here.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_reference_stays_as_small_as_it_is() {
+        assert_eq!(std::mem::size_of::<ImageRef>(), 160);
+        assert_eq!(std::mem::size_of::<Slots>(), 16);
+        // A slot with its text moved, and one slot pushed after another, in order.
+        let mut slots = Slots::default();
+        assert!(slots.is_empty());
+        let slot = |doc| Slot {
+            doc,
+            path: std::sync::Arc::from(Vec::new()),
+            span: 0..1,
+            style: Style::Plain,
+            format: SlotFormat::Tag,
+            inner: None,
+        };
+        slots.push(slot(1));
+        slots.push(slot(2));
+        let docs: Vec<usize> = slots.iter().map(|s| s.doc).collect();
+        assert_eq!(docs, [1, 2]);
+        slots.clear();
+        assert!(slots.is_empty());
+    }
+
     #[test]
     fn the_written_file_is_the_last_file_an_update_touches_listed_or_not() {
         let name = imagebump_model::name::parse_reference("nginx:1.0").unwrap();
@@ -1236,7 +1329,7 @@ pub(crate) mod tests {
             unit: "a".into(),
             policy: Policy::default(),
             unmanaged: None,
-            slots: Vec::new(),
+            slots: Slots::default(),
             extra: None,
         };
         let create = |file: &str| Creation {

@@ -149,16 +149,16 @@ impl Scan<'_> {
                 .slot(place.doc, place.at.clone(), s, place.format);
             match &new.format {
                 SlotFormat::Tag => r.tag = Some(value.into()),
-                SlotFormat::Digest => r.digest = Some(value),
+                SlotFormat::Digest => r.digest = Some(value.into()),
                 SlotFormat::TagAtDigest => {
                     let (t, d) = super::split_digest(&value);
                     r.tag = t.map(Into::into);
-                    r.digest = d;
+                    r.digest = d.map(Into::into);
                 }
                 SlotFormat::Reference { .. } => {
                     let parsed = imagebump_model::name::parse_reference(&value).ok()?;
                     r.tag = parsed.tag.map(Into::into);
-                    r.digest = parsed.digest;
+                    r.digest = parsed.digest.map(Into::into);
                 }
                 // Any other part (an image name) stays as the element has it.
                 #[allow(unreachable_patterns)]
