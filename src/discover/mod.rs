@@ -69,11 +69,10 @@ pub enum RefKind {
 pub struct Slots(Box<[Slot]>);
 
 impl Slots {
-    /// Add `slot` after the others (a new box one longer: a reference has few).
+    /// Add `slot` after the others (the box grown by exactly one: a reference has few).
     pub fn push(&mut self, slot: Slot) {
-        let old = std::mem::take(&mut self.0);
-        let mut all = Vec::with_capacity(old.len().saturating_add(1));
-        all.extend(old);
+        let mut all = std::mem::take(&mut self.0).into_vec();
+        all.reserve_exact(1);
         all.push(slot);
         self.0 = all.into_boxed_slice();
     }
@@ -1295,7 +1294,7 @@ pub(crate) mod tests {
     fn a_reference_stays_as_small_as_it_is() {
         assert_eq!(std::mem::size_of::<ImageRef>(), 160);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
-        // A slot with its text moved, and one slot pushed after another, in order.
+        // Slots pushed one after another keep their order; cleared, none are left.
         let mut slots = Slots::default();
         assert!(slots.is_empty());
         let slot = |doc| Slot {
