@@ -288,7 +288,6 @@ mod tests {
     use super::*;
     use imagebump_model::name::ImageName;
     use proptest::prelude::*;
-    use std::sync::Arc;
 
     /// Text with every kind of character serde_json escapes, and some it does not.
     fn text() -> impl Strategy<Value = String> {
@@ -329,8 +328,8 @@ mod tests {
                 kind,
                 image: image.into(),
                 name: name.into(),
-                from: Arc::from(from),
-                to: Arc::from(to),
+                from: from.into(),
+                to: to.into(),
                 group: group.into(),
                 written_to: w.map(String::into_boxed_str),
                 automerge: false,

@@ -954,7 +954,7 @@ impl Scan<'_> {
             (SlotFormat::Tag, Some(_)) => SlotFormat::TagAtDigest,
             // A `repo:tag` value keeps the repository as written in it.
             (SlotFormat::Reference { name }, _) if name.is_empty() => SlotFormat::Reference {
-                name: std::sync::Arc::clone(&r.written),
+                name: arcstr::ArcStr::clone(&r.written),
             },
             (f, _) => f.clone(),
         };

@@ -564,7 +564,7 @@ impl<'a> Values<'a> {
             });
         } else {
             let format = SlotFormat::Reference {
-                name: std::sync::Arc::clone(&out.written),
+                name: arcstr::ArcStr::clone(&out.written),
             };
             out.slots
                 .push(self.ctx.slot(self.doc, path.to_vec(), s, format));

@@ -11,6 +11,7 @@ pub mod placement;
 pub mod templates;
 pub mod workloads;
 
+use arcstr::ArcStr;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -153,7 +154,7 @@ pub enum SlotFormat {
     Digest,
     /// A whole reference `name:tag[@digest]`; `name` is kept as written (shared with the
     /// reference's `written`).
-    Reference { name: std::sync::Arc<str> },
+    Reference { name: ArcStr },
 }
 
 /// A value that does not exist yet and is created when the reference moves: Argo CD
@@ -216,23 +217,23 @@ pub enum Template {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImageRef {
     /// Path relative to the root, `/`-separated.
-    pub file: std::sync::Arc<str>,
+    pub file: ArcStr,
     pub line: usize,
     pub column: usize,
     pub kind: RefKind,
     pub image: std::sync::Arc<ImageName>,
     /// The image name as written in the file (shared by the references that write it the
     /// same way: discovery keeps one copy of each name).
-    pub written: std::sync::Arc<str>,
+    pub written: ArcStr,
     /// The tag as written (shared by the references that hold the same tag).
-    pub tag: Option<std::sync::Arc<str>>,
-    pub digest: Option<Box<str>>,
+    pub tag: Option<ArcStr>,
+    pub digest: Option<ArcStr>,
     /// The unit that owns the reference: a kustomization directory or a values file.
-    pub unit: std::sync::Arc<str>,
+    pub unit: ArcStr,
     pub policy: Policy,
     /// Why imagebump leaves this reference alone; `None` when it is managed. Shared with
     /// its outcome.
-    pub unmanaged: Option<std::sync::Arc<str>>,
+    pub unmanaged: Option<ArcStr>,
     pub slots: Slots,
     /// What few references have (Argo CD write-back, an app): boxed, as a reference is
     /// kept to the end of the run (`creations()`, `writes_to()`, `app()`, `extra_mut()`).
@@ -327,9 +328,9 @@ pub struct Discovery {
     pub refs: Chunked<ImageRef>,
     /// Text of every file that holds a managed reference, for the edit stage (by the file's
     /// name, shared with its references).
-    pub sources: BTreeMap<std::sync::Arc<str>, std::sync::Arc<str>>,
+    pub sources: BTreeMap<ArcStr, ArcStr>,
     /// The fingerprints of the sources whose values discovery read whole (see `Scanned`).
-    pub fingerprints: std::collections::HashMap<std::sync::Arc<str>, imagebump_yaml::Fingerprint>,
+    pub fingerprints: std::collections::HashMap<ArcStr, imagebump_yaml::Fingerprint>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
     pub notes: Vec<Problem>,
@@ -395,7 +396,7 @@ fn within(r: &ImageRef, prefix: &str) -> bool {
 /// Per-file context handed to the file-kind scanners.
 pub struct FileCtx<'a> {
     /// Shared by the references of the file: one allocation per file, not per reference.
-    pub file: std::sync::Arc<str>,
+    pub file: ArcStr,
     pub text: &'a str,
     pub lines: LineIndex,
 }
@@ -457,8 +458,8 @@ thread_local! {
 /// the parse threads end with discovery, and their memory with them.
 #[derive(Default)]
 struct Lately {
-    names: foldhash::HashMap<std::sync::Arc<str>, std::sync::Arc<ImageName>>,
-    tags: foldhash::HashSet<std::sync::Arc<str>>,
+    names: foldhash::HashMap<ArcStr, std::sync::Arc<ImageName>>,
+    tags: foldhash::HashSet<ArcStr>,
     /// Slots' paths (`spec.template.spec.containers[0].image`).
     paths: foldhash::HashSet<std::sync::Arc<[PathSeg]>>,
 }
@@ -487,19 +488,14 @@ impl Lately {
         name: ImageName,
         written: String,
         tag: Option<String>,
-    ) -> (
-        std::sync::Arc<ImageName>,
-        std::sync::Arc<str>,
-        Option<std::sync::Arc<str>>,
-    ) {
+    ) -> (std::sync::Arc<ImageName>, ArcStr, Option<ArcStr>) {
         let (image, written) = match self.names.get_key_value(written.as_str()) {
             Some((w, n)) if **n == name => (n.clone(), w.clone()),
             _ => {
                 if self.names.len() >= Self::MAX {
                     self.names.clear();
                 }
-                let (w, n): (std::sync::Arc<str>, std::sync::Arc<ImageName>) =
-                    (written.into(), name.into());
+                let (w, n): (ArcStr, std::sync::Arc<ImageName>) = (written.into(), name.into());
                 self.names.insert(w.clone(), n.clone());
                 (n, w)
             }
@@ -510,7 +506,7 @@ impl Lately {
                 if self.tags.len() >= Self::MAX {
                     self.tags.clear();
                 }
-                let t: std::sync::Arc<str> = t.into();
+                let t: ArcStr = t.into();
                 self.tags.insert(t.clone());
                 t
             }
@@ -884,14 +880,14 @@ struct Fold<'a> {
 /// run. The names as written are also the whole-reference slots' names.
 #[derive(Default)]
 struct Names {
-    images: Shared<ImageName>,
-    written: Shared<str>,
-    units: Shared<str>,
+    images: Shared<std::sync::Arc<ImageName>>,
+    written: Shared<ArcStr>,
+    units: Shared<ArcStr>,
     /// Tags: a repository's references are written at a few versions.
-    tags: Shared<str>,
+    tags: Shared<ArcStr>,
     /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
     /// containers[0].image`) in thousands of files, each a vector of strings.
-    paths: Shared<[PathSeg]>,
+    paths: Shared<std::sync::Arc<[PathSeg]>>,
 }
 
 /// The copies `Names` keeps of one kind of value, and their addresses. Hashed with foldhash
@@ -899,15 +895,15 @@ struct Names {
 /// five times or more, one file after another on the thread that folds them. Each map is
 /// seeded at random, and the repository, written before the run, sees no hash: it cannot
 /// be written to collide (docs/security.md).
-struct Shared<T: ?Sized> {
-    copies: foldhash::HashSet<std::sync::Arc<T>>,
+struct Shared<P> {
+    copies: foldhash::HashSet<P>,
     /// Where each kept copy lives (they live as long as `copies`, so no other value takes
     /// an address from them): the pass at the end of discovery finds most values shared
     /// already, by address, without hashing what they hold.
     kept_at: foldhash::HashSet<usize>,
 }
 
-impl<T: ?Sized> Default for Shared<T> {
+impl<P> Default for Shared<P> {
     fn default() -> Self {
         Shared {
             copies: Default::default(),
@@ -916,9 +912,9 @@ impl<T: ?Sized> Default for Shared<T> {
     }
 }
 
-impl<T: ?Sized> Shared<T> {
-    fn address(value: &std::sync::Arc<T>) -> usize {
-        std::sync::Arc::as_ptr(value).cast::<()>() as usize
+impl<P: std::ops::Deref> Shared<P> {
+    fn address(value: &P) -> usize {
+        std::ptr::from_ref(&**value).cast::<()>().addr()
     }
 }
 
@@ -940,15 +936,15 @@ impl Names {
 }
 
 /// `value` as the copy `kept` holds, which keeps it when it holds none.
-fn shared<T: ?Sized + Eq + std::hash::Hash>(kept: &mut Shared<T>, value: &mut std::sync::Arc<T>) {
+fn shared<P: Clone + Eq + std::hash::Hash + std::ops::Deref>(kept: &mut Shared<P>, value: &mut P) {
     if kept.kept_at.contains(&Shared::address(value)) {
         return;
     }
     match kept.copies.get(value) {
-        Some(copy) => *value = std::sync::Arc::clone(copy),
+        Some(copy) => *value = P::clone(copy),
         None => {
             kept.kept_at.insert(Shared::address(value));
-            kept.copies.insert(std::sync::Arc::clone(value));
+            kept.copies.insert(P::clone(value));
         }
     }
 }
@@ -982,7 +978,7 @@ impl Fold<'_> {
         } = *scanned;
         out.problems.extend(problems);
         // One copy of the text, shared by the sources and the kustomize layout.
-        let text: std::sync::Arc<str> = text.into();
+        let text: ArcStr = text.into();
         if let Some(loaded) = flux_loaded {
             self.marked.add(rel, &text, loaded, out);
         }
@@ -995,11 +991,11 @@ impl Fold<'_> {
         // The file's name as its references hold it, for the maps kept beside them.
         let first = refs.first().or(workloads.first().map(|w| &w.r));
         let file = match first.filter(|r| *r.file == *rel) {
-            Some(r) => std::sync::Arc::clone(&r.file),
+            Some(r) => ArcStr::clone(&r.file),
             None => rel.into(),
         };
         let ctx = FileCtx {
-            file: std::sync::Arc::clone(&file),
+            file: ArcStr::clone(&file),
             text: &text,
             lines,
         };
@@ -1020,7 +1016,7 @@ impl Fold<'_> {
             }
         }
         if out.refs.iter_from(before).any(ImageRef::is_managed) {
-            out.sources.insert(std::sync::Arc::clone(&file), text);
+            out.sources.insert(ArcStr::clone(&file), text);
             if let Some(f) = fingerprint {
                 out.fingerprints.insert(file, f);
             }
@@ -1292,7 +1288,7 @@ pub(crate) mod tests {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_reference_stays_as_small_as_it_is() {
-        assert_eq!(std::mem::size_of::<ImageRef>(), 160);
+        assert_eq!(std::mem::size_of::<ImageRef>(), 112);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
         // Slots pushed one after another keep their order; cleared, none are left.
         let mut slots = Slots::default();
@@ -1473,7 +1469,7 @@ pub(crate) mod tests {
         // The base's manifest is no managed reference's: its text goes; those written keep it.
         let kept: Vec<&str> = found.sources.keys().map(|f| &**f).collect();
         assert_eq!(kept, ["app/kustomization.yaml", "chart/values.yaml"]);
-        let overridden = |r: &ImageRef| r.file.as_ref() == "app/deploy.yaml";
+        let overridden = |r: &ImageRef| &*r.file == "app/deploy.yaml";
         for (r, b) in found.refs.iter().zip(&before) {
             if overridden(b) {
                 // The base's image, overridden by the kustomization's `images:` entry.
@@ -1507,19 +1503,19 @@ pub(crate) mod tests {
     #[test]
     fn equal_values_are_kept_once_and_a_kept_copy_is_known_by_its_address() {
         use std::sync::Arc;
-        let mut kept: Shared<str> = Shared::default();
-        let mut first: Arc<str> = Arc::from("apps/web");
+        let mut kept: Shared<ArcStr> = Shared::default();
+        let mut first = ArcStr::from("apps/web");
         shared(&mut kept, &mut first);
         // An equal value made elsewhere becomes the kept copy.
-        let mut again: Arc<str> = Arc::from("apps/web");
-        assert!(!Arc::ptr_eq(&first, &again));
+        let mut again = ArcStr::from("apps/web");
+        assert!(!ArcStr::ptr_eq(&first, &again));
         shared(&mut kept, &mut again);
-        assert!(Arc::ptr_eq(&first, &again));
+        assert!(ArcStr::ptr_eq(&first, &again));
         // The kept copy itself is found by its address and left as it is.
-        let before = Arc::clone(&first);
+        let before = ArcStr::clone(&first);
         shared(&mut kept, &mut first);
-        assert!(Arc::ptr_eq(&first, &before));
-        let mut other: Arc<str> = Arc::from("apps/api");
+        assert!(ArcStr::ptr_eq(&first, &before));
+        let mut other = ArcStr::from("apps/api");
         shared(&mut kept, &mut other);
         assert_eq!((kept.copies.len(), kept.kept_at.len()), (2, 2));
         assert_eq!(&*other, "apps/api");
@@ -1532,9 +1528,9 @@ pub(crate) mod tests {
         let [a, b] = &found.refs.iter().collect::<Vec<_>>()[..] else {
             panic!("{:?}", found.refs)
         };
-        assert!(Arc::ptr_eq(&a.image, &b.image) && Arc::ptr_eq(&a.written, &b.written));
+        assert!(Arc::ptr_eq(&a.image, &b.image) && ArcStr::ptr_eq(&a.written, &b.written));
         let tags = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
-        assert!(Arc::ptr_eq(tags.0, tags.1));
+        assert!(ArcStr::ptr_eq(tags.0, tags.1));
         assert!(Arc::ptr_eq(&a.slots[0].path, &b.slots[0].path));
     }
 

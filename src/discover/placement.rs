@@ -3,6 +3,7 @@
 //! overrides it). See [`super::kustomize::graph`] for the rules.
 
 use crate::source::tree::Tree;
+use arcstr::ArcStr;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -82,14 +83,14 @@ fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
 pub struct Layout {
     kustomizations: Vec<Kustomization>,
     /// Kustomization texts, for the `images:` entries written into them.
-    texts: BTreeMap<String, std::sync::Arc<str>>,
+    texts: BTreeMap<String, ArcStr>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
     /// `images:` apply to them.
     workloads: Vec<(usize, bool)>,
 }
 
 impl Layout {
-    pub fn add_kustomization(&mut self, k: Kustomization, text: std::sync::Arc<str>) {
+    pub fn add_kustomization(&mut self, k: Kustomization, text: ArcStr) {
         self.texts.insert(k.file.clone(), text);
         self.kustomizations.push(k);
     }

@@ -551,7 +551,7 @@ fn image(
         path,
         s,
         SlotFormat::Reference {
-            name: std::sync::Arc::clone(&out.written),
+            name: arcstr::ArcStr::clone(&out.written),
         },
     ));
     Ok(Some(out))

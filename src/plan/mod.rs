@@ -1,9 +1,9 @@
 //! The plan stage, a pure function: references + outcomes → verified file edits, grouped
 //! into change sets.
 
+use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -24,21 +24,27 @@ use imagebump_yaml::{self as yaml, Edit, Scalar};
 #[serde(rename_all = "camelCase")]
 pub struct Update {
     // Shared with the reference (and every other update of the file).
-    pub file: std::sync::Arc<str>,
+    #[schemars(with = "String")]
+    pub file: ArcStr,
     pub line: usize,
     pub column: usize,
     pub kind: RefKind,
     /// The normalised repository (`docker.io/library/nginx`).
     // One allocation per repository in a plan, shared by its updates.
-    pub image: std::sync::Arc<str>,
+    #[schemars(with = "String")]
+    pub image: ArcStr,
     /// The image name as written in the file.
     // Shared with the reference.
-    pub name: std::sync::Arc<str>,
+    #[schemars(with = "String")]
+    pub name: ArcStr,
     // Versions as spelled: one string per distinct value in a plan, shared by its updates.
-    pub from: Arc<str>,
-    pub to: Arc<str>,
+    #[schemars(with = "String")]
+    pub from: ArcStr,
+    #[schemars(with = "String")]
+    pub to: ArcStr,
     // Shared by the updates of one change set.
-    pub group: std::sync::Arc<str>,
+    #[schemars(with = "String")]
+    pub group: ArcStr,
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
     // Boxed, not a `String`: 30,000 updates at 10,000 apps are held to the end of the run.
@@ -75,7 +81,7 @@ pub fn fill_app_versions(
 pub struct FileChange {
     pub file: String,
     /// Shared with the discovery's sources: the text is not copied.
-    pub before: std::sync::Arc<str>,
+    pub before: ArcStr,
     pub after: String,
     /// The file does not exist yet.
     pub created: bool,
@@ -86,9 +92,11 @@ pub struct FileChange {
 #[serde(rename_all = "camelCase")]
 pub struct ChangeSet {
     // Shared with its updates' `group`.
-    pub group: Arc<str>,
+    #[schemars(with = "String")]
+    pub group: ArcStr,
     // Shared with the references' file names.
-    pub files: Vec<Arc<str>>,
+    #[schemars(with = "Vec<String>")]
+    pub files: Vec<ArcStr>,
     /// Indexes into [`Plan::updates`].
     pub updates: Vec<usize>,
     /// The files of this change set alone (its branch's content).
@@ -424,14 +432,11 @@ pub fn plan_giving_up_texts(
 /// The texts a plan edits, with their fingerprints: the discovery's, or taken from it.
 enum Sources<'d> {
     Shared(&'d Discovery),
-    Taken(
-        BTreeMap<Arc<str>, Arc<str>>,
-        HashMap<Arc<str>, yaml::Fingerprint>,
-    ),
+    Taken(BTreeMap<ArcStr, ArcStr>, HashMap<ArcStr, yaml::Fingerprint>),
 }
 
 impl Sources<'_> {
-    fn text(&self, file: &str) -> Option<&Arc<str>> {
+    fn text(&self, file: &str) -> Option<&ArcStr> {
         match self {
             Sources::Shared(d) => d.sources.get(file),
             Sources::Taken(texts, _) => texts.get(file),
@@ -529,7 +534,7 @@ impl Grouping {
     ) -> Grouping {
         let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
         let mut sets: Vec<ChangeSet> = Vec::new();
-        let mut index: foldhash::HashMap<Arc<str>, u32> = Default::default();
+        let mut index: foldhash::HashMap<ArcStr, u32> = Default::default();
         for &(r, _, _) in moved {
             let set = r.with_touched_files(|files| {
                 if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
@@ -543,15 +548,15 @@ impl Grouping {
                         // A group by app is its unit, and a kustomization's directory is
                         // too: shared with the reference, not copied (10,000 change sets at
                         // 10,000 apps).
-                        let group: Arc<str> = if *key == *r.unit {
-                            Arc::clone(&r.unit)
+                        let group: ArcStr = if *key == *r.unit {
+                            ArcStr::clone(&r.unit)
                         } else {
-                            Arc::from(key)
+                            ArcStr::from(key)
                         };
                         let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
-                        index.insert(Arc::clone(&group), set);
+                        index.insert(ArcStr::clone(&group), set);
                         sets.push(ChangeSet {
-                            group: Arc::clone(&group),
+                            group: ArcStr::clone(&group),
                             // Most change sets change one file: a first push would make
                             // room for four (10,000 change sets at 10,000 apps).
                             files: Vec::with_capacity(1),
@@ -566,9 +571,9 @@ impl Grouping {
                         if !change_set.files.iter().any(|x| **x == *f) {
                             // The reference's own file is shared; a created value's is not.
                             let f = if *f == *r.file {
-                                Arc::clone(&r.file)
+                                ArcStr::clone(&r.file)
                             } else {
-                                Arc::from(f)
+                                ArcStr::from(f)
                             };
                             change_set.files.push(f);
                         }
@@ -627,7 +632,7 @@ impl Grouping {
             // nothing to do (most change sets of a tree whose groups follow its
             // directories: thousands of empty passes otherwise). Debug builds, so every
             // test, make the pass anyway and check that it finds nothing.
-            let mine_alone = |f: &Arc<str>| only.get(&**f) == Some(&at) && !keep(f);
+            let mine_alone = |f: &ArcStr| only.get(&**f) == Some(&at) && !keep(f);
             let nothing_to_do = set.files.iter().all(mine_alone);
             if nothing_to_do && !cfg!(debug_assertions) {
                 continue;
@@ -699,11 +704,11 @@ fn rows(
         .collect();
     // One string per repository and per version as spelled, shared by their updates.
     // Looked up for every update (foldhash, as discovery's names).
-    let mut images: foldhash::HashMap<&ImageName, Arc<str>> = Default::default();
-    let mut spelled: foldhash::HashMap<(&str, Option<&str>), Arc<str>> = Default::default();
+    let mut images: foldhash::HashMap<&ImageName, ArcStr> = Default::default();
+    let mut spelled: foldhash::HashMap<(&str, Option<&str>), ArcStr> = Default::default();
     let mut version = |tag, digest| {
         let kept = spelled.entry((tag, digest));
-        Arc::clone(kept.or_insert_with(|| spell(tag, digest).into()))
+        ArcStr::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
     for (&(r, tag, digest), &set) in moved.iter().zip(set_of.iter()) {
         let Some(change_set) = sets.get_mut(set as usize) else {
@@ -715,17 +720,17 @@ fn rows(
         let image = images
             .entry(&r.image)
             .or_insert_with(|| r.image.to_string().into());
-        let image = Arc::clone(image);
+        let image = ArcStr::clone(image);
         out.updates.push(Update {
-            file: Arc::clone(&r.file),
+            file: ArcStr::clone(&r.file),
             line: r.line,
             column: r.column,
             kind: r.kind,
             image,
-            name: Arc::clone(&r.written),
+            name: ArcStr::clone(&r.written),
             from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
             to: version(tag, digest),
-            group: Arc::clone(group),
+            group: ArcStr::clone(group),
             written_to: (*written != *r.file).then(|| written.into()),
             automerge: r.policy.spec.automerge == Some(true),
             verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
@@ -1043,7 +1048,7 @@ mod tests {
             panic!("{:?}", found.refs)
         };
         let (ta, tb) = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
-        assert!(Arc::ptr_eq(ta, tb), "one copy of the tag 1.0.0");
+        assert!(ArcStr::ptr_eq(ta, tb), "one copy of the tag 1.0.0");
         let new = Outcome::Update {
             tag: "2.0.0".into(),
             digest: None,
@@ -1054,7 +1059,7 @@ mod tests {
         let [u, v] = &made.updates.iter().collect::<Vec<_>>()[..] else {
             panic!("{:?}", made.updates)
         };
-        assert!(Arc::ptr_eq(&u.from, &v.from) && Arc::ptr_eq(&u.to, &v.to));
+        assert!(ArcStr::ptr_eq(&u.from, &v.from) && ArcStr::ptr_eq(&u.to, &v.to));
         assert_eq!((&*u.from, &*u.to), ("1.0.0", "2.0.0"));
         assert_eq!(made.files[0].after, "x:\n  image: r.io/x:2.0.0\n");
         // The text kept for the plan is shorter than where discovery found the value.

@@ -5,6 +5,7 @@
 pub mod metadata;
 pub mod signed;
 
+use arcstr::ArcStr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -27,8 +28,8 @@ use metadata::{MetaCache, Need};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Update {
-        tag: Arc<str>,
-        digest: Option<Arc<str>>,
+        tag: ArcStr,
+        digest: Option<ArcStr>,
         /// `verify`: the digest verified and who signed it. Boxed: rare, and one outcome is
         /// kept per reference to the end of the run.
         verified: Option<Box<crate::verify::Verified>>,
@@ -36,15 +37,15 @@ pub enum Outcome {
     UpToDate,
     /// Newer versions exist, but a reviewer said no to them (a closed pull request, a
     /// revert): why.
-    Rejected(Arc<str>),
+    Rejected(ArcStr),
     /// A `pin` policy or marker holds it where it is.
-    Pinned(Arc<str>),
+    Pinned(ArcStr),
     /// The policy could not judge it (e.g. the current tag is not a version).
-    Skipped(Arc<str>),
+    Skipped(ArcStr),
     /// imagebump does not manage it (discovery said why).
-    Unmanaged(Arc<str>),
+    Unmanaged(ArcStr),
     /// The registry could not be asked.
-    Failed(Arc<str>),
+    Failed(ArcStr),
 }
 
 #[derive(Debug, Default)]
@@ -507,7 +508,7 @@ pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
 /// policy cannot judge); `None` for one resolve asks the registry about.
 fn set_aside(r: &ImageRef) -> Option<Outcome> {
     if let Some(reason) = &r.unmanaged {
-        return Some(Outcome::Unmanaged(Arc::clone(reason)));
+        return Some(Outcome::Unmanaged(ArcStr::clone(reason)));
     }
     if r.policy.pin {
         return Some(Outcome::Pinned(
@@ -774,7 +775,7 @@ async fn pin_digests(
     concurrency: usize,
     problems: &mut Vec<Problem>,
 ) {
-    let wanted: BTreeSet<(ImageName, Arc<str>, Option<&str>)> = refs
+    let wanted: BTreeSet<(ImageName, ArcStr, Option<&str>)> = refs
         .iter()
         .zip(outcomes.iter())
         .filter_map(|(r, o)| match o {
@@ -786,7 +787,7 @@ async fn pin_digests(
             _ => None,
         })
         .collect();
-    let digests: BTreeMap<(ImageName, Arc<str>), Result<String, Error>> = stream::iter(wanted)
+    let digests: BTreeMap<(ImageName, ArcStr), Result<String, Error>> = stream::iter(wanted)
         .map(|(name, tag, creds)| async move {
             let result = match registries.client_with(&name, creds) {
                 Ok(client) => {
