@@ -331,7 +331,7 @@ mod tests {
                 from: from.into(),
                 to: to.into(),
                 group: group.into(),
-                written_to: w.map(String::into_boxed_str),
+                written_to: w.map(Into::into),
                 automerge: false,
                 verified: v
                     .map(|(digest, signer)| Box::new(crate::verify::Verified { digest, signer })),

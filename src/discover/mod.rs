@@ -127,12 +127,51 @@ impl<'a> IntoIterator for &'a mut Slots {
     }
 }
 
+/// Where a slot's scalar is in its document, in one pointer: a fat `Arc<[PathSeg]>` is 16
+/// bytes, and a slot is kept per reference to the end of the run. A tree writes its images
+/// at a few paths, each shared by thousands of slots ([`Names`]), so the second allocation
+/// this costs is made a few times, not once a slot. Read as a slice.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SlotPath(std::sync::Arc<Box<[PathSeg]>>);
+
+impl std::ops::Deref for SlotPath {
+    type Target = [PathSeg];
+    fn deref(&self) -> &[PathSeg] {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<[PathSeg]> for SlotPath {
+    fn borrow(&self) -> &[PathSeg] {
+        &self.0
+    }
+}
+
+impl From<Vec<PathSeg>> for SlotPath {
+    fn from(path: Vec<PathSeg>) -> SlotPath {
+        SlotPath(std::sync::Arc::new(path.into_boxed_slice()))
+    }
+}
+
+impl From<&[PathSeg]> for SlotPath {
+    fn from(path: &[PathSeg]) -> SlotPath {
+        SlotPath(std::sync::Arc::new(path.into()))
+    }
+}
+
+impl SlotPath {
+    /// Whether `a` and `b` are one copy.
+    pub fn ptr_eq(a: &SlotPath, b: &SlotPath) -> bool {
+        std::sync::Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
 /// One scalar imagebump may rewrite. Its bytes as written are the file's text at `span`
 /// (the plan reads them there: a copy per slot would be kept to the end of the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slot {
     pub doc: usize,
-    pub path: std::sync::Arc<[PathSeg]>,
+    pub path: SlotPath,
     pub span: Range<usize>,
     pub style: Style,
     pub format: SlotFormat,
@@ -461,21 +500,21 @@ struct Lately {
     names: foldhash::HashMap<ArcStr, std::sync::Arc<ImageName>>,
     tags: foldhash::HashSet<ArcStr>,
     /// Slots' paths (`spec.template.spec.containers[0].image`).
-    paths: foldhash::HashSet<std::sync::Arc<[PathSeg]>>,
+    paths: foldhash::HashSet<SlotPath>,
 }
 
 impl Lately {
     const MAX: usize = 1024;
 
     /// `path` as the copy shared with the thread's other slots at the same path.
-    fn path(&mut self, path: Vec<PathSeg>) -> std::sync::Arc<[PathSeg]> {
+    fn path(&mut self, path: Vec<PathSeg>) -> SlotPath {
         if let Some(kept) = self.paths.get(path.as_slice()) {
             return kept.clone();
         }
         if self.paths.len() >= Self::MAX {
             self.paths.clear();
         }
-        let path: std::sync::Arc<[PathSeg]> = path.into();
+        let path = SlotPath::from(path);
         self.paths.insert(path.clone());
         path
     }
@@ -887,7 +926,7 @@ struct Names {
     tags: Shared<ArcStr>,
     /// Slots' paths: a tree writes its images at a few paths (`spec.template.spec.
     /// containers[0].image`) in thousands of files, each a vector of strings.
-    paths: Shared<std::sync::Arc<[PathSeg]>>,
+    paths: Shared<SlotPath>,
 }
 
 /// The copies `Names` keeps of one kind of value, and their addresses. Hashed with foldhash
@@ -1290,12 +1329,13 @@ pub(crate) mod tests {
     fn a_reference_stays_as_small_as_it_is() {
         assert_eq!(std::mem::size_of::<ImageRef>(), 112);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
+        assert_eq!(std::mem::size_of::<Slot>(), 64);
         // Slots pushed one after another keep their order; cleared, none are left.
         let mut slots = Slots::default();
         assert!(slots.is_empty());
         let slot = |doc| Slot {
             doc,
-            path: std::sync::Arc::from(Vec::new()),
+            path: SlotPath::from(Vec::new()),
             span: 0..1,
             style: Style::Plain,
             format: SlotFormat::Tag,
@@ -1531,7 +1571,7 @@ pub(crate) mod tests {
         assert!(Arc::ptr_eq(&a.image, &b.image) && ArcStr::ptr_eq(&a.written, &b.written));
         let tags = (a.tag.as_ref().unwrap(), b.tag.as_ref().unwrap());
         assert!(ArcStr::ptr_eq(tags.0, tags.1));
-        assert!(Arc::ptr_eq(&a.slots[0].path, &b.slots[0].path));
+        assert!(SlotPath::ptr_eq(&a.slots[0].path, &b.slots[0].path));
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub struct Update {
     pub group: ArcStr,
     /// The file the new value is written to, when it is not `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
-    // Boxed, not a `String`: 30,000 updates at 10,000 apps are held to the end of the run.
-    pub written_to: Option<Box<str>>,
+    // One pointer, not a `String`: 30,000 updates at 10,000 apps are held to the end of the run.
+    #[schemars(with = "Option<String>")]
+    pub written_to: Option<ArcStr>,
     /// Its policy asks for the forge's auto-merge (`automerge: true`).
     #[serde(skip)]
     pub automerge: bool,
