@@ -103,8 +103,8 @@ fn updates<W: Write>(out: &mut W, rows: &Chunked<Update>) -> io::Result<()> {
             return write_json_at(out, u, 2);
         }
         string_field(out, b"{\n      \"file\": ", &u.file)?;
-        number_field(out, b",\n      \"line\": ", u.line)?;
-        number_field(out, b",\n      \"column\": ", u.column)?;
+        number_field(out, b",\n      \"line\": ", u.line as usize)?;
+        number_field(out, b",\n      \"column\": ", u.column as usize)?;
         out.write_all(b",\n      \"kind\": ")?;
         out.write_all(kinds.text(u.kind))?;
         string_field(out, b",\n      \"image\": ", &u.image)?;
@@ -323,8 +323,8 @@ mod tests {
         (names, rest).prop_map(
             |((file, image, name, from, to, group), (line, column, kind, w, v, a))| Update {
                 file: file.into(),
-                line,
-                column,
+                line: crate::discover::narrow(line),
+                column: crate::discover::narrow(column),
                 kind,
                 image: image.into(),
                 name: name.into(),

@@ -609,8 +609,8 @@ impl Scan<'_> {
             let (a, b) = (r.written.clone(), other.written.clone());
             self.out.problems.push(Problem::at_file(
                 &r.file,
-                r.line,
-                r.column,
+                r.line as usize,
+                r.column as usize,
                 format!("app {app_key}: images {a} and {b} are configured for the same value; neither is updated (give each its own helm.image-name/-tag)"),
             ));
             for k in [i, j] {
@@ -1095,8 +1095,8 @@ impl Scan<'_> {
                 });
                 ImageRef {
                     file: app.file.as_str().into(),
-                    line,
-                    column,
+                    line: crate::discover::narrow(line),
+                    column: crate::discover::narrow(column),
                     kind: RefKind::ArgoAnnotation,
                     image: image.clone().into(),
                     written: img.name.as_str().into(),
@@ -1428,8 +1428,8 @@ impl Scan<'_> {
             r.unmanaged = Some(format!("its write-back target {e}").into());
             let p = Problem::at_file(
                 &r.file,
-                r.line,
-                r.column,
+                r.line as usize,
+                r.column as usize,
                 format!("write-back target {e}: not written"),
             );
             self.out.problems.push(p);
@@ -1555,8 +1555,8 @@ impl Scan<'_> {
                             let why = format!("cannot write {k} in {file}: {e}");
                             self.out.problems.push(Problem::at_file(
                                 &r.file,
-                                r.line,
-                                r.column,
+                                r.line as usize,
+                                r.column as usize,
                                 why.clone(),
                             ));
                             r.unmanaged = Some(why.into());

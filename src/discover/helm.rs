@@ -197,7 +197,7 @@ pub(super) fn in_string(
         }
     }
     for r in &mut refs {
-        (r.line, r.column) = at;
+        r.set_at(at);
         r.slots.clear();
         r.unmanaged.get_or_insert_with(|| {
             "inside helm.values written as a folded or quoted string: write it as a literal block (`values: |`) to have it updated".into()
@@ -1080,8 +1080,8 @@ spec:
                 let inner = slot.inner.as_ref().unwrap();
                 assert_eq!(&*slot.path, at);
                 (
-                    r.line,
-                    r.column,
+                    r.line as usize,
+                    r.column as usize,
                     &file[slot.span.clone()],
                     inner.path.clone(),
                 )

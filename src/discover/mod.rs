@@ -257,8 +257,10 @@ pub enum Template {
 pub struct ImageRef {
     /// Path relative to the root, `/`-separated.
     pub file: ArcStr,
-    pub line: usize,
-    pub column: usize,
+    /// Where its value is, from 1 (`u32`: 8 bytes fewer in a reference kept to the end of
+    /// the run; a file is read up to a few megabytes).
+    pub line: u32,
+    pub column: u32,
     pub kind: RefKind,
     pub image: std::sync::Arc<ImageName>,
     /// The image name as written in the file (shared by the references that write it the
@@ -291,7 +293,23 @@ pub struct Extra {
     pub app: Option<String>,
 }
 
+/// A line or a column as a reference or an update keeps it (saturating: a file is read up
+/// to a few megabytes).
+pub fn narrow(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 impl ImageRef {
+    /// Where its value is: line and column, from 1.
+    pub fn at(&self) -> (usize, usize) {
+        (self.line as usize, self.column as usize)
+    }
+
+    /// Its value is at `line` and `column`.
+    pub fn set_at(&mut self, (line, column): (usize, usize)) {
+        (self.line, self.column) = (narrow(line), narrow(column));
+    }
+
     pub fn is_managed(&self) -> bool {
         self.unmanaged.is_none()
     }
@@ -464,6 +482,7 @@ impl FileCtx<'_> {
     /// A reference whose tag lives at `s`; the caller fills in the slots and kind.
     pub fn new_ref(&self, kind: RefKind, unit: &str, at: usize, r: Reference) -> ImageRef {
         let (line, column) = self.at(at);
+        let (line, column) = (narrow(line), narrow(column));
         let (image, written, tag) =
             LATELY.with_borrow_mut(|lately| lately.names(r.name, r.written, r.tag));
         ImageRef {
@@ -1327,9 +1346,13 @@ pub(crate) mod tests {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_reference_stays_as_small_as_it_is() {
-        assert_eq!(std::mem::size_of::<ImageRef>(), 112);
+        assert_eq!(std::mem::size_of::<ImageRef>(), 104);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
         assert_eq!(std::mem::size_of::<Slot>(), 64);
+        // Its line and column are kept in 32 bits, saturating.
+        assert_eq!((narrow(7), narrow(u32::MAX as usize)), (7, u32::MAX));
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(narrow(u32::MAX as usize + 1), u32::MAX);
         // Slots pushed one after another keep their order; cleared, none are left.
         let mut slots = Slots::default();
         assert!(slots.is_empty());

@@ -84,7 +84,7 @@ impl News {
             from: u.from.to_string(),
             to: u.to.to_string(),
             file: u.written_to.as_deref().unwrap_or(&u.file).to_string(),
-            line: u.line,
+            line: u.line as usize,
         };
         let pull_requests = crate::report::pull_events(report)
             .into_iter()

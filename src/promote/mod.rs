@@ -108,7 +108,7 @@ impl Promotions {
             .refs
             .iter()
             .enumerate()
-            .map(|(i, r)| ((&*r.file, r.line, r.column, &*r.unit), i))
+            .map(|(i, r)| ((&*r.file, r.line as usize, r.column as usize, &*r.unit), i))
             .collect();
         self.list.retain_mut(|p| {
             let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
@@ -178,7 +178,12 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
         let mut p = Promotion {
             index,
             origin: index,
-            at: (r.file.to_string(), r.line, r.column, r.unit.to_string()),
+            at: (
+                r.file.to_string(),
+                r.line as usize,
+                r.column as usize,
+                r.unit.to_string(),
+            ),
             app: app_name(rule.path.as_deref(), &from.path, r),
             source_dir: String::new(),
             source_env: String::new(),
@@ -202,7 +207,12 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
                     "promoteFrom.path {:?} names no directory for this file",
                     from.path
                 );
-                problems.push(Problem::at_file(&r.file, r.line, r.column, why.clone()));
+                problems.push(Problem::at_file(
+                    &r.file,
+                    r.line as usize,
+                    r.column as usize,
+                    why.clone(),
+                ));
                 p.blocked = Some(why);
             }
         }

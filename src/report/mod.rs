@@ -48,8 +48,8 @@ impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
     fn from(r: &'a ImageRef) -> Self {
         ScanEntry {
             file: &r.file,
-            line: r.line,
-            column: r.column,
+            line: r.line as usize,
+            column: r.column as usize,
             kind: r.kind,
             image: r.image.to_string(),
             name: &r.written,
@@ -178,7 +178,7 @@ fn not_updated_row<'a>(
     };
     Some(NotUpdated {
         file: &r.file,
-        line: r.line,
+        line: r.line as usize,
         image: &r.image,
         tag: r.tag.as_deref(),
         status,

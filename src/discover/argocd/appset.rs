@@ -143,7 +143,7 @@ impl Scan<'_> {
                 return None;
             };
             let value = s.value.clone();
-            (r.line, r.column) = loaded.position(place.doc, &place.at);
+            r.set_at(loaded.position(place.doc, &place.at));
             let new = loaded
                 .ctx()
                 .slot(place.doc, place.at.clone(), s, place.format);
