@@ -313,8 +313,8 @@ mod tests {
     fn update() -> impl Strategy<Value = Update> {
         let names = (text(), text(), text(), text(), text(), text());
         let rest = (
-            any::<usize>(),
-            any::<usize>(),
+            any::<u32>(),
+            any::<u32>(),
             kind(),
             prop::option::of(text()),
             prop::option::weighted(0.1, (text(), text())),
@@ -323,8 +323,8 @@ mod tests {
         (names, rest).prop_map(
             |((file, image, name, from, to, group), (line, column, kind, w, v, a))| Update {
                 file: file.into(),
-                line: crate::discover::narrow(line),
-                column: crate::discover::narrow(column),
+                line,
+                column,
                 kind,
                 image: image.into(),
                 name: name.into(),

@@ -607,12 +607,7 @@ impl Scan<'_> {
                 continue;
             };
             let (a, b) = (r.written.clone(), other.written.clone());
-            self.out.problems.push(Problem::at_file(
-                &r.file,
-                r.line as usize,
-                r.column as usize,
-                format!("app {app_key}: images {a} and {b} are configured for the same value; neither is updated (give each its own helm.image-name/-tag)"),
-            ));
+            self.out.problems.push(r.problem(format!("app {app_key}: images {a} and {b} are configured for the same value; neither is updated (give each its own helm.image-name/-tag)")));
             for k in [i, j] {
                 if let Some(r) = self.out.refs.get_mut(k) {
                     r.unmanaged = Some(
@@ -1095,8 +1090,8 @@ impl Scan<'_> {
                 });
                 ImageRef {
                     file: app.file.as_str().into(),
-                    line: crate::discover::narrow(line),
-                    column: crate::discover::narrow(column),
+                    line: crate::discover::saturating_u32(line),
+                    column: crate::discover::saturating_u32(column),
                     kind: RefKind::ArgoAnnotation,
                     image: image.clone().into(),
                     written: img.name.as_str().into(),
@@ -1426,12 +1421,7 @@ impl Scan<'_> {
         };
         if let Err(e) = self.root.resolve(&file) {
             r.unmanaged = Some(format!("its write-back target {e}").into());
-            let p = Problem::at_file(
-                &r.file,
-                r.line as usize,
-                r.column as usize,
-                format!("write-back target {e}: not written"),
-            );
+            let p = r.problem(format!("write-back target {e}: not written"));
             self.out.problems.push(p);
             return;
         }
@@ -1553,12 +1543,7 @@ impl Scan<'_> {
                             // A scalar where the key path needs a mapping: the target cannot
                             // hold the value; an error naming the key, not a quiet skip.
                             let why = format!("cannot write {k} in {file}: {e}");
-                            self.out.problems.push(Problem::at_file(
-                                &r.file,
-                                r.line as usize,
-                                r.column as usize,
-                                why.clone(),
-                            ));
+                            self.out.problems.push(r.problem(why.clone()));
                             r.unmanaged = Some(why.into());
                             return;
                         }

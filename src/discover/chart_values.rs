@@ -193,8 +193,8 @@ fn reference(
         .then(|| format!("ignored ({})", policy.source).into());
     Ok(ImageRef {
         file: a.file.as_str().into(),
-        line: crate::discover::narrow(a.line),
-        column: crate::discover::narrow(a.column),
+        line: crate::discover::saturating_u32(a.line),
+        column: crate::discover::saturating_u32(a.column),
         kind: RefKind::ChartDefault,
         image: d.image.clone(),
         written: d.written.clone(),

@@ -293,11 +293,13 @@ pub struct Extra {
     pub app: Option<String>,
 }
 
-/// A line or a column as a reference or an update keeps it (saturating: a file is read up
-/// to a few megabytes).
-pub fn narrow(n: usize) -> u32 {
+/// A line or a column as a reference or an update keeps it: a file is read up to
+/// [`MAX_FILE_BYTES`], so it fits; saturating all the same.
+pub fn saturating_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
+
+const _: () = assert!(MAX_FILE_BYTES <= u32::MAX as u64);
 
 impl ImageRef {
     /// Where its value is: line and column, from 1.
@@ -305,9 +307,15 @@ impl ImageRef {
         (self.line as usize, self.column as usize)
     }
 
+    /// A problem at its value.
+    pub fn problem(&self, message: impl Into<String>) -> Problem {
+        let (line, column) = self.at();
+        Problem::at_file(&self.file, line, column, message)
+    }
+
     /// Its value is at `line` and `column`.
     pub fn set_at(&mut self, (line, column): (usize, usize)) {
-        (self.line, self.column) = (narrow(line), narrow(column));
+        (self.line, self.column) = (saturating_u32(line), saturating_u32(column));
     }
 
     pub fn is_managed(&self) -> bool {
@@ -482,7 +490,7 @@ impl FileCtx<'_> {
     /// A reference whose tag lives at `s`; the caller fills in the slots and kind.
     pub fn new_ref(&self, kind: RefKind, unit: &str, at: usize, r: Reference) -> ImageRef {
         let (line, column) = self.at(at);
-        let (line, column) = (narrow(line), narrow(column));
+        let (line, column) = (saturating_u32(line), saturating_u32(column));
         let (image, written, tag) =
             LATELY.with_borrow_mut(|lately| lately.names(r.name, r.written, r.tag));
         ImageRef {
@@ -970,9 +978,28 @@ impl<P> Default for Shared<P> {
     }
 }
 
-impl<P: std::ops::Deref> Shared<P> {
-    fn address(value: &P) -> usize {
-        std::ptr::from_ref(&**value).cast::<()>().addr()
+/// A pointer to a shared value, known by the address of the one allocation it shares.
+trait Kept: Clone + Eq + std::hash::Hash {
+    fn address(&self) -> usize;
+}
+
+impl<T: ?Sized + Eq + std::hash::Hash> Kept for std::sync::Arc<T> {
+    fn address(&self) -> usize {
+        std::sync::Arc::as_ptr(self).cast::<()>().addr()
+    }
+}
+
+impl Kept for ArcStr {
+    /// Where its text is (in its allocation; the empty string and literals are static, and
+    /// equal wherever they share an address).
+    fn address(&self) -> usize {
+        self.as_ptr().addr()
+    }
+}
+
+impl Kept for SlotPath {
+    fn address(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.0).cast::<()>().addr()
     }
 }
 
@@ -994,14 +1021,14 @@ impl Names {
 }
 
 /// `value` as the copy `kept` holds, which keeps it when it holds none.
-fn shared<P: Clone + Eq + std::hash::Hash + std::ops::Deref>(kept: &mut Shared<P>, value: &mut P) {
-    if kept.kept_at.contains(&Shared::address(value)) {
+fn shared<P: Kept>(kept: &mut Shared<P>, value: &mut P) {
+    if kept.kept_at.contains(&value.address()) {
         return;
     }
     match kept.copies.get(value) {
         Some(copy) => *value = P::clone(copy),
         None => {
-            kept.kept_at.insert(Shared::address(value));
+            kept.kept_at.insert(value.address());
             kept.copies.insert(P::clone(value));
         }
     }
@@ -1350,9 +1377,11 @@ pub(crate) mod tests {
         assert_eq!(std::mem::size_of::<Slots>(), 16);
         assert_eq!(std::mem::size_of::<Slot>(), 64);
         // Its line and column are kept in 32 bits, saturating.
-        assert_eq!((narrow(7), narrow(u32::MAX as usize)), (7, u32::MAX));
-        #[cfg(target_pointer_width = "64")]
-        assert_eq!(narrow(u32::MAX as usize + 1), u32::MAX);
+        assert_eq!(
+            (saturating_u32(7), saturating_u32(u32::MAX as usize)),
+            (7, u32::MAX)
+        );
+        assert_eq!(saturating_u32(u32::MAX as usize + 1), u32::MAX);
         // Slots pushed one after another keep their order; cleared, none are left.
         let mut slots = Slots::default();
         assert!(slots.is_empty());
@@ -1582,6 +1611,18 @@ pub(crate) mod tests {
         shared(&mut kept, &mut other);
         assert_eq!((kept.copies.len(), kept.kept_at.len()), (2, 2));
         assert_eq!(&*other, "apps/api");
+        // So is a slot's path: equal paths made apart, and an empty one after another.
+        let mut paths: Shared<SlotPath> = Shared::default();
+        let image = || vec![PathSeg::Key("image".into())];
+        let (mut one, mut two) = (SlotPath::from(image()), SlotPath::from(image()));
+        shared(&mut paths, &mut one);
+        shared(&mut paths, &mut two);
+        assert!(SlotPath::ptr_eq(&one, &two));
+        let (mut none, mut empty) = (SlotPath::from(Vec::new()), SlotPath::from(Vec::new()));
+        shared(&mut paths, &mut none);
+        shared(&mut paths, &mut empty);
+        assert!(SlotPath::ptr_eq(&none, &empty));
+        assert_eq!(paths.copies.len(), 2);
 
         // Through discovery: two apps writing the same image and tag at the same path hold
         // one copy of each.

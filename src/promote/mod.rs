@@ -108,7 +108,10 @@ impl Promotions {
             .refs
             .iter()
             .enumerate()
-            .map(|(i, r)| ((&*r.file, r.line as usize, r.column as usize, &*r.unit), i))
+            .map(|(i, r)| {
+                let (line, column) = r.at();
+                ((&*r.file, line, column, &*r.unit), i)
+            })
             .collect();
         self.list.retain_mut(|p| {
             let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
@@ -207,12 +210,7 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
                     "promoteFrom.path {:?} names no directory for this file",
                     from.path
                 );
-                problems.push(Problem::at_file(
-                    &r.file,
-                    r.line as usize,
-                    r.column as usize,
-                    why.clone(),
-                ));
+                problems.push(r.problem(why.clone()));
                 p.blocked = Some(why);
             }
         }
