@@ -257,8 +257,8 @@ pub enum Template {
 pub struct ImageRef {
     /// Path relative to the root, `/`-separated.
     pub file: ArcStr,
-    /// Where its value is, from 1 (`u32`: 8 bytes fewer in a reference kept to the end of
-    /// the run; a file is read up to a few megabytes).
+    /// Where its value is, from 1 (`u32`, [`saturating_u32`]: 8 bytes fewer in a reference
+    /// kept to the end of the run; `at()` gives them as `usize`).
     pub line: u32,
     pub column: u32,
     pub kind: RefKind,

@@ -26,8 +26,8 @@ pub struct Update {
     // Shared with the reference (and every other update of the file).
     #[schemars(with = "String")]
     pub file: ArcStr,
-    // `u32` (a file is read up to a few megabytes): 8 bytes fewer in each of the rows kept
-    // to the end of the run. The schema says what it always said.
+    // `u32` (`discover::saturating_u32`): 8 bytes fewer in each of the rows kept to the end
+    // of the run. The schema says what it always said.
     #[schemars(with = "usize")]
     pub line: u32,
     #[schemars(with = "usize")]
@@ -752,11 +752,13 @@ fn change_file(
     fingerprint: Option<yaml::Fingerprint>,
     work: &FileWork,
 ) -> Result<String, (usize, usize, String)> {
-    let at = ImageRef::at;
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
     for &&(r, tag, digest) in work.slots {
-        let e = edits_for(r, text, tag, digest).map_err(|e| (at(r).0, at(r).1, e))?;
+        let e = edits_for(r, text, tag, digest).map_err(|e| {
+            let (line, column) = r.at();
+            (line, column, e)
+        })?;
         edits.extend(e);
     }
     let first = work
@@ -764,7 +766,7 @@ fn change_file(
         .first()
         .map(|p| p.0)
         .or_else(|| work.creations.first().map(|(p, _)| p.0));
-    let (line, column) = first.map_or((0, 0), at);
+    let (line, column) = first.map_or((0, 0), ImageRef::at);
     let after = if edits.is_empty() {
         text.to_string()
     } else {
