@@ -795,7 +795,7 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         .flat_map(|k| {
             k.values_files
                 .iter()
-                .filter_map(|f| kustomize::graph::join(&k.dir, f))
+                .filter_map(|f| kustomize::graph::join(k.dir(), f))
         })
         .collect();
     // Chart versions (`helm.charts`) are found by the same reads and scanned after every file:
@@ -1018,6 +1018,16 @@ impl Names {
             }
         }
     }
+
+    /// A kustomization's `images:` names: the same few hundred images in every overlay.
+    fn share_entries(&mut self, k: &mut kustomize::Kustomization) {
+        for e in k.images.iter_mut() {
+            shared(&mut self.written, &mut e.name);
+            if let Some(n) = &mut e.new_name {
+                shared(&mut self.written, n);
+            }
+        }
+    }
 }
 
 /// `value` as the copy `kept` holds, which keeps it when it holds none.
@@ -1070,7 +1080,8 @@ impl Fold<'_> {
         if let Some(loaded) = loaded {
             self.argo.add(loaded, &mut out.problems);
         }
-        if let Some(k) = kustomization {
+        if let Some(mut k) = kustomization {
+            self.names.share_entries(&mut k);
             self.layout.add_kustomization(k, text.clone());
         }
         // The file's name as its references hold it, for the maps kept beside them.

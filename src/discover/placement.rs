@@ -37,9 +37,9 @@ pub fn field_specs(
     }
     for k in kustomizations {
         for c in &k.configurations {
-            let Some(file) = join(&k.dir, c) else {
+            let Some(file) = join(k.dir(), c) else {
                 problems.push(Problem::at_file(
-                    &k.file,
+                    k.file(),
                     0,
                     0,
                     format!("configurations: {c} is outside the repository: not read"),
@@ -83,7 +83,7 @@ fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
 pub struct Layout {
     kustomizations: Vec<Kustomization>,
     /// Kustomization texts, for the `images:` entries written into them.
-    texts: BTreeMap<String, ArcStr>,
+    texts: BTreeMap<ArcStr, ArcStr>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
     /// `images:` apply to them.
     workloads: Vec<(usize, bool)>,
@@ -91,7 +91,7 @@ pub struct Layout {
 
 impl Layout {
     pub fn add_kustomization(&mut self, k: Kustomization, text: ArcStr) {
-        self.texts.insert(k.file.clone(), text);
+        self.texts.insert(ArcStr::clone(k.file()), text);
         self.kustomizations.push(k);
     }
 
@@ -131,7 +131,7 @@ impl Layout {
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
                     for e in &edits {
-                        if let Some(text) = self.texts.get(&e.file) {
+                        if let Some(text) = self.texts.get(e.file.as_str()) {
                             out.sources.insert(e.file.as_str().into(), text.clone());
                         }
                     }

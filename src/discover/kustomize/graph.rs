@@ -92,12 +92,12 @@ impl Graph {
         let mut by_dir: foldhash::HashMap<String, usize> = Default::default();
         by_dir.reserve(kustomizations.len());
         for (i, k) in kustomizations.iter().enumerate() {
-            by_dir.insert(k.dir.clone(), i);
+            by_dir.insert(k.dir().to_string(), i);
         }
         let mut parents: foldhash::HashMap<String, Vec<usize>> = Default::default();
         // In the order of their directories, so that each file's parents are.
         let mut sorted: Vec<usize> = by_dir.values().copied().collect();
-        let dir = |i: &usize| kustomizations.get(*i).map(|k| k.dir.as_str());
+        let dir = |i: &usize| kustomizations.get(*i).map(Kustomization::dir);
         sorted.sort_unstable_by(|a, b| dir(a).cmp(&dir(b)));
         for (i, k) in sorted
             .iter()
@@ -107,17 +107,17 @@ impl Graph {
                 if is_remote(include) {
                     notes.push(Problem::at_file(
                         &k.file,
-                        *line,
+                        *line as usize,
                         0,
                         format!("remote base {include} is not read: images only it deploys are not seen"),
                     ));
                     continue;
                 }
-                match join(&k.dir, include) {
+                match join(k.dir(), include) {
                     Some(target) => parents.entry(target).or_default().push(i),
                     None => notes.push(Problem::at_file(
                         &k.file,
-                        *line,
+                        *line as usize,
                         0,
                         format!("{include} is outside the repository: not read"),
                     )),
@@ -157,7 +157,7 @@ impl Graph {
                 out.push(chain.clone());
             }
             let parents = parents.iter().filter_map(|&i| self.kustomizations.get(i));
-            for p in parents.map(|k| k.dir.as_str()) {
+            for p in parents.map(Kustomization::dir) {
                 if chain.contains(&p) {
                     continue;
                 }
@@ -229,56 +229,56 @@ impl Graph {
 
     /// Apply the `images:` entries of `chain` (lowest first) to the image named `written`.
     fn follow(&self, chain: &[&str], written: &str) -> Seen {
-        let mut name = written.to_string();
-        let mut at_leaf = (name.clone(), None);
+        let mut name = written;
+        let mut at_leaf = (name, None);
         for (i, dir) in chain.iter().enumerate() {
             let Some(k) = self.kustomization(dir) else {
                 continue;
             };
             let top = i.saturating_add(1) == chain.len();
             if top {
-                at_leaf = (name.clone(), None);
+                at_leaf = (name, None);
             }
             // A component's `images:` apply first, then the kustomization's own.
             let components = k
                 .components
                 .iter()
-                .filter_map(|c| join(&k.dir, c))
+                .filter_map(|c| join(k.dir(), c))
                 .filter_map(|c| self.kustomization(&c));
             let entries = components
                 .flat_map(|c| c.images.iter().map(move |e| (c, e)))
                 .chain(k.images.iter().map(|e| (k, e)));
             for (owner, e) in entries {
-                if e.name != name {
+                if *e.name != *name {
                     continue;
                 }
                 if e.sets_version {
                     return Seen::Overridden(format!("{}:{}", owner.file, e.line));
                 }
                 if top && std::ptr::eq(owner, k) {
-                    at_leaf.1 = Some(e.clone());
+                    at_leaf.1 = Some(e);
                 }
                 if let Some(n) = &e.new_name {
-                    name = n.clone();
+                    name = n;
                 }
             }
         }
         let leaf = chain.last().copied().unwrap_or_default();
-        if let Some(app) = self.apps.get(leaf).filter(|a| a.names.contains(&name)) {
+        if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
             return Seen::Overridden(format!("{} (kustomize.images)", app.file));
         }
         let file = self
             .kustomization(leaf)
-            .map_or_else(String::new, |k| k.file.clone());
+            .map_or_else(String::new, |k| k.file.to_string());
         let (entry_name, entry) = at_leaf;
         Seen::Base(LeafEdit {
             dir: leaf.to_string(),
             file,
-            name: entry
-                .as_ref()
-                .map_or(entry_name, |e: &Entry| e.name.clone()),
-            new_name: entry.and_then(|e| e.new_name),
-            image: name,
+            name: entry.map_or(entry_name, |e: &Entry| &e.name).to_string(),
+            new_name: entry
+                .and_then(|e| e.new_name.as_deref())
+                .map(str::to_string),
+            image: name.to_string(),
         })
     }
 }
@@ -315,26 +315,22 @@ pub fn join(dir: &str, include: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arcstr::ArcStr;
 
     fn k(dir: &str, includes: &[&str], images: &[(&str, Option<&str>, bool)]) -> Kustomization {
         Kustomization {
-            file: format!("{dir}/kustomization.yaml"),
-            dir: dir.into(),
-            includes: includes.iter().map(|i| (i.to_string(), 3)).collect(),
-            images: images
-                .iter()
-                .enumerate()
+            includes: includes.iter().map(|&i| (i.into(), 3)).collect(),
+            images: (0..)
+                .zip(images)
                 .map(|(index, (name, new_name, sets))| Entry {
                     index,
                     line: 10 + index,
-                    name: name.to_string(),
-                    new_name: new_name.map(str::to_string),
+                    name: (*name).into(),
+                    new_name: new_name.map(ArcStr::from),
                     sets_version: *sets,
                 })
                 .collect(),
-            configurations: Vec::new(),
-            components: Vec::new(),
-            values_files: Vec::new(),
+            ..Kustomization::new(format!("{dir}/kustomization.yaml").into())
         }
     }
 
@@ -345,14 +341,25 @@ mod tests {
         g
     }
 
+    #[test]
+    fn a_kustomization_knows_its_directory() {
+        let dir = |file: &str| Kustomization::new(file.into()).dir().to_string();
+        assert_eq!(dir("kustomization.yaml"), ".");
+        assert_eq!(dir("app/kustomization.yaml"), "app");
+        assert_eq!(
+            dir("apps/team1/app/overlays/prod/Kustomization"),
+            "apps/team1/app/overlays/prod"
+        );
+    }
+
     /// Two kustomization files in one directory: the one read last is the directory's,
     /// with its includes and entries; the other is not followed.
     #[test]
     fn the_last_kustomization_read_in_a_directory_is_the_one_followed() {
         let first = k("app", &["a.yaml"], &[("web", None, true)]);
         let last = Kustomization {
-            file: "app/kustomization.yml".into(),
-            ..k("app", &["b.yaml"], &[])
+            includes: k("app", &["b.yaml"], &[]).includes,
+            ..Kustomization::new("app/kustomization.yml".into())
         };
         let g = graph(vec![first, last]);
         assert_eq!(

@@ -4,87 +4,119 @@
 
 pub mod graph;
 
-use super::{FileCtx, ImageRef, RefKind, SlotFormat};
+use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
+use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_name, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, Node, PathSeg};
 
-/// What the graph needs from one kustomization file.
+/// What the graph needs from one kustomization file: held for every kustomization until
+/// the manifests are placed (5,000 at 10,000 apps), so in boxed slices of their exact
+/// length, the file's name shared with its references and `images:` names shared with the
+/// run's other copies of them (docs/performance.md).
 #[derive(Debug, Clone, Default)]
 pub struct Kustomization {
-    pub file: String,
-    /// Its directory, `/`-separated from the root (`.` for the root).
-    pub dir: String,
+    file: ArcStr,
+    /// Where the file's directory ends in its name (`u32::MAX`: at the root), found once:
+    /// the graph asks for a kustomization's directory at every step of every chain.
+    dir_end: u32,
     /// `resources`, `bases` and `components` entries as written, with their line.
-    pub includes: Vec<(String, usize)>,
+    pub includes: Box<[(Box<str>, u32)]>,
     /// `components` entries as written (also in `includes`): their `images:` apply to
     /// everything this kustomization renders.
-    pub components: Vec<String>,
-    pub images: Vec<Entry>,
+    pub components: Box<[Box<str>]>,
+    pub images: Box<[Entry]>,
     /// `configurations:` files as written (field specs for custom resources).
-    pub configurations: Vec<String>,
+    pub configurations: Box<[Box<str>]>,
     /// `helmCharts:` values files as written: read as Helm values, whatever their name.
-    pub values_files: Vec<String>,
+    pub values_files: Box<[Box<str>]>,
+}
+
+impl Kustomization {
+    /// The kustomization in `file`, with nothing read yet.
+    pub fn new(file: ArcStr) -> Kustomization {
+        Kustomization {
+            dir_end: file.rfind('/').map_or(u32::MAX, saturating_u32),
+            file,
+            ..Default::default()
+        }
+    }
+
+    pub fn file(&self) -> &ArcStr {
+        &self.file
+    }
+
+    /// Its directory, `/`-separated from the root (`.` for the root).
+    pub fn dir(&self) -> &str {
+        self.file.get(..self.dir_end as usize).unwrap_or(".")
+    }
 }
 
 /// One `images:` entry, as kustomize applies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    pub index: usize,
-    pub line: usize,
-    pub name: String,
-    pub new_name: Option<String>,
+    /// Its index in the list, and its line (a file is at most `MAX_FILE_BYTES`, see
+    /// `saturating_u32`).
+    pub index: u32,
+    pub line: u32,
+    pub name: ArcStr,
+    pub new_name: Option<ArcStr>,
     /// It sets the tag or the digest (`newTag`, `digest`).
     pub sets_version: bool,
 }
 
 /// The strings of a list-valued key, with their line.
-fn strings(ctx: &FileCtx, root: &Node, key: &str) -> Vec<(String, usize)> {
+fn strings(ctx: &FileCtx, root: &Node, key: &str) -> Box<[(Box<str>, u32)]> {
     match root.get(key) {
         Some(Node::Seq { items, .. }) => items
             .iter()
             .filter_map(|i| i.as_scalar())
-            .map(|s| (s.value.clone(), ctx.at(s.span.start).0))
+            .map(|s| {
+                (
+                    s.value.as_str().into(),
+                    saturating_u32(ctx.at(s.span.start).0),
+                )
+            })
             .collect(),
-        _ => Vec::new(),
+        _ => Box::default(),
     }
+}
+
+/// The strings of a list-valued key.
+fn names(ctx: &FileCtx, root: &Node, key: &str) -> Box<[Box<str>]> {
+    strings(ctx, root, key)
+        .into_vec()
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
 }
 
 /// The kustomization's includes and `images:` entries.
 pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
-    let dir = ctx.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
-    let mut k = Kustomization {
-        file: ctx.file.to_string(),
-        dir: dir.to_string(),
-        ..Default::default()
-    };
+    let mut k = Kustomization::new(ArcStr::clone(&ctx.file));
     let Some(root) = docs.first().and_then(|d| d.root.as_ref()) else {
         return k;
     };
-    for key in ["resources", "bases", "components"] {
-        k.includes.extend(strings(ctx, root, key));
-    }
-    k.components = strings(ctx, root, "components")
+    k.includes = ["resources", "bases", "components"]
         .into_iter()
-        .map(|(s, _)| s)
+        .flat_map(|key| strings(ctx, root, key))
         .collect();
+    k.components = names(ctx, root, "components");
     k.values_files = values_files(root);
-    k.configurations = strings(ctx, root, "configurations")
-        .into_iter()
-        .map(|(s, _)| s)
-        .collect();
+    k.configurations = names(ctx, root, "configurations");
     if let Some(Node::Seq { items, .. }) = root.get("images") {
-        for (index, item) in items.iter().enumerate() {
-            let field = |f: &str| item.get(f).and_then(Node::str_value).map(str::to_string);
-            let Some(name) = field("name") else { continue };
-            k.images.push(Entry {
-                index,
-                line: ctx.at(item.offset()).0,
-                name,
-                new_name: field("newName"),
-                sets_version: item.get("newTag").is_some() || item.get("digest").is_some(),
-            });
-        }
+        k.images = (items.iter().enumerate())
+            .filter_map(|(index, item)| {
+                let field = |f: &str| item.get(f).and_then(Node::str_value).map(ArcStr::from);
+                Some(Entry {
+                    index: saturating_u32(index),
+                    line: saturating_u32(ctx.at(item.offset()).0),
+                    name: field("name")?,
+                    new_name: field("newName"),
+                    sets_version: item.get("newTag").is_some() || item.get("digest").is_some(),
+                })
+            })
+            .collect();
     }
     k
 }
@@ -150,20 +182,20 @@ fn helm_charts(
 }
 
 /// `helmCharts[].valuesFile` and `additionalValuesFiles`, as written.
-fn values_files(root: &Node) -> Vec<String> {
+fn values_files(root: &Node) -> Box<[Box<str>]> {
     let Some(Node::Seq { items, .. }) = root.get("helmCharts") else {
-        return Vec::new();
+        return Box::default();
     };
     let mut out = Vec::new();
     for chart in items {
         if let Some(f) = chart.get("valuesFile").and_then(Node::str_value) {
-            out.push(f.to_string());
+            out.push(f.into());
         }
         if let Some(Node::Seq { items, .. }) = chart.get("additionalValuesFiles") {
-            out.extend(items.iter().filter_map(Node::str_value).map(str::to_string));
+            out.extend(items.iter().filter_map(Node::str_value).map(Box::from));
         }
     }
-    out
+    out.into_boxed_slice()
 }
 
 fn entry(
