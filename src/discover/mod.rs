@@ -660,7 +660,7 @@ fn chart_templates(tree: &Tree, rel: &str) -> bool {
 /// Symbolic links are never followed (the tree is a jail); one that would be read is
 /// noted. A file name that is not UTF-8 is reported, not guessed at.
 /// Each file's text comes with it when the walk read it ([`first_look`] reads the others).
-fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> (Vec<(String, FileKind)>, Texts) {
+fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> (Vec<Listed>, Texts) {
     use crate::source::tree::{Kind, Reading};
     let problems = &mut out.problems;
     let notes = &mut out.notes;
@@ -711,11 +711,15 @@ fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> (Vec<(String, F
             Some(kind) => kind,
             None => return,
         };
-        files.push((rel.to_string(), kind));
+        files.push((ArcStr::from(rel), kind));
         texts.push(entry.text);
     });
     (files, texts)
 }
+
+/// A file to scan, with its kind. Its name is the one its references hold (the list is
+/// held until every file is read: 15,000 names at 10,000 apps, not copied again).
+type Listed = (ArcStr, FileKind);
 
 /// The texts a walk read, one per file (`None`: not read).
 type Texts = Vec<Option<Result<String, String>>>;
@@ -769,8 +773,8 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
     // The kustomizations that may name `configurations:` (image fields of custom resources
     // that the manifests are then read with) or `helmCharts:` values files are read first;
     // every other file, the other kustomizations among them, is read in the one pass below.
-    let is_k = |f: &(String, FileKind)| f.1 == FileKind::Kustomization;
-    let kfiles: Vec<(usize, &(String, FileKind))> = (files.iter().enumerate())
+    let is_k = |f: &Listed| f.1 == FileKind::Kustomization;
+    let kfiles: Vec<(usize, &Listed)> = (files.iter().enumerate())
         .filter(|&(i, f)| is_k(f) && read_first(ahead.get(i)))
         .collect();
     let kkeys = Keys {
@@ -820,12 +824,12 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
     // file order, each file as soon as those before it are done.
-    let all: Vec<(usize, &(String, FileKind))> = files.iter().enumerate().collect();
+    let all: Vec<(usize, &Listed)> = files.iter().enumerate().collect();
     crate::parallel::for_each_ordered(
         &all,
         |&(i, (rel, kind))| {
             let kind = match kind {
-                FileKind::Manifest if values_files.contains(rel) => FileKind::HelmValues,
+                FileKind::Manifest if values_files.contains(rel.as_str()) => FileKind::HelmValues,
                 k => *k,
             };
             let read = match (kind, kread.get(&i)) {
@@ -882,7 +886,7 @@ const READ_AHEAD_BYTES: usize = 16 << 20;
 /// Flux setter) is taken to hold one; a read error is a yes (the parse reports it). The
 /// texts the walk read (`texts`) are looked at, the others read; all are kept for the parse
 /// (see [`ReadAhead`]).
-fn first_look(tree: &Tree, files: &[(String, FileKind)], texts: Texts) -> (bool, ReadAhead) {
+fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, ReadAhead) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let walked: usize = (texts.iter().flatten().flatten()).map(String::len).sum();
     let kept = AtomicUsize::new(walked);
@@ -1047,7 +1051,7 @@ fn shared<P: Kept>(kept: &mut Shared<P>, value: &mut P) {
 impl Fold<'_> {
     /// One file read: its references get their policies; its Argo CD, Flux and kustomize
     /// resources are kept for the passes over the whole tree.
-    fn file(&mut self, rel: &str, (read, chart): FileRead, early: &mut Option<Early>) {
+    fn file(&mut self, rel: &ArcStr, (read, chart): FileRead, early: &mut Option<Early>) {
         self.charts.extend(chart);
         let out = &mut self.out;
         let scanned = match read {
@@ -1084,12 +1088,8 @@ impl Fold<'_> {
             self.names.share_entries(&mut k);
             self.layout.add_kustomization(k, text.clone());
         }
-        // The file's name as its references hold it, for the maps kept beside them.
-        let first = refs.first().or(workloads.first().map(|w| &w.r));
-        let file = match first.filter(|r| *r.file == *rel) {
-            Some(r) => ArcStr::clone(&r.file),
-            None => rel.into(),
-        };
+        // The file's name as its references hold it (the list's), for the maps beside them.
+        let file = ArcStr::clone(rel);
         let ctx = FileCtx {
             file: ArcStr::clone(&file),
             text: &text,
@@ -1195,7 +1195,7 @@ type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 /// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
 fn read_file(
     tree: &Tree,
-    (rel, kind): (&str, FileKind),
+    (rel, kind): (&ArcStr, FileKind),
     keys: &Keys,
     ahead: Option<&std::sync::Mutex<Option<String>>>,
 ) -> FileRead {
@@ -1213,11 +1213,11 @@ fn read_file(
 }
 
 /// One file's text read by its scanners.
-fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
+fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
         let ctx = FileCtx {
-            file: rel.into(),
+            file: ArcStr::clone(rel),
             text: &text,
             lines: LineIndex::new(&text),
         };
@@ -1264,7 +1264,7 @@ fn scan_text(rel: &str, kind: FileKind, keys: &Keys, text: String) -> Read {
         Err(e) => return Read::Problem(Problem::at_file(rel, e.line, e.column, e.reason())),
     };
     let ctx = FileCtx {
-        file: rel.into(),
+        file: ArcStr::clone(rel),
         text: &text,
         lines: LineIndex::new(&text),
     };
@@ -1519,7 +1519,7 @@ pub(crate) mod tests {
         let (found, texts) = files(&Tree::disk(dir.path()), &filters, &mut Discovery::default());
         // The walk read every file it listed, from the disk as it is.
         for ((rel, _), text) in found.iter().zip(&texts) {
-            let want = std::fs::read_to_string(dir.path().join(rel)).unwrap();
+            let want = std::fs::read_to_string(dir.path().join(rel.as_str())).unwrap();
             assert_eq!(text.as_ref(), Some(&Ok(want)), "{rel}");
         }
         let templates: Vec<&str> = (found.iter())
