@@ -165,12 +165,12 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &Chunked<Outcome>) {
                 };
                 let old = Scalar {
                     value: String::new(),
-                    span: slot.span.clone(),
+                    span: slot.span.range(),
                     style: slot.style,
                 };
-                let raw = imagebump_yaml::render_scalar(&old, &f.before[slot.span.clone()], &value)
+                let raw = imagebump_yaml::render_scalar(&old, &f.before[slot.span.range()], &value)
                     .unwrap();
-                spans.push((slot.span.clone(), raw));
+                spans.push((slot.span.range(), raw));
                 intended.push((slot, value));
             }
         }
@@ -192,7 +192,7 @@ fn check(plan: &Plan, found: &Discovery, outcomes: &Chunked<Outcome>) {
         assert_eq!(&f.after[a..], &f.before[b..], "{}: trailing bytes", f.file);
         let docs = parse_all(&f.after);
         for (slot, value) in intended {
-            let found = at(&docs[slot.doc], &slot.path).unwrap();
+            let found = at(&docs[slot.doc as usize], &slot.path).unwrap();
             let found = match &slot.inner {
                 None => found.clone(),
                 // Inside the YAML text of a block scalar: read that text as YAML.

@@ -51,7 +51,7 @@ pub fn marks(marked: &[std::ops::Range<usize>], r: &ImageRef) -> bool {
     r.slots.iter().any(|slot| {
         marked
             .iter()
-            .any(|m| slot.span.start < m.end && m.start < slot.span.end)
+            .any(|m| slot.span.start() < m.end && m.start < slot.span.end())
     })
 }
 
@@ -210,7 +210,7 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
     let at = parts
         .slots
         .first()
-        .map_or(first.scalar.span.start, |s| s.span.start);
+        .map_or(first.scalar.span.start, |s| s.span.start());
     let mut r = ctx.new_ref(RefKind::FluxSetter, &unit, at, reference);
     r.slots = parts.slots.into();
     r.unmanaged = match parts.other_name {

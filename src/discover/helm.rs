@@ -149,20 +149,20 @@ pub(super) fn in_block(
     }
     for r in &mut refs {
         for slot in std::mem::take(&mut r.slots) {
-            let Some(span) = block.file_span(slot.span.clone()) else {
+            let Some(span) = block.file_span(slot.span.range()) else {
                 r.unmanaged = Some("its value spans lines inside helm.values".into());
                 r.slots.clear();
                 break;
             };
             r.slots.push(super::Slot {
                 inner: Some(Box::new(Inner {
-                    doc: slot.doc,
+                    doc: slot.doc as usize,
                     path: slot.path.to_vec(),
-                    span: slot.span,
+                    span: slot.span.range(),
                 })),
-                doc,
+                doc: super::saturating_u32(doc),
                 path: at.into(),
-                span,
+                span: span.into(),
                 ..slot
             });
         }
@@ -1082,7 +1082,7 @@ spec:
                 (
                     r.line as usize,
                     r.column as usize,
-                    &file[slot.span.clone()],
+                    &file[slot.span.range()],
                     inner.path.clone(),
                 )
             })

@@ -166,13 +166,46 @@ impl SlotPath {
     }
 }
 
+/// Where a slot's bytes are in its file, in 32 bits: a file is read up to
+/// [`MAX_FILE_BYTES`] (see [`saturating_u32`]). With its document's index in 32 bits too, a
+/// slot is 48 bytes, and a reference's one-slot box falls in mimalloc's 48-byte bin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    pub fn range(self) -> Range<usize> {
+        self.start()..self.end()
+    }
+
+    pub fn start(self) -> usize {
+        self.start as usize
+    }
+
+    pub fn end(self) -> usize {
+        self.end as usize
+    }
+}
+
+impl From<Range<usize>> for Span {
+    fn from(r: Range<usize>) -> Span {
+        Span {
+            start: saturating_u32(r.start),
+            end: saturating_u32(r.end),
+        }
+    }
+}
+
 /// One scalar imagebump may rewrite. Its bytes as written are the file's text at `span`
 /// (the plan reads them there: a copy per slot would be kept to the end of the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slot {
-    pub doc: usize,
+    /// The document's index in its file (a file holds fewer than `u32::MAX`).
+    pub doc: u32,
     pub path: SlotPath,
-    pub span: Range<usize>,
+    pub span: Span,
     pub style: Style,
     pub format: SlotFormat,
     /// Set when the scalar lies inside the YAML text of a literal block scalar (an Argo CD
@@ -478,9 +511,9 @@ impl FileCtx<'_> {
 
     pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {
         Slot {
-            doc,
+            doc: saturating_u32(doc),
             path: LATELY.with_borrow_mut(|lately| lately.path(path)),
-            span: s.span.clone(),
+            span: s.span.clone().into(),
             style: s.style,
             format,
             inner: None,
@@ -1332,7 +1365,7 @@ fn apply_policy(
     let marker = r
         .slots
         .first()
-        .and_then(|s| markers::find(ctx.text, s.span.end));
+        .and_then(|s| markers::find(ctx.text, s.span.end()));
     let spec = match &marker {
         None => None,
         Some(m) => match &m.spec {
@@ -1366,7 +1399,7 @@ fn apply_policy(
         }
         Err(e) => {
             r.unmanaged = Some("invalid policy".into());
-            let at = marker.map_or(r.slots.first().map_or(0, |s| s.span.start), |m| m.offset);
+            let at = marker.map_or(r.slots.first().map_or(0, |s| s.span.start()), |m| m.offset);
             let mut p = ctx.problem(at, e.to_string());
             p.hint = e.hint;
             Err(p)
@@ -1386,7 +1419,11 @@ pub(crate) mod tests {
     fn a_reference_stays_as_small_as_it_is() {
         assert_eq!(std::mem::size_of::<ImageRef>(), 104);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
-        assert_eq!(std::mem::size_of::<Slot>(), 64);
+        assert_eq!(std::mem::size_of::<Slot>(), 48);
+        // Its span too, in 32 bits.
+        let span = Span::from(3..(u32::MAX as usize + 9));
+        assert_eq!((span.start(), span.end()), (3, u32::MAX as usize));
+        assert_eq!(Span::from(5..9).range(), 5..9);
         // Its line and column are kept in 32 bits, saturating.
         assert_eq!(
             (saturating_u32(7), saturating_u32(u32::MAX as usize)),
@@ -1399,14 +1436,14 @@ pub(crate) mod tests {
         let slot = |doc| Slot {
             doc,
             path: SlotPath::from(Vec::new()),
-            span: 0..1,
+            span: (0..1).into(),
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,
         };
         slots.push(slot(1));
         slots.push(slot(2));
-        let docs: Vec<usize> = slots.iter().map(|s| s.doc).collect();
+        let docs: Vec<u32> = slots.iter().map(|s| s.doc).collect();
         assert_eq!(docs, [1, 2]);
         slots.clear();
         assert!(slots.is_empty());
@@ -1441,7 +1478,7 @@ pub(crate) mod tests {
         let slot = Slot {
             doc: 0,
             path: Vec::new().into(),
-            span: 0..1,
+            span: (0..1).into(),
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,

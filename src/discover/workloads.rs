@@ -300,18 +300,18 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
                 continue;
             };
             for slot in std::mem::take(&mut r.slots) {
-                let Some(span) = block.file_span(slot.span.clone()) else {
+                let Some(span) = block.file_span(slot.span.range()) else {
                     continue;
                 };
                 r.slots.push(super::Slot {
                     inner: Some(Box::new(Inner {
-                        doc: slot.doc,
+                        doc: slot.doc as usize,
                         path: slot.path.to_vec(),
-                        span: slot.span,
+                        span: slot.span.range(),
                     })),
-                    doc,
+                    doc: super::saturating_u32(doc),
                     path: at.as_slice().into(),
-                    span,
+                    span: span.into(),
                     ..slot
                 });
             }

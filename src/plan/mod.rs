@@ -181,16 +181,16 @@ fn edits_for(
         .map(|(slot, value)| {
             let old = Scalar {
                 value: String::new(),
-                span: slot.span.clone(),
+                span: slot.span.range(),
                 style: slot.style,
             };
-            let raw = (text.get(slot.span.clone()))
+            let raw = (text.get(slot.span.range()))
                 .ok_or("the value is not where discovery found it in the file")?;
             let new_raw = yaml::render_scalar(&old, raw, &value).map_err(|e| e.to_string())?;
             Ok(Edit {
-                doc: slot.doc,
+                doc: slot.doc as usize,
                 path: slot.path.to_vec(),
-                span: slot.span.clone(),
+                span: slot.span.range(),
                 new_raw,
                 new_value: value,
                 inner: slot.inner.as_deref().cloned(),

@@ -256,7 +256,7 @@ fn tag_slot(r: &ImageRef) -> Option<&crate::discover::Slot> {
 fn tag_in(slot: &crate::discover::Slot, text: &str) -> Option<String> {
     let docs = imagebump_yaml::parse_located(text).ok()?;
     let value = docs
-        .get(slot.doc)?
+        .get(slot.doc as usize)?
         .root
         .as_ref()?
         .at(&slot.path)?

@@ -120,7 +120,7 @@ impl Scan<'_> {
             let Some(slot) = r.slots.get(i) else { continue };
             let c = Current {
                 file: r.file.to_string(),
-                doc: slot.doc,
+                doc: slot.doc as usize,
                 at: slot.path.to_vec(),
                 format: slot.format.clone(),
                 kind: r.kind,
@@ -174,7 +174,7 @@ impl Scan<'_> {
 
 /// Whether two references read the same values (the same slots of the same file).
 pub(super) fn same_place(a: &ImageRef, b: &ImageRef) -> bool {
-    let places = |r: &ImageRef| -> Vec<(usize, Vec<PathSeg>)> {
+    let places = |r: &ImageRef| -> Vec<(u32, Vec<PathSeg>)> {
         r.slots.iter().map(|s| (s.doc, s.path.to_vec())).collect()
     };
     a.file == b.file && !b.slots.is_empty() && places(a) == places(b)
