@@ -15,6 +15,8 @@ pub const ARCHIVE_LIMIT: usize = 16 << 20;
 /// The most read of the archive's unpacked bytes, and of one file in it.
 const UNPACKED_LIMIT: u64 = 64 << 20;
 const FILE_LIMIT: u64 = 4 << 20;
+// Positions in a chart's default values are kept in 32 bits (discovery's slots).
+const _: () = assert!(FILE_LIMIT <= u32::MAX as u64);
 
 /// Helm's media type of the chart layer of an OCI chart.
 pub const CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";

@@ -1616,6 +1616,9 @@ fn scalar_paths(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<(Vec<PathSeg>,
 /// The largest file read for Argo CD (an Application, an override file, a resource).
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
+// Positions in these files are kept in 32 bits (`super::saturating_u32`).
+const _: () = assert!(MAX_FILE_BYTES <= u32::MAX as u64);
+
 /// Whether a repository value (possibly the short form without the registry, as Helm
 /// charts often split it) names `image`.
 fn same_image(repo: &str, image: &str) -> bool {

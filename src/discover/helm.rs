@@ -15,7 +15,7 @@ use crate::argocd::helm_path;
 use imagebump_model::config::{HelmConfig, HelmImageKey, HelmKeyPath};
 use imagebump_model::name::{self, parse_name, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{BlockText, Doc, Inner, LineIndex, Node, PathSeg, Scalar, Style};
+use imagebump_yaml::{BlockText, Doc, LineIndex, Node, PathSeg, Scalar, Style};
 
 /// `helm.imageKeys`, as YAML paths from the root of the values.
 #[derive(Debug, Clone, Default)]
@@ -149,22 +149,12 @@ pub(super) fn in_block(
     }
     for r in &mut refs {
         for slot in std::mem::take(&mut r.slots) {
-            let Some(span) = block.file_span(slot.span.range()) else {
+            let Some(slot) = slot.in_block(block, doc, at.into()) else {
                 r.unmanaged = Some("its value spans lines inside helm.values".into());
                 r.slots.clear();
                 break;
             };
-            r.slots.push(super::Slot {
-                inner: Some(Box::new(Inner {
-                    doc: slot.doc as usize,
-                    path: slot.path.to_vec(),
-                    span: slot.span.range(),
-                })),
-                doc: super::saturating_u32(doc),
-                path: at.into(),
-                span: span.into(),
-                ..slot
-            });
+            r.slots.push(slot);
         }
     }
     (refs, problems)

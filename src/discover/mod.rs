@@ -176,6 +176,14 @@ pub struct Span {
 }
 
 impl Span {
+    /// `r` in 32 bits, each end saturating (see [`saturating_u32`]).
+    pub fn saturating(r: &Range<usize>) -> Span {
+        Span {
+            start: saturating_u32(r.start),
+            end: saturating_u32(r.end),
+        }
+    }
+
     pub fn range(self) -> Range<usize> {
         self.start()..self.end()
     }
@@ -186,15 +194,6 @@ impl Span {
 
     pub fn end(self) -> usize {
         self.end as usize
-    }
-}
-
-impl From<Range<usize>> for Span {
-    fn from(r: Range<usize>) -> Span {
-        Span {
-            start: saturating_u32(r.start),
-            end: saturating_u32(r.end),
-        }
     }
 }
 
@@ -213,6 +212,31 @@ pub struct Slot {
     /// scalar inside its text; `span` is still the scalar's bytes in the file.
     /// Boxed: rare, and a slot is kept per reference to the end of the run.
     pub inner: Option<Box<imagebump_yaml::Inner>>,
+}
+
+impl Slot {
+    /// This slot, read in the YAML text of the literal block string `block` (at `at` in the
+    /// file's document `doc`), as a slot of the file: its span the file's bytes, its place
+    /// in the block kept as `inner`. `None` when its value spans lines of the block.
+    pub fn in_block(
+        self,
+        block: &imagebump_yaml::BlockText,
+        doc: usize,
+        at: SlotPath,
+    ) -> Option<Slot> {
+        let span = block.file_span(self.span.range())?;
+        Some(Slot {
+            inner: Some(Box::new(imagebump_yaml::Inner {
+                doc: self.doc as usize,
+                path: self.path.to_vec(),
+                span: self.span.range(),
+            })),
+            doc: saturating_u32(doc),
+            path: at,
+            span: Span::saturating(&span),
+            ..self
+        })
+    }
 }
 
 /// What a slot holds, so the new value can be spelled the same way.
@@ -326,8 +350,10 @@ pub struct Extra {
     pub app: Option<String>,
 }
 
-/// A line or a column as a reference or an update keeps it: a file is read up to
-/// [`MAX_FILE_BYTES`], so it fits; saturating all the same.
+/// A position kept in 32 bits (a line, a column, a slot's span and document, where a
+/// kustomization's directory ends): a file is read up to [`MAX_FILE_BYTES`] (the other
+/// readers' limits are smaller, each with its own assertion), so it fits; saturating all
+/// the same.
 pub fn saturating_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -513,7 +539,7 @@ impl FileCtx<'_> {
         Slot {
             doc: saturating_u32(doc),
             path: LATELY.with_borrow_mut(|lately| lately.path(path)),
-            span: s.span.clone().into(),
+            span: Span::saturating(&s.span),
             style: s.style,
             format,
             inner: None,
@@ -1421,9 +1447,12 @@ pub(crate) mod tests {
         assert_eq!(std::mem::size_of::<Slots>(), 16);
         assert_eq!(std::mem::size_of::<Slot>(), 48);
         // Its span too, in 32 bits.
-        let span = Span::from(3..(u32::MAX as usize + 9));
-        assert_eq!((span.start(), span.end()), (3, u32::MAX as usize));
-        assert_eq!(Span::from(5..9).range(), 5..9);
+        let span = Span::saturating(&(u32::MAX as usize + 3..u32::MAX as usize + 9));
+        assert_eq!(
+            (span.start(), span.end()),
+            (u32::MAX as usize, u32::MAX as usize)
+        );
+        assert_eq!(Span::saturating(&(5..9)).range(), 5..9);
         // Its line and column are kept in 32 bits, saturating.
         assert_eq!(
             (saturating_u32(7), saturating_u32(u32::MAX as usize)),
@@ -1436,7 +1465,7 @@ pub(crate) mod tests {
         let slot = |doc| Slot {
             doc,
             path: SlotPath::from(Vec::new()),
-            span: (0..1).into(),
+            span: Span::saturating(&(0..1)),
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,
@@ -1478,7 +1507,7 @@ pub(crate) mod tests {
         let slot = Slot {
             doc: 0,
             path: Vec::new().into(),
-            span: (0..1).into(),
+            span: Span::saturating(&(0..1)),
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,

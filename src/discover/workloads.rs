@@ -12,7 +12,7 @@ use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::config::ImageField;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{BlockText, Doc, Inner, Node, ParseError, PathSeg, Scalar, Style};
+use imagebump_yaml::{BlockText, Doc, Node, ParseError, PathSeg, Scalar, Style};
 
 /// Kinds whose documents are never read for images: their schemas are full of `image`
 /// property names, and they deploy nothing.
@@ -300,20 +300,9 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
                 continue;
             };
             for slot in std::mem::take(&mut r.slots) {
-                let Some(span) = block.file_span(slot.span.range()) else {
-                    continue;
-                };
-                r.slots.push(super::Slot {
-                    inner: Some(Box::new(Inner {
-                        doc: slot.doc as usize,
-                        path: slot.path.to_vec(),
-                        span: slot.span.range(),
-                    })),
-                    doc: super::saturating_u32(doc),
-                    path: at.as_slice().into(),
-                    span: span.into(),
-                    ..slot
-                });
+                if let Some(slot) = slot.in_block(&block, doc, at.as_slice().into()) {
+                    r.slots.push(slot);
+                }
             }
             out.push(Found {
                 r,

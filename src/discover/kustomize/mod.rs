@@ -8,7 +8,7 @@ use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
 use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_name, Reference};
 use imagebump_model::Problem;
-use imagebump_yaml::{Doc, Node, PathSeg};
+use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
 
 /// What the graph needs from one kustomization file: held for every kustomization until
 /// the manifests are placed (5,000 at 10,000 apps), so in boxed slices of their exact
@@ -17,9 +17,9 @@ use imagebump_yaml::{Doc, Node, PathSeg};
 #[derive(Debug, Clone, Default)]
 pub struct Kustomization {
     file: ArcStr,
-    /// Where the file's directory ends in its name (`u32::MAX`: at the root), found once:
-    /// the graph asks for a kustomization's directory at every step of every chain.
-    dir_end: u32,
+    /// Where the file's directory ends in its name (`None`: at the root), found once: the
+    /// graph asks for a kustomization's directory at every step of every chain.
+    dir_end: Option<u32>,
     /// `resources`, `bases` and `components` entries as written, with their line.
     pub includes: Box<[(Box<str>, u32)]>,
     /// `components` entries as written (also in `includes`): their `images:` apply to
@@ -36,7 +36,7 @@ impl Kustomization {
     /// The kustomization in `file`, with nothing read yet.
     pub fn new(file: ArcStr) -> Kustomization {
         Kustomization {
-            dir_end: file.rfind('/').map_or(u32::MAX, saturating_u32),
+            dir_end: file.rfind('/').map(saturating_u32),
             file,
             ..Default::default()
         }
@@ -48,16 +48,16 @@ impl Kustomization {
 
     /// Its directory, `/`-separated from the root (`.` for the root).
     pub fn dir(&self) -> &str {
-        self.file.get(..self.dir_end as usize).unwrap_or(".")
+        (self.dir_end)
+            .and_then(|end| self.file.get(..end as usize))
+            .unwrap_or(".")
     }
 }
 
 /// One `images:` entry, as kustomize applies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// Its index in the list, and its line (a file is at most `MAX_FILE_BYTES`, see
-    /// `saturating_u32`).
-    pub index: u32,
+    /// Its line (a file is at most `MAX_FILE_BYTES`, see `saturating_u32`).
     pub line: u32,
     pub name: ArcStr,
     pub new_name: Option<ArcStr>,
@@ -65,29 +65,19 @@ pub struct Entry {
     pub sets_version: bool,
 }
 
-/// The strings of a list-valued key, with their line.
-fn strings(ctx: &FileCtx, root: &Node, key: &str) -> Box<[(Box<str>, u32)]> {
-    match root.get(key) {
-        Some(Node::Seq { items, .. }) => items
-            .iter()
-            .filter_map(|i| i.as_scalar())
-            .map(|s| {
-                (
-                    s.value.as_str().into(),
-                    saturating_u32(ctx.at(s.span.start).0),
-                )
-            })
-            .collect(),
-        _ => Box::default(),
-    }
+/// The scalars of a list-valued key.
+fn scalars<'n>(root: &'n Node, key: &str) -> impl Iterator<Item = &'n Scalar> {
+    let items = match root.get(key) {
+        Some(Node::Seq { items, .. }) => items.as_slice(),
+        _ => &[],
+    };
+    items.iter().filter_map(Node::as_scalar)
 }
 
 /// The strings of a list-valued key.
-fn names(ctx: &FileCtx, root: &Node, key: &str) -> Box<[Box<str>]> {
-    strings(ctx, root, key)
-        .into_vec()
-        .into_iter()
-        .map(|(s, _)| s)
+fn names(root: &Node, key: &str) -> Box<[Box<str>]> {
+    scalars(root, key)
+        .map(|s| s.value.as_str().into())
         .collect()
 }
 
@@ -99,17 +89,20 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     };
     k.includes = ["resources", "bases", "components"]
         .into_iter()
-        .flat_map(|key| strings(ctx, root, key))
+        .flat_map(|key| scalars(root, key))
+        .map(|s| {
+            let line = ctx.at(s.span.start).0;
+            (s.value.as_str().into(), saturating_u32(line))
+        })
         .collect();
-    k.components = names(ctx, root, "components");
+    k.components = names(root, "components");
     k.values_files = values_files(root);
-    k.configurations = names(ctx, root, "configurations");
+    k.configurations = names(root, "configurations");
     if let Some(Node::Seq { items, .. }) = root.get("images") {
-        k.images = (items.iter().enumerate())
-            .filter_map(|(index, item)| {
+        k.images = (items.iter())
+            .filter_map(|item| {
                 let field = |f: &str| item.get(f).and_then(Node::str_value).map(ArcStr::from);
                 Some(Entry {
-                    index: saturating_u32(index),
                     line: saturating_u32(ctx.at(item.offset()).0),
                     name: field("name")?,
                     new_name: field("newName"),
