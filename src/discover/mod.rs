@@ -1062,7 +1062,7 @@ impl Kept for ArcStr {
 
 impl Kept for SlotPath {
     fn address(&self) -> usize {
-        std::sync::Arc::as_ptr(&self.0).cast::<()>().addr()
+        self.0.address()
     }
 }
 

@@ -35,7 +35,7 @@ pub struct Promotion {
     /// the timelines count in.
     pub origin: usize,
     /// Where the reference is: (file, line, column, unit), to find it again.
-    pub at: (String, usize, usize, String),
+    pub at: (String, u32, u32, String),
     /// The application's name: the first `{name}` captured, else the image's last segment.
     pub app: String,
     pub source_dir: String,
@@ -104,14 +104,11 @@ impl Promotions {
         if self.list.is_empty() {
             return self;
         }
-        let at: std::collections::HashMap<(&str, usize, usize, &str), usize> = found
+        let at: std::collections::HashMap<(&str, u32, u32, &str), usize> = found
             .refs
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let (line, column) = r.at();
-                ((&*r.file, line, column, &*r.unit), i)
-            })
+            .map(|(i, r)| ((&*r.file, r.line, r.column, &*r.unit), i))
             .collect();
         self.list.retain_mut(|p| {
             let key = (p.at.0.as_str(), p.at.1, p.at.2, p.at.3.as_str());
@@ -181,12 +178,7 @@ fn plan(found: &Discovery, config: &Config, problems: &mut Vec<Problem>) -> Vec<
         let mut p = Promotion {
             index,
             origin: index,
-            at: (
-                r.file.to_string(),
-                r.line as usize,
-                r.column as usize,
-                r.unit.to_string(),
-            ),
+            at: (r.file.to_string(), r.line, r.column, r.unit.to_string()),
             app: app_name(rule.path.as_deref(), &from.path, r),
             source_dir: String::new(),
             source_env: String::new(),
