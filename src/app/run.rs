@@ -506,7 +506,8 @@ async fn analyse_once(
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
-    let (mut found, early) = discover_listing_early(plan, loaded, registries, group_by);
+    let keep = texts_kept(plan, out.format);
+    let (mut found, early) = discover_listing_early(plan, loaded, registries, (group_by, keep));
     let (config, concurrency) = (&loaded.config, plan.concurrency);
     discover::chart_values::chart_defaults(&mut found, config, registries, concurrency).await;
     // Promotion reads the whole tree: a source may lie outside the scope or the shard.
@@ -552,9 +553,11 @@ async fn analyse_once(
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
     let outcomes = &resolved.outcomes;
-    let mut made = match texts_kept(plan, out.format) {
+    let mut made = match keep {
         // Only the plan reads the texts: it gives them up once its edits are verified.
-        plan::Keep::Nothing => plan::plan_giving_up_texts(&mut found, outcomes, group_by),
+        plan::Keep::Nothing => {
+            plan::plan_giving_up_texts(&mut found, outcomes, group_by, &loaded.ws.tree)
+        }
         keep => plan::plan_with(&found, outcomes, group_by, keep),
     };
     let bumps = oci_chart_bumps(&found, &resolved.outcomes);
@@ -644,7 +647,7 @@ fn discover_listing_early(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    group_by: crate::config::GroupBy,
+    (group_by, keep): (crate::config::GroupBy, plan::Keep),
 ) -> (Discovery, resolve::EarlyLists) {
     let mut early = resolve::EarlyLists::new(plan.concurrency);
     let promotes = loaded
@@ -660,7 +663,12 @@ fn discover_listing_early(
         }
     };
     let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
-    let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell);
+    let texts = match keep {
+        // The plan proves what it can without the texts, and reads the others again.
+        plan::Keep::Nothing => discover::SourceTexts::Unproven,
+        plan::Keep::Files | plan::Keep::Branches => discover::SourceTexts::All,
+    };
+    let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
     (found, early)
 }
 

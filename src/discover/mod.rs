@@ -212,6 +212,11 @@ pub struct Slot {
     /// scalar inside its text; `span` is still the scalar's bytes in the file.
     /// Boxed: rare, and a slot is kept per reference to the end of the run.
     pub inner: Option<Box<imagebump_yaml::Inner>>,
+    /// Its value is the whole value of its line in a text whose edits are proven in their
+    /// lines (`imagebump_yaml::alone_in_its_line`, `provable_in_lines`): set by discovery
+    /// when it gives that text up ([`SourceTexts::Unproven`]), so that the plan proves the
+    /// slot's edit without it. In the room the slot's other fields leave.
+    pub alone: bool,
 }
 
 impl Slot {
@@ -543,6 +548,7 @@ impl FileCtx<'_> {
             style: s.style,
             format,
             inner: None,
+            alone: false,
         }
     }
 
@@ -785,7 +791,22 @@ type Texts = Vec<Option<Result<String, String>>>;
 
 /// Walk `tree` and collect every reference.
 pub fn discover(tree: &Tree, config: &Config) -> Discovery {
-    discover_with(tree, config, None)
+    discover_with(tree, config, None, SourceTexts::All)
+}
+
+/// What discovery keeps of the texts of the files its managed references are in, for the
+/// plan ([`Discovery::sources`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceTexts {
+    /// Every one: the plan writes new texts (a diff, `--write`, a push, pull requests).
+    All,
+    /// Only those the plan cannot prove its edits in without the text, for a run whose
+    /// output is the report: a text the one-pass reader read, without aliases or merge keys,
+    /// whose every slot's value is the whole value of its line, is given up as soon as it is
+    /// read (its fingerprint kept, its slots marked [`Slot::alone`]); the plan proves
+    /// those edits from the new values alone, and reads the text again where a new value
+    /// does not read alone (`plan::plan_giving_up_texts`).
+    Unproven,
 }
 
 /// Told of each reference no later pass of discovery can change (its image, policy, unit and
@@ -797,7 +818,12 @@ pub type Early<'a> = &'a mut dyn FnMut(&ImageRef);
 /// Only a tree without Argo CD or Flux resources has such references (those resources are
 /// applied after every file is read, and may claim any reference); manifest images are
 /// placed after every kustomization is read, so they are never early.
-pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Discovery {
+pub fn discover_with(
+    tree: &Tree,
+    config: &Config,
+    early: Option<Early>,
+    kept: SourceTexts,
+) -> Discovery {
     let mut out = Discovery::default();
     let filters = match Filters::new(&config.scan) {
         Ok(f) => f,
@@ -872,6 +898,7 @@ pub fn discover_with(tree: &Tree, config: &Config, early: Option<Early>) -> Disc
         .collect();
     let mut fold = Fold {
         tree,
+        texts: kept,
         out,
         policies,
         argo: argocd::Found::default(),
@@ -992,6 +1019,7 @@ fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, ReadAhead) 
 /// What discovery builds up file by file, in file order.
 struct Fold<'a> {
     tree: &'a Tree,
+    texts: SourceTexts,
     out: Discovery,
     policies: Policies,
     argo: argocd::Found,
@@ -1171,7 +1199,12 @@ impl Fold<'_> {
             }
         }
         if out.refs.iter_from(before).any(ImageRef::is_managed) {
-            out.sources.insert(ArcStr::clone(&file), text);
+            let proven_without = self.texts == SourceTexts::Unproven
+                && imagebump_yaml::provable_in_lines(&text, fingerprint)
+                && alone_in_their_lines(&text, out.refs.iter_mut_from(before));
+            if !proven_without {
+                out.sources.insert(ArcStr::clone(&file), text);
+            }
             if let Some(f) = fingerprint {
                 out.fingerprints.insert(file, f);
             }
@@ -1183,6 +1216,7 @@ impl Fold<'_> {
     fn finish(self, config: &Config) -> Discovery {
         let Fold {
             tree,
+            texts: _,
             mut out,
             mut policies,
             mut argo,
@@ -1252,6 +1286,33 @@ struct Keys<'a> {
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
 /// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
+/// Whether every slot of `refs` (a file's, read from `text`) holds the whole value of its
+/// line, each marked [`Slot::alone`] when all do: the file's edits are then proven without
+/// its text ([`SourceTexts::Unproven`]). A slot inside a block scalar's text, or of a
+/// block scalar, never is; a file a reference creates a value in keeps its text.
+fn alone_in_their_lines<'r>(text: &str, refs: impl Iterator<Item = &'r mut ImageRef>) -> bool {
+    let mut marked: Vec<&mut Slot> = Vec::new();
+    for r in refs {
+        // A value created in the file needs its text (few do).
+        if !r.creations().is_empty() {
+            return false;
+        }
+        for slot in r.slots.iter_mut() {
+            let alone = slot.inner.is_none()
+                && slot.style != Style::Block
+                && imagebump_yaml::alone_in_its_line(text, &slot.span.range());
+            if !alone {
+                return false;
+            }
+            marked.push(slot);
+        }
+    }
+    for slot in marked {
+        slot.alone = true;
+    }
+    true
+}
+
 fn read_file(
     tree: &Tree,
     (rel, kind): (&ArcStr, FileKind),
@@ -1469,6 +1530,7 @@ pub(crate) mod tests {
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,
+            alone: false,
         };
         slots.push(slot(1));
         slots.push(slot(2));
@@ -1511,6 +1573,7 @@ pub(crate) mod tests {
             style: Style::Plain,
             format: SlotFormat::Tag,
             inner: None,
+            alone: false,
         };
         let mut seen = Vec::new();
         let mut check = |r: &ImageRef| {
@@ -1547,7 +1610,12 @@ pub(crate) mod tests {
     fn told(dir: &std::path::Path) -> (Vec<(String, String)>, Discovery) {
         let mut told = Vec::new();
         let mut tell = |r: &ImageRef| told.push((r.file.to_string(), r.written.to_string()));
-        let found = discover_with(&Tree::disk(dir), &Config::default(), Some(&mut tell));
+        let found = discover_with(
+            &Tree::disk(dir),
+            &Config::default(),
+            Some(&mut tell),
+            SourceTexts::All,
+        );
         (told, found)
     }
 

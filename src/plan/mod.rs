@@ -9,12 +9,14 @@ use serde::Serialize;
 
 mod chart_lock;
 mod creation;
+mod in_lines;
 
 use crate::chunked::Chunked;
 use crate::config::GroupBy;
 use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::resolve::Outcome;
+use crate::source::tree::Tree;
 use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
 use imagebump_yaml::{self as yaml, Edit, Scalar};
@@ -301,8 +303,31 @@ fn changes_for<'a>(
         {
             return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
-        let source = sources.text(file);
         let fingerprint = sources.fingerprint(file);
+        let read_again: ArcStr;
+        let source = match sources.text(file) {
+            Some(text) => Some(text),
+            // Given up by discovery: proven without it, or read again.
+            None => match (sources.tree(), fingerprint) {
+                (Some(tree), Some(fingerprint)) => {
+                    if !keep(file) {
+                        if let Some(proven) = in_lines::proven(work) {
+                            debug_assert_eq!(
+                                proven,
+                                again(tree, file, fingerprint, work)
+                                    .and_then(|text| change_file(Some(&text), Some(fingerprint), work))
+                                    .map(|_| ()),
+                                "{file}: proven without its text, not with it"
+                            );
+                            return proven.map(|()| None);
+                        }
+                    }
+                    read_again = again(tree, file, fingerprint, work)?;
+                    Some(&read_again)
+                }
+                _ => None,
+            },
+        };
         change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
             keep(file).then(|| {
                 Box::new(FileChange {
@@ -426,32 +451,69 @@ pub fn plan_giving_up_texts(
     discovery: &mut Discovery,
     outcomes: &Chunked<Outcome>,
     group_by: GroupBy,
+    tree: &Tree,
 ) -> Plan {
     let sources = Sources::Taken(
         std::mem::take(&mut discovery.sources),
         std::mem::take(&mut discovery.fingerprints),
+        tree,
     );
     make(discovery, sources, outcomes, (group_by, Keep::Nothing))
 }
 
-/// The texts a plan edits, with their fingerprints: the discovery's, or taken from it.
+/// The texts a plan edits, with their fingerprints: the discovery's, or taken from it with
+/// the tree to read again those it gave up ([`crate::discover::SourceTexts::Unproven`]).
 enum Sources<'d> {
     Shared(&'d Discovery),
-    Taken(BTreeMap<ArcStr, ArcStr>, HashMap<ArcStr, yaml::Fingerprint>),
+    Taken(
+        BTreeMap<ArcStr, ArcStr>,
+        HashMap<ArcStr, yaml::Fingerprint>,
+        &'d Tree,
+    ),
+}
+
+/// The text of `file`, which discovery read and gave up, read again: refused when it is no
+/// longer the text whose values discovery read (`fingerprint`).
+fn again(
+    tree: &Tree,
+    file: &str,
+    fingerprint: yaml::Fingerprint,
+    work: &FileWork,
+) -> Result<ArcStr, (usize, usize, String)> {
+    let (line, column) = edits_at(work);
+    let text = tree
+        .read(file, crate::discover::MAX_FILE_BYTES)
+        .map_err(|e| (line, column, format!("cannot read the file again: {e}")))?;
+    if !fingerprint.read_in_one_pass_from(&text) {
+        return Err((
+            line,
+            column,
+            "the file changed while imagebump ran".to_string(),
+        ));
+    }
+    Ok(text.into())
 }
 
 impl Sources<'_> {
+    /// The tree to read given-up texts from.
+    fn tree(&self) -> Option<&Tree> {
+        match self {
+            Sources::Shared(_) => None,
+            Sources::Taken(_, _, tree) => Some(tree),
+        }
+    }
+
     fn text(&self, file: &str) -> Option<&ArcStr> {
         match self {
             Sources::Shared(d) => d.sources.get(file),
-            Sources::Taken(texts, _) => texts.get(file),
+            Sources::Taken(texts, _, _) => texts.get(file),
         }
     }
 
     fn fingerprint(&self, file: &str) -> Option<yaml::Fingerprint> {
         match self {
             Sources::Shared(d) => d.fingerprints.get(file).copied(),
-            Sources::Taken(_, prints) => prints.get(file).copied(),
+            Sources::Taken(_, prints, _) => prints.get(file).copied(),
         }
     }
 }
@@ -744,6 +806,16 @@ fn rows(
     }
 }
 
+/// Where a refusal of `work`'s edits as a whole is reported: its first reference.
+fn edits_at(work: &FileWork) -> (usize, usize) {
+    let first = work
+        .slots
+        .first()
+        .map(|p| p.0)
+        .or_else(|| work.creations.first().map(|(p, _)| p.0));
+    first.map_or((0, 0), ImageRef::at)
+}
+
 /// The new text of one file: slot edits first, then created values. The error carries the
 /// line and column to report.
 /// `fingerprint`: of `before`'s values, from discovery's parse.
@@ -761,12 +833,7 @@ fn change_file(
         })?;
         edits.extend(e);
     }
-    let first = work
-        .slots
-        .first()
-        .map(|p| p.0)
-        .or_else(|| work.creations.first().map(|(p, _)| p.0));
-    let (line, column) = first.map_or((0, 0), ImageRef::at);
+    let (line, column) = edits_at(work);
     let after = if edits.is_empty() {
         text.to_string()
     } else {

@@ -54,23 +54,40 @@ pub enum EditError {
 /// silently turned into another type (`1.10` would become the float 1.1).
 pub fn render_scalar(old: &Scalar, old_raw: &str, new_value: &str) -> Result<String, EditError> {
     match old.style {
-        Style::Double => Ok(format!(
-            "\"{}\"",
-            new_value.replace('\\', "\\\\").replace('"', "\\\"")
-        )),
-        Style::Single => Ok(format!("'{}'", new_value.replace('\'', "''"))),
-        Style::Plain => {
-            if plain_reads_back(new_value, old_raw) {
-                Ok(new_value.to_string())
-            } else {
-                Ok(format!(
-                    "\"{}\"",
-                    new_value.replace('\\', "\\\\").replace('"', "\\\"")
-                ))
-            }
-        }
         Style::Block => Err(EditError::BlockScalar(old_raw.to_string())),
+        // Only a plain scalar whose new value reads as a number asks the old text.
+        style => Ok(render_alone(style, new_value).unwrap_or_else(|| {
+            plain_or_quoted(new_value, plain_reads_back(new_value, old_raw))
+        })),
     }
+}
+
+/// [`render_scalar`] where its result does not depend on the old scalar's text: every
+/// style but a block scalar, and a plain one unless the new value reads as a number (it
+/// stays plain only where the old value was a number). `None` otherwise.
+pub fn render_alone(style: Style, new_value: &str) -> Option<String> {
+    match style {
+        Style::Double => Some(double_quoted(new_value)),
+        Style::Single => Some(format!("'{}'", new_value.replace('\'', "''"))),
+        Style::Plain => match plain_reading(new_value) {
+            PlainReading::Itself => Some(plain_or_quoted(new_value, true)),
+            PlainReading::Other => Some(plain_or_quoted(new_value, false)),
+            PlainReading::Number => None,
+        },
+        Style::Block => None,
+    }
+}
+
+fn plain_or_quoted(new_value: &str, plain: bool) -> String {
+    if plain {
+        new_value.to_string()
+    } else {
+        double_quoted(new_value)
+    }
+}
+
+fn double_quoted(value: &str) -> String {
+    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 fn plain_reads_back(new_value: &str, old_raw: &str) -> bool {
@@ -253,28 +270,72 @@ fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
             return false;
         }
         at = end.saturating_add(e.new_raw.len());
-        // The one-pass reader reads one document; a path leads to the edited value.
-        if e.doc != 0
-            || e.path.is_empty()
-            || after.get(end..at) != Some(e.new_raw.as_str())
+        if after.get(end..at) != Some(e.new_raw.as_str())
             || !value_of_its_line(before, &e.span)
+            || !new_value_alone(e)
         {
-            return false;
-        }
-        let new = &e.new_raw;
-        let one_line = !new.contains('\n')
-            && new
-                .bytes()
-                .next()
-                .is_some_and(|b| matches!(b, b'"' | b'\'') || b.is_ascii_alphanumeric());
-        let reads = crate::simple::scalar(new)
-            .is_some_and(|s| s.value == e.new_value && holds(&s, &e.new_value));
-        if !one_line || !reads {
             return false;
         }
         pos = e.span.end;
     }
     before.get(pos..) == after.get(at..)
+}
+
+/// What [`in_their_lines`] asks of an edit besides its place in the text: the one-pass
+/// reader reads one document, a path leads to the edited value, and the new text is one
+/// line that reads alone as the new value.
+fn new_value_alone(e: &Edit) -> bool {
+    let new = &e.new_raw;
+    let one_line = !new.contains('\n')
+        && new
+            .bytes()
+            .next()
+            .is_some_and(|b| matches!(b, b'"' | b'\'') || b.is_ascii_alphanumeric());
+    e.doc == 0
+        && !e.path.is_empty()
+        && e.inner.is_none()
+        && one_line
+        && crate::simple::scalar(new)
+            .is_some_and(|s| s.value == e.new_value && holds(&s, &e.new_value))
+}
+
+/// Whether edits of `text` can be proven in their lines without it, later: the one-pass
+/// reader read it (`fingerprint` is of this very text), and it has no alias or merge key.
+/// With [`alone_in_its_line`] for each edited span, that is everything
+/// [`apply_edits_known`]'s proof in the line reads of the text; [`proven_in_their_lines`]
+/// makes the rest of it from the edits alone.
+pub fn provable_in_lines(text: &str, fingerprint: Option<Fingerprint>) -> bool {
+    fingerprint.is_some_and(|f| f.read_in_one_pass_from(text))
+        && !text.contains('*')
+        && !text.contains("<<")
+}
+
+/// Whether `span` of `text` is the whole value of its line (after `key: `, `- ` or
+/// `- key: `, before nothing or a comment): what the proof in the line asks of the text
+/// at an edit.
+pub fn alone_in_its_line(text: &str, span: &Range<usize>) -> bool {
+    value_of_its_line(text, span)
+}
+
+/// [`apply_edits_known`] without the text, for edits of a text [`provable_in_lines`]
+/// accepted whose spans were each [`alone_in_its_line`] there: `Ok(true)` when the edited
+/// text would be proven in its lines, the error it would give when it refuses the edits
+/// before any proof (different values for one span, overlapping spans), and `Ok(false)`
+/// when only the text can tell (a new value that does not read alone: the caller reads the
+/// text again and applies the edits).
+pub fn proven_in_their_lines(edits: &[Edit]) -> Result<bool, EditError> {
+    let once = one_per_span(edits)?;
+    let mut sorted: Vec<&Edit> = once.iter().collect();
+    sorted.sort_by_key(|e| e.span.start);
+    let mut pos = 0;
+    for e in &sorted {
+        // Where splicing the text would find the edits overlapping.
+        if e.span.start < pos {
+            return Err(EditError::Overlap(e.span.start));
+        }
+        pos = e.span.end;
+    }
+    Ok(sorted.iter().all(|e| new_value_alone(e)))
 }
 
 /// Whether `span` of `text` is the whole value of its line: after the line's indentation,

@@ -38,7 +38,7 @@ impl Fingerprint {
     }
 
     /// Whether the one-pass reader read `text` itself to make this fingerprint.
-    pub(crate) fn read_in_one_pass_from(&self, text: &str) -> bool {
+    pub fn read_in_one_pass_from(&self, text: &str) -> bool {
         self.by == Reader::OnePass && self.text == text_hash(text)
     }
 

@@ -36,7 +36,10 @@ mod located;
 mod simple;
 
 pub use block::BlockText;
-pub use edit::{apply_edits, apply_edits_known, render_scalar, Edit, EditError, Inner};
+pub use edit::{
+    alone_in_its_line, apply_edits, apply_edits_known, proven_in_their_lines, provable_in_lines,
+    render_alone, render_scalar, Edit, EditError, Inner,
+};
 pub use fingerprint::Fingerprint;
 pub use insert::{apply_upserts, json_documents, set_path, Upsert};
 pub use located::{
