@@ -42,11 +42,7 @@ pub(super) fn proven(work: &FileWork) -> Option<Result<(), (usize, usize, String
 /// [`super::edits_for`] without the text: `None` when a slot's edit needs it (a slot not
 /// [`alone`](crate::discover::Slot::alone), a new value whose spelling depends on the old
 /// one's).
-fn edits_alone(
-    r: &ImageRef,
-    tag: &str,
-    digest: Option<&str>,
-) -> Option<Result<Vec<Edit>, String>> {
+fn edits_alone(r: &ImageRef, tag: &str, digest: Option<&str>) -> Option<Result<Vec<Edit>, String>> {
     let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
     if r.digest.is_some() && digest.is_none() {
         return Some(Err("the new digest is unknown".into()));
@@ -70,4 +66,143 @@ fn edits_alone(
         });
     }
     Some(Ok(edits))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::chunked::Chunked;
+    use crate::config::{Config, GroupBy};
+    use crate::discover::{discover_with, Discovery, SourceTexts};
+    use crate::plan::{plan_giving_up_texts, plan_with, Keep, Plan};
+    use crate::resolve::Outcome;
+    use crate::source::tree::Tree;
+
+    fn discovered(dir: &std::path::Path, texts: SourceTexts) -> Discovery {
+        discover_with(&Tree::disk(dir), &Config::default(), None, texts)
+    }
+
+    /// Every reference of `found` updated to `tag`.
+    fn updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
+        (found.refs.iter())
+            .map(|_| Outcome::Update {
+                tag: tag.into(),
+                digest: None,
+                verified: None,
+            })
+            .collect()
+    }
+
+    fn same_report(a: &Plan, b: &Plan) {
+        assert_eq!(a.updates, b.updates);
+        assert_eq!(a.problems, b.problems);
+        assert_eq!(a.refused, b.refused);
+        assert_eq!(a.files_changed, b.files_changed);
+    }
+
+    /// A report-only run holds only the texts its proofs need, and reports what a run that
+    /// holds them all does.
+    #[test]
+    fn texts_proven_without_are_given_up_and_the_report_is_the_same() {
+        let dir = crate::discover::tests::tree(&[
+            (
+                "apps/a/kustomization.yaml",
+                "images:\n- name: r.io/x\n  newTag: 1.0.0 # pinned by hand\n",
+            ),
+            ("apps/b/values.yaml", "x:\n  image: r.io/y:1.0.0\n"),
+            // An alias, and a value in a flow mapping: their texts are kept.
+            (
+                "apps/c/values.yaml",
+                "base: &b r.io/z:1.0.0\nx:\n  image: *b\n",
+            ),
+            ("apps/d/values.yaml", "x: {image: r.io/w:1.0.0}\n"),
+        ]);
+        let kept = discovered(dir.path(), SourceTexts::All);
+        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let files = |d: &Discovery| d.sources.keys().map(|f| f.to_string()).collect::<Vec<_>>();
+        assert_eq!(files(&kept).len(), 4, "{:?}", files(&kept));
+        assert_eq!(
+            files(&given_up),
+            ["apps/c/values.yaml", "apps/d/values.yaml"]
+        );
+        let alone: Vec<(&str, bool)> = (given_up.refs.iter())
+            .flat_map(|r| r.slots.iter().map(|s| (&*r.file, s.alone)))
+            .collect();
+        assert!(
+            alone.contains(&("apps/a/kustomization.yaml", true)),
+            "{alone:?}"
+        );
+        assert!(alone.contains(&("apps/b/values.yaml", true)), "{alone:?}");
+        assert!(alone
+            .iter()
+            .all(|(f, a)| *a == (f.starts_with("apps/a") || f.starts_with("apps/b"))));
+        for (tag, group_by) in [
+            ("2.0.0", GroupBy::App),
+            ("2.0.0", GroupBy::Image),
+            ("a: b", GroupBy::App),
+        ] {
+            let outcomes = updated(&kept, tag);
+            let full = plan_with(&kept, &outcomes, group_by, Keep::Files);
+            let mut again = discovered(dir.path(), SourceTexts::Unproven);
+            let lean =
+                plan_giving_up_texts(&mut again, &outcomes, group_by, &Tree::disk(dir.path()));
+            same_report(&lean, &full);
+            assert_eq!(full.files_changed, 4, "{:?}", full.problems);
+            assert!(lean.files.is_empty());
+        }
+        let outcomes = updated(&kept, "2.0.0");
+        let lean = plan_giving_up_texts(
+            &mut given_up,
+            &outcomes,
+            GroupBy::App,
+            &Tree::disk(dir.path()),
+        );
+        assert!(given_up.sources.is_empty() && given_up.fingerprints.is_empty());
+        assert_eq!(lean.updates.len(), 4);
+    }
+
+    /// A new value whose spelling depends on the old one's (a number where a number was)
+    /// is written from the text read again; a text that changed since discovery read it is
+    /// refused, and so is one that is gone.
+    #[test]
+    fn a_text_given_up_is_read_again_where_a_new_value_needs_it() {
+        let values = "x:\n  image:\n    repository: r.io/x\n    tag: 10\n";
+        let dir = crate::discover::tests::tree(&[("apps/a/values.yaml", values)]);
+        let tree = Tree::disk(dir.path());
+        let kept = discovered(dir.path(), SourceTexts::All);
+        assert_eq!(kept.refs.len(), 1);
+        let outcomes = updated(&kept, "20");
+        let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
+        assert_eq!(full.files[0].after, values.replace("10", "20"));
+        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        assert!(given_up.sources.is_empty());
+        same_report(
+            &plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree),
+            &full,
+        );
+        // Changed after discovery read it: refused, left alone.
+        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let path = dir.path().join("apps/a/values.yaml");
+        std::fs::write(&path, values.replace("x:", "z:")).unwrap();
+        let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
+        assert!(lean.updates.is_empty());
+        assert_eq!(lean.refused.len(), 1);
+        assert_eq!(
+            lean.problems[0].to_string(),
+            "apps/a/values.yaml:4:10: edit refused, file left unchanged: the file changed while imagebump ran"
+        );
+        // Gone.
+        std::fs::write(&path, values).unwrap();
+        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        assert!(given_up.sources.is_empty());
+        std::fs::remove_file(&path).unwrap();
+        let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
+        assert_eq!(lean.refused.len(), 1);
+        assert!(
+            lean.problems[0]
+                .message
+                .starts_with("edit refused, file left unchanged: cannot read the file again: "),
+            "{:?}",
+            lean.problems
+        );
+    }
 }

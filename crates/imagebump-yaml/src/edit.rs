@@ -56,9 +56,8 @@ pub fn render_scalar(old: &Scalar, old_raw: &str, new_value: &str) -> Result<Str
     match old.style {
         Style::Block => Err(EditError::BlockScalar(old_raw.to_string())),
         // Only a plain scalar whose new value reads as a number asks the old text.
-        style => Ok(render_alone(style, new_value).unwrap_or_else(|| {
-            plain_or_quoted(new_value, plain_reads_back(new_value, old_raw))
-        })),
+        style => Ok(render_alone(style, new_value)
+            .unwrap_or_else(|| plain_or_quoted(new_value, plain_reads_back(new_value, old_raw)))),
     }
 }
 
@@ -1365,6 +1364,93 @@ mod tests {
                     verify(&text, &after, std::slice::from_ref(&edit), std::slice::from_ref(&edit)).is_ok(),
                     "{text:?} → {after:?}"
                 );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// What is proven without the text is what the text proves: over lines of keys,
+        /// items and comments, two edits (the same scalar twice, two of them, or the same
+        /// with two values), each rendered as the plan renders it without the old text;
+        /// where the text allows a proof without it, `proven_in_their_lines` says yes only
+        /// when `apply_edits_known` makes the new text, and refuses with its very error.
+        #[test]
+        fn edits_proven_without_their_text_are_the_edits_the_text_proves(
+            lines in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["", "- ", "- k: ", "  "]),
+                    proptest::sample::select(vec!["tag", "a", "on", "1"]),
+                    proptest::sample::select(vec![
+                        "1.0.0", "\"1.0\"", "'1.0'", "v1", "a:b", "10", "~", "{a: b}", "*x",
+                    ]),
+                    proptest::sample::select(vec!["", " # c", "#x", " x"]),
+                ),
+                1..5,
+            ),
+            picks in (0usize..5, 0usize..5),
+            values in (
+                proptest::sample::select(vec!["1.1.0", "v2", "1.10", "20", "true", "a: b", "x #y", "_x", "é", "it's", "a\"b"]),
+                proptest::sample::select(vec!["1.1.0", "2.0.0", "30"]),
+            ),
+            // Some edits written as they come (not as the plan renders them): new texts
+            // that read as more than a scalar, or as another value, in the line.
+            raw in proptest::option::of(proptest::sample::select(vec![
+                "a: b", "x #y", "[1]", "{}", "- x", "*a", "1.0\nb: 2", "'a\n  b'", "\"q", "1.10", "true",
+            ])),
+        ) {
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .map(|(i, (lead, key, value, tail))| match *lead {
+                    "" => format!("{key}{i}: {value}{tail}\n"),
+                    "  " => format!("{key}{i}:\n  - {value}{tail}\n"),
+                    "- k: " => format!("l{i}:\n- {key}: {value}{tail}\n  b: 1\n"),
+                    _ => format!("l{i}:\n{lead}{value}{tail}\n"),
+                })
+                .collect();
+            let Ok((docs, fingerprint)) = crate::parse_located_fingerprinted(&text) else {
+                return Ok(());
+            };
+            if !provable_in_lines(&text, Some(fingerprint)) {
+                return Ok(());
+            }
+            let mut scalars = Vec::new();
+            if let Some(root) = docs[0].root.as_ref() {
+                collect_scalars(root, &mut Vec::new(), &mut scalars);
+            }
+            let n = scalars.len().max(1);
+            let mut edits = Vec::new();
+            for (pick, value) in [(picks.0, values.0), (picks.1, values.1)] {
+                let Some((path, span)) = scalars.get(pick % n).cloned() else {
+                    return Ok(());
+                };
+                if !alone_in_its_line(&text, &span) {
+                    return Ok(());
+                }
+                let style = match text.as_bytes().get(span.start) {
+                    Some(b'"') => Style::Double,
+                    Some(b'\'') => Style::Single,
+                    _ => Style::Plain,
+                };
+                let (new_raw, new_value) = match raw.filter(|_| edits.is_empty()) {
+                    Some(raw) => {
+                        let read = crate::simple::scalar(raw).map_or_else(String::new, |s| s.value);
+                        (raw.to_string(), read)
+                    }
+                    None => match render_alone(style, value) {
+                        Some(rendered) => (rendered, value.to_string()),
+                        None => return Ok(()),
+                    },
+                };
+                edits.push(Edit { doc: 0, path, span, new_raw, new_value, inner: None });
+            }
+            let with = apply_edits_known(&text, &edits, Some(fingerprint)).map_err(|e| e.to_string());
+            match proven_in_their_lines(&edits).map_err(|e| e.to_string()) {
+                Ok(true) => proptest::prop_assert!(with.is_ok(), "{text:?} {edits:?}: {with:?}"),
+                Ok(false) => {}
+                Err(e) => proptest::prop_assert_eq!(Err(e), with.map(|_| ())),
             }
         }
     }

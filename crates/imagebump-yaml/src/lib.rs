@@ -37,7 +37,7 @@ mod simple;
 
 pub use block::BlockText;
 pub use edit::{
-    alone_in_its_line, apply_edits, apply_edits_known, proven_in_their_lines, provable_in_lines,
+    alone_in_its_line, apply_edits, apply_edits_known, provable_in_lines, proven_in_their_lines,
     render_alone, render_scalar, Edit, EditError, Inner,
 };
 pub use fingerprint::Fingerprint;
