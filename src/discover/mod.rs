@@ -866,6 +866,7 @@ pub fn discover_with(
         specs: &[],
         helm: &helm_keys,
         charts: config.helm.charts,
+        texts: kept,
     };
     let kread = crate::parallel::map(&kfiles, |(i, (rel, kind))| {
         read_file(tree, (rel, *kind), &kkeys, ahead.get(*i))
@@ -898,7 +899,6 @@ pub fn discover_with(
         .collect();
     let mut fold = Fold {
         tree,
-        texts: kept,
         out,
         policies,
         argo: argocd::Found::default(),
@@ -930,6 +930,7 @@ pub fn discover_with(
                         specs: &specs,
                         helm: &helm_keys,
                         charts: config.helm.charts,
+                        texts: kept,
                     };
                     read_file(tree, (rel, kind), &keys, ahead.get(i))
                 }
@@ -1019,7 +1020,6 @@ fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, ReadAhead) 
 /// What discovery builds up file by file, in file order.
 struct Fold<'a> {
     tree: &'a Tree,
-    texts: SourceTexts,
     out: Discovery,
     policies: Policies,
     argo: argocd::Found,
@@ -1161,6 +1161,7 @@ impl Fold<'_> {
             argo: loaded,
             flux: flux_loaded,
             fingerprint,
+            proven_without_text,
         } = *scanned;
         out.problems.extend(problems);
         // One copy of the text, shared by the sources and the kustomize layout.
@@ -1199,10 +1200,7 @@ impl Fold<'_> {
             }
         }
         if out.refs.iter_from(before).any(ImageRef::is_managed) {
-            let proven_without = self.texts == SourceTexts::Unproven
-                && imagebump_yaml::provable_in_lines(&text, fingerprint)
-                && alone_in_their_lines(&text, out.refs.iter_mut_from(before));
-            if !proven_without {
+            if !proven_without_text {
                 out.sources.insert(ArcStr::clone(&file), text);
             }
             if let Some(f) = fingerprint {
@@ -1216,7 +1214,6 @@ impl Fold<'_> {
     fn finish(self, config: &Config) -> Discovery {
         let Fold {
             tree,
-            texts: _,
             mut out,
             mut policies,
             mut argo,
@@ -1272,6 +1269,10 @@ struct Scanned {
     /// The fingerprint of all the file's values, when the parse read them all: it spares
     /// the plan's verification a second parse of the text (`imagebump_yaml::apply_edits_known`).
     fingerprint: Option<imagebump_yaml::Fingerprint>,
+    /// Its edits are proven without its text ([`SourceTexts::Unproven`]): every slot of
+    /// its references is marked [`Slot::alone`]. Judged where the file is parsed (on every
+    /// core), not in the fold.
+    proven_without_text: bool,
 }
 
 /// What every file is read with: the image fields of custom resources, the Helm image keys.
@@ -1280,12 +1281,13 @@ struct Keys<'a> {
     helm: &'a helm::ImageKeys,
     /// `helm.charts`: each file is also looked at for chart versions.
     charts: bool,
+    /// Whether a file's edits are judged provable without its text, as it is read.
+    texts: SourceTexts,
 }
 
 /// A file read once: what the scanners found, and its chart versions (`helm.charts`).
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
-/// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
 /// Whether every slot of `refs` (a file's, read from `text`) holds the whole value of its
 /// line, each marked [`Slot::alone`] when all do: the file's edits are then proven without
 /// its text ([`SourceTexts::Unproven`]). A slot inside a block scalar's text, or of a
@@ -1313,6 +1315,7 @@ fn alone_in_their_lines<'r>(text: &str, refs: impl Iterator<Item = &'r mut Image
     true
 }
 
+/// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
 fn read_file(
     tree: &Tree,
     (rel, kind): (&ArcStr, FileKind),
@@ -1357,6 +1360,8 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
             argo: None,
             flux: None,
             fingerprint: None,
+            // Not YAML: its edits are verified with its text.
+            proven_without_text: false,
         }));
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
@@ -1419,6 +1424,13 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
         r.shrink_to_fit();
     }
+    let proven_without_text = keys.texts == SourceTexts::Unproven
+        && (!refs.is_empty() || !found.is_empty())
+        && imagebump_yaml::provable_in_lines(&text, fingerprint)
+        && alone_in_their_lines(
+            &text,
+            refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)),
+        );
     let lines = ctx.lines;
     let argo = interest
         .argo
@@ -1433,6 +1445,7 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         argo,
         flux,
         fingerprint,
+        proven_without_text,
     }))
 }
 

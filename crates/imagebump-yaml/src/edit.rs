@@ -299,14 +299,16 @@ fn new_value_alone(e: &Edit) -> bool {
 }
 
 /// Whether edits of `text` can be proven in their lines without it, later: the one-pass
-/// reader read it (`fingerprint` is of this very text), and it has no alias or merge key.
-/// With [`alone_in_its_line`] for each edited span, that is everything
-/// [`apply_edits_known`]'s proof in the line reads of the text; [`proven_in_their_lines`]
-/// makes the rest of it from the edits alone.
+/// reader read it, and it has no alias or merge key. `fingerprint` is the one the parse of
+/// this very text gave ([`crate::parse_located_fingerprinted`]: it is not hashed again
+/// here, for every file discovery reads). With [`alone_in_its_line`] for each edited span,
+/// that is everything [`apply_edits_known`]'s proof in the line reads of the text;
+/// [`proven_in_their_lines`] makes the rest of it from the edits alone.
 pub fn provable_in_lines(text: &str, fingerprint: Option<Fingerprint>) -> bool {
-    fingerprint.is_some_and(|f| f.read_in_one_pass_from(text))
-        && !text.contains('*')
-        && !text.contains("<<")
+    debug_assert!(
+        fingerprint.is_none_or(|f| !f.read_in_one_pass() || f.read_in_one_pass_from(text))
+    );
+    fingerprint.is_some_and(|f| f.read_in_one_pass()) && !text.contains('*') && !text.contains("<<")
 }
 
 /// Whether `span` of `text` is the whole value of its line (after `key: `, `- ` or
