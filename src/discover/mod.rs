@@ -899,6 +899,7 @@ pub fn discover_with(
         .collect();
     let mut fold = Fold {
         tree,
+        texts: kept,
         out,
         policies,
         argo: argocd::Found::default(),
@@ -1020,6 +1021,8 @@ fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, ReadAhead) 
 /// What discovery builds up file by file, in file order.
 struct Fold<'a> {
     tree: &'a Tree,
+    /// Whether texts are given up where the plan can read them again.
+    texts: SourceTexts,
     out: Discovery,
     policies: Policies,
     argo: argocd::Found,
@@ -1174,7 +1177,13 @@ impl Fold<'_> {
         }
         if let Some(mut k) = kustomization {
             self.names.share_entries(&mut k);
-            self.layout.add_kustomization(k, text.clone());
+            let kept = match fingerprint {
+                Some(f) if self.texts == SourceTexts::Unproven && f.read_in_one_pass() => {
+                    placement::KeptText::ReadAgain(f)
+                }
+                _ => placement::KeptText::Text(text.clone()),
+            };
+            self.layout.add_kustomization(k, kept);
         }
         // The file's name as its references hold it (the list's), for the maps beside them.
         let file = ArcStr::clone(rel);
@@ -1214,6 +1223,7 @@ impl Fold<'_> {
     fn finish(self, config: &Config) -> Discovery {
         let Fold {
             tree,
+            texts: _,
             mut out,
             mut policies,
             mut argo,

@@ -78,19 +78,29 @@ fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
         .collect()
 }
 
+/// What placement keeps of a kustomization's text, for the plan to write its new `images:`
+/// entries into.
+pub enum KeptText {
+    Text(ArcStr),
+    /// The fingerprint of a text the one-pass reader read: the plan reads it again, and
+    /// checks it is the same ([`super::SourceTexts::Unproven`]: 5,000 kustomizations' texts
+    /// are not held to the end of discovery for the few that get entries).
+    ReadAgain(imagebump_yaml::Fingerprint),
+}
+
 /// Kustomizations and the manifest images read so far.
 #[derive(Default)]
 pub struct Layout {
     kustomizations: Vec<Kustomization>,
     /// Kustomization texts, for the `images:` entries written into them.
-    texts: BTreeMap<ArcStr, ArcStr>,
+    texts: BTreeMap<ArcStr, KeptText>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
     /// `images:` apply to them.
     workloads: Vec<(usize, bool)>,
 }
 
 impl Layout {
-    pub fn add_kustomization(&mut self, k: Kustomization, text: ArcStr) {
+    pub fn add_kustomization(&mut self, k: Kustomization, text: KeptText) {
         self.texts.insert(ArcStr::clone(k.file()), text);
         self.kustomizations.push(k);
     }
@@ -131,8 +141,15 @@ impl Layout {
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
                     for e in &edits {
-                        if let Some(text) = self.texts.get(e.file.as_str()) {
-                            out.sources.insert(e.file.as_str().into(), text.clone());
+                        match self.texts.get(e.file.as_str()) {
+                            Some(KeptText::Text(text)) => {
+                                out.sources.insert(e.file.as_str().into(), text.clone());
+                            }
+                            // Read again by the plan, which checks it is the same text.
+                            Some(KeptText::ReadAgain(print)) => {
+                                out.fingerprints.insert(e.file.as_str().into(), *print);
+                            }
+                            None => {}
                         }
                     }
                     expanded.insert(index, each);

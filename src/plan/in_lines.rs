@@ -205,4 +205,44 @@ mod tests {
             lean.problems
         );
     }
+
+    /// A base shared by two overlays: its image moves in each overlay, by an `images:` entry
+    /// created there. Discovery did not hold the overlays' texts: the plan reads them again.
+    #[test]
+    fn kustomizations_given_up_are_read_again_for_the_entries_created_in_them() {
+        let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: r.io/web:1.0.0\n";
+        let dir = crate::discover::tests::tree(&[
+            ("base/kustomization.yaml", "resources: [deploy.yaml]\n"),
+            ("base/deploy.yaml", deploy),
+            (
+                "overlays/dev/kustomization.yaml",
+                "resources:\n- ../../base\n",
+            ),
+            (
+                "overlays/prod/kustomization.yaml",
+                "resources:\n- ../../base\n",
+            ),
+        ]);
+        let kept = discovered(dir.path(), SourceTexts::All);
+        assert_eq!(kept.refs.iter().filter(|r| r.is_managed()).count(), 2);
+        let outcomes = updated(&kept, "2.0.0");
+        let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
+        assert_eq!(full.files_changed, 2, "{:?}", full.problems);
+        assert!(
+            full.files[0].after.contains("newTag: 2.0.0"),
+            "{}",
+            full.files[0].after
+        );
+        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        assert!(given_up.sources.is_empty());
+        for overlay in ["overlays/dev", "overlays/prod"] {
+            let file = format!("{overlay}/kustomization.yaml");
+            assert!(given_up.fingerprints.contains_key(file.as_str()), "{file}");
+        }
+        let tree = Tree::disk(dir.path());
+        same_report(
+            &plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree),
+            &full,
+        );
+    }
 }

@@ -579,7 +579,13 @@ fn make(
     // from the same updates found again.
     drop(sources);
     drop(moved);
-    rows(discovery, outcomes, planned(discovery, outcomes), &mut sets, &mut out);
+    rows(
+        discovery,
+        outcomes,
+        planned(discovery, outcomes),
+        &mut sets,
+        &mut out,
+    );
     out.change_sets = sets.sets;
     out
 }
