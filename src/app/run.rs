@@ -665,7 +665,7 @@ fn discover_listing_early(
     let tell: Option<discover::Early> = (!promotes).then_some(&mut start_early);
     let texts = match keep {
         // The plan proves what it can without the texts, and reads the others again.
-        plan::Keep::Nothing => discover::SourceTexts::Unproven,
+        plan::Keep::Nothing => discover::SourceTexts::NeededOnly,
         plan::Keep::Files | plan::Keep::Branches => discover::SourceTexts::All,
     };
     let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);

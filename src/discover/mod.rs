@@ -214,7 +214,7 @@ pub struct Slot {
     pub inner: Option<Box<imagebump_yaml::Inner>>,
     /// Its value is the whole value of its line in a text whose edits are proven in their
     /// lines (`imagebump_yaml::alone_in_its_line`, `provable_in_lines`): set by discovery
-    /// when it gives that text up ([`SourceTexts::Unproven`]), so that the plan proves the
+    /// when it gives that text up ([`SourceTexts::NeededOnly`]), so that the plan proves the
     /// slot's edit without it. In the room the slot's other fields leave.
     pub alone: bool,
 }
@@ -456,9 +456,11 @@ pub struct Discovery {
     /// into larger blocks, each left to the allocator as the next is made (`chunked.rs`).
     pub refs: Chunked<ImageRef>,
     /// Text of every file that holds a managed reference, for the edit stage (by the file's
-    /// name, shared with its references).
+    /// name, shared with its references), but those given up for a report-only run
+    /// ([`SourceTexts::NeededOnly`]: their fingerprints are kept, their texts are not).
     pub sources: BTreeMap<ArcStr, ArcStr>,
-    /// The fingerprints of the sources whose values discovery read whole (see `Scanned`).
+    /// The fingerprints of the files with managed references whose values discovery read
+    /// whole (see `Scanned`), held texts or not.
     pub fingerprints: std::collections::HashMap<ArcStr, imagebump_yaml::Fingerprint>,
     pub problems: Vec<Problem>,
     /// Things the user should know that are not errors (settings honoured differently).
@@ -806,7 +808,7 @@ pub enum SourceTexts {
     /// read (its fingerprint kept, its slots marked [`Slot::alone`]); the plan proves
     /// those edits from the new values alone, and reads the text again where a new value
     /// does not read alone (`plan::plan_giving_up_texts`).
-    Unproven,
+    NeededOnly,
 }
 
 /// Told of each reference no later pass of discovery can change (its image, policy, unit and
@@ -1178,7 +1180,7 @@ impl Fold<'_> {
         if let Some(mut k) = kustomization {
             self.names.share_entries(&mut k);
             let kept = match fingerprint {
-                Some(f) if self.texts == SourceTexts::Unproven && f.read_in_one_pass() => {
+                Some(f) if self.texts == SourceTexts::NeededOnly && f.read_in_one_pass() => {
                     placement::KeptText::ReadAgain(f)
                 }
                 _ => placement::KeptText::Text(text.clone()),
@@ -1279,7 +1281,7 @@ struct Scanned {
     /// The fingerprint of all the file's values, when the parse read them all: it spares
     /// the plan's verification a second parse of the text (`imagebump_yaml::apply_edits_known`).
     fingerprint: Option<imagebump_yaml::Fingerprint>,
-    /// Its edits are proven without its text ([`SourceTexts::Unproven`]): every slot of
+    /// Its edits are proven without its text ([`SourceTexts::NeededOnly`]): every slot of
     /// its references is marked [`Slot::alone`]. Judged where the file is parsed (on every
     /// core), not in the fold.
     proven_without_text: bool,
@@ -1300,8 +1302,9 @@ type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
 /// Whether every slot of `refs` (a file's, read from `text`) holds the whole value of its
 /// line, each marked [`Slot::alone`] when all do: the file's edits are then proven without
-/// its text ([`SourceTexts::Unproven`]). A slot inside a block scalar's text, or of a
-/// block scalar, never is; a file a reference creates a value in keeps its text.
+/// its text ([`SourceTexts::NeededOnly`]). A slot inside a block scalar's text, or of a
+/// block scalar, never is; a file with a reference that creates a value (in it or
+/// elsewhere) keeps its text.
 fn alone_in_their_lines<'r>(text: &str, refs: impl Iterator<Item = &'r mut ImageRef>) -> bool {
     let mut marked: Vec<&mut Slot> = Vec::new();
     for r in refs {
@@ -1434,7 +1437,7 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
         r.shrink_to_fit();
     }
-    let proven_without_text = keys.texts == SourceTexts::Unproven
+    let proven_without_text = keys.texts == SourceTexts::NeededOnly
         && (!refs.is_empty() || !found.is_empty())
         && imagebump_yaml::provable_in_lines(&text, fingerprint)
         && alone_in_their_lines(

@@ -83,7 +83,7 @@ fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
 pub enum KeptText {
     Text(ArcStr),
     /// The fingerprint of a text the one-pass reader read: the plan reads it again, and
-    /// checks it is the same ([`super::SourceTexts::Unproven`]: 5,000 kustomizations' texts
+    /// checks it is the same ([`super::SourceTexts::NeededOnly`]: 5,000 kustomizations' texts
     /// are not held to the end of discovery for the few that get entries).
     ReadAgain(imagebump_yaml::Fingerprint),
 }

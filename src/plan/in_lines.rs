@@ -7,8 +7,8 @@
 //! (`imagebump_yaml::proven_in_their_lines`). Where it cannot decide (a new value that
 //! does not read alone, a value to create), the plan reads the text again.
 
-use super::{edits_at, slot_value, FileWork};
-use crate::discover::{ImageRef, SlotFormat};
+use super::{edits_at, edits_rendered, FileWork};
+use crate::discover::ImageRef;
 use imagebump_yaml::{self as yaml, Edit};
 
 /// What [`super::change_file`] would say of `work` on the text discovery gave up, without
@@ -43,29 +43,12 @@ pub(super) fn proven(work: &FileWork) -> Option<Result<(), (usize, usize, String
 /// [`alone`](crate::discover::Slot::alone), a new value whose spelling depends on the old
 /// one's).
 fn edits_alone(r: &ImageRef, tag: &str, digest: Option<&str>) -> Option<Result<Vec<Edit>, String>> {
-    let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
-    if r.digest.is_some() && digest.is_none() {
-        return Some(Err("the new digest is unknown".into()));
-    }
-    let mut edits = Vec::with_capacity(r.slots.len());
-    for slot in r.slots.iter() {
-        let Some(value) = slot_value(slot, tag, digest, digest_elsewhere) else {
-            continue;
-        };
-        if !slot.alone {
-            return None;
-        }
-        let new_raw = yaml::render_alone(slot.style, &value)?;
-        edits.push(Edit {
-            doc: slot.doc as usize,
-            path: slot.path.to_vec(),
-            span: slot.span.range(),
-            new_raw,
-            new_value: value,
-            inner: None,
-        });
-    }
-    Some(Ok(edits))
+    edits_rendered(r, (tag, digest), |slot, value| {
+        slot.alone
+            .then(|| yaml::render_alone(slot.style, value))
+            .flatten()
+            .map(Ok)
+    })
 }
 
 #[cfg(test)]
@@ -92,11 +75,21 @@ mod tests {
             .collect()
     }
 
+    /// What the report says of two plans is the same: its rows, problems and change sets.
     fn same_report(a: &Plan, b: &Plan) {
         assert_eq!(a.updates, b.updates);
         assert_eq!(a.problems, b.problems);
         assert_eq!(a.refused, b.refused);
         assert_eq!(a.files_changed, b.files_changed);
+        let sets = |p: &Plan| -> Vec<(String, Vec<String>, Vec<usize>)> {
+            (p.change_sets.iter())
+                .map(|c| {
+                    let files = c.files.iter().map(|f| f.to_string()).collect();
+                    (c.group.to_string(), files, c.updates.clone())
+                })
+                .collect()
+        };
+        assert_eq!(sets(a), sets(b));
     }
 
     /// A report-only run holds only the texts its proofs need, and reports what a run that
@@ -117,7 +110,7 @@ mod tests {
             ("apps/d/values.yaml", "x: {image: r.io/w:1.0.0}\n"),
         ]);
         let kept = discovered(dir.path(), SourceTexts::All);
-        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
         let files = |d: &Discovery| d.sources.keys().map(|f| f.to_string()).collect::<Vec<_>>();
         assert_eq!(files(&kept).len(), 4, "{:?}", files(&kept));
         assert_eq!(
@@ -142,7 +135,7 @@ mod tests {
         ] {
             let outcomes = updated(&kept, tag);
             let full = plan_with(&kept, &outcomes, group_by, Keep::Files);
-            let mut again = discovered(dir.path(), SourceTexts::Unproven);
+            let mut again = discovered(dir.path(), SourceTexts::NeededOnly);
             let lean =
                 plan_giving_up_texts(&mut again, &outcomes, group_by, &Tree::disk(dir.path()));
             same_report(&lean, &full);
@@ -173,14 +166,14 @@ mod tests {
         let outcomes = updated(&kept, "20");
         let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
         assert_eq!(full.files[0].after, values.replace("10", "20"));
-        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
         assert!(given_up.sources.is_empty());
         same_report(
             &plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree),
             &full,
         );
         // Changed after discovery read it: refused, left alone.
-        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
         let path = dir.path().join("apps/a/values.yaml");
         std::fs::write(&path, values.replace("x:", "z:")).unwrap();
         let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
@@ -190,9 +183,26 @@ mod tests {
             lean.problems[0].to_string(),
             "apps/a/values.yaml:4:10: edit refused, file left unchanged: the file changed while imagebump ran"
         );
-        // Gone.
+        // A link put in its place, to the same text outside the tree: not read through.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("values.yaml"), values).unwrap();
         std::fs::write(&path, values).unwrap();
-        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("values.yaml"), &path).unwrap();
+        let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
+        assert_eq!(lean.refused.len(), 1, "{:?}", lean.updates);
+        assert!(
+            lean.problems[0]
+                .message
+                .starts_with("edit refused, file left unchanged: cannot read the file again: "),
+            "{:?}",
+            lean.problems
+        );
+        // Gone.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, values).unwrap();
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
         assert!(given_up.sources.is_empty());
         std::fs::remove_file(&path).unwrap();
         let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
@@ -233,7 +243,7 @@ mod tests {
             "{}",
             full.files[0].after
         );
-        let mut given_up = discovered(dir.path(), SourceTexts::Unproven);
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
         assert!(given_up.sources.is_empty());
         for overlay in ["overlays/dev", "overlays/prod"] {
             let file = format!("{overlay}/kustomization.yaml");

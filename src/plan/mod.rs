@@ -171,34 +171,50 @@ fn edits_for(
     tag: &str,
     digest: Option<&str>,
 ) -> Result<Vec<Edit>, String> {
+    let render = |slot: &Slot, value: &str| {
+        let old = Scalar {
+            value: String::new(),
+            span: slot.span.range(),
+            style: slot.style,
+        };
+        let raw = (text.get(slot.span.range()))
+            .ok_or("the value is not where discovery found it in the file")?;
+        yaml::render_scalar(&old, raw, value).map_err(|e| e.to_string())
+    };
+    let edits = edits_rendered(r, (tag, digest), |slot, value| Some(render(slot, value)));
+    edits.unwrap_or_else(|| Err("no text to edit".into()))
+}
+
+/// The edits of `r`'s slots to `tag` and `digest`, each slot's new text spelled by
+/// `render` (`None`: it cannot be spelled that way; so are the edits).
+fn edits_rendered(
+    r: &ImageRef,
+    (tag, digest): (&str, Option<&str>),
+    render: impl Fn(&Slot, &str) -> Option<Result<String, String>>,
+) -> Option<Result<Vec<Edit>, String>> {
     let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
     if r.digest.is_some() && digest.is_none() {
-        return Err("the new digest is unknown".into());
+        return Some(Err("the new digest is unknown".into()));
     }
-    r.slots
-        .iter()
-        .filter_map(|slot| {
-            slot_value(slot, tag, digest, digest_elsewhere).map(|value| (slot, value))
-        })
-        .map(|(slot, value)| {
-            let old = Scalar {
-                value: String::new(),
-                span: slot.span.range(),
-                style: slot.style,
-            };
-            let raw = (text.get(slot.span.range()))
-                .ok_or("the value is not where discovery found it in the file")?;
-            let new_raw = yaml::render_scalar(&old, raw, &value).map_err(|e| e.to_string())?;
-            Ok(Edit {
-                doc: slot.doc as usize,
-                path: slot.path.to_vec(),
-                span: slot.span.range(),
-                new_raw,
-                new_value: value,
-                inner: slot.inner.as_deref().cloned(),
-            })
-        })
-        .collect()
+    let mut edits = Vec::with_capacity(r.slots.len());
+    for slot in r.slots.iter() {
+        let Some(value) = slot_value(slot, tag, digest, digest_elsewhere) else {
+            continue;
+        };
+        let new_raw = match render(slot, &value)? {
+            Ok(raw) => raw,
+            Err(e) => return Some(Err(e)),
+        };
+        edits.push(Edit {
+            doc: slot.doc as usize,
+            path: slot.path.to_vec(),
+            span: slot.span.range(),
+            new_raw,
+            new_value: value,
+            inner: slot.inner.as_deref().cloned(),
+        });
+    }
+    Some(Ok(edits))
 }
 
 /// A reference with its new tag and digest.
@@ -305,33 +321,24 @@ fn changes_for<'a>(
         }
         let fingerprint = sources.fingerprint(file);
         let read_again: ArcStr;
-        let source = match sources.text(file) {
-            Some(text) => Some(text),
+        let source = match (sources.text(file), sources.tree(), fingerprint) {
+            (Some(text), _, _) => Some(text),
             // Given up by discovery: proven without it, or read again.
-            None => match (sources.tree(), fingerprint) {
-                (Some(tree), Some(fingerprint)) => {
-                    if !keep(file) {
-                        if let Some(proven) = in_lines::proven(work) {
-                            // Every test (a debug build) also makes the proof with the text,
-                            // read again (unless it changed meanwhile).
-                            if cfg!(debug_assertions) {
-                                if let Ok(text) = again(tree, file, fingerprint, work) {
-                                    let with = change_file(Some(&text), Some(fingerprint), work);
-                                    assert_eq!(
-                                        proven,
-                                        with.map(|_| ()),
-                                        "{file}: proven without its text, not with it"
-                                    );
-                                }
-                            }
-                            return proven.map(|()| None);
-                        }
-                    }
-                    read_again = again(tree, file, fingerprint, work)?;
+            (None, Some(tree), Some(print)) => match without_text(tree, file, print, work, keep)? {
+                Some(text) => {
+                    read_again = text;
                     Some(&read_again)
                 }
-                _ => None,
+                None => return Ok(None),
             },
+            // Given up, and no tree to read it from (a discovery that gives texts up is
+            // planned by `plan_giving_up_texts` only): refused, never taken for a new file.
+            (None, None, Some(_)) => {
+                debug_assert!(false, "{file}: a text given up, planned without the tree");
+                let (line, column) = edits_at(work);
+                return Err((line, column, "its text was not kept".to_string()));
+            }
+            (None, _, None) => None,
         };
         change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
             keep(file).then(|| {
@@ -451,7 +458,9 @@ pub fn plan_with(
 /// As [`plan_with`] keeping no text ([`Keep::Nothing`]), for a run whose output is the
 /// report: the discovery's texts (and their fingerprints) are taken from it and given up
 /// as soon as every edit is verified, before the plan's rows are made, so that the two are
-/// never held together (docs/performance.md).
+/// never held together (docs/performance.md). The texts discovery did not hold
+/// ([`crate::discover::SourceTexts::NeededOnly`]) are proven without, or read again from
+/// `tree` where a proof needs them (refused if they changed meanwhile).
 pub fn plan_giving_up_texts(
     discovery: &mut Discovery,
     outcomes: &Chunked<Outcome>,
@@ -467,7 +476,7 @@ pub fn plan_giving_up_texts(
 }
 
 /// The texts a plan edits, with their fingerprints: the discovery's, or taken from it with
-/// the tree to read again those it gave up ([`crate::discover::SourceTexts::Unproven`]).
+/// the tree to read again those it gave up ([`crate::discover::SourceTexts::NeededOnly`]).
 enum Sources<'d> {
     Shared(&'d Discovery),
     Taken(
@@ -477,8 +486,38 @@ enum Sources<'d> {
     ),
 }
 
-/// The text of `file`, which discovery read and gave up, read again: refused when it is no
-/// longer the text whose values discovery read (`fingerprint`).
+/// For `file`, whose text discovery gave up: `None` when `work`'s edits are proven without
+/// it (and its new text is not kept), else the text read again.
+fn without_text(
+    tree: &Tree,
+    file: &str,
+    fingerprint: yaml::Fingerprint,
+    work: &FileWork,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Option<ArcStr>, (usize, usize, String)> {
+    if !keep(file) {
+        if let Some(proven) = in_lines::proven(work) {
+            // Every test (a debug build) also makes the proof with the text, read again
+            // (unless it changed or went meanwhile: then there is nothing to compare).
+            if cfg!(debug_assertions) {
+                if let Ok(text) = again(tree, file, fingerprint, work) {
+                    let with = change_file(Some(&text), Some(fingerprint), work);
+                    assert_eq!(
+                        proven,
+                        with.map(|_| ()),
+                        "{file}: proven without its text, not with it"
+                    );
+                }
+            }
+            return proven.map(|()| None);
+        }
+    }
+    again(tree, file, fingerprint, work).map(Some)
+}
+
+/// The text of `file`, which discovery read and gave up, read again (following no link,
+/// [`Tree::read_again`]): refused when it is no longer the text whose values discovery read
+/// (`fingerprint` holds a keyed hash of it).
 fn again(
     tree: &Tree,
     file: &str,
@@ -487,7 +526,7 @@ fn again(
 ) -> Result<ArcStr, (usize, usize, String)> {
     let (line, column) = edits_at(work);
     let text = tree
-        .read(file, crate::discover::MAX_FILE_BYTES)
+        .read_again(file, crate::discover::MAX_FILE_BYTES)
         .map_err(|e| (line, column, format!("cannot read the file again: {e}")))?;
     if !fingerprint.read_in_one_pass_from(&text) {
         return Err((

@@ -77,6 +77,32 @@ pub fn read_capped_in(
     )
 }
 
+/// As [`read_capped`], the file `rel` (a normalised path) under `root`, following no
+/// link on the way nor at the end, and only a regular file: each directory is opened
+/// from its parent with `O_NOFOLLOW`, the file with `O_NONBLOCK` too (a pipe put in its
+/// place does not block the read), and refused unless it is a regular file. For a file
+/// read a second time, whatever replaced it since the walk listed it.
+pub fn read_beneath(root: &Path, rel: &str, max: u64) -> Result<String, String> {
+    use rustix::fs::{Mode, OFlags};
+    let failed = |e: rustix::io::Errno| format!("cannot read: {}", std::io::Error::from(e));
+    let dir_flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::DIRECTORY;
+    let mut dir = rustix::fs::open(root, dir_flags, Mode::empty()).map_err(failed)?;
+    let rel = normalise(rel)?;
+    let (dirs, name) = rel.rsplit_once('/').unwrap_or(("", &rel));
+    for part in dirs.split('/').filter(|p| !p.is_empty()) {
+        dir = rustix::fs::openat(&dir, part, dir_flags | OFlags::NOFOLLOW, Mode::empty())
+            .map_err(failed)?;
+    }
+    let flags =
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+    let file = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(failed)?;
+    let stat = rustix::fs::fstat(&file).map_err(failed)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err("cannot read: not a regular file".into());
+    }
+    read_open(Ok(std::fs::File::from(file)), max)
+}
+
 /// The text of a file just opened (or the error opening it), as [`read_capped`] reads it.
 fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, String> {
     use std::io::Read as _;
@@ -124,6 +150,50 @@ pub fn text(bytes: Vec<u8>) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read a second time is read only as a regular file reached through no link:
+    /// a link to the same text, a link on the way, a pipe (which would block a plain open)
+    /// and a directory are each refused, at once.
+    #[test]
+    fn a_file_read_beneath_the_root_follows_no_link() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("apps/web")).unwrap();
+        std::fs::write(r.join("apps/web/values.yaml"), "x: 1\n").unwrap();
+        assert_eq!(
+            read_beneath(r, "apps/web/values.yaml", 100).unwrap(),
+            "x: 1\n"
+        );
+        assert_eq!(
+            read_beneath(r, "./apps//web/values.yaml", 100).unwrap(),
+            "x: 1\n"
+        );
+        assert_eq!(
+            read_beneath(r, "apps/web/values.yaml", 2).unwrap_err(),
+            too_large(2)
+        );
+        std::os::unix::fs::symlink(r.join("apps/web/values.yaml"), r.join("apps/link.yaml"))
+            .unwrap();
+        std::os::unix::fs::symlink(r.join("apps/web"), r.join("apps/alias")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            r.join("apps/pipe.yaml"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        for refused in [
+            "apps/link.yaml",
+            "apps/alias/values.yaml",
+            "apps/pipe.yaml",
+            "apps/web",
+        ] {
+            let e = read_beneath(r, refused, 100).unwrap_err();
+            assert!(e.starts_with("cannot read: "), "{refused}: {e}");
+        }
+        assert!(read_beneath(r, "../outside.yaml", 100).is_err());
+    }
 
     #[test]
     fn paths_stay_inside_the_tree() {

@@ -136,6 +136,16 @@ impl Tree {
         }
     }
 
+    /// As [`Tree::read`], for a file read a second time: from a disk, following no link and
+    /// only a regular file ([`jail::read_beneath`]), whatever was put in its place since
+    /// the walk listed it; from git's objects, as the first time (a commit does not move).
+    pub fn read_again(&self, rel: &str, max: u64) -> Result<String, String> {
+        match &self.inner {
+            Inner::Disk(d) => jail::read_beneath(&d.root, rel, max),
+            Inner::Objects(_) => self.read(rel, max),
+        }
+    }
+
     /// Every file of `rels` (normalised paths) handed to `each` with its index, as
     /// [`Tree::read`] reads it. From git's objects, in one stream: every blob is asked for
     /// at once (a round trip per file cost three times the read: 0.40 s against 0.14 s

@@ -270,7 +270,7 @@ fn in_their_lines(before: &str, after: &str, edits: &[Edit]) -> bool {
         }
         at = end.saturating_add(e.new_raw.len());
         if after.get(end..at) != Some(e.new_raw.as_str())
-            || !value_of_its_line(before, &e.span)
+            || !alone_in_its_line(before, &e.span)
             || !new_value_alone(e)
         {
             return false;
@@ -311,13 +311,6 @@ pub fn provable_in_lines(text: &str, fingerprint: Option<Fingerprint>) -> bool {
     fingerprint.is_some_and(|f| f.read_in_one_pass()) && !text.contains('*') && !text.contains("<<")
 }
 
-/// Whether `span` of `text` is the whole value of its line (after `key: `, `- ` or
-/// `- key: `, before nothing or a comment): what the proof in the line asks of the text
-/// at an edit.
-pub fn alone_in_its_line(text: &str, span: &Range<usize>) -> bool {
-    value_of_its_line(text, span)
-}
-
 /// [`apply_edits_known`] without the text, for edits of a text [`provable_in_lines`]
 /// accepted whose spans were each [`alone_in_its_line`] there: `Ok(true)` when the edited
 /// text would be proven in its lines, the error it would give when it refuses the edits
@@ -341,8 +334,9 @@ pub fn proven_in_their_lines(edits: &[Edit]) -> Result<bool, EditError> {
 
 /// Whether `span` of `text` is the whole value of its line: after the line's indentation,
 /// `- ` or `key: ` or `- key: ` (a key of the one-pass reader's kind), then spaces, then the
-/// value, then nothing or spaces and a comment.
-fn value_of_its_line(text: &str, span: &Range<usize>) -> bool {
+/// value, then nothing or spaces and a comment. What the proof in the line asks of the text
+/// at an edit (discovery asks it too, for [`proven_in_their_lines`]).
+pub fn alone_in_its_line(text: &str, span: &Range<usize>) -> bool {
     let (Some(head), Some(old), Some(rest)) = (
         text.get(..span.start),
         text.get(span.clone()),
@@ -1448,10 +1442,30 @@ mod tests {
                 };
                 edits.push(Edit { doc: 0, path, span, new_raw, new_value, inner: None });
             }
+            // What it renders without the old text is what is rendered with it.
+            for e in &edits {
+                let style = match text.as_bytes().get(e.span.start) {
+                    Some(b'"') => Style::Double,
+                    Some(b'\'') => Style::Single,
+                    _ => Style::Plain,
+                };
+                if let Some(alone) = render_alone(style, &e.new_value) {
+                    let old = Scalar { value: String::new(), span: e.span.clone(), style };
+                    let with_old = render_scalar(&old, &text[e.span.clone()], &e.new_value);
+                    proptest::prop_assert_eq!(Some(alone), with_old.ok());
+                }
+            }
             let with = apply_edits_known(&text, &edits, Some(fingerprint)).map_err(|e| e.to_string());
             match proven_in_their_lines(&edits).map_err(|e| e.to_string()) {
-                Ok(true) => proptest::prop_assert!(with.is_ok(), "{text:?} {edits:?}: {with:?}"),
-                Ok(false) => {}
+                // Exactly the proof in the line, on the text.
+                Ok(proven) => {
+                    let once = one_per_span(&edits).unwrap();
+                    let after = splice(&text, &once).unwrap();
+                    proptest::prop_assert_eq!(proven, in_their_lines(&text, &after, &once));
+                    if proven {
+                        proptest::prop_assert!(with.is_ok(), "{text:?} {edits:?}: {with:?}");
+                    }
+                }
                 Err(e) => proptest::prop_assert_eq!(Err(e), with.map(|_| ())),
             }
         }
