@@ -53,26 +53,14 @@ fn edits_alone(r: &ImageRef, tag: &str, digest: Option<&str>) -> Option<Result<V
 
 #[cfg(test)]
 mod tests {
-    use crate::chunked::Chunked;
     use crate::config::{Config, GroupBy};
     use crate::discover::{discover_with, Discovery, SourceTexts};
+    use crate::plan::tests::all_updated;
     use crate::plan::{plan_giving_up_texts, plan_with, Keep, Plan};
-    use crate::resolve::Outcome;
     use crate::source::tree::Tree;
 
     fn discovered(dir: &std::path::Path, texts: SourceTexts) -> Discovery {
         discover_with(&Tree::disk(dir), &Config::default(), None, texts)
-    }
-
-    /// Every reference of `found` updated to `tag`.
-    fn updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
-        (found.refs.iter())
-            .map(|_| Outcome::Update {
-                tag: tag.into(),
-                digest: None,
-                verified: None,
-            })
-            .collect()
     }
 
     /// What the report says of two plans is the same: its rows, problems and change sets.
@@ -133,7 +121,7 @@ mod tests {
             ("2.0.0", GroupBy::Image),
             ("a: b", GroupBy::App),
         ] {
-            let outcomes = updated(&kept, tag);
+            let outcomes = all_updated(&kept, tag);
             let full = plan_with(&kept, &outcomes, group_by, Keep::Files);
             let mut again = discovered(dir.path(), SourceTexts::NeededOnly);
             let lean =
@@ -142,7 +130,7 @@ mod tests {
             assert_eq!(full.files_changed, 4, "{:?}", full.problems);
             assert!(lean.files.is_empty());
         }
-        let outcomes = updated(&kept, "2.0.0");
+        let outcomes = all_updated(&kept, "2.0.0");
         let lean = plan_giving_up_texts(
             &mut given_up,
             &outcomes,
@@ -151,6 +139,14 @@ mod tests {
         );
         assert!(given_up.sources.is_empty() && given_up.fingerprints.is_empty());
         assert_eq!(lean.updates.len(), 4);
+    }
+
+    /// The plan refused its one file: it could not be read again.
+    fn not_read_again(made: &Plan) {
+        assert_eq!(made.refused.len(), 1, "{:?}", made.updates);
+        let why = &made.problems[0].message;
+        let want = "edit refused, file left unchanged: cannot read the file again: ";
+        assert!(why.starts_with(want), "{:?}", made.problems);
     }
 
     /// A new value whose spelling depends on the old one's (a number where a number was)
@@ -163,7 +159,7 @@ mod tests {
         let tree = Tree::disk(dir.path());
         let kept = discovered(dir.path(), SourceTexts::All);
         assert_eq!(kept.refs.len(), 1);
-        let outcomes = updated(&kept, "20");
+        let outcomes = all_updated(&kept, "20");
         let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
         assert_eq!(full.files[0].after, values.replace("10", "20"));
         let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
@@ -191,14 +187,7 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(outside.path().join("values.yaml"), &path).unwrap();
         let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
-        assert_eq!(lean.refused.len(), 1, "{:?}", lean.updates);
-        assert!(
-            lean.problems[0]
-                .message
-                .starts_with("edit refused, file left unchanged: cannot read the file again: "),
-            "{:?}",
-            lean.problems
-        );
+        not_read_again(&lean);
         // Gone.
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, values).unwrap();
@@ -206,14 +195,7 @@ mod tests {
         assert!(given_up.sources.is_empty());
         std::fs::remove_file(&path).unwrap();
         let lean = plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree);
-        assert_eq!(lean.refused.len(), 1);
-        assert!(
-            lean.problems[0]
-                .message
-                .starts_with("edit refused, file left unchanged: cannot read the file again: "),
-            "{:?}",
-            lean.problems
-        );
+        not_read_again(&lean);
     }
 
     /// A base shared by two overlays: its image moves in each overlay, by an `images:` entry
@@ -235,7 +217,7 @@ mod tests {
         ]);
         let kept = discovered(dir.path(), SourceTexts::All);
         assert_eq!(kept.refs.iter().filter(|r| r.is_managed()).count(), 2);
-        let outcomes = updated(&kept, "2.0.0");
+        let outcomes = all_updated(&kept, "2.0.0");
         let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
         assert_eq!(full.files_changed, 2, "{:?}", full.problems);
         assert!(

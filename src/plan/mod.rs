@@ -948,7 +948,7 @@ mod tests {
     }
 
     /// Every reference of `found` updated to `tag`.
-    fn all_updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
+    pub(super) fn all_updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
         (found.refs.iter())
             .map(|_| Outcome::Update {
                 tag: tag.into(),

@@ -1330,16 +1330,7 @@ mod tests {
                 "1,2", "a]", "a}",
             ]),
         ) {
-            let text: String = lines
-                .iter()
-                .enumerate()
-                .map(|(i, (lead, key, value, tail))| match *lead {
-                    "" => format!("{key}{i}: {value}{tail}\n"),
-                    "  " => format!("{key}{i}:\n  - {value}{tail}\n"),
-                    "- k: " => format!("l{i}:\n- {key}: {value}{tail}\n  b: 1\n"),
-                    _ => format!("l{i}:\n{lead}{value}{tail}\n"),
-                })
-                .collect();
+            let text = text_of_lines(&lines);
             let Ok((docs, fingerprint)) = crate::parse_located_fingerprinted(&text) else {
                 return Ok(());
             };
@@ -1396,16 +1387,7 @@ mod tests {
                 "a: b", "x #y", "[1]", "{}", "- x", "*a", "1.0\nb: 2", "'a\n  b'", "\"q", "1.10", "true",
             ])),
         ) {
-            let text: String = lines
-                .iter()
-                .enumerate()
-                .map(|(i, (lead, key, value, tail))| match *lead {
-                    "" => format!("{key}{i}: {value}{tail}\n"),
-                    "  " => format!("{key}{i}:\n  - {value}{tail}\n"),
-                    "- k: " => format!("l{i}:\n- {key}: {value}{tail}\n  b: 1\n"),
-                    _ => format!("l{i}:\n{lead}{value}{tail}\n"),
-                })
-                .collect();
+            let text = text_of_lines(&lines);
             let Ok((docs, fingerprint)) = crate::parse_located_fingerprinted(&text) else {
                 return Ok(());
             };
@@ -1469,6 +1451,21 @@ mod tests {
                 Err(e) => proptest::prop_assert_eq!(Err(e), with.map(|_| ())),
             }
         }
+    }
+
+    /// A text of the property tests' lines: each a key's value, a list item or an item's
+    /// key, by its lead, with what follows the value.
+    fn text_of_lines(lines: &[(&str, &str, &str, &str)]) -> String {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, (lead, key, value, tail))| match *lead {
+                "" => format!("{key}{i}: {value}{tail}\n"),
+                "  " => format!("{key}{i}:\n  - {value}{tail}\n"),
+                "- k: " => format!("l{i}:\n- {key}: {value}{tail}\n  b: 1\n"),
+                _ => format!("l{i}:\n{lead}{value}{tail}\n"),
+            })
+            .collect()
     }
 
     /// Every scalar below `node`, with its path and span.
