@@ -237,4 +237,28 @@ mod tests {
             &full,
         );
     }
+
+    /// A reference pinned by digest whose new digest is unknown is refused alike, with or
+    /// without its text.
+    #[test]
+    fn an_unknown_digest_is_refused_without_the_text_as_with_it() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let values = format!("x:\n  image: r.io/x:1.0.0@{digest}\n");
+        let dir = crate::discover::tests::tree(&[("apps/a/values.yaml", &values)]);
+        let kept = discovered(dir.path(), SourceTexts::All);
+        assert!(kept.refs.iter().any(|r| r.digest.is_some()));
+        let outcomes = all_updated(&kept, "2.0.0");
+        let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
+        assert_eq!(full.refused.len(), 1, "{:?}", full.problems);
+        assert!(full.problems[0]
+            .message
+            .ends_with("the new digest is unknown"));
+        let mut given_up = discovered(dir.path(), SourceTexts::NeededOnly);
+        assert!(given_up.sources.is_empty());
+        let tree = Tree::disk(dir.path());
+        same_report(
+            &plan_giving_up_texts(&mut given_up, &outcomes, GroupBy::App, &tree),
+            &full,
+        );
+    }
 }
