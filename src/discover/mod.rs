@@ -1301,31 +1301,20 @@ struct Keys<'a> {
 type FileRead = (Read, Option<Result<charts::ChartFile, Problem>>);
 
 /// Whether every slot of `refs` (a file's, read from `text`) holds the whole value of its
-/// line, each marked [`Slot::alone`] when all do: the file's edits are then proven without
-/// its text ([`SourceTexts::NeededOnly`]). A slot inside a block scalar's text, or of a
-/// block scalar, never is; a file with a reference that creates a value (in it or
+/// line: the file's edits are then proven without its text ([`SourceTexts::NeededOnly`],
+/// its slots marked [`Slot::alone`] by the caller). A slot inside a block scalar's text, or
+/// of a block scalar, never is; a file with a reference that creates a value (in it or
 /// elsewhere) keeps its text.
-fn alone_in_their_lines<'r>(text: &str, refs: impl Iterator<Item = &'r mut ImageRef>) -> bool {
-    let mut marked: Vec<&mut Slot> = Vec::new();
-    for r in refs {
+fn alone_in_their_lines<'r>(text: &str, mut refs: impl Iterator<Item = &'r ImageRef>) -> bool {
+    refs.all(|r| {
         // A value created in the file needs its text (few do).
-        if !r.creations().is_empty() {
-            return false;
-        }
-        for slot in r.slots.iter_mut() {
-            let alone = slot.inner.is_none()
-                && slot.style != Style::Block
-                && imagebump_yaml::alone_in_its_line(text, &slot.span.range());
-            if !alone {
-                return false;
-            }
-            marked.push(slot);
-        }
-    }
-    for slot in marked {
-        slot.alone = true;
-    }
-    true
+        r.creations().is_empty()
+            && r.slots.iter().all(|slot| {
+                slot.inner.is_none()
+                    && slot.style != Style::Block
+                    && imagebump_yaml::alone_in_its_line(text, &slot.span.range())
+            })
+    })
 }
 
 /// Read and scan one file: the text the first look kept (`ahead`), else from the tree.
@@ -1440,10 +1429,12 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     let proven_without_text = keys.texts == SourceTexts::NeededOnly
         && (!refs.is_empty() || !found.is_empty())
         && imagebump_yaml::provable_in_lines(&text, fingerprint)
-        && alone_in_their_lines(
-            &text,
-            refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)),
-        );
+        && alone_in_their_lines(&text, refs.iter().chain(found.iter().map(|w| &w.r)));
+    if proven_without_text {
+        for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
+            r.slots.iter_mut().for_each(|slot| slot.alone = true);
+        }
+    }
     let lines = ctx.lines;
     let argo = interest
         .argo

@@ -1407,11 +1407,7 @@ mod tests {
                 if !alone_in_its_line(&text, &span) {
                     return Ok(());
                 }
-                let style = match text.as_bytes().get(span.start) {
-                    Some(b'"') => Style::Double,
-                    Some(b'\'') => Style::Single,
-                    _ => Style::Plain,
-                };
+                let style = style_at(&text, &span);
                 let (new_raw, new_value) = match raw.filter(|_| edits.is_empty()) {
                     Some(raw) => {
                         let read = crate::simple::scalar(raw).map_or_else(String::new, |s| s.value);
@@ -1426,11 +1422,7 @@ mod tests {
             }
             // What it renders without the old text is what is rendered with it.
             for e in &edits {
-                let style = match text.as_bytes().get(e.span.start) {
-                    Some(b'"') => Style::Double,
-                    Some(b'\'') => Style::Single,
-                    _ => Style::Plain,
-                };
+                let style = style_at(&text, &e.span);
                 if let Some(alone) = render_alone(style, &e.new_value) {
                     let old = Scalar { value: String::new(), span: e.span.clone(), style };
                     let with_old = render_scalar(&old, &text[e.span.clone()], &e.new_value);
@@ -1450,6 +1442,15 @@ mod tests {
                 }
                 Err(e) => proptest::prop_assert_eq!(Err(e), with.map(|_| ())),
             }
+        }
+    }
+
+    /// The style of the scalar at `span` (the property tests' texts hold no block scalar).
+    fn style_at(text: &str, span: &Range<usize>) -> Style {
+        match text.as_bytes().get(span.start) {
+            Some(b'"') => Style::Double,
+            Some(b'\'') => Style::Single,
+            _ => Style::Plain,
         }
     }
 
