@@ -13,11 +13,8 @@
 
 use std::io::{self, Write};
 
-use crate::chunked::Chunked;
-
 use super::output::{write_json, write_json_at};
 use crate::discover::RefKind;
-use crate::plan::Update;
 use crate::report::{NotUpdated, RunReport};
 
 /// `report` on stdout, as [`super::output::print_json`] prints it.
@@ -49,7 +46,7 @@ const NOT_UPDATED: &[u8] = b"\n  \"notUpdated\": []";
 fn by_hand<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
     // The frame is a few hundred bytes: the long lists are written straight to `out`.
     let frame = RunReport {
-        updates: &Chunked::new(),
+        updates: crate::plan::NO_ROWS,
         change_sets: &[],
         not_updated: report.not_updated.none(),
         ..report.clone()
@@ -95,9 +92,10 @@ fn empty_list(text: &[u8], key: &[u8]) -> Option<usize> {
 }
 
 /// The updates, a list one level deep: each row an object two levels deep.
-fn updates<W: Write>(out: &mut W, rows: &Chunked<Update>) -> io::Result<()> {
+fn updates<W: Write>(out: &mut W, rows: crate::plan::Rows) -> io::Result<()> {
     let mut kinds = Kinds::default();
     list(out, rows.iter(), |out, u| {
+        let u = &*u;
         if u.verified.is_some() || u.app_version.is_some() {
             // Rare, and objects of their own: serde writes the whole row.
             return write_json_at(out, u, 2);
@@ -286,6 +284,7 @@ impl Kinds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Update;
     use imagebump_model::name::ImageName;
     use proptest::prelude::*;
 
@@ -355,7 +354,8 @@ mod tests {
         #[test]
         fn updates_are_written_as_serde_writes_them(rows in prop::collection::vec(update(), 0..4)) {
             let mut ours = Vec::new();
-            updates(&mut ours, &rows.clone().into()).expect("writes to memory");
+            let kept: crate::chunked::Chunked<Update> = rows.clone().into();
+            updates(&mut ours, crate::plan::Rows::Kept(&kept)).expect("writes to memory");
             let theirs = serdes(&rows);
             prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
         }

@@ -105,7 +105,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         pull_requests: pulls.as_deref(),
         commit: loaded.ws.commit.as_deref(),
         counts: Counts::of(&analysed.found, &analysed.resolved, &analysed.plan),
-        updates: &analysed.plan.updates,
+        updates: (analysed.plan).rows(&analysed.found, &analysed.resolved.outcomes),
         change_sets: &analysed.plan.change_sets,
         not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan),
         requests: registries.stats.snapshot(),
@@ -200,7 +200,7 @@ fn max_new(plan: &RunPlan, loaded: &Loaded, rejections_known: bool) -> Option<us
 fn status(plan: &RunPlan, problems: &[Problem], late: &[Problem], made: &Plan) -> Status {
     if !problems.is_empty() || !late.is_empty() {
         Status::Problems
-    } else if plan.exit_code && !made.updates.is_empty() && plan.mode == Mode::DryRun {
+    } else if plan.exit_code && made.update_count() > 0 && plan.mode == Mode::DryRun {
         Status::Pending
     } else {
         Status::Done
@@ -563,11 +563,13 @@ async fn analyse_once(
     let bumps = oci_chart_bumps(&found, &resolved.outcomes);
     let oci = crate::chart::app_version::oci(registries, bumps, plan.concurrency);
     let mut app_versions = crate::chart::app_version::AppVersions::new(registries, oci.await);
-    plan::fill_app_versions(&mut made, |chart, from, to| {
-        app_versions.change(chart, from, to)
-    });
+    plan::fill_app_versions(
+        &mut made,
+        (&found, &resolved.outcomes),
+        |chart, from, to| app_versions.change(chart, from, to),
+    );
     tracing::info!(
-        updates = made.updates.len(),
+        updates = made.update_count(),
         files = made.files_changed,
         change_sets = made.change_sets.len(),
         "planned"

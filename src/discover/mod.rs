@@ -492,6 +492,16 @@ impl Discovery {
         self.fingerprints.retain(|f, _| written.contains(&**f));
     }
 
+    /// Give up where every value is, once nothing edits them any more (a report-only run's
+    /// plan, once its edits are verified: 45,000 references' slots at 10,000 apps). Not
+    /// those of a reference that creates values: the file its new value is written to is
+    /// found from its slots and creations together ([`ImageRef::written_file`]).
+    pub fn release_slots(&mut self) {
+        for r in self.refs.iter_mut().filter(|r| r.creations().is_empty()) {
+            r.slots = Slots::default();
+        }
+    }
+
     /// Only what lies under `scope` (a directory relative to `root`): the references read
     /// and written there, the problems and notes of its files. What is outside was read
     /// for its settings (Argo CD Applications, ImageUpdaters, Flux policies) only.

@@ -79,7 +79,7 @@ pub struct Failed {
 impl News {
     /// The news of a run that got to its report.
     pub fn of(report: &RunReport, repository: &str) -> News {
-        let update = |u: &crate::plan::Update| UpdateNews {
+        let update = |u: std::borrow::Cow<crate::plan::Update>| UpdateNews {
             image: u.name.to_string(),
             from: u.from.to_string(),
             to: u.to.to_string(),

@@ -69,11 +69,26 @@ pub struct Update {
 }
 
 /// Give every chart bump of `plan` the appVersion change `lookup` knows of (the chart as
-/// written, the version before, the version after).
+/// written, the version before, the version after). `found` and `outcomes` are what the
+/// plan was made from.
 pub fn fill_app_versions(
     plan: &mut Plan,
+    (found, outcomes): (&Discovery, &Chunked<Outcome>),
     mut lookup: impl FnMut(&str, &str, &str) -> Option<crate::chart::app_version::AppVersionChange>,
 ) {
+    if plan.later.is_some() {
+        let known: BTreeMap<usize, Box<_>> = made_rows(found, outcomes, plan)
+            .filter(|(_, ((r, _, _), _), _)| r.kind == RefKind::HelmChart)
+            .filter_map(|(at, ((r, tag, digest), _), _)| {
+                let from = spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref());
+                lookup(&r.written, &from, &spell(tag, digest)).map(|v| (at, Box::new(v)))
+            })
+            .collect();
+        if let Some(later) = &mut plan.later {
+            later.app_versions = known;
+        }
+        return;
+    }
     for u in plan
         .updates
         .iter_mut()
@@ -113,9 +128,16 @@ pub struct ChangeSet {
 
 #[derive(Debug, Default)]
 pub struct Plan {
-    /// In chunks: made at the end of the plan, after discovery's texts are given up, in
-    /// the room they leave (`chunked.rs`).
+    /// The report's rows, one per planned update whose edit is not refused, when the plan
+    /// keeps them: every plan but a report-only run's ([`plan_giving_up_texts`]), whose
+    /// rows are made when they are read. Read them with [`Plan::rows`], which gives both;
+    /// delivery (which only kept plans reach) reads them here. In chunks: made at the end
+    /// of the plan, after discovery's texts are given up, in the room they leave
+    /// (`chunked.rs`).
     pub updates: Chunked<Update>,
+    /// A report-only run's rows, not kept (30,000 rows of 88 bytes at 10,000 apps, made at
+    /// the run's peak): what makes them again from the references and their outcomes.
+    later: Option<Later>,
     /// Every changed file's texts, when the plan keeps them ([`Keep`]).
     pub files: Vec<FileChange>,
     /// How many files change (whether their texts are kept or not).
@@ -148,6 +170,104 @@ fn slot_value(
         SlotFormat::Digest => digest?.to_string(),
         SlotFormat::Reference { name } => format!("{name}:{}", spell(tag, digest)),
     })
+}
+
+/// What makes a report-only plan's rows again, with the references and outcomes it was made
+/// from ([`Plan::rows`]).
+#[derive(Debug, Default)]
+struct Later {
+    /// Each planned update's change set, in the order of [`planned`] (`u32::MAX`: its
+    /// file's edit is refused, and it has no row).
+    set_of: Vec<u32>,
+    /// How many rows: the planned updates in a change set.
+    rows: usize,
+    /// The appVersion changes of chart bumps, by row ([`fill_app_versions`]).
+    app_versions: BTreeMap<usize, Box<crate::chart::app_version::AppVersionChange>>,
+}
+
+/// A plan's rows ([`Plan::rows`]): kept by the plan, or made as they are read from the
+/// references and outcomes the plan was made from, one at a time, in the same order and
+/// the same as a kept plan's (`plan::tests`).
+#[derive(Debug, Clone, Copy)]
+pub enum Rows<'a> {
+    Kept(&'a Chunked<Update>),
+    Made(&'a Discovery, &'a Chunked<Outcome>, &'a Plan),
+}
+
+/// No rows: a report's frame without its list.
+pub const NO_ROWS: Rows<'static> = Rows::Kept(&Chunked::new());
+
+impl<'a> Rows<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Rows::Kept(kept) => kept.len(),
+            Rows::Made(_, _, plan) => plan.later.as_ref().map_or(0, |l| l.rows),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows in order; a made row is shared with nothing but the strings it holds.
+    pub fn iter(&self) -> impl Iterator<Item = Cow<'a, Update>> + 'a {
+        let (kept, made) = match *self {
+            Rows::Kept(kept) => (Some(kept), None),
+            Rows::Made(found, outcomes, plan) => (None, Some((found, outcomes, plan))),
+        };
+        let kept = kept.into_iter().flat_map(|k| k.iter().map(Cow::Borrowed));
+        let made = made.into_iter().flat_map(|(found, outcomes, plan)| {
+            let later = plan.later.as_ref();
+            made_rows(found, outcomes, plan).map(move |(at, moved, group)| {
+                let image = moved.0 .0.image.to_string().into();
+                let mut u = row(moved, group, image, &mut |t, d| spell(t, d).into());
+                u.app_version = later.and_then(|l| l.app_versions.get(&at)).cloned();
+                Cow::Owned(u)
+            })
+        });
+        kept.chain(made)
+    }
+}
+
+/// The rows of a plan that does not keep them, before they are made: each row's index, its
+/// planned update (with what `verify` recorded of it) and its change set's group.
+fn made_rows<'a>(
+    found: &'a Discovery,
+    outcomes: &'a Chunked<Outcome>,
+    plan: &'a Plan,
+) -> impl Iterator<
+    Item = (
+        usize,
+        (Planned<'a>, Option<&'a crate::verify::Verified>),
+        &'a ArcStr,
+    ),
+> + 'a {
+    let set_of = plan.later.as_ref().map_or(&[][..], |l| &l.set_of[..]);
+    (planned_verified(found, outcomes).zip(set_of))
+        .filter_map(|(moved, &set)| Some((moved, &plan.change_sets.get(set as usize)?.group)))
+        .enumerate()
+        .map(|(at, (moved, group))| (at, moved, group))
+}
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl Plan {
+    /// The plan's rows ([`Rows`]): `found` and `outcomes` are those it was made from.
+    pub fn rows<'a>(&'a self, found: &'a Discovery, outcomes: &'a Chunked<Outcome>) -> Rows<'a> {
+        match self.later {
+            Some(_) => Rows::Made(found, outcomes, self),
+            None => Rows::Kept(&self.updates),
+        }
+    }
+
+    /// How many rows it has, kept or not.
+    pub fn update_count(&self) -> usize {
+        self.later.as_ref().map_or(self.updates.len(), |l| l.rows)
+    }
 }
 
 /// The digest to write for `r`: only where the file already pins one, or under the
@@ -458,7 +578,8 @@ pub fn plan_with(
 /// As [`plan_with`] keeping no text ([`Keep::Nothing`]), for a run whose output is the
 /// report: the discovery's texts (and their fingerprints) are taken from it and given up
 /// as soon as every edit is verified, before the plan's rows are made, so that the two are
-/// never held together (docs/performance.md). The texts discovery did not hold
+/// never held together (docs/performance.md); so are the references' slots (where their
+/// values are: nothing edits after the plan, [`Discovery::release_slots`]). The texts discovery did not hold
 /// ([`crate::discover::SourceTexts::NeededOnly`]) are proven without, or read again from
 /// `tree` where a proof needs them (refused if they changed meanwhile).
 pub fn plan_giving_up_texts(
@@ -472,7 +593,12 @@ pub fn plan_giving_up_texts(
         std::mem::take(&mut discovery.fingerprints),
         tree,
     );
-    make(discovery, sources, outcomes, (group_by, Keep::Nothing))
+    let (mut out, sets) = verified(discovery, sources, outcomes, (group_by, Keep::Nothing));
+    // Nothing after the plan edits: where the values are goes too, and the rows are made
+    // in its room as well.
+    discovery.release_slots();
+    rows(discovery, outcomes, sets, (&mut out, Keep::Nothing));
+    out
 }
 
 /// The texts a plan edits, with their fingerprints: the discovery's, or taken from it with
@@ -571,6 +697,19 @@ fn make(
     outcomes: &Chunked<Outcome>,
     (group_by, keep): (GroupBy, Keep),
 ) -> Plan {
+    let (mut out, sets) = verified(discovery, sources, outcomes, (group_by, keep));
+    rows(discovery, outcomes, sets, (&mut out, keep));
+    out
+}
+
+/// The plan's first step: every edit made and verified, the whole plan's and each change
+/// set's; the texts (and the list of planned updates) are given up on return.
+fn verified(
+    discovery: &Discovery,
+    sources: Sources,
+    outcomes: &Chunked<Outcome>,
+    (group_by, keep): (GroupBy, Keep),
+) -> (Plan, Grouping) {
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
     let count = (outcomes.iter())
         .filter(|o| matches!(o, Outcome::Update { .. }))
@@ -613,20 +752,10 @@ fn make(
     if keep == Keep::Nothing {
         out.files = Vec::new();
     }
-    // Every edit is verified: texts taken from the discovery are given up here, and the
-    // list of planned updates (30,000 at 10,000 apps): the rows are made in their room,
-    // from the same updates found again.
-    drop(sources);
-    drop(moved);
-    rows(
-        discovery,
-        outcomes,
-        planned(discovery, outcomes),
-        &mut sets,
-        &mut out,
-    );
-    out.change_sets = sets.sets;
-    out
+    // Every edit is verified: texts taken from the discovery are given up on return, and
+    // the list of planned updates (30,000 at 10,000 apps): the rows are made in their
+    // room, from the same updates found again.
+    (out, sets)
 }
 
 /// The references that move, with their new tag and digest, in the references' order.
@@ -634,10 +763,23 @@ fn planned<'a>(
     discovery: &'a Discovery,
     outcomes: &'a Chunked<Outcome>,
 ) -> impl Iterator<Item = Planned<'a>> {
+    planned_verified(discovery, outcomes).map(|(p, _)| p)
+}
+
+/// As [`planned`], with what `verify` recorded of each (few or none).
+fn planned_verified<'a>(
+    discovery: &'a Discovery,
+    outcomes: &'a Chunked<Outcome>,
+) -> impl Iterator<Item = (Planned<'a>, Option<&'a crate::verify::Verified>)> {
     (discovery.refs.iter().zip(outcomes)).filter_map(|(r, o)| match o {
-        Outcome::Update { tag, digest, .. } => {
-            Some((r, &**tag, written_digest(r, digest.as_deref())))
-        }
+        Outcome::Update {
+            tag,
+            digest,
+            verified,
+        } => Some((
+            (r, &**tag, written_digest(r, digest.as_deref())),
+            verified.as_deref(),
+        )),
         _ => None,
     })
 }
@@ -659,8 +801,10 @@ impl Grouping {
         group_by: GroupBy,
     ) -> Grouping {
         let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
-        let mut sets: Vec<ChangeSet> = Vec::new();
         let mut index: foldhash::HashMap<ArcStr, u32> = Default::default();
+        // Each update's group first, then the change sets made at their exact number (one
+        // list of 10,000 at 10,000 apps: grown by doubling it held 16,384), then their files.
+        let mut groups: Vec<ArcStr> = Vec::new();
         for &(r, _, _) in moved {
             let set = r.with_touched_files(|files| {
                 if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
@@ -668,46 +812,49 @@ impl Grouping {
                 }
                 let written = files.last().copied().unwrap_or(&*r.file);
                 let key = group_key(r, written, group_by);
-                let set = match index.get(&*key) {
-                    Some(&set) => set,
-                    None => {
-                        // A group by app is its unit, and a kustomization's directory is
-                        // too: shared with the reference, not copied (10,000 change sets at
-                        // 10,000 apps).
-                        let group: ArcStr = if *key == *r.unit {
-                            ArcStr::clone(&r.unit)
-                        } else {
-                            ArcStr::from(key)
-                        };
-                        let set = u32::try_from(sets.len()).unwrap_or(u32::MAX);
-                        index.insert(ArcStr::clone(&group), set);
-                        sets.push(ChangeSet {
-                            group: ArcStr::clone(&group),
-                            // Most change sets change one file: a first push would make
-                            // room for four (10,000 change sets at 10,000 apps).
-                            files: Vec::with_capacity(1),
-                            updates: Vec::new(),
-                            changes: Vec::new(),
-                        });
-                        set
-                    }
-                };
-                if let Some(change_set) = sets.get_mut(set as usize) {
-                    for &f in files {
-                        if !change_set.files.iter().any(|x| **x == *f) {
-                            // The reference's own file is shared; a created value's is not.
-                            let f = if *f == *r.file {
-                                ArcStr::clone(&r.file)
-                            } else {
-                                ArcStr::from(f)
-                            };
-                            change_set.files.push(f);
-                        }
-                    }
+                if let Some(&set) = index.get(&*key) {
+                    return set;
                 }
+                // A group by app is its unit, and a kustomization's directory is too: shared
+                // with the reference, not copied (10,000 change sets at 10,000 apps).
+                let group: ArcStr = if *key == *r.unit {
+                    ArcStr::clone(&r.unit)
+                } else {
+                    ArcStr::from(key)
+                };
+                let set = u32::try_from(groups.len()).unwrap_or(u32::MAX);
+                index.insert(ArcStr::clone(&group), set);
+                groups.push(group);
                 set
             });
             set_of.push(set);
+        }
+        let mut sets: Vec<ChangeSet> = Vec::with_capacity(groups.len());
+        sets.extend(groups.into_iter().map(|group| ChangeSet {
+            group,
+            // Most change sets change one file: a first push would make room for four
+            // (10,000 change sets at 10,000 apps).
+            files: Vec::with_capacity(1),
+            updates: Vec::new(),
+            changes: Vec::new(),
+        }));
+        for (&(r, _, _), &set) in moved.iter().zip(&set_of) {
+            let Some(change_set) = sets.get_mut(set as usize) else {
+                continue;
+            };
+            r.with_touched_files(|files| {
+                for &f in files {
+                    if !change_set.files.iter().any(|x| **x == *f) {
+                        // The reference's own file is shared; a created value's is not.
+                        let f = if *f == *r.file {
+                            ArcStr::clone(&r.file)
+                        } else {
+                            ArcStr::from(f)
+                        };
+                        change_set.files.push(f);
+                    }
+                }
+            });
         }
         // In the order of their groups, sorted where they are (groups are unique): a sorted
         // copy made 10,000 change sets at 10,000 apps be held two and three times over at
@@ -808,26 +955,32 @@ impl Grouping {
     }
 }
 
-/// The plan's updates, in the order of `moved` (each with its change set's group, but those
+/// The plan's updates, in the order of [`planned`] (each with its change set's group, but those
 /// `set_of` refuses), and each change set's indexes into them.
-fn rows<'a>(
+fn rows(
     discovery: &Discovery,
     outcomes: &Chunked<Outcome>,
-    moved: impl Iterator<Item = Planned<'a>>,
-    grouping: &mut Grouping,
-    out: &mut Plan,
+    grouping: Grouping,
+    (out, keep): (&mut Plan, Keep),
 ) {
-    let Grouping { sets, set_of } = grouping;
-    // `verify`'s record of each verified update, by reference (few or none).
-    let verified: HashMap<*const ImageRef, &Box<crate::verify::Verified>> = (discovery.refs.iter())
-        .zip(outcomes)
-        .filter_map(|(r, o)| match o {
-            Outcome::Update {
-                verified: Some(v), ..
-            } => Some((r as *const ImageRef, v)),
-            _ => None,
-        })
-        .collect();
+    let Grouping { mut sets, set_of } = grouping;
+    let mut count = 0usize;
+    if keep == Keep::Nothing {
+        // Not kept: each change set's indexes only, the rows made when they are read.
+        for &set in &set_of {
+            if let Some(set) = sets.get_mut(set as usize) {
+                set.updates.push(count);
+                count = count.saturating_add(1);
+            }
+        }
+        out.later = Some(Later {
+            set_of,
+            rows: count,
+            app_versions: BTreeMap::new(),
+        });
+        out.change_sets = sets;
+        return;
+    }
     // One string per repository and per version as spelled, shared by their updates.
     // Looked up for every update (foldhash, as discovery's names).
     let mut images: foldhash::HashMap<&ImageName, ArcStr> = Default::default();
@@ -836,32 +989,45 @@ fn rows<'a>(
         let kept = spelled.entry((tag, digest));
         ArcStr::clone(kept.or_insert_with(|| spell(tag, digest).into()))
     };
-    for ((r, tag, digest), &set) in moved.zip(set_of.iter()) {
+    for (moved, &set) in planned_verified(discovery, outcomes).zip(set_of.iter()) {
         let Some(change_set) = sets.get_mut(set as usize) else {
             continue;
         };
         change_set.updates.push(out.updates.len());
-        let group = &change_set.group;
-        let written = r.written_file();
+        let r = moved.0 .0;
         let image = images
             .entry(&r.image)
             .or_insert_with(|| r.image.to_string().into());
         let image = ArcStr::clone(image);
-        out.updates.push(Update {
-            file: ArcStr::clone(&r.file),
-            line: r.line,
-            column: r.column,
-            kind: r.kind,
-            image,
-            name: ArcStr::clone(&r.written),
-            from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
-            to: version(tag, digest),
-            group: ArcStr::clone(group),
-            written_to: (*written != *r.file).then(|| written.into()),
-            automerge: r.policy.spec.automerge == Some(true),
-            verified: verified.get(&(r as *const ImageRef)).map(|v| (*v).clone()),
-            app_version: None,
-        });
+        let group = &change_set.group;
+        out.updates.push(row(moved, group, image, &mut version));
+    }
+    out.change_sets = sets;
+}
+
+/// The row of a planned update (with what `verify` recorded of it) in the change set
+/// `group`: `image` is its repository's name, `version` spells a tag and digest.
+fn row<'a>(
+    ((r, tag, digest), verified): (Planned<'a>, Option<&'a crate::verify::Verified>),
+    group: &ArcStr,
+    image: ArcStr,
+    version: &mut dyn FnMut(&'a str, Option<&'a str>) -> ArcStr,
+) -> Update {
+    let written = r.written_file();
+    Update {
+        file: ArcStr::clone(&r.file),
+        line: r.line,
+        column: r.column,
+        kind: r.kind,
+        image,
+        name: ArcStr::clone(&r.written),
+        from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
+        to: version(tag, digest),
+        group: ArcStr::clone(group),
+        written_to: (*written != *r.file).then(|| written.into()),
+        automerge: r.policy.spec.automerge == Some(true),
+        verified: verified.map(|v| Box::new(v.clone())),
+        app_version: None,
     }
 }
 
@@ -978,7 +1144,19 @@ mod tests {
         assert_eq!(lean.refused, full.refused);
         // Without texts: the same plan, its files counted, not kept.
         let bare = plan_with(&found, &outcomes, GroupBy::Image, Keep::Nothing);
-        assert_eq!(bare.updates, full.updates);
+        // Its rows are not kept: made as they are read, the same rows.
+        let rows = |p: &Plan| -> Vec<Update> {
+            (p.rows(&found, &outcomes).iter())
+                .map(Cow::into_owned)
+                .collect()
+        };
+        assert!(bare.updates.is_empty());
+        assert_eq!(rows(&bare), rows(&full));
+        assert_eq!((bare.update_count(), rows(&full).len()), (4, 4));
+        let indexes = |p: &Plan| -> Vec<Vec<usize>> {
+            p.change_sets.iter().map(|c| c.updates.clone()).collect()
+        };
+        assert_eq!(indexes(&bare), indexes(&full));
         assert_eq!(bare.problems, full.problems);
         assert_eq!(bare.refused, full.refused);
         assert_eq!(full.files_changed, 2);
@@ -1028,15 +1206,16 @@ mod tests {
         for keep in [Keep::Nothing, Keep::Files, Keep::Branches] {
             // By image, the groups first appear as z, a, m: sorted, they are a, m, z.
             let made = plan_with(&found, &outcomes, GroupBy::Image, keep);
-            assert_eq!(made.updates.len(), 4, "{keep:?}");
+            assert_eq!(made.update_count(), 4, "{keep:?}");
             let groups: Vec<&str> = made.change_sets.iter().map(|c| &*c.group).collect();
             assert_eq!(groups, ["r.io/a", "r.io/m", "r.io/z"], "{keep:?}");
-            let rows: Vec<&Update> = made.updates.iter().collect();
+            let rows: Vec<Cow<Update>> = made.rows(&found, &outcomes).iter().collect();
+            assert_eq!(rows.len(), 4, "{keep:?}");
             let mut listed: Vec<usize> = Vec::new();
             for set in &made.change_sets {
                 assert!(!set.updates.is_empty(), "{}", set.group);
                 for &i in &set.updates {
-                    let u = rows[i];
+                    let u = &rows[i];
                     assert_eq!((&*u.group, &*u.image), (&*set.group, &*set.group));
                     assert!(set.files.iter().any(|f| **f == *u.file), "{}", set.group);
                 }
@@ -1055,7 +1234,7 @@ mod tests {
             listed.sort_unstable();
             assert_eq!(
                 listed,
-                (0..made.updates.len()).collect::<Vec<_>>(),
+                (0..made.update_count()).collect::<Vec<_>>(),
                 "{keep:?}"
             );
             let a = &made.change_sets[0];
@@ -1220,6 +1399,99 @@ mod tests {
             made.problems
         );
         assert_eq!(made.updates.len(), 1);
+    }
+
+    /// A plan that does not keep its rows makes them as they are read, each as the plan that
+    /// keeps them holds it: with a digest, a signature verified, a chart's appVersion change,
+    /// and none for a file whose edit is refused.
+    #[test]
+    fn rows_made_when_read_are_the_rows_a_plan_keeps() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let chart = "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: web\n    version: 1.0.0\n    repository: https://charts.example.com\n";
+        let pinned = format!("x:\n  image: r.io/x:1.0.0@{digest}\ny:\n  image: r.io/y:1.0.0\n");
+        let dir = crate::discover::tests::tree(&[
+            ("umbrella/Chart.yaml", chart),
+            ("apps/a/values.yaml", &pinned),
+            ("apps/b/values.yaml", "z:\n  image: r.io/z:1.0.0\n"),
+        ]);
+        let found = crate::discover::discover(
+            &crate::source::tree::Tree::disk(dir.path()),
+            &crate::config::Config::default(),
+        );
+        assert_eq!(found.refs.len(), 4, "{:?}", found.problems);
+        let new_digest = format!("sha256:{}", "b".repeat(64));
+        let outcomes: Chunked<Outcome> = (found.refs.iter())
+            .map(|r| Outcome::Update {
+                tag: if r.kind == RefKind::HelmChart {
+                    "1.1.0"
+                } else {
+                    "2.0.0"
+                }
+                .into(),
+                digest: r.digest.as_ref().map(|_| new_digest.as_str().into()),
+                verified: (*r.written == *"r.io/y").then(|| {
+                    Box::new(crate::verify::Verified {
+                        digest: new_digest.clone(),
+                        signer: "key cosign.pub".into(),
+                    })
+                }),
+            })
+            .collect();
+        let lookup = |chart: &str, from: &str, to: &str| {
+            Some(crate::chart::app_version::AppVersionChange {
+                from: Some(format!("{chart} {from}")),
+                to: Some(to.to_string()),
+            })
+        };
+        let rows = |p: &Plan| -> Vec<Update> {
+            (p.rows(&found, &outcomes).iter())
+                .map(Cow::into_owned)
+                .collect()
+        };
+        for keep in [Keep::Files, Keep::Nothing] {
+            let mut made = plan_with(&found, &outcomes, GroupBy::App, keep);
+            fill_app_versions(&mut made, (&found, &outcomes), lookup);
+            assert_eq!(made.update_count(), 4, "{keep:?} {:?}", made.problems);
+            assert_eq!(made.updates.is_empty(), keep == Keep::Nothing);
+        }
+        let mut kept = plan_with(&found, &outcomes, GroupBy::App, Keep::Files);
+        let mut made = plan_with(&found, &outcomes, GroupBy::App, Keep::Nothing);
+        fill_app_versions(&mut kept, (&found, &outcomes), lookup);
+        fill_app_versions(&mut made, (&found, &outcomes), lookup);
+        let all = rows(&made);
+        assert_eq!(all, rows(&kept));
+        assert!(all.iter().any(|u| u.to.ends_with(&new_digest)));
+        assert!(all.iter().any(|u| u.verified.is_some()));
+        assert!(all.iter().any(|u| u.app_version.is_some()));
+        assert_eq!(made.rows(&found, &outcomes).len(), 4);
+        // The file of `x` is refused (its new digest is unknown): no row for `x`, nor for
+        // `y` in the same file.
+        let refused = Chunked::from(
+            (found.refs.iter().zip(&outcomes))
+                .map(|(r, o)| match &*r.written {
+                    "r.io/x" => Outcome::Update {
+                        tag: "2.0.0".into(),
+                        digest: None,
+                        verified: None,
+                    },
+                    _ => o.clone(),
+                })
+                .collect::<Vec<_>>(),
+        );
+        let refused_rows = |p: &Plan| -> Vec<Update> {
+            (p.rows(&found, &refused).iter())
+                .map(Cow::into_owned)
+                .collect()
+        };
+        let kept = plan_with(&found, &refused, GroupBy::App, Keep::Files);
+        let made = plan_with(&found, &refused, GroupBy::App, Keep::Nothing);
+        assert_eq!(made.refused.len(), 1, "{:?}", made.problems);
+        assert_eq!(refused_rows(&made), refused_rows(&kept));
+        assert_eq!(made.update_count(), 2);
+        let indexes = |p: &Plan| -> Vec<Vec<usize>> {
+            p.change_sets.iter().map(|c| c.updates.clone()).collect()
+        };
+        assert_eq!(indexes(&made), indexes(&kept));
     }
 
     #[test]

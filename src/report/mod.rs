@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub use imagebump_model::Problem;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::chunked::Chunked;
@@ -134,7 +135,7 @@ impl Counts {
             references: found.refs.len(),
             managed: found.refs.iter().filter(|r| r.is_managed()).count(),
             repositories: resolved.repositories,
-            updates: plan.updates.len(),
+            updates: plan.update_count(),
             up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
             held_back: count(|o| matches!(o, Outcome::Rejected(_))),
             pinned: count(|o| matches!(o, Outcome::Pinned(_))),
@@ -195,8 +196,9 @@ pub struct RunReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<&'a str>,
     pub counts: Counts,
+    // Kept by the plan, or made row by row as the report is written (a report-only run).
     #[schemars(with = "Vec<Update>")]
-    pub updates: &'a Chunked<Update>,
+    pub updates: crate::plan::Rows<'a>,
     pub change_sets: &'a [ChangeSet],
     // Made row by row as the report is written: a large tree's run holds none of them.
     #[schemars(with = "Vec<NotUpdated<'static>>")]
@@ -320,7 +322,7 @@ pub fn pull_events<'r>(
 /// The updates the run committed straight to the base: all of them with `--push`; in a
 /// pull-request run with `delivery: push`, those of change sets without a pull request.
 /// None for a dry run (a push it previews is not made).
-pub fn pushed_updates<'r>(report: &'r RunReport) -> Vec<&'r Update> {
+pub fn pushed_updates<'r>(report: &'r RunReport) -> Vec<Cow<'r, Update>> {
     if report.pushed.is_none() || report.mode == "dry-run" {
         return Vec::new();
     }
