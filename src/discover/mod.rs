@@ -916,7 +916,7 @@ pub fn discover_with(
         policies,
         argo: argocd::Found::default(),
         marked: flux::Found::default(),
-        layout: placement::Layout::default(),
+        layout: placement::Layout::with_kustomizations(files.iter().filter(|f| is_k(f)).count()),
         charts: Vec::new(),
         names: Names::default(),
     };
