@@ -135,7 +135,9 @@ fn not_updated<'a, W: Write>(
         }
         string_field(out, b",\n      \"status\": ", r.status)?;
         if let Some(reason) = r.reason {
-            string_field(out, b",\n      \"reason\": ", reason)?;
+            out.write_all(b",\n      \"reason\": \"")?;
+            display_contents(out, &reason)?;
+            out.write_all(b"\"")?;
         }
         out.write_all(b"\n    }")
     })
@@ -370,14 +372,24 @@ mod tests {
             let images: Vec<ImageName> = (rows.iter())
                 .map(|r| ImageName { registry: r.2.clone(), repository: r.3.clone() })
                 .collect();
-            let made: Vec<NotUpdated> = (rows.iter().zip(&images))
-                .map(|(r, image)| NotUpdated {
+            // Every other row's reason is an overriding entry's, spelled as it is written.
+            let overridden: Vec<crate::discover::Unmanaged> = (rows.iter())
+                .map(|r| crate::discover::Unmanaged::OverriddenBy {
+                    file: r.0.as_str().into(),
+                    line: r.1 as u32,
+                })
+                .collect();
+            let made: Vec<NotUpdated> = (rows.iter().zip(&images).zip(&overridden).enumerate())
+                .map(|(i, ((r, image), by))| NotUpdated {
                     file: &r.0,
                     line: r.1,
                     image,
                     tag: r.4.as_deref(),
                     status: r.6,
-                    reason: r.5.as_deref(),
+                    reason: match i % 2 {
+                        0 => r.5.as_deref().map(crate::report::Reason::Text),
+                        _ => Some(crate::report::Reason::Unmanaged(by)),
+                    },
                 })
                 .collect();
             let mut ours = Vec::new();

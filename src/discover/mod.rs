@@ -336,11 +336,59 @@ pub struct ImageRef {
     pub policy: Policy,
     /// Why imagebump leaves this reference alone; `None` when it is managed. Shared with
     /// its outcome.
-    pub unmanaged: Option<ArcStr>,
+    pub unmanaged: Option<Unmanaged>,
     pub slots: Slots,
     /// What few references have (Argo CD write-back, an app): boxed, as a reference is
     /// kept to the end of the run (`creations()`, `writes_to()`, `app()`, `extra_mut()`).
     pub extra: Option<Box<Extra>>,
+}
+
+/// Why imagebump leaves a reference alone ([`ImageRef::unmanaged`]): in words, or, for a
+/// reference that a kustomization's `images:` entry overrides (a base's image: 15,000 at
+/// 10,000 apps), that entry's file (the name the kustomization's references share) and
+/// line, spelled `overridden by FILE:LINE` when the reason is read. A string of its own for
+/// each such reference was 1 MiB of the run's peak at 10,000 apps (docs/performance.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unmanaged {
+    Why(ArcStr),
+    OverriddenBy { file: ArcStr, line: u32 },
+}
+
+impl Unmanaged {
+    /// The reason in words.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Unmanaged::Why(why) => std::borrow::Cow::Borrowed(why),
+            Unmanaged::OverriddenBy { .. } => std::borrow::Cow::Owned(self.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for Unmanaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unmanaged::Why(why) => f.write_str(why),
+            Unmanaged::OverriddenBy { file, line } => write!(f, "overridden by {file}:{line}"),
+        }
+    }
+}
+
+impl From<ArcStr> for Unmanaged {
+    fn from(why: ArcStr) -> Unmanaged {
+        Unmanaged::Why(why)
+    }
+}
+
+impl From<&str> for Unmanaged {
+    fn from(why: &str) -> Unmanaged {
+        Unmanaged::Why(why.into())
+    }
+}
+
+impl From<String> for Unmanaged {
+    fn from(why: String) -> Unmanaged {
+        Unmanaged::Why(why.into())
+    }
 }
 
 /// The parts of a reference that only Argo CD's references and kustomize write-back have.
@@ -1531,7 +1579,11 @@ pub(crate) mod tests {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_reference_stays_as_small_as_it_is() {
-        assert_eq!(std::mem::size_of::<ImageRef>(), 104);
+        // 112: the reason a reference is not managed is 16 bytes (`Unmanaged`), so that the
+        // 15,000 references an overlay overrides at 10,000 apps hold no string of their own
+        // (8 bytes more each, 80 fewer: docs/performance.md).
+        assert_eq!(std::mem::size_of::<ImageRef>(), 112);
+        assert_eq!(std::mem::size_of::<Option<Unmanaged>>(), 16);
         assert_eq!(std::mem::size_of::<Slots>(), 16);
         assert_eq!(std::mem::size_of::<Slot>(), 48);
         // Its span too, in 32 bits.

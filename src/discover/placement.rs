@@ -145,7 +145,7 @@ impl Layout {
                     }
                 }
                 Place::Overridden { by } => {
-                    r.unmanaged = Some(format!("overridden by {by}").into());
+                    r.unmanaged = Some(by);
                 }
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();

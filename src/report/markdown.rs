@@ -135,7 +135,7 @@ fn rows(s: &mut String, not: &[NotUpdated]) {
             cell(n.tag.unwrap_or("-")),
             cell(n.file),
             n.line,
-            cell(n.reason.unwrap_or_default())
+            cell(&n.reason.map(|r| r.to_string()).unwrap_or_default())
         );
     }
     more(s, not.len());

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::chunked::Chunked;
-use crate::discover::{Discovery, ImageRef};
+use crate::discover::{Discovery, ImageRef, Unmanaged};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::registry::StatsSnapshot;
 use crate::resolve::{Outcome, Resolved};
@@ -42,7 +42,30 @@ pub struct ScanEntry<'a> {
     pub policy: &'a crate::policy::Policy,
     pub managed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'a str>,
+    pub reason: Option<Reason<'a>>,
+}
+
+/// Why a reference is not updated (or not managed): words, or an unmanaged reference's
+/// reason, spelled when it is written ([`Unmanaged`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Reason<'a> {
+    Text(&'a str),
+    Unmanaged(&'a Unmanaged),
+}
+
+impl std::fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Text(text) => f.write_str(text),
+            Reason::Unmanaged(why) => why.fmt(f),
+        }
+    }
+}
+
+impl Serialize for Reason<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
@@ -61,7 +84,7 @@ impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
             writes_to: r.writes_to(),
             policy: &r.policy,
             managed: r.is_managed(),
-            reason: r.unmanaged.as_deref(),
+            reason: r.unmanaged.as_ref().map(Reason::Unmanaged),
         }
     }
 }
@@ -88,7 +111,8 @@ pub struct NotUpdated<'a> {
     pub tag: Option<&'a str>,
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'a str>,
+    #[schemars(with = "Option<String>")]
+    pub reason: Option<Reason<'a>>,
 }
 
 /// A value written as its text: a row's image is named as written only when it is read.
@@ -167,15 +191,17 @@ fn not_updated_row<'a>(
     let (status, reason) = match o {
         o if edit_refused(r, o, refused) => (
             "edit-refused",
-            Some("the file's edit failed verification and was left unchanged"),
+            Some(Reason::Text(
+                "the file's edit failed verification and was left unchanged",
+            )),
         ),
         Outcome::Update { .. } => return None,
         Outcome::UpToDate => ("up-to-date", None),
-        Outcome::Rejected(s) => ("held-back", Some(&**s)),
-        Outcome::Pinned(s) => ("pinned", Some(&**s)),
-        Outcome::Skipped(s) => ("skipped", Some(&**s)),
-        Outcome::Unmanaged(s) => ("unmanaged", Some(&**s)),
-        Outcome::Failed(s) => ("not-checked", Some(&**s)),
+        Outcome::Rejected(s) => ("held-back", Some(Reason::Text(s))),
+        Outcome::Pinned(s) => ("pinned", Some(Reason::Text(s))),
+        Outcome::Skipped(s) => ("skipped", Some(Reason::Text(s))),
+        Outcome::Unmanaged(why) => ("unmanaged", Some(Reason::Unmanaged(why))),
+        Outcome::Failed(s) => ("not-checked", Some(Reason::Text(s))),
     };
     Some(NotUpdated {
         file: &r.file,
@@ -434,7 +460,7 @@ pub fn not_updated_text(not: &[NotUpdated], limit: usize) -> String {
         }
         let _ = writeln!(out, "\n{title} ({}):", group.len());
         for n in group.iter().take(limit) {
-            let why = n.reason.unwrap_or_default();
+            let why = n.reason.map(|r| r.to_string()).unwrap_or_default();
             // A value with no repository of its own (a tag the chart's default completes).
             let image = image_cell(n.image);
             let _ = match (status, n.tag) {

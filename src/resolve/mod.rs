@@ -43,7 +43,7 @@ pub enum Outcome {
     /// The policy could not judge it (e.g. the current tag is not a version).
     Skipped(ArcStr),
     /// imagebump does not manage it (discovery said why).
-    Unmanaged(ArcStr),
+    Unmanaged(crate::discover::Unmanaged),
     /// The registry could not be asked.
     Failed(ArcStr),
 }
@@ -508,7 +508,7 @@ pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
 /// policy cannot judge); `None` for one resolve asks the registry about.
 fn set_aside(r: &ImageRef) -> Option<Outcome> {
     if let Some(reason) = &r.unmanaged {
-        return Some(Outcome::Unmanaged(ArcStr::clone(reason)));
+        return Some(Outcome::Unmanaged(reason.clone()));
     }
     if r.policy.pin {
         return Some(Outcome::Pinned(

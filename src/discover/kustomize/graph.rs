@@ -60,8 +60,9 @@ pub enum Place {
         image: Option<String>,
         unit: Option<String>,
     },
-    /// No leaf deploys the manifest's tag; `by` is `FILE:LINE` of what sets it.
-    Overridden { by: String },
+    /// No leaf deploys the manifest's tag; `by` says what sets it (the `FILE:LINE` of an
+    /// `images:` entry, or an Argo CD Application's `kustomize.images`).
+    Overridden { by: crate::discover::Unmanaged },
     /// An `images:` entry in each leaf.
     PerLeaf(Vec<LeafEdit>),
 }
@@ -81,7 +82,7 @@ pub struct LeafEdit {
 
 /// What one leaf sees of an image, following one include chain.
 enum Seen {
-    Overridden(String),
+    Overridden(crate::discover::Unmanaged),
     Base(LeafEdit),
 }
 
@@ -253,7 +254,10 @@ impl Graph {
                     continue;
                 }
                 if e.sets_version {
-                    return Seen::Overridden(format!("{}:{}", owner.file, e.line));
+                    return Seen::Overridden(crate::discover::Unmanaged::OverriddenBy {
+                        file: arcstr::ArcStr::clone(&owner.file),
+                        line: e.line,
+                    });
                 }
                 if top && std::ptr::eq(owner, k) {
                     at_leaf.1 = Some(e);
@@ -265,7 +269,8 @@ impl Graph {
         }
         let leaf = chain.last().copied().unwrap_or_default();
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
-            return Seen::Overridden(format!("{} (kustomize.images)", app.file));
+            let by = format!("overridden by {} (kustomize.images)", app.file);
+            return Seen::Overridden(by.into());
         }
         let file = self
             .kustomization(leaf)
@@ -439,7 +444,10 @@ mod tests {
         assert_eq!(
             g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
             Place::Overridden {
-                by: "base/kustomization.yaml:10".into()
+                by: crate::discover::Unmanaged::OverriddenBy {
+                    file: "base/kustomization.yaml".into(),
+                    line: 10
+                }
             }
         );
     }
