@@ -218,9 +218,9 @@ impl<'a> Rows<'a> {
         let kept = kept.into_iter().flat_map(|k| k.iter().map(Cow::Borrowed));
         let made = made.into_iter().flat_map(|(found, outcomes, plan)| {
             let later = plan.later.as_ref();
+            let mut spellings = Spellings::default();
             made_rows(found, outcomes, plan).map(move |(at, moved, group)| {
-                let image = moved.0 .0.image.to_string().into();
-                let mut u = row(moved, group, image, &mut |t, d| spell(t, d).into());
+                let mut u = spellings.row(moved, group);
                 u.app_version = later.and_then(|l| l.app_versions.get(&at)).cloned();
                 Cow::Owned(u)
             })
@@ -981,28 +981,46 @@ fn rows(
         out.change_sets = sets;
         return;
     }
-    // One string per repository and per version as spelled, shared by their updates.
-    // Looked up for every update (foldhash, as discovery's names).
-    let mut images: foldhash::HashMap<&ImageName, ArcStr> = Default::default();
-    let mut spelled: foldhash::HashMap<(&str, Option<&str>), ArcStr> = Default::default();
-    let mut version = |tag, digest| {
-        let kept = spelled.entry((tag, digest));
-        ArcStr::clone(kept.or_insert_with(|| spell(tag, digest).into()))
-    };
+    let mut spellings = Spellings::default();
     for (moved, &set) in planned_verified(discovery, outcomes).zip(set_of.iter()) {
         let Some(change_set) = sets.get_mut(set as usize) else {
             continue;
         };
         change_set.updates.push(out.updates.len());
+        out.updates.push(spellings.row(moved, &change_set.group));
+    }
+    out.change_sets = sets;
+}
+
+/// One string per repository and per version as spelled, shared by the rows that name it
+/// (kept rows hold them to the end of the run; rows made as they are read do not spell
+/// them again). Looked up for every row (foldhash, as discovery's names).
+#[derive(Default)]
+struct Spellings<'a> {
+    images: foldhash::HashMap<&'a ImageName, ArcStr>,
+    versions: foldhash::HashMap<(&'a str, Option<&'a str>), ArcStr>,
+}
+
+impl<'a> Spellings<'a> {
+    /// The row of a planned update in the change set `group` ([`row`]).
+    fn row(
+        &mut self,
+        moved: (Planned<'a>, Option<&'a crate::verify::Verified>),
+        group: &ArcStr,
+    ) -> Update {
         let r = moved.0 .0;
-        let image = images
+        let image = self
+            .images
             .entry(&r.image)
             .or_insert_with(|| r.image.to_string().into());
         let image = ArcStr::clone(image);
-        let group = &change_set.group;
-        out.updates.push(row(moved, group, image, &mut version));
+        let versions = &mut self.versions;
+        let mut version = |tag, digest| {
+            let kept = versions.entry((tag, digest));
+            ArcStr::clone(kept.or_insert_with(|| spell(tag, digest).into()))
+        };
+        row(moved, group, image, &mut version)
     }
-    out.change_sets = sets;
 }
 
 /// The row of a planned update (with what `verify` recorded of it) in the change set
