@@ -954,7 +954,7 @@ impl Scan<'_> {
             (f, _) => f.clone(),
         };
         if tag.is_none() {
-            r.unmanaged = Some("no tag".into());
+            r.unmanaged = Some(arcstr::literal!("no tag").into());
         } else {
             r.slots.push(ctx.slot(c.doc, c.at.clone(), s, format));
         }

@@ -62,7 +62,7 @@ pub(crate) fn chart_ref(
         },
     );
     if version.is_empty() {
-        r.unmanaged = Some("no chart version".into());
+        r.unmanaged = Some(arcstr::literal!("no chart version").into());
     } else {
         r.slots.push(ctx.slot(doc, path, s, SlotFormat::Tag));
     }

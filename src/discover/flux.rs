@@ -178,7 +178,7 @@ fn give_policy(
             Ok(())
         }
         Err(e) => {
-            r.unmanaged = Some("invalid policy".into());
+            r.unmanaged = Some(arcstr::literal!("invalid policy").into());
             let mut p = ctx.problem(offset, format!("{label}: {e}"));
             p.hint = e.hint;
             Err(p)

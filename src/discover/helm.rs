@@ -150,7 +150,8 @@ pub(super) fn in_block(
     for r in &mut refs {
         for slot in std::mem::take(&mut r.slots) {
             let Some(slot) = slot.in_block(block, doc, at.into()) else {
-                r.unmanaged = Some("its value spans lines inside helm.values".into());
+                r.unmanaged =
+                    Some(arcstr::literal!("its value spans lines inside helm.values").into());
                 r.slots.clear();
                 break;
             };
@@ -548,9 +549,9 @@ impl<'a> Values<'a> {
         let mut out = self.ctx.new_ref(kind, &self.unit(), at, r);
         if out.tag.is_none() {
             out.unmanaged = Some(if out.digest.is_some() {
-                "pinned by digest only".into()
+                arcstr::literal!("pinned by digest only").into()
             } else {
-                "no tag (the runtime pulls latest)".into()
+                arcstr::literal!("no tag (the runtime pulls latest)").into()
             });
         } else {
             let format = SlotFormat::Reference {
@@ -700,8 +701,8 @@ impl<'a> Values<'a> {
     fn tag_slots(&self, out: &mut ImageRef, f: &Fields<'a>, tag: Option<&Scalar>, at_digest: bool) {
         let Some(t) = tag else {
             out.unmanaged = Some(match f.tag {
-                Some(_) => "tag is empty: the chart's appVersion applies".into(),
-                None => "no tag key: the chart's appVersion applies".into(),
+                Some(_) => arcstr::literal!("tag is empty: the chart's appVersion applies").into(),
+                None => arcstr::literal!("no tag key: the chart's appVersion applies").into(),
             });
             return;
         };

@@ -27,7 +27,8 @@ pub fn scan(ctx: &FileCtx, refs: &mut Vec<ImageRef>) {
         };
         let column = line.find(value).unwrap_or_default();
         let mut out = ctx.new_ref(RefKind::Workload, &unit, at.saturating_add(column), r);
-        out.unmanaged = Some("hard-coded in the chart, not a values key: not edited".into());
+        out.unmanaged =
+            Some(arcstr::literal!("hard-coded in the chart, not a values key: not edited").into());
         refs.push(out);
     }
 }

@@ -530,9 +530,9 @@ fn image(
     let mut out = ctx.new_ref(RefKind::Workload, &unit, s.span.start, r);
     if out.tag.is_none() {
         out.unmanaged = Some(if out.digest.is_some() {
-            "pinned by digest only".into()
+            arcstr::literal!("pinned by digest only").into()
         } else {
-            "no tag (the runtime pulls latest)".into()
+            arcstr::literal!("no tag (the runtime pulls latest)").into()
         });
     }
     out.slots.push(ctx.slot(

@@ -258,7 +258,7 @@ fn entry(
     let mut out = ctx.new_ref(RefKind::Kustomize, unit, at, r);
     match new_tag {
         None if digest.is_some() => {
-            out.unmanaged = Some("pinned by digest only (no newTag)".into())
+            out.unmanaged = Some(arcstr::literal!("pinned by digest only (no newTag)").into())
         }
         None => {
             out.unmanaged =
