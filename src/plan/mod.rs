@@ -209,7 +209,7 @@ impl<'a> Rows<'a> {
         self.len() == 0
     }
 
-    /// The rows in order; a made row is shared with nothing but the strings it holds.
+    /// The rows in order: a kept row borrowed, a row not kept made as it is read.
     pub fn iter(&self) -> impl Iterator<Item = Cow<'a, Update>> + 'a {
         let (kept, made) = match *self {
             Rows::Kept(kept) => (Some(kept), None),
@@ -404,7 +404,8 @@ impl FileWork<'_, '_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
     /// No texts: a run whose output is the report (a local JSON dry run). A 10,000-app
-    /// tree's new texts are megabytes that nothing would read.
+    /// tree's new texts are megabytes that nothing would read. Nor the rows: they are made
+    /// as the report reads them ([`Plan::rows`]).
     Nothing,
     /// The whole plan's texts: the diff, `--write`, a push.
     Files,
@@ -577,9 +578,10 @@ pub fn plan_with(
 
 /// As [`plan_with`] keeping no text ([`Keep::Nothing`]), for a run whose output is the
 /// report: the discovery's texts (and their fingerprints) are taken from it and given up
-/// as soon as every edit is verified, before the plan's rows are made, so that the two are
-/// never held together (docs/performance.md); so are the references' slots (where their
-/// values are: nothing edits after the plan, [`Discovery::release_slots`]). The texts discovery did not hold
+/// as soon as every edit is verified (docs/performance.md), and so are the references'
+/// slots (where their values are: nothing edits after the plan,
+/// [`Discovery::release_slots`]). The plan keeps no rows: [`Plan::rows`] makes them as
+/// they are read. The texts discovery did not hold
 /// ([`crate::discover::SourceTexts::NeededOnly`]) are proven without, or read again from
 /// `tree` where a proof needs them (refused if they changed meanwhile).
 pub fn plan_giving_up_texts(
@@ -594,8 +596,7 @@ pub fn plan_giving_up_texts(
         tree,
     );
     let (mut out, sets) = verified(discovery, sources, outcomes, (group_by, Keep::Nothing));
-    // Nothing after the plan edits: where the values are goes too, and the rows are made
-    // in its room as well.
+    // Nothing after the plan edits: where the values are goes too.
     discovery.release_slots();
     rows(discovery, outcomes, sets, (&mut out, Keep::Nothing));
     out
