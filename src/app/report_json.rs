@@ -14,7 +14,7 @@
 use std::io::{self, Write};
 
 use super::output::{write_json, write_json_at};
-use crate::discover::{RefKind, Unmanaged};
+use crate::discover::{RefKind, Unmanaged, OVERRIDDEN_BY};
 use crate::report::{NotUpdated, Reason, RunReport};
 
 /// `report` on stdout, as [`super::output::print_json`] prints it.
@@ -140,7 +140,7 @@ fn not_updated<'a, W: Write>(
                 // Its pieces as its `Display` writes them, without the formatting machinery
                 // (15,000 rows at 10,000 apps).
                 Reason::Unmanaged(Unmanaged::OverriddenBy { file, line }) => {
-                    string_contents(out, "overridden by ")?;
+                    string_contents(out, OVERRIDDEN_BY)?;
                     string_contents(out, file)?;
                     out.write_all(b":")?;
                     number(out, *line as usize)?;

@@ -354,21 +354,15 @@ pub enum Unmanaged {
     OverriddenBy { file: ArcStr, line: u32 },
 }
 
-impl Unmanaged {
-    /// The reason in words.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Unmanaged::Why(why) => std::borrow::Cow::Borrowed(why),
-            Unmanaged::OverriddenBy { .. } => std::borrow::Cow::Owned(self.to_string()),
-        }
-    }
-}
+/// The words before what overrides a reference, in every reason that says so (the JSON
+/// report writes an overriding entry's reason in its pieces).
+pub const OVERRIDDEN_BY: &str = "overridden by ";
 
 impl std::fmt::Display for Unmanaged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unmanaged::Why(why) => f.write_str(why),
-            Unmanaged::OverriddenBy { file, line } => write!(f, "overridden by {file}:{line}"),
+            Unmanaged::OverriddenBy { file, line } => write!(f, "{OVERRIDDEN_BY}{file}:{line}"),
         }
     }
 }

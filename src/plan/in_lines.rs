@@ -56,8 +56,8 @@ mod tests {
     use crate::chunked::Chunked;
     use crate::config::{Config, GroupBy};
     use crate::discover::{discover_with, Discovery, SourceTexts};
-    use crate::plan::tests::all_updated;
-    use crate::plan::{plan_giving_up_texts, plan_with, Keep, Plan, Update};
+    use crate::plan::tests::{all_updated, rows_of};
+    use crate::plan::{plan_giving_up_texts, plan_with, Keep, Plan};
     use crate::resolve::Outcome;
     use crate::source::tree::Tree;
 
@@ -72,12 +72,7 @@ mod tests {
         (b, b_found): (&Plan, &Discovery),
         outcomes: &Chunked<Outcome>,
     ) {
-        let rows = |p: &Plan, found| -> Vec<Update> {
-            (p.rows(found, outcomes).iter())
-                .map(std::borrow::Cow::into_owned)
-                .collect()
-        };
-        assert_eq!(rows(a, a_found), rows(b, b_found));
+        assert_eq!(rows_of(a, a_found, outcomes), rows_of(b, b_found, outcomes));
         assert_eq!(a.update_count(), b.update_count());
         assert_eq!(a.problems, b.problems);
         assert_eq!(a.refused, b.refused);

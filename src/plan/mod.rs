@@ -77,11 +77,13 @@ pub fn fill_app_versions(
     mut lookup: impl FnMut(&str, &str, &str) -> Option<crate::chart::app_version::AppVersionChange>,
 ) {
     if plan.later.is_some() {
+        // The chart bumps' rows, made as a report would make them.
+        let mut spellings = Spellings::default();
         let known: BTreeMap<usize, Box<_>> = made_rows(found, outcomes, plan)
             .filter(|(_, ((r, _, _), _), _)| r.kind == RefKind::HelmChart)
-            .filter_map(|(at, ((r, tag, digest), _), _)| {
-                let from = spell(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref());
-                lookup(&r.written, &from, &spell(tag, digest)).map(|v| (at, Box::new(v)))
+            .filter_map(|(at, moved, group)| {
+                let u = spellings.row(moved, group);
+                lookup(&u.name, &u.from, &u.to).map(|v| (at, Box::new(v)))
             })
             .collect();
         if let Some(later) = &mut plan.later {
@@ -754,8 +756,8 @@ fn verified(
         out.files = Vec::new();
     }
     // Every edit is verified: texts taken from the discovery are given up on return, and
-    // the list of planned updates (30,000 at 10,000 apps): the rows are made in their
-    // room, from the same updates found again.
+    // the list of planned updates (30,000 at 10,000 apps): rows a plan keeps are made in
+    // their room, from the same updates found again.
     (out, sets)
 }
 
@@ -956,8 +958,9 @@ impl Grouping {
     }
 }
 
-/// The plan's updates, in the order of [`planned`] (each with its change set's group, but those
-/// `set_of` refuses), and each change set's indexes into them.
+/// The plan's rows, in the order of [`planned`] (each with its change set's group, but those
+/// `set_of` refuses), and each change set's indexes into them; a plan that keeps no texts
+/// keeps only the indexes and what makes the rows again ([`Later`], [`Plan::rows`]).
 fn rows(
     discovery: &Discovery,
     outcomes: &Chunked<Outcome>,
@@ -1133,6 +1136,18 @@ mod tests {
     }
 
     /// Every reference of `found` updated to `tag`.
+    /// A plan's rows, kept or made as they are read, as values.
+    pub(super) fn rows_of(p: &Plan, found: &Discovery, outcomes: &Chunked<Outcome>) -> Vec<Update> {
+        (p.rows(found, outcomes).iter())
+            .map(Cow::into_owned)
+            .collect()
+    }
+
+    /// Each change set's indexes into its plan's rows.
+    fn indexes(p: &Plan) -> Vec<Vec<usize>> {
+        p.change_sets.iter().map(|c| c.updates.clone()).collect()
+    }
+
     pub(super) fn all_updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
         (found.refs.iter())
             .map(|_| Outcome::Update {
@@ -1164,17 +1179,10 @@ mod tests {
         // Without texts: the same plan, its files counted, not kept.
         let bare = plan_with(&found, &outcomes, GroupBy::Image, Keep::Nothing);
         // Its rows are not kept: made as they are read, the same rows.
-        let rows = |p: &Plan| -> Vec<Update> {
-            (p.rows(&found, &outcomes).iter())
-                .map(Cow::into_owned)
-                .collect()
-        };
+        let rows = |p: &Plan| rows_of(p, &found, &outcomes);
         assert!(bare.updates.is_empty());
         assert_eq!(rows(&bare), rows(&full));
         assert_eq!((bare.update_count(), rows(&full).len()), (4, 4));
-        let indexes = |p: &Plan| -> Vec<Vec<usize>> {
-            p.change_sets.iter().map(|c| c.updates.clone()).collect()
-        };
         assert_eq!(indexes(&bare), indexes(&full));
         assert_eq!(bare.problems, full.problems);
         assert_eq!(bare.refused, full.refused);
@@ -1462,11 +1470,7 @@ mod tests {
                 to: Some(to.to_string()),
             })
         };
-        let rows = |p: &Plan| -> Vec<Update> {
-            (p.rows(&found, &outcomes).iter())
-                .map(Cow::into_owned)
-                .collect()
-        };
+        let rows = |p: &Plan| rows_of(p, &found, &outcomes);
         for keep in [Keep::Files, Keep::Nothing] {
             let mut made = plan_with(&found, &outcomes, GroupBy::App, keep);
             fill_app_versions(&mut made, (&found, &outcomes), lookup);
@@ -1497,19 +1501,14 @@ mod tests {
                 })
                 .collect::<Vec<_>>(),
         );
-        let refused_rows = |p: &Plan| -> Vec<Update> {
-            (p.rows(&found, &refused).iter())
-                .map(Cow::into_owned)
-                .collect()
-        };
         let kept = plan_with(&found, &refused, GroupBy::App, Keep::Files);
         let made = plan_with(&found, &refused, GroupBy::App, Keep::Nothing);
         assert_eq!(made.refused.len(), 1, "{:?}", made.problems);
-        assert_eq!(refused_rows(&made), refused_rows(&kept));
+        assert_eq!(
+            rows_of(&made, &found, &refused),
+            rows_of(&kept, &found, &refused)
+        );
         assert_eq!(made.update_count(), 2);
-        let indexes = |p: &Plan| -> Vec<Vec<usize>> {
-            p.change_sets.iter().map(|c| c.updates.clone()).collect()
-        };
         assert_eq!(indexes(&made), indexes(&kept));
     }
 

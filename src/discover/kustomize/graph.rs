@@ -269,7 +269,11 @@ impl Graph {
         }
         let leaf = chain.last().copied().unwrap_or_default();
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
-            let by = format!("overridden by {} (kustomize.images)", app.file);
+            let by = format!(
+                "{}{} (kustomize.images)",
+                crate::discover::OVERRIDDEN_BY,
+                app.file
+            );
             return Seen::Overridden(by.into());
         }
         let file = self
