@@ -19,7 +19,7 @@ pub(super) fn proven(work: &FileWork) -> Option<Result<(), (usize, usize, String
         return None;
     }
     let mut edits = Vec::new();
-    for &&(r, tag, digest) in work.slots {
+    for (r, tag, digest) in work.slots() {
         match edits_alone(r, tag, digest)? {
             Ok(e) => edits.extend(e),
             Err(e) => {

@@ -13,7 +13,7 @@ mod in_lines;
 
 use crate::chunked::Chunked;
 use crate::config::GroupBy;
-use crate::discover::{Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
+use crate::discover::{saturating_u32, Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::policy::Strategy;
 use crate::resolve::Outcome;
 use crate::source::tree::Tree;
@@ -178,7 +178,7 @@ fn slot_value(
 /// from ([`Plan::rows`]).
 #[derive(Debug, Default)]
 struct Later {
-    /// Each planned update's change set, in the order of [`planned`] (`u32::MAX`: its
+    /// Each planned update's change set, in the order of [`planned_verified`] (`u32::MAX`: its
     /// file's edit is refused, and it has no row).
     set_of: Vec<u32>,
     /// How many rows: the planned updates in a change set.
@@ -342,13 +342,88 @@ fn edits_rendered(
 /// A reference with its new tag and digest.
 type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 
-/// What changes in one file: the planned updates, by reference (a word each, not the
-/// update's five: 10,000 files' lists are held at once while the plan edits them).
+/// A planned update named by its reference's index in the discovery: 4 bytes where a
+/// [`Planned`] is 40. The plan's lists of updates (30,000 at 10,000 apps, each list held
+/// while the next is made) hold these, and read each update where it is used
+/// ([`Moves::get`]). A discovery holds fewer than `u32::MAX` references: each is over a
+/// hundred bytes, so that many would not fit in memory.
+type At = u32;
+
+/// The references and their outcomes a plan is made from, read by index ([`At`]).
+#[derive(Clone, Copy)]
+struct Moves<'a> {
+    refs: &'a Chunked<ImageRef>,
+    outcomes: &'a Chunked<Outcome>,
+}
+
+impl<'a> Moves<'a> {
+    fn new(discovery: &'a Discovery, outcomes: &'a Chunked<Outcome>) -> Moves<'a> {
+        Moves {
+            refs: &discovery.refs,
+            outcomes,
+        }
+    }
+
+    /// The planned update of the reference at `at`; `None` when it does not move.
+    fn get(&self, at: At) -> Option<Planned<'a>> {
+        let at = at as usize;
+        moving(self.refs.get(at)?, self.outcomes.get(at)?).map(|(p, _)| p)
+    }
+
+    /// Every planned update with its reference's index, in the references' order.
+    fn iter(self) -> impl Iterator<Item = (At, Planned<'a>)> + 'a {
+        (0..)
+            .zip(self.refs.iter().zip(self.outcomes))
+            .filter_map(|(at, (r, o))| Some((at, moving(r, o)?.0)))
+    }
+}
+
+/// The planned update of `r` whose outcome is `o` (with what `verify` recorded of it), or
+/// `None` when it does not move.
+fn moving<'a>(
+    r: &'a ImageRef,
+    o: &'a Outcome,
+) -> Option<(Planned<'a>, Option<&'a crate::verify::Verified>)> {
+    match o {
+        Outcome::Update {
+            tag,
+            digest,
+            verified,
+        } => Some((
+            (r, &**tag, written_digest(r, digest.as_deref())),
+            verified.as_deref(),
+        )),
+        _ => None,
+    }
+}
+
+/// What changes in one file: its planned updates by index (read where they are used), a
+/// run of the plan's list of updates with slots, and the values to create in it.
 struct FileWork<'p, 'a> {
-    /// References whose slots are in this file: a run of the plan's [`slotted`].
-    slots: &'p [&'p Planned<'a>],
-    /// Values to create in this file (few).
-    creations: Vec<(Planned<'a>, &'a Creation)>,
+    moves: Moves<'a>,
+    /// References whose slots are in this file: a run of [`Runs::slotted`].
+    slots: &'p [At],
+    /// Values to create in this file (few): a run of [`Runs::creations`].
+    creations: &'p [(At, &'a Creation)],
+}
+
+impl<'a> FileWork<'_, 'a> {
+    fn size(&self) -> Size {
+        Size {
+            slots: saturating_u32(self.slots.len()),
+            creations: saturating_u32(self.creations.len()),
+        }
+    }
+
+    /// The planned updates with slots in this file, in the plan's order.
+    fn slots(&self) -> impl Iterator<Item = Planned<'a>> + '_ {
+        self.slots.iter().filter_map(|&at| self.moves.get(at))
+    }
+
+    /// The values to create in this file, in the plan's order.
+    fn creations(&self) -> impl Iterator<Item = (Planned<'a>, &'a Creation)> + '_ {
+        (self.creations.iter()).filter_map(|&(at, c)| Some((self.moves.get(at)?, c)))
+    }
 }
 
 /// The key of the change set a reference's update belongs to (borrowed where it is a
@@ -388,17 +463,8 @@ type Refusal<'a> = (&'a str, usize, usize, String);
 /// keeps the sizes, not the work, while it goes through the change sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Size {
-    slots: usize,
-    creations: usize,
-}
-
-impl FileWork<'_, '_> {
-    fn size(&self) -> Size {
-        Size {
-            slots: self.slots.len(),
-            creations: self.creations.len(),
-        }
-    }
+    slots: u32,
+    creations: u32,
 }
 
 /// What a plan keeps of the new texts it verifies. Verifying every edit is the same in each
@@ -415,10 +481,40 @@ pub enum Keep {
     Branches,
 }
 
-/// What [`changes_for`] did for every file: the size of its work and its new text (`None`:
-/// verified, not kept), or a refusal. Boxed: most plans keep none, and a file's entry is
-/// then a few words, not a whole `FileChange`.
-type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<Box<FileChange>>, ()>)>;
+/// What [`changes_for`] did for every file, in the files' order (bytewise): the size of
+/// its work and its new text (`None`: verified, not kept), or a refusal. Boxed: most plans
+/// keep none, and a file's entry is then a few words, not a whole `FileChange`. A list,
+/// not a map: 10,000 files' entries are held through the rest of the plan, and a map's
+/// nodes were half as large again.
+struct Done<'a>(Vec<(&'a str, Size, FileDone)>);
+
+/// A file's new text (`None`: verified, not kept), or `Err`: its edit is refused.
+type FileDone = Result<Option<Box<FileChange>>, ()>;
+
+impl<'a> Done<'a> {
+    /// The entry of `file`, found by binary search.
+    fn get(&self, file: &str) -> Option<(Size, &FileDone)> {
+        let i = self.0.binary_search_by(|(f, _, _)| (*f).cmp(file)).ok()?;
+        self.0.get(i).map(|(_, size, done)| (*size, done))
+    }
+
+    /// Where `file` is in the list.
+    fn index(&self, file: &str) -> Option<usize> {
+        self.0.binary_search_by(|(f, _, _)| (*f).cmp(file)).ok()
+    }
+
+    /// How many files' edits are made (not refused).
+    fn made(&self) -> usize {
+        self.0.iter().filter(|(_, _, c)| c.is_ok()).count()
+    }
+
+    /// The new texts kept, by file.
+    fn changes(self) -> Vec<FileChange> {
+        (self.0.into_iter())
+            .filter_map(|(_, _, c)| c.ok().flatten().map(|c| *c))
+            .collect()
+    }
+}
 
 /// The file changes for `planned` (the new text of every file they touch), and the files
 /// whose edits are refused. A file whose work is the same as in `earlier` is not edited and
@@ -428,131 +524,169 @@ type Done<'a> = BTreeMap<&'a str, (Size, Result<Option<Box<FileChange>>, ()>)>;
 /// not kept.
 fn changes_for<'a>(
     sources: &Sources,
-    planned: &[Planned<'a>],
+    moves: Moves<'a>,
+    planned: Vec<At>,
     earlier: Option<&Done<'a>>,
     keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
-    let slotted = slotted(planned);
-    let work = by_file(planned, &slotted);
+    let runs = Runs::of(moves, planned);
     // Each file on its own, on every core (editing and verifying is most of the plan).
-    let results = crate::parallel::map(&work, |&(file, ref work)| {
+    let results = crate::parallel::map(&runs.files, |run| {
+        let (file, work) = runs.work(run);
         if let Some((_, Ok(change))) = earlier
             .and_then(|e| e.get(file))
             .filter(|(done, _)| *done == work.size())
         {
             return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
-        let fingerprint = sources.fingerprint(file);
-        let read_again: ArcStr;
-        let source = match (sources.text(file), sources.tree(), fingerprint) {
-            (Some(text), _, _) => Some(text),
-            // Given up by discovery: proven without it, or read again.
-            (None, Some(tree), Some(print)) => match without_text(tree, file, print, work, keep)? {
-                Some(text) => {
-                    read_again = text;
-                    Some(&read_again)
-                }
-                None => return Ok(None),
-            },
-            // Given up, and no tree to read it from (a discovery that gives texts up is
-            // planned by `plan_giving_up_texts` only): refused, never taken for a new file.
-            (None, None, Some(_)) => {
-                debug_assert!(false, "{file}: a text given up, planned without the tree");
-                let (line, column) = edits_at(work);
-                return Err((line, column, "its text was not kept".to_string()));
-            }
-            (None, _, None) => None,
-        };
-        change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
-            keep(file).then(|| {
-                Box::new(FileChange {
-                    file: file.to_string(),
-                    before: source.cloned().unwrap_or_default(),
-                    after,
-                    created: source.is_none(),
-                })
-            })
-        })
+        file_change(sources, file, &work, keep).map_err(Box::new)
     });
     let mut refused = Vec::new();
-    // In the files' order already: the map is built from the sorted run, without a search
-    // per file.
-    let changed = work
-        .into_iter()
-        .zip(results)
-        .map(|((file, work), result)| {
-            let done = result.map_err(|(line, column, e)| refused.push((file, line, column, e)));
-            (file, (work.size(), done))
+    // In the files' order already.
+    let mut done = Vec::with_capacity(runs.files.len());
+    for (run, result) in runs.files.iter().zip(results) {
+        let (file, work) = runs.work(run);
+        let result = result.map_err(|e| {
+            let (line, column, e) = *e;
+            refused.push((file, line, column, e));
+        });
+        done.push((file, work.size(), result));
+    }
+    (Done(done), refused)
+}
+
+/// The new text of `file` under `work` (`None`: verified, not kept), read from `sources`.
+fn file_change(
+    sources: &Sources,
+    file: &str,
+    work: &FileWork,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Option<Box<FileChange>>, (usize, usize, String)> {
+    let fingerprint = sources.fingerprint(file);
+    let read_again: ArcStr;
+    let source = match (sources.text(file), sources.tree(), fingerprint) {
+        (Some(text), _, _) => Some(text),
+        // Given up by discovery: proven without it, or read again.
+        (None, Some(tree), Some(print)) => match without_text(tree, file, print, work, keep)? {
+            Some(text) => {
+                read_again = text;
+                Some(&read_again)
+            }
+            None => return Ok(None),
+        },
+        // Given up, and no tree to read it from (a discovery that gives texts up is
+        // planned by `plan_giving_up_texts` only): refused, never taken for a new file.
+        (None, None, Some(_)) => {
+            debug_assert!(false, "{file}: a text given up, planned without the tree");
+            let (line, column) = edits_at(work);
+            return Err((line, column, "its text was not kept".to_string()));
+        }
+        (None, _, None) => None,
+    };
+    change_file(source.map(|t| &**t), fingerprint, work).map(|after| {
+        keep(file).then(|| {
+            Box::new(FileChange {
+                file: file.to_string(),
+                before: source.cloned().unwrap_or_default(),
+                after,
+                created: source.is_none(),
+            })
         })
-        .collect();
-    (changed, refused)
+    })
 }
 
-/// The planned updates whose references have slots, in the files' order (bytewise) and,
-/// within a file, in the order of `planned`: each file's run of it is that file's work
-/// ([`by_file`]). One vector for the whole plan instead of one per file (10,000 at 10,000
-/// apps). The references come file by file already, so the stable sort finds runs.
-fn slotted<'p, 'a>(planned: &'p [Planned<'a>]) -> Vec<&'p Planned<'a>> {
-    let mut slotted: Vec<&Planned> = Vec::with_capacity(planned.len());
-    slotted.extend(planned.iter().filter(|p| !p.0.slots.is_empty()));
-    slotted.sort_by(|a, b| a.0.file.cmp(&b.0.file));
-    slotted
+/// The work of a list of planned updates by file, in the files' order (bytewise) and,
+/// within a file, in the order of the list: each file's slots are its run of `slotted`,
+/// its values to create its run of `creations`. Indexes only (a few bytes per update):
+/// each file's [`FileWork`] is made when its turn comes.
+struct Runs<'a> {
+    moves: Moves<'a>,
+    /// The updates whose references have slots, sorted by their file (stably: the
+    /// references come file by file already, so the sort finds runs).
+    slotted: Vec<At>,
+    /// The values to create, sorted by the file that receives them (stably).
+    creations: Vec<(At, &'a Creation)>,
+    files: Vec<Run<'a>>,
 }
 
-/// The work of `planned` by file, in the files' order (bytewise) and, within a file, in the
-/// order of `planned`: each file's slots are its run of `slotted` (made by [`slotted`] from
-/// the same `planned`), its creations (few) gathered here.
-fn by_file<'p, 'a>(
-    planned: &'p [Planned<'a>],
-    slotted: &'p [&'p Planned<'a>],
-) -> Vec<(&'a str, FileWork<'p, 'a>)> {
-    let same_file = |a: &&Planned, b: &&Planned| a.0.file == b.0.file;
-    let mut runs: Vec<(&'a str, FileWork<'p, 'a>)> =
-        Vec::with_capacity(slotted.chunk_by(same_file).count());
-    for run in slotted.chunk_by(same_file) {
-        if let Some(first) = run.first() {
-            let work = FileWork {
-                slots: run,
-                creations: Vec::new(),
+/// One file's work in [`Runs`]: its runs of `slotted` and `creations`, as ranges.
+struct Run<'a> {
+    file: &'a str,
+    slots: (u32, u32),
+    creations: (u32, u32),
+}
+
+impl<'a> Runs<'a> {
+    /// The runs of `planned`, a list of planned updates in the plan's order (its own
+    /// vector is sorted in place into `slotted`).
+    fn of(moves: Moves<'a>, mut planned: Vec<At>) -> Runs<'a> {
+        let mut creations: Vec<(At, &'a Creation)> = Vec::new();
+        for p in planned.iter().filter_map(|&at| Some((at, moves.get(at)?))) {
+            creations.extend(p.1 .0.creations().iter().map(|c| (p.0, c)));
+        }
+        creations.sort_by(|a, b| a.1.file.cmp(&b.1.file));
+        let file_of = |at: &At| moves.get(*at).map_or("", |p| &*p.0.file);
+        planned.retain(|at| moves.get(*at).is_some_and(|p| !p.0.slots.is_empty()));
+        planned.sort_by(|a, b| file_of(a).cmp(file_of(b)));
+        let slotted = planned;
+        // The two sorted lists' runs, merged by file.
+        let slot_runs = slotted.chunk_by(|a, b| file_of(a) == file_of(b));
+        let made_runs = creations.chunk_by(|a, b| a.1.file == b.1.file);
+        fn receiving<'a>(c: &(At, &'a Creation)) -> &'a str {
+            c.1.file.as_str()
+        }
+        let (mut slot_runs, mut made_runs) = (slot_runs.peekable(), made_runs.peekable());
+        let runs = slot_runs
+            .clone()
+            .count()
+            .saturating_add(made_runs.clone().count());
+        let mut files = Vec::with_capacity(runs);
+        let (mut slot_at, mut made_at) = (0u32, 0u32);
+        loop {
+            let next_slots = slot_runs.peek().and_then(|r| r.first()).map(file_of);
+            let next_made = made_runs.peek().and_then(|r| r.first()).map(receiving);
+            let (file, take_slots, take_made) = match (next_slots, next_made) {
+                (None, None) => break,
+                (Some(s), None) => (s, true, false),
+                (None, Some(m)) => (m, false, true),
+                (Some(s), Some(m)) => (s.min(m), s <= m, m <= s),
             };
-            runs.push((&*first.0.file, work));
-        }
-    }
-    // A created value joins its file's run, or its file has none yet.
-    let mut elsewhere: Vec<(&'a str, (Planned<'a>, &'a Creation))> = Vec::new();
-    for p in planned {
-        for c in p.0.creations() {
-            let file = c.file.as_str();
-            let run = runs.binary_search_by(|(f, _)| (*f).cmp(file)).ok();
-            match run.and_then(|i| runs.get_mut(i)) {
-                Some((_, work)) => work.creations.push((*p, c)),
-                None => elsewhere.push((file, (*p, c))),
+            let slots_from = slot_at;
+            if take_slots {
+                let n = slot_runs.next().map_or(0, <[At]>::len);
+                slot_at = slot_at.saturating_add(saturating_u32(n));
             }
-        }
-    }
-    if !elsewhere.is_empty() {
-        // Stable: the creations of one file stay in the order of `planned`.
-        elsewhere.sort_by(|a, b| a.0.cmp(b.0));
-        runs.reserve_exact(elsewhere.chunk_by(|a, b| a.0 == b.0).count());
-        for group in elsewhere.chunk_by(|a, b| a.0 == b.0) {
-            if let Some(&(file, _)) = group.first() {
-                let work = FileWork {
-                    slots: &[],
-                    creations: group.iter().map(|&(_, c)| c).collect(),
-                };
-                runs.push((file, work));
+            let made_from = made_at;
+            if take_made {
+                let n = made_runs.next().map_or(0, <[_]>::len);
+                made_at = made_at.saturating_add(saturating_u32(n));
             }
+            files.push(Run {
+                file,
+                slots: (slots_from, slot_at),
+                creations: (made_from, made_at),
+            });
         }
-        runs.sort_by(|a, b| a.0.cmp(b.0));
+        drop(slot_runs);
+        drop(made_runs);
+        Runs {
+            moves,
+            slotted,
+            creations,
+            files,
+        }
     }
-    runs
-}
 
-/// The new texts of `done`, by file.
-fn changes(done: Done) -> Vec<FileChange> {
-    done.into_values()
-        .filter_map(|(_, c)| c.ok().flatten().map(|c| *c))
-        .collect()
+    /// A file's name and work.
+    fn work<'p>(&'p self, run: &Run<'a>) -> (&'a str, FileWork<'p, 'a>) {
+        let range = |(from, to): (u32, u32)| from as usize..to as usize;
+        let work = FileWork {
+            moves: self.moves,
+            slots: self.slotted.get(range(run.slots)).unwrap_or_default(),
+            creations: self.creations.get(range(run.creations)).unwrap_or_default(),
+        };
+        (run.file, work)
+    }
 }
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
@@ -713,19 +847,20 @@ fn verified(
     outcomes: &Chunked<Outcome>,
     (group_by, keep): (GroupBy, Keep),
 ) -> (Plan, Grouping) {
+    let moves = Moves::new(discovery, outcomes);
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
     let count = (outcomes.iter())
         .filter(|o| matches!(o, Outcome::Update { .. }))
         .count();
-    let mut moved: Vec<Planned> = Vec::with_capacity(count);
-    moved.extend(planned(discovery, outcomes));
+    let mut moved: Vec<At> = Vec::with_capacity(count);
+    moved.extend(moves.iter().map(|(at, _)| at));
     let mut out = Plan::default();
     let now = chart_lock::generated_time();
     // A chart's lock is completed from its chart's new text, whatever is kept (its
     // problems are the run's).
     let keep_file = |file: &str| keep != Keep::Nothing || chart_lock::involved(file);
-    let (changed, refused) = changes_for(&sources, &moved, None, &keep_file);
-    out.files_changed = changed.values().filter(|(_, c)| c.is_ok()).count();
+    let (changed, refused) = changes_for(&sources, moves, moved, None, &keep_file);
+    out.files_changed = changed.made();
     for (file, line, column, e) in refused {
         out.refused.insert(file.to_string());
         out.problems.push(Problem::at_file(
@@ -735,15 +870,15 @@ fn verified(
             format!("edit refused, file left unchanged: {e}"),
         ));
     }
-    let mut sets = Grouping::of(&moved, &out.refused, group_by);
+    let mut sets = Grouping::of(moves, &out.refused, group_by);
     let branches = |_: &str| keep == Keep::Branches;
     sets.verify(
         &sources,
-        (&moved, &changed),
+        (moves, &changed),
         &branches,
         (&now, &mut out.problems),
     );
-    out.files = changes(changed);
+    out.files = changed.changes();
     for (file, e) in chart_lock::complete(&mut out.files, &now) {
         out.problems.push(Problem::at_file(
             &file,
@@ -761,30 +896,13 @@ fn verified(
     (out, sets)
 }
 
-/// The references that move, with their new tag and digest, in the references' order.
-fn planned<'a>(
-    discovery: &'a Discovery,
-    outcomes: &'a Chunked<Outcome>,
-) -> impl Iterator<Item = Planned<'a>> {
-    planned_verified(discovery, outcomes).map(|(p, _)| p)
-}
-
-/// As [`planned`], with what `verify` recorded of each (few or none).
+/// The references that move, with their new tag and digest and what `verify` recorded of
+/// each (few or none), in the references' order.
 fn planned_verified<'a>(
     discovery: &'a Discovery,
     outcomes: &'a Chunked<Outcome>,
 ) -> impl Iterator<Item = (Planned<'a>, Option<&'a crate::verify::Verified>)> {
-    (discovery.refs.iter().zip(outcomes)).filter_map(|(r, o)| match o {
-        Outcome::Update {
-            tag,
-            digest,
-            verified,
-        } => Some((
-            (r, &**tag, written_digest(r, digest.as_deref())),
-            verified.as_deref(),
-        )),
-        _ => None,
-    })
+    (discovery.refs.iter().zip(outcomes)).filter_map(|(r, o)| moving(r, o))
 }
 
 /// The change sets of a plan's updates, and each update's: a few words per update, so that
@@ -799,16 +917,17 @@ struct Grouping {
 
 impl Grouping {
     fn of(
-        moved: &[Planned],
+        moves: Moves,
         refused: &std::collections::BTreeSet<String>,
         group_by: GroupBy,
     ) -> Grouping {
-        let mut set_of: Vec<u32> = Vec::with_capacity(moved.len());
+        let count = moves.iter().count();
+        let mut set_of: Vec<u32> = Vec::with_capacity(count);
         let mut index: foldhash::HashMap<ArcStr, u32> = Default::default();
         // Each update's group first, then the change sets made at their exact number (one
         // list of 10,000 at 10,000 apps: grown by doubling it held 16,384), then their files.
         let mut groups: Vec<ArcStr> = Vec::new();
-        for &(r, _, _) in moved {
+        for (_, (r, _, _)) in moves.iter() {
             let set = r.with_touched_files(|files| {
                 if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
                     return u32::MAX;
@@ -841,7 +960,7 @@ impl Grouping {
             updates: Vec::new(),
             changes: Vec::new(),
         }));
-        for (&(r, _, _), &set) in moved.iter().zip(&set_of) {
+        for ((_, (r, _, _)), &set) in moves.iter().zip(&set_of) {
             let Some(change_set) = sets.get_mut(set as usize) else {
                 continue;
             };
@@ -884,41 +1003,50 @@ impl Grouping {
     fn verify(
         &mut self,
         sources: &Sources,
-        (moved, changed): (&[Planned], &Done),
+        (moves, changed): (Moves, &Done),
         keep: &(dyn Fn(&str) -> bool + Sync),
         (now, problems): (&str, &mut Vec<Problem>),
     ) {
-        // Each change set's members together, in update order.
-        let mut members: Vec<(u32, u32)> = (0u32..)
+        let only = self.only_set_of_each_file(moves, changed);
+        let only_set = |file: &str| changed.index(file).and_then(|i| only.get(i)).copied();
+        // A file whose updates are all this change set's is, for it, the same edit as in
+        // the whole plan, verified there; with no text to keep, such files leave nothing
+        // to do (most change sets of a tree whose groups follow its directories: thousands
+        // of empty passes otherwise). Debug builds, so every test, make the pass anyway and
+        // check that it finds nothing.
+        let nothing_to_do: Vec<bool> = (0u32..)
+            .zip(&mut self.sets)
+            .map(|(at, set)| {
+                set.files.sort();
+                let mine_alone = |f: &ArcStr| only_set(f) == Some(at) && !keep(f);
+                set.files.iter().all(mine_alone)
+            })
+            .collect();
+        let passes = |set: u32| {
+            cfg!(debug_assertions) || !nothing_to_do.get(set as usize).copied().unwrap_or(true)
+        };
+        // The members of each change set that makes a pass, together, in update order: none
+        // at all when no change set makes one.
+        let mut members: Vec<(u32, At)> = (moves.iter().map(|(at, _)| at))
             .zip(&self.set_of)
-            .filter(|(_, set)| **set != u32::MAX)
-            .map(|(at, set)| (*set, at))
+            .filter(|&(_, &set)| set != u32::MAX && passes(set))
+            .map(|(at, &set)| (set, at))
             .collect();
         members.sort_unstable();
-        let only = self.only_set_of_each_file(moved);
-        let mut own_members: Vec<Planned> = Vec::new();
         let mut rest = members.as_slice();
         for (at, set) in (0u32..).zip(self.sets.iter_mut()) {
-            set.files.sort();
+            if !passes(at) {
+                continue;
+            }
             let n = rest.iter().take_while(|(s, _)| *s == at).count();
             let (mine, later) = rest.split_at(n);
             rest = later;
-            // A file whose updates are all this change set's is, for it, the same edit as
-            // in the whole plan, verified there; with no text to keep, such files leave
-            // nothing to do (most change sets of a tree whose groups follow its
-            // directories: thousands of empty passes otherwise). Debug builds, so every
-            // test, make the pass anyway and check that it finds nothing.
-            let mine_alone = |f: &ArcStr| only.get(&**f) == Some(&at) && !keep(f);
-            let nothing_to_do = set.files.iter().all(mine_alone);
-            if nothing_to_do && !cfg!(debug_assertions) {
-                continue;
-            }
-            own_members.clear();
-            own_members.extend(mine.iter().filter_map(|&(_, m)| moved.get(m as usize)));
-            let (own, refused) = changes_for(sources, &own_members, Some(changed), keep);
+            let own: Vec<At> = mine.iter().map(|&(_, m)| m).collect();
+            let (own, refused) = changes_for(sources, moves, own, Some(changed), keep);
+            let nothing = nothing_to_do.get(at as usize).copied().unwrap_or(false);
             debug_assert!(
-                !nothing_to_do
-                    || (refused.is_empty() && own.values().all(|(_, c)| matches!(c, Ok(None)))),
+                !nothing
+                    || (refused.is_empty() && own.0.iter().all(|(_, _, c)| matches!(c, Ok(None)))),
                 "change set {} had work the whole plan did not verify",
                 set.group
             );
@@ -930,27 +1058,33 @@ impl Grouping {
                     format!("edit refused for change set {}: {e}", set.group),
                 ));
             }
-            set.changes = changes(own);
+            set.changes = own.changes();
             chart_lock::complete(&mut set.changes, now);
         }
     }
 
-    /// Each file the planned updates touch (as [`by_file`] counts them: its own file when
-    /// it has slots there, and the files it creates values in), with the one change set
-    /// whose updates touch it; `u32::MAX` when several do, or an update in no change set
-    /// (its edit refused elsewhere) does: the whole plan's work on the file then holds
-    /// edits no change set has.
-    fn only_set_of_each_file<'a>(&self, moved: &[Planned<'a>]) -> foldhash::HashMap<&'a str, u32> {
-        let mut only: foldhash::HashMap<&'a str, u32> = Default::default();
-        for (&(r, _, _), &set) in moved.iter().zip(&self.set_of) {
+    /// Each file the planned updates touch (as [`Runs`] counts them: its own file when it
+    /// has slots there, and the files it creates values in), with the one change set whose
+    /// updates touch it; `u32::MAX` when several do, or an update in no change set (its
+    /// edit refused elsewhere) does: the whole plan's work on the file then holds edits no
+    /// change set has. By the file's place in `changed` (the whole plan's files, every
+    /// one of them): a word per file.
+    fn only_set_of_each_file(&self, moves: Moves, changed: &Done) -> Vec<u32> {
+        // `u32::MAX - 1`: no update seen yet.
+        const NONE_YET: u32 = u32::MAX - 1;
+        let mut only = vec![NONE_YET; changed.0.len()];
+        for ((_, (r, _, _)), &set) in moves.iter().zip(&self.set_of) {
             let own = (!r.slots.is_empty()).then_some(&*r.file);
             for file in own
                 .into_iter()
                 .chain(r.creations().iter().map(|c| &*c.file))
             {
-                let kept = only.entry(file).or_insert(set);
-                if *kept != set {
-                    *kept = u32::MAX;
+                if let Some(kept) = changed.index(file).and_then(|i| only.get_mut(i)) {
+                    if *kept == NONE_YET {
+                        *kept = set;
+                    } else if *kept != set {
+                        *kept = u32::MAX;
+                    }
                 }
             }
         }
@@ -958,7 +1092,7 @@ impl Grouping {
     }
 }
 
-/// The plan's rows, in the order of [`planned`] (each with its change set's group, but those
+/// The plan's rows, in the order of [`planned_verified`] (each with its change set's group, but those
 /// `set_of` refuses), and each change set's indexes into them; a plan that keeps no texts
 /// keeps only the indexes and what makes the rows again ([`Later`], [`Plan::rows`]).
 fn rows(
@@ -1055,11 +1189,8 @@ fn row<'a>(
 
 /// Where a refusal of `work`'s edits as a whole is reported: its first reference.
 fn edits_at(work: &FileWork) -> (usize, usize) {
-    let first = work
-        .slots
-        .first()
-        .map(|p| p.0)
-        .or_else(|| work.creations.first().map(|(p, _)| p.0));
+    let first = work.slots().next().map(|p| p.0);
+    let first = first.or_else(|| work.creations().next().map(|(p, _)| p.0));
     first.map_or((0, 0), ImageRef::at)
 }
 
@@ -1073,7 +1204,7 @@ fn change_file(
 ) -> Result<String, (usize, usize, String)> {
     let text = before.unwrap_or_default();
     let mut edits = Vec::new();
-    for &&(r, tag, digest) in work.slots {
+    for (r, tag, digest) in work.slots() {
         let e = edits_for(r, text, tag, digest).map_err(|e| {
             let (line, column) = r.at();
             (line, column, e)
@@ -1090,7 +1221,8 @@ fn change_file(
     if work.creations.is_empty() {
         return Ok(after);
     }
-    let upserts = creation::upserts(&after, &work.creations).map_err(|e| (line, column, e))?;
+    let creations: Vec<_> = work.creations().collect();
+    let upserts = creation::upserts(&after, &creations).map_err(|e| (line, column, e))?;
     yaml::apply_upserts(&after, &upserts).map_err(|e| (line, column, e.to_string()))
 }
 
@@ -1285,29 +1417,40 @@ mod tests {
         ];
         let (_dir, found) = discovered(&files);
         let of = |file: &str, i: usize| {
-            let r = found.refs.iter().filter(|r| &*r.file == file).nth(i);
-            let r = r.unwrap_or_else(|| panic!("{file} #{i}: {:?}", found.refs));
-            (r, "9.9.9", None)
+            let at = (0..)
+                .zip(found.refs.iter())
+                .filter(|(_, r)| &*r.file == file)
+                .nth(i);
+            let (at, _) = at.unwrap_or_else(|| panic!("{file} #{i}: {:?}", found.refs));
+            at
         };
-        let planned: Vec<Planned> = vec![
+        let planned: Vec<At> = vec![
             of("b/values.yaml", 1),
             of("a/values.yaml", 0),
             of("b/values.yaml", 0),
             of("a-b/values.yaml", 0),
         ];
-        let slotted = slotted(&planned);
-        let work = by_file(&planned, &slotted);
+        let outcomes = all_updated(&found, "9.9.9");
+        let runs = Runs::of(Moves::new(&found, &outcomes), planned.clone());
+        let work: Vec<_> = runs.files.iter().map(|run| runs.work(run)).collect();
         let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
         assert_eq!(order, ["a-b/values.yaml", "a/values.yaml", "b/values.yaml"]);
         let slots: Vec<Vec<usize>> = work
             .iter()
             .map(|(_, w)| {
-                let at = |p: &&Planned| planned.iter().position(|q| std::ptr::eq(q.0, p.0));
+                let at = |p: &At| planned.iter().position(|q| q == p);
                 w.slots.iter().filter_map(at).collect()
             })
             .collect();
         assert_eq!(slots, [vec![3], vec![1], vec![0, 2]]);
         assert!(work.iter().all(|(_, w)| w.creations.is_empty()));
+        // Each file's slots are the planned updates of its references.
+        for (file, w) in &work {
+            assert!(w
+                .slots()
+                .all(|(r, tag, _)| &*r.file == *file && tag == "9.9.9"));
+            assert_eq!(w.slots().count(), w.slots.len(), "{file}");
+        }
     }
 
     /// Values to create join their file's work, after its slots and in the order they were
@@ -1346,9 +1489,20 @@ mod tests {
             ),
             creating("d/values.yaml", &["a/values.yaml", "d/values.yaml"]),
         ];
-        let planned: Vec<Planned> = refs.iter().map(|r| (r, "9.9.9", None)).collect();
-        let slotted = slotted(&planned);
-        let work = by_file(&planned, &slotted);
+        let refs: Chunked<ImageRef> = refs.into_iter().collect();
+        let outcomes: Chunked<Outcome> = (refs.iter())
+            .map(|_| Outcome::Update {
+                tag: "9.9.9".into(),
+                digest: None,
+                verified: None,
+            })
+            .collect();
+        let moves = Moves {
+            refs: &refs,
+            outcomes: &outcomes,
+        };
+        let runs = Runs::of(moves, vec![0, 1]);
+        let work: Vec<_> = runs.files.iter().map(|run| runs.work(run)).collect();
         let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
         let all = [
             "a/values.yaml",
@@ -1364,8 +1518,8 @@ mod tests {
         let shape: Vec<(Indexes, Indexes)> = work
             .iter()
             .map(|(_, w)| {
-                let slots = w.slots.iter().map(|p| index(p.0)).collect();
-                let made = w.creations.iter().map(|(p, _)| index(p.0)).collect();
+                let slots = w.slots().map(|p| index(p.0)).collect();
+                let made = w.creations().map(|(p, _)| index(p.0)).collect();
                 (slots, made)
             })
             .collect();
@@ -1379,7 +1533,7 @@ mod tests {
             ]
         );
         for (file, w) in &work {
-            assert!(w.creations.iter().all(|(_, c)| c.file == *file), "{file}");
+            assert!(w.creations().all(|(_, c)| c.file == *file), "{file}");
         }
     }
 

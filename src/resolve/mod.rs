@@ -206,18 +206,21 @@ pub async fn resolve_with(
     early: Option<EarlyLists>,
 ) -> Resolved {
     let mut outcomes: Chunked<Option<Outcome>> = refs.iter().map(set_aside).collect();
-    let pending: Vec<(usize, &ImageRef)> = refs
-        .iter()
-        .enumerate()
-        .zip(&outcomes)
-        .filter(|(_, o)| o.is_none())
-        .map(|(ir, _)| ir)
-        .collect();
+    // The references left to resolve, with their indexes: found again where they are
+    // read (a list of them was half a megabyte at 10,000 apps, held through the run's
+    // resident peak while the tag lists came in).
+    let pending = || {
+        (0..)
+            .zip(refs.iter())
+            .zip(&outcomes)
+            .filter(|(_, o)| o.is_none())
+            .map(|(ir, _): ((u32, &ImageRef), _)| ir)
+    };
 
     // Counted, and the repositories to list found, by hashing (one lookup per reference,
     // not a walk of a sorted tree); only the few distinct repositories are then sorted.
     let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
-    for &(_, r) in &pending {
+    for (_, r) in pending() {
         let n = users.entry(&r.image).or_default();
         *n = n.saturating_add(1);
     }
@@ -225,27 +228,26 @@ pub async fn resolve_with(
         repositories: users.len(),
         ..Default::default()
     };
-    let indexed: Vec<crate::chart::index::Wanted> = pending
-        .iter()
+    let indexed: Vec<crate::chart::index::Wanted> = pending()
         .filter_map(|(_, r)| Some((&*r.image, credentials(&r.policy), chart_index(r)?)))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let listed: BTreeSet<(&ImageName, Option<&str>)> = pending
-        .iter()
+    let listed: BTreeSet<(&ImageName, Option<&str>)> = pending()
         .filter(|(i, r)| {
-            r.policy.needs_tag_list() && !promoted.contains_key(i) && chart_index(r).is_none()
+            r.policy.needs_tag_list()
+                && !promoted.contains_key(&(*i as usize))
+                && chart_index(r).is_none()
         })
         .map(|(_, r)| (&*r.image, credentials(&r.policy)))
         .collect::<foldhash::HashSet<_>>()
         .into_iter()
         .collect();
     // Only the few references with rejections where they are get a map of their own.
-    let held: Vec<(usize, Held)> = pending
-        .iter()
-        .filter_map(|&(i, r)| Some((i, held_for(r, rejections)?)))
+    let held: Vec<(u32, Held)> = pending()
+        .filter_map(|(i, r)| Some((i, held_for(r, rejections)?)))
         .collect();
-    let held_of = |i: usize| {
+    let held_of = |i: u32| {
         held.binary_search_by_key(&i, |(j, _)| *j)
             .ok()
             .and_then(|k| held.get(k))
@@ -254,15 +256,15 @@ pub async fn resolve_with(
     // Each group with the policy of its first member (all members have the same spec).
     // Hashed with foldhash: every reference's key (its whole policy spec among it) is
     // hashed here, on the thread that then decides the groups.
-    let mut groups: foldhash::HashMap<GroupKey, (&Policy, Vec<usize>)> = Default::default();
-    for &(i, r) in &pending {
+    let mut groups: foldhash::HashMap<GroupKey, (&Policy, Vec<u32>)> = Default::default();
+    for (i, r) in pending() {
         let key = (
             &*r.image,
             &r.policy.spec,
             current(r),
             r.digest.as_deref(),
             held_of(i),
-            promoted.get(&i),
+            promoted.get(&(i as usize)),
         );
         groups
             .entry(key)
@@ -389,7 +391,7 @@ pub async fn resolve_with(
             out.warnings.push(Problem::registry(name, w.clone(), None));
         }
         for i in members {
-            if let Some(o) = outcomes.get_mut(i) {
+            if let Some(o) = outcomes.get_mut(i as usize) {
                 *o = Some(d.outcome.clone());
             }
         }
@@ -610,8 +612,9 @@ struct Decided {
 /// A repository's tag list as listed: its name and the credentials it was listed with.
 type ListedAs<'a> = (&'a ImageName, Option<&'a str>);
 
-/// One group of references decided alike: its key, its policy, its members' indexes.
-type Group<'a> = (GroupKey<'a>, &'a Policy, Vec<usize>);
+/// One group of references decided alike: its key, its policy, its members' indexes (a
+/// discovery holds fewer than `u32::MAX` references: each is over a hundred bytes).
+type Group<'a> = (GroupKey<'a>, &'a Policy, Vec<u32>);
 
 /// The groups of one repository decided, given its list (`None`: none was asked for), at
 /// most `concurrency` of them at once.
@@ -620,7 +623,7 @@ async fn decide_repository<'a>(
     list: Option<std::sync::Arc<Result<TagList, Error>>>,
     shared: &Shared<'_>,
     progress: &Progress,
-) -> Vec<(&'a ImageName, Vec<usize>, Decided)> {
+) -> Vec<(&'a ImageName, Vec<u32>, Decided)> {
     // The semaphore is never closed, so acquiring only waits.
     let _permit = shared.repositories.acquire().await;
     let list = list.as_deref();
