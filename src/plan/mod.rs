@@ -620,14 +620,34 @@ impl<'a> Runs<'a> {
     /// The runs of `planned`, a list of planned updates in the plan's order (its own
     /// vector is sorted in place into `slotted`).
     fn of(moves: Moves<'a>, mut planned: Vec<At>) -> Runs<'a> {
+        let empty = ArcStr::new();
+        let file_of = |at: &At| moves.refs.get(*at as usize).map_or(&empty, |r| &r.file);
         let mut creations: Vec<(At, &'a Creation)> = Vec::new();
-        for p in planned.iter().filter_map(|&at| Some((at, moves.get(at)?))) {
-            creations.extend(p.1 .0.creations().iter().map(|c| (p.0, c)));
+        for &at in &planned {
+            let made = moves
+                .refs
+                .get(at as usize)
+                .map_or(&[][..], |r| r.creations());
+            creations.extend(made.iter().map(|c| (at, c)));
         }
         creations.sort_by(|a, b| a.1.file.cmp(&b.1.file));
-        let file_of = |at: &At| moves.get(*at).map_or("", |p| &*p.0.file);
-        planned.retain(|at| moves.get(*at).is_some_and(|p| !p.0.slots.is_empty()));
-        planned.sort_by(|a, b| file_of(a).cmp(file_of(b)));
+        let slots = |at: &At| {
+            moves
+                .refs
+                .get(*at as usize)
+                .is_some_and(|r| !r.slots.is_empty())
+        };
+        planned.retain(slots);
+        // A file's references share its name: most comparisons are of one name with itself.
+        let order = |a: &At, b: &At| {
+            let (a, b) = (file_of(a), file_of(b));
+            if ArcStr::ptr_eq(a, b) {
+                std::cmp::Ordering::Equal
+            } else {
+                a.cmp(b)
+            }
+        };
+        planned.sort_by(order);
         let slotted = planned;
         // The two sorted lists' runs, merged by file.
         let slot_runs = slotted.chunk_by(|a, b| file_of(a) == file_of(b));
@@ -643,7 +663,10 @@ impl<'a> Runs<'a> {
         let mut files = Vec::with_capacity(runs);
         let (mut slot_at, mut made_at) = (0u32, 0u32);
         loop {
-            let next_slots = slot_runs.peek().and_then(|r| r.first()).map(file_of);
+            let next_slots = slot_runs.peek().and_then(|r| r.first()).map(|at| {
+                let name: &'a str = moves.refs.get(*at as usize).map_or("", |r| &r.file);
+                name
+            });
             let next_made = made_runs.peek().and_then(|r| r.first()).map(receiving);
             let (file, take_slots, take_made) = match (next_slots, next_made) {
                 (None, None) => break,
@@ -1073,19 +1096,28 @@ impl Grouping {
         // `u32::MAX - 1`: no update seen yet.
         const NONE_YET: u32 = u32::MAX - 1;
         let mut only = vec![NONE_YET; changed.0.len()];
-        for ((_, (r, _, _)), &set) in moves.iter().zip(&self.set_of) {
-            let own = (!r.slots.is_empty()).then_some(&*r.file);
-            for file in own
-                .into_iter()
-                .chain(r.creations().iter().map(|c| &*c.file))
-            {
-                if let Some(kept) = changed.index(file).and_then(|i| only.get_mut(i)) {
-                    if *kept == NONE_YET {
-                        *kept = set;
-                    } else if *kept != set {
-                        *kept = u32::MAX;
-                    }
+        let mut see = |at: Option<usize>, set: u32| {
+            if let Some(kept) = at.and_then(|i| only.get_mut(i)) {
+                if *kept == NONE_YET {
+                    *kept = set;
+                } else if *kept != set {
+                    *kept = u32::MAX;
                 }
+            }
+        };
+        // The references come file by file: their file is looked up once per run of them.
+        let mut last: Option<(&ArcStr, Option<usize>)> = None;
+        for ((_, (r, _, _)), &set) in moves.iter().zip(&self.set_of) {
+            if !r.slots.is_empty() {
+                let at = match last {
+                    Some((file, at)) if ArcStr::ptr_eq(file, &r.file) => at,
+                    _ => changed.index(&r.file),
+                };
+                last = Some((&r.file, at));
+                see(at, set);
+            }
+            for c in r.creations() {
+                see(changed.index(&c.file), set);
             }
         }
         only

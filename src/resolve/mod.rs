@@ -219,34 +219,31 @@ pub async fn resolve_with(
 
     // Counted, and the repositories to list found, by hashing (one lookup per reference,
     // not a walk of a sorted tree); only the few distinct repositories are then sorted.
+    // Only the few references with rejections where they are get a map of their own.
     let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
-    for (_, r) in pending() {
+    let mut indexed: BTreeSet<crate::chart::index::Wanted> = BTreeSet::new();
+    let mut listed: foldhash::HashSet<(&ImageName, Option<&str>)> = Default::default();
+    let mut held: Vec<(u32, Held)> = Vec::new();
+    for (i, r) in pending() {
         let n = users.entry(&r.image).or_default();
         *n = n.saturating_add(1);
+        match chart_index(r) {
+            Some(index) => {
+                indexed.insert((&*r.image, credentials(&r.policy), index));
+            }
+            None if r.policy.needs_tag_list() && !promoted.contains_key(&(i as usize)) => {
+                listed.insert((&*r.image, credentials(&r.policy)));
+            }
+            None => {}
+        }
+        held.extend(held_for(r, rejections).map(|h| (i, h)));
     }
     let mut out = Resolved {
         repositories: users.len(),
         ..Default::default()
     };
-    let indexed: Vec<crate::chart::index::Wanted> = pending()
-        .filter_map(|(_, r)| Some((&*r.image, credentials(&r.policy), chart_index(r)?)))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let listed: BTreeSet<(&ImageName, Option<&str>)> = pending()
-        .filter(|(i, r)| {
-            r.policy.needs_tag_list()
-                && !promoted.contains_key(&(*i as usize))
-                && chart_index(r).is_none()
-        })
-        .map(|(_, r)| (&*r.image, credentials(&r.policy)))
-        .collect::<foldhash::HashSet<_>>()
-        .into_iter()
-        .collect();
-    // Only the few references with rejections where they are get a map of their own.
-    let held: Vec<(u32, Held)> = pending()
-        .filter_map(|(i, r)| Some((i, held_for(r, rejections)?)))
-        .collect();
+    let indexed: Vec<crate::chart::index::Wanted> = indexed.into_iter().collect();
+    let listed: BTreeSet<(&ImageName, Option<&str>)> = listed.into_iter().collect();
     let held_of = |i: u32| {
         held.binary_search_by_key(&i, |(j, _)| *j)
             .ok()
