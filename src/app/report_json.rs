@@ -43,11 +43,15 @@ const UPDATES: &[u8] = b"\n  \"updates\": []";
 const CHANGE_SETS: &[u8] = b"\n  \"changeSets\": []";
 const NOT_UPDATED: &[u8] = b"\n  \"notUpdated\": []";
 
+/// No change sets: the frame's empty list.
+const NO_CHANGE_SETS: crate::chunked::Chunked<crate::plan::ChangeSet> =
+    crate::chunked::Chunked::new();
+
 fn by_hand<W: Write>(out: &mut W, report: &RunReport) -> io::Result<()> {
     // The frame is a few hundred bytes: the long lists are written straight to `out`.
     let frame = RunReport {
         updates: crate::plan::NO_ROWS,
-        change_sets: &[],
+        change_sets: &NO_CHANGE_SETS,
         not_updated: report.not_updated.none(),
         ..report.clone()
     };

@@ -144,7 +144,8 @@ pub struct Plan {
     pub files: Vec<FileChange>,
     /// How many files change (whether their texts are kept or not).
     pub files_changed: usize,
-    pub change_sets: Vec<ChangeSet>,
+    /// In the order of their groups. In chunks (`chunked.rs`): 10,000 at 10,000 apps.
+    pub change_sets: Chunked<ChangeSet>,
     pub problems: Vec<Problem>,
     /// Files whose edits were refused (left unchanged; the reason is in `problems`).
     pub refused: std::collections::BTreeSet<String>,
@@ -932,7 +933,7 @@ fn planned_verified<'a>(
 /// the plan holds little more than its rows while it makes them.
 struct Grouping {
     /// In the order of their groups (and so their problems).
-    sets: Vec<ChangeSet>,
+    sets: Chunked<ChangeSet>,
     /// Each planned update's change set, by its index in `sets` (`u32::MAX`: its file's
     /// edit is refused).
     set_of: Vec<u32>,
@@ -974,15 +975,35 @@ impl Grouping {
             });
             set_of.push(set);
         }
-        let mut sets: Vec<ChangeSet> = Vec::with_capacity(groups.len());
-        sets.extend(groups.into_iter().map(|group| ChangeSet {
-            group,
-            // Most change sets change one file: a first push would make room for four
-            // (10,000 change sets at 10,000 apps).
-            files: Vec::with_capacity(1),
-            updates: Vec::new(),
-            changes: Vec::new(),
-        }));
+        drop(index);
+        // In the order of their groups (groups are unique), each update's change set moved
+        // to its place. In chunks, made in the room the plan's passing lists leave: one
+        // block of 10,000 change sets took new pages at the plan's peak (`chunked.rs`).
+        let mut order: Vec<u32> = (0..).take(groups.len()).collect();
+        order.sort_unstable_by(|&a, &b| groups.get(a as usize).cmp(&groups.get(b as usize)));
+        let mut place = vec![u32::MAX; groups.len()];
+        for (to, &from) in (0u32..).zip(&order) {
+            if let Some(p) = place.get_mut(from as usize) {
+                *p = to;
+            }
+        }
+        for set in &mut set_of {
+            *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
+        }
+        drop(place);
+        let sets: Chunked<ChangeSet> = (order.iter())
+            .filter_map(|&from| groups.get(from as usize))
+            .map(|group| ChangeSet {
+                group: ArcStr::clone(group),
+                // Most change sets change one file: a first push would make room for four
+                // (10,000 change sets at 10,000 apps).
+                files: Vec::with_capacity(1),
+                updates: Vec::new(),
+                changes: Vec::new(),
+            })
+            .collect();
+        drop((order, groups));
+        let mut sets = sets;
         for ((_, (r, _, _)), &set) in moves.iter().zip(&set_of) {
             let Some(change_set) = sets.get_mut(set as usize) else {
                 continue;
@@ -1000,21 +1021,6 @@ impl Grouping {
                     }
                 }
             });
-        }
-        // In the order of their groups, sorted where they are (groups are unique): a sorted
-        // copy made 10,000 change sets at 10,000 apps be held two and three times over at
-        // the end of the plan. Each update's change set is moved to its place, found from
-        // where `index` says its group was.
-        sets.sort_unstable_by(|a, b| a.group.cmp(&b.group));
-        let mut place = vec![u32::MAX; sets.len()];
-        for (to, set) in (0u32..).zip(&sets) {
-            let from = index.get(&set.group).copied().unwrap_or(u32::MAX);
-            if let Some(p) = place.get_mut(from as usize) {
-                *p = to;
-            }
-        }
-        for set in &mut set_of {
-            *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
         }
         Grouping { sets, set_of }
     }
@@ -1428,7 +1434,7 @@ mod tests {
                 (0..made.update_count()).collect::<Vec<_>>(),
                 "{keep:?}"
             );
-            let a = &made.change_sets[0];
+            let a = made.change_sets.get(0).expect("a change set");
             let a_files: Vec<&str> = a.files.iter().map(|f| &**f).collect();
             assert_eq!(a_files, ["apps/b/kustomization.yaml", "apps/c/values.yaml"]);
         }

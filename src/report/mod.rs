@@ -225,7 +225,8 @@ pub struct RunReport<'a> {
     // Kept by the plan, or made row by row as the report is written (a report-only run).
     #[schemars(with = "Vec<Update>")]
     pub updates: crate::plan::Rows<'a>,
-    pub change_sets: &'a [ChangeSet],
+    #[schemars(with = "Vec<ChangeSet>")]
+    pub change_sets: &'a crate::chunked::Chunked<ChangeSet>,
     // Made row by row as the report is written: a large tree's run holds none of them.
     #[schemars(with = "Vec<NotUpdated<'static>>")]
     pub not_updated: NotUpdatedRows<'a>,
