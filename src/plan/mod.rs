@@ -3,7 +3,7 @@
 
 use arcstr::ArcStr;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -768,7 +768,7 @@ enum Sources<'d> {
     Shared(&'d Discovery),
     Taken(
         BTreeMap<ArcStr, ArcStr>,
-        HashMap<ArcStr, yaml::Fingerprint>,
+        crate::discover::Fingerprints,
         &'d Tree,
     ),
 }
