@@ -1335,16 +1335,16 @@ impl Fingerprints {
     /// Sorted by name, the last one given for a name kept, at its exact length.
     fn sort(&mut self) {
         if !self.sorted {
-            // Stable: of one name's fingerprints, the last one given comes last.
+            // Stable: of one name's fingerprints, the last one given comes last, and takes
+            // the place of those before it.
             self.list.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut deduped: Vec<(ArcStr, imagebump_yaml::Fingerprint)> = Vec::new();
-            for entry in std::mem::take(&mut self.list) {
-                match deduped.last_mut() {
-                    Some(last) if last.0 == entry.0 => *last = entry,
-                    _ => deduped.push(entry),
+            self.list.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    std::mem::swap(later, kept);
                 }
-            }
-            self.list = deduped;
+                same
+            });
             self.sorted = true;
         }
         self.list.shrink_to_fit();

@@ -371,6 +371,13 @@ impl<'a> Moves<'a> {
         moving(self.refs.get(at)?, self.outcomes.get(at)?).map(|(p, _)| p)
     }
 
+    /// How many updates are planned (their outcomes are updates).
+    fn count(&self) -> usize {
+        (self.outcomes.iter())
+            .filter(|o| matches!(o, Outcome::Update { .. }))
+            .count()
+    }
+
     /// Every planned update with its reference's index, in the references' order.
     fn iter(self) -> impl Iterator<Item = (At, Planned<'a>)> + 'a {
         (0..)
@@ -495,7 +502,7 @@ type FileDone = Result<Option<Box<FileChange>>, ()>;
 impl<'a> Done<'a> {
     /// The entry of `file`, found by binary search.
     fn get(&self, file: &str) -> Option<(Size, &FileDone)> {
-        let i = self.0.binary_search_by(|(f, _, _)| (*f).cmp(file)).ok()?;
+        let i = self.index(file)?;
         self.0.get(i).map(|(_, size, done)| (*size, done))
     }
 
@@ -873,10 +880,7 @@ fn verified(
 ) -> (Plan, Grouping) {
     let moves = Moves::new(discovery, outcomes);
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
-    let count = (outcomes.iter())
-        .filter(|o| matches!(o, Outcome::Update { .. }))
-        .count();
-    let mut moved: Vec<At> = Vec::with_capacity(count);
+    let mut moved: Vec<At> = Vec::with_capacity(moves.count());
     moved.extend(moves.iter().map(|(at, _)| at));
     let mut out = Plan::default();
     let now = chart_lock::generated_time();
@@ -945,8 +949,7 @@ impl Grouping {
         refused: &std::collections::BTreeSet<String>,
         group_by: GroupBy,
     ) -> Grouping {
-        let count = moves.iter().count();
-        let mut set_of: Vec<u32> = Vec::with_capacity(count);
+        let mut set_of: Vec<u32> = Vec::with_capacity(moves.count());
         let mut index: foldhash::HashMap<ArcStr, u32> = Default::default();
         // Each update's group first, then the change sets made at their exact number (one
         // list of 10,000 at 10,000 apps: grown by doubling it held 16,384), then their files.
@@ -1043,10 +1046,12 @@ impl Grouping {
         // to do (most change sets of a tree whose groups follow its directories: thousands
         // of empty passes otherwise). Debug builds, so every test, make the pass anyway and
         // check that it finds nothing.
+        for set in self.sets.iter_mut() {
+            set.files.sort();
+        }
         let nothing_to_do: Vec<bool> = (0u32..)
-            .zip(&mut self.sets)
+            .zip(self.sets.iter())
             .map(|(at, set)| {
-                set.files.sort();
                 let mine_alone = |f: &ArcStr| only_set(f) == Some(at) && !keep(f);
                 set.files.iter().all(mine_alone)
             })

@@ -226,7 +226,7 @@ pub struct RunReport<'a> {
     #[schemars(with = "Vec<Update>")]
     pub updates: crate::plan::Rows<'a>,
     #[schemars(with = "Vec<ChangeSet>")]
-    pub change_sets: &'a crate::chunked::Chunked<ChangeSet>,
+    pub change_sets: &'a Chunked<ChangeSet>,
     // Made row by row as the report is written: a large tree's run holds none of them.
     #[schemars(with = "Vec<NotUpdated<'static>>")]
     pub not_updated: NotUpdatedRows<'a>,
