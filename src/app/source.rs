@@ -98,7 +98,9 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
 /// repository's settings (and its Argo CD Applications) are, so that a run on
 /// `gitops/apps/web` keeps the constraints `gitops/imagebump.yaml` sets.
 fn repository_root(dir: &Path) -> Option<PathBuf> {
-    let has_config = |d: &Path| config::CONFIG_NAMES.iter().any(|n| d.join(n).is_file());
+    // A name taken by anything (a pipe, a directory) counts: reading it then stops the run.
+    let has_config =
+        |d: &Path| (config::CONFIG_NAMES.iter()).any(|n| d.join(n).symlink_metadata().is_ok());
     if has_config(dir) {
         return None;
     }
@@ -129,28 +131,12 @@ pub fn load_config(explicit: Option<&Path>, root: &Path) -> Result<Configured, E
     };
     let repository =
         config::locate(None, root).filter(|found| !explicit.is_some_and(|e| same(e, found)));
-    if let Some(path) = &repository {
-        // The tree is a jail: a configuration file linking out of it is not read.
-        let inside = match (path.canonicalize(), root.canonicalize()) {
-            (Ok(p), Ok(r)) => p.starts_with(r),
-            _ => false,
-        };
-        if !inside {
-            return Err(config::Error::Invalid {
-                path: path.display().to_string(),
-                line: 0,
-                column: 0,
-                message: "a link to a file outside the repository: not read".into(),
-                hint: None,
-            }
-            .into());
-        }
-    }
     let (config, path) = match (operator, repository) {
         (None, None) => (Config::default(), None),
         (Some((config, path)), None) => (config, Some(path)),
         (operator, Some(path)) => {
-            let (repo, keys) = config::load_repository(&path)?;
+            let text = read_repository_config(root, &path)?;
+            let (repo, keys) = config::load_repository(&path, &text)?;
             warnings.extend(warnings_of(&repo, &path));
             let config = match operator {
                 Some((operator, _)) => config::merge(operator, repo, &keys),
@@ -164,6 +150,30 @@ pub fn load_config(explicit: Option<&Path>, root: &Path) -> Result<Configured, E
         path,
         warnings,
     })
+}
+
+/// The text of the repository's configuration file `path` (found under `root`). The tree
+/// is a jail: a link is followed only to a file inside the tree, and what is read is a
+/// regular file reached through no link, opened without blocking (a pipe cannot hang the
+/// run) and read up to [`config::MAX_REPOSITORY_BYTES`]. Anything else stops the run,
+/// naming the file: a run without the repository's settings would ignore its pins.
+fn read_repository_config(root: &Path, path: &Path) -> Result<String, config::Error> {
+    let refuse = |message: String| config::Error::Invalid {
+        path: path.display().to_string(),
+        line: 0,
+        column: 0,
+        message,
+        hint: Some("imagebump.yaml must be a regular file of the repository".into()),
+    };
+    let (Ok(real), Ok(top)) = (path.canonicalize(), root.canonicalize()) else {
+        return Err(refuse("a link that leads nowhere: not read".into()));
+    };
+    let Some(rel) = real.strip_prefix(&top).ok().and_then(Path::to_str) else {
+        return Err(refuse(
+            "a link to a file outside the repository: not read".into(),
+        ));
+    };
+    crate::source::jail::read_beneath(&top, rel, config::MAX_REPOSITORY_BYTES).map_err(refuse)
 }
 
 /// An SSH signing key must be a readable file before anything is built: a run that would

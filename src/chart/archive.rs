@@ -65,7 +65,7 @@ pub fn read_archive(bytes: &[u8]) -> Result<ChartFiles, String> {
     }
     let chart = chart.ok_or("not a chart archive: no Chart.yaml")?;
     let meta: serde_json::Value =
-        yaml_serde::from_str(&chart).map_err(|e| format!("Chart.yaml: {e}"))?;
+        imagebump_yaml::from_str(&chart).map_err(|e| format!("Chart.yaml: {e}"))?;
     let app_version = match meta.get("appVersion") {
         Some(serde_json::Value::String(s)) => Some(s.clone()),
         Some(v) if !v.is_null() => Some(v.to_string()),

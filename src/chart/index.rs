@@ -74,10 +74,11 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Index, Error> {
         reason,
     };
     let text = std::str::from_utf8(body).map_err(|_| invalid("index.yaml is not UTF-8".into()))?;
-    let raw: RawIndex = yaml_serde::from_str(text).map_err(|e| {
+    let raw: RawIndex = imagebump_yaml::from_str(text).map_err(|e| {
         // A login page or an error page is not YAML of the right shape: say so plainly.
-        let mapping = yaml_serde::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object());
-        let why = if mapping {
+        let mapping =
+            imagebump_yaml::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object());
+        let why = if mapping || e.message.ends_with(": not read") {
             e.to_string()
         } else {
             "not a YAML mapping (is this the repository's URL?)".into()

@@ -324,15 +324,21 @@ pub fn check_endpoint(url: &str) -> Result<(), (String, String)> {
     }
 }
 
-/// The configuration file to use: `explicit`, else the first of [`CONFIG_NAMES`] in `root`.
+/// The configuration file to use: `explicit`, else the first of [`CONFIG_NAMES`] in `root`
+/// that exists in any form. A name taken by something that is not a regular file (a
+/// directory, a pipe, a link to a device) is still found, so that reading it stops the run
+/// instead of the run going on without the repository's settings.
 pub fn locate(explicit: Option<&Path>, root: &Path) -> Option<PathBuf> {
     explicit.map(Path::to_path_buf).or_else(|| {
         CONFIG_NAMES
             .iter()
             .map(|n| root.join(n))
-            .find(|p| p.is_file())
+            .find(|p| p.symlink_metadata().is_ok())
     })
 }
+
+/// The most a configuration file in the tree may hold: far more than any real one.
+pub const MAX_REPOSITORY_BYTES: u64 = 16 << 20;
 
 /// Read, parse and validate the configuration at `path`.
 pub fn load(path: &Path) -> Result<Config, Error> {
@@ -341,18 +347,36 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         path: display.clone(),
         source,
     })?;
-    let mut config = parse(&text).map_err(|(line, column, message)| Error::Invalid {
-        path: display.clone(),
+    let text = without_bom(&text);
+    let config = parse(text).map_err(|e| not_parsed(path, e))?;
+    finish(path, text, config)
+}
+
+/// `text` without the UTF-8 byte order mark some editors write first.
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// The error for a file that does not parse as a configuration.
+fn not_parsed(path: &Path, (line, column, message): (usize, usize, String)) -> Error {
+    Error::Invalid {
+        path: path.display().to_string(),
         line,
         column,
         message,
         hint: Some("see docs/configuration.md for every key".into()),
-    })?;
+    }
+}
+
+/// The checks of a parsed configuration (`text` is where it was read, for lines), and
+/// paths made relative to its file.
+fn finish(path: &Path, text: &str, mut config: Config) -> Result<Config, Error> {
+    let display = path.display().to_string();
     // Warnings are the caller's to show (`config check` prints them as findings; the
     // other commands as warnings): `validate` gives them again from the result.
     let (errors, _) = validate(&config);
     if let Some(first) = errors.into_iter().next() {
-        let (line, column) = locate_path(&text, &first.at);
+        let (line, column) = locate_path(text, &first.at);
         return Err(Error::Invalid {
             path: display,
             line,
@@ -388,7 +412,7 @@ pub fn load(path: &Path) -> Result<Config, Error> {
     }
     crate::verify::config::relative_keys(&mut config.defaults.verify, base);
     if let Some((at, message)) = crate::verify::config::key_problem(&config) {
-        let (line, column) = locate_path(&text, &at);
+        let (line, column) = locate_path(text, &at);
         return Err(Error::Invalid {
             path: display,
             line,
@@ -407,38 +431,18 @@ const OPERATOR_ONLY: &str = "can only be set in the operator's configuration (--
      IMAGEBUMP_CONFIG): the repository's own imagebump.yaml may not say where credentials or \
      notifications go, or what runs";
 
-/// The repository's own configuration file (found in the tree): like [`load`], but it may
-/// set only policies, scan globs, Argo CD and Helm reading, and pull-request presentation.
-/// `registries` and `credentials` anywhere are refused, naming the key. Returns the
-/// configuration and the top-level keys the file sets.
-pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
-    let mut refused: Vec<Vec<PathSeg>> = Vec::new();
-    for key in ["registries", "signing", "notify"] {
-        if value.get(key).is_some() {
-            refused.push(vec![PathSeg::Key(key.into())]);
-        }
-    }
-    refused.extend(crate::verify::config::refused_in_repository(&value));
-    if value.pointer("/defaults/credentials").is_some() {
-        refused.push(vec![
-            PathSeg::Key("defaults".into()),
-            PathSeg::Key("credentials".into()),
-        ]);
-    }
-    let rules = value.get("images").and_then(serde_json::Value::as_array);
-    for (i, rule) in rules.into_iter().flatten().enumerate() {
-        if rule.get("credentials").is_some() {
-            refused.push(vec![
-                PathSeg::Key("images".into()),
-                PathSeg::Index(i),
-                PathSeg::Key("credentials".into()),
-            ]);
-        }
-    }
-    if let Some(at) = refused.into_iter().next() {
-        let (line, column) = locate_path(&text, &at);
+/// The repository's own configuration file (found in the tree), as `text` (read by the
+/// caller without following links out of the tree): like [`load`], but it may set only
+/// policies, scan globs, Argo CD and Helm reading, and pull-request presentation. What it
+/// may not set is judged on the parsed result, the very configuration that is used, so no
+/// spelling of YAML (tags, anchors and aliases, merge keys, quoted keys, flow or JSON
+/// style) can hide a key. A file that does not parse is an error, as the operator's is.
+/// Returns the configuration and the top-level keys the file sets.
+pub fn load_repository(path: &Path, text: &str) -> Result<(Config, Vec<String>), Error> {
+    let text = without_bom(text);
+    let config = parse(text).map_err(|e| not_parsed(path, e))?;
+    if let Some(at) = operator_only(&config).into_iter().next() {
+        let (line, column) = locate_path(text, &at);
         return Err(Error::Invalid {
             path: path.display().to_string(),
             line,
@@ -447,13 +451,82 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
             hint: Some("move it to the operator's configuration; see docs/security.md".into()),
         });
     }
-    // After the refusals: a refused `verify` names keys that `load` would try to read.
-    let config = load(path)?;
+    let keys = top_level_keys(text).map_err(|e| not_parsed(path, e))?;
+    Ok((finish(path, text, config)?, keys))
+}
+
+/// Where `config` sets what only the operator's configuration may: where credentials,
+/// notifications and signing keys go, which programs run, which trust roots verify
+/// images. The one list of operator-only settings: the destructuring below names every
+/// top-level field, so a new one does not compile until it is sorted here.
+pub fn operator_only(config: &Config) -> Vec<Vec<PathSeg>> {
+    let Config {
+        defaults,
+        images,
+        registries,
+        signing,
+        notify,
+        scan: _,
+        argocd: _,
+        helm: _,
+        pull_requests: _,
+    } = config;
+    let mut refused: Vec<Vec<PathSeg>> = Vec::new();
+    let top = [
+        ("registries", !registries.is_empty()),
+        ("signing", signing.is_some()),
+        ("notify", !notify.is_empty()),
+    ];
+    refused.extend(
+        top.into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(k, _)| vec![key(k)]),
+    );
+    let mut policy = |at: Vec<PathSeg>, credentials: bool, verify: bool| {
+        for (k, set) in [("credentials", credentials), ("verify", verify)] {
+            if set {
+                refused.push(at.iter().cloned().chain([key(k)]).collect());
+            }
+        }
+    };
+    policy(
+        vec![key("defaults")],
+        defaults.credentials.is_some(),
+        defaults.verify.is_some(),
+    );
+    for (i, rule) in images.iter().enumerate() {
+        policy(
+            vec![key("images"), PathSeg::Index(i)],
+            rule.credentials.is_some(),
+            rule.verify.is_some(),
+        );
+    }
+    refused
+}
+
+/// The top-level keys `text` sets, as libyaml reads them (tags dropped, merge keys
+/// applied): which sections of the operator's configuration the repository's replace.
+fn top_level_keys(text: &str) -> Result<Vec<String>, (usize, usize, String)> {
+    let mut value: yaml_serde::Value =
+        imagebump_yaml::from_str(text).map_err(|e| (e.line, e.column, e.message))?;
+    while let yaml_serde::Value::Tagged(tagged) = value {
+        value = tagged.value;
+    }
+    value
+        .apply_merge()
+        .map_err(|e| (1, 1, format!("cannot apply merge keys: {e}")))?;
     let keys = value
-        .as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default();
-    Ok((config, keys))
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| {
+            let mut k = k;
+            while let yaml_serde::Value::Tagged(t) = k {
+                k = &t.value;
+            }
+            k.as_str().map(str::to_string)
+        });
+    Ok(keys.collect())
 }
 
 /// The operator's configuration with the repository's on top: the repository's
@@ -512,14 +585,13 @@ fn locate_path(text: &str, at: &[PathSeg]) -> (usize, usize) {
     imagebump_yaml::LineIndex::new(text).line_col(node.offset())
 }
 
+/// `text` as a configuration (an empty text: the defaults). Deep nesting is refused at its
+/// line before libyaml reads it.
 pub fn parse(text: &str) -> Result<Config, (usize, usize, String)> {
     if text.trim().is_empty() {
         return Ok(Config::default());
     }
-    yaml_serde::from_str(text).map_err(|e| {
-        let p = imagebump_yaml::ParseError::from_serde(&e);
-        (p.line, p.column, p.message)
-    })
+    imagebump_yaml::from_str(text).map_err(|e| (e.line, e.column, e.message))
 }
 
 /// The JSON Schema of `imagebump.yaml`, as committed at docs/imagebump.schema.json.

@@ -53,12 +53,9 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
         }),
         // The value is an image reference; the configured policy applies.
         "image" => Ok(PolicySpec::default()),
-        p if p.starts_with('{') => yaml_serde::from_str::<PolicySpec>(p).map_err(|e| {
-            let msg = e.to_string();
+        p if p.starts_with('{') => imagebump_yaml::from_str::<PolicySpec>(p)
             // The position inside a one-line payload is noise next to file:line.
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            format!("bad imagebump marker: {msg}")
-        })
+            .map_err(|e| format!("bad imagebump marker: {}", e.message))
         .and_then(|spec| match spec.verify {
             // Trust roots are the operator's: a line of the repository cannot choose them.
             Some(_) => Err("bad imagebump marker: verify can only be set in the operator's configuration (docs/security.md)".into()),

@@ -60,7 +60,8 @@ pub fn field_specs(
 fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
     let path = root.resolve(file)?;
     let text = root.read(&path, MAX_CONFIGURATION_BYTES)?;
-    let value: Value = yaml_serde::from_str(&text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let value: Value =
+        imagebump_yaml::from_str(&text).map_err(|e| format!("line {}: {}", e.line, e.reason()))?;
     let Some(images) = value.get("images").and_then(Value::as_array) else {
         return Ok(Vec::new());
     };

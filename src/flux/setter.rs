@@ -133,7 +133,7 @@ fn parse(comment: &str) -> Option<Result<(PolicyName, Field), String>> {
     if !comment.starts_with('{') || !comment.contains(KEY) {
         return None;
     }
-    let map: serde_json::Map<String, serde_json::Value> = match yaml_serde::from_str(comment) {
+    let map: serde_json::Map<String, serde_json::Value> = match imagebump_yaml::from_str(comment) {
         Ok(m) => m,
         Err(_) => {
             return Some(Err(format!(

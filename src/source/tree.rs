@@ -76,6 +76,30 @@ impl Disk {
     }
 }
 
+/// Write the file `name` of `objects` into the clone `dir`, as the commit holds it. A
+/// directory of that name is made a directory, so that whoever looks for the file finds
+/// something that is not one and stops, as on a disk (a configuration file must be a
+/// regular file: docs/security.md).
+fn write_out_one(objects: &Objects, dir: &Path, name: &str) -> Result<(), git::Error> {
+    let failed = |e: String| git::Error::Failed {
+        command: "cat-file".into(),
+        stderr: format!("{name}: {e}"),
+    };
+    let path = dir.join(name);
+    match objects.node(name).map(|n| (n, n.kind)) {
+        Some((node, Kind::File)) => {
+            let bytes = objects.blob(node, MAX_WRITTEN_OUT).map_err(failed)?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
+            }
+            std::fs::write(&path, bytes)
+                .map_err(|e| failed(format!("cannot write it into the clone: {e}")))
+        }
+        Some((_, Kind::Dir)) => std::fs::create_dir_all(&path).map_err(git::Error::Temp),
+        _ => Ok(()),
+    }
+}
+
 impl Tree {
     /// The files under `root`, on disk.
     pub fn disk(root: &Path) -> Tree {
@@ -101,20 +125,7 @@ impl Tree {
             return Ok(Tree::disk(dir));
         };
         for name in write_out {
-            if let Some(node) = objects.node(name).filter(|n| n.kind == Kind::File) {
-                let bytes =
-                    objects
-                        .blob(node, MAX_WRITTEN_OUT)
-                        .map_err(|e| git::Error::Failed {
-                            command: "cat-file".into(),
-                            stderr: format!("{name}: {e}"),
-                        })?;
-                let path = dir.join(name);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
-                }
-                std::fs::write(path, bytes).map_err(git::Error::Temp)?;
-            }
+            write_out_one(&objects, dir, name)?;
         }
         Ok(Tree {
             inner: Inner::Objects(objects),

@@ -163,7 +163,7 @@ fn small_value(text: &str) -> Option<Value> {
     thread_local! {
         static READ: RefCell<HashMap<String, Option<Value>>> = RefCell::new(HashMap::new());
     }
-    let parse = || yaml_serde::from_str::<Value>(text).ok();
+    let parse = || crate::from_str::<Value>(text).ok();
     if text.len() > MAX_TEXT {
         return parse();
     }
@@ -483,6 +483,7 @@ fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<Strin
 /// Documents as values, aliases expanded and merge keys applied (so that a path is the
 /// same as in the located view).
 fn parse_all(text: &str) -> Result<Vec<Value>, String> {
+    crate::check_depth(text).map_err(|e| e.to_string())?;
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
             let mut v = Value::deserialize(d).map_err(|e| e.to_string())?;

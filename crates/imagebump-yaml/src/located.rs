@@ -398,8 +398,10 @@ pub const MAX_DEPTH: usize = 256;
 
 /// Refuse pathological nesting quickly, at its line: flow collections (`[`, `{`) nested
 /// deeper than [`MAX_DEPTH`], or a line indented deeper than that many levels would allow.
-/// (Brackets inside quoted strings count too; no real file comes near the limit.)
-fn check_depth(text: &str) -> Result<(), ParseError> {
+/// (Brackets inside quoted strings count too; no real file comes near the limit.) Every
+/// text handed to libyaml passes it first: libyaml's time grows with the square of the
+/// nesting, so a deep text would stall the run before any error.
+pub fn check_depth(text: &str) -> Result<(), ParseError> {
     let mut depth = 0usize;
     let (mut line, mut column) = (1usize, 0usize);
     let mut at_line_start = true;

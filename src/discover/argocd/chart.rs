@@ -133,7 +133,7 @@ impl Scan<'_> {
             .collect();
         // The keys a `helm.values` string sets.
         if let Some(Value::String(text)) = st.effective.pointer("/helm/values") {
-            if let Ok(v) = yaml_serde::from_str::<Value>(text) {
+            if let Ok(v) = imagebump_yaml::from_str::<Value>(text) {
                 let mut found = Vec::new();
                 super::scalar_paths(&v, &mut Vec::new(), &mut found);
                 overridden.extend(found.into_iter().map(|(p, _)| p));
