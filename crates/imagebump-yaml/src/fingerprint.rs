@@ -37,6 +37,19 @@ impl Fingerprint {
         self.hash == other.hash && self.by == other.by
     }
 
+    /// This fingerprint vouching for `whole`, the file whose content after its byte order
+    /// marks was read (the marks hold no value): the text an edit is spliced into and a
+    /// second read compares with is the whole file.
+    pub(crate) fn of_whole(self, whole: &str) -> Fingerprint {
+        match self.by {
+            Reader::OnePass => Fingerprint {
+                text: text_hash(whole),
+                ..self
+            },
+            Reader::Libyaml => self,
+        }
+    }
+
     /// Whether the one-pass reader read `text` itself to make this fingerprint.
     pub fn read_in_one_pass_from(&self, text: &str) -> bool {
         self.by == Reader::OnePass && self.text == text_hash(text)

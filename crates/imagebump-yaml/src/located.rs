@@ -266,14 +266,15 @@ pub fn parse_located_fingerprinted(text: &str) -> Result<(Vec<Doc>, Fingerprint)
     let content = text.trim_start_matches('\u{feff}');
     let marks = text.len().saturating_sub(content.len());
     let (mut docs, fingerprint) = parse_content(content)?;
-    if marks > 0 {
-        for d in &mut docs {
-            if let Some(root) = &mut d.root {
-                root.shift(marks);
-            }
+    if marks == 0 {
+        return Ok((docs, fingerprint));
+    }
+    for d in &mut docs {
+        if let Some(root) = &mut d.root {
+            root.shift(marks);
         }
     }
-    Ok((docs, fingerprint))
+    Ok((docs, fingerprint.of_whole(text)))
 }
 
 /// [`parse_located`] of a text that does not start with a byte order mark.
@@ -820,6 +821,17 @@ mod tests {
             .root
             .clone();
         assert_eq!(one.unwrap().get("a").unwrap().offset(), 9);
+    }
+
+    /// The fingerprint of a file with a byte order mark vouches for the whole file (the
+    /// text a second read finds and an edit is spliced into), not for what follows the mark.
+    #[test]
+    fn a_marked_file_is_vouched_for_whole() {
+        let text = "\u{feff}image:\n  tag: 1.0.0\n";
+        let (_, fingerprint) = parse_located_fingerprinted(text).unwrap();
+        assert!(fingerprint.read_in_one_pass());
+        assert!(fingerprint.read_in_one_pass_from(text));
+        assert!(!fingerprint.read_in_one_pass_from(&text[3..]));
     }
 
     /// Positions near `usize::MAX` overflowed (a panic in a debug build, a wrapped number in
