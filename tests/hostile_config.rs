@@ -91,3 +91,202 @@ fn a_file_with_a_byte_order_mark_is_edited_and_keeps_it() {
         }
     }
 }
+
+/// Spellings of operator-only keys in the repository's imagebump.yaml, each with the key
+/// the refusal names: YAML tags, anchors and aliases, quoted keys, flow and JSON style.
+/// `MARKER` stands for a file a credentials program would create.
+const SPELLINGS: &[(&str, &str)] = &[
+    (
+        "registries: !x\n- prefix: ghcr.io\n  credentials: \"ext:touch MARKER\"\n",
+        "registries",
+    ),
+    (
+        "registries: [!x {prefix: ghcr.io, credentials: \"ext:touch MARKER\"}]\n",
+        "registries",
+    ),
+    ("notify: !x\n- webhook: http://127.0.0.1:9/hook\n", "notify"),
+    (
+        "images: !!seq\n- match: \"*\"\n  credentials: !x \"ext:touch MARKER\"\n",
+        "images[0].credentials",
+    ),
+    (
+        "scan: {}\nimages:\n- &rule {match: \"*\", credentials: \"ext:touch MARKER\"}\n",
+        "images[0].credentials",
+    ),
+    (
+        "defaults:\n  constraint: &c \"ext:touch MARKER\"\nimages:\n- match: \"*\"\n  credentials: *c\n",
+        "images[0].credentials",
+    ),
+    (
+        "\"registries\":\n- 'prefix': ghcr.io\n  \"credentials\": \"ext:touch MARKER\"\n",
+        "registries",
+    ),
+    (
+        "{\"defaults\": {\"credentials\": \"ext:touch MARKER\"}}\n",
+        "defaults.credentials",
+    ),
+    ("signing: !x {format: ssh, key: /etc/hostname}\n", "signing"),
+    (
+        "defaults: !x\n  verify: {keys: [/etc/hostname]}\n",
+        "defaults.verify",
+    ),
+    (
+        "images:\n- match: \"*\"\n  verify: !!map {keys: [cosign.pub]}\n",
+        "images[0].verify",
+    ),
+];
+
+/// Every spelling is refused at its line, naming the key, without and with the operator's
+/// `--config` (the GitHub Action runs without one), and no program of the repository runs.
+#[test]
+fn operator_only_keys_are_refused_however_they_are_spelt() {
+    let (_op, cfg) = operator_config("defaults: {}\n");
+    for (spelling, key) in SPELLINGS {
+        for operator in [false, true] {
+            let repo = repository();
+            let marker = repo.path().join("ran");
+            let text = spelling.replace("MARKER", &marker.display().to_string());
+            fs::write(repo.path().join("imagebump.yaml"), &text).unwrap();
+            let mut cli = imagebump().args(["run", "--dry-run"]).arg(repo.path());
+            if operator {
+                cli = cli.arg("--config").arg(&cfg);
+            }
+            let run = cli.code(2).run();
+            let refusal =
+                format!("{key} can only be set in the operator's configuration (--config");
+            assert!(
+                run.stderr.contains("imagebump.yaml:") && run.stderr.contains(&refusal),
+                "{text:?} (--config: {operator}): {run}"
+            );
+            assert!(!marker.exists(), "{text:?}: the repository's program ran");
+        }
+    }
+}
+
+/// The repository's file parsed as written or the run stops: a tagged pin is honoured with
+/// the operator's configuration, and a file that does not parse (a duplicate key, a merge
+/// key, broken YAML) is an error naming it, never a run under the operator's policies alone.
+#[test]
+fn the_repository_file_is_read_as_written_or_stops_the_run() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let (_op, cfg) = registry_config(&reg);
+    let repo = repository();
+    fs::write(
+        repo.path().join("imagebump.yaml"),
+        "images: !x\n- match: ghcr.io/acme/web\n  pin: !!bool true\n",
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .arg("--config")
+        .arg(&cfg)
+        .run();
+    assert!(!run.stdout.contains("1.1.0"), "the pin was ignored: {run}");
+    for (text, error) in [
+        (
+            "images:\n- match: x\n  pin: true\n  pin: false\n",
+            "imagebump.yaml:2:3: images[0]: duplicate field `pin`",
+        ),
+        (
+            "defaults: &d {pin: true}\nimages:\n- <<: *d\n  match: x\n",
+            "imagebump.yaml:3:3: images[0]: unknown field `<<`",
+        ),
+        ("images: [\n", "imagebump.yaml:2:1: "),
+    ] {
+        fs::write(repo.path().join("imagebump.yaml"), text).unwrap();
+        for operator in [false, true] {
+            let mut cli = imagebump().args(["run", "--dry-run"]).arg(repo.path());
+            if operator {
+                cli = cli.arg("--config").arg(&cfg);
+            }
+            let run = cli.code(2).run();
+            assert!(run.stderr.contains(error), "{text:?}: {run}");
+        }
+    }
+}
+
+/// A configuration file in the tree that is not a regular file stops the run at once with
+/// exit 2 naming it (a pipe would block a plain open; a device has no end), with and
+/// without the operator's `--config`.
+#[test]
+fn a_configuration_file_that_is_no_regular_file_stops_the_run() {
+    let (_op, cfg) = operator_config("defaults: {}\n");
+    type Make = fn(&Path);
+    let cases: [(&str, Make, &str); 6] = [
+        ("a pipe", |p| mkfifo(p), "cannot read: not a regular file"),
+        (
+            "a directory",
+            |p| fs::create_dir(p).unwrap(),
+            "cannot read: not a regular file",
+        ),
+        (
+            "a link to /dev/zero",
+            |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+            "a link to a file outside the repository: not read",
+        ),
+        (
+            "a link to a pipe in the tree",
+            |p| {
+                mkfifo(&p.with_file_name("pipe"));
+                std::os::unix::fs::symlink("pipe", p).unwrap()
+            },
+            "cannot read: not a regular file",
+        ),
+        (
+            "a link that leads nowhere",
+            |p| std::os::unix::fs::symlink("missing.yaml", p).unwrap(),
+            "a link that leads nowhere: not read",
+        ),
+        (
+            "a file of 17 MiB",
+            |p| fs::write(p, format!("# {}\n", "x".repeat(17 << 20))).unwrap(),
+            "larger than 16 MiB",
+        ),
+    ];
+    for (what, make, error) in cases {
+        for name in ["imagebump.yaml", ".github/imagebump.yaml"] {
+            for operator in [false, true] {
+                let repo = repository();
+                let path = repo.path().join(name);
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                make(&path);
+                let mut cli = imagebump().args(["scan", "--offline"]).arg(repo.path());
+                if operator {
+                    cli = cli.arg("--config").arg(&cfg);
+                }
+                let run = cli
+                    .timeout(std::time::Duration::from_secs(20))
+                    .code(2)
+                    .run();
+                let expected = format!("{}: {error}", path.display());
+                assert!(run.stderr.contains(&expected), "{what} as {name}: {run}");
+            }
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// A clone reads its files from git's objects: a directory committed as imagebump.yaml
+/// stops the run as it does on a disk.
+#[test]
+fn a_cloned_configuration_that_is_a_directory_stops_the_run() {
+    let work = support::make_worktree(&[
+        ("app/kustomization.yaml", KUSTOMIZATION),
+        ("imagebump.yaml/x", "defaults: {}\n"),
+    ]);
+    let server = support::GitServer::daemon(work.path(), "gitops");
+    let run = imagebump()
+        .args(["scan", "--offline", &server.url()])
+        .code(2)
+        .run();
+    run.assert_stderr_contains("imagebump.yaml: cannot read: not a regular file");
+}
