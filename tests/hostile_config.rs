@@ -290,3 +290,129 @@ fn a_cloned_configuration_that_is_a_directory_stops_the_run() {
         .run();
     run.assert_stderr_contains("imagebump.yaml: cannot read: not a regular file");
 }
+
+/// `[` nested `n` deep and closed again: what takes libyaml minutes to refuse.
+fn deep(n: usize) -> String {
+    format!("{}{}", "[".repeat(n), "]".repeat(n))
+}
+
+/// Deep nesting is refused at once wherever YAML is read, not only in manifests: the
+/// repository's imagebump.yaml, an inline marker, a Flux setter, a kustomize
+/// `configurations` file, an Argo CD Application's `helm.values` and a chart's Chart.yaml.
+/// Each run ends within seconds, with the file and line.
+#[test]
+fn deep_nesting_is_refused_at_once_wherever_yaml_is_read() {
+    let d = deep(100_000);
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\nspec:\n  source:\n    repoURL: https://git.example.com/gitops.git\n    path: chart\n    helm:\n      values: |\n        x: {d}\n  destination: {{server: https://kubernetes.default.svc, namespace: web}}\n"
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("imagebump.yaml", format!("defaults: {d}\n"), "imagebump.yaml:1:"),
+        (
+            "app/kustomization.yaml",
+            format!("images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0 # imagebump: {{\"constraint\": {d}}}\n"),
+            "app/kustomization.yaml:4:",
+        ),
+        (
+            "app/deploy.yaml",
+            format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n  - name: a\n    image: ghcr.io/acme/web:1.0.0 # {{\"$imagepolicy\": \"flux-system:web\", \"x\": {d}}}\n"),
+            "app/deploy.yaml:8:",
+        ),
+        (
+            "app/kustomization.yaml",
+            format!("{KUSTOMIZATION}configurations: [conf.yaml]\n"),
+            "app/conf.yaml",
+        ),
+        ("apps/web.yaml", app.clone(), "apps/web.yaml:12:"),
+        (
+            "chart/.argocd-source-web.yaml",
+            format!("helm:\n  parameters: {d}\n"),
+            "chart/.argocd-source-web.yaml:2:",
+        ),
+    ];
+    for (rel, text, at) in cases {
+        let repo = repository();
+        fs::write(repo.path().join("app/conf.yaml"), format!("images: {d}\n")).unwrap();
+        fs::create_dir_all(repo.path().join("chart")).unwrap();
+        fs::write(
+            repo.path().join("chart/values.yaml"),
+            "image: ghcr.io/acme/web:1.0.0\n",
+        )
+        .unwrap();
+        fs::create_dir_all(repo.path().join(rel).parent().unwrap()).unwrap();
+        fs::write(repo.path().join(rel), text).unwrap();
+        if rel.contains(".argocd-source-") {
+            fs::create_dir_all(repo.path().join("apps")).unwrap();
+            fs::write(repo.path().join("apps/web.yaml"), app.replace(&d, "1")).unwrap();
+        }
+        let run = imagebump()
+            .args(["scan", "--offline"])
+            .arg(repo.path())
+            .any_code()
+            .timeout(std::time::Duration::from_secs(60))
+            .run();
+        assert!(
+            run.elapsed < std::time::Duration::from_secs(10),
+            "{rel}: {run}"
+        );
+        assert!(run.stderr.contains(at), "{rel}: {}", run.stderr);
+    }
+}
+
+/// Every YAML read outside the lossless layer goes through `imagebump_yaml::from_str`,
+/// which checks the nesting first; inside it, each libyaml read is in a function that
+/// checks it, or follows `parse_content`'s check (located.rs). Test modules are left out.
+#[test]
+fn every_yaml_read_checks_its_depth_first() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reads = [
+        "yaml_serde::from_str",
+        "yaml_serde::from_slice",
+        "yaml_serde::from_reader",
+        "Deserializer::from_str",
+        "Deserializer::from_slice",
+        "Deserializer::from_reader",
+    ];
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    for krate in fs::read_dir(root.join("crates")).unwrap() {
+        rust_files(&krate.unwrap().path().join("src"), &mut files);
+    }
+    assert!(files.len() > 50, "{}", files.len());
+    let mut unchecked = Vec::new();
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !reads.iter().any(|r| line.contains(r)) || line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The function the read is in, up to the read.
+            let start = (0..=i)
+                .rev()
+                .find(|&j| lines[j].contains("fn "))
+                .unwrap_or(0);
+            let checked = lines[start..=i].iter().any(|l| l.contains("check_depth("));
+            if !checked && !file.ends_with("crates/imagebump-yaml/src/located.rs") {
+                unchecked.push(format!("{}:{}", file.display(), i + 1));
+            }
+        }
+    }
+    assert_eq!(
+        unchecked,
+        Vec::<String>::new(),
+        "YAML read without check_depth"
+    );
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
