@@ -39,10 +39,14 @@ pub fn main(cli: Cli) -> i32 {
 }
 
 fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
+    let cores = crate::parallel::cores();
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores)
+        .max_blocking_threads(crate::limits::threads(512))
         .enable_all()
         .build()
         .map_err(Error::Runtime)?;
+    runtime.block_on(async { crate::limits::catch_file_size_signal() });
     match command {
         Command::Scan(args) => runtime.block_on(scan::scan(&args, out)),
         Command::Promotions(args) => promotions::promotions(&source::Source::from(&args), out),

@@ -33,6 +33,7 @@ pub mod deliver;
 pub mod discover;
 pub mod flux;
 pub mod forge;
+pub mod limits;
 pub mod notify;
 mod parallel;
 pub mod plan;

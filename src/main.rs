@@ -8,6 +8,10 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // First: under a small address space, the first allocation may be what aborts.
+    if let Err(code) = imagebump::limits::check_at_start() {
+        std::process::exit(code);
+    }
     let cli = imagebump::cli::Cli::parse();
     std::process::exit(imagebump::app::main(cli));
 }

@@ -5,12 +5,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-/// The cores this process may use, asked once: `available_parallelism` reads the cgroup
-/// files under /proc and /sys on every call, and the plan calls `map` once per change set
-/// (10,000 times on the benchmark's 10,000 apps: a tenth of the run's CPU).
+/// The cores this process may use (fewer under an address-space limit:
+/// [`crate::limits::threads`]), asked once: `available_parallelism` reads the cgroup files
+/// under /proc and /sys on every call, and the plan calls `map` once per change set (10,000
+/// times on the benchmark's 10,000 apps: a tenth of the run's CPU).
 pub fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *CORES.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        crate::limits::threads(cores)
+    })
 }
 
 /// Below this many items a second thread costs more than it saves.

@@ -416,3 +416,68 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// `imagebump ARGS` under `sh -c 'ulimit LIMIT; exec imagebump ARGS'`.
+fn limited(limit: &str) -> support::cli::Cli {
+    support::cli::Cli::program("/bin/sh")
+        .arg("-c")
+        .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_imagebump"))
+}
+
+/// Under `ulimit -f`, a write past the limit is an error naming the file (exit 1), never
+/// SIGXFSZ killing the run; the file keeps its text and no temporary file is left.
+#[test]
+fn a_file_size_limit_is_a_write_error_with_no_leftovers() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let (_op, cfg) = registry_config(&reg);
+    // Larger than the limit (dash counts 512-byte blocks: 2 of them).
+    let text = format!("{}{KUSTOMIZATION}", "# padding\n".repeat(200));
+    let repo = support::tree(&[("app/kustomization.yaml", text.as_str())]);
+    let run = limited("-f 2")
+        .args(["run", "--write"])
+        .arg(repo.path())
+        .arg("--config")
+        .arg(&cfg)
+        .code(1)
+        .run();
+    run.assert_stderr_contains("app/kustomization.yaml")
+        .assert_stderr_contains("cannot write: File too large");
+    let left: Vec<String> = fs::read_dir(repo.path().join("app"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["kustomization.yaml"], "{run}");
+    assert_eq!(
+        fs::read_to_string(repo.path().join("app/kustomization.yaml")).unwrap(),
+        text
+    );
+}
+
+/// Under `ulimit -v` smaller than a run needs, the run says so in one line and exits 2,
+/// instead of aborting on an allocation; at the least it needs, it runs (on fewer threads).
+#[test]
+fn a_small_address_space_is_named_and_the_least_one_runs() {
+    let repo = repository();
+    let run = limited("-v 131072")
+        .args(["scan", "--offline"])
+        .arg(repo.path())
+        .code(2)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: the address space is limited to 128 MiB (ulimit -v, RLIMIT_AS); imagebump needs at least 256 MiB: raise the limit, or bound memory with a container's memory limit, which counts what is used rather than what is reserved\n"
+    );
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/web", &["1.0.0", "1.1.0"]);
+    let (_op, cfg) = registry_config(&reg);
+    let least = format!("-v {}", imagebump::limits::MIN_ADDRESS_SPACE >> 10);
+    let run = limited(&least)
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .arg("--config")
+        .arg(&cfg)
+        .run();
+    run.assert_stdout_contains("+    newTag: 1.1.0");
+}
