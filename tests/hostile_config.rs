@@ -214,7 +214,7 @@ fn the_repository_file_is_read_as_written_or_stops_the_run() {
 fn a_configuration_file_that_is_no_regular_file_stops_the_run() {
     let (_op, cfg) = operator_config("defaults: {}\n");
     type Make = fn(&Path);
-    let cases: [(&str, Make, &str); 6] = [
+    let cases: [(&str, Make, &str); 7] = [
         ("a pipe", |p| mkfifo(p), "cannot read: not a regular file"),
         (
             "a directory",
@@ -244,6 +244,11 @@ fn a_configuration_file_that_is_no_regular_file_stops_the_run() {
             |p| fs::write(p, format!("# {}\n", "x".repeat(17 << 20))).unwrap(),
             "larger than 16 MiB",
         ),
+        (
+            "not UTF-8",
+            |p| fs::write(p, b"images: [\xff]\n").unwrap(),
+            "not UTF-8 text: not read",
+        ),
     ];
     for (what, make, error) in cases {
         for name in ["imagebump.yaml", ".github/imagebump.yaml"] {
@@ -265,6 +270,25 @@ fn a_configuration_file_that_is_no_regular_file_stops_the_run() {
             }
         }
     }
+}
+
+/// A link to a regular file inside the tree is read (and judged like the file itself).
+#[test]
+fn a_configuration_file_linking_inside_the_tree_is_read() {
+    let repo = repository();
+    fs::create_dir_all(repo.path().join("conf")).unwrap();
+    fs::write(
+        repo.path().join("conf/imagebump.yaml"),
+        "registries:\n- prefix: ghcr.io\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("conf/imagebump.yaml", repo.path().join("imagebump.yaml")).unwrap();
+    imagebump()
+        .args(["scan", "--offline"])
+        .arg(repo.path())
+        .code(2)
+        .run()
+        .assert_stderr_contains("imagebump.yaml:2:1: registries can only be set");
 }
 
 fn mkfifo(path: &Path) {
