@@ -485,7 +485,7 @@ fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<Strin
 /// Documents as values, aliases expanded and merge keys applied (so that a path is the
 /// same as in the located view).
 fn parse_all(text: &str) -> Result<Vec<Value>, String> {
-    crate::check_depth(text).map_err(|e| e.to_string())?;
+    crate::check_nesting(text).map_err(|e| e.to_string())?;
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
             let mut v = Value::deserialize(d).map_err(|e| e.to_string())?;

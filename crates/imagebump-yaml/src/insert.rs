@@ -412,7 +412,7 @@ fn scalar_text(v: &Value) -> Option<String> {
 
 /// Every document of a YAML stream as a JSON value (what libyaml reads).
 pub fn json_documents(text: &str) -> Result<Vec<Value>, String> {
-    crate::check_depth(text).map_err(|e| e.to_string())?;
+    crate::check_nesting(text).map_err(|e| e.to_string())?;
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
             let v = yaml_serde::Value::deserialize(d).map_err(|e| e.to_string())?;

@@ -43,16 +43,16 @@ pub use edit::{
 pub use fingerprint::Fingerprint;
 pub use insert::{apply_upserts, json_documents, set_path, Upsert};
 pub use located::{
-    check_depth, parse_located, parse_located_fingerprinted, Doc, Key, LineIndex, Node, ParseError,
-    PathSeg, Scalar, Style,
+    check_depth, check_nesting, parse_located, parse_located_fingerprinted, Doc, Key, LineIndex,
+    Node, ParseError, PathSeg, Scalar, Style,
 };
 
-/// `text` read by libyaml as a `T`, after [`check_depth`] (which refuses deep nesting at
+/// `text` read by libyaml as a `T`, after [`check_nesting`] (which refuses deep nesting at
 /// its line before libyaml spends its time on it). The one way code outside this crate reads
 /// YAML through serde: tests/hostile_config.rs (`every_yaml_read_checks_its_depth_first`)
 /// fails on any other call of `yaml_serde::from_str` or its kin.
 pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ParseError> {
-    check_depth(text)?;
+    check_nesting(text)?;
     yaml_serde::from_str(text).map_err(|e| ParseError::from_serde(&e))
 }
 

@@ -438,6 +438,16 @@ pub fn check_depth(text: &str) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// Whether libyaml may read `text`: the pre-check [`parse_located`] makes, so that what it
+/// accepts is accepted here too. [`check_depth`] passes, or else the one-pass reader reads
+/// the text (its own nesting limit holds: brackets in a comment are no nesting).
+pub fn check_nesting(text: &str) -> Result<(), ParseError> {
+    check_depth(text).or_else(|e| match crate::simple::read(text) {
+        Some(_) => Ok(()),
+        None => Err(e),
+    })
+}
+
 /// The most values (mapping entries, sequence items, flow items) a text may hold to be
 /// parsed. Reading costs a few hundred bytes per value, in three representations (libyaml's
 /// check, the lossless tree, ours): 200,000 values stay near 60 MiB, inside a CronJob's
@@ -821,6 +831,25 @@ mod tests {
             .root
             .clone();
         assert_eq!(one.unwrap().get("a").unwrap().offset(), 9);
+    }
+
+    /// Every libyaml read accepts what `parse_located` accepts (brackets in a comment are no
+    /// nesting) and refuses deep nesting at its line, at once.
+    #[test]
+    fn each_read_checks_nesting_as_parse_located_does() {
+        let commented = format!("# {}\nimage: web\n", "[".repeat(300));
+        assert!(parse_located(&commented).is_ok());
+        assert!(crate::json_documents(&commented).is_ok());
+        assert!(crate::from_str::<yaml_serde::Value>(&commented).is_ok());
+        let deep = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let e = crate::from_str::<yaml_serde::Value>(&deep).unwrap_err();
+        assert_eq!((e.line, e.column), (1, 260));
+        assert!(e.message.contains("nested deeper than 256"), "{e}");
+        assert!(crate::json_documents(&deep)
+            .unwrap_err()
+            .contains("nested deeper than 256"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     /// The fingerprint of a file with a byte order mark vouches for the whole file (the
