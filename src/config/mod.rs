@@ -628,6 +628,30 @@ mod tests {
         assert!(merged("", "helm:\n  imageKeys: []\n"));
     }
 
+    /// The keys a repository file sets and what it may not set are read from what it
+    /// parses into, whatever tags it carries; an empty file sets nothing.
+    #[test]
+    fn the_repository_file_is_judged_on_what_it_parses_into() {
+        let path = Path::new("imagebump.yaml");
+        let keys = |text: &str| load_repository(path, text).unwrap().1;
+        assert_eq!(keys("images: !x []\n!y scan: {}\n"), ["images", "scan"]);
+        assert_eq!(keys("!x {helm: {charts: false}}\n"), ["helm"]);
+        assert_eq!(keys(""), Vec::<String>::new());
+        assert_eq!(keys("\u{feff}# nothing\n"), Vec::<String>::new());
+        let refused = |text: &str| load_repository(path, text).unwrap_err().to_string();
+        assert_eq!(
+            refused("scan: {}\nnotify: !x [{webhook: http://x}]\n"),
+            format!("imagebump.yaml:2:9: notify {OPERATOR_ONLY} (hint: move it to the operator's configuration; see docs/security.md)")
+        );
+        let verify = refused("images:\n- {match: x, verify: !x {keys: [k]}}\n");
+        assert!(
+            verify.starts_with("imagebump.yaml:2:")
+                && verify.contains(": images[0].verify can only be set"),
+            "{verify}"
+        );
+        assert!(refused("images: [\n").starts_with("imagebump.yaml:2:1: "));
+    }
+
     #[test]
     fn unknown_keys_are_errors_with_line() {
         let (line, _, msg) =
