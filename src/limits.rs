@@ -47,9 +47,10 @@ fn threads_within(limit: Option<u64>, cores: usize) -> usize {
     cores.min(fit).max(1)
 }
 
-/// Before anything is allocated: `Err` with the exit code when the address space is too
-/// small to run in, after saying so on stderr (written without allocating: the allocation
-/// itself might be what does not fit).
+/// First thing in `main`: `Err` with the exit code when the address space is too small to
+/// run in, after saying so on stderr (written without allocating: an allocation might be
+/// what does not fit). Below what Rust's runtime needs to reach `main`, the runtime's own
+/// "memory allocation failed" is all there can be.
 pub fn check_at_start() -> Result<(), i32> {
     match address_space() {
         Some(limit) if limit < MIN_ADDRESS_SPACE => {
