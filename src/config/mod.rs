@@ -103,13 +103,6 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }
     };
     errors.extend(check(vec![key("defaults")], config.defaults.clone(), false));
-    if config.defaults.credentials.is_some() {
-        errors.push(Invalid {
-            at: vec![key("defaults"), key("credentials")],
-            message: "credentials are set per registry or per image, not for every image".into(),
-            hint: Some("use registries[].credentials, or credentials in an images rule".into()),
-        });
-    }
     for (i, rule) in config.images.iter().enumerate() {
         let at = vec![key("images"), PathSeg::Index(i)];
         if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
@@ -143,8 +136,22 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
                 hint: Some("see docs/promotion.md".into()),
             });
         }
+        if let Some(Err(e)) = rule
+            .credentials
+            .as_deref()
+            .map(imagebump_model::credentials::Source::parse)
+        {
+            let mut at = at.clone();
+            at.push(key("credentials"));
+            errors.push(Invalid {
+                at,
+                message: e,
+                hint: Some("see docs/registries.md".into()),
+            });
+        }
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
+    errors.extend(credentials_problems(&config.credentials));
     for (i, r) in config.registries.iter().enumerate() {
         registry_problems(i, r, &mut errors, &mut warnings);
     }
@@ -161,6 +168,30 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }));
     }
     (errors, warnings)
+}
+
+/// What is wrong with `credentials.pullSecrets`: a source that does not parse, or an
+/// entry that names no registry it may go to.
+fn credentials_problems(c: &imagebump_model::config::CredentialsConfig) -> Vec<Invalid> {
+    let mut errors = Vec::new();
+    for (name, entry) in &c.pull_secrets {
+        let at = |k: &str| vec![key("credentials"), key("pullSecrets"), key(name), key(k)];
+        if let Err(e) = imagebump_model::credentials::Source::parse(&entry.secret) {
+            errors.push(Invalid {
+                at: at("secret"),
+                message: e,
+                hint: Some("see docs/registries.md".into()),
+            });
+        }
+        if entry.registries.iter().all(|r| r.trim().is_empty()) {
+            errors.push(Invalid {
+                at: at("registries"),
+                message: "names no registry: the secret would go nowhere".into(),
+                hint: Some("list the registry hosts it is for, e.g. registries: [ghcr.io]".into()),
+            });
+        }
+    }
+    errors
 }
 
 /// What is wrong with a `notify` entry: the key (`None`: the entry), why, and a hint. URLs
@@ -382,6 +413,11 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         }
         relative(&mut r.credentials);
     }
+    for entry in config.credentials.pull_secrets.values_mut() {
+        let mut secret = Some(std::mem::take(&mut entry.secret));
+        relative(&mut secret);
+        entry.secret = secret.unwrap_or_default();
+    }
     for rule in &mut config.images {
         relative(&mut rule.credentials);
         crate::verify::config::relative_keys(&mut rule.verify, base);
@@ -397,7 +433,6 @@ pub fn load(path: &Path) -> Result<Config, Error> {
             hint: Some("see docs/tag-selection.md (Signed images)".into()),
         });
     }
-    relative(&mut config.defaults.credentials);
     Ok(config)
 }
 
@@ -415,7 +450,7 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let value: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_default();
     let mut refused: Vec<Vec<PathSeg>> = Vec::new();
-    for key in ["registries", "signing", "notify"] {
+    for key in ["registries", "signing", "notify", "credentials"] {
         if value.get(key).is_some() {
             refused.push(vec![PathSeg::Key(key.into())]);
         }
@@ -449,11 +484,52 @@ pub fn load_repository(path: &Path) -> Result<(Config, Vec<String>), Error> {
     }
     // After the refusals: a refused `verify` names keys that `load` would try to read.
     let config = load(path)?;
+    // The same refusals on what was parsed, whatever YAML spelling (anchors, merge keys)
+    // brought a key there.
+    if let Some(at) = operator_keys(&config).into_iter().next() {
+        let (line, column) = locate_path(&text, &at);
+        return Err(Error::Invalid {
+            path: path.display().to_string(),
+            line,
+            column,
+            message: format!("{} {OPERATOR_ONLY}", imagebump_yaml::path_to_string(&at)),
+            hint: Some("move it to the operator's configuration; see docs/security.md".into()),
+        });
+    }
     let keys = value
         .as_object()
         .map(|o| o.keys().cloned().collect())
         .unwrap_or_default();
     Ok((config, keys))
+}
+
+/// The keys of a parsed configuration that say where secrets go or what runs: set in the
+/// repository's own file, each is refused.
+fn operator_keys(config: &Config) -> Vec<Vec<PathSeg>> {
+    let top = |k: &str| vec![PathSeg::Key(k.into())];
+    let mut at = Vec::new();
+    if !config.registries.is_empty() {
+        at.push(top("registries"));
+    }
+    if config.signing.is_some() {
+        at.push(top("signing"));
+    }
+    if !config.notify.is_empty() {
+        at.push(top("notify"));
+    }
+    if !config.credentials.is_empty() {
+        at.push(top("credentials"));
+    }
+    for (i, rule) in config.images.iter().enumerate() {
+        if rule.credentials.is_some() {
+            at.push(vec![
+                PathSeg::Key("images".into()),
+                PathSeg::Index(i),
+                PathSeg::Key("credentials".into()),
+            ]);
+        }
+    }
+    at
 }
 
 /// The operator's configuration with the repository's on top: the repository's

@@ -446,7 +446,7 @@ fn chart_index(r: &ImageRef) -> Option<&str> {
 
 /// An image's own credentials (an `images` rule, an Argo CD `pull-secret`), if any.
 fn credentials(policy: &Policy) -> Option<&str> {
-    policy.spec.credentials.as_deref()
+    policy.credentials.as_deref()
 }
 
 /// A repository and the credentials its tags are listed with.
