@@ -1044,7 +1044,10 @@ impl Scan<'_> {
         {
             Ok(policy) => r.policy = policy,
             Err(why) => {
-                let p = self.at_app(app, format!("{}: {why}", secret.key));
+                let p = self.at_app(
+                    app,
+                    format!("Application {}: {}: {why}", app.name, secret.key),
+                );
                 if !self.out.notes.contains(&p) {
                     self.out.notes.push(p);
                 }

@@ -580,7 +580,9 @@ impl Client {
             return Err(Error::Invalid {
                 url: format!("{}{}", origin(realm.as_str()), realm.path()),
                 reason: format!(
-                    "the registry {} asks for its credentials at another origin over plain                      HTTP; they are not sent (serve the token service over HTTPS, or on the                      registry's own origin)",
+                    "the registry {} asks for its credentials at another origin over plain \
+                     HTTP; they are not sent (serve the token service over HTTPS, or on \
+                     the registry's own origin)",
                     self.host
                 ),
             });
