@@ -162,6 +162,20 @@ impl Serialize for Policy {
 impl Policy {
     /// Compile `spec`; every error names the key as written in `imagebump.yaml`.
     pub fn compile(spec: PolicySpec, source: PolicySource) -> Result<Policy, PolicyError> {
+        Policy::compile_with(spec, source, None)
+    }
+
+    /// `spec` compiled, with the operator's `credentials` for the image (a source that
+    /// does not parse is an error on the `credentials` key).
+    pub fn compile_with(
+        spec: PolicySpec,
+        source: PolicySource,
+        credentials: Option<String>,
+    ) -> Result<Policy, PolicyError> {
+        if let Some(c) = credentials.as_deref() {
+            imagebump_model::credentials::Source::parse(c)
+                .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
+        }
         let strategy = spec.strategy.unwrap_or_default();
         let mut warnings = Vec::new();
         let constraint = match spec.constraint.as_deref() {
@@ -235,31 +249,11 @@ impl Policy {
             allow_downgrade: spec.allow_downgrade.unwrap_or(false),
             pin: spec.pin.unwrap_or(false),
             ignore: spec.ignore.unwrap_or(false),
-            credentials: None,
+            credentials,
             warnings,
             spec,
             source,
         })))
-    }
-
-    /// `spec` compiled, with the operator's `credentials` for the image (a source that
-    /// does not parse is an error on the `credentials` key).
-    pub fn compile_with(
-        spec: PolicySpec,
-        source: PolicySource,
-        credentials: Option<String>,
-    ) -> Result<Policy, PolicyError> {
-        let policy = Policy::compile(spec, source)?;
-        let Some(c) = credentials else {
-            return Ok(policy);
-        };
-        imagebump_model::credentials::Source::parse(&c)
-            .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
-        // Freshly compiled: this is the only handle, so the settings are taken, not copied.
-        let mut compiled = Arc::try_unwrap(policy.0)
-            .map_err(|_| PolicyError::new("credentials", "internal: a new policy is shared"))?;
-        compiled.credentials = Some(c);
-        Ok(Policy(Arc::new(compiled)))
     }
 
     /// What image metadata the policy needs beyond the tag list.

@@ -9,6 +9,10 @@ use super::{ImageRule, Policy, PolicyError, PolicySource, PolicySpec};
 use imagebump_model::config::{CredentialsConfig, PullSecret};
 use imagebump_model::name::ImageName;
 
+/// The rules that decide a plain reference's policy, by index: the first matching rule,
+/// the first matching rule with `verify`, the first with `credentials`.
+type Deciders = (Option<usize>, Option<usize>, Option<usize>);
+
 /// Every rule.
 fn any_rule(_: &Rule) -> bool {
     true
@@ -72,7 +76,7 @@ pub struct Policies {
     /// A run's references share a few, so most are given theirs without merging settings.
     /// Hashed with foldhash: looked up once per reference, by numbers the configuration
     /// decides.
-    plain: foldhash::HashMap<(Option<usize>, Option<usize>, Option<usize>), Policy>,
+    plain: foldhash::HashMap<Deciders, Policy>,
 }
 
 impl Policies {
