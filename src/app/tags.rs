@@ -150,6 +150,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     explained.signer = signer;
     print(&explained, out);
     for e in &errors {
+        let e = imagebump_http::redact(&e.to_string());
         eprintln!("error: {}: {e}", reference.name);
     }
     Ok(if errors.is_empty() {

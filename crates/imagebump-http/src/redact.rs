@@ -66,6 +66,11 @@ pub fn hold(secret: &str) {
     }
 }
 
+/// `text` with the held secrets ([`hold`]) replaced, and nothing else.
+pub fn held_removed(text: &str) -> String {
+    replace_held(text)
+}
+
 /// `text` with the held secrets replaced.
 fn replace_held(text: &str) -> String {
     let mut out = text.to_string();
