@@ -152,6 +152,14 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
     errors.extend(credentials_problems(&config.credentials));
+    for (i, rule) in config.images.iter().enumerate() {
+        if rule.credentials.is_some() && any_host(&rule.glob) {
+            warnings.push(format!(
+                "images[{i}].credentials: match {:?} covers images of any registry host, so these credentials go to whatever host a manifest names; start match with the host (e.g. harbor.example.com/team/**)",
+                rule.glob
+            ));
+        }
+    }
     for (i, r) in config.registries.iter().enumerate() {
         registry_problems(i, r, &mut errors, &mut warnings);
     }
@@ -168,6 +176,14 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }));
     }
     (errors, warnings)
+}
+
+/// Does an `images[].match` glob leave the registry host open (a pattern in its first
+/// segment)?
+fn any_host(glob: &str) -> bool {
+    glob.split('/')
+        .next()
+        .is_some_and(|host| host.contains(['*', '?', '[', '{']))
 }
 
 /// What is wrong with `credentials.pullSecrets`: a source that does not parse, or an
@@ -698,6 +714,26 @@ mod tests {
             let e = invalid(yaml);
             assert!(e.contains(expected), "{yaml:?}: {e}");
         }
+    }
+
+    /// An operator rule whose credentials would go to any host a manifest names is said;
+    /// one that names its host is not.
+    #[test]
+    fn credentials_for_any_host_are_warned_about() {
+        let warned = |glob: &str| {
+            let config = parse(&format!(
+                "images:\n- match: \"{glob}\"\n  credentials: env:ROBOT\n"
+            ))
+            .unwrap();
+            validate(&config)
+                .1
+                .iter()
+                .any(|w| w.starts_with("images[0].credentials: match"))
+        };
+        assert!(warned("**"));
+        assert!(warned("*/payments/*"));
+        assert!(!warned("harbor.example.com/payments/**"));
+        assert!(!warned("payments/*"));
     }
 
     #[test]
