@@ -131,10 +131,10 @@ impl Job {
     }
 
     /// The operator's configuration: `evil.example` is routed to `server` (standing in for
-    /// the DNS of a host the repository names), without credentials, and `extra`.
-    fn config(&self, server: &str, extra: &str) -> PathBuf {
+    /// the DNS of a host the repository names), without credentials.
+    fn config(&self, server: &str) -> PathBuf {
         self.write_config(&format!(
-            "registries:\n  - prefix: evil.example\n    url: http://{server}\nhelm:\n  charts: false\n{extra}"
+            "registries:\n  - prefix: evil.example\n    url: http://{server}\nhelm:\n  charts: false\n"
         ))
     }
 
@@ -212,7 +212,7 @@ fn marker_credentials_refused() {
                 "images:\n  - name: web\n    newName: evil.example/acme/web\n    newTag: 1.0.0 # imagebump: {{credentials: \"{source}\"}}\n  - name: api\n    newName: evil.example/acme/api\n    newTag: 1.0.0\n"
             ),
         )]);
-        let run = job.run(tree.path(), &job.config(&server.addr, ""), 1);
+        let run = job.run(tree.path(), &job.config(&server.addr), 1);
         run.assert_stderr_contains("app/kustomization.yaml:4:")
             .assert_stderr_contains(
                 "bad imagebump marker: credentials can only be set in the operator's configuration",
@@ -266,7 +266,7 @@ fn pull_secret_names_select_nothing() {
             ("ImageUpdater", image_updater(source)),
         ] {
             let server = Recorder::basic();
-            let run = job.run(tree.path(), &job.config(&server.addr, ""), 1);
+            let run = job.run(tree.path(), &job.config(&server.addr), 1);
             let key = match kind {
                 "annotation" => "argocd-image-updater.argoproj.io/web.pull-secret",
                 _ => "ImageUpdater argocd/iu: spec.applicationRefs[0].images[0].commonUpdateSettings.pullSecret",
@@ -454,7 +454,7 @@ fn repository_config_cannot_choose_credentials() {
                 "images:\n  - name: web\n    newName: evil.example/acme/web\n    newTag: 1.0.0\n",
             ),
         ]);
-        let run = job.run(tree.path(), &job.config(&server.addr, ""), 2);
+        let run = job.run(tree.path(), &job.config(&server.addr), 2);
         run.assert_stderr_contains(key);
         assert!(server.heads().is_empty(), "{:?}", server.heads());
         assert!(!job.program_ran(), "the program ran:\n{run}");
