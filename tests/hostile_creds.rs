@@ -198,31 +198,49 @@ fn marker_sources(job: &Job) -> Vec<String> {
     ]
 }
 
-/// 8 cases. An inline marker naming credentials is refused at its line (file:line, exit 1),
-/// its reference is left alone, the rest of the run goes on: the other image of the file is
-/// asked for (the control), without credentials; no program runs.
+/// A file with two images, the first marked `marker`: a kustomization or Helm values, and
+/// where the marker is.
+fn marked_files(marker: &str) -> [(&'static str, String, &'static str); 2] {
+    [
+        (
+            "app/kustomization.yaml",
+            format!("images:\n  - name: web\n    newName: evil.example/acme/web\n    newTag: 1.0.0 # {marker}\n  - name: api\n    newName: evil.example/acme/api\n    newTag: 1.0.0\n"),
+            "app/kustomization.yaml:4:",
+        ),
+        (
+            "chart/values.yaml",
+            format!("image:\n  repository: evil.example/acme/web\n  tag: 1.0.0 # {marker}\napi:\n  image:\n    repository: evil.example/acme/api\n    tag: 1.0.0\n"),
+            "chart/values.yaml:3:",
+        ),
+    ]
+}
+
+/// 8 cases, each in a kustomization and in Helm values. An inline marker naming credentials
+/// is refused at its line (file:line, exit 1), its reference is left alone, the rest of the
+/// run goes on: the other image of the file is asked for (the control), without
+/// credentials; no program runs.
 #[test]
 fn marker_credentials_refused() {
     let job = Job::new();
+    let chart = (
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n".to_string(),
+    );
     for source in marker_sources(&job) {
-        let server = Recorder::basic();
-        let tree = support::tree(&[(
-            "app/kustomization.yaml",
-            format!(
-                "images:\n  - name: web\n    newName: evil.example/acme/web\n    newTag: 1.0.0 # imagebump: {{credentials: \"{source}\"}}\n  - name: api\n    newName: evil.example/acme/api\n    newTag: 1.0.0\n"
-            ),
-        )]);
-        let run = job.run(tree.path(), &job.config(&server.addr), 1);
-        run.assert_stderr_contains("app/kustomization.yaml:4:")
-            .assert_stderr_contains(
+        for (file, text, at) in marked_files(&format!("imagebump: {{credentials: \"{source}\"}}")) {
+            let server = Recorder::basic();
+            let tree = support::tree(&[(file, text), chart.clone()]);
+            let run = job.run(tree.path(), &job.config(&server.addr), 1);
+            run.assert_stderr_contains(at).assert_stderr_contains(
                 "bad imagebump marker: credentials can only be set in the operator's configuration",
             );
-        server.assert_asked_without_credentials(&run);
-        assert!(
-            server.heads().iter().all(|h| !h.contains("acme/web")),
-            "{source}: the refused reference was looked up:\n{run}"
-        );
-        assert!(!job.program_ran(), "{source}: the program ran:\n{run}");
+            server.assert_asked_without_credentials(&run);
+            assert!(
+                server.heads().iter().all(|h| !h.contains("acme/web")),
+                "{source}: the refused reference was looked up:\n{run}"
+            );
+            assert!(!job.program_ran(), "{source}: the program ran:\n{run}");
+        }
     }
 }
 
@@ -459,4 +477,22 @@ fn repository_config_cannot_choose_credentials() {
         assert!(server.heads().is_empty(), "{:?}", server.heads());
         assert!(!job.program_ran(), "the program ran:\n{run}");
     }
+}
+
+/// Flux objects name credentials too (an `ImageRepository`'s `secretRef`, a cloud
+/// `provider`): they are noted, never used. The image is asked for without credentials.
+#[test]
+fn flux_objects_select_no_credentials() {
+    let job = Job::new();
+    let server = Recorder::basic();
+    let resources = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  image: evil.example/acme/web\n  interval: 5m\n  provider: aws\n  secretRef:\n    name: regcred\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  imageRepositoryRef:\n    name: web\n  policy:\n    semver:\n      range: '>=1.0.0'\n";
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: evil.example/acme/web:1.0.0 # {\"$imagepolicy\": \"flux-system:web\"}\n";
+    let tree = support::tree(&[
+        ("flux-system/images.yaml", resources),
+        ("apps/deploy.yaml", deploy),
+    ]);
+    let run = job.run(tree.path(), &job.config(&server.addr), 1);
+    run.assert_stderr_contains("spec.secretRef is not read")
+        .assert_stderr_contains("spec.provider aws is the cluster's workload identity");
+    server.assert_asked_without_credentials(&run);
 }
