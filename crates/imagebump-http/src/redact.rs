@@ -23,11 +23,12 @@ static PATTERNS: LazyLock<Option<Vec<Regex>>> = LazyLock::new(|| {
         r"(?i)\b(bearer\s+|basic\s+|authorization:\s*(?:[a-z]+\s+)?)[A-Za-z0-9._~+/=-]{20,}",
         // user:password@ (or token@) in a URL, to the last `@` of the authority (a
         // password may hold one).
-        r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#]+(@)",
+        r#"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#"]+(@)"#,
         // AWS access key ids (long-term and temporary).
         r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b",
-        // A private key in PEM, whole (a GCP key file's `private_key`).
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+        // A private key in PEM, whole (a GCP key file's `private_key`), never past a quote:
+        // a JSON log line stays JSON.
+        r#"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[^"]*?-----END [A-Z ]*PRIVATE KEY-----|[^"]*)"#,
         // A value after a key that names a secret: `password=...`, `"client_secret": "..."`,
         // `aws_secret_access_key = ...` (a helper echoing its configuration).
         r#"(?i)(\b(?:aws_secret_access_key|secret_access_key|secretaccesskey|aws_session_token|session_token|sessiontoken|client_secret|private_key|password|passwd)["']?\s*[:=]\s*["']?)[^\s"',;&]{8,}"#,
@@ -247,6 +248,12 @@ mod tests {
         }
         let plain = "expected user:password on stdout; the token realm answered 401";
         assert_eq!(redact(plain), plain);
+        let json = r#"{"message":"cannot reach https://r.example:443","by":"ops@example.com"}"#;
+        assert_eq!(redact(json), json);
+        assert_eq!(
+            redact(r#"{"message":"key -----BEGIN PRIVATE KEY-----\nMIIE cut","level":"WARN"}"#),
+            r#"{"message":"key <redacted>","level":"WARN"}"#
+        );
     }
 
     #[test]
