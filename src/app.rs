@@ -34,8 +34,56 @@ pub fn main(cli: Cli) -> i32 {
         cli.log_format == LogFormat::Json,
         cli.verbose,
     );
+    hold_secrets_of_environment();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     error::exit_code(dispatch(cli.command, &output))
+}
+
+/// The secret values the environment gives the run are held by the redactor before anything
+/// can quote them (a credential helper's stderr, a server's error body, a log line).
+fn hold_secrets_of_environment() {
+    for name in EnvVars::SECRETS {
+        if let Ok(value) = std::env::var(name) {
+            imagebump_http::hold(&value);
+        }
+    }
+}
+
+/// stderr for log lines: each line passes through the redactor before it is written, so a
+/// secret the run holds never reaches the log, whatever the line quotes.
+struct ScrubbedStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbedStderr {
+    type Writer = ScrubbedLine;
+
+    fn make_writer(&'a self) -> ScrubbedLine {
+        ScrubbedLine(Vec::new())
+    }
+}
+
+/// One log line, written (redacted) when the formatter is done with it.
+struct ScrubbedLine(Vec<u8>);
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let line = imagebump_http::redact(&String::from_utf8_lossy(&self.0));
+        // Nowhere left to report a failed write to stderr.
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }
 }
 
 fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
@@ -144,7 +192,7 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os(EnvVars::NO_COLOR).is_none();
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(ScrubbedStderr)
         .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_target(false);

@@ -109,7 +109,7 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         Ok(Status::Pending) => return exit::PENDING,
         Err(e) => e,
     };
-    eprintln!("error: {error}");
+    eprintln!("error: {}", imagebump_http::redact(&error.to_string()));
     code(&error)
 }
 

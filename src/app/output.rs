@@ -63,6 +63,7 @@ impl Output {
         if self.log_json {
             tracing::warn!("{message}");
         } else {
+            let message = imagebump_http::redact(message);
             let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
         }
     }
@@ -82,7 +83,8 @@ impl Output {
         }
         let mut err = std::io::stderr().lock();
         for p in problems {
-            let _ = writeln!(err, "{kind}: {p}");
+            // As every log line: nothing the run holds as a secret is quoted.
+            let _ = writeln!(err, "{kind}: {}", imagebump_http::redact(&p.to_string()));
         }
     }
 }
@@ -252,8 +254,11 @@ impl serde_json::ser::Formatter for Pretty {
 /// the rest is dropped and the command ends with its usual status, as `print!` would not
 /// (it panics).
 pub fn print(text: std::fmt::Arguments<'_>) {
+    // The secret values the run holds are taken out of the text it prints (only those: a
+    // table's image names and URLs are left as they are).
+    let text = imagebump_http::redact::held_removed(&text.to_string());
     let mut out = std::io::stdout().lock();
-    let _ = out.write_fmt(text).and_then(|()| out.flush());
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 #[cfg(test)]

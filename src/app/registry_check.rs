@@ -79,7 +79,7 @@ fn rule_credentials(config: &Config, target: &str) -> Option<String> {
         .ok()?
         .policy_for(&image, target, None)
         .ok()?;
-    policy.spec.credentials.clone()
+    policy.credentials.clone()
 }
 
 fn text(results: &[Checked]) -> String {

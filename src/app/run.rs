@@ -628,7 +628,7 @@ fn oci_chart_bumps(found: &Discovery, outcomes: &Chunked<resolve::Outcome>) -> V
         });
     bumps
         .flat_map(|(r, to)| {
-            let credentials = r.policy.spec.credentials.clone();
+            let credentials = r.policy.credentials.clone();
             let from = r.tag.as_deref().unwrap_or_default().to_string();
             [from, to.to_string()].map(|v| {
                 (

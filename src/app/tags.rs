@@ -71,7 +71,6 @@ fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
         allow_downgrade: args.allow_downgrade.then_some(true),
         pin: None,
         ignore: None,
-        credentials: None,
         delivery: None,
         automerge: None,
         verify,
@@ -107,7 +106,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         Some(_) => None,
         None => Some(
             registries
-                .client_with(&reference.name, policy.spec.credentials.as_deref())
+                .client_with(&reference.name, policy.credentials.as_deref())
                 .map_err(Error::Client)?,
         ),
     };
@@ -151,6 +150,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     explained.signer = signer;
     print(&explained, out);
     for e in &errors {
+        let e = imagebump_http::redact(&e.to_string());
         eprintln!("error: {}: {e}", reference.name);
     }
     Ok(if errors.is_empty() {
@@ -172,7 +172,7 @@ async fn candidate_tags(
     if let Some(path) = &args.tags_from {
         return read_tags(path);
     }
-    let creds = policy.spec.credentials.as_deref();
+    let creds = policy.credentials.as_deref();
     let client = registries
         .client_with(&reference.name, creds)
         .map_err(Error::Client)?;

@@ -64,7 +64,9 @@ pub struct UpdaterImage {
     /// platforms.
     pub policy: PolicySpec,
     pub force_update: bool,
-    pub pull_secret: Option<String>,
+    /// The pull secret argocd-image-updater would read, as written: a name for the
+    /// operator's `credentials.pullSecrets`, never a source itself.
+    pub pull_secret: Option<PullSecretName>,
     /// Only when configured (`helm.image-*` annotations or `manifestTargets.helm`); AIU
     /// uses [`HelmKeys::default`] otherwise.
     pub helm: Option<HelmKeys>,
@@ -120,6 +122,14 @@ pub enum WriteBackTarget {
     Kustomization(Option<String>),
     /// `helmvalues[:<file>]`: `values.yaml` in the source path, or `<file>`.
     HelmValues(Option<String>),
+}
+
+/// A pull secret named by argocd-image-updater settings: the exact value and the key that
+/// set it (`argocd-image-updater.argoproj.io/web.pull-secret`, `spec.images[0].pullSecret`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullSecretName {
+    pub value: String,
+    pub key: String,
 }
 
 /// AIU's `CommonUpdateSettings`, at any level (app-wide or per-alias annotations,
@@ -306,17 +316,15 @@ pub(crate) fn build_image(
         }
         _ => false,
     };
-    let pull_secret = pick(layers, Field::PullSecret, |s| s.pull_secret.as_ref()).map(|(v, key)| {
-        // `env:` and `ext:` mean the same to imagebump; Kubernetes secrets live in a cluster.
-        if v.starts_with("env:") || v.starts_with("ext:") {
-            policy.credentials = Some(v.clone());
-        } else {
-            notes.push(format!(
-                "{label}: {key} = {v:?} is not read: imagebump does not read secrets from a cluster; mount the secret and name the file (credentials: file:/path, a .dockerconfigjson works as is) in imagebump.yaml, per registry or in an images rule"
-            ));
-        }
-        v.clone()
-    });
+    // Only a name: the operator's `credentials.pullSecrets` says what it stands for, if
+    // anything (discovery looks it up). The repository never writes a source itself.
+    let pull_secret =
+        pick(layers, Field::PullSecret, |s| s.pull_secret.as_ref()).map(|(v, key)| {
+            PullSecretName {
+                value: v.clone(),
+                key,
+            }
+        });
 
     Ok(UpdaterImage {
         alias: input.alias,
@@ -927,7 +935,7 @@ mod tests {
         // An empty per-alias ignore-tags clears the app-wide list (AIU v1).
         assert_eq!(web.policy.ignore_tags, Some(vec![]));
         assert_eq!(
-            web.pull_secret.as_deref(),
+            web.pull_secret.as_ref().map(|p| p.value.as_str()),
             Some("pullsecret:argocd/regcred")
         );
         assert_eq!(api.policy.strategy, Some(Strategy::NewestBuild));
@@ -944,19 +952,23 @@ mod tests {
                 "linux/arm64/v8".to_string()
             ])
         );
-        assert_eq!(api.pull_secret.as_deref(), Some("env:CREDS"));
+        assert_eq!(
+            api.pull_secret.as_ref().map(|p| p.value.as_str()),
+            Some("env:CREDS")
+        );
         assert_eq!(plain.policy.strategy, Some(Strategy::NewestBuild));
         assert_eq!(plain.policy.platforms, None);
-        // `env:` is imagebump's own syntax: the image's credentials; a Kubernetes secret is not.
-        assert_eq!(api.policy.credentials.as_deref(), Some("env:CREDS"));
+        // A name only: no policy key can carry credentials.
+        assert_eq!(
+            api.pull_secret.as_ref().map(|p| p.key.as_str()),
+            Some("argocd-image-updater.argoproj.io/api.pull-secret")
+        );
+        // Whether a name is used is the operator's map's to say, in discovery.
         assert!(
-            !c.notes.iter().any(|n| n.contains("api.pull-secret")),
+            !c.notes.iter().any(|n| n.contains("pull-secret")),
             "{:#?}",
             c.notes
         );
-        assert!(c.notes.iter().any(|n| n.contains(
-            "pull-secret = \"pullsecret:argocd/regcred\" is not read: imagebump does not read secrets from a cluster"
-        )), "{:#?}", c.notes);
         assert!(c
             .notes
             .iter()

@@ -989,7 +989,7 @@ mod tests {
         assert_eq!(web.policy.platforms, Some(vec!["linux/amd64".to_string()]));
         assert!(web.force_update);
         assert_eq!(
-            web.pull_secret.as_deref(),
+            web.pull_secret.as_ref().map(|p| p.value.as_str()),
             Some("pullsecret:argocd/regcred")
         );
         assert_eq!(web.kustomize_name.as_deref(), Some("org/web"));
@@ -1014,9 +1014,10 @@ mod tests {
         assert!(c.notes.iter().any(|n| n.starts_with(
             "image web (ghcr.io/org/web): ImageUpdater argocd/iu: spec.applicationRefs[0].images[0].commonUpdateSettings.forceUpdate is true"
         )), "{:#?}", c.notes);
-        assert!(c.notes.iter().any(|n| n.starts_with(
-            "image side (nginx): ImageUpdater argocd/iu: spec.commonUpdateSettings.pullSecret"
-        )));
+        assert_eq!(
+            side.pull_secret.as_ref().map(|p| p.key.as_str()),
+            Some("ImageUpdater argocd/iu: spec.commonUpdateSettings.pullSecret")
+        );
     }
 
     #[test]

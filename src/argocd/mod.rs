@@ -22,8 +22,8 @@ pub mod image_updater;
 pub mod merge_patch;
 
 pub use annotations::{
-    from_annotations, HelmKeys, UpdaterConfig, UpdaterImage, WriteBack, WriteBackMethod,
-    WriteBackTarget,
+    from_annotations, HelmKeys, PullSecretName, UpdaterConfig, UpdaterImage, WriteBack,
+    WriteBackMethod, WriteBackTarget,
 };
 pub use app::{
     find_apps, parse_kustomize_image, App, AppError, KustomizeImage, Source, SourceKind,

@@ -103,13 +103,6 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }
     };
     errors.extend(check(vec![key("defaults")], config.defaults.clone(), false));
-    if config.defaults.credentials.is_some() {
-        errors.push(Invalid {
-            at: vec![key("defaults"), key("credentials")],
-            message: "credentials are set per registry or per image, not for every image".into(),
-            hint: Some("use registries[].credentials, or credentials in an images rule".into()),
-        });
-    }
     for (i, rule) in config.images.iter().enumerate() {
         let at = vec![key("images"), PathSeg::Index(i)];
         if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
@@ -143,7 +136,29 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
                 hint: Some("see docs/promotion.md".into()),
             });
         }
+        if let Some(Err(e)) = rule
+            .credentials
+            .as_deref()
+            .map(imagebump_model::credentials::Source::parse)
+        {
+            let mut at = at.clone();
+            at.push(key("credentials"));
+            errors.push(Invalid {
+                at,
+                message: e,
+                hint: Some("see docs/registries.md".into()),
+            });
+        }
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
+    }
+    errors.extend(credentials_problems(&config.credentials));
+    for (i, rule) in config.images.iter().enumerate() {
+        if rule.credentials.is_some() && any_host(&rule.glob) {
+            warnings.push(format!(
+                "images[{i}].credentials: match {:?} covers images of any registry host, so these credentials go to whatever host a manifest names; start match with the host (e.g. harbor.example.com/team/**)",
+                rule.glob
+            ));
+        }
     }
     for (i, r) in config.registries.iter().enumerate() {
         registry_problems(i, r, &mut errors, &mut warnings);
@@ -161,6 +176,38 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }));
     }
     (errors, warnings)
+}
+
+/// Does an `images[].match` glob leave the registry host open (a pattern in its first
+/// segment)?
+fn any_host(glob: &str) -> bool {
+    glob.split('/')
+        .next()
+        .is_some_and(|host| host.contains(['*', '?', '[', '{']))
+}
+
+/// What is wrong with `credentials.pullSecrets`: a source that does not parse, or an
+/// entry that names no registry it may go to.
+fn credentials_problems(c: &imagebump_model::config::CredentialsConfig) -> Vec<Invalid> {
+    let mut errors = Vec::new();
+    for (name, entry) in &c.pull_secrets {
+        let at = |k: &str| vec![key("credentials"), key("pullSecrets"), key(name), key(k)];
+        if let Err(e) = imagebump_model::credentials::Source::parse(&entry.secret) {
+            errors.push(Invalid {
+                at: at("secret"),
+                message: e,
+                hint: Some("see docs/registries.md".into()),
+            });
+        }
+        if entry.registries.iter().all(|r| r.trim().is_empty()) {
+            errors.push(Invalid {
+                at: at("registries"),
+                message: "names no registry: the secret would go nowhere".into(),
+                hint: Some("list the registry hosts it is for, e.g. registries: [ghcr.io]".into()),
+            });
+        }
+    }
+    errors
 }
 
 /// What is wrong with a `notify` entry: the key (`None`: the entry), why, and a hint. URLs
@@ -406,6 +453,11 @@ fn finish(path: &Path, text: &str, mut config: Config) -> Result<Config, Error> 
         }
         relative(&mut r.credentials);
     }
+    for entry in config.credentials.pull_secrets.values_mut() {
+        let mut secret = Some(std::mem::take(&mut entry.secret));
+        relative(&mut secret);
+        entry.secret = secret.unwrap_or_default();
+    }
     for rule in &mut config.images {
         relative(&mut rule.credentials);
         crate::verify::config::relative_keys(&mut rule.verify, base);
@@ -421,7 +473,6 @@ fn finish(path: &Path, text: &str, mut config: Config) -> Result<Config, Error> 
             hint: Some("see docs/tag-selection.md (Signed images)".into()),
         });
     }
-    relative(&mut config.defaults.credentials);
     Ok(config)
 }
 
@@ -466,6 +517,7 @@ pub fn operator_only(config: &Config) -> Vec<Vec<PathSeg>> {
         registries,
         signing,
         notify,
+        credentials,
         scan: _,
         argocd: _,
         helm: _,
@@ -476,6 +528,7 @@ pub fn operator_only(config: &Config) -> Vec<Vec<PathSeg>> {
         ("registries", !registries.is_empty()),
         ("signing", signing.is_some()),
         ("notify", !notify.is_empty()),
+        ("credentials", !credentials.is_empty()),
     ];
     refused.extend(
         top.into_iter()
@@ -718,6 +771,26 @@ mod tests {
             let e = invalid(yaml);
             assert!(e.contains(expected), "{yaml:?}: {e}");
         }
+    }
+
+    /// An operator rule whose credentials would go to any host a manifest names is said;
+    /// one that names its host is not.
+    #[test]
+    fn credentials_for_any_host_are_warned_about() {
+        let warned = |glob: &str| {
+            let config = parse(&format!(
+                "images:\n- match: \"{glob}\"\n  credentials: env:ROBOT\n"
+            ))
+            .unwrap();
+            validate(&config)
+                .1
+                .iter()
+                .any(|w| w.starts_with("images[0].credentials: match"))
+        };
+        assert!(warned("**"));
+        assert!(warned("*/payments/*"));
+        assert!(!warned("harbor.example.com/payments/**"));
+        assert!(!warned("payments/*"));
     }
 
     #[test]

@@ -24,7 +24,8 @@ use crate::argocd::app::parse_kustomize_image;
 use crate::argocd::appset::{AppSet, Origins};
 use crate::argocd::image_updater::ImageUpdater;
 use crate::argocd::{
-    self, App, HelmKeys, Source, SourceKind, UpdaterConfig, UpdaterImage, WriteBackTarget,
+    self, App, HelmKeys, PullSecretName, Source, SourceKind, UpdaterConfig, UpdaterImage,
+    WriteBackTarget,
 };
 use crate::config::Config;
 use crate::policy::rules::Policies;
@@ -988,7 +989,18 @@ impl Scan<'_> {
 
     /// Record `r` with its policy (configuration, the repository's own
     /// argocd-image-updater settings in `layer`, an inline marker) and the texts it edits.
-    fn push(&mut self, mut r: ImageRef, layer: Option<(&str, &PolicySpec)>) {
+    fn push(&mut self, r: ImageRef, layer: Option<(&str, &PolicySpec)>) {
+        self.push_with(r, layer, None);
+    }
+
+    /// [`Self::push`], with the argocd-image-updater pull secret the image names, looked
+    /// up in the operator's `credentials.pullSecrets` (a note at `app` when it is not used).
+    fn push_with(
+        &mut self,
+        mut r: ImageRef,
+        layer: Option<(&str, &PolicySpec)>,
+        secret: Option<(&App, &PullSecretName)>,
+    ) {
         // A value written literally in an ApplicationSet's template is the same for every
         // Application it generates: one reference.
         // (A value the generic scan found there, by its marker, is this one now.)
@@ -1007,6 +1019,9 @@ impl Scan<'_> {
         if let Err(p) = result {
             self.out.problems.push(p);
         }
+        if let Some((app, secret)) = secret.filter(|_| r.is_managed()) {
+            self.pull_secret(app, &mut r, secret);
+        }
         if r.is_managed() {
             for f in r.touched_files() {
                 if let Some(l) = self.files.get(f) {
@@ -1018,6 +1033,26 @@ impl Scan<'_> {
             }
         }
         self.out.refs.push(r);
+    }
+
+    /// Give `r` the operator's credentials for the pull secret its settings name, or say
+    /// at `app` why they are not used.
+    fn pull_secret(&mut self, app: &App, r: &mut ImageRef, secret: &PullSecretName) {
+        match self
+            .policies
+            .with_pull_secret(r.policy.clone(), &r.image, &secret.value)
+        {
+            Ok(policy) => r.policy = policy,
+            Err(why) => {
+                let p = self.at_app(
+                    app,
+                    format!("Application {}: {}: {why}", app.name, secret.key),
+                );
+                if !self.out.notes.contains(&p) {
+                    self.out.notes.push(p);
+                }
+            }
+        }
     }
 
     /// One image argocd-image-updater is configured to manage.
@@ -1130,7 +1165,8 @@ impl Scan<'_> {
             config.origin,
             img.alias.as_deref().unwrap_or(&img.name)
         );
-        self.push(r, Some((&label, &img.policy)));
+        let secret = img.pull_secret.as_ref().map(|s| (app, s));
+        self.push_with(r, Some((&label, &img.policy)), secret);
     }
 
     /// Kustomize: the app's rendered `kustomize.images`, else the kustomization's `images:`.

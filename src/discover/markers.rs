@@ -53,6 +53,9 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
         }),
         // The value is an image reference; the configured policy applies.
         "image" => Ok(PolicySpec::default()),
+        p if p.starts_with('{') && names_credentials(p) => Err(
+            "bad imagebump marker: credentials can only be set in the operator's configuration (registries[].credentials, or an images rule there), never on a line of the repository (docs/security.md)".into(),
+        ),
         p if p.starts_with('{') => imagebump_yaml::from_str::<PolicySpec>(p)
             // The position inside a one-line payload is noise next to file:line.
             .map_err(|e| format!("bad imagebump marker: {}", e.message))
@@ -65,6 +68,14 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
             "unknown imagebump marker {other:?}: write `image`, `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"
         )),
     }
+}
+
+/// Does the payload set `credentials` (which secret is sent where, which program runs)?
+/// `PolicySpec` has no such key, so it could never be taken; this only says why in the
+/// error, instead of "unknown field".
+fn names_credentials(payload: &str) -> bool {
+    imagebump_yaml::from_str::<serde_json::Map<String, serde_json::Value>>(payload)
+        .is_ok_and(|map| map.contains_key("credentials"))
 }
 
 #[cfg(test)]
@@ -123,5 +134,24 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(e.contains("unknown field `stratgy`"), "{e}");
+    }
+
+    /// No spelling of a marker names credentials: every source kind, in JSON or flow
+    /// YAML, alone or next to settings that are allowed, is refused with the same reason.
+    #[test]
+    fn markers_never_carry_credentials() {
+        let refused = "bad imagebump marker: credentials can only be set in the operator's configuration (registries[].credentials, or an images rule there), never on a line of the repository (docs/security.md)";
+        for payload in [
+            "{credentials: github}",
+            "{credentials: \"env:GITHUB_TOKEN\"}",
+            "{credentials: \"file:/proc/self/environ\"}",
+            "{credentials: \"gcp:/var/run/key.json\", pin: true}",
+            "{\"constraint\": \"~1.4\", \"credentials\": \"ext:/bin/sh\"}",
+            "{credentials: acr}",
+            "{credentials: \"ecr:us-east-1\"}",
+        ] {
+            let line = format!("tag: 1.2 # imagebump: {payload}");
+            assert_eq!(at(&line), Some(Err(refused.to_string())), "{payload}");
+        }
     }
 }

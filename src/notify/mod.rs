@@ -229,6 +229,14 @@ fn prepare(target: &NotifyTarget, news: &News, events: &[NotifyEvent]) -> Result
 /// `env:VAR` (the variable's value), `file:PATH` (the file's first line) or the text itself.
 /// Errors name the variable or file, never a value.
 pub fn secret_value(spec: &str) -> Result<SecretString, String> {
+    let value = read_secret_value(spec)?;
+    // A webhook URL or key is a secret in every message of the run.
+    imagebump_http::hold(value.expose_secret());
+    Ok(value)
+}
+
+/// [`secret_value`], read.
+fn read_secret_value(spec: &str) -> Result<SecretString, String> {
     if let Some(var) = spec.strip_prefix("env:") {
         let value = std::env::var(var).unwrap_or_default();
         if value.trim().is_empty() {

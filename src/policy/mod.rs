@@ -87,6 +87,10 @@ pub struct Compiled {
     pub allow_downgrade: bool,
     pub pin: bool,
     pub ignore: bool,
+    /// The image's own credentials source (`env:VAR`, `file:PATH`...), beating its
+    /// `registries` entry's. Only [`rules::Policies`] sets it, from the operator's `images`
+    /// rules and `credentials.pullSecrets`: nothing the repository writes reaches it.
+    pub credentials: Option<String>,
     /// Notes for the user that are not errors (e.g. an exact-version constraint).
     pub warnings: Vec<String>,
 }
@@ -100,7 +104,9 @@ impl std::ops::Deref for Policy {
 
 impl PartialEq for Policy {
     fn eq(&self, other: &Self) -> bool {
-        self.0.spec == other.0.spec && self.0.source == other.0.source
+        self.0.spec == other.0.spec
+            && self.0.source == other.0.source
+            && self.0.credentials == other.0.credentials
     }
 }
 
@@ -109,6 +115,7 @@ impl Eq for Policy {}
 impl std::hash::Hash for Policy {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.0.spec.hash(state);
+        self.0.credentials.hash(state);
     }
 }
 
@@ -136,6 +143,8 @@ impl Serialize for Policy {
             strategy: Strategy,
             #[serde(flatten)]
             spec: &'a PolicySpec,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            credentials: Option<&'a str>,
             source: String,
         }
         let mut spec = self.spec.clone();
@@ -143,6 +152,7 @@ impl Serialize for Policy {
         Shown {
             strategy: self.strategy,
             spec: &spec,
+            credentials: self.credentials.as_deref(),
             source: self.source.to_string(),
         }
         .serialize(s)
@@ -152,6 +162,20 @@ impl Serialize for Policy {
 impl Policy {
     /// Compile `spec`; every error names the key as written in `imagebump.yaml`.
     pub fn compile(spec: PolicySpec, source: PolicySource) -> Result<Policy, PolicyError> {
+        Policy::compile_with(spec, source, None)
+    }
+
+    /// `spec` compiled, with the operator's `credentials` for the image (a source that
+    /// does not parse is an error on the `credentials` key).
+    pub fn compile_with(
+        spec: PolicySpec,
+        source: PolicySource,
+        credentials: Option<String>,
+    ) -> Result<Policy, PolicyError> {
+        if let Some(c) = credentials.as_deref() {
+            imagebump_model::credentials::Source::parse(c)
+                .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
+        }
         let strategy = spec.strategy.unwrap_or_default();
         let mut warnings = Vec::new();
         let constraint = match spec.constraint.as_deref() {
@@ -205,10 +229,6 @@ impl Policy {
             .map_err(|m| {
                 PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8")
             })?;
-        if let Some(c) = spec.credentials.as_deref() {
-            imagebump_model::credentials::Source::parse(c)
-                .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
-        }
         let min_age = match spec.min_age.as_deref() {
             None => None,
             Some(text) => Some(
@@ -229,6 +249,7 @@ impl Policy {
             allow_downgrade: spec.allow_downgrade.unwrap_or(false),
             pin: spec.pin.unwrap_or(false),
             ignore: spec.ignore.unwrap_or(false),
+            credentials,
             warnings,
             spec,
             source,

@@ -6,7 +6,27 @@ use std::collections::HashMap;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::{ImageRule, Policy, PolicyError, PolicySource, PolicySpec};
+use imagebump_model::config::{CredentialsConfig, PullSecret};
 use imagebump_model::name::ImageName;
+
+/// The rules that decide a plain reference's policy, by index: the first matching rule,
+/// the first matching rule with `verify`, the first with `credentials`.
+type Deciders = (Option<usize>, Option<usize>, Option<usize>);
+
+/// Every rule.
+fn any_rule(_: &Rule) -> bool {
+    true
+}
+
+/// The rules that set `verify`.
+fn verifying(r: &Rule) -> bool {
+    r.spec.verify.is_some()
+}
+
+/// The rules that set `credentials` (operator rules only).
+fn crediting(r: &Rule) -> bool {
+    r.credentials.is_some()
+}
 
 /// Compile an `images[].match` glob: `*` stays within a path segment, `**` crosses them.
 pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, String> {
@@ -22,6 +42,9 @@ struct Rule {
     /// Only references in files matching this (`images[].path`).
     path: Option<GlobMatcher>,
     spec: PolicySpec,
+    /// `images[].credentials`: set only in the operator's rules (the repository's own file
+    /// is refused when it sets one).
+    credentials: Option<String>,
     label: String,
 }
 
@@ -43,13 +66,17 @@ impl Rule {
 pub struct Policies {
     defaults: PolicySpec,
     rules: Vec<Rule>,
-    cache: HashMap<(PolicySpec, PolicySource), Policy>,
+    cache: HashMap<(PolicySpec, PolicySource, Option<String>), Policy>,
+    /// The operator's `credentials.pullSecrets`: what an argocd-image-updater pull secret's
+    /// name stands for.
+    pull_secrets: std::collections::BTreeMap<String, PullSecret>,
     /// The policies of references without repository settings or another layer, by what
-    /// decides them: the first matching rule, and the first matching rule with `verify`.
+    /// decides them: the first matching rule, the first matching rule with `verify` and the
+    /// first with `credentials`.
     /// A run's references share a few, so most are given theirs without merging settings.
     /// Hashed with foldhash: looked up once per reference, by numbers the configuration
     /// decides.
-    plain: foldhash::HashMap<(Option<usize>, Option<usize>), Policy>,
+    plain: foldhash::HashMap<Deciders, Policy>,
 }
 
 impl Policies {
@@ -70,6 +97,7 @@ impl Policies {
                     glob: rule_glob(&r.glob).map_err(|e| format!("images[{i}].match: {e}"))?,
                     path,
                     spec: r.policy(),
+                    credentials: r.credentials.clone(),
                     label: format!("images[{i}] ({})", r.glob),
                 })
             })
@@ -78,29 +106,37 @@ impl Policies {
             defaults: defaults.clone(),
             rules,
             cache: HashMap::new(),
+            pull_secrets: Default::default(),
             plain: Default::default(),
         })
+    }
+
+    /// These policies, with the operator's `credentials.pullSecrets` to map
+    /// argocd-image-updater pull secrets through.
+    pub fn with_pull_secrets(mut self, credentials: &CredentialsConfig) -> Policies {
+        self.pull_secrets = credentials.pull_secrets.clone();
+        self
     }
 
     /// The index of the first rule matching `image` (normalised) or `written` (as in the
     /// file), and `file` when the rule names a path (a rule with a path never matches a
     /// reference without a file, such as `imagebump tags`').
     pub fn rule_for(&self, image: &ImageName, written: &str, file: Option<&str>) -> Option<usize> {
-        self.first_rule(&image.to_string(), written, file, false)
+        self.first_rule(&image.to_string(), written, file, any_rule)
     }
 
     /// The index of the first rule matching the image (`full`: normalised, `written`: as in
-    /// the file) in `file`; with `verifying`, the first of those that set `verify`.
+    /// the file) in `file`, among the rules `wanted` accepts.
     fn first_rule(
         &self,
         full: &str,
         written: &str,
         file: Option<&str>,
-        verifying: bool,
+        wanted: fn(&Rule) -> bool,
     ) -> Option<usize> {
         self.rules
             .iter()
-            .position(|r| (!verifying || r.spec.verify.is_some()) && r.matches(full, written, file))
+            .position(|r| wanted(r) && r.matches(full, written, file))
     }
 
     /// The `verify` of the first rule matching `image` that sets one.
@@ -110,9 +146,54 @@ impl Policies {
         written: &str,
         file: Option<&str>,
     ) -> Option<imagebump_model::verify::VerifySpec> {
-        self.first_rule(&image.to_string(), written, file, true)
+        self.first_rule(&image.to_string(), written, file, verifying)
             .and_then(|i| self.rules.get(i))
             .and_then(|r| r.spec.verify.clone())
+    }
+
+    /// The `credentials` of the first rule matching `image` that sets them. Only operator
+    /// rules can, so a repository rule that matches first neither takes them away nor
+    /// gives others.
+    fn credentials_for(
+        &self,
+        image: &ImageName,
+        written: &str,
+        file: Option<&str>,
+    ) -> Option<String> {
+        self.first_rule(&image.to_string(), written, file, crediting)
+            .and_then(|i| self.rules.get(i))
+            .and_then(|r| r.credentials.clone())
+    }
+
+    /// `policy` with the operator's source for the argocd-image-updater pull secret
+    /// `name` (the annotation's exact value): when `credentials.pullSecrets` maps it and
+    /// allows the image's registry. The credentials of an operator `images` rule win.
+    /// `Err` is a note saying why the name is not used.
+    pub fn with_pull_secret(
+        &mut self,
+        policy: Policy,
+        image: &ImageName,
+        name: &str,
+    ) -> Result<Policy, String> {
+        if policy.credentials.is_some() {
+            return Ok(policy);
+        }
+        let Some(mapped) = self.pull_secrets.get(name) else {
+            return Err(format!(
+                "the pull secret {name:?} is not used: the operator's configuration does not map it (credentials.pullSecrets)"
+            ));
+        };
+        let host = image.registry.as_str();
+        if !mapped.allows(host) {
+            return Err(format!(
+                "the pull secret {name:?} is not sent to {host}: the operator's credentials.pullSecrets allows it only for {}",
+                mapped.registries.join(", ")
+            ));
+        }
+        let mut source = policy.source.clone();
+        source.0.push(format!("credentials.pullSecrets[{name:?}]"));
+        self.compiled(policy.spec.clone(), source, Some(mapped.secret.clone()))
+            .map_err(|e| format!("credentials.pullSecrets[{name:?}]: {e}"))
     }
 
     /// The policy of one reference, with the settings of one more layer on top (an inline
@@ -140,12 +221,13 @@ impl Policies {
         let plain = (repository.is_none() && layer.is_none()).then(|| {
             // No rule to match: the name is not spelled out (once per reference).
             if self.rules.is_empty() {
-                return (None, None);
+                return (None, None, None);
             }
             let full = image.to_string();
             (
-                self.first_rule(&full, written, file, false),
-                self.first_rule(&full, written, file, true),
+                self.first_rule(&full, written, file, any_rule),
+                self.first_rule(&full, written, file, verifying),
+                self.first_rule(&full, written, file, crediting),
             )
         });
         if let Some(p) = plain.and_then(|k| self.plain.get(&k)) {
@@ -201,11 +283,22 @@ impl Policies {
                 source.push(label.to_string());
             }
         }
-        let key = (spec, PolicySource(source));
+        let credentials = self.credentials_for(image, written, file);
+        self.compiled(spec, PolicySource(source), credentials)
+    }
+
+    /// The compiled policy of these settings, compiled once per run.
+    fn compiled(
+        &mut self,
+        spec: PolicySpec,
+        source: PolicySource,
+        credentials: Option<String>,
+    ) -> Result<Policy, PolicyError> {
+        let key = (spec, source, credentials);
         if let Some(p) = self.cache.get(&key) {
             return Ok(p.clone());
         }
-        let policy = Policy::compile(key.0.clone(), key.1.clone())?;
+        let policy = Policy::compile_with(key.0.clone(), key.1.clone(), key.2.clone())?;
         self.cache.insert(key, policy.clone());
         Ok(policy)
     }
@@ -284,6 +377,57 @@ mod tests {
             assert_eq!(policy.spec, merged.spec);
             assert_eq!(policy.source.to_string(), merged.source.to_string());
         }
+    }
+
+    /// An image's credentials come from the first operator rule that matches it and sets
+    /// them, whichever rule decides the rest of its policy; a repository layer (annotations,
+    /// markers) has no way to set them.
+    #[test]
+    fn credentials_come_from_the_first_rule_that_sets_them() {
+        let mut p = policies(
+            "images:\n- match: ghcr.io/acme/*\n  pin: true\n- match: ghcr.io/**\n  credentials: env:GHCR\n",
+        );
+        let web = parse_name("ghcr.io/acme/web").unwrap();
+        let hub = parse_name("docker.io/library/nginx").unwrap();
+        let given = p.policy_for(&web, "ghcr.io/acme/web", None).unwrap();
+        assert!(given.pin);
+        assert_eq!(given.credentials.as_deref(), Some("env:GHCR"));
+        assert_eq!(p.policy_for(&hub, "nginx", None).unwrap().credentials, None);
+    }
+
+    /// A pull secret's name gets the operator's source only when `credentials.pullSecrets`
+    /// maps it and allows the image's registry; a rule's own credentials win.
+    #[test]
+    fn pull_secrets_are_mapped_by_the_operator_for_its_registries() {
+        let config: Config = yaml_serde::from_str(
+            "images:\n- match: ghcr.io/ruled/*\n  credentials: env:RULE\ncredentials:\n  pullSecrets:\n    pullsecret:argocd/regcred: {secret: \"file:/secrets/regcred\", registries: [ghcr.io]}\n",
+        )
+        .unwrap();
+        let mut p = Policies::new(&config.defaults, &config.images)
+            .unwrap()
+            .with_pull_secrets(&config.credentials);
+        let mut with = |name: &str, image: &str| {
+            let image = parse_name(image).unwrap();
+            let policy = p.policy_for(&image, &image.to_string(), None).unwrap();
+            p.with_pull_secret(policy, &image, name)
+                .map(|p| p.credentials.clone())
+        };
+        assert_eq!(
+            with("pullsecret:argocd/regcred", "ghcr.io/acme/web"),
+            Ok(Some("file:/secrets/regcred".into()))
+        );
+        assert_eq!(
+            with("pullsecret:argocd/regcred", "evil.example/acme/web"),
+            Err("the pull secret \"pullsecret:argocd/regcred\" is not sent to evil.example: the operator's credentials.pullSecrets allows it only for ghcr.io".into())
+        );
+        assert_eq!(
+            with("env:GITHUB_TOKEN", "ghcr.io/acme/web"),
+            Err("the pull secret \"env:GITHUB_TOKEN\" is not used: the operator's configuration does not map it (credentials.pullSecrets)".into())
+        );
+        assert_eq!(
+            with("pullsecret:argocd/regcred", "ghcr.io/ruled/web"),
+            Ok(Some("env:RULE".into()))
+        );
     }
 
     /// The policies of an `imagebump.yaml` text.

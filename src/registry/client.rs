@@ -563,12 +563,29 @@ impl Client {
     }
 
     /// A token realm gets the registry's credentials over HTTPS; over plain HTTP only when
-    /// the registry itself is spoken to over plain HTTP (the operator's `url: http://…`) or
-    /// marked `insecure`: an HTTPS registry's challenge cannot have them sent in clear text.
+    /// it is the registry's own origin and the registry itself is spoken to over plain HTTP
+    /// (the operator's `url: http://…`) or marked `insecure`. An HTTPS registry's challenge
+    /// cannot have them sent in clear text, and a plain-HTTP registry's challenge cannot
+    /// send them in clear text to any other host or port.
     fn may_carry_credentials(&self, realm: &Url) -> Result<(), Error> {
         let plain_registry = self.endpoint.starts_with("http://");
-        if realm.scheme() == "https" || plain_registry || self.insecure {
+        if realm.scheme() == "https" {
             return Ok(());
+        }
+        let own_origin = Url::parse(&self.endpoint).is_ok_and(|e| e.origin() == realm.origin());
+        if (plain_registry || self.insecure) && own_origin {
+            return Ok(());
+        }
+        if plain_registry || self.insecure {
+            return Err(Error::Invalid {
+                url: format!("{}{}", origin(realm.as_str()), realm.path()),
+                reason: format!(
+                    "the registry {} asks for its credentials at another origin over plain \
+                     HTTP; they are not sent (serve the token service over HTTPS, or on \
+                     the registry's own origin)",
+                    self.host
+                ),
+            });
         }
         Err(Error::Invalid {
             url: format!("{}{}", origin(realm.as_str()), realm.path()),
@@ -733,6 +750,8 @@ impl Client {
                 .clamp(60, 86_400)
                 .saturating_sub(10),
         );
+        // A registry's token is a secret in every message from now on.
+        imagebump_http::hold(&token);
         let secret = SecretString::from(token);
         // A day from now is always on the clock; were it not, the token counts as expired.
         let now = Instant::now();

@@ -356,8 +356,9 @@ impl Registries {
         self.client_with(image, None)
     }
 
-    /// As [`Registries::client_for`], with an image's own credentials (an `images` rule's
-    /// or an Argo CD `pull-secret`), which beat the registry entry's.
+    /// As [`Registries::client_for`], with an image's own credentials (`Policy::credentials`:
+    /// an operator `images` rule's, or a pull secret the operator maps), which beat the
+    /// registry entry's.
     pub fn client_with(
         &self,
         image: &ImageName,

@@ -444,9 +444,10 @@ fn chart_index(r: &ImageRef) -> Option<&str> {
     crate::chart::classic_repository(&r.written)
 }
 
-/// An image's own credentials (an `images` rule, an Argo CD `pull-secret`), if any.
+/// An image's own credentials (an operator `images` rule's, or a pull secret the operator
+/// maps in `credentials.pullSecrets`), if any.
 fn credentials(policy: &Policy) -> Option<&str> {
-    policy.spec.credentials.as_deref()
+    policy.credentials.as_deref()
 }
 
 /// A repository and the credentials its tags are listed with.

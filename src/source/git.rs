@@ -322,7 +322,9 @@ impl Git {
                 text = text.replace(token, "***");
             }
         }
-        text
+        // And every other secret the run holds, or anything shaped like one (a hook or a
+        // remote may print them).
+        imagebump_http::redact(&text)
     }
 
     fn failure(&self, what: &str, stderr: &[u8]) -> Error {

@@ -45,7 +45,7 @@ mod transport;
 
 pub use error::Error;
 pub use headers::{next_link, rate_limit, retry_after, RateLimit};
-pub use redact::{error_chain, redact, Redactor};
+pub use redact::{error_chain, hold, redact, Redactor};
 pub use retry::{is_idempotent, RetryPolicy};
 pub use transport::{Dialect, Options, Plain, Request, Response, Slot, Transport};
 

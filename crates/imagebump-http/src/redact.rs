@@ -1,11 +1,14 @@
 //! One redactor: what could be a credential never reaches a log line or an error message.
 //!
-//! Two passes: the secrets a client knows it holds (its token) are replaced wherever they
-//! appear, then anything shaped like a credential is: GitHub and GitLab tokens, JWTs, the
-//! value after `Bearer`, `Basic` or `Authorization:`, the user part of a URL, and query
-//! parameters that carry secrets (`access_token`, `private_token`, `X-Amz-Signature`...).
+//! Two passes: the secret values the run holds ([`hold`]: tokens from the environment,
+//! registry passwords, tokens and cloud keys it obtained) are replaced wherever they
+//! appear, then anything shaped like a credential is: GitHub and GitLab tokens, JWTs, AWS
+//! access key ids, private-key PEM blocks, the value after `Bearer`, `Basic`,
+//! `Authorization:` or a secret-named key (`password=`, `aws_secret_access_key:`...), the
+//! user part of a URL, and query parameters that carry secrets (`access_token`,
+//! `private_token`, `X-Amz-Signature`...).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, RwLock};
 
 use regex::{Captures, Regex};
 
@@ -20,7 +23,15 @@ static PATTERNS: LazyLock<Option<Vec<Regex>>> = LazyLock::new(|| {
         r"(?i)\b(bearer\s+|basic\s+|authorization:\s*(?:[a-z]+\s+)?)[A-Za-z0-9._~+/=-]{20,}",
         // user:password@ (or token@) in a URL, to the last `@` of the authority (a
         // password may hold one).
-        r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#]+(@)",
+        r#"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#"]+(@)"#,
+        // AWS access key ids (long-term and temporary).
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b",
+        // A private key in PEM, whole (a GCP key file's `private_key`), never past a quote:
+        // a JSON log line stays JSON.
+        r#"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[^"]*?-----END [A-Z ]*PRIVATE KEY-----|[^"]*)"#,
+        // A value after a key that names a secret: `password=...`, `"client_secret": "..."`,
+        // `aws_secret_access_key = ...` (a helper echoing its configuration).
+        r#"(?i)(\b(?:aws_secret_access_key|secret_access_key|secretaccesskey|aws_session_token|session_token|sessiontoken|client_secret|private_key|password|passwd)["']?\s*[:=]\s*["']?)[^\s"',;&]{8,}"#,
         // Query parameters that carry secrets.
         r"(?i)([?&;](?:access_token|private_token|job_token|token|password|passwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&#\s]+",
     ]
@@ -30,14 +41,62 @@ static PATTERNS: LazyLock<Option<Vec<Regex>>> = LazyLock::new(|| {
     .ok()
 });
 
-/// `text` with anything shaped like a credential replaced by `<redacted>`.
+/// The secret values the run holds, longest first (so that a secret holding another is
+/// replaced whole). Process-wide: a secret is a secret in every message, whichever client
+/// or stage quotes it.
+static HELD: LazyLock<RwLock<Vec<String>>> = LazyLock::new(|| RwLock::new(Vec::new()));
+
+/// Values shorter than this are not held: replacing them would rewrite ordinary words, and
+/// no token or key is that short.
+pub const MIN_HELD: usize = 6;
+
+/// Remember `secret` (a token, a password, a key the run holds): from now on [`redact`],
+/// and so every error and log line that passes through it, replaces it wherever it
+/// appears. Blank and very short values are ignored.
+pub fn hold(secret: &str) {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_HELD {
+        return;
+    }
+    let Ok(mut held) = HELD.write() else {
+        return;
+    };
+    if !held.iter().any(|h| h == secret) {
+        held.push(secret.to_string());
+        held.sort_by_key(|h| std::cmp::Reverse(h.len()));
+    }
+}
+
+/// `text` with the held secrets ([`hold`]) replaced, and nothing else.
+pub fn held_removed(text: &str) -> String {
+    replace_held(text)
+}
+
+/// `text` with the held secrets replaced.
+fn replace_held(text: &str) -> String {
+    let mut out = text.to_string();
+    let held = match HELD.read() {
+        Ok(h) => h,
+        // A writer panicked mid-push: the list itself is still whole.
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    for secret in held.iter() {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), REDACTED);
+        }
+    }
+    out
+}
+
+/// `text` with the secret values the run holds ([`hold`]) and anything shaped like a
+/// credential replaced by `<redacted>`.
 pub fn redact(text: &str) -> String {
     let Some(patterns) = PATTERNS.as_ref() else {
         // The patterns are constants that compile; should one not, say nothing rather than
         // risk a secret.
         return "<details withheld>".to_string();
     };
-    let mut out = text.to_string();
+    let mut out = replace_held(text);
     for re in patterns {
         out = re
             .replace_all(&out, |c: &Captures<'_>| {
@@ -155,6 +214,45 @@ mod tests {
         assert_eq!(
             redact("see https://example.com/x or mail me@example.com"),
             "see https://example.com/x or mail me@example.com"
+        );
+    }
+
+    #[test]
+    fn held_secrets_anywhere() {
+        let secret = "held-value-7Hq2-not-shaped";
+        let text = format!("helper said: login {secret} failed ({secret})");
+        assert_eq!(redact(&text), text, "not held yet");
+        hold(secret);
+        hold("short");
+        assert_eq!(
+            redact(&text),
+            "helper said: login <redacted> failed (<redacted>)"
+        );
+        assert_eq!(redact("too short to hold"), "too short to hold");
+    }
+
+    #[test]
+    fn cloud_secrets_by_shape() {
+        let text = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n\
+                    {\"client_secret\": \"abc~def.ghi-jkl_mno\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY-----\n\"}\n\
+                    AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr//////////wEaCXVz";
+        let out = redact(text);
+        for secret in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "wJalrXUtnFEMI",
+            "abc~def",
+            "MIIEv",
+            "IQoJb3JpZ2lu",
+        ] {
+            assert!(!out.contains(secret), "{secret}: {out}");
+        }
+        let plain = "expected user:password on stdout; the token realm answered 401";
+        assert_eq!(redact(plain), plain);
+        let json = r#"{"message":"cannot reach https://r.example:443","by":"ops@example.com"}"#;
+        assert_eq!(redact(json), json);
+        assert_eq!(
+            redact(r#"{"message":"key -----BEGIN PRIVATE KEY-----\nMIIE cut","level":"WARN"}"#),
+            r#"{"message":"key <redacted>","level":"WARN"}"#
         );
     }
 

@@ -133,11 +133,39 @@ impl Dialect for Plain {
     }
 }
 
+/// Follow at most `limit` redirects, never from `https://` down to `http://` on the same
+/// host and port: reqwest drops `Authorization` only when the host or port changes, so such
+/// a redirect would send the credentials in clear text. The 3xx answer is returned instead.
+fn redirect_policy(limit: usize) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        let downgrade = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| keeps_credentials_in_clear(from, attempt.url()));
+        if downgrade {
+            attempt.stop()
+        } else if attempt.previous().len() > limit {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Would a redirect from `from` to `to` carry `Authorization` over plain HTTP? reqwest
+/// keeps it on the same host and port, whatever the scheme.
+fn keeps_credentials_in_clear(from: &reqwest::Url, to: &reqwest::Url) -> bool {
+    from.scheme() == "https"
+        && to.scheme() == "http"
+        && from.host_str() == to.host_str()
+        && from.port_or_known_default() == to.port_or_known_default()
+}
+
 impl Transport {
     pub fn new(options: Options) -> Result<Transport, String> {
         let redirect = match options.redirects {
             0 => reqwest::redirect::Policy::none(),
-            n => reqwest::redirect::Policy::limited(n),
+            n => redirect_policy(n),
         };
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
@@ -413,6 +441,41 @@ impl Response {
             headers: HeaderMap::new(),
             body: Vec::new(),
             url,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keeps_credentials_in_clear;
+
+    /// Only a redirect from HTTPS down to plain HTTP on the same host and port is stopped:
+    /// anywhere else reqwest drops `Authorization`, or the scheme stays encrypted.
+    #[test]
+    fn only_a_same_origin_downgrade_is_stopped() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let cases = [
+            (
+                "https://r.example:5000/v2/",
+                "http://r.example:5000/x",
+                true,
+            ),
+            ("https://r.example/v2/", "http://r.example:443/x", true),
+            ("https://r.example/v2/", "http://r.example/x", false),
+            ("https://r.example/v2/", "https://r.example:8443/x", false),
+            ("https://r.example/v2/", "http://storage.example/x", false),
+            (
+                "http://r.example:5000/v2/",
+                "http://r.example:5000/x",
+                false,
+            ),
+        ];
+        for (from, to, stopped) in cases {
+            assert_eq!(
+                keeps_credentials_in_clear(&url(from), &url(to)),
+                stopped,
+                "{from} -> {to}"
+            );
         }
     }
 }

@@ -41,6 +41,10 @@ pub struct Config {
     /// How changes become pull requests.
     #[serde(default)]
     pub pull_requests: PullRequestsConfig,
+    /// Credentials that repository content may refer to by name (argocd-image-updater pull
+    /// secrets). Operator's configuration only.
+    #[serde(default, skip_serializing_if = "CredentialsConfig::is_empty")]
+    pub credentials: CredentialsConfig,
     /// Sign imagebump's commits with git's own signing (for branches that require signed
     /// commits). Operator's configuration only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,6 +53,46 @@ pub struct Config {
     /// incoming webhooks (docs/configuration.md, "notify"). Operator's configuration only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notify: Vec<NotifyTarget>,
+}
+
+/// The operator's answers to the credentials a repository names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CredentialsConfig {
+    /// argocd-image-updater pull secrets, keyed by the exact value of the `pull-secret`
+    /// annotation or the `ImageUpdater`'s `pullSecret` (`pullsecret:argocd/regcred`,
+    /// `secret:argocd/creds#token`, `env:REGCRED`, `ext:/scripts/ecr-login.sh`). A name
+    /// the map does not hold is ignored with a note; the value a repository writes is only
+    /// ever a key into this map, never a source itself.
+    #[serde(default)]
+    pub pull_secrets: std::collections::BTreeMap<String, PullSecret>,
+}
+
+impl CredentialsConfig {
+    pub fn is_empty(&self) -> bool {
+        self.pull_secrets.is_empty()
+    }
+}
+
+/// What a pull secret's name stands for, and the registries it may be sent to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PullSecret {
+    /// The credentials source, as in `registries[].credentials` (`file:/secrets/regcred`,
+    /// `env:VAR`, `ext:PATH`, ...).
+    pub secret: String,
+    /// The registry hosts (as written in image names: `ghcr.io`,
+    /// `registry.example.com:5000`) this secret goes to. An image on any other host is
+    /// read without it, with a note: the repository chooses which image names the secret,
+    /// so the operator chooses where it may go. At least one.
+    pub registries: Vec<String>,
+}
+
+impl PullSecret {
+    /// May the secret go to the registry `host` (compared without case)?
+    pub fn allows(&self, host: &str) -> bool {
+        self.registries.iter().any(|r| r.eq_ignore_ascii_case(host))
+    }
 }
 
 /// One receiver of a run's notifications: a generic `webhook` or a Slack incoming webhook

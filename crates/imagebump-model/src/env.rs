@@ -260,6 +260,23 @@ impl EnvVars {
     /// Azure instance metadata endpoint (tests and special networks).
     pub const IMAGEBUMP_AZURE_IMDS_ENDPOINT: &'static str = "IMAGEBUMP_AZURE_IMDS_ENDPOINT";
 
+    /// The variables whose values are secrets: held by the redactor from the start of a
+    /// run, so that no error or log line quotes them, whoever printed them.
+    pub const SECRETS: [&'static str; 12] = [
+        Self::IMAGEBUMP_FORGE_TOKEN,
+        Self::IMAGEBUMP_GIT_TOKEN,
+        Self::GITHUB_TOKEN,
+        Self::GITLAB_TOKEN,
+        Self::GITLAB_OAUTH_TOKEN,
+        Self::GITEA_TOKEN,
+        Self::FORGEJO_TOKEN,
+        Self::CI_JOB_TOKEN,
+        Self::AWS_SECRET_ACCESS_KEY,
+        Self::AWS_SESSION_TOKEN,
+        Self::AWS_CONTAINER_AUTHORIZATION_TOKEN,
+        Self::AZURE_CLIENT_SECRET,
+    ];
+
     /// For tests only: "now" for promotion soak times, an RFC 3339 time such as
     /// `2026-11-23T11:00:00Z` (docs/promotion.md). Never set it in production.
     pub const IMAGEBUMP_TEST_NOW: &'static str = "IMAGEBUMP_TEST_NOW";

@@ -110,7 +110,8 @@ macro_rules! policy_keys {
     ($( $(#[$doc:meta])* $field:ident : $ty:ty ),* $(,)?) => {
         /// Update policy settings. Every key is optional; unset keys inherit from the level
         /// above (built-in defaults → `defaults` → the first matching `images` rule → an
-        /// inline marker).
+        /// inline marker). Repository content produces these, so they never say which
+        /// credentials are sent anywhere: that is [`ImageRule::credentials`], the operator's.
         #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
         #[serde(deny_unknown_fields, rename_all = "camelCase")]
         pub struct PolicySpec {
@@ -136,6 +137,13 @@ macro_rules! policy_keys {
             /// history, instead of the registry's tags (docs/promotion.md).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub promote_from: Option<crate::promotion::PromoteFrom>,
+            /// This image's own registry credentials, beating its `registries` entry's: any
+            /// source `registries[].credentials` takes (`env:VAR`, `file:PATH`, `ext:PATH`,
+            /// ...). Operator's configuration only: the first operator rule matching the
+            /// image that sets one gives it, whichever rule decides the policy. Not a policy
+            /// key, so no marker, annotation or repository setting can carry it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub credentials: Option<String>,
             $( $(#[$doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
         }
 
@@ -203,10 +211,6 @@ policy_keys! {
     pin: bool,
     /// Leave this reference alone entirely (reported as unmanaged).
     ignore: bool,
-    /// This image's own registry credentials, beating its `registries` entry's: any source
-    /// `registries[].credentials` takes (`env:VAR`, `file:PATH`, `ext:PATH`, ...). The
-    /// equivalent of argocd-image-updater's `pull-secret`. Not allowed in `defaults`.
-    credentials: String,
     /// `pull-request` (default): updates are proposed in pull requests. `push`: in
     /// pull-request mode, they are committed to the base branch in the same run instead
     /// (dev environments that follow every new image), while the rest still gets pull

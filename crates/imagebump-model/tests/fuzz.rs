@@ -204,7 +204,6 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
             prop::option::of(any::<bool>()),
             prop::option::of(any::<bool>()),
             prop::option::of(any::<bool>()),
-            text(),
             prop::option::of(prop_oneof![
                 Just(Delivery::Push),
                 Just(Delivery::PullRequest)
@@ -216,7 +215,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
             |(
                 (strategy, constraint, semver_mode),
                 (allow_tags, ignore_tags, pattern, platforms, min_age),
-                (allow_downgrade, pin, ignore, credentials, delivery, automerge),
+                (allow_downgrade, pin, ignore, delivery, automerge),
             )| PolicySpec {
                 strategy,
                 constraint,
@@ -229,7 +228,6 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 allow_downgrade,
                 pin,
                 ignore,
-                credentials,
                 delivery,
                 automerge,
                 verify: None,

@@ -167,7 +167,7 @@ impl Scan<'_> {
             values_at: at,
             chart: name,
             version,
-            credentials: r.policy.spec.credentials.clone(),
+            credentials: r.policy.credentials.clone(),
             overridden,
             value_files: value_files(st, all),
         });

@@ -100,6 +100,8 @@ fn dns_suffix(region: &str) -> &'static str {
 pub async fn fetch(ctx: &Ctx<'_>, region: Option<&str>) -> Result<Fetched, String> {
     let region = resolve_region(ctx, region)?;
     let creds = credentials(ctx, &region).await?;
+    // Keys read from a file or a metadata service are secrets in every later message too.
+    creds.secrets().into_iter().for_each(imagebump_http::hold);
     tracing::debug!(host = ctx.host, source = %creds.source, "requesting an ECR token");
     get_authorization_token(ctx, &region, &creds).await
 }
@@ -767,6 +769,7 @@ fn excerpt(text: &str, secrets: &[&str]) -> String {
     for secret in secrets.iter().filter(|s| !s.is_empty()) {
         text = text.replace(secret, "***");
     }
+    let text = imagebump_http::redact(&text);
     let paragraph = text.split("\n\n").next().unwrap_or_default();
     let mut words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
     if let Some((cut, _)) = words.char_indices().nth(EXCERPT_CHARS) {

@@ -74,6 +74,10 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
         ))
         }
     };
+    let text = String::from_utf8_lossy(&out);
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+    // Made before stderr is quoted: its password is then held, should stderr repeat it.
+    let credential = line.and_then(Credential::from_pair);
     let stderr = quote(&err);
     if !status.success() {
         let code = status
@@ -83,9 +87,7 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
             "credentials ext:{shown}: exited with {code}{stderr}"
         ));
     }
-    let text = String::from_utf8_lossy(&out);
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    let credential = line.and_then(Credential::from_pair).ok_or_else(|| {
+    let credential = credential.ok_or_else(|| {
         format!("credentials ext:{shown}: expected user:password on stdout{stderr}")
     })?;
     Ok(Fetched {
@@ -95,9 +97,11 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
     })
 }
 
-/// `: stderr: <last lines>` for an error, or nothing.
+/// `: stderr: <last lines>` for an error, or nothing. The program is the operator's, but
+/// what it prints is not checked: the secrets the run holds and anything shaped like one
+/// are taken out before it is quoted (the whole text, so a cut cannot split a secret).
 fn quote(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
+    let text = imagebump_http::redact(&String::from_utf8_lossy(stderr));
     let text = text.trim();
     if text.is_empty() {
         return String::new();

@@ -140,6 +140,10 @@ async fn refresh_user_login(
     let field = |name: &str| {
         string_field(file, name).ok_or_else(|| format!("gcloud user login has no {name:?}"))
     };
+    ["client_secret", "refresh_token"]
+        .into_iter()
+        .filter_map(|name| string_field(file, name))
+        .for_each(imagebump_http::hold);
     let form = [
         ("grant_type", "refresh_token"),
         ("client_id", field("client_id")?),

@@ -35,10 +35,14 @@ impl std::fmt::Debug for Credential {
 }
 
 impl Credential {
+    /// A credential; its password is held by the redactor from now on, so no error or
+    /// log line of the run quotes it (whoever printed it: a helper, a server).
     pub fn new(username: impl Into<String>, password: impl Into<String>) -> Credential {
+        let password = password.into();
+        imagebump_http::hold(&password);
         Credential {
             username: username.into(),
-            password: SecretString::from(password.into()),
+            password: SecretString::from(password),
         }
     }
 
@@ -164,7 +168,8 @@ pub(crate) fn service_error(body: &[u8]) -> String {
             text.push_str(&description.split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }
-    text
+    // A service may echo what it was sent.
+    imagebump_http::redact(&text)
 }
 
 pub use imagebump_model::credentials::{Source, SOURCES};
@@ -419,16 +424,23 @@ impl Provider {
             host: &self.host,
             endpoint: &self.endpoint,
         };
-        let fetched = match &self.source {
-            Source::Anonymous => return Ok(None),
-            Source::Env(_) | Source::File(_) | Source::DockerConfig | Source::GitHub => {
-                local::fetch(&self.source, &self.host, &self.env)?
-            }
-            Source::Ext(path) => Some(ext::run(path, &self.host, self.timeout).await?),
-            Source::Ecr(region) => Some(aws::fetch(&ctx, region.as_deref()).await?),
-            Source::Gcp(key) => Some(gcp::fetch(&ctx, key.as_deref()).await?),
-            Source::Acr => Some(azure::fetch(&ctx).await?),
+        let asked = async {
+            Ok(match &self.source {
+                Source::Anonymous => None,
+                Source::Env(_) | Source::File(_) | Source::DockerConfig | Source::GitHub => {
+                    local::fetch(&self.source, &self.host, &self.env)?
+                }
+                Source::Ext(path) => Some(ext::run(path, &self.host, self.timeout).await?),
+                Source::Ecr(region) => Some(aws::fetch(&ctx, region.as_deref()).await?),
+                Source::Gcp(key) => Some(gcp::fetch(&ctx, key.as_deref()).await?),
+                Source::Acr => Some(azure::fetch(&ctx).await?),
+            })
         };
+        // Every source's failure is quoted to the user: whatever a helper, a file or a
+        // cloud service said passes the redactor first.
+        let fetched = asked
+            .await
+            .map_err(|e: String| imagebump_http::redact(&e))?;
         if let Some(f) = &fetched {
             tracing::debug!(registry = %self.host, source = %self.source.describe(), via = %f.via, user = %f.credential.username, "credentials fetched");
         }
