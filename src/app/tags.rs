@@ -226,7 +226,7 @@ fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<Stri
             Vec::new()
         }
     };
-    let mut all = rejected(&[], &history);
+    let mut all = rejected(&[], "", &history);
     match git.remote_refs(dir, NAMESPACE) {
         Ok(names) => all.extend(recorded(&names, &lifted(&history)).0),
         Err(e) => eprintln!(

@@ -86,7 +86,10 @@ pub fn markdown_text(s: &str) -> String {
 }
 
 fn push_reference(out: &mut String, c: char) {
-    if c.is_ascii_punctuation() {
+    // These are syntax in no inline position (the text is one line, never at a line's
+    // start where `=` or `,` could matter), so they stay readable.
+    let inert = matches!(c, ',' | '/' | ';' | '=' | '%' | '?' | '\'' | '"');
+    if c.is_ascii_punctuation() && !inert {
         let _ = write!(out, "&#{};", u32::from(c));
     } else {
         out.push(c);
@@ -195,11 +198,11 @@ mod tests {
     fn markdown_text_is_never_markup() {
         assert_eq!(
             markdown_text("![pixel](https://evil/p.png)"),
-            "&#33;&#91;pixel&#93;&#40;https&#58;&#47;&#47;evil&#47;p&#46;png&#41;"
+            "&#33;&#91;pixel&#93;&#40;https&#58;//evil/p&#46;png&#41;"
         );
         assert_eq!(
             markdown_text("<img src=x onerror=alert(1)>"),
-            "&#60;img src&#61;x onerror&#61;alert&#40;1&#41;&#62;"
+            "&#60;img src=x onerror=alert&#40;1&#41;&#62;"
         );
         assert_eq!(markdown_text("a|b\nc"), "a&#124;b&#92;u&#123;a&#125;c");
         let marker = markdown_text("<!-- imagebump:updates [] -->");
@@ -214,7 +217,7 @@ mod tests {
         assert_eq!(markdown_code("x -->"), "<code>x &#45;&#45;&#62;</code>");
         assert_eq!(
             markdown_code("my apps/v.yaml"),
-            "<code>my apps&#47;v&#46;yaml</code>"
+            "<code>my apps/v&#46;yaml</code>"
         );
         assert_eq!(markdown_code(""), "<code></code>");
     }
