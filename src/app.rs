@@ -139,8 +139,10 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     // Colour only for a person at a terminal: a log file or a collector gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os(EnvVars::NO_COLOR).is_none();
+    // Text lines are one event each with nothing hidden in them; JSON escapes its strings.
+    let escape = format == LogFormat::Text;
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(move || output::LogWriter::new(escape))
         .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_target(false);

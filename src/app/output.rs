@@ -63,7 +63,11 @@ impl Output {
         if self.log_json {
             tracing::warn!("{message}");
         } else {
-            let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "warning: {}",
+                imagebump_model::escape::terminal(message)
+            );
         }
     }
 
@@ -256,11 +260,67 @@ pub fn print(text: std::fmt::Arguments<'_>) {
     let _ = out.write_fmt(text).and_then(|()| out.flush());
 }
 
+/// Standard error for the log. A text log line is one event: tracing-subscriber shows the
+/// escape sequences of the values it prints but not their other hidden characters (a
+/// carriage return, a newline that would start a forged line, a bidirectional override),
+/// so this shows those as `\u{…}` too; the escape sequences left are tracing's own colours.
+pub struct LogWriter {
+    escape: bool,
+}
+
+impl LogWriter {
+    pub fn new(escape: bool) -> LogWriter {
+        LogWriter { escape }
+    }
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut err = std::io::stderr().lock();
+        if !self.escape {
+            return err.write(buf);
+        }
+        err.write_all(log_line(&String::from_utf8_lossy(buf)).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().lock().flush()
+    }
+}
+
+/// `text` (one formatted event) with every hidden character but ESC (tracing's colours;
+/// it has already shown a value's own as `\x1b`) and its final line break as `\u{…}`.
+fn log_line(text: &str) -> String {
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (text, ""),
+    };
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in body.split('\x1b').enumerate() {
+        if i > 0 {
+            out.push('\x1b');
+        }
+        out.push_str(&imagebump_model::escape::terminal(part));
+    }
+    out.push_str(end);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
+
+    #[test]
+    fn a_log_line_stays_one_line_with_its_colours() {
+        assert_eq!(
+            log_line("\x1b[33mWARN\x1b[0m apps/a\rb\nERROR forged \u{202e}x\\x1b[2J\n"),
+            "\x1b[33mWARN\x1b[0m apps/a\\u{d}b\\u{a}ERROR forged \\u{202e}x\\x1b[2J\n"
+        );
+        assert_eq!(log_line("plain\n"), "plain\n");
+    }
 
     fn ours(v: &Value) -> Vec<u8> {
         let mut out = Vec::new();

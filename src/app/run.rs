@@ -167,7 +167,7 @@ fn preview_push(
             for (sha, message) in commits {
                 let _ = writeln!(out, "\ncommit {sha}");
                 for line in message.lines() {
-                    let _ = writeln!(out, "    {line}");
+                    let _ = writeln!(out, "    {}", imagebump_model::escape::terminal(line));
                 }
             }
         }
