@@ -54,14 +54,14 @@ struct World {
 }
 
 impl World {
-    async fn start(reg: Registry, files: &[(&str, &str)]) -> World {
+    async fn start(reg: Registry, files: &[(&str, &str)], extra_config: &str) -> World {
         let work = make_worktree(files);
         let server = GitServer::http_with_token(work.path(), "gitops", TOKEN);
         let cfg_dir = tempfile::tempdir().unwrap();
         fs::write(
             cfg_dir.path().join("imagebump.yaml"),
             format!(
-                "registries:\n  - prefix: registry.test\n    url: {}\n",
+                "registries:\n  - prefix: registry.test\n    url: {}\n{extra_config}",
                 reg.base_url()
             ),
         )
@@ -157,7 +157,7 @@ async fn hostile_source_labels_are_shown_escaped_and_never_reject_another_image(
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
-    let w = World::start(reg, &files).await;
+    let w = World::start(reg, &files, "").await;
     let actions = tempfile::tempdir().unwrap();
     w.run(actions.path()).await;
 
@@ -210,5 +210,229 @@ async fn hostile_source_labels_are_shown_escaped_and_never_reject_another_image(
             )),
             "{refs:?}"
         );
+    }
+}
+
+/// The outputs GitHub's runner reads from a `GITHUB_OUTPUT` file: `name=value` lines and
+/// `name<<DELIMITER` blocks.
+fn github_outputs(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delimiter)) = line.split_once("<<") {
+            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
+            out.push((name.to_string(), value.join("\n")));
+        } else if let Some((name, value)) = line.split_once('=') {
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    out
+}
+
+const EVIL_DIR: &str = "apps/evil -->\n\u{1b}[31mred\u{202e}";
+/// The same without the newline, which git's fast-import cannot take in a path (imagebump
+/// refuses such a commit with an error): what a pull request can be made from.
+const EVIL_PR_DIR: &str = "apps/evil -->\u{1b}[31mred\u{202e}";
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: registry.test/team/web:1.0.0\n";
+
+fn no_raw_hidden(what: &str, text: &str) {
+    assert!(
+        !text.contains(['\u{1b}', '\r', '\u{202e}', '\u{9b}']),
+        "{what} holds a raw control character:\n{text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn file_names_keep_the_marker_the_trailers_the_outputs_and_the_terminal_intact() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let file = format!("{EVIL_PR_DIR}/deploy.yaml");
+    let w = World::start(
+        reg,
+        &[(file.as_str(), DEPLOYMENT)],
+        "pullRequests:\n  title: \"Update {group}\"\n",
+    )
+    .await;
+    let actions = tempfile::tempdir().unwrap();
+    let run = w.run(actions.path()).await;
+    no_raw_hidden("stdout", &run.stdout);
+    no_raw_hidden("stderr", &run.stderr);
+    run.assert_stdout_contains("\\u{1b}[31mred");
+
+    let pulls = w.forge.pulls();
+    let [p] = pulls.as_slice() else {
+        panic!("{pulls:?}")
+    };
+    let body = p.body.as_deref().unwrap_or_default();
+    no_raw_hidden("the body", body);
+    // The marker holds the exact file name; the body shows it escaped, on one line.
+    let marked = marker::parse(body).unwrap_or_else(|| panic!("no marker in\n{body}"));
+    assert_eq!(
+        marked.iter().map(|u| u.file.as_str()).collect::<Vec<_>>(),
+        [file.as_str()]
+    );
+    assert!(
+        body.contains("| <code>apps/evil &#45;&#45;&#62;&#92;u&#123;1b&#125;&#91;31mred&#92;u&#123;202e&#125;/deploy&#46;yaml</code> |"),
+        "{body}"
+    );
+    assert_eq!(body.matches("-->").count(), 1, "{body}");
+    // The title is one line.
+    assert_eq!(p.title, "Update apps/evil -->\\u{1b}[31mred\\u{202e}");
+
+    // One commit, one trailer naming the file (percent-encoded where it must be).
+    let message = w.server.git(&[
+        "log",
+        "-1",
+        "--format=%B",
+        &format!("refs/heads/{}", p.branch),
+    ]);
+    let trailers: Vec<&str> = message
+        .lines()
+        .filter(|l| l.starts_with("Imagebump-Update:"))
+        .collect();
+    assert_eq!(
+        trailers,
+        ["Imagebump-Update: registry.test/team/web 1.0.0 -> 1.1.0 in apps/evil -->%1B[31mred%E2%80%AE/deploy.yaml"],
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 3, "{message:?}");
+
+    // GITHUB_OUTPUT: exactly its two outputs; the summary is escaped too.
+    let outputs = fs::read_to_string(actions.path().join("output")).unwrap();
+    let read = github_outputs(&outputs);
+    let names: Vec<&str> = read.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["updates", "pull-requests"], "{outputs}");
+    assert_eq!(read[0].1, "1");
+    let listed: serde_json::Value = serde_json::from_str(&read[1].1).unwrap();
+    assert_eq!(listed[0]["title"], p.title.as_str(), "{outputs}");
+    let summary = fs::read_to_string(actions.path().join("summary.md")).unwrap();
+    no_raw_hidden("the summary", &summary);
+    assert!(!summary.contains("-->"), "{summary}");
+
+    // Closing it rejects the version in that very file.
+    w.forge.close(p.number);
+    w.run(actions.path()).await;
+    let refs = w.rejection_refs();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    let rejected = imagebump::deliver::pulls::Rejected::from_ref(&refs[0]).unwrap();
+    assert_eq!(rejected.file.as_deref(), Some(file.as_str()));
+    assert_eq!(rejected.image, "registry.test/team/web");
+}
+
+#[test]
+fn a_dry_run_shows_hidden_characters_of_names_and_lines_visibly() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(EVIL_DIR).join("deploy.yaml");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // A comment in the file holds bidirectional overrides (YAML takes no other control
+    // character); the diff shows them as text.
+    let text = DEPLOYMENT.replace("- name: web\n", "- name: web # \u{202e}denwo\u{2066}\n");
+    fs::write(&file, &text).unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    fs::write(
+        cfg.path().join("imagebump.yaml"),
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(cfg.path().join("imagebump.yaml"))
+        .code(0)
+        .run();
+    no_raw_hidden("stdout", &run.stdout);
+    no_raw_hidden("stderr", &run.stderr);
+    assert!(!run.stdout.contains('\u{2066}'), "{:?}", run.stdout);
+    let name = "apps/evil -->\\u{a}\\u{1b}[31mred\\u{202e}/deploy.yaml";
+    run.assert_stdout_contains(&format!("diff --git a/{name} b/{name}\n"))
+        .assert_stdout_contains("         - name: web # \\u{202e}denwo\\u{2066}\n")
+        .assert_stdout_contains("+          image: registry.test/team/web:1.1.0\n");
+    // The file itself is as it was: a dry run.
+    assert_eq!(fs::read_to_string(&file).unwrap(), text);
+}
+
+/// A registry (wiremock) whose `Docker-Content-Digest` for `acme/web:latest` is `digest`.
+async fn registry_answering(digest: &str) -> wiremock::MockServer {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": format!("sha256:{}", "1".repeat(64)), "size": 2},
+        "layers": [],
+    })
+    .to_string();
+    for verb in ["HEAD", "GET"] {
+        Mock::given(method(verb))
+            .and(path("/v2/acme/web/manifests/latest"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("Docker-Content-Digest", digest)
+                    .insert_header("Content-Type", OCI_MANIFEST)
+                    .set_body_string(manifest.clone()),
+            )
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(path("/v2/acme/web/tags/list"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(serde_json::json!({"name": "acme/web", "tags": ["latest"]})),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_docker_content_digest_is_an_error_and_nothing_is_written() {
+    let lower = "0123456789abcdef".repeat(4);
+    for digest in [
+        format!("sha256:{}", lower.to_uppercase()),
+        format!("sha256:{}", &lower[..40]),
+        "md5:d41d8cd98f00b204e9800998ecf8427e".to_string(),
+        format!("sha512:{lower}{lower}"),
+    ] {
+        let server = registry_answering(&digest).await;
+        let host = server.address().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let kustomization =
+            format!("images:\n  - name: web\n    newName: {host}/acme/web\n    newTag: latest\n");
+        fs::write(dir.path().join("kustomization.yaml"), &kustomization).unwrap();
+        let cfg = tempfile::tempdir().unwrap();
+        fs::write(
+            cfg.path().join("imagebump.yaml"),
+            format!(
+                "registries:\n  - prefix: {host}\n    url: http://{host}\nimages:\n  - match: \"{host}/acme/web\"\n    strategy: digest\n"
+            ),
+        )
+        .unwrap();
+        let run = imagebump()
+            .args(["run", "--write"])
+            .arg(dir.path())
+            .arg("--config")
+            .arg(cfg.path().join("imagebump.yaml"))
+            .code(1)
+            .run_async()
+            .await;
+        run.assert_stderr_contains(&format!("http://{host}/v2/acme/web/manifests/latest"))
+            .assert_stderr_contains(&format!(
+                "Docker-Content-Digest \"{digest}\" is not sha256: and 64 lower-case hexadecimal digits"
+            ));
+        assert_eq!(
+            fs::read_to_string(dir.path().join("kustomization.yaml")).unwrap(),
+            kustomization,
+            "{digest}"
+        );
+        run.assert_stdout_contains("0 update(s) applied in 0 file(s)")
+            .assert_stdout_contains("not checked, the registry failed (1)");
     }
 }
