@@ -87,8 +87,8 @@ pub fn markdown_text(s: &str) -> String {
 
 fn push_reference(out: &mut String, c: char) {
     // These are syntax in no inline position (the text is one line, never at a line's
-    // start where `=` or `,` could matter), so they stay readable.
-    let inert = matches!(c, ',' | '/' | ';' | '=' | '%' | '?' | '\'' | '"');
+    // start where `=` or `#` could matter), so they stay readable.
+    let inert = matches!(c, ',' | '/' | ';' | '=' | '%' | '?' | '\'' | '"' | '#');
     if c.is_ascii_punctuation() && !inert {
         let _ = write!(out, "&#{};", u32::from(c));
     } else {
