@@ -609,7 +609,7 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
             .filter(|r| r.app() == Some(app))
             .map(row)
             .collect();
-        out.push_str(&format!("app {app}\n"));
+        out.push_str(&format!("app {}\n", imagebump_model::escape::terminal(app)));
         for line in table(&header, &fit(rows, 2)).lines() {
             out.push_str(&format!("  {line}\n"));
         }
