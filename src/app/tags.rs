@@ -333,7 +333,7 @@ fn print_text(r: &Explained) {
         let _ = writeln!(out, "signed:  {}", term(&signer.to_string()));
     }
     for w in &r.warnings {
-        let _ = writeln!(out, "warning: {}", term(&w.to_string()));
+        let _ = writeln!(out, "warning: {}", term(w));
     }
     if !r.candidates.is_empty() {
         let rows: Vec<Vec<String>> = r
