@@ -343,4 +343,64 @@ mod tests {
         let long = format!("x{}", "y".repeat(300));
         assert_eq!(source_cell(&long), format!("`x{}`…", "y".repeat(199)));
     }
+
+    /// Text as hostile as a registry, a forge or a file name can make it.
+    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
+        "([a-z0-9./:@-]|<!--|-->|<img|\\]\\(|!\\[|`|\\||\n|\r|\u{1b}|\u{202e}|&#|imagebump:updates64 ){0,12}"
+    }
+
+    proptest::proptest! {
+        /// Whatever the values hold, the body has one marker, imagebump's, at its end; it
+        /// reads back exactly; every table row stays one line; and no value opens a tag,
+        /// an image or a link of its own.
+        #[test]
+        fn no_value_changes_the_shape_of_a_body(
+            name in hostile(), to in hostile(), file in hostile(), group in hostile(),
+            label in hostile(), app in hostile(), signer in hostile(),
+        ) {
+            let set = ChangeSet {
+                group: group.as_str().into(),
+                files: vec![file.as_str().into()],
+                updates: vec![0],
+                changes: Vec::new(),
+            };
+            let u = Update {
+                file: file.as_str().into(),
+                line: 3,
+                column: 13,
+                kind: crate::discover::RefKind::Kustomize,
+                image: name.as_str().into(),
+                name: name.as_str().into(),
+                from: "1.0.0".into(),
+                to: to.as_str().into(),
+                group: group.as_str().into(),
+                written_to: None,
+                automerge: false,
+                verified: Some(Box::new(crate::verify::Verified {
+                    digest: to.clone(),
+                    signer: signer.clone(),
+                })),
+                app_version: Some(Box::new(crate::chart::app_version::AppVersionChange {
+                    from: None,
+                    to: Some(app.clone()),
+                })),
+            };
+            let mut sources = BTreeMap::new();
+            sources.insert((name.clone(), marker::tag_of(&to).to_string()), label.clone());
+            let withheld = Automerge::Withheld(escape::markdown_text(&label));
+            let b = body(&set, &[&u], (&sources, &BTreeMap::new()), &withheld);
+            proptest::prop_assert_eq!(b.matches("<!--").count(), 1, "{}", b);
+            proptest::prop_assert!(b.trim_end().ends_with(" -->"), "{}", b);
+            proptest::prop_assert_eq!(marker::parse(&b), Some(vec![Marked::from(&u)]));
+            // The same lines as with the plainest values: no value adds or joins one.
+            proptest::prop_assert_eq!(b.lines().count(), 15, "{}", b);
+            proptest::prop_assert!(!b.contains(['\r', '\u{1b}', '\u{202e}']), "{}", b);
+            for raw in ["<img", "](", "!["] {
+                let own = if raw == "](" { b.matches("[source](").count() + b.matches("[releases](").count() } else { 0 };
+                proptest::prop_assert_eq!(b.matches(raw).count(), own, "{} in {}", raw, b);
+            }
+            let t = title(&set, &[&u], Some("Update {group} {image} {to}"));
+            proptest::prop_assert!(!t.contains(['\n', '\r', '\u{1b}', '\u{202e}']), "{}", t);
+        }
+    }
 }
