@@ -142,7 +142,7 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     // Text lines are one event each with nothing hidden in them; JSON escapes its strings.
     let escape = format == LogFormat::Text;
     let builder = tracing_subscriber::fmt()
-        .with_writer(move || output::LogWriter::new(escape))
+        .with_writer(move || output::LogWriter::new(escape, ansi))
         .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_target(false);

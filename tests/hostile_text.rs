@@ -344,6 +344,7 @@ fn a_dry_run_shows_hidden_characters_of_names_and_lines_visibly() {
         .arg(dir.path())
         .arg("--config")
         .arg(cfg.path().join("imagebump.yaml"))
+        .env("IMAGEBUMP_LOG", "imagebump=trace")
         .code(0)
         .run();
     no_raw_hidden("stdout", &run.stdout);
@@ -435,4 +436,59 @@ async fn a_malformed_docker_content_digest_is_an_error_and_nothing_is_written() 
         run.assert_stdout_contains("0 update(s) applied in 0 file(s)")
             .assert_stdout_contains("not checked, the registry failed (1)");
     }
+}
+
+/// A registry's tag list holding a name with escape sequences, a newline and a bidi
+/// override: the name is reported, visibly, and the valid tags are used.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_answer_reaches_no_terminal_raw() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\nerror: forged line \u{202e}";
+    Mock::given(method("GET"))
+        .and(path("/v2/acme/web/tags/list"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            serde_json::json!({"name": "acme/web", "tags": ["1.0.0", hostile, "1.1.0"]}),
+        ))
+        .mount(&server)
+        .await;
+    let host = server.address().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!("images:\n  - name: web\n    newName: {host}/acme/web\n    newTag: 1.0.0\n"),
+    )
+    .unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    fs::write(
+        cfg.path().join("imagebump.yaml"),
+        format!("registries:\n  - prefix: {host}\n    url: http://{host}\n"),
+    )
+    .unwrap();
+    let summary = dir.path().join("summary.md");
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(cfg.path().join("imagebump.yaml"))
+        .arg("--summary-md")
+        .arg(&summary)
+        .env("IMAGEBUMP_LOG", "imagebump=trace")
+        .code(1)
+        .run_async()
+        .await;
+    no_raw_hidden("stdout", &run.stdout);
+    no_raw_hidden("stderr", &run.stderr);
+    assert!(!run.stdout.contains('\u{7}') && !run.stderr.contains('\u{7}'));
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(all.contains("invalid tag name(s), ignored (first: \"\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\nerror: forged line \\u{202e}\")"), "{all}");
+    assert!(
+        !all.lines().any(|l| l.starts_with("error: forged")),
+        "{all}"
+    );
+    run.assert_stdout_contains("+    newTag: 1.1.0");
+    let md = fs::read_to_string(&summary).unwrap();
+    no_raw_hidden("the summary", &md);
+    assert!(!md.lines().any(|l| l.starts_with("error: forged")), "{md}");
 }

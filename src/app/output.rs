@@ -263,14 +263,17 @@ pub fn print(text: std::fmt::Arguments<'_>) {
 /// Standard error for the log. A text log line is one event: tracing-subscriber shows the
 /// escape sequences of the values it prints but not their other hidden characters (a
 /// carriage return, a newline that would start a forged line, a bidirectional override),
-/// so this shows those as `\u{…}` too; the escape sequences left are tracing's own colours.
+/// so this shows those as `\u{…}` too. With colours on, the escape sequences left are
+/// tracing's own colours; without, none is left.
 pub struct LogWriter {
     escape: bool,
+    colours: bool,
 }
 
 impl LogWriter {
-    pub fn new(escape: bool) -> LogWriter {
-        LogWriter { escape }
+    /// `escape`: text lines (JSON escapes its own); `colours`: tracing writes ANSI colours.
+    pub fn new(escape: bool, colours: bool) -> LogWriter {
+        LogWriter { escape, colours }
     }
 }
 
@@ -280,7 +283,7 @@ impl Write for LogWriter {
         if !self.escape {
             return err.write(buf);
         }
-        err.write_all(log_line(&String::from_utf8_lossy(buf)).as_bytes())?;
+        err.write_all(log_line(&String::from_utf8_lossy(buf), self.colours).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -289,13 +292,17 @@ impl Write for LogWriter {
     }
 }
 
-/// `text` (one formatted event) with every hidden character but ESC (tracing's colours;
-/// it has already shown a value's own as `\x1b`) and its final line break as `\u{…}`.
-fn log_line(text: &str) -> String {
+/// `text` (one formatted event) with every hidden character but its final line break as
+/// `\u{…}`; with `colours`, ESC stays too (tracing's colours: it has already shown a
+/// value's own as `\x1b`).
+fn log_line(text: &str, colours: bool) -> String {
     let (body, end) = match text.strip_suffix('\n') {
         Some(body) => (body, "\n"),
         None => (text, ""),
     };
+    if !colours {
+        return format!("{}{end}", imagebump_model::escape::terminal(body));
+    }
     let mut out = String::with_capacity(text.len());
     for (i, part) in body.split('\x1b').enumerate() {
         if i > 0 {
@@ -316,10 +323,17 @@ mod tests {
     #[test]
     fn a_log_line_stays_one_line_with_its_colours() {
         assert_eq!(
-            log_line("\x1b[33mWARN\x1b[0m apps/a\rb\nERROR forged \u{202e}x\\x1b[2J\n"),
+            log_line(
+                "\x1b[33mWARN\x1b[0m apps/a\rb\nERROR forged \u{202e}x\\x1b[2J\n",
+                true
+            ),
             "\x1b[33mWARN\x1b[0m apps/a\\u{d}b\\u{a}ERROR forged \\u{202e}x\\x1b[2J\n"
         );
-        assert_eq!(log_line("plain\n"), "plain\n");
+        assert_eq!(
+            log_line(" WARN apps/\x1b[2Ja\nERROR forged\n", false),
+            " WARN apps/\\u{1b}[2Ja\\u{a}ERROR forged\n"
+        );
+        assert_eq!(log_line("plain\n", true), "plain\n");
     }
 
     fn ours(v: &Value) -> Vec<u8> {
