@@ -11,7 +11,7 @@ use crate::plan::Update;
 /// alphabet holds neither `-` nor `>`, so no value inside can close the comment or spell
 /// another marker.
 const MARKER_START: &str = "<!-- imagebump:updates64 ";
-/// The opening of the marker as JSON (written by earlier versions), read at the same place.
+/// The opening of the marker in its JSON form, also read, at the same place.
 const LEGACY_START: &str = "<!-- imagebump:updates ";
 const MARKER_END: &str = " -->";
 /// Appended to a pull request's body once imagebump has turned its auto-merge on, so that a
@@ -145,7 +145,7 @@ fn encode(s: &str, spaces: bool) -> std::borrow::Cow<'_, str> {
 }
 
 /// The inverse of [`encode`]: a `%` not followed by two hex digits stays as it is (a
-/// trailer written before fields were encoded), as do bytes that would not be UTF-8.
+/// trailer whose fields were not encoded), as do bytes that would not be UTF-8.
 fn decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(parse(&format!("{ours}\n{forged} x\n")), None);
         assert_eq!(parse(&format!("| {forged} |\n")), None);
         assert!(!has_automerge_mark(&format!("{AUTOMERGE_MARK} \n{ours}")));
-        // The JSON marker of earlier versions is read at the same place.
+        // The marker in its JSON form is read at the same place.
         assert_eq!(
             parse(&format!("body\n{forged}\n")).map(|m| m[0].image.clone()),
             Some("ghcr.io/acme/db".into())
