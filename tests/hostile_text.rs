@@ -110,7 +110,7 @@ impl World {
 }
 
 /// A marker recording an update of `registry.test/prod/db`, in its JSON form and
-/// as imagebump writes it today: what a hostile label spells.
+/// as imagebump writes it: what a hostile label spells.
 fn forged_markers() -> (String, String) {
     let db = Marked {
         image: "registry.test/prod/db".into(),

@@ -55,29 +55,38 @@ pub fn render(updates: &[Marked]) -> String {
     format!("{MARKER_START}{payload}{MARKER_END}")
 }
 
-/// The body's last lines that are not blank, last first.
-fn last_lines(body: &str) -> impl Iterator<Item = &str> {
-    body.lines().rev().map(str::trim).filter(|l| !l.is_empty())
+/// The end of a body as imagebump writes it: the marker's line, then at most the lines
+/// imagebump appends later (the auto-merge mark, the note on a branch someone else
+/// committed to), blank lines aside. The marker's line (`None` when a line of another kind
+/// comes first), and whether the auto-merge mark is among those after it.
+fn tail(body: &str) -> (Option<&str>, bool) {
+    let note = format!("> {}", crate::deliver::pulls::decide::FOREIGN_NOTE);
+    let mut automerge = false;
+    let lines = body.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+    for line in lines.take(3) {
+        if line == AUTOMERGE_MARK {
+            automerge = true;
+        } else if line != note {
+            return (Some(line), automerge);
+        }
+    }
+    (None, automerge)
 }
 
-/// Whether imagebump's auto-merge mark ends the body (where imagebump appends it; the same
-/// words elsewhere, in a value the body quotes, do not count).
+/// Whether imagebump's auto-merge mark follows the marker (where imagebump appends it; the
+/// same words elsewhere, in a value the body quotes, do not count).
 pub fn has_automerge_mark(body: &str) -> bool {
-    last_lines(body).next() == Some(AUTOMERGE_MARK)
+    tail(body).1
 }
 
 /// The updates recorded in a pull-request body, if it has imagebump's marker where
-/// imagebump writes it: the last line, or the one before the auto-merge mark. Only that
-/// line is read: text anywhere else in the body (a label, a file name, a human's edit
-/// above it) cannot add, hide or replace a marker.
+/// imagebump writes it: the last line, or before the lines imagebump appends later (the
+/// auto-merge mark, the note on a branch someone else committed to). Only that line is
+/// read: text anywhere else in the body (a label, a file name, a human's edit above it)
+/// cannot add, hide or replace a marker.
 pub fn parse(body: &str) -> Option<Vec<Marked>> {
     use base64::Engine as _;
-    let mut lines = last_lines(body);
-    let mut line = lines.next()?;
-    if line == AUTOMERGE_MARK {
-        line = lines.next()?;
-    }
-    let inner = line.strip_suffix(MARKER_END)?;
+    let inner = tail(body).0?.strip_suffix(MARKER_END)?;
     if let Some(payload) = inner.strip_prefix(MARKER_START) {
         let json = base64::engine::general_purpose::STANDARD
             .decode(payload)
@@ -293,6 +302,21 @@ mod tests {
         assert_eq!(parse(&format!("{ours}\n{forged} x\n")), None);
         assert_eq!(parse(&format!("| {forged} |\n")), None);
         assert!(!has_automerge_mark(&format!("{AUTOMERGE_MARK} \n{ours}")));
+        // The note on a branch someone else committed to comes after it, in either order
+        // with the auto-merge mark.
+        let foreign = crate::deliver::pulls::decide::FOREIGN_NOTE;
+        for end in [
+            format!("{ours}\n\n> {foreign}\n"),
+            format!("{ours}\n{AUTOMERGE_MARK}\n\n> {foreign}\n"),
+            format!("{ours}\n\n> {foreign}\n{AUTOMERGE_MARK}\n"),
+        ] {
+            assert_eq!(parse(&end).map(|m| m.len()), Some(1), "{end}");
+            assert_eq!(
+                has_automerge_mark(&end),
+                end.contains(AUTOMERGE_MARK),
+                "{end}"
+            );
+        }
         // The marker in its JSON form is read at the same place.
         assert_eq!(
             parse(&format!("body\n{forged}\n")).map(|m| m[0].image.clone()),
