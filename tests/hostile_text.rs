@@ -356,6 +356,22 @@ fn a_dry_run_shows_hidden_characters_of_names_and_lines_visibly() {
         .assert_stdout_contains("+          image: registry.test/team/web:1.1.0\n");
     // The file itself is as it was: a dry run.
     assert_eq!(fs::read_to_string(&file).unwrap(), text);
+
+    // JSON on stdout escapes what JSON leaves raw too, and reads back the exact name.
+    let scan = imagebump()
+        .args(["scan", "--output", "json"])
+        .arg(dir.path())
+        .code(0)
+        .run();
+    no_raw_hidden("scan's JSON", &scan.stdout);
+    scan.assert_stdout_contains("\\u202e");
+    let listed: serde_json::Value = serde_json::from_str(&scan.stdout).unwrap();
+    assert_eq!(
+        listed["references"][0]["file"],
+        format!("{EVIL_DIR}/deploy.yaml").as_str(),
+        "{}",
+        scan.stdout
+    );
 }
 
 /// A registry (wiremock) whose `Docker-Content-Digest` for `acme/web:latest` is `digest`.

@@ -37,7 +37,7 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
     match out.format {
         Format::Json => super::output::print(format_args!(
             "{}\n",
-            serde_json::to_string_pretty(&results)?
+            imagebump_model::escape::json(&serde_json::to_string_pretty(&results)?)
         )),
         Format::Text => super::output::print(format_args!("{}", text(&results))),
     }

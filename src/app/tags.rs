@@ -308,7 +308,7 @@ fn explained<'a>(
 fn print(report: &Explained, out: &Output) {
     match out.format {
         Format::Json => match serde_json::to_string_pretty(report) {
-            Ok(s) => super::output::print(format_args!("{s}\n")),
+            Ok(s) => super::output::print(format_args!("{}\n", imagebump_model::escape::json(&s))),
             Err(e) => eprintln!("error: {e}"),
         },
         Format::Text => print_text(report),

@@ -63,6 +63,27 @@ fn push_visible(out: &mut String, c: char) {
     }
 }
 
+/// A JSON text with the hidden characters JSON leaves raw (DEL, C1 controls, the
+/// bidirectional and separator characters) written as `\uXXXX` escapes. Those can only
+/// stand inside strings, where the escape means the same character: the document reads
+/// back the same, and shows nothing hidden on a terminal. (JSON escapes the C0 controls
+/// itself; its own line breaks between values stay.)
+pub fn json(s: &str) -> Cow<'_, str> {
+    let wide = |c: char| c >= '\u{7f}' && is_hidden(c);
+    if !s.chars().any(wide) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len().saturating_add(8));
+    for c in s.chars() {
+        if wide(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `s` as plain text in Markdown (GitHub's, GitLab's, Gitea's) and in HTML: every ASCII
 /// punctuation character as a numeric character reference, hidden characters as `\u{…}`
 /// (escaped the same way). CommonMark never reads a character reference as syntax, so
@@ -220,6 +241,19 @@ mod tests {
             "<code>my apps/v&#46;yaml</code>"
         );
         assert_eq!(markdown_code(""), "<code></code>");
+    }
+
+    #[test]
+    fn json_reads_back_the_same_and_shows_nothing_hidden() {
+        let value = serde_json::json!({"file": "a\u{7f}b\u{9b}c\u{202e}d\u{2028}é\n"});
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        let shown = json(&text);
+        assert_eq!(
+            shown,
+            "{\n  \"file\": \"a\\u007fb\\u009bc\\u202ed\\u2028é\\n\"\n}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+        assert_eq!(back, value);
     }
 
     #[test]
