@@ -136,9 +136,10 @@ pub fn body(
             .get(&(u.image.to_string(), tag))
             .map_or(String::new(), |src| source_cell(src));
         // A chart bump says which release of the application it installs.
-        let app = u.app_version.as_ref().map_or(String::new(), |a| {
-            format!(" ({})", escape::markdown_text(&a.to_string()))
-        });
+        let app = u
+            .app_version
+            .as_ref()
+            .map_or(String::new(), |a| format!(" ({})", app_version(a)));
         s.push_str(&format!(
             "| {} | {} | {}{app} | {} | {link} |\n",
             escape::markdown_code(&u.name),
@@ -169,6 +170,21 @@ pub fn body(
     s.push_str(&marker::render(&marked));
     s.push('\n');
     s
+}
+
+/// `appVersion 1.11.0 → 1.12.0` as the chart's `Display` says it, each version as it is
+/// when it is tag-shaped, else as code (an index can hold any text there).
+fn app_version(a: &crate::chart::app_version::AppVersionChange) -> String {
+    let show = |v: &Option<String>| match v {
+        None => "(none)".to_string(),
+        Some(v) if imagebump_model::name::is_valid_tag(v) => v.clone(),
+        Some(v) => escape::markdown_code(v),
+    };
+    if a.from == a.to {
+        format!("appVersion {} (unchanged)", show(&a.to))
+    } else {
+        format!("appVersion {} → {}", show(&a.from), show(&a.to))
+    }
 }
 
 /// The longest image source label shown whole; a longer one is cut.
