@@ -441,9 +441,14 @@ async fn a_malformed_docker_content_digest_is_an_error_and_nothing_is_written() 
             .run_async()
             .await;
         run.assert_stderr_contains(&format!("http://{host}/v2/acme/web/manifests/latest"))
-            .assert_stderr_contains(&format!(
-                "Docker-Content-Digest \"{digest}\" is not sha256: and 64 lower-case hexadecimal digits"
-            ));
+            .assert_stderr_contains(
+                "its Docker-Content-Digest is not sha256: and 64 lower-case hexadecimal digits: not used",
+            );
+        // The registry's value is neither written nor repeated.
+        assert!(
+            !run.stdout.contains(&digest) && !run.stderr.contains(&digest),
+            "{digest}"
+        );
         assert_eq!(
             fs::read_to_string(dir.path().join("kustomization.yaml")).unwrap(),
             kustomization,
