@@ -308,6 +308,13 @@ async fn file_names_keep_the_marker_the_trailers_the_outputs_and_the_terminal_in
     let summary = fs::read_to_string(actions.path().join("summary.md")).unwrap();
     no_raw_hidden("the summary", &summary);
     assert!(!summary.contains("-->"), "{summary}");
+    // No tag but the `<code>` elements the escaping makes.
+    let tags = summary.replace("<code>", "").replace("</code>", "");
+    assert!(!tags.contains('<'), "{summary}");
+    assert!(
+        summary.contains("<code>apps/evil &#45;&#45;&#62;&#92;u&#123;1b&#125;&#91;31mred&#92;u&#123;202e&#125;/deploy&#46;yaml&#58;10</code>"),
+        "{summary}"
+    );
 
     // Closing it rejects the version in that very file.
     w.forge.close(p.number);
