@@ -49,43 +49,6 @@ fn hold_secrets_of_environment() {
     }
 }
 
-/// stderr for log lines: each line passes through the redactor before it is written, so a
-/// secret the run holds never reaches the log, whatever the line quotes.
-struct ScrubbedStderr;
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbedStderr {
-    type Writer = ScrubbedLine;
-
-    fn make_writer(&'a self) -> ScrubbedLine {
-        ScrubbedLine(Vec::new())
-    }
-}
-
-/// One log line, written (redacted) when the formatter is done with it.
-struct ScrubbedLine(Vec<u8>);
-
-impl std::io::Write for ScrubbedLine {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for ScrubbedLine {
-    fn drop(&mut self) {
-        if self.0.is_empty() {
-            return;
-        }
-        let line = imagebump_http::redact(&String::from_utf8_lossy(&self.0));
-        // Nowhere left to report a failed write to stderr.
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-    }
-}
-
 fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
     let cores = crate::parallel::cores();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -191,8 +154,10 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     // Colour only for a person at a terminal: a log file or a collector gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os(EnvVars::NO_COLOR).is_none();
+    // Text lines are one event each with nothing hidden in them; JSON escapes its strings.
+    let escape = format == LogFormat::Text;
     let builder = tracing_subscriber::fmt()
-        .with_writer(ScrubbedStderr)
+        .with_writer(move || output::LogWriter::new(escape, ansi))
         .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_target(false);

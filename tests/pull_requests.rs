@@ -135,7 +135,7 @@ async fn first_run_opens_pull_requests_and_a_second_run_changes_nothing() {
         .body
         .as_deref()
         .unwrap_or_default()
-        .contains("<!-- imagebump:updates "));
+        .contains("<!-- imagebump:updates64 "));
     let create = format!("POST {}", s.forge.repo_path("/pulls"));
     assert_eq!(s.writes(), [create.clone(), create]);
 
@@ -508,7 +508,7 @@ async fn a_pull_request_another_run_opened_meanwhile_is_adopted() {
             .body
             .as_deref()
             .unwrap_or_default()
-            .contains("<!-- imagebump:updates "));
+            .contains("<!-- imagebump:updates64 "));
     }
     s.forge.clear_calls();
     s.run(&[], 0).await;
@@ -827,7 +827,7 @@ async fn automerge_is_withheld_for_a_version_rejected_before() {
     );
     assert!(
         opened.body.as_deref().unwrap_or_default().contains(&format!(
-            "**Automerge withheld**: registry.test/team/web 1.1.0 was rejected before: pull request #{} was closed without merging",
+            "**Automerge withheld**: `registry.test/team/web` `1.1.0` was rejected before: pull request #{} was closed without merging",
             web.number
         )),
         "{opened:?}"

@@ -786,12 +786,9 @@ fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
 
     // Defaults (empty base-branch, config, group-by, max-prs; log-level info) plus dry-run.
     let (_, outputs, summary) = run_action_entrypoint(&[("dry-run", "true")], tree.path(), 0);
+    let lines: Vec<&str> = outputs.lines().collect();
     assert!(
-        outputs.lines().any(|l| l == "updates=0"),
-        "GITHUB_OUTPUT:\n{outputs}"
-    );
-    assert!(
-        outputs.lines().any(|l| l.starts_with("pull-requests=")),
+        matches!(lines.as_slice(), [u, "0", _, p, "[]", _] if u.starts_with("updates<<ghadelimiter_") && p.starts_with("pull-requests<<ghadelimiter_")),
         "GITHUB_OUTPUT:\n{outputs}"
     );
     assert!(!summary.trim().is_empty(), "no step summary");

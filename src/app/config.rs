@@ -34,10 +34,14 @@ pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Erro
         return Ok(Status::Done);
     };
     let config = loaded.config;
-    print(format_args!("{}: valid\n", path.display()));
+    let term = |s: String| imagebump_model::escape::terminal(&s).into_owned();
+    print(format_args!(
+        "{}: valid\n",
+        term(path.display().to_string())
+    ));
     // Findings are part of the check's answer, not log lines.
     for w in &loaded.config_warnings {
-        print(format_args!("  warning: {w}\n"));
+        print(format_args!("  warning: {}\n", term(w.to_string())));
     }
     if let Ok(p) = Policy::compile(config.defaults.clone(), Default::default()) {
         print(format_args!("  defaults: {}\n", p.summary()));
@@ -46,14 +50,13 @@ pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Erro
         let spec = config.defaults.overlay(&rule.policy());
         if let Ok(p) = Policy::compile(spec, Default::default()) {
             print(format_args!(
-                "  images[{i}] {}: {}\n",
-                rule.glob,
-                p.summary()
+                "  images[{i}] {}\n",
+                term(format!("{}: {}", rule.glob, p.summary()))
             ));
         }
     }
     for r in &config.registries {
-        print(format_args!("  registry {}\n", r.prefix));
+        print(format_args!("  registry {}\n", term(r.prefix.to_string())));
     }
     Ok(Status::Done)
 }

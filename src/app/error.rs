@@ -109,7 +109,11 @@ pub fn exit_code(end: Result<Status, Error>) -> i32 {
         Ok(Status::Pending) => return exit::PENDING,
         Err(e) => e,
     };
-    eprintln!("error: {}", imagebump_http::redact(&error.to_string()));
+    // The error may quote a file name or a registry's answer: one line, nothing hidden.
+    eprintln!(
+        "error: {}",
+        imagebump_model::escape::terminal(&imagebump_http::redact(&error.to_string()))
+    );
     code(&error)
 }
 

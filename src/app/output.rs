@@ -63,8 +63,11 @@ impl Output {
         if self.log_json {
             tracing::warn!("{message}");
         } else {
-            let message = imagebump_http::redact(message);
-            let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "warning: {}",
+                imagebump_model::escape::terminal(&imagebump_http::redact(message))
+            );
         }
     }
 
@@ -113,9 +116,10 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
 
 /// JSON on stdout, written by `write` (as [`print_json`]).
 pub fn print_json_with(
-    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock>) -> std::io::Result<()>,
+    write: impl FnOnce(&mut std::io::BufWriter<JsonShown<std::io::StdoutLock>>) -> std::io::Result<()>,
 ) {
-    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    let stdout = JsonShown::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout);
     let written = write(&mut out)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
@@ -124,6 +128,57 @@ pub fn print_json_with(
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => eprintln!("error: cannot write the report: {e}"),
         Ok(()) => {}
+    }
+}
+
+/// A JSON text on its way to `W`, with the hidden characters JSON leaves raw (DEL, C1
+/// controls, bidirectional marks) as `\uXXXX` ([`imagebump_model::escape::json`]): the
+/// document reads back the same, and a terminal shows nothing hidden. A character cut
+/// between two writes waits for its rest.
+pub struct JsonShown<W: Write> {
+    inner: W,
+    carry: Vec<u8>,
+}
+
+impl<W: Write> JsonShown<W> {
+    pub fn new(inner: W) -> JsonShown<W> {
+        JsonShown {
+            inner,
+            carry: Vec::new(),
+        }
+    }
+
+    #[cfg(test)]
+    fn into_inner(self) -> W {
+        self.inner
+    }
+}
+
+impl<W: Write> Write for JsonShown<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut data = std::mem::take(&mut self.carry);
+        data.extend_from_slice(buf);
+        // Up to the last whole character; bytes that are no UTF-8 at all go as they are.
+        let whole = match std::str::from_utf8(&data) {
+            Ok(_) => data.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => data.len(),
+        };
+        let (head, tail) = data.split_at(whole);
+        match std::str::from_utf8(head) {
+            Ok(text) => self
+                .inner
+                .write_all(imagebump_model::escape::json(text).as_bytes())?,
+            Err(_) => self.inner.write_all(head)?,
+        }
+        self.carry = tail.to_vec();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.carry);
+        self.inner.write_all(&rest)?;
+        self.inner.flush()
     }
 }
 
@@ -261,11 +316,102 @@ pub fn print(text: std::fmt::Arguments<'_>) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// Standard error for the log. A JSON line shows the hidden characters JSON leaves raw as
+/// `\uXXXX` ([`imagebump_model::escape::json`]). A text log line is one event: tracing-subscriber shows the
+/// escape sequences of the values it prints but not their other hidden characters (a
+/// carriage return, a newline that would start a forged line, a bidirectional override),
+/// so this shows those as `\u{…}` too. With colours on, the escape sequences left are
+/// tracing's own colours; without, none is left.
+pub struct LogWriter {
+    escape: bool,
+    colours: bool,
+    line: Vec<u8>,
+}
+
+impl LogWriter {
+    /// `escape`: text lines (else JSON lines); `colours`: tracing writes ANSI colours.
+    pub fn new(escape: bool, colours: bool) -> LogWriter {
+        LogWriter {
+            escape,
+            colours,
+            line: Vec::new(),
+        }
+    }
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The event is written whole when the formatter is done with it: first the secret values
+/// the run holds (and anything shaped like a credential) are taken out, then what is
+/// hidden is shown.
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        if self.line.is_empty() {
+            return;
+        }
+        let text = imagebump_http::redact(&String::from_utf8_lossy(&self.line));
+        let line = if self.escape {
+            log_line(&text, self.colours)
+        } else {
+            imagebump_model::escape::json(&text).into_owned()
+        };
+        // Nowhere left to report a failed write to stderr.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// `text` (one formatted event) with every hidden character but its final line break as
+/// `\u{…}`; with `colours`, ESC stays too (tracing's colours: it has already shown a
+/// value's own as `\x1b`).
+fn log_line(text: &str, colours: bool) -> String {
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (text, ""),
+    };
+    if !colours {
+        return format!("{}{end}", imagebump_model::escape::terminal(body));
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in body.split('\x1b').enumerate() {
+        if i > 0 {
+            out.push('\x1b');
+        }
+        out.push_str(&imagebump_model::escape::terminal(part));
+    }
+    out.push_str(end);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
+
+    #[test]
+    fn a_log_line_stays_one_line_with_its_colours() {
+        assert_eq!(
+            log_line(
+                "\x1b[33mWARN\x1b[0m apps/a\rb\nERROR forged \u{202e}x\\x1b[2J\n",
+                true
+            ),
+            "\x1b[33mWARN\x1b[0m apps/a\\u{d}b\\u{a}ERROR forged \\u{202e}x\\x1b[2J\n"
+        );
+        assert_eq!(
+            log_line(" WARN apps/\x1b[2Ja\nERROR forged\n", false),
+            " WARN apps/\\u{1b}[2Ja\\u{a}ERROR forged\n"
+        );
+        assert_eq!(log_line("plain\n", true), "plain\n");
+    }
 
     fn ours(v: &Value) -> Vec<u8> {
         let mut out = Vec::new();
@@ -295,6 +441,26 @@ mod tests {
         #[test]
         fn the_report_is_written_as_serde_json_writes_it(v in value()) {
             prop_assert_eq!(ours(&v), serde_json::to_vec_pretty(&v).expect("serializes"));
+        }
+    }
+
+    #[test]
+    fn json_on_stdout_shows_nothing_hidden_however_it_is_cut() {
+        let v = serde_json::json!({"file": "a\u{9b}b\u{202e}\u{1b}\u{7f}é"});
+        let text = serde_json::to_vec_pretty(&v).expect("serializes");
+        // Written in pieces of every size, cutting characters in two.
+        for size in 1..text.len() {
+            let mut shown = JsonShown::new(Vec::new());
+            for piece in text.chunks(size) {
+                shown.write_all(piece).expect("writes to memory");
+            }
+            shown.flush().expect("flushes");
+            let out = String::from_utf8(shown.into_inner()).expect("UTF-8");
+            assert_eq!(
+                out, "{\n  \"file\": \"a\\u009bb\\u202e\\u001b\\u007fé\"\n}",
+                "{size}"
+            );
+            assert_eq!(serde_json::from_str::<Value>(&out).expect("JSON"), v);
         }
     }
 

@@ -24,7 +24,7 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
         .unwrap_or_default();
     let rejections =
-        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history));
+        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], "", &history));
     let root = (&loaded.config, loaded.ws.root.as_path());
     let all = promote::read_now(&found, root, HISTORY_DEPTH, &rejections);
     let mut rows = status::rows(&found, &all, &rejections);

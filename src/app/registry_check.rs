@@ -37,7 +37,7 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
     match out.format {
         Format::Json => super::output::print(format_args!(
             "{}\n",
-            serde_json::to_string_pretty(&results)?
+            imagebump_model::escape::json(&serde_json::to_string_pretty(&results)?)
         )),
         Format::Text => super::output::print(format_args!("{}", text(&results))),
     }
@@ -95,13 +95,18 @@ fn text(results: &[Checked]) -> String {
             }
             l
         };
-        out.push_str(&format!("{} ({})\n", r.target, r.endpoint));
-        out.push_str(&format!("  credentials: {}\n", r.credentials));
-        out.push_str(&format!("  auth:        {}\n", r.auth));
+        // A registry's answers (an error body) are shown, never sent to the terminal raw.
+        let mut line = |s: String| {
+            out.push_str(&imagebump_model::escape::terminal(&s));
+            out.push('\n');
+        };
+        line(format!("{} ({})", r.target, r.endpoint));
+        line(format!("  credentials: {}", r.credentials));
+        line(format!("  auth:        {}", r.auth));
         if let Some(read) = &r.read {
-            out.push_str(&format!("  read:        {read}\n"));
+            line(format!("  read:        {read}"));
         }
-        out.push_str(&format!("  limits:      {limits}\n"));
+        line(format!("  limits:      {limits}"));
     }
     out
 }

@@ -167,7 +167,7 @@ fn preview_push(
             for (sha, message) in commits {
                 let _ = writeln!(out, "\ncommit {sha}");
                 for line in message.lines() {
-                    let _ = writeln!(out, "    {line}");
+                    let _ = writeln!(out, "    {}", imagebump_model::escape::terminal(line));
                 }
             }
         }
@@ -305,7 +305,8 @@ async fn rejections(
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
-    let mut all = crate::deliver::pulls::rejected(&closed, &history);
+    let prefix = &loaded.config.pull_requests.branch_prefix;
+    let mut all = crate::deliver::pulls::rejected(&closed, prefix, &history);
     lifted.extend(crate::deliver::pulls::lifted(&history));
     known &= remember(plan, loaded, &mut all, &lifted, problems);
     Decisions {

@@ -151,7 +151,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     print(&explained, out);
     for e in &errors {
         let e = imagebump_http::redact(&e.to_string());
-        eprintln!("error: {}: {e}", reference.name);
+        eprintln!("error: {}", term(&format!("{}: {e}", reference.name)));
     }
     Ok(if errors.is_empty() {
         Status::Done
@@ -222,16 +222,22 @@ fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<Stri
     let history = match git.log(dir, "HEAD", 1000) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("warning: {}: no history read: {e}", dir.display());
+            eprintln!(
+                "warning: {}",
+                term(&format!("{}: no history read: {e}", dir.display()))
+            );
             Vec::new()
         }
     };
-    let mut all = rejected(&[], &history);
+    let mut all = rejected(&[], "", &history);
     match git.remote_refs(dir, NAMESPACE) {
         Ok(names) => all.extend(recorded(&names, &lifted(&history)).0),
         Err(e) => eprintln!(
-            "warning: {}: the rejections recorded on origin ({NAMESPACE}*) were not read: {e}",
-            dir.display()
+            "warning: {}",
+            term(&format!(
+                "{}: the rejections recorded on origin ({NAMESPACE}*) were not read: {e}",
+                dir.display()
+            ))
         ),
     }
     let mut held = std::collections::BTreeMap::new();
@@ -302,7 +308,7 @@ fn explained<'a>(
 fn print(report: &Explained, out: &Output) {
     match out.format {
         Format::Json => match serde_json::to_string_pretty(report) {
-            Ok(s) => super::output::print(format_args!("{s}\n")),
+            Ok(s) => super::output::print(format_args!("{}\n", imagebump_model::escape::json(&s))),
             Err(e) => eprintln!("error: {e}"),
         },
         Format::Text => print_text(report),
@@ -311,9 +317,10 @@ fn print(report: &Explained, out: &Output) {
 
 fn print_text(r: &Explained) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "image:   {}", r.image);
-    let _ = writeln!(out, "policy:  {} ({})", r.policy.summary(), r.policy.source);
-    let _ = writeln!(out, "current: {}", r.current.unwrap_or("(none)"));
+    let _ = writeln!(out, "image:   {}", term(&r.image.to_string()));
+    let policy = format!("{} ({})", r.policy.summary(), r.policy.source);
+    let _ = writeln!(out, "policy:  {}", term(&policy));
+    let _ = writeln!(out, "current: {}", term(r.current.unwrap_or("(none)")));
     let chosen = match (r.chosen, r.digest, r.skipped) {
         (Some(t), Some(d), _) => format!("{t}@{d}"),
         (Some(t), None, _) => t.to_string(),
@@ -321,12 +328,12 @@ fn print_text(r: &Explained) {
         (None, _, None) if !r.errors.is_empty() => "none: undecided, see the errors".into(),
         (None, _, None) => "none (nothing beats the current tag)".into(),
     };
-    let _ = writeln!(out, "chosen:  {chosen}");
+    let _ = writeln!(out, "chosen:  {}", term(&chosen));
     if let Some(signer) = &r.signer {
-        let _ = writeln!(out, "signed:  {signer}");
+        let _ = writeln!(out, "signed:  {}", term(&signer.to_string()));
     }
     for w in &r.warnings {
-        let _ = writeln!(out, "warning: {w}");
+        let _ = writeln!(out, "warning: {}", term(w));
     }
     if !r.candidates.is_empty() {
         let rows: Vec<Vec<String>> = r
@@ -355,4 +362,10 @@ fn flag_name(key: &str) -> &str {
         "platforms" => "platform",
         other => other,
     }
+}
+
+/// A value for the terminal: its hidden characters (an escape sequence, a newline from a
+/// registry's answer) shown as `\u{…}`.
+fn term(s: &str) -> std::borrow::Cow<'_, str> {
+    imagebump_model::escape::terminal(s)
 }

@@ -11,10 +11,14 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
 /// A `diff --git` style patch of every change, coloured when `color` is set. Lines keep
-/// their own endings, so CRLF files show as CRLF.
+/// their own endings, so CRLF files show as CRLF. File names and lines are the
+/// repository's: their hidden characters (an escape sequence in a comment or a name) are
+/// shown as `\u{…}`, never sent to the terminal.
 pub fn render(files: &[FileChange], color: bool) -> String {
+    use imagebump_model::escape::terminal;
     let mut out = String::new();
     for f in files {
+        let name = terminal(&f.file);
         let paint = |code: &str, s: &str| {
             if color {
                 format!("{code}{s}{RESET}")
@@ -25,10 +29,10 @@ pub fn render(files: &[FileChange], color: bool) -> String {
         let header = if f.created {
             format!(
                 "diff --git a/{0} b/{0}\nnew file mode 100644\n--- /dev/null\n+++ b/{0}\n",
-                f.file
+                name
             )
         } else {
-            format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", f.file)
+            format!("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", name)
         };
         out.push_str(&paint(BOLD, &header));
         let diff = TextDiff::from_lines(&*f.before, &f.after);
@@ -46,7 +50,11 @@ pub fn render(files: &[FileChange], color: bool) -> String {
                     Some(b) => (b, "\n"),
                     None => (line, "\n\\ No newline at end of file\n"),
                 };
-                let text = format!("{sign}{body}");
+                let (body, cr) = match body.strip_suffix('\r') {
+                    Some(b) => (b, "\r"),
+                    None => (body, ""),
+                };
+                let text = format!("{sign}{}{cr}", terminal(body));
                 match code {
                     Some(c) => out.push_str(&paint(c, &text)),
                     None => out.push_str(&text),

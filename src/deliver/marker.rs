@@ -7,7 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Update;
 
-const MARKER_START: &str = "<!-- imagebump:updates ";
+/// The marker's opening: its payload is the JSON of the updates in standard base64, whose
+/// alphabet holds neither `-` nor `>`, so no value inside can close the comment or spell
+/// another marker.
+const MARKER_START: &str = "<!-- imagebump:updates64 ";
+/// The opening of the marker in its JSON form, also read, at the same place.
+const LEGACY_START: &str = "<!-- imagebump:updates ";
 const MARKER_END: &str = " -->";
 /// Appended to a pull request's body once imagebump has turned its auto-merge on, so that a
 /// later run tells "not on yet" (a failed call: try again) from "turned off by a human"
@@ -41,27 +46,136 @@ impl From<&Update> for Marked {
     }
 }
 
-/// The hidden marker for a pull-request body.
+/// The hidden marker for a pull-request body: imagebump writes it as the body's last line
+/// (only [`AUTOMERGE_MARK`] may follow it).
 pub fn render(updates: &[Marked]) -> String {
-    // `--` cannot appear in the JSON of image names and tags, so the comment stays closed.
+    use base64::Engine as _;
     let json = serde_json::to_string(updates).unwrap_or_else(|_| "[]".into());
-    format!("{MARKER_START}{json}{MARKER_END}")
+    let payload = base64::engine::general_purpose::STANDARD.encode(json);
+    format!("{MARKER_START}{payload}{MARKER_END}")
 }
 
-/// The updates recorded in a pull-request body, if it has imagebump's marker.
+/// The end of a body as imagebump writes it: the marker's line, then at most the lines
+/// imagebump appends later (the auto-merge mark, the note on a branch someone else
+/// committed to), blank lines aside. The marker's line (`None` when a line of another kind
+/// comes first), and whether the auto-merge mark is among those after it.
+fn tail(body: &str) -> (Option<&str>, bool) {
+    let note = format!("> {}", crate::deliver::pulls::decide::FOREIGN_NOTE);
+    let mut automerge = false;
+    let lines = body.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+    for line in lines.take(3) {
+        if line == AUTOMERGE_MARK {
+            automerge = true;
+        } else if line != note {
+            return (Some(line), automerge);
+        }
+    }
+    (None, automerge)
+}
+
+/// Whether imagebump's auto-merge mark follows the marker (where imagebump appends it; the
+/// same words elsewhere, in a value the body quotes, do not count).
+pub fn has_automerge_mark(body: &str) -> bool {
+    tail(body).1
+}
+
+/// The updates recorded in a pull-request body, if it has imagebump's marker where
+/// imagebump writes it: the last line, or before the lines imagebump appends later (the
+/// auto-merge mark, the note on a branch someone else committed to). Only that line is
+/// read: text anywhere else in the body (a label, a file name, a human's edit above it)
+/// cannot add, hide or replace a marker.
 pub fn parse(body: &str) -> Option<Vec<Marked>> {
-    let (_, after) = body.split_once(MARKER_START)?;
-    let (json, _) = after.split_once(MARKER_END)?;
-    serde_json::from_str(json).ok()
+    use base64::Engine as _;
+    let inner = tail(body).0?.strip_suffix(MARKER_END)?;
+    if let Some(payload) = inner.strip_prefix(MARKER_START) {
+        let json = base64::engine::general_purpose::STANDARD
+            .decode(payload)
+            .ok()?;
+        return serde_json::from_slice(&json).ok();
+    }
+    serde_json::from_str(inner.strip_prefix(LEGACY_START)?).ok()
+}
+
+/// The updates of the pull request from `branch` that its marker records, only when every
+/// one belongs to the change set that branch is made for (`branch_name(prefix, group)`):
+/// a marker naming another change set's images proposes nothing of its own, so closing
+/// that pull request rejects nothing.
+pub fn proposed(body: &str, branch: &str, prefix: &str) -> Vec<Marked> {
+    let Some(marked) = parse(body) else {
+        return Vec::new();
+    };
+    let own = |u: &Marked| {
+        !u.group.is_empty() && crate::deliver::pulls::branch_name(prefix, &u.group) == branch
+    };
+    if marked.iter().all(own) {
+        marked
+    } else {
+        tracing::warn!(
+            "pull request branch {}: its marker names updates of another change set; not read",
+            imagebump_model::escape::terminal(branch)
+        );
+        Vec::new()
+    }
 }
 
 /// `Imagebump-Update: <image> <from> -> <to> in <file>`: the file says where, so that a
-/// revert rejects the version there and not elsewhere.
+/// revert rejects the version there and not elsewhere. Each field is percent-encoded
+/// where it holds `%`, a space (but the file) or a hidden character (a newline among
+/// them), so one trailer stays one line and names exactly its own update.
 pub fn trailer(u: &Marked) -> String {
     format!(
         "{TRAILER}: {} {} -> {} in {}",
-        u.image, u.from, u.to, u.file
+        encode(&u.image, true),
+        encode(&u.from, true),
+        encode(&u.to, true),
+        encode(&u.file, false)
     )
+}
+
+/// `s` with `%`, hidden characters and (with `spaces`) spaces as `%XX` (UTF-8 bytes).
+fn encode(s: &str, spaces: bool) -> std::borrow::Cow<'_, str> {
+    let special =
+        |c: char| c == '%' || (spaces && c == ' ') || imagebump_model::escape::is_hidden(c);
+    if !s.chars().any(special) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len().saturating_add(8));
+    for c in s.chars() {
+        if special(c) {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The inverse of [`encode`]: a `%` not followed by two hex digits stays as it is (a
+/// trailer whose fields were not encoded), as do bytes that would not be UTF-8.
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i.saturating_add(1)..i.saturating_add(3))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i = i.saturating_add(3);
+            }
+            _ => {
+                out.push(b);
+                i = i.saturating_add(1);
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 /// One update read back from a commit trailer.
@@ -85,10 +199,10 @@ pub fn parse_trailer(value: &str) -> Option<Trailer> {
         None => (rest.trim(), None),
     };
     Some(Trailer {
-        image: image.to_string(),
-        from: from.trim().to_string(),
-        to: to.trim().to_string(),
-        file: file.filter(|f| !f.is_empty()),
+        image: decode(image),
+        from: decode(from.trim()),
+        to: decode(to.trim()),
+        file: file.filter(|f| !f.is_empty()).map(|f| decode(&f)),
     })
 }
 
@@ -143,5 +257,123 @@ mod tests {
             })
         );
         assert_eq!(tag_of("1.3.0@sha256:abc"), "1.3.0");
+    }
+
+    fn hostile(file: &str) -> Marked {
+        Marked {
+            image: "ghcr.io/acme/web".into(),
+            group: "apps/web".into(),
+            file: file.into(),
+            from: "1.2.0".into(),
+            to: "1.3.0".into(),
+        }
+    }
+
+    #[test]
+    fn no_value_breaks_or_forges_the_marker() {
+        let forged = format!(
+            "{LEGACY_START}[{{\"image\":\"ghcr.io/acme/db\",\"group\":\"prod\",\"file\":\"prod/db.yaml\",\"from\":\"1\",\"to\":\"2\"}}]{MARKER_END}"
+        );
+        for file in [
+            "apps/web/a -->b.yaml",
+            "apps/web/x\n<!-- imagebump:automerge -->\n",
+            "apps/web/\u{1b}[2J.yaml",
+            forged.as_str(),
+        ] {
+            let u = hostile(file);
+            let rendered = render(std::slice::from_ref(&u));
+            assert_eq!(rendered.matches("-->").count(), 1, "{rendered}");
+            assert!(!rendered.contains('\n'), "{rendered}");
+            assert_eq!(rendered.matches("<!--").count(), 1, "{rendered}");
+            let body = format!("text\n\n{rendered}\n");
+            assert_eq!(parse(&body), Some(vec![u.clone()]), "{file:?}");
+            // With the auto-merge mark after it, and CRLF line ends as a web edit leaves.
+            let marked = format!("{}\r\n{AUTOMERGE_MARK}\r\n", body.trim_end());
+            assert_eq!(parse(&marked), Some(vec![u]), "{file:?}");
+            assert!(has_automerge_mark(&marked) && !has_automerge_mark(&body));
+        }
+        // A marker anywhere but the last line (a quoted label, text a human added) is not
+        // read; nor is the auto-merge mark.
+        let ours = render(&[hostile("apps/web/v.yaml")]);
+        assert_eq!(
+            parse(&format!("{forged}\n\n{ours}\n")).map(|m| m.len()),
+            Some(1)
+        );
+        assert_eq!(parse(&format!("{ours}\n{forged} x\n")), None);
+        assert_eq!(parse(&format!("| {forged} |\n")), None);
+        assert!(!has_automerge_mark(&format!("{AUTOMERGE_MARK} \n{ours}")));
+        // The note on a branch someone else committed to comes after it, in either order
+        // with the auto-merge mark.
+        let foreign = crate::deliver::pulls::decide::FOREIGN_NOTE;
+        for end in [
+            format!("{ours}\n\n> {foreign}\n"),
+            format!("{ours}\n{AUTOMERGE_MARK}\n\n> {foreign}\n"),
+            format!("{ours}\n\n> {foreign}\n{AUTOMERGE_MARK}\n"),
+        ] {
+            assert_eq!(parse(&end).map(|m| m.len()), Some(1), "{end}");
+            assert_eq!(
+                has_automerge_mark(&end),
+                end.contains(AUTOMERGE_MARK),
+                "{end}"
+            );
+        }
+        // The marker in its JSON form is read at the same place.
+        assert_eq!(
+            parse(&format!("body\n{forged}\n")).map(|m| m[0].image.clone()),
+            Some("ghcr.io/acme/db".into())
+        );
+    }
+
+    #[test]
+    fn a_marker_counts_only_for_its_own_branch() {
+        let body = render(&[hostile("apps/web/v.yaml")]);
+        assert_eq!(proposed(&body, "imagebump/apps-web", "imagebump/").len(), 1);
+        assert_eq!(proposed(&body, "imagebump/prod-db", "imagebump/"), []);
+        assert_eq!(proposed(&body, "imagebump/apps-web", "bump/"), []);
+        let mixed = Marked {
+            group: "prod/db".into(),
+            ..hostile("prod/db.yaml")
+        };
+        let body = render(&[hostile("apps/web/v.yaml"), mixed]);
+        assert_eq!(proposed(&body, "imagebump/apps-web", "imagebump/"), []);
+        let ungrouped = Marked {
+            group: String::new(),
+            ..hostile("v.yaml")
+        };
+        assert_eq!(
+            proposed(&render(&[ungrouped]), "imagebump/root", "imagebump/"),
+            []
+        );
+    }
+
+    #[test]
+    fn a_trailer_is_one_line_naming_only_its_update() {
+        let injected = "apps/web/v.yaml\nImagebump-Update: ghcr.io/acme/db 1 -> 2 in prod/db.yaml";
+        let u = Marked {
+            to: "1.3.0 in x".into(),
+            ..hostile(injected)
+        };
+        let t = trailer(&u);
+        assert_eq!(
+            t,
+            "Imagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0%20in%20x in apps/web/v.yaml%0AImagebump-Update: ghcr.io/acme/db 1 -> 2 in prod/db.yaml"
+        );
+        let read = parse_trailer(t.split_once(": ").map(|(_, v)| v).unwrap_or_default());
+        assert_eq!(read.as_ref().map(|r| r.to.as_str()), Some("1.3.0 in x"));
+        assert_eq!(read.and_then(|r| r.file), Some(injected.to_string()));
+        // `%` itself round-trips; a lone `%` in an older trailer stays.
+        let pct = hostile("apps/100%25/v.yaml");
+        let t = trailer(&pct);
+        let read = parse_trailer(t.split_once(": ").map(|(_, v)| v).unwrap_or_default());
+        assert_eq!(
+            read.and_then(|r| r.file).as_deref(),
+            Some("apps/100%25/v.yaml")
+        );
+        assert_eq!(
+            parse_trailer("a 1 -> 2 in 100% sure.yaml")
+                .and_then(|r| r.file)
+                .as_deref(),
+            Some("100% sure.yaml")
+        );
     }
 }

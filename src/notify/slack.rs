@@ -75,8 +75,13 @@ fn pull_section(p: &super::PullNews) -> String {
         Some(n) => format!("#{n} {}", escape(&p.title)),
         None => escape(&p.title),
     };
-    let link = match &p.url {
-        Some(u) => format!("<{}|{name}>", escape(u)),
+    // Slack links only to the forge's plain https pages.
+    let url = p
+        .url
+        .as_deref()
+        .and_then(imagebump_model::escape::https_link);
+    let link = match url {
+        Some(u) => format!("<{}|{name}>", escape(&u)),
         None => name,
     };
     format!("*{verb}* {link}\n{}", updates(&p.updates))
@@ -166,9 +171,11 @@ fn cut(text: &str) -> String {
     s
 }
 
-/// Slack's three control characters in mrkdwn.
+/// Slack's three control characters in mrkdwn, and hidden characters (a newline that
+/// would start a line of its own) as `\u{…}`.
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
+    imagebump_model::escape::terminal(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }

@@ -50,12 +50,14 @@ pub fn dry_run(found: &Discovery, outcomes: &Chunked<Outcome>, all: &Promotions)
             continue;
         };
         let when = arrival(all, p, tag).unwrap_or_default();
+        let t = |s: &str| imagebump_model::escape::terminal(s).into_owned();
         let _ = writeln!(
             out,
-            "  {} {} → {tag} ({when}) in {}",
-            p.app,
-            r.tag.as_deref().unwrap_or_default(),
-            r.file
+            "  {} {} → {} ({when}) in {}",
+            t(&p.app),
+            t(r.tag.as_deref().unwrap_or_default()),
+            t(tag),
+            t(&r.file)
         );
     }
     if out.is_empty() {
@@ -85,13 +87,17 @@ pub fn path<'a>(all: &'a Promotions, p: &'a Promotion, tag: &str) -> Vec<(&'a st
 /// A link to a commit of the repository at `remote` (an https URL), or its short id.
 pub fn commit_link(remote: Option<&str>, sha: &str) -> String {
     let short = sha.get(..7).unwrap_or(sha);
-    match remote.filter(|r| r.starts_with("https://")) {
-        Some(r) => {
-            let (url, _) = crate::source::git::split_credentials(r);
+    let short = imagebump_model::escape::markdown_code(short);
+    let link = remote
+        .map(|r| crate::source::git::split_credentials(r).0)
+        .and_then(|url| imagebump_model::escape::https_link(&url))
+        .filter(|_| sha.bytes().all(|b| b.is_ascii_hexdigit()));
+    match link {
+        Some(url) => {
             let base = url.trim_end_matches('/').trim_end_matches(".git");
-            format!("[`{short}`]({base}/commit/{sha})")
+            format!("[{short}]({base}/commit/{sha})")
         }
-        None => format!("`{short}`"),
+        None => short,
     }
 }
 
@@ -115,14 +121,25 @@ pub fn pull_notes(
             .map(|(env, seg)| {
                 let at_least = if seg.cut { "at least " } else { "" };
                 format!(
-                    "{env} since {at_least}{} ({})",
+                    "{} since {at_least}{} ({})",
+                    imagebump_model::escape::markdown_text(env),
                     date(seg.since),
                     commit_link(remote, &seg.since_sha)
                 )
             })
             .collect();
         if !steps.is_empty() {
-            let line = format!("- `{}` {tag}: {}", p.app, steps.join(", "));
+            let line = format!(
+                "- {} {}: {}",
+                imagebump_model::escape::markdown_code(&p.app),
+                // A tag of the distribution grammar reads as it is; anything else as code.
+                if imagebump_model::name::is_valid_tag(tag) {
+                    tag.to_string()
+                } else {
+                    imagebump_model::escape::markdown_code(tag)
+                },
+                steps.join(", ")
+            );
             out.insert((r.file.to_string(), tag.to_string()), line);
         }
     }

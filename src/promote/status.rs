@@ -153,17 +153,23 @@ fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) 
 /// The rows as a table.
 pub fn table(rows: &[Row]) -> String {
     let head = ["APP", "ENVIRONMENT", "VERSION", "SINCE", "NEXT"];
-    let cells: Vec<[&str; 5]> = rows
+    // Each cell with its hidden characters shown as `\u{…}`, never sent to the terminal.
+    let t = |s: &str| imagebump_model::escape::terminal(s).into_owned();
+    let owned: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
             [
-                r.app.as_str(),
-                &r.environment,
-                &r.version,
-                &r.since,
-                &r.next,
+                t(&r.app),
+                t(&r.environment),
+                t(&r.version),
+                t(&r.since),
+                t(&r.next),
             ]
         })
+        .collect();
+    let cells: Vec<[&str; 5]> = owned
+        .iter()
+        .map(|[a, b, c, d, e]| [a.as_str(), b, c, d, e])
         .collect();
     let mut widths = head.map(str::chars).map(Iterator::count);
     for c in &cells {

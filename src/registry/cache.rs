@@ -121,12 +121,14 @@ impl DiskCache {
     pub fn tag_hint(&self, image: &str, tag: &str) -> Option<String> {
         let bytes = read_capped(&self.tag_path(image, tag))?;
         let digest = String::from_utf8(bytes).ok()?;
-        is_valid_digest(&digest).then_some(digest)
+        imagebump_model::name::is_sha256_digest(&digest).then_some(digest)
     }
 
     /// Remember that `tag` of `image` had `digest` (only a hint: tags move).
     pub fn set_tag_hint(&self, image: &str, tag: &str, digest: &str) {
-        if is_valid_digest(digest) && self.tag_hint(image, tag).as_deref() != Some(digest) {
+        if imagebump_model::name::is_sha256_digest(digest)
+            && self.tag_hint(image, tag).as_deref() != Some(digest)
+        {
             self.write(&self.tag_path(image, tag), digest.as_bytes());
         }
     }

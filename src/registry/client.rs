@@ -22,7 +22,7 @@ use super::manifest::{
 };
 use super::{Error, Stats};
 use imagebump_model::config::RegistryConfig;
-use imagebump_model::name::{is_valid_digest, is_valid_tag};
+use imagebump_model::name::{is_sha256_digest, is_valid_digest, is_valid_tag};
 
 /// A repository's tag list, all pages together: bytes read and tags kept. A million tags
 /// (a legitimate, if extreme, repository) fit; an endless or bloated listing stops here.
@@ -253,12 +253,8 @@ impl Client {
         let (headers, _) = self
             .request(Method::HEAD, &url, &scope, MANIFEST_TYPES, 0)
             .await?;
-        if let Some(d) = headers
-            .get("docker-content-digest")
-            .and_then(|v| v.to_str().ok())
-            .filter(|d| is_valid_digest(d))
-        {
-            return Ok(d.to_string());
+        if let Some(d) = header_digest(&headers, &url)? {
+            return Ok(d);
         }
         self.stats.manifests.fetch_add(1, Ordering::Relaxed);
         let (_, body) = self
@@ -313,20 +309,16 @@ impl Client {
                 }
             }
         } else {
-            let header = headers
-                .get("docker-content-digest")
-                .and_then(|v| v.to_str().ok())
-                .filter(|d| is_valid_digest(d));
-            match header.map(|d| (d, digest_matches(d, &body))) {
-                Some((d, Some(true))) => d.to_string(),
-                Some((d, Some(false))) => {
+            match header_digest(&headers, &url)? {
+                Some(d) if d == sha256_digest(&body) => d,
+                Some(d) => {
                     return Err(invalid(format!(
                         "Docker-Content-Digest {d} does not match the manifest of {repo}:{reference} (it hashes to {})",
                         sha256_digest(&body)
                     )))
                 }
-                // No header, or an algorithm we cannot check: our own hash.
-                Some((_, None)) | None => sha256_digest(&body),
+                // No header: our own hash.
+                None => sha256_digest(&body),
             }
         };
         let media_type = headers
@@ -933,9 +925,53 @@ fn header_value(value: &str, host: &str) -> Result<HeaderValue, Error> {
     })
 }
 
+/// The `Docker-Content-Digest` of an answer from `url`: `None` without one; an error
+/// naming the registry and repository (in `url`) for one that is not `sha256:` and 64
+/// lower-case hexadecimal digits (upper case, short, `md5:`), which is never used, written
+/// or repeated anywhere.
+fn header_digest(headers: &HeaderMap, url: &str) -> Result<Option<String>, Error> {
+    let Some(value) = headers.get("docker-content-digest") else {
+        return Ok(None);
+    };
+    match value.to_str().ok().filter(|d| is_sha256_digest(d)) {
+        Some(d) => Ok(Some(d.to_string())),
+        None => Err(Error::Invalid {
+            url: url.to_string(),
+            reason: "its Docker-Content-Digest is not sha256: and 64 lower-case hexadecimal digits: not used".into(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registry_digest_is_sha256_and_64_lower_hex_or_an_error() {
+        let url = "https://registry.example/v2/acme/web/manifests/1.0";
+        let good = format!("sha256:{}", "ab".repeat(32));
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("docker-content-digest", v.parse().unwrap());
+            header_digest(&h, url)
+        };
+        assert_eq!(with(&good).unwrap(), Some(good.clone()));
+        assert_eq!(header_digest(&HeaderMap::new(), url).unwrap(), None);
+        for bad in [
+            good.to_uppercase(),
+            format!("sha256:{}", "AB".repeat(32)),
+            "sha256:abc".to_string(),
+            "md5:d41d8cd98f00b204e9800998ecf8427e".to_string(),
+            format!("{good} "),
+        ] {
+            let e = with(&bad).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("{url}: its Docker-Content-Digest is not sha256: and 64 lower-case hexadecimal digits: not used"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn tag_pages_follow_links_on_the_registry_origin() {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use imagebump_model::name::is_valid_digest;
+use imagebump_model::name::is_sha256_digest;
 
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -164,9 +164,9 @@ pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest,
             let digest = config
                 .digest
                 .ok_or("image manifest's `config` has no digest")?;
-            if !is_valid_digest(&digest) {
+            if !is_sha256_digest(&digest) {
                 return Err(format!(
-                    "image manifest's config digest {digest:?} is invalid"
+                    "image manifest's config digest {digest:?} is not sha256: and 64 lower-case hexadecimal digits"
                 ));
             }
             Ok(Manifest::Image {
@@ -180,8 +180,8 @@ pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest,
                 let digest = entry
                     .digest
                     .ok_or_else(|| format!("index entry {i} has no digest"))?;
-                if !is_valid_digest(&digest) {
-                    return Err(format!("index entry {i} has an invalid digest {digest:?}"));
+                if !is_sha256_digest(&digest) {
+                    return Err(format!("index entry {i} has a digest {digest:?} that is not sha256: and 64 lower-case hexadecimal digits"));
                 }
                 if is_attestation(&entry.annotations, entry.platform.as_ref()) {
                     continue;
@@ -536,7 +536,7 @@ mod tests {
 
     #[test]
     fn malformed_manifests_are_errors() {
-        let cases: [(Option<&str>, String, &str); 8] = [
+        let cases: [(Option<&str>, String, &str); 10] = [
             (None, "not json".into(), "not a valid JSON object"),
             (None, "[1,2]".into(), "not a valid JSON object"),
             (None, "{}".into(), "not a manifest"),
@@ -548,7 +548,17 @@ mod tests {
             (
                 Some(OCI_MANIFEST),
                 json!({"config": {"digest": "md5:x"}}).to_string(),
-                "invalid",
+                "config digest \"md5:x\" is not sha256: and 64 lower-case hexadecimal digits",
+            ),
+            (
+                Some(OCI_INDEX),
+                json!({"manifests": [{"digest": "SHA256:AB"}]}).to_string(),
+                "entry 0 has a digest",
+            ),
+            (
+                Some(OCI_INDEX),
+                json!({"manifests": [{"digest": format!("sha512:{}", "a".repeat(128))}]}).to_string(),
+                "is not sha256: and 64 lower-case",
             ),
             (
                 Some(OCI_INDEX),

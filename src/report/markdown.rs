@@ -8,9 +8,15 @@ use super::{NotUpdated, RunReport};
 /// Rows per table at most; the JSON report lists every one.
 const ROWS: usize = 100;
 
-/// A table cell: `|` escaped, one line.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+/// A value shown as code: a code span, or escaped text in `<code>` when it holds anything
+/// Markdown or HTML could read (one line, no `|`, no link, no tag).
+fn code(s: &str) -> String {
+    imagebump_model::escape::markdown_code(s)
+}
+
+/// A value shown as plain text: no markup, link, tag or line break of its own.
+fn text(s: &str) -> String {
+    imagebump_model::escape::markdown_text(s)
 }
 
 /// The summary: the counts, then one table per question, each left out when empty.
@@ -23,7 +29,7 @@ pub fn summary(report: &RunReport) -> String {
         c.updates, report.mode, c.references, c.repositories, c.up_to_date, c.held_back, c.pinned, c.skipped, c.failed
     );
     if let Some(sha) = report.pushed {
-        let _ = writeln!(s, "Pushed `{}` to the base branch.\n", cell(sha));
+        let _ = writeln!(s, "Pushed {} to the base branch.\n", code(sha));
     }
     changed(&mut s, report);
     pulls(&mut s, report);
@@ -48,12 +54,11 @@ fn changed(s: &mut String, report: &RunReport) {
     for u in report.updates.iter().take(ROWS) {
         let _ = writeln!(
             s,
-            "| `{}` | `{}` | `{}` | `{}:{}` |",
-            cell(&u.name),
-            cell(&u.from),
-            cell(&u.to),
-            cell(&u.file),
-            u.line
+            "| {} | {} | {} | {} |",
+            code(&u.name),
+            code(&u.from),
+            code(&u.to),
+            code(&format!("{}:{}", u.file, u.line))
         );
     }
     more(s, report.updates.len());
@@ -71,16 +76,21 @@ fn pulls(s: &mut String, report: &RunReport) {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        let link = match (&p.number, &p.url) {
+        let url = p
+            .url
+            .as_deref()
+            .and_then(imagebump_model::escape::https_link);
+        let link = match (&p.number, url) {
             (Some(n), Some(u)) => format!("[#{n}]({u})"),
             (Some(n), None) => format!("#{n}"),
             _ => "-".into(),
         };
         let _ = writeln!(
             s,
-            "| `{}` | {action} | {link} | {} |",
-            cell(&p.branch),
-            cell(&p.title)
+            "| {} | {} | {link} | {} |",
+            code(&p.branch),
+            text(&action),
+            text(&p.title)
         );
     }
     more(s, pulls.len());
@@ -108,9 +118,9 @@ fn failed(s: &mut String, report: &RunReport) {
         rows(s, &not);
     }
     for e in report.errors.iter().take(ROWS) {
-        let _ = write!(s, "- `{}`: {}", cell(&e.location), cell(&e.message));
+        let _ = write!(s, "- {}: {}", code(&e.location), text(&e.message));
         if let Some(h) = &e.hint {
-            let _ = write!(s, " (hint: {})", cell(h));
+            let _ = write!(s, " (hint: {})", text(h));
         }
         s.push('\n');
     }
@@ -118,9 +128,9 @@ fn failed(s: &mut String, report: &RunReport) {
         let error = n.error.as_deref().unwrap_or_default();
         let _ = writeln!(
             s,
-            "- notification `{}` not delivered: {}",
-            n.target,
-            cell(error)
+            "- notification {} not delivered: {}",
+            code(&n.target),
+            text(error)
         );
     }
     s.push('\n');
@@ -130,12 +140,11 @@ fn rows(s: &mut String, not: &[NotUpdated]) {
     for n in not.iter().take(ROWS) {
         let _ = writeln!(
             s,
-            "| `{}` | `{}` | `{}:{}` | {} |",
-            cell(&super::image_cell(n.image)),
-            cell(n.tag.unwrap_or("-")),
-            cell(n.file),
-            n.line,
-            cell(&n.reason.map(|r| r.to_string()).unwrap_or_default())
+            "| {} | {} | {} | {} |",
+            code(&super::image_cell(n.image)),
+            code(n.tag.unwrap_or("-")),
+            code(&format!("{}:{}", n.file, n.line)),
+            text(&n.reason.map(|r| r.to_string()).unwrap_or_default())
         );
     }
     more(s, not.len());

@@ -375,7 +375,18 @@ pub fn schema() -> String {
 }
 
 /// Columns padded to their widest cell.
+/// Every cell is shown with its hidden characters as `\u{…}` (a name holding an escape
+/// sequence or a newline stays in its cell).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| imagebump_model::escape::terminal(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let rows = rows.as_slice();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -461,14 +472,17 @@ pub fn not_updated_text(not: &[NotUpdated], limit: usize) -> String {
         }
         let _ = writeln!(out, "\n{title} ({}):", group.len());
         for n in group.iter().take(limit) {
-            let why = n.reason.map(|r| r.to_string()).unwrap_or_default();
+            let t = |s: &str| imagebump_model::escape::terminal(s).into_owned();
+            let why = t(&n.reason.map(|r| r.to_string()).unwrap_or_default());
             // A value with no repository of its own (a tag the chart's default completes).
-            let image = image_cell(n.image);
-            let _ = match (status, n.tag) {
+            let image = t(&image_cell(n.image));
+            let file = t(n.file);
+            let tag = n.tag.map(t);
+            let _ = match (status, tag) {
                 // The reason names the version held back.
-                ("held-back", _) => writeln!(out, "  {}:{}: {image} {why}", n.file, n.line),
-                (_, Some(tag)) => writeln!(out, "  {}:{}: {image} {tag}: {why}", n.file, n.line),
-                (_, None) => writeln!(out, "  {}:{}: {image}: {why}", n.file, n.line),
+                ("held-back", _) => writeln!(out, "  {file}:{}: {image} {why}", n.line),
+                (_, Some(tag)) => writeln!(out, "  {file}:{}: {image} {tag}: {why}", n.line),
+                (_, None) => writeln!(out, "  {file}:{}: {image}: {why}", n.line),
             };
         }
         if let Some(more) = group.len().checked_sub(limit).filter(|m| *m > 0) {
@@ -595,7 +609,7 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
             .filter(|r| r.app() == Some(app))
             .map(row)
             .collect();
-        out.push_str(&format!("app {app}\n"));
+        out.push_str(&format!("app {}\n", imagebump_model::escape::terminal(app)));
         for line in table(&header, &fit(rows, 2)).lines() {
             out.push_str(&format!("  {line}\n"));
         }

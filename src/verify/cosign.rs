@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
-use imagebump_model::name::is_valid_digest;
+use imagebump_model::name::is_sha256_digest;
 
 /// The artifact type of a cosign signature manifest stored as a referrer.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1+json";
@@ -72,14 +72,18 @@ pub fn referrers(index: &[u8]) -> Result<Referrers, String> {
     let mut out = Referrers::default();
     for d in index.manifests {
         let kind = d.artifact_type.as_deref().unwrap_or_default();
-        if kind == SIGNATURE_ARTIFACT && is_valid_digest(&d.digest) {
+        let wanted = kind == SIGNATURE_ARTIFACT || kind.starts_with(BUNDLE_PREFIX);
+        if wanted && !is_sha256_digest(&d.digest) {
+            return Err(format!(
+                "referrers index: a signature's digest {:?} is not sha256: and 64 lower-case hexadecimal digits",
+                d.digest
+            ));
+        }
+        if kind == SIGNATURE_ARTIFACT {
             if out.signatures.len() < MAX_SIGNATURES {
                 out.signatures.push(d.digest);
             }
-        } else if kind.starts_with(BUNDLE_PREFIX)
-            && is_valid_digest(&d.digest)
-            && out.bundles.len() < MAX_SIGNATURES
-        {
+        } else if wanted && out.bundles.len() < MAX_SIGNATURES {
             out.bundles.push(d.digest);
         }
     }
@@ -114,7 +118,7 @@ pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
     let b64 = base64::engine::general_purpose::STANDARD;
     Ok(m.layers
         .into_iter()
-        .filter(|l| l.media_type == SIMPLE_SIGNING && is_valid_digest(&l.digest))
+        .filter(|l| l.media_type == SIMPLE_SIGNING && is_sha256_digest(&l.digest))
         .filter_map(|l| {
             let sig = l.annotations.get(SIGNATURE_ANNOTATION)?;
             let signature = b64.decode(sig.trim()).ok()?;
@@ -137,7 +141,7 @@ pub fn bundle_layers(manifest: &[u8]) -> Result<Vec<String>, String> {
         serde_json::from_slice(manifest).map_err(|e| format!("bundle manifest: {e}"))?;
     Ok(m.layers
         .into_iter()
-        .filter(|l| l.media_type.starts_with(BUNDLE_PREFIX) && is_valid_digest(&l.digest))
+        .filter(|l| l.media_type.starts_with(BUNDLE_PREFIX) && is_sha256_digest(&l.digest))
         .map(|l| l.digest)
         .take(MAX_SIGNATURES)
         .collect())

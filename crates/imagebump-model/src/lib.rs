@@ -30,6 +30,7 @@ pub mod config;
 pub mod credentials;
 pub mod duration;
 pub mod env;
+pub mod escape;
 pub mod exit;
 pub mod forge;
 pub mod name;

@@ -161,6 +161,18 @@ pub fn is_valid_digest(digest: &str) -> bool {
     DIGEST.is_match(digest)
 }
 
+/// A digest imagebump accepts from a registry and writes into a manifest: `sha256:` and
+/// exactly 64 lower-case hexadecimal digits. (References read from files may name other
+/// algorithms, see [`is_valid_digest`]; a registry's answer may not.)
+pub fn is_sha256_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 /// Why `value` is a placeholder for an image rather than an image, if it is one: a template
 /// (`{{ .Values.image }}`, `${TAG}`, `$(IMAGE)`, `$IMAGE`), an angle-bracket slot (`<OWNER>/app`), or an
 /// upper-case or underscore-wrapped word (`CONTAINER_IMAGES_REGISTRY/app`, `_image_`,
@@ -292,6 +304,25 @@ pub fn same_repository(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn registry_digests_are_sha256_and_64_lower_hex() {
+        let good = format!("sha256:{}", "0123456789abcdef".repeat(4));
+        assert!(super::is_sha256_digest(&good));
+        for bad in [
+            good.to_uppercase(),
+            format!("sha256:{}", "0123456789ABCDEF".repeat(4)),
+            format!("sha256:{}", "0".repeat(63)),
+            format!("sha256:{}", "0".repeat(65)),
+            format!("sha512:{}", "0".repeat(64)),
+            "md5:d41d8cd98f00b204e9800998ecf8427e".to_string(),
+            format!("sha256:{}g", "0".repeat(63)),
+            format!("{good}\n"),
+            String::new(),
+        ] {
+            assert!(!super::is_sha256_digest(&bad), "{bad:?}");
+        }
+    }
+
     proptest::proptest! {
         /// The byte-wise tag check answers as the distribution spec's pattern does.
         #[test]

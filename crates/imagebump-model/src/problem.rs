@@ -54,11 +54,19 @@ impl Problem {
     }
 }
 
+/// One line for a terminal or a log: file names, registry answers and the like in it show
+/// their hidden characters (an escape sequence, a newline) as `\u{…}`.
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.location, self.message)?;
+        use crate::escape::terminal;
+        write!(
+            f,
+            "{}: {}",
+            terminal(&self.location),
+            terminal(&self.message)
+        )?;
         if let Some(h) = &self.hint {
-            write!(f, " (hint: {h})")?;
+            write!(f, " (hint: {})", terminal(h))?;
         }
         Ok(())
     }

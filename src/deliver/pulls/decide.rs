@@ -252,7 +252,7 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
                 number: pull.number,
                 title: p.title.clone(),
                 // What imagebump recorded about auto-merge stays recorded.
-                body: if pull.body.contains(marker::AUTOMERGE_MARK) {
+                body: if marker::has_automerge_mark(&pull.body) {
                     with_automerge_mark(&p.body)
                 } else {
                     p.body.clone()
@@ -284,7 +284,7 @@ pub fn with_automerge_mark(body: &str) -> String {
 /// who turned it off keeps it off.
 fn missing_automerge(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -> Option<Action> {
     let pull = pull.filter(|_| !input.dry_run && p.automerge == Automerge::On)?;
-    if pull.body.contains(marker::AUTOMERGE_MARK) {
+    if marker::has_automerge_mark(&pull.body) {
         return None;
     }
     Some(Action::Automerge {

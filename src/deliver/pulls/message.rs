@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::deliver::marker::{self, Marked};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::resolve::Rejections;
+use imagebump_model::escape;
 
 /// Whether a pull request gets the forge's auto-merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +43,9 @@ pub fn automerge(updates: &[&Update], rejections: &Rejections) -> Automerge {
         if let Some(r) = hit {
             return Automerge::Withheld(format!(
                 "{} {} was rejected before: {}",
-                u.name, r.tag, r.why
+                escape::markdown_code(&u.name),
+                escape::markdown_code(&r.tag),
+                escape::markdown_text(&r.why)
             ));
         }
     }
@@ -84,8 +87,13 @@ pub fn branch_name(prefix: &str, group: &str) -> String {
     format!("{prefix}{slug}")
 }
 
-/// The pull-request title.
+/// The pull-request title (also the commit's subject): one line, its hidden characters
+/// (a newline in a group or a tag) shown as `\u{…}`.
 pub fn title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> String {
+    escape::terminal(&raw_title(set, updates, template)).into_owned()
+}
+
+fn raw_title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> String {
     let (image, from, to) = match updates {
         [u] => (&*u.name, &*u.from, &*u.to),
         _ => ("", "", ""),
@@ -117,29 +125,27 @@ pub fn body(
     automerge: &Automerge,
 ) -> String {
     let mut s = format!(
-        "imagebump updates {} image reference(s) in `{}`.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
+        "imagebump updates {} image reference(s) in {}.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
         updates.len(),
-        set.group
+        escape::markdown_code(&set.group)
     );
     for u in updates {
         let file = u.written_to.as_deref().unwrap_or(&u.file);
         let tag = marker::tag_of(&u.to).to_string();
-        let link = match sources.get(&(u.image.to_string(), tag)) {
-            Some(src) if src.starts_with("https://github.com/") => {
-                let repo = src.trim_end_matches('/').trim_end_matches(".git");
-                format!("[source]({repo}) · [releases]({repo}/releases)")
-            }
-            Some(src) if src.starts_with("https://") => format!("[source]({src})"),
-            _ => String::new(),
-        };
+        let link = sources
+            .get(&(u.image.to_string(), tag))
+            .map_or(String::new(), |src| source_cell(src));
         // A chart bump says which release of the application it installs.
         let app = u
             .app_version
             .as_ref()
-            .map_or(String::new(), |a| format!(" ({a})"));
+            .map_or(String::new(), |a| format!(" ({})", app_version(a)));
         s.push_str(&format!(
-            "| `{}` | `{}` | `{}`{app} | `{}` | {link} |\n",
-            u.name, u.from, u.to, file
+            "| {} | {} | {}{app} | {} | {link} |\n",
+            escape::markdown_code(&u.name),
+            escape::markdown_code(&u.from),
+            escape::markdown_code(&u.to),
+            escape::markdown_code(file)
         ));
     }
     s.push_str(&signatures(updates));
@@ -166,6 +172,42 @@ pub fn body(
     s
 }
 
+/// `appVersion 1.11.0 → 1.12.0` as the chart's `Display` says it, each version as it is
+/// when it is tag-shaped, else as code (an index can hold any text there).
+fn app_version(a: &crate::chart::app_version::AppVersionChange) -> String {
+    let show = |v: &Option<String>| match v {
+        None => "(none)".to_string(),
+        Some(v) if imagebump_model::name::is_valid_tag(v) => v.clone(),
+        Some(v) => escape::markdown_code(v),
+    };
+    if a.from == a.to {
+        format!("appVersion {} (unchanged)", show(&a.to))
+    } else {
+        format!("appVersion {} → {}", show(&a.from), show(&a.to))
+    }
+}
+
+/// The longest image source label shown whole; a longer one is cut.
+const LABEL_SHOWN: usize = 200;
+
+/// The Source cell for an image's `org.opencontainers.image.source` label: links only to
+/// a plain `https://` URL ([`escape::https_link`]); any other label (`http:`,
+/// `javascript:`, credentials, Markdown, HTML) is shown as code, never as a link or markup.
+fn source_cell(label: &str) -> String {
+    match escape::https_link(label) {
+        Some(url) if url.starts_with("https://github.com/") => {
+            let repo = url.trim_end_matches('/').trim_end_matches(".git");
+            format!("[source]({repo}) · [releases]({repo}/releases)")
+        }
+        Some(url) => format!("[source]({url})"),
+        None if label.chars().count() > LABEL_SHOWN => {
+            let cut: String = label.chars().take(LABEL_SHOWN).collect();
+            format!("{}…", escape::markdown_code(&cut))
+        }
+        None => escape::markdown_code(label),
+    }
+}
+
 /// `verify`: which key signed each verified update, at which digest (empty without any).
 fn signatures(updates: &[&Update]) -> String {
     let mut s = String::new();
@@ -175,8 +217,11 @@ fn signatures(updates: &[&Update]) -> String {
                 s.push_str("\n**Signatures verified** before proposing:\n\n");
             }
             s.push_str(&format!(
-                "- `{}` `{}` at `{}`: signed by {}\n",
-                u.name, u.to, v.digest, v.signer
+                "- {} {} at {}: signed by {}\n",
+                escape::markdown_code(&u.name),
+                escape::markdown_code(&u.to),
+                escape::markdown_code(&v.digest),
+                escape::markdown_text(&v.signer)
             ));
         }
     }
@@ -264,6 +309,114 @@ mod tests {
             (&sources, &BTreeMap::new()),
             &Automerge::Off,
         );
-        assert!(b.contains("\n**Signatures verified** before proposing:\n\n- `ghcr.io/acme/web` `1.3.0` at `sha256:ab`: signed by key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)\n\nClosing"), "{b}");
+        assert!(b.contains("\n**Signatures verified** before proposing:\n\n- `ghcr.io/acme/web` `1.3.0` at `sha256:ab`: signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n\nClosing"), "{b}");
+    }
+
+    #[test]
+    fn source_labels_are_text_unless_a_plain_https_url() {
+        let cases = [
+            (
+                "![pixel](https://evil.example/p.png)",
+                "<code>&#33;&#91;pixel&#93;&#40;https&#58;//evil&#46;example/p&#46;png&#41;</code>",
+            ),
+            (
+                "[Click to approve](https://phish.example)",
+                "<code>&#91;Click to approve&#93;&#40;https&#58;//phish&#46;example&#41;</code>",
+            ),
+            (
+                "<img src=x onerror=alert(1)>",
+                "<code>&#60;img src=x onerror=alert&#40;1&#41;&#62;</code>",
+            ),
+            (
+                "javascript:alert(1)",
+                "<code>javascript&#58;alert&#40;1&#41;</code>",
+            ),
+            ("http://example.com/acme", "`http://example.com/acme`"),
+            (
+                "https://user:token@github.com/acme/web",
+                "`https://user:token@github.com/acme/web`",
+            ),
+            (
+                "https://example.com/a b",
+                "<code>https&#58;//example&#46;com/a b</code>",
+            ),
+            (
+                "https://example.com/x)[y](https://evil",
+                "[source](https://example.com/x%29%5By%5D%28https://evil)",
+            ),
+            (
+                "<!-- imagebump:updates64 W10= -->",
+                "<code>&#60;&#33;&#45;&#45; imagebump&#58;updates64 W10= &#45;&#45;&#62;</code>",
+            ),
+            (
+                "https://gitlab.example/acme/web",
+                "[source](https://gitlab.example/acme/web)",
+            ),
+        ];
+        for (label, cell) in cases {
+            assert_eq!(source_cell(label), cell, "{label:?}");
+        }
+        let long = format!("x{}", "y".repeat(300));
+        assert_eq!(source_cell(&long), format!("`x{}`…", "y".repeat(199)));
+    }
+
+    /// Text as hostile as a registry, a forge or a file name can make it.
+    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
+        "([a-z0-9./:@-]|<!--|-->|<img|\\]\\(|!\\[|`|\\||\n|\r|\u{1b}|\u{202e}|&#|imagebump:updates64 ){0,12}"
+    }
+
+    proptest::proptest! {
+        /// Whatever the values hold, the body has one marker, imagebump's, at its end; it
+        /// reads back exactly; every table row stays one line; and no value opens a tag,
+        /// an image or a link of its own.
+        #[test]
+        fn no_value_changes_the_shape_of_a_body(
+            name in hostile(), to in hostile(), file in hostile(), group in hostile(),
+            label in hostile(), app in hostile(), signer in hostile(),
+        ) {
+            let set = ChangeSet {
+                group: group.as_str().into(),
+                files: vec![file.as_str().into()],
+                updates: vec![0],
+                changes: Vec::new(),
+            };
+            let u = Update {
+                file: file.as_str().into(),
+                line: 3,
+                column: 13,
+                kind: crate::discover::RefKind::Kustomize,
+                image: name.as_str().into(),
+                name: name.as_str().into(),
+                from: "1.0.0".into(),
+                to: to.as_str().into(),
+                group: group.as_str().into(),
+                written_to: None,
+                automerge: false,
+                verified: Some(Box::new(crate::verify::Verified {
+                    digest: to.clone(),
+                    signer: signer.clone(),
+                })),
+                app_version: Some(Box::new(crate::chart::app_version::AppVersionChange {
+                    from: None,
+                    to: Some(app.clone()),
+                })),
+            };
+            let mut sources = BTreeMap::new();
+            sources.insert((name.clone(), marker::tag_of(&to).to_string()), label.clone());
+            let withheld = Automerge::Withheld(escape::markdown_text(&label));
+            let b = body(&set, &[&u], (&sources, &BTreeMap::new()), &withheld);
+            proptest::prop_assert_eq!(b.matches("<!--").count(), 1, "{}", b);
+            proptest::prop_assert!(b.trim_end().ends_with(" -->"), "{}", b);
+            proptest::prop_assert_eq!(marker::parse(&b), Some(vec![Marked::from(&u)]));
+            // The same lines as with the plainest values: no value adds or joins one.
+            proptest::prop_assert_eq!(b.lines().count(), 15, "{}", b);
+            proptest::prop_assert!(!b.contains(['\r', '\u{1b}', '\u{202e}']), "{}", b);
+            for raw in ["<img", "](", "!["] {
+                let own = if raw == "](" { b.matches("[source](").count() + b.matches("[releases](").count() } else { 0 };
+                proptest::prop_assert_eq!(b.matches(raw).count(), own, "{} in {}", raw, b);
+            }
+            let t = title(&set, &[&u], Some("Update {group} {image} {to}"));
+            proptest::prop_assert!(!t.contains(['\n', '\r', '\u{1b}', '\u{202e}']), "{}", t);
+        }
     }
 }

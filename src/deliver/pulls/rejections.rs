@@ -111,7 +111,9 @@ fn unescape(s: &str) -> Option<String> {
 
 /// Versions reviewers rejected: pull requests closed without merging (their marker) and
 /// reverted imagebump commits (their trailers), within the base branch's recent history.
-pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
+/// A closed pull request counts only for the updates of its own branch's change set
+/// (`prefix`: `pullRequests.branchPrefix`, see [`marker::proposed`]).
+pub fn rejected(closed: &[Pull], prefix: &str, history: &[CommitInfo]) -> Vec<Rejected> {
     let mut out = Vec::new();
     let mut reject = |image: &str, to: &str, file: Option<&str>, source: String, why: String| {
         out.push(Rejected {
@@ -123,7 +125,7 @@ pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
         });
     };
     for p in closed.iter().filter(|p| p.state == PullState::Closed) {
-        for u in marker::parse(&p.body).unwrap_or_default() {
+        for u in marker::proposed(&p.body, &p.branch, prefix) {
             reject(
                 &u.image,
                 &u.to,
@@ -218,8 +220,8 @@ pub fn by_image(all: &[Rejected]) -> Rejections {
 }
 
 /// [`rejected`], by image.
-pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
-    by_image(&rejected(closed, history))
+pub fn rejections(closed: &[Pull], prefix: &str, history: &[CommitInfo]) -> Rejections {
+    by_image(&rejected(closed, prefix, history))
 }
 
 fn short(sha: &str) -> &str {
@@ -368,7 +370,7 @@ mod tests {
         };
         let closed = Pull {
             number: 7,
-            branch: "imagebump/web".into(),
+            branch: "imagebump/apps-web".into(),
             base: "main".into(),
             title: "t".into(),
             body: marker::render(&[marked]),
@@ -405,7 +407,7 @@ mod tests {
             None,
             "This reverts commit 3333333333cccc.\n",
         );
-        let r = rejected(&[closed], &[revert_db, db, revert, original]);
+        let r = rejected(&[closed], "imagebump/", &[revert_db, db, revert, original]);
         let s = |x: &str| x.to_string();
         assert_eq!(
             listed(&r),
@@ -453,12 +455,12 @@ mod tests {
             "This reverts commit 2222222222bbbb.\n",
         );
         let history = [reapply, revert.clone(), original.clone()];
-        assert_eq!(rejected(&[], &history), []);
+        assert_eq!(rejected(&[], "imagebump/", &history), []);
         assert_eq!(
             lifted(&history).into_iter().collect::<Vec<_>>(),
             ["revert-1111111111"]
         );
-        assert_eq!(rejected(&[], &[revert, original]).len(), 1);
+        assert_eq!(rejected(&[], "imagebump/", &[revert, original]).len(), 1);
     }
 
     #[test]
@@ -483,7 +485,7 @@ mod tests {
             None,
             "This reverts commit cccccccccc03, reversing\nchanges made to aaaaaaaaaa01.\n",
         );
-        let found = rejected(&[], &[r, m, b, a]);
+        let found = rejected(&[], "imagebump/", &[r, m, b, a]);
         assert_eq!(
             listed(&found),
             [(
