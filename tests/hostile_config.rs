@@ -127,6 +127,10 @@ const SPELLINGS: &[(&str, &str)] = &[
     ),
     ("signing: !x {format: ssh, key: /etc/hostname}\n", "signing"),
     (
+        "credentials: !x\n  pullSecrets: {\"argocd/regcred\": {secret: \"ext:touch MARKER\", registries: [ghcr.io]}}\n",
+        "credentials",
+    ),
+    (
         "defaults: !x\n  verify: {keys: [/etc/hostname]}\n",
         "defaults.verify",
     ),
@@ -152,8 +156,12 @@ fn operator_only_keys_are_refused_however_they_are_spelt() {
                 cli = cli.arg("--config").arg(&cfg);
             }
             let run = cli.code(2).run();
-            let refusal =
-                format!("{key} can only be set in the operator's configuration (--config");
+            // A policy carries no credentials at all, in either file: in `defaults` the key
+            // is unknown.
+            let refusal = match *key {
+                "defaults.credentials" => "defaults: unknown field `credentials`".to_string(),
+                _ => format!("{key} can only be set in the operator's configuration (--config"),
+            };
             assert!(
                 run.stderr.contains("imagebump.yaml:") && run.stderr.contains(&refusal),
                 "{text:?} (--config: {operator}): {run}"
