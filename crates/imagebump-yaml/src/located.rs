@@ -197,10 +197,11 @@ impl ParseError {
     }
 }
 
-/// Byte offset → 1-based line and column.
+/// Byte offset → 1-based line and column. A clone shares the line starts: the many
+/// Applications one file generates each take their file's index without copying it.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
-    starts: Vec<usize>,
+    starts: std::sync::Arc<Vec<usize>>,
     /// Added to every line and column: the text starts at this line and indentation of a
     /// file (the content of a block scalar, see [`crate::BlockText::line_index`]).
     line_base: usize,
@@ -222,7 +223,7 @@ impl LineIndex {
         // A line starts after each `\n`, at most at `text.len()`.
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i.saturating_add(1)));
         LineIndex {
-            starts,
+            starts: std::sync::Arc::new(starts),
             line_base,
             column_base,
         }
