@@ -71,29 +71,43 @@ impl Patterns {
 }
 
 /// `text` compiled under the smallest size limit it fits, and what it is charged; refused
-/// when that charge is more than `left`.
+/// when that charge is more than `left`. The smallest and the largest limits are tried
+/// first, so a pattern past every limit costs two attempts, not one per limit.
 fn compile_within(text: &str, left: usize) -> Result<(Regex, usize), PatternError> {
-    for limit in TIERS {
-        let cost = limit.saturating_mul(PARTS);
-        if cost > left {
-            return Err(PatternError::OverBudget { text: text.into() });
-        }
-        match RegexBuilder::new(text)
-            .size_limit(limit)
-            .dfa_size_limit(limit)
-            .build()
-        {
-            Ok(re) => return Ok((re, cost)),
-            Err(::regex::Error::CompiledTooBig(_)) => {}
-            Err(e) => {
-                return Err(PatternError::Invalid {
-                    text: text.into(),
-                    message: e.to_string(),
-                })
-            }
+    let (first, middle) = TIERS.split_first().unwrap_or((&LARGEST, &[]));
+    if let Some(done) = attempt(text, *first, left)? {
+        return Ok(done);
+    }
+    if attempt(text, LARGEST, usize::MAX)?.is_none() {
+        return Err(PatternError::TooBig { text: text.into() });
+    }
+    for limit in middle {
+        if let Some(done) = attempt(text, *limit, left)? {
+            return Ok(done);
         }
     }
     Err(PatternError::TooBig { text: text.into() })
+}
+
+/// `text` compiled under `limit` and its charge, `None` when it needs more than `limit`;
+/// refused when the charge is more than `left`.
+fn attempt(text: &str, limit: usize, left: usize) -> Result<Option<(Regex, usize)>, PatternError> {
+    let cost = limit.saturating_mul(PARTS);
+    if cost > left {
+        return Err(PatternError::OverBudget { text: text.into() });
+    }
+    match RegexBuilder::new(text)
+        .size_limit(limit)
+        .dfa_size_limit(limit)
+        .build()
+    {
+        Ok(re) => Ok(Some((re, cost))),
+        Err(::regex::Error::CompiledTooBig(_)) => Ok(None),
+        Err(e) => Err(PatternError::Invalid {
+            text: text.into(),
+            message: e.to_string(),
+        }),
+    }
 }
 
 /// The run's patterns: one process runs one command.
