@@ -176,3 +176,88 @@ fn the_same_big_pattern_everywhere_is_compiled_once() {
     let run = scan(repo.path(), 0);
     run.assert_stdout_contains("200 references in 1 files (200 managed, 0 unmanaged)");
 }
+
+/// A Helm repository whose `index.yaml` is about 30 MB (95,000 entries of other charts
+/// around the one the app uses), whose chart's default values hold 199,000 keys.
+fn bloated_helm_repository() -> support::charts::HelmRepo {
+    let helm = support::charts::HelmRepo::start(None);
+    let mut values =
+        String::from("image:\n  repository: registry.invalid/library/nginx\n  tag: \"1.25.0\"\n");
+    for i in 0..199_000 {
+        values.push_str(&format!("k{i}: 1\n"));
+    }
+    helm.publish(
+        "charts",
+        &[support::charts::ChartSrc {
+            name: "web",
+            version: "1.0.0",
+            app_version: "1.25.0",
+            values: &values,
+        }],
+    );
+    let path = helm.dir().join("charts/index.yaml");
+    let index = fs::read_to_string(&path).unwrap();
+    let mut filler = String::with_capacity(31 << 20);
+    for i in 0..95_000 {
+        filler.push_str(&format!(
+            "  filler{i}:\n  - apiVersion: v2\n    appVersion: \"1.0.0\"\n    created: \"2026-01-01T00:00:00Z\"\n    description: a chart nobody asked for, listed to make the index large\n    digest: {:064x}\n    name: filler{i}\n    urls:\n    - filler{i}-1.0.0.tgz\n    version: 1.0.0\n",
+            i
+        ));
+    }
+    let index = index.replacen("entries:\n", &format!("entries:\n{filler}"), 1);
+    assert!(
+        index.len() > 30_000_000 && index.len() < 32 << 20,
+        "{}",
+        index.len()
+    );
+    fs::write(&path, index).unwrap();
+    helm
+}
+
+#[test]
+fn a_30_mb_index_and_a_chart_of_199000_values_stay_within_limits() {
+    let helm = bloated_helm_repository();
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: {}/charts\n    chart: web\n    targetRevision: 1.0.0\n",
+        helm.url()
+    );
+    let repo = tempfile::tempdir().unwrap();
+    fs::create_dir_all(repo.path().join("apps")).unwrap();
+    fs::write(repo.path().join("apps/web.yaml"), app).unwrap();
+    let run = imagebump()
+        .arg("scan")
+        .arg(repo.path())
+        .args(["--output", "json"])
+        .measure_memory()
+        .timeout(Duration::from_secs(300))
+        .code(0)
+        .run();
+    within_limits(&run);
+    let refs: Vec<String> = run.json()["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["kind"].as_str().unwrap(),
+                r["image"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            format!("helm-chart {}/charts/web", helm.host()),
+            "chart-default registry.invalid/library/nginx".to_string()
+        ],
+        "{run}"
+    );
+    assert_eq!(
+        helm.requests(),
+        [
+            "GET /charts/index.yaml 200",
+            "GET /charts/web-1.0.0.tgz 200"
+        ]
+    );
+}
