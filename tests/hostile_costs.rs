@@ -261,3 +261,20 @@ fn a_30_mb_index_and_a_chart_of_199000_values_stay_within_limits() {
         ]
     );
 }
+
+#[test]
+fn a_repository_configuration_past_1_mib_is_not_read() {
+    let repo = tempfile::tempdir().unwrap();
+    fs::write(
+        repo.path().join("kustomization.yaml"),
+        "images:\n  - name: web\n    newName: ghcr.io/acme/web\n    newTag: 1.0.0\n",
+    )
+    .unwrap();
+    let mut config = String::from("defaults:\n  strategy: semver\nscan:\n  exclude:\n");
+    while config.len() <= 1 << 20 {
+        config.push_str("    - \"some/long/path/that/is/excluded/from/the/scan/**\"\n");
+    }
+    fs::write(repo.path().join("imagebump.yaml"), config).unwrap();
+    let run = scan(repo.path(), 2);
+    run.assert_stderr_contains("imagebump.yaml: larger than 1 MiB: not read");
+}
