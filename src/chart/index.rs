@@ -246,7 +246,9 @@ pub async fn list_versions(
     registries: &Registries,
     concurrency: usize,
 ) -> Vec<((ImageName, Option<String>), Result<TagList, Error>)> {
-    let mut repos: BTreeMap<(&str, Option<&str>), (&ImageName, Vec<&str>)> = BTreeMap::new();
+    // Each repository (and credentials) once, with a name to ask it by and its charts.
+    type Charts<'n> = (&'n ImageName, Vec<&'n str>);
+    let mut repos: BTreeMap<(&str, Option<&str>), Charts> = BTreeMap::new();
     for (name, creds, repo) in wanted {
         let (_, charts) = repos.entry((repo, *creds)).or_insert((name, Vec::new()));
         charts.push(chart_of(name));

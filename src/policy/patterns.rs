@@ -15,7 +15,7 @@ use ::regex::{Regex, RegexBuilder};
 
 /// The size limits a pattern is tried under, smallest first; one that needs more than the
 /// last is refused.
-const TIERS: [usize; 4] = [8 << 10, 64 << 10, 256 << 10, 1 << 20];
+const TIERS: [usize; 4] = [8 << 10, 64 << 10, 256 << 10, LARGEST];
 
 /// A compiled pattern holds up to four structures its size limit bounds (two programs,
 /// two lazy DFA caches): it is charged four times its tier.
@@ -36,7 +36,7 @@ pub enum PatternError {
 }
 
 /// The largest size limit a pattern may compile under.
-const LARGEST: usize = TIERS[TIERS.len() - 1];
+const LARGEST: usize = 1 << 20;
 
 /// The patterns compiled so far, by their text, and what they have been charged.
 pub struct Patterns {
