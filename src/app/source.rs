@@ -155,7 +155,7 @@ pub fn load_config(explicit: Option<&Path>, root: &Path) -> Result<Configured, E
 /// The text of the repository's configuration file `path` (found under `root`). The tree
 /// is a jail: a link is followed only to a file inside the tree, and what is read is a
 /// regular file reached through no link, opened without blocking (a pipe cannot hang the
-/// run) and read up to [`config::MAX_REPOSITORY_BYTES`]. Anything else stops the run,
+/// run) and read up to [`config::CONFIG_LIMIT`]. Anything else stops the run,
 /// naming the file: a run without the repository's settings would ignore its pins.
 fn read_repository_config(root: &Path, path: &Path) -> Result<String, config::Error> {
     let refuse = |message: String| config::Error::Invalid {
@@ -173,7 +173,7 @@ fn read_repository_config(root: &Path, path: &Path) -> Result<String, config::Er
             "a link to a file outside the repository: not read".into(),
         ));
     };
-    crate::source::jail::read_beneath(&top, rel, config::MAX_REPOSITORY_BYTES).map_err(refuse)
+    crate::source::jail::read_beneath(&top, rel, config::CONFIG_LIMIT).map_err(refuse)
 }
 
 /// An SSH signing key must be a readable file before anything is built: a run that would

@@ -26,6 +26,7 @@ use super::app::App;
 use super::glob::GoGlob;
 use super::identifier;
 use crate::policy::constraint::Constraint;
+use crate::policy::patterns::PatternError;
 use imagebump_model::platform::Platform;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
 
@@ -360,10 +361,18 @@ fn allow_tags(text: &str, key: &str, label: &str, notes: &mut Vec<String>) -> Op
         return Some("any".into());
     }
     let why = match text.split_once(':') {
-        Some((f, re)) if f.eq_ignore_ascii_case("regexp") => match regex::Regex::new(re) {
-            Ok(_) => return Some(format!("regexp:{re}")),
-            Err(e) => format!("the regular expression does not compile ({e})"),
-        },
+        Some((f, re)) if f.eq_ignore_ascii_case("regexp") => {
+            match crate::policy::patterns::compile(re) {
+                Err(PatternError::Invalid { message, .. }) => {
+                    format!("the regular expression does not compile ({message})")
+                }
+                // AIU would compile it: too big for imagebump is the policy's error, at its
+                // place, when the policy is compiled.
+                Ok(_) | Err(PatternError::TooBig { .. } | PatternError::OverBudget { .. }) => {
+                    return Some(format!("regexp:{re}"))
+                }
+            }
+        }
         Some((f, _)) => format!("{f:?} is not a match function (only regexp: and any)"),
         None => "it is neither regexp:<RE> nor any".to_string(),
     };

@@ -33,6 +33,29 @@ const MAX_APPS: usize = 10_000;
 /// rows would otherwise cost memory many times the file's size.
 const MAX_RENDERED_BYTES: usize = 64 << 20;
 
+/// At most this many Applications over all the sets of a run: a limit per set alone would
+/// let many sets in one file add up to far more than a CronJob's memory.
+pub const MAX_RUN_APPS: usize = 10_000;
+
+/// At most this many bytes of rendered templates over all the sets of a run.
+pub const MAX_RUN_RENDERED_BYTES: usize = 64 << 20;
+
+/// What the run's sets may still generate, over all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub apps: usize,
+    pub bytes: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            apps: MAX_RUN_APPS,
+            bytes: MAX_RUN_RENDERED_BYTES,
+        }
+    }
+}
+
 /// One `ApplicationSet` as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppSet {
@@ -88,6 +111,9 @@ pub struct Expansion {
     /// Why the set (or part of it) was not expanded: a generator that needs a cluster, a
     /// template function, ...; notes, not errors.
     pub notes: Vec<String>,
+    /// The run's [`Budget`] ran out before this set's Applications were all read (an error:
+    /// the Applications past it are not updated).
+    pub over_run: bool,
 }
 
 /// Every `ApplicationSet` among a file's documents.
@@ -164,8 +190,9 @@ impl Params {
 type Skip = String;
 
 impl AppSet {
-    /// The Applications this set generates in the repository `tree`.
-    pub fn generate(&self, tree: &Tree<'_>) -> Expansion {
+    /// The Applications this set generates in the repository `tree`, within what the run's
+    /// sets may still generate (`budget`, which they take from).
+    pub fn generate(&self, tree: &Tree<'_>, budget: &mut Budget) -> Expansion {
         let mut out = Expansion::default();
         if self.template_patch {
             out.notes.push(
@@ -173,6 +200,34 @@ impl AppSet {
             );
             return out;
         }
+        let size = serde_json::to_string(&self.template).map_or(1, |t| t.len().max(1));
+        let per_set = MAX_RENDERED_BYTES
+            .checked_div(size)
+            .unwrap_or(0)
+            .clamp(1, MAX_APPS);
+        let by_run = (budget.bytes.checked_div(size).unwrap_or(0)).min(budget.apps);
+        if by_run == 0 {
+            // Not even the generators are evaluated: their rows alone cost memory.
+            out.over_run = true;
+            return out;
+        }
+        let most = per_set.min(by_run);
+        let rows = self.expand(tree, most, &mut out);
+        out.over_run = rows > most && by_run < per_set;
+        if rows > most && !out.over_run {
+            out.notes.push(format!(
+                "generates {rows} Applications; only the first {most} are read"
+            ));
+        }
+        let taken = out.apps.len();
+        budget.apps = budget.apps.saturating_sub(taken);
+        budget.bytes = budget.bytes.saturating_sub(taken.saturating_mul(size));
+        out
+    }
+
+    /// The Applications of the set's generators into `out`, at most `most` of them; how
+    /// many the generators gave.
+    fn expand(&self, tree: &Tree<'_>, most: usize, out: &mut Expansion) -> usize {
         let mut rows = Vec::new();
         for (i, g) in self.generators.iter().enumerate() {
             let at = vec![key("spec"), key("generators"), PathSeg::Index(i)];
@@ -182,11 +237,6 @@ impl AppSet {
             }
         }
         let mut names = std::collections::BTreeSet::new();
-        let size = serde_json::to_string(&self.template).map_or(1, |t| t.len().max(1));
-        let most = MAX_RENDERED_BYTES
-            .checked_div(size)
-            .unwrap_or(0)
-            .clamp(1, MAX_APPS);
         for row in rows.iter().take(most) {
             match self.application(row) {
                 Ok(app) if names.insert(app.name.clone()) => out.apps.push(Generated {
@@ -202,17 +252,11 @@ impl AppSet {
                     out.notes
                         .push(format!("a generated Application: {why}; set skipped"));
                     out.apps.clear();
-                    return out;
+                    return 0;
                 }
             }
         }
-        if rows.len() > most {
-            out.notes.push(format!(
-                "generates {} Applications; only the first {most} are read",
-                rows.len()
-            ));
-        }
-        out
+        rows.len()
     }
 
     /// The parameter sets of generator `g` (at `at` in the document), with `outer`'s
@@ -851,7 +895,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let s = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/*\n      - path: apps/legacy\n        exclude: true\n{DIRS_TEMPLATE}"));
-        let e = s.generate(&tree(&dirs, &nothing));
+        let e = s.generate(&tree(&dirs, &nothing), &mut Budget::default());
         assert_eq!(names(&e), ["web-apps", "api-apps"]);
         let src = &e.apps[0].app.sources[0];
         assert_eq!(src.path.as_deref(), Some("apps/web"));
@@ -860,13 +904,16 @@ mod tests {
             "spec.template.spec.source"
         );
         let deep = set(&format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - git:\n      directories:\n      - path: apps/**/base\n{DIRS_TEMPLATE}"));
-        assert_eq!(names(&deep.generate(&tree(&dirs, &nothing))), ["base-apps"]);
+        assert_eq!(
+            names(&deep.generate(&tree(&dirs, &nothing), &mut Budget::default())),
+            ["base-apps"]
+        );
     }
 
     #[test]
     fn list_parameters_remember_where_they_are_written() {
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\nspec:\n  generators:\n  - list:\n      elements:\n      - {env: dev, tag: '1.0', values: {x: y}}\n  template:\n    metadata:\n      name: 'w-{{env}}-{{ values.x }}-{{missing}}'\n    spec:\n      source:\n        chart: w\n");
-        let e = s.generate(&tree(&[], &nothing));
+        let e = s.generate(&tree(&[], &nothing), &mut Budget::default());
         // fasttemplate leaves an unknown parameter as written.
         assert_eq!(names(&e), ["w-dev-y-{{missing}}"]);
         let g = &e.apps[0];
@@ -887,7 +934,7 @@ mod tests {
             .map(String::from)
             .to_vec();
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n          - {env: dev, image: {tag: '2.0'}}\n          - {env: prod, image: {tag: '1.0'}}\n      - git:\n          directories:\n          - path: 'envs/{{ .env }}/*'\n  template:\n    metadata:\n      name: '{{ .path.basename }}-{{ .env }}-{{ index .path.segments 1 }}'\n    spec:\n      source:\n        path: '{{ .path.path }}'\n");
-        let e = s.generate(&tree(&dirs, &nothing));
+        let e = s.generate(&tree(&dirs, &nothing), &mut Budget::default());
         assert_eq!(names(&e), ["web-dev-dev"]);
         assert_eq!(
             imagebump_yaml::path_to_string(&e.apps[0].origins["image.tag"].path),
@@ -911,7 +958,7 @@ mod tests {
             read: &read,
         };
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  generators:\n  - git:\n      files:\n      - path: clusters/**/*.yaml\n  template:\n    metadata:\n      name: '{{name}}-{{path.basename}}-{{path.filename}}'\n    spec:\n      source: {chart: c}\n");
-        let e = s.generate(&tree);
+        let e = s.generate(&tree, &mut Budget::default());
         assert_eq!(names(&e), ["a-eu-config.yaml", "b-eu-config.yaml"]);
         let origin = &e.apps[0].origins["image.tag"];
         assert_eq!(origin.file, "clusters/eu/config.yaml");
@@ -929,7 +976,7 @@ mod tests {
                 .collect::<String>()
         };
         let yaml = format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n{}      - list:\n          elements:\n{}  template:\n    metadata:\n      name: 'a-{{{{a}}}}-{{{{b}}}}'\n    spec:\n      source: {{chart: c, helm: {{values: '{}'}}}}\n", list(300, "a"), list(300, "b"), "x".repeat(1 << 20));
-        let e = set(&yaml).generate(&tree(&[], &nothing));
+        let e = set(&yaml).generate(&tree(&[], &nothing), &mut Budget::default());
         // A 1 MiB template: 64 of them fit the rendering budget.
         assert_eq!(e.apps.len(), 63);
         assert_eq!(
@@ -939,15 +986,55 @@ mod tests {
     }
 
     #[test]
+    fn the_runs_sets_share_one_budget_of_applications() {
+        let list = |n: usize| {
+            (0..n)
+                .map(|i| format!("      - {{a: '{i}'}}\n"))
+                .collect::<String>()
+        };
+        let yaml = format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: s}}\nspec:\n  generators:\n  - list:\n      elements:\n{}  template:\n    metadata:\n      name: 'a-{{{{a}}}}'\n    spec:\n      source: {{chart: c}}\n", list(4));
+        let s = set(&yaml);
+        let mut budget = Budget {
+            apps: 10,
+            bytes: usize::MAX,
+        };
+        let firsts: Vec<Expansion> = (0..3)
+            .map(|_| s.generate(&tree(&[], &nothing), &mut budget))
+            .collect();
+        assert_eq!(
+            firsts.iter().map(|e| e.apps.len()).collect::<Vec<_>>(),
+            [4, 4, 2]
+        );
+        assert_eq!(
+            firsts.iter().map(|e| e.over_run).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+        assert_eq!(budget.apps, 0);
+        let after = s.generate(&tree(&[], &nothing), &mut budget);
+        assert!(after.apps.is_empty() && after.over_run, "{after:?}");
+        // The rendered bytes are shared too.
+        let size = serde_json::to_string(&s.template).unwrap().len();
+        let mut bytes = Budget {
+            apps: 100,
+            bytes: size * 3,
+        };
+        let e = s.generate(&tree(&[], &nothing), &mut bytes);
+        assert_eq!((e.apps.len(), e.over_run, bytes.apps), (3, true, 97));
+    }
+
+    #[test]
     fn a_go_template_matrix_merges_mappings_of_both_generators() {
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  goTemplateOptions: [missingkey=error]\n  generators:\n  - matrix:\n      generators:\n      - list:\n          elements:\n          - {cluster: dev, values: {project: default}}\n      - list:\n          elements:\n          - {values: {suffix: '1'}}\n  template:\n    metadata:\n      name: '{{.cluster}}-{{.values.suffix}}-{{.values.project}}'\n    spec:\n      source: {chart: c}\n");
-        assert_eq!(names(&s.generate(&tree(&[], &nothing))), ["dev-1-default"]);
+        assert_eq!(
+            names(&s.generate(&tree(&[], &nothing), &mut Budget::default())),
+            ["dev-1-default"]
+        );
     }
 
     #[test]
     fn what_needs_a_cluster_or_a_function_is_a_note() {
         let s = set("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n  goTemplate: true\n  goTemplateOptions: [missingkey=error]\n  generators:\n  - clusters: {}\n  - list:\n      elementsYaml: '{{ .x }}'\n  - list:\n      elements: [{a: b}]\n  template:\n    metadata:\n      name: '{{ .nope }}'\n    spec:\n      source: {chart: c}\n");
-        let e = s.generate(&tree(&[], &nothing));
+        let e = s.generate(&tree(&[], &nothing), &mut Budget::default());
         assert!(e.apps.is_empty());
         assert_eq!(
             e.notes,

@@ -80,21 +80,45 @@ fn class_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<ch
     }
 }
 
+/// Whether `tokens` match all of `name`: the positions of `name` each prefix of the
+/// pattern can reach, token by token. A pattern of `t` tokens costs `t` passes over the
+/// name, whatever its stars: trying every split of the name at every star instead costs
+/// time exponential in the stars (`*a*a*a*a*a*a*b` against a long tag of `a`s).
 fn matches(tokens: &[Token], name: &[char]) -> bool {
-    match tokens.split_first() {
-        None => name.is_empty(),
-        Some((Token::Star, rest)) => {
-            // `*` never crosses a `/`.
-            let limit = name.iter().position(|&c| c == '/').unwrap_or(name.len());
-            (0..=limit)
-                .filter_map(|n| name.get(n..))
-                .any(|tail| matches(rest, tail))
-        }
-        Some((token, rest)) => match name.split_first() {
-            None => false,
-            Some((&c, tail)) => one(token, c) && matches(rest, tail),
-        },
+    let mut reach = vec![false; name.len().saturating_add(1)];
+    if let Some(first) = reach.first_mut() {
+        *first = true;
     }
+    for token in tokens {
+        reach = match token {
+            // `*` never crosses a `/`: from a reached position to any later one before it.
+            Token::Star => {
+                let mut active = false;
+                let mut next = Vec::with_capacity(reach.len());
+                for (q, &reached) in reach.iter().enumerate() {
+                    let after_slash = q
+                        .checked_sub(1)
+                        .and_then(|i| name.get(i))
+                        .is_some_and(|&c| c == '/');
+                    active = reached || (active && !after_slash);
+                    next.push(active);
+                }
+                next
+            }
+            _ => std::iter::once(false)
+                .chain(
+                    reach
+                        .iter()
+                        .zip(name)
+                        .map(|(&reached, &c)| reached && one(token, c)),
+                )
+                .collect(),
+        };
+        if !reach.contains(&true) {
+            return false;
+        }
+    }
+    reach.last().copied().unwrap_or(false)
 }
 
 fn one(token: &Token, c: char) -> bool {
@@ -111,6 +135,20 @@ fn one(token: &Token, c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_stars_cost_time_linear_in_the_pattern() {
+        let g = GoGlob::new(&format!("{}b", "*a".repeat(40))).unwrap();
+        let tag = "a".repeat(128);
+        let started = std::time::Instant::now();
+        assert!(!g.is_match(&tag));
+        assert!(g.is_match(&format!("{tag}b")));
+        assert!(!g.is_match(&format!("{}/{}b", "a".repeat(20), "a".repeat(40))));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let slash = GoGlob::new("a*/b?c").unwrap();
+        assert!(slash.is_match("ax/bxc") && slash.is_match("a/bxc"));
+        assert!(!slash.is_match("ax/y/bxc") && !slash.is_match("ax/b/c"));
+    }
 
     fn m(p: &str, n: &str) -> Result<bool, String> {
         GoGlob::new(p).map(|g| g.is_match(n))

@@ -33,11 +33,11 @@ impl std::fmt::Display for AppVersionChange {
     }
 }
 
-/// The indexes of the run's classic repositories, each parsed at most once, and the
-/// appVersions of OCI chart versions fetched by [`oci`].
+/// The entries of each chart of the run's classic repositories (by index URL and chart),
+/// each parsed at most once, and the appVersions of OCI chart versions fetched by [`oci`].
 pub struct AppVersions<'a> {
     registries: &'a Registries,
-    indexes: HashMap<String, Option<Index>>,
+    indexes: HashMap<(String, String), Option<Index>>,
     oci: OciAppVersions,
 }
 
@@ -143,10 +143,10 @@ impl<'a> AppVersions<'a> {
         let registries = self.registries;
         let index = self
             .indexes
-            .entry(url.clone())
+            .entry((url.clone(), chart.to_string()))
             .or_insert_with(|| {
                 let body = registries.fetched_any(&url)?;
-                index::parse(&url, &body).ok()
+                index::parse(&url, &body, &[chart]).ok()
             })
             .as_ref()?;
         let list = index.entries.get(chart)?;

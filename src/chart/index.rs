@@ -67,13 +67,31 @@ struct RawEntry {
     digest: Option<String>,
 }
 
-/// Parse `index.yaml` (`url` names it in errors). Entries without a version are dropped.
-pub fn parse(url: &str, body: &[u8]) -> Result<Index, Error> {
+/// The most bytes of an index that are parsed: the entries of the charts a run asks for,
+/// in Helm's layout, or a whole index written otherwise. Parsing holds every event of the
+/// text at once, a dozen times its size, so a whole index of tens of megabytes is never
+/// parsed.
+pub const PARSED_LIMIT: usize = 8 << 20;
+
+/// Parse the entries of `charts` in `index.yaml` (`url` names it in errors); the other
+/// charts are left out. Entries without a version are dropped.
+pub fn parse(url: &str, body: &[u8], charts: &[&str]) -> Result<Index, Error> {
     let invalid = |reason: String| Error::Invalid {
         url: url.to_string(),
         reason,
     };
     let text = std::str::from_utf8(body).map_err(|_| invalid("index.yaml is not UTF-8".into()))?;
+    let selected = select(text, charts);
+    let text = selected.as_deref().unwrap_or(text);
+    if text.len() > PARSED_LIMIT {
+        return Err(invalid(format!(
+            "the entries to read are larger than {} MiB: not read",
+            PARSED_LIMIT >> 20
+        )));
+    }
+    if selected.as_deref() == Some(EMPTY) {
+        return Ok(Index::default());
+    }
     let raw: RawIndex = imagebump_yaml::from_str(text).map_err(|e| {
         // A login page or an error page is not YAML of the right shape: say so plainly.
         let mapping =
@@ -92,6 +110,7 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Index, Error> {
     };
     let entries = entries
         .into_iter()
+        .filter(|(name, _)| charts.contains(&name.as_str()))
         .map(|(name, versions)| {
             let versions = versions
                 .unwrap_or_default()
@@ -112,17 +131,78 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Index, Error> {
     Ok(Index { entries })
 }
 
-/// Fetch and parse the index of the repository at `repo` (its URL, without
-/// `/index.yaml`), through the client `registries` has for `chart`'s host and `credentials`.
+/// What [`select`] gives for an index in Helm's layout without any chart asked for.
+const EMPTY: &str = "entries:\n";
+
+/// The entries of `charts` cut out of an index in the layout Helm writes (`entries:` at
+/// the start of a line, each chart a plain key two spaces in, everything of a chart more
+/// indented or a sequence item at two spaces), as an index of their own; `None` for a text
+/// in any other layout. Cutting is one pass over the lines: what is parsed afterwards is
+/// only what the run needs.
+fn select(text: &str, charts: &[&str]) -> Option<String> {
+    if text.contains('\r') {
+        return None;
+    }
+    let mut lines = text.split_inclusive('\n');
+    lines.by_ref().find(|l| l.trim_end() == "entries:")?;
+    let mut out = String::from(EMPTY);
+    let mut keep = false;
+    for line in lines {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len().saturating_sub(body.len());
+        let blank = body.trim().is_empty() || body.starts_with('#');
+        if blank || indent > 2 || (indent == 2 && body.starts_with("- ")) {
+            if keep {
+                out.push_str(line);
+            }
+            continue;
+        }
+        if indent == 0 {
+            // The next top-level key: the entries end here. A sequence item or anything
+            // else at the margin is not Helm's layout.
+            if body.starts_with(['-', '"', '\'', '{', '[', '&', '*', '!', '?', '%', '@', '`']) {
+                return None;
+            }
+            break;
+        }
+        if indent != 2 {
+            return None;
+        }
+        let name = body.trim_end().strip_suffix(':')?;
+        if name.is_empty() || name.contains([':', '"', '\'', '#', '&', '*', '!', '{', '[']) {
+            return None;
+        }
+        keep = charts.contains(&name);
+        if keep {
+            out.push_str(line);
+        }
+    }
+    Some(out)
+}
+
+/// Fetch the index of the repository at `repo` (its URL, without `/index.yaml`), through
+/// the client `registries` has for `chart`'s host and `credentials`, and parse the entries
+/// of `chart`'s chart.
 pub async fn fetch(
     registries: &Registries,
     chart: &ImageName,
     credentials: Option<&str>,
     repo: &str,
 ) -> Result<Index, Error> {
+    fetch_charts(registries, chart, credentials, repo, &[chart_of(chart)]).await
+}
+
+/// [`fetch`], parsing the entries of each of `charts`.
+pub async fn fetch_charts(
+    registries: &Registries,
+    chart: &ImageName,
+    credentials: Option<&str>,
+    repo: &str,
+    charts: &[&str],
+) -> Result<Index, Error> {
     let url = format!("{}/index.yaml", repo.trim_end_matches('/'));
     if let Some(body) = registries.fetched(&url, credentials) {
-        return parse(&url, &body?);
+        return parse(&url, &body?, charts);
     }
     let client = registries.client_with(chart, credentials)?;
     // An index is a repository's listing: counted with the tag list pages.
@@ -134,7 +214,7 @@ pub async fn fetch(
     // Kept even when it is no index or could not be read: the answer is the same for the
     // rest of the run, and a repository that failed is not asked again.
     registries.keep_fetched(&url, credentials, body.clone());
-    parse(&url, &body?)
+    parse(&url, &body?, charts)
 }
 
 /// The versions of one chart of the classic repository at `repo` (`imagebump tags --chart`).
@@ -167,13 +247,16 @@ pub async fn list_versions(
     registries: &Registries,
     concurrency: usize,
 ) -> Vec<((ImageName, Option<String>), Result<TagList, Error>)> {
-    let mut repos: BTreeMap<(&str, Option<&str>), &ImageName> = BTreeMap::new();
+    // Each repository (and credentials) once, with a name to ask it by and its charts.
+    type Charts<'n> = (&'n ImageName, Vec<&'n str>);
+    let mut repos: BTreeMap<(&str, Option<&str>), Charts> = BTreeMap::new();
     for (name, creds, repo) in wanted {
-        repos.entry((repo, *creds)).or_insert(name);
+        let (_, charts) = repos.entry((repo, *creds)).or_insert((name, Vec::new()));
+        charts.push(chart_of(name));
     }
     let indexes: BTreeMap<(&str, Option<&str>), Result<Index, Error>> = stream::iter(repos)
-        .map(|((repo, creds), name)| async move {
-            let index = fetch(registries, name, creds, repo).await;
+        .map(|((repo, creds), (name, charts))| async move {
+            let index = fetch_charts(registries, name, creds, repo, &charts).await;
             ((repo, creds), index)
         })
         .buffer_unordered(concurrency.max(1))
@@ -236,6 +319,7 @@ entries:
   empty:
 generated: "2024-01-01T00:00:00Z"
 "#,
+            &["web", "empty"],
         )
         .unwrap();
         let web = index.entries.get("web").unwrap();
@@ -248,13 +332,50 @@ generated: "2024-01-01T00:00:00Z"
     }
 
     #[test]
+    fn only_the_charts_asked_for_are_parsed() {
+        let text = "apiVersion: v1\nentries:\n  api:\n  - name: api\n    version: 2.0.0\n    description: |\n      x:\n  web:\n  # a comment\n  - name: web\n    version: 1.2.0\n    urls:\n    - web-1.2.0.tgz\n\n  - name: web\n    version: 1.1.0\n  zz:\n  - {name: zz, version: 1}\ngenerated: now\n";
+        assert_eq!(
+            select(text, &["web"]).unwrap(),
+            "entries:\n  web:\n  # a comment\n  - name: web\n    version: 1.2.0\n    urls:\n    - web-1.2.0.tgz\n\n  - name: web\n    version: 1.1.0\n"
+        );
+        let index = parse("u", text.as_bytes(), &["web", "zz"]).unwrap();
+        assert_eq!(index.entries.keys().collect::<Vec<_>>(), ["web", "zz"]);
+        assert_eq!(index.entries["web"][1].version, "1.1.0");
+        assert_eq!(index.entries["zz"][0].version, "1");
+        assert!(parse("u", text.as_bytes(), &["none"])
+            .unwrap()
+            .entries
+            .is_empty());
+        // Another layout is parsed whole (the other charts dropped)...
+        let flow = "entries: {web: [{version: 1.0.0}], api: [{version: 2.0.0}]}\n";
+        assert_eq!(select(flow, &["web"]), None);
+        let index = parse("u", flow.as_bytes(), &["web"]).unwrap();
+        assert_eq!(index.entries.keys().collect::<Vec<_>>(), ["web"]);
+        // ... only while it is small enough.
+        let big = format!(
+            "entries: {{web: [{}]}}\n",
+            "{version: 1.0.0}, ".repeat(600_000)
+        );
+        let e = parse("u", big.as_bytes(), &["web"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "u: the entries to read are larger than 8 MiB: not read"
+        );
+    }
+
+    #[test]
     fn what_is_not_an_index_says_so() {
-        let e = parse("https://c.example.com/index.yaml", b"<html>hello</html>").unwrap_err();
+        let e = parse(
+            "https://c.example.com/index.yaml",
+            b"<html>hello</html>",
+            &["web"],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("not a Helm repository index"), "{e}");
-        let e = parse("https://c.example.com/index.yaml", b"a: [").unwrap_err();
+        let e = parse("https://c.example.com/index.yaml", b"a: [", &["web"]).unwrap_err();
         assert!(e
             .to_string()
             .starts_with("https://c.example.com/index.yaml: not a Helm"));
-        assert!(parse("u", &[0xff, 0xfe]).is_err());
+        assert!(parse("u", &[0xff, 0xfe], &["web"]).is_err());
     }
 }

@@ -384,13 +384,31 @@ pub fn locate(explicit: Option<&Path>, root: &Path) -> Option<PathBuf> {
     })
 }
 
-/// The most a configuration file in the tree may hold: far more than any real one.
-pub const MAX_REPOSITORY_BYTES: u64 = 16 << 20;
+/// The largest configuration file read: a real one is a few kilobytes, and parsing holds
+/// every event of the text at once, a dozen times its size.
+pub const CONFIG_LIMIT: u64 = 1 << 20;
+
+/// The text of the configuration file at `path`, counted while reading: a larger file (or
+/// a device) is an error, never read to its end.
+fn read_config(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(CONFIG_LIMIT.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > CONFIG_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB: not read",
+            CONFIG_LIMIT >> 20
+        )));
+    }
+    Ok(text)
+}
 
 /// Read, parse and validate the configuration at `path`.
 pub fn load(path: &Path) -> Result<Config, Error> {
     let display = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+    let text = read_config(path).map_err(|source| Error::Read {
         path: display.clone(),
         source,
     })?;

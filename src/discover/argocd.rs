@@ -40,6 +40,8 @@ pub struct Loaded {
     pub text: String,
     pub docs: Vec<Doc>,
     pub json: Vec<Value>,
+    /// Made once: every Application a file generates asks it for positions.
+    lines: LineIndex,
 }
 
 impl Loaded {
@@ -50,6 +52,7 @@ impl Loaded {
         let json = imagebump_yaml::json_documents(&text).unwrap_or_default();
         Ok(Loaded {
             file: file.to_string(),
+            lines: LineIndex::new(&text),
             text,
             docs,
             json,
@@ -62,6 +65,7 @@ impl Loaded {
         let json = imagebump_yaml::json_documents(&text).unwrap_or_default();
         Loaded {
             file: file.to_string(),
+            lines: LineIndex::new(&text),
             text,
             docs,
             json,
@@ -72,7 +76,7 @@ impl Loaded {
         FileCtx {
             file: self.file.as_str().into(),
             text: &self.text,
-            lines: LineIndex::new(&self.text),
+            lines: self.lines.clone(),
         }
     }
 
@@ -94,7 +98,7 @@ impl Loaded {
             .rev()
             .find_map(|n| self.node(doc, path.get(..n)?))
             .map_or(0, Node::offset);
-        LineIndex::new(&self.text).line_col(offset)
+        self.lines.line_col(offset)
     }
 }
 
@@ -189,8 +193,9 @@ impl Found {
             read: &reader,
         };
         let mut expansions = Vec::new();
+        let mut budget = argocd::appset::Budget::default();
         for set in std::mem::take(&mut self.appsets) {
-            let expansion = set.generate(&tree);
+            let expansion = set.generate(&tree, &mut budget);
             expansions.push((set, expansion));
         }
         out.problems.extend(problems.into_inner());
@@ -208,6 +213,14 @@ impl Found {
                 out.notes
                     .push(Problem::at_file(&set.file, line, column, message));
             }
+            if expansion.over_run {
+                out.problems.push(Problem::at_file(
+                    &set.file,
+                    line,
+                    column,
+                    over_run(&set.name),
+                ));
+            }
             for g in expansion.apps {
                 let id = (g.app.file.clone(), g.app.doc, g.app.name.clone());
                 let t = Generator {
@@ -219,6 +232,15 @@ impl Found {
             }
         }
     }
+}
+
+/// The error for a set whose Applications the run's budget cut short.
+fn over_run(set: &str) -> String {
+    use argocd::appset::{MAX_RUN_APPS, MAX_RUN_RENDERED_BYTES};
+    format!(
+        "ApplicationSet {set}: the run's ApplicationSets generate more than {MAX_RUN_APPS} Applications or {} MiB of templates in all; its Applications past that are not read",
+        MAX_RUN_RENDERED_BYTES >> 20
+    )
 }
 
 /// The directories and the files of the tree, as Argo CD's repo server lists them for a

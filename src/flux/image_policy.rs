@@ -13,6 +13,7 @@
 //! value under such a policy is listed and left alone.
 
 use super::{Fields, Invalid, Meta, Note};
+use crate::policy::patterns::PatternError;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
 
 /// How the latest tag is chosen.
@@ -90,10 +91,16 @@ fn filtered(fields: &Fields, rule: &Rule) -> Result<Result<PolicySpec, String>, 
     let Some(p) = pattern.filter(|p| !p.is_empty()) else {
         return Ok(Ok(plain(rule)));
     };
-    if let Err(e) = regex::Regex::new(&p) {
+    if let Err(e) = crate::policy::patterns::compile(&p) {
+        let message = match e {
+            PatternError::Invalid { message, .. } => {
+                format!("spec.filterTags.pattern is not a regular expression: {message}")
+            }
+            other => format!("spec.filterTags.pattern: {other}"),
+        };
         return Err(Invalid {
             offset: fields.offset(&["spec", "filterTags", "pattern"]),
-            message: format!("spec.filterTags.pattern is not a regular expression: {e}"),
+            message,
         });
     }
     Ok(match extract.filter(|e| !e.is_empty()) {

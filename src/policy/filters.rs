@@ -22,9 +22,9 @@ impl AllowTags {
                 "{text:?} is not a tag filter: expected `regexp:<RE>` or `any`"
             ));
         };
-        Regex::new(re)
+        super::patterns::compile(re)
             .map(|r| Some(AllowTags(r)))
-            .map_err(|e| format!("bad regular expression {re:?}: {e}"))
+            .map_err(|e| e.to_string())
     }
 
     pub fn allows(&self, tag: &str) -> bool {

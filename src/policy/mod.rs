@@ -14,6 +14,7 @@ pub mod evaluate;
 pub mod filters;
 pub mod newest_build;
 pub mod numeric;
+pub mod patterns;
 pub mod regex;
 pub mod rules;
 pub mod semver;

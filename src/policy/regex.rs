@@ -22,7 +22,7 @@ pub struct TagPattern {
 
 impl TagPattern {
     pub fn parse(text: &str) -> Result<TagPattern, String> {
-        let re = Regex::new(text).map_err(|e| format!("bad regular expression {text:?}: {e}"))?;
+        let re = super::patterns::compile(text).map_err(|e| e.to_string())?;
         let names: Vec<&str> = re.capture_names().flatten().collect();
         let groups: Vec<Group> = names
             .iter()

@@ -32,6 +32,7 @@ mod block;
 mod edit;
 mod fingerprint;
 mod insert;
+mod keys;
 mod located;
 mod simple;
 

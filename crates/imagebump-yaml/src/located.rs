@@ -197,10 +197,11 @@ impl ParseError {
     }
 }
 
-/// Byte offset → 1-based line and column.
+/// Byte offset → 1-based line and column. A clone shares the line starts: the many
+/// Applications one file generates each take their file's index without copying it.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
-    starts: Vec<usize>,
+    starts: std::sync::Arc<Vec<usize>>,
     /// Added to every line and column: the text starts at this line and indentation of a
     /// file (the content of a block scalar, see [`crate::BlockText::line_index`]).
     line_base: usize,
@@ -222,7 +223,7 @@ impl LineIndex {
         // A line starts after each `\n`, at most at `text.len()`.
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i.saturating_add(1)));
         LineIndex {
-            starts,
+            starts: std::sync::Arc::new(starts),
             line_base,
             column_base,
         }
@@ -649,6 +650,22 @@ fn scalar_value(s: &yaml_edit::Scalar, raw: &str) -> String {
     }
 }
 
+/// Adds the `merged` entries (in the order the merge keys list them) under the keys that
+/// neither `entries` nor an earlier merged mapping set. Names are looked up in a set, so a
+/// mapping merging many keys costs time linear in them.
+fn merge(entries: &mut Vec<(Key, Node)>, merged: Vec<(Key, Node)>) {
+    if merged.is_empty() {
+        return;
+    }
+    let mut names: foldhash::HashSet<String> =
+        entries.iter().map(|(k, _)| k.name.clone()).collect();
+    for (k, v) in merged {
+        if names.insert(k.name.clone()) {
+            entries.push((k, v));
+        }
+    }
+}
+
 fn convert_node(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
     match node {
         YamlNode::Scalar(s) => {
@@ -700,22 +717,14 @@ fn convert_node(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
                     };
                     for source in sources {
                         if let Node::Map { entries: more, .. } = source {
-                            for (k, v) in more {
-                                if !merged.iter().any(|(m, _)| m.name == k.name) {
-                                    merged.push((k, v));
-                                }
-                            }
+                            merged.extend(more);
                         }
                     }
                     continue;
                 }
                 entries.push((key, value));
             }
-            for (k, v) in merged {
-                if !entries.iter().any(|(e, _)| e.name == k.name) {
-                    entries.push((k, v));
-                }
-            }
+            merge(&mut entries, merged);
             Node::Map { entries, offset }
         }
         YamlNode::Sequence(s) => Node::Seq {

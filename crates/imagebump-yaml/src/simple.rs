@@ -21,6 +21,7 @@
 
 use std::cell::Cell;
 
+use super::keys::Seen;
 use super::located::{Doc, Key, Node, Scalar, Style, MAX_VALUES};
 
 /// The documents of `text`, or `None` when it is not in the subset.
@@ -268,12 +269,13 @@ fn sequence(lines: &mut Lines, indent: usize) -> Option<Node> {
 /// A block mapping: `key: …` lines at `indent`, the first at `offset`.
 fn mapping(lines: &mut Lines, indent: usize, offset: usize) -> Option<Node> {
     let mut entries: Vec<(Key, Node)> = Vec::new();
+    let mut seen = Seen::new();
     while let Some(line) = lines
         .peek()
         .filter(|l| l.indent == indent && !is_item(l.body))
     {
         let name = entry_key(line.body)?;
-        if entries.iter().any(|(k, _)| k.name == name) {
+        if !seen.insert(name) {
             return None;
         }
         let key = Key {
@@ -489,6 +491,7 @@ fn flow_sequence(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Opti
 /// `{k: v, …}` on one line, plain keys.
 fn flow_mapping(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Option<(Node, usize)> {
     let mut entries: Vec<(Key, Node)> = Vec::new();
+    let mut seen = Seen::new();
     spend(left)?;
     let mut i = 1usize;
     i = i.saturating_add(spaces(s.get(i..)?));
@@ -505,7 +508,7 @@ fn flow_mapping(s: &str, start: usize, flow: usize, left: &Cell<usize>) -> Optio
         let rest = s.get(i..)?;
         let key_len = colon_space(rest)?;
         let name = rest.get(..key_len)?;
-        if !simple_key(name) || entries.iter().any(|(k, _)| k.name == name) {
+        if !simple_key(name) || !seen.insert(name) {
             return None;
         }
         let key = Key {
