@@ -58,6 +58,9 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, forge, &mut problems).await;
+    for note in &decisions.notes {
+        out.warning(note);
+    }
     let registries = Registries::new(loaded.config.registries.clone())
         .map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
@@ -254,33 +257,40 @@ fn history_depth(plan: &RunPlan) -> usize {
     plan.history_depth.max(1)
 }
 
-/// Versions reviewers rejected: closed pull requests (with a forge) and reverted imagebump
-/// commits in the base's history.
+/// Versions reviewers rejected: imagebump's own closed pull requests (with a forge) and
+/// reverted imagebump commits in the base's history.
 async fn rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     problems: &mut Vec<Problem>,
 ) -> Decisions {
+    let mut decisions = Decisions {
+        rejections: Rejections::default(),
+        known: true,
+        open: None,
+        login: None,
+        notes: Vec::new(),
+    };
     let Some(git) = &loaded.ws.git else {
-        return Decisions {
-            rejections: Rejections::default(),
-            known: true,
-            open: None,
-        };
+        return decisions;
     };
     let mut closed = Vec::new();
     let mut known = true;
     let mut lifted = BTreeSet::new();
-    let mut open = None;
+    let base = base_branch(plan, loaded);
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
+            decisions.login = whoami(plan, f, problems).await;
+            let login = decisions.login.as_deref();
             // A failed listing lifts nothing; pull-request mode lists again and says why.
-            open = f.open_pulls(prefix).await.ok();
-            lifted = reopened(open.as_deref().unwrap_or_default());
+            decisions.open = f.open_pulls(prefix).await.ok();
+            let listed = decisions.open.as_deref().unwrap_or_default();
+            decisions.notes = crate::deliver::pulls::not_ours_notes(listed, login, &base);
+            lifted = reopened(listed, login, &base);
             match f.closed_pulls(prefix, 100).await {
-                Ok(c) => closed = c,
+                Ok(c) => closed = ours_closed(c, login, &base, &mut decisions.notes),
                 Err(e) => {
                     // Fail closed: without the closed pull requests a rejected version
                     // could be proposed again, so no new pull request is opened.
@@ -307,12 +317,70 @@ async fn rejections(
         .unwrap_or_default();
     let mut all = crate::deliver::pulls::rejected(&closed, &history);
     lifted.extend(crate::deliver::pulls::lifted(&history));
-    known &= remember(plan, loaded, &mut all, &lifted, problems);
-    Decisions {
-        rejections: crate::deliver::pulls::by_image(&all),
-        known,
-        open,
+    let check = Check {
+        forge,
+        login: decisions.login.as_deref(),
+        base: &base,
+        closed: &closed,
+    };
+    let (held, notes) = remember(plan, loaded, &mut all, &lifted, check, problems).await;
+    decisions.notes.extend(notes);
+    decisions.known = known && held;
+    decisions.rejections = crate::deliver::pulls::by_image(&all);
+    decisions
+}
+
+/// The forge account imagebump acts as. Unknown (the problem recorded in pull-request
+/// mode, a warning in a dry run): then no pull request counts as imagebump's.
+async fn whoami(plan: &RunPlan, f: &dyn Forge, problems: &mut Vec<Problem>) -> Option<String> {
+    match f.whoami().await {
+        Ok(login) => Some(login),
+        Err(e) => {
+            let message = format!(
+                "cannot tell which account the forge token acts as: {e}; no pull request is \
+                 taken as imagebump's this run"
+            );
+            if plan.mode == Mode::PullRequests {
+                problems.push(Problem {
+                    location: f.name().into(),
+                    message,
+                    hint: e.hint(),
+                });
+            } else {
+                tracing::warn!("{message}");
+            }
+            None
+        }
     }
+}
+
+/// imagebump's own closed pull requests among `closed`; a note for each other one whose
+/// body carries a marker (someone else's cannot reject anything).
+fn ours_closed(
+    closed: Vec<crate::forge::Pull>,
+    login: Option<&str>,
+    base: &str,
+    notes: &mut Vec<String>,
+) -> Vec<crate::forge::Pull> {
+    let (ours, others): (Vec<_>, Vec<_>) = closed
+        .into_iter()
+        .partition(|p| crate::deliver::pulls::is_ours(p, login, base));
+    let marked: Vec<_> = others
+        .into_iter()
+        .filter(|p| crate::deliver::marker::parse(&p.body).is_some())
+        .collect();
+    notes.extend(crate::deliver::pulls::not_ours_notes(&marked, login, base));
+    ours
+}
+
+/// What a recorded rejection is checked against (`deliver::pulls::unsupported`).
+#[derive(Clone, Copy)]
+struct Check<'a> {
+    forge: Option<&'a dyn Forge>,
+    login: Option<&'a str>,
+    base: &'a str,
+    /// imagebump's own closed pull requests, as listed.
+    closed: &'a [crate::forge::Pull],
 }
 
 /// What the run knows of reviewers' decisions before it resolves anything.
@@ -320,31 +388,43 @@ struct Decisions {
     rejections: Rejections,
     /// False when they could not all be read (fail closed: nothing new is opened).
     known: bool,
-    /// imagebump's open pull requests, listed once here and used again by pull-request
-    /// mode (`None`: no forge, or the listing failed).
+    /// The open pull requests of imagebump's branch prefix, listed once here and used
+    /// again by pull-request mode (`None`: no forge, or the listing failed); only its own
+    /// are touched.
     open: Option<Vec<crate::forge::Pull>>,
+    /// The forge account imagebump acts as (`None`: no forge, or not known).
+    login: Option<String>,
+    /// What was left alone and why (pull requests someone else opened, records that do
+    /// not hold), said as warnings.
+    notes: Vec<String>,
 }
 
-/// `pr-N` for each of imagebump's pull requests that is open: one a human reopened lifts
-/// the rejection its closing made.
-fn reopened(open: &[crate::forge::Pull]) -> BTreeSet<String> {
-    open.iter().map(|p| format!("pr-{}", p.number)).collect()
+/// `pr-N` for each of imagebump's own pull requests that is open: one a human reopened
+/// lifts the rejection its closing made.
+fn reopened(open: &[crate::forge::Pull], login: Option<&str>, base: &str) -> BTreeSet<String> {
+    open.iter()
+        .filter(|p| crate::deliver::pulls::is_ours(p, login, base))
+        .map(|p| format!("pr-{}", p.number))
+        .collect()
 }
 
 /// Rejections outlive the forge's paging and the history read: each is recorded as a ref
 /// in the repository (`refs/imagebump/rejected/…`), read back with one `ls-remote`; a
-/// pull-request run records the new ones. False when the recorded ones cannot be read
-/// (fail closed, as for the forge).
-fn remember(
+/// pull-request run records the new ones. A recorded one holds only when what it names
+/// says so (`deliver::pulls::unsupported`): the others are ignored and said in the notes.
+/// The first answer is false when the records cannot be read or checked (fail closed, as
+/// for the forge).
+async fn remember(
     plan: &RunPlan,
     loaded: &Loaded,
     all: &mut Vec<crate::deliver::pulls::Rejected>,
     lifted: &BTreeSet<String>,
+    check: Check<'_>,
     problems: &mut Vec<Problem>,
-) -> bool {
+) -> (bool, Vec<String>) {
     use crate::deliver::pulls::{Rejected, NAMESPACE};
     let (Some(git), Some(commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
-        return true;
+        return (true, Vec::new());
     };
     let root = &loaded.ws.root;
     let recorded = match git.remote_refs(root, NAMESPACE) {
@@ -353,7 +433,7 @@ fn remember(
             problems.push(Problem::general(format!(
                 "cannot read the recorded rejections ({NAMESPACE}*): {e}; no new pull request is opened this run"
             )));
-            return false;
+            return (false, Vec::new());
         }
     };
     let mut new: Vec<String> = all
@@ -364,9 +444,10 @@ fn remember(
     new.sort();
     new.dedup();
     let (kept, gone) = crate::deliver::pulls::recorded(&recorded, lifted);
-    all.extend(kept);
+    let (held, notes, checked) = hold(kept, all, check, problems).await;
+    all.extend(held);
     if plan.mode != Mode::PullRequests {
-        return true;
+        return (checked, notes);
     }
     if let Err(e) = git.create_refs(root, &new, commit) {
         problems.push(Problem::general(format!(
@@ -380,7 +461,58 @@ fn remember(
             gone.len()
         )));
     }
-    true
+    (checked, notes)
+}
+
+/// The recorded rejections that hold, a note for each that does not, and false when a
+/// pull request a record names could not be asked for (the record is not taken, and no
+/// new pull request is opened: fail closed).
+async fn hold(
+    recorded: Vec<crate::deliver::pulls::Rejected>,
+    derived: &[crate::deliver::pulls::Rejected],
+    check: Check<'_>,
+    problems: &mut Vec<Problem>,
+) -> (Vec<crate::deliver::pulls::Rejected>, Vec<String>, bool) {
+    use crate::deliver::pulls::{pull_number, unsupported};
+    let mut pulls: BTreeMap<u64, Option<crate::forge::Pull>> = check
+        .closed
+        .iter()
+        .map(|p| (p.number, Some(p.clone())))
+        .collect();
+    let (mut held, mut notes, mut checked) = (Vec::new(), Vec::new(), true);
+    for r in recorded {
+        if let (Some(n), Some(f)) = (pull_number(&r), check.forge) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = pulls.entry(n) {
+                match f.pull(n).await {
+                    Ok(p) => drop(slot.insert(p)),
+                    Err(e) => {
+                        checked = false;
+                        problems.push(Problem {
+                            location: f.name().into(),
+                            message: format!(
+                                "cannot check the recorded rejection {}: {e}; no new pull \
+                                 request is opened this run",
+                                r.ref_name()
+                            ),
+                            hint: e.hint(),
+                        });
+                        continue;
+                    }
+                }
+            }
+        }
+        let pull = pull_number(&r)
+            .and_then(|n| pulls.get(&n))
+            .and_then(Option::as_ref);
+        match unsupported(&r, pull, (check.login, check.base), derived) {
+            None => held.push(r),
+            Some(why) => notes.push(format!(
+                "recorded rejection {} ignored: {why}",
+                r.ref_name()
+            )),
+        }
+    }
+    (held, notes, checked)
 }
 
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
@@ -714,6 +846,7 @@ async fn pull_requests(
         journal,
         rejections: &decisions.rejections,
         open: decisions.open.as_deref(),
+        login: decisions.login.as_deref(),
         by_api: by_api(loaded),
     };
     Some(crate::deliver::pulls::deliver(&ctx, made, links).await)

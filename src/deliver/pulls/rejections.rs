@@ -185,6 +185,54 @@ pub fn recorded(
     (kept, gone)
 }
 
+/// Why a recorded rejection (a ref under [`NAMESPACE`]) does not hold, or `None` when it
+/// does. A ref is only a record: anyone with push access can create one, so it holds only
+/// when what it names says so too:
+///
+/// - `pr-N`: `pull` is pull request N as the forge knows it now (`None`: unknown). It must
+///   be imagebump's own ([`super::state::is_ours`]: opened by `login`, into `base`), closed
+///   without merging, and its marker must propose this very version at this place;
+/// - `revert-<sha>`: the same rejection must be read from the base's history this run
+///   (`derived`): a revert of an imagebump commit within the commits read.
+pub fn unsupported(
+    r: &Rejected,
+    pull: Option<&Pull>,
+    (login, base): (Option<&str>, &str),
+    derived: &[Rejected],
+) -> Option<String> {
+    if derived.iter().any(|d| same(d, r)) {
+        return None;
+    }
+    if r.source.starts_with("revert-") {
+        return Some("no revert of an imagebump commit in the history read says so".into());
+    }
+    let Some(p) = pull else {
+        return Some("the forge knows no such pull request".into());
+    };
+    if !super::state::is_ours(p, login, base) {
+        return Some(format!("pull request #{} is not imagebump's", p.number));
+    }
+    if p.state != PullState::Closed {
+        return Some(format!("pull request #{} is not closed unmerged", p.number));
+    }
+    let proposed = marker::parse(&p.body).unwrap_or_default();
+    let said = proposed.iter().any(|u| {
+        u.image == r.image
+            && marker::tag_of(&u.to) == r.tag
+            && r.file.as_ref().is_none_or(|f| *f == u.file)
+    });
+    (!said).then(|| format!("pull request #{} did not propose this version", p.number))
+}
+
+/// The pull request a `pr-N` record names.
+pub fn pull_number(r: &Rejected) -> Option<u64> {
+    r.source.strip_prefix("pr-")?.parse().ok()
+}
+
+fn same(a: &Rejected, b: &Rejected) -> bool {
+    a.image == b.image && a.tag == b.tag && a.file == b.file && a.source == b.source
+}
+
 /// The sources (`revert-<sha>`) of rejections a human lifted by reverting the revert (what
 /// `git revert` of a revert, "Reapply …", makes): the version is wanted after all.
 pub fn lifted(history: &[CommitInfo]) -> std::collections::BTreeSet<String> {
@@ -370,6 +418,7 @@ mod tests {
             number: 7,
             branch: "imagebump/web".into(),
             base: "main".into(),
+            author: "imagebump-bot".into(),
             title: "t".into(),
             body: marker::render(&[marked]),
             state: PullState::Closed,
@@ -430,6 +479,91 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_recorded_rejection_holds_only_when_what_it_names_says_so() {
+        let marked = Marked {
+            image: "ghcr.io/acme/web".into(),
+            group: "apps/web".into(),
+            file: "apps/web/kustomization.yaml".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0".into(),
+        };
+        let closed = Pull {
+            number: 7,
+            branch: "imagebump/web".into(),
+            base: "main".into(),
+            author: "imagebump-bot".into(),
+            title: "t".into(),
+            body: marker::render(&[marked]),
+            state: PullState::Closed,
+            url: String::new(),
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            draft: false,
+            node_id: String::new(),
+            automerge: None,
+        };
+        let r = Rejected::from_ref(
+            "refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/pr-7/file=apps%2Fweb%2Fkustomization.yaml",
+        )
+        .unwrap();
+        let me = (Some("imagebump-bot"), "main");
+        let why = |p: Option<&Pull>, me| unsupported(&r, p, me, &[]);
+        assert_eq!(why(Some(&closed), me), None);
+        assert_eq!(
+            why(None, me).as_deref(),
+            Some("the forge knows no such pull request")
+        );
+        let human = Pull {
+            author: "mallory".into(),
+            ..closed.clone()
+        };
+        let other_base = Pull {
+            base: "release".into(),
+            ..closed.clone()
+        };
+        for p in [&human, &other_base] {
+            assert_eq!(
+                why(Some(p), me).as_deref(),
+                Some("pull request #7 is not imagebump's")
+            );
+        }
+        assert_eq!(
+            why(Some(&closed), (None, "main")).as_deref(),
+            Some("pull request #7 is not imagebump's")
+        );
+        let merged = Pull {
+            state: PullState::Merged,
+            ..closed.clone()
+        };
+        assert_eq!(
+            why(Some(&merged), me).as_deref(),
+            Some("pull request #7 is not closed unmerged")
+        );
+        // Another version, or another file, than the pull request proposed.
+        for name in [
+            "refs/imagebump/rejected/ghcr.io/acme/web/9.9.9/pr-7",
+            "refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/pr-7/file=prod%2Fvalues.yaml",
+            "refs/imagebump/rejected/ghcr.io/acme/db/1.3.0/pr-7",
+        ] {
+            let other = Rejected::from_ref(name).unwrap();
+            assert_eq!(
+                unsupported(&other, Some(&closed), me, &[]).as_deref(),
+                Some("pull request #7 did not propose this version"),
+                "{name}"
+            );
+        }
+        // A revert record holds only while the history read shows the revert.
+        let revert =
+            Rejected::from_ref("refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/revert-1a2b3c4d5e")
+                .unwrap();
+        assert_eq!(
+            unsupported(&revert, None, me, &[]).as_deref(),
+            Some("no revert of an imagebump commit in the history read says so")
+        );
+        assert_eq!(unsupported(&revert, None, me, &[revert.clone()]), None);
     }
 
     #[test]
