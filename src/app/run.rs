@@ -56,6 +56,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let mut loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
+    check_base(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, forge, &mut problems).await;
     for note in &decisions.notes {
@@ -141,6 +142,36 @@ fn end(plan: &RunPlan, (problems, late): (&[Problem], &[Problem]), analysed: Ana
     let status = status(plan, problems, late, &analysed.plan);
     std::mem::forget(analysed);
     status
+}
+
+/// A remote whose clone is on no branch (its `HEAD` detached or naming a tag, `--ref` naming
+/// a tag or a commit, an empty repository) has no base to deliver to: pull-request mode and
+/// `--push` stop with an error naming the remote, a dry run says it cannot deliver.
+fn check_base(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<(), Error> {
+    let ws = &loaded.ws;
+    let Some(remote) = ws.remote.as_deref().filter(|_| plan.remote) else {
+        return Ok(());
+    };
+    let what = match (&ws.commit, &ws.branch, &plan.source.git_ref) {
+        (Some(_), Some(_), _) => return Ok(()),
+        (None, _, _) => "its HEAD names no commit (an empty repository, or a HEAD naming a \
+                         branch that does not exist)"
+            .to_string(),
+        (Some(_), None, Some(r)) => format!("--ref {r} is not a branch (a tag or a commit)"),
+        (Some(sha), None, None) => {
+            format!("its HEAD is not a branch (detached at {sha}, or a tag)")
+        }
+    };
+    match plan.mode {
+        Mode::PullRequests | Mode::Push => Err(Error::NoBaseBranch {
+            remote: remote.to_string(),
+            what,
+        }),
+        _ => {
+            out.warning(&format!("{remote}: {what}: nothing could be delivered"));
+            Ok(())
+        }
+    }
 }
 
 /// `--push --dry-run` (and the `delivery: push` part of a dry run): build the commits a

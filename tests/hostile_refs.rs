@@ -1,0 +1,343 @@
+//! What a person who can push to the repository, or open pull requests on it, can make
+//! imagebump do with branches, refs, pull requests and rejections: a pull request is
+//! imagebump's only when imagebump's own forge account opened it into the base branch; a
+//! pushed ref vetoes nothing by itself; a remote with no base branch is an error. Real git
+//! remote over smart HTTP, real registry, the stateful GitHub fake; the forge clients
+//! against the fakes of all three forges.
+
+mod support;
+
+use imagebump::deliver::marker::{render, Marked};
+use imagebump::forge::Forge;
+use support::cli::{imagebump, Run};
+use support::github::{FakeGitHub, BOT_LOGIN};
+use support::TwoApps;
+
+const TOKEN: &str = FakeGitHub::TOKEN;
+const WEB: &str = "imagebump/apps-web";
+const WEB_FILE: &str = "apps/web/kustomization.yaml";
+
+struct Setup {
+    apps: TwoApps,
+    forge: FakeGitHub,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = TwoApps;
+    fn deref(&self) -> &TwoApps {
+        &self.apps
+    }
+}
+
+async fn setup() -> Setup {
+    Setup {
+        apps: TwoApps::start(TOKEN, ""),
+        forge: FakeGitHub::start().await,
+    }
+}
+
+impl Setup {
+    async fn run(&self, extra: &[&str], code: i32) -> Run {
+        imagebump()
+            .arg("run")
+            .arg(self.server.url())
+            .arg("--config")
+            .arg(self.config())
+            .args(["--forge", "github", "--forge-url"])
+            .arg(self.forge.api_url())
+            .arg("--forge-repo")
+            .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+            .args(extra)
+            .env("GITHUB_TOKEN", TOKEN)
+            .code(code)
+            .run_async()
+            .await
+    }
+
+    /// Forge calls that change something, as `METHOD path`.
+    fn writes(&self) -> Vec<String> {
+        self.forge
+            .write_calls()
+            .iter()
+            .map(|c| format!("{} {}", c.method, c.path))
+            .collect()
+    }
+
+    /// The refs below `refs/imagebump/` on the remote.
+    fn recorded(&self) -> String {
+        self.server
+            .git(&["for-each-ref", "--format=%(refname)", "refs/imagebump/"])
+    }
+
+    /// The open pull requests, as `#number branch`.
+    fn open(&self) -> Vec<String> {
+        self.forge
+            .pulls()
+            .into_iter()
+            .filter(|p| p.state == "open")
+            .map(|p| format!("#{} {}", p.number, p.branch))
+            .collect()
+    }
+}
+
+/// imagebump's marker proposing web 1.0.0 → 1.1.0 in apps/web, as its own bodies carry it.
+fn web_marker() -> String {
+    render(&[Marked {
+        image: "registry.test/team/web".into(),
+        group: "apps/web".into(),
+        file: WEB_FILE.into(),
+        from: "1.0.0".into(),
+        to: "1.1.0".into(),
+    }])
+}
+
+/// Someone with push access opens a pull request from a branch with imagebump's prefix,
+/// copies imagebump's marker into it and closes it: that rejects nothing, is recorded
+/// nowhere, and is said as a warning.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_pull_request_someone_else_opened_rejects_nothing() {
+    let s = setup().await;
+    let theirs = s.forge.add_pull_by(
+        "mallory",
+        "imagebump/apps-web-2",
+        "main",
+        "web",
+        &web_marker(),
+    );
+    s.forge.close(theirs);
+    let run = s.run(&[], 0).await;
+    assert_eq!(s.recorded(), "", "{run}");
+    assert!(!run.stdout.contains("held back"), "{run}");
+    run.assert_stderr_contains(&format!(
+        "pull request #{theirs} from imagebump/apps-web-2 (by mallory, into main) is not imagebump's ({BOT_LOGIN} into main)"
+    ));
+    let mut opened: Vec<String> = s.open();
+    opened.sort();
+    assert_eq!(
+        opened,
+        [
+            format!("#{} imagebump/apps-api-values.yaml", theirs + 1),
+            format!("#{} {WEB}", theirs + 2),
+        ]
+    );
+}
+
+/// A pull request someone else opened from the very branch imagebump would use, and one
+/// of imagebump's own into another base: neither is pushed to, edited, closed or adopted.
+/// The change set whose branch is taken is reported left alone; the other goes ahead.
+#[tokio::test(flavor = "multi_thread")]
+async fn pull_requests_that_are_not_imagebumps_are_never_touched() {
+    let s = setup().await;
+    let human = s
+        .forge
+        .add_pull_by("mallory", WEB, "main", "my web", &web_marker());
+    // imagebump's account, another base, a marker whose versions this base already has
+    // (a pull request for this base would be closed).
+    let api_done = render(&[Marked {
+        image: "registry.test/team/other".into(),
+        group: "apps/other".into(),
+        file: "apps/other/values.yaml".into(),
+        from: "1.0.0".into(),
+        to: "1.1.0".into(),
+    }]);
+    let other_base = s
+        .forge
+        .add_pull("imagebump/apps-other", "release", "other", &api_done);
+    s.forge.clear_calls();
+    let run = s.run(&["--output", "json"], 0).await;
+    assert_eq!(
+        s.server.branch_sha(WEB),
+        None,
+        "web's branch not pushed: {run}"
+    );
+    let writes = s.writes();
+    for n in [human, other_base] {
+        let path = s.forge.repo_path(&format!("/pulls/{n}"));
+        assert!(
+            !writes.iter().any(|w| w.contains(&path)),
+            "#{n} untouched: {writes:#?}"
+        );
+    }
+    assert_eq!(
+        writes,
+        [format!("POST {}", s.forge.repo_path("/pulls"))],
+        "only api's pull request is opened"
+    );
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let actions: Vec<(String, String)> = report["pullRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["branch"].as_str().unwrap().to_string(),
+                p["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (WEB.to_string(), "human-commits".to_string()),
+            (
+                "imagebump/apps-api-values.yaml".to_string(),
+                "create".to_string()
+            ),
+        ]
+    );
+    run.assert_stderr_contains(&format!(
+        "pull request #{human} from {WEB} (by mallory, into main) is not imagebump's"
+    ));
+    run.assert_stderr_contains(&format!(
+        "pull request #{other_base} from imagebump/apps-other (by {BOT_LOGIN}, into release) is not imagebump's"
+    ));
+}
+
+/// A reopened pull request lifts the rejection its closing made, but only one imagebump
+/// opened: someone else's open pull request naming the same number cannot.
+#[tokio::test(flavor = "multi_thread")]
+async fn refs_pushed_by_hand_veto_nothing() {
+    let s = setup().await;
+    let main = s.server.branch_sha("main").unwrap();
+    let human = s
+        .forge
+        .add_pull_by("mallory", "imagebump/x", "main", "x", &web_marker());
+    s.forge.close(human);
+    // By hand: a pull request the forge does not know, a human's closed pull request that
+    // carries the marker, a revert of nothing.
+    let forged = [
+        format!("refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-999/file=apps%2Fweb%2Fkustomization.yaml"),
+        format!("refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{human}/file=apps%2Fweb%2Fkustomization.yaml"),
+        "refs/imagebump/rejected/registry.test/team/web/1.1.0/revert-1a2b3c4d5e/file=apps%2Fweb%2Fkustomization.yaml".to_string(),
+    ];
+    for r in &forged {
+        s.server.git(&["update-ref", r, &main]);
+    }
+    let run = s.run(&[], 0).await;
+    assert!(!run.stdout.contains("held back"), "{run}");
+    assert!(
+        s.open().iter().any(|p| p.ends_with(WEB)),
+        "web 1.1.0 proposed: {run}"
+    );
+    run.assert_stderr_contains(&format!(
+        "recorded rejection {} ignored: the forge knows no such pull request",
+        forged[0]
+    ));
+    run.assert_stderr_contains(&format!(
+        "recorded rejection {} ignored: pull request #{human} is not imagebump's",
+        forged[1]
+    ));
+    run.assert_stderr_contains(&format!(
+        "recorded rejection {} ignored: no revert of an imagebump commit in the history read says so",
+        forged[2]
+    ));
+    // The forged records stay as they were (imagebump never moves or deletes them).
+    let mut expected: Vec<&str> = forged.iter().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(s.recorded().lines().collect::<Vec<_>>(), expected);
+}
+
+/// A real rejection still holds from its record: imagebump's own pull request, closed
+/// unmerged, proposing that version; a record naming another version from the same pull
+/// request does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_holds_only_for_what_its_pull_request_proposed() {
+    let s = setup().await;
+    s.run(&[], 0).await;
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    s.forge.close(web.number);
+    s.run(&[], 0).await;
+    let main = s.server.branch_sha("main").unwrap();
+    let api = format!(
+        "refs/imagebump/rejected/registry.test/team/api/2.1.0/pr-{}/file=apps%2Fapi%2Fvalues.yaml",
+        web.number
+    );
+    s.server.git(&["update-ref", &api, &main]);
+    let run = s.run(&[], 0).await;
+    run.assert_stdout_contains(&format!(
+        "registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging",
+        web.number
+    ));
+    run.assert_stderr_contains(&format!(
+        "recorded rejection {api} ignored: pull request #{} did not propose this version",
+        web.number
+    ));
+    assert!(!run.stdout.contains("team/api 2.1.0 held back"), "{run}");
+}
+
+/// A remote whose HEAD is detached, and a `--ref` naming a tag: no base branch, so
+/// pull-request mode and `--push` stop with an error naming the remote, never "updates in
+/// pull requests" with nothing delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_without_a_base_branch_is_an_error() {
+    let s = setup().await;
+    let main = s.server.branch_sha("main").unwrap();
+    s.server.git(&["tag", "v1", &main]);
+    let url = s.server.url();
+    let run = s.run(&["--ref", "v1"], 1).await;
+    run.assert_stderr_contains(&format!(
+        "error: {url}: --ref v1 is not a branch (a tag or a commit); pull requests and pushes need a base branch"
+    ));
+    let run = s.run(&["--push", "--ref", "v1"], 1).await;
+    run.assert_stderr_contains("--ref v1 is not a branch");
+    s.server.git(&["update-ref", "--no-deref", "HEAD", &main]);
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains(&format!(
+        "error: {url}: its HEAD is not a branch (detached at {main}, or a tag)"
+    ));
+    assert_eq!(s.forge.write_calls().len(), 0);
+    assert_eq!(s.pushes(), 0);
+    // A dry run shows the plan and says that nothing could be delivered.
+    let run = s.run(&["--dry-run"], 0).await;
+    run.assert_stderr_contains("nothing could be delivered");
+}
+
+/// The account each forge's credentials act as, spelled as its pull requests' authors are.
+#[tokio::test(flavor = "multi_thread")]
+async fn whoami_names_the_account_pull_requests_are_opened_by() {
+    use imagebump::forge::{GitHubAuth, GitHubSettings};
+    use secrecy::SecretString;
+    let fake = FakeGitHub::start().await;
+    let settings = |auth| GitHubSettings {
+        api_url: fake.api_url(),
+        owner: FakeGitHub::OWNER.into(),
+        repo: FakeGitHub::REPO.into(),
+        auth,
+    };
+    let token = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::Token(
+        SecretString::from(TOKEN),
+    )))
+    .await
+    .unwrap();
+    assert_eq!(token.whoami().await.unwrap(), BOT_LOGIN);
+    fake.enable_app(7, 70);
+    let app = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::App {
+        app_id: 7,
+        private_key_pem: SecretString::from(support::github::APP_PRIVATE_KEY),
+    }))
+    .await
+    .unwrap();
+    assert_eq!(app.whoami().await.unwrap(), "imagebump[bot]");
+    let opened = app
+        .create_pull(&imagebump_forge::fake::new_pull("imagebump/a", "a", ""))
+        .await
+        .unwrap();
+    assert_eq!(opened.author, "imagebump[bot]");
+    // An installation token passed as a plain token (Actions' GITHUB_TOKEN): `/user` is
+    // refused, GraphQL's viewer names the bot.
+    let installation = fake.issued_tokens().pop().unwrap();
+    let as_token = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::Token(
+        SecretString::from(installation),
+    )))
+    .await
+    .unwrap();
+    assert_eq!(as_token.whoami().await.unwrap(), "imagebump[bot]");
+    let lines: Vec<String> = fake.calls().iter().map(|c| c.line()).collect();
+    assert!(lines.contains(&"GET /app".to_string()), "{lines:#?}");
+    assert!(lines.contains(&"POST /graphql".to_string()), "{lines:#?}");
+}
