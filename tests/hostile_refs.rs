@@ -341,3 +341,128 @@ async fn whoami_names_the_account_pull_requests_are_opened_by() {
     assert!(lines.contains(&"GET /app".to_string()), "{lines:#?}");
     assert!(lines.contains(&"POST /graphql".to_string()), "{lines:#?}");
 }
+
+/// `git <args>` in `dir`, author and committer dates `date`.
+fn dated(dir: &std::path::Path, args: &[&str], date: &str) {
+    let out = support::git_command()
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_COMMITTER_DATE", date)
+        .env("GIT_AUTHOR_DATE", date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn overlay(tag: &str) -> String {
+    format!("images:\n  - name: registry.test/team/web\n    newTag: {tag}\n")
+}
+
+/// A remote whose dev runs web 1.1.0 from a commit dated three days before "now", staging
+/// promoted from dev after 2 h of soak, dev itself pinned (no registry needed).
+fn backdated_story() -> (support::GitServer, tempfile::TempDir, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    support::git(dir, &["init", "--quiet", "-b", "main"]);
+    for env in ["dev", "staging"] {
+        let path = dir.join(format!("apps/web/overlays/{env}/kustomization.yaml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, overlay("1.0.0")).unwrap();
+    }
+    support::git(dir, &["add", "--all"]);
+    dated(
+        dir,
+        &["commit", "--quiet", "-m", "web"],
+        "2026-11-01T00:00:00Z",
+    );
+    std::fs::write(
+        dir.join("apps/web/overlays/dev/kustomization.yaml"),
+        overlay("1.1.0"),
+    )
+    .unwrap();
+    support::git(dir, &["add", "--all"]);
+    // Backdated: it lands "now" (2026-11-20 12:00) with a date three days old.
+    dated(
+        dir,
+        &["commit", "--quiet", "-m", "dev web 1.1.0"],
+        "2026-11-17T12:00:00Z",
+    );
+    let server = support::GitServer::daemon(dir, "gitops");
+    let cfg = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cfg.path().join("imagebump.yaml"),
+        "registries:\n  - prefix: registry.test\n    url: http://127.0.0.1:9\nimages:\n  - match: registry.test/team/*\n    path: apps/*/overlays/dev/**\n    pin: true\n  - match: registry.test/team/*\n    path: apps/*/overlays/staging/**\n    promoteFrom: {path: \"apps/{app}/overlays/dev\", soak: 2h}\n",
+    )
+    .unwrap();
+    (server, work, cfg)
+}
+
+const DEV_SEEN: &str =
+    "refs/imagebump/seen/apps%2Fweb%2Foverlays%2Fdev/registry.test/team/web/1.1.0/";
+
+/// A commit dated in the past buys no soak: it counts from when imagebump first saw the
+/// version in the source, recorded as a create-only ref by the run that delivers. A dry
+/// run records nothing and counts the same way; a record pushed by hand with an earlier
+/// time counts by the latest record, so it cannot shorten the soak either.
+#[test]
+fn a_backdated_commit_buys_no_soak_time() {
+    let (server, _work, cfg) = backdated_story();
+    let run = |extra: &[&str], now: &str| {
+        imagebump()
+            .arg("run")
+            .arg(server.url())
+            .arg("--config")
+            .arg(cfg.path().join("imagebump.yaml"))
+            .args(extra)
+            .env("IMAGEBUMP_TEST_NOW", now)
+            .code(0)
+            .run()
+    };
+    let staging = || {
+        server
+            .file_at("main", "apps/web/overlays/staging/kustomization.yaml")
+            .unwrap()
+    };
+    let seen = || {
+        server.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/imagebump/seen/",
+        ])
+    };
+    let dry = run(&["--dry-run"], "2026-11-20T12:00:00Z");
+    assert!(!dry.stdout.contains("1.0.0 -> 1.1.0"), "{dry}");
+    assert_eq!(seen(), "", "a dry run records nothing");
+
+    let first = run(&["--push"], "2026-11-20T12:00:00Z");
+    assert_eq!(
+        staging(),
+        overlay("1.0.0"),
+        "soaking, not promoted: {first}"
+    );
+    let now = 1_795_176_000; // 2026-11-20T12:00:00Z
+    assert!(
+        seen().lines().any(|l| l == format!("{DEV_SEEN}{now}")),
+        "{}",
+        seen()
+    );
+
+    // A record by hand, "seen" long ago: the latest record counts.
+    let main = server.branch_sha("main").unwrap();
+    server.git(&["update-ref", &format!("{DEV_SEEN}0"), &main]);
+    let hour = run(&["--push"], "2026-11-20T13:00:00Z");
+    assert_eq!(staging(), overlay("1.0.0"), "still soaking: {hour}");
+
+    let later = run(&["--push"], "2026-11-20T14:30:00Z");
+    assert_eq!(
+        staging(),
+        overlay("1.1.0"),
+        "soaked 2 h since first seen: {later}"
+    );
+    // Records are never moved: the first sighting is still the one.
+    assert!(seen().lines().any(|l| l == format!("{DEV_SEEN}{now}")));
+}

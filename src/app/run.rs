@@ -15,6 +15,7 @@ use crate::forge::connect::Connected;
 use crate::forge::Forge;
 use crate::plan::{self, Plan};
 use crate::progress::Journal;
+use crate::promote::seen::Seen;
 use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
 use crate::report::{self, Counts, Problem, RunReport};
@@ -68,8 +69,10 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
             source,
         })?
         .with_cache(disk_cache(plan));
-    let rejected = &decisions.rejections;
-    let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
+    let seen = seen_records(&loaded, &mut problems);
+    let known = (&decisions.rejections, seen.as_ref());
+    let analysed = analyse(plan, &mut loaded, &registries, known, out, &mut problems).await;
+    record_seen(plan, &loaded, &analysed.promotions, &mut problems);
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -546,13 +549,75 @@ async fn hold(
     (held, notes, checked)
 }
 
+/// What the run knows before it analyses: the rejections, and the first sightings of
+/// source versions (`None`: a local directory).
+type Known<'a> = (&'a Rejections, Option<&'a Seen>);
+
+/// The first sightings the remote records (`refs/imagebump/seen/…`), read only when a rule
+/// promotes. `None` for a local directory (soak counts from committer dates). When they
+/// cannot be read, none is known: every version counts from now (fail closed).
+fn seen_records(loaded: &Loaded, problems: &mut Vec<Problem>) -> Option<Seen> {
+    use crate::promote::seen::NAMESPACE;
+    let git = loaded
+        .ws
+        .git
+        .as_ref()
+        .filter(|_| loaded.ws.remote.is_some())?;
+    if loaded
+        .config
+        .images
+        .iter()
+        .all(|r| r.promote_from.is_none())
+    {
+        return None;
+    }
+    match git.remote_refs(&loaded.ws.root, NAMESPACE) {
+        Ok(names) => Some(Seen::from_refs(&names)),
+        Err(e) => {
+            problems.push(Problem::general(format!(
+                "cannot read when versions were first seen ({NAMESPACE}*): {e}; every version \
+                 soaks from now"
+            )));
+            Some(Seen::default())
+        }
+    }
+}
+
+/// A run that delivers (pull requests, `--push`) records the source versions no record
+/// names yet as first seen now, create-only: a record is never moved.
+fn record_seen(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    promotions: &crate::promote::Promotions,
+    problems: &mut Vec<Problem>,
+) {
+    use crate::promote::seen::{ref_name, NAMESPACE};
+    let (Some(git), Some(commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
+        return;
+    };
+    if !matches!(plan.mode, Mode::PullRequests | Mode::Push) || promotions.unseen.is_empty() {
+        return;
+    }
+    let names: Vec<String> = promotions
+        .unseen
+        .iter()
+        .map(|k| ref_name(k, promotions.now))
+        .collect();
+    if let Err(e) = git.create_refs(&loaded.ws.root, &names, commit) {
+        problems.push(Problem::general(format!(
+            "cannot record {} first sighting(s) as {NAMESPACE}…: {e}",
+            names.len()
+        )));
+    }
+}
+
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
 /// meanwhile, analyse the new base again (a bounded number of times).
 async fn analyse(
     plan: &RunPlan,
     loaded: &mut Loaded,
     registries: &Registries,
-    rejections: &Rejections,
+    known: Known<'_>,
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
@@ -560,7 +625,7 @@ async fn analyse(
     let mut attempt: usize = 1;
     loop {
         let (found, resolved, made, promotions) =
-            analyse_once(plan, loaded, registries, rejections, out).await;
+            analyse_once(plan, loaded, registries, known, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
@@ -663,7 +728,7 @@ async fn analyse_once(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    rejections: &Rejections,
+    (rejections, seen): Known<'_>,
     out: &Output,
 ) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
     let group_by = plan
@@ -678,7 +743,7 @@ async fn analyse_once(
         &found,
         (&loaded.config, &loaded.ws.root),
         plan.history_depth,
-        rejections,
+        (rejections, seen),
     );
     narrow(&mut found, plan, loaded, group_by);
     tracing::info!(
