@@ -66,6 +66,9 @@ const CONFIG: &str = "images:
   - match: registry.test/team/*
     path: apps/*/overlays/prod/**
     promoteFrom: {path: \"apps/{app}/overlays/staging\", soak: 24h}
+# The story's commits stand for imagebump's: their author is imagebump's.
+pullRequests:
+  author: {name: imagebump test, email: test@imagebump.invalid}
 ";
 
 struct Story {

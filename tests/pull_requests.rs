@@ -210,10 +210,14 @@ async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reverted_commit_stays_reverted() {
-    let s = setup("").await;
+    let s =
+        setup("pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n")
+            .await;
     // Below the reverted version: held back with it.
     s.reg.push_tags("team/web", &["1.0.1"]);
-    // The update was merged by hand, with imagebump's trailer, and then reverted.
+    // imagebump's update (its author, its trailer), merged, then reverted. A commit by
+    // anyone else, trailer or not, is not imagebump's: its revert rejects nothing
+    // (deliver/pulls/rejections.rs).
     let merged = s.server.commit_on(
         "main",
         &[(
@@ -577,7 +581,10 @@ async fn without_the_closed_pull_requests_nothing_new_is_proposed() {
 /// reverts (it reads the history), and says that closed pull requests were not consulted.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_dry_run_without_a_forge_token_holds_reverted_versions_back() {
-    let s = setup("").await;
+    // The commit made here by hand stands for imagebump's: its author is imagebump's.
+    let s =
+        setup("pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n")
+            .await;
     let merged = s.server.commit_on(
         "main",
         &[(

@@ -23,8 +23,12 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
         .unwrap_or_default();
+    let bot = crate::deliver::pulls::Author {
+        email: &loaded.config.pull_requests.author.email,
+        by_api: loaded.config.signing.as_ref().is_some_and(|s| s.by_api()),
+    };
     let rejections =
-        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history));
+        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history, bot));
     let root = (&loaded.config, loaded.ws.root.as_path());
     let seen = seen_records(&loaded);
     let all = promote::read_now(&found, root, HISTORY_DEPTH, (&rejections, seen.as_ref()));

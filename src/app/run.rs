@@ -349,7 +349,11 @@ async fn rejections(
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
-    let mut all = crate::deliver::pulls::rejected(&closed, &history);
+    let bot = crate::deliver::pulls::Author {
+        email: &loaded.config.pull_requests.author.email,
+        by_api: by_api(loaded),
+    };
+    let mut all = crate::deliver::pulls::rejected(&closed, &history, bot);
     lifted.extend(crate::deliver::pulls::lifted(&history));
     let check = Check {
         forge,

@@ -21,7 +21,7 @@ use serde::Serialize;
 pub use self::decide::{Action, Proposal};
 pub use self::message::{body, branch_name, commit_message, title, updates_of};
 pub use self::rejections::{
-    by_image, lifted, pull_number, recorded, rejected, rejections, unsupported, Rejected, NAMESPACE,
+    by_image, lifted, pull_number, recorded, rejected, unsupported, Author, Rejected, NAMESPACE,
 };
 pub use self::state::{is_ours, not_ours_notes};
 use crate::config::PullRequestsConfig;

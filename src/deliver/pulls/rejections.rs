@@ -72,9 +72,19 @@ impl Rejected {
     }
 }
 
-/// Versions reviewers rejected: pull requests closed without merging (their marker) and
-/// reverted imagebump commits (their trailers), within the base branch's recent history.
-pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
+/// Whose commits are imagebump's: the configured author email, and whether GitHub's API
+/// made them (`signing: {format: github}`). A revert rejects only what such a commit did.
+#[derive(Debug, Clone, Copy)]
+pub struct Author<'a> {
+    pub email: &'a str,
+    pub by_api: bool,
+}
+
+/// Versions reviewers rejected: pull requests closed without merging (their marker; the
+/// caller passes imagebump's own only) and reverted imagebump commits (their trailers; a
+/// commit by another author, or without the trailer, is not imagebump's), within the base
+/// branch's recent history.
+pub fn rejected(closed: &[Pull], history: &[CommitInfo], bot: Author<'_>) -> Vec<Rejected> {
     let mut out = Vec::new();
     let mut reject = |image: &str, to: &str, file: Option<&str>, source: String, why: String| {
         out.push(Rejected {
@@ -105,7 +115,8 @@ pub fn rejected(closed: &[Pull], history: &[CommitInfo]) -> Vec<Rejected> {
         if lifted.contains(&format!("revert-{}", short(reverted))) {
             continue;
         }
-        for original in undone(&by_sha, reverted) {
+        let ours = |c: &&CommitInfo| !super::state::is_foreign(c, bot.email, bot.by_api);
+        for original in undone(&by_sha, reverted).into_iter().filter(ours) {
             for (k, v) in &original.trailers {
                 let Some(t) =
                     marker::parse_trailer(v).filter(|_| k.eq_ignore_ascii_case(marker::TRAILER))
@@ -228,11 +239,6 @@ pub fn by_image(all: &[Rejected]) -> Rejections {
     out
 }
 
-/// [`rejected`], by image.
-pub fn rejections(closed: &[Pull], history: &[CommitInfo]) -> Rejections {
-    by_image(&rejected(closed, history))
-}
-
 fn short(sha: &str) -> &str {
     // A commit id is ASCII hex; anything else is shown whole.
     sha.get(..sha.len().min(10)).unwrap_or(sha)
@@ -336,6 +342,12 @@ mod tests {
         assert_eq!(Rejected::from_ref("refs/heads/main"), None);
     }
 
+    /// imagebump's commits in these tests.
+    const BOT: Author<'static> = Author {
+        email: "a@b",
+        by_api: false,
+    };
+
     fn commit(sha: &str, parents: &[&str], trailer: Option<&str>, body: &str) -> CommitInfo {
         let sig = Signature {
             name: "a".into(),
@@ -417,7 +429,7 @@ mod tests {
             None,
             "This reverts commit 3333333333cccc.\n",
         );
-        let r = rejected(&[closed], &[revert_db, db, revert, original]);
+        let r = rejected(&[closed], &[revert_db, db, revert, original], BOT);
         let s = |x: &str| x.to_string();
         assert_eq!(
             listed(&r),
@@ -530,6 +542,28 @@ mod tests {
     }
 
     #[test]
+    fn reverting_a_commit_imagebump_did_not_make_rejects_nothing() {
+        // A trailer written by someone else (another author), then "reverted".
+        let mut theirs = commit(
+            "1111111111aaaa",
+            &[],
+            Some("ghcr.io/acme/api 2.0.0 -> 9.9.9 in apps/api/values.yaml"),
+            "",
+        );
+        theirs.author.email = "mallory@example.com".into();
+        let revert = commit(
+            "2222222222bbbb",
+            &[],
+            None,
+            "This reverts commit 1111111111aaaa.\n",
+        );
+        assert_eq!(rejected(&[], &[revert.clone(), theirs.clone()], BOT), []);
+        // The same commit by imagebump's author is imagebump's: its revert rejects.
+        theirs.author.email = BOT.email.into();
+        assert_eq!(rejected(&[], &[revert, theirs], BOT).len(), 1);
+    }
+
+    #[test]
     fn reverting_the_revert_lifts_the_rejection() {
         let original = commit(
             "1111111111aaaa",
@@ -550,12 +584,12 @@ mod tests {
             "This reverts commit 2222222222bbbb.\n",
         );
         let history = [reapply, revert.clone(), original.clone()];
-        assert_eq!(rejected(&[], &history), []);
+        assert_eq!(rejected(&[], &history, BOT), []);
         assert_eq!(
             lifted(&history).into_iter().collect::<Vec<_>>(),
             ["revert-1111111111"]
         );
-        assert_eq!(rejected(&[], &[revert, original]).len(), 1);
+        assert_eq!(rejected(&[], &[revert, original], BOT).len(), 1);
     }
 
     #[test]
@@ -580,7 +614,7 @@ mod tests {
             None,
             "This reverts commit cccccccccc03, reversing\nchanges made to aaaaaaaaaa01.\n",
         );
-        let found = rejected(&[], &[r, m, b, a]);
+        let found = rejected(&[], &[r, m, b, a], BOT);
         assert_eq!(
             listed(&found),
             [(
