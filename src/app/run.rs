@@ -47,6 +47,7 @@ fn check_opened(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<(), Err
     for w in &loaded.config_warnings {
         out.warning(w);
     }
+    check_base(plan, loaded, out)?;
     refuse_push_by_api(plan, loaded)
 }
 
@@ -57,22 +58,16 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let mut loaded = source::open(&plan.source, git_token(connected.as_ref()), depth)?;
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
-    check_base(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let decisions = rejections(plan, &loaded, forge, &mut problems).await;
-    for note in &decisions.notes {
-        out.warning(note);
-    }
+    let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
     let registries = Registries::new(loaded.config.registries.clone())
         .map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
             source,
         })?
         .with_cache(disk_cache(plan));
-    let seen = seen_records(&loaded, &mut problems);
-    let known = (&decisions.rejections, seen.as_ref());
-    let analysed = analyse(plan, &mut loaded, &registries, known, out, &mut problems).await;
-    record_seen(plan, &loaded, &analysed.promotions, &mut problems);
+    let rejected = &decisions.rejections;
+    let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -291,9 +286,22 @@ fn history_depth(plan: &RunPlan) -> usize {
     plan.history_depth.max(1)
 }
 
-/// Versions reviewers rejected: imagebump's own closed pull requests (with a forge) and
-/// reverted imagebump commits in the base's history.
+/// Versions reviewers rejected ([`read_rejections`]); what was left alone and why
+/// (`Decisions::notes`) is said as warnings on `out`.
 async fn rejections(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    (forge, out): (Option<&dyn Forge>, &Output),
+    problems: &mut Vec<Problem>,
+) -> Decisions {
+    let decisions = read_rejections(plan, loaded, forge, problems).await;
+    decisions.notes.iter().for_each(|note| out.warning(note));
+    decisions
+}
+
+/// Versions reviewers rejected: imagebump's own closed pull requests (with a forge),
+/// reverted imagebump commits in the base's history, and the records that hold.
+async fn read_rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
@@ -621,10 +629,12 @@ async fn analyse(
     plan: &RunPlan,
     loaded: &mut Loaded,
     registries: &Registries,
-    known: Known<'_>,
+    rejections: &Rejections,
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
+    let seen = seen_records(loaded, problems);
+    let known = (rejections, seen.as_ref());
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
@@ -657,6 +667,7 @@ async fn analyse(
         let remote = loaded.ws.remote.as_deref();
         let outcomes = &resolved.outcomes;
         let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
+        record_seen(plan, loaded, &promotions, problems);
         return Analysed {
             found,
             resolved,

@@ -517,7 +517,32 @@ mod tests {
             why(Some(&merged), me).as_deref(),
             Some("pull request #7 is not closed unmerged")
         );
-        // Another version, or another file, than the pull request proposed.
+    }
+
+    #[test]
+    fn a_record_naming_another_version_or_place_than_its_pull_request_does_not_hold() {
+        let closed = Pull {
+            number: 7,
+            branch: "imagebump/web".into(),
+            base: "main".into(),
+            author: "imagebump-bot".into(),
+            title: "t".into(),
+            body: marker::render(&[Marked {
+                image: "ghcr.io/acme/web".into(),
+                group: "apps/web".into(),
+                file: "apps/web/kustomization.yaml".into(),
+                from: "1.2.0".into(),
+                to: "1.3.0".into(),
+            }]),
+            state: PullState::Closed,
+            url: String::new(),
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            draft: false,
+            node_id: String::new(),
+            automerge: None,
+        };
+        let me = (Some("imagebump-bot"), "main");
         for name in [
             "refs/imagebump/rejected/ghcr.io/acme/web/9.9.9/pr-7",
             "refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/pr-7/file=prod%2Fvalues.yaml",
