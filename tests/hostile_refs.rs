@@ -466,3 +466,112 @@ fn a_backdated_commit_buys_no_soak_time() {
     // Records are never moved: the first sighting is still the one.
     assert!(seen().lines().any(|l| l == format!("{DEV_SEEN}{now}")));
 }
+
+/// GitLab and Gitea name the token's user (`GET /user`), the author of what it opens; a
+/// pull request fetched by number carries its author, and one of a fork is none of
+/// imagebump's (`None`).
+#[tokio::test(flavor = "multi_thread")]
+async fn gitlab_and_gitea_name_the_tokens_user() {
+    use imagebump::forge::gitea::{Gitea, GiteaSettings};
+    use imagebump::forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+    use secrecy::SecretString;
+    use support::gitea::FakeGitea;
+    use support::gitlab::FakeGitLab;
+
+    let fake = FakeGitLab::start().await;
+    let gitlab = GitLab::new(GitLabSettings {
+        api_url: fake.api_url(),
+        project: FakeGitLab::PROJECT_PATH.into(),
+        auth: GitLabAuth::PrivateToken(SecretString::from(FakeGitLab::TOKEN)),
+    })
+    .unwrap();
+    assert_eq!(gitlab.whoami().await.unwrap(), FakeGitLab::BOT);
+    let human = fake.add_mr_by("alice", "imagebump/a", "main", "a", "");
+    let fork = fake.add_fork_mr("imagebump/b", "main", "b");
+    assert_eq!(gitlab.pull(human).await.unwrap().unwrap().author, "alice");
+    assert_eq!(gitlab.pull(fork).await.unwrap(), None);
+    assert_eq!(gitlab.pull(999).await.unwrap(), None);
+    let job = GitLab::new(GitLabSettings {
+        api_url: fake.api_url(),
+        project: FakeGitLab::PROJECT_PATH.into(),
+        auth: GitLabAuth::JobToken(SecretString::from(FakeGitLab::JOB_TOKEN)),
+    })
+    .unwrap();
+    assert!(job.whoami().await.is_err(), "a job token is no user");
+
+    let fake = FakeGitea::start().await;
+    let gitea = Gitea::new(GiteaSettings {
+        api_url: fake.api_url(),
+        owner: FakeGitea::OWNER.into(),
+        repo: FakeGitea::REPO.into(),
+        token: SecretString::from(FakeGitea::TOKEN),
+    })
+    .unwrap();
+    assert_eq!(gitea.whoami().await.unwrap(), FakeGitea::BOT_LOGIN);
+    let human = fake.add_pull_by("mallory", "imagebump/a", "main", "a", "");
+    assert_eq!(gitea.pull(human).await.unwrap().unwrap().author, "mallory");
+    assert_eq!(gitea.pull(999).await.unwrap(), None);
+}
+
+/// Every git command that takes a name or a revision puts it after `--end-of-options`:
+/// each such command in the git wrapper has it before the command runs.
+#[test]
+fn git_gets_names_after_end_of_options() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/source");
+    let mut files = vec![root.join("git.rs")];
+    for entry in std::fs::read_dir(root.join("git")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    // Subcommands that are given a name or revision (not on stdin).
+    let takes_names = [
+        "\"rev-parse\", \"--verify\"",
+        "\"ls-remote\"",
+        "\"read-tree\"",
+        "\"commit-tree\"",
+        "\"ls-tree\"",
+        "\"update-ref\", \"--no-deref\"",
+        "\"checkout\"",
+        "\"push\"",
+        "\"fetch\"",
+        "\"log\"",
+        "\"clone\"",
+    ];
+    let mut missing = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for needle in takes_names {
+            for (at, _) in code.match_indices(needle) {
+                let before = code[..at].trim_end();
+                let rest = &code[at..];
+                // Only a command being built (`cmd.args(["log", …`), not a label of an
+                // error or a log line (`self.run(cmd, "log")`, `command: "log".to_string()`).
+                let building = before.ends_with("args([") || before.ends_with("\",");
+                if !building || rest[needle.len()..].starts_with(".to_string()") {
+                    continue;
+                }
+                let ends = [
+                    "self.run(",
+                    "self.output(",
+                    "self.pushed(",
+                    "self.run_with_input(",
+                ];
+                let end = ends
+                    .iter()
+                    .filter_map(|e| rest.find(e))
+                    .min()
+                    .unwrap_or(rest.len());
+                let command = &rest[..end];
+                // `log_command` builds the shared start of a log; its callers add the names.
+                if command.contains("fn ") {
+                    continue;
+                }
+                if !command.contains("--end-of-options") && !command.contains(".arg(\"--\")") {
+                    let line = code[..at].lines().count() + 1;
+                    missing.push(format!("{}:{line}: {needle}", file.display()));
+                }
+            }
+        }
+    }
+    assert_eq!(missing, Vec::<String>::new());
+}
