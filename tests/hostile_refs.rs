@@ -206,7 +206,7 @@ async fn refs_pushed_by_hand_veto_nothing() {
     // By hand: a pull request the forge does not know, a human's closed pull request that
     // carries the marker, a revert of nothing.
     let forged = [
-        format!("refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-999/file=apps%2Fweb%2Fkustomization.yaml"),
+        "refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-999/file=apps%2Fweb%2Fkustomization.yaml".to_string(),
         format!("refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{human}/file=apps%2Fweb%2Fkustomization.yaml"),
         "refs/imagebump/rejected/registry.test/team/web/1.1.0/revert-1a2b3c4d5e/file=apps%2Fweb%2Fkustomization.yaml".to_string(),
     ];

@@ -563,7 +563,10 @@ mod tests {
             unsupported(&revert, None, me, &[]).as_deref(),
             Some("no revert of an imagebump commit in the history read says so")
         );
-        assert_eq!(unsupported(&revert, None, me, &[revert.clone()]), None);
+        assert_eq!(
+            unsupported(&revert, None, me, std::slice::from_ref(&revert)),
+            None
+        );
     }
 
     #[test]
