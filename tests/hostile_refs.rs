@@ -575,3 +575,29 @@ fn git_gets_names_after_end_of_options() {
     }
     assert_eq!(missing, Vec::<String>::new());
 }
+
+/// When the forge cannot say which account the token acts as, no pull request is
+/// imagebump's: none is touched, none is opened (a rejection could not be told), and the
+/// run says why and exits 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_account_touches_and_opens_nothing() {
+    let s = setup().await;
+    s.run(&[], 0).await;
+    // A reviewer closes web's pull request: were the account unknown and new pull
+    // requests opened anyway, web 1.1.0 would come back.
+    let web = s
+        .forge
+        .pulls()
+        .into_iter()
+        .find(|p| p.branch == WEB)
+        .unwrap();
+    s.forge.close(web.number);
+    s.forge.clear_calls();
+    let pushes = s.pushes();
+    s.forge
+        .fail_next("GET", "/user", 1, support::github::Fault::Status(404));
+    let run = s.run(&[], 1).await;
+    assert_eq!(s.writes(), Vec::<String>::new(), "{run}");
+    assert_eq!(s.pushes(), pushes, "{run}");
+    run.assert_stderr_contains("cannot tell which account the forge token acts as");
+}

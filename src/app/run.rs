@@ -325,6 +325,9 @@ async fn read_rejections(
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
             decisions.login = whoami(plan, f, problems).await;
+            // Fail closed: without knowing its account, none of the closed pull requests
+            // is imagebump's, so a rejected version could come back.
+            known = decisions.login.is_some();
             let login = decisions.login.as_deref();
             // A failed listing lifts nothing; pull-request mode lists again and says why.
             decisions.open = f.open_pulls(prefix).await.ok();
@@ -377,7 +380,8 @@ async fn read_rejections(
 }
 
 /// The forge account imagebump acts as. Unknown (the problem recorded in pull-request
-/// mode, a warning in a dry run): then no pull request counts as imagebump's.
+/// mode, a warning in a dry run): then no pull request counts as imagebump's, and no new
+/// one is opened.
 async fn whoami(plan: &RunPlan, f: &dyn Forge, problems: &mut Vec<Problem>) -> Option<String> {
     match f.whoami().await {
         Ok(login) => Some(login),
