@@ -601,3 +601,33 @@ async fn an_unknown_account_touches_and_opens_nothing() {
     assert_eq!(s.pushes(), pushes, "{run}");
     run.assert_stderr_contains("cannot tell which account the forge token acts as");
 }
+
+/// A commit whose message says it reverts imagebump's commit, but that changes another
+/// file, reverts nothing: no rejection is derived or recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revert_in_name_only_rejects_nothing() {
+    let s = Setup {
+        apps: TwoApps::start(
+            TOKEN,
+            "pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n",
+        ),
+        forge: FakeGitHub::start().await,
+    };
+    // imagebump's update of api (its author, its trailer), merged.
+    let merged = s.server.commit_on(
+        "main",
+        &[(
+            "apps/api/values.yaml",
+            Some("image:\n  repository: registry.test/team/api\n  tag: 2.1.0\n"),
+        )],
+        "Update registry.test/team/api to 2.1.0\n\nImagebump-Update: registry.test/team/api 2.0.0 -> 2.1.0 in apps/api/values.yaml\n",
+    );
+    s.server.commit_on(
+        "main",
+        &[("README.md", Some("hello\n"))],
+        &format!("Tidy up\n\nThis reverts commit {merged}.\n"),
+    );
+    let run = s.run(&[], 0).await;
+    assert!(!run.stdout.contains("held back"), "{run}");
+    assert_eq!(s.recorded(), "", "{run}");
+}

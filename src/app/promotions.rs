@@ -23,9 +23,13 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
         .unwrap_or_default();
+    let git = crate::source::git::Git::new(None);
+    let changes =
+        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
     let bot = crate::deliver::pulls::Author {
         email: &loaded.config.pull_requests.author.email,
         by_api: loaded.config.signing.as_ref().is_some_and(|s| s.by_api()),
+        changes: &changes,
     };
     let rejections =
         crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], &history, bot));

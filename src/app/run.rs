@@ -360,9 +360,13 @@ async fn read_rejections(
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
+    // A revert that git cannot check is taken at its word (fail closed).
+    let changes =
+        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
     let bot = crate::deliver::pulls::Author {
         email: &loaded.config.pull_requests.author.email,
         by_api: by_api(loaded),
+        changes: &changes,
     };
     let mut all = crate::deliver::pulls::rejected(&closed, &history, bot);
     lifted.extend(crate::deliver::pulls::lifted(&history));

@@ -122,9 +122,12 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     };
     let mut eval = Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags);
     if let Some(dir) = &args.repo {
+        let git = crate::source::git::Git::new(None);
+        let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
         let bot = crate::deliver::pulls::Author {
             email: &config.pull_requests.author.email,
             by_api: config.signing.as_ref().is_some_and(|s| s.by_api()),
+            changes: &changes,
         };
         eval.reject(&rejected_in(dir, &reference.name, bot));
     }

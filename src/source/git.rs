@@ -1020,6 +1020,26 @@ impl Git {
         Ok(outcome)
     }
 
+    /// Whether commit `sha` changes `path` (against its first parent; every file of a
+    /// commit whose parent the clone lacks).
+    pub fn changes_path(&self, dir: &Path, sha: &str, path: &str) -> Result<bool, Error> {
+        let sha = object_id(sha)?;
+        let mut cmd = self.local(dir);
+        cmd.env("GIT_LITERAL_PATHSPECS", "1").args([
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "--root",
+            "--end-of-options",
+            sha,
+            "--",
+            path,
+        ]);
+        let out = self.run(cmd, "diff-tree")?;
+        Ok(!out.stdout.iter().all(u8::is_ascii_whitespace))
+    }
+
     /// The branch `origin`'s `HEAD` names (`git ls-remote --symref`); `None` when it is
     /// detached, names a tag or names nothing. `git clone` guesses a branch for a detached
     /// `HEAD` (one at the same commit), so the clone's own `HEAD` cannot tell.

@@ -73,11 +73,15 @@ impl Rejected {
 }
 
 /// Whose commits are imagebump's: the configured author email, and whether GitHub's API
-/// made them (`signing: {format: github}`). A revert rejects only what such a commit did.
-#[derive(Debug, Clone, Copy)]
+/// made them (`signing: {format: github}`). A revert rejects only what such a commit did,
+/// and only where it changes it back.
+#[derive(Clone, Copy)]
 pub struct Author<'a> {
     pub email: &'a str,
     pub by_api: bool,
+    /// Whether commit `sha` changes `file` (a commit that says "This reverts commit …" is
+    /// a revert of a file only if it changes that file).
+    pub changes: &'a dyn Fn(&str, &str) -> bool,
 }
 
 /// Versions reviewers rejected: pull requests closed without merging (their marker; the
@@ -123,6 +127,9 @@ pub fn rejected(closed: &[Pull], history: &[CommitInfo], bot: Author<'_>) -> Vec
                 else {
                     continue;
                 };
+                if t.file.as_deref().is_some_and(|f| !(bot.changes)(&c.sha, f)) {
+                    continue;
+                }
                 reject(
                     &t.image,
                     &t.to,
@@ -346,6 +353,7 @@ mod tests {
     const BOT: Author<'static> = Author {
         email: "a@b",
         by_api: false,
+        changes: &|_, _| true,
     };
 
     fn commit(sha: &str, parents: &[&str], trailer: Option<&str>, body: &str) -> CommitInfo {
@@ -588,7 +596,16 @@ mod tests {
         assert_eq!(rejected(&[], &[revert.clone(), theirs.clone()], BOT), []);
         // The same commit by imagebump's author is imagebump's: its revert rejects.
         theirs.author.email = BOT.email.into();
-        assert_eq!(rejected(&[], &[revert, theirs], BOT).len(), 1);
+        assert_eq!(
+            rejected(&[], &[revert.clone(), theirs.clone()], BOT).len(),
+            1
+        );
+        // A "revert" that does not change the file it names reverts nothing there.
+        let elsewhere = Author {
+            changes: &|sha, file| !(sha == "2222222222bbbb" && file == "apps/api/values.yaml"),
+            ..BOT
+        };
+        assert_eq!(rejected(&[], &[revert, theirs], elsewhere), []);
     }
 
     #[test]
