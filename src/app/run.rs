@@ -357,19 +357,7 @@ async fn read_rejections(
         ),
         None => {}
     }
-    let history = git
-        .log(&loaded.ws.root, "HEAD", plan.history_depth)
-        .unwrap_or_default();
-    // A revert that git cannot check is taken at its word (fail closed).
-    let changes =
-        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
-    let bot = crate::deliver::pulls::Author {
-        email: &loaded.config.pull_requests.author.email,
-        by_api: by_api(loaded),
-        changes: &changes,
-    };
-    let mut all = crate::deliver::pulls::rejected(&closed, &history, bot);
-    lifted.extend(crate::deliver::pulls::lifted(&history));
+    let mut all = from_history(plan, loaded, git, &closed, &mut lifted);
     let check = Check {
         forge,
         login: decisions.login.as_deref(),
@@ -381,6 +369,30 @@ async fn read_rejections(
     decisions.known = known && held;
     decisions.rejections = crate::deliver::pulls::by_image(&all);
     decisions
+}
+
+/// The rejections of imagebump's own closed pull requests and of the reverts of its
+/// commits in the base's history; what the history lifted is added to `lifted`.
+fn from_history(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    git: &crate::source::git::Git,
+    closed: &[crate::forge::Pull],
+    lifted: &mut BTreeSet<String>,
+) -> Vec<crate::deliver::pulls::Rejected> {
+    let history = git
+        .log(&loaded.ws.root, "HEAD", plan.history_depth)
+        .unwrap_or_default();
+    // A revert that git cannot check is taken at its word (fail closed).
+    let changes =
+        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
+    let bot = crate::deliver::pulls::Author {
+        email: &loaded.config.pull_requests.author.email,
+        by_api: by_api(loaded),
+        changes: &changes,
+    };
+    lifted.extend(crate::deliver::pulls::lifted(&history));
+    crate::deliver::pulls::rejected(closed, &history, bot)
 }
 
 /// The forge account imagebump acts as. Unknown (the problem recorded in pull-request
