@@ -631,3 +631,43 @@ async fn a_revert_in_name_only_rejects_nothing() {
     assert!(!run.stdout.contains("held back"), "{run}");
     assert_eq!(s.recorded(), "", "{run}");
 }
+
+/// A flood of records pushed by hand costs a bounded number of forge questions: past 256
+/// pull requests asked for, the rest are not checked and do not hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_records_costs_a_bounded_number_of_questions() {
+    let s = setup().await;
+    let main = s.server.branch_sha("main").unwrap();
+    let mut updates = String::new();
+    for n in 1000..1300 {
+        updates.push_str(&format!(
+            "create refs/imagebump/rejected/registry.test/team/web/1.1.0/pr-{n} {main}\n"
+        ));
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), updates).unwrap();
+    let path = file.path().to_str().unwrap().to_string();
+    let out = support::git_command()
+        .arg("-C")
+        .arg(s.server.git(&["rev-parse", "--absolute-git-dir"]))
+        .args(["update-ref", "--stdin"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    let asked = s
+        .forge
+        .calls()
+        .iter()
+        .filter(|c| c.method == "GET" && c.path.starts_with(&s.forge.repo_path("/pulls/")))
+        .count();
+    assert_eq!(asked, 256, "{run}");
+    run.assert_stderr_contains("not checked (more than 256 pull requests to ask for): not held");
+    assert!(!run.stdout.contains("held back"), "{run}");
+}

@@ -530,9 +530,15 @@ async fn remember(
     (checked, notes)
 }
 
+/// Pull requests a run asks the forge for by number, at most, to check the rejections
+/// recorded for them: a flood of refs pushed by hand costs no more than this.
+const MAX_PULL_LOOKUPS: usize = 256;
+
 /// The recorded rejections that hold, a note for each that does not, and false when a
 /// pull request a record names could not be asked for (the record is not taken, and no
-/// new pull request is opened: fail closed).
+/// new pull request is opened: fail closed). A record this run also derived from the forge
+/// or the history needs no question; past [`MAX_PULL_LOOKUPS`], or after the forge failed
+/// once, the others are not asked about and do not hold.
 async fn hold(
     recorded: Vec<crate::deliver::pulls::Rejected>,
     derived: &[crate::deliver::pulls::Rejected],
@@ -546,31 +552,44 @@ async fn hold(
         .map(|p| (p.number, Some(p.clone())))
         .collect();
     let (mut held, mut notes, mut checked) = (Vec::new(), Vec::new(), true);
+    let mut asked = 0usize;
+    let who = (check.login, check.base);
     for r in recorded {
-        if let (Some(n), Some(f)) = (pull_number(&r), check.forge) {
-            if let std::collections::btree_map::Entry::Vacant(slot) = pulls.entry(n) {
-                match f.pull(n).await {
-                    Ok(p) => drop(slot.insert(p)),
-                    Err(e) => {
-                        checked = false;
-                        problems.push(Problem {
-                            location: f.name().into(),
-                            message: format!(
-                                "cannot check the recorded rejection {}: {e}; no new pull \
-                                 request is opened this run",
-                                r.ref_name()
-                            ),
-                            hint: e.hint(),
-                        });
-                        continue;
+        let n = pull_number(&r).filter(|n| !pulls.contains_key(n));
+        if let Some(n) = n.filter(|_| unsupported(&r, None, who, derived).is_some()) {
+            let why = match check.forge {
+                Some(f) if checked && asked < MAX_PULL_LOOKUPS => {
+                    asked = asked.saturating_add(1);
+                    match f.pull(n).await {
+                        Ok(p) => {
+                            pulls.insert(n, p);
+                            None
+                        }
+                        Err(e) => {
+                            checked = false;
+                            problems.push(lookup_problem(f, &r, &e));
+                            Some("the forge failed".to_string())
+                        }
                     }
                 }
+                Some(_) if !checked => Some("the forge failed".to_string()),
+                Some(_) => Some(format!(
+                    "more than {MAX_PULL_LOOKUPS} pull requests to ask for"
+                )),
+                None => Some("no forge token to ask with".to_string()),
+            };
+            if let Some(why) = why {
+                let name = r.ref_name();
+                notes.push(format!(
+                    "recorded rejection {name} not checked ({why}): not held"
+                ));
+                continue;
             }
         }
         let pull = pull_number(&r)
             .and_then(|n| pulls.get(&n))
             .and_then(Option::as_ref);
-        match unsupported(&r, pull, (check.login, check.base), derived) {
+        match unsupported(&r, pull, who, derived) {
             None => held.push(r),
             Some(why) => notes.push(format!(
                 "recorded rejection {} ignored: {why}",
@@ -579,6 +598,22 @@ async fn hold(
         }
     }
     (held, notes, checked)
+}
+
+/// The problem of a pull request a record names that could not be asked for.
+fn lookup_problem(
+    f: &dyn Forge,
+    r: &crate::deliver::pulls::Rejected,
+    e: &crate::forge::Error,
+) -> Problem {
+    Problem {
+        location: f.name().into(),
+        message: format!(
+            "cannot check the recorded rejection {}: {e}; no new pull request is opened this run",
+            r.ref_name()
+        ),
+        hint: e.hint(),
+    }
 }
 
 /// What the run knows before it analyses: the rejections, and the first sightings of
