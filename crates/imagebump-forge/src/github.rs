@@ -223,8 +223,9 @@ impl GitHub {
         ))
     }
 
-    /// The token's account by GraphQL (`viewer`): a bot's login there lacks the `[bot]`
-    /// that the REST API's logins carry, so it is added.
+    /// The token's account by GraphQL (`viewer`), which answers installation tokens too:
+    /// their bot, `<app>[bot]` as pull requests' authors are named (a `Bot` named without
+    /// the suffix gets it, so that the two compare equal).
     async fn viewer(&self) -> Result<String, Error> {
         let query = json!({ "query": "query { viewer { __typename login } }" });
         let answer = self.graphql(&query, "the token's user").await?;

@@ -620,9 +620,9 @@ impl State {
             return self.create_commit_on_branch(&vars);
         }
         if query.contains("viewer") {
-            // GraphQL names a bot without the `[bot]` of the REST API's logins.
+            // An installation token's viewer is the App's bot, named as REST names it.
             let viewer = match installation {
-                true => json!({"__typename": "Bot", "login": APP_SLUG}),
+                true => json!({"__typename": "Bot", "login": APP_BOT_LOGIN}),
                 false => json!({"__typename": "User", "login": BOT_LOGIN}),
             };
             return ok(200, json!({"data": {"viewer": viewer}}));
