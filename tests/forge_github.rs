@@ -66,6 +66,7 @@ async fn create_then_find_open_by_prefix_ignoring_forks_and_other_branches() {
             number: 3,
             branch: "imagebump/apps-web".to_string(),
             base: "main".to_string(),
+            author: support::github::BOT_LOGIN.to_string(),
             title: "Update web to 1.2.3".to_string(),
             body: "table\n<!-- imagebump: {} -->".to_string(),
             state: PullState::Open,

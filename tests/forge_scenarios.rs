@@ -443,7 +443,9 @@ async fn a_reopened_pull_request_lifts_its_rejection(kind: Kind) {
 
 /// A reverted imagebump commit on the base keeps its version rejected.
 async fn a_reverted_update_stays_reverted(kind: Kind) {
-    let s = setup(kind).await;
+    // The commit made here by hand stands for imagebump's: its author is imagebump's.
+    let author = "pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n";
+    let s = setup_with(kind, author).await;
     let merged = s.server.commit_on(
         "main",
         &[(

@@ -66,6 +66,9 @@ const CONFIG: &str = "images:
   - match: registry.test/team/*
     path: apps/*/overlays/prod/**
     promoteFrom: {path: \"apps/{app}/overlays/staging\", soak: 24h}
+# The story's commits stand for imagebump's: their author is imagebump's.
+pullRequests:
+  author: {name: imagebump test, email: test@imagebump.invalid}
 ";
 
 struct Story {
@@ -174,6 +177,7 @@ fn story() -> Story {
         "2026-11-20T20:00:00Z",
     );
     let server = GitServer::daemon(dir, "gitops");
+    seen_as_they_landed(&server);
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("imagebump.yaml"),
@@ -188,6 +192,32 @@ fn story() -> Story {
         server,
         _work: work,
         cfg,
+    }
+}
+
+/// Records that imagebump saw every version of the story's source environments no later
+/// than its commit landed (as a job running all along would have): soak then counts from
+/// the committer dates the story sets (docs/promotion.md, "When soak starts"). Without
+/// them a remote's versions count from the first run that sees them.
+fn seen_as_they_landed(server: &GitServer) {
+    let main = server.branch_sha("main").unwrap();
+    let apps = [
+        ("web", &["1.0.0", "1.1.0", "1.2.0", "1.3.0"][..]),
+        ("api", &["2.0.0", "2.1.0"][..]),
+        ("worker", &["3.0.0", "3.1.0"][..]),
+    ];
+    for (app, tags) in apps {
+        for env in ["dev", "staging"] {
+            for tag in tags {
+                let key = (
+                    format!("apps/{app}/overlays/{env}"),
+                    format!("registry.test/team/{app}"),
+                    tag.to_string(),
+                );
+                let name = imagebump::promote::seen::ref_name(&key, 0);
+                server.git(&["update-ref", &name, &main]);
+            }
+        }
     }
 }
 

@@ -130,9 +130,12 @@ fn git_commands(run: &Run) -> Vec<String> {
 /// The git commands of a first pull-request run: the same for 2 and for 12 change sets.
 /// The push writes its commits as local refs first and deletes them after
 /// (`Git::push`).
-const FIRST_RUN: [&str; 16] = [
+const FIRST_RUN: [&str; 18] = [
     "clone",
     "rev-parse",
+    // The remote's HEAD must name the base branch itself (ls-remote --symref).
+    "config",
+    "ls-remote",
     "ls-tree",
     "log",
     "config",
@@ -151,9 +154,11 @@ const FIRST_RUN: [&str; 16] = [
 
 /// The git commands of the next run, nothing having changed: the branches are fetched, and
 /// their commits and trees read, each in one command for all of them.
-const SECOND_RUN: [&str; 17] = [
+const SECOND_RUN: [&str; 19] = [
     "clone",
     "rev-parse",
+    "config",
+    "ls-remote",
     "ls-tree",
     "log",
     "config",

@@ -210,10 +210,14 @@ async fn a_closed_pull_request_rejects_its_version_and_a_newer_one_is_proposed()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reverted_commit_stays_reverted() {
-    let s = setup("").await;
+    let s =
+        setup("pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n")
+            .await;
     // Below the reverted version: held back with it.
     s.reg.push_tags("team/web", &["1.0.1"]);
-    // The update was merged by hand, with imagebump's trailer, and then reverted.
+    // imagebump's update (its author, its trailer), merged, then reverted. A commit by
+    // anyone else, trailer or not, is not imagebump's: its revert rejects nothing
+    // (deliver/pulls/rejections.rs).
     let merged = s.server.commit_on(
         "main",
         &[(
@@ -577,7 +581,10 @@ async fn without_the_closed_pull_requests_nothing_new_is_proposed() {
 /// reverts (it reads the history), and says that closed pull requests were not consulted.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_dry_run_without_a_forge_token_holds_reverted_versions_back() {
-    let s = setup("").await;
+    // The commit made here by hand stands for imagebump's: its author is imagebump's.
+    let s =
+        setup("pullRequests:\n  author: {name: imagebump test, email: test@imagebump.invalid}\n")
+            .await;
     let merged = s.server.commit_on(
         "main",
         &[(
@@ -690,7 +697,8 @@ async fn a_push_can_be_previewed() {
 
 /// Rejections are recorded in the repository (one ref each, with the same push rights
 /// imagebump has), so they hold when the forge no longer lists the closed pull request:
-/// here a forge that has forgotten everything, as after 1,000 later closed pull requests.
+/// here 100 later closed pull requests fill the listing read. The record is checked
+/// against the pull request it names, asked for by number.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rejection_outlives_the_forges_paging() {
     let s = setup("").await;
@@ -705,16 +713,27 @@ async fn a_rejection_outlives_the_forges_paging() {
             web.number
         )
     );
-    // A forge with no memory of the closed pull request (nor of any other).
-    let amnesiac = FakeGitHub::start().await;
-    let run = s.run_against(&amnesiac.api_url(), &[], &[], 0).await;
-    let proposed: Vec<String> = amnesiac.pulls().into_iter().map(|p| p.title).collect();
-    assert_eq!(
-        proposed,
-        ["Update registry.test/team/api to 2.1.0"],
-        "web 1.1.0 stays rejected:\n{}",
-        run.stdout
+    for i in 0..100 {
+        let n = s
+            .forge
+            .add_pull(&format!("imagebump/old-{i}"), "main", "old", "");
+        s.forge.close(n);
+    }
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    let reopened = s
+        .forge
+        .pulls()
+        .into_iter()
+        .filter(|p| p.branch == WEB && p.state == "open")
+        .count();
+    assert_eq!(reopened, 0, "web 1.1.0 stays rejected:\n{run}");
+    let asked = format!(
+        "GET {}",
+        s.forge.repo_path(&format!("/pulls/{}", web.number))
     );
+    let calls: Vec<String> = s.forge.calls().iter().map(|c| c.line()).collect();
+    assert!(calls.contains(&asked), "{calls:#?}");
     run.assert_stdout_contains(&format!(
         "registry.test/team/web 1.1.0 held back: pull request #{} was closed without merging",
         web.number

@@ -31,6 +31,10 @@ pub enum Error {
     Forge(#[from] crate::forge::connect::Error),
     #[error("pull requests need a forge token: IMAGEBUMP_FORGE_TOKEN, or GITHUB_TOKEN (contents: write, pull-requests: write) or a GitHub App (IMAGEBUMP_GITHUB_APP_ID and IMAGEBUMP_GITHUB_APP_KEY_FILE), GITLAB_TOKEN (api scope), GITEA_TOKEN (write:repository, write:issue); or pass --dry-run")]
     NoForgeToken,
+    /// Pull requests or a push to a remote whose clone is not on a branch: there is no
+    /// base branch to propose to.
+    #[error("{remote}: {what}; pull requests and pushes need a base branch (pass --ref with a branch name)")]
+    NoBaseBranch { remote: String, what: String },
     /// The source cannot be opened (no such directory, clone failed).
     #[error(transparent)]
     Source(#[from] crate::source::Error),
@@ -134,6 +138,7 @@ pub fn code(error: &Error) -> i32 {
         // A directory that is not there is a mistake on the command line.
         | Error::Source(crate::source::Error::NotFound(_)) => exit::USAGE,
         Error::Runtime(_)
+        | Error::NoBaseBranch { .. }
         | Error::Source(_)
         | Error::Client(_)
         | Error::TagList { .. }

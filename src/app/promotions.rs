@@ -23,10 +23,19 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
         .unwrap_or_default();
+    let git = crate::source::git::Git::new(None);
+    let changes =
+        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
+    let bot = crate::deliver::pulls::Author {
+        email: &loaded.config.pull_requests.author.email,
+        by_api: loaded.config.signing.as_ref().is_some_and(|s| s.by_api()),
+        changes: &changes,
+    };
     let rejections =
-        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], "", &history));
+        crate::deliver::pulls::by_image(&crate::deliver::pulls::rejected(&[], "", &history, bot));
     let root = (&loaded.config, loaded.ws.root.as_path());
-    let all = promote::read_now(&found, root, HISTORY_DEPTH, &rejections);
+    let seen = seen_records(&loaded);
+    let all = promote::read_now(&found, root, HISTORY_DEPTH, (&rejections, seen.as_ref()));
     let mut rows = status::rows(&found, &all, &rejections);
     if let Some(scope) = &loaded.ws.scope {
         let prefix = format!("{}/", scope.trim_end_matches('/'));
@@ -47,4 +56,19 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// The first sightings a remote records (`None` for a local directory: soak counts from
+/// committer dates there). When they cannot be read, none is known: every version counts
+/// from now, as in a run (fail closed).
+fn seen_records(loaded: &source::Loaded) -> Option<promote::seen::Seen> {
+    let git = loaded.ws.git.as_ref()?;
+    let ns = promote::seen::NAMESPACE;
+    match git.remote_refs(&loaded.ws.root, ns) {
+        Ok(names) => Some(promote::seen::Seen::from_refs(&names)),
+        Err(e) => {
+            tracing::warn!("the first sightings ({ns}*) were not read: {e}");
+            Some(promote::seen::Seen::default())
+        }
+    }
 }

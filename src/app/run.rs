@@ -15,6 +15,7 @@ use crate::forge::connect::Connected;
 use crate::forge::Forge;
 use crate::plan::{self, Plan};
 use crate::progress::Journal;
+use crate::promote::seen::Seen;
 use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
 use crate::report::{self, Counts, Problem, RunReport};
@@ -46,6 +47,7 @@ fn check_opened(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<(), Err
     for w in &loaded.config_warnings {
         out.warning(w);
     }
+    check_base(plan, loaded, out)?;
     refuse_push_by_api(plan, loaded)
 }
 
@@ -57,7 +59,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let decisions = rejections(plan, &loaded, forge, &mut problems).await;
+    let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
     let registries = Registries::new(loaded.config.registries.clone())
         .map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
@@ -138,6 +140,36 @@ fn end(plan: &RunPlan, (problems, late): (&[Problem], &[Problem]), analysed: Ana
     let status = status(plan, problems, late, &analysed.plan);
     std::mem::forget(analysed);
     status
+}
+
+/// A remote whose clone is on no branch (its `HEAD` detached or naming a tag, `--ref` naming
+/// a tag or a commit, an empty repository) has no base to deliver to: pull-request mode and
+/// `--push` stop with an error naming the remote, a dry run says it cannot deliver.
+fn check_base(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<(), Error> {
+    let ws = &loaded.ws;
+    let Some(remote) = ws.remote.as_deref().filter(|_| plan.remote) else {
+        return Ok(());
+    };
+    let what = match (&ws.commit, &ws.branch, &plan.source.git_ref) {
+        (Some(_), Some(_), _) => return Ok(()),
+        (None, _, _) => "its HEAD names no commit (an empty repository, or a HEAD naming a \
+                         branch that does not exist)"
+            .to_string(),
+        (Some(_), None, Some(r)) => format!("--ref {r} is not a branch (a tag or a commit)"),
+        (Some(sha), None, None) => {
+            format!("its HEAD is not a branch (detached at {sha}, or a tag)")
+        }
+    };
+    match plan.mode {
+        Mode::PullRequests | Mode::Push => Err(Error::NoBaseBranch {
+            remote: remote.to_string(),
+            what,
+        }),
+        _ => {
+            out.warning(&format!("{remote}: {what}: nothing could be delivered"));
+            Ok(())
+        }
+    }
 }
 
 /// `--push --dry-run` (and the `delivery: push` part of a dry run): build the commits a
@@ -254,33 +286,56 @@ fn history_depth(plan: &RunPlan) -> usize {
     plan.history_depth.max(1)
 }
 
-/// Versions reviewers rejected: closed pull requests (with a forge) and reverted imagebump
-/// commits in the base's history.
+/// Versions reviewers rejected ([`read_rejections`]); what was left alone and why
+/// (`Decisions::notes`) is said as warnings on `out`.
 async fn rejections(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    (forge, out): (Option<&dyn Forge>, &Output),
+    problems: &mut Vec<Problem>,
+) -> Decisions {
+    let decisions = read_rejections(plan, loaded, forge, problems).await;
+    decisions.notes.iter().for_each(|note| out.warning(note));
+    decisions
+}
+
+/// Versions reviewers rejected: imagebump's own closed pull requests (with a forge),
+/// reverted imagebump commits in the base's history, and the records that hold.
+async fn read_rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     problems: &mut Vec<Problem>,
 ) -> Decisions {
+    let mut decisions = Decisions {
+        rejections: Rejections::default(),
+        known: true,
+        open: None,
+        login: None,
+        notes: Vec::new(),
+    };
     let Some(git) = &loaded.ws.git else {
-        return Decisions {
-            rejections: Rejections::default(),
-            known: true,
-            open: None,
-        };
+        return decisions;
     };
     let mut closed = Vec::new();
     let mut known = true;
     let mut lifted = BTreeSet::new();
-    let mut open = None;
+    let base = base_branch(plan, loaded);
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
+            decisions.login = whoami(plan, f, problems).await;
+            // Fail closed: without knowing its account, none of the closed pull requests
+            // is imagebump's, so a rejected version could come back.
+            known = decisions.login.is_some();
+            let login = decisions.login.as_deref();
             // A failed listing lifts nothing; pull-request mode lists again and says why.
-            open = f.open_pulls(prefix).await.ok();
-            lifted = reopened(open.as_deref().unwrap_or_default());
+            decisions.open = f.open_pulls(prefix).await.ok();
+            let listed = decisions.open.as_deref().unwrap_or_default();
+            decisions.notes = crate::deliver::pulls::not_ours_notes(listed, login, &base);
+            lifted = reopened(listed, login, &base);
             match f.closed_pulls(prefix, 100).await {
-                Ok(c) => closed = c,
+                Ok(c) => closed = ours_closed(c, login, &base, &mut decisions.notes),
                 Err(e) => {
                     // Fail closed: without the closed pull requests a rejected version
                     // could be proposed again, so no new pull request is opened.
@@ -302,18 +357,101 @@ async fn rejections(
         ),
         None => {}
     }
+    let mut all = from_history(plan, loaded, git, &closed, &mut lifted);
+    let check = Check {
+        forge,
+        login: decisions.login.as_deref(),
+        base: &base,
+        closed: &closed,
+    };
+    let (held, notes) = remember(plan, loaded, &mut all, &lifted, check, problems).await;
+    decisions.notes.extend(notes);
+    decisions.known = known && held;
+    decisions.rejections = crate::deliver::pulls::by_image(&all);
+    decisions
+}
+
+/// The rejections of imagebump's own closed pull requests and of the reverts of its
+/// commits in the base's history; what the history lifted is added to `lifted`.
+fn from_history(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    git: &crate::source::git::Git,
+    closed: &[crate::forge::Pull],
+    lifted: &mut BTreeSet<String>,
+) -> Vec<crate::deliver::pulls::Rejected> {
     let history = git
         .log(&loaded.ws.root, "HEAD", plan.history_depth)
         .unwrap_or_default();
-    let prefix = &loaded.config.pull_requests.branch_prefix;
-    let mut all = crate::deliver::pulls::rejected(&closed, prefix, &history);
+    // A revert that git cannot check is taken at its word (fail closed).
+    let changes =
+        |sha: &str, file: &str| (git.changes_path(&loaded.ws.root, sha, file)).unwrap_or(true);
+    let bot = crate::deliver::pulls::Author {
+        email: &loaded.config.pull_requests.author.email,
+        by_api: by_api(loaded),
+        changes: &changes,
+    };
     lifted.extend(crate::deliver::pulls::lifted(&history));
-    known &= remember(plan, loaded, &mut all, &lifted, problems);
-    Decisions {
-        rejections: crate::deliver::pulls::by_image(&all),
-        known,
-        open,
+    crate::deliver::pulls::rejected(
+        closed,
+        &loaded.config.pull_requests.branch_prefix,
+        &history,
+        bot,
+    )
+}
+
+/// The forge account imagebump acts as. Unknown (the problem recorded in pull-request
+/// mode, a warning in a dry run): then no pull request counts as imagebump's, and no new
+/// one is opened.
+async fn whoami(plan: &RunPlan, f: &dyn Forge, problems: &mut Vec<Problem>) -> Option<String> {
+    match f.whoami().await {
+        Ok(login) => Some(login),
+        Err(e) => {
+            let message = format!(
+                "cannot tell which account the forge token acts as: {e}; no pull request is \
+                 taken as imagebump's this run"
+            );
+            if plan.mode == Mode::PullRequests {
+                problems.push(Problem {
+                    location: f.name().into(),
+                    message,
+                    hint: e.hint(),
+                });
+            } else {
+                tracing::warn!("{message}");
+            }
+            None
+        }
     }
+}
+
+/// imagebump's own closed pull requests among `closed`; a note for each other one whose
+/// body carries a marker (someone else's cannot reject anything).
+fn ours_closed(
+    closed: Vec<crate::forge::Pull>,
+    login: Option<&str>,
+    base: &str,
+    notes: &mut Vec<String>,
+) -> Vec<crate::forge::Pull> {
+    let (ours, others): (Vec<_>, Vec<_>) = closed
+        .into_iter()
+        .partition(|p| crate::deliver::pulls::is_ours(p, login, base));
+    let marked: Vec<_> = others
+        .into_iter()
+        .filter(|p| crate::deliver::marker::parse(&p.body).is_some())
+        .collect();
+    notes.extend(crate::deliver::pulls::not_ours_notes(&marked, login, base));
+    ours
+}
+
+/// What a recorded rejection is checked against (`deliver::pulls::unsupported`).
+#[derive(Clone, Copy)]
+struct Check<'a> {
+    forge: Option<&'a dyn Forge>,
+    login: Option<&'a str>,
+    base: &'a str,
+    /// imagebump's own closed pull requests, as listed.
+    closed: &'a [crate::forge::Pull],
 }
 
 /// What the run knows of reviewers' decisions before it resolves anything.
@@ -321,31 +459,43 @@ struct Decisions {
     rejections: Rejections,
     /// False when they could not all be read (fail closed: nothing new is opened).
     known: bool,
-    /// imagebump's open pull requests, listed once here and used again by pull-request
-    /// mode (`None`: no forge, or the listing failed).
+    /// The open pull requests of imagebump's branch prefix, listed once here and used
+    /// again by pull-request mode (`None`: no forge, or the listing failed); only its own
+    /// are touched.
     open: Option<Vec<crate::forge::Pull>>,
+    /// The forge account imagebump acts as (`None`: no forge, or not known).
+    login: Option<String>,
+    /// What was left alone and why (pull requests someone else opened, records that do
+    /// not hold), said as warnings.
+    notes: Vec<String>,
 }
 
-/// `pr-N` for each of imagebump's pull requests that is open: one a human reopened lifts
-/// the rejection its closing made.
-fn reopened(open: &[crate::forge::Pull]) -> BTreeSet<String> {
-    open.iter().map(|p| format!("pr-{}", p.number)).collect()
+/// `pr-N` for each of imagebump's own pull requests that is open: one a human reopened
+/// lifts the rejection its closing made.
+fn reopened(open: &[crate::forge::Pull], login: Option<&str>, base: &str) -> BTreeSet<String> {
+    open.iter()
+        .filter(|p| crate::deliver::pulls::is_ours(p, login, base))
+        .map(|p| format!("pr-{}", p.number))
+        .collect()
 }
 
 /// Rejections outlive the forge's paging and the history read: each is recorded as a ref
 /// in the repository (`refs/imagebump/rejected/…`), read back with one `ls-remote`; a
-/// pull-request run records the new ones. False when the recorded ones cannot be read
-/// (fail closed, as for the forge).
-fn remember(
+/// pull-request run records the new ones. A recorded one holds only when what it names
+/// says so (`deliver::pulls::unsupported`): the others are ignored and said in the notes.
+/// The first answer is false when the records cannot be read or checked (fail closed, as
+/// for the forge).
+async fn remember(
     plan: &RunPlan,
     loaded: &Loaded,
     all: &mut Vec<crate::deliver::pulls::Rejected>,
     lifted: &BTreeSet<String>,
+    check: Check<'_>,
     problems: &mut Vec<Problem>,
-) -> bool {
+) -> (bool, Vec<String>) {
     use crate::deliver::pulls::{Rejected, NAMESPACE};
     let (Some(git), Some(commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
-        return true;
+        return (true, Vec::new());
     };
     let root = &loaded.ws.root;
     let recorded = match git.remote_refs(root, NAMESPACE) {
@@ -354,7 +504,7 @@ fn remember(
             problems.push(Problem::general(format!(
                 "cannot read the recorded rejections ({NAMESPACE}*): {e}; no new pull request is opened this run"
             )));
-            return false;
+            return (false, Vec::new());
         }
     };
     let mut new: Vec<String> = all
@@ -365,9 +515,10 @@ fn remember(
     new.sort();
     new.dedup();
     let (kept, gone) = crate::deliver::pulls::recorded(&recorded, lifted);
-    all.extend(kept);
+    let (held, notes, checked) = hold(kept, all, check, problems).await;
+    all.extend(held);
     if plan.mode != Mode::PullRequests {
-        return true;
+        return (checked, notes);
     }
     if let Err(e) = git.create_refs(root, &new, commit) {
         problems.push(Problem::general(format!(
@@ -381,7 +532,155 @@ fn remember(
             gone.len()
         )));
     }
-    true
+    (checked, notes)
+}
+
+/// Pull requests a run asks the forge for by number, at most, to check the rejections
+/// recorded for them: a flood of refs pushed by hand costs no more than this.
+const MAX_PULL_LOOKUPS: usize = 256;
+
+/// The recorded rejections that hold, a note for each that does not, and false when a
+/// pull request a record names could not be asked for (the record is not taken, and no
+/// new pull request is opened: fail closed). A record this run also derived from the forge
+/// or the history needs no question; past [`MAX_PULL_LOOKUPS`], or after the forge failed
+/// once, the others are not asked about and do not hold.
+async fn hold(
+    recorded: Vec<crate::deliver::pulls::Rejected>,
+    derived: &[crate::deliver::pulls::Rejected],
+    check: Check<'_>,
+    problems: &mut Vec<Problem>,
+) -> (Vec<crate::deliver::pulls::Rejected>, Vec<String>, bool) {
+    use crate::deliver::pulls::{pull_number, unsupported};
+    let mut pulls: BTreeMap<u64, Option<crate::forge::Pull>> = check
+        .closed
+        .iter()
+        .map(|p| (p.number, Some(p.clone())))
+        .collect();
+    let (mut held, mut notes, mut checked) = (Vec::new(), Vec::new(), true);
+    let mut asked = 0usize;
+    let who = (check.login, check.base);
+    for r in recorded {
+        let n = pull_number(&r).filter(|n| !pulls.contains_key(n));
+        if let Some(n) = n.filter(|_| unsupported(&r, None, who, derived).is_some()) {
+            let why = match check.forge {
+                Some(f) if checked && asked < MAX_PULL_LOOKUPS => {
+                    asked = asked.saturating_add(1);
+                    match f.pull(n).await {
+                        Ok(p) => {
+                            pulls.insert(n, p);
+                            None
+                        }
+                        Err(e) => {
+                            checked = false;
+                            problems.push(lookup_problem(f, &r, &e));
+                            Some("the forge failed".to_string())
+                        }
+                    }
+                }
+                Some(_) if !checked => Some("the forge failed".to_string()),
+                Some(_) => Some(format!(
+                    "more than {MAX_PULL_LOOKUPS} pull requests to ask for"
+                )),
+                None => Some("no forge token to ask with".to_string()),
+            };
+            if let Some(why) = why {
+                let name = r.ref_name();
+                notes.push(format!(
+                    "recorded rejection {name} not checked ({why}): not held"
+                ));
+                continue;
+            }
+        }
+        let pull = pull_number(&r)
+            .and_then(|n| pulls.get(&n))
+            .and_then(Option::as_ref);
+        match unsupported(&r, pull, who, derived) {
+            None => held.push(r),
+            Some(why) => notes.push(format!(
+                "recorded rejection {} ignored: {why}",
+                r.ref_name()
+            )),
+        }
+    }
+    (held, notes, checked)
+}
+
+/// The problem of a pull request a record names that could not be asked for.
+fn lookup_problem(
+    f: &dyn Forge,
+    r: &crate::deliver::pulls::Rejected,
+    e: &crate::forge::Error,
+) -> Problem {
+    Problem {
+        location: f.name().into(),
+        message: format!(
+            "cannot check the recorded rejection {}: {e}; no new pull request is opened this run",
+            r.ref_name()
+        ),
+        hint: e.hint(),
+    }
+}
+
+/// What the run knows before it analyses: the rejections, and the first sightings of
+/// source versions (`None`: a local directory).
+type Known<'a> = (&'a Rejections, Option<&'a Seen>);
+
+/// The first sightings the remote records (`refs/imagebump/seen/…`), read only when a rule
+/// promotes. `None` for a local directory (soak counts from committer dates). When they
+/// cannot be read, none is known: every version counts from now (fail closed).
+fn seen_records(loaded: &Loaded, problems: &mut Vec<Problem>) -> Option<Seen> {
+    use crate::promote::seen::NAMESPACE;
+    let git = loaded
+        .ws
+        .git
+        .as_ref()
+        .filter(|_| loaded.ws.remote.is_some())?;
+    if loaded
+        .config
+        .images
+        .iter()
+        .all(|r| r.promote_from.is_none())
+    {
+        return None;
+    }
+    match git.remote_refs(&loaded.ws.root, NAMESPACE) {
+        Ok(names) => Some(Seen::from_refs(&names)),
+        Err(e) => {
+            problems.push(Problem::general(format!(
+                "cannot read when versions were first seen ({NAMESPACE}*): {e}; every version \
+                 soaks from now"
+            )));
+            Some(Seen::default())
+        }
+    }
+}
+
+/// A run that delivers (pull requests, `--push`) records the source versions no record
+/// names yet as first seen now, create-only: a record is never moved.
+fn record_seen(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    promotions: &crate::promote::Promotions,
+    problems: &mut Vec<Problem>,
+) {
+    use crate::promote::seen::{ref_name, NAMESPACE};
+    let (Some(git), Some(commit)) = (&loaded.ws.git, &loaded.ws.commit) else {
+        return;
+    };
+    if !matches!(plan.mode, Mode::PullRequests | Mode::Push) || promotions.unseen.is_empty() {
+        return;
+    }
+    let names: Vec<String> = promotions
+        .unseen
+        .iter()
+        .map(|k| ref_name(k, promotions.now))
+        .collect();
+    if let Err(e) = git.create_refs(&loaded.ws.root, &names, commit) {
+        problems.push(Problem::general(format!(
+            "cannot record {} first sighting(s) as {NAMESPACE}…: {e}",
+            names.len()
+        )));
+    }
 }
 
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
@@ -394,11 +693,13 @@ async fn analyse(
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
+    let seen = seen_records(loaded, problems);
+    let known = (rejections, seen.as_ref());
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
         let (found, resolved, made, promotions) =
-            analyse_once(plan, loaded, registries, rejections, out).await;
+            analyse_once(plan, loaded, registries, known, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
@@ -426,6 +727,7 @@ async fn analyse(
         let remote = loaded.ws.remote.as_deref();
         let outcomes = &resolved.outcomes;
         let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
+        record_seen(plan, loaded, &promotions, problems);
         return Analysed {
             found,
             resolved,
@@ -501,7 +803,7 @@ async fn analyse_once(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    rejections: &Rejections,
+    (rejections, seen): Known<'_>,
     out: &Output,
 ) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
     let group_by = plan
@@ -516,7 +818,7 @@ async fn analyse_once(
         &found,
         (&loaded.config, &loaded.ws.root),
         plan.history_depth,
-        rejections,
+        (rejections, seen),
     );
     narrow(&mut found, plan, loaded, group_by);
     tracing::info!(
@@ -715,6 +1017,7 @@ async fn pull_requests(
         journal,
         rejections: &decisions.rejections,
         open: decisions.open.as_deref(),
+        login: decisions.login.as_deref(),
         by_api: by_api(loaded),
     };
     Some(crate::deliver::pulls::deliver(&ctx, made, links).await)

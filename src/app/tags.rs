@@ -121,7 +121,14 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     };
     let mut eval = Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags);
     if let Some(dir) = &args.repo {
-        eval.reject(&rejected_in(dir, &reference.name));
+        let git = crate::source::git::Git::new(None);
+        let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
+        let bot = crate::deliver::pulls::Author {
+            email: &config.pull_requests.author.email,
+            by_api: config.signing.as_ref().is_some_and(|s| s.by_api()),
+            changes: &changes,
+        };
+        eval.reject(&rejected_in(dir, &reference.name, bot));
     }
     let cache = MetaCache::default();
     // A classic Helm repository has versions only, no image metadata.
@@ -216,7 +223,11 @@ fn target(args: &TagsArgs) -> Result<(Reference, Option<String>), Error> {
 /// who said no (and where). Reverts come from its history, closed pull requests from the
 /// refs pull-request runs record on its `origin` (read with `IMAGEBUMP_GIT_TOKEN` if set);
 /// what cannot be read is said on stderr.
-fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<String, String> {
+fn rejected_in(
+    dir: &Path,
+    image: &ImageName,
+    bot: crate::deliver::pulls::Author<'_>,
+) -> std::collections::BTreeMap<String, String> {
     use crate::deliver::pulls::{by_image, lifted, recorded, rejected, NAMESPACE};
     let git = crate::source::git::Git::new(super::git_token());
     let history = match git.log(dir, "HEAD", 1000) {
@@ -229,7 +240,7 @@ fn rejected_in(dir: &Path, image: &ImageName) -> std::collections::BTreeMap<Stri
             Vec::new()
         }
     };
-    let mut all = rejected(&[], "", &history);
+    let mut all = rejected(&[], "", &history, bot);
     match git.remote_refs(dir, NAMESPACE) {
         Ok(names) => all.extend(recorded(&names, &lifted(&history)).0),
         Err(e) => eprintln!(

@@ -20,7 +20,10 @@ use serde::Serialize;
 
 pub use self::decide::{Action, Proposal};
 pub use self::message::{body, branch_name, commit_message, title, updates_of};
-pub use self::rejections::{by_image, lifted, recorded, rejected, rejections, Rejected, NAMESPACE};
+pub use self::rejections::{
+    by_image, lifted, pull_number, recorded, rejected, unsupported, Author, Rejected, NAMESPACE,
+};
+pub use self::state::{is_ours, not_ours_notes};
 use crate::config::PullRequestsConfig;
 use crate::forge::Forge;
 use crate::plan::Plan;
@@ -82,9 +85,13 @@ pub struct Context<'a> {
     pub journal: &'a crate::progress::Journal,
     /// The versions rejected before: no auto-merge for them.
     pub rejections: &'a crate::resolve::Rejections,
-    /// imagebump's open pull requests, when the run has listed them already (`None`:
-    /// listed here).
+    /// The open pull requests of branches with imagebump's prefix, when the run has listed
+    /// them already (`None`: listed here); only imagebump's own ([`state::is_ours`]) are
+    /// touched.
     pub open: Option<&'a [crate::forge::Pull]>,
+    /// The forge account imagebump acts as (`Forge::whoami`); `None` when unknown: then no
+    /// pull request is imagebump's.
+    pub login: Option<&'a str>,
     /// Branches get their commits from the forge's API (`signing: {format: github}`), not
     /// from `git push`.
     pub by_api: bool,
@@ -112,7 +119,12 @@ pub async fn deliver(
 ) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut proposals = decide::proposals(plan, ctx.settings, ctx.rejections);
-    let Some((branches, open)) = state::read(ctx, &proposals, &mut problems).await else {
+    let Some(state::Found {
+        branches,
+        open,
+        claimed,
+    }) = state::read(ctx, &proposals, &mut problems).await
+    else {
         return (Vec::new(), problems);
     };
     let built = off_the_runtime(|| state::build(ctx, &proposals, &branches));
@@ -121,6 +133,7 @@ pub async fn deliver(
         built: &built,
         branches: &branches,
         open: &open,
+        claimed: &claimed,
     };
     let mut failed = std::collections::BTreeSet::new();
     let mut reports = Vec::new();
@@ -152,6 +165,7 @@ struct Known<'a> {
     built: &'a [Option<decide::Built>],
     branches: &'a BTreeMap<String, decide::Branch>,
     open: &'a BTreeMap<String, crate::forge::Pull>,
+    claimed: &'a std::collections::BTreeSet<String>,
 }
 
 impl Known<'_> {
@@ -162,6 +176,7 @@ impl Known<'_> {
             built: self.built,
             branches: self.branches,
             open: self.open,
+            claimed: self.claimed,
             base: ctx.base,
             draft: ctx.settings.draft,
             labels: &ctx.settings.labels,

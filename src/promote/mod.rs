@@ -7,6 +7,7 @@
 //! reference; resolve then applies the rule's policy and the rejections as for registry tags.
 
 pub mod render;
+pub mod seen;
 pub mod status;
 pub mod timeline;
 
@@ -77,6 +78,9 @@ pub struct Promotions {
     pub now: i64,
     /// The clone is shallow: versions older than its history count from its oldest commit.
     pub shallow: bool,
+    /// The versions in a source environment now that no record says were seen before
+    /// ([`seen`]): a run that delivers records them, seen at `now`.
+    pub unseen: Vec<seen::Key>,
     pub problems: Vec<Problem>,
 }
 
@@ -88,6 +92,32 @@ impl Promotions {
             .iter()
             .map(|p| (p.index, p.candidates()))
             .collect()
+    }
+
+    /// Each source version's verdict again, its stretches counted from the later of their
+    /// committer date and when a record says imagebump first saw it there (a version no
+    /// record names counts from `now`: this run is the first to see it, and records it).
+    fn apply_sightings(&mut self, found: &Discovery, seen: &seen::Seen) {
+        let now = self.now;
+        for p in &mut self.list {
+            let Some(src) = p.source_index else { continue };
+            let (Some(t), Some(r)) = (self.timelines.get(&src), found.refs.get(src)) else {
+                continue;
+            };
+            let image = r.image.to_string();
+            let key = |tag: &str| (p.source_dir.clone(), image.clone(), tag.to_string());
+            let mut t = t.clone();
+            for s in &mut t.segments {
+                s.since = s.since.max(seen.get(&key(&s.tag)).unwrap_or(now));
+            }
+            p.verdicts = t.verdicts(now, p.soak);
+            let current = t.current().map(|s| key(&s.tag));
+            if let Some(k) = current.filter(|k| seen.get(k).is_none()) {
+                if !self.unseen.contains(&k) {
+                    self.unseen.push(k);
+                }
+            }
+        }
     }
 
     /// The promotion of the reference at `origin` in the whole discovery.
@@ -135,17 +165,22 @@ pub fn now() -> Result<i64, String> {
 }
 
 /// [`read`] at [`now`]; a bad `IMAGEBUMP_TEST_NOW` is a problem, and the clock is used.
+/// `seen`: the first sightings the remote records (`None`: a local directory, which has
+/// none, and where soak counts from committer dates).
 pub fn read_now(
     found: &Discovery,
     (config, root): (&Config, &Path),
     depth: usize,
-    rejections: &Rejections,
+    (rejections, seen): (&Rejections, Option<&seen::Seen>),
 ) -> Promotions {
     let (now, bad) = match now() {
         Ok(t) => (t, None),
         Err(e) => (jiff::Timestamp::now().as_second(), Some(Problem::config(e))),
     };
     let mut out = read(found, config, root, depth, rejections, now);
+    if let Some(seen) = seen {
+        out.apply_sightings(found, seen);
+    }
     if !out.list.is_empty() {
         out.problems.extend(bad);
     }

@@ -441,7 +441,7 @@ impl Git {
     fn try_rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>, Error> {
         let rev = revision(rev)?;
         let mut cmd = self.local(dir);
-        cmd.args(["rev-parse", "--verify", "--quiet", rev]);
+        cmd.args(["rev-parse", "--verify", "--quiet", "--end-of-options", rev]);
         let out = self.output(cmd, "rev-parse", None)?;
         if out.status.success() {
             return Ok(Some(stdout_line(out)));
@@ -461,8 +461,14 @@ impl Git {
         prefix: &str,
     ) -> Result<BTreeMap<String, String>, Error> {
         let mut cmd = self.remote(dir)?;
-        cmd.args(["ls-remote", "--heads", "--refs", "origin"])
-            .arg(format!("refs/heads/{}*", escape_glob(prefix)));
+        cmd.args([
+            "ls-remote",
+            "--heads",
+            "--refs",
+            "--end-of-options",
+            "origin",
+        ])
+        .arg(format!("refs/heads/{}*", escape_glob(prefix)));
         let out = self.run(cmd, "ls-remote")?;
         let mut heads = BTreeMap::new();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -521,7 +527,7 @@ impl Git {
         let mut cmd = self.remote(dir)?;
         cmd.args(["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"])
             .arg(format!("--depth={}", depth.max(1)))
-            .args(["--stdin", "origin"]);
+            .args(["--stdin", "--end-of-options", "origin"]);
         let refspecs: String = branches
             .iter()
             .map(|b| format!("+refs/heads/{b}:refs/remotes/origin/{b}\n"))
@@ -568,6 +574,7 @@ impl Git {
             "--quiet",
             "--force",
             "--detach",
+            "--end-of-options",
             rev,
         ]);
         self.run(cmd, "checkout").map(|_| ())
@@ -608,7 +615,7 @@ impl Git {
         };
 
         let mut cmd = self.local(dir);
-        cmd.args(["read-tree", &parent]);
+        cmd.args(["read-tree", "--end-of-options", &parent]);
         self.run(with_index(cmd), "read-tree")?;
 
         let modes = self.file_modes(dir, &parent, files)?;
@@ -628,11 +635,18 @@ impl Git {
         let mut cmd = self.command_with(None, self.signing_config());
         cmd.arg("-C").arg(dir);
         let sign = if self.signs() { "-S" } else { "--no-gpg-sign" };
-        cmd.args(["commit-tree", sign, &tree, "-p", &parent])
-            .env("GIT_AUTHOR_NAME", &author.name)
-            .env("GIT_AUTHOR_EMAIL", &author.email)
-            .env("GIT_COMMITTER_NAME", &committer.name)
-            .env("GIT_COMMITTER_EMAIL", &committer.email);
+        cmd.args([
+            "commit-tree",
+            sign,
+            "-p",
+            &parent,
+            "--end-of-options",
+            &tree,
+        ])
+        .env("GIT_AUTHOR_NAME", &author.name)
+        .env("GIT_AUTHOR_EMAIL", &author.email)
+        .env("GIT_COMMITTER_NAME", &committer.name)
+        .env("GIT_COMMITTER_EMAIL", &committer.email);
         // commit-tree stores the message verbatim; git's own commits end with a newline.
         let mut message = message.to_string();
         if !message.ends_with('\n') {
@@ -811,10 +825,10 @@ impl Git {
             .args(["ls-tree", "-z", "--full-tree"]);
         match paths {
             Some(paths) => {
-                cmd.args([parent, "--"]).args(paths);
+                cmd.args(["--end-of-options", parent, "--"]).args(paths);
             }
             None => {
-                cmd.args(["-r", "-t", parent]);
+                cmd.args(["-r", "-t", "--end-of-options", parent]);
             }
         }
         let out = self.run(cmd, "ls-tree")?;
@@ -870,7 +884,7 @@ impl Git {
     pub fn detach_head(&self, dir: &Path, commit: &str) -> Result<(), Error> {
         let sha = object_id(commit)?;
         let mut cmd = self.local(dir);
-        cmd.args(["update-ref", "--no-deref", "HEAD", sha]);
+        cmd.args(["update-ref", "--no-deref", "--end-of-options", "HEAD", sha]);
         self.run(cmd, "update-ref").map(|_| ())
     }
 
@@ -879,7 +893,15 @@ impl Git {
     pub fn list_tree(&self, dir: &Path, commit: &str) -> Result<Vec<u8>, Error> {
         let rev = format!("{}^{{tree}}", revision(commit)?);
         let mut cmd = self.local(dir);
-        cmd.args(["ls-tree", "-r", "-t", "-z", "--long", &rev]);
+        cmd.args([
+            "ls-tree",
+            "-r",
+            "-t",
+            "-z",
+            "--long",
+            "--end-of-options",
+            &rev,
+        ]);
         Ok(self.run(cmd, "ls-tree")?.stdout)
     }
 
@@ -974,7 +996,7 @@ impl Git {
                 cmd.arg(format!("--force-with-lease=refs/heads/{}:{sha}", u.branch));
             }
         }
-        cmd.arg("imagebump-push");
+        cmd.args(["--end-of-options", "imagebump-push"]);
         cmd.arg(format!("{ns}/*:refs/heads/*"));
         let out = self.output(cmd, "push", None)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -1000,11 +1022,52 @@ impl Git {
         Ok(outcome)
     }
 
+    /// Whether commit `sha` changes `path` (against its first parent; every file of a
+    /// commit whose parent the clone lacks).
+    pub fn changes_path(&self, dir: &Path, sha: &str, path: &str) -> Result<bool, Error> {
+        let sha = object_id(sha)?;
+        let mut cmd = self.local(dir);
+        cmd.env("GIT_LITERAL_PATHSPECS", "1").args([
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "--root",
+            "--end-of-options",
+            sha,
+            "--",
+            path,
+        ]);
+        let out = self.run(cmd, "diff-tree")?;
+        Ok(!out.stdout.iter().all(u8::is_ascii_whitespace))
+    }
+
+    /// The branch `origin`'s `HEAD` names (`git ls-remote --symref`); `None` when it is
+    /// detached, names a tag or names nothing. `git clone` guesses a branch for a detached
+    /// `HEAD` (one at the same commit), so the clone's own `HEAD` cannot tell.
+    pub fn remote_head_branch(&self, dir: &Path) -> Result<Option<String>, Error> {
+        let mut cmd = self.remote(dir)?;
+        cmd.args([
+            "ls-remote",
+            "--symref",
+            "--end-of-options",
+            "origin",
+            "HEAD",
+        ]);
+        let out = self.run(cmd, "ls-remote")?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|line| {
+                let target = line.strip_prefix("ref: ")?.strip_suffix("\tHEAD")?;
+                target.strip_prefix("refs/heads/").map(str::to_string)
+            }))
+    }
+
     /// The names of `origin`'s refs below `namespace` (`refs/imagebump/rejected/`), in one
     /// `ls-remote`.
     pub fn remote_refs(&self, dir: &Path, namespace: &str) -> Result<Vec<String>, Error> {
         let mut cmd = self.remote(dir)?;
-        cmd.args(["ls-remote", "--refs", "origin"])
+        cmd.args(["ls-remote", "--refs", "--end-of-options", "origin"])
             .arg(format!("{}*", escape_glob(namespace)));
         let out = self.run(cmd, "ls-remote")?;
         Ok(String::from_utf8_lossy(&out.stdout)
@@ -1029,7 +1092,7 @@ impl Git {
         cmd.args(["push", "--porcelain", "--no-progress", "--no-verify"]);
         // An empty lease: create only, never move a ref that is there.
         cmd.args(names.iter().map(|n| format!("--force-with-lease={n}:")));
-        cmd.arg("origin");
+        cmd.args(["--end-of-options", "origin"]);
         cmd.args(names.iter().map(|n| format!("{commit}:{n}")));
         self.pushed(cmd)
     }
@@ -1047,6 +1110,7 @@ impl Git {
             "--porcelain",
             "--no-progress",
             "--no-verify",
+            "--end-of-options",
             "origin",
         ]);
         cmd.args(names.iter().map(|n| format!(":{n}")));

@@ -91,7 +91,13 @@ pub fn open(
             git.clone_depth(&url, git_ref, &dest, depth)?;
         }
         let commit = git.head(&dest).ok();
-        let branch = checked_out_branch(&dest);
+        let branch = match git_ref {
+            Some(_) => checked_out_branch(&dest),
+            // The remote's HEAD must name the branch itself: a guess is no base branch.
+            None => git
+                .remote_head_branch(&dest)?
+                .filter(|b| checked_out_branch(&dest).as_ref() == Some(b)),
+        };
         // An empty repository has no commit, and nothing to read.
         let tree = match &commit {
             Some(sha) => tree::Tree::at_commit(&git, &dest, sha, write_out)?,

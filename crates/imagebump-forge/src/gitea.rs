@@ -309,6 +309,28 @@ impl Forge for Gitea {
         Ok(found)
     }
 
+    async fn whoami(&self) -> Result<String, Error> {
+        let user: UserJson = self
+            .api
+            .send_json(Method::GET, "/user", None, "the token's Gitea user")
+            .await?;
+        Ok(user.login)
+    }
+
+    async fn pull(&self, number: u64) -> Result<Option<Pull>, Error> {
+        let path = self.repo_path(&format!("/pulls/{number}"));
+        let what = self.pull_what(number);
+        match self
+            .api
+            .send_json::<PullJson>(Method::GET, &path, None, &what)
+            .await
+        {
+            Ok(pull) if pull.is_ours("", &self.full_name()) => Ok(Some(pull.into_pull())),
+            Ok(_) | Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn create_pull(&self, new: &NewPull) -> Result<Pull, Error> {
         let title = if new.draft && wip_prefix(&new.title).is_none() {
             format!("{DRAFT_PREFIX}{}", new.title)
@@ -797,6 +819,9 @@ struct PullJson {
     assignees: Option<Vec<LoginJson>>,
     /// Gitea 1.22 and later.
     draft: Option<bool>,
+    /// Who opened it.
+    #[serde(default)]
+    user: Option<LoginJson>,
     head: BranchJson,
     base: BranchJson,
 }
@@ -845,6 +870,7 @@ impl PullJson {
             number: self.number,
             branch: self.head.name,
             base: self.base.name,
+            author: self.user.map(|u| u.login).unwrap_or_default(),
             title: strip_wip(&self.title).to_string(),
             body: self.body.unwrap_or_default(),
             state,
@@ -948,6 +974,7 @@ mod tests {
                 number: human + 1,
                 branch: "imagebump/web".to_string(),
                 base: "main".to_string(),
+                author: FakeGitea::BOT_LOGIN.to_string(),
                 title: "Bump web to 1.2.3".to_string(),
                 body: body.to_string(),
                 state: PullState::Open,

@@ -200,6 +200,49 @@ impl GitHub {
         Ok(parse::<Installation>(&reply.body, "GET", &path)?.id)
     }
 
+    /// A GitHub App's bot login, `<slug>[bot]` (`GET /app`, signed with the app's JWT).
+    async fn app_login(&self, app: &App) -> Result<String, Error> {
+        #[derive(Deserialize)]
+        struct AppJson {
+            slug: String,
+        }
+        let what = format!("GitHub App {}", app.app_id);
+        let reply = self
+            .api
+            .send(
+                Method::GET,
+                &self.api.url("/app")?,
+                None,
+                &what,
+                &app.jwt()?,
+            )
+            .await?;
+        Ok(format!(
+            "{}[bot]",
+            parse::<AppJson>(&reply.body, "GET", "/app")?.slug
+        ))
+    }
+
+    /// The token's account by GraphQL (`viewer`), which answers installation tokens too:
+    /// their bot, `<app>[bot]` as pull requests' authors are named (a `Bot` named without
+    /// the suffix gets it, so that the two compare equal).
+    async fn viewer(&self) -> Result<String, Error> {
+        let query = json!({ "query": "query { viewer { __typename login } }" });
+        let answer = self.graphql(&query, "the token's user").await?;
+        let viewer = answer.data.as_ref().and_then(|d| d.get("viewer"));
+        let login = viewer.and_then(|v| v.get("login")).and_then(Value::as_str);
+        let kind = viewer
+            .and_then(|v| v.get("__typename"))
+            .and_then(Value::as_str);
+        match (login, kind) {
+            (Some(login), Some("Bot")) if !login.ends_with("[bot]") => Ok(format!("{login}[bot]")),
+            (Some(login), _) => Ok(login.to_string()),
+            (None, _) => Err(Error::Refused {
+                message: "GitHub named no viewer for the token".to_string(),
+            }),
+        }
+    }
+
     fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.repo)
     }
@@ -324,6 +367,33 @@ impl Forge for GitHub {
         found.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
         found.truncate(limit);
         Ok(found.into_iter().map(PullJson::into_pull).collect())
+    }
+
+    async fn whoami(&self) -> Result<String, Error> {
+        if let AuthKind::App(app) = &self.auth {
+            return self.app_login(app).await;
+        }
+        let path = "/user";
+        match self.call(Method::GET, path, None, "the token's user").await {
+            Ok(reply) => Ok(parse::<LoginJson>(&reply.body, "GET", path)?.login),
+            // An installation token (Actions' GITHUB_TOKEN) may not read `/user`; GraphQL's
+            // viewer is its bot.
+            Err(Error::Forbidden { .. }) => self.viewer().await,
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn pull(&self, number: u64) -> Result<Option<Pull>, Error> {
+        let path = self.repo_path(&format!("/pulls/{number}"));
+        let what = self.pull_what(number);
+        let reply = match self.call(Method::GET, &path, None, &what).await {
+            Ok(reply) => reply,
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let pull: PullJson = parse(&reply.body, "GET", &path)?;
+        let full = self.full_name();
+        Ok(pull.head.is_in(&full).then(|| pull.into_pull()))
     }
 
     async fn create_pull(&self, new: &NewPull) -> Result<Pull, Error> {
@@ -841,6 +911,9 @@ struct PullJson {
     /// `null`, or the auto-merge request.
     #[serde(default)]
     auto_merge: Option<Value>,
+    /// Who opened it; `null` for a deleted account ("ghost").
+    #[serde(default)]
+    user: Option<LoginJson>,
     head: BranchJson,
     base: BranchJson,
 }
@@ -906,6 +979,7 @@ impl PullJson {
             number: self.number,
             branch: self.head.name,
             base: self.base.name,
+            author: self.user.map(|u| u.login).unwrap_or_default(),
             title: self.title,
             body: self.body.unwrap_or_default(),
             state,

@@ -494,6 +494,27 @@ impl Forge for GitLab {
         Ok(found.into_iter().map(MrJson::into_pull).collect())
     }
 
+    async fn whoami(&self) -> Result<String, Error> {
+        let url = self
+            .api
+            .base
+            .join("user")
+            .map_err(|e| Error::Config(format!("invalid GitLab API URL: {e}")))?;
+        let reply = self
+            .api
+            .send(Method::Get, &url, None, "the token's GitLab user")
+            .await?;
+        Ok(parse::<UserJson>(&reply.body, Method::Get, &url)?.username)
+    }
+
+    async fn pull(&self, number: u64) -> Result<Option<Pull>, Error> {
+        match self.get_mr(number).await {
+            Ok(mr) if mr.is_ours("") => Ok(Some(mr.into_pull())),
+            Ok(_) | Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn create_pull(&self, new: &NewPull) -> Result<Pull, Error> {
         let title = if new.draft {
             format!("{DRAFT_PREFIX}{}", new.title)
@@ -1033,6 +1054,8 @@ struct MrJson {
     /// Auto-merge is set ("merge when pipeline succeeds").
     #[serde(default)]
     merge_when_pipeline_succeeds: Option<bool>,
+    /// Who opened it.
+    author: Option<UserRef>,
 }
 
 /// A label name, or with `with_labels_details=true` an object.
@@ -1094,6 +1117,7 @@ impl MrJson {
             number: self.iid,
             branch: self.source_branch,
             base: self.target_branch,
+            author: self.author.map(|a| a.username).unwrap_or_default(),
             title,
             body: self.description.unwrap_or_default(),
             state,
@@ -1199,6 +1223,7 @@ mod tests {
             number: 3,
             branch: "imagebump/apps-web".to_string(),
             base: "main".to_string(),
+            author: FakeGitLab::BOT.to_string(),
             title: "Update web to 1.2.3".to_string(),
             body: "table\n<!-- imagebump: {} -->".to_string(),
             state: PullState::Open,

@@ -53,6 +53,16 @@ pub trait Forge: Send + Sync {
     /// `prefix`, most recently updated first, at most `limit`.
     async fn closed_pulls(&self, prefix: &str, limit: usize) -> Result<Vec<Pull>, Error>;
 
+    /// The login of the account the credentials act as, spelled as [`Pull::author`] spells
+    /// the author of what that account opens (GitHub: `GET /user`, or `<app>[bot]` for a
+    /// GitHub App and an installation token; GitLab and Gitea: `GET /user`). Whose pull
+    /// requests are imagebump's is decided by it, never by a branch name or a body.
+    async fn whoami(&self) -> Result<String, Error>;
+
+    /// One pull request by number, any state (`None`: the forge does not know it, or its
+    /// head is not a branch of this repository).
+    async fn pull(&self, number: u64) -> Result<Option<Pull>, Error>;
+
     /// Opens a pull request from `new.branch` (a branch of this repository) into `new.base`.
     async fn create_pull(&self, new: &NewPull) -> Result<Pull, Error>;
 
@@ -126,6 +136,9 @@ pub struct Pull {
     pub branch: String,
     /// Base branch name.
     pub base: String,
+    /// The login of the account that opened it (GitHub and Gitea `user.login`, GitLab
+    /// `author.username`); empty when the forge does not say.
+    pub author: String,
     pub title: String,
     /// The description; empty when the forge has none. The machine-readable marker lives here.
     pub body: String,
@@ -346,7 +359,7 @@ pub(crate) fn logins(users: Option<Vec<LoginJson>>) -> Vec<String> {
 /// A user as GitHub and Gitea write one, by login.
 #[derive(serde::Deserialize)]
 pub(crate) struct LoginJson {
-    login: String,
+    pub login: String,
 }
 
 /// A pull request's `head` or `base` as GitHub writes it, and Gitea after it.

@@ -196,6 +196,19 @@ async fn adopt(
         };
         return failed(f, report, &what, &e, problems);
     };
+    // Only a pull request imagebump's own account opened into the base is adopted: one
+    // someone else opened from the branch meanwhile is left as it is.
+    if !super::state::is_ours(&p, ctx.login, ctx.base) {
+        let e = crate::forge::Error::Refused {
+            message: format!(
+                "pull request #{} was opened by {}, not by {}; left alone",
+                p.number,
+                p.author,
+                ctx.login.unwrap_or("imagebump's account")
+            ),
+        };
+        return failed(f, report, &what, &e, problems);
+    }
     if let Err(e) = f.update_pull(p.number, &new.title, &new.body).await {
         return failed(f, report, &what, &e, problems);
     }

@@ -64,8 +64,11 @@ pub struct Input<'a> {
     pub built: &'a [Option<Built>],
     /// imagebump's branches on the remote, by name.
     pub branches: &'a BTreeMap<String, Branch>,
-    /// The open pull requests of imagebump's branches, by branch.
+    /// imagebump's own open pull requests, by branch.
     pub open: &'a BTreeMap<String, Pull>,
+    /// Branches that someone else's open pull request comes from: never pushed to, and
+    /// their pull request never edited, closed or adopted.
+    pub claimed: &'a BTreeSet<String>,
     /// The base branch the pull requests target.
     pub base: &'a str,
     pub draft: bool,
@@ -174,6 +177,10 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
     for (p, built) in input.proposals.iter().zip(input.built) {
         let pull = input.open.get(&p.branch);
         let remote = input.branches.get(&p.branch);
+        if input.claimed.contains(&p.branch) {
+            settled.push(Action::Report(report(p, Outcome::HumanCommits, None)));
+            continue;
+        }
         if remote.is_some_and(|r| r.foreign) {
             notes.extend(note_foreign(pull, input.dry_run));
             settled.push(Action::Report(report(p, Outcome::HumanCommits, pull)));
@@ -435,6 +442,7 @@ mod tests {
             number,
             branch: p.branch.clone(),
             base: "main".into(),
+            author: "imagebump-bot".into(),
             title: p.title.clone(),
             body: p.body.clone(),
             state: PullState::Open,
@@ -463,6 +471,7 @@ mod tests {
         built: Vec<Option<Built>>,
         branches: BTreeMap<String, Branch>,
         open: BTreeMap<String, Pull>,
+        claimed: BTreeSet<String>,
         max_new: Option<usize>,
         dry_run: bool,
     }
@@ -480,6 +489,7 @@ mod tests {
                 built,
                 branches: BTreeMap::new(),
                 open: BTreeMap::new(),
+                claimed: BTreeSet::new(),
                 max_new: None,
                 dry_run: false,
             }
@@ -503,6 +513,7 @@ mod tests {
                 built: &self.built,
                 branches: &self.branches,
                 open: &self.open,
+                claimed: &self.claimed,
                 base: "main",
                 draft: false,
                 labels: &[],
@@ -623,6 +634,24 @@ mod tests {
             p.body = noted;
         }
         assert_eq!(lines(&case.decide()), ["report imagebump/web HumanCommits"]);
+    }
+
+    #[test]
+    fn a_branch_someone_else_opened_a_pull_request_from_is_never_touched() {
+        // Their pull request is not in `open` (not imagebump's), its branch is claimed: no
+        // push, no pull request opened, nothing closed; the web change set is reported
+        // left alone and the api one goes ahead.
+        let plan = plan(&["web", "api"]);
+        let mut case = Case::new(&plan);
+        case.claimed.insert("imagebump/web".into());
+        assert_eq!(
+            lines(&case.decide()),
+            [
+                "report imagebump/web HumanCommits",
+                "push imagebump/api=c1<-None",
+                "open imagebump/api Create",
+            ]
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::deliver::marker;
 use crate::forge::{Pull, PullState};
+use crate::promote::seen::{escape, unescape};
 use crate::resolve::{Rejection, Rejections};
 use crate::source::git::CommitInfo;
 use imagebump_model::name::parse_name;
@@ -71,49 +72,29 @@ impl Rejected {
     }
 }
 
-/// `s` as one ref component git accepts (`git check-ref-format`): letters, digits, `-`, `_`
-/// and single dots stay; everything else, a dot after a dot, a leading dot and the dot of a
-/// trailing `.lock` become `%XX`.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut prev = None;
-    for (i, c) in s.char_indices() {
-        let rest = s.get(i..).unwrap_or_default();
-        let dot_ok = c == '.' && i > 0 && prev != Some('.') && rest != ".lock";
-        if c.is_ascii_alphanumeric() || c == '-' || c == '_' || dot_ok {
-            out.push(c);
-        } else {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("%{b:02X}"));
-            }
-        }
-        prev = Some(c);
-    }
-    out
+/// Whose commits are imagebump's: the configured author email, and whether GitHub's API
+/// made them (`signing: {format: github}`). A revert rejects only what such a commit did,
+/// and only where it changes it back.
+#[derive(Clone, Copy)]
+pub struct Author<'a> {
+    pub email: &'a str,
+    pub by_api: bool,
+    /// Whether commit `sha` changes `file` (a commit that says "This reverts commit …" is
+    /// a revert of a file only if it changes that file).
+    pub changes: &'a dyn Fn(&str, &str) -> bool,
 }
 
-/// The inverse of [`escape`]; `None` for a malformed escape or bytes that are not UTF-8.
-fn unescape(s: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(s.len());
-    let mut it = s.bytes();
-    while let Some(b) = it.next() {
-        if b == b'%' {
-            let hex = [it.next()?, it.next()?];
-            let hex = std::str::from_utf8(&hex).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-        } else {
-            bytes.push(b);
-        }
-    }
-    String::from_utf8(bytes).ok()
-}
-
-/// Versions reviewers rejected: pull requests closed without merging (their marker) and
-/// reverted imagebump commits (their trailers), within the base branch's recent history.
-/// A closed pull request counts only for the updates of its own branch's change set
-/// (`prefix`: `pullRequests.branchPrefix`, see [`marker::proposed`]).
-pub fn rejected(closed: &[Pull], prefix: &str, history: &[CommitInfo]) -> Vec<Rejected> {
+/// Versions reviewers rejected: pull requests closed without merging (their marker; the
+/// caller passes imagebump's own only) and reverted imagebump commits (their trailers; a
+/// commit by another author, or without the trailer, is not imagebump's), within the base
+/// branch's recent history. A closed pull request counts only for the updates of its own
+/// branch's change set (`prefix`: `pullRequests.branchPrefix`, see [`marker::proposed`]).
+pub fn rejected(
+    closed: &[Pull],
+    prefix: &str,
+    history: &[CommitInfo],
+    bot: Author<'_>,
+) -> Vec<Rejected> {
     let mut out = Vec::new();
     let mut reject = |image: &str, to: &str, file: Option<&str>, source: String, why: String| {
         out.push(Rejected {
@@ -144,13 +125,17 @@ pub fn rejected(closed: &[Pull], prefix: &str, history: &[CommitInfo]) -> Vec<Re
         if lifted.contains(&format!("revert-{}", short(reverted))) {
             continue;
         }
-        for original in undone(&by_sha, reverted) {
+        let ours = |c: &&CommitInfo| !super::state::is_foreign(c, bot.email, bot.by_api);
+        for original in undone(&by_sha, reverted).into_iter().filter(ours) {
             for (k, v) in &original.trailers {
                 let Some(t) =
                     marker::parse_trailer(v).filter(|_| k.eq_ignore_ascii_case(marker::TRAILER))
                 else {
                     continue;
                 };
+                if t.file.as_deref().is_some_and(|f| !(bot.changes)(&c.sha, f)) {
+                    continue;
+                }
                 reject(
                     &t.image,
                     &t.to,
@@ -187,6 +172,54 @@ pub fn recorded(
     (kept, gone)
 }
 
+/// Why a recorded rejection (a ref under [`NAMESPACE`]) does not hold, or `None` when it
+/// does. A ref is only a record: anyone with push access can create one, so it holds only
+/// when what it names says so too:
+///
+/// - `pr-N`: `pull` is pull request N as the forge knows it now (`None`: unknown). It must
+///   be imagebump's own ([`super::state::is_ours`]: opened by `login`, into `base`), closed
+///   without merging, and its marker must propose this very version at this place;
+/// - `revert-<sha>`: the same rejection must be read from the base's history this run
+///   (`derived`): a revert of an imagebump commit within the commits read.
+pub fn unsupported(
+    r: &Rejected,
+    pull: Option<&Pull>,
+    (login, base): (Option<&str>, &str),
+    derived: &[Rejected],
+) -> Option<String> {
+    if derived.iter().any(|d| same(d, r)) {
+        return None;
+    }
+    if r.source.starts_with("revert-") {
+        return Some("no revert of an imagebump commit in the history read says so".into());
+    }
+    let Some(p) = pull else {
+        return Some("the forge knows no such pull request".into());
+    };
+    if !super::state::is_ours(p, login, base) {
+        return Some(format!("pull request #{} is not imagebump's", p.number));
+    }
+    if p.state != PullState::Closed {
+        return Some(format!("pull request #{} is not closed unmerged", p.number));
+    }
+    let proposed = marker::parse(&p.body).unwrap_or_default();
+    let said = proposed.iter().any(|u| {
+        u.image == r.image
+            && marker::tag_of(&u.to) == r.tag
+            && r.file.as_ref().is_none_or(|f| *f == u.file)
+    });
+    (!said).then(|| format!("pull request #{} did not propose this version", p.number))
+}
+
+/// The pull request a `pr-N` record names.
+pub fn pull_number(r: &Rejected) -> Option<u64> {
+    r.source.strip_prefix("pr-")?.parse().ok()
+}
+
+fn same(a: &Rejected, b: &Rejected) -> bool {
+    a.image == b.image && a.tag == b.tag && a.file == b.file && a.source == b.source
+}
+
 /// The sources (`revert-<sha>`) of rejections a human lifted by reverting the revert (what
 /// `git revert` of a revert, "Reapply …", makes): the version is wanted after all.
 pub fn lifted(history: &[CommitInfo]) -> std::collections::BTreeSet<String> {
@@ -217,11 +250,6 @@ pub fn by_image(all: &[Rejected]) -> Rejections {
         }
     }
     out
-}
-
-/// [`rejected`], by image.
-pub fn rejections(closed: &[Pull], prefix: &str, history: &[CommitInfo]) -> Rejections {
-    by_image(&rejected(closed, prefix, history))
 }
 
 fn short(sha: &str) -> &str {
@@ -327,6 +355,13 @@ mod tests {
         assert_eq!(Rejected::from_ref("refs/heads/main"), None);
     }
 
+    /// imagebump's commits in these tests.
+    const BOT: Author<'static> = Author {
+        email: "a@b",
+        by_api: false,
+        changes: &|_, _| true,
+    };
+
     fn commit(sha: &str, parents: &[&str], trailer: Option<&str>, body: &str) -> CommitInfo {
         let sig = Signature {
             name: "a".into(),
@@ -372,6 +407,7 @@ mod tests {
             number: 7,
             branch: "imagebump/apps-web".into(),
             base: "main".into(),
+            author: "imagebump-bot".into(),
             title: "t".into(),
             body: marker::render(&[marked]),
             state: PullState::Closed,
@@ -407,7 +443,12 @@ mod tests {
             None,
             "This reverts commit 3333333333cccc.\n",
         );
-        let r = rejected(&[closed], "imagebump/", &[revert_db, db, revert, original]);
+        let r = rejected(
+            &[closed],
+            "imagebump/",
+            &[revert_db, db, revert, original],
+            BOT,
+        );
         let s = |x: &str| x.to_string();
         assert_eq!(
             listed(&r),
@@ -435,6 +476,156 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_rejection_holds_only_when_what_it_names_says_so() {
+        let marked = Marked {
+            image: "ghcr.io/acme/web".into(),
+            group: "apps/web".into(),
+            file: "apps/web/kustomization.yaml".into(),
+            from: "1.2.0".into(),
+            to: "1.3.0".into(),
+        };
+        let closed = Pull {
+            number: 7,
+            branch: "imagebump/web".into(),
+            base: "main".into(),
+            author: "imagebump-bot".into(),
+            title: "t".into(),
+            body: marker::render(&[marked]),
+            state: PullState::Closed,
+            url: String::new(),
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            draft: false,
+            node_id: String::new(),
+            automerge: None,
+        };
+        let r = Rejected::from_ref(
+            "refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/pr-7/file=apps%2Fweb%2Fkustomization.yaml",
+        )
+        .unwrap();
+        let me = (Some("imagebump-bot"), "main");
+        let why = |p: Option<&Pull>, me| unsupported(&r, p, me, &[]);
+        assert_eq!(why(Some(&closed), me), None);
+        assert_eq!(
+            why(None, me).as_deref(),
+            Some("the forge knows no such pull request")
+        );
+        let human = Pull {
+            author: "mallory".into(),
+            ..closed.clone()
+        };
+        let other_base = Pull {
+            base: "release".into(),
+            ..closed.clone()
+        };
+        for p in [&human, &other_base] {
+            assert_eq!(
+                why(Some(p), me).as_deref(),
+                Some("pull request #7 is not imagebump's")
+            );
+        }
+        assert_eq!(
+            why(Some(&closed), (None, "main")).as_deref(),
+            Some("pull request #7 is not imagebump's")
+        );
+        let merged = Pull {
+            state: PullState::Merged,
+            ..closed.clone()
+        };
+        assert_eq!(
+            why(Some(&merged), me).as_deref(),
+            Some("pull request #7 is not closed unmerged")
+        );
+    }
+
+    #[test]
+    fn a_record_naming_another_version_or_place_than_its_pull_request_does_not_hold() {
+        let closed = Pull {
+            number: 7,
+            branch: "imagebump/web".into(),
+            base: "main".into(),
+            author: "imagebump-bot".into(),
+            title: "t".into(),
+            body: marker::render(&[Marked {
+                image: "ghcr.io/acme/web".into(),
+                group: "apps/web".into(),
+                file: "apps/web/kustomization.yaml".into(),
+                from: "1.2.0".into(),
+                to: "1.3.0".into(),
+            }]),
+            state: PullState::Closed,
+            url: String::new(),
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            draft: false,
+            node_id: String::new(),
+            automerge: None,
+        };
+        let me = (Some("imagebump-bot"), "main");
+        for name in [
+            "refs/imagebump/rejected/ghcr.io/acme/web/9.9.9/pr-7",
+            "refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/pr-7/file=prod%2Fvalues.yaml",
+            "refs/imagebump/rejected/ghcr.io/acme/db/1.3.0/pr-7",
+        ] {
+            let other = Rejected::from_ref(name).unwrap();
+            assert_eq!(
+                unsupported(&other, Some(&closed), me, &[]).as_deref(),
+                Some("pull request #7 did not propose this version"),
+                "{name}"
+            );
+        }
+        // A revert record holds only while the history read shows the revert.
+        let revert =
+            Rejected::from_ref("refs/imagebump/rejected/ghcr.io/acme/web/1.3.0/revert-1a2b3c4d5e")
+                .unwrap();
+        assert_eq!(
+            unsupported(&revert, None, me, &[]).as_deref(),
+            Some("no revert of an imagebump commit in the history read says so")
+        );
+        assert_eq!(
+            unsupported(&revert, None, me, std::slice::from_ref(&revert)),
+            None
+        );
+    }
+
+    #[test]
+    fn reverting_a_commit_imagebump_did_not_make_rejects_nothing() {
+        // A trailer written by someone else (another author), then "reverted".
+        let mut theirs = commit(
+            "1111111111aaaa",
+            &[],
+            Some("ghcr.io/acme/api 2.0.0 -> 9.9.9 in apps/api/values.yaml"),
+            "",
+        );
+        theirs.author.email = "mallory@example.com".into();
+        let revert = commit(
+            "2222222222bbbb",
+            &[],
+            None,
+            "This reverts commit 1111111111aaaa.\n",
+        );
+        assert_eq!(
+            rejected(&[], "imagebump/", &[revert.clone(), theirs.clone()], BOT),
+            []
+        );
+        // The same commit by imagebump's author is imagebump's: its revert rejects.
+        theirs.author.email = BOT.email.into();
+        assert_eq!(
+            rejected(&[], "imagebump/", &[revert.clone(), theirs.clone()], BOT).len(),
+            1
+        );
+        // A "revert" that does not change the file it names reverts nothing there.
+        let elsewhere = Author {
+            changes: &|sha, file| !(sha == "2222222222bbbb" && file == "apps/api/values.yaml"),
+            ..BOT
+        };
+        assert_eq!(
+            rejected(&[], "imagebump/", &[revert, theirs], elsewhere),
+            []
+        );
+    }
+
+    #[test]
     fn reverting_the_revert_lifts_the_rejection() {
         let original = commit(
             "1111111111aaaa",
@@ -455,12 +646,15 @@ mod tests {
             "This reverts commit 2222222222bbbb.\n",
         );
         let history = [reapply, revert.clone(), original.clone()];
-        assert_eq!(rejected(&[], "imagebump/", &history), []);
+        assert_eq!(rejected(&[], "imagebump/", &history, BOT), []);
         assert_eq!(
             lifted(&history).into_iter().collect::<Vec<_>>(),
             ["revert-1111111111"]
         );
-        assert_eq!(rejected(&[], "imagebump/", &[revert, original]).len(), 1);
+        assert_eq!(
+            rejected(&[], "imagebump/", &[revert, original], BOT).len(),
+            1
+        );
     }
 
     #[test]
@@ -485,7 +679,7 @@ mod tests {
             None,
             "This reverts commit cccccccccc03, reversing\nchanges made to aaaaaaaaaa01.\n",
         );
-        let found = rejected(&[], "imagebump/", &[r, m, b, a]);
+        let found = rejected(&[], "imagebump/", &[r, m, b, a], BOT);
         assert_eq!(
             listed(&found),
             [(

@@ -13,6 +13,47 @@ use crate::forge::Pull;
 use crate::source::git::{CommitInfo, Error as GitError, NewCommit, Signature};
 use imagebump_model::Problem;
 
+/// What [`read`] found on the remote and the forge.
+pub struct Found {
+    /// imagebump's branches that the proposals want, by name.
+    pub branches: BTreeMap<String, Branch>,
+    /// imagebump's open pull requests ([`is_ours`]), by branch.
+    pub open: BTreeMap<String, Pull>,
+    /// Branches with an open pull request that is not imagebump's: left alone.
+    pub claimed: std::collections::BTreeSet<String>,
+}
+
+/// Whether `p` is one of imagebump's own pull requests for this run: opened by the
+/// forge account imagebump acts as (`login`, `None` when it is not known: then none is)
+/// and against the base branch. A branch name or a marker in the body proves nothing:
+/// anyone who can push a branch can name it so and write one.
+pub fn is_ours(p: &Pull, login: Option<&str>, base: &str) -> bool {
+    login.is_some_and(|me| !me.is_empty() && p.author.eq_ignore_ascii_case(me)) && p.base == base
+}
+
+/// The pull requests listed that are not imagebump's ([`is_ours`]), as notes naming each.
+pub fn not_ours_notes(pulls: &[Pull], login: Option<&str>, base: &str) -> Vec<String> {
+    pulls
+        .iter()
+        .filter(|p| !is_ours(p, login, base))
+        .map(|p| {
+            format!(
+                "pull request #{} from {} (by {}, into {}) is not imagebump's ({} into {base}): \
+                 left alone, not counted",
+                p.number,
+                p.branch,
+                if p.author.is_empty() {
+                    "an unknown account"
+                } else {
+                    &p.author
+                },
+                p.base,
+                login.unwrap_or("an unknown account"),
+            )
+        })
+        .collect()
+}
+
 /// imagebump's branches that the proposals want, and the open pull requests by branch.
 /// `None` when the branches or the pull requests cannot be listed (the problem is
 /// recorded): then nothing is done.
@@ -20,7 +61,7 @@ pub async fn read(
     ctx: &Context<'_>,
     proposals: &[Proposal<'_>],
     problems: &mut Vec<Problem>,
-) -> Option<(BTreeMap<String, Branch>, BTreeMap<String, Pull>)> {
+) -> Option<Found> {
     let prefix = ctx.settings.branch_prefix.as_str();
     let heads = match ctx.git.remote_heads(ctx.dir, prefix) {
         Ok(h) => h,
@@ -30,20 +71,18 @@ pub async fn read(
             return None;
         }
     };
-    let open: BTreeMap<String, Pull> = match (ctx.open, ctx.forge) {
-        (Some(listed), _) => listed
-            .iter()
-            .map(|p| (p.branch.clone(), p.clone()))
-            .collect(),
+    let listed: Vec<Pull> = match (ctx.open, ctx.forge) {
+        (Some(listed), _) => listed.to_vec(),
         (None, Some(f)) => match f.open_pulls(prefix).await {
-            Ok(pulls) => pulls.into_iter().map(|p| (p.branch.clone(), p)).collect(),
+            Ok(pulls) => pulls,
             Err(e) => {
                 problems.push(forge_problem(f, "cannot list pull requests", &e));
                 return None;
             }
         },
-        (None, None) => BTreeMap::new(),
+        (None, None) => Vec::new(),
     };
+    let (open, claimed) = split_open(listed, ctx.login, ctx.base);
     let existing: Vec<String> = proposals
         .iter()
         .filter(|p| heads.contains_key(&p.branch))
@@ -76,7 +115,32 @@ pub async fn read(
             (name, branch(ctx, sha, log, tree))
         })
         .collect();
-    Some((branches, open))
+    Some(Found {
+        branches,
+        open,
+        claimed,
+    })
+}
+
+/// imagebump's open pull requests by branch, and the branches someone else's open pull
+/// request comes from.
+fn split_open(
+    listed: Vec<Pull>,
+    login: Option<&str>,
+    base: &str,
+) -> (BTreeMap<String, Pull>, std::collections::BTreeSet<String>) {
+    let mut open = BTreeMap::new();
+    let mut claimed = std::collections::BTreeSet::new();
+    for p in listed {
+        if is_ours(&p, login, base) {
+            open.insert(p.branch.clone(), p);
+        } else {
+            claimed.insert(p.branch);
+        }
+    }
+    // A branch with both (the bot's pull request into another base, say) is not touched.
+    open.retain(|branch, _| !claimed.contains(branch));
+    (open, claimed)
 }
 
 /// A remote branch's state, from its commits since the base and its tree.

@@ -215,6 +215,20 @@ impl FakeGitea {
         state.insert_pull(branch, Some(head_repo), base, title, body, Self::BOT_LOGIN)
     }
 
+    /// Adds an open pull request from `branch` of the fake's repository opened by `author`.
+    pub fn add_pull_by(
+        &self,
+        author: &str,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> u64 {
+        let mut state = self.lock();
+        let head_repo = state.full_name();
+        state.insert_pull(branch, Some(head_repo), base, title, body, author)
+    }
+
     /// Adds an open pull request from `branch` of the fork `fork_owner/gitops`.
     pub fn add_fork_pull(&self, fork_owner: &str, branch: &str, base: &str, title: &str) -> u64 {
         let head_repo = format!("{fork_owner}/{}", Self::REPO);
@@ -495,6 +509,12 @@ impl State {
             return self.error(401, "token is required");
         }
         let route = route.to_string();
+        if method == "GET" && route == "/user" {
+            return (
+                200,
+                ResponseTemplate::new(200).set_body_json(user_json(FakeGitea::BOT_LOGIN)),
+            );
+        }
         let segments: Vec<&str> = route.trim_matches('/').split('/').collect();
         let ["repos", owner, repo, rest @ ..] = segments.as_slice() else {
             return self.not_found();

@@ -51,8 +51,12 @@ pub const APP_PUBLIC_KEY: &str =
 pub const APP_PRIVATE_KEY: &str =
     include_str!("../../../../fixtures/github/TEST-ONLY-app-private-key.pem");
 
-/// The login the fake says created pull requests and comments.
+/// The login the fake says created pull requests and comments, for a token.
 pub const BOT_LOGIN: &str = "imagebump-bot";
+/// The slug of the fake's GitHub App (`GET /app`).
+pub const APP_SLUG: &str = "imagebump";
+/// Who opens pull requests with the App's installation tokens.
+pub const APP_BOT_LOGIN: &str = "imagebump[bot]";
 
 /// The credential a request carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +147,8 @@ struct State {
     git_dir: Option<std::path::PathBuf>,
     /// Commits GitHub created (and so signed) through its API.
     verified: Vec<String>,
+    /// The login of the account the request being answered acts as.
+    acting: String,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -185,6 +191,7 @@ impl FakeGitHub {
             allow_auto_merge: true,
             git_dir: None,
             verified: Vec::new(),
+            acting: BOT_LOGIN.to_string(),
         }));
         answer_all(&server, &state).await;
         FakeGitHub {
@@ -244,6 +251,21 @@ impl FakeGitHub {
             false,
             BOT_LOGIN,
         )
+    }
+
+    /// Adds an open pull request from `branch` of the fake's repository opened by `user` (a
+    /// human, or someone's bot); returns its number.
+    pub fn add_pull_by(
+        &self,
+        user: &str,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> u64 {
+        let head_repo = format!("{}/{}", Self::OWNER, Self::REPO);
+        self.lock()
+            .insert_pull(branch, &head_repo, base, title, Some(body), false, user)
     }
 
     /// Adds an open pull request from `branch` of the fork `fork_owner/gitops`.
@@ -467,6 +489,13 @@ impl State {
         body: Option<&Value>,
         credential: &Credential,
     ) -> (u16, ResponseTemplate) {
+        let installation = matches!(credential, Credential::Token(t) if self.issued.contains(t));
+        self.acting = if installation {
+            APP_BOT_LOGIN
+        } else {
+            BOT_LOGIN
+        }
+        .to_string();
         if method == "POST" && path == self.graphql_path() {
             if let Some(fault) = self.faults.take(method, "/graphql") {
                 return fault_response(&fault);
@@ -474,7 +503,7 @@ impl State {
             if !self.token_ok(credential) {
                 return bad_credentials("Bad credentials");
             }
-            return self.graphql(body);
+            return self.graphql(body, installation);
         }
         let Some(route) = path.strip_prefix(self.prefix.as_str()) else {
             return not_found();
@@ -501,10 +530,22 @@ impl State {
                 }
                 return self.installation(owner, repo);
             }
+            ("GET", ["app"]) => {
+                if !self.app_ok(credential) {
+                    return bad_credentials("A JSON web token could not be decoded");
+                }
+                return ok(200, json!({"id": 1, "slug": APP_SLUG, "name": "imagebump"}));
+            }
             _ => {}
         }
         if !self.token_ok(credential) {
             return bad_credentials("Bad credentials");
+        }
+        if let ("GET", ["user"]) = (method, segments.as_slice()) {
+            return match installation {
+                true => forbidden("Resource not accessible by integration"),
+                false => ok(200, user_json(BOT_LOGIN)),
+            };
         }
         let ["repos", owner, repo, rest @ ..] = segments.as_slice() else {
             return not_found();
@@ -561,7 +602,7 @@ impl State {
 
     /// `POST /graphql`: the one mutation imagebump sends, answered as GitHub does (200, with
     /// `errors` when refused).
-    fn graphql(&mut self, body: Option<&Value>) -> (u16, ResponseTemplate) {
+    fn graphql(&mut self, body: Option<&Value>, installation: bool) -> (u16, ResponseTemplate) {
         let empty = json!({});
         let body = body.unwrap_or(&empty);
         let query = body
@@ -577,6 +618,14 @@ impl State {
         };
         if query.contains("createCommitOnBranch") {
             return self.create_commit_on_branch(&vars);
+        }
+        if query.contains("viewer") {
+            // An installation token's viewer is the App's bot, named as REST names it.
+            let viewer = match installation {
+                true => json!({"__typename": "Bot", "login": APP_BOT_LOGIN}),
+                false => json!({"__typename": "User", "login": BOT_LOGIN}),
+            };
+            return ok(200, json!({"data": {"viewer": viewer}}));
         }
         if !query.contains("enablePullRequestAutoMerge") {
             return error(
@@ -894,7 +943,7 @@ impl State {
             title,
             text("body"),
             draft,
-            BOT_LOGIN,
+            &self.acting.clone(),
         );
         let pull = self.find(number).unwrap_or_else(|| unreachable!());
         ok(201, self.pull_json(&pull, true))
@@ -1358,6 +1407,18 @@ fn unprocessable(message: &str) -> (u16, ResponseTemplate) {
             "documentation_url": "https://docs.github.com/rest/git/refs",
             "status": "422"
         })),
+    )
+}
+
+/// 403 as GitHub answers an installation token asking for what it may not read.
+fn forbidden(message: &str) -> (u16, ResponseTemplate) {
+    (
+        403,
+        with_rate_headers(ResponseTemplate::new(403).set_body_json(json!({
+            "message": message,
+            "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+            "status": "403"
+        }))),
     )
 }
 

@@ -238,6 +238,21 @@ impl FakeGitLab {
         )
     }
 
+    /// Adds an open merge request from `branch` of the project opened by `author` (a user
+    /// the fake has: [`FakeGitLab::BOT`] for one imagebump opened); returns its iid.
+    pub fn add_mr_by(
+        &self,
+        author: &str,
+        branch: &str,
+        target: &str,
+        title: &str,
+        body: &str,
+    ) -> u64 {
+        let id = self.user_id(author);
+        self.lock()
+            .insert_mr(Self::PROJECT_ID, branch, target, title, Some(body), id)
+    }
+
     /// Adds an open merge request from `branch` of a fork ([`FakeGitLab::FORK_ID`]).
     pub fn add_fork_mr(&self, branch: &str, target: &str, title: &str) -> u64 {
         self.lock()
@@ -463,6 +478,11 @@ impl State {
         let iid = |s: &str| s.parse::<u64>().ok();
         match (method, segments.as_slice()) {
             ("GET", ["users"]) => self.users_list(query),
+            // A job token is no user: GitLab refuses it here.
+            ("GET", ["user"]) => match credential {
+                Credential::JobToken(_) => message(401, "401 Unauthorized"),
+                _ => ok(200, self.user(1)),
+            },
             (_, ["projects", id, rest @ ..]) => {
                 if !is_project(id) {
                     return message(404, "404 Project Not Found");
