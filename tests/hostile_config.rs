@@ -248,9 +248,9 @@ fn a_configuration_file_that_is_no_regular_file_stops_the_run() {
             "a link that leads nowhere: not read",
         ),
         (
-            "a file of 17 MiB",
-            |p| fs::write(p, format!("# {}\n", "x".repeat(17 << 20))).unwrap(),
-            "larger than 16 MiB",
+            "a file of 2 MiB",
+            |p| fs::write(p, format!("# {}\n", "x".repeat(2 << 20))).unwrap(),
+            "larger than 1 MiB",
         ),
         (
             "not UTF-8",
