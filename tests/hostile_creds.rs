@@ -340,19 +340,23 @@ fn mapped_pull_secret_goes_only_to_its_registries() {
     server.assert_asked_without_credentials(&run);
 }
 
-/// The operator's own `ext:` helper fails and prints the job's secrets on stderr (a GitHub
-/// token, a GitLab token, AWS keys, a forge token of no known shape): the error quotes its
-/// stderr with every one of them taken out.
+/// The operator's own `ext:` helper runs without the forge and git tokens, fails and prints
+/// what secrets it has on stderr (AWS keys, a GitHub-shaped token): the error quotes its
+/// stderr with every one of them taken out, and shows the forge tokens' variables empty.
 #[test]
 fn helper_stderr_is_quoted_scrubbed() {
     let job = Job::new();
     let server = Recorder::basic();
     let helper = job.dir.path().join("noisy.sh");
+    // The forge tokens are not in the helper's environment; the cloud secret is, and a
+    // token it found elsewhere (written into the script here) is shaped like one.
     fs::write(
         &helper,
-        "#!/bin/sh\necho \"debug: GITHUB_TOKEN=$GITHUB_TOKEN gitlab=$GITLAB_TOKEN\" >&2\n\
-         echo \"aws_access_key_id=AKIAJOBKEYID00000000 aws_secret_access_key=$AWS_SECRET_ACCESS_KEY\" >&2\n\
-         echo \"forge $IMAGEBUMP_FORGE_TOKEN refused\" >&2\nexit 3\n",
+        format!(
+            "#!/bin/sh\necho \"debug: github=[$GITHUB_TOKEN] gitlab=[$GITLAB_TOKEN] forge=[$IMAGEBUMP_FORGE_TOKEN] git=[$IMAGEBUMP_GIT_TOKEN]\" >&2\n\
+             echo \"aws_access_key_id=AKIAJOBKEYID00000000 aws_secret_access_key=$AWS_SECRET_ACCESS_KEY\" >&2\n\
+             echo \"cached {GITHUB_SECRET} refused\" >&2\nexit 3\n"
+        ),
     )
     .unwrap();
     make_executable(&helper);
@@ -376,10 +380,11 @@ fn helper_stderr_is_quoted_scrubbed() {
         .env("GITLAB_TOKEN", gitlab)
         .env("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
         .env("IMAGEBUMP_FORGE_TOKEN", forge)
+        .env("IMAGEBUMP_GIT_TOKEN", forge)
         .code(1)
         .run();
     let quoted = format!(
-        "ext:{}: exited with status 3; stderr: debug: GITHUB_TOKEN=<redacted> gitlab=<redacted> | aws_access_key_id=<redacted> aws_secret_access_key=<redacted> | forge <redacted> refused",
+        "ext:{}: exited with status 3; stderr: debug: github=[] gitlab=[] forge=[] git=[] | aws_access_key_id=<redacted> aws_secret_access_key=<redacted> | cached <redacted> refused",
         helper.display()
     );
     run.assert_stdout_contains(&quoted);

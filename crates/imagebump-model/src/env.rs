@@ -260,6 +260,20 @@ impl EnvVars {
     /// Azure instance metadata endpoint (tests and special networks).
     pub const IMAGEBUMP_AZURE_IMDS_ENDPOINT: &'static str = "IMAGEBUMP_AZURE_IMDS_ENDPOINT";
 
+    /// The forge and git tokens: what can push to the manifest repository and open or
+    /// merge its pull requests. A credentials helper (`ext:`) runs without them: it logs in
+    /// to a registry and has no use for them.
+    pub const FORGE_TOKENS: [&'static str; 8] = [
+        Self::IMAGEBUMP_FORGE_TOKEN,
+        Self::IMAGEBUMP_GIT_TOKEN,
+        Self::GITHUB_TOKEN,
+        Self::GITLAB_TOKEN,
+        Self::GITLAB_OAUTH_TOKEN,
+        Self::GITEA_TOKEN,
+        Self::FORGEJO_TOKEN,
+        Self::CI_JOB_TOKEN,
+    ];
+
     /// The variables whose values are secrets: held by the redactor from the start of a
     /// run, so that no error or log line quotes them, whoever printed them.
     pub const SECRETS: [&'static str; 12] = [

@@ -35,12 +35,16 @@ pub(super) fn check(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Run the program (no arguments, `IMAGEBUMP_REGISTRY` set to the host) and read
-/// `user:password` from the first non-empty line of its stdout. Its stderr goes into the
-/// error when it fails; its stdout never does.
+/// Run the program (no arguments, `IMAGEBUMP_REGISTRY` set to the host, the forge tokens
+/// taken out of its environment) and read `user:password` from the first non-empty line of
+/// its stdout. Its stderr goes into the error when it fails; its stdout never does.
 pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fetched, String> {
     let shown = path.display();
-    let mut child = tokio::process::Command::new(path)
+    let mut command = tokio::process::Command::new(path);
+    for name in EnvVars::FORGE_TOKENS {
+        command.env_remove(name);
+    }
+    let mut child = command
         .env(EnvVars::IMAGEBUMP_REGISTRY, host)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
