@@ -133,6 +133,11 @@ fn reference(
     )
     .map_err(|why| at(format!("{} names {why}", policy.meta.label("ImagePolicy"))))?;
     let mut r = current(ctx, group, repo)?;
+    if let Some(why) = imagebump_model::name::placeholder(&repo.image) {
+        let label = repo.meta.id("ImageRepository");
+        r.unmanaged = Some(format!("{label}: spec.image is {why}").into());
+        return Ok(r);
+    }
     if let Err(p) = give_policy(&mut r, policy, repo, policies, ctx, first.offset) {
         out.problems.push(p);
     }
@@ -192,8 +197,11 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
     let first = group
         .first()
         .ok_or_else(|| Problem::general("empty setter group"))?;
-    let image = parse_name(&repo.image)
-        .map_err(|e| ctx.problem(first.offset, format!("ImageRepository: {e}")))?;
+    let image = match imagebump_model::name::placeholder(&repo.image) {
+        Some(_) => ImageName::unparsed(&repo.image),
+        None => parse_name(&repo.image)
+            .map_err(|e| ctx.problem(first.offset, format!("ImageRepository: {e}")))?,
+    };
     let parts = parts(ctx, group, repo, &image)?;
     let reference = Reference {
         name: image,

@@ -1,0 +1,300 @@
+//! What is not an image the repository deploys is never an error and never edited: the
+//! patterns and schema types of policy engines (Kyverno, Gatekeeper, kro), a Flux
+//! ImageRepository filled in by a post-build variable, and the images of build and
+//! development tools' configurations (Skaffold, kind, kpt; docker-compose, devspace and ko
+//! files are no manifests). Driven through the real binary against a real registry.
+
+mod support;
+
+use std::fs;
+
+use support::cli::imagebump;
+use support::{Registry, RegistryMode};
+
+/// A registry holding `nginx` and `busybox` tags, and a config pointing Docker Hub at it.
+fn setup() -> (Registry, tempfile::TempDir, String) {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("library/nginx", &["1.25.0", "1.27.0"]);
+    reg.push_tags("library/busybox", &["1.36.0", "1.37.0"]);
+    reg.push_tags("acme/app", &["1.0.0", "1.1.0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("imagebump.yaml");
+    let text = format!(
+        "registries:\n  - prefix: docker.io\n    url: {}\n",
+        reg.base_url()
+    );
+    fs::write(&path, text).unwrap();
+    let cfg = path.to_string_lossy().to_string();
+    (reg, dir, cfg)
+}
+
+const KYVERNO: &str = r#"apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: restrict-image-registries
+spec:
+  rules:
+    - name: validate-registries
+      match:
+        any:
+        - resources:
+            kinds:
+            - Pod
+      validate:
+        pattern:
+          spec:
+            containers:
+            - image: "public.ecr.aws/*"
+            =(initContainers):
+            - image: "eu.foo.io/* | bar.io/*"
+    - name: pinned-tag
+      validate:
+        pattern:
+          spec:
+            containers:
+            - image: nginx:1.25.0
+    - name: add-sidecar
+      mutate:
+        patchStrategicMerge:
+          spec:
+            containers:
+            - name: sidecar
+              image: busybox:1.36.0 # imagebump: image
+"#;
+
+const GATEKEEPER: &str = r#"apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredImage
+metadata:
+  name: must-run-nginx
+spec:
+  parameters:
+    image: nginx:1.25.0
+"#;
+
+const KRO: &str = r#"apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: webapp
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: WebApp
+    spec:
+      name: string
+      image: string | default=nginx
+      sidecar:
+        image: string
+  resources:
+    - id: deployment
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: ${schema.spec.name}
+        spec:
+          template:
+            spec:
+              containers:
+                - name: app
+                  image: ${schema.spec.image}
+                - name: proxy
+                  image: nginx:1.25.0
+"#;
+
+const FLUX: &str = r#"apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImageRepository
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  image: ${IMAGE_URI}
+  interval: 5m
+---
+apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImagePolicy
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: app
+  policy:
+    semver:
+      range: 1.x
+"#;
+
+const FLUX_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          image: acme/app:1.0.0 # {"$imagepolicy": "flux-system:app"}
+"#;
+
+/// Policy engines' patterns and schema types, and a Flux ImageRepository named by a
+/// post-build variable: listed as unmanaged with why, exit 0; a marked value in a policy
+/// and a literal image in a kro resource template are managed and move.
+#[test]
+fn patterns_and_schema_types_are_listed_not_errors() {
+    let (_reg, _c, cfg) = setup();
+    let repo = support::tree(&[
+        ("policies/kyverno.yaml", KYVERNO),
+        ("policies/gatekeeper.yaml", GATEKEEPER),
+        ("kro/webapp.yaml", KRO),
+        ("flux/image.yaml", FLUX),
+        ("apps/app.yaml", FLUX_DEPLOYMENT),
+    ]);
+    let dir = repo.path().to_str().unwrap();
+    let scan = imagebump().args(["scan", dir, "--config", &cfg]).run();
+    let expected = [
+        "LOCATION                    IMAGE                   CURRENT  POLICY             STATUS",
+        "kro/webapp.yaml:11          string | default=nginx  -        -                  unmanaged: in a kro ResourceGraphDefinition's schema: a field's type, not an image",
+        "kro/webapp.yaml:13          string                  -        -                  unmanaged: in a kro ResourceGraphDefinition's schema: a field's type, not an image",
+        "kro/webapp.yaml:26          ${schema.spec.image}    -        -                  unmanaged: not an image: a template, filled in at deploy time",
+        "kro/webapp.yaml:28          nginx                   1.25.0   semver (built-in)  managed",
+        "policies/gatekeeper.yaml:7  nginx                   1.25.0   -                  unmanaged: in a Gatekeeper K8sRequiredImage: a policy's pattern, not an image the repository deploys",
+        "policies/kyverno.yaml:17    public.ecr.aws/*        -        -                  unmanaged: in a Kyverno ClusterPolicy: a policy's pattern, not an image the repository deploys",
+        "policies/kyverno.yaml:19    eu.foo.io/* | bar.io/*  -        -                  unmanaged: in a Kyverno ClusterPolicy: a policy's pattern, not an image the repository deploys",
+        "policies/kyverno.yaml:25    nginx                   1.25.0   -                  unmanaged: in a Kyverno ClusterPolicy: a policy's pattern, not an image the repository deploys",
+        "policies/kyverno.yaml:32    busybox                 1.36.0   semver (built-in)  managed",
+        "apps/app.yaml:10            ${IMAGE_URI}            1.0.0    -                  unmanaged: ImageRepository flux-system/app: spec.image is a template, filled in at deploy time",
+        "",
+        "10 references in 5 files (2 managed, 8 unmanaged)",
+    ];
+    let lines: Vec<&str> = scan.stdout.lines().map(str::trim_end).collect();
+    assert_eq!(lines, expected, "{scan}");
+    scan.assert_stderr_contains("note: flux/image.yaml:7:10: ImageRepository flux-system/app: spec.image ${IMAGE_URI} is a template, filled in at deploy time: the setters of its policies are left alone");
+    assert!(!scan.stderr.contains("error"), "{scan}");
+
+    let dry = imagebump()
+        .args(["run", dir, "--config", &cfg, "--dry-run"])
+        .run();
+    assert!(!dry.stderr.contains("error"), "{dry}");
+    dry.assert_stdout_contains("busybox:1.36.0");
+    let before = support::texts(repo.path());
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
+    let after = support::texts(repo.path());
+    let mut want = before.clone();
+    for (file, old, new) in [
+        ("policies/kyverno.yaml", "busybox:1.36.0", "busybox:1.37.0"),
+        (
+            "kro/webapp.yaml",
+            "image: nginx:1.25.0",
+            "image: nginx:1.27.0",
+        ),
+    ] {
+        let text = want.get_mut(file).unwrap();
+        assert_eq!(text.matches(old).count(), 1, "{file}: {old}");
+        *text = text.replace(old, new);
+    }
+    assert_eq!(after, want);
+}
+
+const SKAFFOLD: &str = r#"apiVersion: skaffold/v4beta6
+kind: Config
+metadata:
+  name: leeroy
+build:
+  artifacts:
+    - image: leeroy-web
+      context: leeroy-web
+    - image: nginx:1.25.0
+      context: leeroy-app
+manifests:
+  rawYaml:
+    - k8s/*.yaml
+deploy:
+  kubectl: {}
+"#;
+
+const KIND_CLUSTER: &str = r#"apiVersion: kind.x-k8s.io/v1alpha4
+kind: Cluster
+nodes:
+  - role: control-plane
+    image: kindest/node:v1.29.2
+"#;
+
+const KPTFILE: &str = r#"apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  mutators:
+    - image: gcr.io/kpt-fn/set-namespace:v0.4.1
+"#;
+
+const COMPOSE: &str = r#"services:
+  web:
+    image: nginx:1.25.0
+    build: .
+"#;
+
+const DEVSPACE: &str = r#"version: v2beta1
+images:
+  app:
+    image: busybox:1.36.0
+    dockerfile: ./Dockerfile
+"#;
+
+const KO: &str = r#"defaultBaseImage: busybox:1.36.0
+builds:
+  - id: app
+    dir: ./cmd/app
+"#;
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.25.0
+"#;
+
+/// Build and development tools' configurations are not read: their images are built or
+/// run on a developer's machine. Only the Deployment the repository deploys is listed and
+/// moved; every other file keeps its bytes.
+#[test]
+fn build_tool_configs_are_not_deployed_images() {
+    let (_reg, _c, cfg) = setup();
+    let repo = support::tree(&[
+        ("skaffold.yaml", SKAFFOLD),
+        ("kind-cluster.yaml", KIND_CLUSTER),
+        ("pkg/Kptfile.yaml", KPTFILE),
+        ("docker-compose.yaml", COMPOSE),
+        ("devspace.yaml", DEVSPACE),
+        (".ko.yaml", KO),
+        ("k8s/web.yaml", DEPLOYMENT),
+    ]);
+    let dir = repo.path().to_str().unwrap();
+    let scan = imagebump().args(["scan", dir, "--config", &cfg]).run();
+    let lines: Vec<&str> = scan.stdout.lines().map(str::trim_end).collect();
+    assert_eq!(
+        lines,
+        [
+            "LOCATION         IMAGE  CURRENT  POLICY             STATUS",
+            "k8s/web.yaml:10  nginx  1.25.0   semver (built-in)  managed",
+            "",
+            "1 references in 4 files (1 managed, 0 unmanaged)",
+        ],
+        "{scan}"
+    );
+    assert_eq!(scan.stderr, "", "{scan}");
+    let before = support::texts(repo.path());
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
+    let mut want = before.clone();
+    let web = want.get_mut("k8s/web.yaml").unwrap();
+    *web = web.replace("nginx:1.25.0", "nginx:1.27.0");
+    assert_eq!(support::texts(repo.path()), want);
+}
