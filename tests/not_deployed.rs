@@ -458,3 +458,65 @@ fn edit_generated_setting_edits_them() {
         render_before.replace("image: nginx:1.25.0", "image: nginx:1.27.0")
     );
 }
+
+const ARGO_APP: &str = r#"apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: web=nginx
+    argocd-image-updater.argoproj.io/write-back-method: git
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/gitops.git
+    targetRevision: main
+    path: apps/web
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"#;
+
+const GENERATED_OVERRIDE: &str = r#"# DO NOT EDIT: written by the release pipeline
+kustomize:
+  images:
+  - nginx:1.25.0
+"#;
+
+/// An Argo CD override file that says it is generated (read with its Application, not on
+/// its own) is not written to either: the reference is listed with why, nothing changes.
+#[test]
+fn a_generated_argocd_override_file_is_not_written() {
+    let (_reg, _c, cfg) = setup();
+    let repo = support::tree(&[
+        ("argocd/web.yaml", ARGO_APP),
+        (
+            "apps/web/kustomization.yaml",
+            "resources:\n  - deployment.yaml\n",
+        ),
+        ("apps/web/deployment.yaml", BASE_DEPLOYMENT),
+        ("apps/web/.argocd-source-web.yaml", GENERATED_OVERRIDE),
+    ]);
+    let dir = repo.path().to_str().unwrap();
+    let scan = imagebump().args(["scan", dir, "--config", &cfg]).run();
+    let lines: Vec<&str> = scan.stdout.lines().map(str::trim_end).collect();
+    assert_eq!(
+        lines,
+        [
+            "app web",
+            "  LOCATION                            IMAGE  CURRENT  POLICY  STATUS",
+            "  apps/web/deployment.yaml:10         nginx  1.25.0   -       unmanaged: not what Argo CD renders for app web: annotations sets this image elsewhere",
+            "  apps/web/.argocd-source-web.yaml:4  nginx  1.25.0   -       unmanaged: apps/web/.argocd-source-web.yaml is generated (line 1 says DO NOT EDIT): not edited; scan.editGenerated: true edits it",
+            "",
+            "",
+            "2 references in 3 files (0 managed, 2 unmanaged)",
+        ],
+        "{scan}"
+    );
+    let before = support::texts(repo.path());
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
+    assert_eq!(support::texts(repo.path()), before);
+}
