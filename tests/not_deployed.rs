@@ -520,3 +520,138 @@ fn a_generated_argocd_override_file_is_not_written() {
         .run();
     assert_eq!(support::texts(repo.path()), before);
 }
+
+const VARIABLE_APP: &str = r#"apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: web=${IMAGE}, other=ghcr.io/acme/*
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/gitops.git
+    targetRevision: main
+    path: k
+    kustomize:
+      images:
+        - nginx=${REG}/nginx:${TAG}
+        - "busybox:1.*"
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"#;
+
+const VARIABLE_KUSTOMIZATION: &str = r#"resources:
+  - d.yaml
+images:
+  - name: nginx
+    newName: ${REGISTRY}/nginx
+    newTag: ${TAG}
+  - name: busybox
+    newTag: "1.*"
+  - name: redis
+    newName: "registry.example.com/*"
+"#;
+
+const VARIABLE_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers:
+        - name: a
+          image: nginx:1.25.0
+        - name: b
+          image: busybox:1.36.0
+        - name: c
+          image: redis:7.0.0
+"#;
+
+const VARIABLE_SETTERS: &str = r#"apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImageRepository
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  image: ghcr.io/acme/app
+---
+apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImagePolicy
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: app
+  policy:
+    semver:
+      range: 1.x
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          image: ghcr.io/acme/app:${TAG} # {"$imagepolicy": "flux-system:app"}
+        - name: app2
+          image: ${IMAGE} # {"$imagepolicy": "flux-system:app"}
+"#;
+
+/// Variables and patterns where a kustomization's `images:` entry, a Flux setter's value
+/// or an argocd-image-updater image list names an image are listed (or, for the
+/// annotation, noted) with why, never an error, and nothing is written.
+#[test]
+fn variables_in_entries_setters_and_image_lists_are_not_errors() {
+    let (_reg, _c, cfg) = setup();
+    let repo = support::tree(&[
+        ("argocd/app.yaml", VARIABLE_APP),
+        ("k/kustomization.yaml", VARIABLE_KUSTOMIZATION),
+        ("k/d.yaml", VARIABLE_DEPLOYMENT),
+        ("f/flux.yaml", VARIABLE_SETTERS),
+    ]);
+    let dir = repo.path().to_str().unwrap();
+    let scan = imagebump().args(["scan", dir, "--config", &cfg]).run();
+    let lines: Vec<&str> = scan.stdout.lines().map(str::trim_end).collect();
+    assert_eq!(lines, VARIABLE_SCAN, "{scan}");
+    let notes: Vec<&str> = scan.stderr.lines().collect();
+    assert_eq!(
+        notes,
+        [
+            "note: argocd/app.yaml:4:9: Application web (annotations): the write-back method is argocd (AIU's default): AIU would change the Application in the cluster; imagebump writes git through a pull request",
+            "note: argocd/app.yaml:4:9: Application web: image ${IMAGE} is a template, filled in at deploy time: left alone",
+            "note: argocd/app.yaml:4:9: Application web: image ghcr.io/acme/* is a pattern matching images (`*`, `?`, `!`), not one image: left alone",
+        ],
+        "{scan}"
+    );
+    let before = support::texts(repo.path());
+    imagebump()
+        .args(["run", dir, "--config", &cfg, "--write"])
+        .run();
+    assert_eq!(support::texts(repo.path()), before);
+}
+
+const VARIABLE_SCAN: [&str; 15] = [
+    "app web",
+    "  LOCATION                 IMAGE                   CURRENT  POLICY  STATUS",
+    "  k/d.yaml:10              nginx                   1.25.0   -       unmanaged: overridden by k/kustomization.yaml:4",
+    "  k/d.yaml:12              busybox                 1.36.0   -       unmanaged: overridden by k/kustomization.yaml:7",
+    "  k/d.yaml:14              redis                   7.0.0    -       unmanaged: app web is configured by annotations, which does not list this image",
+    "  k/kustomization.yaml:6   ${REGISTRY}/nginx       -        -       unmanaged: the image name is a template, filled in at deploy time",
+    "  k/kustomization.yaml:8   busybox                 -        -       unmanaged: newTag is a pattern matching images (`*`, `?`, `!`), not one image",
+    "  k/kustomization.yaml:10  registry.example.com/*  -        -       unmanaged: the image name is a pattern matching images (`*`, `?`, `!`), not one image",
+    "",
+    "not in an Argo CD app",
+    "  LOCATION        IMAGE             CURRENT  POLICY  STATUS",
+    "  f/flux.yaml:30  ghcr.io/acme/app  -        -       unmanaged: the value the Flux setter marks, ghcr.io/acme/app:${TAG} is a template, filled in at deploy time: not edited",
+    "  f/flux.yaml:32  ghcr.io/acme/app  -        -       unmanaged: the value the Flux setter marks, ${IMAGE} is a template, filled in at deploy time: not edited",
+    "",
+    "8 references in 4 files (0 managed, 8 unmanaged)",
+];

@@ -1560,8 +1560,8 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         .filter(|f| !f.is_empty());
     if let Some(f) = &flux {
         // A value a setter marks is what the setter says it is.
-        refs.retain(|r| !flux::marks(&f.marked, r));
-        found.retain(|w| !flux::marks(&f.marked, &w.r));
+        refs.retain(|r| !flux::marks(&f.marked, r) && !flux::marks_at(&ctx, &f.marked, r));
+        found.retain(|w| !flux::marks(&f.marked, &w.r) && !flux::marks_at(&ctx, &f.marked, &w.r));
     }
     for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
         r.shrink_to_fit();
