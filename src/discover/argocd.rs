@@ -1088,6 +1088,19 @@ impl Scan<'_> {
     ) {
         let image = match parse_name(&img.name) {
             Ok(n) => n,
+            // A variable or a pattern in the image list names no image: noted, not an error.
+            Err(_) if imagebump_model::name::placeholder(&img.name).is_some() => {
+                let why = imagebump_model::name::placeholder(&img.name).unwrap_or_default();
+                let p = self.at_app(
+                    app,
+                    format!(
+                        "Application {app_key}: image {} is {why}: left alone",
+                        img.name
+                    ),
+                );
+                self.out.notes.push(p);
+                return;
+            }
             Err(e) => {
                 let p = self.at_app(
                     app,

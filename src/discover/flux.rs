@@ -15,7 +15,9 @@ use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::flux::{self, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
 use crate::policy::rules::Policies;
 use crate::policy::PolicySpec;
-use imagebump_model::name::{parse_name, parse_reference, ImageName, Reference};
+use imagebump_model::name::{
+    is_valid_tag, parse_name, parse_reference, placeholder, ImageName, Reference,
+};
 use imagebump_model::Problem;
 use imagebump_yaml::{LineIndex, PathSeg};
 
@@ -53,6 +55,12 @@ pub fn marks(marked: &[std::ops::Range<usize>], r: &ImageRef) -> bool {
             .iter()
             .any(|m| slot.span.start() < m.end && m.start < slot.span.end())
     })
+}
+
+/// Does a setter mark the value `r` (listed without slots: a template, a placeholder)
+/// starts at? Then the setter's reference lists it, once.
+pub fn marks_at(ctx: &FileCtx, marked: &[std::ops::Range<usize>], r: &ImageRef) -> bool {
+    r.slots.is_empty() && marked.iter().any(|m| ctx.at(m.start) == r.at())
 }
 
 /// Turn every setter into a reference (or a problem, or a note) in `out`.
@@ -133,6 +141,11 @@ fn reference(
     )
     .map_err(|why| at(format!("{} names {why}", policy.meta.label("ImagePolicy"))))?;
     let mut r = current(ctx, group, repo)?;
+    if let Some(why) = imagebump_model::name::placeholder(&repo.image) {
+        let label = repo.meta.id("ImageRepository");
+        r.unmanaged = Some(format!("{label}: spec.image is {why}").into());
+        return Ok(r);
+    }
     if let Err(p) = give_policy(&mut r, policy, repo, policies, ctx, first.offset) {
         out.problems.push(p);
     }
@@ -192,8 +205,11 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
     let first = group
         .first()
         .ok_or_else(|| Problem::general("empty setter group"))?;
-    let image = parse_name(&repo.image)
-        .map_err(|e| ctx.problem(first.offset, format!("ImageRepository: {e}")))?;
+    let image = match imagebump_model::name::placeholder(&repo.image) {
+        Some(_) => ImageName::unparsed(&repo.image),
+        None => parse_name(&repo.image)
+            .map_err(|e| ctx.problem(first.offset, format!("ImageRepository: {e}")))?,
+    };
     let parts = parts(ctx, group, repo, &image)?;
     let reference = Reference {
         name: image,
@@ -214,6 +230,9 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
     let mut r = ctx.new_ref(RefKind::FluxSetter, &unit, at, reference);
     r.slots = parts.slots.into();
     r.unmanaged = match parts.other_name {
+        _ if parts.placeholder.is_some() => parts.placeholder.map(|why| {
+            format!("the value the Flux setter marks, {why}: not edited").into()
+        }),
         Some(name) => Some(format!(
             "the `:name` value {name} is not the ImageRepository's image {}: Flux would write that name here, imagebump does not rewrite names (write it)",
             repo.image
@@ -233,6 +252,8 @@ struct Parts {
     slots: Vec<super::Slot>,
     /// A `:name` value that is not the ImageRepository's image.
     other_name: Option<String>,
+    /// Why a marked value is no reference or tag at all (`${TAG}`, filled in at deploy time).
+    placeholder: Option<String>,
 }
 
 fn parts(
@@ -246,10 +267,19 @@ fn parts(
         digest: None,
         slots: Vec::new(),
         other_name: None,
+        placeholder: None,
     };
     for s in group {
         let value = s.scalar.value.trim();
         let format = match s.field {
+            Field::Full if parse_reference(value).is_err() && placeholder(value).is_some() => {
+                parts.placeholder = placeholder(value).map(|why| format!("{value} is {why}"));
+                continue;
+            }
+            Field::Tag if !is_valid_tag(value) && placeholder(value).is_some() => {
+                parts.placeholder = placeholder(value).map(|why| format!("{value} is {why}"));
+                continue;
+            }
             Field::Full => {
                 let parsed = parse_reference(value).map_err(|e| {
                     ctx.problem(

@@ -4,6 +4,7 @@ pub mod argocd;
 pub mod chart_values;
 pub mod charts;
 pub mod flux;
+pub mod generated;
 pub mod helm;
 pub mod kustomize;
 pub mod markers;
@@ -965,6 +966,8 @@ pub fn discover_with(
         layout: placement::Layout::with_kustomizations(files.iter().filter(|f| is_k(f)).count()),
         charts: Vec::new(),
         names: Names::default(),
+        generated: generated::Generated::default(),
+        edit_generated: config.scan.edit_generated,
     };
     // Reading and parsing each file is independent of the others: done on every core,
     // while this thread gives policies, reads Argo CD resources and keeps the books in
@@ -1090,6 +1093,9 @@ struct Fold<'a> {
     charts: Vec<Result<charts::ChartFile, Problem>>,
     /// One copy of each name, unit and path, shared by the references.
     names: Names,
+    /// The files that say they are generated (`scan.editGenerated`).
+    generated: generated::Generated,
+    edit_generated: bool,
 }
 
 /// One copy of each repository's name and each image name as written (a tree deploys a
@@ -1227,6 +1233,7 @@ impl Fold<'_> {
         out.problems.extend(problems);
         // One copy of the text, shared by the sources and the kustomize layout.
         let text: ArcStr = text.into();
+        let generated = (self.generated.look(rel, &text)).filter(|_| !self.edit_generated);
         if let Some(loaded) = flux_loaded {
             self.marked.add(rel, &text, loaded, out);
         }
@@ -1262,6 +1269,13 @@ impl Fold<'_> {
             if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
                 out.problems.push(p);
             }
+            // Before it is told early (placement decides where a manifest image's value
+            // goes: those are judged once every file is read).
+            if let Some(line) = generated.filter(|_| i < placed_later && r.is_managed()) {
+                if r.touched_files().contains(&&**rel) {
+                    r.unmanaged = Some(generated::why(rel, line));
+                }
+            }
             if let Some(tell) = early.as_mut().filter(|_| i < placed_later) {
                 tell(r);
             }
@@ -1289,6 +1303,8 @@ impl Fold<'_> {
             layout,
             charts: chart_files,
             mut names,
+            generated,
+            edit_generated,
         } = self;
         // Chart versions: `Chart.yaml` dependencies, `helmCharts:`, Flux `HelmRelease`s.
         if config.helm.charts {
@@ -1302,6 +1318,9 @@ impl Fold<'_> {
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);
+        if !edit_generated {
+            generated.leave_alone(tree, &mut out);
+        }
         // The references are kept to the end of the run with one copy of each name, unit
         // and path (placement, Argo CD and Flux may have made theirs since the fold shared
         // them).
@@ -1541,8 +1560,8 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         .filter(|f| !f.is_empty());
     if let Some(f) = &flux {
         // A value a setter marks is what the setter says it is.
-        refs.retain(|r| !flux::marks(&f.marked, r));
-        found.retain(|w| !flux::marks(&f.marked, &w.r));
+        refs.retain(|r| !flux::marks(&f.marked, r) && !flux::marks_at(&ctx, &f.marked, r));
+        found.retain(|w| !flux::marks(&f.marked, &w.r) && !flux::marks_at(&ctx, &f.marked, &w.r));
     }
     for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
         r.shrink_to_fit();

@@ -8,8 +8,9 @@
 //! Where the new value goes is decided later, with the kustomize graph
 //! ([`super::kustomize::graph`]): here every image is an in-place edit of its own line.
 
-use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat};
+use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat, Slots};
 use crate::config::ImageField;
+use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{BlockText, Doc, Node, ParseError, PathSeg, Scalar, Style};
@@ -17,6 +18,64 @@ use imagebump_yaml::{BlockText, Doc, Node, ParseError, PathSeg, Scalar, Style};
 /// Kinds whose documents are never read for images: their schemas are full of `image`
 /// property names, and they deploy nothing.
 const NOT_WORKLOADS: &[&str] = &["CustomResourceDefinition"];
+
+/// API groups of policy engines: their `image:` values are patterns a rule matches or
+/// sets in other resources' pods, not images the repository deploys (Kyverno, Gatekeeper,
+/// Kubewarden). Each is listed as unmanaged with why, never an error; a value marked
+/// `# imagebump: image` is read as any marked value.
+const POLICY_GROUPS: &[(&str, &str)] = &[
+    ("kyverno.io", "Kyverno"),
+    ("gatekeeper.sh", "Gatekeeper"),
+    ("kubewarden.io", "Kubewarden"),
+];
+
+/// API groups of build and development tools: their images are built or run on a
+/// developer's machine (Skaffold's `build.artifacts[].image`, a kind or k3d node image, a
+/// kpt function), never deployed by the repository, so they are not read at all (a value
+/// marked `# imagebump: image` still is). A group without a dot is matched as the whole
+/// `apiVersion` prefix (`skaffold/v4beta6`).
+const BUILD_TOOL_GROUPS: &[&str] = &[
+    "skaffold",
+    "garden.io",
+    "kpt.dev",
+    "kind.x-k8s.io",
+    "k3d.io",
+    "ctlptl.dev",
+];
+
+/// The group of an `apiVersion` (`kyverno.io` of `kyverno.io/v1`; empty for `v1`).
+fn api_group(api: &str) -> &str {
+    api.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+/// Whether `group` is `domain` or one of its subgroups (`constraints.gatekeeper.sh`).
+fn in_domain(group: &str, domain: &str) -> bool {
+    group == domain
+        || group
+            .strip_suffix(domain)
+            .is_some_and(|sub| sub.ends_with('.'))
+}
+
+/// Whether a manifest of `api` is a build or development tool's configuration.
+pub fn is_build_config(api: &str) -> bool {
+    let group = api_group(api);
+    BUILD_TOOL_GROUPS.iter().any(|d| in_domain(group, d))
+}
+
+/// Why a manifest's `image:` values are not deployed images, for a policy engine's kind.
+fn policy_engine(kind: &str, api: &str) -> Option<ArcStr> {
+    let group = api_group(api);
+    let (_, engine) = POLICY_GROUPS.iter().find(|(d, _)| in_domain(group, d))?;
+    Some(
+        format!("in a {engine} {kind}: a policy's pattern, not an image the repository deploys")
+            .into(),
+    )
+}
+
+/// Why the images under a kro ResourceGraphDefinition's `spec.schema` are not images: they
+/// are the types and defaults of the API it defines (`string | default=nginx`). Its
+/// `resources[].template`s are manifests like any other.
+const KRO_SCHEMA: &str = "in a kro ResourceGraphDefinition's schema: a field's type, not an image";
 
 /// Argo CD resources, read by [`super::argocd`]. (An ApplicationSet's template is read
 /// like any manifest: the images written in it literally.)
@@ -249,24 +308,38 @@ pub fn scan(
             specs,
             found: Vec::new(),
             blocks: Vec::new(),
+            why: None,
         };
         scanner.manifests(root, &mut Vec::new());
         if marked {
             scanner.marked(root, &mut Vec::new());
         }
-        for (path, scalar, kustomizable) in scanner.found {
-            match image(ctx, doc.index, path, scalar) {
-                Ok(r) => out.extend(r.map(|r| Found { r, kustomizable })),
-                Err(bad) => {
+        for (path, scalar, kustomizable, why) in scanner.found {
+            match (image(ctx, doc.index, path, scalar), why) {
+                (Ok(r), None) => out.extend(r.map(|r| Found { r, kustomizable })),
+                (Err(bad), None) => {
                     let (r, p) = *bad;
                     out.push(Found { r, kustomizable });
                     problems.push(p);
                 }
+                (Ok(Some(r)), Some(why)) => out.push(not_deployed(r, why)),
+                (Err(bad), Some(why)) => out.push(not_deployed(bad.0, why)),
+                (Ok(None), Some(_)) => {}
             }
         }
         for (path, scalar) in scanner.blocks {
             in_block(ctx, doc.index, path, scalar, out);
         }
+    }
+}
+
+/// `r`, listed as unmanaged for `why`, with nothing to edit.
+fn not_deployed(mut r: ImageRef, why: ArcStr) -> Found {
+    r.unmanaged = Some(why.into());
+    r.slots = Slots::default();
+    Found {
+        r,
+        kustomizable: false,
     }
 }
 
@@ -292,9 +365,10 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
             specs: &[],
             found: Vec::new(),
             blocks: Vec::new(),
+            why: None,
         };
         scanner.image_keys(root, &mut Vec::new());
-        for (path, scalar, _) in scanner.found {
+        for (path, scalar, _, _) in scanner.found {
             // A bad reference in a string is reported by nothing that reads the string.
             let Ok(Some(mut r)) = image(&inner_ctx, d.index, path, scalar) else {
                 continue;
@@ -322,6 +396,7 @@ pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
             specs: &[],
             found: Vec::new(),
             blocks: Vec::new(),
+            why: None,
         };
         scanner.image_keys(root, &mut Vec::new());
         for (path, scalar) in scanner.blocks {
@@ -333,10 +408,12 @@ pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
 struct Scanner<'a> {
     ctx: &'a FileCtx<'a>,
     specs: &'a [FieldSpec],
-    /// Image scalars: path, value, kustomizable.
-    found: Vec<(Vec<PathSeg>, &'a Scalar, bool)>,
+    /// Image scalars: path, value, kustomizable, and why it is not a deployed image.
+    found: Vec<(Vec<PathSeg>, &'a Scalar, bool, Option<ArcStr>)>,
     /// Block strings that may hold YAML with images.
     blocks: Vec<(Vec<PathSeg>, &'a Scalar)>,
+    /// Why the images being read are not deployed images (a policy engine's resource).
+    why: Option<ArcStr>,
 }
 
 impl<'a> Scanner<'a> {
@@ -367,8 +444,21 @@ impl<'a> Scanner<'a> {
             || (ARGO_KINDS.contains(&kind) && api.starts_with("argoproj.io/"))
             || api.starts_with("argocd-image-updater.argoproj.io/")
             || crate::flux::is_flux_kind(kind, api)
+            || is_build_config(api)
         {
             return;
+        }
+        if let Some(why) = policy_engine(kind, api) {
+            // Its block strings are rules (Rego, JSON patches), not manifests.
+            let blocks = self.blocks.len();
+            self.why = Some(why);
+            self.image_keys(node, path);
+            self.why = None;
+            self.blocks.truncate(blocks);
+            return;
+        }
+        if api_group(api) == "kro.run" && kind == "ResourceGraphDefinition" {
+            self.kro_schema(node, path);
         }
         if kind == "List" {
             if let Some(Node::Seq { items, .. }) = node.get("items") {
@@ -461,7 +551,7 @@ impl<'a> Scanner<'a> {
     fn marked(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
         if let Node::Scalar(s) = node {
             if markers::find(self.ctx.text, s.span.end).is_some() && !chart_version(path) {
-                self.add(path.clone(), s, in_containers(path));
+                self.add_marked(path.clone(), s, in_containers(path));
             }
         }
         for (seg, child) in node.children() {
@@ -472,10 +562,34 @@ impl<'a> Scanner<'a> {
     }
 
     fn add(&mut self, path: Vec<PathSeg>, s: &'a Scalar, kustomizable: bool) {
-        match self.found.iter_mut().find(|(_, f, _)| f.span == s.span) {
+        match self.found.iter_mut().find(|(_, f, _, _)| f.span == s.span) {
             Some(seen) => seen.2 |= kustomizable,
-            None => self.found.push((path, s, kustomizable)),
+            None => self.found.push((path, s, kustomizable, self.why.clone())),
         }
+    }
+
+    /// A marked value: an image whatever the resource it is in says.
+    fn add_marked(&mut self, path: Vec<PathSeg>, s: &'a Scalar, kustomizable: bool) {
+        self.add(path, s, kustomizable);
+        if let Some(seen) = self.found.iter_mut().find(|(_, f, _, _)| f.span == s.span) {
+            seen.3 = None;
+        }
+    }
+
+    /// The `image:` values under a kro ResourceGraphDefinition's `spec.schema`, listed as
+    /// its types ([`KRO_SCHEMA`]) before the rest of it is read as any manifest.
+    fn kro_schema(&mut self, node: &'a Node, path: &mut Vec<PathSeg>) {
+        let Some(schema) = node.get("spec").and_then(|s| s.get("schema")) else {
+            return;
+        };
+        let depth = path.len();
+        path.extend([PathSeg::Key("spec".into()), PathSeg::Key("schema".into())]);
+        let blocks = self.blocks.len();
+        self.why = Some(arcstr::literal!(KRO_SCHEMA));
+        self.image_keys(schema, path);
+        self.why = None;
+        self.blocks.truncate(blocks);
+        path.truncate(depth);
     }
 }
 

@@ -3,7 +3,7 @@
 //! is noted: imagebump takes credentials and TLS from the operator's `registries[]`.
 
 use super::{Fields, Invalid, Meta, Note};
-use imagebump_model::name::parse_name;
+use imagebump_model::name::{parse_name, placeholder};
 
 /// Flux's exclusion list when none is written: cosign signatures.
 const DEFAULT_EXCLUSION: &str = r"^.*\.sig$";
@@ -34,13 +34,22 @@ pub fn read(
     notes: &mut Vec<Note>,
 ) -> Result<ImageRepository, Invalid> {
     let image = fields.required(&["spec", "image"])?;
-    if let Err(e) = parse_name(&image) {
+    let label = meta.id("ImageRepository");
+    // A post-build variable (`${IMAGE_URI}`) is filled in by the cluster: the repository
+    // is read, and the setters of its policies are listed as unmanaged with why.
+    if let Some(why) = placeholder(&image) {
+        notes.push(Note {
+            offset: fields.offset(&["spec", "image"]),
+            message: format!(
+                "{label}: spec.image {image} is {why}: the setters of its policies are left alone"
+            ),
+        });
+    } else if let Err(e) = parse_name(&image) {
         return Err(Invalid {
             offset: fields.offset(&["spec", "image"]),
             message: format!("spec.image: {e}"),
         });
     }
-    let label = meta.id("ImageRepository");
     for (key, why) in CLUSTER_ONLY {
         if fields.node(&["spec", key]).is_some() {
             notes.push(Note {
@@ -209,10 +218,17 @@ mod tests {
         assert_eq!(r.unwrap_err().message, "spec.image is required");
         let (r, _) = read_one("spec:\n  image: [a]\n");
         assert_eq!(r.unwrap_err().message, "spec.image is not a string");
-        let (r, _) = read_one("spec:\n  image: ghcr.io/UPPER/x\n");
+        let (r, _) = read_one("spec:\n  image: ghcr.io/acme/-x\n");
         assert!(r.unwrap_err().message.starts_with("spec.image: "));
         let (r, notes) = read_one("spec:\n  image: nginx\n");
         assert_eq!(r.unwrap().ignore_tags, ["*.sig"]);
         assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_post_build_variable_is_read_and_noted() {
+        let (r, notes) = read_one("spec:\n  image: ${IMAGE_URI}\n");
+        assert_eq!(r.unwrap().image, "${IMAGE_URI}");
+        assert_eq!(notes, ["ImageRepository flux-system/podinfo: spec.image ${IMAGE_URI} is a template, filled in at deploy time: the setters of its policies are left alone"]);
     }
 }

@@ -176,8 +176,10 @@ pub fn is_sha256_digest(digest: &str) -> bool {
 /// Why `value` is a placeholder for an image rather than an image, if it is one: a template
 /// (`{{ .Values.image }}`, `${TAG}`, `$(IMAGE)`, `$IMAGE`), an angle-bracket slot (`<OWNER>/app`), or an
 /// upper-case or underscore-wrapped word (`CONTAINER_IMAGES_REGISTRY/app`, `_image_`,
-/// `IMAGE`). Upstream charts and kustomize bases are full of them; they are listed as
-/// unmanaged, never reported as broken references.
+/// `IMAGE`), a pattern matching many images (`public.ecr.aws/*`, `!*:latest`, a policy
+/// engine's), or an expression (`string | default=nginx`, a kro schema field). Upstream
+/// charts, kustomize bases and policies are full of them; they are listed as unmanaged,
+/// never reported as broken references. None of these characters can be in a reference.
 pub fn placeholder(value: &str) -> Option<&'static str> {
     let v = value.trim();
     if v.is_empty() {
@@ -185,16 +187,24 @@ pub fn placeholder(value: &str) -> Option<&'static str> {
     }
     // One pass over the bytes (every value of every values file comes here): `%{` holds
     // a brace too.
-    let (mut template, mut angle) = (false, false);
+    let (mut template, mut angle, mut pattern, mut expression) = (false, false, false, false);
     for b in v.bytes() {
         template |= matches!(b, b'{' | b'}' | b'$');
         angle |= matches!(b, b'<' | b'>');
+        pattern |= matches!(b, b'*' | b'?');
+        expression |= matches!(b, b'|' | b'=' | b' ' | b'\t' | b'(' | b')');
     }
     if template {
         return Some("a template, filled in at deploy time");
     }
     if angle {
         return Some("a placeholder (`<...>`)");
+    }
+    if pattern || v.starts_with('!') {
+        return Some("a pattern matching images (`*`, `?`, `!`), not one image");
+    }
+    if expression {
+        return Some("an expression or schema type (`|`, `=`, spaces), not an image");
     }
     placeholder_words(v).then_some("a placeholder, filled in at deploy time")
 }
@@ -406,6 +416,13 @@ mod tests {
             "IMAGE",
             "registry.example.com/REPLACE_ME:latest",
             "",
+            "public.ecr.aws/*",
+            "eu.foo.io/* | bar.io/*",
+            "nginx:1.?",
+            "!*:latest",
+            "string | default=nginx",
+            "string default=nginx",
+            "integer(3)",
         ] {
             assert!(placeholder(p).is_some(), "{p}");
         }

@@ -6,7 +6,7 @@ pub mod graph;
 
 use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
 use arcstr::ArcStr;
-use imagebump_model::name::{self, parse_name, Reference};
+use imagebump_model::name::{self, parse_name, ImageName, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, Node, PathSeg, Scalar};
 
@@ -220,9 +220,20 @@ fn entry(
     let new_tag = field("newTag")?;
     let digest = field("digest")?;
     let written = new_name.unwrap_or(name);
+    let at = new_tag.map_or(written.span.start, |t| t.span.start);
+    if let Some(why) = not_an_image(written, new_tag) {
+        let r = Reference {
+            name: ImageName::unparsed(&written.value),
+            written: written.value.clone(),
+            tag: None,
+            digest: None,
+        };
+        let mut out = ctx.new_ref(RefKind::Kustomize, unit, at, r);
+        out.unmanaged = Some(why.into());
+        return Ok(out);
+    }
     let image =
         parse_name(&written.value).map_err(|e| ctx.problem(written.span.start, e.to_string()))?;
-    let at = new_tag.map_or(written.span.start, |t| t.span.start);
     let path = |key: &str| {
         let mut p = base.clone();
         p.push(PathSeg::Key(key.into()));
@@ -278,4 +289,26 @@ fn entry(
         }
     }
     Ok(out)
+}
+
+/// Why an `images:` entry whose name or `newTag` is no name or tag at all is listed as
+/// unmanaged, not reported: a variable filled in at deploy time (`${TAG}`, Flux's post-build
+/// substitution), a pattern (`1.*`). A valid name or tag is never one of these.
+fn not_an_image(
+    written: &imagebump_yaml::Scalar,
+    new_tag: Option<&imagebump_yaml::Scalar>,
+) -> Option<String> {
+    let bad_name = parse_name(&written.value).is_err();
+    if let Some(why) = name::placeholder(&written.value).filter(|_| bad_name) {
+        return Some(format!("the image name is {why}"));
+    }
+    let t = new_tag?;
+    let tag = t
+        .value
+        .split_once('@')
+        .map_or(t.value.as_str(), |(tag, _)| tag);
+    (!name::is_valid_tag(tag))
+        .then(|| name::placeholder(tag))
+        .flatten()
+        .map(|why| format!("newTag is {why}"))
 }
