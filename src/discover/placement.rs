@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
+use super::kustomize::patches::{effects, Container, Effect, Target};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
@@ -17,7 +18,7 @@ use imagebump_model::name::parse_name;
 use imagebump_model::Problem;
 use imagebump_yaml::PathSeg;
 
-/// The largest kustomize configuration file read.
+/// The largest kustomize configuration or patch file read.
 const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
 
 /// The image field specs: `scan.imageFields`, then the `images:` field specs of every
@@ -96,8 +97,8 @@ pub struct Layout {
     /// Kustomization texts, for the `images:` entries written into them.
     texts: BTreeMap<ArcStr, KeptText>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
-    /// `images:` apply to them.
-    workloads: Vec<(usize, bool)>,
+    /// `images:` apply to them and the container they are the image of.
+    workloads: Vec<(usize, bool, Option<Container>)>,
 }
 
 impl Layout {
@@ -115,28 +116,45 @@ impl Layout {
         self.kustomizations.push(k);
     }
 
-    pub fn add_workload(&mut self, index: usize, kustomizable: bool) {
-        self.workloads.push((index, kustomizable));
+    pub fn add_workload(&mut self, index: usize, kustomizable: bool, c: Option<Container>) {
+        self.workloads.push((index, kustomizable, c));
     }
 
     /// Decide where every manifest image goes; an image that moves in several overlays
     /// becomes one reference per overlay.
-    pub fn place(self, out: &mut Discovery, argo: &argocd::Found, shared: SharedBases) {
+    pub fn place(
+        self,
+        tree: &Tree,
+        out: &mut Discovery,
+        argo: &argocd::Found,
+        shared: SharedBases,
+    ) {
         if self.workloads.is_empty() {
             return;
         }
+        let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
         let mut graph = Graph::new(self.kustomizations, &mut out.notes);
+        for (dir, index, e) in effects {
+            graph.add_effects(&dir, index, e);
+        }
         for leaf in app_leaves(argo) {
             graph.add_app(leaf);
         }
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        for &(index, kustomizable) in &self.workloads {
+        for (index, kustomizable, container) in &self.workloads {
+            let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
                 continue;
             };
-            match graph.place(&r.file, &r.written, kustomizable, shared) {
+            match graph.place(
+                &r.file,
+                &r.written,
+                kustomizable,
+                shared,
+                container.as_ref(),
+            ) {
                 Place::InPlace { image, unit } => {
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
@@ -169,6 +187,58 @@ impl Layout {
         }
         out.refs.replace(expanded);
     }
+}
+
+/// What every kustomization's patches do: `(directory, index of the patch, effects)`.
+/// Patch files are read here, once every kustomization is known; one that cannot be read
+/// is reported.
+fn patch_effects(
+    tree: &Tree,
+    kustomizations: &[Kustomization],
+    problems: &mut Vec<Problem>,
+) -> Vec<(String, usize, Vec<Effect>)> {
+    let mut out = Vec::new();
+    for k in kustomizations {
+        for (index, p) in k.patches.iter().enumerate() {
+            let effects = match p.path.as_deref() {
+                None => p.inline.to_vec(),
+                Some(path) => match join(k.dir(), path) {
+                    Some(file) => match patch_file(tree, &file, p.target.as_ref()) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            problems.push(Problem::at_file(k.file(), p.line as usize, 0, e));
+                            continue;
+                        }
+                    },
+                    None => continue,
+                },
+            };
+            if !effects.is_empty() {
+                out.push((k.dir().to_string(), index, effects));
+            }
+        }
+    }
+    out
+}
+
+/// The effects of the documents of one patch file.
+fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Effect>, String> {
+    let path = tree
+        .resolve(file)
+        .map_err(|e| format!("patch {file}: {e}"))?;
+    let text =
+        (tree.read(&path, MAX_CONFIGURATION_BYTES)).map_err(|e| format!("patch {file}: {e}"))?;
+    let docs = imagebump_yaml::parse_located(&text)
+        .map_err(|e| format!("patch {file}: line {}: {}", e.line, e.reason()))?;
+    let name = ArcStr::from(file);
+    let line_of = |offset: usize| {
+        let before = text.get(..offset).unwrap_or(&text);
+        super::saturating_u32(before.matches('\n').count().saturating_add(1))
+    };
+    Ok((docs.iter())
+        .filter_map(|d| d.root.as_ref())
+        .flat_map(|root| effects(root, target, &name, &line_of))
+        .collect())
 }
 
 /// The reference of `r` in one overlay: the overlay's `images:` entry for it, created

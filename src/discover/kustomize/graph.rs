@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::patches::{Container, Effect, What};
 use super::{Entry, Kustomization};
 use crate::config::SharedBases;
 use imagebump_model::Problem;
@@ -49,6 +50,9 @@ pub struct Graph {
     /// in the order of their directories.
     parents: foldhash::HashMap<String, Vec<usize>>,
     apps: foldhash::HashMap<String, AppLeaf>,
+    /// By kustomization directory: what its patches do, each with the index of its patch
+    /// in the kustomization's list.
+    effects: foldhash::HashMap<String, Vec<(usize, Effect)>>,
 }
 
 /// Where the new version of one manifest image goes.
@@ -82,6 +86,8 @@ pub struct LeafEdit {
 
 /// What one leaf sees of an image, following one include chain.
 enum Seen {
+    /// A `$patch: delete` removes the resource on the way up.
+    Deleted(crate::discover::Unmanaged),
     Overridden(crate::discover::Unmanaged),
     Base(LeafEdit),
 }
@@ -124,13 +130,30 @@ impl Graph {
                     )),
                 }
             }
+            // A patch renders where the kustomization that lists it does (an inline one is
+            // in the kustomization's own file).
+            let patch_files = k.patches.iter().filter_map(|p| p.path.as_deref());
+            let patch_files = patch_files.filter_map(|p| join(k.dir(), p));
+            for file in patch_files.chain([k.file.to_string()]) {
+                let list = parents.entry(file).or_default();
+                if !list.contains(&i) {
+                    list.push(i);
+                }
+            }
         }
         Graph {
             kustomizations,
             by_dir,
             parents,
             apps: Default::default(),
+            effects: Default::default(),
         }
+    }
+
+    /// What the patch at `index` in the kustomization of `dir` does.
+    pub fn add_effects(&mut self, dir: &str, index: usize, effects: Vec<Effect>) {
+        let list = self.effects.entry(dir.to_string()).or_default();
+        list.extend(effects.into_iter().map(|e| (index, e)));
     }
 
     /// Argo CD Application paths: leaves even when another kustomization includes them.
@@ -170,41 +193,53 @@ impl Graph {
         out
     }
 
-    /// Where the new version of the image written `written` in `file` goes.
-    /// `kustomizable`: kustomize's `images:` entries apply to it.
+    /// Where the new version of the image written `written` in `file` goes; `container`:
+    /// the resource and container it is the image of, for the patches that set or delete
+    /// it. `kustomizable`: kustomize's `images:` entries apply to it.
     pub fn place(
         &self,
         file: &str,
         written: &str,
         kustomizable: bool,
         shared: SharedBases,
+        container: Option<&Container>,
     ) -> Place {
         let chains = self.chains(file);
-        let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
-        let only = (all.len() == 1)
-            .then(|| all.iter().next().map(|l| l.to_string()))
-            .flatten();
         if !kustomizable {
+            let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
+            let only = (all.len() == 1)
+                .then(|| all.iter().next().map(|l| l.to_string()))
+                .flatten();
             return Place::InPlace {
                 image: None,
                 unit: only,
             };
         }
         let mut overridden = None;
+        let mut deleted = None;
+        // The leaves that include the file, whatever they do with it: a file two of them
+        // include is shared, even where one deletes or overrides its resource.
+        let mut rendered: BTreeSet<&str> = BTreeSet::new();
         let mut leaves: BTreeMap<&str, LeafEdit> = BTreeMap::new();
         for chain in &chains {
-            match self.follow(chain, written) {
+            let leaf = chain.last().copied().unwrap_or_default();
+            match self.follow(chain, file, written, container) {
+                Seen::Deleted(by) => {
+                    rendered.insert(leaf);
+                    deleted.get_or_insert(by);
+                }
                 Seen::Overridden(by) => {
+                    rendered.insert(leaf);
                     overridden.get_or_insert(by);
                 }
                 Seen::Base(edit) => {
-                    let leaf = chain.last().copied().unwrap_or_default();
+                    rendered.insert(leaf);
                     leaves.entry(leaf).or_insert(edit);
                 }
             }
         }
         if leaves.is_empty() {
-            return match overridden {
+            return match overridden.or(deleted) {
                 Some(by) => Place::Overridden { by },
                 None => Place::InPlace {
                     image: None,
@@ -212,9 +247,12 @@ impl Graph {
                 },
             };
         }
+        let only = (rendered.len() == 1)
+            .then(|| rendered.iter().next().map(|l| l.to_string()))
+            .flatten();
         // A file that two or more leaves render is shared: it is never edited for one of
         // them (unless the user asked for in-place edits).
-        if all.len() == 1 || shared == SharedBases::InPlace {
+        if rendered.len() == 1 || shared == SharedBases::InPlace {
             // Looked up under the name the leaves deploy, when they agree on one.
             let names: BTreeSet<&str> = leaves.values().map(|l| l.image.as_str()).collect();
             let image = (names.len() == 1)
@@ -228,14 +266,58 @@ impl Graph {
         Place::PerLeaf(leaves.into_values().collect())
     }
 
-    /// Apply the `images:` entries of `chain` (lowest first) to the image named `written`.
-    fn follow(&self, chain: &[&str], written: &str) -> Seen {
+    /// What the patches of the kustomization `dir` do to `container`, in the order
+    /// kustomize applies them: only those listed after `file` when `file` is itself one of
+    /// its patches (a patch does not patch itself).
+    fn patched(&self, dir: &str, file: &str, container: &Container) -> Option<&Effect> {
+        let effects = self.effects.get(dir)?;
+        let own = self.kustomization(dir).and_then(|k| {
+            (k.patches.iter())
+                .position(|p| p.path.as_deref().and_then(|p| join(dir, p)).as_deref() == Some(file))
+        });
+        let after = |i: &usize| own.is_none_or(|own| *i > own);
+        let reaching = effects
+            .iter()
+            .filter(|(i, e)| after(i) && e.reaches(container));
+        // A delete wins; else the last patch that writes the image is the one rendered.
+        let mut last = None;
+        for (_, e) in reaching {
+            if e.what == What::Deletes {
+                return Some(e);
+            }
+            last = Some(e);
+        }
+        last
+    }
+
+    /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
+    /// named `written` in `file`. What sets its version last is what the leaf renders.
+    fn follow(
+        &self,
+        chain: &[&str],
+        file: &str,
+        written: &str,
+        container: Option<&Container>,
+    ) -> Seen {
         let mut name = written;
         let mut at_leaf = (name, None);
+        let mut over: Option<crate::discover::Unmanaged> = None;
         for (i, dir) in chain.iter().enumerate() {
             let Some(k) = self.kustomization(dir) else {
                 continue;
             };
+            // Patches apply before the kustomization's `images:`.
+            if let Some(e) = container.and_then(|c| self.patched(dir, file, c)) {
+                let by = crate::discover::Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&e.file),
+                    line: e.line,
+                };
+                if e.what == What::Deletes {
+                    let why = format!("deleted by {}:{} ($patch: delete)", e.file, e.line);
+                    return Seen::Deleted(crate::discover::Unmanaged::Why(why.into()));
+                }
+                over = Some(by);
+            }
             let top = i.saturating_add(1) == chain.len();
             if top {
                 at_leaf = (name, None);
@@ -254,7 +336,7 @@ impl Graph {
                     continue;
                 }
                 if e.sets_version {
-                    return Seen::Overridden(crate::discover::Unmanaged::OverriddenBy {
+                    over = Some(crate::discover::Unmanaged::OverriddenBy {
                         file: arcstr::ArcStr::clone(&owner.file),
                         line: e.line,
                     });
@@ -275,6 +357,9 @@ impl Graph {
                 app.file
             );
             return Seen::Overridden(by.into());
+        }
+        if let Some(by) = over {
+            return Seen::Overridden(by);
         }
         let file = self
             .kustomization(leaf)
@@ -361,7 +446,7 @@ mod tests {
         );
         // Held for every kustomization until placement: growing it is a choice, made here.
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (96, 24));
+        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (112, 24));
     }
 
     /// Two kustomization files in one directory: the one read last is the directory's,
@@ -378,7 +463,7 @@ mod tests {
             g.kustomization("app").map(|k| k.file.as_str()),
             Some("app/kustomization.yml")
         );
-        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay);
+        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay, None);
         let unit = |unit: Option<&str>| Place::InPlace {
             image: None,
             unit: unit.map(str::to_string),
@@ -398,9 +483,13 @@ mod tests {
                 &[("web", Some("ghcr.io/acme/web"), false)],
             ),
         ]);
-        let Place::PerLeaf(edits) =
-            g.place("app/base/deploy.yaml", "web", true, SharedBases::PerOverlay)
-        else {
+        let Place::PerLeaf(edits) = g.place(
+            "app/base/deploy.yaml",
+            "web",
+            true,
+            SharedBases::PerOverlay,
+            None,
+        ) else {
             panic!("not per leaf")
         };
         assert_eq!(edits.len(), 2);
@@ -412,7 +501,13 @@ mod tests {
         assert_eq!(edits[1].image, "ghcr.io/acme/web");
         assert_eq!(edits[1].new_name.as_deref(), Some("ghcr.io/acme/web"));
         assert!(matches!(
-            g.place("app/base/deploy.yaml", "web", true, SharedBases::InPlace),
+            g.place(
+                "app/base/deploy.yaml",
+                "web",
+                true,
+                SharedBases::InPlace,
+                None
+            ),
             Place::InPlace { .. }
         ));
         // kustomize's images: do not reach a custom resource's `spec.image`.
@@ -421,7 +516,8 @@ mod tests {
                 "app/base/deploy.yaml",
                 "web",
                 false,
-                SharedBases::PerOverlay
+                SharedBases::PerOverlay,
+                None
             ),
             Place::InPlace { unit: None, .. }
         ));
@@ -435,7 +531,8 @@ mod tests {
             k("prod", &["../base"], &[]),
         ]);
         // Only prod renders the base's tag, but the base is shared: prod gets an entry.
-        let Place::PerLeaf(edits) = g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay)
+        let Place::PerLeaf(edits) =
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None)
         else {
             panic!("not per leaf")
         };
@@ -446,7 +543,7 @@ mod tests {
             k("dev", &["../base"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None),
             Place::Overridden {
                 by: crate::discover::Unmanaged::OverriddenBy {
                     file: "base/kustomization.yaml".into(),
@@ -468,7 +565,7 @@ mod tests {
             k("top", &["../mid"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay),
+            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None),
             Place::InPlace {
                 image: Some("registry.example.com/api".into()),
                 unit: Some("top".into())
@@ -480,7 +577,8 @@ mod tests {
             file: "apps/mid.yaml".into(),
             names: Vec::new(),
         });
-        let Place::PerLeaf(edits) = g.place("base/d.yaml", "api", true, SharedBases::PerOverlay)
+        let Place::PerLeaf(edits) =
+            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None)
         else {
             panic!("not per leaf")
         };
