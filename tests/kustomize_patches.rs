@@ -49,27 +49,38 @@ struct Oracle {
     cfg: String,
     repo: tempfile::TempDir,
     leaves: Vec<&'static str>,
+    /// The leaves a unit that is not itself a leaf renders in (an overlay others build on).
+    renders_in: BTreeMap<&'static str, &'static str>,
 }
 
 impl Oracle {
+    /// `files` as a repository; `team/app` at 1.0 … 4.0 and `team/web` at 1.0, 2.0.
     fn new(files: &[(&str, String)], leaves: &[&'static str]) -> Oracle {
         let reg = Registry::start(RegistryMode::Plain);
         reg.push_tags("team/app", &["1.0", "2.0", "3.0", "4.0"]);
         reg.push_tags("team/web", &["1.0", "2.0"]);
+        Oracle::over(reg, support::tree(files), leaves)
+    }
+
+    /// `repo` with every registry the fixtures name served by `reg`.
+    fn over(reg: Registry, repo: tempfile::TempDir, leaves: &[&'static str]) -> Oracle {
         let cfg_dir = tempfile::tempdir().unwrap();
         let cfg = cfg_dir.path().join("imagebump.yaml");
-        let url = reg.base_url();
-        fs::write(
-            &cfg,
-            format!("registries:\n  - prefix: registry.example.com\n    url: {url}\n"),
-        )
-        .unwrap();
+        let mut text = String::from("registries:\n");
+        for prefix in ["registry.example.com", "ghcr.io", "docker.io"] {
+            text.push_str(&format!(
+                "  - prefix: {prefix}\n    url: {}\n",
+                reg.base_url()
+            ));
+        }
+        fs::write(&cfg, text).unwrap();
         Oracle {
             _reg: reg,
             _cfg_dir: cfg_dir,
             cfg: cfg.to_string_lossy().to_string(),
-            repo: support::tree(files),
+            repo,
             leaves: leaves.to_vec(),
+            renders_in: BTreeMap::new(),
         }
     }
 
@@ -105,7 +116,8 @@ impl Oracle {
                     .unwrap_or_else(|| text(u, "file")),
                 // The change set's group: the kustomization directory the value renders in.
                 unit: text(u, "group"),
-                image: text(u, "image"),
+                // As written: what the render shows.
+                image: text(u, "name"),
                 from: text(u, "from"),
                 to: text(u, "to"),
             })
@@ -120,10 +132,24 @@ impl Oracle {
         let before = self.renders();
         let (updates, report) = self.run("--write");
         let after = self.renders();
+        let leaf_of = |u: &Update| -> String {
+            let unit = u.unit.as_str();
+            self.renders_in
+                .get(unit)
+                .copied()
+                .unwrap_or(unit)
+                .to_string()
+        };
+        for u in &updates {
+            assert!(
+                self.leaves.contains(&leaf_of(u).as_str()),
+                "{u:?} moves no leaf"
+            );
+        }
         // Each leaf's render is its old render with exactly the reported moves.
         for leaf in &self.leaves {
             let mut expected = before[leaf].clone();
-            for u in updates.iter().filter(|u| u.unit == *leaf) {
+            for u in updates.iter().filter(|u| leaf_of(u) == *leaf) {
                 let old = format!("image: {}:{}\n", u.image, u.from);
                 assert!(
                     expected.contains(&old),
@@ -416,5 +442,96 @@ fn a_deleted_resource_gets_no_entry() {
     assert_eq!(
         app["reason"].as_str(),
         Some("deleted by envs/dev/delete.yaml:1 ($patch: delete)")
+    );
+}
+
+/// The kustomize fixture of tests/kustomize.rs (a shared base, a component, an overlay
+/// chain, an `images:` alias, a `kustomization.yml`) holds to the oracle too.
+#[test]
+fn the_overlays_fixture_holds_to_the_oracle() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("acme/shop", &["1.0.0", "1.1.0"]);
+    reg.push_tags("acme/report", &["2.0.0", "2.1.0"]);
+    reg.push_tags("acme/api", &["3.1.0", "3.2.0"]);
+    reg.push_tags("library/busybox", &["1.36.0", "1.37.0"]);
+    reg.push_tags("mirror/busybox", &["1.36.0", "1.36.1"]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/overlays");
+    let leaves = [
+        "shop/overlays/dev",
+        "shop/overlays/prod",
+        "api/overlays/staging-eu",
+    ];
+    let mut oracle = Oracle::over(reg, support::copy_tree(&fixture), &leaves);
+    (oracle.renders_in).insert("api/overlays/staging", "api/overlays/staging-eu");
+    (oracle.renders_in).insert("components/debug", "shop/overlays/dev");
+    assert_eq!(oracle.check().len(), 7);
+}
+
+/// A base's `images:` entry sets the version, and each environment's patch sets it again:
+/// the patches are what the render reads, and the base's entry is left alone.
+#[test]
+fn a_patch_over_a_base_entry() {
+    let mut files = base();
+    files[1]
+        .1
+        .push_str("images:\n  - name: registry.example.com/team/app\n    newTag: \"2.0\"\n");
+    env(
+        &mut files,
+        "envs/dev",
+        "patches:\n  - path: version.yaml\n",
+        "3.0",
+    );
+    env(
+        &mut files,
+        "envs/prod",
+        "patches:\n  - path: version.yaml\n",
+        "1.0",
+    );
+    let oracle = Oracle::new(&files, &["envs/dev", "envs/prod"]);
+    assert_eq!(
+        oracle.check(),
+        [
+            update("envs/dev/version.yaml", "envs/dev", "3.0", "4.0"),
+            update("envs/prod/version.yaml", "envs/prod", "1.0", "4.0"),
+        ]
+    );
+}
+
+/// A patch sets one container's image: the base's other container still moves, with an
+/// `images:` entry in each environment.
+#[test]
+fn a_patch_leaves_the_other_containers_alone() {
+    let mut files = base();
+    files[0]
+        .1
+        .push_str("        - name: sidecar\n          image: registry.example.com/team/web:1.0\n");
+    env(
+        &mut files,
+        "envs/dev",
+        "patches:\n  - path: version.yaml\n",
+        "3.0",
+    );
+    env(
+        &mut files,
+        "envs/prod",
+        "patches:\n  - path: version.yaml\n",
+        "2.0",
+    );
+    let oracle = Oracle::new(&files, &["envs/dev", "envs/prod"]);
+    let web = |unit: &str| Update {
+        file: format!("{unit}/kustomization.yaml"),
+        unit: unit.into(),
+        image: "registry.example.com/team/web".into(),
+        from: "1.0".into(),
+        to: "2.0".into(),
+    };
+    assert_eq!(
+        oracle.check(),
+        [
+            web("envs/dev"),
+            update("envs/dev/version.yaml", "envs/dev", "3.0", "4.0"),
+            web("envs/prod"),
+            update("envs/prod/version.yaml", "envs/prod", "2.0", "4.0"),
+        ]
     );
 }

@@ -140,6 +140,9 @@ impl Layout {
         for leaf in app_leaves(argo) {
             graph.add_app(leaf);
         }
+        if graph.has_patches() {
+            overridden_entries(&graph, &self.workloads, out);
+        }
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
@@ -186,6 +189,44 @@ impl Layout {
             }
         }
         out.refs.replace(expanded);
+    }
+}
+
+/// Marks the `images:` entries whose every image a patch above writes again: editing them
+/// would change no render.
+fn overridden_entries(
+    graph: &Graph,
+    workloads: &[(usize, bool, Option<Container>)],
+    out: &mut Discovery,
+) {
+    // The kustomizable images by the name written, with their file and container.
+    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, &Container)>> = BTreeMap::new();
+    for (index, kustomizable, container) in workloads {
+        let (Some(r), Some(c), true) = (out.refs.get(*index), container, *kustomizable) else {
+            continue;
+        };
+        let list = by_name.entry(ArcStr::clone(&r.written)).or_default();
+        list.push((ArcStr::clone(&r.file), c));
+    }
+    for r in out.refs.iter_mut_from(0) {
+        if r.kind != super::RefKind::Kustomize || !r.is_managed() {
+            continue;
+        }
+        let dir = r.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let Some(k) = graph.kustomization(dir).filter(|k| *k.file() == *r.file) else {
+            continue;
+        };
+        // The entry is the last one that starts at or before the reference's line.
+        let Some(entry) = k.images.iter().filter(|e| e.line <= r.line).last() else {
+            continue;
+        };
+        let Some(list) = by_name.get(entry.name.as_str()) else {
+            continue;
+        };
+        let workloads = list.iter().map(|(f, c)| (f.as_str(), *c));
+        if let Some(by) = graph.entry_overridden(dir, workloads) {
+            r.unmanaged = Some(by);
+        }
     }
 }
 

@@ -290,6 +290,38 @@ impl Graph {
         last
     }
 
+    /// Some patch at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
+    pub fn has_patches(&self) -> bool {
+        !self.effects.is_empty()
+    }
+
+    /// What a patch above the kustomization `dir` writes over its `images:` entry: the
+    /// last such patch when every container the entry rewrites (`workloads`: files and
+    /// containers of the images it names) has its image written by a patch above `dir` in
+    /// every leaf; `None` when one of them still renders the entry's value.
+    pub fn entry_overridden<'w>(
+        &self,
+        dir: &str,
+        workloads: impl Iterator<Item = (&'w str, &'w Container)>,
+    ) -> Option<crate::discover::Unmanaged> {
+        let mut by = None;
+        for (file, c) in workloads {
+            for chain in self.chains(file) {
+                let Some(at) = chain.iter().position(|d| *d == dir) else {
+                    continue;
+                };
+                let above = chain.get(at.saturating_add(1)..).unwrap_or_default();
+                let last = above.iter().filter_map(|d| self.patched(d, file, c)).last();
+                let e = last?;
+                by = Some(crate::discover::Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&e.file),
+                    line: e.line,
+                });
+            }
+        }
+        by
+    }
+
     /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
     /// named `written` in `file`. What sets its version last is what the leaf renders.
     fn follow(
