@@ -1,12 +1,14 @@
 //! The kustomize include graph, and where a manifest image's new version goes.
 //!
 //! Kustomize renders a leaf (a kustomization nothing else includes, or the path of an Argo
-//! CD Application) from its bases, applying the `images:` entries of every kustomization on
-//! the way up, lowest first. So, for an image in a manifest file, each leaf that includes the
-//! file sees one of:
+//! CD Application) from its bases, applying the strategic-merge patches and then the
+//! `images:` entries of every kustomization on the way up, lowest first. So, for an image in
+//! a manifest file, each leaf that includes the file sees one of:
 //!
-//! - an `images:` entry (or the Application's `kustomize.images`) that sets its tag or
-//!   digest: the manifest's own tag does not reach that leaf, the entry is the reference;
+//! - a `$patch: delete` of its resource: the leaf renders nothing of it;
+//! - a patch or an `images:` entry (or the Application's `kustomize.images`) that sets its
+//!   tag or digest: the manifest's own tag does not reach that leaf, the last of them on the
+//!   way up is the reference;
 //! - the manifest's tag (maybe under another name, through `newName`-only entries).
 //!
 //! When at most one leaf sees the manifest's tag, the manifest is edited in place. When two
