@@ -535,3 +535,34 @@ fn a_patch_leaves_the_other_containers_alone() {
         ]
     );
 }
+
+/// A component's patch applies to the overlay that uses it: it is what that overlay
+/// renders, so it is edited; the overlay without the component gets an `images:` entry.
+#[test]
+fn a_component_patch() {
+    let mut files = base();
+    files.push((
+        "components/pin/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - path: version.yaml\n".into(),
+    ));
+    files.push((
+        "components/pin/version.yaml",
+        version_patch("app", &format!("{IMAGE}:2.0")),
+    ));
+    files.push((
+        "envs/dev/kustomization.yaml",
+        "resources: [../../base]\ncomponents: [../../components/pin]\n".into(),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let oracle = Oracle::new(&files, &["envs/dev", "envs/prod"]);
+    assert_eq!(
+        oracle.check(),
+        [
+            update("components/pin/version.yaml", "envs/dev", "2.0", "4.0"),
+            update("envs/prod/kustomization.yaml", "envs/prod", "1.0", "4.0"),
+        ]
+    );
+}

@@ -326,63 +326,42 @@ impl Graph {
 
     /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
     /// named `written` in `file`. What sets its version last is what the leaf renders.
-    fn follow(
-        &self,
+    fn follow<'a>(
+        &'a self,
         chain: &[&str],
         file: &str,
-        written: &str,
+        written: &'a str,
         container: Option<&Container>,
     ) -> Seen {
-        let mut name = written;
-        let mut at_leaf = (name, None);
-        let mut over: Option<crate::discover::Unmanaged> = None;
+        let mut walk = Walk {
+            name: written,
+            over: None,
+            leaf_entry: None,
+        };
+        let mut at_leaf = written;
         for (i, dir) in chain.iter().enumerate() {
             let Some(k) = self.kustomization(dir) else {
                 continue;
             };
-            // Patches apply before the kustomization's `images:`.
-            if let Some(e) = container.and_then(|c| self.patched(dir, file, c)) {
-                let by = crate::discover::Unmanaged::OverriddenBy {
-                    file: arcstr::ArcStr::clone(&e.file),
-                    line: e.line,
-                };
-                if e.what == What::Deletes {
-                    let why = format!("deleted by {}:{} ($patch: delete)", e.file, e.line);
-                    return Seen::Deleted(crate::discover::Unmanaged::Why(why.into()));
-                }
-                over = Some(by);
-            }
             let top = i.saturating_add(1) == chain.len();
             if top {
-                at_leaf = (name, None);
+                at_leaf = walk.name;
             }
-            // A component's `images:` apply first, then the kustomization's own.
-            let components = k
-                .components
-                .iter()
+            // A component's patches and `images:` apply first, then the kustomization's own.
+            let components = (k.components.iter())
                 .filter_map(|c| join(k.dir(), c))
                 .filter_map(|c| self.kustomization(&c));
-            let entries = components
-                .flat_map(|c| c.images.iter().map(move |e| (c, e)))
-                .chain(k.images.iter().map(|e| (k, e)));
-            for (owner, e) in entries {
-                if *e.name != *name {
-                    continue;
-                }
-                if e.sets_version {
-                    over = Some(crate::discover::Unmanaged::OverriddenBy {
-                        file: arcstr::ArcStr::clone(&owner.file),
-                        line: e.line,
-                    });
-                }
-                if top && std::ptr::eq(owner, k) {
-                    at_leaf.1 = Some(e);
-                }
-                if let Some(n) = &e.new_name {
-                    name = n;
+            for owner in components.chain([k]) {
+                let leaf_own = top && std::ptr::eq(owner, k);
+                if let Err(deleted) = self.level(owner, leaf_own, file, container, &mut walk) {
+                    return deleted;
                 }
             }
         }
+        let name = walk.name;
+        let over = walk.over;
+        let entry = walk.leaf_entry;
+        let entry_name = at_leaf;
         let leaf = chain.last().copied().unwrap_or_default();
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
             let by = format!(
@@ -398,7 +377,6 @@ impl Graph {
         let file = self
             .kustomization(leaf)
             .map_or_else(String::new, |k| k.file.to_string());
-        let (entry_name, entry) = at_leaf;
         Seen::Base(LeafEdit {
             dir: leaf.to_string(),
             file,
@@ -408,6 +386,59 @@ impl Graph {
                 .map(str::to_string),
             image: name.to_string(),
         })
+    }
+}
+
+/// The state of one walk up a chain.
+struct Walk<'a> {
+    /// The image's name so far (after `newName` renames).
+    name: &'a str,
+    /// What set its version last.
+    over: Option<crate::discover::Unmanaged>,
+    /// The leaf's own `images:` entry for it.
+    leaf_entry: Option<&'a Entry>,
+}
+
+impl Graph {
+    /// One kustomization (or component) on the way up: its patches, then its `images:`.
+    /// `leaf_own`: it is the leaf itself. `Err`: a patch deletes the resource.
+    fn level<'a>(
+        &'a self,
+        k: &'a Kustomization,
+        leaf_own: bool,
+        file: &str,
+        container: Option<&Container>,
+        walk: &mut Walk<'a>,
+    ) -> Result<(), Seen> {
+        if let Some(e) = container.and_then(|c| self.patched(k.dir(), file, c)) {
+            if e.what == What::Deletes {
+                let why = format!("deleted by {}:{} ($patch: delete)", e.file, e.line);
+                return Err(Seen::Deleted(crate::discover::Unmanaged::Why(why.into())));
+            }
+            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                file: arcstr::ArcStr::clone(&e.file),
+                line: e.line,
+            });
+        }
+        // Each entry sees the name the entries before it left.
+        for e in k.images.iter() {
+            if *e.name != *walk.name {
+                continue;
+            }
+            if e.sets_version {
+                walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&k.file),
+                    line: e.line,
+                });
+            }
+            if leaf_own {
+                walk.leaf_entry = Some(e);
+            }
+            if let Some(n) = &e.new_name {
+                walk.name = n;
+            }
+        }
+        Ok(())
     }
 }
 
