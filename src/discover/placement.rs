@@ -217,7 +217,7 @@ fn overridden_entries(
             continue;
         };
         // The entry is the last one that starts at or before the reference's line.
-        let Some(entry) = k.images.iter().filter(|e| e.line <= r.line).last() else {
+        let Some(entry) = k.images.iter().rev().find(|e| e.line <= r.line) else {
             continue;
         };
         let Some(list) = by_name.get(entry.name.as_str()) else {

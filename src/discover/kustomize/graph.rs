@@ -313,7 +313,7 @@ impl Graph {
                     continue;
                 };
                 let above = chain.get(at.saturating_add(1)..).unwrap_or_default();
-                let last = above.iter().filter_map(|d| self.patched(d, file, c)).last();
+                let last = above.iter().rev().find_map(|d| self.patched(d, file, c));
                 let e = last?;
                 by = Some(crate::discover::Unmanaged::OverriddenBy {
                     file: arcstr::ArcStr::clone(&e.file),
