@@ -566,3 +566,35 @@ fn a_component_patch() {
         ]
     );
 }
+
+/// Within one kustomization, its `images:` entry applies after its patches, and a later
+/// patch after an earlier one: the entry (dev) and the later patch (prod) are what the
+/// render reads, and nothing else is edited.
+#[test]
+fn the_last_writer_in_one_kustomization() {
+    let mut files = base();
+    env(
+        &mut files,
+        "envs/dev",
+        "patches:\n  - path: version.yaml\nimages:\n  - name: registry.example.com/team/app\n    newTag: \"2.0\"\n",
+        "3.0",
+    );
+    env(
+        &mut files,
+        "envs/prod",
+        "patches:\n  - path: version.yaml\n  - path: hotfix.yaml\n",
+        "1.0",
+    );
+    files.push((
+        "envs/prod/hotfix.yaml",
+        version_patch("app", &format!("{IMAGE}:3.0")),
+    ));
+    let oracle = Oracle::new(&files, &["envs/dev", "envs/prod"]);
+    assert_eq!(
+        oracle.check(),
+        [
+            update("envs/dev/kustomization.yaml", "envs/dev", "2.0", "4.0"),
+            update("envs/prod/hotfix.yaml", "envs/prod", "3.0", "4.0"),
+        ]
+    );
+}
