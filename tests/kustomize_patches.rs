@@ -598,3 +598,36 @@ fn the_last_writer_in_one_kustomization() {
         ]
     );
 }
+
+/// A JSON 6902 patch that replaces a container's image (inline in `patches:`, or a
+/// `patchesJson6902:` file) is what its leaf renders: the base is not moved there (its
+/// values are not edited); the leaf without one gets an `images:` entry.
+#[test]
+fn json_6902_image_replacements() {
+    let mut files = base();
+    let op = "- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: registry.example.com/team/app:2.0\n";
+    let inline: String = op.lines().map(|l| format!("      {l}\n")).collect();
+    files.push((
+        "envs/dev/kustomization.yaml",
+        format!("resources: [../../base]\npatches:\n  - target: {{kind: Deployment, name: app}}\n    patch: |-\n{inline}"),
+    ));
+    files.push((
+        "envs/staging/kustomization.yaml",
+        "resources: [../../base]\npatchesJson6902:\n  - target: {group: apps, version: v1, kind: Deployment, name: app}\n    path: image.yaml\n".into(),
+    ));
+    files.push(("envs/staging/image.yaml", op.into()));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let oracle = Oracle::new(&files, &["envs/dev", "envs/staging", "envs/prod"]);
+    assert_eq!(
+        oracle.check(),
+        [update(
+            "envs/prod/kustomization.yaml",
+            "envs/prod",
+            "1.0",
+            "4.0"
+        )]
+    );
+}

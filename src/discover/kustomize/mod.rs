@@ -155,14 +155,17 @@ pub fn scan(
     }
 }
 
-/// `patchesStrategicMerge:` then `patches:` (the order kustomize applies them in), files
-/// and inline.
+/// `patchesStrategicMerge:`, `patches:` then `patchesJson6902:` (the order kustomize
+/// applies them in), files and inline.
 fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
     let mut out = Vec::new();
     for s in scalars(root, "patchesStrategicMerge") {
         out.push(patch(ctx, s, None));
     }
-    if let Some(Node::Seq { items, .. }) = root.get("patches") {
+    for key in ["patches", "patchesJson6902"] {
+        let Some(Node::Seq { items, .. }) = root.get(key) else {
+            continue;
+        };
         for item in items {
             let target = patches::target(item);
             let text = |key| item.get(key).and_then(Node::as_scalar);

@@ -1,11 +1,12 @@
-//! Strategic-merge patches (`patches:` with or without `target:`, `patchesStrategicMerge:`,
-//! files and inline): what each one does to a container's image, so that placement knows
-//! which file the render reads an image from.
+//! Patches (`patches:` with or without `target:`, `patchesStrategicMerge:`,
+//! `patchesJson6902:`, files and inline): what each one does to a container's image, so
+//! that placement knows which file the render reads an image from.
 //!
 //! Kustomize applies a kustomization's patches to everything it includes, before its own
 //! `images:` entries. A patch that writes `image:` for a container replaces whatever the
 //! bases wrote there; a patch document with `$patch: delete` removes the resource from
-//! everything above it. JSON 6902 patches (`op: replace`) are not read.
+//! everything above it. A JSON 6902 `replace`/`add` of `…/containers/N/image` sets the
+//! image of the container at that place of its target.
 
 use arcstr::ArcStr;
 use imagebump_yaml::{Node, PathSeg};
@@ -16,6 +17,10 @@ pub struct Container {
     pub kind: Box<str>,
     pub name: Box<str>,
     pub container: Box<str>,
+    /// Its place in `containers[]` (or `initContainers[]`, `init`): what a JSON 6902
+    /// path names.
+    pub init: bool,
+    pub index: usize,
 }
 
 /// One patch as a kustomization lists it.
@@ -57,6 +62,9 @@ pub struct Effect {
 pub enum What {
     /// It writes the image of this container.
     SetsImage(Box<str>),
+    /// A JSON 6902 `replace` or `add` of `…/containers/N/image` (`init`: of
+    /// `…/initContainers/N/image`).
+    SetsImageAt { init: bool, index: usize },
     /// `$patch: delete`: the resource is not rendered.
     Deletes,
 }
@@ -73,6 +81,7 @@ impl Effect {
             && match &self.what {
                 What::Deletes => true,
                 What::SetsImage(container) => *container == c.container,
+                What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
             }
     }
 }
@@ -94,9 +103,8 @@ pub fn effects(
     file: &ArcStr,
     line_of: &dyn Fn(usize) -> u32,
 ) -> Vec<Effect> {
-    if !matches!(root, Node::Map { .. }) {
-        // A JSON 6902 patch (a list of operations): not read.
-        return Vec::new();
+    if let Node::Seq { items, .. } = root {
+        return json6902(items, target, file, line_of);
     }
     let own_kind = root.get("kind").and_then(Node::str_value);
     let own_name = (root.get("metadata"))
@@ -129,6 +137,54 @@ pub fn effects(
     out
 }
 
+/// The image writes of a JSON 6902 patch (a list of operations), which always has a
+/// `target:`. Its values are not edited: the images it writes are only known to be set.
+fn json6902(
+    ops: &[Node],
+    target: Option<&Target>,
+    file: &ArcStr,
+    line_of: &dyn Fn(usize) -> u32,
+) -> Vec<Effect> {
+    let Some(t) = target else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for op in ops {
+        let kind = op.get("op").and_then(Node::str_value);
+        let path = op.get("path").and_then(Node::str_value);
+        let (Some("replace" | "add"), Some(path)) = (kind, path) else {
+            continue;
+        };
+        let Some(what) = image_pointer(path) else {
+            continue;
+        };
+        out.push(Effect {
+            kind: t.kind.as_deref().unwrap_or("*").into(),
+            name: t.name.clone(),
+            what,
+            file: ArcStr::clone(file),
+            line: line_of(op.offset()),
+        });
+    }
+    out
+}
+
+/// `…/containers/N/image` or `…/initContainers/N/image`, as a JSON pointer.
+fn image_pointer(path: &str) -> Option<What> {
+    let mut parts = path.rsplit('/');
+    let (image, index, list) = (parts.next()?, parts.next()?, parts.next()?);
+    let init = match list {
+        "containers" => false,
+        "initContainers" => true,
+        _ => return None,
+    };
+    (image == "image").then_some(())?;
+    Some(What::SetsImageAt {
+        init,
+        index: index.parse().ok()?,
+    })
+}
+
 /// Every `containers[]`/`initContainers[]` item below `node` that writes `image:`, by its
 /// `name` (the key strategic merge merges them by).
 fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node)) {
@@ -157,7 +213,7 @@ fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node)) {
 /// resource on the path (a `List` item, or the document), and the `name` of the
 /// `containers[]`/`initContainers[]` item.
 pub fn container_at(root: &Node, path: &[PathSeg]) -> Option<Container> {
-    let [.., PathSeg::Key(list), PathSeg::Index(_), PathSeg::Key(image)] = path else {
+    let [.., PathSeg::Key(list), PathSeg::Index(index), PathSeg::Key(image)] = path else {
         return None;
     };
     if image != "image" || (list != "containers" && list != "initContainers") {
@@ -181,6 +237,8 @@ pub fn container_at(root: &Node, path: &[PathSeg]) -> Option<Container> {
         kind: text(resource, "kind")?,
         name: resource.get("metadata").and_then(|m| text(m, "name"))?,
         container: text(node, "name")?,
+        init: list == "initContainers",
+        index: *index,
     })
 }
 
@@ -216,6 +274,8 @@ mod tests {
             kind: kind.into(),
             name: name.into(),
             container: container.into(),
+            init: false,
+            index: 0,
         };
         assert!(e[0].reaches(&c("Deployment", "app", "app")));
         assert!(!e[0].reaches(&c("Deployment", "app", "sidecar")));
@@ -242,6 +302,8 @@ mod tests {
             kind: "Deployment".into(),
             name: "app".into(),
             container: "whatever".into(),
+            init: false,
+            index: 3,
         };
         assert!(e[0].reaches(&any));
     }
@@ -259,6 +321,36 @@ mod tests {
             (&*c.kind, &*c.name, &*c.container),
             ("Deployment", "app", "app")
         );
+        assert_eq!((c.init, c.index), (false, 0));
         assert_eq!(container_at(&root, &path[..3]), None);
+    }
+
+    #[test]
+    fn a_json_6902_patch_sets_an_image_by_its_place() {
+        let text = "- op: test\n  path: /spec/template/spec/containers/1/image\n  value: x\n- op: replace\n  path: /spec/template/spec/containers/1/image\n  value: app:3.0\n- op: replace\n  path: /spec/replicas\n  value: 2\n";
+        let t = Target {
+            kind: Some("Deployment".into()),
+            name: Some("app".into()),
+        };
+        let e = effects(&doc(text), Some(&t), &"k.yaml".into(), &|o| o as u32);
+        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e[0].what,
+            What::SetsImageAt {
+                init: false,
+                index: 1
+            }
+        );
+        assert_eq!(e[0].line, text.find("op: replace").unwrap() as u32);
+        // Without a target it is not a patch kustomize applies.
+        assert!(effects(&doc(text), None, &"k.yaml".into(), &|_| 1).is_empty());
+        assert_eq!(
+            image_pointer("/spec/initContainers/0/image"),
+            Some(What::SetsImageAt {
+                init: true,
+                index: 0
+            })
+        );
+        assert_eq!(image_pointer("/spec/containers/x/image"), None);
     }
 }
