@@ -231,28 +231,36 @@ fn overridden_entries(
 }
 
 /// What every kustomization's patches do: `(directory, index of the patch, effects)`.
-/// Patch files are read here, once every kustomization is known; one that cannot be read
-/// is reported.
+/// Patch files are read here, once every kustomization is known, and once for each target
+/// they are listed with however many kustomizations list them (only their effects are
+/// kept); one that cannot be read is reported.
 fn patch_effects(
     tree: &Tree,
     kustomizations: &[Kustomization],
     problems: &mut Vec<Problem>,
 ) -> Vec<(String, usize, Vec<Effect>)> {
+    type Key = (String, Option<(Option<Box<str>>, Option<Box<str>>)>);
+    let mut read: BTreeMap<Key, Result<Vec<Effect>, String>> = BTreeMap::new();
     let mut out = Vec::new();
     for k in kustomizations {
         for (index, p) in k.patches.iter().enumerate() {
-            let effects = match p.path.as_deref() {
+            let effects = match p.path.as_deref().map(|path| join(k.dir(), path)) {
                 None => p.inline.to_vec(),
-                Some(path) => match join(k.dir(), path) {
-                    Some(file) => match patch_file(tree, &file, p.target.as_ref()) {
-                        Ok(e) => e,
+                Some(None) => continue,
+                Some(Some(file)) => {
+                    let target = p.target.as_ref().map(|t| (t.kind.clone(), t.name.clone()));
+                    let found = read
+                        .entry((file, target))
+                        .or_insert_with_key(|(file, _)| patch_file(tree, file, p.target.as_ref()));
+                    match found {
+                        Ok(e) => e.clone(),
                         Err(e) => {
+                            let e = e.clone();
                             problems.push(Problem::at_file(k.file(), p.line as usize, 0, e));
                             continue;
                         }
-                    },
-                    None => continue,
-                },
+                    }
+                }
             };
             if !effects.is_empty() {
                 out.push((k.dir().to_string(), index, effects));
@@ -262,7 +270,7 @@ fn patch_effects(
     out
 }
 
-/// The effects of the documents of one patch file.
+/// The effects of the documents of one patch file, listed with `target`.
 fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Effect>, String> {
     let path = tree
         .resolve(file)
@@ -272,10 +280,8 @@ fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Ef
     let docs = imagebump_yaml::parse_located(&text)
         .map_err(|e| format!("patch {file}: line {}: {}", e.line, e.reason()))?;
     let name = ArcStr::from(file);
-    let line_of = |offset: usize| {
-        let before = text.get(..offset).unwrap_or(&text);
-        super::saturating_u32(before.matches('\n').count().saturating_add(1))
-    };
+    let lines = imagebump_yaml::LineIndex::new(&text);
+    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
     Ok((docs.iter())
         .filter_map(|d| d.root.as_ref())
         .flat_map(|root| effects(root, target, &name, &line_of))

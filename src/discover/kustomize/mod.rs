@@ -203,10 +203,8 @@ fn patch(ctx: &FileCtx, s: &Scalar, target: Option<patches::Target>) -> patches:
         _ => line,
     };
     let text = s.value.as_str();
-    let line_of = |offset: usize| {
-        let before = text.get(..offset).unwrap_or(text);
-        first.saturating_add(saturating_u32(before.matches('\n').count()))
-    };
+    let lines = imagebump_yaml::LineIndex::shifted(text, first.saturating_sub(1) as usize, 0);
+    let line_of = |offset: usize| saturating_u32(lines.line_col(offset).0);
     let docs = imagebump_yaml::parse_located(text).unwrap_or_default();
     let inline = (docs.iter())
         .filter_map(|d| d.root.as_ref())
