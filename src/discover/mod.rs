@@ -1261,7 +1261,8 @@ impl Fold<'_> {
         out.refs.extend(refs);
         let placed_later = out.refs.len();
         for w in workloads {
-            self.layout.add_workload(out.refs.len(), w.kustomizable);
+            self.layout
+                .add_workload(out.refs.len(), w.kustomizable, w.container);
             out.refs.push(w.r);
         }
         for (i, r) in (before..).zip(out.refs.iter_mut_from(before)) {
@@ -1312,7 +1313,7 @@ impl Fold<'_> {
         }
         // ApplicationSets in the repository become the Applications they generate.
         argo.generate(tree, &mut out);
-        layout.place(&mut out, &argo, config.scan.shared_bases);
+        layout.place(tree, &mut out, &argo, config.scan.shared_bases);
         if !argo.apps.is_empty() {
             argocd::scan(tree, config, argo, &mut out, &mut policies);
         }

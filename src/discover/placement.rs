@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
+use super::kustomize::patches::{effects, Container, Effect, Target};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
@@ -17,7 +18,7 @@ use imagebump_model::name::parse_name;
 use imagebump_model::Problem;
 use imagebump_yaml::PathSeg;
 
-/// The largest kustomize configuration file read.
+/// The largest kustomize configuration or patch file read.
 const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
 
 /// The image field specs: `scan.imageFields`, then the `images:` field specs of every
@@ -96,8 +97,8 @@ pub struct Layout {
     /// Kustomization texts, for the `images:` entries written into them.
     texts: BTreeMap<ArcStr, KeptText>,
     /// Indexes of manifest images in [`Discovery::refs`], with whether kustomize's
-    /// `images:` apply to them.
-    workloads: Vec<(usize, bool)>,
+    /// `images:` apply to them and the container they are the image of.
+    workloads: Vec<(usize, bool, Option<Container>)>,
 }
 
 impl Layout {
@@ -115,28 +116,48 @@ impl Layout {
         self.kustomizations.push(k);
     }
 
-    pub fn add_workload(&mut self, index: usize, kustomizable: bool) {
-        self.workloads.push((index, kustomizable));
+    pub fn add_workload(&mut self, index: usize, kustomizable: bool, c: Option<Container>) {
+        self.workloads.push((index, kustomizable, c));
     }
 
     /// Decide where every manifest image goes; an image that moves in several overlays
     /// becomes one reference per overlay.
-    pub fn place(self, out: &mut Discovery, argo: &argocd::Found, shared: SharedBases) {
+    pub fn place(
+        self,
+        tree: &Tree,
+        out: &mut Discovery,
+        argo: &argocd::Found,
+        shared: SharedBases,
+    ) {
         if self.workloads.is_empty() {
             return;
         }
+        let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
         let mut graph = Graph::new(self.kustomizations, &mut out.notes);
+        for (dir, index, e) in effects {
+            graph.add_effects(&dir, index, e);
+        }
         for leaf in app_leaves(argo) {
             graph.add_app(leaf);
+        }
+        if graph.has_patches() {
+            overridden_entries(&graph, &self.workloads, out);
         }
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        for &(index, kustomizable) in &self.workloads {
+        for (index, kustomizable, container) in &self.workloads {
+            let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
                 continue;
             };
-            match graph.place(&r.file, &r.written, kustomizable, shared) {
+            match graph.place(
+                &r.file,
+                &r.written,
+                kustomizable,
+                shared,
+                container.as_ref(),
+            ) {
                 Place::InPlace { image, unit } => {
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
@@ -169,6 +190,102 @@ impl Layout {
         }
         out.refs.replace(expanded);
     }
+}
+
+/// Marks the `images:` entries whose every image a patch above writes again: editing them
+/// would change no render.
+fn overridden_entries(
+    graph: &Graph,
+    workloads: &[(usize, bool, Option<Container>)],
+    out: &mut Discovery,
+) {
+    // The kustomizable images by the name written, with their file and container.
+    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, &Container)>> = BTreeMap::new();
+    for (index, kustomizable, container) in workloads {
+        let (Some(r), Some(c), true) = (out.refs.get(*index), container, *kustomizable) else {
+            continue;
+        };
+        let list = by_name.entry(ArcStr::clone(&r.written)).or_default();
+        list.push((ArcStr::clone(&r.file), c));
+    }
+    for r in out.refs.iter_mut_from(0) {
+        if r.kind != super::RefKind::Kustomize || !r.is_managed() {
+            continue;
+        }
+        let dir = r.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let Some(k) = graph.kustomization(dir).filter(|k| *k.file() == *r.file) else {
+            continue;
+        };
+        // The entry is the last one that starts at or before the reference's line.
+        let Some(entry) = k.images.iter().rev().find(|e| e.line <= r.line) else {
+            continue;
+        };
+        let Some(list) = by_name.get(entry.name.as_str()) else {
+            continue;
+        };
+        let workloads = list.iter().map(|(f, c)| (f.as_str(), *c));
+        if let Some(by) = graph.entry_overridden(dir, workloads) {
+            r.unmanaged = Some(by);
+        }
+    }
+}
+
+/// What every kustomization's patches do: `(directory, index of the patch, effects)`.
+/// Patch files are read here, once every kustomization is known, and once for each target
+/// they are listed with however many kustomizations list them (only their effects are
+/// kept); one that cannot be read is reported.
+fn patch_effects(
+    tree: &Tree,
+    kustomizations: &[Kustomization],
+    problems: &mut Vec<Problem>,
+) -> Vec<(String, usize, Vec<Effect>)> {
+    type Key = (String, Option<(Option<Box<str>>, Option<Box<str>>)>);
+    let mut read: BTreeMap<Key, Result<Vec<Effect>, String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for k in kustomizations {
+        for (index, p) in k.patches.iter().enumerate() {
+            let effects = match p.path.as_deref().map(|path| join(k.dir(), path)) {
+                None => p.inline.to_vec(),
+                Some(None) => continue,
+                Some(Some(file)) => {
+                    let target = p.target.as_ref().map(|t| (t.kind.clone(), t.name.clone()));
+                    let found = read
+                        .entry((file, target))
+                        .or_insert_with_key(|(file, _)| patch_file(tree, file, p.target.as_ref()));
+                    match found {
+                        Ok(e) => e.clone(),
+                        Err(e) => {
+                            let e = e.clone();
+                            problems.push(Problem::at_file(k.file(), p.line as usize, 0, e));
+                            continue;
+                        }
+                    }
+                }
+            };
+            if !effects.is_empty() {
+                out.push((k.dir().to_string(), index, effects));
+            }
+        }
+    }
+    out
+}
+
+/// The effects of the documents of one patch file, listed with `target`.
+fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Effect>, String> {
+    let path = tree
+        .resolve(file)
+        .map_err(|e| format!("patch {file}: {e}"))?;
+    let text =
+        (tree.read(&path, MAX_CONFIGURATION_BYTES)).map_err(|e| format!("patch {file}: {e}"))?;
+    let docs = imagebump_yaml::parse_located(&text)
+        .map_err(|e| format!("patch {file}: line {}: {}", e.line, e.reason()))?;
+    let name = ArcStr::from(file);
+    let lines = imagebump_yaml::LineIndex::new(&text);
+    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
+    Ok((docs.iter())
+        .filter_map(|d| d.root.as_ref())
+        .flat_map(|root| effects(root, target, &name, &line_of))
+        .collect())
 }
 
 /// The reference of `r` in one overlay: the overlay's `images:` entry for it, created

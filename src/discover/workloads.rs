@@ -290,6 +290,8 @@ fn top_level<'t>(doc: &'t str, key: &str) -> Option<&'t str> {
 pub struct Found {
     pub r: ImageRef,
     pub kustomizable: bool,
+    /// The resource and container it is the image of, for the patches that may set it.
+    pub container: Option<super::kustomize::patches::Container>,
 }
 
 /// Every image of every manifest document in the file.
@@ -315,11 +317,20 @@ pub fn scan(
             scanner.marked(root, &mut Vec::new());
         }
         for (path, scalar, kustomizable, why) in scanner.found {
+            let container = super::kustomize::patches::container_at(root, &path);
             match (image(ctx, doc.index, path, scalar), why) {
-                (Ok(r), None) => out.extend(r.map(|r| Found { r, kustomizable })),
+                (Ok(r), None) => out.extend(r.map(|r| Found {
+                    r,
+                    kustomizable,
+                    container,
+                })),
                 (Err(bad), None) => {
                     let (r, p) = *bad;
-                    out.push(Found { r, kustomizable });
+                    out.push(Found {
+                        r,
+                        kustomizable,
+                        container,
+                    });
                     problems.push(p);
                 }
                 (Ok(Some(r)), Some(why)) => out.push(not_deployed(r, why)),
@@ -340,6 +351,7 @@ fn not_deployed(mut r: ImageRef, why: ArcStr) -> Found {
     Found {
         r,
         kustomizable: false,
+        container: None,
     }
 }
 
@@ -381,6 +393,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
             out.push(Found {
                 r,
                 kustomizable: false,
+                container: None,
             });
         }
     }
@@ -508,10 +521,21 @@ impl<'a> Scanner<'a> {
             }
             Node::Seq { items, .. } => {
                 for (i, value) in items.iter().enumerate() {
-                    if matches!(value, Node::Map { .. } | Node::Seq { .. }) {
-                        path.push(PathSeg::Index(i));
-                        self.image_keys(value, path);
-                        path.pop();
+                    match value {
+                        Node::Map { .. } | Node::Seq { .. } => {
+                            path.push(PathSeg::Index(i));
+                            self.image_keys(value, path);
+                            path.pop();
+                        }
+                        // An inline `patchesStrategicMerge:` item.
+                        Node::Scalar(s)
+                            if s.style == Style::Block && s.value.contains("image:") =>
+                        {
+                            path.push(PathSeg::Index(i));
+                            self.blocks.push((path.clone(), s));
+                            path.pop();
+                        }
+                        Node::Scalar(_) | Node::Other { .. } => {}
                     }
                 }
             }

@@ -1,12 +1,14 @@
 //! The kustomize include graph, and where a manifest image's new version goes.
 //!
 //! Kustomize renders a leaf (a kustomization nothing else includes, or the path of an Argo
-//! CD Application) from its bases, applying the `images:` entries of every kustomization on
-//! the way up, lowest first. So, for an image in a manifest file, each leaf that includes the
-//! file sees one of:
+//! CD Application) from its bases, applying the strategic-merge patches and then the
+//! `images:` entries of every kustomization on the way up, lowest first. So, for an image in
+//! a manifest file, each leaf that includes the file sees one of:
 //!
-//! - an `images:` entry (or the Application's `kustomize.images`) that sets its tag or
-//!   digest: the manifest's own tag does not reach that leaf, the entry is the reference;
+//! - a `$patch: delete` of its resource: the leaf renders nothing of it;
+//! - a patch or an `images:` entry (or the Application's `kustomize.images`) that sets its
+//!   tag or digest: the manifest's own tag does not reach that leaf, the last of them on the
+//!   way up is the reference;
 //! - the manifest's tag (maybe under another name, through `newName`-only entries).
 //!
 //! When at most one leaf sees the manifest's tag, the manifest is edited in place. When two
@@ -16,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::patches::{Container, Effect, What};
 use super::{Entry, Kustomization};
 use crate::config::SharedBases;
 use imagebump_model::Problem;
@@ -49,6 +52,9 @@ pub struct Graph {
     /// in the order of their directories.
     parents: foldhash::HashMap<String, Vec<usize>>,
     apps: foldhash::HashMap<String, AppLeaf>,
+    /// By kustomization directory: what its patches do, each with the index of its patch
+    /// in the kustomization's list.
+    effects: foldhash::HashMap<String, Vec<(usize, Effect)>>,
 }
 
 /// Where the new version of one manifest image goes.
@@ -82,6 +88,8 @@ pub struct LeafEdit {
 
 /// What one leaf sees of an image, following one include chain.
 enum Seen {
+    /// A `$patch: delete` removes the resource on the way up.
+    Deleted(crate::discover::Unmanaged),
     Overridden(crate::discover::Unmanaged),
     Base(LeafEdit),
 }
@@ -124,13 +132,30 @@ impl Graph {
                     )),
                 }
             }
+            // A patch renders where the kustomization that lists it does (an inline one is
+            // in the kustomization's own file).
+            let patch_files = k.patches.iter().filter_map(|p| p.path.as_deref());
+            let patch_files = patch_files.filter_map(|p| join(k.dir(), p));
+            for file in patch_files.chain([k.file.to_string()]) {
+                let list = parents.entry(file).or_default();
+                if !list.contains(&i) {
+                    list.push(i);
+                }
+            }
         }
         Graph {
             kustomizations,
             by_dir,
             parents,
             apps: Default::default(),
+            effects: Default::default(),
         }
+    }
+
+    /// What the patch at `index` in the kustomization of `dir` does.
+    pub fn add_effects(&mut self, dir: &str, index: usize, effects: Vec<Effect>) {
+        let list = self.effects.entry(dir.to_string()).or_default();
+        list.extend(effects.into_iter().map(|e| (index, e)));
     }
 
     /// Argo CD Application paths: leaves even when another kustomization includes them.
@@ -170,41 +195,53 @@ impl Graph {
         out
     }
 
-    /// Where the new version of the image written `written` in `file` goes.
-    /// `kustomizable`: kustomize's `images:` entries apply to it.
+    /// Where the new version of the image written `written` in `file` goes; `container`:
+    /// the resource and container it is the image of, for the patches that set or delete
+    /// it. `kustomizable`: kustomize's `images:` entries apply to it.
     pub fn place(
         &self,
         file: &str,
         written: &str,
         kustomizable: bool,
         shared: SharedBases,
+        container: Option<&Container>,
     ) -> Place {
         let chains = self.chains(file);
-        let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
-        let only = (all.len() == 1)
-            .then(|| all.iter().next().map(|l| l.to_string()))
-            .flatten();
         if !kustomizable {
+            let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
+            let only = (all.len() == 1)
+                .then(|| all.iter().next().map(|l| l.to_string()))
+                .flatten();
             return Place::InPlace {
                 image: None,
                 unit: only,
             };
         }
         let mut overridden = None;
+        let mut deleted = None;
+        // The leaves that include the file, whatever they do with it: a file two of them
+        // include is shared, even where one deletes or overrides its resource.
+        let mut rendered: BTreeSet<&str> = BTreeSet::new();
         let mut leaves: BTreeMap<&str, LeafEdit> = BTreeMap::new();
         for chain in &chains {
-            match self.follow(chain, written) {
+            let leaf = chain.last().copied().unwrap_or_default();
+            match self.follow(chain, file, written, container) {
+                Seen::Deleted(by) => {
+                    rendered.insert(leaf);
+                    deleted.get_or_insert(by);
+                }
                 Seen::Overridden(by) => {
+                    rendered.insert(leaf);
                     overridden.get_or_insert(by);
                 }
                 Seen::Base(edit) => {
-                    let leaf = chain.last().copied().unwrap_or_default();
+                    rendered.insert(leaf);
                     leaves.entry(leaf).or_insert(edit);
                 }
             }
         }
         if leaves.is_empty() {
-            return match overridden {
+            return match overridden.or(deleted) {
                 Some(by) => Place::Overridden { by },
                 None => Place::InPlace {
                     image: None,
@@ -212,9 +249,12 @@ impl Graph {
                 },
             };
         }
+        let only = (rendered.len() == 1)
+            .then(|| rendered.iter().next().map(|l| l.to_string()))
+            .flatten();
         // A file that two or more leaves render is shared: it is never edited for one of
         // them (unless the user asked for in-place edits).
-        if all.len() == 1 || shared == SharedBases::InPlace {
+        if rendered.len() == 1 || shared == SharedBases::InPlace {
             // Looked up under the name the leaves deploy, when they agree on one.
             let names: BTreeSet<&str> = leaves.values().map(|l| l.image.as_str()).collect();
             let image = (names.len() == 1)
@@ -228,45 +268,100 @@ impl Graph {
         Place::PerLeaf(leaves.into_values().collect())
     }
 
-    /// Apply the `images:` entries of `chain` (lowest first) to the image named `written`.
-    fn follow(&self, chain: &[&str], written: &str) -> Seen {
-        let mut name = written;
-        let mut at_leaf = (name, None);
+    /// What the patches of the kustomization `dir` do to `container`, in the order
+    /// kustomize applies them: only those listed after `file` when `file` is itself one of
+    /// its patches (a patch does not patch itself).
+    fn patched(&self, dir: &str, file: &str, container: &Container) -> Option<&Effect> {
+        let effects = self.effects.get(dir)?;
+        let own = self.kustomization(dir).and_then(|k| {
+            (k.patches.iter())
+                .position(|p| p.path.as_deref().and_then(|p| join(dir, p)).as_deref() == Some(file))
+        });
+        let after = |i: &usize| own.is_none_or(|own| *i > own);
+        let reaching = effects
+            .iter()
+            .filter(|(i, e)| after(i) && e.reaches(container));
+        // A delete wins; else the last patch that writes the image is the one rendered.
+        let mut last = None;
+        for (_, e) in reaching {
+            if e.what == What::Deletes {
+                return Some(e);
+            }
+            last = Some(e);
+        }
+        last
+    }
+
+    /// Some patch at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
+    pub fn has_patches(&self) -> bool {
+        !self.effects.is_empty()
+    }
+
+    /// What a patch above the kustomization `dir` writes over its `images:` entry: the
+    /// last such patch when every container the entry rewrites (`workloads`: files and
+    /// containers of the images it names) has its image written by a patch above `dir` in
+    /// every leaf; `None` when one of them still renders the entry's value.
+    pub fn entry_overridden<'w>(
+        &self,
+        dir: &str,
+        workloads: impl Iterator<Item = (&'w str, &'w Container)>,
+    ) -> Option<crate::discover::Unmanaged> {
+        let mut by = None;
+        for (file, c) in workloads {
+            for chain in self.chains(file) {
+                let Some(at) = chain.iter().position(|d| *d == dir) else {
+                    continue;
+                };
+                let above = chain.get(at.saturating_add(1)..).unwrap_or_default();
+                let last = above.iter().rev().find_map(|d| self.patched(d, file, c));
+                let e = last?;
+                by = Some(crate::discover::Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&e.file),
+                    line: e.line,
+                });
+            }
+        }
+        by
+    }
+
+    /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
+    /// named `written` in `file`. What sets its version last is what the leaf renders.
+    fn follow<'a>(
+        &'a self,
+        chain: &[&str],
+        file: &str,
+        written: &'a str,
+        container: Option<&Container>,
+    ) -> Seen {
+        let mut walk = Walk {
+            name: written,
+            over: None,
+            leaf_entry: None,
+        };
+        let mut at_leaf = written;
         for (i, dir) in chain.iter().enumerate() {
             let Some(k) = self.kustomization(dir) else {
                 continue;
             };
             let top = i.saturating_add(1) == chain.len();
             if top {
-                at_leaf = (name, None);
+                at_leaf = walk.name;
             }
-            // A component's `images:` apply first, then the kustomization's own.
-            let components = k
-                .components
-                .iter()
+            // A component's patches and `images:` apply first, then the kustomization's own.
+            let components = (k.components.iter())
                 .filter_map(|c| join(k.dir(), c))
                 .filter_map(|c| self.kustomization(&c));
-            let entries = components
-                .flat_map(|c| c.images.iter().map(move |e| (c, e)))
-                .chain(k.images.iter().map(|e| (k, e)));
-            for (owner, e) in entries {
-                if *e.name != *name {
-                    continue;
-                }
-                if e.sets_version {
-                    return Seen::Overridden(crate::discover::Unmanaged::OverriddenBy {
-                        file: arcstr::ArcStr::clone(&owner.file),
-                        line: e.line,
-                    });
-                }
-                if top && std::ptr::eq(owner, k) {
-                    at_leaf.1 = Some(e);
-                }
-                if let Some(n) = &e.new_name {
-                    name = n;
+            for owner in components.chain([k]) {
+                let leaf_own = top && std::ptr::eq(owner, k);
+                if let Err(deleted) = self.level(owner, leaf_own, file, container, &mut walk) {
+                    return deleted;
                 }
             }
         }
+        let name = walk.name;
+        let over = walk.over;
+        let entry = walk.leaf_entry;
+        let entry_name = at_leaf;
         let leaf = chain.last().copied().unwrap_or_default();
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
             let by = format!(
@@ -276,10 +371,12 @@ impl Graph {
             );
             return Seen::Overridden(by.into());
         }
+        if let Some(by) = over {
+            return Seen::Overridden(by);
+        }
         let file = self
             .kustomization(leaf)
             .map_or_else(String::new, |k| k.file.to_string());
-        let (entry_name, entry) = at_leaf;
         Seen::Base(LeafEdit {
             dir: leaf.to_string(),
             file,
@@ -289,6 +386,59 @@ impl Graph {
                 .map(str::to_string),
             image: name.to_string(),
         })
+    }
+}
+
+/// The state of one walk up a chain.
+struct Walk<'a> {
+    /// The image's name so far (after `newName` renames).
+    name: &'a str,
+    /// What set its version last.
+    over: Option<crate::discover::Unmanaged>,
+    /// The leaf's own `images:` entry for it.
+    leaf_entry: Option<&'a Entry>,
+}
+
+impl Graph {
+    /// One kustomization (or component) on the way up: its patches, then its `images:`.
+    /// `leaf_own`: it is the leaf itself. `Err`: a patch deletes the resource.
+    fn level<'a>(
+        &'a self,
+        k: &'a Kustomization,
+        leaf_own: bool,
+        file: &str,
+        container: Option<&Container>,
+        walk: &mut Walk<'a>,
+    ) -> Result<(), Seen> {
+        if let Some(e) = container.and_then(|c| self.patched(k.dir(), file, c)) {
+            if e.what == What::Deletes {
+                let why = format!("deleted by {}:{} ($patch: delete)", e.file, e.line);
+                return Err(Seen::Deleted(crate::discover::Unmanaged::Why(why.into())));
+            }
+            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                file: arcstr::ArcStr::clone(&e.file),
+                line: e.line,
+            });
+        }
+        // Each entry sees the name the entries before it left.
+        for e in k.images.iter() {
+            if *e.name != *walk.name {
+                continue;
+            }
+            if e.sets_version {
+                walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&k.file),
+                    line: e.line,
+                });
+            }
+            if leaf_own {
+                walk.leaf_entry = Some(e);
+            }
+            if let Some(n) = &e.new_name {
+                walk.name = n;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -361,7 +511,7 @@ mod tests {
         );
         // Held for every kustomization until placement: growing it is a choice, made here.
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (96, 24));
+        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (112, 24));
     }
 
     /// Two kustomization files in one directory: the one read last is the directory's,
@@ -378,7 +528,7 @@ mod tests {
             g.kustomization("app").map(|k| k.file.as_str()),
             Some("app/kustomization.yml")
         );
-        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay);
+        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay, None);
         let unit = |unit: Option<&str>| Place::InPlace {
             image: None,
             unit: unit.map(str::to_string),
@@ -398,9 +548,13 @@ mod tests {
                 &[("web", Some("ghcr.io/acme/web"), false)],
             ),
         ]);
-        let Place::PerLeaf(edits) =
-            g.place("app/base/deploy.yaml", "web", true, SharedBases::PerOverlay)
-        else {
+        let Place::PerLeaf(edits) = g.place(
+            "app/base/deploy.yaml",
+            "web",
+            true,
+            SharedBases::PerOverlay,
+            None,
+        ) else {
             panic!("not per leaf")
         };
         assert_eq!(edits.len(), 2);
@@ -412,7 +566,13 @@ mod tests {
         assert_eq!(edits[1].image, "ghcr.io/acme/web");
         assert_eq!(edits[1].new_name.as_deref(), Some("ghcr.io/acme/web"));
         assert!(matches!(
-            g.place("app/base/deploy.yaml", "web", true, SharedBases::InPlace),
+            g.place(
+                "app/base/deploy.yaml",
+                "web",
+                true,
+                SharedBases::InPlace,
+                None
+            ),
             Place::InPlace { .. }
         ));
         // kustomize's images: do not reach a custom resource's `spec.image`.
@@ -421,7 +581,8 @@ mod tests {
                 "app/base/deploy.yaml",
                 "web",
                 false,
-                SharedBases::PerOverlay
+                SharedBases::PerOverlay,
+                None
             ),
             Place::InPlace { unit: None, .. }
         ));
@@ -435,7 +596,8 @@ mod tests {
             k("prod", &["../base"], &[]),
         ]);
         // Only prod renders the base's tag, but the base is shared: prod gets an entry.
-        let Place::PerLeaf(edits) = g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay)
+        let Place::PerLeaf(edits) =
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None)
         else {
             panic!("not per leaf")
         };
@@ -446,7 +608,7 @@ mod tests {
             k("dev", &["../base"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay),
+            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None),
             Place::Overridden {
                 by: crate::discover::Unmanaged::OverriddenBy {
                     file: "base/kustomization.yaml".into(),
@@ -468,7 +630,7 @@ mod tests {
             k("top", &["../mid"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay),
+            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None),
             Place::InPlace {
                 image: Some("registry.example.com/api".into()),
                 unit: Some("top".into())
@@ -480,7 +642,8 @@ mod tests {
             file: "apps/mid.yaml".into(),
             names: Vec::new(),
         });
-        let Place::PerLeaf(edits) = g.place("base/d.yaml", "api", true, SharedBases::PerOverlay)
+        let Place::PerLeaf(edits) =
+            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None)
         else {
             panic!("not per leaf")
         };

@@ -3,6 +3,7 @@
 //! `components`) builds the [`graph`] that says where a manifest image's new version goes.
 
 pub mod graph;
+pub mod patches;
 
 use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
 use arcstr::ArcStr;
@@ -30,6 +31,9 @@ pub struct Kustomization {
     pub configurations: Box<[Box<str>]>,
     /// `helmCharts:` values files as written: read as Helm values, whatever their name.
     pub values_files: Box<[Box<str>]>,
+    /// Strategic-merge patches (`patches:`, `patchesStrategicMerge:`), in the order
+    /// kustomize applies them.
+    pub patches: Box<[patches::Patch]>,
 }
 
 impl Kustomization {
@@ -98,6 +102,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k.components = names(root, "components");
     k.values_files = values_files(root);
     k.configurations = names(root, "configurations");
+    k.patches = read_patches(ctx, root);
     if let Some(Node::Seq { items, .. }) = root.get("images") {
         k.images = (items.iter())
             .filter_map(|item| {
@@ -147,6 +152,69 @@ pub fn scan(
                 Err(p) => problems.push(p),
             }
         }
+    }
+}
+
+/// `patchesStrategicMerge:`, `patches:` then `patchesJson6902:` (the order kustomize
+/// applies them in), files and inline.
+fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
+    let mut out = Vec::new();
+    for s in scalars(root, "patchesStrategicMerge") {
+        out.push(patch(ctx, s, None));
+    }
+    for key in ["patches", "patchesJson6902"] {
+        let Some(Node::Seq { items, .. }) = root.get(key) else {
+            continue;
+        };
+        for item in items {
+            let target = patches::target(item);
+            let text = |key| item.get(key).and_then(Node::as_scalar);
+            if let Some(s) = text("path") {
+                let line = saturating_u32(ctx.at(item.offset()).0);
+                out.push(patches::Patch {
+                    path: Some(s.value.as_str().into()),
+                    line,
+                    target,
+                    inline: Box::default(),
+                });
+            } else if let Some(s) = text("patch") {
+                out.push(patch(ctx, s, target));
+            }
+        }
+    }
+    out.into_boxed_slice()
+}
+
+/// One `patchesStrategicMerge:` item or `patches[].patch`: a file's name, or the patch
+/// itself (YAML in a string).
+fn patch(ctx: &FileCtx, s: &Scalar, target: Option<patches::Target>) -> patches::Patch {
+    let line = saturating_u32(ctx.at(s.span.start).0);
+    if !s.value.contains('\n') && !s.value.trim_start().starts_with('{') {
+        return patches::Patch {
+            path: Some(s.value.as_str().into()),
+            line,
+            target,
+            inline: Box::default(),
+        };
+    }
+    // A block string's text starts on the line after its indicator.
+    let first = match s.style {
+        imagebump_yaml::Style::Block => line.saturating_add(1),
+        _ => line,
+    };
+    let text = s.value.as_str();
+    let lines = imagebump_yaml::LineIndex::shifted(text, first.saturating_sub(1) as usize, 0);
+    let line_of = |offset: usize| saturating_u32(lines.line_col(offset).0);
+    let docs = imagebump_yaml::parse_located(text).unwrap_or_default();
+    let inline = (docs.iter())
+        .filter_map(|d| d.root.as_ref())
+        .flat_map(|root| patches::effects(root, target.as_ref(), &ctx.file, &line_of))
+        .collect();
+    patches::Patch {
+        path: None,
+        line,
+        target,
+        inline,
     }
 }
 

@@ -1,0 +1,356 @@
+//! Patches (`patches:` with or without `target:`, `patchesStrategicMerge:`,
+//! `patchesJson6902:`, files and inline): what each one does to a container's image, so
+//! that placement knows which file the render reads an image from.
+//!
+//! Kustomize applies a kustomization's patches to everything it includes, before its own
+//! `images:` entries. A patch that writes `image:` for a container replaces whatever the
+//! bases wrote there; a patch document with `$patch: delete` removes the resource from
+//! everything above it. A JSON 6902 `replace`/`add` of `…/containers/N/image` sets the
+//! image of the container at that place of its target.
+
+use arcstr::ArcStr;
+use imagebump_yaml::{Node, PathSeg};
+
+/// A container of a resource: what an image's value belongs to, and what patches match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    pub kind: Box<str>,
+    pub name: Box<str>,
+    pub container: Box<str>,
+    /// Its place in `containers[]` (or `initContainers[]`, `init`): what a JSON 6902
+    /// path names.
+    pub init: bool,
+    pub index: usize,
+}
+
+/// One patch as a kustomization lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// The patch file as written (`None`: inline).
+    pub path: Option<Box<str>>,
+    /// The line of the list item in the kustomization.
+    pub line: u32,
+    pub target: Option<Target>,
+    /// What an inline patch does (a file's effects are read once every file is known).
+    pub inline: Box<[Effect]>,
+}
+
+/// A `target:`: the resources a patch applies to, whatever its own `metadata.name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub kind: Option<Box<str>>,
+    /// A regular expression, as kustomize reads it (`None`: any name, also when a label or
+    /// annotation selector picks the resources: imagebump cannot evaluate those, so it
+    /// assumes the patch reaches every resource of the kind and never edits under it).
+    pub name: Option<Box<str>>,
+}
+
+/// What one patch document does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    pub kind: Box<str>,
+    /// `None`: any name (a `target:` without one).
+    pub name: Option<Box<str>>,
+    pub what: What,
+    /// The file that holds the patch (the kustomization for an inline one) and the line of
+    /// what it writes.
+    pub file: ArcStr,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// It writes the image of this container.
+    SetsImage(Box<str>),
+    /// A JSON 6902 `replace` or `add` of `…/containers/N/image` (`init`: of
+    /// `…/initContainers/N/image`).
+    SetsImageAt { init: bool, index: usize },
+    /// `$patch: delete`: the resource is not rendered.
+    Deletes,
+}
+
+impl Effect {
+    /// It applies to `c` (a delete to any container of the resource).
+    pub fn reaches(&self, c: &Container) -> bool {
+        let named = match &self.name {
+            None => true,
+            Some(n) => names_match(n, &c.name),
+        };
+        let kind = *self.kind == *c.kind || &*self.kind == "*";
+        kind && named
+            && match &self.what {
+                What::Deletes => true,
+                What::SetsImage(container) => *container == c.container,
+                What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
+            }
+    }
+}
+
+/// A target name is an anchored regular expression; a name that is not one is compared as
+/// written.
+fn names_match(pattern: &str, name: &str) -> bool {
+    if pattern == name {
+        return true;
+    }
+    regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|re| re.is_match(name))
+}
+
+/// The effects of one patch document `root`, found in `file`; `line_of` gives a node's
+/// line in that file.
+pub fn effects(
+    root: &Node,
+    target: Option<&Target>,
+    file: &ArcStr,
+    line_of: &dyn Fn(usize) -> u32,
+) -> Vec<Effect> {
+    if let Node::Seq { items, .. } = root {
+        return json6902(items, target, file, line_of);
+    }
+    let own_kind = root.get("kind").and_then(Node::str_value);
+    let own_name = (root.get("metadata"))
+        .and_then(|m| m.get("name"))
+        .and_then(Node::str_value);
+    let (kind, name) = match target {
+        Some(t) => (
+            t.kind.as_deref().or(own_kind).unwrap_or("*"),
+            t.name.as_deref(),
+        ),
+        None => match (own_kind, own_name) {
+            (Some(k), Some(n)) => (k, Some(n)),
+            _ => return Vec::new(),
+        },
+    };
+    let effect = |what, offset| Effect {
+        kind: kind.into(),
+        name: name.map(Box::from),
+        what,
+        file: ArcStr::clone(file),
+        line: line_of(offset),
+    };
+    if root.get("$patch").and_then(Node::str_value) == Some("delete") {
+        return vec![effect(What::Deletes, root.offset())];
+    }
+    let mut out = Vec::new();
+    containers(root, &mut |name, image| {
+        out.push(effect(What::SetsImage(name.into()), image.offset()));
+    });
+    out
+}
+
+/// The image writes of a JSON 6902 patch (a list of operations), which always has a
+/// `target:`. Its values are not edited: the images it writes are only known to be set.
+fn json6902(
+    ops: &[Node],
+    target: Option<&Target>,
+    file: &ArcStr,
+    line_of: &dyn Fn(usize) -> u32,
+) -> Vec<Effect> {
+    let Some(t) = target else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for op in ops {
+        let kind = op.get("op").and_then(Node::str_value);
+        let path = op.get("path").and_then(Node::str_value);
+        let (Some("replace" | "add"), Some(path)) = (kind, path) else {
+            continue;
+        };
+        let Some(what) = image_pointer(path) else {
+            continue;
+        };
+        out.push(Effect {
+            kind: t.kind.as_deref().unwrap_or("*").into(),
+            name: t.name.clone(),
+            what,
+            file: ArcStr::clone(file),
+            line: line_of(op.offset()),
+        });
+    }
+    out
+}
+
+/// `…/containers/N/image` or `…/initContainers/N/image`, as a JSON pointer.
+fn image_pointer(path: &str) -> Option<What> {
+    let mut parts = path.rsplit('/');
+    let (image, index, list) = (parts.next()?, parts.next()?, parts.next()?);
+    let init = match list {
+        "containers" => false,
+        "initContainers" => true,
+        _ => return None,
+    };
+    (image == "image").then_some(())?;
+    Some(What::SetsImageAt {
+        init,
+        index: index.parse().ok()?,
+    })
+}
+
+/// Every `containers[]`/`initContainers[]` item below `node` that writes `image:`, by its
+/// `name` (the key strategic merge merges them by).
+fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node)) {
+    match node {
+        Node::Map { entries, .. } => {
+            for (key, value) in entries {
+                let is_list = key.name == "containers" || key.name == "initContainers";
+                if let (true, Node::Seq { items, .. }) = (is_list, value) {
+                    for item in items {
+                        let name = item.get("name").and_then(Node::str_value);
+                        if let (Some(name), Some(image)) = (name, item.get("image")) {
+                            found(name, image);
+                        }
+                    }
+                } else {
+                    containers(value, found);
+                }
+            }
+        }
+        Node::Seq { items, .. } => items.iter().for_each(|i| containers(i, found)),
+        Node::Scalar(_) | Node::Other { .. } => {}
+    }
+}
+
+/// The container the image at `path` in document `root` belongs to: the innermost
+/// resource on the path (a `List` item, or the document), and the `name` of the
+/// `containers[]`/`initContainers[]` item.
+pub fn container_at(root: &Node, path: &[PathSeg]) -> Option<Container> {
+    let [.., PathSeg::Key(list), PathSeg::Index(index), PathSeg::Key(image)] = path else {
+        return None;
+    };
+    if image != "image" || (list != "containers" && list != "initContainers") {
+        return None;
+    }
+    let mut node = root;
+    let mut resource = root;
+    let item_at = path.len().saturating_sub(1);
+    for seg in path.get(..item_at)? {
+        node = match (seg, node) {
+            (PathSeg::Key(k), n) => n.get(k)?,
+            (PathSeg::Index(i), Node::Seq { items, .. }) => items.get(*i)?,
+            _ => return None,
+        };
+        if node.get("kind").is_some() && node.get("apiVersion").is_some() {
+            resource = node;
+        }
+    }
+    let text = |n: &Node, key: &str| n.get(key).and_then(Node::str_value).map(Box::from);
+    Some(Container {
+        kind: text(resource, "kind")?,
+        name: resource.get("metadata").and_then(|m| text(m, "name"))?,
+        container: text(node, "name")?,
+        init: list == "initContainers",
+        index: *index,
+    })
+}
+
+/// The `target:` of a `patches:` item.
+pub fn target(item: &Node) -> Option<Target> {
+    let t = item.get("target")?;
+    let text = |key: &str| t.get(key).and_then(Node::str_value).map(Box::from);
+    Some(Target {
+        kind: text("kind"),
+        name: text("name"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str) -> Node {
+        let docs = imagebump_yaml::parse_located(text).unwrap();
+        docs[0].root.clone().unwrap()
+    }
+
+    const PATCH: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: app:3.0\n";
+
+    #[test]
+    fn a_patch_sets_the_image_of_its_container() {
+        let file = ArcStr::from("envs/prod/version.yaml");
+        let e = effects(&doc(PATCH), None, &file, &|o| o as u32);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].what, What::SetsImage("app".into()));
+        assert_eq!(e[0].line, PATCH.find("app:3.0").unwrap() as u32);
+        let c = |kind: &str, name: &str, container: &str| Container {
+            kind: kind.into(),
+            name: name.into(),
+            container: container.into(),
+            init: false,
+            index: 0,
+        };
+        assert!(e[0].reaches(&c("Deployment", "app", "app")));
+        assert!(!e[0].reaches(&c("Deployment", "app", "sidecar")));
+        assert!(!e[0].reaches(&c("Deployment", "web", "app")));
+        assert!(!e[0].reaches(&c("StatefulSet", "app", "app")));
+        // A target replaces the patch's own name; its name is a regular expression.
+        let t = Target {
+            kind: Some("Deployment".into()),
+            name: Some("web-.*".into()),
+        };
+        let e = effects(&doc(PATCH), Some(&t), &file, &|_| 1);
+        assert!(e[0].reaches(&c("Deployment", "web-eu", "app")));
+        assert!(!e[0].reaches(&c("Deployment", "app", "app")));
+    }
+
+    #[test]
+    fn a_delete_reaches_every_container_of_its_resource() {
+        let text =
+            "$patch: delete\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n";
+        let e = effects(&doc(text), None, &"p.yaml".into(), &|_| 1);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].what, What::Deletes);
+        let any = Container {
+            kind: "Deployment".into(),
+            name: "app".into(),
+            container: "whatever".into(),
+            init: false,
+            index: 3,
+        };
+        assert!(e[0].reaches(&any));
+    }
+
+    #[test]
+    fn the_container_of_an_image() {
+        let root = doc(PATCH);
+        let path: Vec<PathSeg> = ["spec", "template", "spec", "containers"]
+            .iter()
+            .map(|k| PathSeg::Key(k.to_string()))
+            .chain([PathSeg::Index(0), PathSeg::Key("image".into())])
+            .collect();
+        let c = container_at(&root, &path).unwrap();
+        assert_eq!(
+            (&*c.kind, &*c.name, &*c.container),
+            ("Deployment", "app", "app")
+        );
+        assert_eq!((c.init, c.index), (false, 0));
+        assert_eq!(container_at(&root, &path[..3]), None);
+    }
+
+    #[test]
+    fn a_json_6902_patch_sets_an_image_by_its_place() {
+        let text = "- op: test\n  path: /spec/template/spec/containers/1/image\n  value: x\n- op: replace\n  path: /spec/template/spec/containers/1/image\n  value: app:3.0\n- op: replace\n  path: /spec/replicas\n  value: 2\n";
+        let t = Target {
+            kind: Some("Deployment".into()),
+            name: Some("app".into()),
+        };
+        let e = effects(&doc(text), Some(&t), &"k.yaml".into(), &|o| o as u32);
+        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e[0].what,
+            What::SetsImageAt {
+                init: false,
+                index: 1
+            }
+        );
+        assert_eq!(e[0].line, text.find("op: replace").unwrap() as u32);
+        // Without a target it is not a patch kustomize applies.
+        assert!(effects(&doc(text), None, &"k.yaml".into(), &|_| 1).is_empty());
+        assert_eq!(
+            image_pointer("/spec/initContainers/0/image"),
+            Some(What::SetsImageAt {
+                init: true,
+                index: 0
+            })
+        );
+        assert_eq!(image_pointer("/spec/containers/x/image"), None);
+    }
+}
