@@ -5,6 +5,7 @@ pub mod chart_values;
 pub mod charts;
 pub mod flux;
 pub mod helm;
+pub mod helm_release;
 pub mod kustomize;
 pub mod markers;
 pub mod placement;
@@ -937,7 +938,8 @@ pub fn discover_with(
         })
         .collect();
     let specs = placement::field_specs(tree, &config.scan, &read_k, &mut out.problems);
-    // Values files named by `helmCharts:` are Helm values, whatever their name.
+    // Values files named by `helmCharts:` or generated into a Flux values ConfigMap are
+    // Helm values, whatever their name.
     let values_files: std::collections::BTreeSet<String> = read_k
         .iter()
         .flat_map(|k| {
@@ -1006,13 +1008,16 @@ pub fn discover_with(
 }
 
 /// Must this kustomization be read before the other files? When it may name
-/// `configurations:` or `helmCharts:` (their image fields and values files change how the
-/// manifests are read). A key can be spelled without its letters only in a double-quoted
+/// `configurations:`, `helmCharts:` or `configMapGenerator:` (their image fields and values
+/// files change how the manifests are read). A key can be spelled without its letters only in a double-quoted
 /// scalar's escapes, so a text with neither name nor a backslash names neither. A text the
 /// first look did not keep is read first, as one that cannot be told.
 fn read_first(ahead: Option<&std::sync::Mutex<Option<String>>>) -> bool {
-    let names =
-        |t: &str| t.contains("configurations") || t.contains("helmCharts") || t.contains('\\');
+    let names = |t: &str| {
+        ["configurations", "helmCharts", "configMapGenerator", "\\"]
+            .iter()
+            .any(|n| t.contains(n))
+    };
     ahead
         .and_then(|slot| slot.lock().ok().map(|t| t.as_deref().is_none_or(names)))
         .unwrap_or(true)
@@ -1532,7 +1537,15 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
             workloads::strings(&ctx, &docs, &mut found);
         }
         FileKind::Manifest if interest.workloads => {
-            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
+            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems);
+            helm_release::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
+            // A marked line inside HelmRelease values is that values reference.
+            let values: Vec<_> = refs
+                .iter()
+                .flat_map(|r| &r.slots)
+                .map(|s| s.span.range())
+                .collect();
+            found.retain(|w| !flux::marks(&values, &w.r));
         }
         FileKind::Manifest | FileKind::ChartTemplate => {}
     }
@@ -2052,6 +2065,7 @@ pub(crate) mod tests {
         let first = |t: Option<&str>| read_first(Some(&std::sync::Mutex::new(t.map(String::from))));
         assert!(first(Some("configurations: [kc.yaml]\n")));
         assert!(first(Some("helmCharts: []\n")));
+        assert!(first(Some("configMapGenerator: []\n")));
         assert!(first(Some("\"images\": [\"\\x61\"]\n")));
         assert!(first(None));
         assert!(read_first(None));

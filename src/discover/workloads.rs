@@ -249,6 +249,7 @@ pub fn scan(
             specs,
             found: Vec::new(),
             blocks: Vec::new(),
+            skip: Vec::new(),
         };
         scanner.manifests(root, &mut Vec::new());
         if marked {
@@ -292,6 +293,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
             specs: &[],
             found: Vec::new(),
             blocks: Vec::new(),
+            skip: Vec::new(),
         };
         scanner.image_keys(root, &mut Vec::new());
         for (path, scalar, _) in scanner.found {
@@ -322,6 +324,7 @@ pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
             specs: &[],
             found: Vec::new(),
             blocks: Vec::new(),
+            skip: Vec::new(),
         };
         scanner.image_keys(root, &mut Vec::new());
         for (path, scalar) in scanner.blocks {
@@ -337,6 +340,9 @@ struct Scanner<'a> {
     found: Vec<(Vec<PathSeg>, &'a Scalar, bool)>,
     /// Block strings that may hold YAML with images.
     blocks: Vec<(Vec<PathSeg>, &'a Scalar)>,
+    /// Helm values inside the manifest being read (a `HelmRelease`'s `spec.values`): read as
+    /// Helm values by [`super::helm_release`], never as manifest fields.
+    skip: Vec<&'a Node>,
 }
 
 impl<'a> Scanner<'a> {
@@ -380,7 +386,12 @@ impl<'a> Scanner<'a> {
             }
             return;
         }
+        self.skip = super::helm_release::values_nodes(kind, api, node)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
         self.image_keys(node, path);
+        self.skip.clear();
         for spec in self.specs.iter().filter(|s| s.applies(kind, api)) {
             self.field(node, &spec.path, path, spec.kustomize);
         }
@@ -392,6 +403,9 @@ impl<'a> Scanner<'a> {
         match node {
             Node::Map { entries, .. } => {
                 for (key, value) in entries {
+                    if self.skip.iter().any(|n| std::ptr::eq(*n, value)) {
+                        continue;
+                    }
                     let seg = || PathSeg::Key(key.name.clone());
                     match value {
                         Node::Scalar(s) if key.name == "image" => {

@@ -28,7 +28,8 @@ pub struct Kustomization {
     pub images: Box<[Entry]>,
     /// `configurations:` files as written (field specs for custom resources).
     pub configurations: Box<[Box<str>]>,
-    /// `helmCharts:` values files as written: read as Helm values, whatever their name.
+    /// `helmCharts:` values files and `configMapGenerator` files under a Helm values key, as
+    /// written: read as Helm values, whatever their name.
     pub values_files: Box<[Box<str>]>,
 }
 
@@ -174,12 +175,14 @@ fn helm_charts(
     }
 }
 
-/// `helmCharts[].valuesFile` and `additionalValuesFiles`, as written.
+/// `helmCharts[].valuesFile` and `additionalValuesFiles`, and the files a
+/// `configMapGenerator` puts under a Helm values key (a Flux `HelmRelease`'s `valuesFrom`),
+/// as written.
 fn values_files(root: &Node) -> Box<[Box<str>]> {
+    let mut out = generated_values(root);
     let Some(Node::Seq { items, .. }) = root.get("helmCharts") else {
-        return Box::default();
+        return out.into_boxed_slice();
     };
-    let mut out = Vec::new();
     for chart in items {
         if let Some(f) = chart.get("valuesFile").and_then(Node::str_value) {
             out.push(f.into());
@@ -189,6 +192,28 @@ fn values_files(root: &Node) -> Box<[Box<str>]> {
         }
     }
     out.into_boxed_slice()
+}
+
+/// `configMapGenerator[].files` entries whose data key is a Helm values key: `values.yaml`,
+/// or `values.yaml=podinfo.yaml` (the key before `=`, the file after it).
+fn generated_values(root: &Node) -> Vec<Box<str>> {
+    let Some(Node::Seq { items, .. }) = root.get("configMapGenerator") else {
+        return Vec::new();
+    };
+    let files = items.iter().filter_map(|g| match g.get("files") {
+        Some(Node::Seq { items, .. }) => Some(items),
+        _ => None,
+    });
+    files
+        .flatten()
+        .filter_map(Node::str_value)
+        .filter_map(|f| {
+            let (data_key, file) = f
+                .split_once('=')
+                .unwrap_or_else(|| (f.rsplit_once('/').map_or(f, |(_, name)| name), f));
+            super::helm_release::is_values_key(data_key.trim()).then(|| file.trim().into())
+        })
+        .collect()
 }
 
 fn entry(
@@ -278,4 +303,19 @@ fn entry(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_files_under_a_values_key_are_values_files() {
+        let text = "configMapGenerator:\n- name: a\n  files:\n  - values.yaml=podinfo.yaml\n  - dir/prod-values.yml\n  - config.yaml\n  - app.yaml=values.yaml\n- name: b\n  literals: [x=y]\nhelmCharts:\n- name: c\n  valuesFile: chart.yaml\n";
+        let docs = imagebump_yaml::parse_located(text).unwrap();
+        let root = docs[0].root.as_ref().unwrap();
+        let files = values_files(root);
+        let got: Vec<&str> = files.iter().map(|f| &**f).collect();
+        assert_eq!(got, ["podinfo.yaml", "dir/prod-values.yml", "chart.yaml"]);
+    }
 }

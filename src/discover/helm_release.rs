@@ -1,0 +1,203 @@
+//! Flux `HelmRelease` values kept in the repository, read as Helm values (the image keys of
+//! [`super::helm`]): a `HelmRelease`'s `spec.values` (`helm.toolkit.fluxcd.io/v2`, `v2beta1`,
+//! `v2beta2`), edited in place, and the values a `ConfigMap` holds for a release's
+//! `valuesFrom` as a YAML string under a values key (`data: {values.yaml: |}`), edited inside
+//! the string. Values files a kustomize `configMapGenerator` turns into such a ConfigMap are
+//! read as Helm values files (`kustomize::read` lists them).
+//!
+//! These values reach the chart as they are written: no kustomize `images:` entry rewrites
+//! them, so each image is edited where it is.
+
+use super::{helm, FileCtx, ImageRef};
+use imagebump_model::Problem;
+use imagebump_yaml::{BlockText, Doc, Node, PathSeg, Scalar};
+
+/// The API group of Flux's `HelmRelease`, every version.
+const API_GROUP: &str = "helm.toolkit.fluxcd.io/";
+
+/// Is a document of this kind and apiVersion a Flux `HelmRelease`?
+pub fn is_helm_release(kind: &str, api_version: &str) -> bool {
+    kind == "HelmRelease" && api_version.starts_with(API_GROUP)
+}
+
+/// A `ConfigMap` data key holding Helm values: Flux's default `valuesKey` (`values.yaml`)
+/// and the names a values file has (`values-prod.yaml`, `podinfo-values.yml`).
+pub fn is_values_key(name: &str) -> bool {
+    let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+    yaml && name.contains("values")
+}
+
+/// The nodes of a manifest that hold Helm values, each with its key below `node`: read
+/// here, so the manifest reader leaves them out.
+pub fn values_nodes<'n>(
+    kind: &str,
+    api_version: &str,
+    node: &'n Node,
+) -> Vec<(Vec<&'n str>, &'n Node)> {
+    if is_helm_release(kind, api_version) {
+        let values = node.get("spec").and_then(|s| s.get("values"));
+        return values
+            .filter(|v| matches!(v, Node::Map { .. }))
+            .map(|v| vec![(vec!["spec", "values"], v)])
+            .unwrap_or_default();
+    }
+    if kind != "ConfigMap" || api_version != "v1" {
+        return Vec::new();
+    }
+    let Some(Node::Map { entries, .. }) = node.get("data") else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|(k, v)| is_values_key(&k.name) && matches!(v, Node::Scalar(_)))
+        .map(|(k, v)| (vec!["data", k.name.as_str()], v))
+        .collect()
+}
+
+/// Every image of the HelmRelease values and ConfigMap values strings of a manifest file.
+pub fn scan(
+    ctx: &FileCtx,
+    docs: &[Doc],
+    keys: &helm::ImageKeys,
+    refs: &mut Vec<ImageRef>,
+    problems: &mut Vec<Problem>,
+) {
+    for doc in docs {
+        let Some(root) = &doc.root else { continue };
+        let (Some(kind), Some(api)) = (
+            root.get("kind").and_then(Node::str_value),
+            root.get("apiVersion").and_then(Node::str_value),
+        ) else {
+            continue;
+        };
+        for (at, node) in values_nodes(kind, api, root) {
+            let path: Vec<PathSeg> = at.iter().map(|k| PathSeg::Key((*k).into())).collect();
+            match node {
+                Node::Scalar(s) => {
+                    let name = at.last().copied().unwrap_or_default();
+                    let block = (doc.index, path.as_slice(), name);
+                    in_config_map(ctx, block, s, keys, refs, problems);
+                }
+                _ => helm::values(ctx, doc.index, node, &path, keys, refs, problems),
+            }
+        }
+    }
+}
+
+/// The values a ConfigMap holds as a string: a literal block is edited inside the string;
+/// a quoted or folded one is listed, unmanaged. A string that is not YAML cannot be values
+/// for Flux either: an error at the key.
+fn in_config_map(
+    ctx: &FileCtx,
+    (doc, path, name): (usize, &[PathSeg], &str),
+    s: &Scalar,
+    keys: &helm::ImageKeys,
+    refs: &mut Vec<ImageRef>,
+    problems: &mut Vec<Problem>,
+) {
+    if let Err(e) = imagebump_yaml::parse_located(&s.value) {
+        let message = format!(
+            "ConfigMap data {name} is not valid YAML values: {}",
+            e.message
+        );
+        problems.push(ctx.problem(s.span.start, message));
+        return;
+    }
+    let (found, bad) = match BlockText::literal(ctx.text, s.span.clone(), &s.value) {
+        Some(block) => helm::in_block(&ctx.file, doc, path, &block, keys),
+        None => helm::in_string(&ctx.file, ctx.at(s.span.start), &s.value, keys),
+    };
+    refs.extend(found);
+    problems.extend(bad);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imagebump_yaml::LineIndex;
+
+    fn found(text: &str) -> (Vec<String>, Vec<String>) {
+        let ctx = FileCtx {
+            file: "apps/podinfo.yaml".into(),
+            text,
+            lines: LineIndex::new(text),
+        };
+        let docs = imagebump_yaml::parse_located(text).unwrap();
+        let (mut refs, mut problems) = (Vec::new(), Vec::new());
+        scan(
+            &ctx,
+            &docs,
+            &helm::ImageKeys::default(),
+            &mut refs,
+            &mut problems,
+        );
+        let refs = refs
+            .iter()
+            .map(|r| {
+                let spans: Vec<&str> = r.slots.iter().map(|s| &text[s.span.range()]).collect();
+                let why = r
+                    .unmanaged
+                    .as_ref()
+                    .map_or("managed".to_string(), ToString::to_string);
+                format!("{}:{} {} {spans:?} {why}", r.line, r.column, r.image)
+            })
+            .collect();
+        (refs, problems.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn helm_release_values_are_read_as_helm_values_in_every_version() {
+        for api in ["v2", "v2beta1", "v2beta2"] {
+            let text = format!(
+                "apiVersion: helm.toolkit.fluxcd.io/{api}\nkind: HelmRelease\nmetadata: {{name: podinfo}}\nspec:\n  chart:\n    spec: {{chart: podinfo, version: 6.5.0}}\n  values:\n    image:\n      registry: ghcr.io\n      repository: stefanprodan/podinfo\n      tag: \"6.5.0\" # pinned\n    redis:\n      image: \"docker.io/library/redis:7.2\"\n    sidecar:\n      image: {{repository: busybox, tag: '1.36'}}\n"
+            );
+            let (refs, problems) = found(&text);
+            assert_eq!(
+                refs,
+                [
+                    r#"11:12 ghcr.io/stefanprodan/podinfo ["\"6.5.0\""] managed"#,
+                    r#"13:14 docker.io/library/redis ["\"docker.io/library/redis:7.2\""] managed"#,
+                    r#"15:41 docker.io/library/busybox ["'1.36'"] managed"#,
+                ],
+                "{api}"
+            );
+            assert!(problems.is_empty(), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn other_groups_and_kinds_are_not_helm_releases() {
+        let text = "apiVersion: example.com/v1\nkind: HelmRelease\nspec:\n  values:\n    image: {repository: nginx, tag: '1.27'}\n";
+        assert_eq!(found(text).0, Vec::<String>::new());
+        let cm = "apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    image: {repository: nginx, tag: '1.27'}\n";
+        assert_eq!(found(cm).0, Vec::<String>::new());
+    }
+
+    #[test]
+    fn config_map_values_strings_are_edited_inside_the_string() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: podinfo-values}\ndata:\n  values.yaml: |\n    image:\n      repository: ghcr.io/stefanprodan/podinfo\n      tag: 6.5.0\n  other-values.yaml: \"image: {repository: nginx, tag: '1.27'}\"\n";
+        let (refs, problems) = found(text);
+        assert_eq!(
+            refs,
+            [
+                r#"8:12 ghcr.io/stefanprodan/podinfo ["6.5.0"] managed"#,
+                "9:22 docker.io/library/nginx [] inside helm.values written as a folded or quoted string: write it as a literal block (`values: |`) to have it updated",
+            ]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_values_string_that_is_not_yaml_is_an_error_at_its_key() {
+        let text =
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  values.yaml: |\n    image: [unclosed\n";
+        let (refs, problems) = found(text);
+        assert!(refs.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("apps/podinfo.yaml:4:16")
+                && problems[0].contains("ConfigMap data values.yaml is not valid YAML values"),
+            "{problems:?}"
+        );
+    }
+}
