@@ -188,3 +188,33 @@ fn run_edits_each_value_where_it_is_written_and_the_render_changes_exactly() {
         .run();
     assert_eq!(again.json()["counts"]["updates"], 0, "{}", again.stdout);
 }
+
+/// A marker on a line of a release's values is that value's: one reference each.
+#[test]
+fn markers_in_release_values_apply_once() {
+    let repo = support::tree(&[(
+        "r.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: a}\nspec:\n  values:\n    image:\n      repository: ghcr.io/acme/a\n      tag: 1.0.0 # imagebump: ignore\n    b:\n      image: ghcr.io/acme/b:1.0.0 # imagebump: {\"constraint\": \"~1.0\"}\n",
+    )]);
+    let run = imagebump()
+        .args([
+            "scan",
+            repo.path().to_str().unwrap(),
+            "--config",
+            "/dev/null",
+        ])
+        .run();
+    let rows: Vec<String> = (run.stdout.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "LOCATION IMAGE CURRENT POLICY STATUS",
+            "r.yaml:8 ghcr.io/acme/a 1.0.0 - unmanaged: ignored (marker)",
+            "r.yaml:10 ghcr.io/acme/b 1.0.0 semver ~1.0 (marker) managed",
+            "",
+            "2 references in 1 files (1 managed, 1 unmanaged)",
+        ]
+    );
+}

@@ -64,21 +64,63 @@ pub fn scan(
 ) {
     for doc in docs {
         let Some(root) = &doc.root else { continue };
-        let (Some(kind), Some(api)) = (
-            root.get("kind").and_then(Node::str_value),
-            root.get("apiVersion").and_then(Node::str_value),
-        ) else {
-            continue;
+        let mut found = Found {
+            ctx,
+            doc: doc.index,
+            keys,
+            refs: Vec::new(),
+            problems: Vec::new(),
         };
-        for (at, node) in values_nodes(kind, api, root) {
-            let path: Vec<PathSeg> = at.iter().map(|k| PathSeg::Key((*k).into())).collect();
-            match node {
+        found.manifests(root, &mut Vec::new());
+        refs.extend(found.refs);
+        problems.extend(found.problems);
+    }
+}
+
+/// The images of one document's manifests.
+struct Found<'a> {
+    ctx: &'a FileCtx<'a>,
+    doc: usize,
+    keys: &'a helm::ImageKeys,
+    refs: Vec<ImageRef>,
+    problems: Vec<Problem>,
+}
+
+impl Found<'_> {
+    /// The manifests at or below `node`, as the manifest reader finds them: a map with
+    /// `kind` and `apiVersion`, the items of a `List`, manifests nested in wrappers.
+    fn manifests(&mut self, node: &Node, path: &mut Vec<PathSeg>) {
+        let kind = node.get("kind").and_then(Node::str_value);
+        let api = node.get("apiVersion").and_then(Node::str_value);
+        let (Some(kind), Some(api)) = (kind, api) else {
+            for (seg, child) in node.children() {
+                path.push(seg);
+                self.manifests(child, path);
+                path.pop();
+            }
+            return;
+        };
+        if kind == "List" {
+            if let Some(Node::Seq { items, .. }) = node.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    path.extend([PathSeg::Key("items".into()), PathSeg::Index(i)]);
+                    self.manifests(item, path);
+                    path.truncate(path.len().saturating_sub(2));
+                }
+            }
+            return;
+        }
+        for (at, values) in values_nodes(kind, api, node) {
+            let mut path = path.clone();
+            path.extend(at.iter().map(|k| PathSeg::Key((*k).into())));
+            let (ctx, doc, keys) = (self.ctx, self.doc, self.keys);
+            let (refs, problems) = (&mut self.refs, &mut self.problems);
+            match values {
                 Node::Scalar(s) => {
                     let name = at.last().copied().unwrap_or_default();
-                    let block = (doc.index, path.as_slice(), name);
-                    in_config_map(ctx, block, s, keys, refs, problems);
+                    in_config_map(ctx, (doc, &path, name), s, keys, refs, problems);
                 }
-                _ => helm::values(ctx, doc.index, node, &path, keys, refs, problems),
+                _ => helm::values(ctx, doc, values, &path, keys, refs, problems),
             }
         }
     }
@@ -163,6 +205,20 @@ mod tests {
             );
             assert!(problems.is_empty(), "{problems:?}");
         }
+    }
+
+    #[test]
+    fn releases_in_lists_and_wrappers_are_read() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: helm.toolkit.fluxcd.io/v2\n  kind: HelmRelease\n  spec:\n    values:\n      image: {repository: nginx, tag: '1.27'}\n";
+        assert_eq!(
+            found(text).0,
+            [r#"8:39 docker.io/library/nginx ["'1.27'"] managed"#]
+        );
+        let wrapped = "tests:\n- manifest:\n    apiVersion: helm.toolkit.fluxcd.io/v2beta2\n    kind: HelmRelease\n    spec:\n      values:\n        image: nginx:1.27\n";
+        assert_eq!(
+            found(wrapped).0,
+            [r#"7:16 docker.io/library/nginx ["nginx:1.27"] managed"#]
+        );
     }
 
     #[test]
