@@ -218,3 +218,92 @@ fn markers_in_release_values_apply_once() {
         ]
     );
 }
+
+/// An app-of-apps written as a chart (fixtures/helm-releases/app-of-apps): the Applications
+/// in its `templates/` whose documents parse as YAML are read; a templated value is listed
+/// as unmanaged with the reason; a document with a template line is skipped with a note.
+fn app_of_apps() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/helm-releases/app-of-apps")
+}
+
+const TEMPLATE_NOTE: &str = "apps/templates/web.yaml:1:3: this document of the chart template is not YAML (a template line): its Argo CD resources are not read\n";
+
+#[test]
+fn scan_reads_the_applications_of_a_charts_templates() {
+    // The charts' repositories are not reachable here, nor this test's subject.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("imagebump.yaml");
+    fs::write(&cfg, "helm:\n  charts: false\n").unwrap();
+    let run = imagebump()
+        .args(["scan", app_of_apps().to_str().unwrap()])
+        .args(["--config", cfg.to_str().unwrap(), "--output", "json"])
+        .run();
+    assert_eq!(run.stderr, format!("note: {TEMPLATE_NOTE}"), "{run}");
+    let json = run.json();
+    let rows: Vec<String> = (json["references"].as_array().unwrap().iter())
+        .map(|r| {
+            let reason = r["reason"].as_str().unwrap_or("managed");
+            format!(
+                "{}:{} {} {reason}",
+                r["file"].as_str().unwrap(),
+                r["line"],
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "apps/templates/web.yaml:41 busybox hard-coded in the chart, not a values key: not edited",
+            "guestbook/deploy.yaml:9 ghcr.io/acme/guestbook overridden by apps/templates/guestbook.yaml (kustomize.images)",
+            "guestbook/deploy.yaml:11 ghcr.io/acme/api overridden by apps/templates/guestbook.yaml (kustomize.images)",
+            "apps/templates/guestbook.yaml:17 ghcr.io/acme/guestbook managed",
+            "apps/templates/guestbook.yaml:18 ghcr.io/acme/api a template (`{{ }}`), filled in when the chart is rendered: not edited",
+            "apps/templates/web.yaml:34 ghcr.io/acme/sidecar `tag` is a template, filled in at deploy time",
+            "apps/templates/web.yaml:30 ghcr.io/acme/web managed",
+        ],
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn run_edits_only_the_value_bytes_of_applications_in_templates() {
+    let reg = seeded_registry();
+    reg.push_tags("acme/guestbook", &["1.0.0", "1.1.0"]);
+    reg.push_tags("acme/web", &["2.0.0", "2.1.0"]);
+    reg.push_tags("acme/sidecar", &["1.0.0", "1.1.0"]);
+    let (_c, cfg) = config(&reg);
+    let repo = support::copy_tree(&app_of_apps());
+    let before = support::texts(repo.path());
+
+    let dry = run(repo.path(), &cfg, "--dry-run");
+    assert_eq!(
+        support::texts(repo.path()),
+        before,
+        "a dry run writes nothing"
+    );
+    dry.assert_stdout_contains(
+        "@@ -14,5 +14,5 @@\n     path: guestbook\n     kustomize:\n       images:\n-        - ghcr.io/acme/guestbook:1.0.0\n+        - ghcr.io/acme/guestbook:1.1.0\n         - \"ghcr.io/acme/api:{{ .Values.apiTag }}\"\n",
+    );
+    dry.assert_stdout_contains(
+        "       valuesObject:\n         image:\n           repository: ghcr.io/acme/web\n-          tag: 2.0.0\n+          tag: 2.1.0\n",
+    );
+    let removed = (dry.stdout.lines()).filter(|l| l.starts_with('-') && !l.starts_with("---"));
+    assert_eq!(removed.count(), 2, "{}", dry.stdout);
+
+    run(repo.path(), &cfg, "--write");
+    let mut want = before.clone();
+    for (file, old, new) in [
+        (
+            "apps/templates/guestbook.yaml",
+            "guestbook:1.0.0",
+            "guestbook:1.1.0",
+        ),
+        ("apps/templates/web.yaml", "tag: 2.0.0", "tag: 2.1.0"),
+    ] {
+        let text = want.get_mut(file).unwrap();
+        *text = text.replacen(old, new, 1);
+    }
+    assert_eq!(support::texts(repo.path()), want);
+}

@@ -1223,6 +1223,7 @@ impl Fold<'_> {
             refs,
             workloads,
             problems,
+            notes,
             kustomization,
             argo: loaded,
             flux: flux_loaded,
@@ -1230,6 +1231,7 @@ impl Fold<'_> {
             proven_without_text,
         } = *scanned;
         out.problems.extend(problems);
+        out.notes.extend(notes);
         // One copy of the text, shared by the sources and the kustomize layout.
         let text: ArcStr = text.into();
         if let Some(loaded) = flux_loaded {
@@ -1400,6 +1402,9 @@ struct Scanned {
     refs: Vec<ImageRef>,
     workloads: Vec<workloads::Found>,
     problems: Vec<Problem>,
+    /// What the scan left out and the user may want to know (a chart template's documents
+    /// that are not YAML).
+    notes: Vec<Problem>,
     kustomization: Option<kustomize::Kustomization>,
     argo: Option<argocd::Loaded>,
     /// Flux image automation resources and setters.
@@ -1467,30 +1472,7 @@ fn read_file(
 fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
-        let ctx = FileCtx {
-            file: ArcStr::clone(rel),
-            text: &text,
-            lines: LineIndex::new(&text),
-        };
-        let mut refs = Vec::new();
-        templates::scan(&ctx, &mut refs);
-        if refs.is_empty() {
-            return Read::Skipped;
-        }
-        let lines = ctx.lines;
-        return Read::Scanned(Box::new(Scanned {
-            text,
-            lines,
-            refs,
-            workloads: Vec::new(),
-            problems: Vec::new(),
-            kustomization: None,
-            argo: None,
-            flux: None,
-            fingerprint: None,
-            // Not YAML: its edits are verified with its text.
-            proven_without_text: false,
-        }));
+        return scan_template(rel, text);
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
@@ -1579,11 +1561,48 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         refs,
         workloads: found,
         problems,
+        notes: Vec::new(),
         kustomization,
         argo,
         flux,
         fingerprint,
         proven_without_text,
+    }))
+}
+
+/// A chart template: its literal images, and the Argo CD resources of its documents that
+/// parse as YAML (an app-of-apps written as a chart).
+fn scan_template(rel: &ArcStr, text: String) -> Read {
+    let ctx = FileCtx {
+        file: ArcStr::clone(rel),
+        text: &text,
+        lines: LineIndex::new(&text),
+    };
+    let mut refs = Vec::new();
+    templates::scan(&ctx, &mut refs);
+    let mut notes = Vec::new();
+    let argo = templates::applications(rel, &text, &mut notes).map(|(loaded, lines)| {
+        // An Application's `image:` lines are the Application's, read with it.
+        refs.retain(|r| !lines.iter().any(|l| l.contains(&(r.line as usize))));
+        loaded
+    });
+    if refs.is_empty() && argo.is_none() && notes.is_empty() {
+        return Read::Skipped;
+    }
+    let lines = ctx.lines;
+    Read::Scanned(Box::new(Scanned {
+        text,
+        lines,
+        refs,
+        workloads: Vec::new(),
+        problems: Vec::new(),
+        notes,
+        kustomization: None,
+        argo,
+        flux: None,
+        fingerprint: None,
+        // Not YAML: its edits are verified with its text.
+        proven_without_text: false,
     }))
 }
 

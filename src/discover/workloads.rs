@@ -179,7 +179,7 @@ pub fn parse(
 /// The documents of a YAML stream with their byte offsets, as libyaml counts them: text
 /// before the first `---` line is a document only when it has content. `None` when the
 /// stream uses document end markers or directives.
-fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
+pub fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
     let marker = |l: &[u8]| {
         l.strip_prefix(b"---").is_some_and(|rest| {
             rest.first()
