@@ -98,9 +98,9 @@ fn each(
     let (mut docs, mut json) = (Vec::new(), Vec::new());
     for (index, (start, piece)) in pieces.iter().enumerate() {
         let base = text.get(..*start).unwrap_or_default().matches('\n').count();
-        let parsed = imagebump_yaml::parse_located(piece).and_then(|d| {
+        let parsed = imagebump_yaml::parse_located(piece).map(|d| {
             let value = imagebump_yaml::json_documents(piece).ok();
-            Ok((d, value.and_then(|v| v.into_iter().next())))
+            (d, value.and_then(|v| v.into_iter().next()))
         });
         let (parsed, value) = match parsed {
             Ok((d, Some(v))) => (d, v),
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(loaded.json[0], Value::Null);
         assert_eq!(loaded.json[1]["metadata"]["name"], "a");
         // The second document's lines (from its `---`), not the Pod's.
-        assert_eq!(lines, [9..15]);
+        assert_eq!(lines, vec![Range { start: 9, end: 15 }]);
         // Without an Argo CD resource, or when it parses nowhere: nothing.
         assert!(applications("t.yaml", "kind: Pod\n", &mut Vec::new()).is_none());
         let broken = "{{ if }}\napiVersion: argoproj.io/v1alpha1\nkind: Application\n";

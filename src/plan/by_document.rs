@@ -25,7 +25,8 @@ pub fn apply(text: &str, edits: &[Edit]) -> Result<String, EditError> {
                     e.span.start
                 )));
             }
-            let span = (e.span.start - start)..(e.span.end - start);
+            // Inside the document, checked above.
+            let span = e.span.start.saturating_sub(*start)..e.span.end.saturating_sub(*start);
             mine.push(Edit {
                 doc: 0,
                 span,
