@@ -307,3 +307,23 @@ fn run_edits_only_the_value_bytes_of_applications_in_templates() {
     }
     assert_eq!(support::texts(repo.path()), want);
 }
+
+/// A release's `postRenderers` kustomize `images:` entry sets the tag Flux deploys: the
+/// entry is the reference that moves, and the values image it names is left alone.
+#[test]
+fn a_post_renderer_image_entry_is_edited_not_the_values_it_overrides() {
+    let reg = seeded_registry();
+    let (_c, cfg) = config(&reg);
+    let release = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: podinfo}\nspec:\n  values:\n    image:\n      repository: ghcr.io/stefanprodan/podinfo\n      tag: 6.5.0\n  postRenderers:\n    - kustomize:\n        images:\n          - name: ghcr.io/stefanprodan/podinfo\n            newTag: 6.5.0\n";
+    let repo = support::tree(&[("release.yaml", release)]);
+    let dry = run(repo.path(), &cfg, "--dry-run");
+    dry.assert_stdout_contains(
+        "           - name: ghcr.io/stefanprodan/podinfo\n-            newTag: 6.5.0\n+            newTag: 6.5.4\n",
+    );
+    dry.assert_stdout_contains("1 update(s) proposed in 1 file(s)");
+    run(repo.path(), &cfg, "--write");
+    assert_eq!(
+        fs::read_to_string(repo.path().join("release.yaml")).unwrap(),
+        release.replace("newTag: 6.5.0", "newTag: 6.5.4")
+    );
+}

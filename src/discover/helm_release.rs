@@ -3,12 +3,14 @@
 //! `v2beta2`), edited in place, and the values a `ConfigMap` holds for a release's
 //! `valuesFrom` as a YAML string under a values key (`data: {values.yaml: |}`), edited inside
 //! the string. Values files a kustomize `configMapGenerator` turns into such a ConfigMap are
-//! read as Helm values files (`kustomize::read` lists them).
+//! read as Helm values files (`kustomize::read` lists them). A release's
+//! `spec.postRenderers[].kustomize.images` entries are references of their own, as a
+//! kustomization's `images:` entries, and override the values images they name.
 //!
 //! These values reach the chart as they are written: no kustomize `images:` entry rewrites
 //! them, so each image is edited where it is.
 
-use super::{helm, FileCtx, ImageRef};
+use super::{helm, FileCtx, ImageRef, RefKind, Unmanaged};
 use imagebump_model::Problem;
 use imagebump_yaml::{BlockText, Doc, Node, PathSeg, Scalar};
 
@@ -110,6 +112,7 @@ impl Found<'_> {
             }
             return;
         }
+        let first = self.refs.len();
         for (at, values) in values_nodes(kind, api, node) {
             let mut path = path.clone();
             path.extend(at.iter().map(|k| PathSeg::Key((*k).into())));
@@ -123,6 +126,65 @@ impl Found<'_> {
                 _ => helm::values(ctx, doc, values, &path, keys, refs, problems),
             }
         }
+        if is_helm_release(kind, api) {
+            self.post_renderers(node, path, first);
+        }
+    }
+
+    /// A release's `spec.postRenderers[].kustomize.images` entries: references of their own
+    /// (`newTag`, `digest`, edited in place, as a kustomization's), applied by Flux after
+    /// the chart renders. A values image (from `first` on) whose name, as the values write
+    /// it, an entry with `newTag` or `digest` names is what the entry sets: overridden.
+    fn post_renderers(&mut self, node: &Node, path: &[PathSeg], first: usize) {
+        let Some(Node::Seq { items, .. }) = node.get("spec").and_then(|s| s.get("postRenderers"))
+        else {
+            return;
+        };
+        for (i, renderer) in items.iter().enumerate() {
+            let images = renderer.get("kustomize").and_then(|k| k.get("images"));
+            let Some(Node::Seq { items: entries, .. }) = images else {
+                continue;
+            };
+            for (j, item) in entries.iter().enumerate() {
+                let mut base = path.to_vec();
+                base.extend([
+                    PathSeg::Key("spec".into()),
+                    PathSeg::Key("postRenderers".into()),
+                    PathSeg::Index(i),
+                    PathSeg::Key("kustomize".into()),
+                    PathSeg::Key("images".into()),
+                    PathSeg::Index(j),
+                ]);
+                match super::kustomize::entry(self.ctx, self.doc, base, &self.ctx.file, item) {
+                    Ok(entry) => self.override_values(item, entry, first),
+                    Err(p) => self.problems.push(p),
+                }
+            }
+        }
+    }
+
+    /// Mark the values images `entry` (read from `item`) sets: overridden by an entry
+    /// with `newTag` or `digest`; renamed by a `newName`-only entry (the registry is asked
+    /// for the image deployed, the tag still written in the values). Then keep the entry.
+    fn override_values(&mut self, item: &Node, entry: ImageRef, first: usize) {
+        let sets = item.get("newTag").is_some() || item.get("digest").is_some();
+        let Some(name) = item.get("name").and_then(Node::str_value) else {
+            self.refs.push(entry);
+            return;
+        };
+        let named = |r: &ImageRef| *r.written == *name && r.kind != RefKind::Kustomize;
+        for r in self.refs.iter_mut().skip(first).filter(|r| named(r)) {
+            if sets {
+                r.slots.clear();
+                r.unmanaged = Some(Unmanaged::OverriddenBy {
+                    file: arcstr::ArcStr::clone(&self.ctx.file),
+                    line: entry.line,
+                });
+            } else {
+                r.image = entry.image.clone();
+            }
+        }
+        self.refs.push(entry);
     }
 }
 
@@ -219,6 +281,25 @@ mod tests {
             found(wrapped).0,
             [r#"7:16 docker.io/library/nginx ["nginx:1.27"] managed"#]
         );
+    }
+
+    #[test]
+    fn post_renderer_images_override_the_values_images_they_name() {
+        let text = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nspec:\n  values:\n    image: {repository: ghcr.io/acme/a, tag: 1.0.0}\n    b:\n      image: {repository: ghcr.io/acme/b, tag: 1.0.0}\n    c:\n      image: ghcr.io/acme/c:1.0.0\n  postRenderers:\n    - kustomize:\n        images:\n          - name: ghcr.io/acme/a\n            newTag: 1.1.0\n          - name: ghcr.io/acme/b\n            newName: mirror.example.com/acme/b\n          - name: ghcr.io/acme/c\n            digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n";
+        let (refs, problems) = found(text);
+        assert_eq!(
+            refs,
+            [
+                "5:46 ghcr.io/acme/a [] overridden by apps/podinfo.yaml:14",
+                // Renamed: the mirror is asked, the tag in the values edited.
+                r#"7:48 mirror.example.com/acme/b ["1.0.0"] managed"#,
+                "9:14 ghcr.io/acme/c [] overridden by apps/podinfo.yaml:17",
+                r#"14:21 ghcr.io/acme/a ["1.1.0"] managed"#,
+                "16:22 mirror.example.com/acme/b [] no newTag: the tag is the resources' (listed at their line)",
+                "17:19 ghcr.io/acme/c [] pinned by digest only (no newTag)",
+            ]
+        );
+        assert!(problems.is_empty(), "{problems:?}");
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn generated_values(root: &Node) -> Vec<Box<str>> {
         .collect()
 }
 
-fn entry(
+pub(super) fn entry(
     ctx: &FileCtx,
     doc: usize,
     base: Vec<PathSeg>,
