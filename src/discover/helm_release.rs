@@ -1,8 +1,9 @@
 //! Flux `HelmRelease` values kept in the repository, read as Helm values (the image keys of
 //! [`super::helm`]): a `HelmRelease`'s `spec.values` (`helm.toolkit.fluxcd.io/v2`, `v2beta1`,
-//! `v2beta2`), edited in place, and the values a `ConfigMap` holds for a release's
-//! `valuesFrom` as a YAML string under a values key (`data: {values.yaml: |}`), edited inside
-//! the string. Values files a kustomize `configMapGenerator` turns into such a ConfigMap are
+//! `v2beta2`), edited in place, and the values a `ConfigMap` (a `Secret`'s `stringData`)
+//! holds for a release's `valuesFrom` as a YAML string under a values key
+//! (`data: {values.yaml: |}`), edited inside the string. Values files a kustomize
+//! `configMapGenerator` or `secretGenerator` turns into such a resource are
 //! read as Helm values files (`kustomize::read` lists them). A release's
 //! `spec.postRenderers[].kustomize.images` entries are references of their own, as a
 //! kustomization's `images:` entries, and override the values images they name.
@@ -43,16 +44,20 @@ pub fn values_nodes<'n>(
             .map(|v| vec![(vec!["spec", "values"], v)])
             .unwrap_or_default();
     }
-    if kind != "ConfigMap" || api_version != "v1" {
-        return Vec::new();
-    }
-    let Some(Node::Map { entries, .. }) = node.get("data") else {
+    // `valuesFrom` reads a ConfigMap's `data` or a Secret's; a Secret's values are in git
+    // as text only under `stringData`.
+    let field = match (kind, api_version) {
+        ("ConfigMap", "v1") => "data",
+        ("Secret", "v1") => "stringData",
+        _ => return Vec::new(),
+    };
+    let Some(Node::Map { entries, .. }) = node.get(field) else {
         return Vec::new();
     };
     entries
         .iter()
         .filter(|(k, v)| is_values_key(&k.name) && matches!(v, Node::Scalar(_)))
-        .map(|(k, v)| (vec!["data", k.name.as_str()], v))
+        .map(|(k, v)| (vec![field, k.name.as_str()], v))
         .collect()
 }
 
@@ -308,6 +313,9 @@ mod tests {
         assert_eq!(found(text).0, Vec::<String>::new());
         let cm = "apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    image: {repository: nginx, tag: '1.27'}\n";
         assert_eq!(found(cm).0, Vec::<String>::new());
+        let encoded =
+            "apiVersion: v1\nkind: Secret\ndata:\n  values.yaml: aW1hZ2U6IG5naW54OjEuMjcK\n";
+        assert_eq!(found(encoded).0, Vec::<String>::new());
     }
 
     #[test]
@@ -322,6 +330,15 @@ mod tests {
             ]
         );
         assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn secret_string_data_values_are_read() {
+        let text = "apiVersion: v1\nkind: Secret\nstringData:\n  values.yaml: |\n    image: {repository: nginx, tag: '1.27'}\n";
+        assert_eq!(
+            found(text).0,
+            [r#"5:37 docker.io/library/nginx ["'1.27'"] managed"#]
+        );
     }
 
     #[test]

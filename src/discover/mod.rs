@@ -1008,13 +1008,14 @@ pub fn discover_with(
 }
 
 /// Must this kustomization be read before the other files? When it may name
-/// `configurations:`, `helmCharts:` or `configMapGenerator:` (their image fields and values
-/// files change how the manifests are read). A key can be spelled without its letters only in a double-quoted
-/// scalar's escapes, so a text with neither name nor a backslash names neither. A text the
-/// first look did not keep is read first, as one that cannot be told.
+/// `configurations:`, `helmCharts:`, `configMapGenerator:` or `secretGenerator:` (their
+/// image fields and values files change how the manifests are read). A key can be spelled
+/// without its letters only in a double-quoted scalar's escapes, so a text with neither
+/// name nor a backslash names neither. A text the first look did not keep is read first,
+/// as one that cannot be told.
 fn read_first(ahead: Option<&std::sync::Mutex<Option<String>>>) -> bool {
     let names = |t: &str| {
-        ["configurations", "helmCharts", "configMapGenerator", "\\"]
+        ["configurations", "helmCharts", "Generator", "\\"]
             .iter()
             .any(|n| t.contains(n))
     };
@@ -2085,6 +2086,7 @@ pub(crate) mod tests {
         assert!(first(Some("configurations: [kc.yaml]\n")));
         assert!(first(Some("helmCharts: []\n")));
         assert!(first(Some("configMapGenerator: []\n")));
+        assert!(first(Some("secretGenerator: []\n")));
         assert!(first(Some("\"images\": [\"\\x61\"]\n")));
         assert!(first(None));
         assert!(read_first(None));

@@ -194,13 +194,17 @@ fn values_files(root: &Node) -> Box<[Box<str>]> {
     out.into_boxed_slice()
 }
 
-/// `configMapGenerator[].files` entries whose data key is a Helm values key: `values.yaml`,
-/// or `values.yaml=podinfo.yaml` (the key before `=`, the file after it).
+/// `configMapGenerator[].files` and `secretGenerator[].files` entries whose data key is a
+/// Helm values key: `values.yaml`, or `values.yaml=podinfo.yaml` (the key before `=`, the
+/// file after it).
 fn generated_values(root: &Node) -> Vec<Box<str>> {
-    let Some(Node::Seq { items, .. }) = root.get("configMapGenerator") else {
-        return Vec::new();
-    };
-    let files = items.iter().filter_map(|g| match g.get("files") {
+    let generators = ["configMapGenerator", "secretGenerator"]
+        .into_iter()
+        .filter_map(|k| match root.get(k) {
+            Some(Node::Seq { items, .. }) => Some(items),
+            _ => None,
+        });
+    let files = generators.flatten().filter_map(|g| match g.get("files") {
         Some(Node::Seq { items, .. }) => Some(items),
         _ => None,
     });
@@ -311,11 +315,19 @@ mod tests {
 
     #[test]
     fn generated_files_under_a_values_key_are_values_files() {
-        let text = "configMapGenerator:\n- name: a\n  files:\n  - values.yaml=podinfo.yaml\n  - dir/prod-values.yml\n  - config.yaml\n  - app.yaml=values.yaml\n- name: b\n  literals: [x=y]\nhelmCharts:\n- name: c\n  valuesFile: chart.yaml\n";
+        let text = "configMapGenerator:\n- name: a\n  files:\n  - values.yaml=podinfo.yaml\n  - dir/prod-values.yml\n  - config.yaml\n  - app.yaml=values.yaml\n- name: b\n  literals: [x=y]\nsecretGenerator:\n- name: s\n  files: [secret-values.yaml]\nhelmCharts:\n- name: c\n  valuesFile: chart.yaml\n";
         let docs = imagebump_yaml::parse_located(text).unwrap();
         let root = docs[0].root.as_ref().unwrap();
         let files = values_files(root);
         let got: Vec<&str> = files.iter().map(|f| &**f).collect();
-        assert_eq!(got, ["podinfo.yaml", "dir/prod-values.yml", "chart.yaml"]);
+        assert_eq!(
+            got,
+            [
+                "podinfo.yaml",
+                "dir/prod-values.yml",
+                "secret-values.yaml",
+                "chart.yaml"
+            ]
+        );
     }
 }
