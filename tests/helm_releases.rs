@@ -220,13 +220,13 @@ fn markers_in_release_values_apply_once() {
 }
 
 /// An app-of-apps written as a chart (fixtures/helm-releases/app-of-apps): the Applications
-/// in its `templates/` whose documents parse as YAML are read; a templated value is listed
+/// and HelmReleases in its `templates/` whose documents parse as YAML are read; a templated value is listed
 /// as unmanaged with the reason; a document with a template line is skipped with a note.
 fn app_of_apps() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/helm-releases/app-of-apps")
 }
 
-const TEMPLATE_NOTE: &str = "apps/templates/web.yaml:1:3: this document of the chart template is not YAML (a template line): its Argo CD resources are not read\n";
+const TEMPLATE_NOTE: &str = "apps/templates/web.yaml:1:3: this document of the chart template is not YAML (a template line): its Argo CD Applications and Flux HelmReleases are not read\n";
 
 #[test]
 fn scan_reads_the_applications_of_a_charts_templates() {
@@ -254,6 +254,8 @@ fn scan_reads_the_applications_of_a_charts_templates() {
     assert_eq!(
         rows,
         [
+            "apps/templates/podinfo.yaml:12 ghcr.io/stefanprodan/podinfo managed",
+            "apps/templates/podinfo.yaml:14 ghcr.io/acme/worker `tag` is a template, filled in at deploy time",
             "apps/templates/web.yaml:41 busybox hard-coded in the chart, not a values key: not edited",
             "guestbook/deploy.yaml:9 ghcr.io/acme/guestbook overridden by apps/templates/guestbook.yaml (kustomize.images)",
             "guestbook/deploy.yaml:11 ghcr.io/acme/api overridden by apps/templates/guestbook.yaml (kustomize.images)",
@@ -289,8 +291,11 @@ fn run_edits_only_the_value_bytes_of_applications_in_templates() {
     dry.assert_stdout_contains(
         "       valuesObject:\n         image:\n           repository: ghcr.io/acme/web\n-          tag: 2.0.0\n+          tag: 2.1.0\n",
     );
+    dry.assert_stdout_contains(
+        "       repository: ghcr.io/stefanprodan/podinfo\n-      tag: 6.5.0\n+      tag: 6.5.4\n",
+    );
     let removed = (dry.stdout.lines()).filter(|l| l.starts_with('-') && !l.starts_with("---"));
-    assert_eq!(removed.count(), 2, "{}", dry.stdout);
+    assert_eq!(removed.count(), 3, "{}", dry.stdout);
 
     run(repo.path(), &cfg, "--write");
     let mut want = before.clone();
@@ -301,6 +306,7 @@ fn run_edits_only_the_value_bytes_of_applications_in_templates() {
             "guestbook:1.1.0",
         ),
         ("apps/templates/web.yaml", "tag: 2.0.0", "tag: 2.1.0"),
+        ("apps/templates/podinfo.yaml", "tag: 6.5.0", "tag: 6.5.4"),
     ] {
         let text = want.get_mut(file).unwrap();
         *text = text.replacen(old, new, 1);

@@ -1473,7 +1473,7 @@ fn read_file(
 fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
-        return scan_template(rel, text);
+        return scan_template(rel, text, helm_keys);
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
@@ -1571,9 +1571,9 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     }))
 }
 
-/// A chart template: its literal images, and the Argo CD resources of its documents that
-/// parse as YAML (an app-of-apps written as a chart).
-fn scan_template(rel: &ArcStr, text: String) -> Read {
+/// A chart template: its literal images, and the Argo CD resources and Flux `HelmRelease`
+/// values of its documents that parse as YAML (an app-of-apps written as a chart).
+fn scan_template(rel: &ArcStr, text: String, helm_keys: &helm::ImageKeys) -> Read {
     let ctx = FileCtx {
         file: ArcStr::clone(rel),
         text: &text,
@@ -1581,13 +1581,18 @@ fn scan_template(rel: &ArcStr, text: String) -> Read {
     };
     let mut refs = Vec::new();
     templates::scan(&ctx, &mut refs);
-    let mut notes = Vec::new();
-    let argo = templates::applications(rel, &text, &mut notes).map(|(loaded, lines)| {
-        // An Application's `image:` lines are the Application's, read with it.
+    let (mut notes, mut problems) = (Vec::new(), Vec::new());
+    let mut argo = None;
+    if let Some(parsed) = templates::resources(rel, &text, &mut notes) {
+        // The `image:` lines of the resources read here are theirs.
+        let lines = &parsed.lines;
         refs.retain(|r| !lines.iter().any(|l| l.contains(&(r.line as usize))));
-        loaded
-    });
-    if refs.is_empty() && argo.is_none() && notes.is_empty() {
+        helm_release::scan(&ctx, &parsed.docs, helm_keys, &mut refs, &mut problems);
+        argo = parsed
+            .has_argo()
+            .then(|| argocd::Loaded::from_documents(rel, text.clone(), parsed.docs, parsed.json));
+    }
+    if refs.is_empty() && argo.is_none() && notes.is_empty() && problems.is_empty() {
         return Read::Skipped;
     }
     let lines = ctx.lines;
@@ -1596,7 +1601,7 @@ fn scan_template(rel: &ArcStr, text: String) -> Read {
         lines,
         refs,
         workloads: Vec::new(),
-        problems: Vec::new(),
+        problems,
         notes,
         kustomization: None,
         argo,

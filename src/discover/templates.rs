@@ -4,11 +4,11 @@
 //!
 //! An app-of-apps written as a chart keeps its Argo CD Applications here. The documents of
 //! such a template that parse as YAML (a `{{ }}` in a quoted value is just a string) are
-//! read as Applications: what a template fills in (`'{{ .Values.tag }}'`) is listed as
+//! read as Applications (and Flux `HelmRelease`s, for their values): what a template fills in (`'{{ .Values.tag }}'`) is listed as
 //! unmanaged with the reason, like any templated value; a document with a line that is not
 //! YAML (`{{- if .Values.x }}`) is skipped with a note.
 
-use super::{argocd, workloads, FileCtx, ImageRef, RefKind};
+use super::{workloads, FileCtx, ImageRef, RefKind};
 use imagebump_model::name::{self, parse_reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, LineIndex};
@@ -43,16 +43,29 @@ pub fn scan(ctx: &FileCtx, refs: &mut Vec<ImageRef>) {
     }
 }
 
-/// The Argo CD resources of a template, read from its documents that parse as YAML, and
-/// the lines of the text they span (their `image:` lines are theirs, not the chart's); a
-/// note for each document that does not parse. `None` when the template names no Argo CD
-/// resource, or none of its documents parses.
-pub fn applications(
-    file: &str,
-    text: &str,
-    notes: &mut Vec<Problem>,
-) -> Option<(argocd::Loaded, Vec<Range<usize>>)> {
-    if !text.contains("argoproj.io") {
+/// A template's documents that parse as YAML, when one of them is read here.
+pub struct Parsed {
+    /// By document index; `root: None` for a document that does not parse.
+    pub docs: Vec<Doc>,
+    /// Their values, by document index (`null` for one that does not parse).
+    pub json: Vec<Value>,
+    /// The lines of the text the resources read here span: their `image:` lines are
+    /// theirs, not the chart's.
+    pub lines: Vec<Range<usize>>,
+}
+
+impl Parsed {
+    /// Whether an Argo CD resource is among the documents.
+    pub fn has_argo(&self) -> bool {
+        self.json.iter().any(is_argo)
+    }
+}
+
+/// The Argo CD resources and Flux `HelmRelease`s of a template, read from its documents
+/// that parse as YAML; a note for each document that does not parse. `None` when the
+/// template names neither, or none of its documents that parse is one.
+pub fn resources(file: &str, text: &str, notes: &mut Vec<Problem>) -> Option<Parsed> {
+    if !text.contains("argoproj.io") && !text.contains("helm.toolkit.fluxcd.io") {
         return None;
     }
     let pieces = workloads::documents(text).unwrap_or_else(|| vec![(0, text)]);
@@ -60,7 +73,7 @@ pub fn applications(
         Some(parsed) => parsed,
         None => each(file, text, &pieces, notes),
     };
-    if !json.iter().any(is_argo) {
+    if !json.iter().any(is_read) {
         return None;
     }
     let lines = LineIndex::new(text);
@@ -68,17 +81,16 @@ pub fn applications(
     let span = |(start, doc): &(usize, &str)| {
         line(*start)..line(start.saturating_add(doc.len().saturating_sub(1))).saturating_add(1)
     };
-    let argo_lines = if pieces.len() == json.len() {
+    let lines = if pieces.len() == json.len() {
         (pieces.iter().zip(&json))
-            .filter(|(_, v)| is_argo(v))
+            .filter(|(_, v)| is_read(v))
             .map(|(p, _)| span(p))
             .collect()
     } else {
         // Documents libyaml counts otherwise than `---` lines do: all the text is theirs.
         vec![span(&(0, text))]
     };
-    let loaded = argocd::Loaded::from_documents(file, text.to_string(), docs, json);
-    Some((loaded, argo_lines))
+    Some(Parsed { docs, json, lines })
 }
 
 /// The whole template's documents and values, when it parses as YAML.
@@ -110,7 +122,7 @@ fn each(
                     file,
                     base.saturating_add(line),
                     column,
-                    "this document of the chart template is not YAML (a template line): its Argo CD resources are not read",
+                    "this document of the chart template is not YAML (a template line): its Argo CD Applications and Flux HelmReleases are not read",
                 ));
                 // Kept in its place: the Argo CD scanner finds documents by position.
                 json.push(Value::Null);
@@ -128,6 +140,16 @@ fn each(
         }));
     }
     (docs, json)
+}
+
+/// A resource read from a template: an Argo CD resource or a Flux `HelmRelease`.
+fn is_read(v: &Value) -> bool {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api = v
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    is_argo(v) || super::helm_release::is_helm_release(kind, api)
 }
 
 /// An Argo CD resource (`argoproj.io`), read by the Argo CD scanner.
@@ -173,20 +195,22 @@ mod tests {
         let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source: {path: a}\n";
         let text = format!("# head\n{{{{- if .Values.a }}}}\n{app}{{{{- end }}}}\n---\n{app}---\nkind: Pod\nspec: {{image: x}}\n");
         let mut notes = Vec::new();
-        let (loaded, lines) = applications("c/templates/a.yaml", &text, &mut notes).unwrap();
+        let parsed = resources("c/templates/a.yaml", &text, &mut notes).unwrap();
         let notes: Vec<String> = notes.iter().map(ToString::to_string).collect();
         assert_eq!(
             notes,
-            ["c/templates/a.yaml:2:3: this document of the chart template is not YAML (a template line): its Argo CD resources are not read"]
+            ["c/templates/a.yaml:2:3: this document of the chart template is not YAML (a template line): its Argo CD Applications and Flux HelmReleases are not read"]
         );
-        assert_eq!(loaded.json.len(), 3);
-        assert_eq!(loaded.json[0], Value::Null);
-        assert_eq!(loaded.json[1]["metadata"]["name"], "a");
+        assert_eq!(parsed.json.len(), 3);
+        assert_eq!(parsed.json[0], Value::Null);
+        assert!(parsed.docs[0].root.is_none());
+        assert_eq!(parsed.json[1]["metadata"]["name"], "a");
+        assert!(parsed.has_argo());
         // The second document's lines (from its `---`), not the Pod's.
-        assert_eq!(lines, vec![Range { start: 9, end: 15 }]);
+        assert_eq!(parsed.lines, vec![Range { start: 9, end: 15 }]);
         // Without an Argo CD resource, or when it parses nowhere: nothing.
-        assert!(applications("t.yaml", "kind: Pod\n", &mut Vec::new()).is_none());
+        assert!(resources("t.yaml", "kind: Pod\n", &mut Vec::new()).is_none());
         let broken = "{{ if }}\napiVersion: argoproj.io/v1alpha1\nkind: Application\n";
-        assert!(applications("t.yaml", broken, &mut Vec::new()).is_none());
+        assert!(resources("t.yaml", broken, &mut Vec::new()).is_none());
     }
 }
