@@ -72,6 +72,18 @@ impl Loaded {
         }
     }
 
+    /// Documents parsed one by one (a chart template's, some of which are not YAML), with
+    /// their values by document index (`null` for one that did not parse).
+    pub fn from_documents(file: &str, text: String, docs: Vec<Doc>, json: Vec<Value>) -> Loaded {
+        Loaded {
+            file: file.to_string(),
+            lines: LineIndex::new(&text),
+            text,
+            docs,
+            json,
+        }
+    }
+
     fn ctx(&self) -> FileCtx<'_> {
         FileCtx {
             file: self.file.as_str().into(),
@@ -976,6 +988,16 @@ impl Scan<'_> {
             },
             (f, _) => f.clone(),
         };
+        if value.contains("{{") {
+            // An Application kept in a chart's `templates/`: Helm fills the value in.
+            r.unmanaged = Some(
+                arcstr::literal!(
+                    "a template (`{{ }}`), filled in when the chart is rendered: not edited"
+                )
+                .into(),
+            );
+            return Some(r);
+        }
         if tag.is_none() {
             r.unmanaged = Some(arcstr::literal!("no tag").into());
         } else {

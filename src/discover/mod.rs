@@ -6,6 +6,7 @@ pub mod charts;
 pub mod flux;
 pub mod generated;
 pub mod helm;
+pub mod helm_release;
 pub mod kustomize;
 pub mod markers;
 pub mod placement;
@@ -938,7 +939,8 @@ pub fn discover_with(
         })
         .collect();
     let specs = placement::field_specs(tree, &config.scan, &read_k, &mut out.problems);
-    // Values files named by `helmCharts:` are Helm values, whatever their name.
+    // Values files named by `helmCharts:` or generated into a Flux values ConfigMap are
+    // Helm values, whatever their name.
     let values_files: std::collections::BTreeSet<String> = read_k
         .iter()
         .flat_map(|k| {
@@ -1009,13 +1011,17 @@ pub fn discover_with(
 }
 
 /// Must this kustomization be read before the other files? When it may name
-/// `configurations:` or `helmCharts:` (their image fields and values files change how the
-/// manifests are read). A key can be spelled without its letters only in a double-quoted
-/// scalar's escapes, so a text with neither name nor a backslash names neither. A text the
-/// first look did not keep is read first, as one that cannot be told.
+/// `configurations:`, `helmCharts:`, `configMapGenerator:` or `secretGenerator:` (their
+/// image fields and values files change how the manifests are read). A key can be spelled
+/// without its letters only in a double-quoted scalar's escapes, so a text with neither
+/// name nor a backslash names neither. A text the first look did not keep is read first,
+/// as one that cannot be told.
 fn read_first(ahead: Option<&std::sync::Mutex<Option<String>>>) -> bool {
-    let names =
-        |t: &str| t.contains("configurations") || t.contains("helmCharts") || t.contains('\\');
+    let names = |t: &str| {
+        ["configurations", "helmCharts", "Generator", "\\"]
+            .iter()
+            .any(|n| t.contains(n))
+    };
     ahead
         .and_then(|slot| slot.lock().ok().map(|t| t.as_deref().is_none_or(names)))
         .unwrap_or(true)
@@ -1224,6 +1230,7 @@ impl Fold<'_> {
             refs,
             workloads,
             problems,
+            notes,
             kustomization,
             argo: loaded,
             flux: flux_loaded,
@@ -1231,6 +1238,7 @@ impl Fold<'_> {
             proven_without_text,
         } = *scanned;
         out.problems.extend(problems);
+        out.notes.extend(notes);
         // One copy of the text, shared by the sources and the kustomize layout.
         let text: ArcStr = text.into();
         let generated = (self.generated.look(rel, &text)).filter(|_| !self.edit_generated);
@@ -1415,6 +1423,9 @@ struct Scanned {
     refs: Vec<ImageRef>,
     workloads: Vec<workloads::Found>,
     problems: Vec<Problem>,
+    /// What the scan left out and the user may want to know (a chart template's documents
+    /// that are not YAML).
+    notes: Vec<Problem>,
     kustomization: Option<kustomize::Kustomization>,
     argo: Option<argocd::Loaded>,
     /// Flux image automation resources and setters.
@@ -1482,30 +1493,7 @@ fn read_file(
 fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
-        let ctx = FileCtx {
-            file: ArcStr::clone(rel),
-            text: &text,
-            lines: LineIndex::new(&text),
-        };
-        let mut refs = Vec::new();
-        templates::scan(&ctx, &mut refs);
-        if refs.is_empty() {
-            return Read::Skipped;
-        }
-        let lines = ctx.lines;
-        return Read::Scanned(Box::new(Scanned {
-            text,
-            lines,
-            refs,
-            workloads: Vec::new(),
-            problems: Vec::new(),
-            kustomization: None,
-            argo: None,
-            flux: None,
-            fingerprint: None,
-            // Not YAML: its edits are verified with its text.
-            proven_without_text: false,
-        }));
+        return scan_template(rel, text, helm_keys);
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
@@ -1552,7 +1540,15 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
             workloads::strings(&ctx, &docs, &mut found);
         }
         FileKind::Manifest if interest.workloads => {
-            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems)
+            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems);
+            helm_release::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
+            // A marked line inside HelmRelease values is that values reference.
+            let values: Vec<_> = refs
+                .iter()
+                .flat_map(|r| &r.slots)
+                .map(|s| s.span.range())
+                .collect();
+            found.retain(|w| !flux::marks(&values, &w.r));
         }
         FileKind::Manifest | FileKind::ChartTemplate => {}
     }
@@ -1586,11 +1582,53 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         refs,
         workloads: found,
         problems,
+        notes: Vec::new(),
         kustomization,
         argo,
         flux,
         fingerprint,
         proven_without_text,
+    }))
+}
+
+/// A chart template: its literal images, and the Argo CD resources and Flux `HelmRelease`
+/// values of its documents that parse as YAML (an app-of-apps written as a chart).
+fn scan_template(rel: &ArcStr, text: String, helm_keys: &helm::ImageKeys) -> Read {
+    let ctx = FileCtx {
+        file: ArcStr::clone(rel),
+        text: &text,
+        lines: LineIndex::new(&text),
+    };
+    let mut refs = Vec::new();
+    templates::scan(&ctx, &mut refs);
+    let (mut notes, mut problems) = (Vec::new(), Vec::new());
+    let mut argo = None;
+    if let Some(parsed) = templates::resources(rel, &text, &mut notes) {
+        // The `image:` lines of the resources read here are theirs.
+        let lines = &parsed.lines;
+        refs.retain(|r| !lines.iter().any(|l| l.contains(&(r.line as usize))));
+        helm_release::scan(&ctx, &parsed.docs, helm_keys, &mut refs, &mut problems);
+        argo = parsed
+            .has_argo()
+            .then(|| argocd::Loaded::from_documents(rel, text.clone(), parsed.docs, parsed.json));
+    }
+    if refs.is_empty() && argo.is_none() && notes.is_empty() && problems.is_empty() {
+        return Read::Skipped;
+    }
+    let lines = ctx.lines;
+    Read::Scanned(Box::new(Scanned {
+        text,
+        lines,
+        refs,
+        workloads: Vec::new(),
+        problems,
+        notes,
+        kustomization: None,
+        argo,
+        flux: None,
+        fingerprint: None,
+        // Not YAML: its edits are verified with its text.
+        proven_without_text: false,
     }))
 }
 
@@ -2072,6 +2110,8 @@ pub(crate) mod tests {
         let first = |t: Option<&str>| read_first(Some(&std::sync::Mutex::new(t.map(String::from))));
         assert!(first(Some("configurations: [kc.yaml]\n")));
         assert!(first(Some("helmCharts: []\n")));
+        assert!(first(Some("configMapGenerator: []\n")));
+        assert!(first(Some("secretGenerator: []\n")));
         assert!(first(Some("\"images\": [\"\\x61\"]\n")));
         assert!(first(None));
         assert!(read_first(None));

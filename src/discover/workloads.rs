@@ -238,7 +238,7 @@ pub fn parse(
 /// The documents of a YAML stream with their byte offsets, as libyaml counts them: text
 /// before the first `---` line is a document only when it has content. `None` when the
 /// stream uses document end markers or directives.
-fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
+pub fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
     let marker = |l: &[u8]| {
         l.strip_prefix(b"---").is_some_and(|rest| {
             rest.first()
@@ -311,6 +311,7 @@ pub fn scan(
             found: Vec::new(),
             blocks: Vec::new(),
             why: None,
+            skip: Vec::new(),
         };
         scanner.manifests(root, &mut Vec::new());
         if marked {
@@ -378,6 +379,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
             found: Vec::new(),
             blocks: Vec::new(),
             why: None,
+            skip: Vec::new(),
         };
         scanner.image_keys(root, &mut Vec::new());
         for (path, scalar, _, _) in scanner.found {
@@ -410,6 +412,7 @@ pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
             found: Vec::new(),
             blocks: Vec::new(),
             why: None,
+            skip: Vec::new(),
         };
         scanner.image_keys(root, &mut Vec::new());
         for (path, scalar) in scanner.blocks {
@@ -427,6 +430,9 @@ struct Scanner<'a> {
     blocks: Vec<(Vec<PathSeg>, &'a Scalar)>,
     /// Why the images being read are not deployed images (a policy engine's resource).
     why: Option<ArcStr>,
+    /// Helm values inside the manifest being read (a `HelmRelease`'s `spec.values`): read as
+    /// Helm values by [`super::helm_release`], never as manifest fields.
+    skip: Vec<&'a Node>,
 }
 
 impl<'a> Scanner<'a> {
@@ -483,7 +489,12 @@ impl<'a> Scanner<'a> {
             }
             return;
         }
+        self.skip = super::helm_release::values_nodes(kind, api, node)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
         self.image_keys(node, path);
+        self.skip.clear();
         for spec in self.specs.iter().filter(|s| s.applies(kind, api)) {
             self.field(node, &spec.path, path, spec.kustomize);
         }
@@ -495,6 +506,9 @@ impl<'a> Scanner<'a> {
         match node {
             Node::Map { entries, .. } => {
                 for (key, value) in entries {
+                    if self.skip.iter().any(|n| std::ptr::eq(*n, value)) {
+                        continue;
+                    }
                     let seg = || PathSeg::Key(key.name.clone());
                     match value {
                         Node::Scalar(s) if key.name == "image" => {

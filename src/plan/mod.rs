@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod by_document;
 mod chart_lock;
 mod creation;
 mod in_lines;
@@ -1259,6 +1260,13 @@ fn change_file(
         text.to_string()
     } else {
         yaml::apply_edits_known(text, &edits, fingerprint)
+            .or_else(|e| match e {
+                // A chart template's documents were read one by one.
+                yaml::EditError::Reparse(_) if yaml::parse_located(text).is_err() => {
+                    by_document::apply(text, &edits)
+                }
+                e => Err(e),
+            })
             .map_err(|e| (line, column, e.to_string()))?
     };
     if work.creations.is_empty() {

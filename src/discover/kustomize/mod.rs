@@ -29,7 +29,8 @@ pub struct Kustomization {
     pub images: Box<[Entry]>,
     /// `configurations:` files as written (field specs for custom resources).
     pub configurations: Box<[Box<str>]>,
-    /// `helmCharts:` values files as written: read as Helm values, whatever their name.
+    /// `helmCharts:` values files and `configMapGenerator` files under a Helm values key, as
+    /// written: read as Helm values, whatever their name.
     pub values_files: Box<[Box<str>]>,
     /// Strategic-merge patches (`patches:`, `patchesStrategicMerge:`), in the order
     /// kustomize applies them.
@@ -242,12 +243,14 @@ fn helm_charts(
     }
 }
 
-/// `helmCharts[].valuesFile` and `additionalValuesFiles`, as written.
+/// `helmCharts[].valuesFile` and `additionalValuesFiles`, and the files a
+/// `configMapGenerator` puts under a Helm values key (a Flux `HelmRelease`'s `valuesFrom`),
+/// as written.
 fn values_files(root: &Node) -> Box<[Box<str>]> {
+    let mut out = generated_values(root);
     let Some(Node::Seq { items, .. }) = root.get("helmCharts") else {
-        return Box::default();
+        return out.into_boxed_slice();
     };
-    let mut out = Vec::new();
     for chart in items {
         if let Some(f) = chart.get("valuesFile").and_then(Node::str_value) {
             out.push(f.into());
@@ -259,7 +262,33 @@ fn values_files(root: &Node) -> Box<[Box<str>]> {
     out.into_boxed_slice()
 }
 
-fn entry(
+/// `configMapGenerator[].files` and `secretGenerator[].files` entries whose data key is a
+/// Helm values key: `values.yaml`, or `values.yaml=podinfo.yaml` (the key before `=`, the
+/// file after it).
+fn generated_values(root: &Node) -> Vec<Box<str>> {
+    let generators = ["configMapGenerator", "secretGenerator"]
+        .into_iter()
+        .filter_map(|k| match root.get(k) {
+            Some(Node::Seq { items, .. }) => Some(items),
+            _ => None,
+        });
+    let files = generators.flatten().filter_map(|g| match g.get("files") {
+        Some(Node::Seq { items, .. }) => Some(items),
+        _ => None,
+    });
+    files
+        .flatten()
+        .filter_map(Node::str_value)
+        .filter_map(|f| {
+            let (data_key, file) = f
+                .split_once('=')
+                .unwrap_or_else(|| (f.rsplit_once('/').map_or(f, |(_, name)| name), f));
+            super::helm_release::is_values_key(data_key.trim()).then(|| file.trim().into())
+        })
+        .collect()
+}
+
+pub(super) fn entry(
     ctx: &FileCtx,
     doc: usize,
     base: Vec<PathSeg>,
@@ -379,4 +408,27 @@ fn not_an_image(
         .then(|| name::placeholder(tag))
         .flatten()
         .map(|why| format!("newTag is {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_files_under_a_values_key_are_values_files() {
+        let text = "configMapGenerator:\n- name: a\n  files:\n  - values.yaml=podinfo.yaml\n  - dir/prod-values.yml\n  - config.yaml\n  - app.yaml=values.yaml\n- name: b\n  literals: [x=y]\nsecretGenerator:\n- name: s\n  files: [secret-values.yaml]\nhelmCharts:\n- name: c\n  valuesFile: chart.yaml\n";
+        let docs = imagebump_yaml::parse_located(text).unwrap();
+        let root = docs[0].root.as_ref().unwrap();
+        let files = values_files(root);
+        let got: Vec<&str> = files.iter().map(|f| &**f).collect();
+        assert_eq!(
+            got,
+            [
+                "podinfo.yaml",
+                "dir/prod-values.yml",
+                "secret-values.yaml",
+                "chart.yaml"
+            ]
+        );
+    }
 }
