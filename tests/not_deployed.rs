@@ -642,7 +642,7 @@ const VARIABLE_SCAN: [&str; 15] = [
     "app web",
     "  LOCATION                 IMAGE                   CURRENT  POLICY  STATUS",
     "  k/d.yaml:10              nginx                   1.25.0   -       unmanaged: overridden by k/kustomization.yaml:4",
-    "  k/d.yaml:12              busybox                 1.36.0   -       unmanaged: overridden by k/kustomization.yaml:7",
+    "  k/d.yaml:12              busybox                 1.36.0   -       unmanaged: overridden by argocd/app.yaml (kustomize.images)",
     "  k/d.yaml:14              redis                   7.0.0    -       unmanaged: app web is configured by annotations, which does not list this image",
     "  k/kustomization.yaml:6   ${REGISTRY}/nginx       -        -       unmanaged: the image name is a template, filled in at deploy time",
     "  k/kustomization.yaml:8   busybox                 -        -       unmanaged: newTag is a pattern matching images (`*`, `?`, `!`), not one image",
