@@ -69,6 +69,11 @@ fn push_visible(out: &mut String, c: char) {
 /// back the same, and shows nothing hidden on a terminal. (JSON escapes the C0 controls
 /// itself; its own line breaks between values stay.)
 pub fn json(s: &str) -> Cow<'_, str> {
+    // ASCII without DEL (nearly every report) has nothing to show: a byte scan, not a
+    // character decode.
+    if s.is_ascii() && !s.as_bytes().contains(&0x7f) {
+        return Cow::Borrowed(s);
+    }
     let wide = |c: char| c >= '\u{7f}' && is_hidden(c);
     if !s.chars().any(wide) {
         return Cow::Borrowed(s);
@@ -254,6 +259,12 @@ mod tests {
         );
         let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn json_of_plain_ascii_is_borrowed_and_a_lone_del_is_shown() {
+        assert!(matches!(json("{\"a\": \"b\"}"), Cow::Borrowed(_)));
+        assert_eq!(json("\"a\u{7f}b\""), "\"a\\u007fb\"");
     }
 
     #[test]
