@@ -240,3 +240,374 @@ fn scan_status_is_what_run_does_with_each_reference() {
         }
     }
 }
+
+// -------------------------------------------------------------------------------------------
+// Image strings written as one-line block scalars or quoted
+// -------------------------------------------------------------------------------------------
+
+/// Two Argo CD Applications: `web` lists its images in every one-line style (and one over
+/// two lines); `api`'s image is in its `.argocd-source-api.yaml` override, folded.
+const APPS: &str = "\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/platform/gitops.git
+    targetRevision: main
+    path: apps/web
+    kustomize:
+      images:
+        - >-
+          registry.test/style/folded-strip:1.0.0
+        - >
+          registry.test/style/folded-clip:1.0.0
+        - |-
+          registry.test/style/literal-strip:1.0.0
+        - |
+          registry.test/style/literal-clip:1.0.0
+        - 'registry.test/style/single:1.0.0'
+        - \"registry.test/style/double:1.0.0\"
+        - >-
+          registry.test/style/two-lines:1.0.0
+          extra
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/platform/gitops.git
+    targetRevision: main
+    path: apps/api
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: api
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: ops
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/platform/gitops.git
+    targetRevision: main
+    path: apps/ops
+    helm:
+      parameters:
+        - name: exporter.image.repository
+          value: registry.test/argo/exporter
+        - name: exporter.image.tag
+          value: |
+            1.0.0
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: ops
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: edge
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.test/platform/gitops.git
+    targetRevision: main
+    path: apps/edge
+    plugin:
+      name: envsubst
+      env:
+        - name: PROXY_IMAGE
+          value: >
+            registry.test/argo/proxy:1.0.0
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: edge
+";
+
+const API_OVERRIDE: &str = "\
+kustomize:
+  images:
+    - >-
+      registry.test/style/override:1.0.0
+";
+
+fn app_dir(images: &[&str]) -> [(String, String); 2] {
+    let mut deploy = String::from(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n",
+    );
+    for (i, image) in images.iter().enumerate() {
+        deploy.push_str(&format!("        - name: c{i}\n          image: {image}\n"));
+    }
+    [
+        (
+            "kustomization.yaml".into(),
+            "resources:\n  - deploy.yaml\n".into(),
+        ),
+        ("deploy.yaml".into(), deploy),
+    ]
+}
+
+/// A kustomization whose `images:` set tags in each style, over manifests whose own
+/// `image:` strings are folded (one line) and literal (two lines).
+const KUSTOMIZE: &str = "\
+resources:
+  - deploy.yaml
+images:
+  - name: registry.test/kust/folded-strip
+    newTag: >-
+      1.0.0
+  - name: registry.test/kust/literal-clip
+    newTag: |
+      1.0.0
+  - name: registry.test/kust/single
+    newTag: '1.0.0'
+  - name: registry.test/kust/two-lines
+    newTag: >-
+      1.0.0
+      extra
+";
+
+const KUSTOMIZE_DEPLOY: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: k
+spec:
+  template:
+    spec:
+      containers:
+        - name: a
+          image: registry.test/kust/folded-strip:0.1.0
+        - name: b
+          image: registry.test/kust/literal-clip:0.1.0
+        - name: c
+          image: registry.test/kust/single:0.1.0
+        - name: d
+          image: registry.test/kust/two-lines:0.1.0
+        - name: e
+          image: >-
+            registry.test/kust/manifest:1.0.0
+        - name: f
+          image: |
+            registry.test/kust/manifest-lines:1.0.0
+            sidecar
+";
+
+const HELM_VALUES: &str = "\
+folded:
+  image: >-
+    registry.test/helm/folded:1.0.0
+split:
+  image:
+    repository: >
+      registry.test/helm/split
+    tag: |-
+      1.0.0
+lines:
+  image:
+    repository: registry.test/helm/lines
+    tag: >-
+      1.0.0
+      2.0.0
+";
+
+/// The image names of a tree's files whose values are edited, `from` → `to`.
+const MOVED: &[&str] = &[
+    "style/folded-strip",
+    "style/folded-clip",
+    "style/literal-strip",
+    "style/literal-clip",
+    "style/single",
+    "style/double",
+    "style/override",
+    "kust/folded-strip",
+    "kust/literal-clip",
+    "kust/single",
+    "kust/manifest",
+    "helm/folded",
+    "helm/split",
+    "argo/exporter",
+    "argo/proxy",
+];
+
+/// Not one line: listed, unmanaged, never edited.
+const NOT_ONE_LINE: &[&str] = &[
+    "style/two-lines",
+    "kust/two-lines",
+    "kust/manifest-lines",
+    "helm/lines",
+];
+
+fn block_tree() -> tempfile::TempDir {
+    let mut files: Vec<(String, String)> = vec![
+        ("argocd/apps.yaml".into(), APPS.into()),
+        (
+            "apps/api/.argocd-source-api.yaml".into(),
+            API_OVERRIDE.into(),
+        ),
+        ("k/kustomization.yaml".into(), KUSTOMIZE.into()),
+        ("k/deploy.yaml".into(), KUSTOMIZE_DEPLOY.into()),
+        ("charts/values.yaml".into(), HELM_VALUES.into()),
+    ];
+    let web: Vec<String> = [
+        "folded-strip",
+        "folded-clip",
+        "literal-strip",
+        "literal-clip",
+        "single",
+        "double",
+        "two-lines",
+    ]
+    .iter()
+    .map(|n| format!("registry.test/style/{n}:0.1.0"))
+    .collect();
+    let web: Vec<&str> = web.iter().map(String::as_str).collect();
+    for (name, text) in app_dir(&web) {
+        files.push((format!("apps/web/{name}"), text));
+    }
+    // The app's own manifest deploys another image, which has no newer tag.
+    for (name, text) in app_dir(&["registry.test/style/base:0.1.0"]) {
+        files.push((format!("apps/api/{name}"), text));
+    }
+    tree(&files)
+}
+
+fn block_registry() -> Registry {
+    let reg = Registry::start(RegistryMode::Plain);
+    for repo in MOVED.iter().chain(NOT_ONE_LINE) {
+        reg.push_tags(repo, &["0.1.0", "1.0.0", "1.1.0"]);
+    }
+    reg.push_tags("style/base", &["0.1.0"]);
+    reg
+}
+
+fn block_config(reg: &Registry) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("imagebump.yaml");
+    fs::write(
+        &path,
+        format!(
+            "registries:\n  - prefix: {HOST}\n    url: {}\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let p = path.to_str().unwrap().to_string();
+    (dir, p)
+}
+
+#[test]
+fn one_line_block_and_quoted_image_strings_move_in_their_bytes_only() {
+    let reg = block_registry();
+    let (_c, cfg) = block_config(&reg);
+    let dir = block_tree();
+    let before = support::texts(dir.path());
+    let rendered_before = support::kustomize_build(&dir.path().join("k"));
+
+    // scan: every one-line value is managed; the others are listed, unmanaged, with why
+    // (and the manifests' images the entries override are "overridden by" them).
+    let scanned = scan_statuses(dir.path(), &cfg);
+    let (mut managed, mut not_one_line) = (Vec::new(), Vec::new());
+    for (k, (status, reason)) in &scanned {
+        let repo = k.split(' ').nth(1).unwrap();
+        let repo = repo.trim_start_matches("registry.test/");
+        let why = reason.as_str().unwrap_or_default();
+        match status.as_str() {
+            "managed" => managed.push(repo),
+            "unmanaged" if why.starts_with("overridden by") => {}
+            "unmanaged" if why.contains("a block scalar over several lines") => {
+                not_one_line.push(repo.split(':').next().unwrap())
+            }
+            _ => panic!("{k}: {status}: {why}"),
+        }
+    }
+    managed.sort();
+    not_one_line.sort();
+    let mut want_managed: Vec<&str> = MOVED.iter().copied().chain(["style/base"]).collect();
+    want_managed.sort();
+    assert_eq!(managed, want_managed);
+    let mut want_lines = NOT_ONE_LINE.to_vec();
+    want_lines.sort();
+    assert_eq!(not_one_line, want_lines);
+
+    imagebump()
+        .args(["run", "--write"])
+        .arg(dir.path())
+        .args(["--config", &cfg])
+        .run();
+    let after = support::texts(dir.path());
+    // Each edited value's bytes are its own: `NAME:1.0.0` became `NAME:1.1.0` (a
+    // kustomization's `newTag` and a values `tag` hold the tag alone), nothing else moved.
+    let mut want = before.clone();
+    for text in want.values_mut() {
+        for repo in MOVED {
+            *text = text.replace(&format!("{repo}:1.0.0"), &format!("{repo}:1.1.0"));
+        }
+    }
+    let tag_lines = [
+        (
+            "k/kustomization.yaml",
+            "folded-strip\n    newTag: >-\n      1.0.0",
+        ),
+        (
+            "k/kustomization.yaml",
+            "literal-clip\n    newTag: |\n      1.0.0",
+        ),
+        ("k/kustomization.yaml", "single\n    newTag: '1.0.0'"),
+        ("charts/values.yaml", "    tag: |-\n      1.0.0"),
+        (
+            "argocd/apps.yaml",
+            "image.tag\n          value: |\n            1.0.0\n",
+        ),
+    ];
+    for (file, old) in tag_lines {
+        let text = want.get_mut(file).unwrap();
+        assert!(text.contains(old), "{file}: {old:?}");
+        *text = text.replace(old, &old.replace("1.0.0", "1.1.0"));
+    }
+    assert_eq!(after, want);
+
+    // What kustomize deploys changed exactly so: each moved image's tag, nothing else
+    // (the literal `|` keeps the line break it deploys).
+    let rendered_after = support::kustomize_build(&dir.path().join("k"));
+    let mut rendered_want = rendered_before.clone();
+    for repo in [
+        "kust/folded-strip",
+        "kust/literal-clip",
+        "kust/single",
+        "kust/manifest",
+    ] {
+        let old = format!("registry.test/{repo}:1.0.0");
+        assert!(
+            rendered_want.contains(&old),
+            "{old} not rendered:\n{rendered_before}"
+        );
+        rendered_want = rendered_want.replace(&old, &format!("registry.test/{repo}:1.1.0"));
+    }
+    assert_eq!(rendered_after, rendered_want);
+    assert!(
+        rendered_after.contains("- image: |\n          registry.test/kust/literal-clip:1.1.0\n"),
+        "{rendered_after}"
+    );
+
+    // Nothing is left to do, and nothing is an error.
+    let again = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .args(["--config", &cfg])
+        .run();
+    again.assert_stdout_contains("0 update(s) proposed");
+}
