@@ -139,6 +139,15 @@ mod tests {
         }
     }
 
+    /// A comment or a blank line after the block is not its text, and stays.
+    #[test]
+    fn what_follows_the_block_stays_as_it_is() {
+        let text = "image: >-\n  nginx:1.25.0\n\n# the proxy\nother: 1\n";
+        assert_eq!(one_line_value(&scalar(text), text), Some("nginx:1.25.0"));
+        let want = text.replace("1.25.0", "1.26.0");
+        assert_eq!(edited(text, "nginx:1.26.0"), Ok(want));
+    }
+
     #[test]
     fn a_block_over_several_lines_or_keeping_breaks_is_not_one_line() {
         for text in [
@@ -151,6 +160,45 @@ mod tests {
             let s = scalar(text);
             assert_eq!(one_line_value(&s, text), None, "{text:?}");
             assert!(edited(text, "nginx:1.26.0").is_err(), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// In every one-line block, as a mapping's value or a list item, among blank lines
+        /// and comments: the edit changes the old text's bytes alone, and reads back as the
+        /// new text with the block's line break.
+        #[test]
+        fn an_edit_of_any_one_line_block_changes_only_its_text(
+            header in proptest::sample::select(vec![">-", ">", "|-", "|", ">- # image"]),
+            item: bool,
+            indent in 1usize..6,
+            crlf: bool,
+            blank_lines in 0usize..3,
+            new in "[a-z]{1,8}(/[a-z]{1,8}){0,2}:v?[0-9]{1,3}(\\.[0-9]{1,3}){0,2}",
+        ) {
+            let nl = if crlf { "\r\n" } else { "\n" };
+            let pad = " ".repeat(indent);
+            let (key, lead) = if item { ("images", format!("{nl}  - ")) } else { ("image", " ".into()) };
+            let mut text = format!("{key}:{lead}{header}{nl}  {pad}ghcr.io/acme/app:1.25.0{nl}");
+            text.push_str(&nl.repeat(blank_lines));
+            text.push_str(&format!("# after{nl}other: 1{nl}"));
+            let docs = parse_located(&text).unwrap();
+            let node = docs[0].root.as_ref().unwrap().get(key).unwrap();
+            let (s, path) = match node {
+                crate::Node::Seq { items, .. } => (
+                    items[0].as_scalar().unwrap().clone(),
+                    vec![PathSeg::Key(key.into()), PathSeg::Index(0)],
+                ),
+                n => (n.as_scalar().unwrap().clone(), vec![PathSeg::Key(key.into())]),
+            };
+            proptest::prop_assert_eq!(one_line_value(&s, &text), Some("ghcr.io/acme/app:1.25.0"));
+            let raw = &text[s.span.clone()];
+            let suffix = OneLineBlock::of(raw).unwrap().suffix();
+            let value = format!("{new}{suffix}");
+            let new_raw = render_scalar(&s, raw, &value).unwrap();
+            let edit = Edit { doc: 0, path, span: s.span.clone(), new_raw, new_value: value, inner: None };
+            let after = apply_edits(&text, &[edit]).unwrap();
+            proptest::prop_assert_eq!(after, text.replace("ghcr.io/acme/app:1.25.0", &new));
         }
     }
 
