@@ -424,6 +424,65 @@ lines:
       2.0.0
 ";
 
+/// Flux setters on block scalars: the marker is on the header line.
+const FLUX_BLOCK: &str = "\
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: block
+  namespace: flux-system
+spec:
+  image: registry.test/flux/block
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: block
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: block
+  policy:
+    semver:
+      range: '>=1.0.0'
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: lines
+  namespace: flux-system
+spec:
+  image: registry.test/flux/lines
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: lines
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: lines
+  policy:
+    semver:
+      range: '>=1.0.0'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: flux-block
+spec:
+  template:
+    spec:
+      containers:
+        - name: block
+          image: >- # {\"$imagepolicy\": \"flux-system:block\"}
+            registry.test/flux/block:1.0.0
+        - name: lines
+          image: >- # {\"$imagepolicy\": \"flux-system:lines\"}
+            registry.test/flux/lines:1.0.0
+            extra
+";
+
 /// The image names of a tree's files whose values are edited, `from` → `to`.
 const MOVED: &[&str] = &[
     "style/folded-strip",
@@ -441,6 +500,7 @@ const MOVED: &[&str] = &[
     "helm/split",
     "argo/exporter",
     "argo/proxy",
+    "flux/block",
 ];
 
 /// Not one line: listed, unmanaged, never edited.
@@ -449,6 +509,7 @@ const NOT_ONE_LINE: &[&str] = &[
     "kust/two-lines",
     "kust/manifest-lines",
     "helm/lines",
+    "flux/lines",
 ];
 
 fn block_tree() -> tempfile::TempDir {
@@ -461,6 +522,7 @@ fn block_tree() -> tempfile::TempDir {
         ("k/kustomization.yaml".into(), KUSTOMIZE.into()),
         ("k/deploy.yaml".into(), KUSTOMIZE_DEPLOY.into()),
         ("charts/values.yaml".into(), HELM_VALUES.into()),
+        ("flux/block.yaml".into(), FLUX_BLOCK.into()),
     ];
     let web: Vec<String> = [
         "folded-strip",
