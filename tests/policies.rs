@@ -813,10 +813,10 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
          broken/kustomization.yaml:3  registry.test/team/app  1.2.0    -                                                          unmanaged: invalid imagebump marker\n\
          ignored/values.yaml:3        registry.test/team/app  1.2.0    -                                                          unmanaged: ignored (images[0] (registry.test/team/app) + marker)\n\
          marker/values.yaml:3         registry.test/team/app  1.2.0    semver ~1.2 (images[0] (registry.test/team/app) + marker)  managed\n\
-         pinned/kustomization.yaml:3  registry.test/team/app  1.2.0    pin (images[0] (registry.test/team/app) + marker)          managed\n\
+         pinned/kustomization.yaml:3  registry.test/team/app  1.2.0    pin (images[0] (registry.test/team/app) + marker)          pinned\n\
          rule/values.yaml:3           registry.test/team/app  1.2.0    semver ^1 (images[0] (registry.test/team/app))             managed\n\
          \n\
-         5 references in 5 files (3 managed, 2 unmanaged)\n"
+         5 references in 5 files (2 managed, 1 pinned, 2 unmanaged)\n"
     );
     assert_eq!(
         run.stderr,
@@ -861,9 +861,10 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
                 true,
                 json!({"strategy": "semver", "constraint": "~1.2", "source": marked})
             ),
+            // Held by its marker: `run` asks no registry about it.
             (
                 "pinned/kustomization.yaml",
-                true,
+                false,
                 json!({"strategy": "semver", "constraint": "^1", "pin": true, "source": marked})
             ),
             (

@@ -9,7 +9,7 @@ use super::{Error, Output, Status};
 use crate::cli::{Format, ScanArgs};
 use crate::discover::{self, Discovery};
 use crate::registry::Registries;
-use crate::report::{self, ScanEntry, ScanReport};
+use crate::report::{self, ScanEntry, ScanReport, ScanVerdict};
 use imagebump_model::Problem;
 
 /// Chart archives downloaded at once.
@@ -26,25 +26,28 @@ pub async fn scan(args: &ScanArgs, out: &Output) -> Result<Status, Error> {
         found.limit_to(&loaded.ws.tree, scope);
     }
     match out.format {
-        Format::Json => print_json(&ScanReport {
-            version: 1,
-            references: found.refs.iter().map(ScanEntry::from).collect(),
-            notes: &found.notes,
-            errors: &found.problems,
-        }),
+        Format::Json => {
+            let verdicts: Vec<ScanVerdict> = found.refs.iter().map(ScanVerdict::of).collect();
+            print_json(&ScanReport {
+                version: 1,
+                references: (found.refs.iter().zip(&verdicts))
+                    .map(|(r, v)| ScanEntry::new(r, v))
+                    .collect(),
+                notes: &found.notes,
+                errors: &found.problems,
+            })
+        }
         Format::Text if found.refs.is_empty() => print(format_args!(
             "no image references found in {} files: nothing to manage (docs/discovery.md says what is read)\n",
             found.files_scanned
         )),
         Format::Text => {
             print(format_args!("{}", report::scan_table(&found.refs, out.width)));
-            let managed = found.refs.iter().filter(|r| r.is_managed()).count();
             print(format_args!(
-                "\n{} references in {} files ({} managed, {} unmanaged)\n",
+                "\n{} references in {} files ({})\n",
                 found.refs.len(),
                 found.files_scanned,
-                managed,
-                found.refs.len().saturating_sub(managed)
+                counts(&found)
             ));
         }
     }
@@ -89,4 +92,27 @@ async fn chart_defaults(
     discover::chart_values::chart_defaults(found, &loaded.config, &registries, CHART_CONCURRENCY)
         .await;
     Ok(())
+}
+
+/// `3 managed, 1 pinned, 2 skipped, 4 unmanaged`: the references by status, as `run`
+/// reaches it before asking a registry; `pinned` and `skipped` only when there are any.
+fn counts(found: &Discovery) -> String {
+    let mut by_status: [(&str, usize); 4] = [
+        ("managed", 0),
+        ("pinned", 0),
+        ("skipped", 0),
+        ("unmanaged", 0),
+    ];
+    for r in found.refs.iter() {
+        let verdict = ScanVerdict::of(r);
+        let (status, _) = verdict.status();
+        if let Some(n) = by_status.iter_mut().find(|(s, _)| *s == status) {
+            n.1 = n.1.saturating_add(1);
+        }
+    }
+    (by_status.iter())
+        .filter(|(s, n)| *n > 0 || matches!(*s, "managed" | "unmanaged"))
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -871,8 +871,10 @@ impl Scan<'_> {
                 .get("value")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            // A one-line block scalar (`|`) ends with a line break the edit keeps.
+            let line = value.strip_suffix('\n').unwrap_or(value);
             let is_image =
-                value.contains('/') && parse_reference(value).is_ok_and(|r| r.tag.is_some());
+                line.contains('/') && parse_reference(line).is_ok_and(|r| r.tag.is_some());
             if is_image {
                 let name = value.rsplit_once(':').map_or(value, |(n, _)| n).to_string();
                 found.push(Current {
@@ -951,7 +953,8 @@ impl Scan<'_> {
             return None;
         };
         let ctx = loaded.ctx();
-        let value = s.value.as_str();
+        let one_line = ctx.one_line(s);
+        let value = one_line.unwrap_or(s.value.as_str());
         let (name, tag, digest) = match (&c.format, &c.kind) {
             (SlotFormat::Reference { .. }, RefKind::ArgoKustomizeImage) => {
                 let k = parse_kustomize_image(value)?;
@@ -996,6 +999,10 @@ impl Scan<'_> {
                 )
                 .into(),
             );
+            return Some(r);
+        }
+        if let Err(why) = one_line {
+            r.unmanaged = Some(why.into());
             return Some(r);
         }
         if tag.is_none() {

@@ -270,7 +270,15 @@ fn parts(
         placeholder: None,
     };
     for s in group {
-        let value = s.scalar.value.trim();
+        let value = match ctx.one_line(&s.scalar) {
+            Ok(value) => value.trim(),
+            Err(_) => {
+                parts.placeholder = Some(
+                    "a block scalar over several lines (or with `+` or an indentation indicator); write it on one line".into(),
+                );
+                continue;
+            }
+        };
         let format = match s.field {
             Field::Full if parse_reference(value).is_err() && placeholder(value).is_some() => {
                 parts.placeholder = placeholder(value).map(|why| format!("{value} is {why}"));

@@ -333,7 +333,7 @@ impl<'n> Fields<'n> {
 
 /// The scalar of a field: `Ok(None)` when absent, null or empty, `Err` (the reason it is
 /// unmanaged) when it is no string or stands for one.
-fn text<'n>(field: Option<Field<'n>>) -> Result<Option<&'n Scalar>, String> {
+fn text<'n>(field: Option<Field<'n>>, file: &str) -> Result<Option<&'n Scalar>, String> {
     let Some(f) = field else {
         return Ok(None);
     };
@@ -342,6 +342,9 @@ fn text<'n>(field: Option<Field<'n>>) -> Result<Option<&'n Scalar>, String> {
     };
     if is_null(s) || s.value.is_empty() {
         return Ok(None);
+    }
+    if imagebump_yaml::one_line_value(s, file).is_none() {
+        return Err(format!("`{}` is {}", f.label, super::BLOCK_LINES));
     }
     match name::placeholder(&s.value) {
         Some(why) => Err(format!("`{}` is {why}", f.label)),
@@ -535,15 +538,19 @@ impl<'a> Values<'a> {
         if let Some(why) = name::placeholder(&s.value) {
             return Some(Ok(self.unmanaged(kind, at, &s.value, why.to_string())));
         }
-        let r = match parse_reference(&s.value) {
+        let value = match self.ctx.one_line(s) {
+            Ok(value) => value,
+            Err(why) => return Some(Ok(self.unmanaged(kind, at, "", why.to_string()))),
+        };
+        let r = match parse_reference(value) {
             Ok(r) => r,
             // Meant as a reference (it has a path, tag or digest): a mistake to report.
-            Err(e) if s.value.contains(['/', ':', '@']) => {
+            Err(e) if value.contains(['/', ':', '@']) => {
                 return Some(Err(self.ctx.problem(at, e.to_string())))
             }
             Err(e) => {
                 let why = format!("not an image reference ({})", e.reason);
-                return Some(Ok(self.unmanaged(kind, at, &s.value, why)));
+                return Some(Ok(self.unmanaged(kind, at, value, why)));
             }
         };
         let mut out = self.ctx.new_ref(kind, &self.unit(), at, r);
@@ -626,14 +633,15 @@ impl<'a> Values<'a> {
             return Ok(self.unmanaged(RefKind::HelmValues, f.at(), written, why));
         }
         let parts = (|| {
-            if text(f.sha)?.is_some() {
+            let file = self.ctx.text;
+            if text(f.sha, file)?.is_some() {
                 return Err("pinned by `sha` (a digest imagebump does not write)".to_string());
             }
             Ok((
-                text(self.registry(f))?,
-                text(Some(f.repository))?,
-                text(f.tag)?,
-                text(f.digest)?,
+                text(self.registry(f), file)?,
+                text(Some(f.repository), file)?,
+                text(f.tag, file)?,
+                text(f.digest, file)?,
             ))
         })();
         let kind = RefKind::HelmValues;
@@ -660,9 +668,10 @@ impl<'a> Values<'a> {
     fn image_ref(&self, f: &Fields<'a>, p: Parts<'a>) -> Result<ImageRef, Problem> {
         let ctx = self.ctx;
         let repo = p.repository;
+        let line = |s: &'a Scalar| imagebump_yaml::one_line_value(s, ctx.text).unwrap_or(&s.value);
         let written = match p.registry {
-            Some(r) => format!("{}/{}", r.value.trim_end_matches('/'), repo.value),
-            None => repo.value.clone(),
+            Some(r) => format!("{}/{}", line(r).trim_end_matches('/'), line(repo)),
+            None => line(repo).to_string(),
         };
         let image = match parse_name(&written) {
             Ok(image) => image,
@@ -673,7 +682,7 @@ impl<'a> Values<'a> {
                 }
             }
         };
-        let tag_value = p.tag.map(|t| t.value.clone());
+        let tag_value = p.tag.map(|t| line(t).to_string());
         let (tag_only, tag_digest) = match tag_value.as_deref().map(|t| t.split_once('@')) {
             Some(Some((t, d))) => (Some(t.to_string()), Some(d.to_string())),
             _ => (tag_value.clone(), None),
@@ -690,7 +699,7 @@ impl<'a> Values<'a> {
             tag: tag_only,
             digest: tag_digest
                 .clone()
-                .or_else(|| p.digest.map(|d| d.value.clone())),
+                .or_else(|| p.digest.map(|d| line(d).to_string())),
         };
         let mut out = ctx.new_ref(RefKind::HelmValues, &self.unit(), f.at(), r);
         self.tag_slots(&mut out, f, p.tag, tag_digest.is_some());
@@ -731,11 +740,13 @@ impl<'a> Values<'a> {
             return None;
         }
         let repo = p.repository;
-        let r = parse_reference(&repo.value)
+        let line =
+            |s: &'a Scalar| imagebump_yaml::one_line_value(s, self.ctx.text).unwrap_or(&s.value);
+        let r = parse_reference(line(repo))
             .ok()
             .filter(|r| r.tag.is_some())?;
         let written = match p.registry {
-            Some(reg) => format!("{}/{}", reg.value.trim_end_matches('/'), r.written),
+            Some(reg) => format!("{}/{}", line(reg).trim_end_matches('/'), r.written),
             None => r.written.clone(),
         };
         let name = parse_name(&written).ok()?;

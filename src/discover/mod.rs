@@ -582,6 +582,11 @@ fn within(r: &ImageRef, prefix: &str) -> bool {
         && r.creations().iter().all(|c| inside(&c.file))
 }
 
+/// Why an image written as a block scalar that is not one line of text is not edited.
+pub const BLOCK_LINES: &str = "a block scalar over several lines (or with `+` or an \
+     indentation indicator): not edited; write the image on one line (`>-` and one line is \
+     fine)";
+
 /// Per-file context handed to the file-kind scanners.
 pub struct FileCtx<'a> {
     /// Shared by the references of the file: one allocation per file, not per reference.
@@ -598,6 +603,31 @@ impl FileCtx<'_> {
     pub fn problem(&self, offset: usize, message: impl Into<String>) -> Problem {
         let (line, column) = self.at(offset);
         Problem::at_file(&self.file, line, column, message)
+    }
+
+    /// The text an image scalar holds: its value, or the line of a block scalar written on
+    /// one line, without the line break `>` and `|` add after it (an edit keeps that break:
+    /// `imagebump_yaml::OneLineBlock`). `Err` with why it is not edited for a block scalar
+    /// that is not one line of text.
+    pub fn one_line<'s>(&self, s: &'s Scalar) -> Result<&'s str, &'static str> {
+        imagebump_yaml::one_line_value(s, self.text).ok_or(BLOCK_LINES)
+    }
+
+    /// `s` read as [`FileCtx::one_line`] reads it: its value is its line's text (a copy
+    /// only for a block scalar, whose span and style stay its own).
+    pub fn one_line_scalar<'s>(
+        &self,
+        s: &'s Scalar,
+    ) -> Result<std::borrow::Cow<'s, Scalar>, &'static str> {
+        let line = self.one_line(s)?;
+        Ok(if line.len() == s.value.len() {
+            std::borrow::Cow::Borrowed(s)
+        } else {
+            std::borrow::Cow::Owned(Scalar {
+                value: line.to_string(),
+                ..s.clone()
+            })
+        })
     }
 
     pub fn slot(&self, doc: usize, path: Vec<PathSeg>, s: &Scalar, format: SlotFormat) -> Slot {

@@ -649,7 +649,8 @@ fn image(
     path: Vec<PathSeg>,
     s: &Scalar,
 ) -> Result<Option<ImageRef>, Box<(ImageRef, Problem)>> {
-    let value = s.value.trim();
+    let one_line = ctx.one_line(s);
+    let value = one_line.unwrap_or(&s.value).trim();
     if value.is_empty() || value == "null" || value == "~" {
         return Ok(None);
     }
@@ -671,6 +672,9 @@ fn image(
     };
     if let Some(why) = name::placeholder(value) {
         return Ok(Some(unparsed(format!("not an image: {why}"))));
+    }
+    if let Err(why) = one_line {
+        return Ok(Some(unparsed(why.to_string())));
     }
     let r = match parse_reference(value) {
         Ok(r) => r,

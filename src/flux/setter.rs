@@ -79,10 +79,13 @@ fn walk(
     out: &mut (Vec<Setter>, Vec<BadSetter>),
 ) {
     if let Node::Scalar(s) = node {
-        if s.style == Style::Block {
-            return;
-        }
-        match comment(text, s.span.end).map(|(offset, c)| (offset, parse(c))) {
+        // A block scalar's comment is on its header line (`image: >- # {"$imagepolicy": …}`),
+        // where Flux reads it as the value's line comment.
+        let after = match s.style {
+            Style::Block => s.span.start,
+            _ => s.span.end,
+        };
+        match comment(text, after).map(|(offset, c)| (offset, parse(c))) {
             Some((offset, Some(Ok((policy, field))))) => out.0.push(Setter {
                 doc,
                 path: path.clone(),
@@ -252,6 +255,14 @@ images:
         assert_eq!(setters(text), ["x ns/p Full 1"]);
         assert!(setters("a: 1\n").is_empty());
         assert!(setters("a: '1 # {\"$imagepolicy\": \"ns:p\"}'\n").is_empty());
+    }
+
+    /// A block scalar carries its setter on its header line; a comment-like line inside
+    /// its text is text.
+    #[test]
+    fn a_block_scalar_is_marked_on_its_header_line() {
+        let text = "a: >- # {\"$imagepolicy\": \"ns:p\"}\n  ghcr.io/acme/app:1.0.0\nb: |\n  1.0.0 # {\"$imagepolicy\": \"ns:q:tag\"}\n";
+        assert_eq!(setters(text), ["a ns/p Full ghcr.io/acme/app:1.0.0"]);
     }
 
     #[test]

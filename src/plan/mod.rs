@@ -303,10 +303,24 @@ fn edits_for(
         };
         let raw = (text.get(slot.span.range()))
             .ok_or("the value is not where discovery found it in the file")?;
-        yaml::render_scalar(&old, raw, value).map_err(|e| e.to_string())
+        let value = match block_suffix(slot, raw) {
+            "" => Cow::Borrowed(value),
+            suffix => Cow::Owned(format!("{value}{suffix}")),
+        };
+        yaml::render_scalar(&old, raw, &value).map_err(|e| e.to_string())
     };
     let edits = edits_rendered(r, (tag, digest), |slot, value| Some(render(slot, value)));
     edits.unwrap_or_else(|| Err("no text to edit".into()))
+}
+
+/// What a block scalar on one line holds after its line's text (the line break of `>` and
+/// `|`), given its raw text: discovery read the line's text alone, and the edit keeps the
+/// break ([`yaml::OneLineBlock`]). Nothing for any other scalar.
+fn block_suffix(slot: &Slot, raw: &str) -> &'static str {
+    match slot.style {
+        yaml::Style::Block => yaml::OneLineBlock::of(raw).map_or("", |b| b.suffix()),
+        _ => "",
+    }
 }
 
 /// The edits of `r`'s slots to `tag` and `digest`, each slot's new text spelled by
@@ -329,12 +343,16 @@ fn edits_rendered(
             Ok(raw) => raw,
             Err(e) => return Some(Err(e)),
         };
+        let new_value = match block_suffix(slot, &new_raw) {
+            "" => value,
+            suffix => value + suffix,
+        };
         edits.push(Edit {
             doc: slot.doc as usize,
             path: slot.path.to_vec(),
             span: slot.span.range(),
             new_raw,
-            new_value: value,
+            new_value,
             inner: slot.inner.as_deref().cloned(),
         });
     }

@@ -40,9 +40,58 @@ pub struct ScanEntry<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writes_to: Option<&'a str>,
     pub policy: &'a crate::policy::Policy,
+    /// `status` is `managed`: `run` asks a registry about it.
     pub managed: bool,
+    /// What `run` does with it before asking any registry: `managed` (it asks), or the
+    /// status `run` reports it with (`pinned`, `skipped`, `unmanaged`).
+    pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason<'a>>,
+}
+
+/// What `scan` says of a reference: `run`'s verdict on it before any registry is asked
+/// ([`crate::resolve::decided_offline`]); `None` when `run` asks one.
+pub struct ScanVerdict(Option<Outcome>);
+
+impl ScanVerdict {
+    pub fn of(r: &ImageRef) -> ScanVerdict {
+        ScanVerdict(crate::resolve::decided_offline(r))
+    }
+
+    /// The status word and why (`managed` has no reason).
+    pub fn status(&self) -> (&'static str, Option<Reason<'_>>) {
+        match self.0.as_ref().and_then(status_of) {
+            Some(words) => words,
+            None => ("managed", None),
+        }
+    }
+
+    pub fn is_managed(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl<'a> ScanEntry<'a> {
+    pub fn new(r: &'a ImageRef, verdict: &'a ScanVerdict) -> Self {
+        let (status, reason) = verdict.status();
+        ScanEntry {
+            file: &r.file,
+            line: r.line as usize,
+            column: r.column as usize,
+            kind: r.kind,
+            image: r.image.to_string(),
+            name: &r.written,
+            tag: r.tag.as_deref(),
+            digest: r.digest.as_deref(),
+            unit: &r.unit,
+            app: r.app(),
+            writes_to: r.writes_to(),
+            policy: &r.policy,
+            managed: verdict.is_managed(),
+            status,
+            reason,
+        }
+    }
 }
 
 /// Why a reference is not updated (or not managed): words, or an unmanaged reference's
@@ -65,27 +114,6 @@ impl std::fmt::Display for Reason<'_> {
 impl Serialize for Reason<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
-    }
-}
-
-impl<'a> From<&'a ImageRef> for ScanEntry<'a> {
-    fn from(r: &'a ImageRef) -> Self {
-        ScanEntry {
-            file: &r.file,
-            line: r.line as usize,
-            column: r.column as usize,
-            kind: r.kind,
-            image: r.image.to_string(),
-            name: &r.written,
-            tag: r.tag.as_deref(),
-            digest: r.digest.as_deref(),
-            unit: &r.unit,
-            app: r.app(),
-            writes_to: r.writes_to(),
-            policy: &r.policy,
-            managed: r.is_managed(),
-            reason: r.unmanaged.as_ref().map(Reason::Unmanaged),
-        }
     }
 }
 
@@ -182,6 +210,20 @@ fn edit_refused(r: &ImageRef, o: &Outcome, refused: &BTreeSet<String>) -> bool {
         && r.with_touched_files(|files| files.iter().any(|f| refused.contains(*f)))
 }
 
+/// The status word of an outcome and why, as a report's rows and `scan` word it (`None`:
+/// an update).
+pub fn status_of(o: &Outcome) -> Option<(&'static str, Option<Reason<'_>>)> {
+    Some(match o {
+        Outcome::Update { .. } => return None,
+        Outcome::UpToDate => ("up-to-date", None),
+        Outcome::Rejected(s) => ("held-back", Some(Reason::Text(s))),
+        Outcome::Pinned(s) => ("pinned", Some(Reason::Text(s))),
+        Outcome::Skipped(s) => ("skipped", Some(Reason::Text(s))),
+        Outcome::Unmanaged(why) => ("unmanaged", Some(Reason::Unmanaged(why))),
+        Outcome::Failed(s) => ("not-checked", Some(Reason::Text(s))),
+    })
+}
+
 /// The row of `r`: looked at but not updated, and why (`None`: it is updated).
 fn not_updated_row<'a>(
     r: &'a ImageRef,
@@ -195,13 +237,7 @@ fn not_updated_row<'a>(
                 "the file's edit failed verification and was left unchanged",
             )),
         ),
-        Outcome::Update { .. } => return None,
-        Outcome::UpToDate => ("up-to-date", None),
-        Outcome::Rejected(s) => ("held-back", Some(Reason::Text(s))),
-        Outcome::Pinned(s) => ("pinned", Some(Reason::Text(s))),
-        Outcome::Skipped(s) => ("skipped", Some(Reason::Text(s))),
-        Outcome::Unmanaged(why) => ("unmanaged", Some(Reason::Unmanaged(why))),
-        Outcome::Failed(s) => ("not-checked", Some(Reason::Text(s))),
+        o => status_of(o)?,
     };
     Some(NotUpdated {
         file: &r.file,
@@ -571,15 +607,17 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
             (None, Some(d)) => format!("@{}", short_digest(d)),
             (None, None) => "-".into(),
         };
-        let (policy, status) = match &r.unmanaged {
-            None => (
-                format!("{} ({})", r.policy.summary(), r.policy.source),
-                match r.writes_to() {
-                    Some(w) => format!("managed, writes {w}"),
-                    None => "managed".to_string(),
-                },
-            ),
-            Some(reason) => ("-".to_string(), format!("unmanaged: {reason}")),
+        let verdict = ScanVerdict::of(r);
+        let policy = match r.unmanaged {
+            None => format!("{} ({})", r.policy.summary(), r.policy.source),
+            Some(_) => "-".to_string(),
+        };
+        let status = match (verdict.status(), r.writes_to()) {
+            (("managed", _), Some(w)) => format!("managed, writes {w}"),
+            // The policy column names the rule or marker that pins it.
+            ((status @ ("managed" | "pinned"), _), _) => status.to_string(),
+            ((status, Some(reason)), _) => format!("{status}: {reason}"),
+            ((status, None), _) => status.to_string(),
         };
         vec![
             format!("{}:{}", r.file, r.line),

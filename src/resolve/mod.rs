@@ -208,7 +208,7 @@ pub async fn resolve_with(
     // Which references are set aside (not managed, pinned, not judged): a byte each while
     // the tag lists come in, their outcomes made at the end with the others'. A list of
     // every outcome held meanwhile was 1.4 MiB at 10,000 apps, at the run's resident peak.
-    let aside: Vec<bool> = refs.iter().map(|r| set_aside(r).is_some()).collect();
+    let aside: Vec<bool> = refs.iter().map(|r| decided_offline(r).is_some()).collect();
     // The references left to resolve, with their indexes: found again where they are
     // read (a list of them was half a megabyte at 10,000 apps).
     let pending = || {
@@ -402,7 +402,7 @@ pub async fn resolve_with(
     let mut outcomes: Chunked<Outcome> = (refs.iter().zip(&decision_of))
         .map(|(r, &k)| match decided.get(k as usize) {
             Some((_, _, d)) => d.outcome.clone(),
-            None => set_aside(r).unwrap_or_else(not_resolved),
+            None => decided_offline(r).unwrap_or_else(not_resolved),
         })
         .collect();
     drop(decision_of);
@@ -505,7 +505,7 @@ fn list_tags<'a>(
 /// `r`, known from the reference alone; `None` when resolve asks nothing (unmanaged, pinned,
 /// a current tag the policy cannot judge, the `digest` strategy).
 pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
-    let asks = set_aside(r).is_none() && r.policy.needs_tag_list();
+    let asks = decided_offline(r).is_none() && r.policy.needs_tag_list();
     asks.then(|| {
         (
             (*r.image).clone(),
@@ -515,8 +515,10 @@ pub fn listed_for(r: &ImageRef) -> Option<ListKey> {
 }
 
 /// The outcome of a reference that costs no request (unmanaged, pinned, a current tag the
-/// policy cannot judge); `None` for one resolve asks the registry about.
-fn set_aside(r: &ImageRef) -> Option<Outcome> {
+/// policy cannot judge); `None` for one resolve asks the registry about. `scan` shows this
+/// verdict as the reference's status, so that what it lists as managed is what `run`
+/// takes to a registry, and a skipped or pinned one is worded as `run` words it.
+pub fn decided_offline(r: &ImageRef) -> Option<Outcome> {
     if let Some(reason) = &r.unmanaged {
         return Some(Outcome::Unmanaged(reason.clone()));
     }

@@ -9,6 +9,7 @@ use yaml_serde::Value;
 use super::located::{Node, PathSeg, Scalar, Style};
 use super::path_to_string;
 use crate::fingerprint::{Fingerprint, Reader};
+use crate::one_line::OneLineBlock;
 
 /// Replace one scalar: the bytes in `span` become `new_raw`, whose decoded value is
 /// `new_value`, found at `path` in document `doc`.
@@ -52,9 +53,15 @@ pub enum EditError {
 /// plain only when YAML reads the new text back as the same string (or as the number that
 /// prints as it, when the old value was a number); otherwise it is double-quoted rather than
 /// silently turned into another type (`1.10` would become the float 1.1).
+///
+/// A block scalar on one line of text ([`OneLineBlock`]) keeps its header and line break:
+/// `new_value` (what it is to hold, the line break `>` and `|` add included) becomes its
+/// line's text. Any other block scalar is refused.
 pub fn render_scalar(old: &Scalar, old_raw: &str, new_value: &str) -> Result<String, EditError> {
     match old.style {
-        Style::Block => Err(EditError::BlockScalar(old_raw.to_string())),
+        Style::Block => OneLineBlock::of(old_raw)
+            .and_then(|b| b.replaced(old_raw, new_value.strip_suffix(b.suffix())?))
+            .ok_or_else(|| EditError::BlockScalar(old_raw.to_string())),
         // Only a plain scalar whose new value reads as a number asks the old text.
         style => Ok(render_alone(style, new_value)
             .unwrap_or_else(|| plain_or_quoted(new_value, plain_reads_back(new_value, old_raw)))),

@@ -34,6 +34,7 @@ mod fingerprint;
 mod insert;
 mod keys;
 mod located;
+mod one_line;
 mod simple;
 
 pub use block::BlockText;
@@ -47,6 +48,7 @@ pub use located::{
     check_depth, check_nesting, parse_located, parse_located_fingerprinted, Doc, Key, LineIndex,
     Node, ParseError, PathSeg, Scalar, Style,
 };
+pub use one_line::{one_line_value, OneLineBlock};
 
 /// `text` read by libyaml as a `T`, after [`check_nesting`] (which refuses deep nesting at
 /// its line before libyaml spends its time on it). The one way code outside this crate reads

@@ -304,19 +304,26 @@ pub(super) fn entry(
     let name_node = item
         .get("name")
         .ok_or_else(|| ctx.problem(item.offset(), "kustomize image entry has no `name`"))?;
-    let field = |key: &str| -> Result<Option<&imagebump_yaml::Scalar>, Problem> {
+    if let Some(r) = not_one_line(ctx, unit, item) {
+        return Ok(r);
+    }
+    // Each value as its line's text: a block scalar on one line is read without the line
+    // break it ends with (`FileCtx::one_line`).
+    let field = |key: &str| -> Result<Option<std::borrow::Cow<'_, Scalar>>, Problem> {
         match item.get(key) {
             None => Ok(None),
-            Some(Node::Scalar(s)) => Ok(Some(s)),
+            Some(Node::Scalar(s)) => Ok(Some(
+                ctx.one_line_scalar(s)
+                    .unwrap_or(std::borrow::Cow::Borrowed(s)),
+            )),
             Some(other) => Err(ctx.problem(other.offset(), format!("`{key}` must be a string"))),
         }
     };
     let name =
         field("name")?.ok_or_else(|| ctx.problem(name_node.offset(), "`name` must be a string"))?;
-    let new_name = field("newName")?;
-    let new_tag = field("newTag")?;
-    let digest = field("digest")?;
-    let written = new_name.unwrap_or(name);
+    let (new_name, new_tag, digest) = (field("newName")?, field("newTag")?, field("digest")?);
+    let (new_name, new_tag, digest) = (new_name.as_deref(), new_tag.as_deref(), digest.as_deref());
+    let written = new_name.unwrap_or(&name);
     let at = new_tag.map_or(written.span.start, |t| t.span.start);
     if let Some(why) = not_an_image(written, new_tag) {
         let r = Reference {
@@ -386,6 +393,28 @@ pub(super) fn entry(
         }
     }
     Ok(out)
+}
+
+/// An `images:` entry with a value written as a block scalar that is not one line, listed
+/// as unmanaged with why: what such a value deploys is not one line to edit.
+fn not_one_line(ctx: &FileCtx, unit: &str, item: &Node) -> Option<ImageRef> {
+    let (at, why) = ["name", "newName", "newTag", "digest"]
+        .iter()
+        .find_map(|key| {
+            let s = item.get(key)?.as_scalar()?;
+            ctx.one_line(s).err().map(|why| (s.span.start, why))
+        })?;
+    let written = item.get("newName").or(item.get("name"));
+    let written = written.and_then(Node::str_value).unwrap_or_default();
+    let r = Reference {
+        name: ImageName::unparsed(written),
+        written: written.to_string(),
+        tag: None,
+        digest: None,
+    };
+    let mut out = ctx.new_ref(RefKind::Kustomize, unit, at, r);
+    out.unmanaged = Some(why.into());
+    Some(out)
 }
 
 /// Why an `images:` entry whose name or `newTag` is no name or tag at all is listed as
