@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
+use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place};
 use super::kustomize::patches::{effects, Container, Effect, Target};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
@@ -133,6 +133,8 @@ impl Layout {
             return;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
+        let mut workloads = self.workloads;
+        patch_values(&effects, &mut workloads, out);
         let mut graph = Graph::new(self.kustomizations, &mut out.notes);
         for (dir, index, e) in effects {
             graph.add_effects(&dir, index, e);
@@ -141,23 +143,21 @@ impl Layout {
             graph.add_app(leaf);
         }
         if graph.has_patches() {
-            overridden_entries(&graph, &self.workloads, out);
+            overridden_entries(&graph, &workloads, out);
         }
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        for (index, kustomizable, container) in &self.workloads {
+        for (index, kustomizable, container) in &workloads {
             let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
                 continue;
             };
-            match graph.place(
-                &r.file,
-                &r.written,
-                kustomizable,
-                shared,
-                container.as_ref(),
-            ) {
+            let at = At {
+                file: &r.file,
+                line: r.line,
+            };
+            match graph.place(at, &r.written, kustomizable, shared, container.as_ref()) {
                 Place::InPlace { image, unit } => {
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
@@ -200,13 +200,13 @@ fn overridden_entries(
     out: &mut Discovery,
 ) {
     // The kustomizable images by the name written, with their file and container.
-    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, &Container)>> = BTreeMap::new();
+    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, u32, &Container)>> = BTreeMap::new();
     for (index, kustomizable, container) in workloads {
         let (Some(r), Some(c), true) = (out.refs.get(*index), container, *kustomizable) else {
             continue;
         };
         let list = by_name.entry(ArcStr::clone(&r.written)).or_default();
-        list.push((ArcStr::clone(&r.file), c));
+        list.push((ArcStr::clone(&r.file), r.line, c));
     }
     for r in out.refs.iter_mut_from(0) {
         if r.kind != super::RefKind::Kustomize || !r.is_managed() {
@@ -223,10 +223,48 @@ fn overridden_entries(
         let Some(list) = by_name.get(entry.name.as_str()) else {
             continue;
         };
-        let workloads = list.iter().map(|(f, c)| (f.as_str(), *c));
+        let workloads = (list.iter()).map(|(file, line, c)| {
+            let at = At { file, line: *line };
+            (at, *c)
+        });
         if let Some(by) = graph.entry_overridden(dir, workloads) {
             r.unmanaged = Some(by);
         }
+    }
+}
+
+/// The images patches write (in patch files and inline): kustomize's `images:` entries
+/// apply to them where the patch renders, and each is the image of the container of the
+/// rendered resource it reaches (a base's, found by the patch's target and the container's
+/// name or place), so that the patches after it and above it are weighed against it.
+fn patch_values(
+    effects: &[(String, usize, Vec<Effect>)],
+    workloads: &mut [(usize, bool, Option<Container>)],
+    out: &Discovery,
+) {
+    let writes: BTreeMap<(&str, u32), &Effect> = (effects.iter())
+        .flat_map(|(_, _, list)| list)
+        .filter(|e| !e.what.removes())
+        .map(|e| ((e.file.as_str(), e.line), e))
+        .collect();
+    if writes.is_empty() {
+        return;
+    }
+    let written_by = |index: &usize| {
+        let r = out.refs.get(*index)?;
+        writes.get(&(r.file.as_str(), r.line)).copied()
+    };
+    let bases: Vec<Container> = (workloads.iter())
+        .filter(|(index, _, _)| written_by(index).is_none())
+        .filter_map(|(_, _, c)| c.clone())
+        .collect();
+    for (index, kustomizable, container) in workloads.iter_mut() {
+        let Some(e) = written_by(index) else {
+            continue;
+        };
+        *kustomizable = true;
+        let base = bases.iter().find(|c| e.reaches(c)).cloned();
+        *container = base.or(container.take()).or_else(|| e.container());
     }
 }
 

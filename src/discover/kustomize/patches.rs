@@ -62,11 +62,34 @@ pub struct Effect {
 pub enum What {
     /// It writes the image of this container.
     SetsImage(Box<str>),
-    /// A JSON 6902 `replace` or `add` of `…/containers/N/image` (`init`: of
-    /// `…/initContainers/N/image`).
+    /// A JSON 6902 `replace` or `add` of `…/containers/N/image`, or a `replace` of
+    /// `…/containers/N` with a container that has an image (`init`: of `initContainers`).
     SetsImageAt { init: bool, index: usize },
     /// `$patch: delete`: the resource is not rendered.
     Deletes,
+    /// A `$patch: replace` of a containers list (or of a map above it): every container of
+    /// the list but those the patch writes (`keep`) is gone from the render.
+    Replaces { init: bool, keep: Box<[Box<str>]> },
+    /// A container item with `$patch: delete`: that container is gone from the render.
+    DeletesContainer { init: bool, container: Box<str> },
+}
+
+impl What {
+    /// It removes the container it reaches from the render.
+    pub fn removes(&self) -> bool {
+        matches!(
+            self,
+            What::Deletes | What::Replaces { .. } | What::DeletesContainer { .. }
+        )
+    }
+
+    /// Why a container it reaches is not rendered, for the report.
+    pub fn removal(&self) -> &'static str {
+        match self {
+            What::Replaces { .. } => "$patch: replace",
+            _ => "$patch: delete",
+        }
+    }
 }
 
 impl Effect {
@@ -82,7 +105,32 @@ impl Effect {
                 What::Deletes => true,
                 What::SetsImage(container) => *container == c.container,
                 What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
+                What::Replaces { init, keep } => {
+                    *init == c.init && !keep.iter().any(|k| *k == c.container)
+                }
+                What::DeletesContainer { init, container } => {
+                    *init == c.init && *container == c.container
+                }
             }
+    }
+}
+
+impl Effect {
+    /// The container it writes the image of, as far as the patch alone says (the
+    /// container's name, or its place in the list).
+    pub fn container(&self) -> Option<Container> {
+        let (container, init, index) = match &self.what {
+            What::SetsImage(name) => (name.clone(), false, usize::MAX),
+            What::SetsImageAt { init, index } => (Box::default(), *init, *index),
+            _ => return None,
+        };
+        Some(Container {
+            kind: self.kind.clone(),
+            name: self.name.clone().unwrap_or_default(),
+            container,
+            init,
+            index,
+        })
     }
 }
 
@@ -134,11 +182,52 @@ pub fn effects(
     containers(root, &mut |name, image| {
         out.push(effect(What::SetsImage(name.into()), image.offset()));
     });
+    removals(root, false, &mut |what, offset| {
+        out.push(effect(what, offset))
+    });
     out
 }
 
+/// The `$patch: replace` and `$patch: delete` directives below the patch's root that drop
+/// containers: a replaced pod spec (or a map above it; kustomize ignores one at the root)
+/// keeps only the containers of the patch, a replaced list only its own items, a deleted
+/// item drops its container. `replaced`: a map at or above `node` is replaced.
+fn removals(node: &Node, replaced: bool, found: &mut dyn FnMut(What, usize)) {
+    let Node::Map { entries, .. } = node else {
+        return;
+    };
+    let replaces = |n: &Node| n.get("$patch").and_then(Node::str_value) == Some("replace");
+    let name = |i: &Node| i.get("name").and_then(Node::str_value).map(Box::from);
+    let pod_spec = node.get("containers").is_some() || node.get("initContainers").is_some();
+    for (init, key) in [(false, "containers"), (true, "initContainers")] {
+        let value = node.get(key);
+        let items = match value {
+            Some(Node::Seq { items, .. }) => items.as_slice(),
+            _ => &[],
+        };
+        if (replaced && pod_spec) || items.iter().any(replaces) {
+            let keep = items.iter().filter_map(name).collect();
+            found(
+                What::Replaces { init, keep },
+                value.unwrap_or(node).offset(),
+            );
+        }
+        for item in items {
+            let deletes = item.get("$patch").and_then(Node::str_value) == Some("delete");
+            if let (true, Some(container)) = (deletes, name(item)) {
+                found(What::DeletesContainer { init, container }, item.offset());
+            }
+        }
+    }
+    for (key, value) in entries {
+        if key.name != "containers" && key.name != "initContainers" {
+            removals(value, replaced || replaces(value), found);
+        }
+    }
+}
+
 /// The image writes of a JSON 6902 patch (a list of operations), which always has a
-/// `target:`. Its values are not edited: the images it writes are only known to be set.
+/// `target:`.
 fn json6902(
     ops: &[Node],
     target: Option<&Target>,
@@ -148,41 +237,112 @@ fn json6902(
     let Some(t) = target else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for op in ops {
-        let kind = op.get("op").and_then(Node::str_value);
-        let path = op.get("path").and_then(Node::str_value);
-        let (Some("replace" | "add"), Some(path)) = (kind, path) else {
-            continue;
-        };
-        let Some(what) = image_pointer(path) else {
-            continue;
-        };
-        out.push(Effect {
+    (json6902_images(ops).into_iter())
+        .map(|op| Effect {
             kind: t.kind.as_deref().unwrap_or("*").into(),
             name: t.name.clone(),
-            what,
+            what: op.what,
             file: ArcStr::clone(file),
-            line: line_of(op.offset()),
-        });
+            line: line_of(op.image.span.start),
+        })
+        .collect()
+}
+
+/// One JSON 6902 operation that writes a container's image.
+pub struct ImageOp<'n> {
+    /// The operation's place in the list.
+    pub index: usize,
+    /// Where the image is below the operation: `value`, or `value.image`.
+    pub path: Vec<PathSeg>,
+    pub image: &'n imagebump_yaml::Scalar,
+    pub what: What,
+}
+
+/// The operations of a JSON 6902 patch that write a container's image: a `replace` or
+/// `add` of `…/containers/N/image`, a `replace` of `…/containers/N` (the image of the
+/// container it puts there), an `add` of `…/containers/N` or `…/containers/-` (a new
+/// container, by its name).
+pub fn json6902_images(ops: &[Node]) -> Vec<ImageOp<'_>> {
+    let mut out = Vec::new();
+    for (index, op) in ops.iter().enumerate() {
+        let kind = op.get("op").and_then(Node::str_value);
+        let (Some(path), Some(value)) = (op.get("path").and_then(Node::str_value), op.get("value"))
+        else {
+            continue;
+        };
+        let Some(pointer) = container_pointer(path) else {
+            continue;
+        };
+        let key = |k: &str| PathSeg::Key(k.into());
+        let found = match (kind, pointer) {
+            (Some("replace" | "add"), Pointer::Image { init, index }) => value
+                .as_scalar()
+                .map(|s| (vec![key("value")], s, What::SetsImageAt { init, index })),
+            (
+                Some("replace"),
+                Pointer::Container {
+                    init,
+                    index: Some(index),
+                },
+            ) => (value.get("image").and_then(Node::as_scalar)).map(|s| {
+                (
+                    vec![key("value"), key("image")],
+                    s,
+                    What::SetsImageAt { init, index },
+                )
+            }),
+            (Some("add"), Pointer::Container { .. }) => {
+                let name = value.get("name").and_then(Node::str_value);
+                (value.get("image").and_then(Node::as_scalar).zip(name)).map(|(s, n)| {
+                    (
+                        vec![key("value"), key("image")],
+                        s,
+                        What::SetsImage(n.into()),
+                    )
+                })
+            }
+            _ => None,
+        };
+        if let Some((path, image, what)) = found {
+            out.push(ImageOp {
+                index,
+                path,
+                image,
+                what,
+            });
+        }
     }
     out
 }
 
-/// `…/containers/N/image` or `…/initContainers/N/image`, as a JSON pointer.
-fn image_pointer(path: &str) -> Option<What> {
-    let mut parts = path.rsplit('/');
-    let (image, index, list) = (parts.next()?, parts.next()?, parts.next()?);
-    let init = match list {
-        "containers" => false,
-        "initContainers" => true,
-        _ => return None,
+/// What a JSON pointer names in a containers list.
+#[derive(Debug, PartialEq, Eq)]
+enum Pointer {
+    /// `…/containers/N/image`.
+    Image { init: bool, index: usize },
+    /// `…/containers/N` (`None`: `-`, the end of the list).
+    Container { init: bool, index: Option<usize> },
+}
+
+fn container_pointer(path: &str) -> Option<Pointer> {
+    let list = |name: &str| match name {
+        "containers" => Some(false),
+        "initContainers" => Some(true),
+        _ => None,
     };
-    (image == "image").then_some(())?;
-    Some(What::SetsImageAt {
-        init,
-        index: index.parse().ok()?,
-    })
+    let mut parts = path.rsplit('/');
+    let last = parts.next()?;
+    if last == "image" {
+        let index = parts.next()?.parse().ok()?;
+        let init = list(parts.next()?)?;
+        return Some(Pointer::Image { init, index });
+    }
+    let index = match last {
+        "-" => None,
+        i => Some(i.parse().ok()?),
+    };
+    let init = list(parts.next()?)?;
+    Some(Pointer::Container { init, index })
 }
 
 /// Every `containers[]`/`initContainers[]` item below `node` that writes `image:`, by its
@@ -341,16 +501,23 @@ mod tests {
                 index: 1
             }
         );
-        assert_eq!(e[0].line, text.find("op: replace").unwrap() as u32);
+        assert_eq!(e[0].line, text.find("app:3.0").unwrap() as u32);
         // Without a target it is not a patch kustomize applies.
         assert!(effects(&doc(text), None, &"k.yaml".into(), &|_| 1).is_empty());
         assert_eq!(
-            image_pointer("/spec/initContainers/0/image"),
-            Some(What::SetsImageAt {
+            container_pointer("/spec/initContainers/0/image"),
+            Some(Pointer::Image {
                 init: true,
                 index: 0
             })
         );
-        assert_eq!(image_pointer("/spec/containers/x/image"), None);
+        assert_eq!(container_pointer("/spec/containers/x/image"), None);
+        assert_eq!(
+            container_pointer("/spec/jobTemplate/spec/template/spec/containers/-"),
+            Some(Pointer::Container {
+                init: false,
+                index: None
+            })
+        );
     }
 }
