@@ -290,9 +290,9 @@ impl Graph {
         last
     }
 
-    /// Some patch at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
+    /// Some patch or replacement at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
     pub fn has_patches(&self) -> bool {
-        !self.effects.is_empty()
+        !self.effects.is_empty() || (self.kustomizations.iter()).any(|k| !k.replacements.is_empty())
     }
 
     /// What a patch above the kustomization `dir` writes over its `images:` entry: the
@@ -311,7 +311,11 @@ impl Graph {
                     continue;
                 };
                 let above = chain.get(level.saturating_add(1)..).unwrap_or_default();
-                let last = above.iter().rev().find_map(|d| self.patched(d, at, c));
+                // Replacements apply after the kustomization's own entries, patches before.
+                let replaced_at = |d: &str| self.kustomization(d).and_then(|k| replaced(k, c));
+                let last = (above.iter().rev())
+                    .find_map(|d| replaced_at(d).or_else(|| self.patched(d, at, c)))
+                    .or_else(|| replaced_at(dir));
                 let e = last?;
                 by = Some(crate::discover::Unmanaged::OverriddenBy {
                     file: arcstr::ArcStr::clone(&e.file),
@@ -436,8 +440,20 @@ impl Graph {
                 walk.name = n;
             }
         }
+        // Replacements copy a value into the image after the `images:` entries.
+        if let Some(e) = container.and_then(|c| replaced(k, c)) {
+            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                file: arcstr::ArcStr::clone(&e.file),
+                line: e.line,
+            });
+        }
         Ok(())
     }
+}
+
+/// The last of the `replacements:` of `k` that writes the image of `c`.
+fn replaced<'k>(k: &'k Kustomization, c: &Container) -> Option<&'k Effect> {
+    k.replacements.iter().rev().find(|e| e.reaches(c))
 }
 
 /// Where an image is written: its file and line.
@@ -534,7 +550,7 @@ mod tests {
         );
         // Held for every kustomization until placement: growing it is a choice, made here.
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (112, 24));
+        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (128, 24));
     }
 
     /// Two kustomization files in one directory: the one read last is the directory's,

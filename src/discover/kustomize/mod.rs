@@ -35,6 +35,8 @@ pub struct Kustomization {
     /// Strategic-merge patches (`patches:`, `patchesStrategicMerge:`), in the order
     /// kustomize applies them.
     pub patches: Box<[patches::Patch]>,
+    /// The container images its `replacements:` write (applied after its `images:`).
+    pub replacements: Box<[patches::Effect]>,
 }
 
 impl Kustomization {
@@ -104,6 +106,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k.values_files = values_files(root);
     k.configurations = names(root, "configurations");
     k.patches = read_patches(ctx, root);
+    k.replacements = replacements(ctx, root);
     if let Some(Node::Seq { items, .. }) = root.get("images") {
         k.images = (items.iter())
             .filter_map(|item| {
@@ -181,6 +184,45 @@ fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
             } else if let Some(s) = text("patch") {
                 out.push(patch(ctx, s, target));
             }
+        }
+    }
+    out.into_boxed_slice()
+}
+
+/// The container images the `replacements:` written in the kustomization copy a value
+/// into, by their targets' `select` and `fieldPaths`. A `path:` item (replacements in a
+/// file of their own) is not read.
+fn replacements(ctx: &FileCtx, root: &Node) -> Box<[patches::Effect]> {
+    let mut out = Vec::new();
+    let Some(Node::Seq { items, .. }) = root.get("replacements") else {
+        return out.into_boxed_slice();
+    };
+    let targets = items.iter().filter_map(|r| match r.get("targets") {
+        Some(Node::Seq { items, .. }) => Some(items),
+        _ => None,
+    });
+    for target in targets.flatten() {
+        let select = target.get("select");
+        let text = |key: &str| {
+            (select.and_then(|s| s.get(key)))
+                .and_then(Node::str_value)
+                .map(Box::from)
+        };
+        let paths = match target.get("fieldPaths") {
+            Some(Node::Seq { items, .. }) => items.as_slice(),
+            _ => &[],
+        };
+        for path in paths.iter().filter_map(Node::as_scalar) {
+            let Some(what) = patches::field_path_image(&path.value) else {
+                continue;
+            };
+            out.push(patches::Effect {
+                kind: text("kind").unwrap_or_else(|| "*".into()),
+                name: text("name"),
+                what,
+                file: ArcStr::clone(&ctx.file),
+                line: saturating_u32(ctx.at(path.span.start).0),
+            });
         }
     }
     out.into_boxed_slice()

@@ -315,6 +315,26 @@ pub fn json6902_images(ops: &[Node]) -> Vec<ImageOp<'_>> {
     out
 }
 
+/// The container image a kustomize field path (`replacements:` targets) names:
+/// `…containers.[name=app].image` or `…containers.0.image` (and `initContainers`).
+pub fn field_path_image(path: &str) -> Option<What> {
+    let mut parts = path.rsplit('.');
+    (parts.next()? == "image").then_some(())?;
+    let item = parts.next()?;
+    let init = match parts.next()? {
+        "containers" => false,
+        "initContainers" => true,
+        _ => return None,
+    };
+    if let Some(name) = (item.strip_prefix("[name=")).and_then(|n| n.strip_suffix(']')) {
+        return Some(What::SetsImage(name.into()));
+    }
+    Some(What::SetsImageAt {
+        init,
+        index: item.parse().ok()?,
+    })
+}
+
 /// What a JSON pointer names in a containers list.
 #[derive(Debug, PartialEq, Eq)]
 enum Pointer {

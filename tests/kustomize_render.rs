@@ -1,0 +1,167 @@
+//! The rest of the kustomize model, each case checked by the render oracle of
+//! tests/support/oracle.rs against the real `kubectl kustomize`: JSON 6902 image values,
+//! `$patch: replace` and container deletes, `replacements:`, and every fixture of the
+//! repository that holds kustomizations.
+
+#[path = "support/oracle.rs"]
+mod oracle;
+mod support;
+
+use oracle::{update, Oracle, Update, IMAGE};
+use support::{Registry, RegistryMode};
+
+const WEB: &str = "registry.example.com/team/web";
+const JOB: &str = "registry.example.com/team/job";
+
+/// A Deployment `app` (init container `init` on `web`, container `app` on `app`) and a
+/// CronJob `job` (container `job` on `job`), each at 1.0.
+fn base() -> Vec<(&'static str, String)> {
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  selector:\n    matchLabels: {{app: app}}\n  template:\n    metadata:\n      labels: {{app: app}}\n    spec:\n      initContainers:\n        - name: init\n          image: {WEB}:1.0\n      containers:\n        - name: app\n          image: {IMAGE}:1.0\n"
+    );
+    let cronjob = format!(
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: job\nspec:\n  schedule: \"@daily\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n            - name: job\n              image: {JOB}:1.0\n"
+    );
+    vec![
+        ("base/deployment.yaml", deployment),
+        ("base/cronjob.yaml", cronjob),
+        (
+            "base/kustomization.yaml",
+            "resources: [deployment.yaml, cronjob.yaml]\n".into(),
+        ),
+    ]
+}
+
+/// `team/app` at 1.0 … 4.0, `team/web`, `team/job` and `team/extra` at 1.0 and 2.0.
+fn oracle(files: &[(&str, String)], leaves: &[&'static str]) -> Oracle {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/app", &["1.0", "2.0", "3.0", "4.0"]);
+    for repo in ["team/web", "team/job", "team/extra"] {
+        reg.push_tags(repo, &["1.0", "2.0"]);
+    }
+    Oracle::over(reg, support::tree(files), leaves)
+}
+
+fn moved(image: &str, file: &str, unit: &str, from: &str, to: &str) -> Update {
+    Update {
+        image: image.into(),
+        ..update(file, unit, from, to)
+    }
+}
+
+/// Indents `text` by `n` spaces (an inline patch under `patch: |-`).
+fn indent(text: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    text.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+/// Every form of a JSON 6902 operation that writes a container's image is what its leaf
+/// renders, and is edited there: `replace`/`add` of `…/image` (containers and
+/// initContainers) in a `patches:` file, a `replace` of a whole CronJob container inline
+/// in the kustomization, an `add` of a new container in a `patchesJson6902:` file. The
+/// base's images move with an `images:` entry in each leaf that still renders them.
+#[test]
+fn json_6902_values_are_edited_where_they_render() {
+    let mut files = base();
+    files.push((
+        "envs/a/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - path: ops.yaml\n    target:\n      kind: Deployment\n      name: app\n".into(),
+    ));
+    files.push((
+        "envs/a/ops.yaml",
+        format!("- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: {IMAGE}:2.0\n- op: add\n  path: /spec/template/spec/initContainers/0/image\n  value: \"{WEB}:1.0\"\n"),
+    ));
+    let job = format!("- op: replace\n  path: /spec/jobTemplate/spec/template/spec/containers/0\n  value:\n    name: job\n    image: {JOB}:1.0 # pinned\n");
+    files.push((
+        "envs/b/kustomization.yaml",
+        format!(
+            "resources: [../../base]\npatches:\n  - target: {{kind: CronJob, name: job}}\n    patch: |-\n{}",
+            indent(&job, 6)
+        ),
+    ));
+    files.push((
+        "envs/c/kustomization.yaml",
+        "resources:\n  - ../../base\npatchesJson6902:\n  - target: {group: apps, version: v1, kind: Deployment, name: app}\n    path: extra.yaml\n".into(),
+    ));
+    files.push((
+        "envs/c/extra.yaml",
+        "- op: add\n  path: /spec/template/spec/containers/-\n  value: {name: extra, image: registry.example.com/team/extra:1.0}\n".into(),
+    ));
+    let oracle = oracle(&files, &["envs/a", "envs/b", "envs/c"]);
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    assert_eq!(
+        oracle.check(),
+        [
+            moved(JOB, &k("a"), "envs/a", "1.0", "2.0"),
+            update("envs/a/ops.yaml", "envs/a", "2.0", "4.0"),
+            moved(WEB, "envs/a/ops.yaml", "envs/a", "1.0", "2.0"),
+            update(&k("b"), "envs/b", "1.0", "4.0"),
+            moved(JOB, &k("b"), "envs/b", "1.0", "2.0"),
+            moved(WEB, &k("b"), "envs/b", "1.0", "2.0"),
+            moved(
+                "registry.example.com/team/extra",
+                "envs/c/extra.yaml",
+                "envs/c",
+                "1.0",
+                "2.0"
+            ),
+            update(&k("c"), "envs/c", "1.0", "4.0"),
+            moved(JOB, &k("c"), "envs/c", "1.0", "2.0"),
+            moved(WEB, &k("c"), "envs/c", "1.0", "2.0"),
+        ]
+    );
+    let b = std::fs::read_to_string(oracle.repo.path().join(k("b"))).unwrap();
+    assert!(
+        b.contains(&format!("        image: {JOB}:2.0 # pinned\n")),
+        "{b}"
+    );
+}
+
+/// A JSON 6902 value that something later rewrites is not what renders: an `images:`
+/// entry of the same kustomization (applied after its patches) moves instead, and a later
+/// operation of the same patch wins over an earlier one.
+#[test]
+fn a_json_6902_value_written_again_is_not_edited() {
+    let mut files = base();
+    let op = |v: &str| {
+        format!(
+            "- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: {IMAGE}:{v}\n"
+        )
+    };
+    files.push((
+        "envs/dev/kustomization.yaml",
+        format!(
+            "resources: [../../base]\npatches:\n  - path: ops.yaml\n    target: {{kind: Deployment, name: app}}\nimages:\n  - name: {IMAGE}\n    newTag: \"3.0\"\n"
+        ),
+    ));
+    files.push(("envs/dev/ops.yaml", op("2.0")));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        format!(
+            "resources: [../../base]\npatches:\n  - target: {{kind: Deployment, name: app}}\n    patch: |-\n{}  - target: {{kind: Deployment}}\n    path: later.yaml\n",
+            indent(&op("2.0"), 6)
+        ),
+    ));
+    files.push(("envs/prod/later.yaml", op("3.0")));
+    let oracle = oracle(&files, &["envs/dev", "envs/prod"]);
+    let entry = |leaf: &str, image: &str| {
+        moved(
+            image,
+            &format!("envs/{leaf}/kustomization.yaml"),
+            &format!("envs/{leaf}"),
+            "1.0",
+            "2.0",
+        )
+    };
+    assert_eq!(
+        oracle.check(),
+        [
+            update("envs/dev/kustomization.yaml", "envs/dev", "3.0", "4.0"),
+            entry("dev", JOB),
+            entry("dev", WEB),
+            entry("prod", JOB),
+            entry("prod", WEB),
+            update("envs/prod/later.yaml", "envs/prod", "3.0", "4.0"),
+        ]
+    );
+}
