@@ -165,3 +165,104 @@ fn a_json_6902_value_written_again_is_not_edited() {
         ]
     );
 }
+
+/// `$patch: replace` keeps only the patch's containers: a replaced list (`- $patch:
+/// replace`, dev: its init containers stay) or a replaced map above the pod spec (staging:
+/// both lists) drops the base's other containers, and a container item with `$patch: delete` (qa) drops that one. A dropped
+/// container gets no `images:` entry in that leaf; the patch's own image is what renders.
+#[test]
+fn replaced_and_deleted_containers() {
+    let mut files = base();
+    let patch = |spec: &str| {
+        let text = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n{}",
+            indent(spec, 4)
+        );
+        format!(
+            "resources: [../../base]\npatches:\n  - patch: |-\n{}",
+            indent(&text, 6)
+        )
+    };
+    files.push((
+        "envs/dev/kustomization.yaml",
+        patch(&format!(
+            "containers:\n  - $patch: replace\n  - name: app\n    image: {IMAGE}:2.0\n"
+        )),
+    ));
+    files.push((
+        "envs/staging/kustomization.yaml",
+        patch(&format!(
+            "spec:\n  $patch: replace\n  containers:\n    - name: app\n      image: {IMAGE}:3.0\n"
+        )),
+    ));
+    files.push((
+        "envs/qa/kustomization.yaml",
+        patch("initContainers:\n  - name: init\n    $patch: delete\n"),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let leaves = ["envs/dev", "envs/prod", "envs/qa", "envs/staging"];
+    let oracle = oracle(&files, &leaves);
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    let entry = |leaf: &str, image: &str, to: &str| {
+        moved(image, &k(leaf), &format!("envs/{leaf}"), "1.0", to)
+    };
+    assert_eq!(
+        oracle.check(),
+        [
+            update(&k("dev"), "envs/dev", "2.0", "4.0"),
+            entry("dev", JOB, "2.0"),
+            entry("dev", WEB, "2.0"),
+            entry("prod", IMAGE, "4.0"),
+            entry("prod", JOB, "2.0"),
+            entry("prod", WEB, "2.0"),
+            entry("qa", IMAGE, "4.0"),
+            entry("qa", JOB, "2.0"),
+            update(&k("staging"), "envs/staging", "3.0", "4.0"),
+            entry("staging", JOB, "2.0"),
+        ]
+    );
+}
+
+/// `replacements:` apply after the kustomization's `images:` entries: a container image a
+/// replacement copies from another resource is what the source renders, so it gets no
+/// entry of its own where the replacement applies (dev); the source's entry moves both.
+/// An `images:` entry the replacement overwrites is left alone (staging).
+#[test]
+fn replacements_copy_an_image() {
+    let mut files = base();
+    let replacement = "replacements:\n  - source:\n      kind: Deployment\n      name: app\n      fieldPath: spec.template.spec.containers.[name=app].image\n    targets:\n      - select:\n          kind: CronJob\n        fieldPaths:\n          - spec.jobTemplate.spec.template.spec.containers.[name=job].image\n";
+    files.push((
+        "envs/dev/kustomization.yaml",
+        format!("resources: [../../base]\n{replacement}"),
+    ));
+    files.push((
+        "envs/staging/kustomization.yaml",
+        format!(
+            "resources: [../../base]\nimages:\n  - name: {JOB}\n    newTag: \"1.0\"\n{replacement}"
+        ),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let oracle = oracle(&files, &["envs/dev", "envs/prod", "envs/staging"]);
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    let entry = |leaf: &str, image: &str, to: &str| {
+        moved(image, &k(leaf), &format!("envs/{leaf}"), "1.0", to)
+    };
+    assert_eq!(
+        oracle.check(),
+        [
+            entry("dev", IMAGE, "4.0"),
+            entry("dev", WEB, "2.0"),
+            entry("prod", IMAGE, "4.0"),
+            entry("prod", JOB, "2.0"),
+            entry("prod", WEB, "2.0"),
+            entry("staging", IMAGE, "4.0"),
+            entry("staging", WEB, "2.0"),
+        ]
+    );
+}

@@ -206,7 +206,8 @@ fn removals(node: &Node, replaced: bool, found: &mut dyn FnMut(What, usize)) {
             _ => &[],
         };
         if (replaced && pod_spec) || items.iter().any(replaces) {
-            let keep = items.iter().filter_map(name).collect();
+            let kept = |i: &&Node| i.get("$patch").is_none();
+            let keep = items.iter().filter(kept).filter_map(name).collect();
             found(
                 What::Replaces { init, keep },
                 value.unwrap_or(node).offset(),
@@ -539,5 +540,107 @@ mod tests {
                 index: None
             })
         );
+    }
+
+    #[test]
+    fn replaced_and_deleted_containers_are_dropped() {
+        let list = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n        - $patch: replace\n        - name: app\n          image: app:2.0\n      initContainers:\n        - name: init\n          $patch: delete\n";
+        let e = effects(&doc(list), None, &"p.yaml".into(), &|_| 1);
+        let what: Vec<&What> = e.iter().map(|e| &e.what).collect();
+        assert_eq!(
+            what,
+            [
+                &What::SetsImage("app".into()),
+                &What::Replaces {
+                    init: false,
+                    keep: Box::new(["app".into()])
+                },
+                &What::DeletesContainer {
+                    init: true,
+                    container: "init".into()
+                },
+            ]
+        );
+        let c = |container: &str, init: bool| Container {
+            kind: "Deployment".into(),
+            name: "app".into(),
+            container: container.into(),
+            init,
+            index: 0,
+        };
+        assert!(e[1].reaches(&c("sidecar", false)));
+        assert!(!e[1].reaches(&c("app", false)));
+        assert!(!e[1].reaches(&c("sidecar", true)));
+        assert!(e[2].reaches(&c("init", true)));
+        assert!(!e[2].reaches(&c("init", false)));
+        // A replaced map above the pod spec replaces both lists; one at the root is
+        // ignored by kustomize.
+        let map = list.replace(
+            "      containers:\n        - $patch: replace\n",
+            "      $patch: replace\n      containers:\n",
+        );
+        let e = effects(&doc(&map), None, &"p.yaml".into(), &|_| 1);
+        assert!(e.iter().any(|e| e.what
+            == What::Replaces {
+                init: true,
+                keep: Box::default()
+            }));
+        let root = format!(
+            "$patch: replace\n{}",
+            list.replace("        - $patch: replace\n", "")
+        );
+        let e = effects(&doc(&root), None, &"p.yaml".into(), &|_| 1);
+        assert!(
+            !e.iter().any(|e| matches!(e.what, What::Replaces { .. })),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_replacement_target_names_a_container_image() {
+        assert_eq!(
+            field_path_image("spec.jobTemplate.spec.template.spec.containers.[name=job].image"),
+            Some(What::SetsImage("job".into()))
+        );
+        assert_eq!(
+            field_path_image("spec.template.spec.initContainers.1.image"),
+            Some(What::SetsImageAt {
+                init: true,
+                index: 1
+            })
+        );
+        assert_eq!(
+            field_path_image("spec.template.spec.containers.[name=a].env"),
+            None
+        );
+        assert_eq!(field_path_image("data.image"), None);
+    }
+
+    #[test]
+    fn json_6902_whole_containers() {
+        let text = "- op: replace\n  path: /spec/containers/2\n  value: {name: a, image: x:1}\n- op: add\n  path: /spec/template/spec/initContainers/-\n  value:\n    name: b\n    image: y:1\n- op: remove\n  path: /spec/containers/0\n";
+        let Node::Seq { items, .. } = doc(text) else {
+            panic!("not a list")
+        };
+        let ops = json6902_images(&items);
+        let got: Vec<(usize, &str, &What)> = (ops.iter())
+            .map(|o| (o.index, o.image.value.as_str(), &o.what))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    0,
+                    "x:1",
+                    &What::SetsImageAt {
+                        init: false,
+                        index: 2
+                    }
+                ),
+                (1, "y:1", &What::SetsImage("b".into())),
+            ]
+        );
+        let key = |k: &str| PathSeg::Key(k.into());
+        assert_eq!(ops[1].path, [key("value"), key("image")]);
     }
 }
