@@ -7,6 +7,8 @@
 mod oracle;
 mod support;
 
+use std::collections::BTreeMap;
+
 use oracle::{update, Oracle, Update, IMAGE};
 use support::{Registry, RegistryMode};
 
@@ -265,4 +267,143 @@ fn replacements_copy_an_image() {
             entry("staging", WEB, "2.0"),
         ]
     );
+}
+
+/// A fixture of the repository (`fixtures/DIR`), copied, with the repositories of the
+/// listing `registry.txt` of `listing` (each tag without its creation date or platforms)
+/// and `more` pushed to a registry serving `prefixes`.
+fn fixture(
+    dir: &str,
+    listing: Option<&str>,
+    more: &[(&str, &[&str])],
+    prefixes: &[&str],
+    leaves: &[&'static str],
+) -> Oracle {
+    let reg = Registry::start(RegistryMode::Plain);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let text = listing.map(|l| std::fs::read_to_string(root.join(l).join("registry.txt")).unwrap());
+    for line in text.iter().flat_map(|t| t.lines()) {
+        let mut words = line.split_whitespace();
+        let Some(repo) = words.next() else { continue };
+        let tags: Vec<&str> = words.filter_map(|w| w.split(['@', '=']).next()).collect();
+        reg.push_tags(repo, &tags);
+    }
+    for (repo, tags) in more {
+        reg.push_tags(repo, tags);
+    }
+    Oracle::serving(reg, support::copy_tree(&root.join(dir)), leaves, prefixes)
+}
+
+/// The demo's kustomization (`images:` entries with `newName`, comments, a `latest` left
+/// alone) moves its render exactly as reported; the Helm values beside it are Helm's.
+#[test]
+fn the_demo_fixture_holds_to_the_oracle() {
+    let prefixes = ["ghcr.io", "docker.io"];
+    let mut oracle = fixture("demo", Some("demo"), &[], &prefixes, &["apps/web"]);
+    oracle.unrendered = vec!["apps/api/", "apps/worker/"];
+    assert_eq!(oracle.check().len(), 2);
+}
+
+/// Flux's minio kustomization (an `images:` entry marked with `$imagepolicy` setters).
+#[test]
+fn the_flux_fixture_holds_to_the_oracle() {
+    let prefixes = ["ghcr.io", "docker.io", "quay.io"];
+    let minio = ["clusters/my-cluster/apps/minio"];
+    let mut oracle = fixture("flux/repo", Some("flux"), &[], &prefixes, &minio);
+    // Flux's setters in plain manifests and HelmRelease values: no kustomization builds
+    // them.
+    oracle.unrendered = vec![
+        "clusters/my-cluster/apps/builds.yaml",
+        "clusters/my-cluster/apps/podinfo-release.yaml",
+        "clusters/my-cluster/podinfo-deployment.yaml",
+    ];
+    assert_eq!(oracle.check().len(), 1);
+}
+
+/// The Argo CD fixtures: the kustomizations their Applications deploy (images set by the
+/// Applications' `kustomize.images` and parameters, which kustomize alone does not
+/// render, and by the kustomizations themselves).
+#[test]
+fn the_argocd_fixtures_hold_to_the_oracle() {
+    let legacy: &[(&str, &[&str])] = &[("team/legacy", &["1.0.0", "1.1.0"])];
+    let leaves = [
+        "apps/api",
+        "apps/legacy",
+        "apps/web",
+        "platform/eu",
+        "platform/us",
+    ];
+    let prefixes = ["registry.test"];
+    let mut oracle = fixture("appsets/repo", Some("argocd"), legacy, &prefixes, &leaves);
+    oracle.unrendered = vec!["argocd/", "clusters/"];
+    // An Application's group is its name.
+    oracle.renders_in = BTreeMap::from([("api", "apps/api"), ("web", "apps/web")]);
+    let moved = |app: &str, image: &str, from: &str, to: &str| Update {
+        file: format!("apps/{app}/kustomization.yaml"),
+        unit: app.into(),
+        image: format!("registry.test/team/{image}"),
+        from: from.into(),
+        to: to.into(),
+    };
+    assert_eq!(
+        oracle.check(),
+        [
+            moved("api", "api", "2.4.1", "3.0.0"),
+            moved("web", "web", "1.4.0", "2.0.0"),
+        ]
+    );
+    let leaves = ["apps/docs", "apps/shop-frontend", "apps/web", "apps/worker"];
+    let mut oracle = fixture("argocd/repo", Some("argocd"), &[], &prefixes, &leaves);
+    oracle.unrendered = vec![
+        "argocd/",
+        "values/",
+        "apps/api/",
+        "apps/batch/",
+        "apps/edge-proxy/",
+        "apps/payments/",
+        "apps/shop-frontend/.argocd-source-shop-frontend.yaml",
+        "apps/web/.argocd-source-web.yaml",
+    ];
+    oracle.renders_in = BTreeMap::from([("worker", "apps/worker")]);
+    assert_eq!(
+        oracle.check(),
+        [
+            moved("worker", "metrics-agent", "2.1.0", "2.2.0"),
+            moved("worker", "worker", "0.9.1", "0.10.0"),
+        ]
+    );
+}
+
+/// The HelmRelease fixtures' kustomizations: a release's values are Helm's to render, not
+/// kustomize's; the guestbook kustomization is a plain one.
+#[test]
+fn the_helm_release_fixtures_hold_to_the_oracle() {
+    let repos: &[(&str, &[&str])] = &[
+        ("stefanprodan/podinfo", &["6.5.0", "6.5.4"]),
+        ("acme/cache", &["1.0.0", "1.0.3"]),
+        ("acme/worker", &["2.0.0", "2.1.0"]),
+        ("acme/guestbook", &["0.9.0", "1.1.0"]),
+        ("acme/api", &["0.9.0", "1.0.0"]),
+        ("acme/web", &["2.0.0", "2.1.0"]),
+        ("acme/sidecar", &["1.0.0", "1.1.0"]),
+        ("library/redis", &["7.2.0", "7.2.5"]),
+        ("library/busybox", &["1.36", "1.37"]),
+        ("acme/proxy", &["v3.1.0", "v3.2.0"]),
+    ];
+    let prefixes = ["ghcr.io", "docker.io"];
+    let leaves = ["apps/cache", "apps/podinfo"];
+    let mut oracle = fixture("helm-releases/repo", None, repos, &prefixes, &leaves);
+    oracle.unrendered = vec!["apps/cache/release.yaml", "apps/podinfo/"];
+    // Every image here is set by a HelmRelease or an Application: renders do not move.
+    assert_eq!(oracle.check(), []);
+    let mut oracle = fixture(
+        "helm-releases/app-of-apps",
+        None,
+        repos,
+        &prefixes,
+        &["guestbook"],
+    );
+    oracle.unrendered = vec!["apps/"];
+    // Every image here is set by a HelmRelease or an Application: renders do not move.
+    assert_eq!(oracle.check(), []);
 }
