@@ -170,8 +170,9 @@ fn a_json_6902_value_written_again_is_not_edited() {
 
 /// `$patch: replace` keeps only the patch's containers: a replaced list (`- $patch:
 /// replace`, dev: its init containers stay) or a replaced map above the pod spec (staging:
-/// both lists) drops the base's other containers, and a container item with `$patch: delete` (qa) drops that one. A dropped
-/// container gets no `images:` entry in that leaf; the patch's own image is what renders.
+/// both lists) drops the base's other containers; a container item with `$patch: delete`
+/// (qa) or a JSON 6902 `remove` (ops) drops that one. A dropped container gets no
+/// `images:` entry in that leaf; the patch's own image is what renders.
 #[test]
 fn replaced_and_deleted_containers() {
     let mut files = base();
@@ -202,10 +203,20 @@ fn replaced_and_deleted_containers() {
         patch("initContainers:\n  - name: init\n    $patch: delete\n"),
     ));
     files.push((
+        "envs/ops/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - target: {kind: Deployment, name: app}\n    patch: |-\n      - op: remove\n        path: /spec/template/spec/initContainers/0\n".into(),
+    ));
+    files.push((
         "envs/prod/kustomization.yaml",
         "resources: [../../base]\n".into(),
     ));
-    let leaves = ["envs/dev", "envs/prod", "envs/qa", "envs/staging"];
+    let leaves = [
+        "envs/dev",
+        "envs/ops",
+        "envs/prod",
+        "envs/qa",
+        "envs/staging",
+    ];
     let oracle = oracle(&files, &leaves);
     let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
     let entry = |leaf: &str, image: &str, to: &str| {
@@ -217,6 +228,8 @@ fn replaced_and_deleted_containers() {
             update(&k("dev"), "envs/dev", "2.0", "4.0"),
             entry("dev", JOB, "2.0"),
             entry("dev", WEB, "2.0"),
+            entry("ops", IMAGE, "4.0"),
+            entry("ops", JOB, "2.0"),
             entry("prod", IMAGE, "4.0"),
             entry("prod", JOB, "2.0"),
             entry("prod", WEB, "2.0"),

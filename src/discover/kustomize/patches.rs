@@ -72,6 +72,8 @@ pub enum What {
     Replaces { init: bool, keep: Box<[Box<str>]> },
     /// A container item with `$patch: delete`: that container is gone from the render.
     DeletesContainer { init: bool, container: Box<str> },
+    /// A JSON 6902 `remove` of `…/containers/N`.
+    RemovesAt { init: bool, index: usize },
 }
 
 impl What {
@@ -79,7 +81,10 @@ impl What {
     pub fn removes(&self) -> bool {
         matches!(
             self,
-            What::Deletes | What::Replaces { .. } | What::DeletesContainer { .. }
+            What::Deletes
+                | What::Replaces { .. }
+                | What::DeletesContainer { .. }
+                | What::RemovesAt { .. }
         )
     }
 
@@ -87,6 +92,7 @@ impl What {
     pub fn removal(&self) -> &'static str {
         match self {
             What::Replaces { .. } => "$patch: replace",
+            What::RemovesAt { .. } => "op: remove",
             _ => "$patch: delete",
         }
     }
@@ -111,6 +117,7 @@ impl Effect {
                 What::DeletesContainer { init, container } => {
                     *init == c.init && *container == c.container
                 }
+                What::RemovesAt { init, index } => *init == c.init && *index == c.index,
             }
     }
 }
@@ -238,14 +245,27 @@ fn json6902(
     let Some(t) = target else {
         return Vec::new();
     };
+    let effect = |what, offset| Effect {
+        kind: t.kind.as_deref().unwrap_or("*").into(),
+        name: t.name.clone(),
+        what,
+        file: ArcStr::clone(file),
+        line: line_of(offset),
+    };
+    let removes = ops.iter().filter_map(|op| {
+        (op.get("op").and_then(Node::str_value) == Some("remove")).then_some(())?;
+        let path = op.get("path").and_then(Node::str_value)?;
+        match container_pointer(path)? {
+            Pointer::Container {
+                init,
+                index: Some(index),
+            } => Some(effect(What::RemovesAt { init, index }, op.offset())),
+            _ => None,
+        }
+    });
     (json6902_images(ops).into_iter())
-        .map(|op| Effect {
-            kind: t.kind.as_deref().unwrap_or("*").into(),
-            name: t.name.clone(),
-            what: op.what,
-            file: ArcStr::clone(file),
-            line: line_of(op.image.span.start),
-        })
+        .map(|op| effect(op.what, op.image.span.start))
+        .chain(removes)
         .collect()
 }
 
@@ -639,6 +659,18 @@ mod tests {
                 ),
                 (1, "y:1", &What::SetsImage("b".into())),
             ]
+        );
+        let t = Target {
+            kind: Some("Deployment".into()),
+            name: None,
+        };
+        let e = effects(&doc(text), Some(&t), &"k.yaml".into(), &|_| 1);
+        assert_eq!(
+            e.last().map(|e| &e.what),
+            Some(&What::RemovesAt {
+                init: false,
+                index: 0
+            })
         );
         let key = |k: &str| PathSeg::Key(k.into());
         assert_eq!(ops[1].path, [key("value"), key("image")]);
