@@ -420,3 +420,57 @@ fn the_helm_release_fixtures_hold_to_the_oracle() {
     // Every image here is set by a HelmRelease or an Application: renders do not move.
     assert_eq!(oracle.check(), []);
 }
+
+/// An `images:` entry rewrites every container of its name in the leaf: where a patch of
+/// the leaf sets one container of that name (dev), an entry for the base's other one
+/// would move the patched one too, beyond what its own update says. The patch is edited,
+/// the base's container is listed with the reason and left to the user there; the leaf
+/// without a patch (prod) gets its entry.
+#[test]
+fn no_entry_over_a_patched_container_of_the_same_name() {
+    let mut files = base();
+    files[1].1 = files[1].1.replace(JOB, IMAGE);
+    files.push((
+        "envs/dev/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - path: version.yaml\n".into(),
+    ));
+    files.push((
+        "envs/dev/version.yaml",
+        oracle::version_patch("app", &format!("{IMAGE}:2.0")),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let oracle = oracle(&files, &["envs/dev", "envs/prod"]);
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    assert_eq!(
+        oracle.check(),
+        [
+            moved(WEB, &k("dev"), "envs/dev", "1.0", "2.0"),
+            update("envs/dev/version.yaml", "envs/dev", "2.0", "4.0"),
+            update(&k("prod"), "envs/prod", "1.0", "4.0"),
+            moved(WEB, &k("prod"), "envs/prod", "1.0", "2.0"),
+        ]
+    );
+    let out = support::cli::imagebump()
+        .args([
+            "scan",
+            oracle.dir(),
+            "--config",
+            &oracle.cfg,
+            "--output",
+            "json",
+        ])
+        .run();
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let refs = report["references"].as_array().unwrap();
+    let job = (refs.iter())
+        .find(|r| r["file"] == "base/cronjob.yaml" && r["unit"] == "envs/dev")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(
+        job["reason"].as_str(),
+        Some("an images: entry for registry.example.com/team/app in envs/dev/kustomization.yaml would also rewrite envs/dev/version.yaml:10"),
+        "{job:#}"
+    );
+}

@@ -148,6 +148,8 @@ impl Layout {
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
+        // By leaf and name deployed: an image the leaf renders from a file of its own.
+        let mut rendered: BTreeMap<(String, String), (ArcStr, u32)> = BTreeMap::new();
         for (index, kustomizable, container) in &workloads {
             let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
@@ -159,6 +161,11 @@ impl Layout {
             };
             match graph.place(at, &r.written, kustomizable, shared, container.as_ref()) {
                 Place::InPlace { image, unit } => {
+                    if let (Some(unit), true) = (&unit, kustomizable) {
+                        let name = image.clone().unwrap_or_else(|| r.written.to_string());
+                        let at = (ArcStr::clone(&r.file), r.line);
+                        rendered.entry((unit.clone(), name)).or_insert(at);
+                    }
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
                     }
@@ -188,7 +195,34 @@ impl Layout {
                 Place::PerLeaf(_) => {}
             }
         }
+        no_entry_over_rendered(&mut expanded, &rendered);
         out.refs.replace(expanded);
+    }
+}
+
+/// An `images:` entry rewrites every container of its name in the leaf: one written for a
+/// shared base's image would also move an image of that name the leaf renders from a file
+/// of its own (`rendered`: a patch of the leaf, its own resources), beyond what that
+/// image's own update says. Such an entry is not written; the base's image is listed there
+/// with the reason.
+fn no_entry_over_rendered(
+    expanded: &mut BTreeMap<usize, Vec<ImageRef>>,
+    rendered: &BTreeMap<(String, String), (ArcStr, u32)>,
+) {
+    for r in expanded.values_mut().flatten() {
+        let key = (r.unit.to_string(), r.written.to_string());
+        let Some((file, line)) = rendered.get(&key) else {
+            continue;
+        };
+        let entry_file = r.writes_to().unwrap_or_default().to_string();
+        let why = format!(
+            "an images: entry for {} in {entry_file} would also rewrite {file}:{line}",
+            r.written
+        );
+        r.unmanaged = Some(super::Unmanaged::Why(why.into()));
+        let extra = r.extra_mut();
+        extra.creations.clear();
+        extra.writes_to = None;
     }
 }
 

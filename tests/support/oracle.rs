@@ -140,6 +140,8 @@ impl Oracle {
             })
             .collect();
         updates.sort();
+        // Two references of one name that one written entry moves are one move.
+        updates.dedup();
         (updates, report)
     }
 
