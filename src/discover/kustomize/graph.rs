@@ -464,14 +464,14 @@ pub struct At<'a> {
 }
 
 /// The index of the patch of `k` that holds the image at `at`: the patch file `at` is in,
-/// or the inline patch of the kustomization's own file whose text `at` is in (the last
-/// one that starts before it).
+/// or the inline patch of the kustomization's own file whose text `at` is in (the one
+/// that starts nearest before it: the lists are read in kustomize's order, not the file's).
 fn own_patch(k: &Kustomization, at: At<'_>) -> Option<usize> {
     if at.file == k.file().as_str() {
         return (k.patches.iter().enumerate())
             .filter(|(_, p)| p.path.is_none() && p.line <= at.line)
-            .map(|(i, _)| i)
-            .last();
+            .max_by_key(|(_, p)| p.line)
+            .map(|(i, _)| i);
     }
     (k.patches.iter())
         .position(|p| p.path.as_deref().and_then(|p| join(k.dir(), p)).as_deref() == Some(at.file))

@@ -111,9 +111,7 @@ impl Effect {
                 What::Deletes => true,
                 What::SetsImage(container) => *container == c.container,
                 What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
-                What::Replaces { init, keep } => {
-                    *init == c.init && !keep.iter().any(|k| *k == c.container)
-                }
+                What::Replaces { init, keep } => *init == c.init && !keep.contains(&c.container),
                 What::DeletesContainer { init, container } => {
                     *init == c.init && *container == c.container
                 }
