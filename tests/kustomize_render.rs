@@ -474,3 +474,51 @@ fn no_entry_over_a_patched_container_of_the_same_name() {
         "{job:#}"
     );
 }
+
+/// A JSON 6902 value is placed like any patch value: in a component two leaves use, each
+/// leaf gets an `images:` entry (the component is shared); in a variant one leaf builds on,
+/// the value is edited there. An inline patch written as a JSON list is edited inside its
+/// string too.
+#[test]
+fn json_6902_values_in_shared_levels() {
+    let mut files = base();
+    let op = |v: &str| {
+        format!("[{{\"op\": \"replace\", \"path\": \"/spec/template/spec/containers/0/image\", \"value\": \"{IMAGE}:{v}\"}}]\n")
+    };
+    files.push((
+        "components/pin/kustomization.yaml",
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target: {{kind: Deployment, name: app}}\n    patch: |-\n{}",
+            indent(&op("2.0"), 6)
+        ),
+    ));
+    for leaf in ["dev", "qa"] {
+        let k: &'static str = Box::leak(format!("envs/{leaf}/kustomization.yaml").into_boxed_str());
+        files.push((
+            k,
+            "resources: [../../base]\ncomponents: [../../components/pin]\n".into(),
+        ));
+    }
+    files.push((
+        "variants/eu/kustomization.yaml",
+        "resources: [../../base]\npatchesJson6902:\n  - target: {group: apps, version: v1, kind: Deployment, name: app}\n    path: image.yaml\n".into(),
+    ));
+    files.push(("variants/eu/image.yaml", op("3.0")));
+    files.push((
+        "envs/staging/kustomization.yaml",
+        "resources: [../../variants/eu]\n".into(),
+    ));
+    let mut oracle = oracle(&files, &["envs/dev", "envs/qa", "envs/staging"]);
+    oracle.renders_in.insert("variants/eu", "envs/staging");
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    let updates = oracle.check();
+    let app: Vec<&Update> = updates.iter().filter(|u| u.image == IMAGE).collect();
+    assert_eq!(
+        app,
+        [
+            &update(&k("dev"), "envs/dev", "2.0", "4.0"),
+            &update(&k("qa"), "envs/qa", "2.0", "4.0"),
+            &update("variants/eu/image.yaml", "envs/staging", "3.0", "4.0"),
+        ]
+    );
+}

@@ -189,10 +189,12 @@ fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
                 || specs.iter().any(|s| s.kind == k),
         },
         // A JSON 6902 patch file: a list of operations, some on a container's image.
-        None if doc.contains("op:") && may_hold_images(doc) => Interest {
-            argo: false,
-            workloads: true,
-        },
+        None if (doc.contains("op:") || doc.contains("\"op\"")) && may_hold_images(doc) => {
+            Interest {
+                argo: false,
+                workloads: true,
+            }
+        }
         None if doc.contains("kind") => Interest {
             argo: doc.contains("argoproj.io"),
             workloads: has_image,

@@ -164,7 +164,16 @@ pub fn scan(
 fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
     let mut out = Vec::new();
     for s in scalars(root, "patchesStrategicMerge") {
-        out.push(patch(ctx, s, None));
+        let inline = s.value.contains('\n') || s.value.trim_start().starts_with(['{', '[']);
+        out.push(match inline {
+            true => patch(ctx, s, None),
+            false => patches::Patch {
+                path: Some(s.value.as_str().into()),
+                line: saturating_u32(ctx.at(s.span.start).0),
+                target: None,
+                inline: Box::default(),
+            },
+        });
     }
     for key in ["patches", "patchesJson6902"] {
         let Some(Node::Seq { items, .. }) = root.get(key) else {
@@ -228,18 +237,10 @@ fn replacements(ctx: &FileCtx, root: &Node) -> Box<[patches::Effect]> {
     out.into_boxed_slice()
 }
 
-/// One `patchesStrategicMerge:` item or `patches[].patch`: a file's name, or the patch
-/// itself (YAML in a string).
+/// An inline patch: `patches[].patch` (always the patch itself), or a
+/// `patchesStrategicMerge:` item that is one (YAML or JSON in a string).
 fn patch(ctx: &FileCtx, s: &Scalar, target: Option<patches::Target>) -> patches::Patch {
     let line = saturating_u32(ctx.at(s.span.start).0);
-    if !s.value.contains('\n') && !s.value.trim_start().starts_with('{') {
-        return patches::Patch {
-            path: Some(s.value.as_str().into()),
-            line,
-            target,
-            inline: Box::default(),
-        };
-    }
     // A block string's text starts on the line after its indicator.
     let first = match s.style {
         imagebump_yaml::Style::Block => line.saturating_add(1),
