@@ -244,7 +244,8 @@ fn replaced_and_deleted_containers() {
 /// `replacements:` apply after the kustomization's `images:` entries: a container image a
 /// replacement copies from another resource is what the source renders, so it gets no
 /// entry of its own where the replacement applies (dev); the source's entry moves both.
-/// An `images:` entry the replacement overwrites is left alone (staging).
+/// An `images:` entry the replacement overwrites is left alone (staging). A wildcard
+/// target (`containers.*.image`, qa) reaches every container of its list.
 #[test]
 fn replacements_copy_an_image() {
     let mut files = base();
@@ -260,10 +261,15 @@ fn replacements_copy_an_image() {
         ),
     ));
     files.push((
+        "envs/qa/kustomization.yaml",
+        "resources: [../../base]\nreplacements:\n  - source:\n      kind: CronJob\n      name: job\n      fieldPath: spec.jobTemplate.spec.template.spec.containers.0.image\n    targets:\n      - select: {kind: Deployment}\n        fieldPaths: [spec.template.spec.containers.*.image]\n".into(),
+    ));
+    files.push((
         "envs/prod/kustomization.yaml",
         "resources: [../../base]\n".into(),
     ));
-    let oracle = oracle(&files, &["envs/dev", "envs/prod", "envs/staging"]);
+    let leaves = ["envs/dev", "envs/prod", "envs/qa", "envs/staging"];
+    let oracle = oracle(&files, &leaves);
     let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
     let entry = |leaf: &str, image: &str, to: &str| {
         moved(image, &k(leaf), &format!("envs/{leaf}"), "1.0", to)
@@ -276,6 +282,8 @@ fn replacements_copy_an_image() {
             entry("prod", IMAGE, "4.0"),
             entry("prod", JOB, "2.0"),
             entry("prod", WEB, "2.0"),
+            entry("qa", JOB, "2.0"),
+            entry("qa", WEB, "2.0"),
             entry("staging", IMAGE, "4.0"),
             entry("staging", WEB, "2.0"),
         ]

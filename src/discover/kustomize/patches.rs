@@ -74,6 +74,8 @@ pub enum What {
     DeletesContainer { init: bool, container: Box<str> },
     /// A JSON 6902 `remove` of `…/containers/N`.
     RemovesAt { init: bool, index: usize },
+    /// A replacement into `…containers.*.image`: every container of the list.
+    SetsEveryImage { init: bool },
 }
 
 impl What {
@@ -116,6 +118,7 @@ impl Effect {
                     *init == c.init && *container == c.container
                 }
                 What::RemovesAt { init, index } => *init == c.init && *index == c.index,
+                What::SetsEveryImage { init } => *init == c.init,
             }
     }
 }
@@ -335,7 +338,8 @@ pub fn json6902_images(ops: &[Node]) -> Vec<ImageOp<'_>> {
 }
 
 /// The container image a kustomize field path (`replacements:` targets) names:
-/// `…containers.[name=app].image` or `…containers.0.image` (and `initContainers`).
+/// `…containers.[name=app].image`, `…containers.0.image` or `…containers.*.image` (and
+/// `initContainers`).
 pub fn field_path_image(path: &str) -> Option<What> {
     let mut parts = path.rsplit('.');
     (parts.next()? == "image").then_some(())?;
@@ -345,6 +349,9 @@ pub fn field_path_image(path: &str) -> Option<What> {
         "initContainers" => true,
         _ => return None,
     };
+    if item == "*" {
+        return Some(What::SetsEveryImage { init });
+    }
     if let Some(name) = (item.strip_prefix("[name=")).and_then(|n| n.strip_suffix(']')) {
         return Some(What::SetsImage(name.into()));
     }
@@ -630,6 +637,10 @@ mod tests {
         assert_eq!(
             field_path_image("spec.template.spec.containers.[name=a].env"),
             None
+        );
+        assert_eq!(
+            field_path_image("spec.template.spec.containers.*.image"),
+            Some(What::SetsEveryImage { init: false })
         );
         assert_eq!(field_path_image("data.image"), None);
     }
