@@ -253,20 +253,27 @@ fn json6902(
         file: ArcStr::clone(file),
         line: line_of(offset),
     };
-    let removes = ops.iter().filter_map(|op| {
-        (op.get("op").and_then(Node::str_value) == Some("remove")).then_some(())?;
+    // Operations without a value: a `remove` drops a container, a `copy` or `move` into an
+    // image writes it from elsewhere in the resource.
+    let others = ops.iter().filter_map(|op| {
+        let kind = op.get("op").and_then(Node::str_value)?;
         let path = op.get("path").and_then(Node::str_value)?;
-        match container_pointer(path)? {
-            Pointer::Container {
-                init,
-                index: Some(index),
-            } => Some(effect(What::RemovesAt { init, index }, op.offset())),
-            _ => None,
-        }
+        let what = match (kind, container_pointer(path)?) {
+            (
+                "remove",
+                Pointer::Container {
+                    init,
+                    index: Some(index),
+                },
+            ) => What::RemovesAt { init, index },
+            ("copy" | "move", Pointer::Image { init, index }) => What::SetsImageAt { init, index },
+            _ => return None,
+        };
+        Some(effect(what, op.offset()))
     });
     (json6902_images(ops).into_iter())
         .map(|op| effect(op.what, op.image.span.start))
-        .chain(removes)
+        .chain(others)
         .collect()
 }
 
@@ -647,7 +654,7 @@ mod tests {
 
     #[test]
     fn json_6902_whole_containers() {
-        let text = "- op: replace\n  path: /spec/containers/2\n  value: {name: a, image: x:1}\n- op: add\n  path: /spec/template/spec/initContainers/-\n  value:\n    name: b\n    image: y:1\n- op: remove\n  path: /spec/containers/0\n";
+        let text = "- op: replace\n  path: /spec/containers/2\n  value: {name: a, image: x:1}\n- op: add\n  path: /spec/template/spec/initContainers/-\n  value:\n    name: b\n    image: y:1\n- op: remove\n  path: /spec/containers/0\n- op: copy\n  from: /spec/containers/1/image\n  path: /spec/containers/3/image\n";
         let Node::Seq { items, .. } = doc(text) else {
             panic!("not a list")
         };
@@ -674,12 +681,19 @@ mod tests {
             name: None,
         };
         let e = effects(&doc(text), Some(&t), &"k.yaml".into(), &|_| 1);
+        let what: Vec<&What> = e.iter().skip(2).map(|e| &e.what).collect();
         assert_eq!(
-            e.last().map(|e| &e.what),
-            Some(&What::RemovesAt {
-                init: false,
-                index: 0
-            })
+            what,
+            [
+                &What::RemovesAt {
+                    init: false,
+                    index: 0
+                },
+                &What::SetsImageAt {
+                    init: false,
+                    index: 3
+                }
+            ]
         );
         let key = |k: &str| PathSeg::Key(k.into());
         assert_eq!(ops[1].path, [key("value"), key("image")]);
