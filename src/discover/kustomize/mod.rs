@@ -32,7 +32,7 @@ pub struct Kustomization {
     /// `helmCharts:` values files and `configMapGenerator` files under a Helm values key, as
     /// written: read as Helm values, whatever their name.
     pub values_files: Box<[Box<str>]>,
-    /// Strategic-merge patches (`patches:`, `patchesStrategicMerge:`), in the order
+    /// Patches (`patchesStrategicMerge:`, `patches:`, `patchesJson6902:`), in the order
     /// kustomize applies them.
     pub patches: Box<[patches::Patch]>,
     /// The container images its `replacements:` write (applied after its `images:`).

@@ -1,12 +1,13 @@
 //! Patches (`patches:` with or without `target:`, `patchesStrategicMerge:`,
-//! `patchesJson6902:`, files and inline): what each one does to a container's image, so
-//! that placement knows which file the render reads an image from.
+//! `patchesJson6902:`, files and inline) and `replacements:`: what each one does to a
+//! container's image, so that placement knows which file the render reads an image from.
 //!
 //! Kustomize applies a kustomization's patches to everything it includes, before its own
-//! `images:` entries. A patch that writes `image:` for a container replaces whatever the
-//! bases wrote there; a patch document with `$patch: delete` removes the resource from
-//! everything above it. A JSON 6902 `replace`/`add` of `…/containers/N/image` sets the
-//! image of the container at that place of its target.
+//! `images:` entries, and its replacements after them. A patch that writes `image:` for a
+//! container replaces whatever the bases wrote there; a patch document with `$patch:
+//! delete` removes the resource from everything above it, a `$patch: replace` the
+//! containers the patch does not write. A JSON 6902 `replace`/`add` of
+//! `…/containers/N/image` sets the image of the container at that place of its target.
 
 use arcstr::ArcStr;
 use imagebump_yaml::{Node, PathSeg};
