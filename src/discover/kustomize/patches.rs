@@ -207,6 +207,8 @@ fn removals(node: &Node, replaced: bool, found: &mut dyn FnMut(What, usize)) {
     };
     let replaces = |n: &Node| n.get("$patch").and_then(Node::str_value) == Some("replace");
     let name = |i: &Node| i.get("name").and_then(Node::str_value).map(Box::from);
+    // The list's directive is an item of its own, without a name.
+    let directive = |i: &Node| replaces(i) && i.get("name").is_none();
     let pod_spec = node.get("containers").is_some() || node.get("initContainers").is_some();
     for (init, key) in [(false, "containers"), (true, "initContainers")] {
         let value = node.get(key);
@@ -214,7 +216,7 @@ fn removals(node: &Node, replaced: bool, found: &mut dyn FnMut(What, usize)) {
             Some(Node::Seq { items, .. }) => items.as_slice(),
             _ => &[],
         };
-        if (replaced && pod_spec) || items.iter().any(replaces) {
+        if (replaced && pod_spec) || items.iter().any(directive) {
             let kept = |i: &&Node| i.get("$patch").is_none();
             let keep = items.iter().filter(kept).filter_map(name).collect();
             found(
