@@ -178,17 +178,9 @@ impl Layout {
                 }
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
+                    let (sources, fingerprints) = (&mut out.sources, &mut out.fingerprints);
                     for e in &edits {
-                        match self.texts.get(e.file.as_str()) {
-                            Some(KeptText::Text(text)) => {
-                                out.sources.insert(e.file.as_str().into(), text.clone());
-                            }
-                            // Read again by the plan, which checks it is the same text.
-                            Some(KeptText::ReadAgain(print)) => {
-                                out.fingerprints.insert(e.file.as_str().into(), *print);
-                            }
-                            None => {}
-                        }
+                        keep_text(&self.texts, &e.file, sources, fingerprints);
                     }
                     expanded.insert(index, each);
                 }
@@ -197,6 +189,25 @@ impl Layout {
         }
         no_entry_over_rendered(&mut expanded, &rendered);
         out.refs.replace(expanded);
+    }
+}
+
+/// The text of the kustomization `file` an entry is written into, for the plan.
+fn keep_text(
+    texts: &BTreeMap<ArcStr, KeptText>,
+    file: &str,
+    sources: &mut BTreeMap<ArcStr, ArcStr>,
+    fingerprints: &mut super::Fingerprints,
+) {
+    match texts.get(file) {
+        Some(KeptText::Text(text)) => {
+            sources.insert(file.into(), text.clone());
+        }
+        // Read again by the plan, which checks it is the same text.
+        Some(KeptText::ReadAgain(print)) => {
+            fingerprints.insert(file.into(), *print);
+        }
+        None => {}
     }
 }
 
