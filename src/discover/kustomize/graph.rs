@@ -1,14 +1,16 @@
 //! The kustomize include graph, and where a manifest image's new version goes.
 //!
 //! Kustomize renders a leaf (a kustomization nothing else includes, or the path of an Argo
-//! CD Application) from its bases, applying the strategic-merge patches and then the
-//! `images:` entries of every kustomization on the way up, lowest first. So, for an image in
-//! a manifest file, each leaf that includes the file sees one of:
+//! CD Application) from its bases, applying the patches (strategic-merge, then JSON 6902),
+//! the `images:` entries and then the `replacements:` of every kustomization on the way up,
+//! lowest first. So, for an image in a manifest file (or a patch), each leaf that includes
+//! the file sees one of:
 //!
-//! - a `$patch: delete` of its resource: the leaf renders nothing of it;
-//! - a patch or an `images:` entry (or the Application's `kustomize.images`) that sets its
-//!   tag or digest: the manifest's own tag does not reach that leaf, the last of them on the
-//!   way up is the reference;
+//! - a `$patch: delete` of its resource, or of its container (also a `$patch: replace` that
+//!   keeps other containers, a JSON 6902 `remove`): the leaf renders nothing of it;
+//! - a patch, an `images:` entry (or the Application's `kustomize.images`) or a replacement
+//!   that sets its tag or digest: the manifest's own tag does not reach that leaf, the last
+//!   of them on the way up is the reference;
 //! - the manifest's tag (maybe under another name, through `newName`-only entries).
 //!
 //! When at most one leaf sees the manifest's tag, the manifest is edited in place. When two
@@ -290,7 +292,8 @@ impl Graph {
         last
     }
 
-    /// Some patch or replacement at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
+    /// Some patch or replacement at all: without one, no `images:` entry needs
+    /// [`Graph::entry_overridden`].
     pub fn has_patches(&self) -> bool {
         !self.effects.is_empty() || (self.kustomizations.iter()).any(|k| !k.replacements.is_empty())
     }
