@@ -530,3 +530,37 @@ fn json_6902_values_in_shared_levels() {
         ]
     );
 }
+
+/// A leaf's own resource with the image of a shared base at the same version (a
+/// migration Job beside the base's Deployment): the leaf's `images:` entry moves both, so
+/// it is the one update there, and the Job's line is not edited (the entry overrides it
+/// from then on).
+#[test]
+fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
+    let mut files = base();
+    let job = oracle::deployment("migrate", &format!("{IMAGE}:1.0"));
+    files.push(("envs/dev/migrate.yaml", job));
+    files.push((
+        "envs/dev/kustomization.yaml",
+        "resources: [../../base, migrate.yaml]\n".into(),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let oracle = oracle(&files, &["envs/dev", "envs/prod"]);
+    let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
+    assert_eq!(
+        oracle.check(),
+        [
+            update(&k("dev"), "envs/dev", "1.0", "4.0"),
+            moved(JOB, &k("dev"), "envs/dev", "1.0", "2.0"),
+            moved(WEB, &k("dev"), "envs/dev", "1.0", "2.0"),
+            update(&k("prod"), "envs/prod", "1.0", "4.0"),
+            moved(JOB, &k("prod"), "envs/prod", "1.0", "2.0"),
+            moved(WEB, &k("prod"), "envs/prod", "1.0", "2.0"),
+        ]
+    );
+    let migrate = std::fs::read_to_string(oracle.repo.path().join("envs/dev/migrate.yaml"));
+    assert!(migrate.unwrap().contains(&format!("image: {IMAGE}:1.0\n")));
+}

@@ -148,8 +148,8 @@ impl Layout {
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        // By leaf and name deployed: an image the leaf renders from a file of its own.
-        let mut rendered: BTreeMap<(String, String), (ArcStr, u32)> = BTreeMap::new();
+        // By leaf and name deployed: the images the leaf renders from files of its own.
+        let mut rendered: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
         for (index, kustomizable, container) in &workloads {
             let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
@@ -163,8 +163,10 @@ impl Layout {
                 Place::InPlace { image, unit } => {
                     if let (Some(unit), true) = (&unit, kustomizable) {
                         let name = image.clone().unwrap_or_else(|| r.written.to_string());
-                        let at = (ArcStr::clone(&r.file), r.line);
-                        rendered.entry((unit.clone(), name)).or_insert(at);
+                        rendered
+                            .entry((unit.clone(), name))
+                            .or_default()
+                            .push(index);
                     }
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
@@ -187,7 +189,7 @@ impl Layout {
                 Place::PerLeaf(_) => {}
             }
         }
-        no_entry_over_rendered(&mut expanded, &rendered);
+        no_entry_over_rendered(&mut expanded, &rendered, out);
         out.refs.replace(expanded);
     }
 }
@@ -211,29 +213,52 @@ fn keep_text(
     }
 }
 
-/// An `images:` entry rewrites every container of its name in the leaf: one written for a
-/// shared base's image would also move an image of that name the leaf renders from a file
-/// of its own (`rendered`: a patch of the leaf, its own resources), beyond what that
-/// image's own update says. Such an entry is not written; the base's image is listed there
-/// with the reason.
+/// An `images:` entry rewrites every container of its name in the leaf, also the images of
+/// that name the leaf renders from files of its own (`rendered`: a patch of the leaf, its
+/// own resources). An entry written for a shared base's image is what those render from
+/// then on: at the same version they move with it and are not edited themselves; at
+/// another version the entry would move them beyond what their own update says, so it is
+/// not written, and the base's image is listed there with the reason.
 fn no_entry_over_rendered(
     expanded: &mut BTreeMap<usize, Vec<ImageRef>>,
-    rendered: &BTreeMap<(String, String), (ArcStr, u32)>,
+    rendered: &BTreeMap<(String, String), Vec<usize>>,
+    out: &mut Discovery,
 ) {
     for r in expanded.values_mut().flatten() {
         let key = (r.unit.to_string(), r.written.to_string());
-        let Some((file, line)) = rendered.get(&key) else {
+        let Some(own) = rendered.get(&key) else {
             continue;
         };
         let entry_file = r.writes_to().unwrap_or_default().to_string();
+        let version = |o: &ImageRef| (o.tag.clone(), o.digest.clone());
+        let other = (own.iter())
+            .filter_map(|i| out.refs.get(*i))
+            .find(|o| version(o) != version(r));
+        if let Some(o) = other {
+            let why = format!(
+                "an images: entry for {} in {entry_file} would also rewrite {}:{}",
+                r.written, o.file, o.line
+            );
+            r.unmanaged = Some(super::Unmanaged::Why(why.into()));
+            let extra = r.extra_mut();
+            extra.creations.clear();
+            extra.writes_to = None;
+            continue;
+        }
+        if !r.is_managed() {
+            continue;
+        }
         let why = format!(
-            "an images: entry for {} in {entry_file} would also rewrite {file}:{line}",
+            "moves with the images: entry for {} in {entry_file}",
             r.written
         );
-        r.unmanaged = Some(super::Unmanaged::Why(why.into()));
-        let extra = r.extra_mut();
-        extra.creations.clear();
-        extra.writes_to = None;
+        let why: ArcStr = why.into();
+        for i in own {
+            if let Some(o) = out.refs.get_mut(*i) {
+                o.unmanaged
+                    .get_or_insert_with(|| super::Unmanaged::Why(ArcStr::clone(&why)));
+            }
+        }
     }
 }
 
