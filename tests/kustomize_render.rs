@@ -534,7 +534,7 @@ fn json_6902_values_in_shared_levels() {
 /// A leaf's own resource with the image of a shared base at the same version (a
 /// migration Job beside the base's Deployment): the leaf's `images:` entry moves both, so
 /// it is the one update there, and the Job's line is not edited (the entry overrides it
-/// from then on).
+/// from then on). A pinned one (staging) gets no entry over it.
 #[test]
 fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
     let mut files = base();
@@ -548,7 +548,13 @@ fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
         "envs/prod/kustomization.yaml",
         "resources: [../../base]\n".into(),
     ));
-    let oracle = oracle(&files, &["envs/dev", "envs/prod"]);
+    let pinned = oracle::deployment("migrate", &format!("{IMAGE}:1.0 # imagebump: pin"));
+    files.push(("envs/staging/migrate.yaml", pinned));
+    files.push((
+        "envs/staging/kustomization.yaml",
+        "resources: [../../base, migrate.yaml]\n".into(),
+    ));
+    let oracle = oracle(&files, &["envs/dev", "envs/prod", "envs/staging"]);
     let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
     assert_eq!(
         oracle.check(),
@@ -559,6 +565,8 @@ fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
             update(&k("prod"), "envs/prod", "1.0", "4.0"),
             moved(JOB, &k("prod"), "envs/prod", "1.0", "2.0"),
             moved(WEB, &k("prod"), "envs/prod", "1.0", "2.0"),
+            moved(JOB, &k("staging"), "envs/staging", "1.0", "2.0"),
+            moved(WEB, &k("staging"), "envs/staging", "1.0", "2.0"),
         ]
     );
     let migrate = std::fs::read_to_string(oracle.repo.path().join("envs/dev/migrate.yaml"));

@@ -216,14 +216,21 @@ fn keep_text(
 /// An `images:` entry rewrites every container of its name in the leaf, also the images of
 /// that name the leaf renders from files of its own (`rendered`: a patch of the leaf, its
 /// own resources). An entry written for a shared base's image is what those render from
-/// then on: at the same version they move with it and are not edited themselves; at
-/// another version the entry would move them beyond what their own update says, so it is
-/// not written, and the base's image is listed there with the reason.
+/// then on: at the same version and under the same policy they move with it and are not
+/// edited themselves; at another version, under another policy (pinned) or left alone, the
+/// entry would move them beyond what their own update says, so it is not written, and the
+/// base's image is listed there with the reason.
 fn no_entry_over_rendered(
     expanded: &mut BTreeMap<usize, Vec<ImageRef>>,
     rendered: &BTreeMap<(String, String), Vec<usize>>,
     out: &mut Discovery,
 ) {
+    // Left alone by imagebump (pinned, ignored): an entry must not move them either. As
+    // they are before this pass marks any.
+    let left_alone: std::collections::BTreeSet<usize> = (rendered.values().flatten())
+        .filter(|i| out.refs.get(**i).is_some_and(|o| !o.is_managed()))
+        .copied()
+        .collect();
     for r in expanded.values_mut().flatten() {
         let key = (r.unit.to_string(), r.written.to_string());
         let Some(own) = rendered.get(&key) else {
@@ -232,8 +239,11 @@ fn no_entry_over_rendered(
         let entry_file = r.writes_to().unwrap_or_default().to_string();
         let version = |o: &ImageRef| (o.tag.clone(), o.digest.clone());
         let other = (own.iter())
-            .filter_map(|i| out.refs.get(*i))
-            .find(|o| version(o) != version(r));
+            .filter_map(|i| Some((i, out.refs.get(*i)?)))
+            .find(|(i, o)| {
+                left_alone.contains(i) || version(o) != version(r) || o.policy != r.policy
+            })
+            .map(|(_, o)| o);
         if let Some(o) = other {
             let why = format!(
                 "an images: entry for {} in {entry_file} would also rewrite {}:{}",
