@@ -245,7 +245,8 @@ fn replaced_and_deleted_containers() {
 /// replacement copies from another resource is what the source renders, so it gets no
 /// entry of its own where the replacement applies (dev); the source's entry moves both.
 /// An `images:` entry the replacement overwrites is left alone (staging). A wildcard
-/// target (`containers.*.image`, qa) reaches every container of its list.
+/// target (`containers.*.image`, qa) reaches every container of its list; replacements in
+/// a file of their own (ops, a list) are read like those written in the kustomization.
 #[test]
 fn replacements_copy_an_image() {
     let mut files = base();
@@ -268,7 +269,19 @@ fn replacements_copy_an_image() {
         "envs/prod/kustomization.yaml",
         "resources: [../../base]\n".into(),
     ));
-    let leaves = ["envs/dev", "envs/prod", "envs/qa", "envs/staging"];
+    files.push((
+        "envs/ops/kustomization.yaml",
+        "resources: [../../base]\nreplacements:\n  - path: copy.yaml\n".into(),
+    ));
+    let one = replacement.trim_start_matches("replacements:\n");
+    files.push(("envs/ops/copy.yaml", one.into()));
+    let leaves = [
+        "envs/dev",
+        "envs/ops",
+        "envs/prod",
+        "envs/qa",
+        "envs/staging",
+    ];
     let oracle = oracle(&files, &leaves);
     let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
     let entry = |leaf: &str, image: &str, to: &str| {
@@ -279,6 +292,8 @@ fn replacements_copy_an_image() {
         [
             entry("dev", IMAGE, "4.0"),
             entry("dev", WEB, "2.0"),
+            entry("ops", IMAGE, "4.0"),
+            entry("ops", WEB, "2.0"),
             entry("prod", IMAGE, "4.0"),
             entry("prod", JOB, "2.0"),
             entry("prod", WEB, "2.0"),

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place};
-use super::kustomize::patches::{effects, Container, Effect, Target};
+use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
 use crate::config::{ImageField, ScanConfig, SharedBases};
 use imagebump_model::name::parse_name;
 use imagebump_model::Problem;
-use imagebump_yaml::PathSeg;
+use imagebump_yaml::{Node, PathSeg};
 
 /// The largest kustomize configuration or patch file read.
 const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
@@ -133,9 +133,11 @@ impl Layout {
             return;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
+        let mut kustomizations = self.kustomizations;
+        replacement_files(tree, &mut kustomizations, &mut out.problems);
         let mut workloads = self.workloads;
         patch_values(&effects, &mut workloads, out);
-        let mut graph = Graph::new(self.kustomizations, &mut out.notes);
+        let mut graph = Graph::new(kustomizations, &mut out.notes);
         for (dir, index, e) in effects {
             graph.add_effects(&dir, index, e);
         }
@@ -386,6 +388,50 @@ fn patch_effects(
         }
     }
     out
+}
+
+/// Reads the `replacements:` files of every kustomization into its replacements; one that
+/// cannot be read is reported.
+fn replacement_files(
+    tree: &Tree,
+    kustomizations: &mut [Kustomization],
+    problems: &mut Vec<Problem>,
+) {
+    for k in kustomizations
+        .iter_mut()
+        .filter(|k| !k.replacement_files.is_empty())
+    {
+        let mut all = k.replacements.to_vec();
+        for file in k.replacement_files.iter().filter_map(|f| join(k.dir(), f)) {
+            match replacement_file(tree, &file) {
+                Ok(effects) => all.extend(effects),
+                Err(e) => problems.push(Problem::at_file(k.file(), 0, 0, e)),
+            }
+        }
+        k.replacements = all.into_boxed_slice();
+    }
+}
+
+/// The container images the replacements of one file (one replacement, or a list of them)
+/// copy a value into.
+fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, String> {
+    let path = (tree.resolve(file)).map_err(|e| format!("replacements {file}: {e}"))?;
+    let text = (tree.read(&path, MAX_CONFIGURATION_BYTES))
+        .map_err(|e| format!("replacements {file}: {e}"))?;
+    let docs = imagebump_yaml::parse_located(&text)
+        .map_err(|e| format!("replacements {file}: line {}: {}", e.line, e.reason()))?;
+    let name = ArcStr::from(file);
+    let lines = imagebump_yaml::LineIndex::new(&text);
+    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
+    let mut out = Vec::new();
+    for root in docs.iter().filter_map(|d| d.root.as_ref()) {
+        let items = match root {
+            Node::Seq { items, .. } => items.as_slice(),
+            one => std::slice::from_ref(one),
+        };
+        out.extend(replacement_targets(items, &name, &line_of));
+    }
+    Ok(out)
 }
 
 /// The effects of the documents of one patch file, listed with `target`.

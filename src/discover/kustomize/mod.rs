@@ -35,8 +35,11 @@ pub struct Kustomization {
     /// Patches (`patchesStrategicMerge:`, `patches:`, `patchesJson6902:`), in the order
     /// kustomize applies them.
     pub patches: Box<[patches::Patch]>,
-    /// The container images its `replacements:` write (applied after its `images:`).
+    /// The container images its `replacements:` write (applied after its `images:`), those
+    /// of its replacement files once placement has read them.
     pub replacements: Box<[patches::Effect]>,
+    /// `replacements:` files (`path:` items), as written.
+    pub replacement_files: Box<[Box<str>]>,
 }
 
 impl Kustomization {
@@ -106,7 +109,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k.values_files = values_files(root);
     k.configurations = names(root, "configurations");
     k.patches = read_patches(ctx, root);
-    k.replacements = replacements(ctx, root);
+    (k.replacements, k.replacement_files) = replacements(ctx, root);
     if let Some(Node::Seq { items, .. }) = root.get("images") {
         k.images = (items.iter())
             .filter_map(|item| {
@@ -199,42 +202,19 @@ fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
 }
 
 /// The container images the `replacements:` written in the kustomization copy a value
-/// into, by their targets' `select` and `fieldPaths`. A `path:` item (replacements in a
-/// file of their own) is not read.
-fn replacements(ctx: &FileCtx, root: &Node) -> Box<[patches::Effect]> {
-    let mut out = Vec::new();
-    let Some(Node::Seq { items, .. }) = root.get("replacements") else {
-        return out.into_boxed_slice();
+/// into, and the files of replacements it lists (`path:` items, read at placement).
+fn replacements(ctx: &FileCtx, root: &Node) -> (Box<[patches::Effect]>, Box<[Box<str>]>) {
+    let items = match root.get("replacements") {
+        Some(Node::Seq { items, .. }) => items.as_slice(),
+        _ => &[],
     };
-    let targets = items.iter().filter_map(|r| match r.get("targets") {
-        Some(Node::Seq { items, .. }) => Some(items),
-        _ => None,
-    });
-    for target in targets.flatten() {
-        let select = target.get("select");
-        let text = |key: &str| {
-            (select.and_then(|s| s.get(key)))
-                .and_then(Node::str_value)
-                .map(Box::from)
-        };
-        let paths = match target.get("fieldPaths") {
-            Some(Node::Seq { items, .. }) => items.as_slice(),
-            _ => &[],
-        };
-        for path in paths.iter().filter_map(Node::as_scalar) {
-            let Some(what) = patches::field_path_image(&path.value) else {
-                continue;
-            };
-            out.push(patches::Effect {
-                kind: text("kind").unwrap_or_else(|| "*".into()),
-                name: text("name"),
-                what,
-                file: ArcStr::clone(&ctx.file),
-                line: saturating_u32(ctx.at(path.span.start).0),
-            });
-        }
-    }
-    out.into_boxed_slice()
+    let line_of = |offset: usize| saturating_u32(ctx.at(offset).0);
+    let inline = patches::replacement_targets(items, &ctx.file, &line_of);
+    let files = (items.iter())
+        .filter_map(|i| i.get("path").and_then(Node::str_value))
+        .map(Box::from)
+        .collect();
+    (inline.into_boxed_slice(), files)
 }
 
 /// An inline patch: `patches[].patch` (always the patch itself), or a

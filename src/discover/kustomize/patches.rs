@@ -347,6 +347,45 @@ pub fn json6902_images(ops: &[Node]) -> Vec<ImageOp<'_>> {
     out
 }
 
+/// The container images that replacements (each with `source` and `targets`) copy a value
+/// into, by their targets' `select` and `fieldPaths`.
+pub fn replacement_targets(
+    replacements: &[Node],
+    file: &ArcStr,
+    line_of: &dyn Fn(usize) -> u32,
+) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let targets = replacements.iter().filter_map(|r| match r.get("targets") {
+        Some(Node::Seq { items, .. }) => Some(items),
+        _ => None,
+    });
+    for target in targets.flatten() {
+        let select = target.get("select");
+        let text = |key: &str| {
+            (select.and_then(|s| s.get(key)))
+                .and_then(Node::str_value)
+                .map(Box::from)
+        };
+        let paths = match target.get("fieldPaths") {
+            Some(Node::Seq { items, .. }) => items.as_slice(),
+            _ => &[],
+        };
+        for path in paths.iter().filter_map(Node::as_scalar) {
+            let Some(what) = field_path_image(&path.value) else {
+                continue;
+            };
+            out.push(Effect {
+                kind: text("kind").unwrap_or_else(|| "*".into()),
+                name: text("name"),
+                what,
+                file: ArcStr::clone(file),
+                line: line_of(path.span.start),
+            });
+        }
+    }
+    out
+}
+
 /// The container image a kustomize field path (`replacements:` targets) names:
 /// `…containers.[name=app].image`, `…containers.0.image` or `…containers.*.image` (and
 /// `initContainers`).
