@@ -500,8 +500,8 @@ fn no_entry_over_a_patched_container_of_the_same_name() {
 
 /// A JSON 6902 value is placed like any patch value: in a component two leaves use, each
 /// leaf gets an `images:` entry (the component is shared); in a variant one leaf builds on,
-/// the value is edited there. An inline patch written as a JSON list is edited inside its
-/// string too.
+/// the value is edited there. An inline patch written as JSON (a list of operations, a
+/// strategic-merge document) is edited inside its string too.
 #[test]
 fn json_6902_values_in_shared_levels() {
     let mut files = base();
@@ -531,7 +531,16 @@ fn json_6902_values_in_shared_levels() {
         "envs/staging/kustomization.yaml",
         "resources: [../../variants/eu]\n".into(),
     ));
-    let mut oracle = oracle(&files, &["envs/dev", "envs/qa", "envs/staging"]);
+    let json = format!("{{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {{\"name\": \"app\"}}, \"spec\": {{\"template\": {{\"spec\": {{\"containers\": [{{\"name\": \"app\", \"image\": \"{IMAGE}:3.0\"}}]}}}}}}}}\n");
+    files.push((
+        "envs/json/kustomization.yaml",
+        format!(
+            "resources: [../../base]\npatches:\n  - patch: |-\n{}",
+            indent(&json, 6)
+        ),
+    ));
+    let leaves = ["envs/dev", "envs/json", "envs/qa", "envs/staging"];
+    let mut oracle = oracle(&files, &leaves);
     oracle.renders_in.insert("variants/eu", "envs/staging");
     let k = |leaf: &str| format!("envs/{leaf}/kustomization.yaml");
     let updates = oracle.check();
@@ -540,6 +549,7 @@ fn json_6902_values_in_shared_levels() {
         app,
         [
             &update(&k("dev"), "envs/dev", "2.0", "4.0"),
+            &update(&k("json"), "envs/json", "3.0", "4.0"),
             &update(&k("qa"), "envs/qa", "2.0", "4.0"),
             &update("variants/eu/image.yaml", "envs/staging", "3.0", "4.0"),
         ]

@@ -649,10 +649,12 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// A string that may hold an image: an `image:` key, or a JSON pointer into a containers
-/// list (a JSON 6902 patch's operations).
+/// A string that may hold an image: an `image:` key (also written as JSON), or a JSON
+/// pointer into a containers list (a JSON 6902 patch's operations).
 fn may_hold_images(text: &str) -> bool {
-    text.contains("image:") || text.contains("/containers/") || text.contains("/initContainers/")
+    ["image:", "\"image\"", "/containers/", "/initContainers/"]
+        .iter()
+        .any(|needle| text.contains(needle))
 }
 
 /// `…containers[i].image` or `…initContainers[i].image`: the fields kustomize's `images:`
