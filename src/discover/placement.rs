@@ -336,17 +336,24 @@ fn patch_values(
         let r = out.refs.get(*index)?;
         writes.get(&(r.file.as_str(), r.line)).copied()
     };
-    let bases: Vec<Container> = (workloads.iter())
-        .filter(|(index, _, _)| written_by(index).is_none())
-        .filter_map(|(_, _, c)| c.clone())
-        .collect();
-    for (index, kustomizable, container) in workloads.iter_mut() {
-        let Some(e) = written_by(index) else {
-            continue;
-        };
-        *kustomizable = true;
-        let base = bases.iter().find(|c| e.reaches(c)).cloned();
-        *container = base.or(container.take()).or_else(|| e.container());
+    // Each patch value (its place in `workloads`) with the container it is the image of.
+    let resolved: Vec<(usize, Option<Container>)> = {
+        let bases: Vec<&Container> = (workloads.iter())
+            .filter(|(index, _, _)| written_by(index).is_none())
+            .filter_map(|(_, _, c)| c.as_ref())
+            .collect();
+        (workloads.iter().enumerate())
+            .filter_map(|(at, (index, _, own))| {
+                let e = written_by(index)?;
+                let base = bases.iter().find(|c| e.reaches(c)).map(|c| (*c).clone());
+                Some((at, base.or_else(|| own.clone()).or_else(|| e.container())))
+            })
+            .collect()
+    };
+    for (at, container) in resolved {
+        if let Some(w) = workloads.get_mut(at) {
+            (w.1, w.2) = (true, container);
+        }
     }
 }
 

@@ -104,23 +104,27 @@ impl What {
 impl Effect {
     /// It applies to `c` (a delete to any container of the resource).
     pub fn reaches(&self, c: &Container) -> bool {
-        let named = match &self.name {
+        // The name last: it may be a regular expression.
+        let named = || match &self.name {
             None => true,
             Some(n) => names_match(n, &c.name),
         };
         let kind = *self.kind == *c.kind || &*self.kind == "*";
-        kind && named
-            && match &self.what {
-                What::Deletes => true,
-                What::SetsImage(container) => *container == c.container,
-                What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
-                What::Replaces { init, keep } => *init == c.init && !keep.contains(&c.container),
-                What::DeletesContainer { init, container } => {
-                    *init == c.init && *container == c.container
-                }
-                What::RemovesAt { init, index } => *init == c.init && *index == c.index,
-                What::SetsEveryImage { init } => *init == c.init,
+        kind && self.what_reaches(c) && named()
+    }
+
+    fn what_reaches(&self, c: &Container) -> bool {
+        match &self.what {
+            What::Deletes => true,
+            What::SetsImage(container) => *container == c.container,
+            What::SetsImageAt { init, index } => *init == c.init && *index == c.index,
+            What::Replaces { init, keep } => *init == c.init && !keep.contains(&c.container),
+            What::DeletesContainer { init, container } => {
+                *init == c.init && *container == c.container
             }
+            What::RemovesAt { init, index } => *init == c.init && *index == c.index,
+            What::SetsEveryImage { init } => *init == c.init,
+        }
     }
 }
 
@@ -148,6 +152,10 @@ impl Effect {
 fn names_match(pattern: &str, name: &str) -> bool {
     if pattern == name {
         return true;
+    }
+    // A name without a metacharacter matches only itself: no expression to build.
+    if !pattern.contains(|ch: char| "\\.+*?()|[]{}^$".contains(ch)) {
+        return false;
     }
     regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|re| re.is_match(name))
 }
@@ -544,6 +552,10 @@ mod tests {
         let e = effects(&doc(PATCH), Some(&t), &file, &|_| 1);
         assert!(e[0].reaches(&c("Deployment", "web-eu", "app")));
         assert!(!e[0].reaches(&c("Deployment", "app", "app")));
+        // A plain name is compared as written; one with a metacharacter is an expression.
+        assert!(!names_match("app", "app2"));
+        assert!(names_match("app|web", "web"));
+        assert!(names_match("my.app", "myxapp"));
     }
 
     #[test]
