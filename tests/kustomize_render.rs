@@ -172,7 +172,9 @@ fn a_json_6902_value_written_again_is_not_edited() {
 /// replace`, dev: its init containers stay) or a replaced map above the pod spec (staging:
 /// both lists) drops the base's other containers; a container item with `$patch: delete`
 /// (qa) or a JSON 6902 `remove` (ops) drops that one. A dropped container gets no
-/// `images:` entry in that leaf; the patch's own image is what renders.
+/// `images:` entry in that leaf; the patch's own image is what renders. A container item
+/// that carries `$patch: replace` itself (item) is not rendered: kustomize keeps the
+/// base's container.
 #[test]
 fn replaced_and_deleted_containers() {
     let mut files = base();
@@ -210,8 +212,15 @@ fn replaced_and_deleted_containers() {
         "envs/prod/kustomization.yaml",
         "resources: [../../base]\n".into(),
     ));
+    files.push((
+        "envs/item/kustomization.yaml",
+        patch(&format!(
+            "spec:\n  containers:\n    - name: app\n      $patch: replace\n      image: {IMAGE}:3.0\n"
+        )),
+    ));
     let leaves = [
         "envs/dev",
+        "envs/item",
         "envs/ops",
         "envs/prod",
         "envs/qa",
@@ -228,6 +237,9 @@ fn replaced_and_deleted_containers() {
             update(&k("dev"), "envs/dev", "2.0", "4.0"),
             entry("dev", JOB, "2.0"),
             entry("dev", WEB, "2.0"),
+            entry("item", IMAGE, "4.0"),
+            entry("item", JOB, "2.0"),
+            entry("item", WEB, "2.0"),
             entry("ops", IMAGE, "4.0"),
             entry("ops", JOB, "2.0"),
             entry("prod", IMAGE, "4.0"),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place};
-use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target};
+use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
@@ -322,7 +322,7 @@ fn overridden_entries(
 fn patch_values(
     effects: &[(String, usize, Vec<Effect>)],
     workloads: &mut [(usize, bool, Option<Container>)],
-    out: &Discovery,
+    out: &mut Discovery,
 ) {
     let writes: BTreeMap<(&str, u32), &Effect> = (effects.iter())
         .flat_map(|(_, _, list)| list)
@@ -332,11 +332,13 @@ fn patch_values(
     if writes.is_empty() {
         return;
     }
+    let refs = &out.refs;
     let written_by = |index: &usize| {
-        let r = out.refs.get(*index)?;
+        let r = refs.get(*index)?;
         writes.get(&(r.file.as_str(), r.line)).copied()
     };
-    // Each patch value (its place in `workloads`) with the container it is the image of.
+    // Each patch value (its place in `workloads`) with the container it is the image of
+    // (`None`: not rendered at all).
     let resolved: Vec<(usize, Option<Container>)> = {
         let bases: Vec<&Container> = (workloads.iter())
             .filter(|(index, _, _)| written_by(index).is_none())
@@ -345,14 +347,23 @@ fn patch_values(
         (workloads.iter().enumerate())
             .filter_map(|(at, (index, _, own))| {
                 let e = written_by(index)?;
+                if e.what == What::NotRendered {
+                    return Some((at, None));
+                }
                 let base = bases.iter().find(|c| e.reaches(c)).map(|c| (*c).clone());
                 Some((at, base.or_else(|| own.clone()).or_else(|| e.container())))
             })
             .collect()
     };
     for (at, container) in resolved {
-        if let Some(w) = workloads.get_mut(at) {
-            (w.1, w.2) = (true, container);
+        let Some(w) = workloads.get_mut(at) else {
+            continue;
+        };
+        (w.1, w.2) = (container.is_some(), container);
+        // A directive's image: listed, never edited, and no leaf's entry weighs it.
+        if let (false, Some(r)) = (w.1, out.refs.get_mut(w.0)) {
+            let why = "not rendered: its container item carries a $patch directive";
+            r.unmanaged = Some(super::Unmanaged::Why(arcstr::ArcStr::from(why)));
         }
     }
 }

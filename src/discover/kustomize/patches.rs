@@ -77,6 +77,10 @@ pub enum What {
     RemovesAt { init: bool, index: usize },
     /// A replacement into `…containers.*.image`: every container of the list.
     SetsEveryImage { init: bool },
+    /// The `image:` of a container item that carries a `$patch` directive: kustomize does
+    /// not render it (the item is deleted, or its `replace` leaves the base's container as
+    /// it was).
+    NotRendered,
 }
 
 impl What {
@@ -124,6 +128,7 @@ impl Effect {
             }
             What::RemovesAt { init, index } => *init == c.init && *index == c.index,
             What::SetsEveryImage { init } => *init == c.init,
+            What::NotRendered => false,
         }
     }
 }
@@ -196,8 +201,12 @@ pub fn effects(
         return vec![effect(What::Deletes, root.offset())];
     }
     let mut out = Vec::new();
-    containers(root, &mut |name, image| {
-        out.push(effect(What::SetsImage(name.into()), image.offset()));
+    containers(root, &mut |name, item, image| {
+        let what = match item.get("$patch") {
+            Some(_) => What::NotRendered,
+            None => What::SetsImage(name.into()),
+        };
+        out.push(effect(what, image.offset()));
     });
     removals(root, false, &mut |what, offset| {
         out.push(effect(what, offset))
@@ -449,8 +458,8 @@ fn container_pointer(path: &str) -> Option<Pointer> {
 }
 
 /// Every `containers[]`/`initContainers[]` item below `node` that writes `image:`, by its
-/// `name` (the key strategic merge merges them by).
-fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node)) {
+/// `name` (the key strategic merge merges them by), with the item and its image.
+fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node, &Node)) {
     match node {
         Node::Map { entries, .. } => {
             for (key, value) in entries {
@@ -459,7 +468,7 @@ fn containers(node: &Node, found: &mut dyn FnMut(&str, &Node)) {
                     for item in items {
                         let name = item.get("name").and_then(Node::str_value);
                         if let (Some(name), Some(image)) = (name, item.get("image")) {
-                            found(name, image);
+                            found(name, item, image);
                         }
                     }
                 } else {
@@ -671,6 +680,14 @@ mod tests {
                 init: true,
                 keep: Box::default()
             }));
+        let item = list.replace(
+            "        - $patch: replace\n        - name: app\n",
+            "        - name: app\n          $patch: replace\n",
+        );
+        let e = effects(&doc(&item), None, &"p.yaml".into(), &|_| 1);
+        assert_eq!(e[0].what, What::NotRendered);
+        let list_replaced = |e: &Effect| matches!(e.what, What::Replaces { init: false, .. });
+        assert!(!e.iter().any(list_replaced), "{e:?}");
         let root = format!(
             "$patch: replace\n{}",
             list.replace("        - $patch: replace\n", "")
