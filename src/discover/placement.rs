@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
-use super::kustomize::patches::{effects, Container, Effect, Target};
+use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place};
+use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
 use crate::config::{ImageField, ScanConfig, SharedBases};
 use imagebump_model::name::parse_name;
 use imagebump_model::Problem;
-use imagebump_yaml::PathSeg;
+use imagebump_yaml::{Node, PathSeg};
 
 /// The largest kustomize configuration or patch file read.
 const MAX_CONFIGURATION_BYTES: u64 = 1 << 20;
@@ -133,7 +133,11 @@ impl Layout {
             return;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
-        let mut graph = Graph::new(self.kustomizations, &mut out.notes);
+        let mut kustomizations = self.kustomizations;
+        replacement_files(tree, &mut kustomizations, &mut out.problems);
+        let mut workloads = self.workloads;
+        patch_values(&effects, &mut workloads, out);
+        let mut graph = Graph::new(kustomizations, &mut out.notes);
         for (dir, index, e) in effects {
             graph.add_effects(&dir, index, e);
         }
@@ -141,24 +145,31 @@ impl Layout {
             graph.add_app(leaf);
         }
         if graph.has_patches() {
-            overridden_entries(&graph, &self.workloads, out);
+            overridden_entries(&graph, &workloads, out);
         }
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        for (index, kustomizable, container) in &self.workloads {
+        // By leaf and name deployed: the images the leaf renders from files of its own.
+        let mut rendered: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        for (index, kustomizable, container) in &workloads {
             let (index, kustomizable) = (*index, *kustomizable);
             let Some(r) = out.refs.get_mut(index) else {
                 continue;
             };
-            match graph.place(
-                &r.file,
-                &r.written,
-                kustomizable,
-                shared,
-                container.as_ref(),
-            ) {
+            let at = At {
+                file: &r.file,
+                line: r.line,
+            };
+            match graph.place(at, &r.written, kustomizable, shared, container.as_ref()) {
                 Place::InPlace { image, unit } => {
+                    if let (Some(unit), true) = (&unit, kustomizable) {
+                        let name = image.clone().unwrap_or_else(|| r.written.to_string());
+                        rendered
+                            .entry((unit.clone(), name))
+                            .or_default()
+                            .push(index);
+                    }
                     if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
                         r.image = name.into();
                     }
@@ -171,24 +182,95 @@ impl Layout {
                 }
                 Place::PerLeaf(edits) if r.is_managed() => {
                     let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
+                    let (sources, fingerprints) = (&mut out.sources, &mut out.fingerprints);
                     for e in &edits {
-                        match self.texts.get(e.file.as_str()) {
-                            Some(KeptText::Text(text)) => {
-                                out.sources.insert(e.file.as_str().into(), text.clone());
-                            }
-                            // Read again by the plan, which checks it is the same text.
-                            Some(KeptText::ReadAgain(print)) => {
-                                out.fingerprints.insert(e.file.as_str().into(), *print);
-                            }
-                            None => {}
-                        }
+                        keep_text(&self.texts, &e.file, sources, fingerprints);
                     }
                     expanded.insert(index, each);
                 }
                 Place::PerLeaf(_) => {}
             }
         }
+        no_entry_over_rendered(&mut expanded, &rendered, out);
         out.refs.replace(expanded);
+    }
+}
+
+/// The text of the kustomization `file` an entry is written into, for the plan.
+fn keep_text(
+    texts: &BTreeMap<ArcStr, KeptText>,
+    file: &str,
+    sources: &mut BTreeMap<ArcStr, ArcStr>,
+    fingerprints: &mut super::Fingerprints,
+) {
+    match texts.get(file) {
+        Some(KeptText::Text(text)) => {
+            sources.insert(file.into(), text.clone());
+        }
+        // Read again by the plan, which checks it is the same text.
+        Some(KeptText::ReadAgain(print)) => {
+            fingerprints.insert(file.into(), *print);
+        }
+        None => {}
+    }
+}
+
+/// An `images:` entry rewrites every container of its name in the leaf, also the images of
+/// that name the leaf renders from files of its own (`rendered`: a patch of the leaf, its
+/// own resources). An entry written for a shared base's image is what those render from
+/// then on: at the same version and under the same policy they move with it and are not
+/// edited themselves; at another version, under another policy (pinned) or left alone, the
+/// entry would move them beyond what their own update says, so it is not written, and the
+/// base's image is listed there with the reason.
+fn no_entry_over_rendered(
+    expanded: &mut BTreeMap<usize, Vec<ImageRef>>,
+    rendered: &BTreeMap<(String, String), Vec<usize>>,
+    out: &mut Discovery,
+) {
+    // Left alone by imagebump (pinned, ignored): an entry must not move them either. As
+    // they are before this pass marks any.
+    let left_alone: std::collections::BTreeSet<usize> = (rendered.values().flatten())
+        .filter(|i| out.refs.get(**i).is_some_and(|o| !o.is_managed()))
+        .copied()
+        .collect();
+    for r in expanded.values_mut().flatten() {
+        let key = (r.unit.to_string(), r.written.to_string());
+        let Some(own) = rendered.get(&key) else {
+            continue;
+        };
+        let entry_file = r.writes_to().unwrap_or_default().to_string();
+        let version = |o: &ImageRef| (o.tag.clone(), o.digest.clone());
+        let other = (own.iter())
+            .filter_map(|i| Some((i, out.refs.get(*i)?)))
+            .find(|(i, o)| {
+                left_alone.contains(i) || version(o) != version(r) || o.policy != r.policy
+            })
+            .map(|(_, o)| o);
+        if let Some(o) = other {
+            let why = format!(
+                "an images: entry for {} in {entry_file} would also rewrite {}:{}",
+                r.written, o.file, o.line
+            );
+            r.unmanaged = Some(super::Unmanaged::Why(why.into()));
+            let extra = r.extra_mut();
+            extra.creations.clear();
+            extra.writes_to = None;
+            continue;
+        }
+        if !r.is_managed() {
+            continue;
+        }
+        let why = format!(
+            "moves with the images: entry for {} in {entry_file}",
+            r.written
+        );
+        let why: ArcStr = why.into();
+        for i in own {
+            if let Some(o) = out.refs.get_mut(*i) {
+                o.unmanaged
+                    .get_or_insert_with(|| super::Unmanaged::Why(ArcStr::clone(&why)));
+            }
+        }
     }
 }
 
@@ -200,13 +282,13 @@ fn overridden_entries(
     out: &mut Discovery,
 ) {
     // The kustomizable images by the name written, with their file and container.
-    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, &Container)>> = BTreeMap::new();
+    let mut by_name: BTreeMap<ArcStr, Vec<(ArcStr, u32, &Container)>> = BTreeMap::new();
     for (index, kustomizable, container) in workloads {
         let (Some(r), Some(c), true) = (out.refs.get(*index), container, *kustomizable) else {
             continue;
         };
         let list = by_name.entry(ArcStr::clone(&r.written)).or_default();
-        list.push((ArcStr::clone(&r.file), c));
+        list.push((ArcStr::clone(&r.file), r.line, c));
     }
     for r in out.refs.iter_mut_from(0) {
         if r.kind != super::RefKind::Kustomize || !r.is_managed() {
@@ -223,9 +305,65 @@ fn overridden_entries(
         let Some(list) = by_name.get(entry.name.as_str()) else {
             continue;
         };
-        let workloads = list.iter().map(|(f, c)| (f.as_str(), *c));
+        let workloads = (list.iter()).map(|(file, line, c)| {
+            let at = At { file, line: *line };
+            (at, *c)
+        });
         if let Some(by) = graph.entry_overridden(dir, workloads) {
             r.unmanaged = Some(by);
+        }
+    }
+}
+
+/// The images patches write (in patch files and inline): kustomize's `images:` entries
+/// apply to them where the patch renders, and each is the image of the container of the
+/// rendered resource it reaches (a base's, found by the patch's target and the container's
+/// name or place), so that the patches after it and above it are weighed against it.
+fn patch_values(
+    effects: &[(String, usize, Vec<Effect>)],
+    workloads: &mut [(usize, bool, Option<Container>)],
+    out: &mut Discovery,
+) {
+    let writes: BTreeMap<(&str, u32), &Effect> = (effects.iter())
+        .flat_map(|(_, _, list)| list)
+        .filter(|e| !e.what.removes())
+        .map(|e| ((e.file.as_str(), e.line), e))
+        .collect();
+    if writes.is_empty() {
+        return;
+    }
+    let refs = &out.refs;
+    let written_by = |index: &usize| {
+        let r = refs.get(*index)?;
+        writes.get(&(r.file.as_str(), r.line)).copied()
+    };
+    // Each patch value (its place in `workloads`) with the container it is the image of
+    // (`None`: not rendered at all).
+    let resolved: Vec<(usize, Option<Container>)> = {
+        let bases: Vec<&Container> = (workloads.iter())
+            .filter(|(index, _, _)| written_by(index).is_none())
+            .filter_map(|(_, _, c)| c.as_ref())
+            .collect();
+        (workloads.iter().enumerate())
+            .filter_map(|(at, (index, _, own))| {
+                let e = written_by(index)?;
+                if e.what == What::NotRendered {
+                    return Some((at, None));
+                }
+                let base = bases.iter().find(|c| e.reaches(c)).map(|c| (*c).clone());
+                Some((at, base.or_else(|| own.clone()).or_else(|| e.container())))
+            })
+            .collect()
+    };
+    for (at, container) in resolved {
+        let Some(w) = workloads.get_mut(at) else {
+            continue;
+        };
+        (w.1, w.2) = (container.is_some(), container);
+        // A directive's image: listed, never edited, and no leaf's entry weighs it.
+        if let (false, Some(r)) = (w.1, out.refs.get_mut(w.0)) {
+            let why = "not rendered: its container item carries a $patch directive";
+            r.unmanaged = Some(super::Unmanaged::Why(arcstr::ArcStr::from(why)));
         }
     }
 }
@@ -268,6 +406,50 @@ fn patch_effects(
         }
     }
     out
+}
+
+/// Reads the `replacements:` files of every kustomization into its replacements; one that
+/// cannot be read is reported.
+fn replacement_files(
+    tree: &Tree,
+    kustomizations: &mut [Kustomization],
+    problems: &mut Vec<Problem>,
+) {
+    for k in kustomizations
+        .iter_mut()
+        .filter(|k| !k.replacement_files.is_empty())
+    {
+        let mut all = k.replacements.to_vec();
+        for file in k.replacement_files.iter().filter_map(|f| join(k.dir(), f)) {
+            match replacement_file(tree, &file) {
+                Ok(effects) => all.extend(effects),
+                Err(e) => problems.push(Problem::at_file(k.file(), 0, 0, e)),
+            }
+        }
+        k.replacements = all.into_boxed_slice();
+    }
+}
+
+/// The container images the replacements of one file (one replacement, or a list of them)
+/// copy a value into.
+fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, String> {
+    let path = (tree.resolve(file)).map_err(|e| format!("replacements {file}: {e}"))?;
+    let text = (tree.read(&path, MAX_CONFIGURATION_BYTES))
+        .map_err(|e| format!("replacements {file}: {e}"))?;
+    let docs = imagebump_yaml::parse_located(&text)
+        .map_err(|e| format!("replacements {file}: line {}: {}", e.line, e.reason()))?;
+    let name = ArcStr::from(file);
+    let lines = imagebump_yaml::LineIndex::new(&text);
+    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
+    let mut out = Vec::new();
+    for root in docs.iter().filter_map(|d| d.root.as_ref()) {
+        let items = match root {
+            Node::Seq { items, .. } => items.as_slice(),
+            one => std::slice::from_ref(one),
+        };
+        out.extend(replacement_targets(items, &name, &line_of));
+    }
+    Ok(out)
 }
 
 /// The effects of the documents of one patch file, listed with `target`.

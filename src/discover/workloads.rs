@@ -188,6 +188,13 @@ fn doc_interest(doc: &str, specs: &[FieldSpec], marked: bool) -> Interest {
             workloads: (has_image && top_level(doc, "apiVersion:").is_some())
                 || specs.iter().any(|s| s.kind == k),
         },
+        // A JSON 6902 patch file: a list of operations, some on a container's image.
+        None if (doc.contains("op:") || doc.contains("\"op\"")) && may_hold_images(doc) => {
+            Interest {
+                argo: false,
+                workloads: true,
+            }
+        }
         None if doc.contains("kind") => Interest {
             argo: doc.contains("argoproj.io"),
             workloads: has_image,
@@ -313,6 +320,7 @@ pub fn scan(
             why: None,
             skip: Vec::new(),
         };
+        scanner.json_patch(root);
         scanner.manifests(root, &mut Vec::new());
         if marked {
             scanner.marked(root, &mut Vec::new());
@@ -382,6 +390,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
             skip: Vec::new(),
         };
         scanner.image_keys(root, &mut Vec::new());
+        scanner.json_patch(root);
         for (path, scalar, _, _) in scanner.found {
             // A bad reference in a string is reported by nothing that reads the string.
             let Ok(Some(mut r)) = image(&inner_ctx, d.index, path, scalar) else {
@@ -517,9 +526,7 @@ impl<'a> Scanner<'a> {
                             self.add(path.clone(), s, k);
                             path.pop();
                         }
-                        Node::Scalar(s)
-                            if s.style == Style::Block && s.value.contains("image:") =>
-                        {
+                        Node::Scalar(s) if s.style == Style::Block && may_hold_images(&s.value) => {
                             path.push(seg());
                             self.blocks.push((path.clone(), s));
                             path.pop();
@@ -542,9 +549,7 @@ impl<'a> Scanner<'a> {
                             path.pop();
                         }
                         // An inline `patchesStrategicMerge:` item.
-                        Node::Scalar(s)
-                            if s.style == Style::Block && s.value.contains("image:") =>
-                        {
+                        Node::Scalar(s) if s.style == Style::Block && may_hold_images(&s.value) => {
                             path.push(PathSeg::Index(i));
                             self.blocks.push((path.clone(), s));
                             path.pop();
@@ -554,6 +559,19 @@ impl<'a> Scanner<'a> {
                 }
             }
             Node::Scalar(_) | Node::Other { .. } => {}
+        }
+    }
+
+    /// The images a JSON 6902 patch (a list of operations) writes into containers: what
+    /// kustomize's `images:` entries then rewrite.
+    fn json_patch(&mut self, node: &'a Node) {
+        let Node::Seq { items, .. } = node else {
+            return;
+        };
+        for op in super::kustomize::patches::json6902_images(items) {
+            let mut path = vec![PathSeg::Index(op.index)];
+            path.extend(op.path);
+            self.add(path, op.image, true);
         }
     }
 
@@ -629,6 +647,14 @@ impl<'a> Scanner<'a> {
         self.blocks.truncate(blocks);
         path.truncate(depth);
     }
+}
+
+/// A string that may hold an image: an `image:` key (also written as JSON), or a JSON
+/// pointer into a containers list (a JSON 6902 patch's operations).
+fn may_hold_images(text: &str) -> bool {
+    ["image:", "\"image\"", "/containers/", "/initContainers/"]
+        .iter()
+        .any(|needle| text.contains(needle))
 }
 
 /// `…containers[i].image` or `…initContainers[i].image`: the fields kustomize's `images:`

@@ -1,14 +1,16 @@
 //! The kustomize include graph, and where a manifest image's new version goes.
 //!
 //! Kustomize renders a leaf (a kustomization nothing else includes, or the path of an Argo
-//! CD Application) from its bases, applying the strategic-merge patches and then the
-//! `images:` entries of every kustomization on the way up, lowest first. So, for an image in
-//! a manifest file, each leaf that includes the file sees one of:
+//! CD Application) from its bases, applying the patches (strategic-merge, then JSON 6902),
+//! the `images:` entries and then the `replacements:` of every kustomization on the way up,
+//! lowest first. So, for an image in a manifest file (or a patch), each leaf that includes
+//! the file sees one of:
 //!
-//! - a `$patch: delete` of its resource: the leaf renders nothing of it;
-//! - a patch or an `images:` entry (or the Application's `kustomize.images`) that sets its
-//!   tag or digest: the manifest's own tag does not reach that leaf, the last of them on the
-//!   way up is the reference;
+//! - a `$patch: delete` of its resource, or of its container (also a `$patch: replace` that
+//!   keeps other containers, a JSON 6902 `remove`): the leaf renders nothing of it;
+//! - a patch, an `images:` entry (or the Application's `kustomize.images`) or a replacement
+//!   that sets its tag or digest: the manifest's own tag does not reach that leaf, the last
+//!   of them on the way up is the reference;
 //! - the manifest's tag (maybe under another name, through `newName`-only entries).
 //!
 //! When at most one leaf sees the manifest's tag, the manifest is edited in place. When two
@@ -18,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::patches::{Container, Effect, What};
+use super::patches::{Container, Effect};
 use super::{Entry, Kustomization};
 use crate::config::SharedBases;
 use imagebump_model::Problem;
@@ -195,17 +197,18 @@ impl Graph {
         out
     }
 
-    /// Where the new version of the image written `written` in `file` goes; `container`:
+    /// Where the new version of the image written `written` at `at` goes; `container`:
     /// the resource and container it is the image of, for the patches that set or delete
     /// it. `kustomizable`: kustomize's `images:` entries apply to it.
     pub fn place(
         &self,
-        file: &str,
+        at: At<'_>,
         written: &str,
         kustomizable: bool,
         shared: SharedBases,
         container: Option<&Container>,
     ) -> Place {
+        let file = at.file;
         let chains = self.chains(file);
         if !kustomizable {
             let all: BTreeSet<&str> = chains.iter().filter_map(|c| c.last().copied()).collect();
@@ -225,7 +228,7 @@ impl Graph {
         let mut leaves: BTreeMap<&str, LeafEdit> = BTreeMap::new();
         for chain in &chains {
             let leaf = chain.last().copied().unwrap_or_default();
-            match self.follow(chain, file, written, container) {
+            match self.follow(chain, at, written, container) {
                 Seen::Deleted(by) => {
                     rendered.insert(leaf);
                     deleted.get_or_insert(by);
@@ -269,22 +272,19 @@ impl Graph {
     }
 
     /// What the patches of the kustomization `dir` do to `container`, in the order
-    /// kustomize applies them: only those listed after `file` when `file` is itself one of
-    /// its patches (a patch does not patch itself).
-    fn patched(&self, dir: &str, file: &str, container: &Container) -> Option<&Effect> {
+    /// kustomize applies them: only those listed after the patch `at` is in when it is one
+    /// of them (a patch does not patch itself).
+    fn patched(&self, dir: &str, at: At<'_>, container: &Container) -> Option<&Effect> {
         let effects = self.effects.get(dir)?;
-        let own = self.kustomization(dir).and_then(|k| {
-            (k.patches.iter())
-                .position(|p| p.path.as_deref().and_then(|p| join(dir, p)).as_deref() == Some(file))
-        });
+        let own = self.kustomization(dir).and_then(|k| own_patch(k, at));
         let after = |i: &usize| own.is_none_or(|own| *i > own);
         let reaching = effects
             .iter()
             .filter(|(i, e)| after(i) && e.reaches(container));
-        // A delete wins; else the last patch that writes the image is the one rendered.
+        // A removal wins; else the last patch that writes the image is the one rendered.
         let mut last = None;
         for (_, e) in reaching {
-            if e.what == What::Deletes {
+            if e.what.removes() {
                 return Some(e);
             }
             last = Some(e);
@@ -292,9 +292,10 @@ impl Graph {
         last
     }
 
-    /// Some patch at all: without one, no `images:` entry needs [`Graph::entry_overridden`].
+    /// Some patch or replacement at all: without one, no `images:` entry needs
+    /// [`Graph::entry_overridden`].
     pub fn has_patches(&self) -> bool {
-        !self.effects.is_empty()
+        !self.effects.is_empty() || (self.kustomizations.iter()).any(|k| !k.replacements.is_empty())
     }
 
     /// What a patch above the kustomization `dir` writes over its `images:` entry: the
@@ -304,16 +305,20 @@ impl Graph {
     pub fn entry_overridden<'w>(
         &self,
         dir: &str,
-        workloads: impl Iterator<Item = (&'w str, &'w Container)>,
+        workloads: impl Iterator<Item = (At<'w>, &'w Container)>,
     ) -> Option<crate::discover::Unmanaged> {
         let mut by = None;
-        for (file, c) in workloads {
-            for chain in self.chains(file) {
-                let Some(at) = chain.iter().position(|d| *d == dir) else {
+        for (at, c) in workloads {
+            for chain in self.chains(at.file) {
+                let Some(level) = chain.iter().position(|d| *d == dir) else {
                     continue;
                 };
-                let above = chain.get(at.saturating_add(1)..).unwrap_or_default();
-                let last = above.iter().rev().find_map(|d| self.patched(d, file, c));
+                let above = chain.get(level.saturating_add(1)..).unwrap_or_default();
+                // Replacements apply after the kustomization's own entries, patches before.
+                let replaced_at = |d: &str| self.kustomization(d).and_then(|k| replaced(k, c));
+                let last = (above.iter().rev())
+                    .find_map(|d| replaced_at(d).or_else(|| self.patched(d, at, c)))
+                    .or_else(|| replaced_at(dir));
                 let e = last?;
                 by = Some(crate::discover::Unmanaged::OverriddenBy {
                     file: arcstr::ArcStr::clone(&e.file),
@@ -329,7 +334,7 @@ impl Graph {
     fn follow<'a>(
         &'a self,
         chain: &[&str],
-        file: &str,
+        at: At<'_>,
         written: &'a str,
         container: Option<&Container>,
     ) -> Seen {
@@ -353,7 +358,7 @@ impl Graph {
                 .filter_map(|c| self.kustomization(&c));
             for owner in components.chain([k]) {
                 let leaf_own = top && std::ptr::eq(owner, k);
-                if let Err(deleted) = self.level(owner, leaf_own, file, container, &mut walk) {
+                if let Err(deleted) = self.level(owner, leaf_own, at, container, &mut walk) {
                     return deleted;
                 }
             }
@@ -406,13 +411,13 @@ impl Graph {
         &'a self,
         k: &'a Kustomization,
         leaf_own: bool,
-        file: &str,
+        at: At<'_>,
         container: Option<&Container>,
         walk: &mut Walk<'a>,
     ) -> Result<(), Seen> {
-        if let Some(e) = container.and_then(|c| self.patched(k.dir(), file, c)) {
-            if e.what == What::Deletes {
-                let why = format!("deleted by {}:{} ($patch: delete)", e.file, e.line);
+        if let Some(e) = container.and_then(|c| self.patched(k.dir(), at, c)) {
+            if e.what.removes() {
+                let why = format!("deleted by {}:{} ({})", e.file, e.line, e.what.removal());
                 return Err(Seen::Deleted(crate::discover::Unmanaged::Why(why.into())));
             }
             walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
@@ -438,8 +443,41 @@ impl Graph {
                 walk.name = n;
             }
         }
+        // Replacements copy a value into the image after the `images:` entries.
+        if let Some(e) = container.and_then(|c| replaced(k, c)) {
+            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                file: arcstr::ArcStr::clone(&e.file),
+                line: e.line,
+            });
+        }
         Ok(())
     }
+}
+
+/// The last of the `replacements:` of `k` that writes the image of `c`.
+fn replaced<'k>(k: &'k Kustomization, c: &Container) -> Option<&'k Effect> {
+    k.replacements.iter().rev().find(|e| e.reaches(c))
+}
+
+/// Where an image is written: its file and line.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    pub file: &'a str,
+    pub line: u32,
+}
+
+/// The index of the patch of `k` that holds the image at `at`: the patch file `at` is in,
+/// or the inline patch of the kustomization's own file whose text `at` is in (the one
+/// that starts nearest before it: the lists are read in kustomize's order, not the file's).
+fn own_patch(k: &Kustomization, at: At<'_>) -> Option<usize> {
+    if at.file == k.file().as_str() {
+        return (k.patches.iter().enumerate())
+            .filter(|(_, p)| p.path.is_none() && p.line <= at.line)
+            .max_by_key(|(_, p)| p.line)
+            .map(|(i, _)| i);
+    }
+    (k.patches.iter())
+        .position(|p| p.path.as_deref().and_then(|p| join(k.dir(), p)).as_deref() == Some(at.file))
 }
 
 /// A remote base: kustomize fetches it, imagebump does not.
@@ -492,6 +530,10 @@ mod tests {
         }
     }
 
+    fn at(file: &str) -> At<'_> {
+        At { file, line: 0 }
+    }
+
     fn graph(ks: Vec<Kustomization>) -> Graph {
         let mut notes = Vec::new();
         let g = Graph::new(ks, &mut notes);
@@ -511,7 +553,7 @@ mod tests {
         );
         // Held for every kustomization until placement: growing it is a choice, made here.
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (112, 24));
+        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (144, 24));
     }
 
     /// Two kustomization files in one directory: the one read last is the directory's,
@@ -528,7 +570,7 @@ mod tests {
             g.kustomization("app").map(|k| k.file.as_str()),
             Some("app/kustomization.yml")
         );
-        let place = |file| g.place(file, "web", true, SharedBases::PerOverlay, None);
+        let place = |file| g.place(at(file), "web", true, SharedBases::PerOverlay, None);
         let unit = |unit: Option<&str>| Place::InPlace {
             image: None,
             unit: unit.map(str::to_string),
@@ -549,7 +591,7 @@ mod tests {
             ),
         ]);
         let Place::PerLeaf(edits) = g.place(
-            "app/base/deploy.yaml",
+            at("app/base/deploy.yaml"),
             "web",
             true,
             SharedBases::PerOverlay,
@@ -567,7 +609,7 @@ mod tests {
         assert_eq!(edits[1].new_name.as_deref(), Some("ghcr.io/acme/web"));
         assert!(matches!(
             g.place(
-                "app/base/deploy.yaml",
+                at("app/base/deploy.yaml"),
                 "web",
                 true,
                 SharedBases::InPlace,
@@ -578,7 +620,7 @@ mod tests {
         // kustomize's images: do not reach a custom resource's `spec.image`.
         assert!(matches!(
             g.place(
-                "app/base/deploy.yaml",
+                at("app/base/deploy.yaml"),
                 "web",
                 false,
                 SharedBases::PerOverlay,
@@ -596,9 +638,13 @@ mod tests {
             k("prod", &["../base"], &[]),
         ]);
         // Only prod renders the base's tag, but the base is shared: prod gets an entry.
-        let Place::PerLeaf(edits) =
-            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None)
-        else {
+        let Place::PerLeaf(edits) = g.place(
+            at("base/d.yaml"),
+            "nginx",
+            true,
+            SharedBases::PerOverlay,
+            None,
+        ) else {
             panic!("not per leaf")
         };
         assert_eq!(edits.len(), 1);
@@ -608,7 +654,13 @@ mod tests {
             k("dev", &["../base"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "nginx", true, SharedBases::PerOverlay, None),
+            g.place(
+                at("base/d.yaml"),
+                "nginx",
+                true,
+                SharedBases::PerOverlay,
+                None
+            ),
             Place::Overridden {
                 by: crate::discover::Unmanaged::OverriddenBy {
                     file: "base/kustomization.yaml".into(),
@@ -630,7 +682,13 @@ mod tests {
             k("top", &["../mid"], &[]),
         ]);
         assert_eq!(
-            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None),
+            g.place(
+                at("base/d.yaml"),
+                "api",
+                true,
+                SharedBases::PerOverlay,
+                None
+            ),
             Place::InPlace {
                 image: Some("registry.example.com/api".into()),
                 unit: Some("top".into())
@@ -642,9 +700,13 @@ mod tests {
             file: "apps/mid.yaml".into(),
             names: Vec::new(),
         });
-        let Place::PerLeaf(edits) =
-            g.place("base/d.yaml", "api", true, SharedBases::PerOverlay, None)
-        else {
+        let Place::PerLeaf(edits) = g.place(
+            at("base/d.yaml"),
+            "api",
+            true,
+            SharedBases::PerOverlay,
+            None,
+        ) else {
             panic!("not per leaf")
         };
         let dirs: Vec<&str> = edits.iter().map(|e| e.dir.as_str()).collect();

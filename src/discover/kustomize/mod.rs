@@ -32,9 +32,14 @@ pub struct Kustomization {
     /// `helmCharts:` values files and `configMapGenerator` files under a Helm values key, as
     /// written: read as Helm values, whatever their name.
     pub values_files: Box<[Box<str>]>,
-    /// Strategic-merge patches (`patches:`, `patchesStrategicMerge:`), in the order
+    /// Patches (`patchesStrategicMerge:`, `patches:`, `patchesJson6902:`), in the order
     /// kustomize applies them.
     pub patches: Box<[patches::Patch]>,
+    /// The container images its `replacements:` write (applied after its `images:`), those
+    /// of its replacement files once placement has read them.
+    pub replacements: Box<[patches::Effect]>,
+    /// `replacements:` files (`path:` items), as written.
+    pub replacement_files: Box<[Box<str>]>,
 }
 
 impl Kustomization {
@@ -104,6 +109,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k.values_files = values_files(root);
     k.configurations = names(root, "configurations");
     k.patches = read_patches(ctx, root);
+    (k.replacements, k.replacement_files) = replacements(ctx, root);
     if let Some(Node::Seq { items, .. }) = root.get("images") {
         k.images = (items.iter())
             .filter_map(|item| {
@@ -161,7 +167,16 @@ pub fn scan(
 fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
     let mut out = Vec::new();
     for s in scalars(root, "patchesStrategicMerge") {
-        out.push(patch(ctx, s, None));
+        let inline = s.value.contains('\n') || s.value.trim_start().starts_with(['{', '[']);
+        out.push(match inline {
+            true => patch(ctx, s, None),
+            false => patches::Patch {
+                path: Some(s.value.as_str().into()),
+                line: saturating_u32(ctx.at(s.span.start).0),
+                target: None,
+                inline: Box::default(),
+            },
+        });
     }
     for key in ["patches", "patchesJson6902"] {
         let Some(Node::Seq { items, .. }) = root.get(key) else {
@@ -186,18 +201,26 @@ fn read_patches(ctx: &FileCtx, root: &Node) -> Box<[patches::Patch]> {
     out.into_boxed_slice()
 }
 
-/// One `patchesStrategicMerge:` item or `patches[].patch`: a file's name, or the patch
-/// itself (YAML in a string).
+/// The container images the `replacements:` written in the kustomization copy a value
+/// into, and the files of replacements it lists (`path:` items, read at placement).
+fn replacements(ctx: &FileCtx, root: &Node) -> (Box<[patches::Effect]>, Box<[Box<str>]>) {
+    let items = match root.get("replacements") {
+        Some(Node::Seq { items, .. }) => items.as_slice(),
+        _ => &[],
+    };
+    let line_of = |offset: usize| saturating_u32(ctx.at(offset).0);
+    let inline = patches::replacement_targets(items, &ctx.file, &line_of);
+    let files = (items.iter())
+        .filter_map(|i| i.get("path").and_then(Node::str_value))
+        .map(Box::from)
+        .collect();
+    (inline.into_boxed_slice(), files)
+}
+
+/// An inline patch: `patches[].patch` (always the patch itself), or a
+/// `patchesStrategicMerge:` item that is one (YAML or JSON in a string).
 fn patch(ctx: &FileCtx, s: &Scalar, target: Option<patches::Target>) -> patches::Patch {
     let line = saturating_u32(ctx.at(s.span.start).0);
-    if !s.value.contains('\n') && !s.value.trim_start().starts_with('{') {
-        return patches::Patch {
-            path: Some(s.value.as_str().into()),
-            line,
-            target,
-            inline: Box::default(),
-        };
-    }
     // A block string's text starts on the line after its indicator.
     let first = match s.style {
         imagebump_yaml::Style::Block => line.saturating_add(1),
