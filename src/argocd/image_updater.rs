@@ -410,6 +410,10 @@ pub struct BrokenUpdater {
     pub namespace: Option<String>,
     /// Its `applicationRefs[].namePattern`s, as written.
     pub patterns: Vec<String>,
+    /// A ref's `namePattern` is missing or not a pattern (or the refs are not a list):
+    /// which Applications it was meant for cannot be told, so it may be meant for any in
+    /// its namespace.
+    pub unknown_scope: bool,
     /// Why it is invalid.
     pub why: String,
 }
@@ -433,33 +437,30 @@ impl BrokenUpdater {
                 doc.saturating_add(1)
             ),
         };
-        let patterns = v
-            .pointer("/spec/applicationRefs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                r.get("namePattern")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
+        let refs = v.pointer("/spec/applicationRefs").and_then(Value::as_array);
+        let written: Vec<Option<&str>> = (refs.into_iter().flatten())
+            .map(|r| r.get("namePattern").and_then(Value::as_str))
             .collect();
+        let unknown_scope = refs.is_none()
+            || written
+                .iter()
+                .any(|p| p.is_none_or(|p| GoGlob::new(p).is_err()));
         BrokenUpdater {
             label,
             namespace,
-            patterns,
+            patterns: written.into_iter().flatten().map(str::to_string).collect(),
+            unknown_scope,
             why: why.to_string(),
         }
     }
 
-    /// Whether it was meant for `app`: same namespace, and a name pattern that matches (an
-    /// invalid pattern matches the name written literally).
+    /// Whether it could have been meant for `app`: same namespace, and a name pattern that
+    /// matches, or refs whose patterns cannot be read (then any app of the namespace).
     pub fn meant_for(&self, app: &App) -> bool {
         sees(self.namespace.as_deref(), app)
-            && self.patterns.iter().any(|p| match GoGlob::new(p) {
-                Ok(g) => g.is_match(&app.name),
-                Err(_) => *p == app.name,
-            })
+            && (self.unknown_scope
+                || (self.patterns.iter())
+                    .any(|p| GoGlob::new(p).is_ok_and(|g| g.is_match(&app.name))))
     }
 }
 
@@ -1234,5 +1235,37 @@ mod tests {
             no_spec[0].as_ref().unwrap_err().message,
             "ImageUpdater n has no spec"
         );
+    }
+
+    /// An invalid ImageUpdater is meant for the apps its patterns match; when a pattern
+    /// cannot be read (invalid, missing, not a string), for every app of its namespace.
+    #[test]
+    fn what_an_invalid_image_updater_could_select() {
+        let broken = |refs: &str| {
+            let v = &docs(&format!(
+                "{HEAD}metadata: {{name: b, namespace: argocd}}\nspec:\n{refs}"
+            ))[0];
+            BrokenUpdater::read("iu.yaml", 0, v, "invalid")
+        };
+        let in_ns = |name: &str, ns: &str| App {
+            namespace: Some(ns.into()),
+            ..app(name, &[], &[])
+        };
+        let selects = |b: &BrokenUpdater| -> Vec<bool> {
+            [("web-1", "argocd"), ("api", "argocd"), ("web-1", "team")]
+                .iter()
+                .map(|(n, ns)| b.meant_for(&in_ns(n, ns)))
+                .collect()
+        };
+        let valid = broken("  applicationRefs:\n  - namePattern: 'web-*'\n    bogus: 1\n");
+        assert_eq!(selects(&valid), [true, false, false]);
+        for refs in [
+            "  applicationRefs:\n  - namePattern: 'web-*'\n  - namePattern: 'app-['\n",
+            "  applicationRefs:\n  - namePattern: 'web-*'\n  - images: []\n",
+            "  applicationRefs:\n  - namePattern: [web]\n",
+            "  applicationRefs: web\n",
+        ] {
+            assert_eq!(selects(&broken(refs)), [true, true, false], "{refs}");
+        }
     }
 }

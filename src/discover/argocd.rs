@@ -507,15 +507,16 @@ impl Scan<'_> {
             .generated
             .get(&id)
             .map(|t| (app.file.clone(), app.doc, t.clone()));
+        // An invalid ImageUpdater that could select the app may be the configuration meant
+        // for it: its settings are unknown, so nothing else (another ImageUpdater, the
+        // annotations, the app's own images) decides for it.
+        let invalid: Vec<String> = (broken.iter())
+            .filter(|b| b.meant_for(app))
+            .map(|b| format!("{} could select it but is invalid: {}", b.label, b.why))
+            .collect();
         let config = match argocd::image_updater::config_for(app, updaters) {
+            _ if !invalid.is_empty() => Err(invalid.join("; ")),
             Ok(Some(c)) => Ok(Some(c)),
-            // Meant for an ImageUpdater that is invalid: AIU updates nothing of it.
-            Ok(None) if broken.iter().any(|b| b.meant_for(app)) => Err(broken
-                .iter()
-                .filter(|b| b.meant_for(app))
-                .map(|b| format!("{} selects it but is invalid: {}", b.label, b.why))
-                .collect::<Vec<_>>()
-                .join("; ")),
             Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
                 c.map(|mut c| {
                     if !updaters.is_empty() {
