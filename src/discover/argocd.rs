@@ -420,6 +420,7 @@ pub fn scan(
     root: &Tree,
     config: &Config,
     found: Found,
+    rendering: Option<super::placement::Rendering>,
     out: &mut Discovery,
     policies: &mut Policies,
 ) {
@@ -441,6 +442,8 @@ pub fn scan(
         policies,
         generated,
         template: None,
+        rendering,
+        managed_before: Default::default(),
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
@@ -462,6 +465,18 @@ struct Scan<'a> {
     generated: BTreeMap<AppId, Generator>,
     /// While reading one of them: its set's file and document, and its template.
     template: Option<(String, usize, Generator)>,
+    /// What the apps' paths render (the include graph and the manifest images).
+    rendering: Option<super::placement::Rendering>,
+    /// The places of the app's references that were managed before its
+    /// argocd-image-updater configuration left the unlisted ones alone.
+    managed_before: std::collections::BTreeSet<(arcstr::ArcStr, u32, u32)>,
+}
+
+/// Where an image's current version is: a scalar read here, or a reference discovery
+/// already made (a manifest, patch or `images:` entry the app's path renders).
+enum Now {
+    At(Current),
+    Found(ImageRef),
 }
 
 impl Scan<'_> {
@@ -556,6 +571,10 @@ impl Scan<'_> {
             return;
         };
         self.notes(app, &app_key, &c);
+        self.managed_before = (self.out.refs.iter())
+            .filter(|r| r.app() == Some(app_key.as_str()) && r.is_managed())
+            .map(|r| (arcstr::ArcStr::clone(&r.file), r.line, r.column))
+            .collect();
         // As with argocd-image-updater, only the images it lists are updated; other
         // occurrences in the app's files are left alone, and said so.
         let listed: Vec<imagebump_model::name::ImageName> = c
@@ -1026,10 +1045,41 @@ impl Scan<'_> {
             .find(|f| self.root.is_file(f))
     }
 
-    /// The kustomization file of `dir`: the one there, else `kustomization.yaml`.
-    fn kustomization_in(&self, dir: &str) -> String {
-        self.existing_kustomization(dir)
-            .unwrap_or_else(|| in_dir(dir, "kustomization.yaml"))
+    /// The kustomization file of the write-back directory `kdir` of the app path `dir`; `Err`
+    /// names `kdir` and says why Argo CD would not render what is written there: it has no
+    /// kustomization (nothing is created), or `dir` does not include it.
+    fn kustomization_target(&mut self, dir: &str, kdir: &str) -> Result<String, String> {
+        let shown = if kdir.is_empty() { "." } else { kdir };
+        let Some(file) = self.existing_kustomization(kdir) else {
+            return Err(format!("{shown}, which has no kustomization"));
+        };
+        if !self.renders_dir(dir, kdir) {
+            let path = if dir.is_empty() { "." } else { dir };
+            return Err(format!(
+                "{shown}, which the app's path {path} does not include: Argo CD would not render it"
+            ));
+        }
+        Ok(file)
+    }
+
+    /// A problem at the app's write-back target annotation, else at the app.
+    fn at_target(&self, app: &App, message: String) -> Problem {
+        let at = [
+            key("metadata"),
+            key("annotations"),
+            key("argocd-image-updater.argoproj.io/write-back-target"),
+        ];
+        match self
+            .files
+            .get(&app.file)
+            .filter(|m| m.node(app.doc, &at).is_some())
+        {
+            Some(m) => {
+                let (line, column) = m.position(app.doc, &at);
+                Problem::at_file(&app.file, line, column, message)
+            }
+            None => self.at_app(app, message),
+        }
     }
 
     /// Record `r` with its policy (configuration, the repository's own
@@ -1166,17 +1216,19 @@ impl Scan<'_> {
         }
         // Where the value is now: what Argo CD renders, else the files of the source.
         let current = if let Some(pk) = &img.plugin {
-            self.plugin_current(app, st, pk)
+            self.plugin_current(app, st, pk).map(Now::At)
         } else if is_kustomize {
-            self.kustomize_current(app, st, &kname)
+            self.kustomize_current(app, st, &kname, &img.name)
         } else {
             self.helm_current(app, st, states, &keys, &img.name)
+                .map(Now::At)
         };
-        let mut r = match current.and_then(|c| {
-            let r = self.current_ref(&c, app_key)?;
-            Some((c, r))
-        }) {
-            Some((_, r)) => r,
+        let found = current.and_then(|now| match now {
+            Now::At(c) => self.current_ref(&c, app_key),
+            Now::Found(r) => Some(self.adopt(r, app_key)),
+        });
+        let mut r = match found {
+            Some(r) => r,
             None => {
                 let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
                     m.position(app.doc, &[key("metadata"), key("annotations")])
@@ -1216,7 +1268,7 @@ impl Scan<'_> {
         r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
-            self.write_back(st, config, img, &kname, &keys, &mut r);
+            self.write_back(app, st, config, img, &kname, &keys, &mut r);
         }
         let label = format!(
             "{} ({})",
@@ -1227,8 +1279,30 @@ impl Scan<'_> {
         self.push_with(r, Some((&label, &img.policy)), secret);
     }
 
-    /// Kustomize: the app's rendered `kustomize.images`, else the kustomization's `images:`.
-    fn kustomize_current(&mut self, app: &App, st: &SourceState, kname: &str) -> Option<Current> {
+    /// A reference discovery made, as the app's: managed again when only the app's
+    /// configuration left it alone (it is the value the configuration manages).
+    fn adopt(&mut self, mut r: ImageRef, app_key: &str) -> ImageRef {
+        // Read here too: the configuration's policy is applied, and the text kept, from it.
+        self.load(&r.file);
+        let place = (arcstr::ArcStr::clone(&r.file), r.line, r.column);
+        if self.managed_before.contains(&place) {
+            r.unmanaged = None;
+        }
+        r.unit = app_key.into();
+        r.extra_mut().app = Some(app_key.to_string());
+        r
+    }
+
+    /// Kustomize: the app's rendered `kustomize.images`; else what its path renders (the
+    /// manifest, patch or `images:` entry that sets the version last); else an `images:`
+    /// entry of a kustomization it includes, the nearest first.
+    fn kustomize_current(
+        &mut self,
+        app: &App,
+        st: &SourceState,
+        kname: &str,
+        image: &str,
+    ) -> Option<Now> {
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         let list = self.list(&file, doc, &base);
         if let Some((i, v)) = list.iter().enumerate().find(|(_, v)| {
@@ -1236,7 +1310,7 @@ impl Scan<'_> {
                 .is_some_and(|s| same_repository(&kustomize_name_of(s), kname))
         }) {
             let prefix = v.as_str().map(kustomize_prefix).unwrap_or_default();
-            return Some(Current {
+            return Some(Now::At(Current {
                 file,
                 doc,
                 at: with_index(&base, i, &[]),
@@ -1245,27 +1319,92 @@ impl Scan<'_> {
                 },
                 kind: RefKind::ArgoKustomizeImage,
                 repository: None,
-            });
+            }));
         }
-        let dir = st.dir.as_deref()?;
-        let kfile = self.existing_kustomization(dir)?;
+        let dir = st.dir.clone()?;
+        if let Some(r) = self.rendered_ref(&dir, kname, image) {
+            return Some(Now::Found(r));
+        }
+        let kfile = self.existing_kustomization(&dir)?;
         if !self.load(&kfile) {
             return None;
         }
-        let entries = self.list(&kfile, 0, &[key("images")]);
-        let entry = entries
-            .iter()
-            .enumerate()
-            .find(|(_, e)| {
-                e.get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| same_repository(n, kname))
-            })
-            .filter(|(_, e)| e.get("newTag").is_some())
-            .map(|(i, _)| i);
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(c) = self.entry_current(&dir, &kfile, (kname, image), &mut seen) {
+            return Some(Now::At(c));
+        }
+        // Before any `images:` entry, the manifests spell the image as kustomize's `name`
+        // does (`kustomize.image-name`), which may differ from the image itself.
+        self.resource_current(&dir, &kfile, kname).map(Now::At)
+    }
+
+    /// The reference discovery made where the path `dir` reads the version of the image
+    /// its containers name `kname` (before the path's own `images:` entries) or `image`
+    /// (after them), taken out of the list: the caller makes it the app's.
+    fn rendered_ref(&mut self, dir: &str, kname: &str, image: &str) -> Option<ImageRef> {
+        use super::placement::Source;
+        let named = |at_leaf: &str, name: &str| {
+            same_repository(at_leaf, kname) || same_repository(name, image)
+        };
+        let source = self.rendering.as_ref()?.source_in(dir, &named)?;
+        let leaf = in_dir(dir, "");
+        let index = match source {
+            // A base several leaves render is one reference per leaf: this leaf's, else
+            // the one edited in place.
+            Source::Manifest { file, line } => {
+                let at = |r: &ImageRef| r.file == file && r.line == line;
+                let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
+                let in_place = |r: &ImageRef| r.writes_to().is_none();
+                let refs = || self.out.refs.iter().enumerate();
+                refs()
+                    .find(|(_, r)| at(r) && this_leaf(r))
+                    .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))?
+                    .0
+            }
+            // The patch's image, or the `images:` entry's value: the first at or after
+            // the line the entry or the patched value starts on.
+            Source::Set { file, line } => {
+                (self.out.refs.iter().enumerate())
+                    .filter(|(_, r)| r.file == file && r.line >= line)
+                    .min_by_key(|(_, r)| r.line)?
+                    .0
+            }
+        };
+        let r = self.out.refs.get(index)?.clone();
+        let mut i = 0usize;
+        self.out.refs.retain(|_| {
+            let keep = i != index;
+            i = i.saturating_add(1);
+            keep
+        });
+        Some(r)
+    }
+
+    /// The `images:` entry that sets the version of the image named `kname` (or renamed to
+    /// `image` by its `newName`) in the kustomization `kfile` of `dir`, else in those it
+    /// includes, the nearest first: where the version is when no manifest here renders
+    /// the image (a remote base).
+    fn entry_current(
+        &mut self,
+        dir: &str,
+        kfile: &str,
+        (kname, image): (&str, &str),
+        seen: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Current> {
+        // A cycle, or a pathological chain, ends the search.
+        if !seen.insert(kfile.to_string()) || seen.len() > 64 {
+            return None;
+        }
+        let entries = self.list(kfile, 0, &[key("images")]);
+        let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+        let entry = entries.iter().rposition(|e| {
+            let by_name = text(e, "name").is_some_and(|n| same_repository(&n, kname));
+            let by_new = text(e, "newName").is_some_and(|n| same_repository(&n, image));
+            (by_name || by_new) && e.get("newTag").is_some()
+        });
         if let Some(i) = entry {
             return Some(Current {
-                file: kfile,
+                file: kfile.to_string(),
                 doc: 0,
                 at: vec![key("images"), PathSeg::Index(i), key("newTag")],
                 format: SlotFormat::Tag,
@@ -1273,9 +1412,50 @@ impl Scan<'_> {
                 repository: None,
             });
         }
-        // Before any `images:` entry, the manifests spell the image as kustomize's `name`
-        // does (`kustomize.image-name`), which may differ from the image itself.
-        self.resource_current(dir, &kfile, kname)
+        for sub in self.included_dirs(dir, kfile) {
+            let Some(k) = self.existing_kustomization(&sub).filter(|k| self.load(k)) else {
+                continue;
+            };
+            if let Some(c) = self.entry_current(&sub, &k, (kname, image), seen) {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// The directories the kustomization `kfile` of `dir` includes (`components`,
+    /// `resources`, `bases`), in this repository, in that order.
+    fn included_dirs(&self, dir: &str, kfile: &str) -> Vec<String> {
+        let mut includes = self.list(kfile, 0, &[key("components")]);
+        includes.extend(self.list(kfile, 0, &[key("resources")]));
+        includes.extend(self.list(kfile, 0, &[key("bases")]));
+        let base = if dir.is_empty() { "." } else { dir };
+        (includes.iter().filter_map(Value::as_str))
+            .filter_map(|res| super::kustomize::graph::join(base, res))
+            .filter(|t| !(t.ends_with(".yaml") || t.ends_with(".yml")))
+            .map(|t| if t == "." { String::new() } else { t })
+            .filter(|t| self.root.is_dir(t))
+            .collect()
+    }
+
+    /// Whether the path `dir` renders the kustomization directory `target`: it is `dir`, or
+    /// one `dir` includes, directly or through others.
+    fn renders_dir(&mut self, dir: &str, target: &str) -> bool {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![dir.to_string()];
+        while let Some(d) = todo.pop() {
+            if d == target {
+                return true;
+            }
+            if !seen.insert(d.clone()) || seen.len() > 256 {
+                continue;
+            }
+            let Some(k) = self.existing_kustomization(&d).filter(|k| self.load(k)) else {
+                continue;
+            };
+            todo.extend(self.included_dirs(&d, &k));
+        }
+        false
     }
 
     /// The image's tag as a container `image:` in a manifest the kustomization renders
@@ -1480,6 +1660,7 @@ impl Scan<'_> {
     /// the current value is, else creations.
     fn write_back(
         &mut self,
+        app: &App,
         st: &SourceState,
         config: &UpdaterConfig,
         img: &UpdaterImage,
@@ -1503,7 +1684,23 @@ impl Scan<'_> {
                     None => dir.clone(),
                     Some(g) => target_path(&dir, Some(g), ""),
                 };
-                Target::Kustomization(self.kustomization_in(&kdir))
+                match self.kustomization_target(&dir, &kdir) {
+                    Ok(file) => Target::Kustomization(file),
+                    Err(why) => {
+                        let written = d.as_deref().map_or_else(
+                            || "kustomization".to_string(),
+                            |d| format!("kustomization:{d}"),
+                        );
+                        let why = format!("write-back target {written} resolves to {why}");
+                        let p = self.at_target(
+                            app,
+                            format!("Application {}: {why}: not written", app.name),
+                        );
+                        self.out.problems.push(p);
+                        r.unmanaged = Some(why.into());
+                        return;
+                    }
+                }
             }
             WriteBackTarget::HelmValues(f) => {
                 Target::Values(target_path(&dir, f.as_deref(), "values.yaml"))

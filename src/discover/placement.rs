@@ -122,24 +122,40 @@ impl Layout {
 
     /// Decide where every manifest image goes; an image that moves in several overlays
     /// becomes one reference per overlay.
+    /// Returns what the Argo CD apps' paths render, when the repository has Applications.
     pub fn place(
         self,
         tree: &Tree,
         out: &mut Discovery,
         argo: &argocd::Found,
         shared: SharedBases,
-    ) {
+    ) -> Option<Rendering> {
         if self.workloads.is_empty() {
-            return;
+            return None;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
         let mut graph = Graph::new(self.kustomizations, &mut out.notes);
         for (dir, index, e) in effects {
             graph.add_effects(&dir, index, e);
         }
-        for leaf in app_leaves(argo) {
+        let leaves = app_leaves(argo);
+        let any_app = !leaves.is_empty();
+        for leaf in leaves {
             graph.add_app(leaf);
         }
+        // Kept before placement replaces the references: where each image is written.
+        let workloads: Vec<Workload> = (self.workloads.iter())
+            .filter(|(_, kustomizable, _)| any_app && *kustomizable)
+            .filter_map(|(index, _, container)| {
+                let r = out.refs.get(*index)?;
+                Some(Workload {
+                    file: ArcStr::clone(&r.file),
+                    line: r.line,
+                    written: ArcStr::clone(&r.written),
+                    container: container.clone(),
+                })
+            })
+            .collect();
         if graph.has_patches() {
             overridden_entries(&graph, &self.workloads, out);
         }
@@ -189,6 +205,53 @@ impl Layout {
             }
         }
         out.refs.replace(expanded);
+        any_app.then_some(Rendering { graph, workloads })
+    }
+}
+
+/// A manifest image kustomize's `images:` apply to, where it is written.
+struct Workload {
+    file: ArcStr,
+    line: u32,
+    written: ArcStr,
+    container: Option<Container>,
+}
+
+/// The include graph and the manifest images, kept for the Argo CD apps: where each app's
+/// path reads an image's version from.
+pub struct Rendering {
+    graph: Graph,
+    workloads: Vec<Workload>,
+}
+
+/// Where an app's path reads an image's version from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The manifest image at this place.
+    Manifest { file: ArcStr, line: u32 },
+    /// The patch or `images:` entry at this line sets it last.
+    Set { file: ArcStr, line: u32 },
+}
+
+impl Rendering {
+    /// Where the path `leaf` reads the version of the image its containers name as
+    /// `named` says (the name the leaf's own `images:` entries see, and the name after
+    /// them): the first manifest image that reaches the leaf so named, in the order read.
+    pub fn source_in(&self, leaf: &str, named: &dyn Fn(&str, &str) -> bool) -> Option<Source> {
+        let leaf = join(".", leaf)?;
+        self.workloads.iter().find_map(|w| {
+            let seen = self
+                .graph
+                .rendered_in(&leaf, &w.file, &w.written, w.container.as_ref());
+            let r = seen.into_iter().find(|r| named(&r.at_leaf, &r.name))?;
+            Some(match r.by {
+                Some((file, line)) => Source::Set { file, line },
+                None => Source::Manifest {
+                    file: ArcStr::clone(&w.file),
+                    line: w.line,
+                },
+            })
+        })
     }
 }
 

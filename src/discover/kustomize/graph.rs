@@ -333,31 +333,10 @@ impl Graph {
         written: &'a str,
         container: Option<&Container>,
     ) -> Seen {
-        let mut walk = Walk {
-            name: written,
-            over: None,
-            leaf_entry: None,
+        let (walk, at_leaf) = match self.walk_up(chain, file, written, container) {
+            Ok(w) => w,
+            Err(deleted) => return deleted,
         };
-        let mut at_leaf = written;
-        for (i, dir) in chain.iter().enumerate() {
-            let Some(k) = self.kustomization(dir) else {
-                continue;
-            };
-            let top = i.saturating_add(1) == chain.len();
-            if top {
-                at_leaf = walk.name;
-            }
-            // A component's patches and `images:` apply first, then the kustomization's own.
-            let components = (k.components.iter())
-                .filter_map(|c| join(k.dir(), c))
-                .filter_map(|c| self.kustomization(&c));
-            for owner in components.chain([k]) {
-                let leaf_own = top && std::ptr::eq(owner, k);
-                if let Err(deleted) = self.level(owner, leaf_own, file, container, &mut walk) {
-                    return deleted;
-                }
-            }
-        }
         let name = walk.name;
         let over = walk.over;
         let entry = walk.leaf_entry;
@@ -386,6 +365,90 @@ impl Graph {
                 .map(str::to_string),
             image: name.to_string(),
         })
+    }
+}
+
+/// What an Argo CD app's path renders for one manifest image: the name its container has
+/// as the leaf's own `images:` entries see it and after them, and what sets its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub at_leaf: String,
+    pub name: String,
+    /// The `FILE:LINE` of the patch or `images:` entry that sets it last; `None`: the
+    /// manifest's own value.
+    pub by: Option<(arcstr::ArcStr, u32)>,
+}
+
+impl Graph {
+    /// What the leaf `leaf` renders for the image written `written` in `file` (`container`:
+    /// its resource and container), through each include chain from `file` to `leaf`;
+    /// nothing for a chain whose patch deletes the resource. The leaf's Argo CD
+    /// `kustomize.images` are not applied: the caller reads them first.
+    pub fn rendered_in(
+        &self,
+        leaf: &str,
+        file: &str,
+        written: &str,
+        container: Option<&Container>,
+    ) -> Vec<Rendered> {
+        let mut out = Vec::new();
+        for chain in self.chains(file) {
+            if chain.last().copied() != Some(leaf) {
+                continue;
+            }
+            let Ok((walk, at_leaf)) = self.walk_up(&chain, file, written, container) else {
+                continue;
+            };
+            let by = match walk.over {
+                Some(crate::discover::Unmanaged::OverriddenBy { file, line }) => Some((file, line)),
+                _ => None,
+            };
+            let r = Rendered {
+                at_leaf: at_leaf.to_string(),
+                name: walk.name.to_string(),
+                by,
+            };
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
+    /// written `written` in `file`: the walk's end, and the name the leaf's own entries
+    /// see. `Err`: a patch deletes the resource.
+    fn walk_up<'a>(
+        &'a self,
+        chain: &[&str],
+        file: &str,
+        written: &'a str,
+        container: Option<&Container>,
+    ) -> Result<(Walk<'a>, &'a str), Seen> {
+        let mut walk = Walk {
+            name: written,
+            over: None,
+            leaf_entry: None,
+        };
+        let mut at_leaf = written;
+        for (i, dir) in chain.iter().enumerate() {
+            let Some(k) = self.kustomization(dir) else {
+                continue;
+            };
+            let top = i.saturating_add(1) == chain.len();
+            if top {
+                at_leaf = walk.name;
+            }
+            // A component's patches and `images:` apply first, then the kustomization's own.
+            let components = (k.components.iter())
+                .filter_map(|c| join(k.dir(), c))
+                .filter_map(|c| self.kustomization(&c));
+            for owner in components.chain([k]) {
+                let leaf_own = top && std::ptr::eq(owner, k);
+                self.level(owner, leaf_own, file, container, &mut walk)?;
+            }
+        }
+        Ok((walk, at_leaf))
     }
 }
 

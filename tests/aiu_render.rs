@@ -1,0 +1,489 @@
+//! argocd-image-updater apps over kustomize, checked by a render oracle: the app's path is
+//! rendered as Argo CD renders it (the real kustomize, `kubectl kustomize`, after Argo CD's
+//! own overrides: `kustomize.images` from the Application and its `.argocd-source*.yaml`
+//! files, applied as `kustomize edit set image` does) before and after `run --write`
+//! against a real registry, and
+//!
+//! - the current version of each configured image is what the app renders (through
+//!   patches, `images:` entries of the kustomizations it includes, `newName` entries);
+//! - each reported update changes the render from exactly `from` to exactly `to`, and
+//!   nothing else in the render changes;
+//! - a second run proposes nothing;
+//! - a write-back target that is not there, or an `ImageUpdater` that cannot be read,
+//!   changes no file.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+use support::cli::{imagebump, Run};
+use support::{kustomize_build, Registry, RegistryMode};
+
+const IMAGE: &str = "registry.example.com/team/app";
+const AIU: &str = "argocd-image-updater.argoproj.io";
+
+fn deployment(name: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n        - name: {name}\n          image: {image}\n"
+    )
+}
+
+/// A strategic-merge patch of the Deployment `name`'s container image.
+fn version_patch(name: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  template:\n    spec:\n      containers:\n        - name: {name}\n          image: {image}\n"
+    )
+}
+
+/// An Application `name` in namespace `argocd` whose source path is `path`, with the
+/// argocd-image-updater annotations `annotations` (`key: value` lines after the prefix).
+fn application(name: &str, path: &str, annotations: &[&str]) -> String {
+    let mut text = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\n"
+    );
+    if !annotations.is_empty() {
+        text.push_str("  annotations:\n");
+        for a in annotations {
+            text.push_str(&format!("    {AIU}/{a}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "spec:\n  source:\n    repoURL: https://git.example.com/deploy.git\n    path: {path}\n"
+    ));
+    text
+}
+
+/// One update as the JSON report gives it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Update {
+    /// Where the edit goes (`writtenTo`, else `file`).
+    file: String,
+    image: String,
+    from: String,
+    to: String,
+}
+
+fn update(file: &str, from: &str, to: &str) -> Update {
+    Update {
+        file: file.into(),
+        image: IMAGE.into(),
+        from: from.into(),
+        to: to.into(),
+    }
+}
+
+/// A repository, a real registry serving `team/app` at 1.0 … 4.0 (and `latest`), and the
+/// Argo CD app whose render is judged.
+struct Oracle {
+    _reg: Registry,
+    _cfg_dir: tempfile::TempDir,
+    cfg: String,
+    repo: tempfile::TempDir,
+    /// The app's name and source path.
+    app: (&'static str, &'static str),
+    /// Remote bases, as kustomize would fetch them: (URL as written, files of the base).
+    remotes: Vec<(&'static str, Vec<(&'static str, String)>)>,
+}
+
+impl Oracle {
+    fn new(files: &[(&str, String)], app: (&'static str, &'static str)) -> Oracle {
+        let reg = Registry::start(RegistryMode::Plain);
+        reg.push_tags("team/app", &["1.0", "2.0", "3.0", "4.0", "latest"]);
+        let cfg_dir = tempfile::tempdir().unwrap();
+        let cfg = cfg_dir.path().join("imagebump.yaml");
+        fs::write(
+            &cfg,
+            format!(
+                "registries:\n  - prefix: registry.example.com\n    url: {}\n",
+                reg.base_url()
+            ),
+        )
+        .unwrap();
+        Oracle {
+            _reg: reg,
+            _cfg_dir: cfg_dir,
+            cfg: cfg.to_string_lossy().to_string(),
+            repo: support::tree(files),
+            app,
+            remotes: Vec::new(),
+        }
+    }
+
+    fn dir(&self) -> &str {
+        self.repo.path().to_str().unwrap()
+    }
+
+    /// `imagebump ARGS DIR --config CFG`, expecting exit code `code`.
+    fn cli(&self, args: &[&str], code: i32) -> Run {
+        let mut all = vec![args[0], self.dir(), "--config", &self.cfg];
+        all.extend(&args[1..]);
+        imagebump().args(all).code(code).run()
+    }
+
+    /// What Argo CD renders for the app: a copy of the repository where the app's path has
+    /// Argo CD's `kustomize.images` applied and remote bases are local, rendered by the real
+    /// kustomize.
+    fn render(&self) -> String {
+        let copy = support::copy_tree(self.repo.path());
+        let (name, path) = self.app;
+        let dir = copy.path().join(path);
+        for (url, files) in &self.remotes {
+            let local = copy
+                .path()
+                .join(".remote")
+                .join(url.replace(['/', ':', '?'], "_"));
+            for (rel, text) in files {
+                fs::create_dir_all(local.join(rel).parent().unwrap()).unwrap();
+                fs::write(local.join(rel), text).unwrap();
+            }
+            // kustomize takes only relative paths to local bases.
+            for k in support::texts(copy.path()).keys() {
+                let file = copy.path().join(k);
+                let up = "../".repeat(k.matches('/').count());
+                let local = format!("{up}.remote/{}", url.replace(['/', ':', '?'], "_"));
+                let text = fs::read_to_string(&file).unwrap();
+                fs::write(&file, text.replace(url, &local)).unwrap();
+            }
+        }
+        let images = argocd_images(&self.repo.path().join(path), name);
+        set_images(&dir, &images);
+        kustomize_build(&dir)
+    }
+
+    /// The updates a run reports (`--write` writes them), and the report.
+    fn run(&self, mode: &str, code: i32) -> (Vec<Update>, Value) {
+        let out = self.cli(&["run", mode, "--output", "json"], code);
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        let text = |u: &Value, k: &str| u[k].as_str().unwrap_or_default().to_string();
+        let mut updates: Vec<Update> = (report["updates"].as_array().unwrap().iter())
+            .map(|u| Update {
+                file: Some(text(u, "writtenTo"))
+                    .filter(|w| !w.is_empty())
+                    .unwrap_or_else(|| text(u, "file")),
+                image: text(u, "name"),
+                from: text(u, "from"),
+                to: text(u, "to"),
+            })
+            .collect();
+        updates.sort();
+        (updates, report)
+    }
+
+    /// Runs `--write` and checks the oracle: the render moves exactly as reported, and a
+    /// second run has nothing to do. Returns the updates.
+    fn check(&self) -> Vec<Update> {
+        let before = self.render();
+        let (updates, report) = self.run("--write", 0);
+        let after = self.render();
+        let mut expected = before.clone();
+        for u in &updates {
+            let old = format!("image: {}:{}\n", u.image, u.from);
+            assert!(
+                expected.contains(&old),
+                "the app does not render {old:?} that {u:?} moves\n{before}\n{report:#}"
+            );
+            expected = expected.replace(&old, &format!("image: {}:{}\n", u.image, u.to));
+        }
+        assert_eq!(after, expected, "{updates:?}\n{report:#}");
+        let (again, _) = self.run("--dry-run", 0);
+        assert_eq!(again, [], "a second run has nothing to do");
+        updates
+    }
+
+    /// The `reason` the scan gives the reference at `file`.
+    fn reason(&self, file: &str) -> Option<String> {
+        let out = self.cli(&["scan", "--output", "json"], 0);
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        let refs = report["references"].as_array().unwrap();
+        let r = refs
+            .iter()
+            .find(|r| r["file"] == file)
+            .unwrap_or_else(|| panic!("no reference in {file}: {report:#}"));
+        r["reason"].as_str().map(str::to_string)
+    }
+}
+
+/// The app's `kustomize.images` after its override files (`.argocd-source.yaml`, then
+/// `.argocd-source-<name>.yaml`): a later list replaces an earlier one, as a JSON merge
+/// patch does. (The fixtures' Applications set none of their own.)
+fn argocd_images(dir: &Path, name: &str) -> Vec<String> {
+    let mut images = Vec::new();
+    for file in [
+        ".argocd-source.yaml".to_string(),
+        format!(".argocd-source-{name}.yaml"),
+    ] {
+        let Ok(text) = fs::read_to_string(dir.join(file)) else {
+            continue;
+        };
+        let v: Value = yaml_serde::from_str(&text).unwrap();
+        if let Some(list) = v.pointer("/kustomize/images").and_then(Value::as_array) {
+            images = list
+                .iter()
+                .map(|i| i.as_str().unwrap().to_string())
+                .collect();
+        }
+    }
+    images
+}
+
+/// `kustomize edit set image IMAGE...` in `dir`: each `[old=]new[:tag]` sets the entry
+/// named `old` (else `new`), or appends one.
+fn set_images(dir: &Path, images: &[String]) {
+    if images.is_empty() {
+        return;
+    }
+    let file = dir.join("kustomization.yaml");
+    let mut k: Value = yaml_serde::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    for image in images {
+        let (old, new) = match image.split_once('=') {
+            Some((o, n)) => (Some(o), n),
+            None => (None, image.as_str()),
+        };
+        let (new_name, tag) = match new.rsplit_once(':').filter(|(_, t)| !t.contains('/')) {
+            Some((n, t)) => (n, Some(t)),
+            None => (new, None),
+        };
+        let name = old.unwrap_or(new_name);
+        let list = k["images"].as_array().cloned().unwrap_or_default();
+        let mut list: Vec<Value> = list;
+        let at = list.iter().position(|e| e["name"] == name);
+        let mut entry = at
+            .map(|i| list[i].clone())
+            .unwrap_or_else(|| serde_json::json!({ "name": name }));
+        if old.is_some() {
+            entry["newName"] = new_name.into();
+        }
+        if let Some(t) = tag {
+            entry["newTag"] = t.into();
+        }
+        match at {
+            Some(i) => list[i] = entry,
+            None => list.push(entry),
+        }
+        k["images"] = list.into();
+    }
+    fs::write(&file, yaml_serde::to_string(&k).unwrap()).unwrap();
+}
+
+fn base(tag: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "base/deployment.yaml",
+            deployment("app", &format!("{IMAGE}:{tag}")),
+        ),
+        (
+            "base/kustomization.yaml",
+            "resources: [deployment.yaml]\n".into(),
+        ),
+    ]
+}
+
+/// `latest` in the base, `1.0` in the environment's patch: the app renders `1.0`, which is
+/// its current version, moved by the write-back target (the override file, or an `images:`
+/// entry in the environment's kustomization); the base, overridden, stays.
+#[test]
+fn the_current_version_is_the_patched_one() {
+    for (write_back, written) in [
+        (vec![], "envs/prod/.argocd-source-prod.yaml"),
+        (
+            vec!["write-back-method: git", "write-back-target: kustomization"],
+            "envs/prod/kustomization.yaml",
+        ),
+    ] {
+        let mut annotations = vec!["image-list: app=registry.example.com/team/app"];
+        annotations.extend(write_back);
+        let mut files = base("latest");
+        files.push((
+            "envs/prod/kustomization.yaml",
+            "resources: [../../base]\npatches:\n  - path: version.yaml\n".into(),
+        ));
+        files.push((
+            "envs/prod/version.yaml",
+            version_patch("app", &format!("{IMAGE}:1.0")),
+        ));
+        files.push((
+            "argocd/prod.yaml",
+            application("prod", "envs/prod", &annotations),
+        ));
+        let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+        assert_eq!(
+            oracle.reason("base/deployment.yaml").as_deref(),
+            Some("overridden by envs/prod/version.yaml:10")
+        );
+        assert_eq!(oracle.check(), [update(written, "1.0", "4.0")]);
+        let patch = fs::read_to_string(oracle.repo.path().join("envs/prod/version.yaml")).unwrap();
+        assert!(patch.contains(&format!("{IMAGE}:1.0")), "{patch}");
+    }
+}
+
+/// `kustomization:foo` on an app whose path `bar` includes `foo`: `foo`'s `images:` entry
+/// is what the app renders, and it is moved where it is.
+#[test]
+fn a_kustomization_target_the_app_includes() {
+    let files = vec![
+        ("bar/kustomization.yaml", "resources: [foo]\n".to_string()),
+        (
+            "bar/foo/kustomization.yaml",
+            format!(
+                "resources: [deployment.yaml]\nimages:\n  - name: {IMAGE}\n    newTag: \"2.0\"\n"
+            ),
+        ),
+        (
+            "bar/foo/deployment.yaml",
+            deployment("app", &format!("{IMAGE}:latest")),
+        ),
+        (
+            "argocd/bar.yaml",
+            application(
+                "bar",
+                "bar",
+                &[
+                    "image-list: registry.example.com/team/app",
+                    "write-back-method: git",
+                    "write-back-target: kustomization:foo",
+                ],
+            ),
+        ),
+    ];
+    let oracle = Oracle::new(&files, ("bar", "bar"));
+    assert_eq!(
+        oracle.check(),
+        [update("bar/foo/kustomization.yaml", "2.0", "4.0")]
+    );
+    assert_eq!(
+        fs::read_to_string(oracle.repo.path().join("bar/foo/kustomization.yaml")).unwrap(),
+        format!("resources: [deployment.yaml]\nimages:\n  - name: {IMAGE}\n    newTag: \"4.0\"\n")
+    );
+}
+
+const REMOTE: &str = "https://github.com/example/base//deploy?ref=v1";
+
+/// An `images:` entry `name: api, newName: <the annotated image>, newTag: 1.0` over a
+/// remote base: the entry says the version; it is moved there (a kustomization target), or
+/// the override file sets the image the entry renamed.
+#[test]
+fn a_new_name_entry_over_a_remote_base() {
+    for (write_back, written) in [
+        (
+            vec!["write-back-method: git", "write-back-target: kustomization"],
+            "apps/api/kustomization.yaml",
+        ),
+        (vec![], "apps/api/.argocd-source-api.yaml"),
+    ] {
+        let mut annotations = vec!["image-list: registry.example.com/team/app"];
+        annotations.extend(write_back);
+        let kustomization = format!(
+            "resources:\n  - {REMOTE}\nimages:\n  - name: api\n    newName: {IMAGE}\n    newTag: \"1.0\"\n"
+        );
+        let files = vec![
+            ("apps/api/kustomization.yaml", kustomization.clone()),
+            (
+                "argocd/api.yaml",
+                application("api", "apps/api", &annotations),
+            ),
+        ];
+        let mut oracle = Oracle::new(&files, ("api", "apps/api"));
+        oracle.remotes.push((
+            REMOTE,
+            vec![
+                ("deployment.yaml", deployment("api", "api:latest")),
+                (
+                    "kustomization.yaml",
+                    "resources: [deployment.yaml]\n".into(),
+                ),
+            ],
+        ));
+        assert_eq!(oracle.check(), [update(written, "1.0", "4.0")]);
+        let k = fs::read_to_string(oracle.repo.path().join("apps/api/kustomization.yaml")).unwrap();
+        if written.ends_with("kustomization.yaml") {
+            assert_eq!(k, kustomization.replace("\"1.0\"", "\"4.0\""));
+        } else {
+            assert_eq!(k, kustomization);
+        }
+    }
+}
+
+/// `kustomization:<dir>` naming a directory without a kustomization, or one the app's path
+/// does not include: an error at the annotation naming the path it resolved to; no file is
+/// created or changed.
+#[test]
+fn a_kustomization_target_nothing_renders_is_an_error() {
+    for (target, why) in [
+        ("../missing", "envs/missing, which has no kustomization"),
+        (
+            "/other",
+            "other, which the app's path envs/prod does not include: Argo CD would not render it",
+        ),
+    ] {
+        let mut files = base("1.0");
+        files.push((
+            "envs/prod/kustomization.yaml",
+            "resources: [../../base]\n".into(),
+        ));
+        files.push(("other/kustomization.yaml", "resources: []\n".into()));
+        let annotation = format!("write-back-target: kustomization:{target}");
+        files.push((
+            "argocd/prod.yaml",
+            application(
+                "prod",
+                "envs/prod",
+                &[
+                    "image-list: registry.example.com/team/app",
+                    "write-back-method: git",
+                    &annotation,
+                ],
+            ),
+        ));
+        let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+        let before = support::files(oracle.repo.path());
+        let (updates, _) = oracle.run("--write", 1);
+        assert_eq!(updates, []);
+        let run = oracle.cli(&["run", "--dry-run"], 1);
+        run.assert_stderr_contains(&format!(
+            "error: argocd/prod.yaml:9:57: Application prod: write-back target kustomization:{target} resolves to {why}: not written"
+        ));
+        assert_eq!(support::files(oracle.repo.path()), before);
+    }
+}
+
+/// An `ImageUpdater` whose `namePattern` is not a valid pattern (`app-[`): an error at the
+/// ImageUpdater, and every Application in its namespace is left alone (it could have been
+/// meant for any of them), not updated under another configuration; an app in another
+/// namespace moves on.
+#[test]
+fn an_invalid_name_pattern_leaves_every_app_it_could_select_alone() {
+    let app = |name: &str, ns: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  source:\n    path: apps/{name}\n    kustomize:\n      images:\n      - registry.example.com/team/app:1.0\n")
+    };
+    let iu = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: broken\n  namespace: argocd\nspec:\n  applicationRefs:\n  - namePattern: 'app-['\n    images:\n    - alias: app\n      imageName: registry.example.com/team/app:<2\n";
+    let files = vec![
+        (
+            "argocd/apps.yaml",
+            format!(
+                "{}---\n{}---\n{}",
+                app("app-1", "argocd"),
+                app("web", "argocd"),
+                app("other", "team")
+            ),
+        ),
+        ("argocd/iu.yaml", iu.to_string()),
+        ("apps/app-1/kustomization.yaml", "resources: []\n".into()),
+        ("apps/web/kustomization.yaml", "resources: []\n".into()),
+        ("apps/other/kustomization.yaml", "resources: []\n".into()),
+    ];
+    let oracle = Oracle::new(&files, ("other", "apps/other"));
+    let (updates, _) = oracle.run("--write", 1);
+    assert_eq!(updates, [update("argocd/apps.yaml", "1.0", "4.0")]);
+    let apps = fs::read_to_string(oracle.repo.path().join("argocd/apps.yaml")).unwrap();
+    assert_eq!(apps.matches(&format!("{IMAGE}:1.0")).count(), 2, "{apps}");
+    let run = oracle.cli(&["run", "--dry-run"], 1);
+    run.assert_stderr_contains("namePattern \"app-[\" is invalid")
+        .assert_stderr_contains(
+            "Application app-1: ImageUpdater argocd/broken could select it but is invalid",
+        )
+        .assert_stderr_contains(
+            "Application web: ImageUpdater argocd/broken could select it but is invalid",
+        );
+}
