@@ -14,6 +14,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
@@ -81,14 +82,18 @@ struct Oracle {
     _cfg_dir: tempfile::TempDir,
     cfg: String,
     repo: tempfile::TempDir,
-    /// The app's name and source path.
-    app: (&'static str, &'static str),
+    /// The apps' names and source paths (each in Argo CD's namespace: its name is its key).
+    apps: Vec<(&'static str, &'static str)>,
     /// Remote bases, as kustomize would fetch them: (URL as written, files of the base).
     remotes: Vec<(&'static str, Vec<(&'static str, String)>)>,
 }
 
 impl Oracle {
     fn new(files: &[(&str, String)], app: (&'static str, &'static str)) -> Oracle {
+        Oracle::with_apps(files, &[app])
+    }
+
+    fn with_apps(files: &[(&str, String)], apps: &[(&'static str, &'static str)]) -> Oracle {
         let reg = Registry::start(RegistryMode::Plain);
         reg.push_tags("team/app", &["1.0", "2.0", "3.0", "4.0", "latest"]);
         let cfg_dir = tempfile::tempdir().unwrap();
@@ -106,7 +111,7 @@ impl Oracle {
             _cfg_dir: cfg_dir,
             cfg: cfg.to_string_lossy().to_string(),
             repo: support::tree(files),
-            app,
+            apps: apps.to_vec(),
             remotes: Vec::new(),
         }
     }
@@ -122,12 +127,18 @@ impl Oracle {
         imagebump().args(all).code(code).run()
     }
 
-    /// What Argo CD renders for the app: a copy of the repository where the app's path has
-    /// Argo CD's `kustomize.images` applied and remote bases are local, rendered by the real
-    /// kustomize.
-    fn render(&self) -> String {
+    /// What Argo CD renders for each app, by name.
+    fn renders(&self) -> BTreeMap<&'static str, String> {
+        (self.apps.iter())
+            .map(|(name, path)| (*name, self.render(name, path)))
+            .collect()
+    }
+
+    /// What Argo CD renders for the app `name`: a copy of the repository where the app's
+    /// path has Argo CD's `kustomize.images` applied and remote bases are local, rendered by
+    /// the real kustomize.
+    fn render(&self, name: &str, path: &str) -> String {
         let copy = support::copy_tree(self.repo.path());
-        let (name, path) = self.app;
         let dir = copy.path().join(path);
         for (url, files) in &self.remotes {
             let local = copy
@@ -154,42 +165,59 @@ impl Oracle {
 
     /// The updates a run reports (`--write` writes them), and the report.
     fn run(&self, mode: &str, code: i32) -> (Vec<Update>, Value) {
+        let (updates, report) = self.run_by_app(mode, code);
+        (updates.into_iter().map(|(_, u)| u).collect(), report)
+    }
+
+    /// The updates a run reports, each with its app (the change set's group).
+    fn run_by_app(&self, mode: &str, code: i32) -> (Vec<(String, Update)>, Value) {
         let out = self.cli(&["run", mode, "--output", "json"], code);
         let report: Value = serde_json::from_str(&out.stdout).unwrap();
         let text = |u: &Value, k: &str| u[k].as_str().unwrap_or_default().to_string();
-        let mut updates: Vec<Update> = (report["updates"].as_array().unwrap().iter())
-            .map(|u| Update {
-                file: Some(text(u, "writtenTo"))
-                    .filter(|w| !w.is_empty())
-                    .unwrap_or_else(|| text(u, "file")),
-                image: text(u, "name"),
-                from: text(u, "from"),
-                to: text(u, "to"),
+        let mut updates: Vec<(String, Update)> = (report["updates"].as_array().unwrap().iter())
+            .map(|u| {
+                let update = Update {
+                    file: Some(text(u, "writtenTo"))
+                        .filter(|w| !w.is_empty())
+                        .unwrap_or_else(|| text(u, "file")),
+                    image: text(u, "name"),
+                    from: text(u, "from"),
+                    to: text(u, "to"),
+                };
+                (text(u, "group"), update)
             })
             .collect();
-        updates.sort();
+        updates.sort_by(|a, b| a.1.cmp(&b.1));
         (updates, report)
     }
 
     /// Runs `--write` and checks the oracle: the render moves exactly as reported, and a
     /// second run has nothing to do. Returns the updates.
     fn check(&self) -> Vec<Update> {
-        let before = self.render();
-        let (updates, report) = self.run("--write", 0);
-        let after = self.render();
-        let mut expected = before.clone();
-        for u in &updates {
-            let old = format!("image: {}:{}\n", u.image, u.from);
+        let before = self.renders();
+        let (updates, report) = self.run_by_app("--write", 0);
+        let after = self.renders();
+        for (app, _) in &updates {
             assert!(
-                expected.contains(&old),
-                "the app does not render {old:?} that {u:?} moves\n{before}\n{report:#}"
+                before.contains_key(app.as_str()),
+                "{app} is no app\n{report:#}"
             );
-            expected = expected.replace(&old, &format!("image: {}:{}\n", u.image, u.to));
         }
-        assert_eq!(after, expected, "{updates:?}\n{report:#}");
+        for (app, render) in &before {
+            let mut expected = render.clone();
+            for (_, u) in updates.iter().filter(|(a, _)| a == app) {
+                let old = format!("image: {}:{}\n", u.image, u.from);
+                assert!(
+                    expected.contains(&old),
+                    "{app} does not render {old:?} that {u:?} moves\n{render}\n{report:#}"
+                );
+                expected = expected.replace(&old, &format!("image: {}:{}\n", u.image, u.to));
+            }
+            assert_eq!(after[app], expected, "{app}: {updates:?}\n{report:#}");
+        }
         let (again, _) = self.run("--dry-run", 0);
         assert_eq!(again, [], "a second run has nothing to do");
-        updates
+        updates.into_iter().map(|(_, u)| u).collect()
     }
 
     /// The `reason` the scan gives the reference at `file`.
@@ -486,4 +514,118 @@ fn an_invalid_name_pattern_leaves_every_app_it_could_select_alone() {
         .assert_stderr_contains(
             "Application web: ImageUpdater argocd/broken could select it but is invalid",
         );
+}
+
+/// Environments over a base and a variant, each an app: dev renders the base (shared, so
+/// its new version goes to dev's own target), staging and qa the variant's patch, prod its
+/// own patch. Each app's current version is what it renders, and each render moves alone.
+#[test]
+fn environments_over_a_base_and_a_variant() {
+    let override_file = [].as_slice();
+    let kustomization = ["write-back-method: git", "write-back-target: kustomization"].as_slice();
+    let mut files = base("1.0");
+    files.push((
+        "variants/eu/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - path: version.yaml\n".into(),
+    ));
+    files.push((
+        "variants/eu/version.yaml",
+        version_patch("app", &format!("{IMAGE}:2.0")),
+    ));
+    let envs = [
+        ("dev", "../../base", None, override_file),
+        ("staging", "../../variants/eu", None, override_file),
+        ("qa", "../../variants/eu", None, kustomization),
+        ("prod", "../../variants/eu", Some("3.0"), override_file),
+    ];
+    let mut apps = Vec::new();
+    for (name, over, patch, write_back) in envs {
+        let dir: &'static str = Box::leak(format!("envs/{name}").into_boxed_str());
+        let k: &'static str = Box::leak(format!("{dir}/kustomization.yaml").into_boxed_str());
+        let mut text = format!("resources: [{over}]\n");
+        if let Some(v) = patch {
+            let p: &'static str = Box::leak(format!("{dir}/version.yaml").into_boxed_str());
+            files.push((p, version_patch("app", &format!("{IMAGE}:{v}"))));
+            text.push_str("patches:\n  - path: version.yaml\n");
+        }
+        files.push((k, text));
+        let mut annotations = vec!["image-list: registry.example.com/team/app"];
+        annotations.extend(write_back);
+        let a: &'static str = Box::leak(format!("argocd/{name}.yaml").into_boxed_str());
+        files.push((a, application(name, dir, &annotations)));
+        apps.push((name, dir));
+    }
+    let oracle = Oracle::with_apps(&files, &apps);
+    assert_eq!(
+        oracle.check(),
+        [
+            update("envs/dev/.argocd-source-dev.yaml", "1.0", "4.0"),
+            update("envs/prod/.argocd-source-prod.yaml", "3.0", "4.0"),
+            update("envs/qa/kustomization.yaml", "2.0", "4.0"),
+            update("envs/staging/.argocd-source-staging.yaml", "2.0", "4.0"),
+        ]
+    );
+}
+
+/// A component's patch in the app's path sets the version: it is the current one.
+#[test]
+fn a_component_patch_in_the_apps_path() {
+    let mut files = base("latest");
+    files.push((
+        "components/pin/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - path: version.yaml\n".into(),
+    ));
+    files.push((
+        "components/pin/version.yaml",
+        version_patch("app", &format!("{IMAGE}:2.0")),
+    ));
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\ncomponents: [../../components/pin]\n".into(),
+    ));
+    files.push((
+        "argocd/prod.yaml",
+        application(
+            "prod",
+            "envs/prod",
+            &["image-list: registry.example.com/team/app"],
+        ),
+    ));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    assert_eq!(
+        oracle.check(),
+        [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
+    );
+}
+
+/// The override file's `kustomize.images` is what Argo CD renders over the path's own
+/// `images:` entry: it is the current version and moves; the entry, left alone, names it.
+#[test]
+fn the_override_file_over_an_images_entry() {
+    let mut files = base("latest");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        format!("resources: [../../base]\nimages:\n  - name: {IMAGE}\n    newTag: \"1.0\"\n"),
+    ));
+    files.push((
+        "envs/prod/.argocd-source-prod.yaml",
+        format!("kustomize:\n  images:\n  - {IMAGE}:2.0\n"),
+    ));
+    files.push((
+        "argocd/prod.yaml",
+        application(
+            "prod",
+            "envs/prod",
+            &["image-list: registry.example.com/team/app"],
+        ),
+    ));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    assert_eq!(
+        oracle.reason("envs/prod/kustomization.yaml").as_deref(),
+        Some("not what Argo CD renders for app prod: it renders envs/prod/.argocd-source-prod.yaml:3")
+    );
+    assert_eq!(
+        oracle.check(),
+        [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
+    );
 }

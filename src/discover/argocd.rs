@@ -444,6 +444,7 @@ pub fn scan(
         template: None,
         rendering,
         managed_before: Default::default(),
+        rendered_at: Vec::new(),
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
@@ -470,6 +471,8 @@ struct Scan<'a> {
     /// The places of the app's references that were managed before its
     /// argocd-image-updater configuration left the unlisted ones alone.
     managed_before: std::collections::BTreeSet<(arcstr::ArcStr, u32, u32)>,
+    /// Where the app being read renders each image its configuration manages.
+    rendered_at: Vec<(imagebump_model::name::ImageName, String)>,
 }
 
 /// Where an image's current version is: a scalar read here, or a reference discovery
@@ -582,12 +585,13 @@ impl Scan<'_> {
             .iter()
             .filter_map(|i| parse_name(&i.name).ok())
             .collect();
+        let elsewhere = format!(
+            "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
+            c.origin
+        );
         self.leave_alone(&app_key, |r| {
             if listed.contains(&r.image) {
-                format!(
-                    "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
-                    c.origin
-                )
+                elsewhere.clone()
             } else {
                 format!(
                     "app {app_key} is configured by {}, which does not list this image",
@@ -598,7 +602,27 @@ impl Scan<'_> {
         for img in &c.images {
             self.managed_image(app, &app_key, &c, img, &states);
         }
+        self.name_what_renders(&app_key, &elsewhere);
         self.refuse_collisions(&app_key);
+    }
+
+    /// A listed image's other occurrences, left alone with `elsewhere`, name the place the
+    /// app renders it from (the reference argocd-image-updater's configuration manages).
+    fn name_what_renders(&mut self, app_key: &str, elsewhere: &str) {
+        let rendered = std::mem::take(&mut self.rendered_at);
+        for r in self.out.refs.iter_mut() {
+            let left = r
+                .unmanaged
+                .as_ref()
+                .is_some_and(|u| u.to_string() == elsewhere);
+            if r.app() != Some(app_key) || !left {
+                continue;
+            }
+            if let Some((_, at)) = rendered.iter().find(|(i, _)| *i == *r.image) {
+                let why = format!("not what Argo CD renders for app {app_key}: it renders {at}");
+                r.unmanaged = Some(why.into());
+            }
+        }
     }
 
     /// Mark the app's managed references unmanaged, with `why`.
@@ -1276,6 +1300,10 @@ impl Scan<'_> {
             img.alias.as_deref().unwrap_or(&img.name)
         );
         let secret = img.pull_secret.as_ref().map(|s| (app, s));
+        if r.tag.is_some() || r.digest.is_some() {
+            let at = format!("{}:{}", r.file, r.line);
+            self.rendered_at.push(((*r.image).clone(), at));
+        }
         self.push_with(r, Some((&label, &img.policy)), secret);
     }
 
@@ -1348,28 +1376,29 @@ impl Scan<'_> {
         };
         let source = self.rendering.as_ref()?.source_in(dir, &named)?;
         let leaf = in_dir(dir, "");
-        let index = match source {
-            // A base several leaves render is one reference per leaf: this leaf's, else
-            // the one edited in place.
-            Source::Manifest { file, line } => {
-                let at = |r: &ImageRef| r.file == file && r.line == line;
-                let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
-                let in_place = |r: &ImageRef| r.writes_to().is_none();
-                let refs = || self.out.refs.iter().enumerate();
-                refs()
-                    .find(|(_, r)| at(r) && this_leaf(r))
-                    .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))?
-                    .0
-            }
-            // The patch's image, or the `images:` entry's value: the first at or after
-            // the line the entry or the patched value starts on.
+        // The patch's image, or the `images:` entry's value: the first reference at or after
+        // the line the entry or the patched value starts on.
+        let (file, line) = match source {
+            Source::Manifest { file, line } => (file, Some(line)),
             Source::Set { file, line } => {
-                (self.out.refs.iter().enumerate())
-                    .filter(|(_, r)| r.file == file && r.line >= line)
-                    .min_by_key(|(_, r)| r.line)?
-                    .0
+                let first = (self.out.refs.iter())
+                    .filter(|r| r.file == file && r.line >= line)
+                    .map(|r| r.line)
+                    .min();
+                (file, first)
             }
         };
+        let line = line?;
+        // A value several leaves render is one reference per leaf: this leaf's, else the
+        // one edited in place.
+        let at = |r: &ImageRef| r.file == file && r.line == line;
+        let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
+        let in_place = |r: &ImageRef| r.writes_to().is_none();
+        let refs = || self.out.refs.iter().enumerate();
+        let index = refs()
+            .find(|(_, r)| at(r) && this_leaf(r))
+            .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))?
+            .0;
         let r = self.out.refs.get(index)?.clone();
         let mut i = 0usize;
         self.out.refs.retain(|_| {
