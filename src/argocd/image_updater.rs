@@ -12,6 +12,9 @@
 //! (`commonUpdateSettings`), and `writeBackConfig` applicationRef > spec (gitConfig field
 //! by field, `pullRequest` whole). When a matching ref cannot be used (no image-list for
 //! `useAnnotations`, a bad write-back setting) AIU skips it and tries the next one.
+//! imagebump skips a `useAnnotations` ref only when the app has no image-list; a matching
+//! ref whose settings do not parse is an error and leaves the app alone, rather than
+//! handing it to a less specific ref's settings.
 //!
 //! AIU runs every ImageUpdater on its own, so two of them matching one app both update it.
 //! imagebump takes one configuration per app: the most specific matching ref across all
@@ -523,10 +526,12 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
         let attempt = if r.use_annotations == Some(true) {
             annotation_config(u, ri, r, app)
         } else {
-            ref_config(u, ri, r)
+            ref_config(u, ri, r).map(Some)
         };
         match attempt {
-            Ok(mut config) => {
+            // No image-list: the ref does not apply, and AIU tries the next one.
+            Ok(None) => failures.push(format!("{at} matches but AIU skips it: useAnnotations is true but the application has no argocd-image-updater.argoproj.io/image-list annotation")),
+            Ok(Some(mut config)) => {
                 config.notes.splice(0..0, std::mem::take(&mut failures));
                 let others: BTreeSet<String> = candidates
                     .iter()
@@ -540,7 +545,12 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
                 }
                 return Ok(Some(config));
             }
-            Err(e) => failures.push(format!("{at} matches but AIU skips it: {e}")),
+            // Settings that do not parse: AIU would skip to a less specific ref, but its
+            // settings are not the ones meant for the app; it is left alone instead.
+            Err(e) => {
+                failures.push(format!("{at} matches but cannot be read: {e}"));
+                return Err(failures.join("; "));
+            }
         }
     }
     if failures.is_empty() {
@@ -550,14 +560,17 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
     }
 }
 
-/// A `useAnnotations` ref: only the app's annotations (and the ref's imagesVerification).
+/// A `useAnnotations` ref: only the app's annotations (and the ref's imagesVerification);
+/// `None` when the app has no image-list.
 fn annotation_config(
     u: &ImageUpdater,
     ri: usize,
     r: &ApplicationRef,
     app: &App,
-) -> Result<UpdaterConfig, String> {
-    let mut config = from_annotations(app)?.ok_or("useAnnotations is true but the application has no argocd-image-updater.argoproj.io/image-list annotation")?;
+) -> Result<Option<UpdaterConfig>, String> {
+    let Some(mut config) = from_annotations(app)? else {
+        return Ok(None);
+    };
     config.origin = format!("{} (annotations)", u.label());
     if verification(&[r.images_verification.as_ref()]) {
         config.notes.push(verification_note(&format!(
@@ -566,7 +579,7 @@ fn annotation_config(
         )));
         config.images.iter_mut().for_each(require_verification);
     }
-    Ok(config)
+    Ok(Some(config))
 }
 
 /// Whether image signature verification is on after merging the levels given (least
@@ -1084,6 +1097,20 @@ mod tests {
         assert!(
             e.contains("a.force-update: \"maybe\" is not a boolean"),
             "{e}"
+        );
+        // A matching ref that cannot be read never hands the app to a broader one.
+        let us = updaters(&one(
+            "{name: iu, namespace: argocd}",
+            "  applicationRefs:\n  - namePattern: web\n    useAnnotations: true\n  - namePattern: '*'\n    images: [{alias: cr, imageName: nginx}]\n",
+        ));
+        let bad = app(
+            "web",
+            &[],
+            &[("image-list", "a=nginx"), ("a.force-update", "maybe")],
+        );
+        assert_eq!(
+            config_for(&bad, &us),
+            Err("ImageUpdater argocd/iu: spec.applicationRefs[0] matches but cannot be read: argocd-image-updater.argoproj.io/a.force-update: \"maybe\" is not a boolean (true or false)".into())
         );
         // Another namespace is not seen at all.
         let mut other = app("web", &[], &[("image-list", "nginx")]);
