@@ -629,3 +629,42 @@ fn the_override_file_over_an_images_entry() {
         [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
     );
 }
+
+/// `helmvalues:<file>` naming a values file the app does not render (not its chart's
+/// `values.yaml`, not in `helm.valueFiles`), there or not: an error at the annotation
+/// naming the file it resolved to; nothing is created or changed.
+#[test]
+fn a_helmvalues_target_the_app_does_not_render_is_an_error() {
+    for target in ["values-dev.yaml", "missing.yaml"] {
+        let annotation = format!("write-back-target: helmvalues:{target}");
+        let mut app = application(
+            "web",
+            "apps/web",
+            &[
+                "image-list: registry.example.com/team/app",
+                "write-back-method: git",
+                &annotation,
+            ],
+        );
+        app.push_str("    helm:\n      valueFiles: [values-prod.yaml]\n");
+        let values = format!("image:\n  name: {IMAGE}\n  tag: \"1.0\"\n");
+        let files = vec![
+            ("argocd/web.yaml", app),
+            (
+                "apps/web/Chart.yaml",
+                "apiVersion: v2\nname: web\nversion: 0.1.0\n".into(),
+            ),
+            ("apps/web/values-prod.yaml", values.clone()),
+            ("apps/web/values-dev.yaml", values),
+        ];
+        let oracle = Oracle::new(&files, ("web", "apps/web"));
+        let before = support::files(oracle.repo.path());
+        let (updates, _) = oracle.run("--write", 1);
+        assert_eq!(updates, []);
+        let run = oracle.cli(&["run", "--dry-run"], 1);
+        run.assert_stderr_contains(&format!(
+            "error: argocd/web.yaml:9:57: Application web: write-back target helmvalues:{target} resolves to apps/web/{target}, which is not among the values files the app renders"
+        ));
+        assert_eq!(support::files(oracle.repo.path()), before);
+    }
+}

@@ -1292,7 +1292,10 @@ impl Scan<'_> {
         r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
-            self.write_back(app, st, config, img, &kname, &keys, &mut r);
+            match self.resolve_target(app, st, states, config) {
+                Ok(target) => self.write_back(st, target, img, &kname, &keys, &mut r),
+                Err(why) => r.unmanaged = Some(why.into()),
+            }
         }
         let label = format!(
             "{} ({})",
@@ -1685,27 +1688,27 @@ impl Scan<'_> {
         None
     }
 
-    /// Where the new value goes, per the app's write-back target: slots when that is where
-    /// the current value is, else creations.
-    fn write_back(
+    /// The file the app's write-back target names; `Err` (reported at the annotation) when
+    /// Argo CD would not render what is written there: a `kustomization:<dir>` without a
+    /// kustomization or outside what the app's path includes, a `helmvalues:<file>` that is
+    /// not among the values files the source renders.
+    fn resolve_target(
         &mut self,
         app: &App,
         st: &SourceState,
+        all: &[SourceState],
         config: &UpdaterConfig,
-        img: &UpdaterImage,
-        kname: &str,
-        keys: &HelmKeys,
-        r: &mut ImageRef,
-    ) {
+    ) -> Result<Target, String> {
         let dir = st.dir.clone().unwrap_or_default();
-        let kustomize = st.kind == SourceKind::Kustomize;
-        let target = match &config.write_back.target {
-            WriteBackTarget::Override => match &st.own_override {
-                Some(f) => Target::Override(f.clone()),
+        let (written, resolved) = match &config.write_back.target {
+            WriteBackTarget::Override => {
                 // A chart-only source has no path for an override file: the value stays
                 // where it is.
-                None => Target::InPlace,
-            },
+                return Ok(st
+                    .own_override
+                    .clone()
+                    .map_or(Target::InPlace, Target::Override));
+            }
             WriteBackTarget::Kustomization(d) => {
                 // `kustomization:<dir>` names the directory; its kustomization file keeps
                 // the name it has (kustomize refuses a directory with two).
@@ -1713,28 +1716,54 @@ impl Scan<'_> {
                     None => dir.clone(),
                     Some(g) => target_path(&dir, Some(g), ""),
                 };
-                match self.kustomization_target(&dir, &kdir) {
-                    Ok(file) => Target::Kustomization(file),
-                    Err(why) => {
-                        let written = d.as_deref().map_or_else(
-                            || "kustomization".to_string(),
-                            |d| format!("kustomization:{d}"),
-                        );
-                        let why = format!("write-back target {written} resolves to {why}");
-                        let p = self.at_target(
-                            app,
-                            format!("Application {}: {why}: not written", app.name),
-                        );
-                        self.out.problems.push(p);
-                        r.unmanaged = Some(why.into());
-                        return;
-                    }
-                }
+                let written = d
+                    .as_deref()
+                    .map_or("kustomization".into(), |d| format!("kustomization:{d}"));
+                (
+                    written,
+                    self.kustomization_target(&dir, &kdir)
+                        .map(Target::Kustomization),
+                )
             }
             WriteBackTarget::HelmValues(f) => {
-                Target::Values(target_path(&dir, f.as_deref(), "values.yaml"))
+                let file = target_path(&dir, f.as_deref(), "values.yaml");
+                let written = f
+                    .as_deref()
+                    .map_or("helmvalues".into(), |f| format!("helmvalues:{f}"));
+                let chart_values =
+                    st.kind == SourceKind::Helm && file == in_dir(&dir, "values.yaml");
+                let rendered = chart_values || value_files(st, all).contains(&file);
+                let why = format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it");
+                (
+                    written,
+                    if rendered {
+                        Ok(Target::Values(file))
+                    } else {
+                        Err(why)
+                    },
+                )
             }
         };
+        resolved.map_err(|why| {
+            let why = format!("write-back target {written} resolves to {why}");
+            let p = self.at_target(app, format!("Application {}: {why}: not written", app.name));
+            self.out.problems.push(p);
+            why
+        })
+    }
+
+    /// Where the new value goes, per the app's write-back target: slots when that is where
+    /// the current value is, else creations.
+    fn write_back(
+        &mut self,
+        st: &SourceState,
+        target: Target,
+        img: &UpdaterImage,
+        kname: &str,
+        keys: &HelmKeys,
+        r: &mut ImageRef,
+    ) {
+        let kustomize = st.kind == SourceKind::Kustomize;
         let file = match &target {
             Target::InPlace => return,
             Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
