@@ -668,3 +668,52 @@ fn a_helmvalues_target_the_app_does_not_render_is_an_error() {
         assert_eq!(support::files(oracle.repo.path()), before);
     }
 }
+
+/// Two Deployments of the image in one app: patched to one version, both are the current
+/// version and move together; patched to two, the app is left alone with an error naming
+/// both places (one `from` cannot be reported for both).
+#[test]
+fn an_image_the_app_renders_twice() {
+    for (worker, moves) in [("1.0", true), ("2.0", false)] {
+        let mut files = base("latest");
+        files[0].1.push_str(&format!(
+            "---\n{}",
+            deployment("worker", &format!("{IMAGE}:latest"))
+        ));
+        files.push((
+            "envs/prod/kustomization.yaml",
+            "resources: [../../base]\npatches:\n  - path: app.yaml\n  - path: worker.yaml\n".into(),
+        ));
+        files.push((
+            "envs/prod/app.yaml",
+            version_patch("app", &format!("{IMAGE}:1.0")),
+        ));
+        files.push((
+            "envs/prod/worker.yaml",
+            version_patch("worker", &format!("{IMAGE}:{worker}")),
+        ));
+        files.push((
+            "argocd/prod.yaml",
+            application(
+                "prod",
+                "envs/prod",
+                &["image-list: registry.example.com/team/app"],
+            ),
+        ));
+        let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+        if moves {
+            assert_eq!(
+                oracle.check(),
+                [update("envs/prod/.argocd-source-prod.yaml", "1.0", "4.0")]
+            );
+            continue;
+        }
+        let before = support::files(oracle.repo.path());
+        let (updates, _) = oracle.run("--write", 1);
+        assert_eq!(updates, []);
+        oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+            "error: argocd/prod.yaml:4:9: Application prod: image registry.example.com/team/app: the app's path envs/prod renders it at several versions (envs/prod/app.yaml:10 (1.0), envs/prod/worker.yaml:10 (2.0))",
+        );
+        assert_eq!(support::files(oracle.repo.path()), before);
+    }
+}

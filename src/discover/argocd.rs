@@ -480,6 +480,8 @@ struct Scan<'a> {
 enum Now {
     At(Current),
     Found(ImageRef),
+    /// It cannot be told: why.
+    Unknown(String),
 }
 
 impl Scan<'_> {
@@ -1174,6 +1176,35 @@ impl Scan<'_> {
         }
     }
 
+    /// The configured image's name; a variable or a pattern names none (a note), a name
+    /// that does not parse is an error.
+    fn image_name(
+        &mut self,
+        app: &App,
+        app_key: &str,
+        img: &UpdaterImage,
+    ) -> Option<imagebump_model::name::ImageName> {
+        let e = match parse_name(&img.name) {
+            Ok(n) => return Some(n),
+            Err(e) => e,
+        };
+        if let Some(why) = imagebump_model::name::placeholder(&img.name) {
+            let message = format!(
+                "Application {app_key}: image {} is {why}: left alone",
+                img.name
+            );
+            let p = self.at_app(app, message);
+            self.out.notes.push(p);
+        } else {
+            let p = self.at_app(
+                app,
+                format!("Application {app_key}: image {:?}: {e}", img.name),
+            );
+            self.out.problems.push(p);
+        }
+        None
+    }
+
     /// One image argocd-image-updater is configured to manage.
     fn managed_image(
         &mut self,
@@ -1183,42 +1214,10 @@ impl Scan<'_> {
         img: &UpdaterImage,
         states: &[SourceState],
     ) {
-        let image = match parse_name(&img.name) {
-            Ok(n) => n,
-            // A variable or a pattern in the image list names no image: noted, not an error.
-            Err(_) if imagebump_model::name::placeholder(&img.name).is_some() => {
-                let why = imagebump_model::name::placeholder(&img.name).unwrap_or_default();
-                let p = self.at_app(
-                    app,
-                    format!(
-                        "Application {app_key}: image {} is {why}: left alone",
-                        img.name
-                    ),
-                );
-                self.out.notes.push(p);
-                return;
-            }
-            Err(e) => {
-                let p = self.at_app(
-                    app,
-                    format!("Application {app_key}: image {:?}: {e}", img.name),
-                );
-                self.out.problems.push(p);
-                return;
-            }
+        let Some(image) = self.image_name(app, app_key, img) else {
+            return;
         };
-        let kustomize = |s: &&SourceState| s.kind == SourceKind::Kustomize;
-        let helm = |s: &&SourceState| s.kind == SourceKind::Helm;
-        let st = if img.plugin.is_some() {
-            states.iter().find(|s| s.kind == SourceKind::Plugin)
-        } else if img.kustomize_name.is_some() {
-            states.iter().find(kustomize)
-        } else if img.helm.is_some() {
-            states.iter().find(helm)
-        } else {
-            states.iter().find(|s| kustomize(s) || helm(s))
-        };
-        let Some(st) = st.or(states.first()) else {
+        let Some(st) = source_for(img, states) else {
             return;
         };
         let kname = img
@@ -1247,48 +1246,12 @@ impl Scan<'_> {
             self.helm_current(app, st, states, &keys, &img.name)
                 .map(Now::At)
         };
-        let found = current.and_then(|now| match now {
-            Now::At(c) => self.current_ref(&c, app_key),
-            Now::Found(r) => Some(self.adopt(r, app_key)),
-        });
+        let (found, why) = self.found_ref(app, app_key, img, current);
         let mut r = match found {
             Some(r) => r,
-            None => {
-                let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
-                    m.position(app.doc, &[key("metadata"), key("annotations")])
-                });
-                ImageRef {
-                    file: app.file.as_str().into(),
-                    line: crate::discover::saturating_u32(line),
-                    column: crate::discover::saturating_u32(column),
-                    kind: RefKind::ArgoAnnotation,
-                    image: image.clone().into(),
-                    written: img.name.as_str().into(),
-                    tag: None,
-                    digest: None,
-                    unit: app_key.into(),
-                    policy: Default::default(),
-                    unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
-                    slots: super::Slots::default(),
-                    extra: Some(Box::new(crate::discover::Extra {
-                        app: Some(app_key.to_string()),
-                        ..Default::default()
-                    })),
-                }
-            }
+            None => self.unread_ref(app, app_key, &image, img, why),
         };
-        // A reference the generic scan found at the same place is this one now.
-        if let Some(slot) = r.slots.first() {
-            // The same document: another Application of a multi-document file has the same
-            // paths.
-            let (file, doc, path) = (r.file.clone(), slot.doc, slot.path.clone());
-            self.out.refs.retain(|o| {
-                !(o.file == file
-                    && o.slots.iter().any(|s| {
-                        s.doc == doc && (s.path.starts_with(&path) || path.starts_with(&s.path))
-                    }))
-            });
-        }
+        self.replace_generic(&r);
         r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
@@ -1310,6 +1273,44 @@ impl Scan<'_> {
         self.push_with(r, Some((&label, &img.policy)), secret);
     }
 
+    /// The reference of the current version found, made the app's; else why none.
+    fn found_ref(
+        &mut self,
+        app: &App,
+        app_key: &str,
+        img: &UpdaterImage,
+        current: Option<Now>,
+    ) -> (Option<ImageRef>, String) {
+        let not_in_git = "its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file";
+        match current {
+            Some(Now::At(c)) => (self.current_ref(&c, app_key), not_in_git.to_string()),
+            Some(Now::Found(r)) => (Some(self.adopt(r, app_key)), not_in_git.to_string()),
+            Some(Now::Unknown(why)) => {
+                let message = format!("Application {app_key}: image {}: {why}", img.name);
+                let p = self.at_app(app, message);
+                self.out.problems.push(p);
+                (None, why)
+            }
+            None => (None, not_in_git.to_string()),
+        }
+    }
+
+    /// A reference the generic scan found at the place of `r` is `r` now.
+    fn replace_generic(&mut self, r: &ImageRef) {
+        let Some(slot) = r.slots.first() else {
+            return;
+        };
+        // The same document: another Application of a multi-document file has the same
+        // paths.
+        let (file, doc, path) = (r.file.clone(), slot.doc, slot.path.clone());
+        self.out.refs.retain(|o| {
+            !(o.file == file
+                && o.slots.iter().any(|s| {
+                    s.doc == doc && (s.path.starts_with(&path) || path.starts_with(&s.path))
+                }))
+        });
+    }
+
     /// A reference discovery made, as the app's: managed again when only the app's
     /// configuration left it alone (it is the value the configuration manages).
     fn adopt(&mut self, mut r: ImageRef, app_key: &str) -> ImageRef {
@@ -1322,6 +1323,39 @@ impl Scan<'_> {
         r.unit = app_key.into();
         r.extra_mut().app = Some(app_key.to_string());
         r
+    }
+
+    /// The reference of a configured image whose current version cannot be read (`why`),
+    /// at the app's annotations: listed, never updated.
+    fn unread_ref(
+        &self,
+        app: &App,
+        app_key: &str,
+        image: &imagebump_model::name::ImageName,
+        img: &UpdaterImage,
+        why: String,
+    ) -> ImageRef {
+        let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
+            m.position(app.doc, &[key("metadata"), key("annotations")])
+        });
+        ImageRef {
+            file: app.file.as_str().into(),
+            line: crate::discover::saturating_u32(line),
+            column: crate::discover::saturating_u32(column),
+            kind: RefKind::ArgoAnnotation,
+            image: image.clone().into(),
+            written: img.name.as_str().into(),
+            tag: None,
+            digest: None,
+            unit: app_key.into(),
+            policy: Default::default(),
+            unmanaged: Some(why.into()),
+            slots: super::Slots::default(),
+            extra: Some(Box::new(crate::discover::Extra {
+                app: Some(app_key.to_string()),
+                ..Default::default()
+            })),
+        }
     }
 
     /// Kustomize: the app's rendered `kustomize.images`; else what its path renders (the
@@ -1353,8 +1387,10 @@ impl Scan<'_> {
             }));
         }
         let dir = st.dir.clone()?;
-        if let Some(r) = self.rendered_ref(&dir, kname, image) {
-            return Some(Now::Found(r));
+        match self.rendered_ref(&dir, kname, image) {
+            Ok(Some(r)) => return Some(Now::Found(r)),
+            Err(why) => return Some(Now::Unknown(why)),
+            Ok(None) => {}
         }
         let kfile = self.existing_kustomization(&dir)?;
         if !self.load(&kfile) {
@@ -1371,13 +1407,59 @@ impl Scan<'_> {
 
     /// The reference discovery made where the path `dir` reads the version of the image
     /// its containers name `kname` (before the path's own `images:` entries) or `image`
-    /// (after them), taken out of the list: the caller makes it the app's.
-    fn rendered_ref(&mut self, dir: &str, kname: &str, image: &str) -> Option<ImageRef> {
-        use super::placement::Source;
+    /// (after them), taken out of the list: the caller makes it the app's. `Err` when the
+    /// path renders the image at two versions: one value cannot be reported as both.
+    fn rendered_ref(
+        &mut self,
+        dir: &str,
+        kname: &str,
+        image: &str,
+    ) -> Result<Option<ImageRef>, String> {
         let named = |at_leaf: &str, name: &str| {
             same_repository(at_leaf, kname) || same_repository(name, image)
         };
-        let source = self.rendering.as_ref()?.source_in(dir, &named)?;
+        let Some(rendering) = self.rendering.as_ref() else {
+            return Ok(None);
+        };
+        let mut found: Vec<usize> = Vec::new();
+        for source in rendering.sources_in(dir, &named) {
+            if let Some(i) = self.ref_at(dir, source).filter(|i| !found.contains(i)) {
+                found.push(i);
+            }
+        }
+        let refs: Vec<&ImageRef> = found.iter().filter_map(|i| self.out.refs.get(*i)).collect();
+        let version = |r: &ImageRef| (r.tag.clone(), r.digest.clone());
+        if let Some((first, rest)) = refs.split_first() {
+            if rest.iter().any(|r| version(r) != version(first)) {
+                let places: Vec<String> = (refs.iter())
+                    .map(|r| {
+                        format!(
+                            "{}:{} ({})",
+                            r.file,
+                            r.line,
+                            r.tag.as_deref().unwrap_or("no tag")
+                        )
+                    })
+                    .collect();
+                return Err(format!("the app's path {dir} renders it at several versions ({}); argocd-image-updater's one value would move them all: set them to one version first", places.join(", ")));
+            }
+        }
+        let Some(index) = found.first().copied() else {
+            return Ok(None);
+        };
+        let r = self.out.refs.get(index).cloned();
+        let mut i = 0usize;
+        self.out.refs.retain(|_| {
+            let keep = i != index;
+            i = i.saturating_add(1);
+            keep
+        });
+        Ok(r)
+    }
+
+    /// The index of the reference at `source`, as the path `dir` renders it.
+    fn ref_at(&self, dir: &str, source: super::placement::Source) -> Option<usize> {
+        use super::placement::Source;
         let leaf = in_dir(dir, "");
         // The patch's image, or the `images:` entry's value: the first reference at or after
         // the line the entry or the patched value starts on.
@@ -1398,18 +1480,10 @@ impl Scan<'_> {
         let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
         let in_place = |r: &ImageRef| r.writes_to().is_none();
         let refs = || self.out.refs.iter().enumerate();
-        let index = refs()
+        refs()
             .find(|(_, r)| at(r) && this_leaf(r))
-            .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))?
-            .0;
-        let r = self.out.refs.get(index)?.clone();
-        let mut i = 0usize;
-        self.out.refs.retain(|_| {
-            let keep = i != index;
-            i = i.saturating_add(1);
-            keep
-        });
-        Some(r)
+            .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))
+            .map(|(i, _)| i)
     }
 
     /// The `images:` entry that sets the version of the image named `kname` (or renamed to
@@ -1924,6 +1998,26 @@ impl Scan<'_> {
             })
             .collect();
     }
+}
+
+/// The source an image's settings point at: a plugin's, kustomize's or Helm's, else the
+/// first.
+fn source_for<'s, 'a>(
+    img: &UpdaterImage,
+    states: &'s [SourceState<'a>],
+) -> Option<&'s SourceState<'a>> {
+    let kustomize = |s: &&SourceState| s.kind == SourceKind::Kustomize;
+    let helm = |s: &&SourceState| s.kind == SourceKind::Helm;
+    let st = if img.plugin.is_some() {
+        states.iter().find(|s| s.kind == SourceKind::Plugin)
+    } else if img.kustomize_name.is_some() {
+        states.iter().find(kustomize)
+    } else if img.helm.is_some() {
+        states.iter().find(helm)
+    } else {
+        states.iter().find(|s| kustomize(s) || helm(s))
+    };
+    st.or(states.first())
 }
 
 /// The value at `path` in `v`, if there is one.

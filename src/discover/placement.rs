@@ -236,22 +236,29 @@ pub enum Source {
 impl Rendering {
     /// Where the path `leaf` reads the version of the image its containers name as
     /// `named` says (the name the leaf's own `images:` entries see, and the name after
-    /// them): the first manifest image that reaches the leaf so named, in the order read.
-    pub fn source_in(&self, leaf: &str, named: &dyn Fn(&str, &str) -> bool) -> Option<Source> {
-        let leaf = join(".", leaf)?;
-        self.workloads.iter().find_map(|w| {
-            let seen = self
-                .graph
-                .rendered_in(&leaf, &w.file, &w.written, w.container.as_ref());
-            let r = seen.into_iter().find(|r| named(&r.at_leaf, &r.name))?;
-            Some(match r.by {
-                Some((file, line)) => Source::Set { file, line },
-                None => Source::Manifest {
-                    file: ArcStr::clone(&w.file),
-                    line: w.line,
-                },
-            })
-        })
+    /// them): for each manifest image that reaches the leaf so named, in the order read,
+    /// what sets it last (each place once).
+    pub fn sources_in(&self, leaf: &str, named: &dyn Fn(&str, &str) -> bool) -> Vec<Source> {
+        let Some(leaf) = join(".", leaf) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for w in &self.workloads {
+            let seen = (self.graph).rendered_in(&leaf, &w.file, &w.written, w.container.as_ref());
+            for r in seen.into_iter().filter(|r| named(&r.at_leaf, &r.name)) {
+                let source = match r.by {
+                    Some((file, line)) => Source::Set { file, line },
+                    None => Source::Manifest {
+                        file: ArcStr::clone(&w.file),
+                        line: w.line,
+                    },
+                };
+                if !out.contains(&source) {
+                    out.push(source);
+                }
+            }
+        }
+        out
     }
 }
 
