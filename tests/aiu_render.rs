@@ -717,3 +717,59 @@ fn an_image_the_app_renders_twice() {
         assert_eq!(support::files(oracle.repo.path()), before);
     }
 }
+
+/// A JSON 6902 patch sets the image in the app's path: its value is no reference imagebump
+/// reads, so the image is left alone with an error naming the patch, and the base it
+/// overrides (or an `images:` entry after it in the file) is not taken for the current
+/// version.
+#[test]
+fn a_json_6902_patch_in_the_apps_path_is_named() {
+    let op = format!(
+        "- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: {IMAGE}:2.0\n"
+    );
+    let inline: String = op.lines().map(|l| format!("      {l}\n")).collect();
+    let mut files = base("1.0");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        format!("resources: [../../base]\npatches:\n  - target: {{kind: Deployment, name: app}}\n    patch: |-\n{inline}"),
+    ));
+    files.push((
+        "argocd/prod.yaml",
+        application(
+            "prod",
+            "envs/prod",
+            &["image-list: registry.example.com/team/app"],
+        ),
+    ));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    let before = support::files(oracle.repo.path());
+    let (updates, _) = oracle.run("--write", 1);
+    assert_eq!(updates, []);
+    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+        "error: argocd/prod.yaml:4:9: Application prod: image registry.example.com/team/app: the app's path envs/prod renders the version envs/prod/kustomization.yaml:5 sets, which imagebump does not read (a JSON 6902 patch)",
+    );
+    assert_eq!(support::files(oracle.repo.path()), before);
+}
+
+/// An `ImageUpdater` (not annotations) configuring an app over a patched overlay, written
+/// back to a kustomization: the patched version is the current one.
+#[test]
+fn an_image_updater_app_over_a_patched_overlay() {
+    let iu = format!("apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: platform\n  namespace: argocd\nspec:\n  writeBackConfig:\n    method: git\n    gitConfig:\n      writeBackTarget: kustomization\n  applicationRefs:\n  - namePattern: 'pro*'\n    images:\n    - alias: app\n      imageName: {IMAGE}\n");
+    let mut files = base("latest");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - path: version.yaml\n".into(),
+    ));
+    files.push((
+        "envs/prod/version.yaml",
+        version_patch("app", &format!("{IMAGE}:2.0")),
+    ));
+    files.push(("argocd/prod.yaml", application("prod", "envs/prod", &[])));
+    files.push(("argocd/iu.yaml", iu));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    assert_eq!(
+        oracle.check(),
+        [update("envs/prod/kustomization.yaml", "2.0", "4.0")]
+    );
+}

@@ -1423,8 +1423,14 @@ impl Scan<'_> {
         };
         let mut found: Vec<usize> = Vec::new();
         for source in rendering.sources_in(dir, &named) {
-            if let Some(i) = self.ref_at(dir, source).filter(|i| !found.contains(i)) {
-                found.push(i);
+            match self.ref_at(rendering, dir, &source) {
+                Some(i) if !found.contains(&i) => found.push(i),
+                Some(_) => {}
+                None => {
+                    let (super::placement::Source::Manifest { file, line }
+                    | super::placement::Source::Set { file, line }) = source;
+                    return Err(format!("the app's path {dir} renders the version {file}:{line} sets, which imagebump does not read (a JSON 6902 patch)"));
+                }
             }
         }
         let refs: Vec<&ImageRef> = found.iter().filter_map(|i| self.out.refs.get(*i)).collect();
@@ -1457,26 +1463,27 @@ impl Scan<'_> {
         Ok(r)
     }
 
-    /// The index of the reference at `source`, as the path `dir` renders it.
-    fn ref_at(&self, dir: &str, source: super::placement::Source) -> Option<usize> {
+    /// The index of the reference at `source`, as the path `dir` renders it: the manifest
+    /// image, the patch's image, or the value of the `images:` entry starting there.
+    fn ref_at(
+        &self,
+        rendering: &super::placement::Rendering,
+        dir: &str,
+        source: &super::placement::Source,
+    ) -> Option<usize> {
         use super::placement::Source;
         let leaf = in_dir(dir, "");
-        // The patch's image, or the `images:` entry's value: the first reference at or after
-        // the line the entry or the patched value starts on.
-        let (file, line) = match source {
-            Source::Manifest { file, line } => (file, Some(line)),
+        let at = |r: &ImageRef| match source {
+            Source::Manifest { file, line } => r.file == *file && r.line == *line,
             Source::Set { file, line } => {
-                let first = (self.out.refs.iter())
-                    .filter(|r| r.file == file && r.line >= line)
-                    .map(|r| r.line)
-                    .min();
-                (file, first)
+                r.file == *file
+                    && (r.line == *line
+                        || (r.kind == RefKind::Kustomize
+                            && rendering.entry_start(file, r.line) == Some(*line)))
             }
         };
-        let line = line?;
         // A value several leaves render is one reference per leaf: this leaf's, else the
         // one edited in place.
-        let at = |r: &ImageRef| r.file == file && r.line == line;
         let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
         let in_place = |r: &ImageRef| r.writes_to().is_none();
         let refs = || self.out.refs.iter().enumerate();

@@ -234,6 +234,17 @@ pub enum Source {
 }
 
 impl Rendering {
+    /// The line the `images:` entry holding `line` of the kustomization `file` starts on.
+    pub fn entry_start(&self, file: &str, line: u32) -> Option<u32> {
+        let dir = file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let k = (self.graph.kustomization(dir)).filter(|k| k.file().as_str() == file)?;
+        k.images
+            .iter()
+            .rev()
+            .find(|e| e.line <= line)
+            .map(|e| e.line)
+    }
+
     /// Where the path `leaf` reads the version of the image its containers name as
     /// `named` says (the name the leaf's own `images:` entries see, and the name after
     /// them): for each manifest image that reaches the leaf so named, in the order read,
