@@ -1400,9 +1400,9 @@ impl Scan<'_> {
         if let Some(c) = self.entry_current(&dir, &kfile, (kname, image), &mut seen) {
             return Some(Now::At(c));
         }
-        // Before any `images:` entry, the manifests spell the image as kustomize's `name`
-        // does (`kustomize.image-name`), which may differ from the image itself.
-        self.resource_current(&dir, &kfile, kname).map(Now::At)
+        // Every manifest image kustomize's `images:` apply to was followed above: one they do
+        // not apply to (a custom resource's field) is not what the write-back moves.
+        None
     }
 
     /// The reference discovery made where the path `dir` reads the version of the image
@@ -1569,71 +1569,6 @@ impl Scan<'_> {
             todo.extend(self.included_dirs(&d, &k));
         }
         false
-    }
-
-    /// The image's tag as a container `image:` in a manifest the kustomization renders
-    /// (where an image lives before any `images:` entry names it): its resource files, then
-    /// those of the bases and directories it includes, in order (an overlay of a shared
-    /// base finds the base's Deployment).
-    fn resource_current(&mut self, dir: &str, kfile: &str, image: &str) -> Option<Current> {
-        let mut seen = std::collections::BTreeSet::new();
-        self.rendered_current(dir, kfile, image, &mut seen)
-    }
-
-    fn rendered_current(
-        &mut self,
-        dir: &str,
-        kfile: &str,
-        image: &str,
-        seen: &mut std::collections::BTreeSet<String>,
-    ) -> Option<Current> {
-        // A cycle, or a pathological chain, ends the search.
-        if !seen.insert(kfile.to_string()) || seen.len() > 64 {
-            return None;
-        }
-        let mut includes = self.list(kfile, 0, &[key("resources")]);
-        includes.extend(self.list(kfile, 0, &[key("bases")]));
-        let base = if dir.is_empty() { "." } else { dir };
-        for res in includes.iter().filter_map(Value::as_str) {
-            // Paths outside the repository are never followed.
-            let Some(target) = super::kustomize::graph::join(base, res) else {
-                continue;
-            };
-            if target.ends_with(".yaml") || target.ends_with(".yml") {
-                if let Some(c) = self.image_in(target, image) {
-                    return Some(c);
-                }
-                continue;
-            }
-            let sub = if target == "." { String::new() } else { target };
-            let kustomization = self.existing_kustomization(&sub);
-            if let Some(k) = kustomization.filter(|k| self.load(k)) {
-                if let Some(c) = self.rendered_current(&sub, &k, image, seen) {
-                    return Some(c);
-                }
-            }
-        }
-        None
-    }
-
-    /// `image`'s container `image:` in the manifest `file`.
-    fn image_in(&mut self, file: String, image: &str) -> Option<Current> {
-        if !self.load(&file) {
-            return None;
-        }
-        let loaded = self.files.get(&file)?;
-        let (doc, at) =
-            loaded.json.iter().enumerate().find_map(|(doc, json)| {
-                find_image(json, image, &mut Vec::new()).map(|at| (doc, at))
-            })?;
-        Some(Current {
-            file,
-            doc,
-            at,
-            format: SlotFormat::Reference { name: image.into() },
-            kind: RefKind::Workload,
-            repository: None,
-        })
     }
 
     /// Plugin sources: the rendered `plugin.env` variable holding the tag (or the spec).
@@ -2089,42 +2024,6 @@ fn plugin_env(effective: &Value) -> Vec<Value> {
             })
         })
         .collect()
-}
-
-/// The path of the first `image:` string naming `image` (with a tag) in a manifest.
-fn find_image(v: &Value, image: &str, path: &mut Vec<PathSeg>) -> Option<Vec<PathSeg>> {
-    match v {
-        Value::Object(m) => {
-            for (k, child) in m {
-                path.push(key(k));
-                if k == "image" {
-                    if let Some(s) = child.as_str() {
-                        let named =
-                            parse_reference(s).is_ok_and(|r| r.tag.is_some() && r.written == image);
-                        if named {
-                            return Some(path.clone());
-                        }
-                    }
-                }
-                if let Some(found) = find_image(child, image, path) {
-                    return Some(found);
-                }
-                path.pop();
-            }
-            None
-        }
-        Value::Array(a) => {
-            for (i, child) in a.iter().enumerate() {
-                path.push(PathSeg::Index(i));
-                if let Some(found) = find_image(child, image, path) {
-                    return Some(found);
-                }
-                path.pop();
-            }
-            None
-        }
-        _ => None,
-    }
 }
 
 /// The source's Helm parameters as an override file spells them: `name`, `value`,
