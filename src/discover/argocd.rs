@@ -140,6 +140,15 @@ struct Generator {
 }
 
 impl Found {
+    /// Whether argocd-image-updater configures any Application (an `ImageUpdater`, valid
+    /// or not, or an app's annotations): only then is what the apps render asked for.
+    pub fn configures_images(&self) -> bool {
+        let annotated = |a: &App| {
+            (a.annotations.keys()).any(|k| k.starts_with("argocd-image-updater.argoproj.io/"))
+        };
+        !self.updaters.is_empty() || !self.broken.is_empty() || self.apps.iter().any(annotated)
+    }
+
     /// Read the Applications and `ImageUpdater`s of one file.
     pub fn add(&mut self, loaded: Loaded, problems: &mut Vec<Problem>) {
         let apps = argocd::app::find_apps(&loaded.file, &loaded.json);

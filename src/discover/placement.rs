@@ -139,7 +139,8 @@ impl Layout {
             graph.add_effects(&dir, index, e);
         }
         let leaves = app_leaves(argo);
-        let any_app = !leaves.is_empty();
+        // Kept past placement only for the apps argocd-image-updater configures.
+        let any_app = !leaves.is_empty() && argo.configures_images();
         for leaf in leaves {
             graph.add_app(leaf);
         }
