@@ -773,3 +773,39 @@ fn an_image_updater_app_over_a_patched_overlay() {
         [update("envs/prod/kustomization.yaml", "2.0", "4.0")]
     );
 }
+
+/// A Helm app whose `valueFiles` do not set the image: Helm still reads the chart's own
+/// `values.yaml` first, so its tag is the current version, and the override file's
+/// parameters (which Helm applies last) move it.
+#[test]
+fn a_helm_apps_chart_values_under_its_value_files() {
+    let mut app = application(
+        "web",
+        "apps/web",
+        &["image-list: registry.example.com/team/app"],
+    );
+    app.push_str("    helm:\n      valueFiles: [values-prod.yaml]\n");
+    let files = vec![
+        ("argocd/web.yaml", app),
+        (
+            "apps/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 0.1.0\n".into(),
+        ),
+        (
+            "apps/web/values.yaml",
+            format!("image:\n  name: {IMAGE}\n  tag: \"2.0\"\n"),
+        ),
+        ("apps/web/values-prod.yaml", "replicaCount: 3\n".into()),
+    ];
+    let oracle = Oracle::new(&files, ("web", "apps/web"));
+    let (updates, report) = oracle.run("--write", 0);
+    assert_eq!(
+        updates,
+        [update("apps/web/.argocd-source-web.yaml", "2.0", "4.0")],
+        "{report:#}"
+    );
+    assert_eq!(
+        fs::read_to_string(oracle.repo.path().join("apps/web/.argocd-source-web.yaml")).unwrap(),
+        format!("helm:\n  parameters:\n  - name: image.name\n    value: {IMAGE}\n    forcestring: true\n  - name: image.tag\n    value: \"4.0\"\n    forcestring: true\n")
+    );
+}

@@ -1681,7 +1681,15 @@ impl Scan<'_> {
                 repository: repo,
             });
         }
-        for vf in value_files(st, all).into_iter().rev() {
+        // Helm reads the chart's own values.yaml first, whatever valueFiles lists.
+        let mut files = value_files(st, all);
+        if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
+            let chart_values = in_dir(dir, "values.yaml");
+            if !files.contains(&chart_values) {
+                files.insert(0, chart_values);
+            }
+        }
+        for vf in files.into_iter().rev() {
             if !self.load(&vf) {
                 continue;
             }
