@@ -809,3 +809,29 @@ fn a_helm_apps_chart_values_under_its_value_files() {
         format!("helm:\n  parameters:\n  - name: image.name\n    value: {IMAGE}\n    forcestring: true\n  - name: image.tag\n    value: \"4.0\"\n    forcestring: true\n")
     );
 }
+
+/// An app without argocd-image-updater whose override file sets the image over its base:
+/// Argo CD renders the override, so the override moves and the base, which no render
+/// reads, is left alone naming it.
+#[test]
+fn an_override_file_over_the_base_of_a_plain_app() {
+    let mut files = base("1.0");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    files.push((
+        "envs/prod/.argocd-source-prod.yaml",
+        format!("kustomize:\n  images:\n  - {IMAGE}:2.0\n"),
+    ));
+    files.push(("argocd/prod.yaml", application("prod", "envs/prod", &[])));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    assert_eq!(
+        oracle.reason("base/deployment.yaml").as_deref(),
+        Some("overridden by envs/prod/.argocd-source-prod.yaml:3 (kustomize.images)")
+    );
+    assert_eq!(
+        oracle.check(),
+        [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
+    );
+}

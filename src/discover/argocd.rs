@@ -893,6 +893,9 @@ impl Scan<'_> {
         }
         let mut found = Vec::new();
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
+        if file != app.file {
+            self.overridden_by_file(app_key, &file, &base);
+        }
         for (i, item) in self.list(&file, doc, &base).iter().enumerate() {
             if let Some(text) = item.as_str() {
                 let prefix = kustomize_prefix(text);
@@ -946,6 +949,32 @@ impl Scan<'_> {
             }
         }
         self.values_object(app, app_key, st);
+    }
+
+    /// The app's manifest images and `images:` entries that the `kustomize.images` of the
+    /// override file `file` (at `base`) set again: Argo CD renders the override, so they
+    /// are left alone naming it. (Placement does this for the Application's own list.)
+    fn overridden_by_file(&mut self, app_key: &str, file: &str, base: &[PathSeg]) {
+        let Some(loaded) = self.files.get(file) else {
+            return;
+        };
+        let items = self.list(file, 0, base);
+        let names: Vec<(String, usize)> = (items.iter().enumerate())
+            .filter_map(|(i, v)| Some((kustomize_name_of(v.as_str()?), i)))
+            .collect();
+        let kinds = [RefKind::Workload, RefKind::Kustomize];
+        for r in self.out.refs.iter_mut() {
+            let ours = r.app() == Some(app_key) && r.is_managed() && kinds.contains(&r.kind);
+            let Some((_, i)) = names
+                .iter()
+                .find(|(n, _)| ours && same_repository(n, &r.written))
+            else {
+                continue;
+            };
+            let (line, _) = loaded.position(0, &with_index(base, *i, &[]));
+            let by = format!("{}{file}:{line} (kustomize.images)", super::OVERRIDDEN_BY);
+            r.unmanaged = Some(by.into());
+        }
     }
 
     /// `helm.valuesObject` image blocks, in the manifest and in override files; for the
