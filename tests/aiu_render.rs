@@ -835,3 +835,31 @@ fn an_override_file_over_the_base_of_a_plain_app() {
         [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
     );
 }
+
+/// An app without argocd-image-updater whose `helm.parameters` set the tag its chart's
+/// `values.yaml` holds: Helm renders the parameter, so it moves and the values file, left
+/// alone, names it.
+#[test]
+fn helm_parameters_over_the_values_of_a_plain_app() {
+    let mut app = application("web", "apps/web", &[]);
+    app.push_str(&format!("    helm:\n      parameters:\n      - name: image.repository\n        value: {IMAGE}\n      - name: image.tag\n        value: \"2.0\"\n"));
+    let values = format!("image:\n  repository: {IMAGE}\n  tag: \"1.0\"\n");
+    let files = vec![
+        ("argocd/web.yaml", app.clone()),
+        (
+            "apps/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 0.1.0\n".into(),
+        ),
+        ("apps/web/values.yaml", values.clone()),
+    ];
+    let oracle = Oracle::new(&files, ("web", "apps/web"));
+    assert_eq!(
+        oracle.reason("apps/web/values.yaml").as_deref(),
+        Some("overridden by argocd/web.yaml (helm.parameters)")
+    );
+    let (updates, _) = oracle.run("--write", 0);
+    assert_eq!(updates, [update("argocd/web.yaml", "2.0", "4.0")]);
+    let read = |f: &str| fs::read_to_string(oracle.repo.path().join(f)).unwrap();
+    assert_eq!(read("apps/web/values.yaml"), values);
+    assert_eq!(read("argocd/web.yaml"), app.replace("\"2.0\"", "\"4.0\""));
+}

@@ -763,6 +763,37 @@ impl Scan<'_> {
         out
     }
 
+    /// The app's values-file images whose value `helm.parameters` or `helm.valuesObject`
+    /// set again: Helm renders those, so the values file's are left alone naming them.
+    fn overridden_values(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        let overrides = self.values_overrides(app, st);
+        if overrides.is_empty() {
+            return;
+        }
+        let by = |what: &str| {
+            let (file, _, _) = self.holder(app, st, &["helm", what]);
+            format!("{}{file} (helm.{what})", super::OVERRIDDEN_BY)
+        };
+        let (parameters, object) = (by("parameters"), by("valuesObject"));
+        for r in self.out.refs.iter_mut() {
+            let in_values = r.kind == RefKind::HelmValues
+                && *r.file != *app.file
+                && !st.overrides.iter().any(|o| **o == *r.file);
+            if r.app() != Some(app_key) || !r.is_managed() || !in_values {
+                continue;
+            }
+            let set = (r.slots.iter()).find_map(|s| overrides.iter().find(|(p, _)| **p == *s.path));
+            if let Some((_, what)) = set {
+                let by = if *what == "helm.parameters" {
+                    &parameters
+                } else {
+                    &object
+                };
+                r.unmanaged = Some(by.clone().into());
+            }
+        }
+    }
+
     fn at_app(&self, app: &App, message: String) -> Problem {
         let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
             m.position(app.doc, &[key("metadata"), key("name")])
@@ -949,6 +980,7 @@ impl Scan<'_> {
             }
         }
         self.values_object(app, app_key, st);
+        self.overridden_values(app, app_key, st);
     }
 
     /// The app's manifest images and `images:` entries that the `kustomize.images` of the
