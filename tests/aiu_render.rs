@@ -470,7 +470,7 @@ fn a_kustomization_target_nothing_renders_is_an_error() {
         assert_eq!(updates, []);
         let run = oracle.cli(&["run", "--dry-run"], 1);
         run.assert_stderr_contains(&format!(
-            "error: argocd/prod.yaml:9:57: Application prod: write-back target kustomization:{target} resolves to {why}: not written"
+            "error: argocd/prod.yaml:9:57: Application prod (annotations): write-back target kustomization:{target} resolves to {why}: not written"
         ));
         assert_eq!(support::files(oracle.repo.path()), before);
     }
@@ -663,7 +663,7 @@ fn a_helmvalues_target_the_app_does_not_render_is_an_error() {
         assert_eq!(updates, []);
         let run = oracle.cli(&["run", "--dry-run"], 1);
         run.assert_stderr_contains(&format!(
-            "error: argocd/web.yaml:9:57: Application web: write-back target helmvalues:{target} resolves to apps/web/{target}, which is not among the values files the app renders"
+            "error: argocd/web.yaml:9:57: Application web (annotations): write-back target helmvalues:{target} resolves to apps/web/{target}, which is not among the values files the app renders"
         ));
         assert_eq!(support::files(oracle.repo.path()), before);
     }
@@ -862,4 +862,26 @@ fn helm_parameters_over_the_values_of_a_plain_app() {
     let read = |f: &str| fs::read_to_string(oracle.repo.path().join(f)).unwrap();
     assert_eq!(read("apps/web/values.yaml"), values);
     assert_eq!(read("argocd/web.yaml"), app.replace("\"2.0\"", "\"4.0\""));
+}
+
+/// An `ImageUpdater`'s `writeBackTarget` naming a directory without a kustomization: the
+/// error is at the Application and names the ImageUpdater; nothing is written.
+#[test]
+fn an_image_updaters_missing_kustomization_target_is_an_error() {
+    let iu = format!("apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: platform\n  namespace: argocd\nspec:\n  writeBackConfig:\n    method: git\n    gitConfig:\n      writeBackTarget: kustomization:../missing\n  applicationRefs:\n  - namePattern: prod\n    images:\n    - alias: app\n      imageName: {IMAGE}\n");
+    let mut files = base("1.0");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    files.push(("argocd/prod.yaml", application("prod", "envs/prod", &[])));
+    files.push(("argocd/iu.yaml", iu));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    let before = support::files(oracle.repo.path());
+    let (updates, _) = oracle.run("--write", 1);
+    assert_eq!(updates, []);
+    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+        "error: argocd/prod.yaml:4:9: Application prod (ImageUpdater argocd/platform): write-back target kustomization:../missing resolves to envs/missing, which has no kustomization: not written",
+    );
+    assert_eq!(support::files(oracle.repo.path()), before);
 }

@@ -1158,8 +1158,14 @@ impl Scan<'_> {
         Ok(file)
     }
 
-    /// A problem at the app's write-back target annotation, else at the app.
-    fn at_target(&self, app: &App, message: String) -> Problem {
+    /// A problem at the app's write-back target annotation when the annotations configure
+    /// it, else at the app (the message names the ImageUpdater).
+    fn at_target(&self, app: &App, config: &UpdaterConfig, message: String) -> Problem {
+        let annotations =
+            config.origin == "annotations" || config.origin.ends_with("(annotations)");
+        if !annotations {
+            return self.at_app(app, message);
+        }
         let at = [
             key("metadata"),
             key("annotations"),
@@ -1840,7 +1846,11 @@ impl Scan<'_> {
         };
         resolved.map_err(|why| {
             let why = format!("write-back target {written} resolves to {why}");
-            let p = self.at_target(app, format!("Application {}: {why}: not written", app.name));
+            let message = format!(
+                "Application {} ({}): {why}: not written",
+                app.name, config.origin
+            );
+            let p = self.at_target(app, config, message);
             self.out.problems.push(p);
             why
         })
