@@ -885,3 +885,72 @@ fn an_image_updaters_missing_kustomization_target_is_an_error() {
     );
     assert_eq!(support::files(oracle.repo.path()), before);
 }
+
+/// `kustomization:foo` on an app whose path `bar` includes `foo`, where `foo`'s entry would
+/// not set what `bar` renders (a patch in `bar` sets it after `foo`; or the Deployment is
+/// one `foo` does not include): an error naming where the version is set; nothing changes.
+#[test]
+fn a_kustomization_target_below_what_sets_the_version_is_an_error() {
+    let entry = format!("images:\n  - name: {IMAGE}\n    newTag: \"2.0\"\n");
+    let patched = vec![
+        (
+            "bar/kustomization.yaml",
+            "resources: [foo]\npatches:\n  - path: version.yaml\n".to_string(),
+        ),
+        (
+            "bar/version.yaml",
+            version_patch("app", &format!("{IMAGE}:3.0")),
+        ),
+        (
+            "bar/foo/kustomization.yaml",
+            format!("resources: [deployment.yaml]\n{entry}"),
+        ),
+        (
+            "bar/foo/deployment.yaml",
+            deployment("app", &format!("{IMAGE}:1.0")),
+        ),
+    ];
+    let beside = vec![
+        (
+            "bar/kustomization.yaml",
+            "resources: [foo, ../base]\n".to_string(),
+        ),
+        (
+            "bar/foo/kustomization.yaml",
+            format!("resources: []\n{entry}"),
+        ),
+        (
+            "base/kustomization.yaml",
+            "resources: [deployment.yaml]\n".into(),
+        ),
+        (
+            "base/deployment.yaml",
+            deployment("app", &format!("{IMAGE}:1.0")),
+        ),
+    ];
+    for (mut files, set_in) in [
+        (patched, "bar/version.yaml"),
+        (beside, "base/deployment.yaml"),
+    ] {
+        files.push((
+            "argocd/bar.yaml",
+            application(
+                "bar",
+                "bar",
+                &[
+                    "image-list: registry.example.com/team/app",
+                    "write-back-method: git",
+                    "write-back-target: kustomization:foo",
+                ],
+            ),
+        ));
+        let oracle = Oracle::new(&files, ("bar", "bar"));
+        let before = support::files(oracle.repo.path());
+        let (updates, _) = oracle.run("--write", 1);
+        assert_eq!(updates, []);
+        oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(&format!(
+            "error: argocd/bar.yaml:9:57: Application bar (annotations): write-back target kustomization:foo resolves to bar/foo, which does not render {set_in}, where the version the app renders is set"
+        ));
+        assert_eq!(support::files(oracle.repo.path()), before);
+    }
+}

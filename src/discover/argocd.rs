@@ -1144,15 +1144,28 @@ impl Scan<'_> {
     /// The kustomization file of the write-back directory `kdir` of the app path `dir`; `Err`
     /// names `kdir` and says why Argo CD would not render what is written there: it has no
     /// kustomization (nothing is created), or `dir` does not include it.
-    fn kustomization_target(&mut self, dir: &str, kdir: &str) -> Result<String, String> {
+    fn kustomization_target(
+        &mut self,
+        dir: &str,
+        kdir: &str,
+        current: &str,
+    ) -> Result<String, String> {
         let shown = if kdir.is_empty() { "." } else { kdir };
         let Some(file) = self.existing_kustomization(kdir) else {
             return Err(format!("{shown}, which has no kustomization"));
         };
-        if !self.renders_dir(dir, kdir) {
+        if !self.rendered_dirs(dir).contains(kdir) {
             let path = if dir.is_empty() { "." } else { dir };
             return Err(format!(
                 "{shown}, which the app's path {path} does not include: Argo CD would not render it"
+            ));
+        }
+        // Its entry sets the version only over what it renders: the value read as current
+        // must be in it (a manifest, patch or entry of a kustomization it includes), not in
+        // a patch above it or Argo CD's own kustomize.images.
+        if !self.renders_file(kdir, current) {
+            return Err(format!(
+                "{shown}, which does not render {current}, where the version the app renders is set: an entry there would change nothing Argo CD renders"
             ));
         }
         Ok(file)
@@ -1331,7 +1344,7 @@ impl Scan<'_> {
         r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
-            match self.resolve_target(app, st, states, config) {
+            match self.resolve_target(app, st, states, config, &r.file) {
                 Ok(target) => self.write_back(st, target, img, &kname, &keys, &mut r),
                 Err(why) => r.unmanaged = Some(why.into()),
             }
@@ -1627,16 +1640,14 @@ impl Scan<'_> {
             .collect()
     }
 
-    /// Whether the path `dir` renders the kustomization directory `target`: it is `dir`, or
-    /// one `dir` includes, directly or through others.
-    fn renders_dir(&mut self, dir: &str, target: &str) -> bool {
+    /// The kustomization directories the path `dir` renders: itself, and those it includes,
+    /// directly or through others.
+    fn rendered_dirs(&mut self, dir: &str) -> std::collections::BTreeSet<String> {
         let mut seen = std::collections::BTreeSet::new();
         let mut todo = vec![dir.to_string()];
         while let Some(d) = todo.pop() {
-            if d == target {
-                return true;
-            }
-            if !seen.insert(d.clone()) || seen.len() > 256 {
+            // A pathological include graph ends the walk.
+            if seen.len() > 256 || !seen.insert(d.clone()) {
                 continue;
             }
             let Some(k) = self.existing_kustomization(&d).filter(|k| self.load(k)) else {
@@ -1644,7 +1655,40 @@ impl Scan<'_> {
             };
             todo.extend(self.included_dirs(&d, &k));
         }
-        false
+        seen
+    }
+
+    /// Whether the kustomization directory `kdir` renders `file`: a file of a directory it
+    /// renders, or one such a kustomization lists (a resource or a patch).
+    fn renders_file(&mut self, kdir: &str, file: &str) -> bool {
+        let dirs = self.rendered_dirs(kdir);
+        if dirs.contains(file.rsplit_once('/').map_or("", |(d, _)| d)) {
+            return true;
+        }
+        dirs.iter().any(|d| {
+            let Some(k) = self.existing_kustomization(d) else {
+                return false;
+            };
+            let listed = |at: &[&str], field: Option<&str>| -> Vec<String> {
+                let path: Vec<PathSeg> = at.iter().map(|k| key(k)).collect();
+                (self.list(&k, 0, &path).iter())
+                    .filter_map(|v| match field {
+                        Some(f) => v.get(f).and_then(Value::as_str),
+                        None => v.as_str(),
+                    })
+                    .map(str::to_string)
+                    .collect()
+            };
+            let mut written = listed(&["resources"], None);
+            written.extend(listed(&["patchesStrategicMerge"], None));
+            written.extend(listed(&["patches"], Some("path")));
+            written.extend(listed(&["patchesJson6902"], Some("path")));
+            let base = if d.is_empty() { "." } else { d.as_str() };
+            written
+                .iter()
+                .filter_map(|w| super::kustomize::graph::join(base, w))
+                .any(|w| w == file)
+        })
     }
 
     /// Plugin sources: the rendered `plugin.env` variable holding the tag (or the spec).
@@ -1798,6 +1842,7 @@ impl Scan<'_> {
         st: &SourceState,
         all: &[SourceState],
         config: &UpdaterConfig,
+        current: &str,
     ) -> Result<Target, String> {
         let dir = st.dir.clone().unwrap_or_default();
         let (written, resolved) = match &config.write_back.target {
@@ -1821,7 +1866,7 @@ impl Scan<'_> {
                     .map_or("kustomization".into(), |d| format!("kustomization:{d}"));
                 (
                     written,
-                    self.kustomization_target(&dir, &kdir)
+                    self.kustomization_target(&dir, &kdir, current)
                         .map(Target::Kustomization),
                 )
             }
