@@ -954,3 +954,40 @@ fn a_kustomization_target_below_what_sets_the_version_is_an_error() {
         assert_eq!(support::files(oracle.repo.path()), before);
     }
 }
+
+/// `helmvalues:<file>` under the values file (or `helm.parameters`) the version is read
+/// from: Helm reads that one after the target, so writing the target changes nothing it
+/// renders; an error naming both, nothing written.
+#[test]
+fn a_helmvalues_target_under_the_versions_file_is_an_error() {
+    let mut app = application(
+        "web",
+        "apps/web",
+        &[
+            "image-list: registry.example.com/team/app",
+            "write-back-method: git",
+            "write-back-target: helmvalues:values-base.yaml",
+        ],
+    );
+    app.push_str("    helm:\n      valueFiles: [values-base.yaml, values-prod.yaml]\n");
+    let files = vec![
+        ("argocd/web.yaml", app),
+        (
+            "apps/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 0.1.0\n".into(),
+        ),
+        ("apps/web/values-base.yaml", "replicaCount: 1\n".into()),
+        (
+            "apps/web/values-prod.yaml",
+            format!("image:\n  name: {IMAGE}\n  tag: \"1.0\"\n"),
+        ),
+    ];
+    let oracle = Oracle::new(&files, ("web", "apps/web"));
+    let before = support::files(oracle.repo.path());
+    let (updates, _) = oracle.run("--write", 1);
+    assert_eq!(updates, []);
+    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+        "error: argocd/web.yaml:9:57: Application web (annotations): write-back target helmvalues:values-base.yaml resolves to apps/web/values-base.yaml, under apps/web/values-prod.yaml, which sets the version the app renders after it",
+    );
+    assert_eq!(support::files(oracle.repo.path()), before);
+}

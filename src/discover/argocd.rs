@@ -1875,18 +1875,7 @@ impl Scan<'_> {
                 let written = f
                     .as_deref()
                     .map_or("helmvalues".into(), |f| format!("helmvalues:{f}"));
-                let chart_values =
-                    st.kind == SourceKind::Helm && file == in_dir(&dir, "values.yaml");
-                let rendered = chart_values || value_files(st, all).contains(&file);
-                let why = format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it");
-                (
-                    written,
-                    if rendered {
-                        Ok(Target::Values(file))
-                    } else {
-                        Err(why)
-                    },
-                )
+                (written, values_target(st, all, file, current))
             }
         };
         resolved.map_err(|why| {
@@ -2093,6 +2082,34 @@ fn source_for<'s, 'a>(
         states.iter().find(|s| kustomize(s) || helm(s))
     };
     st.or(states.first())
+}
+
+/// A `helmvalues` target `file` of the source `st`, checked against what Helm renders: one
+/// of the values files it reads (the chart's `values.yaml` first, then `valueFiles`), at or
+/// after the one the current value is read from (`current`): a later values file, or
+/// `helm.parameters` / `valuesObject`, set the key again over it.
+fn values_target(
+    st: &SourceState,
+    all: &[SourceState],
+    file: String,
+    current: &str,
+) -> Result<Target, String> {
+    let mut order = Vec::new();
+    if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
+        order.push(in_dir(dir, "values.yaml"));
+    }
+    for f in value_files(st, all) {
+        if !order.contains(&f) {
+            order.push(f);
+        }
+    }
+    let Some(at) = order.iter().position(|f| *f == file) else {
+        return Err(format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it"));
+    };
+    match order.iter().position(|f| f == current) {
+        Some(from) if from <= at => Ok(Target::Values(file)),
+        _ => Err(format!("{file}, under {current}, which sets the version the app renders after it: a value written there would change nothing Argo CD renders")),
+    }
 }
 
 /// The value at `path` in `v`, if there is one.
