@@ -731,4 +731,33 @@ mod tests {
         assert_eq!(join(".", "x.yaml"), Some("x.yaml".into()));
         assert_eq!(join("a", "../.."), None);
     }
+    /// What one leaf renders: the last entry that sets the version on the chain to it, under
+    /// the names the leaf's own entries see and leave; nothing for a chain to another leaf.
+    #[test]
+    fn what_a_leaf_renders() {
+        let g = graph(vec![
+            k("base", &["app.yaml"], &[]),
+            k("mid", &["../base"], &[("web", None, true)]),
+            k("dev", &["../mid"], &[("web", Some("mirror/web"), false)]),
+            k("prod", &["../base"], &[]),
+        ]);
+        let mid_entry = (ArcStr::from("mid/kustomization.yaml"), 10);
+        assert_eq!(
+            g.rendered_in("dev", "base/app.yaml", "web", None),
+            [Rendered {
+                at_leaf: "web".into(),
+                name: "mirror/web".into(),
+                by: Some(mid_entry),
+            }]
+        );
+        assert_eq!(
+            g.rendered_in("prod", "base/app.yaml", "web", None),
+            [Rendered {
+                at_leaf: "web".into(),
+                name: "web".into(),
+                by: None,
+            }]
+        );
+        assert_eq!(g.rendered_in("mid", "base/app.yaml", "web", None), []);
+    }
 }
