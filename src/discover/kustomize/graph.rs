@@ -731,6 +731,7 @@ mod tests {
         assert_eq!(join(".", "x.yaml"), Some("x.yaml".into()));
         assert_eq!(join("a", "../.."), None);
     }
+
     /// What one leaf renders: the last entry that sets the version on the chain to it, under
     /// the names the leaf's own entries see and leave; nothing for a chain to another leaf.
     #[test]
