@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place};
+use super::kustomize::graph::{join, AppLeaf, Graph, LeafEdit, Place, Rendered};
 use super::kustomize::patches::{effects, Container, Effect, Target};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
@@ -206,7 +206,11 @@ impl Layout {
             }
         }
         out.refs.replace(expanded);
-        any_app.then_some(Rendering { graph, workloads })
+        any_app.then(|| Rendering {
+            graph,
+            workloads,
+            by_leaf: std::cell::OnceCell::new(),
+        })
     }
 }
 
@@ -223,6 +227,9 @@ struct Workload {
 pub struct Rendering {
     graph: Graph,
     workloads: Vec<Workload>,
+    /// By leaf, what it renders of each workload (its index), made at the first question:
+    /// one walk per workload, as placement's, whatever the number of apps asking.
+    by_leaf: std::cell::OnceCell<BTreeMap<String, Vec<(usize, Rendered)>>>,
 }
 
 /// Where an app's path reads an image's version from.
@@ -254,20 +261,40 @@ impl Rendering {
         let Some(leaf) = join(".", leaf) else {
             return Vec::new();
         };
+        let by_leaf = self.by_leaf.get_or_init(|| self.walk_all());
         let mut out = Vec::new();
-        for w in &self.workloads {
-            let seen = (self.graph).rendered_in(&leaf, &w.file, &w.written, w.container.as_ref());
-            for r in seen.into_iter().filter(|r| named(&r.at_leaf, &r.name)) {
-                let source = match r.by {
-                    Some((file, line)) => Source::Set { file, line },
-                    None => Source::Manifest {
-                        file: ArcStr::clone(&w.file),
-                        line: w.line,
-                    },
-                };
-                if !out.contains(&source) {
-                    out.push(source);
-                }
+        for (i, r) in by_leaf.get(&leaf).into_iter().flatten() {
+            let Some(w) = self
+                .workloads
+                .get(*i)
+                .filter(|_| named(&r.at_leaf, &r.name))
+            else {
+                continue;
+            };
+            let source = match &r.by {
+                Some((file, line)) => Source::Set {
+                    file: ArcStr::clone(file),
+                    line: *line,
+                },
+                None => Source::Manifest {
+                    file: ArcStr::clone(&w.file),
+                    line: w.line,
+                },
+            };
+            if !out.contains(&source) {
+                out.push(source);
+            }
+        }
+        out
+    }
+
+    /// What every leaf renders of every workload, in the workloads' order.
+    fn walk_all(&self) -> BTreeMap<String, Vec<(usize, Rendered)>> {
+        let mut out: BTreeMap<String, Vec<(usize, Rendered)>> = BTreeMap::new();
+        for (i, w) in self.workloads.iter().enumerate() {
+            let seen = (self.graph).rendered_by_leaf(&w.file, &w.written, w.container.as_ref());
+            for (leaf, r) in seen {
+                out.entry(leaf).or_default().push((i, r));
             }
         }
         out

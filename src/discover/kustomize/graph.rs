@@ -380,22 +380,21 @@ pub struct Rendered {
 }
 
 impl Graph {
-    /// What the leaf `leaf` renders for the image written `written` in `file` (`container`:
-    /// its resource and container), through each include chain from `file` to `leaf`;
-    /// nothing for a chain whose patch deletes the resource. The leaf's Argo CD
-    /// `kustomize.images` are not applied: the caller reads them first.
-    pub fn rendered_in(
+    /// What each leaf that includes `file` renders for the image written `written` there
+    /// (`container`: its resource and container), by leaf, each through every include chain
+    /// from `file` to it; nothing for a chain whose patch deletes the resource. A leaf's Argo
+    /// CD `kustomize.images` are not applied: the caller reads them first.
+    pub fn rendered_by_leaf(
         &self,
-        leaf: &str,
         file: &str,
         written: &str,
         container: Option<&Container>,
-    ) -> Vec<Rendered> {
-        let mut out = Vec::new();
+    ) -> Vec<(String, Rendered)> {
+        let mut out: Vec<(String, Rendered)> = Vec::new();
         for chain in self.chains(file) {
-            if chain.last().copied() != Some(leaf) {
+            let Some(leaf) = chain.last().copied() else {
                 continue;
-            }
+            };
             let Ok((walk, at_leaf)) = self.walk_up(&chain, file, written, container) else {
                 continue;
             };
@@ -408,8 +407,8 @@ impl Graph {
                 name: walk.name.to_string(),
                 by,
             };
-            if !out.contains(&r) {
-                out.push(r);
+            if !out.iter().any(|(l, o)| l == leaf && *o == r) {
+                out.push((leaf.to_string(), r));
             }
         }
         out
@@ -743,22 +742,19 @@ mod tests {
             k("prod", &["../base"], &[]),
         ]);
         let mid_entry = (ArcStr::from("mid/kustomization.yaml"), 10);
+        let mut seen = g.rendered_by_leaf("base/app.yaml", "web", None);
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let rendered = |at_leaf: &str, name: &str, by| Rendered {
+            at_leaf: at_leaf.into(),
+            name: name.into(),
+            by,
+        };
         assert_eq!(
-            g.rendered_in("dev", "base/app.yaml", "web", None),
-            [Rendered {
-                at_leaf: "web".into(),
-                name: "mirror/web".into(),
-                by: Some(mid_entry),
-            }]
+            seen,
+            [
+                ("dev".into(), rendered("web", "mirror/web", Some(mid_entry))),
+                ("prod".into(), rendered("web", "web", None)),
+            ]
         );
-        assert_eq!(
-            g.rendered_in("prod", "base/app.yaml", "web", None),
-            [Rendered {
-                at_leaf: "web".into(),
-                name: "web".into(),
-                by: None,
-            }]
-        );
-        assert_eq!(g.rendered_in("mid", "base/app.yaml", "web", None), []);
     }
 }
