@@ -991,3 +991,44 @@ fn a_helmvalues_target_under_the_versions_file_is_an_error() {
     );
     assert_eq!(support::files(oracle.repo.path()), before);
 }
+
+/// `kustomization:../../base`, a base another environment renders too: an entry there
+/// would move both, so it is an error naming the other path; with `scan.sharedBases:
+/// in-place` (the operator accepts edits of shared bases) the base's entry moves, and the
+/// app's render with it. (prod, no app, gets its own entry either way.)
+#[test]
+fn a_kustomization_target_other_paths_render() {
+    let mut files = base("1.0");
+    for env in ["envs/staging", "envs/prod"] {
+        let k: &'static str = Box::leak(format!("{env}/kustomization.yaml").into_boxed_str());
+        files.push((k, "resources: [../../base]\n".into()));
+    }
+    files.push((
+        "argocd/staging.yaml",
+        application(
+            "staging",
+            "envs/staging",
+            &[
+                "image-list: registry.example.com/team/app",
+                "write-back-method: git",
+                "write-back-target: kustomization:../../base",
+            ],
+        ),
+    ));
+    let oracle = Oracle::new(&files, ("staging", "envs/staging"));
+    let (updates, _) = oracle.run("--dry-run", 1);
+    assert_eq!(
+        updates,
+        [update("envs/prod/kustomization.yaml", "1.0", "4.0")]
+    );
+    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+        "error: argocd/staging.yaml:9:57: Application staging (annotations): write-back target kustomization:../../base resolves to base, which envs/prod render too: an entry there would move them as well",
+    );
+    let mut cfg = fs::read_to_string(&oracle.cfg).unwrap();
+    cfg.push_str("scan:\n  sharedBases: in-place\n");
+    fs::write(&oracle.cfg, cfg).unwrap();
+    assert_eq!(
+        oracle.check(),
+        [update("base/kustomization.yaml", "1.0", "4.0")]
+    );
+}

@@ -452,6 +452,7 @@ pub fn scan(
         generated,
         template: None,
         rendering,
+        shared: config.scan.shared_bases,
         managed_before: Default::default(),
         rendered_at: Vec::new(),
     };
@@ -477,6 +478,8 @@ struct Scan<'a> {
     template: Option<(String, usize, Generator)>,
     /// What the apps' paths render (the include graph and the manifest images).
     rendering: Option<super::placement::Rendering>,
+    /// Whether a base several paths render may be edited for one of them.
+    shared: crate::config::SharedBases,
     /// The places of the app's references that were managed before its
     /// argocd-image-updater configuration left the unlisted ones alone.
     managed_before: std::collections::BTreeSet<(arcstr::ArcStr, u32, u32)>,
@@ -1166,6 +1169,15 @@ impl Scan<'_> {
         if !self.renders_file(kdir, current) {
             return Err(format!(
                 "{shown}, which does not render {current}, where the version the app renders is set: an entry there would change nothing Argo CD renders"
+            ));
+        }
+        // A directory other paths render too moves them all: only where the operator
+        // chose to edit shared bases (`scan.sharedBases: in-place`).
+        let others = (self.rendering.as_ref()).map_or_else(Vec::new, |r| r.other_leaves(kdir, dir));
+        if !others.is_empty() && self.shared != crate::config::SharedBases::InPlace {
+            return Err(format!(
+                "{shown}, which {} render too: an entry there would move them as well (scan.sharedBases: in-place allows it)",
+                others.join(", ")
             ));
         }
         Ok(file)

@@ -242,6 +242,16 @@ pub enum Source {
 }
 
 impl Rendering {
+    /// The other leaves that render the kustomization directory `dir`, besides `leaf`.
+    pub fn other_leaves(&self, dir: &str, leaf: &str) -> Vec<String> {
+        let (Some(dir), Some(leaf)) = (join(".", dir), join(".", leaf)) else {
+            return Vec::new();
+        };
+        let mut out = self.graph.leaves_of(&dir);
+        out.remove(&leaf);
+        out.into_iter().collect()
+    }
+
     /// The line the `images:` entry holding `line` of the kustomization `file` starts on.
     pub fn entry_start(&self, file: &str, line: u32) -> Option<u32> {
         let dir = file.rsplit_once('/').map_or(".", |(dir, _)| dir);

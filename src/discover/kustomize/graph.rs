@@ -414,6 +414,14 @@ impl Graph {
         out
     }
 
+    /// The leaves that render the kustomization directory (or file) `node`, itself not
+    /// counted.
+    pub fn leaves_of(&self, node: &str) -> BTreeSet<String> {
+        (self.chains(node).iter())
+            .filter_map(|c| c.last().map(|l| l.to_string()))
+            .collect()
+    }
+
     /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
     /// written `written` in `file`: the walk's end, and the name the leaf's own entries
     /// see. `Err`: a patch deletes the resource.
