@@ -539,26 +539,7 @@ impl Scan<'_> {
             .generated
             .get(&id)
             .map(|t| (app.file.clone(), app.doc, t.clone()));
-        // An invalid ImageUpdater that could select the app may be the configuration meant
-        // for it: its settings are unknown, so nothing else (another ImageUpdater, the
-        // annotations, the app's own images) decides for it.
-        let invalid: Vec<String> = (broken.iter())
-            .filter(|b| b.meant_for(app))
-            .map(|b| format!("{} could select it but is invalid: {}", b.label, b.why))
-            .collect();
-        let config = match argocd::image_updater::config_for(app, updaters) {
-            _ if !invalid.is_empty() => Err(invalid.join("; ")),
-            Ok(Some(c)) => Ok(Some(c)),
-            Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
-                c.map(|mut c| {
-                    if !updaters.is_empty() {
-                        c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
-                    }
-                    c
-                })
-            }),
-            Err(e) => Err(e),
-        };
+        let config = configuration(app, updaters, broken);
         let states: Vec<SourceState> = app
             .sources
             .iter()
@@ -2121,6 +2102,35 @@ fn values_target(
     match order.iter().position(|f| f == current) {
         Some(from) if from <= at => Ok(Target::Values(file)),
         _ => Err(format!("{file}, under {current}, which sets the version the app renders after it: a value written there would change nothing Argo CD renders")),
+    }
+}
+
+/// The argocd-image-updater configuration of `app`: the ImageUpdater that selects it, else
+/// its annotations; `Err` when it cannot be read.
+fn configuration(
+    app: &App,
+    updaters: &[ImageUpdater],
+    broken: &[argocd::BrokenUpdater],
+) -> Result<Option<UpdaterConfig>, String> {
+    // An invalid ImageUpdater that could select the app may be the configuration meant
+    // for it: its settings are unknown, so nothing else (another ImageUpdater, the
+    // annotations, the app's own images) decides for it.
+    let invalid: Vec<String> = (broken.iter())
+        .filter(|b| b.meant_for(app))
+        .map(|b| format!("{} could select it but is invalid: {}", b.label, b.why))
+        .collect();
+    match argocd::image_updater::config_for(app, updaters) {
+        _ if !invalid.is_empty() => Err(invalid.join("; ")),
+        Ok(Some(c)) => Ok(Some(c)),
+        Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
+            c.map(|mut c| {
+                if !updaters.is_empty() {
+                    c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
+                }
+                c
+            })
+        }),
+        Err(e) => Err(e),
     }
 }
 
