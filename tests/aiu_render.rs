@@ -1032,3 +1032,51 @@ fn a_kustomization_target_other_paths_render() {
         [update("base/kustomization.yaml", "1.0", "4.0")]
     );
 }
+
+/// `helmvalues:../common/values.yaml`, a values file another app reads too: a value written
+/// there would move both, so it is an error naming the other app; with `scan.sharedBases:
+/// in-place` it is written there.
+#[test]
+fn a_helmvalues_target_other_apps_read() {
+    let chart = "apiVersion: v2\nname: web\nversion: 0.1.0\n".to_string();
+    let app = |name: &str, annotations: &[&str]| {
+        let mut text = application(name, &format!("apps/{name}"), annotations);
+        text.push_str("    helm:\n      valueFiles: [../common/values.yaml]\n");
+        text
+    };
+    let values = format!("image:\n  name: {IMAGE}\n  tag: \"1.0\"\n");
+    let files = vec![
+        (
+            "argocd/a.yaml",
+            app(
+                "a",
+                &[
+                    "image-list: registry.example.com/team/app",
+                    "write-back-method: git",
+                    "write-back-target: helmvalues:../common/values.yaml",
+                ],
+            ),
+        ),
+        ("argocd/b.yaml", app("b", &[])),
+        ("apps/a/Chart.yaml", chart.clone()),
+        ("apps/b/Chart.yaml", chart),
+        ("apps/common/values.yaml", values.clone()),
+    ];
+    let oracle = Oracle::new(&files, ("a", "apps/a"));
+    let before = support::files(oracle.repo.path());
+    let (updates, _) = oracle.run("--write", 1);
+    assert_eq!(updates, []);
+    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
+        "error: argocd/a.yaml:9:57: Application a (annotations): write-back target helmvalues:../common/values.yaml resolves to apps/common/values.yaml, which apps b read too",
+    );
+    assert_eq!(support::files(oracle.repo.path()), before);
+    let mut cfg = fs::read_to_string(&oracle.cfg).unwrap();
+    cfg.push_str("scan:\n  sharedBases: in-place\n");
+    fs::write(&oracle.cfg, cfg).unwrap();
+    let (updates, _) = oracle.run("--write", 0);
+    assert_eq!(updates, [update("apps/common/values.yaml", "1.0", "4.0")]);
+    assert_eq!(
+        fs::read_to_string(oracle.repo.path().join("apps/common/values.yaml")).unwrap(),
+        values.replace("1.0", "4.0")
+    );
+}

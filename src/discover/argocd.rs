@@ -453,6 +453,7 @@ pub fn scan(
         template: None,
         rendering,
         shared: config.scan.shared_bases,
+        values_readers: values_readers(&apps, &config.argocd.namespace),
         managed_before: Default::default(),
         rendered_at: Vec::new(),
     };
@@ -480,6 +481,8 @@ struct Scan<'a> {
     rendering: Option<super::placement::Rendering>,
     /// Whether a base several paths render may be edited for one of them.
     shared: crate::config::SharedBases,
+    /// The apps that read each values file (by the keys of the apps).
+    values_readers: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// The places of the app's references that were managed before its
     /// argocd-image-updater configuration left the unlisted ones alone.
     managed_before: std::collections::BTreeSet<(arcstr::ArcStr, u32, u32)>,
@@ -1868,7 +1871,21 @@ impl Scan<'_> {
                 let written = f
                     .as_deref()
                     .map_or("helmvalues".into(), |f| format!("helmvalues:{f}"));
-                (written, values_target(st, all, file, current))
+                let checked = values_target(st, all, file, current).and_then(|t| {
+                    let Target::Values(file) = &t else {
+                        return Ok(t);
+                    };
+                    let key = app.key(self.namespace);
+                    let others: Vec<&str> = (self.values_readers.get(file).into_iter().flatten())
+                        .filter(|k| **k != key)
+                        .map(String::as_str)
+                        .collect();
+                    if others.is_empty() || self.shared == crate::config::SharedBases::InPlace {
+                        return Ok(t);
+                    }
+                    Err(format!("{file}, which apps {} read too: a value written there would move them as well (scan.sharedBases: in-place allows it)", others.join(", ")))
+                });
+                (written, checked)
             }
         };
         resolved.map_err(|why| {
@@ -2091,11 +2108,14 @@ fn values_target(
     if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
         order.push(in_dir(dir, "values.yaml"));
     }
-    for f in value_files(st, all) {
+    // One name per file (`apps/web/../common/values.yaml` is `apps/common/values.yaml`).
+    for f in value_files(st, all).iter().map(|f| lexical(f)) {
         if !order.contains(&f) {
             order.push(f);
         }
     }
+    let current = lexical(current);
+    let current = current.as_str();
     let Some(at) = order.iter().position(|f| *f == file) else {
         return Err(format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it"));
     };
@@ -2132,6 +2152,44 @@ fn configuration(
         }),
         Err(e) => Err(e),
     }
+}
+
+/// The values files each app's sources read (its chart's `values.yaml`, its `valueFiles`,
+/// `$ref/…` ones included, as the Applications write them), with the apps reading them.
+fn values_readers(
+    apps: &[App],
+    namespace: &str,
+) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut out: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for app in apps {
+        for source in &app.sources {
+            let dir = source.path.as_deref().map(clean_dir);
+            let mut files: Vec<String> = dir.iter().map(|d| in_dir(d, "values.yaml")).collect();
+            let listed = source
+                .value
+                .pointer("/helm/valueFiles")
+                .and_then(Value::as_array);
+            for f in listed.into_iter().flatten().filter_map(Value::as_str) {
+                let file = match f.strip_prefix('$') {
+                    Some(rest) => {
+                        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+                        let other =
+                            (app.sources.iter()).find(|s| s.ref_name.as_deref() == Some(name));
+                        let base = other.and_then(|o| o.path.as_deref()).map(clean_dir);
+                        base.map(|b| in_dir(&b, &clean_dir(path)))
+                    }
+                    None => dir.as_ref().map(|d| in_dir(d, &clean_dir(f))),
+                };
+                files.extend(file);
+            }
+            for f in files {
+                out.entry(lexical(&f))
+                    .or_default()
+                    .insert(app.key(namespace));
+            }
+        }
+    }
+    out
 }
 
 /// The value at `path` in `v`, if there is one.
@@ -2377,5 +2435,7 @@ fn value_files(st: &SourceState, all: &[SourceState]) -> Vec<String> {
             out.push(in_dir(d, "values.yaml"));
         }
     }
-    out
+    // One name per file, the one discovery gives it (`apps/web/../common/values.yaml` is
+    // `apps/common/values.yaml`).
+    out.iter().map(|f| lexical(f)).collect()
 }
