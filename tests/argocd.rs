@@ -218,11 +218,13 @@ fn a_helmvalues_target_gets_the_keys_it_lacks() {
         "image:\n  tag: 1.1.0\n  name: registry.test/team/web\n",
         "{run}"
     );
-    // The current version in the app's parameters, the target empty.
-    let params = "      parameters:\n      - name: image.name\n        value: registry.test/team/web\n      - name: image.tag\n        value: 1.0.0\n";
+    // The current version in the chart's values.yaml, which Helm reads before the target:
+    // the empty target gets both keys.
+    let chart_values = ("apps/web/values.yaml", "image:\n  tag: 1.0.0\n");
     let tree = support::make_worktree(&[
-        ("argocd/web.yaml", &app(params)),
+        ("argocd/web.yaml", &app("")),
         chart,
+        chart_values,
         ("apps/web/values-prod.yaml", "{}\n"),
     ]);
     let run = write(tree.path(), &cfg, 0);
@@ -233,10 +235,25 @@ fn a_helmvalues_target_gets_the_keys_it_lacks() {
         serde_json::json!({"image": {"name": "registry.test/team/web", "tag": "1.1.0"}}),
         "{written}\n{run}"
     );
-    // A scalar where the keys need a mapping: an error naming the key, nothing written.
+    // The current version in the app's parameters, which Helm applies after every values
+    // file: the target would change nothing rendered, an error; nothing written.
+    let params = "      parameters:\n      - name: image.name\n        value: registry.test/team/web\n      - name: image.tag\n        value: 1.0.0\n";
     let tree = support::make_worktree(&[
         ("argocd/web.yaml", &app(params)),
         chart,
+        ("apps/web/values-prod.yaml", "{}\n"),
+    ]);
+    let before = support::files(tree.path());
+    let run = write(tree.path(), &cfg, 1);
+    run.assert_stderr_contains(
+        "write-back target helmvalues:/apps/web/values-prod.yaml resolves to apps/web/values-prod.yaml, under argocd/web.yaml, which sets the version the app renders after it",
+    );
+    assert_eq!(support::files(tree.path()), before);
+    // A scalar where the keys need a mapping: an error naming the key, nothing written.
+    let tree = support::make_worktree(&[
+        ("argocd/web.yaml", &app("")),
+        chart,
+        chart_values,
         (
             "apps/web/values-prod.yaml",
             "image: registry.test/team/web\n",
@@ -259,20 +276,26 @@ fn a_scalar_where_helm_keys_need_a_mapping_falls_back_to_literal_keys_or_is_an_e
     let reg = Registry::start(RegistryMode::Plain);
     reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
     let (_c, cfg) = config(&reg);
-    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web\n    argocd-image-updater.argoproj.io/web.helm.image-name: image.attributes.name\n    argocd-image-updater.argoproj.io/web.helm.image-tag: image.attributes.tag\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: helmvalues:values.yaml\nspec:\n  source:\n    path: apps/web\n    helm:\n      valueFiles: [values.yaml]\n      parameters:\n      - name: image.attributes.tag\n        value: 1.0.0\n";
+    let app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.test/team/web\n    argocd-image-updater.argoproj.io/web.helm.image-name: image.attributes.name\n    argocd-image-updater.argoproj.io/web.helm.image-tag: image.attributes.tag\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: helmvalues:values-prod.yaml\nspec:\n  source:\n    path: apps/web\n    helm:\n      valueFiles: [values-prod.yaml]\n";
     let chart = (
         "apps/web/Chart.yaml",
         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    );
+    // The current version in the chart's values.yaml, which Helm reads first.
+    let chart_values = (
+        "apps/web/values.yaml",
+        "image:\n  attributes:\n    tag: 1.0.0\n",
     );
     let scalar = "image:\n  attributes: value-not-nested\n";
     let tree = support::make_worktree(&[
         ("argocd/web.yaml", app),
         chart,
-        ("apps/web/values.yaml", scalar),
+        chart_values,
+        ("apps/web/values-prod.yaml", scalar),
     ]);
     let before = support::files(tree.path());
     let run = write(tree.path(), &cfg, 1);
-    run.assert_stderr_contains("cannot write image.attributes.name in apps/web/values.yaml: \"image.attributes\" is a value, not a mapping (needed for \"name\")");
+    run.assert_stderr_contains("cannot write image.attributes.name in apps/web/values-prod.yaml: \"image.attributes\" is a value, not a mapping (needed for \"name\")");
     assert_eq!(support::files(tree.path()), before);
 
     let literal = format!(
@@ -281,11 +304,12 @@ fn a_scalar_where_helm_keys_need_a_mapping_falls_back_to_literal_keys_or_is_an_e
     let tree = support::make_worktree(&[
         ("argocd/web.yaml", app),
         chart,
-        ("apps/web/values.yaml", &literal),
+        chart_values,
+        ("apps/web/values-prod.yaml", &literal),
     ]);
     let run = write(tree.path(), &cfg, 0);
     assert_eq!(
-        std::fs::read_to_string(tree.path().join("apps/web/values.yaml")).unwrap(),
+        std::fs::read_to_string(tree.path().join("apps/web/values-prod.yaml")).unwrap(),
         literal.replace("tag: 1.0.0", "tag: 1.1.0"),
         "{run}"
     );
@@ -620,7 +644,7 @@ fn unreadable_or_clashing_configuration_changes_nothing() {
 
 /// An `ImageUpdater` that is invalid (here an invalid `namePattern`, which AIU refuses as a
 /// whole) updates nothing: the apps it was meant for are left alone, not updated under the
-/// default policy, and the run says which and why; an app it was not meant for moves on.
+/// default policy, and the run says which and why; an app in another namespace moves on.
 #[test]
 fn an_invalid_image_updater_leaves_its_apps_alone() {
     let reg = Registry::start(RegistryMode::Plain);
@@ -628,7 +652,8 @@ fn an_invalid_image_updater_leaves_its_apps_alone() {
     reg.push_tags("team/other", &["1.0.0", "1.1.0"]);
     let (_c, cfg) = config(&reg);
     let app = |name: &str, image: &str| {
-        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  source:\n    path: apps/{name}\n    kustomize:\n      images:\n      - registry.test/team/{image}:1.0.0\n")
+        let ns = if name == "web" { "argocd" } else { "team" };
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  source:\n    path: apps/{name}\n    kustomize:\n      images:\n      - registry.test/team/{image}:1.0.0\n")
     };
     let iu = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata:\n  name: broken\n  namespace: argocd\nspec:\n  applicationRefs:\n  - namePattern: 'web[' \n    images:\n    - alias: web\n      imageName: registry.test/team/web\n  - namePattern: 'we*'\n    images:\n    - alias: web\n      imageName: registry.test/team/web\n";
     let tree = support::make_worktree(&[
@@ -642,7 +667,7 @@ fn an_invalid_image_updater_leaves_its_apps_alone() {
     ]);
     let run = write(tree.path(), &cfg, 1);
     run.assert_stderr_contains("namePattern \"web[\" is invalid")
-        .assert_stderr_contains("argocd/apps.yaml:4:9: Application web: ImageUpdater argocd/broken selects it but is invalid");
+        .assert_stderr_contains("argocd/apps.yaml:4:9: Application web: ImageUpdater argocd/broken could select it but is invalid");
     let apps = std::fs::read_to_string(tree.path().join("argocd/apps.yaml")).unwrap();
     assert!(
         apps.contains("registry.test/team/web:1.0.0"),

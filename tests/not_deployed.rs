@@ -506,7 +506,7 @@ fn a_generated_argocd_override_file_is_not_written() {
         [
             "app web",
             "  LOCATION                            IMAGE  CURRENT  POLICY  STATUS",
-            "  apps/web/deployment.yaml:10         nginx  1.25.0   -       unmanaged: not what Argo CD renders for app web: annotations sets this image elsewhere",
+            "  apps/web/deployment.yaml:10         nginx  1.25.0   -       unmanaged: not what Argo CD renders for app web: it renders apps/web/.argocd-source-web.yaml:4",
             "  apps/web/.argocd-source-web.yaml:4  nginx  1.25.0   -       unmanaged: apps/web/.argocd-source-web.yaml is generated (line 1 says DO NOT EDIT): not edited; scan.editGenerated: true edits it",
             "",
             "",

@@ -12,6 +12,9 @@
 //! (`commonUpdateSettings`), and `writeBackConfig` applicationRef > spec (gitConfig field
 //! by field, `pullRequest` whole). When a matching ref cannot be used (no image-list for
 //! `useAnnotations`, a bad write-back setting) AIU skips it and tries the next one.
+//! imagebump skips a `useAnnotations` ref only when the app has no image-list; a matching
+//! ref whose settings do not parse is an error and leaves the app alone, rather than
+//! handing it to a less specific ref's settings.
 //!
 //! AIU runs every ImageUpdater on its own, so two of them matching one app both update it.
 //! imagebump takes one configuration per app: the most specific matching ref across all
@@ -410,6 +413,10 @@ pub struct BrokenUpdater {
     pub namespace: Option<String>,
     /// Its `applicationRefs[].namePattern`s, as written.
     pub patterns: Vec<String>,
+    /// A ref's `namePattern` is missing or not a pattern (or the refs are not a list):
+    /// which Applications it was meant for cannot be told, so it may be meant for any in
+    /// its namespace.
+    pub unknown_scope: bool,
     /// Why it is invalid.
     pub why: String,
 }
@@ -433,33 +440,30 @@ impl BrokenUpdater {
                 doc.saturating_add(1)
             ),
         };
-        let patterns = v
-            .pointer("/spec/applicationRefs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                r.get("namePattern")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
+        let refs = v.pointer("/spec/applicationRefs").and_then(Value::as_array);
+        let written: Vec<Option<&str>> = (refs.into_iter().flatten())
+            .map(|r| r.get("namePattern").and_then(Value::as_str))
             .collect();
+        let unknown_scope = refs.is_none()
+            || written
+                .iter()
+                .any(|p| p.is_none_or(|p| GoGlob::new(p).is_err()));
         BrokenUpdater {
             label,
             namespace,
-            patterns,
+            patterns: written.into_iter().flatten().map(str::to_string).collect(),
+            unknown_scope,
             why: why.to_string(),
         }
     }
 
-    /// Whether it was meant for `app`: same namespace, and a name pattern that matches (an
-    /// invalid pattern matches the name written literally).
+    /// Whether it could have been meant for `app`: same namespace, and a name pattern that
+    /// matches, or refs whose patterns cannot be read (then any app of the namespace).
     pub fn meant_for(&self, app: &App) -> bool {
         sees(self.namespace.as_deref(), app)
-            && self.patterns.iter().any(|p| match GoGlob::new(p) {
-                Ok(g) => g.is_match(&app.name),
-                Err(_) => *p == app.name,
-            })
+            && (self.unknown_scope
+                || (self.patterns.iter())
+                    .any(|p| GoGlob::new(p).is_ok_and(|g| g.is_match(&app.name))))
     }
 }
 
@@ -522,10 +526,12 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
         let attempt = if r.use_annotations == Some(true) {
             annotation_config(u, ri, r, app)
         } else {
-            ref_config(u, ri, r)
+            ref_config(u, ri, r).map(Some)
         };
         match attempt {
-            Ok(mut config) => {
+            // No image-list: the ref does not apply, and AIU tries the next one.
+            Ok(None) => failures.push(format!("{at} matches but AIU skips it: useAnnotations is true but the application has no argocd-image-updater.argoproj.io/image-list annotation")),
+            Ok(Some(mut config)) => {
                 config.notes.splice(0..0, std::mem::take(&mut failures));
                 let others: BTreeSet<String> = candidates
                     .iter()
@@ -539,7 +545,12 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
                 }
                 return Ok(Some(config));
             }
-            Err(e) => failures.push(format!("{at} matches but AIU skips it: {e}")),
+            // Settings that do not parse: AIU would skip to a less specific ref, but its
+            // settings are not the ones meant for the app; it is left alone instead.
+            Err(e) => {
+                failures.push(format!("{at} matches but cannot be read: {e}"));
+                return Err(failures.join("; "));
+            }
         }
     }
     if failures.is_empty() {
@@ -549,14 +560,17 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
     }
 }
 
-/// A `useAnnotations` ref: only the app's annotations (and the ref's imagesVerification).
+/// A `useAnnotations` ref: only the app's annotations (and the ref's imagesVerification);
+/// `None` when the app has no image-list.
 fn annotation_config(
     u: &ImageUpdater,
     ri: usize,
     r: &ApplicationRef,
     app: &App,
-) -> Result<UpdaterConfig, String> {
-    let mut config = from_annotations(app)?.ok_or("useAnnotations is true but the application has no argocd-image-updater.argoproj.io/image-list annotation")?;
+) -> Result<Option<UpdaterConfig>, String> {
+    let Some(mut config) = from_annotations(app)? else {
+        return Ok(None);
+    };
     config.origin = format!("{} (annotations)", u.label());
     if verification(&[r.images_verification.as_ref()]) {
         config.notes.push(verification_note(&format!(
@@ -565,7 +579,7 @@ fn annotation_config(
         )));
         config.images.iter_mut().for_each(require_verification);
     }
-    Ok(config)
+    Ok(Some(config))
 }
 
 /// Whether image signature verification is on after merging the levels given (least
@@ -1084,6 +1098,20 @@ mod tests {
             e.contains("a.force-update: \"maybe\" is not a boolean"),
             "{e}"
         );
+        // A matching ref that cannot be read never hands the app to a broader one.
+        let us = updaters(&one(
+            "{name: iu, namespace: argocd}",
+            "  applicationRefs:\n  - namePattern: web\n    useAnnotations: true\n  - namePattern: '*'\n    images: [{alias: cr, imageName: nginx}]\n",
+        ));
+        let bad = app(
+            "web",
+            &[],
+            &[("image-list", "a=nginx"), ("a.force-update", "maybe")],
+        );
+        assert_eq!(
+            config_for(&bad, &us),
+            Err("ImageUpdater argocd/iu: spec.applicationRefs[0] matches but cannot be read: argocd-image-updater.argoproj.io/a.force-update: \"maybe\" is not a boolean (true or false)".into())
+        );
         // Another namespace is not seen at all.
         let mut other = app("web", &[], &[("image-list", "nginx")]);
         other.namespace = Some("team-a".into());
@@ -1234,5 +1262,37 @@ mod tests {
             no_spec[0].as_ref().unwrap_err().message,
             "ImageUpdater n has no spec"
         );
+    }
+
+    /// An invalid ImageUpdater is meant for the apps its patterns match; when a pattern
+    /// cannot be read (invalid, missing, not a string), for every app of its namespace.
+    #[test]
+    fn what_an_invalid_image_updater_could_select() {
+        let broken = |refs: &str| {
+            let v = &docs(&format!(
+                "{HEAD}metadata: {{name: b, namespace: argocd}}\nspec:\n{refs}"
+            ))[0];
+            BrokenUpdater::read("iu.yaml", 0, v, "invalid")
+        };
+        let in_ns = |name: &str, ns: &str| App {
+            namespace: Some(ns.into()),
+            ..app(name, &[], &[])
+        };
+        let selects = |b: &BrokenUpdater| -> Vec<bool> {
+            [("web-1", "argocd"), ("api", "argocd"), ("web-1", "team")]
+                .iter()
+                .map(|(n, ns)| b.meant_for(&in_ns(n, ns)))
+                .collect()
+        };
+        let valid = broken("  applicationRefs:\n  - namePattern: 'web-*'\n    bogus: 1\n");
+        assert_eq!(selects(&valid), [true, false, false]);
+        for refs in [
+            "  applicationRefs:\n  - namePattern: 'web-*'\n  - namePattern: 'app-['\n",
+            "  applicationRefs:\n  - namePattern: 'web-*'\n  - images: []\n",
+            "  applicationRefs:\n  - namePattern: [web]\n",
+            "  applicationRefs: web\n",
+        ] {
+            assert_eq!(selects(&broken(refs)), [true, true, false], "{refs}");
+        }
     }
 }

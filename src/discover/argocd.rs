@@ -140,6 +140,15 @@ struct Generator {
 }
 
 impl Found {
+    /// Whether argocd-image-updater configures any Application (an `ImageUpdater`, valid
+    /// or not, or an app's annotations): only then is what the apps render asked for.
+    pub fn configures_images(&self) -> bool {
+        let annotated = |a: &App| {
+            (a.annotations.keys()).any(|k| k.starts_with("argocd-image-updater.argoproj.io/"))
+        };
+        !self.updaters.is_empty() || !self.broken.is_empty() || self.apps.iter().any(annotated)
+    }
+
     /// Read the Applications and `ImageUpdater`s of one file.
     pub fn add(&mut self, loaded: Loaded, problems: &mut Vec<Problem>) {
         let apps = argocd::app::find_apps(&loaded.file, &loaded.json);
@@ -420,6 +429,7 @@ pub fn scan(
     root: &Tree,
     config: &Config,
     found: Found,
+    rendering: Option<super::placement::Rendering>,
     out: &mut Discovery,
     policies: &mut Policies,
 ) {
@@ -441,6 +451,11 @@ pub fn scan(
         policies,
         generated,
         template: None,
+        rendering,
+        shared: config.scan.shared_bases,
+        values_readers: values_readers(&apps, &config.argocd.namespace),
+        managed_before: Default::default(),
+        rendered_at: Vec::new(),
     };
     for app in &apps {
         scan.app(app, &updaters, &broken);
@@ -462,6 +477,26 @@ struct Scan<'a> {
     generated: BTreeMap<AppId, Generator>,
     /// While reading one of them: its set's file and document, and its template.
     template: Option<(String, usize, Generator)>,
+    /// What the apps' paths render (the include graph and the manifest images).
+    rendering: Option<super::placement::Rendering>,
+    /// Whether a base several paths render may be edited for one of them.
+    shared: crate::config::SharedBases,
+    /// The apps that read each values file (by the keys of the apps).
+    values_readers: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// The places of the app's references that were managed before its
+    /// argocd-image-updater configuration left the unlisted ones alone.
+    managed_before: std::collections::BTreeSet<(arcstr::ArcStr, u32, u32)>,
+    /// Where the app being read renders each image its configuration manages.
+    rendered_at: Vec<(imagebump_model::name::ImageName, String)>,
+}
+
+/// Where an image's current version is: a scalar read here, or a reference discovery
+/// already made (a manifest, patch or `images:` entry the app's path renders).
+enum Now {
+    At(Current),
+    Found(ImageRef),
+    /// It cannot be told: why.
+    Unknown(String),
 }
 
 impl Scan<'_> {
@@ -507,25 +542,7 @@ impl Scan<'_> {
             .generated
             .get(&id)
             .map(|t| (app.file.clone(), app.doc, t.clone()));
-        let config = match argocd::image_updater::config_for(app, updaters) {
-            Ok(Some(c)) => Ok(Some(c)),
-            // Meant for an ImageUpdater that is invalid: AIU updates nothing of it.
-            Ok(None) if broken.iter().any(|b| b.meant_for(app)) => Err(broken
-                .iter()
-                .filter(|b| b.meant_for(app))
-                .map(|b| format!("{} selects it but is invalid: {}", b.label, b.why))
-                .collect::<Vec<_>>()
-                .join("; ")),
-            Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
-                c.map(|mut c| {
-                    if !updaters.is_empty() {
-                        c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
-                    }
-                    c
-                })
-            }),
-            Err(e) => Err(e),
-        };
+        let config = configuration(app, updaters, broken);
         let states: Vec<SourceState> = app
             .sources
             .iter()
@@ -555,6 +572,10 @@ impl Scan<'_> {
             return;
         };
         self.notes(app, &app_key, &c);
+        self.managed_before = (self.out.refs.iter())
+            .filter(|r| r.app() == Some(app_key.as_str()) && r.is_managed())
+            .map(|r| (arcstr::ArcStr::clone(&r.file), r.line, r.column))
+            .collect();
         // As with argocd-image-updater, only the images it lists are updated; other
         // occurrences in the app's files are left alone, and said so.
         let listed: Vec<imagebump_model::name::ImageName> = c
@@ -562,12 +583,13 @@ impl Scan<'_> {
             .iter()
             .filter_map(|i| parse_name(&i.name).ok())
             .collect();
+        let elsewhere = format!(
+            "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
+            c.origin
+        );
         self.leave_alone(&app_key, |r| {
             if listed.contains(&r.image) {
-                format!(
-                    "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
-                    c.origin
-                )
+                elsewhere.clone()
             } else {
                 format!(
                     "app {app_key} is configured by {}, which does not list this image",
@@ -578,7 +600,27 @@ impl Scan<'_> {
         for img in &c.images {
             self.managed_image(app, &app_key, &c, img, &states);
         }
+        self.name_what_renders(&app_key, &elsewhere);
         self.refuse_collisions(&app_key);
+    }
+
+    /// A listed image's other occurrences, left alone with `elsewhere`, name the place the
+    /// app renders it from (the reference argocd-image-updater's configuration manages).
+    fn name_what_renders(&mut self, app_key: &str, elsewhere: &str) {
+        let rendered = std::mem::take(&mut self.rendered_at);
+        for r in self.out.refs.iter_mut() {
+            let left = r
+                .unmanaged
+                .as_ref()
+                .is_some_and(|u| u.to_string() == elsewhere);
+            if r.app() != Some(app_key) || !left {
+                continue;
+            }
+            if let Some((_, at)) = rendered.iter().find(|(i, _)| *i == *r.image) {
+                let why = format!("not what Argo CD renders for app {app_key}: it renders {at}");
+                r.unmanaged = Some(why.into());
+            }
+        }
     }
 
     /// Mark the app's managed references unmanaged, with `why`.
@@ -706,6 +748,37 @@ impl Scan<'_> {
             }
         }
         out
+    }
+
+    /// The app's values-file images whose value `helm.parameters` or `helm.valuesObject`
+    /// set again: Helm renders those, so the values file's are left alone naming them.
+    fn overridden_values(&mut self, app: &App, app_key: &str, st: &SourceState) {
+        let overrides = self.values_overrides(app, st);
+        if overrides.is_empty() {
+            return;
+        }
+        let by = |what: &str| {
+            let (file, _, _) = self.holder(app, st, &["helm", what]);
+            format!("{}{file} (helm.{what})", super::OVERRIDDEN_BY)
+        };
+        let (parameters, object) = (by("parameters"), by("valuesObject"));
+        for r in self.out.refs.iter_mut() {
+            let in_values = r.kind == RefKind::HelmValues
+                && *r.file != *app.file
+                && !st.overrides.iter().any(|o| **o == *r.file);
+            if r.app() != Some(app_key) || !r.is_managed() || !in_values {
+                continue;
+            }
+            let set = (r.slots.iter()).find_map(|s| overrides.iter().find(|(p, _)| **p == *s.path));
+            if let Some((_, what)) = set {
+                let by = if *what == "helm.parameters" {
+                    &parameters
+                } else {
+                    &object
+                };
+                r.unmanaged = Some(by.clone().into());
+            }
+        }
     }
 
     fn at_app(&self, app: &App, message: String) -> Problem {
@@ -838,6 +911,9 @@ impl Scan<'_> {
         }
         let mut found = Vec::new();
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
+        if file != app.file {
+            self.overridden_by_file(app_key, &file, &base);
+        }
         for (i, item) in self.list(&file, doc, &base).iter().enumerate() {
             if let Some(text) = item.as_str() {
                 let prefix = kustomize_prefix(text);
@@ -893,6 +969,33 @@ impl Scan<'_> {
             }
         }
         self.values_object(app, app_key, st);
+        self.overridden_values(app, app_key, st);
+    }
+
+    /// The app's manifest images and `images:` entries that the `kustomize.images` of the
+    /// override file `file` (at `base`) set again: Argo CD renders the override, so they
+    /// are left alone naming it. (Placement does this for the Application's own list.)
+    fn overridden_by_file(&mut self, app_key: &str, file: &str, base: &[PathSeg]) {
+        let Some(loaded) = self.files.get(file) else {
+            return;
+        };
+        let items = self.list(file, 0, base);
+        let names: Vec<(String, usize)> = (items.iter().enumerate())
+            .filter_map(|(i, v)| Some((kustomize_name_of(v.as_str()?), i)))
+            .collect();
+        let kinds = [RefKind::Workload, RefKind::Kustomize];
+        for r in self.out.refs.iter_mut() {
+            let ours = r.app() == Some(app_key) && r.is_managed() && kinds.contains(&r.kind);
+            let Some((_, i)) = names
+                .iter()
+                .find(|(n, _)| ours && same_repository(n, &r.written))
+            else {
+                continue;
+            };
+            let (line, _) = loaded.position(0, &with_index(base, *i, &[]));
+            let by = format!("{}{file}:{line} (kustomize.images)", super::OVERRIDDEN_BY);
+            r.unmanaged = Some(by.into());
+        }
     }
 
     /// `helm.valuesObject` image blocks, in the manifest and in override files; for the
@@ -1032,10 +1135,69 @@ impl Scan<'_> {
             .find(|f| self.root.is_file(f))
     }
 
-    /// The kustomization file of `dir`: the one there, else `kustomization.yaml`.
-    fn kustomization_in(&self, dir: &str) -> String {
-        self.existing_kustomization(dir)
-            .unwrap_or_else(|| in_dir(dir, "kustomization.yaml"))
+    /// The kustomization file of the write-back directory `kdir` of the app path `dir`; `Err`
+    /// names `kdir` and says why Argo CD would not render what is written there: it has no
+    /// kustomization (nothing is created), or `dir` does not include it.
+    fn kustomization_target(
+        &mut self,
+        dir: &str,
+        kdir: &str,
+        current: &str,
+    ) -> Result<String, String> {
+        let shown = if kdir.is_empty() { "." } else { kdir };
+        let Some(file) = self.existing_kustomization(kdir) else {
+            return Err(format!("{shown}, which has no kustomization"));
+        };
+        if !self.rendered_dirs(dir).contains(kdir) {
+            let path = if dir.is_empty() { "." } else { dir };
+            return Err(format!(
+                "{shown}, which the app's path {path} does not include: Argo CD would not render it"
+            ));
+        }
+        // Its entry sets the version only over what it renders: the value read as current
+        // must be in it (a manifest, patch or entry of a kustomization it includes), not in
+        // a patch above it or Argo CD's own kustomize.images.
+        if !self.renders_file(kdir, current) {
+            return Err(format!(
+                "{shown}, which does not render {current}, where the version the app renders is set: an entry there would change nothing Argo CD renders"
+            ));
+        }
+        // A directory other paths render too moves them all: only where the operator
+        // chose to edit shared bases (`scan.sharedBases: in-place`).
+        let others = (self.rendering.as_ref()).map_or_else(Vec::new, |r| r.other_leaves(kdir, dir));
+        if !others.is_empty() && self.shared != crate::config::SharedBases::InPlace {
+            return Err(format!(
+                "{shown}, which {} render too: an entry there would move them as well (scan.sharedBases: in-place allows it)",
+                others.join(", ")
+            ));
+        }
+        Ok(file)
+    }
+
+    /// A problem at the app's write-back target annotation when the annotations configure
+    /// it, else at the app (the message names the ImageUpdater).
+    fn at_target(&self, app: &App, config: &UpdaterConfig, message: String) -> Problem {
+        let annotations =
+            config.origin == "annotations" || config.origin.ends_with("(annotations)");
+        if !annotations {
+            return self.at_app(app, message);
+        }
+        let at = [
+            key("metadata"),
+            key("annotations"),
+            key("argocd-image-updater.argoproj.io/write-back-target"),
+        ];
+        match self
+            .files
+            .get(&app.file)
+            .filter(|m| m.node(app.doc, &at).is_some())
+        {
+            Some(m) => {
+                let (line, column) = m.position(app.doc, &at);
+                Problem::at_file(&app.file, line, column, message)
+            }
+            None => self.at_app(app, message),
+        }
     }
 
     /// Record `r` with its policy (configuration, the repository's own
@@ -1106,6 +1268,35 @@ impl Scan<'_> {
         }
     }
 
+    /// The configured image's name; a variable or a pattern names none (a note), a name
+    /// that does not parse is an error.
+    fn image_name(
+        &mut self,
+        app: &App,
+        app_key: &str,
+        img: &UpdaterImage,
+    ) -> Option<imagebump_model::name::ImageName> {
+        let e = match parse_name(&img.name) {
+            Ok(n) => return Some(n),
+            Err(e) => e,
+        };
+        if let Some(why) = imagebump_model::name::placeholder(&img.name) {
+            let message = format!(
+                "Application {app_key}: image {} is {why}: left alone",
+                img.name
+            );
+            let p = self.at_app(app, message);
+            self.out.notes.push(p);
+        } else {
+            let p = self.at_app(
+                app,
+                format!("Application {app_key}: image {:?}: {e}", img.name),
+            );
+            self.out.problems.push(p);
+        }
+        None
+    }
+
     /// One image argocd-image-updater is configured to manage.
     fn managed_image(
         &mut self,
@@ -1115,42 +1306,10 @@ impl Scan<'_> {
         img: &UpdaterImage,
         states: &[SourceState],
     ) {
-        let image = match parse_name(&img.name) {
-            Ok(n) => n,
-            // A variable or a pattern in the image list names no image: noted, not an error.
-            Err(_) if imagebump_model::name::placeholder(&img.name).is_some() => {
-                let why = imagebump_model::name::placeholder(&img.name).unwrap_or_default();
-                let p = self.at_app(
-                    app,
-                    format!(
-                        "Application {app_key}: image {} is {why}: left alone",
-                        img.name
-                    ),
-                );
-                self.out.notes.push(p);
-                return;
-            }
-            Err(e) => {
-                let p = self.at_app(
-                    app,
-                    format!("Application {app_key}: image {:?}: {e}", img.name),
-                );
-                self.out.problems.push(p);
-                return;
-            }
+        let Some(image) = self.image_name(app, app_key, img) else {
+            return;
         };
-        let kustomize = |s: &&SourceState| s.kind == SourceKind::Kustomize;
-        let helm = |s: &&SourceState| s.kind == SourceKind::Helm;
-        let st = if img.plugin.is_some() {
-            states.iter().find(|s| s.kind == SourceKind::Plugin)
-        } else if img.kustomize_name.is_some() {
-            states.iter().find(kustomize)
-        } else if img.helm.is_some() {
-            states.iter().find(helm)
-        } else {
-            states.iter().find(|s| kustomize(s) || helm(s))
-        };
-        let Some(st) = st.or(states.first()) else {
+        let Some(st) = source_for(img, states) else {
             return;
         };
         let kname = img
@@ -1172,57 +1331,26 @@ impl Scan<'_> {
         }
         // Where the value is now: what Argo CD renders, else the files of the source.
         let current = if let Some(pk) = &img.plugin {
-            self.plugin_current(app, st, pk)
+            self.plugin_current(app, st, pk).map(Now::At)
         } else if is_kustomize {
-            self.kustomize_current(app, st, &kname)
+            self.kustomize_current(app, st, &kname, &img.name)
         } else {
             self.helm_current(app, st, states, &keys, &img.name)
+                .map(Now::At)
         };
-        let mut r = match current.and_then(|c| {
-            let r = self.current_ref(&c, app_key)?;
-            Some((c, r))
-        }) {
-            Some((_, r)) => r,
-            None => {
-                let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
-                    m.position(app.doc, &[key("metadata"), key("annotations")])
-                });
-                ImageRef {
-                    file: app.file.as_str().into(),
-                    line: crate::discover::saturating_u32(line),
-                    column: crate::discover::saturating_u32(column),
-                    kind: RefKind::ArgoAnnotation,
-                    image: image.clone().into(),
-                    written: img.name.as_str().into(),
-                    tag: None,
-                    digest: None,
-                    unit: app_key.into(),
-                    policy: Default::default(),
-                    unmanaged: Some("its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file".into()),
-                    slots: super::Slots::default(),
-                    extra: Some(Box::new(crate::discover::Extra {
-                        app: Some(app_key.to_string()),
-                        ..Default::default()
-                    })),
-                }
-            }
+        let (found, why) = self.found_ref(app, app_key, img, current);
+        let mut r = match found {
+            Some(r) => r,
+            None => self.unread_ref(app, app_key, &image, img, why),
         };
-        // A reference the generic scan found at the same place is this one now.
-        if let Some(slot) = r.slots.first() {
-            // The same document: another Application of a multi-document file has the same
-            // paths.
-            let (file, doc, path) = (r.file.clone(), slot.doc, slot.path.clone());
-            self.out.refs.retain(|o| {
-                !(o.file == file
-                    && o.slots.iter().any(|s| {
-                        s.doc == doc && (s.path.starts_with(&path) || path.starts_with(&s.path))
-                    }))
-            });
-        }
+        self.replace_generic(&r);
         r.image = image.into();
         r.written = img.name.as_str().into();
         if r.is_managed() {
-            self.write_back(st, config, img, &kname, &keys, &mut r);
+            match self.resolve_target(app, st, states, config, &r.file) {
+                Ok(target) => self.write_back(st, target, img, &kname, &keys, &mut r),
+                Err(why) => r.unmanaged = Some(why.into()),
+            }
         }
         let label = format!(
             "{} ({})",
@@ -1230,11 +1358,108 @@ impl Scan<'_> {
             img.alias.as_deref().unwrap_or(&img.name)
         );
         let secret = img.pull_secret.as_ref().map(|s| (app, s));
+        if r.tag.is_some() || r.digest.is_some() {
+            let at = format!("{}:{}", r.file, r.line);
+            self.rendered_at.push(((*r.image).clone(), at));
+        }
         self.push_with(r, Some((&label, &img.policy)), secret);
     }
 
-    /// Kustomize: the app's rendered `kustomize.images`, else the kustomization's `images:`.
-    fn kustomize_current(&mut self, app: &App, st: &SourceState, kname: &str) -> Option<Current> {
+    /// The reference of the current version found, made the app's; else why none.
+    fn found_ref(
+        &mut self,
+        app: &App,
+        app_key: &str,
+        img: &UpdaterImage,
+        current: Option<Now>,
+    ) -> (Option<ImageRef>, String) {
+        let not_in_git = "its current version is not in git (argocd-image-updater read it from the cluster): set it once in the app's source, values or override file";
+        match current {
+            Some(Now::At(c)) => (self.current_ref(&c, app_key), not_in_git.to_string()),
+            Some(Now::Found(r)) => (Some(self.adopt(r, app_key)), not_in_git.to_string()),
+            Some(Now::Unknown(why)) => {
+                let message = format!("Application {app_key}: image {}: {why}", img.name);
+                let p = self.at_app(app, message);
+                self.out.problems.push(p);
+                (None, why)
+            }
+            None => (None, not_in_git.to_string()),
+        }
+    }
+
+    /// A reference the generic scan found at the place of `r` is `r` now.
+    fn replace_generic(&mut self, r: &ImageRef) {
+        let Some(slot) = r.slots.first() else {
+            return;
+        };
+        // The same document: another Application of a multi-document file has the same
+        // paths.
+        let (file, doc, path) = (r.file.clone(), slot.doc, slot.path.clone());
+        self.out.refs.retain(|o| {
+            !(o.file == file
+                && o.slots.iter().any(|s| {
+                    s.doc == doc && (s.path.starts_with(&path) || path.starts_with(&s.path))
+                }))
+        });
+    }
+
+    /// A reference discovery made, as the app's: managed again when only the app's
+    /// configuration left it alone (it is the value the configuration manages).
+    fn adopt(&mut self, mut r: ImageRef, app_key: &str) -> ImageRef {
+        // Read here too: the configuration's policy is applied, and the text kept, from it.
+        self.load(&r.file);
+        let place = (arcstr::ArcStr::clone(&r.file), r.line, r.column);
+        if self.managed_before.contains(&place) {
+            r.unmanaged = None;
+        }
+        r.unit = app_key.into();
+        r.extra_mut().app = Some(app_key.to_string());
+        r
+    }
+
+    /// The reference of a configured image whose current version cannot be read (`why`),
+    /// at the app's annotations: listed, never updated.
+    fn unread_ref(
+        &self,
+        app: &App,
+        app_key: &str,
+        image: &imagebump_model::name::ImageName,
+        img: &UpdaterImage,
+        why: String,
+    ) -> ImageRef {
+        let (line, column) = self.files.get(&app.file).map_or((0, 0), |m| {
+            m.position(app.doc, &[key("metadata"), key("annotations")])
+        });
+        ImageRef {
+            file: app.file.as_str().into(),
+            line: crate::discover::saturating_u32(line),
+            column: crate::discover::saturating_u32(column),
+            kind: RefKind::ArgoAnnotation,
+            image: image.clone().into(),
+            written: img.name.as_str().into(),
+            tag: None,
+            digest: None,
+            unit: app_key.into(),
+            policy: Default::default(),
+            unmanaged: Some(why.into()),
+            slots: super::Slots::default(),
+            extra: Some(Box::new(crate::discover::Extra {
+                app: Some(app_key.to_string()),
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// Kustomize: the app's rendered `kustomize.images`; else what its path renders (the
+    /// manifest, patch or `images:` entry that sets the version last); else an `images:`
+    /// entry of a kustomization it includes, the nearest first.
+    fn kustomize_current(
+        &mut self,
+        app: &App,
+        st: &SourceState,
+        kname: &str,
+        image: &str,
+    ) -> Option<Now> {
         let (file, doc, base) = self.holder(app, st, &["kustomize", "images"]);
         let list = self.list(&file, doc, &base);
         if let Some((i, v)) = list.iter().enumerate().find(|(_, v)| {
@@ -1242,7 +1467,7 @@ impl Scan<'_> {
                 .is_some_and(|s| same_repository(&kustomize_name_of(s), kname))
         }) {
             let prefix = v.as_str().map(kustomize_prefix).unwrap_or_default();
-            return Some(Current {
+            return Some(Now::At(Current {
                 file,
                 doc,
                 at: with_index(&base, i, &[]),
@@ -1251,27 +1476,140 @@ impl Scan<'_> {
                 },
                 kind: RefKind::ArgoKustomizeImage,
                 repository: None,
-            });
+            }));
         }
-        let dir = st.dir.as_deref()?;
-        let kfile = self.existing_kustomization(dir)?;
+        let dir = st.dir.clone()?;
+        match self.rendered_ref(&dir, kname, image) {
+            Ok(Some(r)) => return Some(Now::Found(r)),
+            Err(why) => return Some(Now::Unknown(why)),
+            Ok(None) => {}
+        }
+        let kfile = self.existing_kustomization(&dir)?;
         if !self.load(&kfile) {
             return None;
         }
-        let entries = self.list(&kfile, 0, &[key("images")]);
-        let entry = entries
-            .iter()
-            .enumerate()
-            .find(|(_, e)| {
-                e.get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| same_repository(n, kname))
-            })
-            .filter(|(_, e)| e.get("newTag").is_some())
-            .map(|(i, _)| i);
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(c) = self.entry_current(&dir, &kfile, (kname, image), &mut seen) {
+            return Some(Now::At(c));
+        }
+        // Every manifest image kustomize's `images:` apply to was followed above: one they do
+        // not apply to (a custom resource's field) is not what the write-back moves.
+        None
+    }
+
+    /// The reference discovery made where the path `dir` reads the version of the image
+    /// its containers name `kname` (before the path's own `images:` entries) or `image`
+    /// (after them), taken out of the list: the caller makes it the app's. `Err` when the
+    /// path renders the image at two versions: one value cannot be reported as both.
+    fn rendered_ref(
+        &mut self,
+        dir: &str,
+        kname: &str,
+        image: &str,
+    ) -> Result<Option<ImageRef>, String> {
+        let named = |at_leaf: &str, name: &str| {
+            same_repository(at_leaf, kname) || same_repository(name, image)
+        };
+        let Some(rendering) = self.rendering.as_ref() else {
+            return Ok(None);
+        };
+        let mut found: Vec<usize> = Vec::new();
+        for source in rendering.sources_in(dir, &named) {
+            match self.ref_at(rendering, dir, &source) {
+                Some(i) if !found.contains(&i) => found.push(i),
+                Some(_) => {}
+                None => {
+                    let (super::placement::Source::Manifest { file, line }
+                    | super::placement::Source::Set { file, line }) = source;
+                    return Err(format!("the app's path {dir} renders the version {file}:{line} sets, which imagebump does not read (a JSON 6902 patch)"));
+                }
+            }
+        }
+        let refs: Vec<&ImageRef> = found.iter().filter_map(|i| self.out.refs.get(*i)).collect();
+        let version = |r: &ImageRef| (r.tag.clone(), r.digest.clone());
+        if let Some((first, rest)) = refs.split_first() {
+            if rest.iter().any(|r| version(r) != version(first)) {
+                let places: Vec<String> = (refs.iter())
+                    .map(|r| {
+                        format!(
+                            "{}:{} ({})",
+                            r.file,
+                            r.line,
+                            r.tag.as_deref().unwrap_or("no tag")
+                        )
+                    })
+                    .collect();
+                return Err(format!("the app's path {dir} renders it at several versions ({}); argocd-image-updater's one value would move them all: set them to one version first", places.join(", ")));
+            }
+        }
+        let Some(index) = found.first().copied() else {
+            return Ok(None);
+        };
+        let r = self.out.refs.get(index).cloned();
+        let mut i = 0usize;
+        self.out.refs.retain(|_| {
+            let keep = i != index;
+            i = i.saturating_add(1);
+            keep
+        });
+        Ok(r)
+    }
+
+    /// The index of the reference at `source`, as the path `dir` renders it: the manifest
+    /// image, the patch's image, or the value of the `images:` entry starting there.
+    fn ref_at(
+        &self,
+        rendering: &super::placement::Rendering,
+        dir: &str,
+        source: &super::placement::Source,
+    ) -> Option<usize> {
+        use super::placement::Source;
+        let leaf = in_dir(dir, "");
+        let at = |r: &ImageRef| match source {
+            Source::Manifest { file, line } => r.file == *file && r.line == *line,
+            Source::Set { file, line } => {
+                r.file == *file
+                    && (r.line == *line
+                        || (r.kind == RefKind::Kustomize
+                            && rendering.entry_start(file, r.line) == Some(*line)))
+            }
+        };
+        // A value several leaves render is one reference per leaf: this leaf's, else the
+        // one edited in place.
+        let this_leaf = |r: &ImageRef| r.writes_to().is_some_and(|w| w.starts_with(&leaf));
+        let in_place = |r: &ImageRef| r.writes_to().is_none();
+        let refs = || self.out.refs.iter().enumerate();
+        refs()
+            .find(|(_, r)| at(r) && this_leaf(r))
+            .or_else(|| refs().find(|(_, r)| at(r) && in_place(r)))
+            .map(|(i, _)| i)
+    }
+
+    /// The `images:` entry that sets the version of the image named `kname` (or renamed to
+    /// `image` by its `newName`) in the kustomization `kfile` of `dir`, else in those it
+    /// includes, the nearest first: where the version is when no manifest here renders
+    /// the image (a remote base).
+    fn entry_current(
+        &mut self,
+        dir: &str,
+        kfile: &str,
+        (kname, image): (&str, &str),
+        seen: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Current> {
+        // A cycle, or a pathological chain, ends the search.
+        if !seen.insert(kfile.to_string()) || seen.len() > 64 {
+            return None;
+        }
+        let entries = self.list(kfile, 0, &[key("images")]);
+        let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+        let entry = entries.iter().rposition(|e| {
+            let by_name = text(e, "name").is_some_and(|n| same_repository(&n, kname));
+            let by_new = text(e, "newName").is_some_and(|n| same_repository(&n, image));
+            (by_name || by_new) && e.get("newTag").is_some()
+        });
         if let Some(i) = entry {
             return Some(Current {
-                file: kfile,
+                file: kfile.to_string(),
                 doc: 0,
                 at: vec![key("images"), PathSeg::Index(i), key("newTag")],
                 format: SlotFormat::Tag,
@@ -1279,73 +1617,80 @@ impl Scan<'_> {
                 repository: None,
             });
         }
-        // Before any `images:` entry, the manifests spell the image as kustomize's `name`
-        // does (`kustomize.image-name`), which may differ from the image itself.
-        self.resource_current(dir, &kfile, kname)
-    }
-
-    /// The image's tag as a container `image:` in a manifest the kustomization renders
-    /// (where an image lives before any `images:` entry names it): its resource files, then
-    /// those of the bases and directories it includes, in order (an overlay of a shared
-    /// base finds the base's Deployment).
-    fn resource_current(&mut self, dir: &str, kfile: &str, image: &str) -> Option<Current> {
-        let mut seen = std::collections::BTreeSet::new();
-        self.rendered_current(dir, kfile, image, &mut seen)
-    }
-
-    fn rendered_current(
-        &mut self,
-        dir: &str,
-        kfile: &str,
-        image: &str,
-        seen: &mut std::collections::BTreeSet<String>,
-    ) -> Option<Current> {
-        // A cycle, or a pathological chain, ends the search.
-        if !seen.insert(kfile.to_string()) || seen.len() > 64 {
-            return None;
-        }
-        let mut includes = self.list(kfile, 0, &[key("resources")]);
-        includes.extend(self.list(kfile, 0, &[key("bases")]));
-        let base = if dir.is_empty() { "." } else { dir };
-        for res in includes.iter().filter_map(Value::as_str) {
-            // Paths outside the repository are never followed.
-            let Some(target) = super::kustomize::graph::join(base, res) else {
+        for sub in self.included_dirs(dir, kfile) {
+            let Some(k) = self.existing_kustomization(&sub).filter(|k| self.load(k)) else {
                 continue;
             };
-            if target.ends_with(".yaml") || target.ends_with(".yml") {
-                if let Some(c) = self.image_in(target, image) {
-                    return Some(c);
-                }
-                continue;
-            }
-            let sub = if target == "." { String::new() } else { target };
-            let kustomization = self.existing_kustomization(&sub);
-            if let Some(k) = kustomization.filter(|k| self.load(k)) {
-                if let Some(c) = self.rendered_current(&sub, &k, image, seen) {
-                    return Some(c);
-                }
+            if let Some(c) = self.entry_current(&sub, &k, (kname, image), seen) {
+                return Some(c);
             }
         }
         None
     }
 
-    /// `image`'s container `image:` in the manifest `file`.
-    fn image_in(&mut self, file: String, image: &str) -> Option<Current> {
-        if !self.load(&file) {
-            return None;
+    /// The directories the kustomization `kfile` of `dir` includes (`components`,
+    /// `resources`, `bases`), in this repository, in that order.
+    fn included_dirs(&self, dir: &str, kfile: &str) -> Vec<String> {
+        let mut includes = self.list(kfile, 0, &[key("components")]);
+        includes.extend(self.list(kfile, 0, &[key("resources")]));
+        includes.extend(self.list(kfile, 0, &[key("bases")]));
+        let base = if dir.is_empty() { "." } else { dir };
+        (includes.iter().filter_map(Value::as_str))
+            .filter_map(|res| super::kustomize::graph::join(base, res))
+            .filter(|t| !(t.ends_with(".yaml") || t.ends_with(".yml")))
+            .map(|t| if t == "." { String::new() } else { t })
+            .filter(|t| self.root.is_dir(t))
+            .collect()
+    }
+
+    /// The kustomization directories the path `dir` renders: itself, and those it includes,
+    /// directly or through others.
+    fn rendered_dirs(&mut self, dir: &str) -> std::collections::BTreeSet<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![dir.to_string()];
+        while let Some(d) = todo.pop() {
+            // A pathological include graph ends the walk.
+            if seen.len() > 256 || !seen.insert(d.clone()) {
+                continue;
+            }
+            let Some(k) = self.existing_kustomization(&d).filter(|k| self.load(k)) else {
+                continue;
+            };
+            todo.extend(self.included_dirs(&d, &k));
         }
-        let loaded = self.files.get(&file)?;
-        let (doc, at) =
-            loaded.json.iter().enumerate().find_map(|(doc, json)| {
-                find_image(json, image, &mut Vec::new()).map(|at| (doc, at))
-            })?;
-        Some(Current {
-            file,
-            doc,
-            at,
-            format: SlotFormat::Reference { name: image.into() },
-            kind: RefKind::Workload,
-            repository: None,
+        seen
+    }
+
+    /// Whether the kustomization directory `kdir` renders `file`: a file of a directory it
+    /// renders, or one such a kustomization lists (a resource or a patch).
+    fn renders_file(&mut self, kdir: &str, file: &str) -> bool {
+        let dirs = self.rendered_dirs(kdir);
+        if dirs.contains(file.rsplit_once('/').map_or("", |(d, _)| d)) {
+            return true;
+        }
+        dirs.iter().any(|d| {
+            let Some(k) = self.existing_kustomization(d) else {
+                return false;
+            };
+            let listed = |at: &[&str], field: Option<&str>| -> Vec<String> {
+                let path: Vec<PathSeg> = at.iter().map(|k| key(k)).collect();
+                (self.list(&k, 0, &path).iter())
+                    .filter_map(|v| match field {
+                        Some(f) => v.get(f).and_then(Value::as_str),
+                        None => v.as_str(),
+                    })
+                    .map(str::to_string)
+                    .collect()
+            };
+            let mut written = listed(&["resources"], None);
+            written.extend(listed(&["patchesStrategicMerge"], None));
+            written.extend(listed(&["patches"], Some("path")));
+            written.extend(listed(&["patchesJson6902"], Some("path")));
+            let base = if d.is_empty() { "." } else { d.as_str() };
+            written
+                .iter()
+                .filter_map(|w| super::kustomize::graph::join(base, w))
+                .any(|w| w == file)
         })
     }
 
@@ -1450,7 +1795,15 @@ impl Scan<'_> {
                 repository: repo,
             });
         }
-        for vf in value_files(st, all).into_iter().rev() {
+        // Helm reads the chart's own values.yaml first, whatever valueFiles lists.
+        let mut files = value_files(st, all);
+        if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
+            let chart_values = in_dir(dir, "values.yaml");
+            if !files.contains(&chart_values) {
+                files.insert(0, chart_values);
+            }
+        }
+        for vf in files.into_iter().rev() {
             if !self.load(&vf) {
                 continue;
             }
@@ -1482,26 +1835,28 @@ impl Scan<'_> {
         None
     }
 
-    /// Where the new value goes, per the app's write-back target: slots when that is where
-    /// the current value is, else creations.
-    fn write_back(
+    /// The file the app's write-back target names; `Err` (reported at the annotation) when
+    /// Argo CD would not render what is written there: a `kustomization:<dir>` without a
+    /// kustomization or outside what the app's path includes, a `helmvalues:<file>` that is
+    /// not among the values files the source renders.
+    fn resolve_target(
         &mut self,
+        app: &App,
         st: &SourceState,
+        all: &[SourceState],
         config: &UpdaterConfig,
-        img: &UpdaterImage,
-        kname: &str,
-        keys: &HelmKeys,
-        r: &mut ImageRef,
-    ) {
+        current: &str,
+    ) -> Result<Target, String> {
         let dir = st.dir.clone().unwrap_or_default();
-        let kustomize = st.kind == SourceKind::Kustomize;
-        let target = match &config.write_back.target {
-            WriteBackTarget::Override => match &st.own_override {
-                Some(f) => Target::Override(f.clone()),
+        let (written, resolved) = match &config.write_back.target {
+            WriteBackTarget::Override => {
                 // A chart-only source has no path for an override file: the value stays
                 // where it is.
-                None => Target::InPlace,
-            },
+                return Ok(st
+                    .own_override
+                    .clone()
+                    .map_or(Target::InPlace, Target::Override));
+            }
             WriteBackTarget::Kustomization(d) => {
                 // `kustomization:<dir>` names the directory; its kustomization file keeps
                 // the name it has (kustomize refuses a directory with two).
@@ -1509,12 +1864,61 @@ impl Scan<'_> {
                     None => dir.clone(),
                     Some(g) => target_path(&dir, Some(g), ""),
                 };
-                Target::Kustomization(self.kustomization_in(&kdir))
+                let written = d
+                    .as_deref()
+                    .map_or("kustomization".into(), |d| format!("kustomization:{d}"));
+                (
+                    written,
+                    self.kustomization_target(&dir, &kdir, current)
+                        .map(Target::Kustomization),
+                )
             }
             WriteBackTarget::HelmValues(f) => {
-                Target::Values(target_path(&dir, f.as_deref(), "values.yaml"))
+                let file = target_path(&dir, f.as_deref(), "values.yaml");
+                let written = f
+                    .as_deref()
+                    .map_or("helmvalues".into(), |f| format!("helmvalues:{f}"));
+                let checked = values_target(st, all, file, current).and_then(|t| {
+                    let Target::Values(file) = &t else {
+                        return Ok(t);
+                    };
+                    let key = app.key(self.namespace);
+                    let others: Vec<&str> = (self.values_readers.get(file).into_iter().flatten())
+                        .filter(|k| **k != key)
+                        .map(String::as_str)
+                        .collect();
+                    if others.is_empty() || self.shared == crate::config::SharedBases::InPlace {
+                        return Ok(t);
+                    }
+                    Err(format!("{file}, which apps {} read too: a value written there would move them as well (scan.sharedBases: in-place allows it)", others.join(", ")))
+                });
+                (written, checked)
             }
         };
+        resolved.map_err(|why| {
+            let why = format!("write-back target {written} resolves to {why}");
+            let message = format!(
+                "Application {} ({}): {why}: not written",
+                app.name, config.origin
+            );
+            let p = self.at_target(app, config, message);
+            self.out.problems.push(p);
+            why
+        })
+    }
+
+    /// Where the new value goes, per the app's write-back target: slots when that is where
+    /// the current value is, else creations.
+    fn write_back(
+        &mut self,
+        st: &SourceState,
+        target: Target,
+        img: &UpdaterImage,
+        kname: &str,
+        keys: &HelmKeys,
+        r: &mut ImageRef,
+    ) {
+        let kustomize = st.kind == SourceKind::Kustomize;
         let file = match &target {
             Target::InPlace => return,
             Target::Override(f) | Target::Kustomization(f) | Target::Values(f) => f.clone(),
@@ -1677,6 +2081,124 @@ impl Scan<'_> {
     }
 }
 
+/// The source an image's settings point at: a plugin's, kustomize's or Helm's, else the
+/// first.
+fn source_for<'s, 'a>(
+    img: &UpdaterImage,
+    states: &'s [SourceState<'a>],
+) -> Option<&'s SourceState<'a>> {
+    let kustomize = |s: &&SourceState| s.kind == SourceKind::Kustomize;
+    let helm = |s: &&SourceState| s.kind == SourceKind::Helm;
+    let st = if img.plugin.is_some() {
+        states.iter().find(|s| s.kind == SourceKind::Plugin)
+    } else if img.kustomize_name.is_some() {
+        states.iter().find(kustomize)
+    } else if img.helm.is_some() {
+        states.iter().find(helm)
+    } else {
+        states.iter().find(|s| kustomize(s) || helm(s))
+    };
+    st.or(states.first())
+}
+
+/// A `helmvalues` target `file` of the source `st`, checked against what Helm renders: one
+/// of the values files it reads (the chart's `values.yaml` first, then `valueFiles`), at or
+/// after the one the current value is read from (`current`): a later values file, or
+/// `helm.parameters` / `valuesObject`, set the key again over it.
+fn values_target(
+    st: &SourceState,
+    all: &[SourceState],
+    file: String,
+    current: &str,
+) -> Result<Target, String> {
+    let mut order = Vec::new();
+    if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
+        order.push(in_dir(dir, "values.yaml"));
+    }
+    // One name per file (`apps/web/../common/values.yaml` is `apps/common/values.yaml`).
+    for f in value_files(st, all).iter().map(|f| lexical(f)) {
+        if !order.contains(&f) {
+            order.push(f);
+        }
+    }
+    let current = lexical(current);
+    let current = current.as_str();
+    let Some(at) = order.iter().position(|f| *f == file) else {
+        return Err(format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it"));
+    };
+    match order.iter().position(|f| f == current) {
+        Some(from) if from <= at => Ok(Target::Values(file)),
+        _ => Err(format!("{file}, under {current}, which sets the version the app renders after it: a value written there would change nothing Argo CD renders")),
+    }
+}
+
+/// The argocd-image-updater configuration of `app`: the ImageUpdater that selects it, else
+/// its annotations; `Err` when it cannot be read.
+fn configuration(
+    app: &App,
+    updaters: &[ImageUpdater],
+    broken: &[argocd::BrokenUpdater],
+) -> Result<Option<UpdaterConfig>, String> {
+    // An invalid ImageUpdater that could select the app may be the configuration meant
+    // for it: its settings are unknown, so nothing else (another ImageUpdater, the
+    // annotations, the app's own images) decides for it.
+    let invalid: Vec<String> = (broken.iter())
+        .filter(|b| b.meant_for(app))
+        .map(|b| format!("{} could select it but is invalid: {}", b.label, b.why))
+        .collect();
+    match argocd::image_updater::config_for(app, updaters) {
+        _ if !invalid.is_empty() => Err(invalid.join("; ")),
+        Ok(Some(c)) => Ok(Some(c)),
+        Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
+            c.map(|mut c| {
+                if !updaters.is_empty() {
+                    c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
+                }
+                c
+            })
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The values files each app's sources read (its chart's `values.yaml`, its `valueFiles`,
+/// `$ref/…` ones included, as the Applications write them), with the apps reading them.
+fn values_readers(
+    apps: &[App],
+    namespace: &str,
+) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut out: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for app in apps {
+        for source in &app.sources {
+            let dir = source.path.as_deref().map(clean_dir);
+            let mut files: Vec<String> = dir.iter().map(|d| in_dir(d, "values.yaml")).collect();
+            let listed = source
+                .value
+                .pointer("/helm/valueFiles")
+                .and_then(Value::as_array);
+            for f in listed.into_iter().flatten().filter_map(Value::as_str) {
+                let file = match f.strip_prefix('$') {
+                    Some(rest) => {
+                        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+                        let other =
+                            (app.sources.iter()).find(|s| s.ref_name.as_deref() == Some(name));
+                        let base = other.and_then(|o| o.path.as_deref()).map(clean_dir);
+                        base.map(|b| in_dir(&b, &clean_dir(path)))
+                    }
+                    None => dir.as_ref().map(|d| in_dir(d, &clean_dir(f))),
+                };
+                files.extend(file);
+            }
+            for f in files {
+                out.entry(lexical(&f))
+                    .or_default()
+                    .insert(app.key(namespace));
+            }
+        }
+    }
+    out
+}
+
 /// The value at `path` in `v`, if there is one.
 fn value_at<'v>(v: &'v Value, path: &[PathSeg]) -> Option<&'v Value> {
     path.iter().try_fold(v, |v, seg| match seg {
@@ -1739,42 +2261,6 @@ fn plugin_env(effective: &Value) -> Vec<Value> {
             })
         })
         .collect()
-}
-
-/// The path of the first `image:` string naming `image` (with a tag) in a manifest.
-fn find_image(v: &Value, image: &str, path: &mut Vec<PathSeg>) -> Option<Vec<PathSeg>> {
-    match v {
-        Value::Object(m) => {
-            for (k, child) in m {
-                path.push(key(k));
-                if k == "image" {
-                    if let Some(s) = child.as_str() {
-                        let named =
-                            parse_reference(s).is_ok_and(|r| r.tag.is_some() && r.written == image);
-                        if named {
-                            return Some(path.clone());
-                        }
-                    }
-                }
-                if let Some(found) = find_image(child, image, path) {
-                    return Some(found);
-                }
-                path.pop();
-            }
-            None
-        }
-        Value::Array(a) => {
-            for (i, child) in a.iter().enumerate() {
-                path.push(PathSeg::Index(i));
-                if let Some(found) = find_image(child, image, path) {
-                    return Some(found);
-                }
-                path.pop();
-            }
-            None
-        }
-        _ => None,
-    }
 }
 
 /// The source's Helm parameters as an override file spells them: `name`, `value`,
@@ -1956,5 +2442,7 @@ fn value_files(st: &SourceState, all: &[SourceState]) -> Vec<String> {
             out.push(in_dir(d, "values.yaml"));
         }
     }
-    out
+    // One name per file, the one discovery gives it (`apps/web/../common/values.yaml` is
+    // `apps/common/values.yaml`).
+    out.iter().map(|f| lexical(f)).collect()
 }

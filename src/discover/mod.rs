@@ -1351,9 +1351,9 @@ impl Fold<'_> {
         }
         // ApplicationSets in the repository become the Applications they generate.
         argo.generate(tree, &mut out);
-        layout.place(tree, &mut out, &argo, config.scan.shared_bases);
+        let rendering = layout.place(tree, &mut out, &argo, config.scan.shared_bases);
         if !argo.apps.is_empty() {
-            argocd::scan(tree, config, argo, &mut out, &mut policies);
+            argocd::scan(tree, config, argo, rendering, &mut out, &mut policies);
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);

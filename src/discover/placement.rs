@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place};
+use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place, Rendered};
 use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
@@ -122,15 +122,16 @@ impl Layout {
 
     /// Decide where every manifest image goes; an image that moves in several overlays
     /// becomes one reference per overlay.
+    /// Returns what the Argo CD apps' paths render, when the repository has Applications.
     pub fn place(
         self,
         tree: &Tree,
         out: &mut Discovery,
         argo: &argocd::Found,
         shared: SharedBases,
-    ) {
+    ) -> Option<Rendering> {
         if self.workloads.is_empty() {
-            return;
+            return None;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
         let mut kustomizations = self.kustomizations;
@@ -141,9 +142,25 @@ impl Layout {
         for (dir, index, e) in effects {
             graph.add_effects(&dir, index, e);
         }
-        for leaf in app_leaves(argo) {
+        let leaves = app_leaves(argo);
+        // Kept past placement only for the apps argocd-image-updater configures.
+        let any_app = !leaves.is_empty() && argo.configures_images();
+        for leaf in leaves {
             graph.add_app(leaf);
         }
+        // Kept before placement replaces the references: where each image is written.
+        let kept: Vec<Workload> = (workloads.iter())
+            .filter(|(_, kustomizable, _)| any_app && *kustomizable)
+            .filter_map(|(index, _, container)| {
+                let r = out.refs.get(*index)?;
+                Some(Workload {
+                    file: ArcStr::clone(&r.file),
+                    line: r.line,
+                    written: ArcStr::clone(&r.written),
+                    container: container.clone(),
+                })
+            })
+            .collect();
         if graph.has_patches() {
             overridden_entries(&graph, &workloads, out);
         }
@@ -193,6 +210,112 @@ impl Layout {
         }
         no_entry_over_rendered(&mut expanded, &rendered, out);
         out.refs.replace(expanded);
+        any_app.then(|| Rendering {
+            graph,
+            workloads: kept,
+            by_leaf: std::cell::OnceCell::new(),
+        })
+    }
+}
+
+/// A manifest image kustomize's `images:` apply to, where it is written.
+struct Workload {
+    file: ArcStr,
+    line: u32,
+    written: ArcStr,
+    container: Option<Container>,
+}
+
+/// The include graph and the manifest images, kept for the Argo CD apps: where each app's
+/// path reads an image's version from.
+pub struct Rendering {
+    graph: Graph,
+    workloads: Vec<Workload>,
+    /// By leaf, what it renders of each workload (its index), made at the first question:
+    /// one walk per workload, as placement's, whatever the number of apps asking.
+    by_leaf: std::cell::OnceCell<BTreeMap<String, Vec<(usize, Rendered)>>>,
+}
+
+/// Where an app's path reads an image's version from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The manifest image at this place.
+    Manifest { file: ArcStr, line: u32 },
+    /// The patch or `images:` entry at this line sets it last.
+    Set { file: ArcStr, line: u32 },
+}
+
+impl Rendering {
+    /// The other leaves that render the kustomization directory `dir`, besides `leaf`.
+    pub fn other_leaves(&self, dir: &str, leaf: &str) -> Vec<String> {
+        let (Some(dir), Some(leaf)) = (join(".", dir), join(".", leaf)) else {
+            return Vec::new();
+        };
+        let mut out = self.graph.leaves_of(&dir);
+        out.remove(&leaf);
+        out.into_iter().collect()
+    }
+
+    /// The line the `images:` entry holding `line` of the kustomization `file` starts on.
+    pub fn entry_start(&self, file: &str, line: u32) -> Option<u32> {
+        let dir = file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let k = (self.graph.kustomization(dir)).filter(|k| k.file().as_str() == file)?;
+        k.images
+            .iter()
+            .rev()
+            .find(|e| e.line <= line)
+            .map(|e| e.line)
+    }
+
+    /// Where the path `leaf` reads the version of the image its containers name as
+    /// `named` says (the name the leaf's own `images:` entries see, and the name after
+    /// them): for each manifest image that reaches the leaf so named, in the order read,
+    /// what sets it last (each place once).
+    pub fn sources_in(&self, leaf: &str, named: &dyn Fn(&str, &str) -> bool) -> Vec<Source> {
+        let Some(leaf) = join(".", leaf) else {
+            return Vec::new();
+        };
+        let by_leaf = self.by_leaf.get_or_init(|| self.walk_all());
+        let mut out = Vec::new();
+        for (i, r) in by_leaf.get(&leaf).into_iter().flatten() {
+            let Some(w) = self
+                .workloads
+                .get(*i)
+                .filter(|_| named(&r.at_leaf, &r.name))
+            else {
+                continue;
+            };
+            let source = match &r.by {
+                Some((file, line)) => Source::Set {
+                    file: ArcStr::clone(file),
+                    line: *line,
+                },
+                None => Source::Manifest {
+                    file: ArcStr::clone(&w.file),
+                    line: w.line,
+                },
+            };
+            if !out.contains(&source) {
+                out.push(source);
+            }
+        }
+        out
+    }
+
+    /// What every leaf renders of every workload, in the workloads' order.
+    fn walk_all(&self) -> BTreeMap<String, Vec<(usize, Rendered)>> {
+        let mut out: BTreeMap<String, Vec<(usize, Rendered)>> = BTreeMap::new();
+        for (i, w) in self.workloads.iter().enumerate() {
+            let at = At {
+                file: &w.file,
+                line: w.line,
+            };
+            let seen = (self.graph).rendered_by_leaf(at, &w.written, w.container.as_ref());
+            for (leaf, r) in seen {
+                out.entry(leaf).or_default().push((i, r));
+            }
+        }
+        out
     }
 }
 

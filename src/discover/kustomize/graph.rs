@@ -338,31 +338,10 @@ impl Graph {
         written: &'a str,
         container: Option<&Container>,
     ) -> Seen {
-        let mut walk = Walk {
-            name: written,
-            over: None,
-            leaf_entry: None,
+        let (walk, at_leaf) = match self.walk_up(chain, at, written, container) {
+            Ok(w) => w,
+            Err(deleted) => return deleted,
         };
-        let mut at_leaf = written;
-        for (i, dir) in chain.iter().enumerate() {
-            let Some(k) = self.kustomization(dir) else {
-                continue;
-            };
-            let top = i.saturating_add(1) == chain.len();
-            if top {
-                at_leaf = walk.name;
-            }
-            // A component's patches and `images:` apply first, then the kustomization's own.
-            let components = (k.components.iter())
-                .filter_map(|c| join(k.dir(), c))
-                .filter_map(|c| self.kustomization(&c));
-            for owner in components.chain([k]) {
-                let leaf_own = top && std::ptr::eq(owner, k);
-                if let Err(deleted) = self.level(owner, leaf_own, at, container, &mut walk) {
-                    return deleted;
-                }
-            }
-        }
         let name = walk.name;
         let over = walk.over;
         let entry = walk.leaf_entry;
@@ -391,6 +370,97 @@ impl Graph {
                 .map(str::to_string),
             image: name.to_string(),
         })
+    }
+}
+
+/// What an Argo CD app's path renders for one manifest image: the name its container has
+/// as the leaf's own `images:` entries see it and after them, and what sets its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub at_leaf: String,
+    pub name: String,
+    /// The `FILE:LINE` of the patch or `images:` entry that sets it last; `None`: the
+    /// manifest's own value.
+    pub by: Option<(arcstr::ArcStr, u32)>,
+}
+
+impl Graph {
+    /// What each leaf that includes `at`'s file renders for the image written `written` there
+    /// (`container`: its resource and container), by leaf, each through every include chain
+    /// from `file` to it; nothing for a chain whose patch deletes the resource. A leaf's Argo
+    /// CD `kustomize.images` are not applied: the caller reads them first.
+    pub fn rendered_by_leaf(
+        &self,
+        at: At<'_>,
+        written: &str,
+        container: Option<&Container>,
+    ) -> Vec<(String, Rendered)> {
+        let mut out: Vec<(String, Rendered)> = Vec::new();
+        for chain in self.chains(at.file) {
+            let Some(leaf) = chain.last().copied() else {
+                continue;
+            };
+            let Ok((walk, at_leaf)) = self.walk_up(&chain, at, written, container) else {
+                continue;
+            };
+            let by = match walk.over {
+                Some(crate::discover::Unmanaged::OverriddenBy { file, line }) => Some((file, line)),
+                _ => None,
+            };
+            let r = Rendered {
+                at_leaf: at_leaf.to_string(),
+                name: walk.name.to_string(),
+                by,
+            };
+            if !out.iter().any(|(l, o)| l == leaf && *o == r) {
+                out.push((leaf.to_string(), r));
+            }
+        }
+        out
+    }
+
+    /// The leaves that render the kustomization directory (or file) `node`, itself not
+    /// counted.
+    pub fn leaves_of(&self, node: &str) -> BTreeSet<String> {
+        (self.chains(node).iter())
+            .filter_map(|c| c.last().map(|l| l.to_string()))
+            .collect()
+    }
+
+    /// Apply the patches and `images:` entries of `chain` (lowest first) to the image
+    /// written `written` at `at`: the walk's end, and the name the leaf's own entries
+    /// see. `Err`: a patch deletes the resource.
+    fn walk_up<'a>(
+        &'a self,
+        chain: &[&str],
+        at: At<'_>,
+        written: &'a str,
+        container: Option<&Container>,
+    ) -> Result<(Walk<'a>, &'a str), Seen> {
+        let mut walk = Walk {
+            name: written,
+            over: None,
+            leaf_entry: None,
+        };
+        let mut at_leaf = written;
+        for (i, dir) in chain.iter().enumerate() {
+            let Some(k) = self.kustomization(dir) else {
+                continue;
+            };
+            let top = i.saturating_add(1) == chain.len();
+            if top {
+                at_leaf = walk.name;
+            }
+            // A component's patches and `images:` apply first, then the kustomization's own.
+            let components = (k.components.iter())
+                .filter_map(|c| join(k.dir(), c))
+                .filter_map(|c| self.kustomization(&c));
+            for owner in components.chain([k]) {
+                let leaf_own = top && std::ptr::eq(owner, k);
+                self.level(owner, leaf_own, at, container, &mut walk)?;
+            }
+        }
+        Ok((walk, at_leaf))
     }
 }
 
@@ -729,5 +799,32 @@ mod tests {
         assert_eq!(join("a/b", "../c/./d/"), Some("a/c/d".into()));
         assert_eq!(join(".", "x.yaml"), Some("x.yaml".into()));
         assert_eq!(join("a", "../.."), None);
+    }
+
+    /// What one leaf renders: the last entry that sets the version on the chain to it, under
+    /// the names the leaf's own entries see and leave; nothing for a chain to another leaf.
+    #[test]
+    fn what_a_leaf_renders() {
+        let g = graph(vec![
+            k("base", &["app.yaml"], &[]),
+            k("mid", &["../base"], &[("web", None, true)]),
+            k("dev", &["../mid"], &[("web", Some("mirror/web"), false)]),
+            k("prod", &["../base"], &[]),
+        ]);
+        let mid_entry = (ArcStr::from("mid/kustomization.yaml"), 10);
+        let mut seen = g.rendered_by_leaf(at("base/app.yaml"), "web", None);
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let rendered = |at_leaf: &str, name: &str, by| Rendered {
+            at_leaf: at_leaf.into(),
+            name: name.into(),
+            by,
+        };
+        assert_eq!(
+            seen,
+            [
+                ("dev".into(), rendered("web", "mirror/web", Some(mid_entry))),
+                ("prod".into(), rendered("web", "web", None)),
+            ]
+        );
     }
 }
