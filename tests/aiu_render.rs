@@ -718,12 +718,11 @@ fn an_image_the_app_renders_twice() {
     }
 }
 
-/// A JSON 6902 patch sets the image in the app's path: its value is no reference imagebump
-/// reads, so the image is left alone with an error naming the patch, and the base it
-/// overrides (or an `images:` entry after it in the file) is not taken for the current
-/// version.
+/// A JSON 6902 patch sets the image in the app's path: its value is the current version
+/// (not the base's), and the app's write-back (Argo CD's `kustomize.images`, which renders
+/// after every patch) moves it.
 #[test]
-fn a_json_6902_patch_in_the_apps_path_is_named() {
+fn a_json_6902_patch_in_the_apps_path_is_the_current_version() {
     let op = format!(
         "- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: {IMAGE}:2.0\n"
     );
@@ -742,12 +741,40 @@ fn a_json_6902_patch_in_the_apps_path_is_named() {
         ),
     ));
     let oracle = Oracle::new(&files, ("prod", "envs/prod"));
+    assert_eq!(
+        oracle.check(),
+        [update("envs/prod/.argocd-source-prod.yaml", "2.0", "4.0")]
+    );
+}
+
+/// A version set where imagebump cannot edit it (a JSON 6902 value in a `.json` file) is no
+/// current version to report from: an error naming the place, and nothing is written.
+#[test]
+fn a_version_set_where_imagebump_cannot_edit_it_is_named() {
+    let mut files = base("1.0");
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\npatches:\n  - target: {kind: Deployment, name: app}\n    path: image.json\n".into(),
+    ));
+    files.push((
+        "envs/prod/image.json",
+        format!("[{{\"op\": \"replace\", \"path\": \"/spec/template/spec/containers/0/image\", \"value\": \"{IMAGE}:2.0\"}}]\n"),
+    ));
+    files.push((
+        "argocd/prod.yaml",
+        application(
+            "prod",
+            "envs/prod",
+            &["image-list: registry.example.com/team/app"],
+        ),
+    ));
+    let oracle = Oracle::new(&files, ("prod", "envs/prod"));
     let before = support::files(oracle.repo.path());
     let (updates, _) = oracle.run("--write", 1);
     assert_eq!(updates, []);
-    oracle.cli(&["run", "--dry-run"], 1).assert_stderr_contains(
-        "error: argocd/prod.yaml:4:9: Application prod: image registry.example.com/team/app: the app's path envs/prod renders the version envs/prod/kustomization.yaml:5 sets, which imagebump does not read (a JSON 6902 patch)",
-    );
+    oracle
+        .cli(&["run", "--dry-run"], 1)
+        .assert_stderr_contains("Application prod: image registry.example.com/team/app: the app's path envs/prod renders the version envs/prod/image.json:1 sets, which imagebump cannot edit");
     assert_eq!(support::files(oracle.repo.path()), before);
 }
 

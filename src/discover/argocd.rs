@@ -1521,7 +1521,7 @@ impl Scan<'_> {
                 None => {
                     let (super::placement::Source::Manifest { file, line }
                     | super::placement::Source::Set { file, line }) = source;
-                    return Err(format!("the app's path {dir} renders the version {file}:{line} sets, which imagebump does not read (a JSON 6902 patch)"));
+                    return Err(format!("the app's path {dir} renders the version {file}:{line} sets, which imagebump cannot edit"));
                 }
             }
         }
