@@ -609,3 +609,93 @@ fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
     let migrate = std::fs::read_to_string(oracle.repo.path().join("envs/dev/migrate.yaml"));
     assert!(migrate.unwrap().contains(&format!("image: {IMAGE}:1.0\n")));
 }
+
+/// An `images:` entry no image of its kustomization's render is named (a container since
+/// removed, a kustomization with no resources) changes nothing: it is listed with the
+/// reason and not edited, while the entry beside it that does render moves (the base,
+/// which only this leaf renders, moves in place).
+#[test]
+fn an_entry_that_names_no_rendered_image_is_not_edited() {
+    let mut files = base();
+    files.push((
+        "envs/prod/kustomization.yaml",
+        format!(
+            "resources: [../../base]\nimages:\n  - name: {WEB}\n    newTag: \"1.0\"\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n"
+        ),
+    ));
+    files.push((
+        "envs/empty/kustomization.yaml",
+        "images:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n".into(),
+    ));
+    let o = oracle(&files, &["envs/prod"]);
+    assert_eq!(
+        o.check(),
+        [
+            moved(JOB, "base/cronjob.yaml", "envs/prod", "1.0", "2.0"),
+            moved(IMAGE, "base/deployment.yaml", "envs/prod", "1.0", "4.0"),
+            moved(
+                WEB,
+                "envs/prod/kustomization.yaml",
+                "envs/prod",
+                "1.0",
+                "2.0"
+            ),
+        ]
+    );
+    let scan = support::cli::imagebump()
+        .args(["scan", o.dir(), "--offline"])
+        .run();
+    for (line, dir) in [
+        ("envs/prod/kustomization.yaml:6", "envs/prod"),
+        ("envs/empty/kustomization.yaml:3", "envs/empty"),
+    ] {
+        let row = scan
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_default();
+        assert!(
+            row.contains(&format!("unmanaged: no image {dir} renders is named registry.example.com/team/extra: the entry changes nothing")),
+            "{line}: {}",
+            scan.stdout
+        );
+    }
+}
+
+/// Over a remote base, or beside a Helm chart, what an entry reaches is not known: the
+/// entry stays managed.
+#[test]
+fn an_entry_over_what_imagebump_cannot_see_stays_managed() {
+    let files = [
+        (
+            "remote/kustomization.yaml",
+            "resources:\n  - https://github.com/example/app//deploy?ref=v1\nimages:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n".to_string(),
+        ),
+        (
+            "chart/kustomization.yaml",
+            "helmCharts:\n  - name: extra\n    repo: https://charts.example.com\n    version: 1.0.0\nimages:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n".to_string(),
+        ),
+    ];
+    let repo = support::tree(&files);
+    let scan = support::cli::imagebump()
+        .args([
+            "scan",
+            repo.path().to_str().unwrap(),
+            "--offline",
+            "--output",
+            "json",
+        ])
+        .run();
+    let report: serde_json::Value = serde_json::from_str(&scan.stdout).unwrap();
+    let extra: Vec<(&str, &str)> = (report["references"].as_array().unwrap().iter())
+        .filter(|r| r["image"] == "registry.example.com/team/extra")
+        .map(|r| (r["file"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        extra,
+        [
+            ("chart/kustomization.yaml", "managed"),
+            ("remote/kustomization.yaml", "managed")
+        ]
+    );
+}

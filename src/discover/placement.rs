@@ -4,7 +4,7 @@
 
 use crate::source::tree::Tree;
 use arcstr::ArcStr;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
 use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
 use crate::config::{ImageField, ScanConfig, SharedBases};
-use imagebump_model::name::parse_name;
+use imagebump_model::name::{parse_name, same_repository};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
 
@@ -130,7 +130,8 @@ impl Layout {
         argo: &argocd::Found,
         shared: SharedBases,
     ) -> Option<Rendering> {
-        if self.workloads.is_empty() {
+        let no_entries = self.kustomizations.iter().all(|k| k.images.is_empty());
+        if self.workloads.is_empty() && no_entries {
             return None;
         }
         let effects = patch_effects(tree, &self.kustomizations, &mut out.problems);
@@ -164,6 +165,7 @@ impl Layout {
         if graph.has_patches() {
             overridden_entries(&graph, &workloads, out);
         }
+        unmatched_entries(&graph, tree, out);
         // Each reference that becomes one per overlay, by its index: replaced once all are
         // placed, in one pass.
         let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
@@ -434,6 +436,60 @@ fn overridden_entries(
         });
         if let Some(by) = graph.entry_overridden(dir, workloads) {
             r.unmanaged = Some(by);
+        }
+    }
+}
+
+/// The `images:` entries whose kustomization renders no image of their name: kustomize
+/// applies them to nothing, so an edit there would change no render. Only where
+/// everything the kustomization renders is known (`Graph::rendered_files`), and the name
+/// is no entry's `newName` (which may rename an image to it on the way).
+fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
+    let mut names_by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut suspects = Vec::new();
+    for (i, r) in out.refs.iter().enumerate() {
+        if r.kind != super::RefKind::Kustomize {
+            names_by_file.entry(&r.file).or_default().push(&r.written);
+        } else if r.is_managed() {
+            suspects.push(i);
+        }
+    }
+    let renamed: BTreeSet<&str> = (graph.kustomizations().iter())
+        .flat_map(|k| k.images.iter().filter_map(|e| e.new_name.as_deref()))
+        .collect();
+    let is_file = |f: &str| tree.is_file(f);
+    let mut rendered: BTreeMap<&str, Option<Vec<&str>>> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    for i in suspects {
+        let Some(r) = out.refs.get(i) else { continue };
+        let dir = r.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let Some(k) = graph.kustomization(dir).filter(|k| *k.file() == *r.file) else {
+            continue;
+        };
+        let Some(entry) = k.images.iter().rev().find(|e| e.line <= r.line) else {
+            continue;
+        };
+        let names = rendered.entry(k.dir()).or_insert_with(|| {
+            let files = graph.rendered_files(k.dir(), &is_file)?;
+            let names = files.iter().filter_map(|f| names_by_file.get(f.as_str()));
+            Some(names.flatten().copied().collect())
+        });
+        let Some(names) = names else { continue };
+        let name = entry.name.as_str();
+        // Most entries name an image as written: compared as text before as names.
+        if names.contains(&name) || renamed.contains(name) {
+            continue;
+        }
+        let same = |n: &&str| same_repository(n, name);
+        if names.iter().any(same) || renamed.iter().any(same) {
+            continue;
+        }
+        let why = format!("no image {dir} renders is named {name}: the entry changes nothing");
+        unmatched.push((i, why));
+    }
+    for (i, why) in unmatched {
+        if let Some(r) = out.refs.get_mut(i) {
+            r.unmanaged = Some(super::Unmanaged::Why(why.into()));
         }
     }
 }

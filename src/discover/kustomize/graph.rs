@@ -167,6 +167,10 @@ impl Graph {
         }
     }
 
+    pub fn kustomizations(&self) -> &[Kustomization] {
+        &self.kustomizations
+    }
+
     pub fn kustomization(&self, dir: &str) -> Option<&Kustomization> {
         self.kustomizations.get(*self.by_dir.get(dir)?)
     }
@@ -419,6 +423,40 @@ impl Graph {
         out
     }
 
+    /// Every file the kustomization of `dir` renders from (its own file, its patch files,
+    /// the resources of everything it includes), when all of it is known: `None` when it
+    /// includes a remote base, something outside the tree or not there, or a kustomization
+    /// that renders more than its files (`opaque`). `is_file`: the tree's files.
+    pub fn rendered_files(&self, dir: &str, is_file: &dyn Fn(&str) -> bool) -> Option<Vec<String>> {
+        let mut files = Vec::new();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut stack = vec![dir.to_string()];
+        while let Some(d) = stack.pop() {
+            if !seen.insert(d.clone()) {
+                continue;
+            }
+            if seen.len() > MAX_RENDERED {
+                return None;
+            }
+            let k = self.kustomization(&d).filter(|k| !k.opaque)?;
+            files.push(k.file.to_string());
+            let patch_files = k.patches.iter().filter_map(|p| p.path.as_deref());
+            files.extend(patch_files.filter_map(|p| join(k.dir(), p)));
+            for (include, _) in &k.includes {
+                let target = Some(include).filter(|i| !is_remote(i));
+                let target = target.and_then(|i| join(k.dir(), i))?;
+                if self.by_dir.contains_key(&target) {
+                    stack.push(target);
+                } else if is_file(&target) {
+                    files.push(target);
+                } else {
+                    return None;
+                }
+            }
+        }
+        Some(files)
+    }
+
     /// The leaves that render the kustomization directory (or file) `node`, itself not
     /// counted.
     pub fn leaves_of(&self, node: &str) -> BTreeSet<String> {
@@ -551,6 +589,10 @@ fn own_patch(k: &Kustomization, at: At<'_>) -> Option<usize> {
 }
 
 /// A remote base: kustomize fetches it, imagebump does not.
+/// The most kustomizations one render is followed through before its files count as
+/// unknown.
+const MAX_RENDERED: usize = 10_000;
+
 fn is_remote(include: &str) -> bool {
     include.contains("://")
         || include.starts_with("git@")
@@ -623,7 +665,7 @@ mod tests {
         );
         // Held for every kustomization until placement: growing it is a choice, made here.
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (144, 24));
+        assert_eq!((size_of::<Kustomization>(), size_of::<Entry>()), (152, 24));
     }
 
     /// Two kustomization files in one directory: the one read last is the directory's,

@@ -40,6 +40,9 @@ pub struct Kustomization {
     pub replacements: Box<[patches::Effect]>,
     /// `replacements:` files (`path:` items), as written.
     pub replacement_files: Box<[Box<str>]>,
+    /// It renders what imagebump does not read (a Helm chart, a generator or transformer
+    /// plugin, field specs of its own): what its `images:` entries reach is not known.
+    pub opaque: bool,
 }
 
 impl Kustomization {
@@ -108,6 +111,7 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     k.components = names(root, "components");
     k.values_files = values_files(root);
     k.configurations = names(root, "configurations");
+    k.opaque = OPAQUE.iter().any(|key| root.get(key).is_some());
     k.patches = read_patches(ctx, root);
     (k.replacements, k.replacement_files) = replacements(ctx, root);
     if let Some(Node::Seq { items, .. }) = root.get("images") {
@@ -125,6 +129,16 @@ pub fn read(ctx: &FileCtx, docs: &[Doc]) -> Kustomization {
     }
     k
 }
+
+/// The fields by which a kustomization renders resources, or changes images, beyond the
+/// files it lists.
+const OPAQUE: [&str; 5] = [
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "generators",
+    "transformers",
+    "configurations",
+];
 
 pub fn scan(
     ctx: &FileCtx,
