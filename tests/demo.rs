@@ -131,7 +131,7 @@ fn demo_dry_runs_without_python_and_cleans_up() {
     }
     assert!(
         run.stdout
-            .contains("5 update(s) proposed in 3 file(s); 10 references"),
+            .contains("5 update(s) proposed in 3 file(s); 11 references"),
         "{run}"
     );
     assert!(
@@ -193,7 +193,7 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
     let scan = with_config(&["scan", "fixtures/demo"]);
     assert!(
         scan.stdout
-            .contains("10 references in 5 files (5 managed, 1 skipped, 4 unmanaged)"),
+            .contains("11 references in 5 files (5 managed, 1 skipped, 5 unmanaged)"),
         "{scan}"
     );
     let tags = with_config(&["tags", "nginx:1.25.3-alpine", "--constraint", "~1.25"]);
@@ -228,7 +228,7 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
         .code(1)
         .run();
     for line in [
-        "10 references in 5 files (5 managed, 1 skipped, 4 unmanaged)",
+        "11 references in 5 files (5 managed, 1 skipped, 5 unmanaged)",
         "chosen:  1.25.4-alpine",
         "-  tag: \"2.4.1\"",
         "+  tag: \"2.5.1\"",
@@ -265,7 +265,7 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
         .env("TMPDIR", scratch.path())
         .run();
     for line in [
-        "10 references in 5 files (5 managed, 1 skipped, 4 unmanaged)",
+        "11 references in 5 files (5 managed, 1 skipped, 5 unmanaged)",
         "chosen:  1.25.4-alpine",
         "read:        ok (7 tag(s)",
         "\"counts\"",

@@ -175,13 +175,14 @@ ghcr.io/acme/worker      0.9            0.11           apps/worker/values-prod.y
 skipped (1):
   apps/web/kustomization.yaml:14: docker.io/library/redis latest: current tag "latest" is not a version (semver strategy)
 
-unmanaged (4):
+unmanaged (5):
   apps/api/values.yaml:16: ghcr.io/acme/api: tag is empty: the chart's appVersion applies
   apps/web/deployment.yaml:10: docker.io/library/web: overridden by apps/web/kustomization.yaml:9
   apps/web/deployment.yaml:12: docker.io/library/nginx: overridden by apps/web/kustomization.yaml:7
+  apps/web/deployment.yaml:14: docker.io/library/cache: overridden by apps/web/kustomization.yaml:12
   charts/api/values.yaml:3: ghcr.io/acme/api: tag is empty: the chart's appVersion applies
 
-5 update(s) proposed in 3 file(s); 10 references: 5 to update, 4 unmanaged, 1 skipped; 5 repositories asked
+5 update(s) proposed in 3 file(s); 11 references: 5 to update, 5 unmanaged, 1 skipped; 5 repositories asked
 "#;
 
 #[test]
@@ -231,7 +232,7 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     assert_eq!(report["mode"], "dry-run");
     assert_eq!(
         report["counts"],
-        serde_json::json!({"filesScanned": 5, "references": 10, "managed": 6, "repositories": 5,
+        serde_json::json!({"filesScanned": 5, "references": 11, "managed": 6, "repositories": 5,
             "updates": 5, "upToDate": 0, "heldBack": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
     assert_eq!(
@@ -314,7 +315,7 @@ fn write_applies_the_diff_atomically_and_a_second_run_is_clean() {
     // Nothing left to do; what stays as it is is listed with why.
     assert!(
         again.stdout.starts_with("\nskipped (1):\n")
-            && again.stdout.contains("\n0 update(s) proposed in 0 file(s); 10 references: 0 to update, 5 up to date, 4 unmanaged, 1 skipped;"),
+            && again.stdout.contains("\n0 update(s) proposed in 0 file(s); 11 references: 0 to update, 5 up to date, 5 unmanaged, 1 skipped;"),
         "{}",
         again.stdout
     );

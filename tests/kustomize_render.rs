@@ -611,7 +611,7 @@ fn a_leaf_resource_moves_with_the_entry_at_the_same_version() {
 }
 
 /// An `images:` entry no image of its kustomization's render is named (a container since
-/// removed, a kustomization with no resources) changes nothing: it is listed with the
+/// removed) changes nothing: it is listed with the
 /// reason and not edited, while the entry beside it that does render moves (the base,
 /// which only this leaf renders, moves in place).
 #[test]
@@ -622,10 +622,6 @@ fn an_entry_that_names_no_rendered_image_is_not_edited() {
         format!(
             "resources: [../../base]\nimages:\n  - name: {WEB}\n    newTag: \"1.0\"\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n"
         ),
-    ));
-    files.push((
-        "envs/empty/kustomization.yaml",
-        "images:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n".into(),
     ));
     let o = oracle(&files, &["envs/prod"]);
     assert_eq!(
@@ -645,28 +641,33 @@ fn an_entry_that_names_no_rendered_image_is_not_edited() {
     let scan = support::cli::imagebump()
         .args(["scan", o.dir(), "--offline"])
         .run();
-    for (line, dir) in [
-        ("envs/prod/kustomization.yaml:6", "envs/prod"),
-        ("envs/empty/kustomization.yaml:3", "envs/empty"),
-    ] {
-        let row = scan
-            .stdout
-            .lines()
-            .find(|l| l.starts_with(line))
-            .unwrap_or_default();
-        assert!(
-            row.contains(&format!("unmanaged: no image {dir} renders is named registry.example.com/team/extra: the entry changes nothing")),
-            "{line}: {}",
-            scan.stdout
-        );
-    }
+    let row = (scan.stdout.lines())
+        .find(|l| l.starts_with("envs/prod/kustomization.yaml:6"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("unmanaged: no image envs/prod renders is named registry.example.com/team/extra: the entry changes nothing"),
+        "{}",
+        scan.stdout
+    );
 }
 
-/// Over a remote base, or beside a Helm chart, what an entry reaches is not known: the
-/// entry stays managed.
+/// Over a remote base, beside a Helm chart or in a component, what an entry reaches is
+/// not known; a kustomization that lists no resources is a list of versions by itself:
+/// each entry stays managed.
 #[test]
 fn an_entry_over_what_imagebump_cannot_see_stays_managed() {
+    let entry = "images:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n";
     let files = [
+        ("alone/kustomization.yaml", entry.to_string()),
+        (
+            "component/kustomization.yaml",
+            format!("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n{entry}"),
+        ),
+        (
+            "uses/kustomization.yaml",
+            "resources: [d.yaml]\ncomponents: [../component]\n".into(),
+        ),
+        ("uses/d.yaml", oracle::deployment("extra", "registry.example.com/team/extra:1.0")),
         (
             "remote/kustomization.yaml",
             "resources:\n  - https://github.com/example/app//deploy?ref=v1\nimages:\n  - name: registry.example.com/team/extra\n    newTag: \"1.0\"\n".to_string(),
@@ -694,8 +695,11 @@ fn an_entry_over_what_imagebump_cannot_see_stays_managed() {
     assert_eq!(
         extra,
         [
+            ("alone/kustomization.yaml", "managed"),
             ("chart/kustomization.yaml", "managed"),
-            ("remote/kustomization.yaml", "managed")
+            ("component/kustomization.yaml", "managed"),
+            ("remote/kustomization.yaml", "managed"),
+            ("uses/d.yaml", "unmanaged"),
         ]
     );
 }

@@ -442,8 +442,9 @@ fn overridden_entries(
 
 /// The `images:` entries whose kustomization renders no image of their name: kustomize
 /// applies them to nothing, so an edit there would change no render. Only where
-/// everything the kustomization renders is known (`Graph::rendered_files`), and the name
-/// is no entry's `newName` (which may rename an image to it on the way).
+/// everything the kustomization renders is known (`Graph::rendered_files`), the name is
+/// no entry's `newName` (which may rename an image to it on the way), and the
+/// kustomization lists resources and is no component.
 fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
     let mut names_by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut suspects = Vec::new();
@@ -457,13 +458,21 @@ fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
     let renamed: BTreeSet<&str> = (graph.kustomizations().iter())
         .flat_map(|k| k.images.iter().filter_map(|e| e.new_name.as_deref()))
         .collect();
+    // A component's entries apply to what the kustomizations listing it render.
+    let components: BTreeSet<String> = (graph.kustomizations().iter())
+        .flat_map(|k| k.components.iter().filter_map(|c| join(k.dir(), c)))
+        .collect();
     let is_file = |f: &str| tree.is_file(f);
     let mut rendered: BTreeMap<&str, Option<Vec<&str>>> = BTreeMap::new();
     let mut unmatched = Vec::new();
     for i in suspects {
         let Some(r) = out.refs.get(i) else { continue };
         let dir = r.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
-        let Some(k) = graph.kustomization(dir).filter(|k| *k.file() == *r.file) else {
+        // A kustomization that lists no resources is a list of versions by itself.
+        let Some(k) = (graph.kustomization(dir))
+            .filter(|k| *k.file() == *r.file && !k.includes.is_empty())
+            .filter(|k| !components.contains(k.dir()))
+        else {
             continue;
         };
         let Some(entry) = k.images.iter().rev().find(|e| e.line <= r.line) else {
