@@ -703,3 +703,53 @@ fn an_entry_over_what_imagebump_cannot_see_stays_managed() {
         ]
     );
 }
+
+/// An Argo CD Application's `kustomize.patches` that set a container's image decide what
+/// the app deploys: the manifest's image is listed as overridden by the Application and
+/// not edited (nor given an `images:` entry), while the images the patch leaves alone
+/// move.
+#[test]
+fn an_applications_kustomize_patch_overrides_the_image() {
+    let mut files = base();
+    files.push((
+        "envs/prod/kustomization.yaml",
+        "resources: [../../base]\n".into(),
+    ));
+    let patch = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: {IMAGE}:2.0\n"
+    );
+    files.push((
+        "argocd/prod.yaml",
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: prod\n  namespace: argocd\nspec:\n  project: default\n  destination: {{server: https://kubernetes.default.svc, namespace: prod}}\n  source:\n    repoURL: https://git.example.com/org/gitops.git\n    path: envs/prod\n    kustomize:\n      patches:\n        - target: {{kind: Deployment, name: app}}\n          patch: |-\n{}",
+            indent(&patch, 12)
+        ),
+    ));
+    // The updates belong to the Application (their unit): the render is compared here.
+    let o = oracle(&files, &["envs/prod"]);
+    let before = o.renders();
+    let (updates, _) = o.run("--write");
+    assert_eq!(
+        updates,
+        [
+            moved(JOB, "base/cronjob.yaml", "prod", "1.0", "2.0"),
+            moved(WEB, "base/deployment.yaml", "prod", "1.0", "2.0"),
+        ]
+    );
+    let expected = before["envs/prod"]
+        .replace(&format!("{JOB}:1.0"), &format!("{JOB}:2.0"))
+        .replace(&format!("{WEB}:1.0"), &format!("{WEB}:2.0"));
+    assert_ne!(expected, before["envs/prod"]);
+    assert_eq!(o.renders()["envs/prod"], expected);
+    let scan = support::cli::imagebump()
+        .args(["scan", o.dir(), "--offline"])
+        .run();
+    let row = (scan.stdout.lines())
+        .find(|l| l.trim_start().starts_with("base/deployment.yaml:17"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("unmanaged: overridden by argocd/prod.yaml (kustomize.patches)"),
+        "{}",
+        scan.stdout
+    );
+}

@@ -692,6 +692,41 @@ fn per_leaf(r: &ImageRef, e: &LeafEdit) -> ImageRef {
 
 /// The in-repository paths of Argo CD Applications, with the image names their
 /// `kustomize.images` set.
+/// What an Application source's `kustomize.patches` (inline `patch:` texts) do to the
+/// resources its path renders. A patch given by `path:` is not read.
+fn app_patches(source: &Value, file: &str) -> Vec<Effect> {
+    let Some(list) = source
+        .pointer("/kustomize/patches")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let file = ArcStr::from(file);
+    let mut out = Vec::new();
+    for p in list {
+        let Some(text) = p.get("patch").and_then(Value::as_str) else {
+            continue;
+        };
+        let field = |k: &str| {
+            (p.pointer(&format!("/target/{k}")))
+                .and_then(Value::as_str)
+                .map(Box::from)
+        };
+        let selects = ["labelSelector", "annotationSelector"];
+        let by_selector = selects
+            .iter()
+            .any(|k| p.pointer(&format!("/target/{k}")).is_some());
+        let target = p.get("target").map(|_| Target {
+            kind: field("kind"),
+            name: field("name").filter(|_| !by_selector),
+        });
+        let docs = imagebump_yaml::parse_located(text).unwrap_or_default();
+        let roots = docs.iter().filter_map(|d| d.root.as_ref());
+        out.extend(roots.flat_map(|root| effects(root, target.as_ref(), &file, &|_| 0)));
+    }
+    out
+}
+
 fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
     let mut out = Vec::new();
     for app in &argo.apps {
@@ -713,6 +748,7 @@ fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
                 dir: dir.to_string(),
                 file: app.file.clone(),
                 names,
+                patches: app_patches(&source.value, &app.file),
             });
         }
     }

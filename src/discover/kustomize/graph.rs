@@ -37,6 +37,9 @@ pub struct AppLeaf {
     /// The Application's file.
     pub file: String,
     pub names: Vec<String>,
+    /// What its `kustomize.patches` do: Argo CD adds them to the path's kustomization,
+    /// after its own patches and before its `images:`.
+    pub patches: Vec<Effect>,
 }
 
 /// Which kustomizations include what.
@@ -351,6 +354,26 @@ impl Graph {
         let entry = walk.leaf_entry;
         let entry_name = at_leaf;
         let leaf = chain.last().copied().unwrap_or_default();
+        let leaf_sets = entry.is_some_and(|e| e.sets_version);
+        if let Some((app, e)) = (self.apps.get(leaf)).filter(|_| !leaf_sets).and_then(|a| {
+            Some((
+                a,
+                container.and_then(|c| a.patches.iter().rev().find(|e| e.reaches(c)))?,
+            ))
+        }) {
+            let by = match e.what.removes() {
+                true => format!("deleted by {} (kustomize.patches)", app.file),
+                false => format!(
+                    "{}{} (kustomize.patches)",
+                    crate::discover::OVERRIDDEN_BY,
+                    app.file
+                ),
+            };
+            return match e.what.removes() {
+                true => Seen::Deleted(crate::discover::Unmanaged::Why(by.into())),
+                false => Seen::Overridden(by.into()),
+            };
+        }
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
             let by = format!(
                 "{}{} (kustomize.images)",
@@ -811,6 +834,7 @@ mod tests {
             dir: "./mid/".into(),
             file: "apps/mid.yaml".into(),
             names: Vec::new(),
+            patches: Vec::new(),
         });
         let Place::PerLeaf(edits) = g.place(
             at("base/d.yaml"),
