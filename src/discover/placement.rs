@@ -446,7 +446,7 @@ fn overridden_entries(
 /// no entry's `newName` (which may rename an image to it on the way), and the
 /// kustomization lists resources and is no component.
 fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
-    let mut names_by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut names_by_file: foldhash::HashMap<&str, Vec<&str>> = Default::default();
     let mut suspects = Vec::new();
     for (i, r) in out.refs.iter().enumerate() {
         if r.kind != super::RefKind::Kustomize {
@@ -455,7 +455,7 @@ fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
             suspects.push(i);
         }
     }
-    let renamed: BTreeSet<&str> = (graph.kustomizations().iter())
+    let renamed: foldhash::HashSet<&str> = (graph.kustomizations().iter())
         .flat_map(|k| k.images.iter().filter_map(|e| e.new_name.as_deref()))
         .collect();
     // A component's entries apply to what the kustomizations listing it render.
@@ -478,14 +478,20 @@ fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
         let Some(entry) = k.images.iter().rev().find(|e| e.line <= r.line) else {
             continue;
         };
+        let name = entry.name.as_str();
+        // Most entries name an image of a file their kustomization lists itself.
+        let own_files = (k.includes.iter()).filter_map(|(i, _)| join(k.dir(), i));
+        let own_names = own_files.filter_map(|f| names_by_file.get(f.as_str()));
+        if own_names.flatten().any(|n| *n == name) {
+            continue;
+        }
         let names = rendered.entry(k.dir()).or_insert_with(|| {
             let files = graph.rendered_files(k.dir(), &is_file)?;
             let names = files.iter().filter_map(|f| names_by_file.get(f.as_str()));
             Some(names.flatten().copied().collect())
         });
         let Some(names) = names else { continue };
-        let name = entry.name.as_str();
-        // Most entries name an image as written: compared as text before as names.
+        // Compared as text before as names.
         if names.contains(&name) || renamed.contains(name) {
             continue;
         }
