@@ -12,7 +12,7 @@
 
 /// The size of a chunk: small enough for the allocator's small-object pages (mimalloc's
 /// are 64 KiB and hold blocks up to 16 KiB), large enough that the list of chunks stays
-/// short (53 updates of 152 bytes to a chunk: 19 chunks per thousand).
+/// short (dozens of updates to a chunk).
 pub const CHUNK_BYTES: usize = 8 << 10;
 
 /// A list of `T` in chunks; every chunk is full but the last.

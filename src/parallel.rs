@@ -75,8 +75,8 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 /// being parsed). As many threads as cores, the calling one among them: on two cores, one
 /// thread computes while the other consumes. A computing thread per core beside the
 /// consuming one ran three threads on two cores, and each computing thread keeps what it
-/// makes in pages of its own: at 10,000 apps the second one cost 1.8 MiB of the run's
-/// resident peak and saved 10 ms (docs/performance.md).
+/// makes in pages of its own: the extra thread cost resident memory and saved almost no
+/// time (docs/performance.md).
 pub fn for_each_ordered<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T) -> R + Sync,

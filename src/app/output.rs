@@ -209,9 +209,9 @@ pub fn write_json_at<W: Write, T: serde::Serialize + ?Sized>(
 }
 
 /// serde_json's `PrettyFormatter` (two spaces a level), writing each line break with its
-/// comma and indentation in one copy, where serde_json's writes one per level: a
-/// 10,000-app report is 15 MB, written by one thread after everything else is done, and a
-/// tenth of the run's instructions went to it (docs/performance.md).
+/// comma and indentation in one copy, where serde_json's writes one per level: a large
+/// run's report is written by one thread after everything else is done, so its cost is
+/// the run's wall time (docs/performance.md).
 #[derive(Default)]
 struct Pretty {
     depth: usize,

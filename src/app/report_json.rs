@@ -1,7 +1,7 @@
 //! The run report as JSON, byte for byte as [`write_json`] (so serde_json) writes it, with
-//! its two long lists, the updates and the references not updated, written by hand: at
-//! 10,000 apps they are 12 of the report's 15 MB, written by one thread after everything
-//! else is done, and serde spends most of that time on the same keys row after row
+//! its two long lists, the updates and the references not updated, written by hand: they
+//! are most of a large run's report, written by one thread after everything else is
+//! done, and serde spends most of that time on the same keys row after row
 //! (docs/performance.md).
 //!
 //! The rest of the report (its frame) is still serde's: it is written with those two lists

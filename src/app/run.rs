@@ -133,9 +133,8 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
 }
 
 /// The run's status. `analysed` is not freed: the process ends right after (`run` is the
-/// command's last step), and freeing every reference, update and text one by one would cost
-/// a large run about 2 % of its CPU for memory the kernel takes back whole at exit
-/// (docs/performance.md).
+/// command's last step), and freeing every reference, update and text one by one would
+/// spend a large run's CPU on memory the kernel takes back whole at exit.
 fn end(plan: &RunPlan, (problems, late): (&[Problem], &[Problem]), analysed: Analysed) -> Status {
     let status = status(plan, problems, late, &analysed.plan);
     std::mem::forget(analysed);

@@ -346,10 +346,10 @@ pub struct ImageRef {
 }
 
 /// Why imagebump leaves a reference alone ([`ImageRef::unmanaged`]): in words, or, for a
-/// reference that a kustomization's `images:` entry overrides (a base's image: 15,000 at
-/// 10,000 apps), that entry's file (the name the kustomization's references share) and
-/// line, spelled `overridden by FILE:LINE` when the reason is read. A string of its own for
-/// each such reference was 1 MiB of the run's peak at 10,000 apps (docs/performance.md).
+/// reference that a kustomization's `images:` entry overrides (a base's image, in every
+/// overlay), that entry's file (the name the kustomization's references share) and line,
+/// spelled `overridden by FILE:LINE` when the reason is read, rather than a string of its
+/// own for each such reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unmanaged {
     Why(ArcStr),
@@ -1061,9 +1061,9 @@ fn read_first(ahead: Option<&std::sync::Mutex<Option<String>>>) -> bool {
 /// [`READ_AHEAD_BYTES`] of them in all: one slot per file, in the order of the files.
 type ReadAhead = Vec<std::sync::Mutex<Option<String>>>;
 
-/// The most text the first look keeps for the parse. A repository of manifests holds far
-/// less (the benchmark's 10,000 apps: 4.5 MB); past it, a file is read again when it is
-/// parsed, so that a huge tree never sits in memory whole.
+/// The most text the first look keeps for the parse, far more than a repository of
+/// manifests holds; past it, a file is read again when it is parsed, so that a huge tree
+/// never sits in memory whole.
 const READ_AHEAD_BYTES: usize = 16 << 20;
 
 /// The first look at every file, on every core: could an Argo CD or Flux resource in the
@@ -1766,9 +1766,8 @@ pub(crate) mod tests {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_reference_stays_as_small_as_it_is() {
-        // 112: the reason a reference is not managed is 16 bytes (`Unmanaged`), so that the
-        // 15,000 references an overlay overrides at 10,000 apps hold no string of their own
-        // (8 bytes more each, 80 fewer: docs/performance.md).
+        // The reason a reference is not managed is an `Unmanaged`, so that the references
+        // an overlay overrides hold no string of their own: this pins the size it gives.
         assert_eq!(std::mem::size_of::<ImageRef>(), 112);
         assert_eq!(std::mem::size_of::<Option<Unmanaged>>(), 16);
         assert_eq!(std::mem::size_of::<Slots>(), 16);

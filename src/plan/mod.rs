@@ -29,8 +29,8 @@ pub struct Update {
     // Shared with the reference (and every other update of the file).
     #[schemars(with = "String")]
     pub file: ArcStr,
-    // `u32` (`discover::saturating_u32`): 8 bytes fewer in each of the rows kept to the end
-    // of the run. The schema says what it always said.
+    // `u32` (`discover::saturating_u32`): the rows are kept to the end of the run. The
+    // schema says a number, as it does for any line.
     #[schemars(with = "usize")]
     pub line: u32,
     #[schemars(with = "usize")]
@@ -138,8 +138,8 @@ pub struct Plan {
     /// of the plan, after discovery's texts are given up, in the room they leave
     /// (`chunked.rs`).
     pub updates: Chunked<Update>,
-    /// A report-only run's rows, not kept (30,000 rows of 88 bytes at 10,000 apps, made at
-    /// the run's peak): what makes them again from the references and their outcomes.
+    /// A report-only run's rows, not kept (one per update, made at the run's peak): what
+    /// makes them again from the references and their outcomes.
     later: Option<Later>,
     /// Every changed file's texts, when the plan keeps them ([`Keep`]).
     pub files: Vec<FileChange>,

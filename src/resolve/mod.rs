@@ -206,11 +206,11 @@ pub async fn resolve_with(
     early: Option<EarlyLists>,
 ) -> Resolved {
     // Which references are set aside (not managed, pinned, not judged): a byte each while
-    // the tag lists come in, their outcomes made at the end with the others'. A list of
-    // every outcome held meanwhile was 1.4 MiB at 10,000 apps, at the run's resident peak.
+    // the tag lists come in, their outcomes made at the end with the others', so that no
+    // list of outcomes is held at the run's resident peak.
     let aside: Vec<bool> = refs.iter().map(|r| decided_offline(r).is_some()).collect();
     // The references left to resolve, with their indexes: found again where they are
-    // read (a list of them was half a megabyte at 10,000 apps).
+    // read rather than listed, for the same reason.
     let pending = || {
         (0..)
             .zip(refs.iter())
@@ -575,8 +575,8 @@ impl EarlyLists {
                 // The semaphore is never closed, so acquiring only waits.
                 let _permit = permits.acquire_owned().await;
                 // Boxed once it may run: a request's future is kilobytes, and a task holds
-                // its future from the start (300 waiting tasks held 1.2 MB at discovery's
-                // peak).
+                // its future from the start, so every waiting task would hold one during
+                // discovery's peak.
                 Box::pin(client.list_tags(&repository)).await
             });
             self.started.insert(key, task);

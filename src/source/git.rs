@@ -758,8 +758,8 @@ impl Git {
         let marks = tmp.path().join("marks");
         let mut cmd = self.local(dir);
         // glibc's malloc gives fast-import's freed memory back to the kernel and asks for it
-        // again object after object (54,000 page faults for 500 commits, two thirds of its
-        // time); keeping 64 MiB of it makes it three times faster. Other C libraries ignore it.
+        // again object after object, a page fault each time; keeping some of it makes
+        // fast-import several times faster. Other C libraries ignore the setting.
         cmd.env("GLIBC_TUNABLES", FAST_IMPORT_MALLOC);
         cmd.args(["fast-import", "--quiet", "--date-format=now"])
             .arg(format!("--export-marks={}", marks.display()));
@@ -931,7 +931,7 @@ impl Git {
     /// The branches are named by one pattern refspec, and the new ones leased by one
     /// `--force-with-lease`, rather than one of each per branch: git matches every
     /// `<src>:<dst>` and every `--force-with-lease=<ref>:<value>` against all the others,
-    /// 0.1–0.15 s of a push of 500 new branches (docs/performance.md). So the new commits are
+    /// quadratic in the number of branches (docs/performance.md). So the new commits are
     /// written as local refs of a namespace of this push's own (deleted again after it),
     /// pushed through a remote at origin's URL that has no tracking refs: there
     /// `--force-with-lease` alone expects every branch absent. A branch expected at a

@@ -136,8 +136,7 @@ fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, S
 
 thread_local! {
     /// Where [`read_capped`] reads a file's first 16 KiB: zeroed once per thread, not once
-    /// per file (a buffer on the stack is zeroed on every call: 15,000 times 16 KiB at
-    /// 10,000 apps).
+    /// per file (a buffer on the stack is zeroed on every call).
     static FIRST: std::cell::RefCell<Box<[u8]>> =
         std::cell::RefCell::new(vec![0u8; 16 * 1024].into_boxed_slice());
 }

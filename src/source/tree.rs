@@ -159,8 +159,8 @@ impl Tree {
 
     /// Every file of `rels` (normalised paths) handed to `each` with its index, as
     /// [`Tree::read`] reads it. From git's objects, in one stream: every blob is asked for
-    /// at once (a round trip per file cost three times the read: 0.40 s against 0.14 s
-    /// from a disk for 15,000 files, docs/performance.md), each answer handed over as it
+    /// at once (a round trip per file costs several times the read itself,
+    /// docs/performance.md), each answer handed over as it
     /// comes. From a disk, one file after the other (read them on every core instead).
     pub fn read_each(
         &self,
