@@ -113,13 +113,13 @@ pub struct TagsArgs {
     #[arg(long, value_name = "FILE")]
     pub tags_from: Option<PathBuf>,
     #[arg(long, value_parser = parse_strategy)]
-    pub strategy: Option<crate::policy::Strategy>,
+    pub strategy: Option<imagebump_model::policy::Strategy>,
     /// A Masterminds constraint, e.g. `~1.4` or `>=2, <3`.
     #[arg(long)]
     pub constraint: Option<String>,
     /// `variant` (default) or `masterminds`.
     #[arg(long, value_parser = parse_semver_mode)]
-    pub semver_mode: Option<crate::policy::SemverMode>,
+    pub semver_mode: Option<imagebump_model::policy::SemverMode>,
     /// `regexp:<RE>` or `any`.
     #[arg(long)]
     pub allow_tags: Option<String>,
@@ -163,13 +163,13 @@ pub struct TagsArgs {
     pub output: Format,
 }
 
-fn parse_strategy(s: &str) -> Result<crate::policy::Strategy, String> {
+fn parse_strategy(s: &str) -> Result<imagebump_model::policy::Strategy, String> {
     serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| {
         "expected semver, newest-build, digest, alphabetical, numeric or regex".to_string()
     })
 }
 
-fn parse_semver_mode(s: &str) -> Result<crate::policy::SemverMode, String> {
+fn parse_semver_mode(s: &str) -> Result<imagebump_model::policy::SemverMode, String> {
     serde_json::from_value(serde_json::Value::String(s.into()))
         .map_err(|_| "expected variant or masterminds".to_string())
 }

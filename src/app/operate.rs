@@ -17,8 +17,9 @@ use super::{Error, Mode, Output, RunPlan};
 use crate::config::NotifyTarget;
 use crate::notify::{self, News};
 use crate::report::metrics::{self, RunMetrics};
-use crate::report::{Problem, RunReport};
+use crate::report::RunReport;
 use imagebump_model::exit;
+use imagebump_model::Problem;
 
 /// The flags of this module (`run`'s `--metrics-file`, `--pushgateway`, `--summary-md`).
 #[derive(Debug, Clone, Default)]

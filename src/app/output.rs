@@ -5,8 +5,8 @@ use std::io::{IsTerminal, Write};
 
 use crate::cli::Format;
 use crate::progress::Progress;
-use crate::report::Problem;
 use imagebump_model::env::EnvVars;
+use imagebump_model::Problem;
 
 /// The output settings of one invocation, made once from the command line.
 #[derive(Debug, Clone, Copy)]

@@ -18,9 +18,10 @@ use crate::progress::Journal;
 use crate::promote::seen::Seen;
 use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
-use crate::report::{self, Counts, Problem, RunReport};
+use crate::report::{self, Counts, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
 use imagebump_model::env::EnvVars;
+use imagebump_model::Problem;
 
 /// The promotion path of each promoted update, by (file, tag).
 type Promoted = BTreeMap<(String, String), String>;

@@ -763,7 +763,7 @@ fn ref_write_back(
 mod tests {
     use super::*;
     use crate::argocd::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
-    use crate::policy::{SemverMode, Strategy};
+    use imagebump_model::policy::{SemverMode, Strategy};
 
     #[test]
     fn character_sets_end_at_the_first_close_bracket_on_their_line() {

@@ -29,8 +29,8 @@ use crate::argocd::{
 };
 use crate::config::Config;
 use crate::policy::rules::Policies;
-use crate::policy::PolicySpec;
 use imagebump_model::name::{parse_name, parse_reference, same_repository, Reference};
+use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
 use imagebump_yaml::{parse_located, BlockText, Doc, LineIndex, Node, PathSeg};
 

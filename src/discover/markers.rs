@@ -4,7 +4,7 @@
 //! YAML, with the keys of `imagebump.yaml`'s `defaults`). In a manifest, a marker also makes
 //! the value on its line an image reference, whatever its key (`# imagebump: image`).
 
-use crate::policy::PolicySpec;
+use imagebump_model::policy::PolicySpec;
 
 /// A marker found on a line: where it starts and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ fn names_credentials(payload: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Strategy;
+    use imagebump_model::policy::Strategy;
 
     fn at(line: &str) -> Option<Result<PolicySpec, String>> {
         // Markers are looked for after the value; here the value is `1.2`.

@@ -1673,7 +1673,7 @@ fn apply_policy(
     ctx: &FileCtx,
     policies: &mut Policies,
     r: &mut ImageRef,
-    repository: Option<(&str, &crate::policy::PolicySpec)>,
+    repository: Option<(&str, &imagebump_model::policy::PolicySpec)>,
 ) -> Result<(), Problem> {
     let marker = r
         .slots

@@ -18,8 +18,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 
 use crate::config::{NotifyEvent, NotifyTarget};
-use crate::report::{NotificationReport, Problem, RunReport};
+use crate::report::{NotificationReport, RunReport};
 use imagebump_http::{header, Method, Plain, Redactor, Request, RetryPolicy, Transport, Url};
+use imagebump_model::Problem;
 
 /// What a run has to tell, as plain data (the webhook body is made from it).
 #[derive(Debug, Clone, Default, Serialize)]

@@ -15,10 +15,10 @@ mod in_lines;
 use crate::chunked::Chunked;
 use crate::config::GroupBy;
 use crate::discover::{saturating_u32, Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
-use crate::policy::Strategy;
 use crate::resolve::Outcome;
 use crate::source::tree::Tree;
 use imagebump_model::name::ImageName;
+use imagebump_model::policy::Strategy;
 use imagebump_model::Problem;
 use imagebump_yaml::{self as yaml, Edit, Scalar};
 

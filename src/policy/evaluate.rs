@@ -12,9 +12,9 @@ use std::cmp::Ordering;
 use jiff::Timestamp;
 use semver::Version;
 
-use super::filters::format_age;
 use super::semver::{Rank, Series, TagVersion, TagVersions};
 use super::{alphabetical, numeric, Policy, SemverMode, Strategy};
+use imagebump_model::duration::format_age;
 use imagebump_model::platform::Platform;
 
 /// How many candidates' metadata is asked for at once when walking best-first.

@@ -1,7 +1,5 @@
-//! Tag filters that run before any ordering or metadata fetch: `allowTags`, `ignoreTags`,
-//! and the `minAge` duration syntax.
-
-pub use imagebump_model::duration::{format_age, parse_age};
+//! Tag filters that run before any ordering or metadata fetch: `allowTags` and
+//! `ignoreTags` (`minAge`'s duration syntax is `imagebump_model::duration`).
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::Regex;

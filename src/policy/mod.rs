@@ -27,8 +27,8 @@ use serde::Serialize;
 
 use constraint::Constraint;
 use filters::{AllowTags, IgnoreTags};
-pub use imagebump_model::platform::Platform;
-pub use imagebump_model::policy::{ImageRule, PolicySpec, SemverMode, Strategy};
+use imagebump_model::platform::Platform;
+use imagebump_model::policy::{ImageRule, PolicySpec, SemverMode, Strategy};
 
 /// Where the settings of a reference's policy came from, least specific first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -233,7 +233,7 @@ impl Policy {
         let min_age = match spec.min_age.as_deref() {
             None => None,
             Some(text) => Some(
-                filters::parse_age(text)
+                imagebump_model::duration::parse_age(text)
                     .map_err(|m| PolicyError::new("minAge", m).hint("e.g. 3d, 12h, 1h30m, 2w"))?,
             )
             .filter(|d| !d.is_zero()),

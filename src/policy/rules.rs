@@ -307,9 +307,9 @@ impl Policies {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Strategy;
     use imagebump_model::config::Config;
     use imagebump_model::name::parse_name;
+    use imagebump_model::policy::Strategy;
 
     /// A rule with `path` applies only to references in matching files; one without
     /// `match` covers every image.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-pub use imagebump_model::Problem;
+use imagebump_model::Problem;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

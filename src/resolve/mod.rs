@@ -134,7 +134,7 @@ pub async fn settle(
 /// (The policy is keyed by its settings; its compiled regexes are not hashable.)
 type GroupKey<'a> = (
     &'a ImageName,
-    &'a crate::policy::PolicySpec,
+    &'a imagebump_model::policy::PolicySpec,
     &'a str,
     Option<&'a str>,
     Option<&'a Held>,
@@ -661,7 +661,7 @@ fn read_versions(
     list: Option<&Result<TagList, Error>>,
 ) -> Option<TagVersions> {
     let mut modes = groups.iter().filter_map(|(key, policy, _)| {
-        (policy.strategy == crate::policy::Strategy::Semver && key.5.is_none())
+        (policy.strategy == imagebump_model::policy::Strategy::Semver && key.5.is_none())
             .then_some(policy.semver_mode)
     });
     let mode = modes.next()?;
