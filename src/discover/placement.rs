@@ -150,74 +150,96 @@ impl Layout {
             graph.add_app(leaf);
         }
         // Kept before placement replaces the references: where each image is written.
-        let kept: Vec<Workload> = (workloads.iter())
-            .filter(|(_, kustomizable, _)| any_app && *kustomizable)
-            .filter_map(|(index, _, container)| {
-                let r = out.refs.get(*index)?;
-                Some(Workload {
-                    file: ArcStr::clone(&r.file),
-                    line: r.line,
-                    written: ArcStr::clone(&r.written),
-                    container: container.clone(),
-                })
-            })
-            .collect();
+        let kept = kept_workloads(&workloads, any_app, out);
         if graph.has_patches() {
             overridden_entries(&graph, &workloads, out);
         }
         unmatched_entries(&graph, tree, out);
-        // Each reference that becomes one per overlay, by its index: replaced once all are
-        // placed, in one pass.
-        let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
-        // By leaf and name deployed: the images the leaf renders from files of its own.
-        let mut rendered: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-        for (index, kustomizable, container) in &workloads {
-            let (index, kustomizable) = (*index, *kustomizable);
-            let Some(r) = out.refs.get_mut(index) else {
-                continue;
-            };
-            let at = At {
-                file: &r.file,
-                line: r.line,
-            };
-            match graph.place(at, &r.written, kustomizable, shared, container.as_ref()) {
-                Place::InPlace { image, unit } => {
-                    if let (Some(unit), true) = (&unit, kustomizable) {
-                        let name = image.clone().unwrap_or_else(|| r.written.to_string());
-                        rendered
-                            .entry((unit.clone(), name))
-                            .or_default()
-                            .push(index);
-                    }
-                    if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
-                        r.image = name.into();
-                    }
-                    if let Some(unit) = unit {
-                        r.unit = unit.into();
-                    }
-                }
-                Place::Overridden { by } => {
-                    r.unmanaged = Some(by);
-                }
-                Place::PerLeaf(edits) if r.is_managed() => {
-                    let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
-                    let (sources, fingerprints) = (&mut out.sources, &mut out.fingerprints);
-                    for e in &edits {
-                        keep_text(&self.texts, &e.file, sources, fingerprints);
-                    }
-                    expanded.insert(index, each);
-                }
-                Place::PerLeaf(_) => {}
-            }
-        }
-        no_entry_over_rendered(&mut expanded, &rendered, out);
-        out.refs.replace(expanded);
+        place_each(&graph, &workloads, shared, &self.texts, out);
         any_app.then(|| Rendering {
             graph,
             workloads: kept,
             by_leaf: std::cell::OnceCell::new(),
         })
     }
+}
+
+/// Where each manifest image goes (`Graph::place`), written into its reference; an image
+/// that moves in several overlays becomes one reference per overlay, in one pass at the end.
+fn place_each(
+    graph: &Graph,
+    workloads: &[(usize, bool, Option<Container>)],
+    shared: SharedBases,
+    texts: &BTreeMap<ArcStr, KeptText>,
+    out: &mut Discovery,
+) {
+    // Each reference that becomes one per overlay, by its index: replaced once all are
+    // placed, in one pass.
+    let mut expanded: std::collections::BTreeMap<usize, Vec<ImageRef>> = Default::default();
+    // By leaf and name deployed: the images the leaf renders from files of its own.
+    let mut rendered: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (index, kustomizable, container) in workloads {
+        let (index, kustomizable) = (*index, *kustomizable);
+        let Some(r) = out.refs.get_mut(index) else {
+            continue;
+        };
+        let at = At {
+            file: &r.file,
+            line: r.line,
+        };
+        match graph.place(at, &r.written, kustomizable, shared, container.as_ref()) {
+            Place::InPlace { image, unit } => {
+                if let (Some(unit), true) = (&unit, kustomizable) {
+                    let name = image.clone().unwrap_or_else(|| r.written.to_string());
+                    rendered
+                        .entry((unit.clone(), name))
+                        .or_default()
+                        .push(index);
+                }
+                if let Some(name) = image.and_then(|i| parse_name(&i).ok()) {
+                    r.image = name.into();
+                }
+                if let Some(unit) = unit {
+                    r.unit = unit.into();
+                }
+            }
+            Place::Overridden { by } => {
+                r.unmanaged = Some(by);
+            }
+            Place::PerLeaf(edits) if r.is_managed() => {
+                let each: Vec<ImageRef> = edits.iter().map(|e| per_leaf(r, e)).collect();
+                let (sources, fingerprints) = (&mut out.sources, &mut out.fingerprints);
+                for e in &edits {
+                    keep_text(texts, &e.file, sources, fingerprints);
+                }
+                expanded.insert(index, each);
+            }
+            Place::PerLeaf(_) => {}
+        }
+    }
+    no_entry_over_rendered(&mut expanded, &rendered, out);
+    out.refs.replace(expanded);
+}
+
+/// The kustomizable manifest images, where each is written, for the Argo CD apps
+/// argocd-image-updater configures (`any_app`); none otherwise.
+fn kept_workloads(
+    workloads: &[(usize, bool, Option<Container>)],
+    any_app: bool,
+    out: &Discovery,
+) -> Vec<Workload> {
+    (workloads.iter())
+        .filter(|(_, kustomizable, _)| any_app && *kustomizable)
+        .filter_map(|(index, _, container)| {
+            let r = out.refs.get(*index)?;
+            Some(Workload {
+                file: ArcStr::clone(&r.file),
+                line: r.line,
+                written: ArcStr::clone(&r.written),
+                container: container.clone(),
+            })
+        })
+        .collect()
 }
 
 /// A manifest image kustomize's `images:` apply to, where it is written.
