@@ -1113,16 +1113,7 @@ impl Scan<'_> {
         } else {
             r.slots.push(ctx.slot(c.doc, c.at.clone(), s, format));
         }
-        // A kustomization entry's `digest:` beside its `newTag:` is what kustomize deploys:
-        // it is the current digest, and the new one is written there (the tag stays a tag).
-        if let Some((PathSeg::Key(last), parent)) = c.at.split_last() {
-            let mut at = parent.to_vec();
-            at.push(key("digest"));
-            if let (true, Some(Node::Scalar(d))) = (last == "newTag", loaded.node(c.doc, &at)) {
-                r.digest = Some(d.value.as_str().into());
-                r.slots.push(ctx.slot(c.doc, at, d, SlotFormat::Digest));
-            }
-        }
+        entry_digest(loaded, c, &mut r);
         Some(r)
     }
 
@@ -2445,4 +2436,19 @@ fn value_files(st: &SourceState, all: &[SourceState]) -> Vec<String> {
     // One name per file, the one discovery gives it (`apps/web/../common/values.yaml` is
     // `apps/common/values.yaml`).
     out.iter().map(|f| lexical(f)).collect()
+}
+
+/// A kustomization entry's `digest:` beside its `newTag:` is what kustomize deploys: it is
+/// the current digest of `r`, and the new one is written there (the tag stays a tag).
+fn entry_digest(loaded: &Loaded, c: &Current, r: &mut ImageRef) {
+    let Some((PathSeg::Key(last), parent)) = c.at.split_last() else {
+        return;
+    };
+    let mut at = parent.to_vec();
+    at.push(key("digest"));
+    if let (true, Some(Node::Scalar(d))) = (last == "newTag", loaded.node(c.doc, &at)) {
+        r.digest = Some(d.value.as_str().into());
+        r.slots
+            .push(loaded.ctx().slot(c.doc, at, d, SlotFormat::Digest));
+    }
 }
