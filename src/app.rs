@@ -43,7 +43,7 @@ pub fn main(cli: Cli) -> i32 {
 /// can quote them (a credential helper's stderr, a server's error body, a log line).
 fn hold_secrets_of_environment() {
     for name in EnvVars::SECRETS {
-        if let Ok(value) = std::env::var(name) {
+        if let Some(value) = EnvVars::get(name) {
             imagebump_http::hold(&value);
         }
     }
@@ -123,7 +123,7 @@ async fn deadline(timeout: Option<std::time::Duration>) -> String {
 fn git_token() -> Option<secrecy::SecretString> {
     [EnvVars::IMAGEBUMP_GIT_TOKEN, EnvVars::GITHUB_TOKEN]
         .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|t| !t.is_empty()))
+        .find_map(|v| EnvVars::get(v).filter(|t| !t.is_empty()))
         .map(secrecy::SecretString::from)
 }
 
@@ -148,12 +148,12 @@ fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
         (false, 2) => "debug",
         _ => "trace",
     };
-    let filter = std::env::var(EnvVars::IMAGEBUMP_LOG)
-        .or_else(|_| std::env::var(EnvVars::RUST_LOG))
-        .unwrap_or_else(|_| format!("imagebump={level},warn"));
+    let filter = EnvVars::get(EnvVars::IMAGEBUMP_LOG)
+        .or_else(|| EnvVars::get(EnvVars::RUST_LOG))
+        .unwrap_or_else(|| format!("imagebump={level},warn"));
     // Colour only for a person at a terminal: a log file or a collector gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os(EnvVars::NO_COLOR).is_none();
+        && EnvVars::get_os(EnvVars::NO_COLOR).is_none();
     // Text lines are one event each with nothing hidden in them; JSON escapes its strings.
     let escape = format == LogFormat::Text;
     let builder = tracing_subscriber::fmt()

@@ -3,23 +3,14 @@
 //! The pipeline is `source → discover → resolve → plan → deliver`; each stage is a module
 //! and hands plain data to the next. See docs/architecture.md.
 
-// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
-// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
-// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
-// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
-// Tests may panic.
+// Unit tests may count, slice and call `unreachable!`; clippy.toml lets them unwrap, expect,
+// panic and index (Cargo.toml holds the library to the no-panic set).
 #![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::unreachable,
-        clippy::todo,
-        clippy::unimplemented,
+    test,
+    allow(
         clippy::arithmetic_side_effects,
-        clippy::indexing_slicing,
-        clippy::string_slice
+        clippy::string_slice,
+        clippy::unreachable
     )
 )]
 

@@ -6,6 +6,18 @@
 //! generated app's kustomization, rendered by the real kustomize); generators that need a
 //! cluster are a note, never an error.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,18 @@
 //! it in [`LAYERS`]; the workspace crates may depend only on the crates below them in
 //! [`CRATES`]; environment variable names are spelled only in the model's list.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -193,7 +205,8 @@ fn workspace_dependencies(manifest: &Path) -> Vec<String> {
         if section != "[dependencies]" {
             continue;
         }
-        let name = line.split(['=', ' ']).next().unwrap_or("");
+        // `name = { … }`, `name = "1"` or `name.workspace = true`.
+        let name = line.split(['=', ' ', '.']).next().unwrap_or("");
         if CRATES.contains(&name) {
             deps.push(name.to_string());
         }
@@ -263,16 +276,69 @@ fn the_parser_sees_nested_use_trees_and_paths() {
     assert_eq!(found, ["a", "c", "d", "g"]);
 }
 
+/// `text` with the insides of comments, string literals and character literals blanked
+/// (newlines kept), so that a brace in `'{'`, `"{x}"` or `// }` is not counted as code.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    while i < chars.len() {
+        let (c, next) = (chars[i], chars.get(i + 1).copied());
+        let end = match (c, next) {
+            ('/', Some('/')) => (i..chars.len())
+                .find(|&j| chars[j] == '\n')
+                .unwrap_or(chars.len()),
+            ('/', Some('*')) => (i + 2..chars.len())
+                .find(|&j| chars[j - 1] == '*' && chars[j] == '/')
+                .map_or(chars.len(), |j| j + 1),
+            ('r', Some('"' | '#')) if i == 0 || !chars[i - 1].is_alphanumeric() => {
+                let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+                let close: String = std::iter::once('"')
+                    .chain("#".repeat(hashes).chars())
+                    .collect();
+                let from = i + 2 + hashes;
+                let rest: String = chars[from.min(chars.len())..].iter().collect();
+                rest.find(&close).map_or(chars.len(), |k| {
+                    from + rest[..k].chars().count() + close.len()
+                })
+            }
+            ('"', _) => {
+                let mut j = i + 1;
+                while j < chars.len() && chars[j] != '"' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                j + 1
+            }
+            ('\'', Some('\\')) => (i + 2..chars.len())
+                .find(|&j| chars[j] == '\'')
+                .map_or(i + 1, |j| j + 1),
+            ('\'', Some(_)) if chars.get(i + 2) == Some(&'\'') => i + 3,
+            _ => i + 1,
+        };
+        let end = end.min(chars.len());
+        if end == i + 1 {
+            out.push(c);
+        } else {
+            out.extend(chars[i..end].iter().map(|&c| blank(c)));
+        }
+        i = end;
+    }
+    out
+}
+
 /// The length in lines of every `fn` in `text` with a body: (name, first line, lines).
-/// Braces are counted on the text as it is; a brace inside a string literal would need
-/// its partner in the same function, which every `format!` has.
+/// Braces are counted in code only ([`code_only`]).
 fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let code = line.trim_start();
         let code = code.strip_prefix("pub(crate) ").unwrap_or(code);
+        let code = code.strip_prefix("pub(super) ").unwrap_or(code);
         let code = code.strip_prefix("pub ").unwrap_or(code);
+        let code = code.strip_prefix("const ").unwrap_or(code);
         let code = code.strip_prefix("async ").unwrap_or(code);
         let Some(rest) = code.strip_prefix("fn ") else {
             continue;
@@ -302,20 +368,53 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// The functions allowed over 80 lines, as `path fn name`. The list only shrinks: split a
+/// function and take it off; a new long function is split before it lands.
+const LONG_FUNCTIONS: &[&str] = &[
+    "src/argocd/annotations.rs fn build_image",
+    "src/argocd/annotations.rs fn parse_write_back",
+    "src/argocd/annotations.rs fn from_annotations",
+    "src/argocd/app.rs fn find_apps_over_multi_doc_input",
+    "src/config/mod.rs fn validate",
+    "src/discover/argocd.rs fn helm_current",
+    "src/discover/argocd.rs fn write_back",
+    "src/discover/kustomize/mod.rs fn entry",
+    "src/discover/mod.rs fn discover_with",
+    "src/discover/mod.rs fn file",
+    "src/discover/mod.rs fn scan_text",
+    "src/plan/mod.rs fn of",
+    "src/policy/mod.rs fn compile_with",
+    "src/policy/newest_build.rs fn decide_newest_build",
+    "src/policy/semver.rs fn bitnami_tags_move_within_their_distribution",
+    "src/registry/client.rs fn token",
+    "src/registry/credentials/aws.rs fn instance_metadata",
+    "src/resolve/mod.rs fn resolve_with",
+    "src/resolve/mod.rs fn decide_group",
+    "src/source/git.rs fn fast_import",
+    "src/source/tree.rs fn list",
+    "crates/imagebump-yaml/src/edit.rs fn verify",
+    "crates/imagebump-yaml/src/located.rs fn convert_node",
+    "crates/imagebump-forge/src/fake/github.rs fn answer",
+    "crates/imagebump-forge/src/fake/github.rs fn pull_json",
+    "crates/imagebump-forge/src/fake/gitlab.rs fn mr_json",
+    "crates/imagebump-forge/src/gitea.rs fn drafts_carry_a_wip_prefix_that_round_trips",
+];
+
+/// No function of the package or a workspace crate (library code and its unit tests) is over
+/// 80 lines: a reader sees each one whole, and a long one is a story of steps that want names.
 #[test]
-fn no_function_in_app_or_deliver_is_over_80_lines() {
-    let mut files = rust_files(&root().join("src/app"));
-    files.extend(rust_files(&root().join("src/deliver")));
-    files.push(root().join("src/app.rs"));
+fn no_function_is_over_80_lines() {
+    let mut files = rust_files(&root().join("src"));
+    for krate in CRATES {
+        files.extend(rust_files(&root().join("crates").join(krate).join("src")));
+    }
     let mut long = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
+        let path = file.strip_prefix(root()).unwrap().display().to_string();
         for (name, line, lines) in function_lengths(&text) {
-            if lines > 80 {
-                long.push(format!(
-                    "{}:{line}: fn {name} is {lines} lines",
-                    file.strip_prefix(root()).unwrap().display()
-                ));
+            if lines > 80 && !LONG_FUNCTIONS.contains(&format!("{path} fn {name}").as_str()) {
+                long.push(format!("{path}:{line}: fn {name} is {lines} lines"));
             }
         }
     }
@@ -328,5 +427,14 @@ fn function_lengths_are_counted_from_fn_to_its_closing_brace() {
     assert_eq!(
         function_lengths(text),
         [("a".to_string(), 1, 3), ("c".to_string(), 5, 2)]
+    );
+}
+
+#[test]
+fn braces_in_literals_and_comments_are_not_code() {
+    let text = "fn a() {\n    let c = '{';\n    // }\n    let s = r#\"}\"#;\n    let e = \"\\\"}\";\n}\nfn b<'x>(v: &'x str) {\n    let d = '\\'';\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        [("a".to_string(), 1, 6), ("b".to_string(), 7, 3)]
     );
 }

@@ -2,6 +2,18 @@
 //! (fixtures/argocd) gets, from one run against a real registry, exactly the files in
 //! fixtures/argocd/expected, and nothing else changes.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,18 @@
 //! `imagebump config schema|check`: the committed JSON Schema is the one the types
 //! generate, and `check` reports what applies where.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use support::cli::{imagebump, Run};

@@ -4,6 +4,18 @@
 //! one commit per branch on the untouched base, no stray branch. Real git remote, real
 //! registry, the GitHub fake.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::process::{Command, Stdio};

@@ -2,6 +2,18 @@
 //! a private CA, htpasswd Basic auth), and real git transports (git daemon, smart HTTP with a
 //! token).
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::collections::BTreeMap;

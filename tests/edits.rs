@@ -2,6 +2,18 @@
 //! property test that random edits change exactly the targeted scalars (also inside the
 //! `helm.values` block scalars of fixtures/helm).
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 use std::path::Path;
 
 use imagebump::chunked::Chunked;

@@ -2,6 +2,18 @@
 //! without colour codes in a file, a `scan` table that fits the terminal, and a clear word
 //! when the directory is missing or holds nothing to manage.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use support::cli::{imagebump, Cli};

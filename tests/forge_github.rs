@@ -1,6 +1,18 @@
 //! The GitHub forge against the fake GitHub API (tests/support/github.rs): what it asks,
 //! in which order, with which credentials, and what it makes of the answers.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::time::{Duration, Instant};

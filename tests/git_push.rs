@@ -1,6 +1,18 @@
 //! The git plumbing of pull-request mode against real git: a bare repository served over
 //! smart HTTP (`git http-backend`) that requires a token, accepts pushes, and logs requests.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,18 @@
 //! The test harness itself (tests/support/cli.rs): a run sees none of the developer's
 //! variables, gets a private HOME and Docker config, and fails on an unexpected exit code.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use support::cli::{imagebump, Cli, INHERITED};

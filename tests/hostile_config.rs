@@ -5,6 +5,18 @@
 //! read, a file with a byte order mark is edited with the mark kept, and `ulimit -f` or
 //! `ulimit -v` end the run with a message and no leftovers. Real binary, real registry.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::fs;

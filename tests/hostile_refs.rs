@@ -5,6 +5,18 @@
 //! remote over smart HTTP, real registry, the stateful GitHub fake; the forge clients
 //! against the fakes of all three forges.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use imagebump::deliver::marker::{render, Marked};

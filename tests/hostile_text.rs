@@ -6,6 +6,18 @@
 //! `Docker-Content-Digest` is an error and nothing is written. A real registry, real git
 //! remotes, the GitHub fake, wiremock for the malformed answers.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::fs;

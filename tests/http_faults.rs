@@ -2,6 +2,18 @@
 //! registry (library clients on wiremock servers) end in the same number of attempts and the
 //! same kind of error, with no token in the message. The rule lives in `imagebump-http`.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 use std::time::Duration;
 
 use imagebump::config::RegistryConfig;

@@ -2,6 +2,18 @@
 //! of tests/support/oracle.rs (each update changes its leaf's render exactly as reported,
 //! no edit is dead, a second run proposes nothing).
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 #[path = "support/oracle.rs"]
 mod oracle;
 mod support;

@@ -3,6 +3,18 @@
 //! `$patch: replace` and container deletes, `replacements:`, and every fixture of the
 //! repository that holds kustomizations.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 #[path = "support/oracle.rs"]
 mod oracle;
 mod support;

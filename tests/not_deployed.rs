@@ -4,6 +4,18 @@
 //! development tools' configurations (Skaffold, kind, kpt; docker-compose, devspace and ko
 //! files are no manifests). Driven through the real binary against a real registry.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::fs;

@@ -3,6 +3,18 @@
 //! environments, served over `git://`; a real registry for dev; runs at several "now"
 //! instants (IMAGEBUMP_TEST_NOW) with the exact result for every environment.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::path::Path;

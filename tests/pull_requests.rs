@@ -2,6 +2,18 @@
 //! token auth, pushes allowed), a real registry, and the stateful GitHub fake. Each test
 //! asserts the exact forge calls and pushes of every run.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use support::cli::{imagebump, Run};

@@ -18,6 +18,18 @@
 //! ([`SECRETS`] and the base64 `user:password` forms): none may appear at any verbosity.
 //! Library-level tests (`Registries::with_env`) control caching and timing exactly.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,18 @@
 //! `imagebump registry check` against a real `docker-registry` with htpasswd auth, and a
 //! wiremock registry announcing a Docker Hub style pull allowance.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::path::Path;

@@ -15,6 +15,18 @@
 //! `IMAGEBUMP_*` variables), so they may run in parallel. None takes more than a few seconds:
 //! the retry tests rely on `Retry-After: 1`/`0` and on the client's short backoff.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

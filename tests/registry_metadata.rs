@@ -4,6 +4,18 @@
 //! schema 1, corrupt blobs, oversized bodies, attestation entries, redirects to storage on
 //! another origin behind Bearer auth).
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::sync::Arc;

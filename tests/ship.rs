@@ -13,6 +13,18 @@
 //! build the Dockerfile runs takes minutes, so it is a manual step (docs/kubernetes.md,
 //! "Building the image"), not a test.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

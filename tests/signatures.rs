@@ -5,6 +5,18 @@
 //! wiremock proxy in front of the real registry answers it). Each test asserts the choice,
 //! every refused candidate's reason, the exact edit, and the exact registry requests.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::fs;

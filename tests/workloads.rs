@@ -3,6 +3,18 @@
 //! value, templated images and a CRD bundle) against a real registry: `scan` lists every
 //! image, and `run --write` edits each image line in place and nothing else.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 mod support;
 
 use std::fs;

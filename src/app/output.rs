@@ -34,7 +34,7 @@ impl Output {
             format,
             quiet,
             log_json,
-            color: terminal && std::env::var_os(EnvVars::NO_COLOR).is_none(),
+            color: terminal && EnvVars::get_os(EnvVars::NO_COLOR).is_none(),
             width: (verbose == 0).then(|| width(terminal)).flatten(),
             started: std::time::Instant::now(),
         }
@@ -94,8 +94,7 @@ impl Output {
 
 /// `COLUMNS` when it is a number, else the terminal's width when stdout is one.
 fn width(terminal: bool) -> Option<usize> {
-    let columns = std::env::var(EnvVars::COLUMNS)
-        .ok()
+    let columns = EnvVars::get(EnvVars::COLUMNS)
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|c| *c > 0);
     columns.or_else(|| {

@@ -273,7 +273,7 @@ async fn connect_forge(plan: &RunPlan, out: &Output) -> Result<Option<Connected>
 /// GitHub App's installation token), else `GITHUB_TOKEN`.
 fn git_token(connected: Option<&Connected>) -> Option<secrecy::SecretString> {
     let forge_token = connected.and_then(|c| c.git_token.clone());
-    match (forge_token, std::env::var_os(EnvVars::IMAGEBUMP_GIT_TOKEN)) {
+    match (forge_token, EnvVars::get_os(EnvVars::IMAGEBUMP_GIT_TOKEN)) {
         (Some(t), None) => Some(t),
         _ => super::git_token(),
     }

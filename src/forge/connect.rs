@@ -29,7 +29,7 @@ pub struct Request<'a> {
 }
 
 fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+    EnvVars::get(name).filter(|v| !v.is_empty())
 }
 
 fn first_var(names: &[&str]) -> Option<SecretString> {

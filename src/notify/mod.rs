@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::config::{NotifyEvent, NotifyTarget};
 use crate::report::{NotificationReport, RunReport};
 use imagebump_http::{header, Method, Plain, Redactor, Request, RetryPolicy, Transport, Url};
+use imagebump_model::env::EnvVars;
 use imagebump_model::Problem;
 
 /// What a run has to tell, as plain data (the webhook body is made from it).
@@ -239,7 +240,7 @@ pub fn secret_value(spec: &str) -> Result<SecretString, String> {
 /// [`secret_value`], read.
 fn read_secret_value(spec: &str) -> Result<SecretString, String> {
     if let Some(var) = spec.strip_prefix("env:") {
-        let value = std::env::var(var).unwrap_or_default();
+        let value = EnvVars::get(var).unwrap_or_default();
         if value.trim().is_empty() {
             return Err(format!("env:{var} is not set"));
         }

@@ -11,8 +11,7 @@ use imagebump_yaml::{self as yaml, Edit, Node, PathSeg};
 /// The time written as `generated`: `SOURCE_DATE_EPOCH` when set, else now (RFC 3339 in
 /// UTC, as Helm's Go time prints it).
 pub(super) fn generated_time() -> String {
-    let epoch = std::env::var(EnvVars::SOURCE_DATE_EPOCH)
-        .ok()
+    let epoch = EnvVars::get(EnvVars::SOURCE_DATE_EPOCH)
         .and_then(|s| s.trim().parse::<i64>().ok())
         .and_then(|s| jiff::Timestamp::from_second(s).ok());
     let t = epoch.unwrap_or_else(jiff::Timestamp::now);

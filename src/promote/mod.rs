@@ -150,8 +150,8 @@ impl Promotions {
 
 /// "Now": the clock, or `IMAGEBUMP_TEST_NOW` (an RFC 3339 time; for tests only).
 pub fn now() -> Result<i64, String> {
-    match std::env::var(EnvVars::IMAGEBUMP_TEST_NOW) {
-        Ok(text) => text
+    match EnvVars::get(EnvVars::IMAGEBUMP_TEST_NOW) {
+        Some(text) => text
             .parse::<jiff::Timestamp>()
             .map(|t| t.as_second())
             .map_err(|e| {
@@ -160,7 +160,7 @@ pub fn now() -> Result<i64, String> {
                     EnvVars::IMAGEBUMP_TEST_NOW
                 )
             }),
-        Err(_) => Ok(jiff::Timestamp::now().as_second()),
+        None => Ok(jiff::Timestamp::now().as_second()),
     }
 }
 

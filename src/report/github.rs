@@ -11,12 +11,12 @@ use imagebump_model::env::EnvVars;
 /// problems met (an unwritable file), for the run's errors.
 pub fn publish(report: &RunReport) -> Vec<Problem> {
     let mut problems = Vec::new();
-    if let Some(path) = std::env::var_os(EnvVars::GITHUB_STEP_SUMMARY).filter(|p| !p.is_empty()) {
+    if let Some(path) = EnvVars::get_os(EnvVars::GITHUB_STEP_SUMMARY).filter(|p| !p.is_empty()) {
         if let Err(e) = append(&path, &summary(report)) {
             problems.push(Problem::general(format!("GITHUB_STEP_SUMMARY: {e}")));
         }
     }
-    if let Some(path) = std::env::var_os(EnvVars::GITHUB_OUTPUT).filter(|p| !p.is_empty()) {
+    if let Some(path) = EnvVars::get_os(EnvVars::GITHUB_OUTPUT).filter(|p| !p.is_empty()) {
         if let Err(e) = append(&path, &outputs(report)) {
             problems.push(Problem::general(format!("GITHUB_OUTPUT: {e}")));
         }

@@ -24,6 +24,8 @@ pub use history::{FileCommit, FileHistory};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, Read, Write};
+
+use imagebump_model::env::EnvVars;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -678,8 +680,8 @@ impl Git {
         ]
         .iter()
         .all(|s| verbatim_ident(s))
-            && std::env::var_os("GIT_AUTHOR_DATE").is_none()
-            && std::env::var_os("GIT_COMMITTER_DATE").is_none()
+            && EnvVars::get_os("GIT_AUTHOR_DATE").is_none()
+            && EnvVars::get_os("GIT_COMMITTER_DATE").is_none()
             // fast-import cannot sign.
             && !self.signs();
         if !verbatim {

@@ -301,3 +301,25 @@ impl EnvVars {
     /// updates, instead of the current time (the reproducible-builds convention).
     pub const SOURCE_DATE_EPOCH: &'static str = "SOURCE_DATE_EPOCH";
 }
+
+// The one place imagebump reads the process environment (clippy.toml's `disallowed-methods`
+// holds every other module to it), so that what a run reads is what this list says.
+#[allow(clippy::disallowed_methods)]
+impl EnvVars {
+    /// The variable's value, when it is set and valid Unicode.
+    pub fn get(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// The variable's value as the operating system holds it, when it is set.
+    pub fn get_os(name: &str) -> Option<std::ffi::OsString> {
+        std::env::var_os(name)
+    }
+
+    /// Every variable of the process whose name and value are valid Unicode: for sources
+    /// that read the environment as a whole (a credentials helper's `$VAR` expansion).
+    pub fn all() -> impl Iterator<Item = (String, String)> {
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+    }
+}

@@ -11,6 +11,18 @@
 //! every `cargo test`. For a longer search, multiply them:
 //! `FUZZ_SCALE=30 cargo test -p imagebump-yaml --test fuzz`.
 
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
 use std::ops::Range;
 
 use imagebump_yaml::{

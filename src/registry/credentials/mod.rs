@@ -85,7 +85,7 @@ pub struct Environment {
 impl Environment {
     pub fn process() -> Environment {
         Environment {
-            vars: std::env::vars().collect(),
+            vars: EnvVars::all().collect(),
         }
     }
 
