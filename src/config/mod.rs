@@ -39,143 +39,161 @@ fn key(k: &str) -> PathSeg {
 /// Checks serde cannot do: globs, regular expressions, constraints, platforms and
 /// durations compile. Also returns warnings (settings that work but likely surprise).
 pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    // Every branch imagebump pushes starts with the prefix: without one, a change set's
-    // branch could be named like the base branch or anybody's branch.
-    let prefix = config.pull_requests.branch_prefix.trim();
-    if prefix.is_empty() || prefix.trim_end_matches(['/', '-', '_', '.']).is_empty() {
-        errors.push(Invalid {
-            at: vec![key("pullRequests"), key("branchPrefix")],
-            message: format!(
-                "branch prefix {:?} does not set imagebump's branches apart from others",
-                config.pull_requests.branch_prefix
-            ),
-            hint: Some(
-                "keep the default imagebump/ or use a name of your own, such as deps/imagebump-"
-                    .into(),
-            ),
+    let mut found = Findings::default();
+    found.branch_prefix(&config.pull_requests.branch_prefix);
+    found.scan_globs(&config.scan);
+    found.policies_and_rules(config);
+    found
+        .errors
+        .extend(credentials_problems(&config.credentials));
+    for (i, rule) in config.images.iter().enumerate() {
+        found.credentials_for_any_host(i, rule);
+    }
+    for (i, r) in config.registries.iter().enumerate() {
+        registry_problems(i, r, &mut found.errors, &mut found.warnings);
+    }
+    for (i, target) in config.notify.iter().enumerate() {
+        found
+            .errors
+            .extend(notify_problem(target).map(|(k, message, hint)| {
+                Invalid {
+                    at: [key("notify"), PathSeg::Index(i)]
+                        .into_iter()
+                        .chain(k.map(key))
+                        .collect(),
+                    message,
+                    hint: Some(hint.into()),
+                }
+            }));
+    }
+    (found.errors, found.warnings)
+}
+
+/// What [`validate`] finds, in the order it looks.
+#[derive(Default)]
+struct Findings {
+    errors: Vec<Invalid>,
+    warnings: Vec<String>,
+}
+
+impl Findings {
+    fn error(&mut self, at: Vec<PathSeg>, message: String, hint: &str) {
+        self.errors.push(Invalid {
+            at,
+            message,
+            hint: Some(hint.into()),
         });
     }
-    let s = &config.scan;
-    for (name, globs) in [
-        ("include", &s.include),
-        ("exclude", &s.exclude),
-        ("helmValues", &s.helm_values),
-    ] {
-        for (i, g) in globs.iter().enumerate() {
-            if let Err(e) = globset::Glob::new(g) {
-                errors.push(Invalid {
-                    at: vec![key("scan"), key(name), PathSeg::Index(i)],
-                    message: format!("bad glob {g:?}: {e}"),
-                    hint: Some(
-                        "globs relative to the root, such as apps/** or **/values*.yaml".into(),
-                    ),
+
+    /// Every branch imagebump pushes starts with the prefix: without one, a change set's
+    /// branch could be named like the base branch or anybody's branch.
+    fn branch_prefix(&mut self, branch_prefix: &str) {
+        let prefix = branch_prefix.trim();
+        if prefix.is_empty() || prefix.trim_end_matches(['/', '-', '_', '.']).is_empty() {
+            self.error(
+                vec![key("pullRequests"), key("branchPrefix")],
+                format!("branch prefix {branch_prefix:?} does not set imagebump's branches apart from others"),
+                "keep the default imagebump/ or use a name of your own, such as deps/imagebump-",
+            );
+        }
+    }
+
+    fn scan_globs(&mut self, s: &ScanConfig) {
+        for (name, globs) in [
+            ("include", &s.include),
+            ("exclude", &s.exclude),
+            ("helmValues", &s.helm_values),
+        ] {
+            for (i, g) in globs.iter().enumerate() {
+                if let Err(e) = globset::Glob::new(g) {
+                    self.error(
+                        vec![key("scan"), key(name), PathSeg::Index(i)],
+                        format!("bad glob {g:?}: {e}"),
+                        "globs relative to the root, such as apps/** or **/values*.yaml",
+                    );
+                }
+            }
+        }
+    }
+
+    /// `defaults`, then each rule's own fields and policy; a rule inheriting a broken key
+    /// from `defaults` is reported there, once.
+    fn policies_and_rules(&mut self, config: &Config) {
+        let defaults_error =
+            crate::policy::Policy::compile(config.defaults.clone(), Default::default())
+                .err()
+                .map(|e| e.key);
+        self.policy(vec![key("defaults")], config.defaults.clone(), None);
+        for (i, rule) in config.images.iter().enumerate() {
+            self.rule_fields(i, rule);
+            let at = vec![key("images"), PathSeg::Index(i)];
+            self.policy(at, config.defaults.overlay(&rule.policy()), defaults_error);
+        }
+    }
+
+    fn policy(&mut self, at: Vec<PathSeg>, spec: PolicySpec, reported: Option<&'static str>) {
+        match crate::policy::Policy::compile(spec, Default::default()) {
+            Ok(p) => self.warnings.extend(
+                p.warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", imagebump_yaml::path_to_string(&at))),
+            ),
+            Err(e) if reported.is_some() && reported == Some(e.key) => {}
+            Err(e) => {
+                let mut at = at;
+                at.push(key(e.key));
+                self.errors.push(Invalid {
+                    at,
+                    message: e.message,
+                    hint: e.hint,
                 });
             }
         }
     }
-    let defaults_error =
-        crate::policy::Policy::compile(config.defaults.clone(), Default::default())
-            .err()
-            .map(|e| e.key);
-    let mut check = |at: Vec<PathSeg>, spec: PolicySpec, is_rule: bool| -> Option<Invalid> {
-        match crate::policy::Policy::compile(spec, Default::default()) {
-            Ok(p) => {
-                warnings.extend(
-                    p.warnings
-                        .iter()
-                        .map(|w| format!("{}: {w}", imagebump_yaml::path_to_string(&at))),
-                );
-                None
-            }
-            // A rule inheriting a broken key from `defaults` is reported there, once.
-            Err(e) if is_rule && defaults_error == Some(e.key) => None,
-            Err(e) => {
-                let mut at = at;
-                at.push(key(e.key));
-                Some(Invalid {
-                    at,
-                    message: e.message,
-                    hint: e.hint,
-                })
-            }
-        }
-    };
-    errors.extend(check(vec![key("defaults")], config.defaults.clone(), false));
-    for (i, rule) in config.images.iter().enumerate() {
-        let at = vec![key("images"), PathSeg::Index(i)];
+
+    /// An `images[i]` rule's own fields: its globs, `promoteFrom` and `credentials`.
+    fn rule_fields(&mut self, i: usize, rule: &ImageRule) {
+        let at = |k: &[&'static str]| -> Vec<PathSeg> {
+            [key("images"), PathSeg::Index(i)]
+                .into_iter()
+                .chain(k.iter().map(|k| key(k)))
+                .collect()
+        };
         if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
-            let mut at = at.clone();
-            at.push(key("match"));
-            errors.push(Invalid {
-                at,
-                message: e,
-                hint: Some("globs such as ghcr.io/acme/* or **/nginx".into()),
-            });
+            self.error(
+                at(&["match"]),
+                e,
+                "globs such as ghcr.io/acme/* or **/nginx",
+            );
         }
         if let Some(Err(e)) = rule.path.as_deref().map(crate::policy::rules::rule_glob) {
-            let mut at = at.clone();
-            at.push(key("path"));
-            errors.push(Invalid {
-                at,
-                message: e,
-                hint: Some("globs such as apps/*/overlays/dev/** or **/values-prod.yaml".into()),
-            });
+            let hint = "globs such as apps/*/overlays/dev/** or **/values-prod.yaml";
+            self.error(at(&["path"]), e, hint);
         }
         if let Some((k, message)) = rule
             .promote_from
             .as_ref()
             .and_then(|p| imagebump_model::promotion::check(rule.path.as_deref(), p))
         {
-            let mut at = at.clone();
-            at.extend([key("promoteFrom"), key(k)]);
-            errors.push(Invalid {
-                at,
-                message,
-                hint: Some("see docs/promotion.md".into()),
-            });
+            self.error(at(&["promoteFrom", k]), message, "see docs/promotion.md");
         }
         if let Some(Err(e)) = rule
             .credentials
             .as_deref()
             .map(imagebump_model::credentials::Source::parse)
         {
-            let mut at = at.clone();
-            at.push(key("credentials"));
-            errors.push(Invalid {
-                at,
-                message: e,
-                hint: Some("see docs/registries.md".into()),
-            });
+            self.error(at(&["credentials"]), e, "see docs/registries.md");
         }
-        errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
     }
-    errors.extend(credentials_problems(&config.credentials));
-    for (i, rule) in config.images.iter().enumerate() {
+
+    fn credentials_for_any_host(&mut self, i: usize, rule: &ImageRule) {
         if rule.credentials.is_some() && any_host(&rule.glob) {
-            warnings.push(format!(
+            self.warnings.push(format!(
                 "images[{i}].credentials: match {:?} covers images of any registry host, so these credentials go to whatever host a manifest names; start match with the host (e.g. harbor.example.com/team/**)",
                 rule.glob
             ));
         }
     }
-    for (i, r) in config.registries.iter().enumerate() {
-        registry_problems(i, r, &mut errors, &mut warnings);
-    }
-    for (i, target) in config.notify.iter().enumerate() {
-        errors.extend(notify_problem(target).map(|(k, message, hint)| {
-            Invalid {
-                at: [key("notify"), PathSeg::Index(i)]
-                    .into_iter()
-                    .chain(k.map(key))
-                    .collect(),
-                message,
-                hint: Some(hint.into()),
-            }
-        }));
-    }
-    (errors, warnings)
 }
 
 /// Does an `images[].match` glob leave the registry host open (a pattern in its first

@@ -708,72 +708,14 @@ impl Git {
         let entries = self.tree_entries(dir, &parent, None)?;
         // A ref fast-import needs to build on; deleted again at the end of the stream.
         let scratch = format!("refs/imagebump-tmp/commits-{}", std::process::id());
-        let mut results: Vec<Result<String, Error>> = Vec::with_capacity(commits.len());
-        let mut stream: Vec<u8> = b"feature done\n".to_vec();
-        let data = |stream: &mut Vec<u8>, bytes: &[u8]| {
-            stream.extend_from_slice(format!("data {}\n", bytes.len()).as_bytes());
-            stream.extend_from_slice(bytes);
-            stream.push(b'\n');
-        };
-        // Marks are 1-based: the first commit is mark 1.
-        for (mark, c) in (1usize..).zip(commits) {
-            let modes = c
-                .files
-                .iter()
-                .try_for_each(|(p, _)| tree_path(p).map(drop))
-                .and_then(|()| parent_dirs(&c.files))
-                .and_then(|_| modes_in(&entries, &c.files));
-            let modes = match modes {
-                Ok(m) => m,
-                Err(e) => {
-                    results.push(Err(e));
-                    continue;
-                }
-            };
-            let head = format!(
-                "commit {scratch}\nmark :{mark}\nauthor {} <{}> now\ncommitter {} <{}> now\n",
-                author.name, author.email, committer.name, committer.email
-            );
-            stream.extend_from_slice(head.as_bytes());
-            let mut message = c.message.clone();
-            if !message.ends_with('\n') {
-                message.push('\n');
-            }
-            data(&mut stream, message.as_bytes());
-            stream.extend_from_slice(format!("from {parent}\n").as_bytes());
-            for ((path, content), mode) in c.files.iter().zip(&modes) {
-                let line = format!("M {mode} inline {}\n", fast_import_path(path));
-                stream.extend_from_slice(line.as_bytes());
-                data(&mut stream, content);
-            }
-            stream.push(b'\n');
-            results.push(Ok(String::new()));
-        }
+        let (mut stream, mut results) =
+            fast_import_stream(commits, (&entries, &parent), &scratch, (author, committer));
         if results.iter().all(Result::is_err) {
             return Ok(results);
         }
         stream.extend_from_slice(format!("reset {scratch}\n\ndone\n").as_bytes());
-        let tmp = tempfile::Builder::new()
-            .prefix("imagebump-marks-")
-            .tempdir()
-            .map_err(Error::Temp)?;
-        let marks = tmp.path().join("marks");
-        let mut cmd = self.local(dir);
-        // glibc's malloc gives fast-import's freed memory back to the kernel and asks for it
-        // again object after object, a page fault each time; keeping some of it makes
-        // fast-import several times faster. Other C libraries ignore the setting.
-        cmd.env("GLIBC_TUNABLES", FAST_IMPORT_MALLOC);
-        cmd.args(["fast-import", "--quiet", "--date-format=now"])
-            .arg(format!("--export-marks={}", marks.display()));
-        self.run_with_input(cmd, "fast-import", &stream)?;
-        let text = std::fs::read_to_string(&marks).map_err(Error::Temp)?;
-        let shas: BTreeMap<usize, &str> = text
-            .lines()
-            .filter_map(|l| {
-                let (mark, sha) = l.strip_prefix(':')?.split_once(' ')?;
-                Some((mark.parse().ok()?, sha))
-            })
-            .collect();
+        let shas = self.run_fast_import(dir, &stream)?;
+        // Marks are 1-based: the first commit is mark 1.
         for (mark, r) in (1usize..).zip(results.iter_mut()) {
             if r.is_ok() {
                 *r = shas
@@ -787,6 +729,31 @@ impl Git {
             }
         }
         Ok(results)
+    }
+
+    /// Runs `git fast-import` over `stream`; the commit each mark became.
+    fn run_fast_import(&self, dir: &Path, stream: &[u8]) -> Result<BTreeMap<usize, String>, Error> {
+        let tmp = tempfile::Builder::new()
+            .prefix("imagebump-marks-")
+            .tempdir()
+            .map_err(Error::Temp)?;
+        let marks = tmp.path().join("marks");
+        let mut cmd = self.local(dir);
+        // glibc's malloc gives fast-import's freed memory back to the kernel and asks for it
+        // again object after object, a page fault each time; keeping some of it makes
+        // fast-import several times faster. Other C libraries ignore the setting.
+        cmd.env("GLIBC_TUNABLES", FAST_IMPORT_MALLOC);
+        cmd.args(["fast-import", "--quiet", "--date-format=now"])
+            .arg(format!("--export-marks={}", marks.display()));
+        self.run_with_input(cmd, "fast-import", stream)?;
+        let text = std::fs::read_to_string(&marks).map_err(Error::Temp)?;
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let (mark, sha) = l.strip_prefix(':')?.split_once(' ')?;
+                Some((mark.parse().ok()?, sha.to_string()))
+            })
+            .collect())
     }
 
     /// The mode each of `files` gets: its mode in `parent`, or `100644` when new. A path
@@ -1386,6 +1353,59 @@ fn parent_dirs(files: &[(String, Vec<u8>)]) -> Result<Vec<String>, Error> {
         });
     }
     Ok(dirs)
+}
+
+/// The fast-import stream of `commits` on `parent` (from `feature done` to the last
+/// commit, each on the `scratch` ref), and one result per commit: `Ok` (its id filled in once
+/// imported) or why its files are refused.
+fn fast_import_stream(
+    commits: &[NewCommit],
+    (entries, parent): (&BTreeMap<String, (String, String)>, &str),
+    scratch: &str,
+    (author, committer): (&Signature, &Signature),
+) -> (Vec<u8>, Vec<Result<String, Error>>) {
+    let mut results: Vec<Result<String, Error>> = Vec::with_capacity(commits.len());
+    let mut stream: Vec<u8> = b"feature done\n".to_vec();
+    let data = |stream: &mut Vec<u8>, bytes: &[u8]| {
+        stream.extend_from_slice(format!("data {}\n", bytes.len()).as_bytes());
+        stream.extend_from_slice(bytes);
+        stream.push(b'\n');
+    };
+    // Marks are 1-based: the first commit is mark 1.
+    for (mark, c) in (1usize..).zip(commits) {
+        let modes = c
+            .files
+            .iter()
+            .try_for_each(|(p, _)| tree_path(p).map(drop))
+            .and_then(|()| parent_dirs(&c.files))
+            .and_then(|_| modes_in(entries, &c.files));
+        let modes = match modes {
+            Ok(m) => m,
+            Err(e) => {
+                results.push(Err(e));
+                continue;
+            }
+        };
+        let head = format!(
+            "commit {scratch}\nmark :{mark}\nauthor {} <{}> now\ncommitter {} <{}> now\n",
+            author.name, author.email, committer.name, committer.email
+        );
+        stream.extend_from_slice(head.as_bytes());
+        let mut message = c.message.clone();
+        if !message.ends_with('\n') {
+            message.push('\n');
+        }
+        data(&mut stream, message.as_bytes());
+        stream.extend_from_slice(format!("from {parent}\n").as_bytes());
+        for ((path, content), mode) in c.files.iter().zip(&modes) {
+            let line = format!("M {mode} inline {}\n", fast_import_path(path));
+            stream.extend_from_slice(line.as_bytes());
+            data(&mut stream, content);
+        }
+        stream.push(b'\n');
+        results.push(Ok(String::new()));
+    }
+    (stream, results)
 }
 
 /// The mode of each of `files` from the parent's tree `entries` (see [`Git::file_modes`]).
