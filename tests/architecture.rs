@@ -390,12 +390,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "src/resolve/mod.rs fn resolve_with",
     "src/resolve/mod.rs fn decide_group",
     "src/source/tree.rs fn list",
-    "crates/imagebump-yaml/src/edit.rs fn verify",
-    "crates/imagebump-yaml/src/located.rs fn convert_node",
-    "crates/imagebump-forge/src/fake/github.rs fn answer",
-    "crates/imagebump-forge/src/fake/github.rs fn pull_json",
-    "crates/imagebump-forge/src/fake/gitlab.rs fn mr_json",
-    "crates/imagebump-forge/src/gitea.rs fn drafts_carry_a_wip_prefix_that_round_trips",
 ];
 
 /// No function of the package or a workspace crate (library code and its unit tests) is over

@@ -1094,9 +1094,19 @@ mod tests {
             (open[0].title.as_str(), open[0].draft),
             ("Bump web to 2", true)
         );
+    }
+
+    #[tokio::test]
+    async fn a_title_a_human_marked_ready_or_prefixed_is_kept() {
+        let fake = FakeGitea::start().await;
+        let forge = connect(&fake);
+        let draft = NewPull {
+            draft: true,
+            ..new_pull("imagebump/web", "Bump web to 2", "b")
+        };
+        let n = forge.create_pull(&draft).await.expect("create").number;
 
         // A human marked it ready: it stays ready.
-        fake.set_draft_field(true);
         fake.set_title(n, "Bump web to 2");
         let open = forge.open_pulls(PREFIX).await.expect("list");
         assert_eq!(

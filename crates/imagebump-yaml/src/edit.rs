@@ -574,40 +574,71 @@ fn collect(
 }
 
 /// `edits` one per span; `claimed` every edit asked for, also those of the same span (the
-/// references that read one anchored value).
+/// references that read one anchored value). The text after must read as the text before
+/// with exactly the edited values changed.
 fn verify(before: &str, after: &str, edits: &[Edit], claimed: &[Edit]) -> Result<(), EditError> {
     let mut expected = parse_all(before).map_err(EditError::Reparse)?;
     let actual = parse_all(after).map_err(EditError::Reparse)?;
     let sharers = shared_places(before, edits);
     let (direct, inside): (Vec<&Edit>, Vec<&Edit>) = edits.iter().partition(|e| e.inner.is_none());
     for e in direct {
-        let got = actual
-            .get(e.doc)
-            .and_then(|d| lookup(d, &e.path))
-            .ok_or_else(|| EditError::Mismatch(format!("{} is gone", place(e))))?;
-        if scalar_string(got).as_deref() != Some(e.new_value.as_str()) {
-            return Err(EditError::Mismatch(format!(
-                "{} reads {:?}, expected {:?}",
-                place(e),
-                scalar_string(got).unwrap_or_default(),
-                e.new_value
-            )));
-        }
-        replace(&mut expected, e, got)?;
-        for p in sharers.iter().filter(|p| p.span == e.span) {
-            let alias = Edit {
-                doc: p.doc,
-                path: p.path.clone(),
-                ..e.clone()
-            };
-            if let Some(now) = actual.get(p.doc).and_then(|d| lookup(d, &p.path)) {
-                replace(&mut expected, &alias, now)?;
-            }
+        verify_direct(e, &actual, &mut expected, &sharers)?;
+    }
+    only_claimed_sharers(&sharers, claimed)?;
+    if expected.len() != actual.len() {
+        return Err(EditError::Mismatch(format!(
+            "document count changed from {} to {}",
+            expected.len(),
+            actual.len()
+        )));
+    }
+    verify_blocks(&inside, &mut expected, &actual)?;
+    if expected != actual {
+        return Err(EditError::Mismatch(
+            "the edit changed values other than the intended ones (is the value shared through a YAML anchor?)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// An edit of a whole value: the text after reads the new value there (and where an alias
+/// or merge key reads the same anchor), and `expected` takes it.
+fn verify_direct(
+    e: &Edit,
+    actual: &[Value],
+    expected: &mut [Value],
+    sharers: &[Place],
+) -> Result<(), EditError> {
+    let got = actual
+        .get(e.doc)
+        .and_then(|d| lookup(d, &e.path))
+        .ok_or_else(|| EditError::Mismatch(format!("{} is gone", place(e))))?;
+    if scalar_string(got).as_deref() != Some(e.new_value.as_str()) {
+        return Err(EditError::Mismatch(format!(
+            "{} reads {:?}, expected {:?}",
+            place(e),
+            scalar_string(got).unwrap_or_default(),
+            e.new_value
+        )));
+    }
+    replace(expected, e, got)?;
+    for p in sharers.iter().filter(|p| p.span == e.span) {
+        let alias = Edit {
+            doc: p.doc,
+            path: p.path.clone(),
+            ..e.clone()
+        };
+        if let Some(now) = actual.get(p.doc).and_then(|d| lookup(d, &p.path)) {
+            replace(expected, &alias, now)?;
         }
     }
-    // An anchored value is edited only when every place that reads it (through an alias or
-    // a merge key) is a reference being updated to the same value; then they all read the
-    // new value, as intended.
+    Ok(())
+}
+
+/// An anchored value is edited only when every place that reads it (through an alias or
+/// a merge key) is a reference being updated to the same value; then they all read the
+/// new value, as intended.
+fn only_claimed_sharers(sharers: &[Place], claimed: &[Edit]) -> Result<(), EditError> {
     for p in sharers.iter().filter(|p| !p.written_here) {
         let wanted = claimed
             .iter()
@@ -628,13 +659,16 @@ fn verify(before: &str, after: &str, edits: &[Edit], claimed: &[Edit]) -> Result
             )));
         }
     }
-    if expected.len() != actual.len() {
-        return Err(EditError::Mismatch(format!(
-            "document count changed from {} to {}",
-            expected.len(),
-            actual.len()
-        )));
-    }
+    Ok(())
+}
+
+/// Edits inside block scalars, one block at a time: each block reads as before with its
+/// edits made, and `expected` takes it.
+fn verify_blocks(
+    inside: &[&Edit],
+    expected: &mut [Value],
+    actual: &[Value],
+) -> Result<(), EditError> {
     let mut blocks: Vec<(usize, &[PathSeg])> =
         inside.iter().map(|e| (e.doc, &e.path[..])).collect();
     blocks.sort();
@@ -648,13 +682,8 @@ fn verify(before: &str, after: &str, edits: &[Edit], claimed: &[Edit]) -> Result
         let Some(&block) = edits.first() else {
             continue;
         };
-        let got = verify_block(&expected, &actual, block, &edits)?;
-        replace(&mut expected, block, got)?;
-    }
-    if expected != actual {
-        return Err(EditError::Mismatch(
-            "the edit changed values other than the intended ones (is the value shared through a YAML anchor?)".into(),
-        ));
+        let got = verify_block(expected, actual, block, &edits)?;
+        replace(expected, block, got)?;
     }
     Ok(())
 }

@@ -687,46 +687,7 @@ fn convert_node(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
                 style,
             })
         }
-        YamlNode::Mapping(m) => {
-            let offset = offset_of(&m.syntax().text_range());
-            let mut entries: Vec<(Key, Node)> = Vec::new();
-            let mut merged: Vec<(Key, Node)> = Vec::new();
-            for e in m.entries() {
-                let key = match e.key_node() {
-                    Some(YamlNode::Scalar(k)) => Key {
-                        name: scalar_value(&k, anchors.text.get(range_of(&k)).unwrap_or_default()),
-                        offset: offset_of(&k.syntax().text_range()),
-                    },
-                    // The merge key is a token of its own, not a scalar.
-                    _ if e.syntax().text().to_string().trim_start().starts_with("<<") => Key {
-                        name: "<<".into(),
-                        offset: offset_of(&e.syntax().text_range()),
-                    },
-                    _ => continue,
-                };
-                let value = match e.value_node() {
-                    Some(v) => convert(&v, anchors),
-                    None => Node::Other { offset: key.offset },
-                };
-                // A merge key (`<<: *base`, `<<: [*a, *b]`): the merged mappings' entries,
-                // under the keys the mapping does not set itself.
-                if key.name == "<<" {
-                    let sources = match value {
-                        Node::Seq { items, .. } => items,
-                        other => vec![other],
-                    };
-                    for source in sources {
-                        if let Node::Map { entries: more, .. } = source {
-                            merged.extend(more);
-                        }
-                    }
-                    continue;
-                }
-                entries.push((key, value));
-            }
-            merge(&mut entries, merged);
-            Node::Map { entries, offset }
-        }
+        YamlNode::Mapping(m) => convert_mapping(m, anchors),
         YamlNode::Sequence(s) => Node::Seq {
             items: s.values().map(|v| convert(&v, anchors)).collect(),
             offset: offset_of(&s.syntax().text_range()),
@@ -747,6 +708,47 @@ fn convert_node(node: &YamlNode, anchors: &mut Anchors<'_>) -> Node {
             offset: offset_of(&t.syntax().text_range()),
         },
     }
+}
+
+/// A mapping's entries; a merge key (`<<: *base`, `<<: [*a, *b]`) gives the merged
+/// mappings' entries, under the keys the mapping does not set itself.
+fn convert_mapping(m: &yaml_edit::Mapping, anchors: &mut Anchors<'_>) -> Node {
+    let offset = offset_of(&m.syntax().text_range());
+    let mut entries: Vec<(Key, Node)> = Vec::new();
+    let mut merged: Vec<(Key, Node)> = Vec::new();
+    for e in m.entries() {
+        let key = match e.key_node() {
+            Some(YamlNode::Scalar(k)) => Key {
+                name: scalar_value(&k, anchors.text.get(range_of(&k)).unwrap_or_default()),
+                offset: offset_of(&k.syntax().text_range()),
+            },
+            // The merge key is a token of its own, not a scalar.
+            _ if e.syntax().text().to_string().trim_start().starts_with("<<") => Key {
+                name: "<<".into(),
+                offset: offset_of(&e.syntax().text_range()),
+            },
+            _ => continue,
+        };
+        let value = match e.value_node() {
+            Some(v) => convert(&v, anchors),
+            None => Node::Other { offset: key.offset },
+        };
+        if key.name != "<<" {
+            entries.push((key, value));
+            continue;
+        }
+        let sources = match value {
+            Node::Seq { items, .. } => items,
+            other => vec![other],
+        };
+        for source in sources {
+            if let Node::Map { entries: more, .. } = source {
+                merged.extend(more);
+            }
+        }
+    }
+    merge(&mut entries, merged);
+    Node::Map { entries, offset }
 }
 
 #[cfg(test)]

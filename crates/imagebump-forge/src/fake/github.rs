@@ -516,27 +516,8 @@ impl State {
             return fault_response(&fault);
         }
         let segments: Vec<&str> = route.trim_matches('/').split('/').collect();
-        // The App routes take the app's JWT, not a token.
-        match (method, segments.as_slice()) {
-            ("POST", ["app", "installations", id, "access_tokens"]) => {
-                if !self.app_ok(credential) {
-                    return bad_credentials("A JSON web token could not be decoded");
-                }
-                return self.access_token(id, body);
-            }
-            ("GET", ["repos", owner, repo, "installation"]) => {
-                if !self.app_ok(credential) {
-                    return bad_credentials("A JSON web token could not be decoded");
-                }
-                return self.installation(owner, repo);
-            }
-            ("GET", ["app"]) => {
-                if !self.app_ok(credential) {
-                    return bad_credentials("A JSON web token could not be decoded");
-                }
-                return ok(200, json!({"id": 1, "slug": APP_SLUG, "name": "imagebump"}));
-            }
-            _ => {}
+        if let Some(answer) = self.app_route(method, &segments, body, credential) {
+            return answer;
         }
         if !self.token_ok(credential) {
             return bad_credentials("Bad credentials");
@@ -553,11 +534,48 @@ impl State {
         if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
             return not_found();
         }
-        let number = |s: &str| s.parse::<u64>().ok();
         let empty = json!({});
-        let body = body.unwrap_or(&empty);
+        self.repo_route(method, rest, (&route, query), body.unwrap_or(&empty))
+    }
+
+    /// The App routes, which take the app's JWT, not a token; `None` for any other route.
+    fn app_route(
+        &mut self,
+        method: &str,
+        segments: &[&str],
+        body: Option<&Value>,
+        credential: &Credential,
+    ) -> Option<(u16, ResponseTemplate)> {
+        let app = matches!(
+            (method, segments),
+            ("POST", ["app", "installations", _, "access_tokens"])
+                | ("GET", ["repos", _, _, "installation"])
+                | ("GET", ["app"])
+        );
+        if !app {
+            return None;
+        }
+        if !self.app_ok(credential) {
+            return Some(bad_credentials("A JSON web token could not be decoded"));
+        }
+        Some(match (method, segments) {
+            ("POST", ["app", "installations", id, "access_tokens"]) => self.access_token(id, body),
+            ("GET", ["repos", owner, repo, "installation"]) => self.installation(owner, repo),
+            _ => ok(200, json!({"id": 1, "slug": APP_SLUG, "name": "imagebump"})),
+        })
+    }
+
+    /// The routes under `/repos/{owner}/{repo}/` of the fake's repository.
+    fn repo_route(
+        &mut self,
+        method: &str,
+        rest: &[&str],
+        (route, query): (&str, &[(String, String)]),
+        body: &Value,
+    ) -> (u16, ResponseTemplate) {
+        let number = |s: &str| s.parse::<u64>().ok();
         match (method, rest) {
-            ("GET", ["pulls"]) => self.list(&route, query),
+            ("GET", ["pulls"]) => self.list(route, query),
             ("POST", ["pulls"]) => self.create(body),
             ("GET", ["pulls", n]) => match number(n).and_then(|n| self.find(n)) {
                 Some(pull) => ok(200, self.pull_json(&pull, true)),
@@ -1160,161 +1178,131 @@ impl State {
             value = items.swap_remove(0);
         }
         let full = self.full_name();
-        let n = pull.number;
-        let api = format!("{}/repos/{full}", self.base_url);
-        let html = format!("https://github.com/{full}/pull/{n}");
-        let set = |value: &mut Value, key: &str, v: Value| {
-            value[key] = v;
-        };
-        set(&mut value, "url", json!(format!("{api}/pulls/{n}")));
-        set(&mut value, "id", json!(10_000 + n));
-        set(&mut value, "node_id", json!(format!("PR_fake{n}")));
-        set(&mut value, "html_url", json!(html));
-        set(&mut value, "diff_url", json!(format!("{html}.diff")));
-        set(&mut value, "patch_url", json!(format!("{html}.patch")));
-        set(&mut value, "issue_url", json!(format!("{api}/issues/{n}")));
-        set(
-            &mut value,
-            "commits_url",
-            json!(format!("{api}/pulls/{n}/commits")),
+        let labels = pull
+            .labels
+            .iter()
+            .map(|l| label_json(&self.base_url, &full, l))
+            .collect();
+        let mut fields = pull_links(
+            &format!("{}/repos/{full}", self.base_url),
+            &full,
+            pull.number,
         );
-        set(
-            &mut value,
+        fields.extend(pull_fields(pull, Value::Array(labels)));
+        fields.extend(pull_people(pull));
+        if single {
+            fields.extend(single_pull_fields(pull));
+        }
+        for (key, v) in fields {
+            value[key] = v;
+        }
+        let mut head = pull.head_repo.split('/');
+        let head_owner = head.next().unwrap_or_default();
+        let head_name = head.next().unwrap_or_default();
+        let n = pull.number;
+        set_branch(&mut value["head"], head_owner, head_name, &pull.branch, n);
+        set_branch(&mut value["base"], &self.owner, &self.repo, &pull.base, 0);
+        value
+    }
+}
+
+/// A pull request's URLs and ids, as GitHub forms them.
+fn pull_links(api: &str, full: &str, n: u64) -> Vec<(&'static str, Value)> {
+    let html = format!("https://github.com/{full}/pull/{n}");
+    vec![
+        ("url", json!(format!("{api}/pulls/{n}"))),
+        ("id", json!(10_000 + n)),
+        ("node_id", json!(format!("PR_fake{n}"))),
+        ("diff_url", json!(format!("{html}.diff"))),
+        ("patch_url", json!(format!("{html}.patch"))),
+        ("issue_url", json!(format!("{api}/issues/{n}"))),
+        ("commits_url", json!(format!("{api}/pulls/{n}/commits"))),
+        (
             "review_comments_url",
             json!(format!("{api}/pulls/{n}/comments")),
-        );
-        set(
-            &mut value,
-            "comments_url",
-            json!(format!("{api}/issues/{n}/comments")),
-        );
-        set(&mut value, "number", json!(n));
-        set(&mut value, "state", json!(pull.state));
-        set(&mut value, "locked", json!(false));
-        set(&mut value, "title", json!(pull.title));
-        set(&mut value, "user", user_json(&pull.user));
-        set(&mut value, "body", json!(pull.body));
-        set(
-            &mut value,
-            "labels",
-            Value::Array(
-                pull.labels
-                    .iter()
-                    .map(|l| label_json(&self.base_url, &full, l))
-                    .collect(),
-            ),
-        );
-        set(&mut value, "milestone", Value::Null);
-        set(&mut value, "created_at", json!(timestamp(pull.created_at)));
-        set(&mut value, "updated_at", json!(timestamp(pull.updated_at)));
-        set(
-            &mut value,
-            "closed_at",
-            json!(pull.closed_at.map(timestamp)),
-        );
-        set(
-            &mut value,
-            "merged_at",
-            json!(pull.merged_at.map(timestamp)),
-        );
-        set(
-            &mut value,
-            "merge_commit_sha",
+        ),
+        ("comments_url", json!(format!("{api}/issues/{n}/comments"))),
+        ("html_url", json!(html)),
+        ("number", json!(n)),
+    ]
+}
+
+/// A pull request's own fields: state, texts, times, draft and auto-merge.
+fn pull_fields(pull: &FakePull, labels: Value) -> Vec<(&'static str, Value)> {
+    let merge_commit = if pull.merged {
+        json!(format!("{:040x}", pull.number))
+    } else {
+        Value::Null
+    };
+    let auto_merge = match &pull.auto_merge {
+        Some(method) => json!({
+            "enabled_by": user_json(BOT_LOGIN),
+            "merge_method": method.to_ascii_lowercase(),
+            "commit_title": pull.title,
+            "commit_message": "",
+        }),
+        None => Value::Null,
+    };
+    vec![
+        ("state", json!(pull.state)),
+        ("locked", json!(false)),
+        ("title", json!(pull.title)),
+        ("body", json!(pull.body)),
+        ("labels", labels),
+        ("milestone", Value::Null),
+        ("created_at", json!(timestamp(pull.created_at))),
+        ("updated_at", json!(timestamp(pull.updated_at))),
+        ("closed_at", json!(pull.closed_at.map(timestamp))),
+        ("merged_at", json!(pull.merged_at.map(timestamp))),
+        ("merge_commit_sha", merge_commit),
+        ("draft", json!(pull.draft)),
+        ("author_association", json!("NONE")),
+        ("auto_merge", auto_merge),
+    ]
+}
+
+/// Who wrote, is assigned to and is asked to review a pull request.
+fn pull_people(pull: &FakePull) -> Vec<(&'static str, Value)> {
+    let users = |names: &[String]| Value::Array(names.iter().map(|a| user_json(a)).collect());
+    let teams = pull
+        .team_reviewers
+        .iter()
+        .map(|t| json!({"name": t, "slug": t, "id": 1}))
+        .collect();
+    vec![
+        ("user", user_json(&pull.user)),
+        (
+            "assignee",
+            pull.assignees.first().map_or(Value::Null, |a| user_json(a)),
+        ),
+        ("assignees", users(&pull.assignees)),
+        ("requested_reviewers", users(&pull.reviewers)),
+        ("requested_teams", Value::Array(teams)),
+    ]
+}
+
+/// The fields only `GET /pulls/{n}` has.
+fn single_pull_fields(pull: &FakePull) -> Vec<(&'static str, Value)> {
+    let open = pull.state == "open";
+    vec![
+        ("merged", json!(pull.merged)),
+        ("mergeable", if open { json!(true) } else { Value::Null }),
+        (
+            "mergeable_state",
+            json!(if open { "clean" } else { "unknown" }),
+        ),
+        (
+            "merged_by",
             if pull.merged {
-                json!(format!("{n:040x}"))
+                user_json("a-human")
             } else {
                 Value::Null
             },
-        );
-        set(
-            &mut value,
-            "assignee",
-            pull.assignees.first().map_or(Value::Null, |a| user_json(a)),
-        );
-        set(
-            &mut value,
-            "assignees",
-            Value::Array(pull.assignees.iter().map(|a| user_json(a)).collect()),
-        );
-        set(
-            &mut value,
-            "requested_reviewers",
-            Value::Array(pull.reviewers.iter().map(|a| user_json(a)).collect()),
-        );
-        set(
-            &mut value,
-            "requested_teams",
-            Value::Array(
-                pull.team_reviewers
-                    .iter()
-                    .map(|t| json!({"name": t, "slug": t, "id": 1}))
-                    .collect(),
-            ),
-        );
-        set(&mut value, "draft", json!(pull.draft));
-        set(&mut value, "author_association", json!("NONE"));
-        set(
-            &mut value,
-            "auto_merge",
-            match &pull.auto_merge {
-                Some(method) => json!({
-                    "enabled_by": user_json(BOT_LOGIN),
-                    "merge_method": method.to_ascii_lowercase(),
-                    "commit_title": pull.title,
-                    "commit_message": "",
-                }),
-                None => Value::Null,
-            },
-        );
-        let head_owner = pull
-            .head_repo
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        let head_name = pull
-            .head_repo
-            .split('/')
-            .nth(1)
-            .unwrap_or_default()
-            .to_string();
-        set_branch(&mut value["head"], &head_owner, &head_name, &pull.branch, n);
-        set_branch(&mut value["base"], &self.owner, &self.repo, &pull.base, 0);
-        if single {
-            set(&mut value, "merged", json!(pull.merged));
-            set(
-                &mut value,
-                "mergeable",
-                if pull.state == "open" {
-                    json!(true)
-                } else {
-                    Value::Null
-                },
-            );
-            set(
-                &mut value,
-                "mergeable_state",
-                json!(if pull.state == "open" {
-                    "clean"
-                } else {
-                    "unknown"
-                }),
-            );
-            set(
-                &mut value,
-                "merged_by",
-                if pull.merged {
-                    user_json("a-human")
-                } else {
-                    Value::Null
-                },
-            );
-            set(&mut value, "comments", json!(pull.comments.len()));
-            set(&mut value, "review_comments", json!(0));
-            set(&mut value, "commits", json!(1));
-        }
-        value
-    }
+        ),
+        ("comments", json!(pull.comments.len())),
+        ("review_comments", json!(0)),
+        ("commits", json!(1)),
+    ]
 }
 
 /// The fixture's `head`/`base` object rewritten for this repository and branch.

@@ -830,8 +830,6 @@ impl State {
         );
         let assignees: Vec<Value> = mr.assignee_ids.iter().map(|id| self.user(*id)).collect();
         let reviewers: Vec<Value> = mr.reviewer_ids.iter().map(|id| self.user(*id)).collect();
-        let closed = mr.state == "closed";
-        let merged = mr.state == "merged";
         let reference = format!("!{}", mr.iid);
         let mut value = json!({
             "id": mr.id,
@@ -873,22 +871,38 @@ impl State {
             "has_conflicts": false,
             "blocking_discussions_resolved": true
         });
+        let extra = self.mr_outcome_fields(mr, &reference);
+        if let Value::Object(fields) = &mut value {
+            for (key, field) in extra {
+                fields.insert(key.to_string(), field);
+            }
+        }
+        if self.legacy_draft_field {
+            if let Value::Object(fields) = &mut value {
+                fields.remove("draft");
+            }
+        }
+        value
+    }
+
+    /// The fields of how a merge request ended (merged or closed, by whom, when) and its
+    /// references and statistics.
+    fn mr_outcome_fields(&self, mr: &FakeMr, reference: &str) -> [(&'static str, Value); 9] {
+        let (closed, merged) = (mr.state == "closed", mr.state == "merged");
         let human = || self.user(2);
         let at = json!(timestamp_millis(mr.updated_at));
-        let extra = [
+        let merge_commit = if merged {
+            json!(format!("{:040x}", mr.iid))
+        } else {
+            Value::Null
+        };
+        [
             ("merged_by", if merged { human() } else { Value::Null }),
             ("merge_user", if merged { human() } else { Value::Null }),
             ("merged_at", if merged { at.clone() } else { Value::Null }),
             ("closed_by", if closed { human() } else { Value::Null }),
             ("closed_at", if closed { at } else { Value::Null }),
-            (
-                "merge_commit_sha",
-                if merged {
-                    json!(format!("{:040x}", mr.iid))
-                } else {
-                    Value::Null
-                },
-            ),
+            ("merge_commit_sha", merge_commit),
             (
                 "references",
                 json!({
@@ -910,18 +924,7 @@ impl State {
                 "task_completion_status",
                 json!({"count": 0, "completed_count": 0}),
             ),
-        ];
-        if let Value::Object(fields) = &mut value {
-            for (key, field) in extra {
-                fields.insert(key.to_string(), field);
-            }
-        }
-        if self.legacy_draft_field {
-            if let Value::Object(fields) = &mut value {
-                fields.remove("draft");
-            }
-        }
-        value
+        ]
     }
 
     fn notes_json(&self, mr: &FakeMr) -> Value {
