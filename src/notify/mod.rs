@@ -201,7 +201,7 @@ pub async fn send_all(targets: &[NotifyTarget], news: &News) -> Vec<Notification
             events: events.iter().map(|e| e.name().to_string()).collect(),
             delivered: result.is_ok(),
             attempts,
-            error: result.err(),
+            error: result.err().map(|e| e.to_string()),
         });
     }
     reports
@@ -216,7 +216,59 @@ pub struct Outgoing {
     pub secrets: Vec<SecretString>,
 }
 
-fn prepare(target: &NotifyTarget, news: &News, events: &[NotifyEvent]) -> Result<Outgoing, String> {
+/// Why a notification was not sent. No variant holds a secret: a URL or key is named by
+/// where it is read from (`env:VAR`, `file:PATH`), never by its value.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error("env:{0} is not set")]
+    Unset(String),
+    #[error("file:{path}: {source}")]
+    Unreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("file:{0} is empty")]
+    Empty(String),
+    /// `receiver`: `webhook`, `slack` or `--pushgateway`.
+    #[error("{receiver}: {error}")]
+    Url {
+        receiver: &'static str,
+        error: UrlError,
+    },
+    #[error("neither webhook nor slack")]
+    NoReceiver,
+    #[error("the request could not be built: {0}")]
+    Build(String),
+    /// The transport could not be made, or the receiver did not take the request (the
+    /// text redacted).
+    #[error("{0}")]
+    Delivery(String),
+}
+
+/// Why a URL is refused; the URL itself is not quoted (a Slack webhook's path is its secret).
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("not a URL ({0})")]
+    Malformed(String),
+    #[error("not an http(s) URL")]
+    NotHttp,
+}
+
+impl UrlError {
+    /// The error of a URL read for `receiver`.
+    pub fn of(self, receiver: &'static str) -> NotifyError {
+        NotifyError::Url {
+            receiver,
+            error: self,
+        }
+    }
+}
+
+fn prepare(
+    target: &NotifyTarget,
+    news: &News,
+    events: &[NotifyEvent],
+) -> Result<Outgoing, NotifyError> {
     match (&target.webhook, &target.slack) {
         (Some(url), _) => {
             let url = secret_value(url)?;
@@ -224,13 +276,13 @@ fn prepare(target: &NotifyTarget, news: &News, events: &[NotifyEvent]) -> Result
             webhook::request(url, key, news, events)
         }
         (None, Some(url)) => slack::request(secret_value(url)?, news),
-        (None, None) => Err("neither webhook nor slack".into()),
+        (None, None) => Err(NotifyError::NoReceiver),
     }
 }
 
 /// `env:VAR` (the variable's value), `file:PATH` (the file's first line) or the text itself.
 /// Errors name the variable or file, never a value.
-pub fn secret_value(spec: &str) -> Result<SecretString, String> {
+pub fn secret_value(spec: &str) -> Result<SecretString, NotifyError> {
     let value = read_secret_value(spec)?;
     // A webhook URL or key is a secret in every message of the run.
     imagebump_http::hold(value.expose_secret());
@@ -238,19 +290,22 @@ pub fn secret_value(spec: &str) -> Result<SecretString, String> {
 }
 
 /// [`secret_value`], read.
-fn read_secret_value(spec: &str) -> Result<SecretString, String> {
+fn read_secret_value(spec: &str) -> Result<SecretString, NotifyError> {
     if let Some(var) = spec.strip_prefix("env:") {
         let value = EnvVars::get(var).unwrap_or_default();
         if value.trim().is_empty() {
-            return Err(format!("env:{var} is not set"));
+            return Err(NotifyError::Unset(var.to_string()));
         }
         return Ok(SecretString::from(value.trim().to_string()));
     }
     if let Some(path) = spec.strip_prefix("file:") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("file:{path}: {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|source| NotifyError::Unreadable {
+            path: path.to_string(),
+            source,
+        })?;
         let line = text.lines().next().unwrap_or_default().trim().to_string();
         if line.is_empty() {
-            return Err(format!("file:{path} is empty"));
+            return Err(NotifyError::Empty(path.to_string()));
         }
         return Ok(SecretString::from(line));
     }
@@ -258,17 +313,18 @@ fn read_secret_value(spec: &str) -> Result<SecretString, String> {
 }
 
 /// A URL from its secret text; the error does not quote it.
-pub fn parse_url(url: &SecretString) -> Result<Url, String> {
-    let parsed = Url::parse(url.expose_secret().trim()).map_err(|e| format!("not a URL ({e})"))?;
+pub fn parse_url(url: &SecretString) -> Result<Url, UrlError> {
+    let parsed =
+        Url::parse(url.expose_secret().trim()).map_err(|e| UrlError::Malformed(e.to_string()))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err("not an http(s) URL".into());
+        return Err(UrlError::NotHttp);
     }
     Ok(parsed)
 }
 
 /// The transport for notifications and pushes: each request sent once by the transport, so
 /// that [`post`] can send a POST again (see there); 10 s an attempt.
-fn transport() -> Result<Transport, String> {
+fn transport() -> Result<Transport, NotifyError> {
     Transport::new(imagebump_http::Options {
         timeout: Duration::from_secs(10),
         retry: RetryPolicy {
@@ -277,6 +333,7 @@ fn transport() -> Result<Transport, String> {
         },
         ..imagebump_http::Options::default()
     })
+    .map_err(NotifyError::Delivery)
 }
 
 /// POST `sent`, again after a 5xx, a 429 or a broken connection, with the transport's
@@ -284,7 +341,7 @@ fn transport() -> Result<Transport, String> {
 /// taken effect; here a repeat is what the receiver is told to expect: each carries the
 /// same delivery id (webhook) or replaces the same series (Pushgateway). Returns the
 /// attempts made and, on failure, why (redacted).
-pub async fn post(sent: &Outgoing) -> (u32, Result<(), String>) {
+pub async fn post(sent: &Outgoing) -> (u32, Result<(), NotifyError>) {
     let redactor = sent.secrets.iter().fold(Redactor::default(), |r, s| {
         let r = r.with(s.expose_secret());
         // A long path is the secret of a Slack-like URL; a short one ("/") is no secret.
@@ -296,7 +353,12 @@ pub async fn post(sent: &Outgoing) -> (u32, Result<(), String>) {
     });
     let transport = match transport() {
         Ok(t) => t,
-        Err(e) => return (0, Err(redactor.apply(&e))),
+        Err(e) => {
+            return (
+                0,
+                Err(NotifyError::Delivery(redactor.apply(&e.to_string()))),
+            )
+        }
     };
     let request = Request {
         method: Method::POST,
@@ -324,7 +386,7 @@ pub async fn post(sent: &Outgoing) -> (u32, Result<(), String>) {
                 );
                 tokio::time::sleep(wait).await;
             }
-            None => return (attempt, Err(why)),
+            None => return (attempt, Err(NotifyError::Delivery(why))),
         }
     }
 }
@@ -399,7 +461,10 @@ mod tests {
     #[test]
     fn secrets_come_from_the_environment_and_errors_name_only_the_variable() {
         let e = secret_value("env:IMAGEBUMP_TEST_SURELY_UNSET_VARIABLE").unwrap_err();
-        assert_eq!(e, "env:IMAGEBUMP_TEST_SURELY_UNSET_VARIABLE is not set");
+        assert_eq!(
+            e.to_string(),
+            "env:IMAGEBUMP_TEST_SURELY_UNSET_VARIABLE is not set"
+        );
         assert_eq!(
             secret_value("https://x.test/a").unwrap().expose_secret(),
             "https://x.test/a"

@@ -15,7 +15,7 @@ pub const JOB: &str = "imagebump";
 
 /// The push of `text` (the metrics, without `job` or `repository` labels) to the
 /// Pushgateway at `base`, under the group (job, repository).
-pub fn request(base: &str, repository: &str, text: String) -> Result<Outgoing, String> {
+pub fn request(base: &str, repository: &str, text: String) -> Result<Outgoing, super::NotifyError> {
     let secret = SecretString::from(base.trim().trim_end_matches('/').to_string());
     let b64 = base64::engine::general_purpose::URL_SAFE.encode(repository.as_bytes());
     // `@base64`: a repository has slashes, which a path segment may not hold.
@@ -23,8 +23,7 @@ pub fn request(base: &str, repository: &str, text: String) -> Result<Outgoing, S
         "{}/metrics/job/{JOB}/repository@base64/{b64}",
         secret.expose_secret()
     );
-    let url =
-        super::parse_url(&SecretString::from(full)).map_err(|e| format!("--pushgateway: {e}"))?;
+    let url = super::parse_url(&SecretString::from(full)).map_err(|e| e.of("--pushgateway"))?;
     let mut headers = HeaderMap::new();
     headers.insert(
         CONTENT_TYPE,

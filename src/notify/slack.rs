@@ -15,9 +15,10 @@ pub const MAX_TEXT: usize = 3000;
 /// Updates listed under one pull request at most.
 const UPDATES_SHOWN: usize = 10;
 
-pub fn request(url: SecretString, news: &News) -> Result<Outgoing, String> {
-    let parsed = super::parse_url(&url).map_err(|e| format!("slack: {e}"))?;
-    let body = serde_json::to_vec(&message(news)).map_err(|e| e.to_string())?;
+pub fn request(url: SecretString, news: &News) -> Result<Outgoing, super::NotifyError> {
+    let parsed = super::parse_url(&url).map_err(|e| e.of("slack"))?;
+    let body =
+        serde_json::to_vec(&message(news)).map_err(|e| super::NotifyError::Build(e.to_string()))?;
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(Outgoing {

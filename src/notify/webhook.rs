@@ -39,8 +39,8 @@ pub fn request(
     key: Option<SecretString>,
     news: &News,
     events: &[NotifyEvent],
-) -> Result<Outgoing, String> {
-    let parsed = super::parse_url(&url).map_err(|e| format!("webhook: {e}"))?;
+) -> Result<Outgoing, super::NotifyError> {
+    let parsed = super::parse_url(&url).map_err(|e| e.of("webhook"))?;
     let id = delivery_id();
     let body = Body {
         version: VERSION,
@@ -48,11 +48,12 @@ pub fn request(
         events: events.iter().map(|e| e.name()).collect(),
         news,
     };
-    let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    let build = |e: &dyn std::fmt::Display| super::NotifyError::Build(e.to_string());
+    let body = serde_json::to_vec(&body).map_err(|e| build(&e))?;
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let names: Vec<&str> = events.iter().map(|e| e.name()).collect();
-    let value = |s: &str| HeaderValue::from_str(s).map_err(|e| e.to_string());
+    let value = |s: &str| HeaderValue::from_str(s).map_err(|e| build(&e));
     headers.insert(HeaderName::from_static(EVENT), value(&names.join(","))?);
     headers.insert(HeaderName::from_static(DELIVERY), value(&id)?);
     let mut secrets = vec![url];
