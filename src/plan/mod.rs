@@ -198,9 +198,6 @@ pub enum Rows<'a> {
     Made(&'a Discovery, &'a Chunked<Outcome>, &'a Plan),
 }
 
-/// No rows: a report's frame without its list.
-pub const NO_ROWS: Rows<'static> = Rows::Kept(&Chunked::new());
-
 impl<'a> Rows<'a> {
     pub fn len(&self) -> usize {
         match self {
