@@ -903,22 +903,22 @@ struct Grouping {
 /// Who touches a file among the change sets: the plan's updates that touch it (as
 /// [`work_by_file`] counts them) are all one change set's, or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Touched {
+enum Touchers {
     /// No update seen yet.
-    ByNone,
-    ByOne(SetIndex),
+    NoneYet,
+    One(SetIndex),
     /// Several change sets, or an update in none (its edit refused elsewhere): the whole
     /// plan's work on the file holds edits no one change set has.
-    ByMany,
+    Many,
 }
 
-impl Touched {
+impl Touchers {
     /// As it is once an update of `set` is seen too.
-    fn and(self, set: Option<SetIndex>) -> Touched {
+    fn and(self, set: Option<SetIndex>) -> Touchers {
         match (self, set) {
-            (Touched::ByNone, Some(set)) => Touched::ByOne(set),
-            (Touched::ByOne(one), Some(set)) if one == set => self,
-            _ => Touched::ByMany,
+            (Touchers::NoneYet, Some(set)) => Touchers::One(set),
+            (Touchers::One(one), Some(set)) if one == set => self,
+            _ => Touchers::Many,
         }
     }
 }
@@ -1028,7 +1028,7 @@ impl Grouping {
         let touched_by = |file: &str| changed.index(file).and_then(|i| touched.get(i)).copied();
         ((0..).map(SetIndex).zip(self.sets.iter()))
             .map(|(at, set)| {
-                let mine_alone = |f: &ArcStr| touched_by(f) == Some(Touched::ByOne(at)) && !keep(f);
+                let mine_alone = |f: &ArcStr| touched_by(f) == Some(Touchers::One(at)) && !keep(f);
                 set.files.iter().all(mine_alone)
             })
             .collect()
@@ -1036,8 +1036,8 @@ impl Grouping {
 
     /// Who touches each file the planned updates touch, by the file's place in `changed`
     /// (the whole plan's files, every one of them).
-    fn touched(&self, moves: Moves, changed: &Done) -> Vec<Touched> {
-        let mut touched = vec![Touched::ByNone; changed.0.len()];
+    fn touched(&self, moves: Moves, changed: &Done) -> Vec<Touchers> {
+        let mut touched = vec![Touchers::NoneYet; changed.0.len()];
         let mut see = |at: Option<usize>, set: Option<SetIndex>| {
             if let Some(t) = at.and_then(|i| touched.get_mut(i)) {
                 *t = t.and(set);
@@ -1688,14 +1688,14 @@ mod tests {
     fn a_file_is_touched_by_one_change_set_only_while_every_update_is_its() {
         let (a, b) = (Some(SetIndex(0)), Some(SetIndex(1)));
         let seen = |sets: &[Option<SetIndex>]| {
-            (sets.iter()).fold(Touched::ByNone, |touched, &set| touched.and(set))
+            (sets.iter()).fold(Touchers::NoneYet, |touched, &set| touched.and(set))
         };
-        assert_eq!(seen(&[]), Touched::ByNone);
-        assert_eq!(seen(&[a, a, a]), Touched::ByOne(SetIndex(0)));
-        assert_eq!(seen(&[a, b]), Touched::ByMany);
-        assert_eq!(seen(&[a, b, a]), Touched::ByMany);
-        assert_eq!(seen(&[None]), Touched::ByMany);
-        assert_eq!(seen(&[b, None, b]), Touched::ByMany);
+        assert_eq!(seen(&[]), Touchers::NoneYet);
+        assert_eq!(seen(&[a, a, a]), Touchers::One(SetIndex(0)));
+        assert_eq!(seen(&[a, b]), Touchers::Many);
+        assert_eq!(seen(&[a, b, a]), Touchers::Many);
+        assert_eq!(seen(&[None]), Touchers::Many);
+        assert_eq!(seen(&[b, None, b]), Touchers::Many);
     }
 
     /// One string per image and per version, whichever row names it first; a version as
