@@ -768,8 +768,7 @@ fn without_text(
 }
 
 /// The text of `file`, which discovery read and gave up, read again ([`Files`]): refused
-/// when it is no longer the text whose values discovery read (`fingerprint` holds a keyed
-/// hash of it).
+/// when it is not the text discovery read (`fingerprint` holds a keyed hash of it).
 fn again(
     files: &dyn Files,
     file: &str,
