@@ -11,7 +11,6 @@ mod operate;
 mod output;
 mod promotions;
 mod registry_check;
-mod report_json;
 mod run;
 mod run_plan;
 mod scan;

@@ -121,7 +121,7 @@ fn files(plan: &RunPlan, report: &RunReport) -> Vec<Problem> {
     let mut late: Vec<Problem> = Vec::new();
     if let Some(path) = &plan.report {
         let mut text = Vec::new();
-        let written = super::report_json::write_run_report(&mut text, report)
+        let written = super::output::write_json(&mut text, report)
             .map_err(|e| e.to_string())
             .and_then(|()| {
                 text.push(b'\n');

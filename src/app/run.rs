@@ -120,7 +120,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     };
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
-        Format::Json => super::report_json::print(&run_report),
+        Format::Json => super::output::print_json(&run_report),
         Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);

@@ -63,19 +63,7 @@ pub(super) fn upserts(
             }
         }
         if let Some(mut list) = list {
-            // A new list of Helm parameters is sorted by name, as argocd-image-updater
-            // writes it (its #1474), so repeated runs agree.
-            if list.iter().all(|v| v.get("forcestring").is_some()) {
-                list.sort_by(|a, b| {
-                    let name = |v: &Value| {
-                        v.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    name(a).cmp(&name(b))
-                });
-            }
+            sort_helm_parameters(&mut list);
             out.push(Upsert {
                 doc,
                 path: path.to_vec(),
@@ -84,6 +72,21 @@ pub(super) fn upserts(
         }
     }
     Ok(out)
+}
+
+/// A new list of Helm parameters (every item has `forcestring`) sorted by name, as
+/// argocd-image-updater writes it (its #1474), so repeated runs agree; any other list is
+/// left in its order.
+fn sort_helm_parameters(list: &mut [Value]) {
+    if list.iter().all(|v| v.get("forcestring").is_some()) {
+        let name = |v: &Value| {
+            v.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        list.sort_by_key(name);
+    }
 }
 
 /// Update or append one item of a list the file already has. `appended` counts items

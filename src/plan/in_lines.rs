@@ -204,6 +204,57 @@ mod tests {
         not_read_again(&lean);
     }
 
+    /// Files held in memory, by path: a plan reads given-up texts only through [`Files`].
+    struct InMemory(std::collections::BTreeMap<&'static str, String>);
+
+    impl crate::plan::Files for InMemory {
+        fn read_again(&self, file: &str) -> Result<String, String> {
+            self.0
+                .get(file)
+                .cloned()
+                .ok_or_else(|| format!("{file}: no such file"))
+        }
+    }
+
+    /// A plan giving up texts reads them again from the files it is handed, not from the
+    /// disk discovery read: the same text is planned, a changed one and a missing one are
+    /// refused.
+    #[test]
+    fn a_text_given_up_is_read_again_from_the_files_the_plan_is_handed() {
+        let file = "apps/a/values.yaml";
+        let values = "x:\n  image:\n    repository: r.io/x\n    tag: 10\n";
+        let dir = crate::discover::tests::tree(&[(file, values)]);
+        let kept = discovered(dir.path(), SourceTexts::All);
+        let outcomes = all_updated(&kept, "20");
+        let full = plan_with(&kept, &outcomes, GroupBy::App, Keep::Files);
+        let mut given_up: Vec<Discovery> = (0..3)
+            .map(|_| discovered(dir.path(), SourceTexts::NeededOnly))
+            .collect();
+        assert!(given_up.iter().all(|found| found.sources.is_empty()));
+        // Gone from the disk: only the files handed over are read.
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+        let mut plan_from = |files: &[(&'static str, String)]| {
+            let mut found = given_up.pop().unwrap();
+            let files = InMemory(files.iter().cloned().collect());
+            let made = plan_giving_up_texts(&mut found, &outcomes, GroupBy::App, &files);
+            (made, found)
+        };
+        let (same, found) = plan_from(&[(file, values.to_string())]);
+        same_report((&same, &found), (&full, &kept), &outcomes);
+        assert_eq!(same.update_count(), 1);
+        let (changed, _) = plan_from(&[(file, values.replace("x:", "z:"))]);
+        assert_eq!(
+            changed.problems[0].to_string(),
+            "apps/a/values.yaml:4:10: edit refused, file left unchanged: the file changed while imagebump ran"
+        );
+        let (missing, _) = plan_from(&[]);
+        assert_eq!(
+            missing.problems[0].to_string(),
+            "apps/a/values.yaml:4:10: edit refused, file left unchanged: cannot read the file again: apps/a/values.yaml: no such file"
+        );
+        assert_eq!((changed.update_count(), missing.update_count()), (0, 0));
+    }
+
     /// A base shared by two overlays: its image moves in each overlay, by an `images:` entry
     /// created there. Discovery did not hold the overlays' texts: the plan reads them again.
     #[test]

@@ -180,9 +180,9 @@ fn slot_value(
 /// from ([`Plan::rows`]).
 #[derive(Debug, Default)]
 struct Later {
-    /// Each planned update's change set, in the order of [`planned_verified`] (`u32::MAX`: its
+    /// Each planned update's change set, in the order of [`planned_verified`] (`None`: its
     /// file's edit is refused, and it has no row).
-    set_of: Vec<u32>,
+    set_of: Vec<Option<SetIndex>>,
     /// How many rows: the planned updates in a change set.
     rows: usize,
     /// The appVersion changes of chart bumps, by row ([`fill_app_versions`]).
@@ -197,9 +197,6 @@ pub enum Rows<'a> {
     Kept(&'a Chunked<Update>),
     Made(&'a Discovery, &'a Chunked<Outcome>, &'a Plan),
 }
-
-/// No rows: a report's frame without its list.
-pub const NO_ROWS: Rows<'static> = Rows::Kept(&Chunked::new());
 
 impl<'a> Rows<'a> {
     pub fn len(&self) -> usize {
@@ -248,7 +245,7 @@ fn made_rows<'a>(
 > + 'a {
     let set_of = plan.later.as_ref().map_or(&[][..], |l| &l.set_of[..]);
     (planned_verified(found, outcomes).zip(set_of))
-        .filter_map(|(moved, &set)| Some((moved, &plan.change_sets.get(set as usize)?.group)))
+        .filter_map(|(moved, set)| Some((moved, &plan.change_sets.get(set.as_ref()?.get())?.group)))
         .enumerate()
         .map(|(at, (moved, group))| (at, moved, group))
 }
@@ -362,14 +359,30 @@ fn edits_rendered(
 /// A reference with its new tag and digest.
 type Planned<'a> = (&'a ImageRef, &'a str, Option<&'a str>);
 
-/// A planned update named by its reference's index in the discovery: 4 bytes where a
-/// [`Planned`] is 40. The plan's lists of updates (30,000 at 10,000 apps, each list held
-/// while the next is made) hold these, and read each update where it is used
-/// ([`Moves::get`]). A discovery holds fewer than `u32::MAX` references: each is over a
-/// hundred bytes, so that many would not fit in memory.
-type At = u32;
+/// A planned update named by its reference's index in the discovery (and its outcome's in
+/// the outcomes): the plan's lists of updates hold these, not [`Planned`]s, and read each
+/// update where it is used ([`Moves::get`]). A discovery holds fewer than `u32::MAX`
+/// references: each is over a hundred bytes, so that many would not fit in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct RefIndex(u32);
 
-/// The references and their outcomes a plan is made from, read by index ([`At`]).
+impl RefIndex {
+    fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A change set named by its place in [`Plan::change_sets`] (in the order of the groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct SetIndex(u32);
+
+impl SetIndex {
+    fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The references and their outcomes a plan is made from, read by index ([`RefIndex`]).
 #[derive(Clone, Copy)]
 struct Moves<'a> {
     refs: &'a Chunked<ImageRef>,
@@ -385,8 +398,8 @@ impl<'a> Moves<'a> {
     }
 
     /// The planned update of the reference at `at`; `None` when it does not move.
-    fn get(&self, at: At) -> Option<Planned<'a>> {
-        let at = at as usize;
+    fn get(&self, at: RefIndex) -> Option<Planned<'a>> {
+        let at = at.get();
         moving(self.refs.get(at)?, self.outcomes.get(at)?).map(|(p, _)| p)
     }
 
@@ -398,8 +411,9 @@ impl<'a> Moves<'a> {
     }
 
     /// Every planned update with its reference's index, in the references' order.
-    fn iter(self) -> impl Iterator<Item = (At, Planned<'a>)> + 'a {
+    fn iter(self) -> impl Iterator<Item = (RefIndex, Planned<'a>)> + 'a {
         (0..)
+            .map(RefIndex)
             .zip(self.refs.iter().zip(self.outcomes))
             .filter_map(|(at, (r, o))| Some((at, moving(r, o)?.0)))
     }
@@ -424,17 +438,25 @@ fn moving<'a>(
     }
 }
 
-/// What changes in one file: its planned updates by index (read where they are used), a
-/// run of the plan's list of updates with slots, and the values to create in it.
-struct FileWork<'p, 'a> {
+/// What changes in one file: its planned updates with slots there, and the values to create
+/// in it, each named by index (read where they are used), in the plan's order.
+struct FileWork<'a> {
     moves: Moves<'a>,
-    /// References whose slots are in this file: a run of [`Runs::slotted`].
-    slots: &'p [At],
-    /// Values to create in this file (few): a run of [`Runs::creations`].
-    creations: &'p [(At, &'a Creation)],
+    /// References whose slots are in this file.
+    slots: Vec<RefIndex>,
+    /// Values to create in this file (few), with the reference that asks for each.
+    creations: Vec<(RefIndex, &'a Creation)>,
 }
 
-impl<'a> FileWork<'_, 'a> {
+impl<'a> FileWork<'a> {
+    fn new(moves: Moves<'a>) -> FileWork<'a> {
+        FileWork {
+            moves,
+            slots: Vec::new(),
+            creations: Vec::new(),
+        }
+    }
+
     fn size(&self) -> Size {
         Size {
             slots: saturating_u32(self.slots.len()),
@@ -451,6 +473,27 @@ impl<'a> FileWork<'_, 'a> {
     fn creations(&self) -> impl Iterator<Item = (Planned<'a>, &'a Creation)> + '_ {
         (self.creations.iter()).filter_map(|&(at, c)| Some((self.moves.get(at)?, c)))
     }
+}
+
+/// The work of `planned`, a list of planned updates in the plan's order, by file: in the
+/// files' order (bytewise) and, within a file, in the order of the list. A reference's
+/// slots are work on its own file; each value it creates is work on the file receiving it.
+fn work_by_file<'a>(moves: Moves<'a>, planned: Vec<RefIndex>) -> Vec<(&'a str, FileWork<'a>)> {
+    let mut files: BTreeMap<&'a str, FileWork<'a>> = BTreeMap::new();
+    for at in planned {
+        let Some(r) = moves.refs.get(at.get()) else {
+            continue;
+        };
+        if !r.slots.is_empty() {
+            let work = files.entry(&r.file).or_insert_with(|| FileWork::new(moves));
+            work.slots.push(at);
+        }
+        for c in r.creations() {
+            let work = files.entry(&c.file).or_insert_with(|| FileWork::new(moves));
+            work.creations.push((at, c));
+        }
+    }
+    files.into_iter().collect()
 }
 
 /// The key of the change set a reference's update belongs to (borrowed where it is a
@@ -552,32 +595,30 @@ impl<'a> Done<'a> {
 fn changes_for<'a>(
     sources: &Sources,
     moves: Moves<'a>,
-    planned: Vec<At>,
+    planned: Vec<RefIndex>,
     earlier: Option<&Done<'a>>,
     keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> (Done<'a>, Vec<Refusal<'a>>) {
-    let runs = Runs::of(moves, planned);
+    let files = work_by_file(moves, planned);
     // Each file on its own, on every core (editing and verifying is most of the plan).
-    let results = crate::parallel::map(&runs.files, |run| {
-        let (file, work) = runs.work(run);
+    let results = crate::parallel::map(&files, |(file, work)| {
         if let Some((_, Ok(change))) = earlier
             .and_then(|e| e.get(file))
             .filter(|(done, _)| *done == work.size())
         {
             return Ok(change.as_ref().filter(|_| keep(file)).cloned());
         }
-        file_change(sources, file, &work, keep).map_err(Box::new)
+        file_change(sources, file, work, keep).map_err(Box::new)
     });
     let mut refused = Vec::new();
     // In the files' order already.
-    let mut done = Vec::with_capacity(runs.files.len());
-    for (run, result) in runs.files.iter().zip(results) {
-        let (file, work) = runs.work(run);
+    let mut done = Vec::with_capacity(files.len());
+    for ((file, work), result) in files.iter().zip(results) {
         let result = result.map_err(|e| {
             let (line, column, e) = *e;
-            refused.push((file, line, column, e));
+            refused.push((*file, line, column, e));
         });
-        done.push((file, work.size(), result));
+        done.push((*file, work.size(), result));
     }
     (Done(done), refused)
 }
@@ -591,20 +632,20 @@ fn file_change(
 ) -> Result<Option<Box<FileChange>>, (usize, usize, String)> {
     let fingerprint = sources.fingerprint(file);
     let read_again: ArcStr;
-    let source = match (sources.text(file), sources.tree(), fingerprint) {
+    let source = match (sources.text(file), sources.files(), fingerprint) {
         (Some(text), _, _) => Some(text),
         // Given up by discovery: proven without it, or read again.
-        (None, Some(tree), Some(print)) => match without_text(tree, file, print, work, keep)? {
+        (None, Some(files), Some(print)) => match without_text(files, file, print, work, keep)? {
             Some(text) => {
                 read_again = text;
                 Some(&read_again)
             }
             None => return Ok(None),
         },
-        // Given up, and no tree to read it from (a discovery that gives texts up is
+        // Given up, and nothing to read it from (a discovery that gives texts up is
         // planned by `plan_giving_up_texts` only): refused, never taken for a new file.
         (None, None, Some(_)) => {
-            debug_assert!(false, "{file}: a text given up, planned without the tree");
+            debug_assert!(false, "{file}: a text given up, planned without its files");
             let (line, column) = edits_at(work);
             return Err((line, column, "its text was not kept".to_string()));
         }
@@ -620,123 +661,6 @@ fn file_change(
             })
         })
     })
-}
-
-/// The work of a list of planned updates by file, in the files' order (bytewise) and,
-/// within a file, in the order of the list: each file's slots are its run of `slotted`,
-/// its values to create its run of `creations`. Indexes only (a few bytes per update):
-/// each file's [`FileWork`] is made when its turn comes.
-struct Runs<'a> {
-    moves: Moves<'a>,
-    /// The updates whose references have slots, sorted by their file (stably: the
-    /// references come file by file already, so the sort finds runs).
-    slotted: Vec<At>,
-    /// The values to create, sorted by the file that receives them (stably).
-    creations: Vec<(At, &'a Creation)>,
-    files: Vec<Run<'a>>,
-}
-
-/// One file's work in [`Runs`]: its runs of `slotted` and `creations`, as ranges.
-struct Run<'a> {
-    file: &'a str,
-    slots: (u32, u32),
-    creations: (u32, u32),
-}
-
-impl<'a> Runs<'a> {
-    /// The runs of `planned`, a list of planned updates in the plan's order (its own
-    /// vector is sorted in place into `slotted`).
-    fn of(moves: Moves<'a>, mut planned: Vec<At>) -> Runs<'a> {
-        let empty = ArcStr::new();
-        let file_of = |at: &At| moves.refs.get(*at as usize).map_or(&empty, |r| &r.file);
-        let mut creations: Vec<(At, &'a Creation)> = Vec::new();
-        for &at in &planned {
-            let made = moves
-                .refs
-                .get(at as usize)
-                .map_or(&[][..], |r| r.creations());
-            creations.extend(made.iter().map(|c| (at, c)));
-        }
-        creations.sort_by(|a, b| a.1.file.cmp(&b.1.file));
-        let slots = |at: &At| {
-            moves
-                .refs
-                .get(*at as usize)
-                .is_some_and(|r| !r.slots.is_empty())
-        };
-        planned.retain(slots);
-        // A file's references share its name: most comparisons are of one name with itself.
-        let order = |a: &At, b: &At| {
-            let (a, b) = (file_of(a), file_of(b));
-            if ArcStr::ptr_eq(a, b) {
-                std::cmp::Ordering::Equal
-            } else {
-                a.cmp(b)
-            }
-        };
-        planned.sort_by(order);
-        let slotted = planned;
-        // The two sorted lists' runs, merged by file.
-        let slot_runs = slotted.chunk_by(|a, b| file_of(a) == file_of(b));
-        let made_runs = creations.chunk_by(|a, b| a.1.file == b.1.file);
-        fn receiving<'a>(c: &(At, &'a Creation)) -> &'a str {
-            c.1.file.as_str()
-        }
-        let (mut slot_runs, mut made_runs) = (slot_runs.peekable(), made_runs.peekable());
-        let runs = slot_runs
-            .clone()
-            .count()
-            .saturating_add(made_runs.clone().count());
-        let mut files = Vec::with_capacity(runs);
-        let (mut slot_at, mut made_at) = (0u32, 0u32);
-        loop {
-            let next_slots = slot_runs.peek().and_then(|r| r.first()).map(|at| {
-                let name: &'a str = moves.refs.get(*at as usize).map_or("", |r| &r.file);
-                name
-            });
-            let next_made = made_runs.peek().and_then(|r| r.first()).map(receiving);
-            let (file, take_slots, take_made) = match (next_slots, next_made) {
-                (None, None) => break,
-                (Some(s), None) => (s, true, false),
-                (None, Some(m)) => (m, false, true),
-                (Some(s), Some(m)) => (s.min(m), s <= m, m <= s),
-            };
-            let slots_from = slot_at;
-            if take_slots {
-                let n = slot_runs.next().map_or(0, <[At]>::len);
-                slot_at = slot_at.saturating_add(saturating_u32(n));
-            }
-            let made_from = made_at;
-            if take_made {
-                let n = made_runs.next().map_or(0, <[_]>::len);
-                made_at = made_at.saturating_add(saturating_u32(n));
-            }
-            files.push(Run {
-                file,
-                slots: (slots_from, slot_at),
-                creations: (made_from, made_at),
-            });
-        }
-        drop(slot_runs);
-        drop(made_runs);
-        Runs {
-            moves,
-            slotted,
-            creations,
-            files,
-        }
-    }
-
-    /// A file's name and work.
-    fn work<'p>(&'p self, run: &Run<'a>) -> (&'a str, FileWork<'p, 'a>) {
-        let range = |(from, to): (u32, u32)| from as usize..to as usize;
-        let work = FileWork {
-            moves: self.moves,
-            slots: self.slotted.get(range(run.slots)).unwrap_or_default(),
-            creations: self.creations.get(range(run.creations)).unwrap_or_default(),
-        };
-        (run.file, work)
-    }
 }
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
@@ -769,17 +693,17 @@ pub fn plan_with(
 /// [`Discovery::release_slots`]). The plan keeps no rows: [`Plan::rows`] makes them as
 /// they are read. The texts discovery did not hold
 /// ([`crate::discover::SourceTexts::NeededOnly`]) are proven without, or read again from
-/// `tree` where a proof needs them (refused if they changed meanwhile).
+/// `files` where a proof needs them (refused if they changed meanwhile).
 pub fn plan_giving_up_texts(
     discovery: &mut Discovery,
     outcomes: &Chunked<Outcome>,
     group_by: GroupBy,
-    tree: &Tree,
+    files: &dyn Files,
 ) -> Plan {
     let sources = Sources::Taken(
         std::mem::take(&mut discovery.sources),
         std::mem::take(&mut discovery.fingerprints),
-        tree,
+        files,
     );
     let (mut out, sets) = verified(discovery, sources, outcomes, (group_by, Keep::Nothing));
     // Nothing after the plan edits: where the values are goes too.
@@ -788,21 +712,36 @@ pub fn plan_giving_up_texts(
     out
 }
 
+/// Where a plan reads again a file whose text discovery gave up: the plan itself reads
+/// nothing, its caller hands it this ([`plan_giving_up_texts`]).
+pub trait Files: Sync {
+    /// The text of `file` (a normalised path in the repository) as it is at this moment.
+    fn read_again(&self, file: &str) -> Result<String, String>;
+}
+
+/// The repository's tree: the file read a second time, following no link
+/// ([`Tree::read_again`]), at most as large as discovery reads one.
+impl Files for Tree {
+    fn read_again(&self, file: &str) -> Result<String, String> {
+        Tree::read_again(self, file, crate::discover::MAX_FILE_BYTES)
+    }
+}
+
 /// The texts a plan edits, with their fingerprints: the discovery's, or taken from it with
-/// the tree to read again those it gave up ([`crate::discover::SourceTexts::NeededOnly`]).
+/// the files to read again those it gave up ([`crate::discover::SourceTexts::NeededOnly`]).
 enum Sources<'d> {
     Shared(&'d Discovery),
     Taken(
         BTreeMap<ArcStr, ArcStr>,
         crate::discover::Fingerprints,
-        &'d Tree,
+        &'d dyn Files,
     ),
 }
 
 /// For `file`, whose text discovery gave up: `None` when `work`'s edits are proven without
 /// it (and its new text is not kept), else the text read again.
 fn without_text(
-    tree: &Tree,
+    files: &dyn Files,
     file: &str,
     fingerprint: yaml::Fingerprint,
     work: &FileWork,
@@ -813,7 +752,7 @@ fn without_text(
             // Every test (a debug build) also makes the proof with the text, read again
             // (unless it changed or went meanwhile: then there is nothing to compare).
             if cfg!(debug_assertions) {
-                if let Ok(text) = again(tree, file, fingerprint, work) {
+                if let Ok(text) = again(files, file, fingerprint, work) {
                     let with = change_file(Some(&text), Some(fingerprint), work);
                     assert_eq!(
                         proven,
@@ -825,21 +764,20 @@ fn without_text(
             return proven.map(|()| None);
         }
     }
-    again(tree, file, fingerprint, work).map(Some)
+    again(files, file, fingerprint, work).map(Some)
 }
 
-/// The text of `file`, which discovery read and gave up, read again (following no link,
-/// [`Tree::read_again`]): refused when it is no longer the text whose values discovery read
-/// (`fingerprint` holds a keyed hash of it).
+/// The text of `file`, which discovery read and gave up, read again ([`Files`]): refused
+/// when it is not the text discovery read (`fingerprint` holds a keyed hash of it).
 fn again(
-    tree: &Tree,
+    files: &dyn Files,
     file: &str,
     fingerprint: yaml::Fingerprint,
     work: &FileWork,
 ) -> Result<ArcStr, (usize, usize, String)> {
     let (line, column) = edits_at(work);
-    let text = tree
-        .read_again(file, crate::discover::MAX_FILE_BYTES)
+    let text = files
+        .read_again(file)
         .map_err(|e| (line, column, format!("cannot read the file again: {e}")))?;
     if !fingerprint.read_in_one_pass_from(&text) {
         return Err((
@@ -852,11 +790,11 @@ fn again(
 }
 
 impl Sources<'_> {
-    /// The tree to read given-up texts from.
-    fn tree(&self) -> Option<&Tree> {
+    /// Where to read given-up texts from.
+    fn files(&self) -> Option<&dyn Files> {
         match self {
             Sources::Shared(_) => None,
-            Sources::Taken(_, _, tree) => Some(tree),
+            Sources::Taken(_, _, files) => Some(*files),
         }
     }
 
@@ -899,7 +837,7 @@ fn verified(
 ) -> (Plan, Grouping) {
     let moves = Moves::new(discovery, outcomes);
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
-    let mut moved: Vec<At> = Vec::with_capacity(moves.count());
+    let mut moved: Vec<RefIndex> = Vec::with_capacity(moves.count());
     moved.extend(moves.iter().map(|(at, _)| at));
     let mut out = Plan::default();
     let now = chart_lock::generated_time();
@@ -957,9 +895,31 @@ fn planned_verified<'a>(
 struct Grouping {
     /// In the order of their groups (and so their problems).
     sets: Chunked<ChangeSet>,
-    /// Each planned update's change set, by its index in `sets` (`u32::MAX`: its file's
-    /// edit is refused).
-    set_of: Vec<u32>,
+    /// Each planned update's change set (`None`: its file's edit is refused).
+    set_of: Vec<Option<SetIndex>>,
+}
+
+/// Who touches a file among the change sets: the plan's updates that touch it (as
+/// [`work_by_file`] counts them) are all one change set's, or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Touchers {
+    /// No update seen yet.
+    NoneYet,
+    One(SetIndex),
+    /// Several change sets, or an update in none (its edit refused elsewhere): the whole
+    /// plan's work on the file holds edits no one change set has.
+    Many,
+}
+
+impl Touchers {
+    /// As it is once an update of `set` is seen too.
+    fn and(self, set: Option<SetIndex>) -> Touchers {
+        match (self, set) {
+            (Touchers::NoneYet, Some(set)) => Touchers::One(set),
+            (Touchers::One(one), Some(set)) if one == set => self,
+            _ => Touchers::Many,
+        }
+    }
 }
 
 impl Grouping {
@@ -968,81 +928,30 @@ impl Grouping {
         refused: &std::collections::BTreeSet<String>,
         group_by: GroupBy,
     ) -> Grouping {
-        let mut set_of: Vec<u32> = Vec::with_capacity(moves.count());
-        let mut index: foldhash::HashMap<ArcStr, u32> = Default::default();
-        // Each update's group first, then the change sets made at their exact number (one
-        // list of 10,000 at 10,000 apps: grown by doubling it held 16,384), then their files.
-        let mut groups: Vec<ArcStr> = Vec::new();
-        for (_, (r, _, _)) in moves.iter() {
-            let set = r.with_touched_files(|files| {
-                if !refused.is_empty() && files.iter().any(|f| refused.contains(*f)) {
-                    return u32::MAX;
-                }
-                let written = files.last().copied().unwrap_or(&*r.file);
-                let key = group_key(r, written, group_by);
-                if let Some(&set) = index.get(&*key) {
-                    return set;
-                }
-                // A group by app is its unit, and a kustomization's directory is too: shared
-                // with the reference, not copied (10,000 change sets at 10,000 apps).
-                let group: ArcStr = if *key == *r.unit {
-                    ArcStr::clone(&r.unit)
-                } else {
-                    ArcStr::from(key)
-                };
-                let set = u32::try_from(groups.len()).unwrap_or(u32::MAX);
-                index.insert(ArcStr::clone(&group), set);
-                groups.push(group);
-                set
-            });
-            set_of.push(set);
-        }
-        drop(index);
-        // In the order of their groups (groups are unique), each update's change set moved
-        // to its place. In chunks, made in the room the plan's passing lists leave: one
-        // block of 10,000 change sets took new pages at the plan's peak (`chunked.rs`).
-        let mut order: Vec<u32> = (0..).take(groups.len()).collect();
-        order.sort_unstable_by(|&a, &b| groups.get(a as usize).cmp(&groups.get(b as usize)));
-        let mut place = vec![u32::MAX; groups.len()];
-        for (to, &from) in (0u32..).zip(&order) {
-            if let Some(p) = place.get_mut(from as usize) {
-                *p = to;
-            }
-        }
-        for set in &mut set_of {
-            *set = place.get(*set as usize).copied().unwrap_or(u32::MAX);
-        }
-        drop(place);
-        let sets: Chunked<ChangeSet> = (order.iter())
-            .filter_map(|&from| groups.get(from as usize))
+        // Each update's group, one string per group (a set of them, in the groups' order).
+        let mut groups: std::collections::BTreeSet<ArcStr> = Default::default();
+        let group_of: Vec<Option<ArcStr>> = (moves.iter())
+            .map(|(_, (r, _, _))| update_group(r, refused, group_by, &mut groups))
+            .collect();
+        let index: BTreeMap<ArcStr, SetIndex> =
+            groups.into_iter().zip((0..).map(SetIndex)).collect();
+        let set_of: Vec<Option<SetIndex>> = (group_of.iter())
+            .map(|g| index.get(g.as_ref()?).copied())
+            .collect();
+        drop(group_of);
+        let mut sets: Chunked<ChangeSet> = (index.into_keys())
             .map(|group| ChangeSet {
-                group: ArcStr::clone(group),
-                // Most change sets change one file: a first push would make room for four
-                // (10,000 change sets at 10,000 apps).
+                group,
+                // Most change sets change one file.
                 files: Vec::with_capacity(1),
                 updates: Vec::new(),
                 changes: Vec::new(),
             })
             .collect();
-        drop((order, groups));
-        let mut sets = sets;
-        for ((_, (r, _, _)), &set) in moves.iter().zip(&set_of) {
-            let Some(change_set) = sets.get_mut(set as usize) else {
-                continue;
-            };
-            r.with_touched_files(|files| {
-                for &f in files {
-                    if !change_set.files.iter().any(|x| **x == *f) {
-                        // The reference's own file is shared; a created value's is not.
-                        let f = if *f == *r.file {
-                            ArcStr::clone(&r.file)
-                        } else {
-                            ArcStr::from(f)
-                        };
-                        change_set.files.push(f);
-                    }
-                }
-            });
+        for ((_, (r, _, _)), set) in moves.iter().zip(&set_of) {
+            if let Some(change_set) = set.and_then(|set| sets.get_mut(set.get())) {
+                add_touched_files(change_set, r);
+            }
         }
         Grouping { sets, set_of }
     }
@@ -1058,45 +967,33 @@ impl Grouping {
         keep: &(dyn Fn(&str) -> bool + Sync),
         (now, problems): (&str, &mut Vec<Problem>),
     ) {
-        let only = self.only_set_of_each_file(moves, changed);
-        let only_set = |file: &str| changed.index(file).and_then(|i| only.get(i)).copied();
-        // A file whose updates are all this change set's is, for it, the same edit as in
-        // the whole plan, verified there; with no text to keep, such files leave nothing
-        // to do (most change sets of a tree whose groups follow its directories: thousands
-        // of empty passes otherwise). Debug builds, so every test, make the pass anyway and
-        // check that it finds nothing.
         for set in self.sets.iter_mut() {
             set.files.sort();
         }
-        let nothing_to_do: Vec<bool> = (0u32..)
-            .zip(self.sets.iter())
-            .map(|(at, set)| {
-                let mine_alone = |f: &ArcStr| only_set(f) == Some(at) && !keep(f);
-                set.files.iter().all(mine_alone)
-            })
-            .collect();
-        let passes = |set: u32| {
-            cfg!(debug_assertions) || !nothing_to_do.get(set as usize).copied().unwrap_or(true)
+        let nothing_to_do = self.nothing_to_do(moves, changed, keep);
+        // A change set with nothing to do makes no pass, but in debug builds (so every
+        // test), which make it anyway and check that it finds nothing.
+        let passes = |set: SetIndex| {
+            cfg!(debug_assertions) || !nothing_to_do.get(set.get()).copied().unwrap_or(true)
         };
         // The members of each change set that makes a pass, together, in update order: none
         // at all when no change set makes one.
-        let mut members: Vec<(u32, At)> = (moves.iter().map(|(at, _)| at))
+        let mut members: Vec<(SetIndex, RefIndex)> = (moves.iter().map(|(at, _)| at))
             .zip(&self.set_of)
-            .filter(|&(_, &set)| set != u32::MAX && passes(set))
-            .map(|(at, &set)| (set, at))
+            .filter_map(|(at, &set)| Some((set.filter(|&s| passes(s))?, at)))
             .collect();
         members.sort_unstable();
         let mut rest = members.as_slice();
-        for (at, set) in (0u32..).zip(self.sets.iter_mut()) {
+        for (at, set) in (0..).map(SetIndex).zip(self.sets.iter_mut()) {
             if !passes(at) {
                 continue;
             }
             let n = rest.iter().take_while(|(s, _)| *s == at).count();
             let (mine, later) = rest.split_at(n);
             rest = later;
-            let own: Vec<At> = mine.iter().map(|&(_, m)| m).collect();
+            let own: Vec<RefIndex> = mine.iter().map(|&(_, m)| m).collect();
             let (own, refused) = changes_for(sources, moves, own, Some(changed), keep);
-            let nothing = nothing_to_do.get(at as usize).copied().unwrap_or(false);
+            let nothing = nothing_to_do.get(at.get()).copied().unwrap_or(false);
             debug_assert!(
                 !nothing
                     || (refused.is_empty() && own.0.iter().all(|(_, _, c)| matches!(c, Ok(None)))),
@@ -1116,23 +1013,33 @@ impl Grouping {
         }
     }
 
-    /// Each file the planned updates touch (as [`Runs`] counts them: its own file when it
-    /// has slots there, and the files it creates values in), with the one change set whose
-    /// updates touch it; `u32::MAX` when several do, or an update in no change set (its
-    /// edit refused elsewhere) does: the whole plan's work on the file then holds edits no
-    /// change set has. By the file's place in `changed` (the whole plan's files, every
-    /// one of them): a word per file.
-    fn only_set_of_each_file(&self, moves: Moves, changed: &Done) -> Vec<u32> {
-        // `u32::MAX - 1`: no update seen yet.
-        const NONE_YET: u32 = u32::MAX - 1;
-        let mut only = vec![NONE_YET; changed.0.len()];
-        let mut see = |at: Option<usize>, set: u32| {
-            if let Some(kept) = at.and_then(|i| only.get_mut(i)) {
-                if *kept == NONE_YET {
-                    *kept = set;
-                } else if *kept != set {
-                    *kept = u32::MAX;
-                }
+    /// Whether each change set, by its index, has nothing to do of its own: every file it
+    /// touches is touched by its updates alone, so its edit there is the whole plan's,
+    /// verified already, and its text is not to be kept. Most change sets of a tree whose
+    /// groups follow its directories are such.
+    fn nothing_to_do(
+        &self,
+        moves: Moves,
+        changed: &Done,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Vec<bool> {
+        let touched = self.touched(moves, changed);
+        let touched_by = |file: &str| changed.index(file).and_then(|i| touched.get(i)).copied();
+        ((0..).map(SetIndex).zip(self.sets.iter()))
+            .map(|(at, set)| {
+                let mine_alone = |f: &ArcStr| touched_by(f) == Some(Touchers::One(at)) && !keep(f);
+                set.files.iter().all(mine_alone)
+            })
+            .collect()
+    }
+
+    /// Who touches each file the planned updates touch, by the file's place in `changed`
+    /// (the whole plan's files, every one of them).
+    fn touched(&self, moves: Moves, changed: &Done) -> Vec<Touchers> {
+        let mut touched = vec![Touchers::NoneYet; changed.0.len()];
+        let mut see = |at: Option<usize>, set: Option<SetIndex>| {
+            if let Some(t) = at.and_then(|i| touched.get_mut(i)) {
+                *t = t.and(set);
             }
         };
         // The references come file by file: their file is looked up once per run of them.
@@ -1150,13 +1057,58 @@ impl Grouping {
                 see(changed.index(&c.file), set);
             }
         }
-        only
+        touched
     }
 }
 
-/// The plan's rows, in the order of [`planned_verified`] (each with its change set's group, but those
-/// `set_of` refuses), and each change set's indexes into them; a plan that keeps no texts
-/// keeps only the indexes and what makes the rows again ([`Later`], [`Plan::rows`]).
+/// The group of `r`'s update, `None` when a file it touches is `refused`: one string per
+/// group, kept in `groups`. A group by app is the reference's unit, and a kustomization's
+/// directory is too: shared with the reference, not copied.
+fn update_group(
+    r: &ImageRef,
+    refused: &std::collections::BTreeSet<String>,
+    group_by: GroupBy,
+    groups: &mut std::collections::BTreeSet<ArcStr>,
+) -> Option<ArcStr> {
+    r.with_touched_files(|files| {
+        if files.iter().any(|f| refused.contains(*f)) {
+            return None;
+        }
+        let written = files.last().copied().unwrap_or(&*r.file);
+        let key = group_key(r, written, group_by);
+        if let Some(group) = groups.get(&*key) {
+            return Some(ArcStr::clone(group));
+        }
+        let group = if *key == *r.unit {
+            ArcStr::clone(&r.unit)
+        } else {
+            ArcStr::from(key)
+        };
+        groups.insert(ArcStr::clone(&group));
+        Some(group)
+    })
+}
+
+/// Add the files `r`'s update touches to `change_set`'s, each once.
+fn add_touched_files(change_set: &mut ChangeSet, r: &ImageRef) {
+    r.with_touched_files(|files| {
+        for &f in files {
+            if !change_set.files.iter().any(|x| **x == *f) {
+                // The reference's own file is shared; a created value's is not.
+                let f = if *f == *r.file {
+                    ArcStr::clone(&r.file)
+                } else {
+                    ArcStr::from(f)
+                };
+                change_set.files.push(f);
+            }
+        }
+    });
+}
+
+/// The plan's rows, in the order of [`planned_verified`] (each with its change set's group,
+/// but those `set_of` refuses), and each change set's indexes into them; a plan that keeps
+/// no texts keeps only the indexes and what makes the rows again ([`Later`], [`Plan::rows`]).
 fn rows(
     discovery: &Discovery,
     outcomes: &Chunked<Outcome>,
@@ -1164,11 +1116,11 @@ fn rows(
     (out, keep): (&mut Plan, Keep),
 ) {
     let Grouping { mut sets, set_of } = grouping;
-    let mut count = 0usize;
     if keep == Keep::Nothing {
         // Not kept: each change set's indexes only, the rows made when they are read.
-        for &set in &set_of {
-            if let Some(set) = sets.get_mut(set as usize) {
+        let mut count = 0usize;
+        for set in &set_of {
+            if let Some(set) = set.and_then(|set| sets.get_mut(set.get())) {
                 set.updates.push(count);
                 count = count.saturating_add(1);
             }
@@ -1182,8 +1134,8 @@ fn rows(
         return;
     }
     let mut spellings = Spellings::default();
-    for (moved, &set) in planned_verified(discovery, outcomes).zip(set_of.iter()) {
-        let Some(change_set) = sets.get_mut(set as usize) else {
+    for (moved, set) in planned_verified(discovery, outcomes).zip(&set_of) {
+        let Some(change_set) = set.and_then(|set| sets.get_mut(set.get())) else {
             continue;
         };
         change_set.updates.push(out.updates.len());
@@ -1192,60 +1144,53 @@ fn rows(
     out.change_sets = sets;
 }
 
+/// What [`Spellings`] spells once: a repository's name, or a version (a tag and digest).
+#[derive(PartialEq, Eq, Hash)]
+enum Spelled<'a> {
+    Image(&'a ImageName),
+    Version(&'a str, Option<&'a str>),
+}
+
 /// One string per repository and per version as spelled, shared by the rows that name it
 /// (kept rows hold them to the end of the run; rows made as they are read do not spell
 /// them again). Looked up for every row (foldhash, as discovery's names).
 #[derive(Default)]
-struct Spellings<'a> {
-    images: foldhash::HashMap<&'a ImageName, ArcStr>,
-    versions: foldhash::HashMap<(&'a str, Option<&'a str>), ArcStr>,
-}
+struct Spellings<'a>(foldhash::HashMap<Spelled<'a>, ArcStr>);
 
 impl<'a> Spellings<'a> {
-    /// The row of a planned update in the change set `group` ([`row`]).
+    /// The one string of `what`.
+    fn spell(&mut self, what: Spelled<'a>) -> ArcStr {
+        let spelled = self.0.entry(what).or_insert_with_key(|what| match what {
+            Spelled::Image(image) => image.to_string().into(),
+            Spelled::Version(tag, digest) => spell(tag, *digest).into(),
+        });
+        ArcStr::clone(spelled)
+    }
+
+    /// The row of a planned update (with what `verify` recorded of it) in the change set
+    /// `group`.
     fn row(
         &mut self,
-        moved: (Planned<'a>, Option<&'a crate::verify::Verified>),
+        ((r, tag, digest), verified): (Planned<'a>, Option<&'a crate::verify::Verified>),
         group: &ArcStr,
     ) -> Update {
-        let r = moved.0 .0;
-        let image = self
-            .images
-            .entry(&r.image)
-            .or_insert_with(|| r.image.to_string().into());
-        let image = ArcStr::clone(image);
-        let versions = &mut self.versions;
-        let mut version = |tag, digest| {
-            let kept = versions.entry((tag, digest));
-            ArcStr::clone(kept.or_insert_with(|| spell(tag, digest).into()))
-        };
-        row(moved, group, image, &mut version)
-    }
-}
-
-/// The row of a planned update (with what `verify` recorded of it) in the change set
-/// `group`: `image` is its repository's name, `version` spells a tag and digest.
-fn row<'a>(
-    ((r, tag, digest), verified): (Planned<'a>, Option<&'a crate::verify::Verified>),
-    group: &ArcStr,
-    image: ArcStr,
-    version: &mut dyn FnMut(&'a str, Option<&'a str>) -> ArcStr,
-) -> Update {
-    let written = r.written_file();
-    Update {
-        file: ArcStr::clone(&r.file),
-        line: r.line,
-        column: r.column,
-        kind: r.kind,
-        image,
-        name: ArcStr::clone(&r.written),
-        from: version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref()),
-        to: version(tag, digest),
-        group: ArcStr::clone(group),
-        written_to: (*written != *r.file).then(|| written.into()),
-        automerge: r.policy.spec.automerge == Some(true),
-        verified: verified.map(|v| Box::new(v.clone())),
-        app_version: None,
+        let written = r.written_file();
+        let from = Spelled::Version(r.tag.as_deref().unwrap_or_default(), r.digest.as_deref());
+        Update {
+            file: ArcStr::clone(&r.file),
+            line: r.line,
+            column: r.column,
+            kind: r.kind,
+            image: self.spell(Spelled::Image(&r.image)),
+            name: ArcStr::clone(&r.written),
+            from: self.spell(from),
+            to: self.spell(Spelled::Version(tag, digest)),
+            group: ArcStr::clone(group),
+            written_to: (*written != *r.file).then(|| written.into()),
+            automerge: r.policy.spec.automerge == Some(true),
+            verified: verified.map(|v| Box::new(v.clone())),
+            app_version: None,
+        }
     }
 }
 
@@ -1350,13 +1295,16 @@ mod tests {
     }
 
     pub(super) fn all_updated(found: &Discovery, tag: &str) -> Chunked<Outcome> {
-        (found.refs.iter())
-            .map(|_| Outcome::Update {
-                tag: tag.into(),
-                digest: None,
-                verified: None,
-            })
-            .collect()
+        found.refs.iter().map(|_| updated_to(tag)).collect()
+    }
+
+    /// An update to `tag`, with no digest.
+    fn updated_to(tag: &str) -> Outcome {
+        Outcome::Update {
+            tag: tag.into(),
+            digest: None,
+            verified: None,
+        }
     }
 
     #[test]
@@ -1487,27 +1435,27 @@ mod tests {
         let (_dir, found) = discovered(&files);
         let of = |file: &str, i: usize| {
             let at = (0..)
+                .map(RefIndex)
                 .zip(found.refs.iter())
                 .filter(|(_, r)| &*r.file == file)
                 .nth(i);
             let (at, _) = at.unwrap_or_else(|| panic!("{file} #{i}: {:?}", found.refs));
             at
         };
-        let planned: Vec<At> = vec![
+        let planned: Vec<RefIndex> = vec![
             of("b/values.yaml", 1),
             of("a/values.yaml", 0),
             of("b/values.yaml", 0),
             of("a-b/values.yaml", 0),
         ];
         let outcomes = all_updated(&found, "9.9.9");
-        let runs = Runs::of(Moves::new(&found, &outcomes), planned.clone());
-        let work: Vec<_> = runs.files.iter().map(|run| runs.work(run)).collect();
+        let work = work_by_file(Moves::new(&found, &outcomes), planned.clone());
         let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
         assert_eq!(order, ["a-b/values.yaml", "a/values.yaml", "b/values.yaml"]);
         let slots: Vec<Vec<usize>> = work
             .iter()
             .map(|(_, w)| {
-                let at = |p: &At| planned.iter().position(|q| q == p);
+                let at = |p: &RefIndex| planned.iter().position(|q| q == p);
                 w.slots.iter().filter_map(at).collect()
             })
             .collect();
@@ -1522,6 +1470,25 @@ mod tests {
         }
     }
 
+    /// The reference of `found` in `file`, creating a value in each file of `into`.
+    fn creating_in(found: &Discovery, file: &str, into: &[&str]) -> ImageRef {
+        let mut r = found.refs.iter().find(|r| &*r.file == file).cloned();
+        let r = r
+            .as_mut()
+            .unwrap_or_else(|| panic!("{file}: {:?}", found.refs));
+        for &f in into {
+            r.extra_mut().creations.push(Creation {
+                file: f.to_string(),
+                doc: 0,
+                path: Vec::new(),
+                what: crate::discover::Created::Key {
+                    value: crate::discover::Template::Tag,
+                },
+            });
+        }
+        r.clone()
+    }
+
     /// Values to create join their file's work, after its slots and in the order they were
     /// planned; a file that only receives created values gets work of its own, in the
     /// files' order (bytewise).
@@ -1532,23 +1499,7 @@ mod tests {
             ("d/values.yaml", "x:\n  image: r.io/x:1.0.0\n"),
         ];
         let (_dir, found) = discovered(&files);
-        let creating = |file: &str, into: &[&str]| {
-            let mut r = found.refs.iter().find(|r| &*r.file == file).cloned();
-            let r = r
-                .as_mut()
-                .unwrap_or_else(|| panic!("{file}: {:?}", found.refs));
-            for &f in into {
-                r.extra_mut().creations.push(Creation {
-                    file: f.to_string(),
-                    doc: 0,
-                    path: Vec::new(),
-                    what: crate::discover::Created::Key {
-                        value: crate::discover::Template::Tag,
-                    },
-                });
-            }
-            r.clone()
-        };
+        let creating = |file: &str, into: &[&str]| creating_in(&found, file, into);
         // `b`'s reference creates in `d` (which has slots) and in `c` and `a` (which have
         // none); `d`'s reference creates in `a` and `d`.
         let refs = [
@@ -1559,19 +1510,12 @@ mod tests {
             creating("d/values.yaml", &["a/values.yaml", "d/values.yaml"]),
         ];
         let refs: Chunked<ImageRef> = refs.into_iter().collect();
-        let outcomes: Chunked<Outcome> = (refs.iter())
-            .map(|_| Outcome::Update {
-                tag: "9.9.9".into(),
-                digest: None,
-                verified: None,
-            })
-            .collect();
+        let outcomes: Chunked<Outcome> = refs.iter().map(|_| updated_to("9.9.9")).collect();
         let moves = Moves {
             refs: &refs,
             outcomes: &outcomes,
         };
-        let runs = Runs::of(moves, vec![0, 1]);
-        let work: Vec<_> = runs.files.iter().map(|run| runs.work(run)).collect();
+        let work = work_by_file(moves, vec![RefIndex(0), RefIndex(1)]);
         let order: Vec<&str> = work.iter().map(|(f, _)| *f).collect();
         let all = [
             "a/values.yaml",
@@ -1651,6 +1595,28 @@ mod tests {
         assert_eq!(made.updates.len(), 1);
     }
 
+    /// Every reference of `found` updated: a chart to 1.1.0, an image to 2.0.0 (with
+    /// `new_digest` where a digest is pinned), `r.io/y`'s signature verified.
+    fn charts_and_images_updated(found: &Discovery, new_digest: &str) -> Chunked<Outcome> {
+        (found.refs.iter())
+            .map(|r| Outcome::Update {
+                tag: if r.kind == RefKind::HelmChart {
+                    "1.1.0"
+                } else {
+                    "2.0.0"
+                }
+                .into(),
+                digest: r.digest.as_ref().map(|_| new_digest.into()),
+                verified: (*r.written == *"r.io/y").then(|| {
+                    Box::new(crate::verify::Verified {
+                        digest: new_digest.to_string(),
+                        signer: "key cosign.pub".into(),
+                    })
+                }),
+            })
+            .collect()
+    }
+
     /// A plan that does not keep its rows makes them as they are read, each as the plan that
     /// keeps them holds it: with a digest, a signature verified, a chart's appVersion change,
     /// and none for a file whose edit is refused.
@@ -1659,34 +1625,14 @@ mod tests {
         let digest = format!("sha256:{}", "a".repeat(64));
         let chart = "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: web\n    version: 1.0.0\n    repository: https://charts.example.com\n";
         let pinned = format!("x:\n  image: r.io/x:1.0.0@{digest}\ny:\n  image: r.io/y:1.0.0\n");
-        let dir = crate::discover::tests::tree(&[
+        let (_dir, found) = discovered(&[
             ("umbrella/Chart.yaml", chart),
             ("apps/a/values.yaml", &pinned),
             ("apps/b/values.yaml", "z:\n  image: r.io/z:1.0.0\n"),
         ]);
-        let found = crate::discover::discover(
-            &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
-        );
         assert_eq!(found.refs.len(), 4, "{:?}", found.problems);
         let new_digest = format!("sha256:{}", "b".repeat(64));
-        let outcomes: Chunked<Outcome> = (found.refs.iter())
-            .map(|r| Outcome::Update {
-                tag: if r.kind == RefKind::HelmChart {
-                    "1.1.0"
-                } else {
-                    "2.0.0"
-                }
-                .into(),
-                digest: r.digest.as_ref().map(|_| new_digest.as_str().into()),
-                verified: (*r.written == *"r.io/y").then(|| {
-                    Box::new(crate::verify::Verified {
-                        digest: new_digest.clone(),
-                        signer: "key cosign.pub".into(),
-                    })
-                }),
-            })
-            .collect();
+        let outcomes = charts_and_images_updated(&found, &new_digest);
         let lookup = |chart: &str, from: &str, to: &str| {
             Some(crate::chart::app_version::AppVersionChange {
                 from: Some(format!("{chart} {from}")),
@@ -1733,6 +1679,44 @@ mod tests {
         );
         assert_eq!(made.update_count(), 2);
         assert_eq!(indexes(&made), indexes(&kept));
+    }
+
+    /// A file is one change set's while every update that touches it is that change set's;
+    /// a second change set, or an update in none, makes it no one change set's for good.
+    #[test]
+    fn a_file_is_touched_by_one_change_set_only_while_every_update_is_its() {
+        let (a, b) = (Some(SetIndex(0)), Some(SetIndex(1)));
+        let seen = |sets: &[Option<SetIndex>]| {
+            (sets.iter()).fold(Touchers::NoneYet, |touched, &set| touched.and(set))
+        };
+        assert_eq!(seen(&[]), Touchers::NoneYet);
+        assert_eq!(seen(&[a, a, a]), Touchers::One(SetIndex(0)));
+        assert_eq!(seen(&[a, b]), Touchers::Many);
+        assert_eq!(seen(&[a, b, a]), Touchers::Many);
+        assert_eq!(seen(&[None]), Touchers::Many);
+        assert_eq!(seen(&[b, None, b]), Touchers::Many);
+    }
+
+    /// One string per image and per version, whichever row names it first; a version as
+    /// from and as to is the same string.
+    #[test]
+    fn spellings_give_one_string_per_image_and_version() {
+        let image = ImageName {
+            registry: "r.io".into(),
+            repository: "x".into(),
+        };
+        let mut spellings = Spellings::default();
+        let one = spellings.spell(Spelled::Version("1.0.0", None));
+        let pinned = spellings.spell(Spelled::Version("1.0.0", Some("sha256:a")));
+        let x = spellings.spell(Spelled::Image(&image));
+        assert_eq!(
+            (&*one, &*pinned, &*x),
+            ("1.0.0", "1.0.0@sha256:a", "r.io/x")
+        );
+        let again = spellings.spell(Spelled::Version("1.0.0", None));
+        assert!(ArcStr::ptr_eq(&one, &again));
+        assert!(ArcStr::ptr_eq(&x, &spellings.spell(Spelled::Image(&image))));
+        assert_eq!(spellings.0.len(), 3);
     }
 
     #[test]

@@ -325,9 +325,6 @@ pub fn not_updated_of<'a>(
     }
 }
 
-/// No outcome, for a frame without rows.
-const NO_OUTCOMES: &Chunked<Outcome> = &Chunked::new();
-
 /// The rows of the references not updated, made when they are read ([`Self::iter`]) or
 /// written (serialized as their list): one per reference, so a run does not keep them.
 #[derive(Debug, Clone, Copy)]
@@ -343,14 +340,6 @@ impl<'a> NotUpdatedRows<'a> {
         (self.found.refs.iter())
             .zip(self.outcomes)
             .filter_map(move |(r, o)| not_updated_row(r, o, refused))
-    }
-
-    /// The same rows' source with no rows: a report's frame without its longest list.
-    pub fn none(self) -> Self {
-        NotUpdatedRows {
-            outcomes: NO_OUTCOMES,
-            ..self
-        }
     }
 }
 
