@@ -37,7 +37,6 @@ pub mod limits;
 pub mod notify;
 mod parallel;
 pub mod plan;
-pub mod policy;
 pub mod progress;
 pub mod promote;
 pub mod registry;

@@ -10,13 +10,13 @@ use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, TagsArgs};
 use crate::config::{Config, PolicySpec};
-use crate::policy::evaluate::{Choice, Evaluation};
-use crate::policy::rules::Policies;
-use crate::policy::Policy;
 use crate::registry::Registries;
 use crate::report::table;
 use crate::resolve::metadata::MetaCache;
 use imagebump_model::name::{parse_reference, ImageName, Reference};
+use imagebump_policy::evaluate::{Choice, Evaluation};
+use imagebump_policy::rules::Policies;
+use imagebump_policy::Policy;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

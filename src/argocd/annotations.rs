@@ -25,10 +25,10 @@ use serde::Deserialize;
 use super::app::App;
 use super::glob::GoGlob;
 use super::identifier;
-use crate::policy::constraint::Constraint;
-use crate::policy::patterns::PatternError;
 use imagebump_model::platform::Platform;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
+use imagebump_policy::constraint::Constraint;
+use imagebump_policy::patterns::PatternError;
 
 /// The annotation prefix, with its `/`.
 pub const PREFIX: &str = "argocd-image-updater.argoproj.io/";
@@ -362,7 +362,7 @@ fn allow_tags(text: &str, key: &str, label: &str, notes: &mut Vec<String>) -> Op
     }
     let why = match text.split_once(':') {
         Some((f, re)) if f.eq_ignore_ascii_case("regexp") => {
-            match crate::policy::patterns::compile(re) {
+            match imagebump_policy::patterns::compile(re) {
                 Err(PatternError::Invalid { message, .. }) => {
                     format!("the regular expression does not compile ({message})")
                 }
@@ -808,7 +808,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::policy::filters::AllowTags;
+    use imagebump_policy::filters::AllowTags;
 
     fn app(ann: &[(&str, &str)]) -> App {
         App {

@@ -76,11 +76,11 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
         }
     }
     let defaults_error =
-        crate::policy::Policy::compile(config.defaults.clone(), Default::default())
+        imagebump_policy::Policy::compile(config.defaults.clone(), Default::default())
             .err()
             .map(|e| e.key);
     let mut check = |at: Vec<PathSeg>, spec: PolicySpec, is_rule: bool| -> Option<Invalid> {
-        match crate::policy::Policy::compile(spec, Default::default()) {
+        match imagebump_policy::Policy::compile(spec, Default::default()) {
             Ok(p) => {
                 warnings.extend(
                     p.warnings
@@ -105,7 +105,7 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
     errors.extend(check(vec![key("defaults")], config.defaults.clone(), false));
     for (i, rule) in config.images.iter().enumerate() {
         let at = vec![key("images"), PathSeg::Index(i)];
-        if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
+        if let Err(e) = imagebump_policy::rules::rule_glob(&rule.glob) {
             let mut at = at.clone();
             at.push(key("match"));
             errors.push(Invalid {
@@ -114,7 +114,7 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
                 hint: Some("globs such as ghcr.io/acme/* or **/nginx".into()),
             });
         }
-        if let Some(Err(e)) = rule.path.as_deref().map(crate::policy::rules::rule_glob) {
+        if let Some(Err(e)) = rule.path.as_deref().map(imagebump_policy::rules::rule_glob) {
             let mut at = at.clone();
             at.push(key("path"));
             errors.push(Invalid {

@@ -28,10 +28,10 @@ use crate::argocd::{
     WriteBackTarget,
 };
 use crate::config::Config;
-use crate::policy::rules::Policies;
 use imagebump_model::name::{parse_name, parse_reference, same_repository, Reference};
 use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{parse_located, BlockText, Doc, LineIndex, Node, PathSeg};
 
 /// A YAML file read whole: its text, located documents and their values.

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 
 use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::flux::{self, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
-use crate::policy::rules::Policies;
 use imagebump_model::name::{
     is_valid_tag, parse_name, parse_reference, placeholder, ImageName, Reference,
 };
 use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{LineIndex, PathSeg};
 
 /// The Flux resources of the repository and the marked files, in file order.

@@ -24,10 +24,10 @@ use serde::Serialize;
 
 use crate::chunked::Chunked;
 use crate::config::{Config, ScanConfig};
-use crate::policy::rules::Policies;
-use crate::policy::Policy;
 use imagebump_model::name::{ImageName, Reference};
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
+use imagebump_policy::Policy;
 use imagebump_yaml::{LineIndex, PathSeg, Scalar, Style};
 
 /// Which kind of file entry a reference comes from.

@@ -13,8 +13,8 @@
 //! value under such a policy is listed and left alone.
 
 use super::{Fields, Invalid, Meta, Note};
-use crate::policy::patterns::PatternError;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
+use imagebump_policy::patterns::PatternError;
 
 /// How the latest tag is chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn filtered(fields: &Fields, rule: &Rule) -> Result<Result<PolicySpec, String>, 
     let Some(p) = pattern.filter(|p| !p.is_empty()) else {
         return Ok(Ok(plain(rule)));
     };
-    if let Err(e) = crate::policy::patterns::compile(&p) {
+    if let Err(e) = imagebump_policy::patterns::compile(&p) {
         let message = match e {
             PatternError::Invalid { message, .. } => {
                 format!("spec.filterTags.pattern is not a regular expression: {message}")

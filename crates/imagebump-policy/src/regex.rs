@@ -70,8 +70,8 @@ impl TagPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::evaluate::{choose_offline, Choice};
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     fn policy(pattern: &str, constraint: Option<&str>) -> Policy {
         Policy::compile(

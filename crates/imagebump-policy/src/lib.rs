@@ -7,6 +7,26 @@
 //! Metadata (digests, build dates, platforms) is asked for by the evaluation and fetched by
 //! the resolve stage; policies never call a registry themselves.
 
+// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
+// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
+// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
+// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
+// Tests may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::string_slice
+    )
+)]
+
 pub mod alphabetical;
 pub mod constraint;
 pub mod digest;

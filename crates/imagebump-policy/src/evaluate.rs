@@ -872,7 +872,7 @@ pub fn choose_offline<'t>(policy: &Policy, current: &'t str, tags: &'t [String])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{PolicySource, PolicySpec, Strategy};
+    use crate::{PolicySource, PolicySpec, Strategy};
     use proptest::prelude::{prop_assert, prop_assert_eq, proptest};
 
     fn policy(spec: PolicySpec) -> Policy {
@@ -1458,16 +1458,16 @@ mod tests {
             constraint in proptest::sample::select(vec!["*", "^1", "~2.3", ">=1.2 <3", "1.x || 3.x", "<=2.1.4"]),
         ) {
             let p = policy(PolicySpec { constraint: Some(constraint.into()), ..Default::default() });
-            let c = crate::policy::constraint::Constraint::parse(constraint).unwrap();
-            let cur = crate::policy::semver::TagVersion::parse(&current).unwrap();
+            let c = crate::constraint::Constraint::parse(constraint).unwrap();
+            let cur = crate::semver::TagVersion::parse(&current).unwrap();
             if let Choice::Update { tag, .. } = choose_offline(&p, &current, &list) {
-                let v = crate::policy::semver::TagVersion::parse(&tag).unwrap();
+                let v = crate::semver::TagVersion::parse(&tag).unwrap();
                 prop_assert!(c.matches(&v.version), "{tag} outside {constraint}");
                 prop_assert!(v.rank() > cur.rank(), "{tag} not above {current}");
                 prop_assert_eq!(&v.variant, &cur.variant);
                 prop_assert_eq!(v.revision.is_some(), cur.revision.is_some());
                 prop_assert!(!v.is_prerelease());
-                let better = list.iter().filter_map(|t| crate::policy::semver::TagVersion::parse(t))
+                let better = list.iter().filter_map(|t| crate::semver::TagVersion::parse(t))
                     .filter(|o| o.same_suffix(&cur) && !o.is_prerelease() && c.matches(&o.version))
                     .any(|o| o.rank() > v.rank());
                 prop_assert!(!better, "a higher qualifying tag than {tag} exists in {list:?}");

@@ -9,8 +9,8 @@ pub fn key(tag: &str) -> Key<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::evaluate::{choose_offline, Choice};
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     fn policy(allow: Option<&str>) -> Policy {
         Policy::compile(

@@ -19,8 +19,8 @@ pub fn number_key<'t>(digits: &'t str, tag: &'t str) -> Option<Key<'t>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::evaluate::{choose_offline, Choice};
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     #[test]
     fn integers_by_value() {

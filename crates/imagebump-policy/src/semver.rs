@@ -535,7 +535,7 @@ impl Series {
 mod tests {
     use super::*;
 
-    use crate::policy::evaluate::{choose_offline, Choice};
+    use crate::evaluate::{choose_offline, Choice};
 
     proptest::proptest! {
         /// The byte-wise reading of numeric parts agrees with splitting the text and
@@ -557,7 +557,7 @@ mod tests {
             proptest::prop_assert_eq!(first_part(&text, b'-'), first);
         }
     }
-    use crate::policy::Policy;
+    use crate::Policy;
 
     fn pick(current: &str, tags: &[&str]) -> Choice {
         choose_offline(
@@ -683,7 +683,7 @@ mod tests {
     /// Runs every row through the evaluation `run` and `tags` use; a row's reason is the
     /// chosen tag's, or "" when nothing moves.
     fn check_table(rows: &[Row]) {
-        use crate::policy::{PolicySource, PolicySpec};
+        use crate::{PolicySource, PolicySpec};
         for (current, constraint, listed, want, why) in rows {
             let spec = PolicySpec {
                 constraint: constraint.map(str::to_string),
@@ -691,7 +691,7 @@ mod tests {
             };
             let p = Policy::compile(spec, PolicySource::default()).unwrap();
             let list: Vec<String> = listed.iter().map(|t| t.to_string()).collect();
-            let mut e = crate::policy::evaluate::Evaluation::new(&p, current, None, &list);
+            let mut e = crate::evaluate::Evaluation::new(&p, current, None, &list);
             let got = e.decide();
             let reason = e
                 .candidates()
