@@ -14,7 +14,8 @@ use crate::registry::Registries;
 use crate::report::table;
 use crate::resolve::metadata::MetaCache;
 use imagebump_model::name::{parse_reference, ImageName, Reference};
-use imagebump_policy::evaluate::{Choice, Evaluation};
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
 use imagebump_policy::rules::Policies;
 use imagebump_policy::Policy;
 

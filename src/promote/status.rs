@@ -8,7 +8,8 @@ use super::timeline::Verdict;
 use super::{rejected_at, Promotion, Promotions};
 use crate::discover::{Discovery, ImageRef};
 use crate::resolve::Rejections;
-use imagebump_policy::evaluate::{Choice, Evaluation};
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
 
 /// One row: a reference in one environment.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -19,7 +19,7 @@ use crate::registry::cache::DiskCache;
 use crate::registry::client::Client;
 use crate::registry::manifest::{parse_config, parse_manifest, ImageConfig, Manifest, Platform};
 use crate::registry::Error;
-use imagebump_policy::evaluate::{Build, Meta};
+use imagebump_policy::candidate::{Build, Meta};
 
 type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;
 

@@ -5,7 +5,8 @@
 
 use crate::verify::{Signer, Verdict, Verifier};
 use imagebump_model::name::ImageName;
-use imagebump_policy::evaluate::{Choice, Evaluation};
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
 use imagebump_policy::Policy;
 
 use super::{settle, MetaSource};

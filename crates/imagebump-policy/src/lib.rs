@@ -2,7 +2,8 @@
 //! for some strategies and filters, image metadata.
 //!
 //! A [`Policy`] is the compiled form of the effective [`PolicySpec`] of one reference.
-//! Strategies live one per file and only order and judge tags; [`evaluate::Evaluation`]
+//! Strategies live one per file behind the [`strategy::Strategy`] trait and only read and
+//! order tags; [`evaluate::Evaluation`]
 //! runs the filters and keeps every candidate's verdict, so a choice can be explained.
 //! Metadata (digests, build dates, platforms) is asked for by the evaluation and fetched by
 //! the resolve stage; policies never call a registry themselves.
@@ -28,6 +29,7 @@
 )]
 
 pub mod alphabetical;
+pub mod candidate;
 pub mod constraint;
 pub mod digest;
 pub mod evaluate;
@@ -38,6 +40,7 @@ pub mod patterns;
 pub mod regex;
 pub mod rules;
 pub mod semver;
+pub mod strategy;
 
 use std::fmt;
 use std::sync::Arc;

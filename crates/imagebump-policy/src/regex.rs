@@ -3,8 +3,10 @@
 
 use regex::Regex;
 
-use super::evaluate::{Key, Verdict};
-use super::numeric::number_key;
+use crate::candidate::{Key, Rank, Verdict};
+use crate::numeric::number_key;
+use crate::semver::TagVersions;
+use crate::strategy::Strategy;
 
 /// How the named group is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +24,7 @@ pub struct TagPattern {
 
 impl TagPattern {
     pub fn parse(text: &str) -> Result<TagPattern, String> {
-        let re = super::patterns::compile(text).map_err(|e| e.to_string())?;
+        let re = crate::patterns::compile(text).map_err(|e| e.to_string())?;
         let names: Vec<&str> = re.capture_names().flatten().collect();
         let groups: Vec<Group> = names
             .iter()
@@ -58,8 +60,8 @@ impl TagPattern {
         };
         let value = caps.name(name).ok_or(Verdict::NoMatch)?.as_str();
         match self.group {
-            Group::Version => super::constraint::parse_version(value)
-                .map(|v| Key::Version(super::semver::Rank::of(v), true, tag))
+            Group::Version => crate::constraint::parse_version(value)
+                .map(|v| Key::Version(Rank::of(v), true, tag))
                 .ok_or(Verdict::NotAVersion),
             Group::Num => number_key(value, tag).ok_or(Verdict::NotAnInteger),
             Group::Ts => Ok(Key::Text(value, tag)),
@@ -67,10 +69,43 @@ impl TagPattern {
     }
 }
 
+/// Tags ordered by a pattern's named group; the policy's `pattern` (compiling a policy
+/// whose strategy is `regex` makes sure it has one).
+pub struct Pattern(pub Option<TagPattern>);
+
+impl Strategy for Pattern {
+    fn cannot_judge(&self, current: &str) -> Option<String> {
+        let judged = self.0.as_ref().is_some_and(|p| p.key(current).is_ok());
+        (!judged)
+            .then(|| format!("current tag {current:?} does not match the pattern (regex strategy)"))
+    }
+
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        self.0.as_ref()?.key(current).ok()
+    }
+
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        _read: Option<(&TagVersions, usize)>,
+        _allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        match &self.0 {
+            Some(pattern) => pattern.key(tag),
+            None => Err(Verdict::NoMatch),
+        }
+    }
+
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>> {
+        self.0.as_ref()?.key(tag).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{choose_offline, Choice};
+    use crate::candidate::Choice;
+    use crate::evaluate::choose_offline;
     use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     fn policy(pattern: &str, constraint: Option<&str>) -> Policy {
