@@ -24,14 +24,12 @@
 )]
 
 pub mod app;
-pub mod argocd;
 pub mod chart;
 pub mod chunked;
 pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod discover;
-pub mod flux;
 pub mod forge;
 pub mod limits;
 pub mod notify;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 /// in docs/architecture.md (checked below).
 const LAYERS: &[&str] = &[
     "limits", "chunked", "parallel", "progress", "registry", "verify", "chart", "source", "forge",
-    "argocd", "flux", "config", "discover", "resolve", "promote", "plan", "deliver", "report",
-    "notify", "cli", "app",
+    "config", "discover", "resolve", "promote", "plan", "deliver", "report", "notify", "cli",
+    "app",
 ];
 
 /// The workspace crates under crates/, lowest first.
@@ -21,6 +21,8 @@ const CRATES: &[&str] = &[
     "imagebump-http",
     "imagebump-forge",
     "imagebump-policy",
+    "imagebump-flux",
+    "imagebump-argocd",
 ];
 
 fn root() -> PathBuf {

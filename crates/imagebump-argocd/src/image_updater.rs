@@ -762,7 +762,7 @@ fn ref_write_back(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::argocd::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
+    use crate::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
     use imagebump_model::policy::{SemverMode, Strategy};
 
     #[test]

@@ -8,7 +8,27 @@
 //! - [`automation`]: `ImageUpdateAutomation` (which paths Flux updates).
 //! - [`setter`]: `# {"$imagepolicy": "<namespace>:<policy>[:tag|:name|:digest]"}`.
 //!
-//! `discover/flux.rs` turns the setters into references.
+//! The `imagebump` package's `discover/flux.rs` turns the setters into references.
+
+// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
+// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
+// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
+// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
+// Tests may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::string_slice
+    )
+)]
 
 pub mod automation;
 pub mod image_policy;

@@ -11,6 +11,28 @@
 //! - [`appset`]: `ApplicationSet`s expanded into the Applications they generate, from git
 //!   alone (list, git directories, matrix).
 //! - [`helm_path`]: AIU's Helm key paths (`a.b[2].c`, literal dotted keys).
+//!
+//! The `imagebump` package's `discover/argocd.rs` turns what is read here into references.
+
+// Library code never panics, whatever the input: no unwrap/expect/panic, no unchecked
+// arithmetic, no indexing or slicing that could go out of bounds. `indexing_slicing` does not
+// look at `str`, so `string_slice` covers `&text[a..b]` (which also panics inside a multi-byte
+// character), and `panic` does not cover `unreachable!`, `todo!` and `unimplemented!`.
+// Tests may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::string_slice
+    )
+)]
 
 pub mod annotations;
 pub mod app;
