@@ -29,7 +29,8 @@ use serde_json::Value;
 
 use super::annotations::{
     build_image, from_annotations, parse_write_back, HelmKeys, ImageInput, Layer, Named, Namer,
-    UpdateSettings, UpdaterConfig, WriteBackInput, DEFAULT_HELM_IMAGE_NAME, DEFAULT_HELM_IMAGE_TAG,
+    UpdateSettings, UpdaterConfig, UpdaterImage, WriteBackInput, DEFAULT_HELM_IMAGE_NAME,
+    DEFAULT_HELM_IMAGE_TAG,
 };
 use super::app::{name_and_namespace, App, AppError, Meta};
 use super::glob::GoGlob;
@@ -600,7 +601,7 @@ fn verification_note(at: &str) -> String {
 
 /// AIU verifies this image: so must imagebump. The keys are the operator's (`verify` in
 /// its configuration); with none, the image fails closed (docs/security.md).
-fn require_verification(image: &mut super::annotations::UpdaterImage) {
+fn require_verification(image: &mut UpdaterImage) {
     if image.policy.verify.is_none() {
         image.policy.verify = Some(imagebump_model::verify::VerifySpec::default());
     }
@@ -608,84 +609,105 @@ fn require_verification(image: &mut super::annotations::UpdaterImage) {
 
 /// A ref with `images`: settings merged image > ref > spec.
 fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<UpdaterConfig, String> {
-    let who = u.label();
-    let at = format!("{who}: spec.applicationRefs[{ri}]");
-    let empty = UpdateSettings::default();
     let mut notes = Vec::new();
     let mut images = Vec::new();
     for (j, img) in r.images.iter().flatten().enumerate() {
-        let img_at = format!("{at}.images[{j}]");
-        let layers = vec![
-            Layer {
-                settings: u.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{who}: spec.commonUpdateSettings")),
-            },
-            Layer {
-                settings: r.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{at}.commonUpdateSettings")),
-            },
-            Layer {
-                settings: img.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{img_at}.commonUpdateSettings")),
-            },
-        ];
-        let targets = img.manifest_targets.as_ref();
-        let helm = targets.and_then(|t| t.helm.as_ref()).map(|h| match &h.spec {
-            Some(spec) => {
-                if h.name.is_some() || h.tag.is_some() {
-                    notes.push(format!(
-                        "{img_at}.manifestTargets.helm: name and tag are ignored because spec is set (as in AIU)"
-                    ));
-                }
-                HelmKeys::Spec(spec.clone())
-            }
-            None => HelmKeys::NameTag {
-                name: h.name.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_NAME.into()),
-                tag: h.tag.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_TAG.into()),
-            },
-        });
-        let plugin = targets
-            .and_then(|t| t.plugin.as_ref())
-            .map(|p| match &p.spec {
-                Some(spec) => HelmKeys::Spec(spec.clone()),
-                None => HelmKeys::NameTag {
-                    name: p.name.clone().unwrap_or_default(),
-                    tag: p.tag.clone().unwrap_or_default(),
-                },
-            });
-        let verify = verification(&[
-            u.images_verification.as_ref(),
-            r.images_verification.as_ref(),
-            img.images_verification.as_ref(),
-        ]);
-        if verify {
-            notes.push(verification_note(&img_at));
-        }
-        images.push(build_image(
-            ImageInput {
-                alias: Some(img.alias.clone()),
-                text: img.image_name.trim(),
-                text_key: format!("{img_at}.imageName"),
-                layers,
-                helm,
-                kustomize_name: targets
-                    .and_then(|t| t.kustomize.as_ref())
-                    .map(|k| k.name.clone()),
-                plugin,
-            },
-            &mut notes,
-        )?);
-        if let (true, Some(image)) = (verify, images.last_mut()) {
-            require_verification(image);
-        }
+        images.push(ref_image(u, (ri, r), (j, img), &mut notes)?);
     }
     let write_back = ref_write_back(u, ri, r, &mut notes)?;
     Ok(UpdaterConfig {
         images,
         write_back,
         notes,
-        origin: who,
+        origin: u.label(),
     })
+}
+
+/// Image `j` of ref `ri`, its settings merged image > ref > spec.
+fn ref_image(
+    u: &ImageUpdater,
+    (ri, r): (usize, &ApplicationRef),
+    (j, img): (usize, &ImageConfig),
+    notes: &mut Vec<String>,
+) -> Result<UpdaterImage, String> {
+    let who = u.label();
+    let at = format!("{who}: spec.applicationRefs[{ri}]");
+    let img_at = format!("{at}.images[{j}]");
+    let empty = UpdateSettings::default();
+    let layers = vec![
+        Layer {
+            settings: u.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{who}: spec.commonUpdateSettings")),
+        },
+        Layer {
+            settings: r.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{at}.commonUpdateSettings")),
+        },
+        Layer {
+            settings: img.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{img_at}.commonUpdateSettings")),
+        },
+    ];
+    let targets = img.manifest_targets.as_ref();
+    let (helm, plugin) = target_keys(targets, &img_at, notes);
+    let verify = verification(&[
+        u.images_verification.as_ref(),
+        r.images_verification.as_ref(),
+        img.images_verification.as_ref(),
+    ]);
+    if verify {
+        notes.push(verification_note(&img_at));
+    }
+    let mut image = build_image(
+        ImageInput {
+            alias: Some(img.alias.clone()),
+            text: img.image_name.trim(),
+            text_key: format!("{img_at}.imageName"),
+            layers,
+            helm,
+            kustomize_name: targets
+                .and_then(|t| t.kustomize.as_ref())
+                .map(|k| k.name.clone()),
+            plugin,
+        },
+        notes,
+    )?;
+    if verify {
+        require_verification(&mut image);
+    }
+    Ok(image)
+}
+
+/// The Helm and plugin keys an image's `manifestTargets` name (AIU's defaults for Helm).
+fn target_keys(
+    targets: Option<&ManifestTargets>,
+    img_at: &str,
+    notes: &mut Vec<String>,
+) -> (Option<HelmKeys>, Option<HelmKeys>) {
+    let helm = targets.and_then(|t| t.helm.as_ref()).map(|h| match &h.spec {
+        Some(spec) => {
+            if h.name.is_some() || h.tag.is_some() {
+                notes.push(format!(
+                    "{img_at}.manifestTargets.helm: name and tag are ignored because spec is set (as in AIU)"
+                ));
+            }
+            HelmKeys::Spec(spec.clone())
+        }
+        None => HelmKeys::NameTag {
+            name: h.name.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_NAME.into()),
+            tag: h.tag.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_TAG.into()),
+        },
+    });
+    let plugin = targets
+        .and_then(|t| t.plugin.as_ref())
+        .map(|p| match &p.spec {
+            Some(spec) => HelmKeys::Spec(spec.clone()),
+            None => HelmKeys::NameTag {
+                name: p.name.clone().unwrap_or_default(),
+                tag: p.tag.clone().unwrap_or_default(),
+            },
+        });
+    (helm, plugin)
 }
 
 /// `mergeWBCSettings` (ref over spec), then the write-back parsing shared with
