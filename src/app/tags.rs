@@ -265,7 +265,8 @@ fn rejected_in(
 
 /// The policy for the image: the configuration's, with the flags on top.
 fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Policy, Error> {
-    let mut policies = Policies::new(&config.defaults, &config.images).map_err(Error::Rules)?;
+    let mut policies =
+        Policies::new(&config.defaults, &config.images).map_err(|e| Error::Rules(e.to_string()))?;
     policies
         .policy_for(
             &reference.name,

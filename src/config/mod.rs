@@ -110,8 +110,8 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
             at.push(key("match"));
             errors.push(Invalid {
                 at,
-                message: e,
-                hint: Some("globs such as ghcr.io/acme/* or **/nginx".into()),
+                message: e.to_string(),
+                hint: Some(e.hint().into()),
             });
         }
         if let Some(Err(e)) = rule.path.as_deref().map(imagebump_policy::rules::rule_glob) {
@@ -119,7 +119,7 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
             at.push(key("path"));
             errors.push(Invalid {
                 at,
-                message: e,
+                message: e.to_string(),
                 hint: Some("globs such as apps/*/overlays/dev/** or **/values-prod.yaml".into()),
             });
         }

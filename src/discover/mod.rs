@@ -932,7 +932,7 @@ pub fn discover_with(
     let policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p.with_pull_secrets(&config.credentials),
         Err(e) => {
-            out.problems.push(Problem::config(e));
+            out.problems.push(Problem::config(e.to_string()));
             return out;
         }
     };

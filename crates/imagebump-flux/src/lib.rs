@@ -36,9 +36,9 @@ pub mod image_repository;
 pub mod setter;
 
 pub use automation::Automation;
-pub use image_policy::{ImagePolicy, Rule};
+pub use image_policy::{ImagePolicy, Rule, RuleError};
 pub use image_repository::ImageRepository;
-pub use setter::{Field, PolicyName, Setter};
+pub use setter::{Field, PolicyName, Setter, SetterError};
 
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, LineIndex, Node};
@@ -141,7 +141,7 @@ pub fn read(file: &str, text: &str, docs: &[Doc]) -> Loaded {
     out.marked.extend(bad.iter().map(|b| b.span.clone()));
     out.setters = setters;
     out.problems
-        .extend(bad.into_iter().map(|b| at(b.offset, b.message)));
+        .extend(bad.into_iter().map(|b| at(b.offset, b.message.to_string())));
     for root in docs.iter().filter_map(|d| d.root.as_ref()) {
         let (Some(kind), Some(api)) = (
             root.get("kind").and_then(Node::str_value),

@@ -307,13 +307,14 @@ fn compile_tag_filters(
     let allow = match spec.allow_tags.as_deref() {
         None => None,
         Some(text) => AllowTags::parse(text)
-            .map_err(|m| PolicyError::new("allowTags", m).hint("write `regexp:<RE>` or `any`"))?,
+            .map_err(|e| PolicyError::new("allowTags", e.to_string()).hint(e.hint()))?,
     };
     let ignore_tags = match &spec.ignore_tags {
         None => None,
-        Some(globs) => Some(IgnoreTags::parse(globs).map_err(|m| {
-            PolicyError::new("ignoreTags", m).hint("globs such as latest, *-rc*, sha-*")
-        })?),
+        Some(globs) => Some(
+            IgnoreTags::parse(globs)
+                .map_err(|e| PolicyError::new("ignoreTags", e.to_string()).hint(e.hint()))?,
+        ),
     };
     Ok((allow, ignore_tags))
 }
@@ -328,7 +329,7 @@ fn compile_pattern(
         None => None,
         Some(text) => Some(
             regex::TagPattern::parse(text)
-                .map_err(|m| PolicyError::new("pattern", m).hint(HINT))?,
+                .map_err(|e| PolicyError::new("pattern", e.to_string()).hint(e.hint()))?,
         ),
     };
     if strategy == Strategy::Regex && pattern.is_none() {

@@ -5,6 +5,7 @@ use regex::Regex;
 
 use crate::candidate::{Key, Rank, Verdict};
 use crate::numeric::number_key;
+use crate::patterns::PatternError;
 use crate::semver::TagVersions;
 use crate::strategy::Strategy;
 
@@ -22,9 +23,27 @@ pub struct TagPattern {
     group: Group,
 }
 
+/// Why a `pattern` cannot order tags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagPatternError {
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    #[error("{text:?} has no named group `version`, `num` or `ts` to order tags by, e.g. (?P<num>[0-9]+)")]
+    NoGroup { text: String },
+    #[error("{text:?} has more than one of the groups `version`, `num`, `ts`; keep one")]
+    ManyGroups { text: String },
+}
+
+impl TagPatternError {
+    /// What to write instead.
+    pub fn hint(&self) -> &'static str {
+        "e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'"
+    }
+}
+
 impl TagPattern {
-    pub fn parse(text: &str) -> Result<TagPattern, String> {
-        let re = crate::patterns::compile(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<TagPattern, TagPatternError> {
+        let re = crate::patterns::compile(text)?;
         let names: Vec<&str> = re.capture_names().flatten().collect();
         let groups: Vec<Group> = names
             .iter()
@@ -37,12 +56,12 @@ impl TagPattern {
             .collect();
         match groups.as_slice() {
             [g] => Ok(TagPattern { re, group: *g }),
-            [] => Err(format!(
-                "{text:?} has no named group `version`, `num` or `ts` to order tags by, e.g. (?P<num>[0-9]+)"
-            )),
-            _ => Err(format!(
-                "{text:?} has more than one of the groups `version`, `num`, `ts`; keep one"
-            )),
+            [] => Err(TagPatternError::NoGroup {
+                text: text.to_string(),
+            }),
+            _ => Err(TagPatternError::ManyGroups {
+                text: text.to_string(),
+            }),
         }
     }
 
@@ -158,11 +177,18 @@ mod tests {
     fn patterns_need_one_known_group() {
         assert!(TagPattern::parse("^v(?P<x>.*)$")
             .unwrap_err()
+            .to_string()
             .contains("no named group"));
-        assert!(TagPattern::parse("(?P<num>1)(?P<ts>2)")
+        assert_eq!(
+            TagPattern::parse("(?P<num>1)(?P<ts>2)").unwrap_err(),
+            TagPatternError::ManyGroups {
+                text: "(?P<num>1)(?P<ts>2)".into()
+            }
+        );
+        assert!(TagPattern::parse("(")
             .unwrap_err()
-            .contains("more than one"));
-        assert!(TagPattern::parse("(").unwrap_err().contains("bad regular"));
+            .to_string()
+            .starts_with("bad regular expression \"(\""));
         assert_eq!(TagPattern::parse("(?P<ts>.*)").unwrap().group(), Group::Ts);
     }
 
