@@ -73,7 +73,7 @@ pub struct ApplicationRef {
     pub images: Option<Vec<ImageConfig>>,
     /// Why the label selector is invalid (then the ref never matches, as in AIU).
     #[serde(skip)]
-    pub selector_error: Option<String>,
+    pub selector_error: Option<SelectorError>,
 }
 
 /// A Kubernetes label selector.
@@ -170,7 +170,25 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
             "{who}: spec.applicationRefs needs at least one entry"
         ));
     }
-    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))?;
+    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))
+        .map_err(|e| e.to_string())?;
+    let warnings = check_refs(&who, &mut refs)?;
+    Ok(ImageUpdater {
+        file: file.to_string(),
+        doc,
+        name,
+        namespace,
+        common_update_settings: spec.common_update_settings,
+        write_back_config: spec.write_back_config,
+        application_refs: refs,
+        images_verification: spec.images_verification,
+        warnings,
+    })
+}
+
+/// The checks AIU's schema and controller make on each ref (a refused ref refuses the
+/// whole resource); an invalid label selector is kept on its ref, with a warning.
+fn check_refs(who: &str, refs: &mut [ApplicationRef]) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
     let mut patterns = BTreeSet::new();
     for (i, r) in refs.iter_mut().enumerate() {
@@ -187,7 +205,7 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
                 r.name_pattern
             ));
         }
-        check_method(r.write_back_config.as_ref(), &at)?;
+        check_method(r.write_back_config.as_ref(), &at).map_err(|e| e.to_string())?;
         let images = r.images.as_deref().unwrap_or_default();
         if r.use_annotations != Some(true) && images.is_empty() {
             return Err(format!(
@@ -196,7 +214,7 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
         }
         let mut aliases = BTreeSet::new();
         for (j, img) in images.iter().enumerate() {
-            check_image(img, &format!("{at}.images[{j}]"))?;
+            check_image(img, &format!("{at}.images[{j}]")).map_err(|e| e.to_string())?;
             if !aliases.insert(img.alias.as_str()) {
                 return Err(format!(
                     "{at}.images[{j}].alias {:?} is used twice",
@@ -213,21 +231,29 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
             }
         }
     }
-    Ok(ImageUpdater {
-        file: file.to_string(),
-        doc,
-        name,
-        namespace,
-        common_update_settings: spec.common_update_settings,
-        write_back_config: spec.write_back_config,
-        application_refs: refs,
-        images_verification: spec.images_verification,
-        warnings,
-    })
+    Ok(warnings)
+}
+
+/// A field of an `ImageUpdater` that the CRD's schema refuses (so AIU never sees the
+/// resource); `at` names the field's place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{at}.writeBackConfig.method {method:?}: expected argocd, git or git:<credentials>")]
+    Method { at: String, method: String },
+    #[error(
+        "{at}.alias {alias:?}: letters, digits, '-', '.', '_', starting with a letter or digit"
+    )]
+    Alias { at: String, alias: String },
+    #[error("{at}.imageName is empty")]
+    NoImageName { at: String },
+    #[error("{at}.manifestTargets: exactly one of helm, kustomize or plugin must be given")]
+    Targets { at: String },
+    #[error("{at}.manifestTargets.plugin needs spec or name")]
+    Plugin { at: String },
 }
 
 /// The CRD's pattern for `writeBackConfig.method`.
-fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), String> {
+fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), SpecError> {
     let Some(m) = w.and_then(|w| w.method.as_deref()) else {
         return Ok(());
     };
@@ -241,13 +267,14 @@ fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{at}.writeBackConfig.method {m:?}: expected argocd, git or git:<credentials>"
-        ))
+        Err(SpecError::Method {
+            at: at.into(),
+            method: m.into(),
+        })
     }
 }
 
-fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
+fn check_image(img: &ImageConfig, at: &str) -> Result<(), SpecError> {
     let alias_ok = img
         .alias
         .chars()
@@ -258,13 +285,13 @@ fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
     if !alias_ok {
-        return Err(format!(
-            "{at}.alias {:?}: letters, digits, '-', '.', '_', starting with a letter or digit",
-            img.alias
-        ));
+        return Err(SpecError::Alias {
+            at: at.into(),
+            alias: img.alias.clone(),
+        });
     }
     if img.image_name.trim().is_empty() {
-        return Err(format!("{at}.imageName is empty"));
+        return Err(SpecError::NoImageName { at: at.into() });
     }
     if let Some(t) = &img.manifest_targets {
         let n = [t.helm.is_some(), t.kustomize.is_some(), t.plugin.is_some()]
@@ -272,13 +299,11 @@ fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
             .filter(|b| **b)
             .count();
         if n != 1 {
-            return Err(format!(
-                "{at}.manifestTargets: exactly one of helm, kustomize or plugin must be given"
-            ));
+            return Err(SpecError::Targets { at: at.into() });
         }
         if let Some(p) = &t.plugin {
             if p.spec.is_none() && p.name.is_none() {
-                return Err(format!("{at}.manifestTargets.plugin needs spec or name"));
+                return Err(SpecError::Plugin { at: at.into() });
             }
         }
     }
@@ -295,33 +320,71 @@ fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(s))
 }
 
+/// Why a label selector is refused (`metav1.LabelSelectorAsSelector`'s checks); AIU then
+/// matches no application with the ref.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("label key {key:?} has an invalid prefix")]
+    KeyPrefix { key: String },
+    #[error("{key:?} is not a valid label key")]
+    Key { key: String },
+    #[error("{value:?} is not a valid label value")]
+    Value { value: String },
+    #[error("{operator} on {key:?} needs values")]
+    NoValues { operator: String, key: String },
+    #[error("{operator} on {key:?} takes no values")]
+    Values { operator: String, key: String },
+    #[error("{operator:?} is not a label selector operator")]
+    Operator { operator: String },
+}
+
+impl SelectorError {
+    /// What Kubernetes accepts.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            SelectorError::KeyPrefix { .. } | SelectorError::Key { .. } => {
+                "a label key is [<DNS subdomain>/]<name>, the name up to 63 letters, digits, '-', '_' or '.'"
+            }
+            SelectorError::Value { .. } => {
+                "a label value is empty or up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+            }
+            SelectorError::NoValues { .. } | SelectorError::Values { .. } => {
+                "In and NotIn take values; Exists and DoesNotExist take none"
+            }
+            SelectorError::Operator { .. } => "operators are In, NotIn, Exists and DoesNotExist",
+        }
+    }
+}
+
 /// Kubernetes' label key rules: `[prefix/]name`.
-fn check_key(key: &str) -> Result<(), String> {
+fn check_key(key: &str) -> Result<(), SelectorError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
     if let Some(p) = prefix {
         if p.is_empty() || p.len() > 253 || !matches(&DNS_SUBDOMAIN, p) {
-            return Err(format!("label key {key:?} has an invalid prefix"));
+            return Err(SelectorError::KeyPrefix { key: key.into() });
         }
     }
     if name.is_empty() || name.len() > 63 || !matches(&LABEL_NAME, name) {
-        return Err(format!("{key:?} is not a valid label key"));
+        return Err(SelectorError::Key { key: key.into() });
     }
     Ok(())
 }
 
-fn check_value(value: &str) -> Result<(), String> {
+fn check_value(value: &str) -> Result<(), SelectorError> {
     if value.is_empty() || (value.len() <= 63 && matches(&LABEL_NAME, value)) {
         Ok(())
     } else {
-        Err(format!("{value:?} is not a valid label value"))
+        Err(SelectorError::Value {
+            value: value.into(),
+        })
     }
 }
 
 /// `metav1.LabelSelectorAsSelector`'s checks.
-fn check_selector(sel: &LabelSelector) -> Result<(), String> {
+fn check_selector(sel: &LabelSelector) -> Result<(), SelectorError> {
     for (k, v) in sel.match_labels.iter().flatten() {
         check_key(k)?;
         check_value(v)?;
@@ -331,13 +394,23 @@ fn check_selector(sel: &LabelSelector) -> Result<(), String> {
         let values = e.values.as_deref().unwrap_or_default();
         match e.operator.as_str() {
             "In" | "NotIn" if values.is_empty() => {
-                return Err(format!("{} on {:?} needs values", e.operator, e.key))
+                return Err(SelectorError::NoValues {
+                    operator: e.operator.clone(),
+                    key: e.key.clone(),
+                })
             }
             "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Err(format!("{} on {:?} takes no values", e.operator, e.key))
+                return Err(SelectorError::Values {
+                    operator: e.operator.clone(),
+                    key: e.key.clone(),
+                })
             }
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => return Err(format!("{other:?} is not a label selector operator")),
+            other => {
+                return Err(SelectorError::Operator {
+                    operator: other.into(),
+                })
+            }
         }
         values.iter().try_for_each(|v| check_value(v))?;
     }
@@ -971,6 +1044,29 @@ mod tests {
         assert_eq!(us[0].warnings.len(), 3, "{:?}", us[0].warnings);
         assert!(us[0].warnings[0].contains("In on \"env\" needs values"));
         assert!(us[0].warnings[1].contains("\"Equals\" is not a label selector operator"));
+        assert!(us[0].warnings[2].contains("\"bad key!\" is not a valid label key"));
+        let refs = &us[0].application_refs;
+        assert_eq!(
+            refs.iter()
+                .filter_map(|r| r.selector_error.clone())
+                .collect::<Vec<_>>(),
+            [
+                SelectorError::NoValues {
+                    operator: "In".into(),
+                    key: "env".into()
+                },
+                SelectorError::Operator {
+                    operator: "Equals".into()
+                },
+                SelectorError::Key {
+                    key: "bad key!".into()
+                },
+            ]
+        );
+        assert!(refs
+            .iter()
+            .filter_map(|r| r.selector_error.as_ref())
+            .all(|e| !e.hint().is_empty()));
         assert_eq!(
             chosen(&app("web", &[("env", "a")], &[]), &us).as_deref(),
             Some("ok")
@@ -1316,5 +1412,30 @@ mod tests {
         ] {
             assert_eq!(selects(&broken(refs)), [true, true, false], "{refs}");
         }
+    }
+
+    #[test]
+    fn spec_errors_name_the_field() {
+        let img = ImageConfig {
+            alias: "-x".into(),
+            image_name: "nginx".into(),
+            common_update_settings: None,
+            manifest_targets: None,
+            images_verification: None,
+        };
+        let e = check_image(&img, "ImageUpdater u: spec.applicationRefs[0].images[1]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ImageUpdater u: spec.applicationRefs[0].images[1].alias \"-x\": letters, digits, '-', '.', '_', starting with a letter or digit"
+        );
+        let blank = ImageConfig {
+            alias: "x".into(),
+            image_name: " ".into(),
+            ..img
+        };
+        assert_eq!(
+            check_image(&blank, "at").unwrap_err(),
+            SpecError::NoImageName { at: "at".into() }
+        );
     }
 }
