@@ -62,6 +62,22 @@ fn best_first(kept: &[(Key, usize)], ranked: Option<(&[u32], &[u32])>) -> Vec<us
     order
 }
 
+/// Pass two of an evaluation: every tag in listing order, ranked unless `judged` (in
+/// listing order) says otherwise.
+fn listed(tags: &[String], judged: Vec<(usize, Verdict)>) -> Vec<Candidate<'_>> {
+    let mut judged = judged.into_iter().peekable();
+    tags.iter()
+        .enumerate()
+        .map(|(i, tag)| {
+            let verdict = match judged.next_if(|(j, _)| *j == i) {
+                Some((_, v)) => v,
+                None => Verdict::Ranked,
+            };
+            Candidate { tag, verdict }
+        })
+        .collect()
+}
+
 /// The tags of `kept` best first by their keys alone; equal keys in listing order.
 fn sorted_by_key(kept: &[(Key, usize)]) -> Vec<usize> {
     let mut by: Vec<usize> = (0..kept.len()).collect();
@@ -168,19 +184,7 @@ impl<'t> Evaluation<'t> {
             e.order = best_first(&kept, places);
         }
         drop(kept);
-        // Pass two: every tag in listing order, ranked unless judged otherwise.
-        let mut judged = judged.into_iter().peekable();
-        e.candidates = tags
-            .iter()
-            .enumerate()
-            .map(|(i, tag)| {
-                let verdict = match judged.next_if(|(j, _)| *j == i) {
-                    Some((_, v)) => v,
-                    None => Verdict::Ranked,
-                };
-                Candidate { tag, verdict }
-            })
-            .collect();
+        e.candidates = listed(tags, judged);
         e
     }
 
