@@ -783,6 +783,31 @@ fn target_keys(
     (helm, plugin)
 }
 
+/// Pull-request mode (`gitConfig.pullRequest`, at the level `at` names) takes only a base
+/// branch; its labels are AIU's, not imagebump's (noted).
+fn check_pull_request(
+    (pr, at): (&Value, &str),
+    branch: Option<&Named<'_>>,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if let Some(b) = branch.filter(|b| b.value.contains(':')) {
+        return Err(format!(
+            "{}: {:?}: pull-request mode takes only the base branch",
+            b.key, b.value
+        ));
+    }
+    let labels = pr
+        .get("labels")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if labels > 0 {
+        notes.push(format!(
+            "{at}.gitConfig.pullRequest.labels are not applied: set imagebump's own pull-request labels"
+        ));
+    }
+    Ok(())
+}
+
 /// `mergeWBCSettings` (ref over spec), then the write-back parsing shared with
 /// annotations.
 fn ref_write_back(
@@ -818,24 +843,10 @@ fn ref_write_back(
     let pull_request = levels.iter().rev().find_map(|(w, at)| {
         w.and_then(|w| w.git_config.as_ref())
             .and_then(|g| g.pull_request.as_ref())
-            .map(|p| (p, at))
+            .map(|p| (p, at.as_str()))
     });
-    if let Some((pr, at)) = pull_request {
-        if let Some(b) = branch.as_ref().filter(|b| b.value.contains(':')) {
-            return Err(format!(
-                "{}: {:?}: pull-request mode takes only the base branch",
-                b.key, b.value
-            ));
-        }
-        let labels = pr
-            .get("labels")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if labels > 0 {
-            notes.push(format!(
-                "{at}.gitConfig.pullRequest.labels are not applied: set imagebump's own pull-request labels"
-            ));
-        }
+    if let Some(pr) = pull_request {
+        check_pull_request(pr, branch.as_ref(), notes)?;
     }
     parse_write_back(
         &WriteBackInput {
