@@ -15,20 +15,17 @@
 )]
 
 pub mod app;
-pub mod argocd;
 pub mod chart;
 pub mod chunked;
 pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod discover;
-pub mod flux;
 pub mod forge;
 pub mod limits;
 pub mod notify;
 mod parallel;
 pub mod plan;
-pub mod policy;
 pub mod progress;
 pub mod promote;
 pub mod registry;

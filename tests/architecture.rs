@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of the `imagebump` package, lowest first. The same order is written
 /// in docs/architecture.md (checked below).
 const LAYERS: &[&str] = &[
-    "limits", "chunked", "parallel", "progress", "policy", "registry", "verify", "chart", "source",
-    "forge", "argocd", "flux", "config", "discover", "resolve", "promote", "plan", "deliver",
-    "report", "notify", "cli", "app",
+    "limits", "chunked", "parallel", "progress", "registry", "verify", "chart", "source", "forge",
+    "config", "discover", "resolve", "promote", "plan", "deliver", "report", "notify", "cli",
+    "app",
 ];
 
 /// The workspace crates under crates/, lowest first.
@@ -32,6 +32,9 @@ const CRATES: &[&str] = &[
     "imagebump-yaml",
     "imagebump-http",
     "imagebump-forge",
+    "imagebump-policy",
+    "imagebump-flux",
+    "imagebump-argocd",
 ];
 
 fn root() -> PathBuf {

@@ -436,7 +436,7 @@ fn rendered(root: &Path) -> BTreeMap<String, Value> {
         if !rel.starts_with("argocd/") {
             continue;
         }
-        for app in imagebump::argocd::find_apps(&rel, &docs(&root.join(&rel)))
+        for app in imagebump_argocd::find_apps(&rel, &docs(&root.join(&rel)))
             .into_iter()
             .flatten()
         {
@@ -455,7 +455,7 @@ fn rendered(root: &Path) -> BTreeMap<String, Value> {
                 .collect();
                 let refs: Vec<&Value> = patches.iter().collect();
                 let effective =
-                    imagebump::argocd::merge_patch::effective_source(&source.value, &refs);
+                    imagebump_argocd::merge_patch::effective_source(&source.value, &refs);
                 out.insert(format!("{}#{i}", app.name), effective);
             }
         }
@@ -490,7 +490,7 @@ fn by_name(v: &Value) -> Value {
                     .iter()
                     .filter_map(Value::as_str)
                     .map(|s| {
-                        let k = imagebump::argocd::parse_kustomize_image(s).unwrap();
+                        let k = imagebump_argocd::parse_kustomize_image(s).unwrap();
                         (
                             k.old_name.unwrap_or(k.new_name),
                             Value::String(s.to_string()),

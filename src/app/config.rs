@@ -6,7 +6,7 @@ use super::output::print;
 use super::source::{self, Source};
 use super::{Error, Status};
 use crate::config;
-use crate::policy::Policy;
+use imagebump_policy::Policy;
 
 /// `config schema [--report]`: the JSON Schema of imagebump.yaml or of the run report.
 pub fn schema(report: bool) -> Status {

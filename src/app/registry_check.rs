@@ -9,9 +9,9 @@ use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, RegistryCheckArgs};
 use crate::config::Config;
-use crate::policy::rules::Policies;
 use crate::registry::check::{check_one, target_image, Checked};
 use crate::registry::Registries;
+use imagebump_policy::rules::Policies;
 
 pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {
     let configured = load_config(args.config.as_deref(), Path::new("."))?;

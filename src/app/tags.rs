@@ -10,13 +10,14 @@ use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, TagsArgs};
 use crate::config::{Config, PolicySpec};
-use crate::policy::evaluate::{Choice, Evaluation};
-use crate::policy::rules::Policies;
-use crate::policy::Policy;
 use crate::registry::Registries;
 use crate::report::table;
 use crate::resolve::metadata::MetaCache;
 use imagebump_model::name::{parse_reference, ImageName, Reference};
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
+use imagebump_policy::rules::Policies;
+use imagebump_policy::Policy;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -264,7 +265,8 @@ fn rejected_in(
 
 /// The policy for the image: the configuration's, with the flags on top.
 fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Policy, Error> {
-    let mut policies = Policies::new(&config.defaults, &config.images).map_err(Error::Rules)?;
+    let mut policies =
+        Policies::new(&config.defaults, &config.images).map_err(|e| Error::Rules(e.to_string()))?;
     policies
         .policy_for(
             &reference.name,

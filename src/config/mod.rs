@@ -120,7 +120,7 @@ impl Findings {
     /// from `defaults` is reported there, once.
     fn policies_and_rules(&mut self, config: &Config) {
         let defaults_error =
-            crate::policy::Policy::compile(config.defaults.clone(), Default::default())
+            imagebump_policy::Policy::compile(config.defaults.clone(), Default::default())
                 .err()
                 .map(|e| e.key);
         self.policy(vec![key("defaults")], config.defaults.clone(), None);
@@ -132,7 +132,7 @@ impl Findings {
     }
 
     fn policy(&mut self, at: Vec<PathSeg>, spec: PolicySpec, reported: Option<&'static str>) {
-        match crate::policy::Policy::compile(spec, Default::default()) {
+        match imagebump_policy::Policy::compile(spec, Default::default()) {
             Ok(p) => self.warnings.extend(
                 p.warnings
                     .iter()
@@ -159,16 +159,12 @@ impl Findings {
                 .chain(k.iter().map(|k| key(k)))
                 .collect()
         };
-        if let Err(e) = crate::policy::rules::rule_glob(&rule.glob) {
-            self.error(
-                at(&["match"]),
-                e,
-                "globs such as ghcr.io/acme/* or **/nginx",
-            );
+        if let Err(e) = imagebump_policy::rules::rule_glob(&rule.glob) {
+            self.error(at(&["match"]), e.to_string(), e.hint());
         }
-        if let Some(Err(e)) = rule.path.as_deref().map(crate::policy::rules::rule_glob) {
+        if let Some(Err(e)) = rule.path.as_deref().map(imagebump_policy::rules::rule_glob) {
             let hint = "globs such as apps/*/overlays/dev/** or **/values-prod.yaml";
-            self.error(at(&["path"]), e, hint);
+            self.error(at(&["path"]), e.to_string(), hint);
         }
         if let Some((k, message)) = rule
             .promote_from

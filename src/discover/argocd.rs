@@ -20,18 +20,18 @@ use self::appset::same_place;
 use super::{
     Created, Creation, Discovery, FileCtx, ImageRef, ItemKey, RefKind, SlotFormat, Template,
 };
-use crate::argocd::app::parse_kustomize_image;
-use crate::argocd::appset::{AppSet, Origins};
-use crate::argocd::image_updater::ImageUpdater;
-use crate::argocd::{
-    self, App, HelmKeys, PullSecretName, Source, SourceKind, UpdaterConfig, UpdaterImage,
+use crate::config::Config;
+use imagebump_argocd::app::parse_kustomize_image;
+use imagebump_argocd::appset::{AppSet, Origins};
+use imagebump_argocd::image_updater::ImageUpdater;
+use imagebump_argocd::{
+    self as argocd, App, HelmKeys, PullSecretName, Source, SourceKind, UpdaterConfig, UpdaterImage,
     WriteBackTarget,
 };
-use crate::config::Config;
-use crate::policy::rules::Policies;
 use imagebump_model::name::{parse_name, parse_reference, same_repository, Reference};
 use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{parse_located, BlockText, Doc, LineIndex, Node, PathSeg};
 
 /// A YAML file read whole: its text, located documents and their values.

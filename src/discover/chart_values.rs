@@ -16,9 +16,9 @@ use super::{
 };
 use crate::chart::archive::{self, ChartFiles};
 use crate::config::Config;
-use crate::policy::rules::Policies;
 use crate::registry::Registries;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{LineIndex, PathSeg};
 
 /// A chart version: its written name, version and the credentials it is read with.

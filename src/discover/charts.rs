@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use super::{Created, Creation, Discovery, FileCtx, FileKind, ImageRef, RefKind, SlotFormat};
 use super::{Template, MAX_FILE_BYTES};
-use crate::policy::rules::Policies;
 use imagebump_model::name::Reference;
 use imagebump_model::policy::Strategy;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{Doc, LineIndex, Node, PathSeg, Scalar};
 
 /// An Argo CD Application that installs a chart at an exact version: where the images of

@@ -1,7 +1,7 @@
 //! Flux image automation kept in the repository: every value marked with a setter
 //! (`# {"$imagepolicy": "flux-system:podinfo"}`, `…:tag`, `…:name`, `…:digest`) becomes a
 //! reference whose image is the named ImagePolicy's ImageRepository and whose policy is the
-//! ImagePolicy's rule (`crate::flux` reads the resources). The value is edited in place, the
+//! ImagePolicy's rule (`imagebump_flux` reads the resources). The value is edited in place, the
 //! part Flux would write: the whole reference, the tag, the name or the digest.
 //!
 //! A setter counts where an ImageUpdateAutomation of the policy's namespace would reach it
@@ -12,13 +12,13 @@
 use std::collections::BTreeMap;
 
 use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
-use crate::flux::{self, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
-use crate::policy::rules::Policies;
+use imagebump_flux::{self as flux, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
 use imagebump_model::name::{
     is_valid_tag, parse_name, parse_reference, placeholder, ImageName, Reference,
 };
 use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use imagebump_yaml::{LineIndex, PathSeg};
 
 /// The Flux resources of the repository and the marked files, in file order.

@@ -11,7 +11,7 @@
 //! and cannot be one (`repository: ghcr.io/Acme/Web` with a tag) is an error.
 
 use super::{FileCtx, ImageRef, RefKind, SlotFormat};
-use crate::argocd::helm_path;
+use imagebump_argocd::helm_path;
 use imagebump_model::config::{HelmConfig, HelmImageKey, HelmKeyPath};
 use imagebump_model::name::{self, parse_name, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;

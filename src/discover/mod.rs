@@ -24,10 +24,10 @@ use serde::Serialize;
 
 use crate::chunked::Chunked;
 use crate::config::{Config, ScanConfig};
-use crate::policy::rules::Policies;
-use crate::policy::Policy;
 use imagebump_model::name::{ImageName, Reference};
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
+use imagebump_policy::Policy;
 use imagebump_yaml::{LineIndex, PathSeg, Scalar, Style};
 
 /// Which kind of file entry a reference comes from.
@@ -932,7 +932,7 @@ pub fn discover_with(
     let policies = match Policies::new(&config.defaults, &config.images) {
         Ok(p) => p.with_pull_secrets(&config.credentials),
         Err(e) => {
-            out.problems.push(Problem::config(e));
+            out.problems.push(Problem::config(e.to_string()));
             return out;
         }
     };
@@ -1075,7 +1075,7 @@ fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, ReadAhead) 
     use std::sync::atomic::{AtomicUsize, Ordering};
     let walked: usize = (texts.iter().flatten().flatten()).map(String::len).sum();
     let kept = AtomicUsize::new(walked);
-    let claims = |text: &str| text.contains("argoproj.io") || crate::flux::mentioned(text);
+    let claims = |text: &str| text.contains("argoproj.io") || imagebump_flux::mentioned(text);
     let look = |read: Result<String, String>| match read {
         Ok(text) => {
             let before = kept.fetch_add(text.len(), Ordering::Relaxed);
@@ -1459,7 +1459,7 @@ struct Scanned {
     kustomization: Option<kustomize::Kustomization>,
     argo: Option<argocd::Loaded>,
     /// Flux image automation resources and setters.
-    flux: Option<crate::flux::Loaded>,
+    flux: Option<imagebump_flux::Loaded>,
     /// The fingerprint of all the file's values, when the parse read them all: it spares
     /// the plan's verification a second parse of the text (`imagebump_yaml::apply_edits_known`).
     fingerprint: Option<imagebump_yaml::Fingerprint>,
@@ -1527,7 +1527,7 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
-    let flux_wanted = crate::flux::mentioned(&text);
+    let flux_wanted = imagebump_flux::mentioned(&text);
     let look = match kind {
         FileKind::Manifest => {
             let l = workloads::look(&text, specs);
@@ -1583,7 +1583,7 @@ fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
         FileKind::Manifest | FileKind::ChartTemplate => {}
     }
     let flux = flux_wanted
-        .then(|| crate::flux::read(rel, &text, &docs))
+        .then(|| imagebump_flux::read(rel, &text, &docs))
         .filter(|f| !f.is_empty());
     if let Some(f) = &flux {
         // A value a setter marks is what the setter says it is.

@@ -769,7 +769,7 @@ fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .filter_map(crate::argocd::app::parse_kustomize_image)
+                .filter_map(imagebump_argocd::app::parse_kustomize_image)
                 .map(|i| i.old_name.unwrap_or(i.new_name))
                 .collect();
             out.push(AppLeaf {

@@ -471,7 +471,7 @@ impl<'a> Scanner<'a> {
         if NOT_WORKLOADS.contains(&kind)
             || (ARGO_KINDS.contains(&kind) && api.starts_with("argoproj.io/"))
             || api.starts_with("argocd-image-updater.argoproj.io/")
-            || crate::flux::is_flux_kind(kind, api)
+            || imagebump_flux::is_flux_kind(kind, api)
             || is_build_config(api)
         {
             return;

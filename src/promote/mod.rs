@@ -15,12 +15,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::discover::{Discovery, ImageRef, SlotFormat};
-use crate::policy::rules::Policies;
 use crate::resolve::Rejections;
 use crate::source::git::{FileHistory, Git};
 use imagebump_model::config::Config;
 use imagebump_model::env::EnvVars;
 use imagebump_model::Problem;
+use imagebump_policy::rules::Policies;
 use timeline::{Change, Timeline, Verdict};
 
 /// Largest file version read from history.

@@ -7,8 +7,9 @@ use super::render::{date, why_not};
 use super::timeline::Verdict;
 use super::{rejected_at, Promotion, Promotions};
 use crate::discover::{Discovery, ImageRef};
-use crate::policy::evaluate::{Choice, Evaluation};
 use crate::resolve::Rejections;
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
 
 /// One row: a reference in one environment.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

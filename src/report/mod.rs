@@ -39,7 +39,7 @@ pub struct ScanEntry<'a> {
     /// Where the new value is written when not in `file` (Argo CD write-back).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writes_to: Option<&'a str>,
-    pub policy: &'a crate::policy::Policy,
+    pub policy: &'a imagebump_policy::Policy,
     /// `status` is `managed`: `run` asks a registry about it.
     pub managed: bool,
     /// What `run` does with it before asking any registry: `managed` (it asks), or the

@@ -15,11 +15,11 @@ use tokio::sync::OnceCell;
 
 use imagebump_model::name::is_valid_digest;
 
-use crate::policy::evaluate::{Build, Meta};
 use crate::registry::cache::DiskCache;
 use crate::registry::client::Client;
 use crate::registry::manifest::{parse_config, parse_manifest, ImageConfig, Manifest, Platform};
 use crate::registry::Error;
+use imagebump_policy::candidate::{Build, Meta};
 
 type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;
 

@@ -13,14 +13,15 @@ use futures::stream::{self, StreamExt};
 
 use crate::chunked::Chunked;
 use crate::discover::ImageRef;
-use crate::policy::evaluate::{Choice, Evaluation};
-use crate::policy::semver::TagVersions;
-use crate::policy::Policy;
 use crate::progress::Progress;
 use crate::registry::client::{Client, TagList};
 use crate::registry::{Error, Registries};
 use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
+use imagebump_policy::semver::TagVersions;
+use imagebump_policy::Policy;
 use metadata::{MetaCache, Need};
 
 /// What the run decided for one reference. Its strings are shared by the references
@@ -527,7 +528,7 @@ pub fn decided_offline(r: &ImageRef) -> Option<Outcome> {
             format!("pinned ({})", r.policy.source).into(),
         ));
     }
-    crate::policy::cannot_judge(&r.policy, current(r)).map(|why| Outcome::Skipped(why.into()))
+    imagebump_policy::cannot_judge(&r.policy, current(r)).map(|why| Outcome::Skipped(why.into()))
 }
 
 /// Tag lists started before resolve, while discovery was still reading the tree: one task

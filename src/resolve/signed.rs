@@ -3,10 +3,11 @@
 //! is chosen, until one verifies or none is left. Signatures that cannot be fetched are an
 //! error: nothing is proposed for the image (fail closed).
 
-use crate::policy::evaluate::{Choice, Evaluation};
-use crate::policy::Policy;
 use crate::verify::{Signer, Verdict, Verifier};
 use imagebump_model::name::ImageName;
+use imagebump_policy::candidate::Choice;
+use imagebump_policy::evaluate::Evaluation;
+use imagebump_policy::Policy;
 
 use super::{settle, MetaSource};
 

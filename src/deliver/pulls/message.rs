@@ -29,11 +29,11 @@ pub fn automerge(updates: &[&Update], rejections: &Rejections) -> Automerge {
             continue;
         };
         let tag = marker::tag_of(&u.to);
-        let version = crate::policy::constraint::parse_version(tag);
+        let version = imagebump_policy::constraint::parse_version(tag);
         let covered = |rejected: &str| {
             rejected == tag
                 || matches!(
-                    (&version, crate::policy::constraint::parse_version(rejected)),
+                    (&version, imagebump_policy::constraint::parse_version(rejected)),
                     (Some(v), Some(r)) if *v <= r
                 )
         };

@@ -9,9 +9,9 @@
 //! changing what the template means: it is noted and left alone.
 
 use super::{Current, ImageRef, Scan};
-use crate::argocd::app::parse_kustomize_image;
-use crate::argocd::appset::{go_field, pieces, Piece};
 use crate::discover::{RefKind, SlotFormat};
+use imagebump_argocd::app::parse_kustomize_image;
+use imagebump_argocd::appset::{go_field, pieces, Piece};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
 

@@ -828,7 +828,8 @@ impl DirGlob {
         let parts = pattern
             .split('/')
             .map(super::glob::GoGlob::new)
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
         Ok(DirGlob(parts, deep))
     }
 

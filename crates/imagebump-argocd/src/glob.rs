@@ -21,6 +21,20 @@ enum Token {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoGlob(Vec<Token>);
 
+/// Why Go's `path.Match` refuses a pattern (its `ErrBadPattern`), which AIU then never
+/// matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadPattern {
+    #[error("pattern ends with `\\`")]
+    TrailingBackslash,
+    #[error("unclosed `[`")]
+    UnclosedClass,
+    #[error("empty or malformed character class")]
+    MalformedClass,
+    #[error("reversed range {lo}-{hi}")]
+    ReversedRange { lo: char, hi: char },
+}
+
 impl GoGlob {
     /// Whether this is the pattern `**` (which Go reads as `*`, and a git directory
     /// generator path as any number of directories).
@@ -29,14 +43,14 @@ impl GoGlob {
     }
 
     /// Compile `pattern`; `Err` is Go's `ErrBadPattern`, with the reason.
-    pub fn new(pattern: &str) -> Result<GoGlob, String> {
+    pub fn new(pattern: &str) -> Result<GoGlob, BadPattern> {
         let mut tokens = Vec::new();
         let mut chars = pattern.chars().peekable();
         while let Some(c) = chars.next() {
             tokens.push(match c {
                 '*' => Token::Star,
                 '?' => Token::Any,
-                '\\' => Token::Lit(chars.next().ok_or("pattern ends with `\\`")?),
+                '\\' => Token::Lit(chars.next().ok_or(BadPattern::TrailingBackslash)?),
                 '[' => {
                     let negated = chars.next_if_eq(&'^').is_some();
                     let mut ranges = Vec::new();
@@ -52,7 +66,7 @@ impl GoGlob {
                             lo
                         };
                         if hi < lo {
-                            return Err(format!("reversed range {lo}-{hi}"));
+                            return Err(BadPattern::ReversedRange { lo, hi });
                         }
                         ranges.push((lo, hi));
                     }
@@ -71,11 +85,11 @@ impl GoGlob {
 }
 
 /// One character of a class: `\c`, or any character except `-` and `]`.
-fn class_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<char, String> {
+fn class_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<char, BadPattern> {
     match chars.next() {
-        None => Err("unclosed `[`".into()),
-        Some('-') | Some(']') => Err("empty or malformed character class".into()),
-        Some('\\') => chars.next().ok_or_else(|| "unclosed `[`".into()),
+        None => Err(BadPattern::UnclosedClass),
+        Some('-') | Some(']') => Err(BadPattern::MalformedClass),
+        Some('\\') => chars.next().ok_or(BadPattern::UnclosedClass),
         Some(c) => Ok(c),
     }
 }
@@ -150,7 +164,21 @@ mod tests {
         assert!(!slash.is_match("ax/y/bxc") && !slash.is_match("ax/b/c"));
     }
 
-    fn m(p: &str, n: &str) -> Result<bool, String> {
+    #[test]
+    fn bad_patterns_say_why() {
+        assert_eq!(
+            GoGlob::new("a\\").unwrap_err(),
+            BadPattern::TrailingBackslash
+        );
+        assert_eq!(GoGlob::new("[a").unwrap_err(), BadPattern::UnclosedClass);
+        assert_eq!(GoGlob::new("[]").unwrap_err(), BadPattern::MalformedClass);
+        assert_eq!(
+            GoGlob::new("[z-a]").unwrap_err().to_string(),
+            "reversed range z-a"
+        );
+    }
+
+    fn m(p: &str, n: &str) -> Result<bool, BadPattern> {
         GoGlob::new(p).map(|g| g.is_match(n))
     }
 

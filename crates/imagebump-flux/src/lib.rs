@@ -8,7 +8,18 @@
 //! - [`automation`]: `ImageUpdateAutomation` (which paths Flux updates).
 //! - [`setter`]: `# {"$imagepolicy": "<namespace>:<policy>[:tag|:name|:digest]"}`.
 //!
-//! `discover/flux.rs` turns the setters into references.
+//! The `imagebump` package's `discover/flux.rs` turns the setters into references.
+
+// Unit tests may count, slice and call `unreachable!`; clippy.toml lets them unwrap, expect,
+// panic and index (Cargo.toml holds the library to the no-panic set).
+#![cfg_attr(
+    test,
+    allow(
+        clippy::arithmetic_side_effects,
+        clippy::string_slice,
+        clippy::unreachable
+    )
+)]
 
 pub mod automation;
 pub mod image_policy;
@@ -16,9 +27,9 @@ pub mod image_repository;
 pub mod setter;
 
 pub use automation::Automation;
-pub use image_policy::{ImagePolicy, Rule};
+pub use image_policy::{ImagePolicy, Rule, RuleError};
 pub use image_repository::ImageRepository;
-pub use setter::{Field, PolicyName, Setter};
+pub use setter::{Field, PolicyName, Setter, SetterError};
 
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, LineIndex, Node};
@@ -121,7 +132,7 @@ pub fn read(file: &str, text: &str, docs: &[Doc]) -> Loaded {
     out.marked.extend(bad.iter().map(|b| b.span.clone()));
     out.setters = setters;
     out.problems
-        .extend(bad.into_iter().map(|b| at(b.offset, b.message)));
+        .extend(bad.into_iter().map(|b| at(b.offset, b.message.to_string())));
     for root in docs.iter().filter_map(|d| d.root.as_ref()) {
         let (Some(kind), Some(api)) = (
             root.get("kind").and_then(Node::str_value),

@@ -29,7 +29,8 @@ use serde_json::Value;
 
 use super::annotations::{
     build_image, from_annotations, parse_write_back, HelmKeys, ImageInput, Layer, Named, Namer,
-    UpdateSettings, UpdaterConfig, WriteBackInput, DEFAULT_HELM_IMAGE_NAME, DEFAULT_HELM_IMAGE_TAG,
+    UpdateSettings, UpdaterConfig, UpdaterImage, WriteBackInput, DEFAULT_HELM_IMAGE_NAME,
+    DEFAULT_HELM_IMAGE_TAG,
 };
 use super::app::{name_and_namespace, App, AppError, Meta};
 use super::glob::GoGlob;
@@ -72,7 +73,7 @@ pub struct ApplicationRef {
     pub images: Option<Vec<ImageConfig>>,
     /// Why the label selector is invalid (then the ref never matches, as in AIU).
     #[serde(skip)]
-    pub selector_error: Option<String>,
+    pub selector_error: Option<SelectorError>,
 }
 
 /// A Kubernetes label selector.
@@ -169,7 +170,25 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
             "{who}: spec.applicationRefs needs at least one entry"
         ));
     }
-    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))?;
+    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))
+        .map_err(|e| e.to_string())?;
+    let warnings = check_refs(&who, &mut refs)?;
+    Ok(ImageUpdater {
+        file: file.to_string(),
+        doc,
+        name,
+        namespace,
+        common_update_settings: spec.common_update_settings,
+        write_back_config: spec.write_back_config,
+        application_refs: refs,
+        images_verification: spec.images_verification,
+        warnings,
+    })
+}
+
+/// The checks AIU's schema and controller make on each ref (a refused ref refuses the
+/// whole resource); an invalid label selector is kept on its ref, with a warning.
+fn check_refs(who: &str, refs: &mut [ApplicationRef]) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
     let mut patterns = BTreeSet::new();
     for (i, r) in refs.iter_mut().enumerate() {
@@ -186,7 +205,7 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
                 r.name_pattern
             ));
         }
-        check_method(r.write_back_config.as_ref(), &at)?;
+        check_method(r.write_back_config.as_ref(), &at).map_err(|e| e.to_string())?;
         let images = r.images.as_deref().unwrap_or_default();
         if r.use_annotations != Some(true) && images.is_empty() {
             return Err(format!(
@@ -195,7 +214,7 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
         }
         let mut aliases = BTreeSet::new();
         for (j, img) in images.iter().enumerate() {
-            check_image(img, &format!("{at}.images[{j}]"))?;
+            check_image(img, &format!("{at}.images[{j}]")).map_err(|e| e.to_string())?;
             if !aliases.insert(img.alias.as_str()) {
                 return Err(format!(
                     "{at}.images[{j}].alias {:?} is used twice",
@@ -212,21 +231,29 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
             }
         }
     }
-    Ok(ImageUpdater {
-        file: file.to_string(),
-        doc,
-        name,
-        namespace,
-        common_update_settings: spec.common_update_settings,
-        write_back_config: spec.write_back_config,
-        application_refs: refs,
-        images_verification: spec.images_verification,
-        warnings,
-    })
+    Ok(warnings)
+}
+
+/// A field of an `ImageUpdater` that the CRD's schema refuses (so AIU never sees the
+/// resource); `at` names the field's place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{at}.writeBackConfig.method {method:?}: expected argocd, git or git:<credentials>")]
+    Method { at: String, method: String },
+    #[error(
+        "{at}.alias {alias:?}: letters, digits, '-', '.', '_', starting with a letter or digit"
+    )]
+    Alias { at: String, alias: String },
+    #[error("{at}.imageName is empty")]
+    NoImageName { at: String },
+    #[error("{at}.manifestTargets: exactly one of helm, kustomize or plugin must be given")]
+    Targets { at: String },
+    #[error("{at}.manifestTargets.plugin needs spec or name")]
+    Plugin { at: String },
 }
 
 /// The CRD's pattern for `writeBackConfig.method`.
-fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), String> {
+fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), SpecError> {
     let Some(m) = w.and_then(|w| w.method.as_deref()) else {
         return Ok(());
     };
@@ -240,13 +267,14 @@ fn check_method(w: Option<&WriteBackConfig>, at: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{at}.writeBackConfig.method {m:?}: expected argocd, git or git:<credentials>"
-        ))
+        Err(SpecError::Method {
+            at: at.into(),
+            method: m.into(),
+        })
     }
 }
 
-fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
+fn check_image(img: &ImageConfig, at: &str) -> Result<(), SpecError> {
     let alias_ok = img
         .alias
         .chars()
@@ -257,13 +285,13 @@ fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
     if !alias_ok {
-        return Err(format!(
-            "{at}.alias {:?}: letters, digits, '-', '.', '_', starting with a letter or digit",
-            img.alias
-        ));
+        return Err(SpecError::Alias {
+            at: at.into(),
+            alias: img.alias.clone(),
+        });
     }
     if img.image_name.trim().is_empty() {
-        return Err(format!("{at}.imageName is empty"));
+        return Err(SpecError::NoImageName { at: at.into() });
     }
     if let Some(t) = &img.manifest_targets {
         let n = [t.helm.is_some(), t.kustomize.is_some(), t.plugin.is_some()]
@@ -271,13 +299,11 @@ fn check_image(img: &ImageConfig, at: &str) -> Result<(), String> {
             .filter(|b| **b)
             .count();
         if n != 1 {
-            return Err(format!(
-                "{at}.manifestTargets: exactly one of helm, kustomize or plugin must be given"
-            ));
+            return Err(SpecError::Targets { at: at.into() });
         }
         if let Some(p) = &t.plugin {
             if p.spec.is_none() && p.name.is_none() {
-                return Err(format!("{at}.manifestTargets.plugin needs spec or name"));
+                return Err(SpecError::Plugin { at: at.into() });
             }
         }
     }
@@ -294,33 +320,71 @@ fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(s))
 }
 
+/// Why a label selector is refused (`metav1.LabelSelectorAsSelector`'s checks); AIU then
+/// matches no application with the ref.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("label key {key:?} has an invalid prefix")]
+    KeyPrefix { key: String },
+    #[error("{key:?} is not a valid label key")]
+    Key { key: String },
+    #[error("{value:?} is not a valid label value")]
+    Value { value: String },
+    #[error("{operator} on {key:?} needs values")]
+    NoValues { operator: String, key: String },
+    #[error("{operator} on {key:?} takes no values")]
+    Values { operator: String, key: String },
+    #[error("{operator:?} is not a label selector operator")]
+    Operator { operator: String },
+}
+
+impl SelectorError {
+    /// What Kubernetes accepts.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            SelectorError::KeyPrefix { .. } | SelectorError::Key { .. } => {
+                "a label key is [<DNS subdomain>/]<name>, the name up to 63 letters, digits, '-', '_' or '.'"
+            }
+            SelectorError::Value { .. } => {
+                "a label value is empty or up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+            }
+            SelectorError::NoValues { .. } | SelectorError::Values { .. } => {
+                "In and NotIn take values; Exists and DoesNotExist take none"
+            }
+            SelectorError::Operator { .. } => "operators are In, NotIn, Exists and DoesNotExist",
+        }
+    }
+}
+
 /// Kubernetes' label key rules: `[prefix/]name`.
-fn check_key(key: &str) -> Result<(), String> {
+fn check_key(key: &str) -> Result<(), SelectorError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
     if let Some(p) = prefix {
         if p.is_empty() || p.len() > 253 || !matches(&DNS_SUBDOMAIN, p) {
-            return Err(format!("label key {key:?} has an invalid prefix"));
+            return Err(SelectorError::KeyPrefix { key: key.into() });
         }
     }
     if name.is_empty() || name.len() > 63 || !matches(&LABEL_NAME, name) {
-        return Err(format!("{key:?} is not a valid label key"));
+        return Err(SelectorError::Key { key: key.into() });
     }
     Ok(())
 }
 
-fn check_value(value: &str) -> Result<(), String> {
+fn check_value(value: &str) -> Result<(), SelectorError> {
     if value.is_empty() || (value.len() <= 63 && matches(&LABEL_NAME, value)) {
         Ok(())
     } else {
-        Err(format!("{value:?} is not a valid label value"))
+        Err(SelectorError::Value {
+            value: value.into(),
+        })
     }
 }
 
 /// `metav1.LabelSelectorAsSelector`'s checks.
-fn check_selector(sel: &LabelSelector) -> Result<(), String> {
+fn check_selector(sel: &LabelSelector) -> Result<(), SelectorError> {
     for (k, v) in sel.match_labels.iter().flatten() {
         check_key(k)?;
         check_value(v)?;
@@ -330,13 +394,23 @@ fn check_selector(sel: &LabelSelector) -> Result<(), String> {
         let values = e.values.as_deref().unwrap_or_default();
         match e.operator.as_str() {
             "In" | "NotIn" if values.is_empty() => {
-                return Err(format!("{} on {:?} needs values", e.operator, e.key))
+                return Err(SelectorError::NoValues {
+                    operator: e.operator.clone(),
+                    key: e.key.clone(),
+                })
             }
             "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Err(format!("{} on {:?} takes no values", e.operator, e.key))
+                return Err(SelectorError::Values {
+                    operator: e.operator.clone(),
+                    key: e.key.clone(),
+                })
             }
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => return Err(format!("{other:?} is not a label selector operator")),
+            other => {
+                return Err(SelectorError::Operator {
+                    operator: other.into(),
+                })
+            }
         }
         values.iter().try_for_each(|v| check_value(v))?;
     }
@@ -600,7 +674,7 @@ fn verification_note(at: &str) -> String {
 
 /// AIU verifies this image: so must imagebump. The keys are the operator's (`verify` in
 /// its configuration); with none, the image fails closed (docs/security.md).
-fn require_verification(image: &mut super::annotations::UpdaterImage) {
+fn require_verification(image: &mut UpdaterImage) {
     if image.policy.verify.is_none() {
         image.policy.verify = Some(imagebump_model::verify::VerifySpec::default());
     }
@@ -608,84 +682,130 @@ fn require_verification(image: &mut super::annotations::UpdaterImage) {
 
 /// A ref with `images`: settings merged image > ref > spec.
 fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<UpdaterConfig, String> {
-    let who = u.label();
-    let at = format!("{who}: spec.applicationRefs[{ri}]");
-    let empty = UpdateSettings::default();
     let mut notes = Vec::new();
     let mut images = Vec::new();
     for (j, img) in r.images.iter().flatten().enumerate() {
-        let img_at = format!("{at}.images[{j}]");
-        let layers = vec![
-            Layer {
-                settings: u.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{who}: spec.commonUpdateSettings")),
-            },
-            Layer {
-                settings: r.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{at}.commonUpdateSettings")),
-            },
-            Layer {
-                settings: img.common_update_settings.as_ref().unwrap_or(&empty),
-                namer: Namer::Path(format!("{img_at}.commonUpdateSettings")),
-            },
-        ];
-        let targets = img.manifest_targets.as_ref();
-        let helm = targets.and_then(|t| t.helm.as_ref()).map(|h| match &h.spec {
-            Some(spec) => {
-                if h.name.is_some() || h.tag.is_some() {
-                    notes.push(format!(
-                        "{img_at}.manifestTargets.helm: name and tag are ignored because spec is set (as in AIU)"
-                    ));
-                }
-                HelmKeys::Spec(spec.clone())
-            }
-            None => HelmKeys::NameTag {
-                name: h.name.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_NAME.into()),
-                tag: h.tag.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_TAG.into()),
-            },
-        });
-        let plugin = targets
-            .and_then(|t| t.plugin.as_ref())
-            .map(|p| match &p.spec {
-                Some(spec) => HelmKeys::Spec(spec.clone()),
-                None => HelmKeys::NameTag {
-                    name: p.name.clone().unwrap_or_default(),
-                    tag: p.tag.clone().unwrap_or_default(),
-                },
-            });
-        let verify = verification(&[
-            u.images_verification.as_ref(),
-            r.images_verification.as_ref(),
-            img.images_verification.as_ref(),
-        ]);
-        if verify {
-            notes.push(verification_note(&img_at));
-        }
-        images.push(build_image(
-            ImageInput {
-                alias: Some(img.alias.clone()),
-                text: img.image_name.trim(),
-                text_key: format!("{img_at}.imageName"),
-                layers,
-                helm,
-                kustomize_name: targets
-                    .and_then(|t| t.kustomize.as_ref())
-                    .map(|k| k.name.clone()),
-                plugin,
-            },
-            &mut notes,
-        )?);
-        if let (true, Some(image)) = (verify, images.last_mut()) {
-            require_verification(image);
-        }
+        images.push(ref_image(u, (ri, r), (j, img), &mut notes)?);
     }
     let write_back = ref_write_back(u, ri, r, &mut notes)?;
     Ok(UpdaterConfig {
         images,
         write_back,
         notes,
-        origin: who,
+        origin: u.label(),
     })
+}
+
+/// Image `j` of ref `ri`, its settings merged image > ref > spec.
+fn ref_image(
+    u: &ImageUpdater,
+    (ri, r): (usize, &ApplicationRef),
+    (j, img): (usize, &ImageConfig),
+    notes: &mut Vec<String>,
+) -> Result<UpdaterImage, String> {
+    let who = u.label();
+    let at = format!("{who}: spec.applicationRefs[{ri}]");
+    let img_at = format!("{at}.images[{j}]");
+    let empty = UpdateSettings::default();
+    let layers = vec![
+        Layer {
+            settings: u.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{who}: spec.commonUpdateSettings")),
+        },
+        Layer {
+            settings: r.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{at}.commonUpdateSettings")),
+        },
+        Layer {
+            settings: img.common_update_settings.as_ref().unwrap_or(&empty),
+            namer: Namer::Path(format!("{img_at}.commonUpdateSettings")),
+        },
+    ];
+    let targets = img.manifest_targets.as_ref();
+    let (helm, plugin) = target_keys(targets, &img_at, notes);
+    let verify = verification(&[
+        u.images_verification.as_ref(),
+        r.images_verification.as_ref(),
+        img.images_verification.as_ref(),
+    ]);
+    if verify {
+        notes.push(verification_note(&img_at));
+    }
+    let mut image = build_image(
+        ImageInput {
+            alias: Some(img.alias.clone()),
+            text: img.image_name.trim(),
+            text_key: format!("{img_at}.imageName"),
+            layers,
+            helm,
+            kustomize_name: targets
+                .and_then(|t| t.kustomize.as_ref())
+                .map(|k| k.name.clone()),
+            plugin,
+        },
+        notes,
+    )?;
+    if verify {
+        require_verification(&mut image);
+    }
+    Ok(image)
+}
+
+/// The Helm and plugin keys an image's `manifestTargets` name (AIU's defaults for Helm).
+fn target_keys(
+    targets: Option<&ManifestTargets>,
+    img_at: &str,
+    notes: &mut Vec<String>,
+) -> (Option<HelmKeys>, Option<HelmKeys>) {
+    let helm = targets.and_then(|t| t.helm.as_ref()).map(|h| match &h.spec {
+        Some(spec) => {
+            if h.name.is_some() || h.tag.is_some() {
+                notes.push(format!(
+                    "{img_at}.manifestTargets.helm: name and tag are ignored because spec is set (as in AIU)"
+                ));
+            }
+            HelmKeys::Spec(spec.clone())
+        }
+        None => HelmKeys::NameTag {
+            name: h.name.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_NAME.into()),
+            tag: h.tag.clone().unwrap_or_else(|| DEFAULT_HELM_IMAGE_TAG.into()),
+        },
+    });
+    let plugin = targets
+        .and_then(|t| t.plugin.as_ref())
+        .map(|p| match &p.spec {
+            Some(spec) => HelmKeys::Spec(spec.clone()),
+            None => HelmKeys::NameTag {
+                name: p.name.clone().unwrap_or_default(),
+                tag: p.tag.clone().unwrap_or_default(),
+            },
+        });
+    (helm, plugin)
+}
+
+/// Pull-request mode (`gitConfig.pullRequest`, at the level `at` names) takes only a base
+/// branch; its labels are AIU's, not imagebump's (noted).
+fn check_pull_request(
+    (pr, at): (&Value, &str),
+    branch: Option<&Named<'_>>,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if let Some(b) = branch.filter(|b| b.value.contains(':')) {
+        return Err(format!(
+            "{}: {:?}: pull-request mode takes only the base branch",
+            b.key, b.value
+        ));
+    }
+    let labels = pr
+        .get("labels")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if labels > 0 {
+        notes.push(format!(
+            "{at}.gitConfig.pullRequest.labels are not applied: set imagebump's own pull-request labels"
+        ));
+    }
+    Ok(())
 }
 
 /// `mergeWBCSettings` (ref over spec), then the write-back parsing shared with
@@ -723,24 +843,10 @@ fn ref_write_back(
     let pull_request = levels.iter().rev().find_map(|(w, at)| {
         w.and_then(|w| w.git_config.as_ref())
             .and_then(|g| g.pull_request.as_ref())
-            .map(|p| (p, at))
+            .map(|p| (p, at.as_str()))
     });
-    if let Some((pr, at)) = pull_request {
-        if let Some(b) = branch.as_ref().filter(|b| b.value.contains(':')) {
-            return Err(format!(
-                "{}: {:?}: pull-request mode takes only the base branch",
-                b.key, b.value
-            ));
-        }
-        let labels = pr
-            .get("labels")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if labels > 0 {
-            notes.push(format!(
-                "{at}.gitConfig.pullRequest.labels are not applied: set imagebump's own pull-request labels"
-            ));
-        }
+    if let Some(pr) = pull_request {
+        check_pull_request(pr, branch.as_ref(), notes)?;
     }
     parse_write_back(
         &WriteBackInput {
@@ -762,7 +868,7 @@ fn ref_write_back(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::argocd::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
+    use crate::annotations::{WriteBack, WriteBackMethod, WriteBackTarget};
     use imagebump_model::policy::{SemverMode, Strategy};
 
     #[test]
@@ -949,6 +1055,29 @@ mod tests {
         assert_eq!(us[0].warnings.len(), 3, "{:?}", us[0].warnings);
         assert!(us[0].warnings[0].contains("In on \"env\" needs values"));
         assert!(us[0].warnings[1].contains("\"Equals\" is not a label selector operator"));
+        assert!(us[0].warnings[2].contains("\"bad key!\" is not a valid label key"));
+        let refs = &us[0].application_refs;
+        assert_eq!(
+            refs.iter()
+                .filter_map(|r| r.selector_error.clone())
+                .collect::<Vec<_>>(),
+            [
+                SelectorError::NoValues {
+                    operator: "In".into(),
+                    key: "env".into()
+                },
+                SelectorError::Operator {
+                    operator: "Equals".into()
+                },
+                SelectorError::Key {
+                    key: "bad key!".into()
+                },
+            ]
+        );
+        assert!(refs
+            .iter()
+            .filter_map(|r| r.selector_error.as_ref())
+            .all(|e| !e.hint().is_empty()));
         assert_eq!(
             chosen(&app("web", &[("env", "a")], &[]), &us).as_deref(),
             Some("ok")
@@ -1294,5 +1423,30 @@ mod tests {
         ] {
             assert_eq!(selects(&broken(refs)), [true, true, false], "{refs}");
         }
+    }
+
+    #[test]
+    fn spec_errors_name_the_field() {
+        let img = ImageConfig {
+            alias: "-x".into(),
+            image_name: "nginx".into(),
+            common_update_settings: None,
+            manifest_targets: None,
+            images_verification: None,
+        };
+        let e = check_image(&img, "ImageUpdater u: spec.applicationRefs[0].images[1]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ImageUpdater u: spec.applicationRefs[0].images[1].alias \"-x\": letters, digits, '-', '.', '_', starting with a letter or digit"
+        );
+        let blank = ImageConfig {
+            alias: "x".into(),
+            image_name: " ".into(),
+            ..img
+        };
+        assert_eq!(
+            check_image(&blank, "at").unwrap_err(),
+            SpecError::NoImageName { at: "at".into() }
+        );
     }
 }

@@ -54,7 +54,7 @@ pub struct BadSetter {
     pub offset: usize,
     /// The value it marks: still Flux's, so no other reading of the file takes it.
     pub span: std::ops::Range<usize>,
-    pub message: String,
+    pub message: SetterError,
 }
 
 /// Every marked scalar of `docs` (parsed from `text`), in document order.
@@ -130,57 +130,83 @@ fn comment(text: &str, after: usize) -> Option<(usize, &str)> {
     Some((offset, trimmed.trim_end()))
 }
 
+/// Why a comment that names `$imagepolicy` is not a setter Flux can read. The message says
+/// what to write instead; [`SetterError::hint`] gives that part alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetterError {
+    #[error("cannot read the Flux setter {comment}: write {{\"$imagepolicy\": \"<namespace>:<policy>\"}}")]
+    Unreadable { comment: String },
+    #[error("the Flux setter's $imagepolicy is not a string: write \"<namespace>:<policy>\"")]
+    NotAString,
+    #[error(
+        "the Flux setter {value:?} ends in {field:?}: Flux knows `:tag`, `:name` and `:digest`"
+    )]
+    UnknownField { value: String, field: String },
+    #[error("the Flux setter {value:?} has no namespace: Flux matches only \"<namespace>:{value}\" (for example \"flux-system:{value}\")")]
+    NoNamespace { value: String },
+    #[error("cannot read the Flux setter {value:?}: write \"<namespace>:<policy>\", optionally followed by `:tag`, `:name` or `:digest`")]
+    Malformed { value: String },
+    #[error("the Flux setter {value:?} has an empty namespace or name")]
+    EmptyPart { value: String },
+}
+
+impl SetterError {
+    /// What to write instead.
+    pub fn hint(&self) -> String {
+        match self {
+            SetterError::Unreadable { .. } => format!("write {{\"{KEY}\": \"<namespace>:<policy>\"}}"),
+            SetterError::NoNamespace { value } => format!("write \"flux-system:{value}\" or another namespace"),
+            SetterError::UnknownField { .. } | SetterError::Malformed { .. } => {
+                "write \"<namespace>:<policy>\", optionally followed by `:tag`, `:name` or `:digest`".into()
+            }
+            SetterError::NotAString | SetterError::EmptyPart { .. } => {
+                "write \"<namespace>:<policy>\"".into()
+            }
+        }
+    }
+}
+
 /// `None` when the comment is no setter; an error when it names `$imagepolicy` but cannot
 /// be read the way Flux reads it.
-fn parse(comment: &str) -> Option<Result<(PolicyName, Field), String>> {
+fn parse(comment: &str) -> Option<Result<(PolicyName, Field), SetterError>> {
     if !comment.starts_with('{') || !comment.contains(KEY) {
         return None;
     }
     let map: serde_json::Map<String, serde_json::Value> = match imagebump_yaml::from_str(comment) {
         Ok(m) => m,
         Err(_) => {
-            return Some(Err(format!(
-            "cannot read the Flux setter {comment}: write {{\"{KEY}\": \"<namespace>:<policy>\"}}"
-        )))
+            return Some(Err(SetterError::Unreadable {
+                comment: comment.to_string(),
+            }))
         }
     };
     let value = map.get(KEY)?;
     let Some(value) = value.as_str() else {
-        return Some(Err(format!(
-            "the Flux setter's {KEY} is not a string: write \"<namespace>:<policy>\""
-        )));
+        return Some(Err(SetterError::NotAString));
     };
     Some(name(value))
 }
 
 /// `namespace:policy[:tag|:name|:digest]`.
-fn name(value: &str) -> Result<(PolicyName, Field), String> {
+fn name(value: &str) -> Result<(PolicyName, Field), SetterError> {
     let parts: Vec<&str> = value.split(':').collect();
+    let owned = || value.to_string();
     let (namespace, name, field) = match parts.as_slice() {
         [ns, name] => (*ns, *name, Field::Full),
         [ns, name, "tag"] => (*ns, *name, Field::Tag),
         [ns, name, "name"] => (*ns, *name, Field::Name),
         [ns, name, "digest"] => (*ns, *name, Field::Digest),
         [_, _, other] => {
-            return Err(format!(
-                "the Flux setter {value:?} ends in {other:?}: Flux knows `:tag`, `:name` and `:digest`"
-            ))
+            return Err(SetterError::UnknownField {
+                value: owned(),
+                field: other.to_string(),
+            })
         }
-        [_] => {
-            return Err(format!(
-                "the Flux setter {value:?} has no namespace: Flux matches only \"<namespace>:{value}\" (for example \"flux-system:{value}\")"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "cannot read the Flux setter {value:?}: write \"<namespace>:<policy>\", optionally followed by `:tag`, `:name` or `:digest`"
-            ))
-        }
+        [_] => return Err(SetterError::NoNamespace { value: owned() }),
+        _ => return Err(SetterError::Malformed { value: owned() }),
     };
     if namespace.is_empty() || name.is_empty() {
-        return Err(format!(
-            "the Flux setter {value:?} has an empty namespace or name"
-        ));
+        return Err(SetterError::EmptyPart { value: owned() });
     }
     Ok((
         PolicyName {
@@ -283,5 +309,33 @@ e: 5 # {"$imagepolicy": ":p"}
                 "error: the Flux setter \":p\" has an empty namespace or name",
             ]
         );
+    }
+
+    #[test]
+    fn setter_errors_say_what_to_write() {
+        let e = name("podinfo").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the Flux setter \"podinfo\" has no namespace: Flux matches only \"<namespace>:podinfo\" (for example \"flux-system:podinfo\")"
+        );
+        assert_eq!(
+            e.hint(),
+            "write \"flux-system:podinfo\" or another namespace"
+        );
+        assert_eq!(
+            name("ns:p:size").unwrap_err(),
+            SetterError::UnknownField {
+                value: "ns:p:size".into(),
+                field: "size".into()
+            }
+        );
+        assert_eq!(
+            parse("{\"$imagepolicy\": 3}")
+                .unwrap()
+                .unwrap_err()
+                .to_string(),
+            "the Flux setter's $imagepolicy is not a string: write \"<namespace>:<policy>\""
+        );
+        assert!(matches!(name(":p"), Err(SetterError::EmptyPart { .. })));
     }
 }

@@ -144,6 +144,37 @@ pub enum WriteTarget {
     },
 }
 
+/// The item `part`'s index names in `node` (pushed to `segs`), or `node` itself when
+/// `part` has no index; an error when the index and the value disagree.
+fn indexed<'v>(
+    part: &Part<'_>,
+    node: &'v Value,
+    segs: &mut Vec<PathSeg>,
+) -> Result<&'v Value, String> {
+    match (part.index, node) {
+        (Some(i), Value::Array(items)) => {
+            let len = items.len();
+            let Some((i, item)) = usize::try_from(i)
+                .ok()
+                .and_then(|i| Some((i, items.get(i)?)))
+            else {
+                return Err(format!(
+                    "index {i} of {:?} is out of range [0, {len})",
+                    part.key
+                ));
+            };
+            segs.push(PathSeg::Index(i));
+            Ok(item)
+        }
+        (Some(i), _) => Err(format!("index {i} given but {:?} is not a list", part.key)),
+        (None, Value::Array(_)) => Err(format!(
+            "{:?} is a list: give an index, e.g. {}[0]",
+            part.key, part.key
+        )),
+        (None, _) => Ok(node),
+    }
+}
+
 /// Where AIU's `setHelmValue` writes `path` in `values`: a literal top-level key first,
 /// else the nested path (see the module documentation). `Err` where AIU fails.
 pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
@@ -181,32 +212,7 @@ pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
         };
         node = next;
         segs.push(PathSeg::Key(part.key.to_string()));
-        match (part.index, node) {
-            (Some(i), Value::Array(items)) => {
-                let len = items.len();
-                let Some((i, item)) = usize::try_from(i)
-                    .ok()
-                    .and_then(|i| Some((i, items.get(i)?)))
-                else {
-                    return Err(format!(
-                        "index {i} of {:?} is out of range [0, {len})",
-                        part.key
-                    ));
-                };
-                node = item;
-                segs.push(PathSeg::Index(i));
-            }
-            (Some(i), _) => {
-                return Err(format!("index {i} given but {:?} is not a list", part.key))
-            }
-            (None, Value::Array(_)) => {
-                return Err(format!(
-                    "{:?} is a list: give an index, e.g. {}[0]",
-                    part.key, part.key
-                ))
-            }
-            (None, _) => {}
-        }
+        node = indexed(part, node, &mut segs)?;
         if last && !is_scalar(node) {
             return Err(format!(
                 "{:?} holds a {}, not a value",

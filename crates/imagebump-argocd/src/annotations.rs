@@ -18,17 +18,17 @@
 //!   and a key with a second `/` cannot exist on a Kubernetes object. imagebump reads the
 //!   `_` form and says so in a note.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
 use super::app::App;
 use super::glob::GoGlob;
 use super::identifier;
-use crate::policy::constraint::Constraint;
-use crate::policy::patterns::PatternError;
 use imagebump_model::platform::Platform;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
+use imagebump_policy::constraint::Constraint;
+use imagebump_policy::patterns::PatternError;
 
 /// The annotation prefix, with its `/`.
 pub const PREFIX: &str = "argocd-image-updater.argoproj.io/";
@@ -252,62 +252,13 @@ pub(crate) fn build_image(
     };
     let layers = &input.layers;
     let mut policy = PolicySpec::default();
-
-    let strategy = match pick(layers, Field::UpdateStrategy, |s| s.update_strategy.as_ref()) {
-        None => Strategy::Semver,
-        Some((text, key)) => parse_strategy(text).unwrap_or_else(|| {
-            notes.push(format!(
-                "{label}: {key} = {text:?} is not a strategy AIU knows; AIU falls back to semver, and so does imagebump"
-            ));
-            Strategy::Semver
-        }),
-    };
+    let strategy = pick_strategy(layers, &label, notes);
     policy.strategy = Some(strategy);
-    match (strategy, &id.tag) {
-        (Strategy::Semver, tag) => {
-            policy.semver_mode = Some(SemverMode::Masterminds);
-            if let Some(c) = tag {
-                Constraint::parse(c).map_err(|e| {
-                    let mut msg = format!("{}: {:?}: {e}", input.text_key, input.text);
-                    if id.legacy && c.contains('/') {
-                        msg.push_str(&format!(
-                            "; AIU reads this as image {:?} with constraint {c:?} (a registry host \
-                             without a dot is only recognised when the constraint looks like a tag, \
-                             e.g. 1.2.x; or write the host as 127.0.0.1:<port>)",
-                            id.name
-                        ));
-                    }
-                    msg
-                })?;
-                policy.constraint = Some(c.clone());
-            }
-        }
-        (Strategy::Digest, None) => notes.push(format!(
-            "{label}: the digest strategy without a tag to follow ({}) never updates in AIU; imagebump follows the tag written in git",
-            input.text_key
-        )),
-        (Strategy::Digest, Some(_)) => {}
-        (other, Some(c)) => notes.push(format!(
-            "{label}: the constraint {c:?} is ignored under {other} (by AIU and by imagebump)"
-        )),
-        (_, None) => {}
+    policy.constraint = constraint_of(strategy, &id, &input, &label, notes)?;
+    if strategy == Strategy::Semver {
+        policy.semver_mode = Some(SemverMode::Masterminds);
     }
-
-    if let Some((text, key)) = pick(layers, Field::AllowTags, |s| s.allow_tags.as_ref()) {
-        policy.allow_tags = allow_tags(text, &key, &label, notes);
-    }
-    if let Some((globs, key)) = pick(layers, Field::IgnoreTags, |s| s.ignore_tags.as_ref()) {
-        policy.ignore_tags = Some(ignore_tags(globs, &key, &label, notes));
-    }
-    if let Some((platforms, key)) = pick(layers, Field::Platforms, |s| s.platforms.as_ref()) {
-        let platforms: Vec<String> = platforms.iter().map(|p| p.trim().to_string()).collect();
-        for p in &platforms {
-            p.parse::<Platform>().map_err(|e| format!("{key}: {e}"))?;
-        }
-        if !platforms.is_empty() {
-            policy.platforms = Some(platforms);
-        }
-    }
+    tag_filters(layers, &label, &mut policy, notes)?;
     let force_update = match pick(layers, Field::ForceUpdate, |s| s.force_update.as_ref()) {
         Some((&true, key)) => {
             notes.push(format!(
@@ -326,7 +277,6 @@ pub(crate) fn build_image(
                 key,
             }
         });
-
     Ok(UpdaterImage {
         alias: input.alias,
         name: id.name,
@@ -338,6 +288,82 @@ pub(crate) fn build_image(
         kustomize_name: input.kustomize_name,
         plugin: input.plugin,
     })
+}
+
+/// The most specific `update-strategy`; an unknown one is semver, as in AIU (noted).
+fn pick_strategy(layers: &[Layer<'_>], label: &str, notes: &mut Vec<String>) -> Strategy {
+    match pick(layers, Field::UpdateStrategy, |s| s.update_strategy.as_ref()) {
+        None => Strategy::Semver,
+        Some((text, key)) => parse_strategy(text).unwrap_or_else(|| {
+            notes.push(format!(
+                "{label}: {key} = {text:?} is not a strategy AIU knows; AIU falls back to semver, and so does imagebump"
+            ));
+            Strategy::Semver
+        }),
+    }
+}
+
+/// The constraint written after the image name, when `strategy` reads one (semver); what
+/// the other strategies do with it goes to `notes`.
+fn constraint_of(
+    strategy: Strategy,
+    id: &identifier::Identifier,
+    input: &ImageInput<'_>,
+    label: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<String>, String> {
+    match (strategy, &id.tag) {
+        (Strategy::Semver, Some(c)) => {
+            Constraint::parse(c).map_err(|e| {
+                let mut msg = format!("{}: {:?}: {e}", input.text_key, input.text);
+                if id.legacy && c.contains('/') {
+                    msg.push_str(&format!(
+                        "; AIU reads this as image {:?} with constraint {c:?} (a registry host \
+                         without a dot is only recognised when the constraint looks like a tag, \
+                         e.g. 1.2.x; or write the host as 127.0.0.1:<port>)",
+                        id.name
+                    ));
+                }
+                msg
+            })?;
+            return Ok(Some(c.clone()));
+        }
+        (Strategy::Digest, None) => notes.push(format!(
+            "{label}: the digest strategy without a tag to follow ({}) never updates in AIU; imagebump follows the tag written in git",
+            input.text_key
+        )),
+        (Strategy::Digest, Some(_)) | (Strategy::Semver, None) => {}
+        (other, Some(c)) => notes.push(format!(
+            "{label}: the constraint {c:?} is ignored under {other} (by AIU and by imagebump)"
+        )),
+        (_, None) => {}
+    }
+    Ok(None)
+}
+
+/// `allow-tags`, `ignore-tags` and `platforms` from the most specific level setting each.
+fn tag_filters(
+    layers: &[Layer<'_>],
+    label: &str,
+    policy: &mut PolicySpec,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if let Some((text, key)) = pick(layers, Field::AllowTags, |s| s.allow_tags.as_ref()) {
+        policy.allow_tags = allow_tags(text, &key, label, notes);
+    }
+    if let Some((globs, key)) = pick(layers, Field::IgnoreTags, |s| s.ignore_tags.as_ref()) {
+        policy.ignore_tags = Some(ignore_tags(globs, &key, label, notes));
+    }
+    if let Some((platforms, key)) = pick(layers, Field::Platforms, |s| s.platforms.as_ref()) {
+        let platforms: Vec<String> = platforms.iter().map(|p| p.trim().to_string()).collect();
+        for p in &platforms {
+            p.parse::<Platform>().map_err(|e| format!("{key}: {e}"))?;
+        }
+        if !platforms.is_empty() {
+            policy.platforms = Some(platforms);
+        }
+    }
+    Ok(())
 }
 
 /// AIU's `ParseUpdateStrategy`, without its fallback (`None` for an unknown name).
@@ -362,7 +388,7 @@ fn allow_tags(text: &str, key: &str, label: &str, notes: &mut Vec<String>) -> Op
     }
     let why = match text.split_once(':') {
         Some((f, re)) if f.eq_ignore_ascii_case("regexp") => {
-            match crate::policy::patterns::compile(re) {
+            match imagebump_policy::patterns::compile(re) {
                 Err(PatternError::Invalid { message, .. }) => {
                     format!("the regular expression does not compile ({message})")
                 }
@@ -431,11 +457,38 @@ pub(crate) fn parse_write_back(
     input: &WriteBackInput<'_>,
     notes: &mut Vec<String>,
 ) -> Result<WriteBack, String> {
+    let method = parse_method(input, notes)?;
+    let target = match &input.target {
+        None => WriteBackTarget::Override,
+        Some(t) => parse_target(t, notes)?,
+    };
+    let branch = match &input.branch {
+        None => None,
+        Some(b) => parse_branch(b, notes)?,
+    };
+    if let Some(r) = &input.repository {
+        notes.push(format!(
+            "{} = {:?} is not used: imagebump writes to the repository it scanned",
+            r.key, r.value
+        ));
+    }
+    Ok(WriteBack {
+        method,
+        target,
+        branch,
+    })
+}
+
+/// The write-back method (`argocd`, AIU's default, `git` or `git:<credentials>`).
+fn parse_method(
+    input: &WriteBackInput<'_>,
+    notes: &mut Vec<String>,
+) -> Result<WriteBackMethod, String> {
     let method = match &input.method {
         None => None,
         Some(m) => Some((m, m.value.trim())).filter(|(_, v)| !v.is_empty()),
     };
-    let method = match method {
+    Ok(match method {
         None | Some((_, "argocd")) => {
             let how = match method {
                 Some((m, _)) => format!("{} is argocd", m.key),
@@ -474,45 +527,30 @@ pub(crate) fn parse_write_back(
                 ))
             }
         },
-    };
-    let target = match &input.target {
-        None => WriteBackTarget::Override,
-        Some(t) => parse_target(t, notes)?,
-    };
-    let branch = match &input.branch {
-        None => None,
-        Some(b) => {
-            let parts: Vec<&str> = b.value.trim().split(':').collect();
-            match parts.as_slice() {
-                [base] => Some(base.to_string()),
-                [base, template] => {
-                    notes.push(format!(
-                        "{}: the write-branch template {template:?} is not used: imagebump names its own pull-request branches",
-                        b.key
-                    ));
-                    Some(base.to_string())
-                }
-                _ => {
-                    return Err(format!(
-                        "{}: {:?} is not a branch: expected <branch> or <base>:<write-branch>",
-                        b.key, b.value
-                    ))
-                }
-            }
-            .filter(|b| !b.is_empty())
+    })
+}
+
+/// The base branch of `write-back-branch` (`<base>` or `<base>:<write-branch>`); empty is
+/// none.
+fn parse_branch(b: &Named<'_>, notes: &mut Vec<String>) -> Result<Option<String>, String> {
+    let parts: Vec<&str> = b.value.trim().split(':').collect();
+    let base = match parts.as_slice() {
+        [base] => base.to_string(),
+        [base, template] => {
+            notes.push(format!(
+                "{}: the write-branch template {template:?} is not used: imagebump names its own pull-request branches",
+                b.key
+            ));
+            base.to_string()
+        }
+        _ => {
+            return Err(format!(
+                "{}: {:?} is not a branch: expected <branch> or <base>:<write-branch>",
+                b.key, b.value
+            ))
         }
     };
-    if let Some(r) = &input.repository {
-        notes.push(format!(
-            "{} = {:?} is not used: imagebump writes to the repository it scanned",
-            r.key, r.value
-        ));
-    }
-    Ok(WriteBack {
-        method,
-        target,
-        branch,
-    })
+    Ok(Some(base).filter(|b| !b.is_empty()))
 }
 
 /// `write-back-target`: `kustomization[:<dir>]`, `helmvalues[:<file>]`, or a bare path.
@@ -614,38 +652,13 @@ pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, String> {
     let mut known: BTreeSet<String> = APP_KEYS.iter().map(|k| key(k)).collect();
     let mut images = Vec::new();
     for (alias, text) in &entries {
-        let key_alias = alias.as_ref().map(|a| a.replace('/', "_"));
-        let mut layers = vec![Layer {
-            settings: &app_wide,
-            namer: Namer::Annotation(None),
-        }];
-        let per_alias;
-        let (mut helm, mut kustomize_name) = (None, None);
-        if let (Some(alias), Some(ka)) = (alias, &key_alias) {
-            if alias.contains('/') {
-                notes.push(format!(
-                    "alias {alias:?}: its settings are read from {PREFIX}{ka}.* (AIU v0.x); AIU v1 reads no per-alias settings for an alias with a /"
-                ));
-            }
-            known.extend(ALIAS_KEYS.iter().map(|s| key(&format!("{ka}.{s}"))));
-            per_alias = read_settings(app, Some(ka))?;
-            layers.push(Layer {
-                settings: &per_alias,
-                namer: Namer::Annotation(Some(ka.clone())),
-            });
-            (helm, kustomize_name) = manifest_target(app, alias, ka, &mut notes)?;
-        }
-        images.push(build_image(
-            ImageInput {
-                alias: alias.clone(),
-                text,
-                text_key: list_key.clone(),
-                layers,
-                helm,
-                kustomize_name,
-                plugin: None,
-            },
-            &mut notes,
+        let image = ImageEntry {
+            alias: alias.as_ref(),
+            text,
+            list_key: &list_key,
+        };
+        images.push(annotated_image(
+            app, &app_wide, image, &mut known, &mut notes,
         )?);
     }
     let named = |suffix: &str| {
@@ -664,6 +677,72 @@ pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, String> {
         },
         &mut notes,
     )?;
+    note_unknown_keys(ann, &known, &mut notes);
+    Ok(Some(UpdaterConfig {
+        images,
+        write_back,
+        notes,
+        origin: "annotations".into(),
+    }))
+}
+
+/// One entry of `image-list`: its alias, `image[:constraint]` and the list's key.
+struct ImageEntry<'a> {
+    alias: Option<&'a String>,
+    text: &'a str,
+    list_key: &'a str,
+}
+
+/// One image of the list with its settings (app-wide, then its alias's), adding the keys it
+/// reads to `known`.
+fn annotated_image(
+    app: &App,
+    app_wide: &UpdateSettings,
+    entry: ImageEntry<'_>,
+    known: &mut BTreeSet<String>,
+    notes: &mut Vec<String>,
+) -> Result<UpdaterImage, String> {
+    let key_alias = entry.alias.map(|a| a.replace('/', "_"));
+    let mut layers = vec![Layer {
+        settings: app_wide,
+        namer: Namer::Annotation(None),
+    }];
+    let per_alias;
+    let (mut helm, mut kustomize_name) = (None, None);
+    if let (Some(alias), Some(ka)) = (entry.alias, &key_alias) {
+        if alias.contains('/') {
+            notes.push(format!(
+                "alias {alias:?}: its settings are read from {PREFIX}{ka}.* (AIU v0.x); AIU v1 reads no per-alias settings for an alias with a /"
+            ));
+        }
+        known.extend(ALIAS_KEYS.iter().map(|s| key(&format!("{ka}.{s}"))));
+        per_alias = read_settings(app, Some(ka))?;
+        layers.push(Layer {
+            settings: &per_alias,
+            namer: Namer::Annotation(Some(ka.clone())),
+        });
+        (helm, kustomize_name) = manifest_target(app, alias, ka, notes)?;
+    }
+    build_image(
+        ImageInput {
+            alias: entry.alias.cloned(),
+            text: entry.text,
+            text_key: entry.list_key.to_string(),
+            layers,
+            helm,
+            kustomize_name,
+            plugin: None,
+        },
+        notes,
+    )
+}
+
+/// A note for every annotation under AIU's prefix that no image or setting reads.
+fn note_unknown_keys(
+    ann: &BTreeMap<String, String>,
+    known: &BTreeSet<String>,
+    notes: &mut Vec<String>,
+) {
     for (k, suffix) in ann
         .keys()
         .filter(|k| !known.contains(*k))
@@ -677,12 +756,6 @@ pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, String> {
             format!("{k} is not an argocd-image-updater setting (or its alias is not in image-list); ignored")
         });
     }
-    Ok(Some(UpdaterConfig {
-        images,
-        write_back,
-        notes,
-        origin: "annotations".into(),
-    }))
 }
 
 /// `image-list`: `(alias, image[:constraint])` per non-empty entry.
@@ -808,7 +881,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::policy::filters::AllowTags;
+    use imagebump_policy::filters::AllowTags;
 
     fn app(ann: &[(&str, &str)]) -> App {
         App {

@@ -1,16 +1,45 @@
 //! The `alphabetical` strategy: the greatest tag by byte order, for calendar versions such
 //! as `2026-05-01` or `20260501.1`. Pair it with `allowTags`, or `latest` sorts above them.
 
-use super::evaluate::Key;
+use crate::candidate::{Key, Verdict};
+use crate::semver::TagVersions;
+use crate::strategy::Strategy;
 
 pub fn key(tag: &str) -> Key<'_> {
     Key::Text(tag, tag)
 }
 
+/// Tags by byte order: every tag is a candidate.
+pub struct Alphabetical;
+
+impl Strategy for Alphabetical {
+    fn cannot_judge(&self, _current: &str) -> Option<String> {
+        None
+    }
+
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        Some(key(current))
+    }
+
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        _read: Option<(&TagVersions, usize)>,
+        _allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        Ok(key(tag))
+    }
+
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>> {
+        Some(key(tag))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::candidate::Choice;
+    use crate::evaluate::choose_offline;
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     fn policy(allow: Option<&str>) -> Policy {
         Policy::compile(

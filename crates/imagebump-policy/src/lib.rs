@@ -2,12 +2,25 @@
 //! for some strategies and filters, image metadata.
 //!
 //! A [`Policy`] is the compiled form of the effective [`PolicySpec`] of one reference.
-//! Strategies live one per file and only order and judge tags; [`evaluate::Evaluation`]
+//! Strategies live one per file behind the [`strategy::Strategy`] trait and only read and
+//! order tags; [`evaluate::Evaluation`]
 //! runs the filters and keeps every candidate's verdict, so a choice can be explained.
 //! Metadata (digests, build dates, platforms) is asked for by the evaluation and fetched by
 //! the resolve stage; policies never call a registry themselves.
 
+// Unit tests may count, slice and call `unreachable!`; clippy.toml lets them unwrap, expect,
+// panic and index (Cargo.toml holds the library to the no-panic set).
+#![cfg_attr(
+    test,
+    allow(
+        clippy::arithmetic_side_effects,
+        clippy::string_slice,
+        clippy::unreachable
+    )
+)]
+
 pub mod alphabetical;
+pub mod candidate;
 pub mod constraint;
 pub mod digest;
 pub mod evaluate;
@@ -18,6 +31,7 @@ pub mod patterns;
 pub mod regex;
 pub mod rules;
 pub mod semver;
+pub mod strategy;
 
 use std::fmt;
 use std::sync::Arc;
@@ -179,65 +193,10 @@ impl Policy {
         }
         let strategy = spec.strategy.unwrap_or_default();
         let mut warnings = Vec::new();
-        let constraint = match spec.constraint.as_deref() {
-            None => None,
-            Some(text) => {
-                let c = Constraint::parse(text).map_err(|e| {
-                    PolicyError::new("constraint", e.to_string())
-                        .hint("Masterminds syntax, e.g. ~1.4, ^1, 1.x, >=1.2 <2, >=2 || 1.9.x")
-                })?;
-                if let Some(v) = c.exact_version() {
-                    warnings.push(format!(
-                        "constraint {text:?} means exactly {v}, so nothing will be updated; \
-                         use \"~{}.{}\" or \"{}.{}\" for a range",
-                        v.major, v.minor, v.major, v.minor
-                    ));
-                }
-                Some(c)
-            }
-        };
-        let allow = match spec.allow_tags.as_deref() {
-            None => None,
-            Some(text) => AllowTags::parse(text).map_err(|m| {
-                PolicyError::new("allowTags", m).hint("write `regexp:<RE>` or `any`")
-            })?,
-        };
-        let ignore_tags = match &spec.ignore_tags {
-            None => None,
-            Some(globs) => Some(IgnoreTags::parse(globs).map_err(|m| {
-                PolicyError::new("ignoreTags", m).hint("globs such as latest, *-rc*, sha-*")
-            })?),
-        };
-        let pattern = match spec.pattern.as_deref() {
-            None => None,
-            Some(text) => Some(regex::TagPattern::parse(text).map_err(|m| {
-                PolicyError::new("pattern", m)
-                    .hint("e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'")
-            })?),
-        };
-        if strategy == Strategy::Regex && pattern.is_none() {
-            return Err(
-                PolicyError::new("pattern", "strategy `regex` needs a `pattern`")
-                    .hint("e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'"),
-            );
-        }
-        let platforms = spec
-            .platforms
-            .iter()
-            .flatten()
-            .map(|p| p.parse::<Platform>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| {
-                PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8")
-            })?;
-        let min_age = match spec.min_age.as_deref() {
-            None => None,
-            Some(text) => Some(
-                imagebump_model::duration::parse_age(text)
-                    .map_err(|m| PolicyError::new("minAge", m).hint("e.g. 3d, 12h, 1h30m, 2w"))?,
-            )
-            .filter(|d| !d.is_zero()),
-        };
+        let constraint = compile_constraint(spec.constraint.as_deref(), &mut warnings)?;
+        let (allow, ignore_tags) = compile_tag_filters(&spec)?;
+        let pattern = compile_pattern(spec.pattern.as_deref(), strategy)?;
+        let (platforms, min_age) = compile_metadata_filters(&spec)?;
         Ok(Policy(Arc::new(Compiled {
             strategy,
             semver_mode: spec.semver_mode.unwrap_or_default(),
@@ -308,6 +267,88 @@ impl Policy {
         }
         s
     }
+}
+
+/// The `constraint` setting, with a warning when it means one exact version.
+fn compile_constraint(
+    text: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Constraint>, PolicyError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let c = Constraint::parse(text).map_err(|e| {
+        PolicyError::new("constraint", e.to_string())
+            .hint("Masterminds syntax, e.g. ~1.4, ^1, 1.x, >=1.2 <2, >=2 || 1.9.x")
+    })?;
+    if let Some(v) = c.exact_version() {
+        warnings.push(format!(
+            "constraint {text:?} means exactly {v}, so nothing will be updated; \
+             use \"~{}.{}\" or \"{}.{}\" for a range",
+            v.major, v.minor, v.major, v.minor
+        ));
+    }
+    Ok(Some(c))
+}
+
+/// The `allowTags` and `ignoreTags` settings.
+fn compile_tag_filters(
+    spec: &PolicySpec,
+) -> Result<(Option<AllowTags>, Option<IgnoreTags>), PolicyError> {
+    let allow = match spec.allow_tags.as_deref() {
+        None => None,
+        Some(text) => AllowTags::parse(text)
+            .map_err(|e| PolicyError::new("allowTags", e.to_string()).hint(e.hint()))?,
+    };
+    let ignore_tags = match &spec.ignore_tags {
+        None => None,
+        Some(globs) => Some(
+            IgnoreTags::parse(globs)
+                .map_err(|e| PolicyError::new("ignoreTags", e.to_string()).hint(e.hint()))?,
+        ),
+    };
+    Ok((allow, ignore_tags))
+}
+
+/// The `pattern` setting, which strategy `regex` cannot do without.
+fn compile_pattern(
+    text: Option<&str>,
+    strategy: Strategy,
+) -> Result<Option<regex::TagPattern>, PolicyError> {
+    const HINT: &str = "e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'";
+    let pattern = match text {
+        None => None,
+        Some(text) => Some(
+            regex::TagPattern::parse(text)
+                .map_err(|e| PolicyError::new("pattern", e.to_string()).hint(e.hint()))?,
+        ),
+    };
+    if strategy == Strategy::Regex && pattern.is_none() {
+        return Err(PolicyError::new("pattern", "strategy `regex` needs a `pattern`").hint(HINT));
+    }
+    Ok(pattern)
+}
+
+/// The `platforms` and `minAge` settings (a zero age is none).
+fn compile_metadata_filters(
+    spec: &PolicySpec,
+) -> Result<(Vec<Platform>, Option<Duration>), PolicyError> {
+    let platforms = spec
+        .platforms
+        .iter()
+        .flatten()
+        .map(|p| p.parse::<Platform>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|m| PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8"))?;
+    let min_age = match spec.min_age.as_deref() {
+        None => None,
+        Some(text) => Some(
+            imagebump_model::duration::parse_age(text)
+                .map_err(|m| PolicyError::new("minAge", m).hint("e.g. 3d, 12h, 1h30m, 2w"))?,
+        )
+        .filter(|d| !d.is_zero()),
+    };
+    Ok((platforms, min_age))
 }
 
 /// Why `policy` cannot judge `current` at all, decided before any registry work (so a

@@ -13,8 +13,8 @@
 //! value under such a policy is listed and left alone.
 
 use super::{Fields, Invalid, Meta, Note};
-use crate::policy::patterns::PatternError;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
+use imagebump_policy::patterns::PatternError;
 
 /// How the latest tag is chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct ImagePolicy {
     pub repository: (Option<String>, String),
     pub rule: Rule,
     /// The imagebump policy; `Err` says why Flux's rule cannot be followed.
-    pub spec: Result<PolicySpec, String>,
+    pub spec: Result<PolicySpec, RuleError>,
     /// `digestReflectionPolicy` is `Always` or `IfNotPresent`.
     pub reflects_digest: bool,
 }
@@ -44,9 +44,9 @@ pub fn read(fields: &Fields, meta: Meta, notes: &mut Vec<Note>) -> Result<ImageP
     let rule = rule(fields)?;
     let reflects_digest = reflects_digest(fields)?;
     let spec = match (&rule, filtered(fields, &rule)?) {
-        (Rule::Alphabetical { desc: true } | Rule::Numerical { desc: true }, _) => Err(
-            "its order is desc, which selects the lowest tag: imagebump never moves to a lower version".to_string(),
-        ),
+        (Rule::Alphabetical { desc: true } | Rule::Numerical { desc: true }, _) => {
+            Err(RuleError::Descending)
+        }
         (_, spec) => spec,
     };
     if let Err(why) = &spec {
@@ -85,13 +85,13 @@ fn reflects_digest(fields: &Fields) -> Result<bool, Invalid> {
 }
 
 /// The policy of `rule` with `spec.filterTags` applied.
-fn filtered(fields: &Fields, rule: &Rule) -> Result<Result<PolicySpec, String>, Invalid> {
+fn filtered(fields: &Fields, rule: &Rule) -> Result<Result<PolicySpec, RuleError>, Invalid> {
     let pattern = fields.string(&["spec", "filterTags", "pattern"])?;
     let extract = fields.string(&["spec", "filterTags", "extract"])?;
     let Some(p) = pattern.filter(|p| !p.is_empty()) else {
         return Ok(Ok(plain(rule)));
     };
-    if let Err(e) = crate::policy::patterns::compile(&p) {
+    if let Err(e) = imagebump_policy::patterns::compile(&p) {
         let message = match e {
             PatternError::Invalid { message, .. } => {
                 format!("spec.filterTags.pattern is not a regular expression: {message}")
@@ -171,9 +171,38 @@ fn plain(rule: &Rule) -> PolicySpec {
     }
 }
 
+/// Why Flux's rule cannot be followed: imagebump never moves to a lower version, and
+/// orders tags by one named group of the pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error(
+        "its order is desc, which selects the lowest tag: imagebump never moves to a lower version"
+    )]
+    Descending,
+    #[error("filterTags.extract {extract:?} is more than one group (`$name`, `${{name}}` or `$1`); imagebump orders tags by one group")]
+    NotOneGroup { extract: String },
+    #[error("filterTags.pattern has no group {extract} to extract")]
+    NoSuchGroup { extract: String },
+}
+
+impl RuleError {
+    /// What to write instead.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            RuleError::Descending => "use order: asc, or pin the image where it is",
+            RuleError::NotOneGroup { .. } => {
+                "extract one group: `$name`, `${name}` or `$1`, and keep the rest of the tag in the pattern"
+            }
+            RuleError::NoSuchGroup { .. } => {
+                "name the group in filterTags.pattern, e.g. (?P<ts>[0-9]+) for extract: $ts"
+            }
+        }
+    }
+}
+
 /// `pattern` + `extract: $group`: the `regex` strategy ordering by that group, renamed
 /// for how the rule compares it.
-fn extracted(rule: &Rule, pattern: &str, extract: &str) -> Result<PolicySpec, String> {
+fn extracted(rule: &Rule, pattern: &str, extract: &str) -> Result<PolicySpec, RuleError> {
     let (group, constraint, mode) = match rule {
         Rule::Semver { range } => (
             "version",
@@ -184,12 +213,14 @@ fn extracted(rule: &Rule, pattern: &str, extract: &str) -> Result<PolicySpec, St
         Rule::Numerical { .. } => ("num", None, None),
     };
     let Some(which) = extract_group(extract) else {
-        return Err(format!("filterTags.extract {extract:?} is more than one group (`$name`, `${{name}}` or `$1`); imagebump orders tags by one group"));
+        return Err(RuleError::NotOneGroup {
+            extract: extract.to_string(),
+        });
     };
     let Some(pattern) = rename_group(pattern, &which, group) else {
-        return Err(format!(
-            "filterTags.pattern has no group {extract} to extract"
-        ));
+        return Err(RuleError::NoSuchGroup {
+            extract: extract.to_string(),
+        });
     };
     Ok(PolicySpec {
         strategy: Some(Strategy::Regex),
@@ -345,6 +376,7 @@ mod tests {
             .unwrap()
             .spec
             .unwrap_err()
+            .to_string()
             .contains("selects the lowest tag"));
         assert_eq!(notes.len(), 1);
         assert!(
@@ -408,6 +440,15 @@ mod tests {
             None
         );
         let s = extracted(&Rule::Alphabetical { desc: false }, "(a)", "$a-$b").unwrap_err();
-        assert!(s.contains("more than one group"), "{s}");
+        assert_eq!(
+            s.to_string(),
+            "filterTags.extract \"$a-$b\" is more than one group (`$name`, `${name}` or `$1`); imagebump orders tags by one group"
+        );
+        assert!(s.hint().starts_with("extract one group"));
+        let s = extracted(&Rule::Alphabetical { desc: false }, "(a)", "$b").unwrap_err();
+        assert_eq!(
+            s.to_string(),
+            "filterTags.pattern has no group $b to extract"
+        );
     }
 }

@@ -28,13 +28,39 @@ fn crediting(r: &Rule) -> bool {
     r.credentials.is_some()
 }
 
+/// An `images[].match` or `images[].path` glob that does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad glob {pattern:?}: {message}")]
+pub struct GlobError {
+    pub pattern: String,
+    pub message: String,
+}
+
+impl GlobError {
+    /// What an `images[].match` glob looks like.
+    pub fn hint(&self) -> &'static str {
+        "globs such as ghcr.io/acme/* or **/nginx"
+    }
+}
+
+/// An `images` rule that cannot be used: where it is (`images[2].match`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {glob}")]
+pub struct RuleError {
+    pub at: String,
+    pub glob: GlobError,
+}
+
 /// Compile an `images[].match` glob: `*` stays within a path segment, `**` crosses them.
-pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, String> {
+pub fn rule_glob(pattern: &str) -> Result<GlobMatcher, GlobError> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("bad glob {pattern:?}: {e}"))
+        .map_err(|e| GlobError {
+            pattern: pattern.to_string(),
+            message: e.to_string(),
+        })
 }
 
 struct Rule {
@@ -82,7 +108,7 @@ pub struct Policies {
 impl Policies {
     /// The `defaults` and `images` rules of `imagebump.yaml`. Globs were checked when the
     /// configuration was loaded; a bad one here is an error too.
-    pub fn new(defaults: &PolicySpec, images: &[ImageRule]) -> Result<Policies, String> {
+    pub fn new(defaults: &PolicySpec, images: &[ImageRule]) -> Result<Policies, RuleError> {
         let rules = images
             .iter()
             .enumerate()
@@ -92,16 +118,22 @@ impl Policies {
                     .as_deref()
                     .map(rule_glob)
                     .transpose()
-                    .map_err(|e| format!("images[{i}].path: {e}"))?;
+                    .map_err(|glob| RuleError {
+                        at: format!("images[{i}].path"),
+                        glob,
+                    })?;
                 Ok(Rule {
-                    glob: rule_glob(&r.glob).map_err(|e| format!("images[{i}].match: {e}"))?,
+                    glob: rule_glob(&r.glob).map_err(|glob| RuleError {
+                        at: format!("images[{i}].match"),
+                        glob,
+                    })?,
                     path,
                     spec: r.policy(),
                     credentials: r.credentials.clone(),
                     label: format!("images[{i}] ({})", r.glob),
                 })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, RuleError>>()?;
         Ok(Policies {
             defaults: defaults.clone(),
             rules,
@@ -331,13 +363,21 @@ mod tests {
             Some(1)
         );
         assert_eq!(p.rule_for(&web, w, None), Some(1));
-        assert!(Policies::new(
+        let e = Policies::new(
             &config.defaults,
             &yaml_serde::from_str::<Config>("images:\n- path: '['\n")
                 .unwrap()
-                .images
+                .images,
         )
-        .is_err());
+        .err()
+        .unwrap();
+        assert_eq!(e.at, "images[0].path");
+        assert_eq!(e.glob.pattern, "[");
+        assert!(
+            e.to_string()
+                .starts_with("images[0].path: bad glob \"[\": "),
+            "{e}"
+        );
     }
 
     /// References decided by the same rules share one policy, given without merging the

@@ -3,8 +3,11 @@
 
 use regex::Regex;
 
-use super::evaluate::{Key, Verdict};
-use super::numeric::number_key;
+use crate::candidate::{Key, Rank, Verdict};
+use crate::numeric::number_key;
+use crate::patterns::PatternError;
+use crate::semver::TagVersions;
+use crate::strategy::Strategy;
 
 /// How the named group is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,9 +23,27 @@ pub struct TagPattern {
     group: Group,
 }
 
+/// Why a `pattern` cannot order tags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagPatternError {
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    #[error("{text:?} has no named group `version`, `num` or `ts` to order tags by, e.g. (?P<num>[0-9]+)")]
+    NoGroup { text: String },
+    #[error("{text:?} has more than one of the groups `version`, `num`, `ts`; keep one")]
+    ManyGroups { text: String },
+}
+
+impl TagPatternError {
+    /// What to write instead.
+    pub fn hint(&self) -> &'static str {
+        "e.g. pattern: '^main-[0-9a-f]+-(?P<ts>[0-9]+)$'"
+    }
+}
+
 impl TagPattern {
-    pub fn parse(text: &str) -> Result<TagPattern, String> {
-        let re = super::patterns::compile(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<TagPattern, TagPatternError> {
+        let re = crate::patterns::compile(text)?;
         let names: Vec<&str> = re.capture_names().flatten().collect();
         let groups: Vec<Group> = names
             .iter()
@@ -35,12 +56,12 @@ impl TagPattern {
             .collect();
         match groups.as_slice() {
             [g] => Ok(TagPattern { re, group: *g }),
-            [] => Err(format!(
-                "{text:?} has no named group `version`, `num` or `ts` to order tags by, e.g. (?P<num>[0-9]+)"
-            )),
-            _ => Err(format!(
-                "{text:?} has more than one of the groups `version`, `num`, `ts`; keep one"
-            )),
+            [] => Err(TagPatternError::NoGroup {
+                text: text.to_string(),
+            }),
+            _ => Err(TagPatternError::ManyGroups {
+                text: text.to_string(),
+            }),
         }
     }
 
@@ -58,8 +79,8 @@ impl TagPattern {
         };
         let value = caps.name(name).ok_or(Verdict::NoMatch)?.as_str();
         match self.group {
-            Group::Version => super::constraint::parse_version(value)
-                .map(|v| Key::Version(super::semver::Rank::of(v), true, tag))
+            Group::Version => crate::constraint::parse_version(value)
+                .map(|v| Key::Version(Rank::of(v), true, tag))
                 .ok_or(Verdict::NotAVersion),
             Group::Num => number_key(value, tag).ok_or(Verdict::NotAnInteger),
             Group::Ts => Ok(Key::Text(value, tag)),
@@ -67,11 +88,44 @@ impl TagPattern {
     }
 }
 
+/// Tags ordered by a pattern's named group; the policy's `pattern` (compiling a policy
+/// whose strategy is `regex` makes sure it has one).
+pub struct Pattern(pub Option<TagPattern>);
+
+impl Strategy for Pattern {
+    fn cannot_judge(&self, current: &str) -> Option<String> {
+        let judged = self.0.as_ref().is_some_and(|p| p.key(current).is_ok());
+        (!judged)
+            .then(|| format!("current tag {current:?} does not match the pattern (regex strategy)"))
+    }
+
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        self.0.as_ref()?.key(current).ok()
+    }
+
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        _read: Option<(&TagVersions, usize)>,
+        _allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        match &self.0 {
+            Some(pattern) => pattern.key(tag),
+            None => Err(Verdict::NoMatch),
+        }
+    }
+
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>> {
+        self.0.as_ref()?.key(tag).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::candidate::Choice;
+    use crate::evaluate::choose_offline;
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     fn policy(pattern: &str, constraint: Option<&str>) -> Policy {
         Policy::compile(
@@ -123,11 +177,18 @@ mod tests {
     fn patterns_need_one_known_group() {
         assert!(TagPattern::parse("^v(?P<x>.*)$")
             .unwrap_err()
+            .to_string()
             .contains("no named group"));
-        assert!(TagPattern::parse("(?P<num>1)(?P<ts>2)")
+        assert_eq!(
+            TagPattern::parse("(?P<num>1)(?P<ts>2)").unwrap_err(),
+            TagPatternError::ManyGroups {
+                text: "(?P<num>1)(?P<ts>2)".into()
+            }
+        );
+        assert!(TagPattern::parse("(")
             .unwrap_err()
-            .contains("more than one"));
-        assert!(TagPattern::parse("(").unwrap_err().contains("bad regular"));
+            .to_string()
+            .starts_with("bad regular expression \"(\""));
         assert_eq!(TagPattern::parse("(?P<ts>.*)").unwrap().group(), Group::Ts);
     }
 

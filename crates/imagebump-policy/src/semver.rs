@@ -31,8 +31,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use semver::{Prerelease, Version};
 
-use super::evaluate::{Key, Verdict};
-use super::SemverMode;
+use crate::candidate::{rank_order, Key, Rank, Verdict};
+use crate::strategy::Strategy;
+use crate::SemverMode;
 
 // why: a constant pattern; every unit test reading a pre-release tag (`1.2.3-rc.1`) compiles
 // it, so a typo fails the tests rather than a run.
@@ -40,50 +41,6 @@ use super::SemverMode;
 static PRE_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(alpha|beta|rc|pre|preview|dev|snapshot)[0-9.]*$").expect("static regex")
 });
-
-/// How a version is ordered: its first three parts (and pre-release), then the fourth part,
-/// then the revision. A constraint judges `version` alone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rank {
-    pub version: Version,
-    pub fourth: u64,
-    pub revision: u64,
-}
-
-impl Rank {
-    pub fn of(version: Version) -> Rank {
-        Rank {
-            version,
-            fourth: 0,
-            revision: 0,
-        }
-    }
-}
-
-impl Ord for Rank {
-    fn cmp(&self, other: &Self) -> Ordering {
-        rank_order(
-            (&self.version, self.fourth, self.revision),
-            (&other.version, other.fourth, other.revision),
-        )
-    }
-}
-
-/// How two ranks compare, given as their parts (a version, its fourth part, its revision):
-/// the first three parts and the fourth, then the pre-release, then the revision.
-fn rank_order(a: (&Version, u64, u64), b: (&Version, u64, u64)) -> Ordering {
-    let ((va, fa, ra), (vb, fb, rb)) = (a, b);
-    (va.major, va.minor, va.patch, fa)
-        .cmp(&(vb.major, vb.minor, vb.patch, fb))
-        .then_with(|| va.pre.cmp(&vb.pre))
-        .then_with(|| ra.cmp(&rb))
-}
-
-impl PartialOrd for Rank {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
 
 /// How a tag's numbers are written, as far as it decides which tags compete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +226,7 @@ impl TagVersion {
         match mode {
             SemverMode::Variant => TagVersion::parse(tag),
             SemverMode::Masterminds => {
-                let version = super::constraint::parse_version(tag)?;
+                let version = crate::constraint::parse_version(tag)?;
                 let numbers = tag.trim_start_matches('v');
                 let numbers = numbers.split(['-', '+']).next().unwrap_or_default();
                 Some(TagVersion {
@@ -531,11 +488,70 @@ impl Series {
     }
 }
 
+/// Tags read as versions in one mode, of the current tag's series.
+pub struct Semver {
+    mode: SemverMode,
+    /// `None` when the current tag is not a version in this mode.
+    series: Option<Series>,
+}
+
+impl Semver {
+    /// The strategy for `current` among `tags` (`read`: their versions, read already).
+    pub fn new(
+        mode: SemverMode,
+        current: &str,
+        tags: &[String],
+        read: Option<&TagVersions>,
+    ) -> Semver {
+        Semver {
+            mode,
+            series: Series::new_read(mode, current, tags, read),
+        }
+    }
+}
+
+impl Strategy for Semver {
+    fn cannot_judge(&self, current: &str) -> Option<String> {
+        self.series
+            .is_none()
+            .then(|| format!("current tag {current:?} is not a version (semver strategy)"))
+    }
+
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        Some(self.series.as_ref()?.current_key(current))
+    }
+
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        read: Option<(&TagVersions, usize)>,
+        allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        match &self.series {
+            Some(s) => s.judge_read(tag, read, allow_pre),
+            None => Err(Verdict::NotAVersion),
+        }
+    }
+
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>> {
+        let series = self.series.as_ref()?;
+        let v = TagVersion::parse_in(self.mode, tag)?;
+        series
+            .comparable(&v)
+            .then(|| Key::Version(v.rank(), true, ""))
+    }
+
+    fn places<'r>(&self, read: &'r TagVersions) -> Option<(&'r [u32], &'r [u32])> {
+        read.places(self.series.as_ref()?.mode())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::policy::evaluate::{choose_offline, Choice};
+    use crate::candidate::Choice;
+    use crate::evaluate::choose_offline;
 
     proptest::proptest! {
         /// The byte-wise reading of numeric parts agrees with splitting the text and
@@ -557,7 +573,7 @@ mod tests {
             proptest::prop_assert_eq!(first_part(&text, b'-'), first);
         }
     }
-    use crate::policy::Policy;
+    use crate::Policy;
 
     fn pick(current: &str, tags: &[&str]) -> Choice {
         choose_offline(
@@ -683,7 +699,7 @@ mod tests {
     /// Runs every row through the evaluation `run` and `tags` use; a row's reason is the
     /// chosen tag's, or "" when nothing moves.
     fn check_table(rows: &[Row]) {
-        use crate::policy::{PolicySource, PolicySpec};
+        use crate::{PolicySource, PolicySpec};
         for (current, constraint, listed, want, why) in rows {
             let spec = PolicySpec {
                 constraint: constraint.map(str::to_string),
@@ -691,7 +707,7 @@ mod tests {
             };
             let p = Policy::compile(spec, PolicySource::default()).unwrap();
             let list: Vec<String> = listed.iter().map(|t| t.to_string()).collect();
-            let mut e = crate::policy::evaluate::Evaluation::new(&p, current, None, &list);
+            let mut e = crate::evaluate::Evaluation::new(&p, current, None, &list);
             let got = e.decide();
             let reason = e
                 .candidates()

@@ -4,25 +4,50 @@
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
+use crate::patterns::PatternError;
+
+/// Why an `allowTags` or `ignoreTags` setting cannot filter tags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("{text:?} is not a tag filter: expected `regexp:<RE>` or `any`")]
+    NotAFilter { text: String },
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    #[error("bad glob {glob:?}: {message}")]
+    Glob { glob: String, message: String },
+    #[error("{0}")]
+    Set(String),
+}
+
+impl FilterError {
+    /// What to write instead.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            FilterError::NotAFilter { .. } | FilterError::Pattern(_) => {
+                "write `regexp:<RE>` or `any`"
+            }
+            FilterError::Glob { .. } | FilterError::Set(_) => "globs such as latest, *-rc*, sha-*",
+        }
+    }
+}
+
 /// `allowTags`: `regexp:<RE>` (unanchored, as in argocd-image-updater) or `any`.
 #[derive(Debug, Clone)]
 pub struct AllowTags(Regex);
 
 impl AllowTags {
     /// `Ok(None)` for `any` (no filter).
-    pub fn parse(text: &str) -> Result<Option<AllowTags>, String> {
+    pub fn parse(text: &str) -> Result<Option<AllowTags>, FilterError> {
         let text = text.trim();
         if text == "any" {
             return Ok(None);
         }
         let Some(re) = text.strip_prefix("regexp:") else {
-            return Err(format!(
-                "{text:?} is not a tag filter: expected `regexp:<RE>` or `any`"
-            ));
+            return Err(FilterError::NotAFilter {
+                text: text.to_string(),
+            });
         };
-        super::patterns::compile(re)
-            .map(|r| Some(AllowTags(r)))
-            .map_err(|e| e.to_string())
+        Ok(Some(AllowTags(crate::patterns::compile(re)?)))
     }
 
     pub fn allows(&self, tag: &str) -> bool {
@@ -38,13 +63,16 @@ pub struct IgnoreTags {
 }
 
 impl IgnoreTags {
-    pub fn parse(globs: &[String]) -> Result<IgnoreTags, String> {
+    pub fn parse(globs: &[String]) -> Result<IgnoreTags, FilterError> {
         let mut b = GlobSetBuilder::new();
         for g in globs {
-            b.add(Glob::new(g).map_err(|e| format!("bad glob {g:?}: {e}"))?);
+            b.add(Glob::new(g).map_err(|e| FilterError::Glob {
+                glob: g.clone(),
+                message: e.to_string(),
+            })?);
         }
         Ok(IgnoreTags {
-            set: b.build().map_err(|e| e.to_string())?,
+            set: b.build().map_err(|e| FilterError::Set(e.to_string()))?,
             globs: globs.to_vec(),
         })
     }
@@ -75,10 +103,14 @@ mod tests {
             .unwrap()
             .unwrap()
             .allows("x-main-1"));
-        assert!(AllowTags::parse("^v1").unwrap_err().contains("regexp:"));
-        assert!(AllowTags::parse("regexp:(")
-            .unwrap_err()
-            .contains("bad regular"));
+        assert_eq!(
+            AllowTags::parse("^v1").unwrap_err().to_string(),
+            "\"^v1\" is not a tag filter: expected `regexp:<RE>` or `any`"
+        );
+        let e = AllowTags::parse("regexp:(").unwrap_err();
+        assert!(matches!(e, FilterError::Pattern(_)), "{e}");
+        assert!(e.to_string().starts_with("bad regular"));
+        assert_eq!(e.hint(), "write `regexp:<RE>` or `any`");
     }
 
     #[test]

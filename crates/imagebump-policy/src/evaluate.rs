@@ -10,12 +10,13 @@
 use std::cmp::Ordering;
 
 use jiff::Timestamp;
-use semver::Version;
 
-use super::semver::{Rank, Series, TagVersion, TagVersions};
-use super::{alphabetical, numeric, Policy, SemverMode, Strategy};
+use crate::candidate::{is_artifact_tag, Candidate, Choice, Key, Meta, Verdict};
+use crate::newest_build::{Baseline, Examined};
+use crate::semver::{TagVersion, TagVersions};
+use crate::strategy;
+use crate::{digest, newest_build, Policy, SemverMode, Strategy};
 use imagebump_model::duration::format_age;
-use imagebump_model::platform::Platform;
 
 /// How many candidates' metadata is asked for at once when walking best-first.
 const WALK_BATCH: usize = 4;
@@ -61,6 +62,22 @@ fn best_first(kept: &[(Key, usize)], ranked: Option<(&[u32], &[u32])>) -> Vec<us
     order
 }
 
+/// Pass two of an evaluation: every tag in listing order, ranked unless `judged` (in
+/// listing order) says otherwise.
+fn listed(tags: &[String], judged: Vec<(usize, Verdict)>) -> Vec<Candidate<'_>> {
+    let mut judged = judged.into_iter().peekable();
+    tags.iter()
+        .enumerate()
+        .map(|(i, tag)| {
+            let verdict = match judged.next_if(|(j, _)| *j == i) {
+                Some((_, v)) => v,
+                None => Verdict::Ranked,
+            };
+            Candidate { tag, verdict }
+        })
+        .collect()
+}
+
 /// The tags of `kept` best first by their keys alone; equal keys in listing order.
 fn sorted_by_key(kept: &[(Key, usize)]) -> Vec<usize> {
     let mut by: Vec<usize> = (0..kept.len()).collect();
@@ -75,182 +92,24 @@ fn sorted_by_key(kept: &[(Key, usize)]) -> Vec<usize> {
         .collect()
 }
 
-/// A tag's sort key under one strategy. Keys of one evaluation are all the same variant.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Key<'t> {
-    /// A version (with its fourth part and revision); then "same `v` spelling as the
-    /// current tag"; then the tag text.
-    Version(Rank, bool, &'t str),
-    /// An integer as its digits without leading zeros (compared by length, then text).
-    Number(usize, &'t str, &'t str),
-    /// Text (a regex group or the whole tag), then the tag.
-    Text(&'t str, &'t str),
-}
-
-impl Key<'_> {
-    /// Is `self` a higher value than `other`, ignoring spelling?
-    fn above(&self, other: &Key) -> bool {
-        match (self, other) {
-            (Key::Version(a, ..), Key::Version(b, ..)) => a > b,
-            (Key::Number(la, a, _), Key::Number(lb, b, _)) => (la, a) > (lb, b),
-            (Key::Text(a, _), Key::Text(b, _)) => a > b,
-            _ => false,
-        }
-    }
-
-    /// The version a constraint is checked against, if the key has one.
-    fn version(&self) -> Option<&Version> {
-        match self {
-            Key::Version(r, ..) => Some(&r.version),
-            _ => None,
-        }
-    }
-}
-
-/// Is `tag` one that cosign (or the OCI referrers tag schema) names after a digest:
-/// `sha256-<64 hex>` with an optional `.sig`, `.att` or `.sbom`?
-pub fn is_artifact_tag(tag: &str) -> bool {
-    let Some(rest) = tag.strip_prefix("sha256-") else {
-        return false;
-    };
-    let hex = rest
-        .strip_suffix(".sig")
-        .or_else(|| rest.strip_suffix(".att"))
-        .or_else(|| rest.strip_suffix(".sbom"))
-        .unwrap_or(rest);
-    hex.len() == 64
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Why a tag was or was not chosen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Chosen,
-    /// Passed every filter, ranked below the chosen tag.
-    Ranked,
-    /// Passed the tag filters; its metadata was not needed because a better tag qualified.
-    Unexamined,
-    Current,
-    NotAllowed,
-    /// A tag cosign and other tools store next to an image (`sha256-<hex>.sig`, `.att`,
-    /// `.sbom`, the referrers fallback `sha256-<hex>`): never a version of the image.
-    Artifact,
-    Ignored(String),
-    NotAVersion,
-    NotAnInteger,
-    NoMatch,
-    Prerelease,
-    OtherVariant,
-    /// Another shape: calendar or not, four parts or not, another prefix or separator.
-    OtherShape,
-    OtherPrecision,
-    OutsideConstraint,
-    NotNewer,
-    WrongPlatform(String),
-    TooYoung(String),
-    OlderBuild,
-    SameImage,
-    NoBuildDate,
-    NoMetadata(String),
-    /// A reviewer rejected this version (a closed pull request, a revert).
-    Rejected(String),
-    /// `verify`: its signature did not verify (unsigned, another key, another digest).
-    Unverified(String),
-}
-
-impl Verdict {
-    pub fn kept(&self) -> bool {
-        matches!(
-            self,
-            Verdict::Chosen | Verdict::Ranked | Verdict::Unexamined
-        )
-    }
-}
-
-/// One build inside an image: a single-platform manifest, or one entry of an index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Build {
-    pub platform: Option<Platform>,
-    pub created: Option<Timestamp>,
-}
-
-/// What the registry says about one tag.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Meta {
-    /// The manifest (or index) digest the tag points to.
-    pub digest: String,
-    /// Empty when only the digest was asked for.
-    pub builds: Vec<Build>,
-}
-
-impl Meta {
-    /// The requested platforms the image does not have.
-    pub fn missing_platforms<'p>(&self, wanted: &'p [Platform]) -> Vec<&'p Platform> {
-        wanted
-            .iter()
-            .filter(|w| {
-                !self
-                    .builds
-                    .iter()
-                    .any(|b| b.platform.as_ref().is_some_and(|p| p.satisfies(w)))
-            })
-            .collect()
-    }
-
-    /// The build date: the newest `created` among the builds of the requested platforms
-    /// (all builds when none are requested).
-    pub fn created(&self, wanted: &[Platform]) -> Option<Timestamp> {
-        self.builds
-            .iter()
-            .filter(|b| {
-                wanted.is_empty()
-                    || b.platform
-                        .as_ref()
-                        .is_some_and(|p| wanted.iter().any(|w| p.satisfies(w)))
-            })
-            .filter_map(|b| b.created)
-            .max()
-    }
-}
-
-/// What a policy decided for one reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
-    /// Move to this tag (and digest, when known).
-    Update { tag: String, digest: Option<String> },
-    /// Nothing newer qualifies.
-    Current,
-    /// The policy cannot judge this reference (the reason says why).
-    Skip(String),
-}
-
-/// A tag and its verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate<'t> {
-    pub tag: &'t str,
-    pub verdict: Verdict,
-}
-
 pub struct Evaluation<'t> {
-    pub(super) policy: Policy,
-    pub(super) current: String,
-    pub(super) current_digest: Option<String>,
-    pub(super) candidates: Vec<Candidate<'t>>,
+    policy: Policy,
+    current: String,
+    current_digest: Option<String>,
+    candidates: Vec<Candidate<'t>>,
     /// Survivors of the tag filters, best first.
-    pub(super) order: Vec<usize>,
+    order: Vec<usize>,
     /// Metadata supplied so far, by candidate index: only the few candidates walked
     /// (a repository may list a million tags).
-    pub(super) meta: std::collections::HashMap<usize, Result<Meta, String>>,
+    meta: std::collections::HashMap<usize, Result<Meta, String>>,
     /// Index of the current tag in the list, if the registry lists it.
-    pub(super) current_index: Option<usize>,
-    pub(super) skip: Option<String>,
-    /// How the semver strategy reads tags (kept to rank rejected versions).
-    series: Option<Series>,
-    pub(super) warnings: Vec<String>,
-    pub(super) now: Timestamp,
-    pub(super) decided: Option<Choice>,
+    current_index: Option<usize>,
+    skip: Option<String>,
+    /// How the policy's strategy reads tags (kept to rank rejected versions).
+    reader: Box<dyn strategy::Strategy>,
+    warnings: Vec<String>,
+    now: Timestamp,
+    decided: Option<Choice>,
     /// Candidates refused by `verify`, best first (each was the best left when refused).
     unverified: Vec<usize>,
 }
@@ -258,27 +117,7 @@ pub struct Evaluation<'t> {
 impl<'t> Evaluation<'t> {
     /// Why `policy` cannot judge `current` at all (no registry work needed to know).
     pub fn precheck(policy: &Policy, current: &str) -> Option<String> {
-        let ok = match policy.strategy {
-            Strategy::Semver => TagVersion::parse_in(policy.semver_mode, current).is_some(),
-            Strategy::Numeric => numeric::key(current).is_some(),
-            Strategy::Regex => policy
-                .pattern
-                .as_ref()
-                .is_some_and(|p| p.key(current).is_ok()),
-            Strategy::Digest | Strategy::Alphabetical | Strategy::NewestBuild => true,
-        };
-        if ok {
-            return None;
-        }
-        Some(match policy.strategy {
-            Strategy::Semver => {
-                format!("current tag {current:?} is not a version (semver strategy)")
-            }
-            Strategy::Numeric => {
-                format!("current tag {current:?} is not an integer (numeric strategy)")
-            }
-            _ => format!("current tag {current:?} does not match the pattern (regex strategy)"),
-        })
+        strategy::of(policy, current, &[], None).cannot_judge(current)
     }
 
     /// Run the tag filters. `tags` is the repository's tag list (for `digest`, any list
@@ -301,6 +140,7 @@ impl<'t> Evaluation<'t> {
         tags: &'t [String],
         read: Option<&TagVersions>,
     ) -> Evaluation<'t> {
+        let reader = strategy::of(policy, current, tags, read);
         let mut e = Evaluation {
             policy: policy.clone(),
             current: current.to_string(),
@@ -309,8 +149,8 @@ impl<'t> Evaluation<'t> {
             order: Vec::new(),
             meta: std::collections::HashMap::new(),
             current_index: None,
-            skip: Self::precheck(policy, current),
-            series: None,
+            skip: reader.cannot_judge(current),
+            reader,
             warnings: Vec::new(),
             now: Timestamp::now(),
             decided: None,
@@ -319,11 +159,7 @@ impl<'t> Evaluation<'t> {
         if e.skip.is_some() {
             return e;
         }
-        let series = match policy.strategy {
-            Strategy::Semver => Series::new_read(policy.semver_mode, current, tags, read),
-            _ => None,
-        };
-        let current_key = e.key_of(series.as_ref(), current, None, true).ok();
+        let current_key = e.reader.current_key(current);
         // Pass one: the survivors' sort keys (kept only while they are sorted) and the
         // verdicts of the rest. The candidates are built afterwards, so a million tags never
         // hold keys and candidates at once. Sized once: a vector grown by doubling would
@@ -336,11 +172,7 @@ impl<'t> Evaluation<'t> {
                 judged.push((i, Verdict::Current));
                 continue;
             }
-            match e.judge(
-                series.as_ref(),
-                (tag, read.map(|r| (r, i))),
-                current_key.as_ref(),
-            ) {
+            match e.judge((tag, read.map(|r| (r, i))), current_key.as_ref()) {
                 Ok(key) => kept.push((key, i)),
                 Err(v) => judged.push((i, v)),
             }
@@ -348,26 +180,11 @@ impl<'t> Evaluation<'t> {
         if policy.strategy == Strategy::Digest {
             e.order = e.current_index.into_iter().collect();
         } else {
-            let places = read
-                .zip(series.as_ref())
-                .and_then(|(r, s)| r.places(s.mode()));
+            let places = read.and_then(|r| e.reader.places(r));
             e.order = best_first(&kept, places);
         }
         drop(kept);
-        // Pass two: every tag in listing order, ranked unless judged otherwise.
-        let mut judged = judged.into_iter().peekable();
-        e.candidates = tags
-            .iter()
-            .enumerate()
-            .map(|(i, tag)| {
-                let verdict = match judged.next_if(|(j, _)| *j == i) {
-                    Some((_, v)) => v,
-                    None => Verdict::Ranked,
-                };
-                Candidate { tag, verdict }
-            })
-            .collect();
-        e.series = series;
+        e.candidates = listed(tags, judged);
         e
     }
 
@@ -375,44 +192,7 @@ impl<'t> Evaluation<'t> {
     /// rejected version; `None` when the strategy cannot rank it (newest-build, digest, a
     /// version of another variant).
     fn rank<'a>(&self, tag: &'a str) -> Option<Key<'a>> {
-        match self.policy.strategy {
-            Strategy::Semver => {
-                let series = self.series.as_ref()?;
-                let v = TagVersion::parse_in(self.policy.semver_mode, tag)?;
-                series
-                    .comparable(&v)
-                    .then(|| Key::Version(v.rank(), true, ""))
-            }
-            Strategy::Numeric => numeric::key(tag),
-            Strategy::Regex => self.policy.pattern.as_ref()?.key(tag).ok(),
-            Strategy::Alphabetical => Some(alphabetical::key(tag)),
-            Strategy::NewestBuild | Strategy::Digest => None,
-        }
-    }
-
-    fn key_of(
-        &self,
-        series: Option<&Series>,
-        tag: &'t str,
-        read: Option<(&TagVersions, usize)>,
-        is_current: bool,
-    ) -> Result<Key<'t>, Verdict> {
-        let p = &self.policy;
-        match p.strategy {
-            Strategy::Semver => match series {
-                Some(s) if is_current => Ok(s.current_key(tag)),
-                Some(s) => s.judge_read(tag, read, self.allows_prerelease()),
-                None => Err(Verdict::NotAVersion),
-            },
-            Strategy::Numeric => numeric::key(tag).ok_or(Verdict::NotAnInteger),
-            Strategy::Regex => match &p.pattern {
-                Some(pattern) => pattern.key(tag),
-                None => Err(Verdict::NoMatch),
-            },
-            Strategy::Alphabetical | Strategy::NewestBuild | Strategy::Digest => {
-                Ok(alphabetical::key(tag))
-            }
-        }
+        self.reader.rank(tag)
     }
 
     fn allows_prerelease(&self) -> bool {
@@ -426,7 +206,6 @@ impl<'t> Evaluation<'t> {
     /// that list's `i`-th tag).
     fn judge(
         &self,
-        series: Option<&Series>,
         (tag, read): (&'t str, Option<(&TagVersions, usize)>),
         current: Option<&Key<'t>>,
     ) -> Result<Key<'t>, Verdict> {
@@ -445,7 +224,7 @@ impl<'t> Evaluation<'t> {
         if let Some(glob) = p.ignore_tags.as_ref().and_then(|i| i.matching(tag)) {
             return Err(Verdict::Ignored(glob.to_string()));
         }
-        let key = self.key_of(series, tag, read, false)?;
+        let key = self.reader.key(tag, read, self.allows_prerelease())?;
         if let (Some(c), Some(v)) = (&p.constraint, key.version()) {
             if !v.pre.is_empty() && !c.has_prerelease() {
                 return Err(Verdict::Prerelease);
@@ -575,7 +354,7 @@ impl<'t> Evaluation<'t> {
     }
 
     /// Why `m` fails the metadata filters (`platforms`, `minAge`), if it does.
-    pub(super) fn meta_verdict(&self, m: &Meta) -> Option<Verdict> {
+    fn meta_verdict(&self, m: &Meta) -> Option<Verdict> {
         let p = &self.policy;
         if !p.platforms.is_empty() {
             let missing = m.missing_platforms(&p.platforms);
@@ -645,8 +424,74 @@ impl<'t> Evaluation<'t> {
         self.choice_for(chosen)
     }
 
+    /// `digest`: follow the current tag, through its metadata.
+    fn decide_digest(&mut self) -> Choice {
+        let Some(i) = self.current_index else {
+            return digest::unlisted(&self.current);
+        };
+        let meta = self.meta.get(&i).cloned();
+        let (verdict, choice) =
+            digest::follow(&self.current, self.current_digest.as_deref(), meta, |m| {
+                self.meta_verdict(m)
+            });
+        if let Some(v) = verdict {
+            self.set_verdict(i, v);
+        }
+        choice
+    }
+
+    /// `newest-build`: the candidates' build dates, as their metadata gives them, ordered
+    /// by `newest_build::decide`.
+    fn decide_newest_build(&mut self) -> Choice {
+        let baseline = self
+            .current_index
+            .and_then(|i| self.meta.get(&i))
+            .and_then(|m| m.as_ref().ok())
+            .map(|m| Baseline {
+                created: m.created(&self.policy.platforms),
+                digest: &m.digest,
+            });
+        let examined: Vec<Examined> = self
+            .order
+            .iter()
+            .map(|&i| Examined {
+                index: i,
+                tag: self.tag_of(i).unwrap_or_default(),
+                build: self.build_of(i),
+            })
+            .collect();
+        let decision = newest_build::decide(&examined, baseline, self.policy.allow_downgrade);
+        for (i, v) in decision.verdicts {
+            self.set_verdict(i, v);
+        }
+        match decision.chosen {
+            Err(why) => Choice::Skip(why),
+            Ok(chosen) => {
+                self.warnings.extend(decision.warnings);
+                self.order = decision.order;
+                self.choice_for(chosen)
+            }
+        }
+    }
+
+    /// Candidate `i`'s build date and digest, or why it has none that counts (no metadata,
+    /// refused by the metadata filters, no build date).
+    fn build_of(&self, i: usize) -> Result<(Timestamp, &str), Verdict> {
+        match self.meta.get(&i) {
+            None => Err(Verdict::NoMetadata("not fetched".into())),
+            Some(Err(e)) => Err(Verdict::NoMetadata(e.clone())),
+            Some(Ok(m)) => match self.meta_verdict(m) {
+                Some(v) => Err(v),
+                None => m
+                    .created(&self.policy.platforms)
+                    .map(|t| (t, m.digest.as_str()))
+                    .ok_or(Verdict::NoBuildDate),
+            },
+        }
+    }
+
     /// `Update` to candidate `chosen`, or `Current` when none was chosen.
-    pub(super) fn choice_for(&self, chosen: Option<usize>) -> Choice {
+    fn choice_for(&self, chosen: Option<usize>) -> Choice {
         match chosen.and_then(|i| Some((i, self.tag_of(i)?))) {
             Some((i, tag)) => Choice::Update {
                 tag: tag.to_string(),
@@ -658,18 +503,18 @@ impl<'t> Evaluation<'t> {
 
     /// The tag of candidate `i`; `order`, `meta` and `current_index` only hold indices of
     /// `candidates`, so `None` does not happen.
-    pub(super) fn tag_of(&self, i: usize) -> Option<&'t str> {
+    fn tag_of(&self, i: usize) -> Option<&'t str> {
         self.candidates.get(i).map(|c| c.tag)
     }
 
     /// Records candidate `i`'s verdict (an index from `order`, `meta` or `current_index`).
-    pub(super) fn set_verdict(&mut self, i: usize, verdict: Verdict) {
+    fn set_verdict(&mut self, i: usize, verdict: Verdict) {
         if let Some(c) = self.candidates.get_mut(i) {
             c.verdict = verdict;
         }
     }
 
-    pub(super) fn digest_of(&self, i: usize) -> Option<String> {
+    fn digest_of(&self, i: usize) -> Option<String> {
         match self.meta.get(&i) {
             Some(Ok(m)) => Some(m.digest.clone()),
             _ => None,
@@ -872,7 +717,8 @@ pub fn choose_offline<'t>(policy: &Policy, current: &'t str, tags: &'t [String])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{PolicySource, PolicySpec, Strategy};
+    use crate::candidate::Build;
+    use crate::{PolicySource, PolicySpec, Strategy};
     use proptest::prelude::{prop_assert, prop_assert_eq, proptest};
 
     fn policy(spec: PolicySpec) -> Policy {
@@ -1458,16 +1304,16 @@ mod tests {
             constraint in proptest::sample::select(vec!["*", "^1", "~2.3", ">=1.2 <3", "1.x || 3.x", "<=2.1.4"]),
         ) {
             let p = policy(PolicySpec { constraint: Some(constraint.into()), ..Default::default() });
-            let c = crate::policy::constraint::Constraint::parse(constraint).unwrap();
-            let cur = crate::policy::semver::TagVersion::parse(&current).unwrap();
+            let c = crate::constraint::Constraint::parse(constraint).unwrap();
+            let cur = crate::semver::TagVersion::parse(&current).unwrap();
             if let Choice::Update { tag, .. } = choose_offline(&p, &current, &list) {
-                let v = crate::policy::semver::TagVersion::parse(&tag).unwrap();
+                let v = crate::semver::TagVersion::parse(&tag).unwrap();
                 prop_assert!(c.matches(&v.version), "{tag} outside {constraint}");
                 prop_assert!(v.rank() > cur.rank(), "{tag} not above {current}");
                 prop_assert_eq!(&v.variant, &cur.variant);
                 prop_assert_eq!(v.revision.is_some(), cur.revision.is_some());
                 prop_assert!(!v.is_prerelease());
-                let better = list.iter().filter_map(|t| crate::policy::semver::TagVersion::parse(t))
+                let better = list.iter().filter_map(|t| crate::semver::TagVersion::parse(t))
                     .filter(|o| o.same_suffix(&cur) && !o.is_prerelease() && c.matches(&o.version))
                     .any(|o| o.rank() > v.rank());
                 prop_assert!(!better, "a higher qualifying tag than {tag} exists in {list:?}");

@@ -1,7 +1,37 @@
 //! The `numeric` strategy: the greatest tag that is an integer (build numbers). Integers
 //! of any length compare by value; leading zeros are spelling.
 
-use super::evaluate::Key;
+use crate::candidate::{Key, Verdict};
+use crate::semver::TagVersions;
+use crate::strategy::Strategy;
+
+/// Integer tags by value; any other tag is not a candidate.
+pub struct Numeric;
+
+impl Strategy for Numeric {
+    fn cannot_judge(&self, current: &str) -> Option<String> {
+        key(current)
+            .is_none()
+            .then(|| format!("current tag {current:?} is not an integer (numeric strategy)"))
+    }
+
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        key(current)
+    }
+
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        _read: Option<(&TagVersions, usize)>,
+        _allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        key(tag).ok_or(Verdict::NotAnInteger)
+    }
+
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>> {
+        key(tag)
+    }
+}
 
 /// `None` when `tag` is not an integer.
 pub fn key(tag: &str) -> Option<Key<'_>> {
@@ -19,8 +49,9 @@ pub fn number_key<'t>(digits: &'t str, tag: &'t str) -> Option<Key<'t>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::evaluate::{choose_offline, Choice};
-    use crate::policy::{Policy, PolicySource, PolicySpec, Strategy};
+    use crate::candidate::Choice;
+    use crate::evaluate::choose_offline;
+    use crate::{Policy, PolicySource, PolicySpec, Strategy};
 
     #[test]
     fn integers_by_value() {

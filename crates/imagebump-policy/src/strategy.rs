@@ -1,0 +1,58 @@
+//! The seam between the evaluation and the strategies: a [`Strategy`] reads tags (a sort
+//! key for each, or why one is not a candidate); the evaluation runs the filters, the
+//! constraint and "never downgrade" around it. One implementation per file (`semver.rs`,
+//! `numeric.rs`, `regex.rs`, `alphabetical.rs`, `newest_build.rs`, `digest.rs`); [`of`]
+//! picks the one a policy names. No strategy imports the evaluation.
+
+use imagebump_model::policy::Strategy as Named;
+
+use crate::candidate::{Key, Verdict};
+use crate::semver::TagVersions;
+use crate::{alphabetical, digest, newest_build, numeric, regex, semver, Policy};
+
+/// How one strategy reads the tags of one evaluation.
+pub trait Strategy: Send + Sync {
+    /// Why the strategy cannot judge the current tag at all; `None` when it can.
+    fn cannot_judge(&self, current: &str) -> Option<String>;
+
+    /// The current tag's key, for "never downgrade"; `None` when it has none.
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>>;
+
+    /// A candidate `tag`'s key, or why it is not a candidate. `read`: its version read
+    /// already (it is that list's `i`-th tag); `allow_pre`: the constraint has a
+    /// pre-release part.
+    fn key<'t>(
+        &self,
+        tag: &'t str,
+        read: Option<(&TagVersions, usize)>,
+        allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict>;
+
+    /// `tag`'s rank ignoring the filters, to compare a candidate with a rejected version;
+    /// `None` when the strategy cannot rank it.
+    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>>;
+
+    /// The places of the repository's versions, best first, when the strategy orders by
+    /// the versions `read` holds (so that candidates need not be sorted one by one).
+    fn places<'r>(&self, _read: &'r TagVersions) -> Option<(&'r [u32], &'r [u32])> {
+        None
+    }
+}
+
+/// The strategy `policy` names, reading tags for `current` among `tags` (`read`: their
+/// versions, read once for every reference of the repository).
+pub fn of(
+    policy: &Policy,
+    current: &str,
+    tags: &[String],
+    read: Option<&TagVersions>,
+) -> Box<dyn Strategy> {
+    match policy.strategy {
+        Named::Semver => Box::new(semver::Semver::new(policy.semver_mode, current, tags, read)),
+        Named::Numeric => Box::new(numeric::Numeric),
+        Named::Regex => Box::new(regex::Pattern(policy.pattern.clone())),
+        Named::Alphabetical => Box::new(alphabetical::Alphabetical),
+        Named::NewestBuild => Box::new(newest_build::NewestBuild),
+        Named::Digest => Box::new(digest::Digest),
+    }
+}
