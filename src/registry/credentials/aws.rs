@@ -455,7 +455,36 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)".to_owned(),
         ));
     }
-    let base = match env.get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT) {
+    let base = imds_endpoint(env);
+    let token = match imds_session(ctx, base).await? {
+        Session::Token(token) => token,
+        Session::Absent(link) => return Ok(link),
+    };
+    let token_header = secret_header(token.expose_secret(), "the IMDSv2 session token")?;
+    let secrets = [token.expose_secret()];
+    let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
+    let role = imds_role(ctx, &roles_url, token_header.clone(), &secrets).await?;
+
+    let role_url = format!("{roles_url}{role}");
+    let request = ctx
+        .http
+        .get(&role_url)
+        .header("x-aws-ec2-metadata-token", token_header)
+        .timeout(METADATA_TIMEOUT);
+    let (status, body) = call(request, IMDS, &role_url).await?;
+    if !status.is_success() {
+        return Err(failure(IMDS, &role_url, status, &body, &secrets));
+    }
+    let source = format!("AWS EC2 instance metadata (role {role})");
+    credentials_from_json(&body, &role_url, source).map(Link::Found)
+}
+
+/// How the instance metadata link names itself in errors.
+const IMDS: &str = "EC2 instance metadata";
+
+/// The instance metadata endpoint: the one configured, else IPv4's or IPv6's default.
+fn imds_endpoint(env: &Environment) -> &str {
+    match env.get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT) {
         Some(endpoint) => endpoint.trim_end_matches('/'),
         None if env
             .get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE)
@@ -464,21 +493,29 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             IMDS_IPV6_ENDPOINT
         }
         None => IMDS_DEFAULT_ENDPOINT,
-    };
-    let what = "EC2 instance metadata";
+    }
+}
 
+/// What the IMDSv2 session token request found.
+enum Session {
+    Token(SecretString),
+    /// Nothing answering as instance metadata: the link does not apply.
+    Absent(Link),
+}
+
+/// An IMDSv2 session token from `base`. The request doubles as the probe: off EC2 (or with
+/// IMDS firewalled or answering something else) this link does not apply.
+async fn imds_session(ctx: &Ctx<'_>, base: &str) -> Result<Session, String> {
     let token_url = format!("{base}/latest/api/token");
     let request = ctx
         .http
         .put(&token_url)
         .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
         .timeout(METADATA_TIMEOUT);
-    // The token request doubles as the probe: off EC2 (or with IMDS firewalled or answering
-    // something else) this link does not apply.
     let absent = |why: String| {
-        Ok(Link::Absent(format!(
+        Ok(Session::Absent(Link::Absent(format!(
             "EC2 instance metadata at {base} ({why})"
-        )))
+        ))))
     };
     let response = match request.send().await {
         Ok(response) if response.status().is_success() => response,
@@ -486,50 +523,43 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             return absent(format!("token request answered HTTP {}", response.status()))
         }
         Err(e) if e.is_connect() || e.is_timeout() => return absent("not reachable".to_owned()),
-        Err(e) => return Err(transport_error(what, &token_url, &e)),
+        Err(e) => return Err(transport_error(IMDS, &token_url, &e)),
     };
-    let token = response
+    response
         .text()
         .await
-        .map(SecretString::from)
-        .map_err(|e| transport_error(what, &token_url, &e))?;
-    let token_header = secret_header(token.expose_secret(), "the IMDSv2 session token")?;
-    let secrets = [token.expose_secret()];
+        .map(|token| Session::Token(SecretString::from(token)))
+        .map_err(|e| transport_error(IMDS, &token_url, &e))
+}
 
-    let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
+/// The name of the instance's IAM role, the first line `roles_url` lists.
+async fn imds_role(
+    ctx: &Ctx<'_>,
+    roles_url: &str,
+    token_header: HeaderValue,
+    secrets: &[&str],
+) -> Result<String, String> {
     let request = ctx
         .http
-        .get(&roles_url)
-        .header("x-aws-ec2-metadata-token", token_header.clone())
+        .get(roles_url)
+        .header("x-aws-ec2-metadata-token", token_header)
         .timeout(METADATA_TIMEOUT);
-    let (status, body) = call(request, what, &roles_url).await?;
+    let (status, body) = call(request, IMDS, roles_url).await?;
     let no_role =
-        || format!("{what} {roles_url}: this instance has no IAM role (instance profile)");
+        || format!("{IMDS} {roles_url}: this instance has no IAM role (instance profile)");
     if status == StatusCode::NOT_FOUND {
         return Err(no_role());
     }
     if !status.is_success() {
-        return Err(failure(what, &roles_url, status, &body, &secrets));
+        return Err(failure(IMDS, roles_url, status, &body, secrets));
     }
     let roles = String::from_utf8_lossy(&body);
-    let role = roles
+    roles
         .lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
-        .ok_or_else(no_role)?;
-
-    let role_url = format!("{roles_url}{role}");
-    let request = ctx
-        .http
-        .get(&role_url)
-        .header("x-aws-ec2-metadata-token", token_header)
-        .timeout(METADATA_TIMEOUT);
-    let (status, body) = call(request, what, &role_url).await?;
-    if !status.is_success() {
-        return Err(failure(what, &role_url, status, &body, &secrets));
-    }
-    let source = format!("AWS EC2 instance metadata (role {role})");
-    credentials_from_json(&body, &role_url, source).map(Link::Found)
+        .map(str::to_owned)
+        .ok_or_else(no_role)
 }
 
 /// `{AccessKeyId, SecretAccessKey, Token, Expiration}` from the container or IMDS endpoint.
