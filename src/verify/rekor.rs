@@ -191,19 +191,7 @@ struct Body {
 fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
     let b: Body = serde_json::from_slice(body)
         .map_err(|e| format!("the transparency log entry's body: {e}"))?;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let text = |v: &serde_json::Value, at: &str| {
-        v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
-    };
-    let decoded = |s: Option<String>| s.and_then(|s| b64.decode(s.trim()).ok());
-    let cert_of = |pem: Option<Vec<u8>>| {
-        pem.and_then(|p| String::from_utf8(p).ok())
-            .and_then(|p| super::fulcio::pem_certificates(&p).ok())
-            .and_then(|c| c.into_iter().next())
-    };
-    let sha = |d: &[u8]| format!("{:x}", Sha256::digest(d));
-    let mismatch = |what: &str| Err(format!("the transparency log entry is for another {what}"));
-    match (signed, b.kind.as_str()) {
+    let mismatch = match (signed, b.kind.as_str()) {
         (
             Signed::Hashed {
                 payload,
@@ -211,20 +199,7 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
                 certificate,
             },
             "hashedrekord",
-        ) => {
-            if text(&b.spec, "/data/hash/value") != Some(sha(payload)) {
-                return mismatch("payload");
-            }
-            if decoded(text(&b.spec, "/signature/content")).as_deref() != Some(*signature) {
-                return mismatch("signature");
-            }
-            if cert_of(decoded(text(&b.spec, "/signature/publicKey/content"))).as_deref()
-                != Some(*certificate)
-            {
-                return mismatch("certificate");
-            }
-            Ok(())
-        }
+        ) => hashed_mismatch(&b.spec, payload, signature, certificate),
         (
             Signed::Dsse {
                 payload,
@@ -232,41 +207,95 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
                 certificate,
             },
             "dsse",
-        ) => {
-            if text(&b.spec, "/payloadHash/value") != Some(sha(payload)) {
-                return mismatch("payload");
-            }
-            type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
-            let logged: Vec<Logged> = b
-                .spec
-                .get("signatures")
-                .and_then(|s| s.as_array())
-                .into_iter()
-                .flatten()
-                .take(8)
-                .map(|s| {
-                    (
-                        decoded(text(s, "/signature")),
-                        cert_of(decoded(text(s, "/verifier"))),
-                    )
-                })
-                .collect();
-            let all = !signatures.is_empty()
-                && signatures.iter().all(|sig| {
-                    logged.iter().any(|(s, c)| {
-                        s.as_deref() == Some(sig) && c.as_deref() == Some(*certificate)
-                    })
-                });
-            if all {
-                Ok(())
-            } else {
-                mismatch("signature or certificate")
-            }
+        ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
+        (_, kind) => {
+            return Err(format!(
+                "a transparency log entry of kind {kind:?}, not the signature's"
+            ))
         }
-        (_, kind) => Err(format!(
-            "a transparency log entry of kind {kind:?}, not the signature's"
-        )),
+    };
+    match mismatch {
+        Some(what) => Err(format!("the transparency log entry is for another {what}")),
+        None => Ok(()),
     }
+}
+
+/// What a `hashedrekord` entry's `spec` logs other than `signed` (payload, signature,
+/// certificate); `None` when it logs this very signature.
+fn hashed_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signature: &[u8],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/data/hash/value") != Some(sha256_hex(payload)) {
+        return Some("payload");
+    }
+    if base64_at(spec, "/signature/content").as_deref() != Some(signature) {
+        return Some("signature");
+    }
+    if certificate_of(base64_at(spec, "/signature/publicKey/content")).as_deref()
+        != Some(certificate)
+    {
+        return Some("certificate");
+    }
+    None
+}
+
+/// What a `dsse` entry's `spec` logs other than `signed`: every signature of the envelope
+/// must be logged with the certificate. `None` when it logs them.
+fn dsse_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/payloadHash/value") != Some(sha256_hex(payload)) {
+        return Some("payload");
+    }
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = spec
+        .get("signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| {
+            (
+                base64_at(s, "/signature"),
+                certificate_of(base64_at(s, "/verifier")),
+            )
+        })
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
+}
+
+/// The string at JSON pointer `at`.
+fn text_at(v: &serde_json::Value, at: &str) -> Option<String> {
+    v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+/// The bytes of the base64 string at JSON pointer `at`.
+fn base64_at(v: &serde_json::Value, at: &str) -> Option<Vec<u8>> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    text_at(v, at).and_then(|s| b64.decode(s.trim()).ok())
+}
+
+/// The DER of the first certificate in `pem`.
+fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    pem.and_then(|p| String::from_utf8(p).ok())
+        .and_then(|p| super::fulcio::pem_certificates(&p).ok())
+        .and_then(|c| c.into_iter().next())
+}
+
+fn sha256_hex(d: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(d))
 }
 
 /// The legacy layout's `dev.sigstore.cosign/bundle` annotation.
