@@ -145,8 +145,8 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
             at.push(key("credentials"));
             errors.push(Invalid {
                 at,
-                message: e,
-                hint: Some("see docs/registries.md".into()),
+                message: e.to_string(),
+                hint: e.hint(),
             });
         }
         errors.extend(check(at, config.defaults.overlay(&rule.policy()), true));
@@ -195,8 +195,8 @@ fn credentials_problems(c: &imagebump_model::config::CredentialsConfig) -> Vec<I
         if let Err(e) = imagebump_model::credentials::Source::parse(&entry.secret) {
             errors.push(Invalid {
                 at: at("secret"),
-                message: e,
-                hint: Some("see docs/registries.md".into()),
+                message: e.to_string(),
+                hint: e.hint(),
             });
         }
         if entry.registries.iter().all(|r| r.trim().is_empty()) {
@@ -279,7 +279,7 @@ fn registry_problems(
     }
     if let Some(spec) = &r.credentials {
         if let Err(e) = imagebump_model::credentials::Source::parse(spec) {
-            bad("credentials", e, "see docs/registries.md");
+            bad("credentials", e.to_string(), "see docs/registries.md");
         }
     }
     if let Err(e) = r.credentials_expire() {
