@@ -180,7 +180,7 @@ impl Client {
             .preflight()
             .map_err(|reason| Error::Credentials {
                 host: self.host.clone(),
-                reason,
+                reason: reason.to_string(),
             })
     }
 
@@ -615,7 +615,7 @@ impl Client {
             .await
             .map_err(|reason| Error::Credentials {
                 host: self.host.clone(),
-                reason,
+                reason: reason.to_string(),
             })
     }
 
