@@ -151,7 +151,7 @@ mod tests {
     fn checked(json: &[u8]) -> Result<String, String> {
         let bundle: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
         let material = Material::from_bundle(&bundle["verificationMaterial"])?.ok_or("none")?;
-        let root = TrustedRoot::public_good()?;
+        let root = TrustedRoot::public_good().map_err(|e| e.to_string())?;
         let id = Identity {
             issuer: Some("https://token.actions.githubusercontent.com".into()),
             subject_reg_exp: Some("^https://github.com/trailofbits/".into()),
