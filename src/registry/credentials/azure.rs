@@ -360,7 +360,7 @@ async fn read_token(response: reqwest::Response, source: &str) -> Result<AadToke
     }
 
     let body = read_body(response, source).await?;
-    let token: TokenResponse = serde_json::from_slice(&body).map_err(|e| unexpected(&source, e))?;
+    let token: TokenResponse = serde_json::from_slice(&body).map_err(|e| unexpected(source, e))?;
     let lifetime = token
         .expires_in
         .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
