@@ -293,19 +293,10 @@ async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, Error> {
 /// (c) Static keys of profile `AWS_PROFILE` (else `default`) in `AWS_SHARED_CREDENTIALS_FILE`
 /// (else `~/.aws/credentials`).
 async fn shared_credentials_file(env: &Environment) -> Result<Link, Error> {
-    let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
-    let path = match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
-        (Some(path), home) => match (path.strip_prefix("~/"), home) {
-            (Some(rest), Some(home)) => Path::new(home).join(rest),
-            _ => PathBuf::from(path),
-        },
-        (None, Some(home)) => Path::new(home).join(".aws").join("credentials"),
-        (None, None) => {
-            return Ok(Link::Absent(
-                "shared credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME set)"
-                    .to_owned(),
-            ))
-        }
+    let Some(path) = shared_file_path(env) else {
+        return Ok(Link::Absent(
+            "shared credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME set)".to_owned(),
+        ));
     };
     let text = match tokio::fs::read_to_string(&path).await {
         Ok(text) => text,
@@ -367,6 +358,20 @@ async fn shared_credentials_file(env: &Environment) -> Result<Link, Error> {
                  (only static keys are supported)"
             ),
         )),
+    }
+}
+
+/// `AWS_SHARED_CREDENTIALS_FILE` (a leading `~/` is the home directory), else
+/// `~/.aws/credentials`; `None` when neither it nor a home directory is set.
+fn shared_file_path(env: &Environment) -> Option<PathBuf> {
+    let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
+    match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
+        (Some(path), home) => Some(match (path.strip_prefix("~/"), home) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ => PathBuf::from(path),
+        }),
+        (None, Some(home)) => Some(Path::new(home).join(".aws").join("credentials")),
+        (None, None) => None,
     }
 }
 
