@@ -434,7 +434,7 @@ impl Arrivals {
 }
 
 /// The decisions of one repository's groups: each group's first member's image, its
-/// members' indexes and what was decided.
+/// members' indexes and the decision.
 type Decisions<'a> = Vec<(&'a ImageName, Vec<u32>, Decided)>;
 
 /// Every group decided: a repository's as soon as its list (and chart index) is in, the
@@ -530,7 +530,7 @@ fn report_lists(
 }
 
 /// One outcome per reference, in the order of the input: its group's decision, or the
-/// one it was set aside with. The groups' errors and warnings are added to `out`.
+/// one it is set aside with. The groups' errors and warnings are added to `out`.
 fn make_outcomes(
     refs: &Chunked<ImageRef>,
     decided: Vec<Decisions<'_>>,
@@ -561,7 +561,7 @@ fn report_decisions(decided: &[(&ImageName, Vec<u32>, Decided)], out: &mut Resol
 }
 
 /// Each of `len` references' decision, by its index in `decided`; `u32::MAX` for one no
-/// group holds (it was set aside).
+/// group holds (one set aside).
 fn decision_index(len: usize, decided: &[(&ImageName, Vec<u32>, Decided)]) -> Vec<u32> {
     let mut decision_of = vec![u32::MAX; len];
     for (k, (_, members, _)) in (0u32..).zip(decided) {
