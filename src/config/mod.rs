@@ -178,7 +178,12 @@ impl Findings {
             .as_deref()
             .map(imagebump_model::credentials::Source::parse)
         {
-            self.error(at(&["credentials"]), e, "see docs/registries.md");
+            let (message, hint) = (e.to_string(), e.hint());
+            self.errors.push(Invalid {
+                at: at(&["credentials"]),
+                message,
+                hint,
+            });
         }
     }
 
@@ -209,8 +214,8 @@ fn credentials_problems(c: &imagebump_model::config::CredentialsConfig) -> Vec<I
         if let Err(e) = imagebump_model::credentials::Source::parse(&entry.secret) {
             errors.push(Invalid {
                 at: at("secret"),
-                message: e,
-                hint: Some("see docs/registries.md".into()),
+                message: e.to_string(),
+                hint: e.hint(),
             });
         }
         if entry.registries.iter().all(|r| r.trim().is_empty()) {
@@ -293,7 +298,7 @@ fn registry_problems(
     }
     if let Some(spec) = &r.credentials {
         if let Err(e) = imagebump_model::credentials::Source::parse(spec) {
-            bad("credentials", e, "see docs/registries.md");
+            bad("credentials", e.to_string(), "see docs/registries.md");
         }
     }
     if let Err(e) = r.credentials_expire() {

@@ -48,14 +48,30 @@ pub struct DiskCache {
     pub corrupt: AtomicUsize,
 }
 
+/// The cache directory could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create {}: {source}", dir.display())]
+pub struct OpenError {
+    dir: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+impl OpenError {
+    pub fn hint(&self) -> Option<String> {
+        Some("give --cache-dir a directory imagebump may create and write to".into())
+    }
+}
+
 impl DiskCache {
     /// Open (and create) the cache in `dir`, bounded to `cap` bytes; trims it first when a
     /// smaller bound than before left it over.
-    pub fn open(dir: &Path, cap: u64) -> Result<DiskCache, String> {
+    pub fn open(dir: &Path, cap: u64) -> Result<DiskCache, OpenError> {
         let root = dir.join(LAYOUT);
         for sub in ["blobs/sha256", "blobs/sha512", "tags"] {
-            fs::create_dir_all(root.join(sub))
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            fs::create_dir_all(root.join(sub)).map_err(|source| OpenError {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
         }
         let cache = DiskCache {
             root,

@@ -143,7 +143,7 @@ impl Client {
                 options.tls = Some(tls);
             }
             if let Some(spec) = &c.credentials {
-                configured = Some(Source::parse(spec).map_err(Error::Config)?);
+                configured = Some(Source::parse(spec).map_err(|e| Error::Config(e.to_string()))?);
             }
             provider.expire = c.credentials_expire().map_err(Error::Config)?;
             if let Some(t) = c.credentials_timeout().map_err(Error::Config)? {
@@ -180,7 +180,7 @@ impl Client {
             .preflight()
             .map_err(|reason| Error::Credentials {
                 host: self.host.clone(),
-                reason,
+                reason: reason.to_string(),
             })
     }
 
@@ -615,7 +615,7 @@ impl Client {
             .await
             .map_err(|reason| Error::Credentials {
                 host: self.host.clone(),
-                reason,
+                reason: reason.to_string(),
             })
     }
 
@@ -677,20 +677,7 @@ impl Client {
                 return Ok(t.clone());
             }
         }
-        let mut url = reqwest::Url::parse(realm).map_err(|e| Error::Invalid {
-            url: realm.to_string(),
-            reason: format!("bad token realm: {e}"),
-        })?;
-        {
-            let mut q = url.query_pairs_mut();
-            if let Some(s) = service {
-                q.append_pair("service", s);
-            }
-            // No scope: a token for the registry itself (`registry check` of a prefix).
-            if !scope.is_empty() {
-                q.append_pair("scope", scope);
-            }
-        }
+        let url = token_url(realm, service, scope)?;
         let url_s = url.to_string();
         let current = self.in_use().await?;
         if current.credential.is_some() {
@@ -715,33 +702,7 @@ impl Client {
             Err(Refusal::Challenge(_)) => return Err(unauthorized(&url_s, 401)),
             Err(Refusal::Error(e)) => return Err(e),
         };
-        #[derive(serde::Deserialize)]
-        struct TokenResponse {
-            token: Option<String>,
-            access_token: Option<String>,
-            expires_in: Option<u64>,
-        }
-        let parsed: TokenResponse = serde_json::from_slice(&body).map_err(|e| Error::Invalid {
-            url: url_s.clone(),
-            reason: format!("token response: {e}"),
-        })?;
-        let token = parsed
-            .token
-            .or(parsed.access_token)
-            .ok_or_else(|| Error::Invalid {
-                url: url_s.clone(),
-                reason: "token response has no token".into(),
-            })?;
-        // Renew a little early; the registry's minimum is 60 s.
-        // A registry's word on the lifetime is kept to a day: `u64::MAX` must not overflow
-        // the clock.
-        let lifetime = Duration::from_secs(
-            parsed
-                .expires_in
-                .unwrap_or(60)
-                .clamp(60, 86_400)
-                .saturating_sub(10),
-        );
+        let (token, lifetime) = token_response(&url_s, &body)?;
         // A registry's token is a secret in every message from now on.
         imagebump_http::hold(&token);
         let secret = SecretString::from(token);
@@ -755,6 +716,57 @@ impl Client {
             .insert(scope.to_string(), (secret.clone(), until, current));
         Ok(secret)
     }
+}
+
+/// The token service's URL for `scope` (none: a token for the registry itself, as
+/// `registry check` of a prefix asks), on the `realm` a challenge named.
+fn token_url(realm: &str, service: Option<&str>, scope: &str) -> Result<reqwest::Url, Error> {
+    let mut url = reqwest::Url::parse(realm).map_err(|e| Error::Invalid {
+        url: realm.to_string(),
+        reason: format!("bad token realm: {e}"),
+    })?;
+    {
+        let mut q = url.query_pairs_mut();
+        if let Some(s) = service {
+            q.append_pair("service", s);
+        }
+        if !scope.is_empty() {
+            q.append_pair("scope", scope);
+        }
+    }
+    Ok(url)
+}
+
+/// A token service's answer: the token and how long to use it.
+fn token_response(url: &str, body: &[u8]) -> Result<(String, Duration), Error> {
+    #[derive(serde::Deserialize)]
+    struct TokenResponse {
+        token: Option<String>,
+        access_token: Option<String>,
+        expires_in: Option<u64>,
+    }
+    let parsed: TokenResponse = serde_json::from_slice(body).map_err(|e| Error::Invalid {
+        url: url.to_string(),
+        reason: format!("token response: {e}"),
+    })?;
+    let token = parsed
+        .token
+        .or(parsed.access_token)
+        .ok_or_else(|| Error::Invalid {
+            url: url.to_string(),
+            reason: "token response has no token".into(),
+        })?;
+    // Renew a little early; the registry's minimum is 60 s.
+    // A registry's word on the lifetime is kept to a day: `u64::MAX` must not overflow
+    // the clock.
+    let lifetime = Duration::from_secs(
+        parsed
+            .expires_in
+            .unwrap_or(60)
+            .clamp(60, 86_400)
+            .saturating_sub(10),
+    );
+    Ok((token, lifetime))
 }
 
 /// The tags of one `tags/list` page (`"tags": null` is an empty page).
@@ -945,6 +957,44 @@ fn header_digest(headers: &HeaderMap, url: &str) -> Result<Option<String>, Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_url_asks_for_the_service_and_scope_given() {
+        let url = token_url(
+            "https://auth.example/token?a=b",
+            Some("registry.example"),
+            "repository:acme/web:pull",
+        )
+        .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://auth.example/token?a=b&service=registry.example&scope=repository%3Aacme%2Fweb%3Apull"
+        );
+        // The query is opened even when nothing is added to it.
+        let url = token_url("https://auth.example/token", None, "").unwrap();
+        assert_eq!(url.as_str(), "https://auth.example/token?");
+        let bad = token_url("not a url", None, "").unwrap_err().to_string();
+        assert!(bad.starts_with("not a url: bad token realm: "), "{bad}");
+    }
+
+    #[test]
+    fn a_token_response_gives_the_token_and_a_lifetime_kept_within_a_day() {
+        let url = "https://auth.example/token";
+        let (token, lifetime) = token_response(url, br#"{"token":"t1"}"#).unwrap();
+        assert_eq!((token.as_str(), lifetime), ("t1", Duration::from_secs(50)));
+        let body = br#"{"access_token":"t2","expires_in":18446744073709551615}"#;
+        let (token, lifetime) = token_response(url, body).unwrap();
+        assert_eq!(
+            (token.as_str(), lifetime),
+            ("t2", Duration::from_secs(86_390))
+        );
+        let none = token_response(url, br#"{"expires_in":300}"#).unwrap_err();
+        assert_eq!(
+            none.to_string(),
+            "https://auth.example/token: token response has no token"
+        );
+        assert!(token_response(url, b"<html>").is_err());
+    }
 
     #[test]
     fn a_registry_digest_is_sha256_and_64_lower_hex_or_an_error() {

@@ -116,24 +116,64 @@ impl RawPlatform {
     }
 }
 
-const SCHEMA1_REFUSED: &str = "Docker schema 1 manifest (deprecated, no longer supported by \
-Docker or by imagebump); push the image again with a current Docker or buildx";
+/// Why a registry's manifest or image config cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("manifest is not a valid JSON object: {0}")]
+    NotJson(String),
+    #[error("unsupported manifest media type {0}")]
+    MediaType(String),
+    #[error("Docker schema 1 manifest (deprecated, no longer supported by Docker or by imagebump); push the image again with a current Docker or buildx")]
+    Schema1,
+    #[error("manifest has both `manifests` and `config` and no media type")]
+    Ambiguous,
+    #[error("not a manifest: no media type, no `manifests`, no `config`")]
+    NotAManifest,
+    #[error("image manifest has no `config` descriptor")]
+    NoConfig,
+    #[error("image manifest's `config` has no digest")]
+    NoConfigDigest,
+    #[error(
+        "image manifest's config digest {0:?} is not sha256: and 64 lower-case hexadecimal digits"
+    )]
+    ConfigDigest(String),
+    #[error("index has no `manifests` list")]
+    NoManifests,
+    #[error("index entry {0} has no digest")]
+    NoEntryDigest(usize),
+    #[error("index entry {entry} has a digest {digest:?} that is not sha256: and 64 lower-case hexadecimal digits")]
+    EntryDigest { entry: usize, digest: String },
+    #[error("image config is not a valid JSON object: {0}")]
+    ConfigNotJson(String),
+}
+
+impl ManifestError {
+    /// What to do about it, where the operator can do something.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ManifestError::Schema1 => {
+                Some("push the image again with a current Docker or buildx".into())
+            }
+            _ => None,
+        }
+    }
+}
 
 /// Parse a manifest body. The kind comes from `media_type` (the response's Content-Type),
 /// else from the body's own `mediaType`, else from its fields (`manifests` or `config`).
-pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest, String> {
-    let raw: RawManifest = serde_json::from_slice(body)
-        .map_err(|e| format!("manifest is not a valid JSON object: {e}"))?;
+pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest, ManifestError> {
+    let raw: RawManifest =
+        serde_json::from_slice(body).map_err(|e| ManifestError::NotJson(e.to_string()))?;
     let header = media_type.map(essence).filter(|t| !t.is_empty());
     let declared = raw.media_type.as_deref().map(essence);
     let kind = match (header.as_deref(), declared.as_deref()) {
         (Some(h), _) if kind_of(h).is_some() => kind_of(h),
         (Some(h), _) if is_foreign_manifest_type(h) => {
-            return Err(format!("unsupported manifest media type {h}"))
+            return Err(ManifestError::MediaType(h.to_string()))
         }
         (_, Some(d)) if kind_of(d).is_some() => kind_of(d),
         (_, Some(d)) if is_foreign_manifest_type(d) => {
-            return Err(format!("unsupported manifest media type {d}"))
+            return Err(ManifestError::MediaType(d.to_string()))
         }
         _ => None,
     };
@@ -141,60 +181,54 @@ pub fn parse_manifest(media_type: Option<&str>, body: &[u8]) -> Result<Manifest,
         || raw.fs_layers.is_some()
         || raw.schema_version.as_ref().and_then(|v| v.as_u64()) == Some(1);
     if is_schema1 {
-        return Err(SCHEMA1_REFUSED.to_string());
+        return Err(ManifestError::Schema1);
     }
     let kind = match kind {
         Some(k) => k,
         None => match (&raw.manifests, &raw.config) {
             (Some(_), None) => Kind::Index,
             (None, Some(_)) => Kind::Image,
-            (Some(_), Some(_)) => {
-                return Err("manifest has both `manifests` and `config` and no media type".into())
-            }
-            (None, None) => {
-                return Err("not a manifest: no media type, no `manifests`, no `config`".into())
-            }
+            (Some(_), Some(_)) => return Err(ManifestError::Ambiguous),
+            (None, None) => return Err(ManifestError::NotAManifest),
         },
     };
     match kind {
-        Kind::Image => {
-            let config = raw
-                .config
-                .ok_or("image manifest has no `config` descriptor")?;
-            let digest = config
-                .digest
-                .ok_or("image manifest's `config` has no digest")?;
-            if !is_sha256_digest(&digest) {
-                return Err(format!(
-                    "image manifest's config digest {digest:?} is not sha256: and 64 lower-case hexadecimal digits"
-                ));
-            }
-            Ok(Manifest::Image {
-                config_digest: digest,
-            })
-        }
-        Kind::Index => {
-            let entries = raw.manifests.ok_or("index has no `manifests` list")?;
-            let mut manifests = Vec::with_capacity(entries.len());
-            for (i, entry) in entries.into_iter().enumerate() {
-                let digest = entry
-                    .digest
-                    .ok_or_else(|| format!("index entry {i} has no digest"))?;
-                if !is_sha256_digest(&digest) {
-                    return Err(format!("index entry {i} has a digest {digest:?} that is not sha256: and 64 lower-case hexadecimal digits"));
-                }
-                if is_attestation(&entry.annotations, entry.platform.as_ref()) {
-                    continue;
-                }
-                manifests.push(IndexEntry {
-                    digest,
-                    platform: entry.platform.and_then(RawPlatform::into_platform),
-                });
-            }
-            Ok(Manifest::Index { manifests })
-        }
-        Kind::Schema1 => Err(SCHEMA1_REFUSED.to_string()),
+        Kind::Image => image_manifest(raw),
+        Kind::Index => index(raw),
+        Kind::Schema1 => Err(ManifestError::Schema1),
     }
+}
+
+/// An image manifest: its config's digest.
+fn image_manifest(raw: RawManifest) -> Result<Manifest, ManifestError> {
+    let config = raw.config.ok_or(ManifestError::NoConfig)?;
+    let digest = config.digest.ok_or(ManifestError::NoConfigDigest)?;
+    if !is_sha256_digest(&digest) {
+        return Err(ManifestError::ConfigDigest(digest));
+    }
+    Ok(Manifest::Image {
+        config_digest: digest,
+    })
+}
+
+/// An index: its entries' digests and platforms, attestations left out.
+fn index(raw: RawManifest) -> Result<Manifest, ManifestError> {
+    let entries = raw.manifests.ok_or(ManifestError::NoManifests)?;
+    let mut manifests = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let digest = entry.digest.ok_or(ManifestError::NoEntryDigest(i))?;
+        if !is_sha256_digest(&digest) {
+            return Err(ManifestError::EntryDigest { entry: i, digest });
+        }
+        if is_attestation(&entry.annotations, entry.platform.as_ref()) {
+            continue;
+        }
+        manifests.push(IndexEntry {
+            digest,
+            platform: entry.platform.and_then(RawPlatform::into_platform),
+        });
+    }
+    Ok(Manifest::Index { manifests })
 }
 
 /// BuildKit's provenance/SBOM entries: `unknown/unknown`, annotated as attestations.
@@ -230,9 +264,9 @@ struct RawContainerConfig {
 
 /// Parse an image config blob. Fields that are missing or malformed become `None`; only a
 /// body that is not a JSON object (or has mistyped os/architecture) is an error.
-pub fn parse_config(body: &[u8]) -> Result<ImageConfig, String> {
-    let raw: RawConfig = serde_json::from_slice(body)
-        .map_err(|e| format!("image config is not a valid JSON object: {e}"))?;
+pub fn parse_config(body: &[u8]) -> Result<ImageConfig, ManifestError> {
+    let raw: RawConfig =
+        serde_json::from_slice(body).map_err(|e| ManifestError::ConfigNotJson(e.to_string()))?;
     let created = raw
         .created
         .as_ref()
@@ -529,6 +563,8 @@ mod tests {
             None,
         ] {
             let err = parse_manifest(media_type, body.as_bytes()).unwrap_err();
+            assert_eq!(err, ManifestError::Schema1);
+            let err = err.to_string();
             assert!(err.contains("schema 1"), "{err}");
             assert!(err.contains("push the image again"), "{err}");
         }
@@ -577,7 +613,9 @@ mod tests {
             ),
         ];
         for (media_type, body, want) in cases {
-            let err = parse_manifest(media_type, body.as_bytes()).unwrap_err();
+            let err = parse_manifest(media_type, body.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(want), "{body}: {err}");
         }
     }

@@ -372,7 +372,7 @@ impl Registries {
         let source = credentials
             .map(Source::parse)
             .transpose()
-            .map_err(Error::Config)?;
+            .map_err(|e| Error::Config(e.to_string()))?;
         self.client(&key, &image.registry, matched.map(|(_, c)| c), source)
     }
 

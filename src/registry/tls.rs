@@ -117,13 +117,25 @@ impl ServerCertVerifier for PinnedOrWebPki {
     }
 }
 
+/// Why a `caFile` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaFileError {
+    #[error("not PEM certificates: {0}")]
+    NotPem(String),
+    #[error("no certificate found")]
+    Empty,
+    /// rustls refused the protocol versions (not expected with its own defaults).
+    #[error("{0}")]
+    Tls(String),
+}
+
 /// A rustls configuration trusting the usual roots plus the PEM certificates in `pem`.
-pub fn client_config(pem: &[u8]) -> Result<ClientConfig, String> {
+pub fn client_config(pem: &[u8]) -> Result<ClientConfig, CaFileError> {
     let extra: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("not PEM certificates: {e}"))?;
+        .map_err(|e| CaFileError::NotPem(e.to_string()))?;
     if extra.is_empty() {
-        return Err("no certificate found".into());
+        return Err(CaFileError::Empty);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = PinnedOrWebPki {
@@ -133,7 +145,7 @@ pub fn client_config(pem: &[u8]) -> Result<ClientConfig, String> {
     };
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| CaFileError::Tls(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
@@ -199,8 +211,10 @@ OKWYL9aK8wIhAIIYNOc4uQGWf/dFLRto2YanaDI4ywKE/C+2hjC6L1P0
 
     #[test]
     fn a_ca_file_without_certificates_is_refused() {
+        let empty = client_config(b"not pem").err();
+        assert_eq!(empty, Some(CaFileError::Empty));
         assert_eq!(
-            client_config(b"not pem").err().as_deref(),
+            empty.map(|e| e.to_string()).as_deref(),
             Some("no certificate found")
         );
         assert!(client_config(PINNED.as_bytes()).is_ok());

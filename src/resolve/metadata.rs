@@ -23,8 +23,18 @@ use imagebump_policy::candidate::{Build, Meta};
 
 type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;
 
+/// Why a tag's metadata could not be read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MetaError {
+    #[error(transparent)]
+    Registry(#[from] Error),
+    /// An index whose entry is an index again: imagebump reads one level.
+    #[error("{digest}: an index nested in an index")]
+    NestedIndex { digest: String },
+}
+
 /// A map from key to a value computed once, by the first asker.
-struct Memo<T, E = String>(Mutex<HashMap<(String, String), Cell<T, E>>>);
+struct Memo<T, E>(Mutex<HashMap<(String, String), Cell<T, E>>>);
 
 impl<T: Clone, E: Clone> Memo<T, E> {
     fn new() -> Self {
@@ -58,8 +68,8 @@ pub struct Need<'a> {
 pub struct MetaCache {
     /// Kept as registry errors: digest pinning reports them with their hints.
     digests: Memo<String, Error>,
-    manifests: Memo<(String, Manifest)>,
-    configs: Memo<ImageConfig>,
+    manifests: Memo<(String, Manifest), Error>,
+    configs: Memo<ImageConfig, Error>,
     /// `--cache-dir`: manifests and configs by digest, kept between runs.
     disk: Option<Arc<DiskCache>>,
 }
@@ -90,12 +100,9 @@ impl MetaCache {
         repo: &str,
         tag: &str,
         need: Need<'_>,
-    ) -> Result<Meta, String> {
+    ) -> Result<Meta, MetaError> {
         if !need.builds {
-            let digest = self
-                .digest(client, image, repo, tag)
-                .await
-                .map_err(|e| e.to_string())?;
+            let digest = self.digest(client, image, repo, tag).await?;
             return Ok(Meta {
                 digest,
                 builds: Vec::new(),
@@ -160,23 +167,17 @@ impl MetaCache {
         image: &str,
         repo: &str,
         reference: &str,
-    ) -> Result<(String, Manifest), String> {
+    ) -> Result<(String, Manifest), Error> {
         self.manifests
             .get((image.into(), reference.into()), || async {
                 let Some(disk) = &self.disk else {
-                    return client
-                        .manifest(repo, reference)
-                        .await
-                        .map_err(|e| e.to_string());
+                    return client.manifest(repo, reference).await;
                 };
                 if is_valid_digest(reference) {
                     return self.manifest_by_digest(client, disk, repo, reference).await;
                 }
                 if disk.tag_hint(image, reference).is_some() {
-                    let digest = self
-                        .digest(client, image, repo, reference)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let digest = self.digest(client, image, repo, reference).await?;
                     disk.set_tag_hint(image, reference, &digest);
                     return self
                         .manifests
@@ -186,11 +187,8 @@ impl MetaCache {
                         .await;
                 }
                 // Not seen before: one GET by tag, kept under its digest.
-                let fetched = client
-                    .manifest_bytes(repo, reference)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let manifest = fetched.parse(repo, reference).map_err(|e| e.to_string())?;
+                let fetched = client.manifest_bytes(repo, reference).await?;
+                let manifest = fetched.parse(repo, reference)?;
                 keep_manifest(disk, &fetched.digest, &fetched.body, &manifest);
                 disk.set_tag_hint(image, reference, &fetched.digest);
                 Ok((fetched.digest, manifest))
@@ -205,18 +203,15 @@ impl MetaCache {
         disk: &DiskCache,
         repo: &str,
         digest: &str,
-    ) -> Result<(String, Manifest), String> {
+    ) -> Result<(String, Manifest), Error> {
         if let Some(bytes) = disk.get(digest) {
             match parse_manifest(None, &bytes) {
                 Ok(manifest) => return Ok((digest.to_string(), manifest)),
                 Err(_) => disk.forget(digest),
             }
         }
-        let fetched = client
-            .manifest_bytes(repo, digest)
-            .await
-            .map_err(|e| e.to_string())?;
-        let manifest = fetched.parse(repo, digest).map_err(|e| e.to_string())?;
+        let fetched = client.manifest_bytes(repo, digest).await?;
+        let manifest = fetched.parse(repo, digest)?;
         keep_manifest(disk, digest, &fetched.body, &manifest);
         Ok((fetched.digest, manifest))
     }
@@ -229,14 +224,11 @@ impl MetaCache {
         image: &str,
         repo: &str,
         digest: &str,
-    ) -> Result<ImageConfig, String> {
+    ) -> Result<ImageConfig, Error> {
         self.configs
             .get((image.into(), digest.into()), || async {
                 let Some(disk) = &self.disk else {
-                    return client
-                        .image_config(repo, digest)
-                        .await
-                        .map_err(|e| e.to_string());
+                    return client.image_config(repo, digest).await;
                 };
                 if let Some(bytes) = disk.get(digest) {
                     match parse_config(&bytes) {
@@ -244,13 +236,8 @@ impl MetaCache {
                         Err(_) => disk.forget(digest),
                     }
                 }
-                let bytes = client
-                    .config_bytes(repo, digest)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let config = client
-                    .parse_config(repo, digest, &bytes)
-                    .map_err(|e| e.to_string())?;
+                let bytes = client.config_bytes(repo, digest).await?;
+                let config = client.parse_config(repo, digest, &bytes)?;
                 disk.put(digest, &bytes);
                 Ok(config)
             })
@@ -264,13 +251,15 @@ impl MetaCache {
         image: &str,
         repo: &str,
         digest: &str,
-    ) -> Result<Option<jiff::Timestamp>, String> {
+    ) -> Result<Option<jiff::Timestamp>, MetaError> {
         match self.manifest(client, image, repo, digest).await?.1 {
             Manifest::Image { config_digest } => Ok(self
                 .config(client, image, repo, &config_digest)
                 .await?
                 .created),
-            Manifest::Index { .. } => Err(format!("{digest}: an index nested in an index")),
+            Manifest::Index { .. } => Err(MetaError::NestedIndex {
+                digest: digest.to_string(),
+            }),
         }
     }
 }
@@ -299,4 +288,24 @@ pub async fn source_label(client: &Client, repo: &str, tag: &str) -> Option<Stri
         }
     };
     client.image_config(repo, &config).await.ok()?.source
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metadata_error_reads_as_its_cause() {
+        let registry = Error::NotFound {
+            url: "https://r.example/v2/a/manifests/1".into(),
+        };
+        assert_eq!(
+            MetaError::from(registry.clone()).to_string(),
+            registry.to_string()
+        );
+        let nested = MetaError::NestedIndex {
+            digest: "sha256:ab".into(),
+        };
+        assert_eq!(nested.to_string(), "sha256:ab: an index nested in an index");
+    }
 }

@@ -6,6 +6,7 @@ pub mod metadata;
 pub mod signed;
 
 use arcstr::ArcStr;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -206,28 +207,102 @@ pub async fn resolve_with(
     progress: &Progress,
     early: Option<EarlyLists>,
 ) -> Resolved {
-    // Which references are set aside (not managed, pinned, not judged): a byte each while
-    // the tag lists come in, their outcomes made at the end with the others', so that no
-    // list of outcomes is held at the run's resident peak.
-    let aside: Vec<bool> = refs.iter().map(|r| decided_offline(r).is_some()).collect();
-    // The references left to resolve, with their indexes: found again where they are
-    // read rather than listed, for the same reason.
-    let pending = || {
-        (0..)
-            .zip(refs.iter())
-            .zip(&aside)
-            .filter(|(_, aside)| !**aside)
-            .map(|(ir, _): ((u32, &ImageRef), _)| ir)
+    let aside = set_aside(refs);
+    let asks = survey(pending(refs, &aside), promoted, rejections);
+    let mut out = Resolved {
+        repositories: asks.users.len(),
+        ..Default::default()
     };
+    let groups = group(pending(refs, &aside), promoted, &asks.held);
+    let cache = MetaCache::new(registries.disk_cache());
+    let shared = Shared {
+        registries,
+        cache: &cache,
+        budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
+        concurrency,
+        verifier: crate::verify::Verifier::new(),
+        repositories: tokio::sync::Semaphore::new(concurrency.max(1)),
+    };
+    progress.stage(
+        "listing and choosing tags",
+        asks.listed.len().saturating_add(groups.len()),
+    );
+    let by_list = by_repository(groups);
+    let (decided, lists) = decide_as_lists_arrive(
+        by_list,
+        asks.listed,
+        &asks.indexed,
+        &shared,
+        progress,
+        early,
+    )
+    .await;
+    report_lists(&lists, &asks.users, &mut out.problems);
+    drop(lists);
+    let mut outcomes = make_outcomes(refs, decided, &mut out);
+    pin_digests(
+        refs,
+        &mut outcomes,
+        registries,
+        &cache,
+        concurrency,
+        &mut out.problems,
+    )
+    .await;
+    out.outcomes = outcomes;
+    report_skipped(registries, &mut out.problems);
+    out.problems.sort_by(|a, b| a.location.cmp(&b.location));
+    out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
+    out.warnings.dedup();
+    out
+}
 
+/// Which references are set aside (not managed, pinned, not judged): a byte each while the
+/// tag lists come in, their outcomes made at the end with the others', so that no list of
+/// outcomes is held at the run's resident peak.
+fn set_aside(refs: &Chunked<ImageRef>) -> Vec<bool> {
+    refs.iter().map(|r| decided_offline(r).is_some()).collect()
+}
+
+/// The references left to resolve, with their indexes: found again where they are read
+/// rather than listed, for the same reason as [`set_aside`].
+fn pending<'a>(
+    refs: &'a Chunked<ImageRef>,
+    aside: &'a [bool],
+) -> impl Iterator<Item = (u32, &'a ImageRef)> + 'a {
+    (0..)
+        .zip(refs.iter())
+        .zip(aside)
+        .filter(|(_, aside)| !**aside)
+        .map(|(ir, _): ((u32, &ImageRef), _)| ir)
+}
+
+/// What the references left to resolve ask of the registries.
+struct Asks<'a> {
+    /// How many references name each image.
+    users: foldhash::HashMap<&'a ImageName, usize>,
+    /// The charts whose versions are read from a classic Helm repository's index.
+    indexed: Vec<crate::chart::index::Wanted<'a>>,
+    /// The repositories whose tags are listed, with the credentials they are listed with.
+    listed: BTreeSet<ListedAs<'a>>,
+    /// The rejections that hold where a reference is, by its index (in increasing order).
+    held: Vec<(u32, Held)>,
+}
+
+/// What the references `pending` ask of the registries, found in one pass.
+fn survey<'a>(
+    pending: impl Iterator<Item = (u32, &'a ImageRef)>,
+    promoted: &BTreeMap<usize, Vec<String>>,
+    rejections: &Rejections,
+) -> Asks<'a> {
     // Counted, and the repositories to list found, by hashing (one lookup per reference,
     // not a walk of a sorted tree); only the few distinct repositories are then sorted.
     // Only the few references with rejections where they are get a map of their own.
     let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
     let mut indexed: BTreeSet<crate::chart::index::Wanted> = BTreeSet::new();
-    let mut listed: foldhash::HashSet<(&ImageName, Option<&str>)> = Default::default();
+    let mut listed: foldhash::HashSet<ListedAs> = Default::default();
     let mut held: Vec<(u32, Held)> = Vec::new();
-    for (i, r) in pending() {
+    for (i, r) in pending {
         let n = users.entry(&r.image).or_default();
         *n = n.saturating_add(1);
         match chart_index(r) {
@@ -241,29 +316,39 @@ pub async fn resolve_with(
         }
         held.extend(held_for(r, rejections).map(|h| (i, h)));
     }
-    let mut out = Resolved {
-        repositories: users.len(),
-        ..Default::default()
-    };
-    let indexed: Vec<crate::chart::index::Wanted> = indexed.into_iter().collect();
-    let listed: BTreeSet<(&ImageName, Option<&str>)> = listed.into_iter().collect();
-    let held_of = |i: u32| {
-        held.binary_search_by_key(&i, |(j, _)| *j)
-            .ok()
-            .and_then(|k| held.get(k))
-            .map(|(_, h)| h)
-    };
-    // Each group with the policy of its first member (all members have the same spec).
-    // Hashed with foldhash: every reference's key (its whole policy spec among it) is
-    // hashed here, on the thread that then decides the groups.
+    Asks {
+        users,
+        indexed: indexed.into_iter().collect(),
+        listed: listed.into_iter().collect(),
+        held,
+    }
+}
+
+/// The rejections that hold where reference `i` is, in `held` (sorted by index).
+fn held_of(held: &[(u32, Held)], i: u32) -> Option<&Held> {
+    held.binary_search_by_key(&i, |(j, _)| *j)
+        .ok()
+        .and_then(|k| held.get(k))
+        .map(|(_, h)| h)
+}
+
+/// The references `pending` in groups decided alike, each with the policy of its first
+/// member (all members have the same spec). Hashed with foldhash: every reference's key
+/// (its whole policy spec among it) is hashed here, on the thread that then decides the
+/// groups.
+fn group<'a>(
+    pending: impl Iterator<Item = (u32, &'a ImageRef)>,
+    promoted: &'a BTreeMap<usize, Vec<String>>,
+    held: &'a [(u32, Held)],
+) -> foldhash::HashMap<GroupKey<'a>, (&'a Policy, Vec<u32>)> {
     let mut groups: foldhash::HashMap<GroupKey, (&Policy, Vec<u32>)> = Default::default();
-    for (i, r) in pending() {
+    for (i, r) in pending {
         let key = (
             &*r.image,
             &r.policy.spec,
             current(r),
             r.digest.as_deref(),
-            held_of(i),
+            held_of(held, i),
             promoted.get(&(i as usize)),
         );
         groups
@@ -272,22 +357,14 @@ pub async fn resolve_with(
             .1
             .push(i);
     }
-    let cache = MetaCache::new(registries.disk_cache());
-    let shared = Shared {
-        registries,
-        cache: &cache,
-        budget: tokio::sync::Semaphore::new(TAG_BUDGET as usize),
-        concurrency,
-        verifier: crate::verify::Verifier::new(),
-        repositories: tokio::sync::Semaphore::new(concurrency.max(1)),
-    };
-    progress.stage(
-        "listing and choosing tags",
-        listed.len().saturating_add(groups.len()),
-    );
-    // The groups of one repository are decided together, its tags read as versions once
-    // for all of them, as soon as its list is in: the later lists are still on their way
-    // meanwhile, so choosing costs the run little more than the registry's answers.
+    groups
+}
+
+/// The groups of each repository (and the credentials it is listed with): they are decided
+/// together, its tags read as versions once for all of them, as soon as its list is in.
+fn by_repository<'a>(
+    groups: foldhash::HashMap<GroupKey<'a>, (&'a Policy, Vec<u32>)>,
+) -> BTreeMap<ListedAs<'a>, Vec<Group<'a>>> {
     let mut by_list: BTreeMap<ListedAs, Vec<Group>> = BTreeMap::new();
     for (key, (policy, members)) in groups {
         by_list
@@ -295,55 +372,114 @@ pub async fn resolve_with(
             .or_default()
             .push((key, policy, members));
     }
-    let mut sources: BTreeMap<ListKey, usize> = BTreeMap::new();
-    let owned =
-        |(name, creds): (&ImageName, Option<&str>)| (name.clone(), creds.map(str::to_string));
-    let charts = indexed.iter().map(|(name, creds, _)| (*name, *creds));
-    for key in listed.iter().copied().chain(charts) {
-        let n = sources.entry(owned(key)).or_default();
-        *n = n.saturating_add(1);
+    by_list
+}
+
+/// A repository's key as the lists are kept by: owned.
+fn owned((name, creds): ListedAs<'_>) -> ListKey {
+    (name.clone(), creds.map(str::to_string))
+}
+
+/// The tag lists and chart indexes as they come in, and how many answers each repository
+/// still waits for.
+struct Arrivals {
+    lists: Lists,
+    left: BTreeMap<ListKey, usize>,
+}
+
+impl Arrivals {
+    /// Waiting for one answer per key in `sources` (a repository listed, a chart index
+    /// read under an image's key), counted as often as it is named.
+    fn expecting<'a>(sources: impl Iterator<Item = ListedAs<'a>>) -> Arrivals {
+        let mut left: BTreeMap<ListKey, usize> = BTreeMap::new();
+        for key in sources {
+            let n = left.entry(owned(key)).or_default();
+            *n = n.saturating_add(1);
+        }
+        Arrivals {
+            lists: BTreeMap::new(),
+            left,
+        }
     }
+
+    /// Whether any answer is expected for `key`.
+    fn expects(&self, key: &ListKey) -> bool {
+        self.left.contains_key(key)
+    }
+
+    /// One answer for `key` in (`chart`: a chart index's); its list once every answer
+    /// expected for it is in. A chart index read under an image's key stands for its tag
+    /// list, whichever came first.
+    fn arrive(
+        &mut self,
+        key: &ListKey,
+        result: Result<TagList, Error>,
+        chart: bool,
+    ) -> Option<Arc<Result<TagList, Error>>> {
+        match self.lists.get(key) {
+            Some(_) if !chart => {}
+            _ => {
+                self.lists.insert(key.clone(), Arc::new(result));
+            }
+        }
+        let left = self.left.get_mut(key).map(|n| {
+            *n = n.saturating_sub(1);
+            *n
+        });
+        if left == Some(0) {
+            self.lists.get(key).cloned()
+        } else {
+            None
+        }
+    }
+}
+
+/// The decisions of one repository's groups: each group's first member's image, its
+/// members' indexes and the decision.
+type Decisions<'a> = Vec<(&'a ImageName, Vec<u32>, Decided)>;
+
+/// Every group decided: a repository's as soon as its list (and chart index) is in, the
+/// later lists still on their way meanwhile, so choosing costs the run little more than
+/// the registry's answers; groups that wait for no list (promoted, `digest`) at once.
+/// Returns the decisions and the lists, which the report reads.
+async fn decide_as_lists_arrive<'a>(
+    by_list: BTreeMap<ListedAs<'a>, Vec<Group<'a>>>,
+    listed: BTreeSet<ListedAs<'a>>,
+    indexed: &[crate::chart::index::Wanted<'a>],
+    shared: &Shared<'_>,
+    progress: &Progress,
+    early: Option<EarlyLists>,
+) -> (Vec<Decisions<'a>>, Lists) {
+    let (registries, concurrency) = (shared.registries, shared.concurrency);
+    let charts = indexed.iter().map(|(name, creds, _)| (*name, *creds));
+    let mut arrivals = Arrivals::expecting(listed.iter().copied().chain(charts));
     let tags = list_tags(listed, registries, concurrency, progress, early);
-    let chart_lists = crate::chart::index::list_versions(&indexed, registries, concurrency);
-    let arrivals = stream::select(
+    let chart_lists = crate::chart::index::list_versions(indexed, registries, concurrency);
+    let answers = stream::select(
         tags.map(|(key, result)| (key, result, false)),
         stream::once(chart_lists)
             .flat_map(stream::iter)
             .map(|(key, result)| (key, result, true)),
     )
     .fuse();
-    let decide = |groups, list| decide_repository(groups, list, &shared, progress);
+    let decide = |groups, list| decide_repository(groups, list, shared, progress);
     let mut deciding = stream::FuturesUnordered::new();
-    // Groups whose decision waits for no list (promoted, `digest`) are decided at once.
     let mut waiting: BTreeMap<ListKey, Vec<Group>> = BTreeMap::new();
     for (list_key, groups) in by_list {
-        if sources.contains_key(&owned(list_key)) {
+        if arrivals.expects(&owned(list_key)) {
             waiting.insert(owned(list_key), groups);
         } else {
             deciding.push(decide(groups, None));
         }
     }
-    let mut lists: Lists = BTreeMap::new();
     let mut decided = Vec::new();
-    futures::pin_mut!(arrivals);
+    futures::pin_mut!(answers);
     loop {
         tokio::select! {
-            Some((key, result, chart)) = arrivals.next() => {
-                // A chart index read under an image's key stands for its tag list, as
-                // when both were kept in one map: the key is ready when both are in.
-                match lists.get(&key) {
-                    Some(_) if !chart => {}
-                    _ => {
-                        lists.insert(key.clone(), std::sync::Arc::new(result));
-                    }
-                }
-                let left = sources.get_mut(&key).map(|n| {
-                    *n = n.saturating_sub(1);
-                    *n
-                });
-                if left == Some(0) {
-                    if let (Some(groups), Some(list)) = (waiting.remove(&key), lists.get(&key)) {
-                        deciding.push(decide(groups, Some(list.clone())));
+            Some((key, result, chart)) = answers.next() => {
+                if let Some(list) = arrivals.arrive(&key, result, chart) {
+                    if let Some(groups) = waiting.remove(&key) {
+                        deciding.push(decide(groups, Some(list)));
                     }
                 }
             }
@@ -354,23 +490,33 @@ pub async fn resolve_with(
     for groups in waiting.into_values() {
         decided.push(decide(groups, None).await);
     }
-    for ((name, _), result) in &lists {
+    (decided, arrivals.lists)
+}
+
+/// A problem for each list the registry could not give (with how many references it
+/// leaves unchecked) and each list with invalid tag names.
+fn report_lists(
+    lists: &Lists,
+    users: &foldhash::HashMap<&ImageName, usize>,
+    problems: &mut Vec<Problem>,
+) {
+    for ((name, _), result) in lists {
         let users = users.get(name).copied().unwrap_or_default();
         match result.as_ref() {
-            // Said once per registry below, with the reason.
-            Err(Error::Skipped { host, .. }) => out.problems.push(Problem::registry(
+            // Said once per registry by `report_skipped`, with the reason.
+            Err(Error::Skipped { host, .. }) => problems.push(Problem::registry(
                 name,
                 format!("{users} reference(s) not checked: {host} was skipped"),
                 None,
             )),
-            Err(e) => out.problems.push(Problem::registry(
+            Err(e) => problems.push(Problem::registry(
                 name,
                 format!("{e}; {users} reference(s) not checked"),
                 e.hint(),
             )),
             Ok(list) => {
                 if let Some(first) = list.invalid.first() {
-                    out.problems.push(Problem::registry(
+                    problems.push(Problem::registry(
                         name,
                         format!(
                             "the registry listed {} invalid tag name(s), ignored (first: {first:?})",
@@ -382,42 +528,55 @@ pub async fn resolve_with(
             }
         }
     }
-    drop(lists);
-    // Each reference's decision, by its index among the decided groups.
+}
+
+/// One outcome per reference, in the order of the input: its group's decision, or the
+/// one it is set aside with. The groups' errors and warnings are added to `out`.
+fn make_outcomes(
+    refs: &Chunked<ImageRef>,
+    decided: Vec<Decisions<'_>>,
+    out: &mut Resolved,
+) -> Chunked<Outcome> {
     let decided: Vec<_> = decided.into_iter().flatten().collect();
-    let mut decision_of = vec![u32::MAX; refs.len()];
-    for (k, (name, members, d)) in (0u32..).zip(&decided) {
+    report_decisions(&decided, out);
+    let decision_of = decision_index(refs.len(), &decided);
+    let not_resolved = || Outcome::Failed("not resolved".into());
+    (refs.iter().zip(&decision_of))
+        .map(|(r, &k)| match decided.get(k as usize) {
+            Some((_, _, d)) => d.outcome.clone(),
+            None => decided_offline(r).unwrap_or_else(not_resolved),
+        })
+        .collect()
+}
+
+/// The groups' errors and warnings, as problems of their image.
+fn report_decisions(decided: &[(&ImageName, Vec<u32>, Decided)], out: &mut Resolved) {
+    for (name, _, d) in decided {
         for e in &d.errors {
             out.problems.push(Problem::registry(name, e.clone(), None));
         }
         for w in &d.warnings {
             out.warnings.push(Problem::registry(name, w.clone(), None));
         }
+    }
+}
+
+/// Each of `len` references' decision, by its index in `decided`; `u32::MAX` for one no
+/// group holds (one set aside).
+fn decision_index(len: usize, decided: &[(&ImageName, Vec<u32>, Decided)]) -> Vec<u32> {
+    let mut decision_of = vec![u32::MAX; len];
+    for (k, (_, members, _)) in (0u32..).zip(decided) {
         for &i in members {
             if let Some(o) = decision_of.get_mut(i as usize) {
                 *o = k;
             }
         }
     }
-    let not_resolved = || Outcome::Failed("not resolved".into());
-    let mut outcomes: Chunked<Outcome> = (refs.iter().zip(&decision_of))
-        .map(|(r, &k)| match decided.get(k as usize) {
-            Some((_, _, d)) => d.outcome.clone(),
-            None => decided_offline(r).unwrap_or_else(not_resolved),
-        })
-        .collect();
-    drop(decision_of);
-    drop(decided);
-    pin_digests(
-        refs,
-        &mut outcomes,
-        registries,
-        &cache,
-        concurrency,
-        &mut out.problems,
-    )
-    .await;
-    out.outcomes = outcomes;
+    decision_of
+}
+
+/// A problem for each registry skipped for the rest of the run, with the reason.
+fn report_skipped(registries: &Registries, problems: &mut Vec<Problem>) {
     for (host, why) in registries.skipped() {
         let message = format!("skipped for the rest of the run: {why}");
         let hint = Error::Skipped {
@@ -425,16 +584,12 @@ pub async fn resolve_with(
             reason: why,
         }
         .hint();
-        out.problems.push(Problem {
+        problems.push(Problem {
             location: host,
             message,
             hint,
         });
     }
-    out.problems.sort_by(|a, b| a.location.cmp(&b.location));
-    out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
-    out.warnings.dedup();
-    out
 }
 
 /// The repository URL of a chart whose versions are in a classic Helm repository's index.
@@ -614,10 +769,22 @@ struct Shared<'a> {
     repositories: tokio::sync::Semaphore,
 }
 
+#[derive(Debug)]
 struct Decided {
     outcome: Outcome,
     errors: Vec<String>,
     warnings: Vec<String>,
+}
+
+impl Decided {
+    /// A decision that could not be made, for `why`.
+    fn failed(why: String) -> Decided {
+        Decided {
+            outcome: Outcome::Failed(why.into()),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// A repository's tag list as listed: its name and the credentials it was listed with.
@@ -677,6 +844,8 @@ fn read_versions(
     }
 }
 
+/// One group's decision: its candidate tags judged by its policy, with the image metadata
+/// and the signatures the evaluation asks for.
 async fn decide_group(
     (image, _, current, digest, rejected, promoted): GroupKey<'_>,
     policy: &Policy,
@@ -684,98 +853,110 @@ async fn decide_group(
     shared: &Shared<'_>,
     read: Option<&TagVersions>,
 ) -> Decided {
-    let Shared {
-        registries,
-        cache,
-        budget,
-        concurrency,
-        verifier,
-        ..
-    } = shared;
-    let concurrency = *concurrency;
-    let failed = |why: String| Decided {
-        outcome: Outcome::Failed(why.into()),
-        errors: Vec::new(),
-        warnings: Vec::new(),
+    let tags = match candidate_tags(promoted, policy.needs_tag_list(), list, current) {
+        Ok(tags) => tags,
+        Err(why) => return Decided::failed(why),
     };
-    let own;
-    let tags: &[String] = if let Some(tags) = promoted {
-        tags
-    } else if policy.needs_tag_list() {
-        match list {
-            Some(Ok(list)) => &list.tags,
-            Some(Err(e)) => return failed(e.to_string()),
-            None => return failed("tags not listed".into()),
-        }
-    } else {
-        own = [current.to_string()];
-        &own
-    };
-    let weight = u32::try_from(tags.len() / TAGS_PER_PERMIT)
-        .unwrap_or(TAG_BUDGET)
-        .min(TAG_BUDGET);
     // The semaphore is never closed, so acquiring only waits.
-    let _permit = budget.acquire_many(weight).await;
+    let _permit = shared.budget.acquire_many(tag_weight(tags.len())).await;
     // Versions read for the repository's list, not for a promoted reference's own tags.
     let read = read.filter(|_| promoted.is_none());
-    let mut eval = Evaluation::new_read(policy, current, digest, tags, read);
+    let mut eval = Evaluation::new_read(policy, current, digest, &tags, read);
     if let Some(r) = rejected {
         eval.reject(r);
     }
     let mut client = None;
     if !eval.wanted().is_empty() || policy.spec.verify.is_some() {
-        match registries.client_with(image, credentials(policy)) {
+        match shared.registries.client_with(image, credentials(policy)) {
             Ok(c) => client = Some(c),
-            Err(e) => return failed(e.to_string()),
+            Err(e) => return Decided::failed(e.to_string()),
         }
     }
-    let source = client.as_deref().map(|c| (c, *cache));
-    let errors = settle(&mut eval, image, policy, source, concurrency).await;
-    let listed = policy.needs_tag_list().then_some(tags);
+    let source = client.as_deref().map(|c| (c, shared.cache));
+    let errors = settle(&mut eval, image, policy, source, shared.concurrency).await;
+    let listed = policy.needs_tag_list().then_some(&*tags);
     let signed = signed::decide(
         &mut eval,
         image,
         policy,
         source,
-        verifier,
+        &shared.verifier,
         listed,
-        concurrency,
+        shared.concurrency,
     );
     let signed = signed.await;
+    conclude(&eval, signed, errors)
+}
+
+/// The tags a group chooses among: a promoted reference's own, the repository's list when
+/// the policy needs one, or else the current tag alone. Why not, when the list is missing.
+fn candidate_tags<'t>(
+    promoted: Option<&'t Vec<String>>,
+    needs_list: bool,
+    list: Option<&'t Result<TagList, Error>>,
+    current: &str,
+) -> Result<Cow<'t, [String]>, String> {
+    if let Some(tags) = promoted {
+        return Ok(Cow::Borrowed(tags));
+    }
+    if !needs_list {
+        return Ok(Cow::Owned(vec![current.to_string()]));
+    }
+    match list {
+        Some(Ok(list)) => Ok(Cow::Borrowed(&list.tags)),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Err("tags not listed".into()),
+    }
+}
+
+/// The permits of the tag budget an evaluation of `tags` tags holds.
+fn tag_weight(tags: usize) -> u32 {
+    u32::try_from(tags / TAGS_PER_PERMIT)
+        .unwrap_or(TAG_BUDGET)
+        .min(TAG_BUDGET)
+}
+
+/// The decision once the evaluation and the signature checks are done. A candidate whose
+/// metadata could not be read might have been the right answer: on any error the group
+/// fails (with the first) and changes nothing rather than guess.
+fn conclude(eval: &Evaluation<'_>, signed: signed::Signed, metadata: Vec<String>) -> Decided {
     let verified = signed.verified().map(Box::new);
-    let choice = signed.choice;
     let mut warnings: Vec<String> = eval.warnings().cloned().collect();
     warnings.extend(signed.refused);
-    // A candidate whose metadata could not be read might have been the right answer:
-    // report it and change nothing rather than guess.
-    let mut errors: Vec<String> = errors
+    let mut errors: Vec<String> = metadata
         .into_iter()
         .map(|e| format!("image metadata: {e}"))
         .collect();
     errors.extend(signed.errors);
-    if let Some(first) = errors.first() {
-        return Decided {
-            outcome: Outcome::Failed(first.as_str().into()),
-            errors,
-            warnings,
-        };
-    }
-    let outcome = match choice {
-        Choice::Update { tag, digest } => Outcome::Update {
-            tag: tag.into(),
-            digest: digest.map(Into::into),
-            verified,
-        },
-        Choice::Current => match eval.held_back() {
-            Some(why) => Outcome::Rejected(why.into()),
-            None => Outcome::UpToDate,
-        },
-        Choice::Skip(reason) => Outcome::Skipped(reason.into()),
+    let outcome = match errors.first() {
+        Some(first) => Outcome::Failed(first.as_str().into()),
+        None => outcome_of(signed.choice, eval.held_back(), verified),
     };
     Decided {
         outcome,
         errors,
         warnings,
+    }
+}
+
+/// The outcome of an evaluation's choice; `held_back` says why staying is a rejection
+/// (newer versions exist that reviewers said no to).
+fn outcome_of(
+    choice: Choice,
+    held_back: Option<String>,
+    verified: Option<Box<crate::verify::Verified>>,
+) -> Outcome {
+    match choice {
+        Choice::Update { tag, digest } => Outcome::Update {
+            tag: tag.into(),
+            digest: digest.map(Into::into),
+            verified,
+        },
+        Choice::Current => match held_back {
+            Some(why) => Outcome::Rejected(why.into()),
+            None => Outcome::UpToDate,
+        },
+        Choice::Skip(reason) => Outcome::Skipped(reason.into()),
     }
 }
 
@@ -789,33 +970,8 @@ async fn pin_digests(
     concurrency: usize,
     problems: &mut Vec<Problem>,
 ) {
-    let wanted: BTreeSet<(ImageName, ArcStr, Option<&str>)> = refs
-        .iter()
-        .zip(outcomes.iter())
-        .filter_map(|(r, o)| match o {
-            Outcome::Update {
-                tag, digest: None, ..
-            } if r.digest.is_some() => {
-                Some(((*r.image).clone(), tag.clone(), credentials(&r.policy)))
-            }
-            _ => None,
-        })
-        .collect();
-    let digests: BTreeMap<(ImageName, ArcStr), Result<String, Error>> = stream::iter(wanted)
-        .map(|(name, tag, creds)| async move {
-            let result = match registries.client_with(&name, creds) {
-                Ok(client) => {
-                    cache
-                        .digest(&client, &name.to_string(), &name.repository, &tag)
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            ((name, tag), result)
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
+    let wanted = digests_wanted(refs, outcomes);
+    let digests = fetch_digests(wanted, registries, cache, concurrency).await;
     for ((name, tag), result) in &digests {
         if let Err(e) = result {
             problems.push(Problem::registry(
@@ -833,17 +989,251 @@ async fn pin_digests(
             Some(_),
         ) = (&mut *o, &r.digest)
         {
-            match digests.get(&((*r.image).clone(), tag.clone())) {
-                Some(Ok(d)) => {
-                    *o = Outcome::Update {
-                        tag: tag.clone(),
-                        digest: Some(d.as_str().into()),
-                        verified: None,
-                    }
-                }
-                Some(Err(e)) => *o = Outcome::Failed(e.to_string().into()),
-                None => *o = Outcome::Failed("digest not resolved".into()),
-            }
+            *o = pinned(tag, digests.get(&((*r.image).clone(), tag.clone())));
         }
+    }
+}
+
+/// The (repository, tag, credentials) whose digest the references pinned by digest need:
+/// those moving to a tag whose digest the run did not learn.
+fn digests_wanted<'a>(
+    refs: &'a Chunked<ImageRef>,
+    outcomes: &Chunked<Outcome>,
+) -> BTreeSet<(ImageName, ArcStr, Option<&'a str>)> {
+    refs.iter()
+        .zip(outcomes.iter())
+        .filter_map(|(r, o)| match o {
+            Outcome::Update {
+                tag, digest: None, ..
+            } if r.digest.is_some() => {
+                Some(((*r.image).clone(), tag.clone(), credentials(&r.policy)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The digests of `wanted`, at most `concurrency` requests at once.
+async fn fetch_digests(
+    wanted: BTreeSet<(ImageName, ArcStr, Option<&str>)>,
+    registries: &Registries,
+    cache: &MetaCache,
+    concurrency: usize,
+) -> BTreeMap<(ImageName, ArcStr), Result<String, Error>> {
+    stream::iter(wanted)
+        .map(|(name, tag, creds)| async move {
+            let result = match registries.client_with(&name, creds) {
+                Ok(client) => {
+                    cache
+                        .digest(&client, &name.to_string(), &name.repository, &tag)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            ((name, tag), result)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await
+}
+
+/// The outcome of a reference pinned by digest that moves to `tag`, given what asking
+/// for the tag's digest `found`.
+fn pinned(tag: &ArcStr, found: Option<&Result<String, Error>>) -> Outcome {
+    match found {
+        Some(Ok(d)) => Outcome::Update {
+            tag: tag.clone(),
+            digest: Some(d.as_str().into()),
+            verified: None,
+        },
+        Some(Err(e)) => Outcome::Failed(e.to_string().into()),
+        None => Outcome::Failed("digest not resolved".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imagebump_model::name::parse_name;
+
+    fn key(name: &str) -> ListKey {
+        (parse_name(name).unwrap(), None)
+    }
+
+    fn list(tags: &[&str]) -> Result<TagList, Error> {
+        Ok(TagList {
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            invalid: Vec::new(),
+        })
+    }
+
+    fn tags_of(ready: Option<Arc<Result<TagList, Error>>>) -> Option<Vec<String>> {
+        ready.map(|l| l.as_ref().as_ref().unwrap().tags.clone())
+    }
+
+    #[test]
+    fn a_list_is_ready_once_every_answer_is_in_and_a_chart_index_stands_for_it() {
+        let app = parse_name("ghcr.io/acme/app").unwrap();
+        let chart = parse_name("ghcr.io/acme/chart").unwrap();
+        let sources = [(&app, None), (&chart, None), (&chart, None)];
+        let mut arrivals = Arrivals::expecting(sources.into_iter());
+        assert!(arrivals.expects(&key("ghcr.io/acme/app")));
+        assert!(!arrivals.expects(&key("ghcr.io/acme/other")));
+
+        let ready = arrivals.arrive(&key("ghcr.io/acme/app"), list(&["1.0"]), false);
+        assert_eq!(tags_of(ready), Some(vec!["1.0".to_string()]));
+
+        // The chart index first, then the tag list: the index is kept.
+        let chart_key = key("ghcr.io/acme/chart");
+        assert!(arrivals.arrive(&chart_key, list(&["2.0"]), true).is_none());
+        let ready = arrivals.arrive(&chart_key, list(&["9.9"]), false);
+        assert_eq!(tags_of(ready), Some(vec!["2.0".to_string()]));
+
+        // The tag list first, then the chart index: the index replaces it.
+        let mut arrivals = Arrivals::expecting([(&chart, None), (&chart, None)].into_iter());
+        assert!(arrivals.arrive(&chart_key, list(&["9.9"]), false).is_none());
+        let ready = arrivals.arrive(&chart_key, list(&["2.0"]), true);
+        assert_eq!(tags_of(ready), Some(vec!["2.0".to_string()]));
+    }
+
+    #[test]
+    fn an_answer_nobody_waits_for_is_kept_but_never_ready() {
+        let mut arrivals = Arrivals::expecting(std::iter::empty());
+        let other = key("ghcr.io/acme/other");
+        assert!(arrivals.arrive(&other, list(&["1.0"]), false).is_none());
+        assert!(arrivals.lists.contains_key(&other));
+    }
+
+    #[test]
+    fn candidate_tags_come_from_the_promotion_the_list_or_the_current_tag() {
+        let promoted = vec!["1.2".to_string()];
+        let listed = list(&["1.0", "1.1"]);
+        let failed: Result<TagList, Error> = Err(Error::Config("no client".into()));
+
+        let tags = candidate_tags(Some(&promoted), true, Some(&listed), "1.0").unwrap();
+        assert_eq!(&*tags, ["1.2"]);
+        let tags = candidate_tags(None, true, Some(&listed), "1.0").unwrap();
+        assert_eq!(&*tags, ["1.0", "1.1"]);
+        let tags = candidate_tags(None, false, None, "1.0").unwrap();
+        assert_eq!(&*tags, ["1.0"]);
+        assert_eq!(
+            candidate_tags(None, true, Some(&failed), "1.0").unwrap_err(),
+            "registry configuration: no client"
+        );
+        assert_eq!(
+            candidate_tags(None, true, None, "1.0").unwrap_err(),
+            "tags not listed"
+        );
+    }
+
+    #[test]
+    fn a_short_list_needs_no_permit_and_a_huge_one_the_whole_budget() {
+        assert_eq!(tag_weight(0), 0);
+        assert_eq!(tag_weight(TAGS_PER_PERMIT - 1), 0);
+        assert_eq!(tag_weight(TAGS_PER_PERMIT * 3), 3);
+        assert_eq!(tag_weight(usize::MAX), TAG_BUDGET);
+    }
+
+    #[test]
+    fn a_choice_becomes_an_outcome() {
+        let update = Choice::Update {
+            tag: "1.1".into(),
+            digest: Some("sha256:ab".into()),
+        };
+        assert_eq!(
+            outcome_of(update, None, None),
+            Outcome::Update {
+                tag: "1.1".into(),
+                digest: Some("sha256:ab".into()),
+                verified: None,
+            }
+        );
+        assert_eq!(outcome_of(Choice::Current, None, None), Outcome::UpToDate);
+        assert_eq!(
+            outcome_of(Choice::Current, Some("1.1 was closed".into()), None),
+            Outcome::Rejected("1.1 was closed".into())
+        );
+        assert_eq!(
+            outcome_of(Choice::Skip("not a version".into()), None, None),
+            Outcome::Skipped("not a version".into())
+        );
+    }
+
+    #[test]
+    fn a_pinned_reference_moves_to_the_digest_found_or_fails() {
+        let tag = ArcStr::from("1.1");
+        assert_eq!(
+            pinned(&tag, Some(&Ok("sha256:ab".to_string()))),
+            Outcome::Update {
+                tag: tag.clone(),
+                digest: Some("sha256:ab".into()),
+                verified: None,
+            }
+        );
+        assert_eq!(
+            pinned(&tag, Some(&Err(Error::Config("broken".into())))),
+            Outcome::Failed("registry configuration: broken".into())
+        );
+        assert_eq!(
+            pinned(&tag, None),
+            Outcome::Failed("digest not resolved".into())
+        );
+    }
+
+    #[test]
+    fn each_member_points_at_its_group_and_the_rest_at_none() {
+        let name = parse_name("ghcr.io/acme/app").unwrap();
+        let decided = [
+            (&name, vec![0, 3], Decided::failed("a".into())),
+            (&name, vec![2, 99], Decided::failed("b".into())),
+        ];
+        assert_eq!(decision_index(4, &decided), [0, u32::MAX, 1, 0]);
+    }
+
+    #[test]
+    fn held_rejections_are_found_by_index() {
+        let mut one = Held::new();
+        one.insert("1.1".into(), "closed".into());
+        let held = vec![(2, one.clone()), (7, Held::new())];
+        assert_eq!(held_of(&held, 2), Some(&one));
+        assert_eq!(held_of(&held, 7), Some(&Held::new()));
+        assert_eq!(held_of(&held, 3), None);
+    }
+
+    #[test]
+    fn a_list_that_failed_or_had_invalid_names_is_reported_with_its_users() {
+        let app = parse_name("ghcr.io/acme/app").unwrap();
+        let web = parse_name("ghcr.io/acme/web").unwrap();
+        let mut lists: Lists = BTreeMap::new();
+        lists.insert(
+            (app.clone(), None),
+            Arc::new(Err(Error::Config("broken".into()))),
+        );
+        let invalid = TagList {
+            tags: vec!["1.0".into()],
+            invalid: vec!["-bad".into(), "also bad".into()],
+        };
+        lists.insert((web.clone(), None), Arc::new(Ok(invalid)));
+        let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
+        users.insert(&app, 3);
+        let mut problems = Vec::new();
+        report_lists(&lists, &users, &mut problems);
+        let said: Vec<_> = problems
+            .iter()
+            .map(|p| (p.location.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    "ghcr.io/acme/app",
+                    "registry configuration: broken; 3 reference(s) not checked"
+                ),
+                (
+                    "ghcr.io/acme/web",
+                    "the registry listed 2 invalid tag name(s), ignored (first: \"-bad\")"
+                ),
+            ]
+        );
     }
 }

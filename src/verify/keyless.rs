@@ -20,7 +20,7 @@ const MAX_ENTRIES: usize = 4;
 pub struct Material {
     pub leaf: Vec<u8>,
     pub chain: Vec<Vec<u8>>,
-    pub entries: Vec<Result<Entry, String>>,
+    pub entries: Vec<Result<Entry, rekor::Error>>,
 }
 
 impl Material {
@@ -102,14 +102,14 @@ pub fn check(
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                why = e.clone();
+                why = e.to_string();
                 continue;
             }
         };
         let time = match rekor::verify(entry, root, signed) {
             Ok(t) => t,
             Err(e) => {
-                why = e;
+                why = e.to_string();
                 continue;
             }
         };
@@ -151,7 +151,7 @@ mod tests {
     fn checked(json: &[u8]) -> Result<String, String> {
         let bundle: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
         let material = Material::from_bundle(&bundle["verificationMaterial"])?.ok_or("none")?;
-        let root = TrustedRoot::public_good()?;
+        let root = TrustedRoot::public_good().map_err(|e| e.to_string())?;
         let id = Identity {
             issuer: Some("https://token.actions.githubusercontent.com".into()),
             subject_reg_exp: Some("^https://github.com/trailofbits/".into()),

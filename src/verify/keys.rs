@@ -25,24 +25,52 @@ pub struct PublicKey {
     der: Vec<u8>,
 }
 
+/// Why bytes are not a public key imagebump can verify with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("not a PEM public key: {0}")]
+    NotPem(String),
+    #[error("a PEM {0:?}, not a \"PUBLIC KEY\" (give the .pub file cosign wrote)")]
+    NotPublic(String),
+    #[error("not a public key (SubjectPublicKeyInfo): {0}")]
+    NotSpki(String),
+    #[error("an elliptic curve key on {0}: only P-256 and P-384")]
+    Curve(String),
+    #[error("an elliptic curve key without its curve: {0}")]
+    NoCurve(String),
+    #[error("a key of algorithm {0}: only ECDSA P-256/P-384, Ed25519 and RSA")]
+    Algorithm(String),
+    #[error("the key's bit string is not whole bytes")]
+    Bits,
+}
+
+impl KeyError {
+    /// What to give instead.
+    pub fn hint(&self) -> Option<String> {
+        Some(
+            "give the public key cosign wrote (cosign.pub, `-----BEGIN PUBLIC KEY-----`): \
+             ECDSA P-256/P-384, Ed25519 or RSA"
+                .into(),
+        )
+    }
+}
+
 impl PublicKey {
     /// Read a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair`
     /// writes it). `name` names it in messages.
-    pub fn from_pem(name: &str, pem: &[u8]) -> Result<PublicKey, String> {
+    pub fn from_pem(name: &str, pem: &[u8]) -> Result<PublicKey, KeyError> {
         let (label, der) =
-            pem_rfc7468::decode_vec(pem).map_err(|e| format!("not a PEM public key: {e}"))?;
+            pem_rfc7468::decode_vec(pem).map_err(|e| KeyError::NotPem(e.to_string()))?;
         if label != "PUBLIC KEY" {
-            return Err(format!(
-                "a PEM {label:?}, not a \"PUBLIC KEY\" (give the .pub file cosign wrote)"
-            ));
+            return Err(KeyError::NotPublic(label.to_string()));
         }
         Self::from_der(name, &der)
     }
 
     /// Read a DER SubjectPublicKeyInfo.
-    pub fn from_der(name: &str, der: &[u8]) -> Result<PublicKey, String> {
+    pub fn from_der(name: &str, der: &[u8]) -> Result<PublicKey, KeyError> {
         let spki = spki::SubjectPublicKeyInfoRef::from_der(der)
-            .map_err(|e| format!("not a public key (SubjectPublicKeyInfo): {e}"))?;
+            .map_err(|e| KeyError::NotSpki(e.to_string()))?;
         let oid = spki.algorithm.oid;
         // cosign signs with SHA-256 for P-256 and RSA (PKCS#1 v1.5), SHA-384 for P-384, and
         // plain Ed25519 over the payload.
@@ -50,26 +78,20 @@ impl PublicKey {
             match spki.algorithm.parameters_oid() {
                 Ok(c) if c == P256 => ("ecdsa-p256", &signature::ECDSA_P256_SHA256_ASN1),
                 Ok(c) if c == P384 => ("ecdsa-p384", &signature::ECDSA_P384_SHA384_ASN1),
-                Ok(c) => {
-                    return Err(format!(
-                        "an elliptic curve key on {c}: only P-256 and P-384"
-                    ))
-                }
-                Err(e) => return Err(format!("an elliptic curve key without its curve: {e}")),
+                Ok(c) => return Err(KeyError::Curve(c.to_string())),
+                Err(e) => return Err(KeyError::NoCurve(e.to_string())),
             }
         } else if oid == ED25519 {
             ("ed25519", &signature::ED25519)
         } else if oid == RSA {
             ("rsa", &signature::RSA_PKCS1_2048_8192_SHA256)
         } else {
-            return Err(format!(
-                "a key of algorithm {oid}: only ECDSA P-256/P-384, Ed25519 and RSA"
-            ));
+            return Err(KeyError::Algorithm(oid.to_string()));
         };
         let bits = spki
             .subject_public_key
             .as_bytes()
-            .ok_or("the key's bit string is not whole bytes")?
+            .ok_or(KeyError::Bits)?
             .to_vec();
         Ok(PublicKey {
             name: name.to_string(),
@@ -108,7 +130,8 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE
         assert!(PublicKey::from_pem("k", b"not pem").is_err());
         let private = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
         let e = PublicKey::from_pem("k", private.as_bytes()).unwrap_err();
-        assert!(e.contains("\"PRIVATE KEY\""), "{e}");
+        assert_eq!(e, KeyError::NotPublic("PRIVATE KEY".into()));
+        assert!(e.to_string().contains("\"PRIVATE KEY\""), "{e}");
         assert!(PublicKey::from_pem("k", TRUNCATED_PEM.as_bytes()).is_err());
         assert!(PublicKey::from_der("k", &[0x30, 0x03, 0x02, 0x01, 0x00]).is_err());
     }

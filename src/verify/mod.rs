@@ -184,10 +184,14 @@ impl Verifier {
         }
         let path = spec.trusted_root.clone();
         let load = || match &path {
-            None => TrustedRoot::public_good().map(Arc::new),
+            None => TrustedRoot::public_good()
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
             Some(p) => {
                 let json = crate::registry::read_small(Path::new(p))?;
-                TrustedRoot::from_json(&file_name(p), &json).map(Arc::new)
+                TrustedRoot::from_json(&file_name(p), &json)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
             }
         };
         let result = match self.roots.lock() {
@@ -203,7 +207,7 @@ impl Verifier {
     fn key(&self, path: &str) -> Result<Arc<PublicKey>, Error> {
         let load = || {
             let pem = crate::registry::read_small(Path::new(path))?;
-            let key = PublicKey::from_pem(&file_name(path), &pem)?;
+            let key = PublicKey::from_pem(&file_name(path), &pem).map_err(|e| e.to_string())?;
             Ok(Arc::new(key))
         };
         let result = match self.keys.lock() {

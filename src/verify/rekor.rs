@@ -54,9 +54,57 @@ pub enum Signed<'a> {
     },
 }
 
+/// Why a transparency log entry does not prove a signature, or could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("the transparency log entry is from a log the trusted root ({root}) does not list")]
+    UnknownLog { root: String },
+    #[error("the transparency log's key was not valid at the entry's time")]
+    KeyNotValid,
+    #[error("the transparency log entry has no signed entry timestamp (its time is unproven; signed timestamps from a timestamp authority are not supported)")]
+    NoTimestamp,
+    #[error(
+        "the transparency log entry's signed entry timestamp does not verify with the log's key"
+    )]
+    TimestampRefused,
+    #[error("the transparency log entry's inclusion proof does not lead to its root hash")]
+    Inclusion,
+    /// The checkpoint is not a signed note, is for another tree, or is not the log's.
+    #[error("the transparency log entry's checkpoint {0}")]
+    Checkpoint(&'static str),
+    #[error("the transparency log entry's body: {0}")]
+    Body(String),
+    #[error("a transparency log entry of kind {0:?}, not the signature's")]
+    Kind(String),
+    /// The entry logs another payload, signature or certificate than the one verified.
+    #[error("the transparency log entry is for another {0}")]
+    Mismatch(&'static str),
+    /// The entry as the signature carries it (annotation or bundle) cannot be read.
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+impl Error {
+    /// What the operator can do; `None` where the entry itself is wrong (the signature
+    /// is refused, as it should be).
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::UnknownLog { .. } => Some(
+                "set verify.trustedRoot to the trusted_root.json of the Sigstore instance \
+                 that signed the image"
+                    .into(),
+            ),
+            Error::NoTimestamp => {
+                Some("sign with cosign's transparency log upload (its default)".into())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Check `entry` against the trusted root's logs and `signed`; the verified time of the
 /// entry (its integrated time, which a verified SET signs).
-pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64, String> {
+pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64, Error> {
     let time = logged(entry, root)?;
     body_matches(&entry.body, signed)?;
     Ok(time)
@@ -64,21 +112,20 @@ pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64,
 
 /// The entry is in a log of the trusted root: its SET verifies, and its inclusion proof
 /// and checkpoint when it has them. Its integrated time, which the SET signs.
-fn logged(entry: &Entry, root: &TrustedRoot) -> Result<i64, String> {
+fn logged(entry: &Entry, root: &TrustedRoot) -> Result<i64, Error> {
     let Some(log) = root.log(&entry.log_id) else {
-        return Err(format!(
-            "the transparency log entry is from a log the trusted root ({}) does not list",
-            root.name
-        ));
+        return Err(Error::UnknownLog {
+            root: root.name.clone(),
+        });
     };
     if !log.valid.contains(entry.integrated_time) {
-        return Err("the transparency log's key was not valid at the entry's time".into());
+        return Err(Error::KeyNotValid);
     }
     let Some(set) = &entry.set else {
-        return Err("the transparency log entry has no signed entry timestamp (its time is unproven; signed timestamps from a timestamp authority are not supported)".into());
+        return Err(Error::NoTimestamp);
     };
     if !log.key.verifies(&set_payload(entry), set) {
-        return Err("the transparency log entry's signed entry timestamp does not verify with the log's key".into());
+        return Err(Error::TimestampRefused);
     }
     if let Some(proof) = &entry.proof {
         inclusion(&entry.body, proof)?;
@@ -110,10 +157,8 @@ fn node(left: &[u8], right: &[u8]) -> Vec<u8> {
 }
 
 /// RFC 9162 2.1.3.2: the audit path from the leaf to the root of a tree of `tree_size`.
-fn inclusion(body: &[u8], p: &Proof) -> Result<(), String> {
-    let bad = || {
-        "the transparency log entry's inclusion proof does not lead to its root hash".to_string()
-    };
+fn inclusion(body: &[u8], p: &Proof) -> Result<(), Error> {
+    let bad = || Error::Inclusion;
     if p.log_index >= p.tree_size || p.hashes.len() > MAX_PATH {
         return Err(bad());
     }
@@ -146,8 +191,8 @@ fn inclusion(body: &[u8], p: &Proof) -> Result<(), String> {
 }
 
 /// The checkpoint names the proof's tree size and root, and the log signed it.
-fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), String> {
-    let bad = |why: &str| format!("the transparency log entry's checkpoint {why}");
+fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Error> {
+    let bad = Error::Checkpoint;
     let Some((note, sigs)) = p.checkpoint.split_once("\n\n") else {
         return Err(bad("is not a signed note"));
     };
@@ -188,22 +233,9 @@ struct Body {
 }
 
 /// The entry body logs this very signature, of this payload, by this certificate.
-fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
-    let b: Body = serde_json::from_slice(body)
-        .map_err(|e| format!("the transparency log entry's body: {e}"))?;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let text = |v: &serde_json::Value, at: &str| {
-        v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
-    };
-    let decoded = |s: Option<String>| s.and_then(|s| b64.decode(s.trim()).ok());
-    let cert_of = |pem: Option<Vec<u8>>| {
-        pem.and_then(|p| String::from_utf8(p).ok())
-            .and_then(|p| super::fulcio::pem_certificates(&p).ok())
-            .and_then(|c| c.into_iter().next())
-    };
-    let sha = |d: &[u8]| format!("{:x}", Sha256::digest(d));
-    let mismatch = |what: &str| Err(format!("the transparency log entry is for another {what}"));
-    match (signed, b.kind.as_str()) {
+fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
+    let b: Body = serde_json::from_slice(body).map_err(|e| Error::Body(e.to_string()))?;
+    let mismatch = match (signed, b.kind.as_str()) {
         (
             Signed::Hashed {
                 payload,
@@ -211,20 +243,7 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
                 certificate,
             },
             "hashedrekord",
-        ) => {
-            if text(&b.spec, "/data/hash/value") != Some(sha(payload)) {
-                return mismatch("payload");
-            }
-            if decoded(text(&b.spec, "/signature/content")).as_deref() != Some(*signature) {
-                return mismatch("signature");
-            }
-            if cert_of(decoded(text(&b.spec, "/signature/publicKey/content"))).as_deref()
-                != Some(*certificate)
-            {
-                return mismatch("certificate");
-            }
-            Ok(())
-        }
+        ) => hashed_mismatch(&b.spec, payload, signature, certificate),
         (
             Signed::Dsse {
                 payload,
@@ -232,45 +251,95 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), String> {
                 certificate,
             },
             "dsse",
-        ) => {
-            if text(&b.spec, "/payloadHash/value") != Some(sha(payload)) {
-                return mismatch("payload");
-            }
-            type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
-            let logged: Vec<Logged> = b
-                .spec
-                .get("signatures")
-                .and_then(|s| s.as_array())
-                .into_iter()
-                .flatten()
-                .take(8)
-                .map(|s| {
-                    (
-                        decoded(text(s, "/signature")),
-                        cert_of(decoded(text(s, "/verifier"))),
-                    )
-                })
-                .collect();
-            let all = !signatures.is_empty()
-                && signatures.iter().all(|sig| {
-                    logged.iter().any(|(s, c)| {
-                        s.as_deref() == Some(sig) && c.as_deref() == Some(*certificate)
-                    })
-                });
-            if all {
-                Ok(())
-            } else {
-                mismatch("signature or certificate")
-            }
-        }
-        (_, kind) => Err(format!(
-            "a transparency log entry of kind {kind:?}, not the signature's"
-        )),
+        ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
+        (_, kind) => return Err(Error::Kind(kind.to_string())),
+    };
+    match mismatch {
+        Some(what) => Err(Error::Mismatch(what)),
+        None => Ok(()),
     }
 }
 
+/// What a `hashedrekord` entry's `spec` logs other than `signed` (payload, signature,
+/// certificate); `None` when it logs this very signature.
+fn hashed_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signature: &[u8],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/data/hash/value") != Some(sha256_hex(payload)) {
+        return Some("payload");
+    }
+    if base64_at(spec, "/signature/content").as_deref() != Some(signature) {
+        return Some("signature");
+    }
+    if certificate_of(base64_at(spec, "/signature/publicKey/content")).as_deref()
+        != Some(certificate)
+    {
+        return Some("certificate");
+    }
+    None
+}
+
+/// What a `dsse` entry's `spec` logs other than `signed`: every signature of the envelope
+/// must be logged with the certificate. `None` when it logs them.
+fn dsse_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/payloadHash/value") != Some(sha256_hex(payload)) {
+        return Some("payload");
+    }
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = spec
+        .get("signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| {
+            (
+                base64_at(s, "/signature"),
+                certificate_of(base64_at(s, "/verifier")),
+            )
+        })
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
+}
+
+/// The string at JSON pointer `at`.
+fn text_at(v: &serde_json::Value, at: &str) -> Option<String> {
+    v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+/// The bytes of the base64 string at JSON pointer `at`.
+fn base64_at(v: &serde_json::Value, at: &str) -> Option<Vec<u8>> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    text_at(v, at).and_then(|s| b64.decode(s.trim()).ok())
+}
+
+/// The DER of the first certificate in `pem`.
+fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    pem.and_then(|p| String::from_utf8(p).ok())
+        .and_then(|p| super::fulcio::pem_certificates(&p).ok())
+        .and_then(|c| c.into_iter().next())
+}
+
+fn sha256_hex(d: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(d))
+}
+
 /// The legacy layout's `dev.sigstore.cosign/bundle` annotation.
-pub fn from_annotation(json: &str) -> Result<Entry, String> {
+pub fn from_annotation(json: &str) -> Result<Entry, Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "PascalCase")]
     struct Legacy {
@@ -286,19 +355,22 @@ pub fn from_annotation(json: &str) -> Result<Entry, String> {
         #[serde(rename = "logID")]
         log_id: String,
     }
+    let unreadable =
+        |what: &str, e: &dyn std::fmt::Display| Error::Unreadable(format!("{what}: {e}"));
     let l: Legacy =
-        serde_json::from_str(json).map_err(|e| format!("the cosign bundle annotation: {e}"))?;
+        serde_json::from_str(json).map_err(|e| unreadable("the cosign bundle annotation", &e))?;
     let b64 = base64::engine::general_purpose::STANDARD;
     Ok(Entry {
         body: b64
             .decode(l.payload.body.trim())
-            .map_err(|e| format!("the log entry body: {e}"))?,
+            .map_err(|e| unreadable("the log entry body", &e))?,
         integrated_time: l.payload.integrated_time,
         log_index: l.payload.log_index,
-        log_id: unhex(&l.payload.log_id).ok_or("the log id is not hex")?,
+        log_id: unhex(&l.payload.log_id)
+            .ok_or_else(|| Error::Unreadable("the log id is not hex".into()))?,
         set: Some(
             b64.decode(l.signed_entry_timestamp.trim())
-                .map_err(|e| format!("the signed entry timestamp: {e}"))?,
+                .map_err(|e| unreadable("the signed entry timestamp", &e))?,
         ),
         proof: None,
     })
@@ -315,18 +387,19 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// A bundle v0.3 `tlogEntries` item.
-pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, String> {
+pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, Error> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let text = |at: &str| v.pointer(at).and_then(|x| x.as_str());
-    let int = |at: &str| -> Result<i64, String> {
+    let missing = |at: &str| Error::Unreadable(format!("tlog entry: no {at}"));
+    let int = |at: &str| -> Result<i64, Error> {
         text(at)
             .and_then(|s| s.parse().ok())
             .or_else(|| v.pointer(at).and_then(|x| x.as_i64()))
-            .ok_or_else(|| format!("tlog entry: no {at}"))
+            .ok_or_else(|| missing(at))
     };
-    let bytes = |at: &str| -> Result<Vec<u8>, String> {
-        b64.decode(text(at).ok_or_else(|| format!("tlog entry: no {at}"))?)
-            .map_err(|e| format!("tlog entry {at}: {e}"))
+    let bytes = |at: &str| -> Result<Vec<u8>, Error> {
+        b64.decode(text(at).ok_or_else(|| missing(at))?)
+            .map_err(|e| Error::Unreadable(format!("tlog entry {at}: {e}")))
     };
     let set = match text("/inclusionPromise/signedEntryTimestamp") {
         Some(_) => Some(bytes("/inclusionPromise/signedEntryTimestamp")?),
@@ -342,14 +415,17 @@ pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, String> {
                 .flatten()
                 .take(MAX_PATH + 1)
                 .map(|h| {
-                    h.as_str()
-                        .and_then(|h| b64.decode(h).ok())
-                        .ok_or("tlog entry: an inclusion proof hash is not base64")
+                    h.as_str().and_then(|h| b64.decode(h).ok()).ok_or_else(|| {
+                        Error::Unreadable(
+                            "tlog entry: an inclusion proof hash is not base64".into(),
+                        )
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let unsigned = |at: &str| {
                 int(at).and_then(|i| {
-                    u64::try_from(i).map_err(|_| format!("tlog entry: a negative {at}"))
+                    u64::try_from(i)
+                        .map_err(|_| Error::Unreadable(format!("tlog entry: a negative {at}")))
                 })
             };
             Some(Proof {
@@ -393,23 +469,27 @@ mod tests {
 
         let mut bad = entry.clone();
         bad.integrated_time += 1;
-        assert!(logged(&bad, &root)
-            .unwrap_err()
-            .contains("signed entry timestamp"));
+        assert_eq!(logged(&bad, &root), Err(Error::TimestampRefused));
         let mut bad = entry.clone();
         bad.proof.as_mut().unwrap().hashes[3][0] ^= 1;
-        assert!(logged(&bad, &root).unwrap_err().contains("inclusion proof"));
+        assert_eq!(logged(&bad, &root), Err(Error::Inclusion));
         let mut bad = entry.clone();
         let p = bad.proof.as_mut().unwrap();
         p.checkpoint = p
             .checkpoint
             .replace("rekor.sigstore.dev - ", "rekor.example - ");
-        assert!(logged(&bad, &root)
-            .unwrap_err()
-            .contains("not signed by the log's key"));
+        let refused = logged(&bad, &root).unwrap_err();
+        assert_eq!(refused, Error::Checkpoint("is not signed by the log's key"));
+        assert_eq!(
+            refused.to_string(),
+            "the transparency log entry's checkpoint is not signed by the log's key"
+        );
         let mut bad = entry;
         bad.log_id[0] ^= 1;
-        assert!(logged(&bad, &root).unwrap_err().contains("does not list"));
+        let unknown = logged(&bad, &root).unwrap_err();
+        assert!(matches!(unknown, Error::UnknownLog { .. }), "{unknown:?}");
+        assert!(unknown.to_string().contains("does not list"), "{unknown}");
+        assert!(unknown.hint().unwrap().contains("verify.trustedRoot"));
     }
 
     fn leaf(d: &[u8]) -> Vec<u8> {

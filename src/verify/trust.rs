@@ -110,37 +110,80 @@ struct RawWindow {
     end: Option<String>,
 }
 
+/// Why a file is not a trusted root keyless signatures can be checked against.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RootError {
+    #[error("not a Sigstore trusted root (trusted_root.json): {0}")]
+    NotJson(String),
+    #[error("a trusted root of media type {0:?}, not {MEDIA_TYPE:?}")]
+    MediaType(String),
+    #[error("{at}: not base64: {reason}")]
+    Base64 { at: String, reason: String },
+    #[error("{at}: {key}")]
+    Key {
+        at: String,
+        key: super::keys::KeyError,
+    },
+    /// A `validFor` whose start or end is not a timestamp.
+    #[error("{at}: {value:?}: {reason}")]
+    Window {
+        at: String,
+        value: String,
+        reason: String,
+    },
+    #[error("certificateAuthorities[{0}]: no certificates")]
+    EmptyChain(usize),
+    #[error("keyless verification needs certificateAuthorities and tlogs")]
+    Incomplete,
+}
+
+impl RootError {
+    /// Where a trusted root comes from.
+    pub fn hint(&self) -> Option<String> {
+        Some(
+            "give the trusted_root.json of the Sigstore instance (`cosign trusted-root create`, \
+             or the one its TUF repository publishes), or leave trustedRoot out for the \
+             public-good instance"
+                .into(),
+        )
+    }
+}
+
 impl TrustedRoot {
     /// The public-good root built into imagebump.
-    pub fn public_good() -> Result<TrustedRoot, String> {
+    pub fn public_good() -> Result<TrustedRoot, RootError> {
         Self::from_json("public-good", PUBLIC_GOOD.as_bytes())
     }
 
     /// Read a `trusted_root.json`; `name` names it in messages.
-    pub fn from_json(name: &str, json: &[u8]) -> Result<TrustedRoot, String> {
-        let raw: RawRoot = serde_json::from_slice(json)
-            .map_err(|e| format!("not a Sigstore trusted root (trusted_root.json): {e}"))?;
+    pub fn from_json(name: &str, json: &[u8]) -> Result<TrustedRoot, RootError> {
+        let raw: RawRoot =
+            serde_json::from_slice(json).map_err(|e| RootError::NotJson(e.to_string()))?;
         if raw.media_type != MEDIA_TYPE {
-            return Err(format!(
-                "a trusted root of media type {:?}, not {MEDIA_TYPE:?}",
-                raw.media_type
-            ));
+            return Err(RootError::MediaType(raw.media_type));
         }
         let b64 = base64::engine::general_purpose::STANDARD;
         let decode = |what: &str, s: &str| {
-            b64.decode(s.trim())
-                .map_err(|e| format!("{what}: not base64: {e}"))
+            b64.decode(s.trim()).map_err(|e| RootError::Base64 {
+                at: what.to_string(),
+                reason: e.to_string(),
+            })
         };
         let mut logs = Vec::new();
         for (i, l) in raw.tlogs.iter().enumerate() {
             let der = decode(&format!("tlogs[{i}].publicKey"), &l.public_key.raw_bytes)?;
-            let key = PublicKey::from_der(&format!("rekor key {i}"), &der)
-                .map_err(|e| format!("tlogs[{i}].publicKey: {e}"))?;
+            let key = PublicKey::from_der(&format!("rekor key {i}"), &der).map_err(|key| {
+                RootError::Key {
+                    at: format!("tlogs[{i}].publicKey"),
+                    key,
+                }
+            })?;
             logs.push(Log {
                 key,
                 id: decode(&format!("tlogs[{i}].logId"), &l.log_id.key_id)?,
-                valid: window(l.public_key.valid_for.as_ref())
-                    .map_err(|e| format!("tlogs[{i}].publicKey.validFor: {e}"))?,
+                valid: window(l.public_key.valid_for.as_ref(), || {
+                    format!("tlogs[{i}].publicKey.validFor")
+                })?,
             });
         }
         let mut authorities = Vec::new();
@@ -152,16 +195,17 @@ impl TrustedRoot {
                 .map(|c| decode(&format!("certificateAuthorities[{i}]"), &c.raw_bytes))
                 .collect::<Result<Vec<_>, _>>()?;
             if chain.is_empty() {
-                return Err(format!("certificateAuthorities[{i}]: no certificates"));
+                return Err(RootError::EmptyChain(i));
             }
             authorities.push(Authority {
                 chain,
-                valid: window(a.valid_for.as_ref())
-                    .map_err(|e| format!("certificateAuthorities[{i}].validFor: {e}"))?,
+                valid: window(a.valid_for.as_ref(), || {
+                    format!("certificateAuthorities[{i}].validFor")
+                })?,
             });
         }
         if authorities.is_empty() || logs.is_empty() {
-            return Err("keyless verification needs certificateAuthorities and tlogs".into());
+            return Err(RootError::Incomplete);
         }
         Ok(TrustedRoot {
             name: name.to_string(),
@@ -176,13 +220,18 @@ impl TrustedRoot {
     }
 }
 
-fn window(raw: Option<&RawWindow>) -> Result<Window, String> {
+/// The window `raw` gives (open where it names no start or end); `at` names it in errors.
+fn window(raw: Option<&RawWindow>, at: impl Fn() -> String) -> Result<Window, RootError> {
     let at = |s: &Option<String>, default: i64| match s {
         None => Ok(default),
         Some(s) => s
             .parse::<jiff::Timestamp>()
             .map(|t| t.as_second())
-            .map_err(|e| format!("{s:?}: {e}")),
+            .map_err(|e| RootError::Window {
+                at: at(),
+                value: s.clone(),
+                reason: e.to_string(),
+            }),
     };
     Ok(Window {
         start: at(&raw.and_then(|r| r.start.clone()), i64::MIN)?,
@@ -217,13 +266,18 @@ mod tests {
     #[test]
     fn refuses_what_is_not_a_trusted_root() {
         let e = TrustedRoot::from_json("t", b"{}").unwrap_err();
-        assert!(e.starts_with("not a Sigstore trusted root"), "{e}");
+        assert!(matches!(e, RootError::NotJson(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("not a Sigstore trusted root"),
+            "{e}"
+        );
         let e = TrustedRoot::from_json("t", br#"{"mediaType":"x"}"#).unwrap_err();
-        assert!(e.contains("media type \"x\""), "{e}");
+        assert!(e.to_string().contains("media type \"x\""), "{e}");
         let empty = format!(r#"{{"mediaType":"{MEDIA_TYPE}"}}"#);
         let e = TrustedRoot::from_json("t", empty.as_bytes()).unwrap_err();
+        assert_eq!(e, RootError::Incomplete);
         assert_eq!(
-            e,
+            e.to_string(),
             "keyless verification needs certificateAuthorities and tlogs"
         );
     }

@@ -31,22 +31,50 @@ pub enum Source {
 pub const SOURCES: &str =
     "env:VAR, file:PATH, dockerconfig, ext:PATH, ecr[:REGION], gcp[:KEYFILE], acr, github or anonymous";
 
+/// A credentials source that does not parse, with the spelling as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("credentials {spec:?}: {kind}: needs {what} after the colon")]
+    MissingArgument {
+        spec: String,
+        kind: String,
+        what: &'static str,
+    },
+    #[error("credentials {spec:?}: {kind} takes no argument")]
+    UnexpectedArgument { spec: String, kind: String },
+    #[error("unknown credentials source {spec:?}; use {SOURCES}")]
+    Unknown { spec: String },
+}
+
+impl SourceError {
+    /// Where the sources and their spellings are described.
+    pub fn hint(&self) -> Option<String> {
+        Some("see docs/registries.md".into())
+    }
+}
+
 impl Source {
-    pub fn parse(spec: &str) -> Result<Source, String> {
+    pub fn parse(spec: &str) -> Result<Source, SourceError> {
         let spec = spec.trim();
         let (kind, arg) = match spec.split_once(':') {
             Some((k, a)) => (k, Some(a.trim())),
             None => (spec, None),
         };
-        let need = |what: &str| -> Result<&str, String> {
-            arg.filter(|a| !a.is_empty()).ok_or_else(|| {
-                format!("credentials {spec:?}: {kind}: needs {what} after the colon")
-            })
+        let need = |what: &'static str| -> Result<&str, SourceError> {
+            arg.filter(|a| !a.is_empty())
+                .ok_or_else(|| SourceError::MissingArgument {
+                    spec: spec.to_string(),
+                    kind: kind.to_string(),
+                    what,
+                })
         };
-        let none = |s: Source| -> Result<Source, String> {
+        let none = |s: Source| -> Result<Source, SourceError> {
             match arg {
                 None => Ok(s),
-                Some(_) => Err(format!("credentials {spec:?}: {kind} takes no argument")),
+                Some(_) => Err(SourceError::UnexpectedArgument {
+                    spec: spec.to_string(),
+                    kind: kind.to_string(),
+                }),
             }
         };
         match kind {
@@ -63,9 +91,9 @@ impl Source {
             "acr" => none(Source::Acr),
             "github" => none(Source::GitHub),
             "anonymous" => none(Source::Anonymous),
-            _ => Err(format!(
-                "unknown credentials source {spec:?}; use {SOURCES}"
-            )),
+            _ => Err(SourceError::Unknown {
+                spec: spec.to_string(),
+            }),
         }
     }
 
@@ -104,5 +132,28 @@ impl Source {
             self,
             Source::Env(_) | Source::GitHub | Source::Anonymous | Source::Gcp(Some(_))
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_that_does_not_parse_says_what_is_wrong_with_it() {
+        assert_eq!(
+            Source::parse("env:").unwrap_err().to_string(),
+            "credentials \"env:\": env: needs a variable name after the colon"
+        );
+        assert_eq!(
+            Source::parse("acr:x").unwrap_err().to_string(),
+            "credentials \"acr:x\": acr takes no argument"
+        );
+        let unknown = Source::parse("vault").unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            format!("unknown credentials source \"vault\"; use {SOURCES}")
+        );
+        assert_eq!(unknown.hint().as_deref(), Some("see docs/registries.md"));
     }
 }

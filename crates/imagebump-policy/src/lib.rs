@@ -188,8 +188,9 @@ impl Policy {
         credentials: Option<String>,
     ) -> Result<Policy, PolicyError> {
         if let Some(c) = credentials.as_deref() {
-            imagebump_model::credentials::Source::parse(c)
-                .map_err(|m| PolicyError::new("credentials", m).hint("see docs/registries.md"))?;
+            imagebump_model::credentials::Source::parse(c).map_err(|m| {
+                PolicyError::new("credentials", m.to_string()).hint("see docs/registries.md")
+            })?;
         }
         let strategy = spec.strategy.unwrap_or_default();
         let mut warnings = Vec::new();

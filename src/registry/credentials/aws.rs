@@ -22,7 +22,7 @@ use reqwest::{RequestBuilder, StatusCode, Url};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use super::{Credential, Ctx, Environment, Fetched};
+use super::{Credential, Ctx, Environment, Error, Fetched};
 use imagebump_model::env::EnvVars;
 
 /// Timeout for the link-local metadata endpoints, so a machine without them fails fast.
@@ -97,7 +97,7 @@ fn dns_suffix(region: &str) -> &'static str {
 
 /// Fetches a registry credential for the ECR registry `ctx.host`, in `region` if given,
 /// else the host's region, else `AWS_REGION` / `AWS_DEFAULT_REGION`.
-pub async fn fetch(ctx: &Ctx<'_>, region: Option<&str>) -> Result<Fetched, String> {
+pub async fn fetch(ctx: &Ctx<'_>, region: Option<&str>) -> Result<Fetched, Error> {
     let region = resolve_region(ctx, region)?;
     let creds = credentials(ctx, &region).await?;
     // Keys read from a file or a metadata service are secrets in every later message too.
@@ -106,7 +106,7 @@ pub async fn fetch(ctx: &Ctx<'_>, region: Option<&str>) -> Result<Fetched, Strin
     get_authorization_token(ctx, &region, &creds).await
 }
 
-fn resolve_region(ctx: &Ctx<'_>, explicit: Option<&str>) -> Result<String, String> {
+fn resolve_region(ctx: &Ctx<'_>, explicit: Option<&str>) -> Result<String, Error> {
     let region = explicit
         .map(str::to_owned)
         .or_else(|| region_of(ctx.host))
@@ -117,16 +117,21 @@ fn resolve_region(ctx: &Ctx<'_>, explicit: Option<&str>) -> Result<String, Strin
                 .map(str::to_owned)
         })
         .ok_or_else(|| {
-            format!(
-                "cannot tell the AWS region of ECR registry {}; set `credentials: ecr:<region>` \
-                 (or AWS_REGION)",
-                ctx.host
+            Error::unset(
+                EnvVars::AWS_REGION,
+                format!(
+                    "cannot tell the AWS region of ECR registry {}; set `credentials: ecr:<region>` \
+                     (or AWS_REGION)",
+                    ctx.host
+                ),
             )
         })?;
     if is_region(&region) {
         Ok(region)
     } else {
-        Err(format!("{region:?} is not an AWS region name"))
+        Err(Error::setting(format!(
+            "{region:?} is not an AWS region name"
+        )))
     }
 }
 
@@ -161,7 +166,7 @@ enum Link {
     Absent(String),
 }
 
-async fn credentials(ctx: &Ctx<'_>, region: &str) -> Result<AwsCredentials, String> {
+async fn credentials(ctx: &Ctx<'_>, region: &str) -> Result<AwsCredentials, Error> {
     let mut tried = Vec::new();
     let mut found = |link: Link| match link {
         Link::Found(creds) => Some(creds),
@@ -185,14 +190,14 @@ async fn credentials(ctx: &Ctx<'_>, region: &str) -> Result<AwsCredentials, Stri
     if let Some(creds) = found(instance_metadata(ctx).await?) {
         return Ok(creds);
     }
-    Err(format!(
+    Err(Error::setting(format!(
         "no AWS credentials found for ECR; tried {}",
         tried.join("; ")
-    ))
+    )))
 }
 
 /// (a) `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally `AWS_SESSION_TOKEN`.
-fn environment_keys(env: &Environment) -> Result<Link, String> {
+fn environment_keys(env: &Environment) -> Result<Link, Error> {
     match (
         env.get(EnvVars::AWS_ACCESS_KEY_ID),
         env.get(EnvVars::AWS_SECRET_ACCESS_KEY),
@@ -207,26 +212,31 @@ fn environment_keys(env: &Environment) -> Result<Link, String> {
         (None, None) => Ok(Link::Absent(
             "environment variables (AWS_ACCESS_KEY_ID not set)".to_owned(),
         )),
-        (Some(_), None) => {
-            Err("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not".to_owned())
-        }
-        (None, Some(_)) => {
-            Err("AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not".to_owned())
-        }
+        (Some(_), None) => Err(Error::unset(
+            EnvVars::AWS_SECRET_ACCESS_KEY,
+            "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not",
+        )),
+        (None, Some(_)) => Err(Error::unset(
+            EnvVars::AWS_ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not",
+        )),
     }
 }
 
 /// (b) `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN` → STS `AssumeRoleWithWebIdentity`.
-async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
+async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, Error> {
     let env = ctx.env;
     let Some(token_file) = env.get(EnvVars::AWS_WEB_IDENTITY_TOKEN_FILE) else {
         return Ok(Link::Absent(
             "web identity (AWS_WEB_IDENTITY_TOKEN_FILE not set)".to_owned(),
         ));
     };
-    let role_arn = env
-        .get(EnvVars::AWS_ROLE_ARN)
-        .ok_or("AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not")?;
+    let role_arn = env.get(EnvVars::AWS_ROLE_ARN).ok_or_else(|| {
+        Error::unset(
+            EnvVars::AWS_ROLE_ARN,
+            "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not",
+        )
+    })?;
     let session_name = env
         .get(EnvVars::AWS_ROLE_SESSION_NAME)
         .unwrap_or(DEFAULT_SESSION_NAME);
@@ -256,13 +266,15 @@ async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
             _ => xml.into_owned(),
         };
         let detail = excerpt(&detail, &[token.expose_secret()]);
-        return Err(format!(
+        return Err(Error::service(format!(
             "{source}: {}",
             http_error(what, url.as_str(), status, &detail)
-        ));
+        )));
     }
 
-    let malformed = |missing: &str| format!("{source}: {what} {url} answered without {missing}");
+    let malformed = |missing: &str| {
+        Error::service(format!("{source}: {what} {url} answered without {missing}"))
+    };
     let creds = xml_element(&xml, "Credentials").ok_or_else(|| malformed("Credentials"))?;
     let field = |name: &str| {
         xml_element(creds, name)
@@ -280,20 +292,11 @@ async fn web_identity(ctx: &Ctx<'_>, region: &str) -> Result<Link, String> {
 
 /// (c) Static keys of profile `AWS_PROFILE` (else `default`) in `AWS_SHARED_CREDENTIALS_FILE`
 /// (else `~/.aws/credentials`).
-async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
-    let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
-    let path = match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
-        (Some(path), home) => match (path.strip_prefix("~/"), home) {
-            (Some(rest), Some(home)) => Path::new(home).join(rest),
-            _ => PathBuf::from(path),
-        },
-        (None, Some(home)) => Path::new(home).join(".aws").join("credentials"),
-        (None, None) => {
-            return Ok(Link::Absent(
-                "shared credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME set)"
-                    .to_owned(),
-            ))
-        }
+async fn shared_credentials_file(env: &Environment) -> Result<Link, Error> {
+    let Some(path) = shared_file_path(env) else {
+        return Ok(Link::Absent(
+            "shared credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME set)".to_owned(),
+        ));
     };
     let text = match tokio::fs::read_to_string(&path).await {
         Ok(text) => text,
@@ -304,9 +307,13 @@ async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
             )))
         }
         Err(e) => {
-            return Err(format!(
-                "cannot read AWS shared credentials file {}: {e}",
-                path.display()
+            return Err(Error::file(
+                &path,
+                SHARED_FILE_HOLDS,
+                format!(
+                    "cannot read AWS shared credentials file {}: {e}",
+                    path.display()
+                ),
             ))
         }
     };
@@ -318,7 +325,11 @@ async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
     );
     let Some(keys) = profile_keys(&text, profile) else {
         return match explicit_profile {
-            Some(_) => Err(format!("{source}: no such profile")),
+            Some(_) => Err(Error::file(
+                &path,
+                SHARED_FILE_HOLDS,
+                format!("{source}: no such profile"),
+            )),
             None => Ok(Link::Absent(format!(
                 "shared credentials file {} (no [default] profile)",
                 path.display()
@@ -339,12 +350,35 @@ async fn shared_credentials_file(env: &Environment) -> Result<Link, String> {
             expires_at: None,
             source,
         })),
-        _ => Err(format!(
-            "{source}: the profile has no aws_access_key_id and aws_secret_access_key \
-             (only static keys are supported)"
+        _ => Err(Error::file(
+            &path,
+            SHARED_FILE_HOLDS,
+            format!(
+                "{source}: the profile has no aws_access_key_id and aws_secret_access_key \
+                 (only static keys are supported)"
+            ),
         )),
     }
 }
+
+/// `AWS_SHARED_CREDENTIALS_FILE` (a leading `~/` is the home directory), else
+/// `~/.aws/credentials`; `None` when neither it nor a home directory is set.
+fn shared_file_path(env: &Environment) -> Option<PathBuf> {
+    let home = env.get(EnvVars::HOME).or_else(|| env.get("USERPROFILE"));
+    match (env.get(EnvVars::AWS_SHARED_CREDENTIALS_FILE), home) {
+        (Some(path), home) => Some(match (path.strip_prefix("~/"), home) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ => PathBuf::from(path),
+        }),
+        (None, Some(home)) => Some(Path::new(home).join(".aws").join("credentials")),
+        (None, None) => None,
+    }
+}
+
+/// What the shared credentials file must hold.
+const SHARED_FILE_HOLDS: &str =
+    "a [profile] section (AWS_PROFILE, else default) with aws_access_key_id and \
+     aws_secret_access_key";
 
 /// The `key = value` pairs of the `[<profile>]` sections of an INI credentials file, keys
 /// lower-cased, or `None` if there is no such section. Indented lines continue a previous
@@ -376,7 +410,7 @@ fn profile_keys(text: &str, profile: &str) -> Option<Vec<(String, String)>> {
 /// (d) ECS task roles and EKS Pod Identity: `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` or
 /// `AWS_CONTAINER_CREDENTIALS_FULL_URI`, authorized by `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE`
 /// or `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
-async fn container(ctx: &Ctx<'_>) -> Result<Link, String> {
+async fn container(ctx: &Ctx<'_>) -> Result<Link, Error> {
     let env = ctx.env;
     let url = if let Some(relative) = env.get(EnvVars::AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) {
         let separator = if relative.starts_with('/') { "" } else { "/" };
@@ -421,9 +455,10 @@ async fn container(ctx: &Ctx<'_>) -> Result<Link, String> {
 
 /// Plain-http container endpoints are only trusted on loopback and the addresses ECS and EKS
 /// use, as the SDKs do: the authorization token must not go elsewhere in clear text.
-fn check_container_url(url: &str) -> Result<(), String> {
+fn check_container_url(url: &str) -> Result<(), Error> {
     const NAME: &str = EnvVars::AWS_CONTAINER_CREDENTIALS_FULL_URI;
-    let parsed = Url::parse(url).map_err(|e| format!("{NAME} {url} is not a URL: {e}"))?;
+    let parsed =
+        Url::parse(url).map_err(|e| Error::setting(format!("{NAME} {url} is not a URL: {e}")))?;
     let host = parsed.host_str().unwrap_or_default();
     let trusted = match host.trim_start_matches('[').trim_end_matches(']').parse() {
         Ok(IpAddr::V4(ip)) => {
@@ -437,15 +472,15 @@ fn check_container_url(url: &str) -> Result<(), String> {
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if trusted => Ok(()),
-        _ => Err(format!(
+        _ => Err(Error::setting(format!(
             "{NAME} {url}: only https, or http to loopback or the ECS/EKS credential \
              addresses, is allowed"
-        )),
+        ))),
     }
 }
 
 /// (e) EC2 instance metadata, IMDSv2: a session token, the role name, then its credentials.
-async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
+async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, Error> {
     let env = ctx.env;
     if env
         .get(EnvVars::AWS_EC2_METADATA_DISABLED)
@@ -455,7 +490,36 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)".to_owned(),
         ));
     }
-    let base = match env.get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT) {
+    let base = imds_endpoint(env);
+    let token = match imds_session(ctx, base).await? {
+        Session::Token(token) => token,
+        Session::Absent(link) => return Ok(link),
+    };
+    let token_header = secret_header(token.expose_secret(), "the IMDSv2 session token")?;
+    let secrets = [token.expose_secret()];
+    let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
+    let role = imds_role(ctx, &roles_url, token_header.clone(), &secrets).await?;
+
+    let role_url = format!("{roles_url}{role}");
+    let request = ctx
+        .http
+        .get(&role_url)
+        .header("x-aws-ec2-metadata-token", token_header)
+        .timeout(METADATA_TIMEOUT);
+    let (status, body) = call(request, IMDS, &role_url).await?;
+    if !status.is_success() {
+        return Err(failure(IMDS, &role_url, status, &body, &secrets));
+    }
+    let source = format!("AWS EC2 instance metadata (role {role})");
+    credentials_from_json(&body, &role_url, source).map(Link::Found)
+}
+
+/// How the instance metadata link names itself in errors.
+const IMDS: &str = "EC2 instance metadata";
+
+/// The instance metadata endpoint: the one configured, else IPv4's or IPv6's default.
+fn imds_endpoint(env: &Environment) -> &str {
+    match env.get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT) {
         Some(endpoint) => endpoint.trim_end_matches('/'),
         None if env
             .get(EnvVars::AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE)
@@ -464,21 +528,29 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             IMDS_IPV6_ENDPOINT
         }
         None => IMDS_DEFAULT_ENDPOINT,
-    };
-    let what = "EC2 instance metadata";
+    }
+}
 
+/// What the IMDSv2 session token request found.
+enum Session {
+    Token(SecretString),
+    /// Nothing answering as instance metadata: the link does not apply.
+    Absent(Link),
+}
+
+/// An IMDSv2 session token from `base`. The request doubles as the probe: off EC2 (or with
+/// IMDS firewalled or answering something else) this link does not apply.
+async fn imds_session(ctx: &Ctx<'_>, base: &str) -> Result<Session, Error> {
     let token_url = format!("{base}/latest/api/token");
     let request = ctx
         .http
         .put(&token_url)
         .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
         .timeout(METADATA_TIMEOUT);
-    // The token request doubles as the probe: off EC2 (or with IMDS firewalled or answering
-    // something else) this link does not apply.
     let absent = |why: String| {
-        Ok(Link::Absent(format!(
+        Ok(Session::Absent(Link::Absent(format!(
             "EC2 instance metadata at {base} ({why})"
-        )))
+        ))))
     };
     let response = match request.send().await {
         Ok(response) if response.status().is_success() => response,
@@ -486,67 +558,64 @@ async fn instance_metadata(ctx: &Ctx<'_>) -> Result<Link, String> {
             return absent(format!("token request answered HTTP {}", response.status()))
         }
         Err(e) if e.is_connect() || e.is_timeout() => return absent("not reachable".to_owned()),
-        Err(e) => return Err(transport_error(what, &token_url, &e)),
+        Err(e) => return Err(transport_error(IMDS, &token_url, &e)),
     };
-    let token = response
+    response
         .text()
         .await
-        .map(SecretString::from)
-        .map_err(|e| transport_error(what, &token_url, &e))?;
-    let token_header = secret_header(token.expose_secret(), "the IMDSv2 session token")?;
-    let secrets = [token.expose_secret()];
+        .map(|token| Session::Token(SecretString::from(token)))
+        .map_err(|e| transport_error(IMDS, &token_url, &e))
+}
 
-    let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
+/// The name of the instance's IAM role, the first line `roles_url` lists.
+async fn imds_role(
+    ctx: &Ctx<'_>,
+    roles_url: &str,
+    token_header: HeaderValue,
+    secrets: &[&str],
+) -> Result<String, Error> {
     let request = ctx
         .http
-        .get(&roles_url)
-        .header("x-aws-ec2-metadata-token", token_header.clone())
+        .get(roles_url)
+        .header("x-aws-ec2-metadata-token", token_header)
         .timeout(METADATA_TIMEOUT);
-    let (status, body) = call(request, what, &roles_url).await?;
-    let no_role =
-        || format!("{what} {roles_url}: this instance has no IAM role (instance profile)");
+    let (status, body) = call(request, IMDS, roles_url).await?;
+    let no_role = || {
+        Error::service(format!(
+            "{IMDS} {roles_url}: this instance has no IAM role (instance profile)"
+        ))
+    };
     if status == StatusCode::NOT_FOUND {
         return Err(no_role());
     }
     if !status.is_success() {
-        return Err(failure(what, &roles_url, status, &body, &secrets));
+        return Err(failure(IMDS, roles_url, status, &body, secrets));
     }
     let roles = String::from_utf8_lossy(&body);
-    let role = roles
+    roles
         .lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
-        .ok_or_else(no_role)?;
-
-    let role_url = format!("{roles_url}{role}");
-    let request = ctx
-        .http
-        .get(&role_url)
-        .header("x-aws-ec2-metadata-token", token_header)
-        .timeout(METADATA_TIMEOUT);
-    let (status, body) = call(request, what, &role_url).await?;
-    if !status.is_success() {
-        return Err(failure(what, &role_url, status, &body, &secrets));
-    }
-    let source = format!("AWS EC2 instance metadata (role {role})");
-    credentials_from_json(&body, &role_url, source).map(Link::Found)
+        .map(str::to_owned)
+        .ok_or_else(no_role)
 }
 
 /// `{AccessKeyId, SecretAccessKey, Token, Expiration}` from the container or IMDS endpoint.
-fn credentials_from_json(body: &[u8], url: &str, source: String) -> Result<AwsCredentials, String> {
+fn credentials_from_json(body: &[u8], url: &str, source: String) -> Result<AwsCredentials, Error> {
+    let fail = |why: String| Error::service(format!("{source}: {url} answered {why}"));
     // Parsed as a `Value` and read field by field so no error can quote a field's value.
-    let json: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("{source}: {url} answered with invalid JSON: {e}"))?;
+    let json: Value =
+        serde_json::from_slice(body).map_err(|e| fail(format!("with invalid JSON: {e}")))?;
     if let Some(code) = json.get("Code").and_then(Value::as_str) {
         if code != "Success" {
-            return Err(format!("{source}: {url} answered Code {code:?}"));
+            return Err(fail(format!("Code {code:?}")));
         }
     }
     let field = |name: &str| {
         json.get(name)
             .and_then(Value::as_str)
             .filter(|v| !v.is_empty())
-            .ok_or_else(|| format!("{source}: {url} answered without {name}"))
+            .ok_or_else(|| fail(format!("without {name}")))
     };
     let expires_at = match json.get("Expiration").and_then(Value::as_str) {
         Some(expiration) => Some(parse_timestamp(expiration, &source)?),
@@ -579,7 +648,7 @@ fn signed_request(
     region: &str,
     endpoint: &Url,
     time: SystemTime,
-) -> Result<SignedRequest, String> {
+) -> Result<SignedRequest, Error> {
     use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
     use aws_sigv4::sign::v4;
 
@@ -601,7 +670,7 @@ fn signed_request(
         .time(time)
         .settings(SigningSettings::default())
         .build()
-        .map_err(|e| format!("cannot sign the ECR request: {e}"))?
+        .map_err(|e| Error::setting(format!("cannot sign the ECR request: {e}")))?
         .into();
     let unsigned = [
         (CONTENT_TYPE.as_str(), ECR_CONTENT_TYPE),
@@ -614,7 +683,7 @@ fn signed_request(
         SignableBody::Bytes(ECR_BODY.as_bytes()),
     )
     .and_then(|request| sign(request, &params))
-    .map_err(|e| format!("cannot sign the ECR request to {endpoint}: {e}"))?;
+    .map_err(|e| Error::setting(format!("cannot sign the ECR request to {endpoint}: {e}")))?;
     let (instructions, _signature) = signable.into_parts();
     let (signing_headers, _query_params) = instructions.into_parts();
 
@@ -624,7 +693,12 @@ fn signed_request(
         headers.insert(name, HeaderValue::from_static(value));
     }
     for header in signing_headers {
-        let invalid = || format!("signed header {} is not valid in HTTP", header.name());
+        let invalid = || {
+            Error::setting(format!(
+                "signed header {} is not valid in HTTP",
+                header.name()
+            ))
+        };
         let name = HeaderName::from_bytes(header.name().as_bytes()).map_err(|_| invalid())?;
         let mut value = HeaderValue::from_str(header.value()).map_err(|_| invalid())?;
         value.set_sensitive(header.sensitive());
@@ -641,7 +715,7 @@ async fn get_authorization_token(
     ctx: &Ctx<'_>,
     region: &str,
     creds: &AwsCredentials,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, Error> {
     let default = format!("https://api.ecr.{region}.{}/", dns_suffix(region));
     let endpoint = service_endpoint(ctx.env, "ECR", default)?;
     let signed = signed_request(creds, region, &endpoint, SystemTime::now())?;
@@ -664,10 +738,16 @@ async fn get_authorization_token(
             _ => String::from_utf8_lossy(&body).into_owned(),
         };
         let detail = excerpt(&detail, &creds.secrets());
-        return Err(http_error(&what, endpoint.as_str(), status, &detail));
+        return Err(Error::service(http_error(
+            &what,
+            endpoint.as_str(),
+            status,
+            &detail,
+        )));
     }
 
-    let malformed = |problem: &str| format!("{what}: {endpoint} answered {problem}");
+    let malformed =
+        |problem: &str| Error::service(format!("{what}: {endpoint} answered {problem}"));
     let data = json
         .as_ref()
         .and_then(|json| json.get("authorizationData")?.get(0))
@@ -705,16 +785,17 @@ async fn get_authorization_token(
 
 /// The endpoint of an AWS service: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`,
 /// else `default`.
-fn service_endpoint(env: &Environment, service: &str, default: String) -> Result<Url, String> {
+fn service_endpoint(env: &Environment, service: &str, default: String) -> Result<Url, Error> {
     let specific = format!("AWS_ENDPOINT_URL_{service}");
     let configured = [specific.as_str(), EnvVars::AWS_ENDPOINT_URL]
         .into_iter()
         .find_map(|name| Some((name, env.get(name)?)));
     match configured {
         Some((name, url)) => {
-            Url::parse(url).map_err(|e| format!("{name} ({url}) is not a URL: {e}"))
+            Url::parse(url).map_err(|e| Error::setting(format!("{name} ({url}) is not a URL: {e}")))
         }
-        None => Url::parse(&default).map_err(|e| format!("bad {service} endpoint {default}: {e}")),
+        None => Url::parse(&default)
+            .map_err(|e| Error::setting(format!("bad {service} endpoint {default}: {e}"))),
     }
 }
 
@@ -723,7 +804,7 @@ async fn call(
     request: RequestBuilder,
     what: &str,
     url: &str,
-) -> Result<(StatusCode, Vec<u8>), String> {
+) -> Result<(StatusCode, Vec<u8>), Error> {
     let response = request
         .send()
         .await
@@ -737,9 +818,9 @@ async fn call(
 }
 
 /// An error for a non-success answer, quoting an excerpt of its body.
-fn failure(what: &str, url: &str, status: StatusCode, body: &[u8], secrets: &[&str]) -> String {
+fn failure(what: &str, url: &str, status: StatusCode, body: &[u8], secrets: &[&str]) -> Error {
     let detail = excerpt(&String::from_utf8_lossy(body), secrets);
-    http_error(what, url, status, &detail)
+    Error::service(http_error(what, url, status, &detail))
 }
 
 fn http_error(what: &str, url: &str, status: StatusCode, detail: &str) -> String {
@@ -751,14 +832,14 @@ fn http_error(what: &str, url: &str, status: StatusCode, detail: &str) -> String
 }
 
 /// A transport error with its causes (reqwest's own message alone says little).
-fn transport_error(what: &str, url: &str, error: &reqwest::Error) -> String {
+fn transport_error(what: &str, url: &str, error: &reqwest::Error) -> Error {
     // reqwest's own message repeats the URL; its causes say what happened.
     let detail = match std::error::Error::source(error) {
         _ if error.is_timeout() => "timed out".to_owned(),
         Some(cause) => imagebump_http::error_chain(cause),
         None => error.to_string(),
     };
-    format!("{what}: {url}: {detail}")
+    Error::service(format!("{what}: {url}: {detail}"))
 }
 
 /// Server text fit for an error message: secrets replaced, first paragraph only, whitespace
@@ -780,30 +861,31 @@ fn excerpt(text: &str, secrets: &[&str]) -> String {
 }
 
 /// A header value that is never printed by `Debug` (reqwest and hyper honour the flag).
-fn secret_header(value: &str, what: &str) -> Result<HeaderValue, String> {
+fn secret_header(value: &str, what: &str) -> Result<HeaderValue, Error> {
     let mut value = HeaderValue::from_str(value)
-        .map_err(|_| format!("{what} is not a valid HTTP header value"))?;
+        .map_err(|_| Error::setting(format!("{what} is not a valid HTTP header value")))?;
     value.set_sensitive(true);
     Ok(value)
 }
 
 /// A file holding a token, trimmed.
-async fn read_secret_file(path: &Path, what: &str) -> Result<SecretString, String> {
+async fn read_secret_file(path: &Path, what: &str) -> Result<SecretString, Error> {
+    let fail = |message: String| Error::file(path, "a token", message);
     let text = tokio::fs::read_to_string(path)
         .await
-        .map_err(|e| format!("cannot read AWS {what} {}: {e}", path.display()))?;
+        .map_err(|e| fail(format!("cannot read AWS {what} {}: {e}", path.display())))?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(format!("AWS {what} {} is empty", path.display()));
+        return Err(fail(format!("AWS {what} {} is empty", path.display())));
     }
     Ok(SecretString::from(token))
 }
 
 /// An RFC 3339 timestamp such as `2026-01-02T04:04:05Z`.
-fn parse_timestamp(text: &str, source: &str) -> Result<SystemTime, String> {
+fn parse_timestamp(text: &str, source: &str) -> Result<SystemTime, Error> {
     text.parse::<jiff::Timestamp>()
         .map(SystemTime::from)
-        .map_err(|e| format!("{source}: bad Expiration {text:?}: {e}"))
+        .map_err(|e| Error::service(format!("{source}: bad Expiration {text:?}: {e}")))
 }
 
 /// The content of the first `<name>…</name>` element in `xml`. Enough for the flat,
@@ -889,7 +971,7 @@ mod tests {
             host,
             endpoint: &endpoint,
         };
-        fetch(&ctx, region).await
+        fetch(&ctx, region).await.map_err(|e| e.to_string())
     }
 
     async fn fetch_with(env: &[(&str, &str)]) -> Result<Fetched, String> {

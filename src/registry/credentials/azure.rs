@@ -28,7 +28,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Credential, Ctx, Environment, Fetched};
+use super::{Credential, Ctx, Environment, Error, Fetched};
 use imagebump_model::env::EnvVars;
 
 const TENANT_VAR: &str = EnvVars::AZURE_TENANT_ID;
@@ -92,7 +92,7 @@ pub fn is_acr_host(host: &str) -> bool {
 
 /// An ACR refresh token for `ctx.host`, exchanged for an Entra ID token of the configured
 /// identity.
-pub async fn fetch(ctx: &Ctx<'_>) -> Result<Fetched, String> {
+pub async fn fetch(ctx: &Ctx<'_>) -> Result<Fetched, Error> {
     // A registry behind a custom domain is taken to be in the public cloud.
     let cloud = cloud_of(ctx.host).unwrap_or(&CLOUDS[0]);
     let identity = Identity::from_env(ctx.env)?;
@@ -114,12 +114,15 @@ struct App<'a> {
 impl<'a> App<'a> {
     /// `AZURE_TENANT_ID` and `AZURE_CLIENT_ID`, which `set` (the variable that chose this
     /// way of signing in) needs.
-    fn from_env(env: &'a Environment, set: &str) -> Result<App<'a>, String> {
+    fn from_env(env: &'a Environment, set: &str) -> Result<App<'a>, Error> {
         let need = |name: &str| {
             env.get(name).ok_or_else(|| {
-                format!(
-                    "{set} is set but {name} is not; signing in with it needs both \
-                     {TENANT_VAR} and {CLIENT_ID_VAR}"
+                Error::unset(
+                    name,
+                    format!(
+                        "{set} is set but {name} is not; signing in with it needs both \
+                         {TENANT_VAR} and {CLIENT_ID_VAR}"
+                    ),
                 )
             })
         };
@@ -129,9 +132,9 @@ impl<'a> App<'a> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
         {
-            return Err(format!(
+            return Err(Error::setting(format!(
                 "{TENANT_VAR} is neither a tenant ID nor a domain name"
-            ));
+            )));
         }
         Ok(App {
             tenant,
@@ -157,7 +160,7 @@ enum Identity<'a> {
 }
 
 impl<'a> Identity<'a> {
-    fn from_env(env: &'a Environment) -> Result<Identity<'a>, String> {
+    fn from_env(env: &'a Environment) -> Result<Identity<'a>, Error> {
         if let Some(file) = env.get(FEDERATED_TOKEN_FILE_VAR) {
             return Ok(Identity::Workload {
                 app: App::from_env(env, FEDERATED_TOKEN_FILE_VAR)?,
@@ -186,7 +189,7 @@ impl<'a> Identity<'a> {
         }
     }
 
-    async fn token(&self, ctx: &Ctx<'_>, cloud: &Cloud) -> Result<AadToken, String> {
+    async fn token(&self, ctx: &Ctx<'_>, cloud: &Cloud) -> Result<AadToken, Error> {
         match self {
             Identity::Workload { app, token_file } => {
                 let assertion = read_federated_token(token_file).await?;
@@ -227,15 +230,17 @@ impl std::fmt::Display for Identity<'_> {
 }
 
 /// The federated token, read afresh each time: the kubelet rotates the file.
-async fn read_federated_token(path: &Path) -> Result<String, String> {
+async fn read_federated_token(path: &Path) -> Result<String, Error> {
     let what = format!("{FEDERATED_TOKEN_FILE_VAR} {}", path.display());
+    let fail =
+        |why: String| Error::file(path, "a federated token (a JWT)", format!("{what}: {why}"));
     let token = tokio::fs::read_to_string(path)
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| fail(e.to_string()))?;
     // A JWT holds no whitespace; a hand-written file may end in a newline.
     let token = token.trim();
     if token.is_empty() {
-        return Err(format!("{what}: the file is empty"));
+        return Err(fail("the file is empty".into()));
     }
     Ok(token.to_owned())
 }
@@ -247,7 +252,7 @@ async fn client_credentials(
     cloud: &Cloud,
     app: &App<'_>,
     credential: &[(&str, &str)],
-) -> Result<AadToken, String> {
+) -> Result<AadToken, Error> {
     let authority = ctx.env.get(AUTHORITY_HOST_VAR).unwrap_or(cloud.authority);
     let url = format!(
         "{}/{}/oauth2/v2.0/token",
@@ -269,7 +274,7 @@ async fn client_credentials(
         .form(&form)
         .send()
         .await
-        .map_err(|e| format!("{source}: {}", super::http_error(e)))?;
+        .map_err(|e| Error::service(format!("{source}: {}", super::http_error(e))))?;
     read_token(response, &source).await
 }
 
@@ -278,7 +283,7 @@ async fn managed_identity(
     ctx: &Ctx<'_>,
     cloud: &Cloud,
     client_id: Option<&str>,
-) -> Result<AadToken, String> {
+) -> Result<AadToken, Error> {
     let base = ctx
         .env
         .get(IMDS_ENDPOINT_VAR)
@@ -302,20 +307,20 @@ async fn managed_identity(
         .send()
         .await
         .map_err(|e| {
-            format!(
+            Error::service(format!(
                 "no Azure credentials: {FEDERATED_TOKEN_FILE_VAR} and {CLIENT_SECRET_VAR} are \
                  not set, and the managed identity endpoint {url} did not answer ({}); set \
                  {TENANT_VAR} and {CLIENT_ID_VAR} with {CLIENT_SECRET_VAR} (service principal) \
                  or {FEDERATED_TOKEN_FILE_VAR} (workload identity), or run on an Azure VM \
                  with a managed identity",
                 super::http_error(e)
-            )
+            ))
         })?;
     read_token(response, &format!("Azure managed identity endpoint {url}")).await
 }
 
 /// Trades an Entra ID token for an ACR refresh token, as `az acr login` does.
-async fn exchange(ctx: &Ctx<'_>, tenant: Option<&str>, aad_token: &str) -> Result<String, String> {
+async fn exchange(ctx: &Ctx<'_>, tenant: Option<&str>, aad_token: &str) -> Result<String, Error> {
     #[derive(Deserialize)]
     struct Exchanged {
         refresh_token: String,
@@ -333,10 +338,9 @@ async fn exchange(ctx: &Ctx<'_>, tenant: Option<&str>, aad_token: &str) -> Resul
         .form(&form)
         .send()
         .await
-        .map_err(|e| format!("{source}: {}", super::http_error(e)))?;
+        .map_err(|e| Error::service(format!("{source}: {}", super::http_error(e))))?;
     let body = read_body(response, &source).await?;
-    let exchanged: Exchanged =
-        serde_json::from_slice(&body).map_err(|e| format!("{source}: unexpected response: {e}"))?;
+    let exchanged: Exchanged = serde_json::from_slice(&body).map_err(|e| unexpected(&source, e))?;
     Ok(exchanged.refresh_token)
 }
 
@@ -347,7 +351,7 @@ struct AadToken {
     expires_at: Option<SystemTime>,
 }
 
-async fn read_token(response: reqwest::Response, source: &str) -> Result<AadToken, String> {
+async fn read_token(response: reqwest::Response, source: &str) -> Result<AadToken, Error> {
     #[derive(Deserialize)]
     struct TokenResponse {
         access_token: String,
@@ -356,8 +360,7 @@ async fn read_token(response: reqwest::Response, source: &str) -> Result<AadToke
     }
 
     let body = read_body(response, source).await?;
-    let token: TokenResponse =
-        serde_json::from_slice(&body).map_err(|e| format!("{source}: unexpected response: {e}"))?;
+    let token: TokenResponse = serde_json::from_slice(&body).map_err(|e| unexpected(source, e))?;
     let lifetime = token
         .expires_in
         .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
@@ -369,19 +372,26 @@ async fn read_token(response: reqwest::Response, source: &str) -> Result<AadToke
 
 /// The body of a successful response; otherwise an error with the status and the service's
 /// own error code and description.
-async fn read_body(response: reqwest::Response, source: &str) -> Result<Vec<u8>, String> {
+async fn read_body(response: reqwest::Response, source: &str) -> Result<Vec<u8>, Error> {
     let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{source}: reading the response: {}", super::http_error(e)))?;
+    let body = response.bytes().await.map_err(|e| {
+        Error::service(format!(
+            "{source}: reading the response: {}",
+            super::http_error(e)
+        ))
+    })?;
     if !status.is_success() {
-        return Err(format!(
+        return Err(Error::service(format!(
             "{source}: HTTP {status}{}",
             super::service_error(&body)
-        ));
+        )));
     }
     Ok(body.to_vec())
+}
+
+/// A response of `source` that is not the JSON expected.
+fn unexpected(source: &str, e: serde_json::Error) -> Error {
+    Error::service(format!("{source}: unexpected response: {e}"))
 }
 
 /// The `exp` claim of a JWT, read without checking the signature: it only decides when to
@@ -458,7 +468,7 @@ mod tests {
             host,
             endpoint: &uri,
         };
-        fetch(&ctx).await
+        fetch(&ctx).await.map_err(|e| e.to_string())
     }
 
     async fn mount_aad_token(server: &MockServer, form: FormIs) {
@@ -814,6 +824,8 @@ mod tests {
         };
 
         let error = fetch(&ctx).await.unwrap_err();
+        assert!(matches!(error, Error::Service { .. }), "{error:?}");
+        let error = error.to_string();
 
         for needle in [
             "AZURE_FEDERATED_TOKEN_FILE and AZURE_CLIENT_SECRET are not set",

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::{Credential, Fetched};
+use super::{Credential, Error, Fetched};
 use imagebump_model::env::EnvVars;
 
 /// How long a script may run unless `credentialsTimeout` says otherwise.
@@ -17,20 +17,22 @@ const OUTPUT_LIMIT: u64 = 64 * 1024;
 const STDERR_QUOTE: usize = 800;
 
 /// The program must exist and be executable.
-pub(super) fn check(path: &Path) -> Result<(), String> {
+pub(super) fn check(path: &Path) -> Result<(), Error> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("credentials ext:{shown}: {e}"))?;
+    let fail = |message: String| Error::program(path, message);
+    let meta =
+        std::fs::metadata(path).map_err(|e| fail(format!("credentials ext:{shown}: {e}")))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         if meta.permissions().mode() & 0o111 == 0 {
-            return Err(format!(
+            return Err(fail(format!(
                 "credentials ext:{shown}: the file is not executable (chmod +x)"
-            ));
+            )));
         }
     }
     if !meta.is_file() {
-        return Err(format!("credentials ext:{shown}: not a file"));
+        return Err(fail(format!("credentials ext:{shown}: not a file")));
     }
     Ok(())
 }
@@ -38,8 +40,9 @@ pub(super) fn check(path: &Path) -> Result<(), String> {
 /// Run the program (no arguments, `IMAGEBUMP_REGISTRY` set to the host, the forge tokens
 /// taken out of its environment) and read `user:password` from the first non-empty line of
 /// its stdout. Its stderr goes into the error when it fails; its stdout never does.
-pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fetched, String> {
+pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fetched, Error> {
     let shown = path.display();
+    let fail = |message: String| Error::program(path, message);
     let mut command = tokio::process::Command::new(path);
     for name in EnvVars::FORGE_TOKENS {
         command.env_remove(name);
@@ -51,10 +54,10 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("credentials ext:{shown}: cannot run it: {e}"))?;
+        .map_err(|e| fail(format!("credentials ext:{shown}: cannot run it: {e}")))?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         // Both were requested as pipes just above.
-        return Err(format!("credentials ext:{shown}: no output pipes"));
+        return Err(fail(format!("credentials ext:{shown}: no output pipes")));
     };
     let work = async {
         let mut out = Vec::new();
@@ -70,12 +73,12 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
         Ok::<_, String>((status.map_err(|e| e.to_string())?, out, err))
     };
     let (status, out, err) = match tokio::time::timeout(timeout, work).await {
-        Ok(result) => result.map_err(|e| format!("credentials ext:{shown}: {e}"))?,
+        Ok(result) => result.map_err(|e| fail(format!("credentials ext:{shown}: {e}")))?,
         Err(_) => {
-            return Err(format!(
+            return Err(fail(format!(
             "credentials ext:{shown}: no answer within {}s (raise registries[].credentialsTimeout)",
             timeout.as_secs_f64()
-        ))
+        )))
         }
     };
     let text = String::from_utf8_lossy(&out);
@@ -87,12 +90,14 @@ pub(super) async fn run(path: &Path, host: &str, timeout: Duration) -> Result<Fe
         let code = status
             .code()
             .map_or("a signal".to_string(), |c| format!("status {c}"));
-        return Err(format!(
+        return Err(fail(format!(
             "credentials ext:{shown}: exited with {code}{stderr}"
-        ));
+        )));
     }
     let credential = credential.ok_or_else(|| {
-        format!("credentials ext:{shown}: expected user:password on stdout{stderr}")
+        fail(format!(
+            "credentials ext:{shown}: expected user:password on stdout{stderr}"
+        ))
     })?;
     Ok(Fetched {
         credential,

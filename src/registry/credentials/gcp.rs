@@ -21,7 +21,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Credential, Ctx, Fetched};
+use super::{Credential, Ctx, Error, Fetched};
 use imagebump_model::env::EnvVars;
 
 const ADC_VAR: &str = EnvVars::GOOGLE_APPLICATION_CREDENTIALS;
@@ -55,7 +55,7 @@ pub fn is_gcp_host(host: &str) -> bool {
 
 /// A credential for GCR or Artifact Registry, from `key_file` if the configuration names one,
 /// else from Application Default Credentials, else from the metadata server.
-pub async fn fetch(ctx: &Ctx<'_>, key_file: Option<&Path>) -> Result<Fetched, String> {
+pub async fn fetch(ctx: &Ctx<'_>, key_file: Option<&Path>) -> Result<Fetched, Error> {
     if let Some(path) = key_file {
         return from_key_file(path).await;
     }
@@ -65,16 +65,25 @@ pub async fn fetch(ctx: &Ctx<'_>, key_file: Option<&Path>) -> Result<Fetched, St
     from_metadata_server(ctx).await
 }
 
+/// What a `gcp:` key file must hold.
+pub(super) const KEY_FILE_HOLDS: &str =
+    "a service-account JSON key (as downloaded, or base64-encoded)";
+
+/// What the file `GOOGLE_APPLICATION_CREDENTIALS` names must hold.
+const ADC_FILE_HOLDS: &str =
+    "a service-account JSON key or a gcloud user login (`gcloud auth application-default login`)";
+
 /// A service-account key named in the configuration, as JSON or as base64-encoded JSON.
-async fn from_key_file(path: &Path) -> Result<Fetched, String> {
+async fn from_key_file(path: &Path) -> Result<Fetched, Error> {
     let what = format!("GCP key file {}", path.display());
+    let fail = |why: String| Error::file(path, KEY_FILE_HOLDS, format!("{what}: {why}"));
     let text = tokio::fs::read_to_string(path)
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
-    let fail = |why: String| format!("{what}: {why}");
+        .map_err(|e| fail(e.to_string()))?;
+    let malformed = |why: Malformed| fail(why.to_string());
 
     let (credential, key) = if text.trim_start().starts_with('{') {
-        let key = parse_object(&text).map_err(fail)?;
+        let key = parse_object(&text).map_err(malformed)?;
         (Credential::new(JSON_KEY_USER, text), key)
     } else {
         // `base64` wraps its output at 76 columns; the line breaks are not part of the key.
@@ -89,7 +98,7 @@ async fn from_key_file(path: &Path) -> Result<Fetched, String> {
         let key = parse_object(&decoded).map_err(|why| fail(format!("decoded base64 is {why}")))?;
         (Credential::new(JSON_KEY_BASE64_USER, encoded), key)
     };
-    let email = service_account_email(&key).map_err(fail)?;
+    let email = service_account_email(&key).map_err(malformed)?;
     Ok(Fetched {
         credential,
         expires_at: None,
@@ -98,17 +107,18 @@ async fn from_key_file(path: &Path) -> Result<Fetched, String> {
 }
 
 /// The Application Default Credentials file: a service-account key or a gcloud user login.
-async fn from_adc_file(ctx: &Ctx<'_>, path: &Path) -> Result<Fetched, String> {
+async fn from_adc_file(ctx: &Ctx<'_>, path: &Path) -> Result<Fetched, Error> {
     let what = format!("{ADC_VAR} file {}", path.display());
+    let fail = |why: String| Error::file(path, ADC_FILE_HOLDS, format!("{what}: {why}"));
     let text = tokio::fs::read_to_string(path)
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
-    let fail = |why: String| format!("{what}: {why}");
-    let file = parse_object(&text).map_err(fail)?;
+        .map_err(|e| fail(e.to_string()))?;
+    let malformed = |why: Malformed| fail(why.to_string());
+    let file = parse_object(&text).map_err(malformed)?;
 
     match string_field(&file, "type") {
         Some("service_account") => {
-            let email = service_account_email(&file).map_err(fail)?;
+            let email = service_account_email(&file).map_err(malformed)?;
             let via = format!("GCP service-account key {email} ({ADC_VAR})");
             Ok(Fetched {
                 credential: Credential::new(JSON_KEY_USER, text),
@@ -116,7 +126,9 @@ async fn from_adc_file(ctx: &Ctx<'_>, path: &Path) -> Result<Fetched, String> {
                 via,
             })
         }
-        Some("authorized_user") => refresh_user_login(ctx, &file, path).await.map_err(fail),
+        Some("authorized_user") => refresh_user_login(ctx, &file, path)
+            .await
+            .map_err(|e| e.within(&what)),
         Some("external_account") => Err(fail(format!(
             "workload identity federation credentials (\"type\": \"external_account\") are not \
              supported yet; on GKE unset {ADC_VAR} to use the metadata server, or configure a \
@@ -136,9 +148,15 @@ async fn refresh_user_login(
     ctx: &Ctx<'_>,
     file: &Map<String, Value>,
     path: &Path,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, Error> {
     let field = |name: &str| {
-        string_field(file, name).ok_or_else(|| format!("gcloud user login has no {name:?}"))
+        string_field(file, name).ok_or_else(|| {
+            Error::file(
+                path,
+                ADC_FILE_HOLDS,
+                format!("gcloud user login has no {name:?}"),
+            )
+        })
     };
     ["client_secret", "refresh_token"]
         .into_iter()
@@ -159,7 +177,7 @@ async fn refresh_user_login(
         .form(&form)
         .send()
         .await
-        .map_err(|e| format!("{source}: {}", super::http_error(e)))?;
+        .map_err(|e| Error::service(format!("{source}: {}", super::http_error(e))))?;
     let token = read_token(response, &source).await?;
     Ok(Fetched {
         expires_at: token.expires_at(),
@@ -169,7 +187,7 @@ async fn refresh_user_login(
 }
 
 /// The default service account's access token from the metadata server.
-async fn from_metadata_server(ctx: &Ctx<'_>) -> Result<Fetched, String> {
+async fn from_metadata_server(ctx: &Ctx<'_>) -> Result<Fetched, Error> {
     let host = ctx
         .env
         .get(METADATA_HOST_VAR)
@@ -185,19 +203,19 @@ async fn from_metadata_server(ctx: &Ctx<'_>) -> Result<Fetched, String> {
         metadata_email(ctx, &email_url),
     );
     let response = response.map_err(|e| {
-        format!(
+        Error::service(format!(
             "no GCP credentials: no key file is configured, {ADC_VAR} is not set, and the \
              metadata server {token_url} did not answer ({}); configure a service-account key \
              (`credentials: gcp:/path/key.json`), set {ADC_VAR}, or run on GCE, GKE or Cloud \
              Run with a service account",
             super::http_error(e)
-        )
+        ))
     })?;
     if !has_google_flavor(&response) {
-        return Err(format!(
+        return Err(Error::setting(format!(
             "{source}: the response lacks `Metadata-Flavor: Google`, so it does not come from \
              a GCP metadata server (check {METADATA_HOST_VAR})"
-        ));
+        )));
     }
     let token = read_token(response, &source).await?;
     Ok(Fetched {
@@ -254,51 +272,64 @@ impl AccessToken {
 }
 
 /// Reads a token response, turning an HTTP error into the service's own error code and text.
-async fn read_token(response: reqwest::Response, source: &str) -> Result<AccessToken, String> {
+async fn read_token(response: reqwest::Response, source: &str) -> Result<AccessToken, Error> {
     let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{source}: reading the response: {}", super::http_error(e)))?;
+    let body = response.bytes().await.map_err(|e| {
+        Error::service(format!(
+            "{source}: reading the response: {}",
+            super::http_error(e)
+        ))
+    })?;
     if !status.is_success() {
-        return Err(format!(
+        return Err(Error::service(format!(
             "{source}: HTTP {status}{}",
             super::service_error(&body)
-        ));
+        )));
     }
-    serde_json::from_slice(&body).map_err(|e| format!("{source}: unexpected response: {e}"))
+    serde_json::from_slice(&body)
+        .map_err(|e| Error::service(format!("{source}: unexpected response: {e}")))
+}
+
+/// What is wrong with a credentials file's JSON. Never what is there: the text may be a
+/// private key.
+#[derive(Debug, thiserror::Error)]
+enum Malformed {
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("not valid JSON (line {line}, column {column})")]
+    Syntax { line: usize, column: usize },
+    #[error("has \"type\": {0:?}, expected a service-account key (\"service_account\")")]
+    OtherType(String),
+    #[error("has no \"type\" field; expected a service-account key")]
+    NoType,
+    #[error("service-account key has no {0:?}")]
+    NoField(&'static str),
 }
 
 /// Parses a credentials file as a JSON object. The error says where the syntax breaks, never
 /// what is there: the text may be a private key.
-fn parse_object(text: &str) -> Result<Map<String, Value>, String> {
+fn parse_object(text: &str) -> Result<Map<String, Value>, Malformed> {
     match serde_json::from_str(text) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(format!(
-            "not valid JSON (line {}, column {})",
-            e.line(),
-            e.column()
-        )),
+        Ok(_) => Err(Malformed::NotAnObject),
+        Err(e) => Err(Malformed::Syntax {
+            line: e.line(),
+            column: e.column(),
+        }),
     }
 }
 
 /// The `client_email` of a service-account key, after checking that it is one.
-fn service_account_email(key: &Map<String, Value>) -> Result<&str, String> {
+fn service_account_email(key: &Map<String, Value>) -> Result<&str, Malformed> {
     match string_field(key, "type") {
         Some("service_account") => {}
-        Some(other) => {
-            return Err(format!(
-                "has \"type\": {other:?}, expected a service-account key (\"service_account\")"
-            ))
-        }
-        None => return Err("has no \"type\" field; expected a service-account key".into()),
+        Some(other) => return Err(Malformed::OtherType(other.to_string())),
+        None => return Err(Malformed::NoType),
     }
     if string_field(key, "private_key").is_none() {
-        return Err("service-account key has no \"private_key\"".into());
+        return Err(Malformed::NoField("private_key"));
     }
-    string_field(key, "client_email")
-        .ok_or_else(|| "service-account key has no \"client_email\"".into())
+    string_field(key, "client_email").ok_or(Malformed::NoField("client_email"))
 }
 
 /// A non-empty string field.
@@ -351,7 +382,7 @@ mod tests {
             host: "europe-docker.pkg.dev",
             endpoint: "https://europe-docker.pkg.dev",
         };
-        fetch(&ctx, key_file).await
+        fetch(&ctx, key_file).await.map_err(|e| e.to_string())
     }
 
     fn assert_no_secret(error: &str) {

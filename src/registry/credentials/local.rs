@@ -5,7 +5,7 @@ use std::path::Path;
 
 use base64::Engine;
 
-use super::{Credential, Environment, Fetched, Source};
+use super::{Credential, Environment, Error, Fetched, Source};
 use imagebump_model::env::EnvVars;
 use imagebump_model::name::DOCKER_HUB;
 
@@ -15,7 +15,7 @@ pub(super) fn fetch(
     source: &Source,
     host: &str,
     env: &Environment,
-) -> Result<Option<Fetched>, String> {
+) -> Result<Option<Fetched>, Error> {
     let fetched = |credential: Credential, via: String| Fetched {
         credential,
         expires_at: None,
@@ -23,11 +23,16 @@ pub(super) fn fetch(
     };
     match source {
         Source::Env(var) => {
-            let value = env
-                .get(var)
-                .ok_or_else(|| format!("credentials env:{var}: the variable is not set"))?;
+            let value = env.get(var).ok_or_else(|| {
+                Error::unset(
+                    var,
+                    format!("credentials env:{var}: the variable is not set"),
+                )
+            })?;
             let credential = Credential::from_pair(value.trim()).ok_or_else(|| {
-                format!("credentials env:{var}: expected user:password in the variable")
+                Error::setting(format!(
+                    "credentials env:{var}: expected user:password in the variable"
+                ))
             })?;
             Ok(Some(fetched(credential, format!("variable {var}"))))
         }
@@ -37,7 +42,7 @@ pub(super) fn fetch(
             .map(|credential| fetched(credential, DOCKER_CONFIG_VIA.to_string()))),
         Source::GitHub => {
             let token = env.get(EnvVars::GITHUB_TOKEN).ok_or_else(|| {
-                "credentials github: GITHUB_TOKEN is not set (in a workflow, pass it with env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} and give the job `packages: read`)".to_string()
+                Error::unset(EnvVars::GITHUB_TOKEN, "credentials github: GITHUB_TOKEN is not set (in a workflow, pass it with env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} and give the job `packages: read`)")
             })?;
             // GHCR takes any user name with a token; the actor's name reads best in its logs.
             let user = env.get(EnvVars::GITHUB_ACTOR).unwrap_or("imagebump");
@@ -46,10 +51,10 @@ pub(super) fn fetch(
                 EnvVars::GITHUB_TOKEN.to_string(),
             )))
         }
-        other => Err(format!(
+        other => Err(Error::setting(format!(
             "credentials {}: not a local source",
             other.describe()
-        )),
+        ))),
     }
 }
 
@@ -95,28 +100,30 @@ const IDENTITY_TOKEN_USER: &str = "00000000-0000-0000-0000-000000000000";
 /// `file:PATH`: a Docker config JSON (`{"auths": {...}}`, as a Kubernetes
 /// `kubernetes.io/dockerconfigjson` secret mounts it) or `user:password`. Read on every ask,
 /// so a rotated secret is picked up on refresh.
-fn read_file(path: &Path, host: &str) -> Result<Option<Credential>, String> {
+fn read_file(path: &Path, host: &str) -> Result<Option<Credential>, Error> {
     let shown = path.display();
-    let bytes =
-        crate::registry::read_small(path).map_err(|e| format!("credentials file:{shown}: {e}"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("credentials file:{shown}: not UTF-8 text"))?;
+    let fail =
+        |why: String| Error::file(path, FILE_HOLDS, format!("credentials file:{shown}: {why}"));
+    let bytes = crate::registry::read_small(path).map_err(|e| fail(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8 text".into()))?;
     let trimmed = text.trim();
     if trimmed.starts_with('{') {
         let json: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
-            format!(
-                "credentials file:{shown}: not valid JSON (line {}, column {})",
+            fail(format!(
+                "not valid JSON (line {}, column {})",
                 e.line(),
                 e.column()
-            )
+            ))
         })?;
-        return docker_config_json(&json, host)
-            .map_err(|why| format!("credentials file:{shown}: {why}"));
+        return docker_config_json(&json, host).map_err(fail);
     }
-    Credential::from_pair(trimmed).map(Some).ok_or_else(|| {
-        format!("credentials file:{shown}: expected user:password or a Docker config JSON")
-    })
+    Credential::from_pair(trimmed)
+        .map(Some)
+        .ok_or_else(|| fail("expected user:password or a Docker config JSON".into()))
 }
+
+/// What a `file:` source's file must hold.
+const FILE_HOLDS: &str = "user:password, or a Docker config JSON with an entry for the registry";
 
 /// The entry for `host` in a Docker config JSON's `auths` (or a legacy `.dockercfg` map).
 /// `None` when the file has no entry for the host.
@@ -219,12 +226,17 @@ mod tests {
             .unwrap();
         assert_eq!(got.credential.username, "bot");
         let e = fetch(&Source::Env("BAD".into()), "h", &env).unwrap_err();
+        assert!(matches!(e, Error::Setting { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("user:password") && !e.contains("nocolon"), "{e}");
         let e = fetch(&Source::Env("MISSING".into()), "h", &env).unwrap_err();
-        assert!(
-            e.contains("MISSING is not set") || e.contains("not set"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "credentials env:MISSING: the variable is not set"
         );
+        assert_eq!(e.hint().as_deref(), Some("set MISSING"));
+        let e = fetch(&Source::GitHub, "ghcr.io", &Environment::default()).unwrap_err();
+        assert_eq!(e.hint().as_deref(), Some("set GITHUB_TOKEN"));
         let gh = fetch(&Source::GitHub, "ghcr.io", &env).unwrap().unwrap();
         assert_eq!(gh.credential.username, "imagebump");
         assert_eq!(gh.credential.password.expose_secret(), "ghs_x");

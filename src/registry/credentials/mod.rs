@@ -8,6 +8,7 @@
 
 pub mod aws;
 pub mod azure;
+mod error;
 mod ext;
 pub mod gcp;
 mod local;
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+
+pub use error::Error;
 
 /// A user name and password (or token) for one registry.
 #[derive(Clone)]
@@ -237,7 +240,7 @@ pub struct Provider {
 }
 
 struct Cached {
-    answer: Result<Option<Fetched>, String>,
+    answer: Result<Option<Fetched>, Error>,
     until: Option<Instant>,
     generation: u64,
 }
@@ -313,15 +316,17 @@ impl Provider {
 
     /// Check what can be checked without a network or a program run: a variable that is
     /// not set, a file that is not there. Run before any work starts.
-    pub fn preflight(&self) -> Result<(), String> {
+    pub fn preflight(&self) -> Result<(), Error> {
         match &self.source {
             Source::Env(_) | Source::File(_) => {
                 local::fetch(&self.source, &self.host, &self.env).map(|_| ())
             }
             Source::Ext(p) => ext::check(p),
-            Source::Gcp(Some(p)) if !p.is_file() => {
-                Err(format!("credentials gcp:{}: no such file", p.display()))
-            }
+            Source::Gcp(Some(p)) if !p.is_file() => Err(Error::file(
+                p,
+                gcp::KEY_FILE_HOLDS,
+                format!("credentials gcp:{}: no such file", p.display()),
+            )),
             _ => Ok(()),
         }
     }
@@ -329,7 +334,7 @@ impl Provider {
     /// The current credential (none for anonymous access), asking the source if there is
     /// no answer yet or the answer expired. A failure is remembered too: a source that
     /// cannot answer is asked once per run, not once per request.
-    pub async fn get(&self) -> Result<InUse, String> {
+    pub async fn get(&self) -> Result<InUse, Error> {
         let mut cached = self.cached.lock().await;
         if let Some(c) = cached.as_ref() {
             if c.until.is_none_or(|u| Instant::now() < u) {
@@ -416,7 +421,7 @@ impl Provider {
         }
     }
 
-    async fn fetch(&self) -> Result<Option<Fetched>, String> {
+    async fn fetch(&self) -> Result<Option<Fetched>, Error> {
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let ctx = Ctx {
             http: &self.http,
@@ -438,9 +443,7 @@ impl Provider {
         };
         // Every source's failure is quoted to the user: whatever a helper, a file or a
         // cloud service said passes the redactor first.
-        let fetched = asked
-            .await
-            .map_err(|e: String| imagebump_http::redact(&e))?;
+        let fetched = asked.await.map_err(Error::redacted)?;
         if let Some(f) = &fetched {
             tracing::debug!(registry = %self.host, source = %self.source.describe(), via = %f.via, user = %f.credential.username, "credentials fetched");
         }
