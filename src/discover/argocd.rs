@@ -17,9 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use self::appset::same_place;
-use super::{
-    Created, Creation, Discovery, FileCtx, ImageRef, ItemKey, RefKind, SlotFormat, Template,
-};
+use super::Discovery;
 use crate::argocd::app::parse_kustomize_image;
 use crate::argocd::appset::{AppSet, Origins};
 use crate::argocd::image_updater::ImageUpdater;
@@ -28,6 +26,9 @@ use crate::argocd::{
     WriteBackTarget,
 };
 use crate::config::Config;
+use crate::discover::vocab::{
+    Created, Creation, FileCtx, ImageRef, ItemKey, RefKind, SlotFormat, Template,
+};
 use crate::policy::rules::Policies;
 use imagebump_model::name::{parse_name, parse_reference, same_repository, Reference};
 use imagebump_model::policy::PolicySpec;
@@ -759,7 +760,10 @@ impl Scan<'_> {
         }
         let by = |what: &str| {
             let (file, _, _) = self.holder(app, st, &["helm", what]);
-            format!("{}{file} (helm.{what})", super::OVERRIDDEN_BY)
+            format!(
+                "{}{file} (helm.{what})",
+                crate::discover::vocab::OVERRIDDEN_BY
+            )
         };
         let (parameters, object) = (by("parameters"), by("valuesObject"));
         for r in self.out.refs.iter_mut() {
@@ -993,7 +997,10 @@ impl Scan<'_> {
                 continue;
             };
             let (line, _) = loaded.position(0, &with_index(base, *i, &[]));
-            let by = format!("{}{file}:{line} (kustomize.images)", super::OVERRIDDEN_BY);
+            let by = format!(
+                "{}{file}:{line} (kustomize.images)",
+                crate::discover::vocab::OVERRIDDEN_BY
+            );
             r.unmanaged = Some(by.into());
         }
     }
@@ -1217,7 +1224,7 @@ impl Scan<'_> {
             }
         }
         let result = match self.files.get(&*r.file) {
-            Some(l) => super::apply_policy(&l.ctx(), self.policies, &mut r, layer),
+            Some(l) => super::fold::apply_policy(&l.ctx(), self.policies, &mut r, layer),
             None => Ok(()),
         };
         if let Err(p) = result {
@@ -1423,8 +1430,8 @@ impl Scan<'_> {
         });
         ImageRef {
             file: app.file.as_str().into(),
-            line: crate::discover::saturating_u32(line),
-            column: crate::discover::saturating_u32(column),
+            line: crate::discover::vocab::saturating_u32(line),
+            column: crate::discover::vocab::saturating_u32(column),
             kind: RefKind::ArgoAnnotation,
             image: image.clone().into(),
             written: img.name.as_str().into(),
@@ -1433,8 +1440,8 @@ impl Scan<'_> {
             unit: app_key.into(),
             policy: Default::default(),
             unmanaged: Some(why.into()),
-            slots: super::Slots::default(),
-            extra: Some(Box::new(crate::discover::Extra {
+            slots: crate::discover::vocab::Slots::default(),
+            extra: Some(Box::new(crate::discover::vocab::Extra {
                 app: Some(app_key.to_string()),
                 ..Default::default()
             })),
@@ -2229,7 +2236,7 @@ fn scalar_paths(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<(Vec<PathSeg>,
 /// The largest file read for Argo CD (an Application, an override file, a resource).
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
-// Positions in these files are kept in 32 bits (`super::saturating_u32`).
+// Positions in these files are kept in 32 bits (`crate::discover::vocab::saturating_u32`).
 const _: () = assert!(MAX_FILE_BYTES <= u32::MAX as u64);
 
 /// Whether a repository value (possibly the short form without the registry, as Helm

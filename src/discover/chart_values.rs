@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 
 use super::charts::ChartApp;
-use super::{
-    Created, Creation, Discovery, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
-};
+use super::Discovery;
 use crate::chart::archive::{self, ChartFiles};
 use crate::config::Config;
+use crate::discover::vocab::{
+    Created, Creation, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
+};
 use crate::policy::rules::Policies;
 use crate::registry::Registries;
 use imagebump_model::Problem;
@@ -193,8 +194,8 @@ fn reference(
         .then(|| format!("ignored ({})", policy.source).into());
     Ok(ImageRef {
         file: a.file.as_str().into(),
-        line: crate::discover::saturating_u32(a.line),
-        column: crate::discover::saturating_u32(a.column),
+        line: crate::discover::vocab::saturating_u32(a.line),
+        column: crate::discover::vocab::saturating_u32(a.column),
         kind: RefKind::ChartDefault,
         image: d.image.clone(),
         written: d.written.clone(),
@@ -203,7 +204,7 @@ fn reference(
         unit: a.app.as_str().into(),
         policy,
         unmanaged,
-        slots: super::Slots::default(),
+        slots: crate::discover::vocab::Slots::default(),
         extra: Some(Box::new(Extra {
             creations: vec![Creation {
                 file: a.file.clone(),

@@ -11,8 +11,10 @@ use crate::source::tree::Tree;
 
 use serde_json::Value;
 
-use super::{Created, Creation, Discovery, FileCtx, FileKind, ImageRef, RefKind, SlotFormat};
-use super::{Template, MAX_FILE_BYTES};
+use super::walk::FileKind;
+use super::Discovery;
+use crate::discover::vocab::{Created, Creation, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{Template, MAX_FILE_BYTES};
 use crate::policy::rules::Policies;
 use imagebump_model::name::Reference;
 use imagebump_model::policy::Strategy;
@@ -172,7 +174,7 @@ pub(super) fn scan(
     for (f, refs) in found {
         let ctx = ctx_of(&f);
         for mut r in refs {
-            if let Err(p) = super::apply_policy(&ctx, policies, &mut r, None) {
+            if let Err(p) = super::fold::apply_policy(&ctx, policies, &mut r, None) {
                 out.problems.push(p);
             }
             check_policy(&mut r);

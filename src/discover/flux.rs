@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
+use super::Discovery;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat};
 use crate::flux::{self, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
 use crate::policy::rules::Policies;
 use imagebump_model::name::{
@@ -249,7 +250,7 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
 struct Parts {
     tag: Option<String>,
     digest: Option<String>,
-    slots: Vec<super::Slot>,
+    slots: Vec<crate::discover::vocab::Slot>,
     /// A `:name` value that is not the ImageRepository's image.
     other_name: Option<String>,
     /// Why a marked value is no reference or tag at all (`${TAG}`, filled in at deploy time).

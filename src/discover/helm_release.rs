@@ -11,7 +11,8 @@
 //! These values reach the chart as they are written: no kustomize `images:` entry rewrites
 //! them, so each image is edited where it is.
 
-use super::{helm, FileCtx, ImageRef, RefKind, Unmanaged};
+use super::helm;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, Unmanaged};
 use imagebump_model::Problem;
 use imagebump_yaml::{BlockText, Doc, Node, PathSeg, Scalar};
 

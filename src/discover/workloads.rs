@@ -8,8 +8,9 @@
 //! Where the new value goes is decided later, with the kustomize graph
 //! ([`super::kustomize::graph`]): here every image is an in-place edit of its own line.
 
-use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat, Slots};
+use super::markers;
 use crate::config::ImageField;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat, Slots};
 use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;

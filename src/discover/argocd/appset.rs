@@ -11,7 +11,7 @@
 use super::{Current, ImageRef, Scan};
 use crate::argocd::app::parse_kustomize_image;
 use crate::argocd::appset::{go_field, pieces, Piece};
-use crate::discover::{RefKind, SlotFormat};
+use crate::discover::vocab::{RefKind, SlotFormat};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{join, value_files, App, Current, Scan, SourceState};
 use crate::discover::charts::{chart_ref, check_policy, ChartApp};
-use crate::discover::{ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_yaml::{Node, PathSeg};
 
 impl Scan<'_> {

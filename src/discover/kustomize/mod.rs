@@ -5,7 +5,7 @@
 pub mod graph;
 pub mod patches;
 
-use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
 use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_name, ImageName, Reference};
 use imagebump_model::Problem;
