@@ -6,7 +6,7 @@ use arcstr::ArcStr;
 
 use super::scan_file::{FileRead, Read, Scanned};
 use super::vocab::{FileCtx, ImageRef, SlotFormat, SlotPath};
-use super::{argocd, charts, flux, generated, kustomize, markers, placement};
+use super::{argo_apps, charts, flux, generated, kustomize, markers, placement};
 use super::{Discovery, Early, SourceTexts};
 use crate::config::Config;
 use crate::policy::rules::Policies;
@@ -21,7 +21,7 @@ pub(super) struct Fold<'a> {
     texts: SourceTexts,
     out: Discovery,
     policies: Policies,
-    argo: argocd::Found,
+    argo: argo_apps::ArgoResources,
     marked: flux::Found,
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
@@ -152,7 +152,7 @@ impl<'a> Fold<'a> {
             texts,
             out,
             policies,
-            argo: argocd::Found::default(),
+            argo: argo_apps::ArgoResources::default(),
             marked: flux::Found::default(),
             layout: placement::Layout::with_kustomizations(kustomizations),
             charts: Vec::new(),
@@ -281,7 +281,7 @@ impl<'a> Fold<'a> {
         argo.generate(tree, &mut out);
         let rendering = layout.place(tree, &mut out, &argo, config.scan.shared_bases);
         if !argo.apps.is_empty() {
-            argocd::scan(tree, config, argo, rendering, &mut out, &mut policies);
+            argo_apps::scan(tree, config, argo, rendering, &mut out, &mut policies);
         }
         // Flux setters last: their policies may be written in any file.
         flux::scan(marked, &mut policies, &mut out);

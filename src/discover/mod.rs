@@ -1,6 +1,6 @@
 //! Find every image reference in the manifest tree, with the exact location of its value(s).
 
-pub mod argocd;
+pub mod argo_apps;
 pub mod chart_values;
 pub mod charts;
 mod fingerprints;

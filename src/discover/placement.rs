@@ -12,7 +12,7 @@ use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place, Rendere
 use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
-use super::{argocd, Discovery};
+use super::{argo_apps, Discovery};
 use crate::config::{ImageField, ScanConfig, SharedBases};
 use crate::discover::vocab::{Created, Creation, ImageRef, ItemKey, Template};
 use imagebump_model::name::{parse_name, same_repository};
@@ -128,7 +128,7 @@ impl Layout {
         self,
         tree: &Tree,
         out: &mut Discovery,
-        argo: &argocd::Found,
+        argo: &argo_apps::ArgoResources,
         shared: SharedBases,
     ) -> Option<Rendering> {
         let no_entries = self.kustomizations.iter().all(|k| k.images.is_empty());
@@ -759,7 +759,7 @@ fn app_patches(source: &Value, file: &str) -> Vec<Effect> {
     out
 }
 
-fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
+fn app_leaves(argo: &argo_apps::ArgoResources) -> Vec<AppLeaf> {
     let mut out = Vec::new();
     for app in &argo.apps {
         for source in &app.sources {

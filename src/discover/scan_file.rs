@@ -5,7 +5,7 @@ use arcstr::ArcStr;
 use super::vocab::{FileCtx, ImageRef, MAX_FILE_BYTES};
 use super::walk::{read_first, FileKind, Listed, ReadAhead};
 use super::SourceTexts;
-use super::{argocd, charts, flux, helm, helm_release, kustomize, templates, workloads};
+use super::{argo_apps, charts, flux, helm, helm_release, kustomize, templates, workloads};
 use crate::source::tree::Tree;
 use imagebump_model::Problem;
 use imagebump_yaml::{LineIndex, Style};
@@ -32,7 +32,7 @@ pub(super) struct Scanned {
     /// that are not YAML).
     pub(super) notes: Vec<Problem>,
     pub(super) kustomization: Option<kustomize::Kustomization>,
-    pub(super) argo: Option<argocd::Loaded>,
+    pub(super) argo: Option<argo_apps::ParsedFile>,
     /// Flux image automation resources and setters.
     pub(super) flux: Option<crate::flux::Loaded>,
     /// The fingerprint of all the file's values, when the parse read them all: it spares
@@ -183,7 +183,7 @@ pub(super) fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String)
     let lines = ctx.lines;
     let argo = interest
         .argo
-        .then(|| argocd::Loaded::from_parsed(rel, text.clone(), docs));
+        .then(|| argo_apps::ParsedFile::from_parsed(rel, text.clone(), docs));
     Read::Scanned(Box::new(Scanned {
         text,
         lines,
@@ -216,9 +216,9 @@ pub(super) fn scan_template(rel: &ArcStr, text: String, helm_keys: &helm::ImageK
         let lines = &parsed.lines;
         refs.retain(|r| !lines.iter().any(|l| l.contains(&(r.line as usize))));
         helm_release::scan(&ctx, &parsed.docs, helm_keys, &mut refs, &mut problems);
-        argo = parsed
-            .has_argo()
-            .then(|| argocd::Loaded::from_documents(rel, text.clone(), parsed.docs, parsed.json));
+        argo = parsed.has_argo().then(|| {
+            argo_apps::ParsedFile::from_documents(rel, text.clone(), parsed.docs, parsed.json)
+        });
     }
     if refs.is_empty() && argo.is_none() && notes.is_empty() && problems.is_empty() {
         return Read::Skipped;

@@ -83,7 +83,7 @@ pub(super) fn skip_dir(rel: &str) -> bool {
 /// A Helm chart's `templates/` (Go templates, not YAML).
 pub(super) fn chart_templates(tree: &Tree, rel: &str) -> bool {
     let (dir, name) = split_name(rel);
-    name == "templates" && tree.is_file(&super::argocd::in_dir(dir, "Chart.yaml"))
+    name == "templates" && tree.is_file(&super::argo_apps::in_dir(dir, "Chart.yaml"))
 }
 
 /// The files to scan, in name order, with their kind.

@@ -8,10 +8,10 @@
 //! template (a directory's name, two parameters, a function) cannot be edited without
 //! changing what the template means: it is noted and left alone.
 
-use super::{Current, ImageRef, Scan};
+use super::{Current, Scan};
 use crate::argocd::app::parse_kustomize_image;
 use crate::argocd::appset::{go_field, pieces, Piece};
-use crate::discover::vocab::{RefKind, SlotFormat};
+use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
 
