@@ -22,7 +22,7 @@ pub(super) struct Fold<'a> {
     out: Discovery,
     policies: Policies,
     argo: argo_apps::ArgoResources,
-    marked: flux::Found,
+    marked: flux::FluxResources,
     layout: placement::Layout,
     /// The files that hold chart versions (`helm.charts`), parsed, in file order.
     charts: Vec<Result<charts::ChartFile, Problem>>,
@@ -153,7 +153,7 @@ impl<'a> Fold<'a> {
             out,
             policies,
             argo: argo_apps::ArgoResources::default(),
-            marked: flux::Found::default(),
+            marked: flux::FluxResources::default(),
             layout: placement::Layout::with_kustomizations(kustomizations),
             charts: Vec::new(),
             names: Names::default(),
@@ -206,15 +206,8 @@ impl<'a> Fold<'a> {
         if let Some(loaded) = loaded {
             self.argo.add(loaded, &mut out.problems);
         }
-        if let Some(mut k) = kustomization {
-            self.names.share_entries(&mut k);
-            let kept = match fingerprint {
-                Some(f) if self.texts == SourceTexts::NeededOnly && f.read_in_one_pass() => {
-                    placement::KeptText::ReadAgain(f)
-                }
-                _ => placement::KeptText::Text(text.clone()),
-            };
-            self.layout.add_kustomization(k, kept);
+        if let Some(k) = kustomization {
+            self.kustomization(k, fingerprint.filter(|f| f.read_in_one_pass()), &text);
         }
         // The file's name as its references hold it (the list's), for the maps beside them.
         let file = ArcStr::clone(rel);
@@ -223,36 +216,66 @@ impl<'a> Fold<'a> {
             text: &text,
             lines,
         };
-        let before = out.refs.len();
-        out.refs.extend(refs);
-        let placed_later = out.refs.len();
+        let before = self.out.refs.len();
+        self.out.refs.extend(refs);
+        let placed_later = self.out.refs.len();
         for w in workloads {
-            self.layout
-                .add_workload(out.refs.len(), w.kustomizable, w.container);
-            out.refs.push(w.r);
+            (self.layout).add_workload(self.out.refs.len(), w.kustomizable, w.container);
+            self.out.refs.push(w.r);
         }
-        for (i, r) in (before..).zip(out.refs.iter_mut_from(before)) {
-            self.names.share(r);
-            if let Err(p) = apply_policy(&ctx, &mut self.policies, r, None) {
-                out.problems.push(p);
-            }
-            // Before it is told early (placement decides where a manifest image's value
-            // goes: those are judged once every file is read).
-            if let Some(line) = generated.filter(|_| i < placed_later && r.is_managed()) {
-                if r.touched_files().contains(&&**rel) {
-                    r.unmanaged = Some(generated::why(rel, line));
-                }
-            }
-            if let Some(tell) = early.as_mut().filter(|_| i < placed_later) {
-                tell(r);
-            }
-        }
+        self.give_policies(&ctx, (before, placed_later), generated, early);
+        let out = &mut self.out;
         if out.refs.iter_from(before).any(ImageRef::is_managed) {
             if !proven_without_text {
                 out.sources.insert(ArcStr::clone(&file), text);
             }
             if let Some(f) = fingerprint {
                 out.fingerprints.insert(file, f);
+            }
+        }
+    }
+
+    /// A kustomization, kept for placement with its text, or with its fingerprint alone
+    /// (`read_in_one_pass`) when a report-only run gives texts up.
+    fn kustomization(
+        &mut self,
+        mut k: kustomize::Kustomization,
+        one_pass: Option<imagebump_yaml::Fingerprint>,
+        text: &ArcStr,
+    ) {
+        self.names.share_entries(&mut k);
+        let kept = match one_pass {
+            Some(f) if self.texts == SourceTexts::NeededOnly => placement::KeptText::ReadAgain(f),
+            _ => placement::KeptText::Text(text.clone()),
+        };
+        self.layout.add_kustomization(k, kept);
+    }
+
+    /// The file's references from `from` on get their policies; those before `placed_later`
+    /// (not manifest images, which placement decides) are left alone in a generated file
+    /// (`generated`: the line that says so) and told `early`.
+    fn give_policies(
+        &mut self,
+        ctx: &FileCtx,
+        (from, placed_later): (usize, usize),
+        generated: Option<usize>,
+        early: &mut Option<Early>,
+    ) {
+        let out = &mut self.out;
+        for (i, r) in (from..).zip(out.refs.iter_mut_from(from)) {
+            self.names.share(r);
+            if let Err(p) = apply_policy(ctx, &mut self.policies, r, None) {
+                out.problems.push(p);
+            }
+            // Before it is told early (placement decides where a manifest image's value
+            // goes: those are judged once every file is read).
+            if let Some(line) = generated.filter(|_| i < placed_later && r.is_managed()) {
+                if r.touched_files().contains(&&*ctx.file) {
+                    r.unmanaged = Some(generated::why(&ctx.file, line));
+                }
+            }
+            if let Some(tell) = early.as_mut().filter(|_| i < placed_later) {
+                tell(r);
             }
         }
     }

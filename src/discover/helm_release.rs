@@ -72,7 +72,7 @@ pub fn scan(
 ) {
     for doc in docs {
         let Some(root) = &doc.root else { continue };
-        let mut found = Found {
+        let mut found = DocumentScan {
             ctx,
             doc: doc.index,
             keys,
@@ -86,7 +86,7 @@ pub fn scan(
 }
 
 /// The images of one document's manifests.
-struct Found<'a> {
+struct DocumentScan<'a> {
     ctx: &'a FileCtx<'a>,
     doc: usize,
     keys: &'a helm::ImageKeys,
@@ -94,7 +94,7 @@ struct Found<'a> {
     problems: Vec<Problem>,
 }
 
-impl Found<'_> {
+impl DocumentScan<'_> {
     /// The manifests at or below `node`, as the manifest reader finds them: a map with
     /// `kind` and `apiVersion`, the items of a `List`, manifests nested in wrappers.
     fn manifests(&mut self, node: &Node, path: &mut Vec<PathSeg>) {

@@ -26,7 +26,7 @@ pub(super) struct Scanned {
     pub(super) text: String,
     pub(super) lines: LineIndex,
     pub(super) refs: Vec<ImageRef>,
-    pub(super) workloads: Vec<workloads::Found>,
+    pub(super) workloads: Vec<workloads::ManifestImage>,
     pub(super) problems: Vec<Problem>,
     /// What the scan left out and the user may want to know (a chart template's documents
     /// that are not YAML).
@@ -99,16 +99,15 @@ pub(super) fn read_file(
 
 /// One file's text read by its scanners.
 pub(super) fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String) -> Read {
-    let (specs, helm_keys) = (keys.specs, keys.helm);
     if kind == FileKind::ChartTemplate {
-        return scan_template(rel, text, helm_keys);
+        return scan_template(rel, text, keys.helm);
     }
     // Cheap first look: most YAML files hold no manifest with an image and no Argo CD
     // or Flux resource, and are never parsed.
     let flux_wanted = crate::flux::mentioned(&text);
     let look = match kind {
         FileKind::Manifest => {
-            let l = workloads::look(&text, specs);
+            let l = workloads::look(&text, keys.specs);
             if !l.interest.argo && !l.interest.workloads && !flux_wanted {
                 return Read::Skipped;
             }
@@ -132,24 +131,70 @@ pub(super) fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String)
         text: &text,
         lines: LineIndex::new(&text),
     };
-    let mut refs = Vec::new();
-    let mut found = Vec::new();
-    let mut problems = Vec::new();
-    let mut kustomization = None;
+    let mut found = by_kind(&ctx, kind, interest, &docs, keys);
+    let flux = flux_wanted
+        .then(|| crate::flux::read(rel, &text, &docs))
+        .filter(|f| !f.is_empty());
+    if let Some(f) = &flux {
+        // A value a setter marks is what the setter says it is.
+        let marked = |r: &ImageRef| flux::marks(&f.marked, r) || flux::marks_at(&ctx, &f.marked, r);
+        found.refs.retain(|r| !marked(r));
+        found.workloads.retain(|w| !marked(&w.r));
+    }
+    let proven_without_text = found.proven_without_text(keys.texts, &text, fingerprint);
+    let lines = ctx.lines;
+    let argo = interest
+        .argo
+        .then(|| argo_apps::ParsedFile::from_parsed(rel, text.clone(), docs));
+    Read::Scanned(Box::new(Scanned {
+        text,
+        lines,
+        refs: found.refs,
+        workloads: found.workloads,
+        problems: found.problems,
+        notes: Vec::new(),
+        kustomization: found.kustomization,
+        argo,
+        flux,
+        fingerprint,
+        proven_without_text,
+    }))
+}
+
+/// What a file's scanners found in its documents.
+#[derive(Default)]
+struct ByKind {
+    refs: Vec<ImageRef>,
+    workloads: Vec<workloads::ManifestImage>,
+    problems: Vec<Problem>,
+    kustomization: Option<kustomize::Kustomization>,
+}
+
+/// The scanners of a file of `kind` over its parsed `docs`.
+fn by_kind(
+    ctx: &FileCtx,
+    kind: FileKind,
+    interest: workloads::Interest,
+    docs: &[imagebump_yaml::Doc],
+    keys: &Keys,
+) -> ByKind {
+    let (specs, helm_keys) = (keys.specs, keys.helm);
+    let mut out = ByKind::default();
+    let (refs, found, problems) = (&mut out.refs, &mut out.workloads, &mut out.problems);
     match kind {
         FileKind::Kustomization => {
-            kustomize::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
-            kustomization = Some(kustomize::read(&ctx, &docs));
-            workloads::strings(&ctx, &docs, &mut found);
+            kustomize::scan(ctx, docs, helm_keys, refs, problems);
+            out.kustomization = Some(kustomize::read(ctx, docs));
+            workloads::strings(ctx, docs, found);
         }
         FileKind::HelmValues => {
-            helm::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
+            helm::scan(ctx, docs, helm_keys, refs, problems);
             // Charts that take a whole config file as a value (`katibConfig: |`).
-            workloads::strings(&ctx, &docs, &mut found);
+            workloads::strings(ctx, docs, found);
         }
         FileKind::Manifest if interest.workloads => {
-            workloads::scan(&ctx, &docs, specs, &mut found, &mut problems);
-            helm_release::scan(&ctx, &docs, helm_keys, &mut refs, &mut problems);
+            workloads::scan(ctx, docs, specs, found, problems);
+            helm_release::scan(ctx, docs, helm_keys, refs, problems);
             // A marked line inside HelmRelease values is that values reference.
             let values: Vec<_> = refs
                 .iter()
@@ -160,43 +205,39 @@ pub(super) fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String)
         }
         FileKind::Manifest | FileKind::ChartTemplate => {}
     }
-    let flux = flux_wanted
-        .then(|| crate::flux::read(rel, &text, &docs))
-        .filter(|f| !f.is_empty());
-    if let Some(f) = &flux {
-        // A value a setter marks is what the setter says it is.
-        refs.retain(|r| !flux::marks(&f.marked, r) && !flux::marks_at(&ctx, &f.marked, r));
-        found.retain(|w| !flux::marks(&f.marked, &w.r) && !flux::marks_at(&ctx, &f.marked, &w.r));
+    out
+}
+
+impl ByKind {
+    /// Every reference found, the workloads' among them.
+    fn all_mut(&mut self) -> impl Iterator<Item = &mut ImageRef> {
+        let workloads = self.workloads.iter_mut().map(|w| &mut w.r);
+        self.refs.iter_mut().chain(workloads)
     }
-    for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
-        r.shrink_to_fit();
-    }
-    let proven_without_text = keys.texts == SourceTexts::NeededOnly
-        && (!refs.is_empty() || !found.is_empty())
-        && imagebump_yaml::provable_in_lines(&text, fingerprint)
-        && alone_in_their_lines(&text, refs.iter().chain(found.iter().map(|w| &w.r)));
-    if proven_without_text {
-        for r in refs.iter_mut().chain(found.iter_mut().map(|w| &mut w.r)) {
-            r.slots.iter_mut().for_each(|slot| slot.alone = true);
+
+    /// Whether the file's edits are proven without its text ([`SourceTexts::NeededOnly`]);
+    /// when they are, every slot is marked [`Slot::alone`](super::vocab::Slot::alone). Its
+    /// references are shrunk to their size on the way.
+    fn proven_without_text(
+        &mut self,
+        texts: SourceTexts,
+        text: &str,
+        fingerprint: Option<imagebump_yaml::Fingerprint>,
+    ) -> bool {
+        self.all_mut().for_each(ImageRef::shrink_to_fit);
+        let proven = texts == SourceTexts::NeededOnly
+            && (!self.refs.is_empty() || !self.workloads.is_empty())
+            && imagebump_yaml::provable_in_lines(text, fingerprint)
+            && alone_in_their_lines(
+                text,
+                self.refs.iter().chain(self.workloads.iter().map(|w| &w.r)),
+            );
+        if proven {
+            self.all_mut()
+                .for_each(|r| r.slots.iter_mut().for_each(|slot| slot.alone = true));
         }
+        proven
     }
-    let lines = ctx.lines;
-    let argo = interest
-        .argo
-        .then(|| argo_apps::ParsedFile::from_parsed(rel, text.clone(), docs));
-    Read::Scanned(Box::new(Scanned {
-        text,
-        lines,
-        refs,
-        workloads: found,
-        problems,
-        notes: Vec::new(),
-        kustomization,
-        argo,
-        flux,
-        fingerprint,
-        proven_without_text,
-    }))
 }
 
 /// A chart template: its literal images, and the Argo CD resources and Flux `HelmRelease`

@@ -9,6 +9,66 @@ use crate::discover::vocab::{RefKind, SlotFormat, Template};
 use imagebump_yaml::PathSeg;
 use serde_json::Value;
 
+/// What a Helm source's current version is looked for by: the key holding the tag (or the
+/// whole spec), the image, and the repository the app's `helm.parameters` name for it.
+struct Wanted<'k> {
+    keys: &'k HelmKeys,
+    tag_key: &'k str,
+    image: &'k str,
+    repo: Option<String>,
+}
+
+impl<'k> Wanted<'k> {
+    fn new(keys: &'k HelmKeys, image: &'k str, repo: Option<String>) -> Wanted<'k> {
+        let tag_key = match keys {
+            HelmKeys::NameTag { tag, .. } => tag.as_str(),
+            HelmKeys::Spec(k) => k.as_str(),
+        };
+        Wanted {
+            keys,
+            tag_key,
+            image,
+            repo,
+        }
+    }
+
+    /// The key naming the repository beside the tag, when the keys are two.
+    fn name_key(keys: &HelmKeys) -> Option<&str> {
+        match keys {
+            HelmKeys::NameTag { name, .. } => Some(name),
+            HelmKeys::Spec(_) => None,
+        }
+    }
+
+    /// A tag key whose name key holds another image is that image's value.
+    fn ours(&self, repo: &Option<String>) -> bool {
+        repo.as_deref().is_none_or(|r| same_image(r, self.image))
+    }
+
+    /// The value at `(file, doc, at)`, read with the repository `repo`.
+    fn current(
+        &self,
+        (file, doc, at): (String, usize, Vec<PathSeg>),
+        kind: RefKind,
+        repo: Option<String>,
+    ) -> Current {
+        let format = match self.keys {
+            HelmKeys::Spec(_) => SlotFormat::Reference {
+                name: repo.as_deref().unwrap_or_default().into(),
+            },
+            HelmKeys::NameTag { .. } => SlotFormat::Tag,
+        };
+        Current {
+            file,
+            doc,
+            at,
+            format,
+            kind,
+            repository: repo,
+        }
+    }
+}
+
 impl Scan<'_> {
     /// Plugin sources: the rendered `plugin.env` variable holding the tag (or the spec).
     pub(super) fn plugin_current(
@@ -49,74 +109,46 @@ impl Scan<'_> {
         keys: &HelmKeys,
         image: &str,
     ) -> Option<Current> {
-        // A tag key whose name key holds another image is that image's value.
-        let ours = |repo: &Option<String>| repo.as_deref().is_none_or(|r| same_image(r, image));
-        let (tag_key, spec) = match keys {
-            HelmKeys::NameTag { tag, .. } => (tag.as_str(), false),
-            HelmKeys::Spec(k) => (k.as_str(), true),
-        };
-        let repo = match keys {
-            HelmKeys::NameTag { name, .. } => {
-                let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
-                param_value(&self.list(&file, doc, &base), name)
-            }
-            HelmKeys::Spec(_) => None,
-        };
-        let format = |repo: &Option<String>| {
-            if spec {
-                SlotFormat::Reference {
-                    name: repo.as_deref().unwrap_or_default().into(),
-                }
-            } else {
-                SlotFormat::Tag
-            }
-        };
         let (file, doc, base) = self.holder(app, st, &["helm", "parameters"]);
         let params = self.list(&file, doc, &base);
+        let repo = (Wanted::name_key(keys)).and_then(|name| param_value(&params, name));
+        let want = Wanted::new(keys, image, repo);
         if let Some(i) = params
             .iter()
-            .position(|p| p.get("name").and_then(Value::as_str) == Some(tag_key))
-            .filter(|_| ours(&repo))
+            .position(|p| p.get("name").and_then(Value::as_str) == Some(want.tag_key))
+            .filter(|_| want.ours(&want.repo))
         {
-            return Some(Current {
-                file,
-                doc,
-                at: with_index(&base, i, &["value"]),
-                format: format(&repo),
-                kind: RefKind::ArgoHelmParameter,
-                repository: repo,
-            });
+            let at = with_index(&base, i, &["value"]);
+            let repo = want.repo.clone();
+            return Some(want.current((file, doc, at), RefKind::ArgoHelmParameter, repo));
         }
+        self.values_object_current(app, st, &want)
+            .or_else(|| self.values_file_current(st, all, &want))
+    }
+
+    /// The tag key in the app's rendered `helm.valuesObject`, when the image there is ours.
+    fn values_object_current(&self, app: &App, st: &SourceState, want: &Wanted) -> Option<Current> {
         let (file, doc, base) = self.holder(app, st, &["helm", "valuesObject"]);
-        let object = self
-            .files
-            .get(&file)
-            .and_then(|l| l.value(doc, &base))
-            .cloned();
-        let object_repo = match keys {
-            HelmKeys::NameTag { name, .. } => object
-                .as_ref()
-                .and_then(|o| argocd::helm_path::lookup(o, name))
-                .and_then(|(v, _)| v.as_str().map(str::to_string)),
-            HelmKeys::Spec(_) => None,
-        };
-        if let Some((_, segs)) = object
-            .as_ref()
-            .and_then(|o| argocd::helm_path::lookup(o, tag_key))
-            .filter(|_| ours(&repo) && ours(&object_repo))
-        {
-            let mut at = base.clone();
-            at.extend(segs);
-            return Some(Current {
-                file,
-                doc,
-                at,
-                format: format(&repo),
-                kind: RefKind::HelmValues,
-                repository: repo,
-            });
-        }
-        // Helm reads the chart's own values.yaml first, whatever valueFiles lists.
+        let object = self.files.get(&file).and_then(|l| l.value(doc, &base))?;
+        let object_repo = (Wanted::name_key(want.keys))
+            .and_then(|name| argocd::helm_path::lookup(object, name))
+            .and_then(|(v, _)| v.as_str().map(str::to_string));
+        let (_, segs) = argocd::helm_path::lookup(object, want.tag_key)
+            .filter(|_| want.ours(&want.repo) && want.ours(&object_repo))?;
+        let mut at = base.clone();
+        at.extend(segs);
+        let repo = want.repo.clone();
+        Some(want.current((file, doc, at), RefKind::HelmValues, repo))
+    }
+
+    /// The tag key in the last values file that sets it for our image. Helm reads the
+    /// chart's own values.yaml first, whatever valueFiles lists.
+    fn values_file_current(
+        &mut self,
+        st: &SourceState,
+        all: &[SourceState],
+        want: &Wanted,
+    ) -> Option<Current> {
         let mut files = value_files(st, all);
         if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
             let chart_values = in_dir(dir, "values.yaml");
@@ -128,29 +160,19 @@ impl Scan<'_> {
             if !self.load(&vf) {
                 continue;
             }
-            let values = self
-                .files
-                .get(&vf)
-                .and_then(|l| l.json.first())
+            let values = (self.files.get(&vf).and_then(|l| l.json.first()))
                 .cloned()
                 .unwrap_or(Value::Null);
-            if let Some((_, segs)) = argocd::helm_path::lookup(&values, tag_key) {
-                let repo = repo.clone().or_else(|| match keys {
-                    HelmKeys::NameTag { name, .. } => argocd::helm_path::lookup(&values, name)
-                        .and_then(|(v, _)| v.as_str().map(str::to_string)),
-                    HelmKeys::Spec(_) => None,
-                });
-                if !ours(&repo) {
-                    continue;
-                }
-                return Some(Current {
-                    file: vf,
-                    doc: 0,
-                    at: segs,
-                    format: format(&repo),
-                    kind: RefKind::HelmValues,
-                    repository: repo,
-                });
+            let Some((_, segs)) = argocd::helm_path::lookup(&values, want.tag_key) else {
+                continue;
+            };
+            let repo = want.repo.clone().or_else(|| {
+                (Wanted::name_key(want.keys))
+                    .and_then(|name| argocd::helm_path::lookup(&values, name))
+                    .and_then(|(v, _)| v.as_str().map(str::to_string))
+            });
+            if want.ours(&repo) {
+                return Some(want.current((vf, 0, segs), RefKind::HelmValues, repo));
             }
         }
         None
