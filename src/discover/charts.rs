@@ -2,7 +2,7 @@
 //! (with the `Chart.lock` beside them), kustomize `helmCharts[].version` and Flux
 //! `HelmRelease`s (`spec.chart.spec.version`, the repository from the `HelmRepository`
 //! in git). Argo CD `targetRevision`s are read with their Applications
-//! (`discover/argocd/chart.rs`).
+//! (`discover/argo_apps/chart_source.rs`).
 //!
 //! A version is edited in place, like an image's tag. Only `http(s)://` and `oci://`
 //! repositories are asked; a `file://` dependency or a repository alias is left alone.
