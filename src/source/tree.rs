@@ -397,20 +397,67 @@ struct Lister<'a, P> {
     reading: Option<(&'a Reading<'a>, &'a std::sync::atomic::AtomicUsize)>,
 }
 
+/// The relative path of the entry named `bytes` in `dir`, as the whole relative path
+/// would read: `\` as `/` in a path that is UTF-8 all through, a lossy rendering,
+/// untouched, in one that is not; and whether it is UTF-8 all through.
+fn entry_rel(dir: &Dir, bytes: &[u8]) -> (String, bool) {
+    let (shown, utf8) = match std::str::from_utf8(bytes) {
+        Ok(n) if dir.utf8 => (n.replace('\\', "/"), true),
+        Ok(n) => (n.to_string(), false),
+        Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
+    };
+    if dir.rel.is_empty() {
+        return (shown, utf8);
+    }
+    let mut rel =
+        String::with_capacity(dir.rel.len().saturating_add(shown.len()).saturating_add(1));
+    rel.push_str(&dir.rel);
+    rel.push('/');
+    rel.push_str(&shown);
+    (rel, utf8)
+}
+
 impl<P: Fn(&str) -> bool> Lister<'_, P> {
     /// One directory's entries in name order (bytewise), each directory among them
     /// followed by the place of its own entries, and those directories to read next, in
     /// the same order; the error reading it, if it cannot be read.
     fn list(&self, dir: &Dir) -> (Vec<Part>, Vec<Dir>) {
-        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-        use std::os::unix::ffi::OsStrExt as _;
-        let whole = |path: &Path| {
-            if path.as_os_str().is_empty() {
-                self.root.to_path_buf()
-            } else {
-                self.root.join(path)
+        let mut parts = Vec::new();
+        let mut dirs = Vec::new();
+        let Some((listing, entries)) = self.entries(dir, &mut parts) else {
+            return (parts, dirs);
+        };
+        let fd = match listing.fd() {
+            Ok(fd) => fd,
+            Err(e) => {
+                parts.push(Part::Error(failed_at(&self.whole(&dir.path), e.into())));
+                return (parts, dirs);
             }
         };
+        for entry in &entries {
+            self.entry(fd, dir, entry, (&mut parts, &mut dirs));
+        }
+        (parts, dirs)
+    }
+
+    /// `path` (from the root) as a whole path, for errors.
+    fn whole(&self, path: &Path) -> PathBuf {
+        if path.as_os_str().is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+
+    /// The directory `dir` opened (through no link) and its entries sorted by name, but `.`
+    /// and `..`; an entry that cannot be read is an error in `parts`, and so is the
+    /// directory itself when it cannot be opened (`None`).
+    fn entries(
+        &self,
+        dir: &Dir,
+        parts: &mut Vec<Part>,
+    ) -> Option<(rustix::fs::Dir, Vec<rustix::fs::DirEntry>)> {
+        use rustix::fs::{Mode, OFlags};
         let at = if dir.path.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -421,14 +468,10 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
         let mut listing = match opened.and_then(rustix::fs::Dir::new) {
             Ok(listing) => listing,
             Err(e) => {
-                return (
-                    vec![Part::Error(failed_at(&whole(&dir.path), e.into()))],
-                    Vec::new(),
-                )
+                parts.push(Part::Error(failed_at(&self.whole(&dir.path), e.into())));
+                return None;
             }
         };
-        let mut parts = Vec::new();
-        let mut dirs = Vec::new();
         let mut entries = Vec::new();
         for entry in listing.by_ref() {
             match entry {
@@ -438,80 +481,66 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
             }
         }
         entries.sort_unstable_by(|a, b| a.file_name().cmp(b.file_name()));
-        let fd = match listing.fd() {
-            Ok(fd) => fd,
-            Err(e) => {
-                parts.push(Part::Error(failed_at(&whole(&dir.path), e.into())));
-                return (parts, dirs);
-            }
-        };
-        for entry in entries {
-            let name = entry.file_name();
-            let bytes = name.to_bytes();
-            let t = match entry.file_type() {
-                // The file system does not say in its listing: ask it.
-                FileType::Unknown => {
-                    match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(st) => FileType::from_raw_mode(st.st_mode),
-                        Err(e) => {
-                            let path = whole(&dir.path.join(std::ffi::OsStr::from_bytes(bytes)));
-                            parts.push(Part::Error(failed_at(&path, e.into())));
-                            continue;
-                        }
-                    }
+        Some((listing, entries))
+    }
+
+    /// One entry of the directory `dir`, open on `fd`: its part, read when it is a wanted
+    /// file; a directory's followed by the place of its own entries, and added to those to
+    /// read next (unless pruned); or the error telling what it is.
+    fn entry(
+        &self,
+        fd: rustix::fd::BorrowedFd<'_>,
+        dir: &Dir,
+        entry: &rustix::fs::DirEntry,
+        (parts, dirs): (&mut Vec<Part>, &mut Vec<Dir>),
+    ) {
+        use rustix::fs::{AtFlags, FileType};
+        use std::os::unix::ffi::OsStrExt as _;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        let t = match entry.file_type() {
+            // The file system does not say in its listing: ask it.
+            FileType::Unknown => match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => FileType::from_raw_mode(st.st_mode),
+                Err(e) => {
+                    let path = self.whole(&dir.path.join(std::ffi::OsStr::from_bytes(bytes)));
+                    parts.push(Part::Error(failed_at(&path, e.into())));
+                    return;
                 }
-                t => t,
-            };
-            // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
-            // through, a lossy rendering, untouched, in one that is not.
-            let (shown, utf8) = match std::str::from_utf8(bytes) {
-                Ok(n) if dir.utf8 => (n.replace('\\', "/"), true),
-                Ok(n) => (n.to_string(), false),
-                Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
-            };
-            let rel = if dir.rel.is_empty() {
-                shown
-            } else {
-                let mut rel = String::with_capacity(
-                    dir.rel.len().saturating_add(shown.len()).saturating_add(1),
-                );
-                rel.push_str(&dir.rel);
-                rel.push('/');
-                rel.push_str(&shown);
-                rel
-            };
-            let kind = match t {
-                FileType::Symlink => Kind::Link,
-                FileType::Directory => Kind::Dir,
-                FileType::RegularFile => Kind::File,
-                _ => Kind::Other,
-            };
-            if kind == Kind::Dir && (self.prune)(&rel) {
-                continue;
-            }
-            // A name shown otherwise than it is (a `\` shown as `/`) is read by the path it
-            // is shown as, later, as every reader of the tree reads it.
-            let text = (kind == Kind::File && utf8 && !bytes.contains(&b'\\'))
-                .then(|| self.read(fd, name, &rel))
-                .flatten();
-            if kind == Kind::Dir {
-                dirs.push(Dir {
-                    path: dir.path.join(std::ffi::OsStr::from_bytes(bytes)),
-                    rel: rel.clone(),
-                    utf8,
-                });
-            }
-            parts.push(Part::Entry {
-                rel,
-                kind,
-                utf8,
-                text,
-            });
-            if kind == Kind::Dir {
-                parts.push(Part::Sub);
-            }
+            },
+            t => t,
+        };
+        let (rel, utf8) = entry_rel(dir, bytes);
+        let kind = match t {
+            FileType::Symlink => Kind::Link,
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File,
+            _ => Kind::Other,
+        };
+        if kind == Kind::Dir && (self.prune)(&rel) {
+            return;
         }
-        (parts, dirs)
+        // A name shown otherwise than it is (a `\` shown as `/`) is read by the path it
+        // is shown as, later, as every reader of the tree reads it.
+        let text = (kind == Kind::File && utf8 && !bytes.contains(&b'\\'))
+            .then(|| self.read(fd, name, &rel))
+            .flatten();
+        if kind == Kind::Dir {
+            dirs.push(Dir {
+                path: dir.path.join(std::ffi::OsStr::from_bytes(bytes)),
+                rel: rel.clone(),
+                utf8,
+            });
+        }
+        parts.push(Part::Entry {
+            rel,
+            kind,
+            utf8,
+            text,
+        });
+        if kind == Kind::Dir {
+            parts.push(Part::Sub);
+        }
     }
 
     /// The file `name` of the directory open on `dir`, when it is wanted and the budget is
