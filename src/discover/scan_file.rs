@@ -88,7 +88,11 @@ pub(super) fn read_file(
     let read = kept.map_or_else(|| tree.read(rel, MAX_FILE_BYTES), Ok);
     let text = match read {
         Ok(t) => t,
-        Err(e) => return (Read::Problem(Problem::at_file(rel, 0, 0, e)), None),
+        Err(e) => {
+            let mut p = Problem::at_file(rel, 0, 0, e.to_string());
+            p.hint = e.hint().map(String::from);
+            return (Read::Problem(p), None);
+        }
     };
     let chart = keys
         .charts

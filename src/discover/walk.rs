@@ -152,7 +152,7 @@ pub(super) fn files(tree: &Tree, filters: &Filters, out: &mut Discovery) -> (Vec
 pub(super) type Listed = (ArcStr, FileKind);
 
 /// The texts a walk read, one per file (`None`: not read).
-pub(super) type Texts = Vec<Option<Result<String, String>>>;
+pub(super) type Texts = Vec<Option<Result<String, crate::source::jail::Error>>>;
 
 /// Must this kustomization be read before the other files? When it may name
 /// `configurations:`, `helmCharts:`, `configMapGenerator:` or `secretGenerator:` (their
@@ -190,7 +190,7 @@ pub(super) fn first_look(tree: &Tree, files: &[Listed], texts: Texts) -> (bool, 
     let walked: usize = (texts.iter().flatten().flatten()).map(String::len).sum();
     let kept = AtomicUsize::new(walked);
     let claims = |text: &str| text.contains("argoproj.io") || crate::flux::mentioned(text);
-    let look = |read: Result<String, String>| match read {
+    let look = |read: Result<String, crate::source::jail::Error>| match read {
         Ok(text) => {
             let before = kept.fetch_add(text.len(), Ordering::Relaxed);
             let fits = before.saturating_add(text.len()) <= READ_AHEAD_BYTES;

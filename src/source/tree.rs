@@ -34,7 +34,7 @@ pub struct Entry<'a> {
     pub utf8: bool,
     /// The file's text (or why it cannot be read, as [`Tree::read`] says it), when the walk
     /// read it as it met it ([`Reading`]); `None`: not read.
-    pub text: Option<Result<String, String>>,
+    pub text: Option<Result<String, jail::Error>>,
 }
 
 /// The files a walk reads as it meets them (on disk: from their directory's open
@@ -88,7 +88,7 @@ fn write_out_one(objects: &Objects, dir: &Path, name: &str) -> Result<(), git::E
     let path = dir.join(name);
     match objects.node(name).map(|n| (n, n.kind)) {
         Some((node, Kind::File)) => {
-            let bytes = objects.blob(node, MAX_WRITTEN_OUT).map_err(failed)?;
+            let bytes = (objects.blob(node, MAX_WRITTEN_OUT)).map_err(|e| failed(e.into()))?;
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
             }
@@ -140,7 +140,7 @@ impl Tree {
     /// The text of the file `rel` (a normalised path from the root), refused whole when it
     /// is larger than `max` bytes or not UTF-8; the error says which, or why it cannot be
     /// read, as [`jail::read_capped`] says it.
-    pub fn read(&self, rel: &str, max: u64) -> Result<String, String> {
+    pub fn read(&self, rel: &str, max: u64) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::read_capped(&d.root.join(rel), max),
             Inner::Objects(o) => jail::text(o.blob(o.file(rel, max)?, max)?),
@@ -150,7 +150,7 @@ impl Tree {
     /// As [`Tree::read`], for a file read a second time: from a disk, following no link and
     /// only a regular file ([`jail::read_beneath`]), whatever was put in its place since
     /// the walk listed it; from git's objects, as the first time (a commit does not move).
-    pub fn read_again(&self, rel: &str, max: u64) -> Result<String, String> {
+    pub fn read_again(&self, rel: &str, max: u64) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::read_beneath(&d.root, rel, max),
             Inner::Objects(_) => self.read(rel, max),
@@ -166,7 +166,7 @@ impl Tree {
         &self,
         rels: &[&str],
         max: u64,
-        mut each: impl FnMut(usize, Result<String, String>),
+        mut each: impl FnMut(usize, Result<String, jail::Error>),
     ) {
         match &self.inner {
             Inner::Disk(_) => {
@@ -182,7 +182,7 @@ impl Tree {
 
     /// `rel`'s normalised spelling, inside the tree: an error says how it leaves it (by
     /// `..`, or through a symbolic link).
-    pub fn resolve(&self, rel: &str) -> Result<String, String> {
+    pub fn resolve(&self, rel: &str) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::resolve(&d.root, rel).map(|(normalised, _)| normalised),
             Inner::Objects(_) => jail::normalise(rel),
@@ -233,7 +233,7 @@ impl Tree {
     pub fn walk(
         &self,
         prune: impl Fn(&str) -> bool + Sync,
-        visit: impl FnMut(Result<Entry<'_>, String>),
+        visit: impl FnMut(Result<Entry<'_>, jail::Error>),
     ) {
         self.walk_reading(prune, None, visit);
     }
@@ -244,7 +244,7 @@ impl Tree {
         &self,
         prune: impl Fn(&str) -> bool + Sync,
         reading: Option<&Reading>,
-        mut visit: impl FnMut(Result<Entry<'_>, String>),
+        mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
     ) {
         match &self.inner {
             Inner::Disk(d) => walk_disk(d, prune, reading, visit),
@@ -279,8 +279,8 @@ impl Tree {
 }
 
 /// The error reading a missing file (2) or a directory (21) gives on disk.
-fn not_read(errno: i32) -> String {
-    format!("cannot read: {}", std::io::Error::from_raw_os_error(errno))
+fn not_read(errno: i32) -> jail::Error {
+    jail::Error::io(std::io::Error::from_raw_os_error(errno))
 }
 
 /// The disk's walk, one level of directories at a time, each level's directories read on
@@ -295,7 +295,7 @@ fn walk_disk(
     disk: &Disk,
     prune: impl Fn(&str) -> bool + Sync,
     reading: Option<&Reading>,
-    mut visit: impl FnMut(Result<Entry<'_>, String>),
+    mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
 ) {
     use rustix::fd::AsFd as _;
     let base = match &disk.fd {
@@ -362,8 +362,11 @@ fn walk_disk(
 
 /// The error of a directory or an entry that cannot be read, named by its whole path, as
 /// the `walkdir` crate words it (this walk replaced it).
-fn failed_at(path: &Path, e: std::io::Error) -> String {
-    format!("IO error for operation on {}: {e}", path.display())
+fn failed_at(path: &Path, e: std::io::Error) -> jail::Error {
+    jail::Error::Walk {
+        path: path.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    }
 }
 
 /// A directory's entries as they are read: entries, errors, and where each subdirectory's
@@ -373,9 +376,9 @@ enum Part {
         rel: String,
         kind: Kind,
         utf8: bool,
-        text: Option<Result<String, String>>,
+        text: Option<Result<String, jail::Error>>,
     },
-    Error(String),
+    Error(jail::Error),
     Sub,
 }
 
@@ -477,7 +480,9 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
             match entry {
                 Ok(e) if matches!(e.file_name().to_bytes(), b"." | b"..") => {}
                 Ok(entry) => entries.push(entry),
-                Err(e) => parts.push(Part::Error(std::io::Error::from(e).to_string())),
+                Err(e) => parts.push(Part::Error(jail::Error::Listing(std::sync::Arc::new(
+                    e.into(),
+                )))),
             }
         }
         entries.sort_unstable_by(|a, b| a.file_name().cmp(b.file_name()));
@@ -550,7 +555,7 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
         dir: rustix::fd::BorrowedFd<'_>,
         name: &std::ffi::CStr,
         rel: &str,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, jail::Error>> {
         use std::sync::atomic::Ordering;
         let (reading, spent) = self.reading?;
         if !(reading.wanted)(rel) || spent.load(Ordering::Relaxed) >= reading.budget {
@@ -633,10 +638,10 @@ impl Objects {
     }
 
     /// The file `rel` of at most `max` bytes; else why it cannot be read, as on disk.
-    fn file(&self, rel: &str, max: u64) -> Result<&Node, String> {
+    fn file(&self, rel: &str, max: u64) -> Result<&Node, jail::Error> {
         match self.node(rel) {
             Some(n) if n.kind == Kind::File && n.size <= max => Ok(n),
-            Some(n) if n.kind == Kind::File => Err(jail::too_large(max)),
+            Some(n) if n.kind == Kind::File => Err(jail::Error::TooLarge { max }),
             Some(n) if n.kind == Kind::Dir => Err(not_read(21)),
             _ => Err(not_read(2)),
         }
@@ -657,7 +662,7 @@ impl Objects {
         &self,
         rels: &[&str],
         max: u64,
-        mut each: impl FnMut(usize, Result<Vec<u8>, String>),
+        mut each: impl FnMut(usize, Result<Vec<u8>, jail::Error>),
     ) {
         let mut asked: Vec<(usize, &Node)> = Vec::new();
         for (i, rel) in rels.iter().enumerate() {
@@ -699,10 +704,10 @@ impl Objects {
                 }
                 let _ = out.flush();
             });
-            let mut broken = None;
+            let mut broken: Option<jail::Error> = None;
             for &(i, n) in &asked {
                 match &broken {
-                    Some(e) => each(i, Err(String::clone(e))),
+                    Some(e) => each(i, Err(e.clone())),
                     None => match answer(&mut *stdout, n.size) {
                         Ok(bytes) => each(i, Ok(bytes)),
                         Err(e) => {
@@ -726,9 +731,9 @@ impl Objects {
     }
 
     /// The blob of `node`, refused when larger than `max` bytes.
-    fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, String> {
+    fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, jail::Error> {
         if node.size > max {
-            return Err(jail::too_large(max));
+            return Err(jail::Error::TooLarge { max });
         }
         let idle = self
             .readers
@@ -757,7 +762,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn spawn(git: &Git, dir: &Path) -> Result<Reader, String> {
+    fn spawn(git: &Git, dir: &Path) -> Result<Reader, jail::Error> {
         let mut child = git.cat_file_batch(dir).map_err(|e| failed(&e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
@@ -771,30 +776,32 @@ impl Reader {
         })
     }
 
-    fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, String> {
+    fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, jail::Error> {
         ask(&mut self.stdin, oid).and_then(|()| self.stdin.flush().map_err(|e| failed(&e)))?;
         answer(&mut self.stdout, max)
     }
 }
 
-fn failed(e: &dyn std::fmt::Display) -> String {
-    format!("cannot read: git cat-file: {e}")
+fn failed(e: &dyn std::fmt::Display) -> jail::Error {
+    jail::Error::GitObjects(e.to_string())
 }
 
 /// Asks `git cat-file --batch` for the object `oid`.
-fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), String> {
+fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), jail::Error> {
     writeln!(stdin, "{oid}").map_err(|e| failed(&e))
 }
 
 /// The next blob `git cat-file --batch` answers with, refused when larger than `max`.
-fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, String> {
+fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, jail::Error> {
     match git::read_batch_answer(stdout, max) {
         Ok(Some(git::BatchAnswer::Object {
             kind,
             content: Some(bytes),
             ..
         })) if kind == "blob" => Ok(bytes),
-        Ok(Some(git::BatchAnswer::Object { content: None, .. })) => Err(jail::too_large(max)),
+        Ok(Some(git::BatchAnswer::Object { content: None, .. })) => {
+            Err(jail::Error::TooLarge { max })
+        }
         Ok(_) => Err(failed(&"not a blob")),
         Err(e) => Err(failed(&e)),
     }
@@ -810,6 +817,11 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read as what it says: its text, or its error's message.
+    fn said(read: Result<String, jail::Error>) -> Result<String, String> {
+        read.map_err(String::from)
+    }
 
     /// On disk, each entry's path is its directory's and its name: `/`-separated, a
     /// backslash read as `/` in a path that is UTF-8 all through, and a name that is not
@@ -1034,9 +1046,16 @@ mod tests {
             ]
         );
         for rel in ["a/c.yaml", "big.yaml", "latin1.yaml", "a", "none.yaml"] {
-            assert_eq!(objects.read(rel, 1 << 20), disk.read(rel, 1 << 20), "{rel}");
+            assert_eq!(
+                said(objects.read(rel, 1 << 20)),
+                said(disk.read(rel, 1 << 20)),
+                "{rel}"
+            );
         }
-        assert_eq!(objects.read("big.yaml", 4), disk.read("big.yaml", 4));
+        assert_eq!(
+            said(objects.read("big.yaml", 4)),
+            said(disk.read("big.yaml", 4))
+        );
         let rels = [
             "a/c.yaml",
             "none.yaml",
@@ -1047,15 +1066,18 @@ mod tests {
         ];
         let each = |tree: &Tree, max: u64| {
             let mut got = vec![None; rels.len()];
-            tree.read_each(&rels, max, |i, read| got[i] = Some(read));
+            tree.read_each(&rels, max, |i, read| got[i] = Some(said(read)));
             got
         };
         for max in [4, 1 << 20] {
-            let one_by_one: Vec<_> = rels.iter().map(|r| Some(disk.read(r, max))).collect();
+            let one_by_one: Vec<_> = rels.iter().map(|r| Some(said(disk.read(r, max)))).collect();
             assert_eq!(each(&objects, max), one_by_one, "{max}");
             assert_eq!(each(&disk, max), one_by_one, "{max}");
         }
-        assert_eq!(objects.read("big.yaml", 4), Err(jail::too_large(4)));
+        assert_eq!(
+            objects.read("big.yaml", 4).map_err(String::from),
+            Err(jail::Error::TooLarge { max: 4 }.to_string())
+        );
         for rel in [
             "",
             "a",
@@ -1068,7 +1090,10 @@ mod tests {
             assert_eq!(objects.is_dir(rel), disk.is_dir(rel), "{rel}");
             assert_eq!(objects.is_file(rel), disk.is_file(rel), "{rel}");
         }
-        assert_eq!(objects.resolve("a/../../x"), disk.resolve("a/../../x"));
+        assert_eq!(
+            said(objects.resolve("a/../../x")),
+            said(disk.resolve("a/../../x"))
+        );
         assert_eq!(objects.resolve("./a/b/../c.yaml").unwrap(), "a/c.yaml");
     }
 
