@@ -182,6 +182,14 @@ impl<'a> Fold<'a> {
             Read::Scanned(s) => s,
         };
         out.files_scanned = out.files_scanned.saturating_add(1);
+        self.scanned(rel, *scanned, early);
+    }
+
+    /// A file parsed and scanned: its problems and notes, its resources kept, its
+    /// references given their policies, its text and fingerprint kept when a managed
+    /// reference is in it.
+    fn scanned(&mut self, rel: &ArcStr, scanned: Scanned, early: &mut Option<Early>) {
+        let out = &mut self.out;
         let Scanned {
             text,
             lines,
@@ -194,7 +202,7 @@ impl<'a> Fold<'a> {
             flux: flux_loaded,
             fingerprint,
             proven_without_text,
-        } = *scanned;
+        } = scanned;
         out.problems.extend(problems);
         out.notes.extend(notes);
         // One copy of the text, shared by the sources and the kustomize layout.

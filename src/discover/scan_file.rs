@@ -140,10 +140,7 @@ pub(super) fn scan_text(rel: &ArcStr, kind: FileKind, keys: &Keys, text: String)
         .then(|| crate::flux::read(rel, &text, &docs))
         .filter(|f| !f.is_empty());
     if let Some(f) = &flux {
-        // A value a setter marks is what the setter says it is.
-        let marked = |r: &ImageRef| flux::marks(&f.marked, r) || flux::marks_at(&ctx, &f.marked, r);
-        found.refs.retain(|r| !marked(r));
-        found.workloads.retain(|w| !marked(&w.r));
+        found.drop_marked(&ctx, &f.marked);
     }
     let proven_without_text = found.proven_without_text(keys.texts, &text, fingerprint);
     let lines = ctx.lines;
@@ -213,6 +210,14 @@ fn by_kind(
 }
 
 impl ByKind {
+    /// A value a Flux setter marks (in `marked`) is what the setter says it is: the
+    /// references read at it go.
+    fn drop_marked(&mut self, ctx: &FileCtx, marked: &[std::ops::Range<usize>]) {
+        let is_marked = |r: &ImageRef| flux::marks(marked, r) || flux::marks_at(ctx, marked, r);
+        self.refs.retain(|r| !is_marked(r));
+        self.workloads.retain(|w| !is_marked(&w.r));
+    }
+
     /// Every reference found, the workloads' among them.
     fn all_mut(&mut self) -> impl Iterator<Item = &mut ImageRef> {
         let workloads = self.workloads.iter_mut().map(|w| &mut w.r);
