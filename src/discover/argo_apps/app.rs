@@ -59,8 +59,18 @@ impl Scan<'_> {
             .filter(|r| r.app() == Some(app_key.as_str()) && r.is_managed())
             .map(|r| (arcstr::ArcStr::clone(&r.file), r.line, r.column))
             .collect();
-        // As with argocd-image-updater, only the images it lists are updated; other
-        // occurrences in the app's files are left alone, and said so.
+        let elsewhere = self.leave_unlisted_alone(&app_key, &c);
+        for img in &c.images {
+            self.managed_image(app, &app_key, &c, img, &states);
+        }
+        self.name_what_renders(&app_key, &elsewhere);
+        self.refuse_collisions(&app_key);
+    }
+
+    /// As with argocd-image-updater, only the images `c` lists are updated; other
+    /// occurrences in the app's files are left alone, and said so. Returns why a listed
+    /// image's other occurrences are left alone.
+    fn leave_unlisted_alone(&mut self, app_key: &str, c: &UpdaterConfig) -> String {
         let listed: Vec<imagebump_model::name::ImageName> = c
             .images
             .iter()
@@ -70,7 +80,7 @@ impl Scan<'_> {
             "not what Argo CD renders for app {app_key}: {} sets this image elsewhere",
             c.origin
         );
-        self.leave_alone(&app_key, |r| {
+        self.leave_alone(app_key, |r| {
             if listed.contains(&r.image) {
                 elsewhere.clone()
             } else {
@@ -80,11 +90,7 @@ impl Scan<'_> {
                 )
             }
         });
-        for img in &c.images {
-            self.managed_image(app, &app_key, &c, img, &states);
-        }
-        self.name_what_renders(&app_key, &elsewhere);
-        self.refuse_collisions(&app_key);
+        elsewhere
     }
 
     /// A listed image's other occurrences, left alone with `elsewhere`, name the place the

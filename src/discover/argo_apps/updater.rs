@@ -10,6 +10,39 @@ use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_model::name::{parse_name, parse_reference, Reference};
 use imagebump_yaml::{Node, PathSeg};
 
+/// The name, tag and digest a value at `c` writes: a kustomize image string, a whole
+/// reference, or a tag (`tag@digest`) of the repository `c` names; `None` when it reads as
+/// none of them.
+#[allow(clippy::type_complexity)]
+fn written_parts(c: &Current, value: &str) -> Option<(String, Option<String>, Option<String>)> {
+    Some(match (&c.format, &c.kind) {
+        (SlotFormat::Reference { .. }, RefKind::ArgoKustomizeImage) => {
+            let k = parse_kustomize_image(value)?;
+            (k.new_name, k.tag, k.digest)
+        }
+        (SlotFormat::Reference { .. }, _) => {
+            let r = parse_reference(value).ok()?;
+            (r.written, r.tag, r.digest)
+        }
+        (_, _) => {
+            let (t, d) = split_digest(value);
+            (c.repository.clone().unwrap_or_default(), t, d)
+        }
+    })
+}
+
+/// How the value is written back: a tag with a digest as `tag@digest`; a `repo:tag` value
+/// keeps the repository as written in it (`written`).
+fn slot_format(format: &SlotFormat, digest: bool, written: &arcstr::ArcStr) -> SlotFormat {
+    match format {
+        SlotFormat::Tag if digest => SlotFormat::TagAtDigest,
+        SlotFormat::Reference { name } if name.is_empty() => SlotFormat::Reference {
+            name: arcstr::ArcStr::clone(written),
+        },
+        f => f.clone(),
+    }
+}
+
 impl Scan<'_> {
     /// A reference whose current value is the scalar `c` (edited in place).
     pub(super) fn current_ref(&mut self, c: &Current, app_key: &str) -> Option<ImageRef> {
@@ -28,20 +61,7 @@ impl Scan<'_> {
         let ctx = loaded.ctx();
         let one_line = ctx.one_line(s);
         let value = one_line.unwrap_or(s.value.as_str());
-        let (name, tag, digest) = match (&c.format, &c.kind) {
-            (SlotFormat::Reference { .. }, RefKind::ArgoKustomizeImage) => {
-                let k = parse_kustomize_image(value)?;
-                (k.new_name, k.tag, k.digest)
-            }
-            (SlotFormat::Reference { .. }, _) => {
-                let r = parse_reference(value).ok()?;
-                (r.written, r.tag, r.digest)
-            }
-            (_, _) => {
-                let (t, d) = split_digest(value);
-                (c.repository.clone().unwrap_or_default(), t, d)
-            }
-        };
+        let (name, tag, digest) = written_parts(c, value)?;
         // A tag whose image is named elsewhere (annotations) gets its name from the caller.
         let image = parse_name(if name.is_empty() { "unnamed" } else { &name }).ok()?;
         let mut r = ctx.new_ref(
@@ -56,14 +76,7 @@ impl Scan<'_> {
             },
         );
         r.extra_mut().app = Some(app_key.to_string());
-        let format = match (&c.format, &digest) {
-            (SlotFormat::Tag, Some(_)) => SlotFormat::TagAtDigest,
-            // A `repo:tag` value keeps the repository as written in it.
-            (SlotFormat::Reference { name }, _) if name.is_empty() => SlotFormat::Reference {
-                name: arcstr::ArcStr::clone(&r.written),
-            },
-            (f, _) => f.clone(),
-        };
+        let format = slot_format(&c.format, digest.is_some(), &r.written);
         if value.contains("{{") {
             // An Application kept in a chart's `templates/`: Helm fills the value in.
             r.unmanaged = Some(
@@ -271,5 +284,64 @@ pub(super) fn entry_digest(loaded: &ParsedFile, c: &Current, r: &mut ImageRef) {
         r.digest = Some(d.value.as_str().into());
         r.slots
             .push(loaded.ctx().slot(c.doc, at, d, SlotFormat::Digest));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(format: SlotFormat, kind: RefKind, repository: Option<&str>) -> Current {
+        Current {
+            file: "app.yaml".into(),
+            doc: 0,
+            at: Vec::new(),
+            format,
+            kind,
+            repository: repository.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_value_is_read_as_its_place_writes_it() {
+        let spec = || SlotFormat::Reference { name: "".into() };
+        let some = |s: &str| Some(s.to_string());
+        let kustomize = at(spec(), RefKind::ArgoKustomizeImage, None);
+        assert_eq!(
+            written_parts(&kustomize, "web=r.io/web:1.0"),
+            Some(("r.io/web".into(), some("1.0"), None))
+        );
+        let whole = at(spec(), RefKind::ArgoHelmParameter, None);
+        assert_eq!(
+            written_parts(&whole, "r.io/api:2.0"),
+            Some(("r.io/api".into(), some("2.0"), None))
+        );
+        assert_eq!(written_parts(&whole, "not a reference"), None);
+        let tag = at(SlotFormat::Tag, RefKind::HelmValues, Some("r.io/api"));
+        let digest = "sha256:".to_string() + &"a".repeat(64);
+        assert_eq!(
+            written_parts(&tag, &format!("2.0@{digest}")),
+            Some(("r.io/api".into(), some("2.0"), Some(digest)))
+        );
+    }
+
+    #[test]
+    fn a_value_is_written_back_as_it_is_written() {
+        let written = arcstr::ArcStr::from("r.io/api");
+        let empty = SlotFormat::Reference { name: "".into() };
+        assert_eq!(
+            slot_format(&empty, false, &written),
+            SlotFormat::Reference {
+                name: written.clone()
+            }
+        );
+        assert_eq!(
+            slot_format(&SlotFormat::Tag, true, &written),
+            SlotFormat::TagAtDigest
+        );
+        assert_eq!(
+            slot_format(&SlotFormat::Tag, false, &written),
+            SlotFormat::Tag
+        );
     }
 }
