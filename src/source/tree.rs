@@ -361,7 +361,7 @@ fn walk_disk(
 }
 
 /// The error of a directory or an entry that cannot be read, named by its whole path, as
-/// the `walkdir` crate words it (this walk replaced it).
+/// the `walkdir` crate words it.
 fn failed_at(path: &Path, e: std::io::Error) -> jail::Error {
     jail::Error::Walk {
         path: path.to_path_buf(),
