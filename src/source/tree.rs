@@ -314,20 +314,16 @@ fn walk_disk(
         prune: &prune,
         reading: reading.map(|r| (r, &spent)),
     };
-    let mut levels: Vec<std::vec::IntoIter<Vec<Part>>> = Vec::new();
-    let mut to_read = vec![top];
-    while !to_read.is_empty() {
-        let listed = crate::parallel::map(&to_read, |dir| lister.list(dir));
-        let mut next = Vec::new();
-        let level = (listed.into_iter())
-            .map(|(parts, dirs)| {
-                next.extend(dirs);
-                parts
-            })
-            .collect::<Vec<_>>();
-        levels.push(level.into_iter());
-        to_read = next;
-    }
+    let levels = lister.levels(top);
+    visit_in_order(levels, visit);
+}
+
+/// Each level's listings, in the order a depth-first walk meets them, handed to `visit`
+/// depth first: a directory's own entries right after its entry.
+fn visit_in_order(
+    mut levels: Vec<std::vec::IntoIter<Vec<Part>>>,
+    mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
+) {
     let mut open: Vec<(usize, std::vec::IntoIter<Part>)> = Vec::new();
     if let Some(first) = levels.first_mut().and_then(Iterator::next) {
         open.push((0, first.into_iter()));
@@ -421,6 +417,29 @@ fn entry_rel(dir: &Dir, bytes: &[u8]) -> (String, bool) {
 }
 
 impl<P: Fn(&str) -> bool> Lister<'_, P> {
+    /// The tree below `top`, one level of directories at a time, each level's directories
+    /// read on every core: each level's listings, in the order of their directories.
+    fn levels(&self, top: Dir) -> Vec<std::vec::IntoIter<Vec<Part>>>
+    where
+        P: Sync,
+    {
+        let mut levels = Vec::new();
+        let mut to_read = vec![top];
+        while !to_read.is_empty() {
+            let listed = crate::parallel::map(&to_read, |dir| self.list(dir));
+            let mut next = Vec::new();
+            let level = (listed.into_iter())
+                .map(|(parts, dirs)| {
+                    next.extend(dirs);
+                    parts
+                })
+                .collect::<Vec<_>>();
+            levels.push(level.into_iter());
+            to_read = next;
+        }
+        levels
+    }
+
     /// One directory's entries in name order (bytewise), each directory among them
     /// followed by the place of its own entries, and those directories to read next, in
     /// the same order; the error reading it, if it cannot be read.
