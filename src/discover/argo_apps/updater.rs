@@ -129,6 +129,32 @@ impl Scan<'_> {
         None
     }
 
+    /// Where the value of `img` is now: what Argo CD renders, else the files of its source
+    /// `st` (among `states`): a plugin's variable, kustomize's rendering, or Helm's keys.
+    fn now(
+        &mut self,
+        app: &App,
+        (st, states): (&SourceState, &[SourceState]),
+        config: &UpdaterConfig,
+        img: &UpdaterImage,
+        (kname, keys): (&str, &HelmKeys),
+    ) -> Option<Now> {
+        // A plugin app written back to a kustomization (a kustomize-based plugin) is read
+        // the way kustomize renders it.
+        let to_kustomization =
+            matches!(config.write_back.target, WriteBackTarget::Kustomization(_));
+        let is_kustomize = st.kind == SourceKind::Kustomize
+            || (st.kind == SourceKind::Plugin && img.plugin.is_none() && to_kustomization);
+        if let Some(pk) = &img.plugin {
+            self.plugin_current(app, st, pk).map(Now::At)
+        } else if is_kustomize {
+            self.kustomize_current(app, st, kname, &img.name)
+        } else {
+            self.helm_current(app, st, states, keys, &img.name)
+                .map(Now::At)
+        }
+    }
+
     /// One image argocd-image-updater is configured to manage.
     pub(super) fn managed_image(
         &mut self,
@@ -152,24 +178,10 @@ impl Scan<'_> {
             name: "image.name".into(),
             tag: "image.tag".into(),
         });
-        // A plugin app written back to a kustomization (a kustomize-based plugin) is read
-        // the way kustomize renders it.
-        let to_kustomization =
-            matches!(config.write_back.target, WriteBackTarget::Kustomization(_));
-        let is_kustomize = st.kind == SourceKind::Kustomize
-            || (st.kind == SourceKind::Plugin && img.plugin.is_none() && to_kustomization);
         if st.broken {
             return;
         }
-        // Where the value is now: what Argo CD renders, else the files of the source.
-        let current = if let Some(pk) = &img.plugin {
-            self.plugin_current(app, st, pk).map(Now::At)
-        } else if is_kustomize {
-            self.kustomize_current(app, st, &kname, &img.name)
-        } else {
-            self.helm_current(app, st, states, &keys, &img.name)
-                .map(Now::At)
-        };
+        let current = self.now(app, (st, states), config, img, (&kname, &keys));
         let (found, why) = self.found_ref(app, app_key, img, current);
         let mut r = match found {
             Some(r) => r,
