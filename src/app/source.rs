@@ -173,7 +173,7 @@ fn read_repository_config(root: &Path, path: &Path) -> Result<String, config::Er
             "a link to a file outside the repository: not read".into(),
         ));
     };
-    crate::source::jail::read_beneath(&top, rel, config::CONFIG_LIMIT).map_err(refuse)
+    crate::source::jail::read_beneath(&top, rel, config::CONFIG_LIMIT).map_err(|e| refuse(e.into()))
 }
 
 /// An SSH signing key must be a readable file before anything is built: a run that would

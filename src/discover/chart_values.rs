@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 
 use super::charts::ChartApp;
-use super::{
-    Created, Creation, Discovery, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
-};
+use super::Discovery;
 use crate::chart::archive::{self, ChartFiles};
 use crate::config::Config;
+use crate::discover::vocab::{
+    Created, Creation, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
+};
 use crate::registry::Registries;
 use imagebump_model::Problem;
 use imagebump_policy::rules::Policies;
@@ -45,27 +46,7 @@ pub async fn chart_defaults(
     }
     // Each classic repository's index first, once: the archives of its charts are found
     // there, and resolve reads the versions from the same copy.
-    let indexes: std::collections::BTreeSet<(
-        &str,
-        &imagebump_model::name::ImageName,
-        Option<&str>,
-    )> = wanted
-        .values()
-        .filter_map(|a| {
-            let repo = crate::chart::classic_repository(&a.chart.written)?;
-            Some((repo, &a.chart.image, a.credentials.as_deref()))
-        })
-        .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    let indexes: Vec<_> = indexes
-        .into_iter()
-        .filter(|(repo, _, creds)| seen.insert((*repo, *creds)))
-        .collect();
-    stream::iter(indexes)
-        .map(|(repo, name, creds)| crate::chart::index::fetch(registries, name, creds, repo))
-        .buffer_unordered(concurrency.max(1))
-        .collect::<Vec<_>>()
-        .await;
+    fetch_indexes(&wanted, registries, concurrency).await;
     let charts: BTreeMap<Key, Result<ChartFiles, String>> = stream::iter(wanted)
         .map(|(key, a)| async move {
             let files = archive::fetch(registries, &a.chart, &a.version, a.credentials.as_deref())
@@ -104,6 +85,36 @@ pub async fn chart_defaults(
         }
     }
     found.chart_apps = apps;
+}
+
+/// The index of each classic repository the charts of `wanted` come from, asked for once
+/// per repository and credentials.
+async fn fetch_indexes(
+    wanted: &BTreeMap<Key, &ChartApp>,
+    registries: &Registries,
+    concurrency: usize,
+) {
+    let indexes: std::collections::BTreeSet<(
+        &str,
+        &imagebump_model::name::ImageName,
+        Option<&str>,
+    )> = wanted
+        .values()
+        .filter_map(|a| {
+            let repo = crate::chart::classic_repository(&a.chart.written)?;
+            Some((repo, &a.chart.image, a.credentials.as_deref()))
+        })
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let indexes: Vec<_> = indexes
+        .into_iter()
+        .filter(|(repo, _, creds)| seen.insert((*repo, *creds)))
+        .collect();
+    stream::iter(indexes)
+        .map(|(repo, name, creds)| crate::chart::index::fetch(registries, name, creds, repo))
+        .buffer_unordered(concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
 }
 
 /// The references of one app's chart defaults.
@@ -193,8 +204,8 @@ fn reference(
         .then(|| format!("ignored ({})", policy.source).into());
     Ok(ImageRef {
         file: a.file.as_str().into(),
-        line: crate::discover::saturating_u32(a.line),
-        column: crate::discover::saturating_u32(a.column),
+        line: crate::discover::vocab::saturating_u32(a.line),
+        column: crate::discover::vocab::saturating_u32(a.column),
         kind: RefKind::ChartDefault,
         image: d.image.clone(),
         written: d.written.clone(),
@@ -203,7 +214,7 @@ fn reference(
         unit: a.app.as_str().into(),
         policy,
         unmanaged,
-        slots: super::Slots::default(),
+        slots: crate::discover::vocab::Slots::default(),
         extra: Some(Box::new(Extra {
             creations: vec![Creation {
                 file: a.file.clone(),

@@ -2,7 +2,7 @@
 //! (with the `Chart.lock` beside them), kustomize `helmCharts[].version` and Flux
 //! `HelmRelease`s (`spec.chart.spec.version`, the repository from the `HelmRepository`
 //! in git). Argo CD `targetRevision`s are read with their Applications
-//! (`discover/argocd/chart.rs`).
+//! (`discover/argo_apps/chart_source.rs`).
 //!
 //! A version is edited in place, like an image's tag. Only `http(s)://` and `oci://`
 //! repositories are asked; a `file://` dependency or a repository alias is left alone.
@@ -11,8 +11,10 @@ use crate::source::tree::Tree;
 
 use serde_json::Value;
 
-use super::{Created, Creation, Discovery, FileCtx, FileKind, ImageRef, RefKind, SlotFormat};
-use super::{Template, MAX_FILE_BYTES};
+use super::walk::FileKind;
+use super::Discovery;
+use crate::discover::vocab::{Created, Creation, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{Template, MAX_FILE_BYTES};
 use imagebump_model::name::Reference;
 use imagebump_model::policy::Strategy;
 use imagebump_model::Problem;
@@ -172,7 +174,7 @@ pub(super) fn scan(
     for (f, refs) in found {
         let ctx = ctx_of(&f);
         for mut r in refs {
-            if let Err(p) = super::apply_policy(&ctx, policies, &mut r, None) {
+            if let Err(p) = super::fold::apply_policy(&ctx, policies, &mut r, None) {
                 out.problems.push(p);
             }
             check_policy(&mut r);

@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Discovery, FileCtx, ImageRef, RefKind, SlotFormat};
+use super::Discovery;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat};
 use imagebump_flux::{self as flux, Automation, Field, ImagePolicy, ImageRepository, Meta, Setter};
 use imagebump_model::name::{
     is_valid_tag, parse_name, parse_reference, placeholder, ImageName, Reference,
@@ -23,7 +24,7 @@ use imagebump_yaml::{LineIndex, PathSeg};
 
 /// The Flux resources of the repository and the marked files, in file order.
 #[derive(Default)]
-pub struct Found {
+pub struct FluxResources {
     repositories: Vec<ImageRepository>,
     policies: Vec<ImagePolicy>,
     automations: Vec<Automation>,
@@ -31,7 +32,7 @@ pub struct Found {
     marked: Vec<(String, String, Vec<Setter>)>,
 }
 
-impl Found {
+impl FluxResources {
     /// Take what one file holds; its problems and notes go to `out`.
     pub fn add(&mut self, file: &str, text: &str, loaded: flux::Loaded, out: &mut Discovery) {
         out.problems.extend(loaded.problems);
@@ -64,7 +65,7 @@ pub fn marks_at(ctx: &FileCtx, marked: &[std::ops::Range<usize>], r: &ImageRef) 
 }
 
 /// Turn every setter into a reference (or a problem, or a note) in `out`.
-pub fn scan(found: Found, policies: &mut Policies, out: &mut Discovery) {
+pub fn scan(found: FluxResources, policies: &mut Policies, out: &mut Discovery) {
     for (file, text, setters) in &found.marked {
         let ctx = FileCtx {
             file: file.as_str().into(),
@@ -108,7 +109,7 @@ fn groups(setters: &[Setter]) -> Vec<Vec<&Setter>> {
 
 /// The reference a group of setters makes; an error when it names what is not there.
 fn reference(
-    found: &Found,
+    found: &FluxResources,
     ctx: &FileCtx,
     group: &[&Setter],
     policies: &mut Policies,
@@ -249,7 +250,7 @@ fn current(ctx: &FileCtx, group: &[&Setter], repo: &ImageRepository) -> Result<I
 struct Parts {
     tag: Option<String>,
     digest: Option<String>,
-    slots: Vec<super::Slot>,
+    slots: Vec<crate::discover::vocab::Slot>,
     /// A `:name` value that is not the ImageRepository's image.
     other_name: Option<String>,
     /// Why a marked value is no reference or tag at all (`${TAG}`, filled in at deploy time).
@@ -331,7 +332,12 @@ fn same_image(value: &str, repo: &ImageName) -> bool {
 
 /// Is `file` in the path of an ImageUpdateAutomation that uses this policy (one of the
 /// policy's namespace)? Always, when the repository holds no automation at all.
-fn in_scope(found: &Found, policy: &ImagePolicy, wanted: &flux::PolicyName, file: &str) -> bool {
+fn in_scope(
+    found: &FluxResources,
+    policy: &ImagePolicy,
+    wanted: &flux::PolicyName,
+    file: &str,
+) -> bool {
     let ns = policy
         .meta
         .namespace

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use arcstr::ArcStr;
 
-use super::{Discovery, ImageRef, Unmanaged};
+use super::Discovery;
+use crate::discover::vocab::{ImageRef, Unmanaged};
 use crate::source::tree::Tree;
 
 /// The words that mark a file as generated.
@@ -71,7 +72,7 @@ impl Generated {
                 continue;
             }
             // Unreadable, it is not edited either: the plan reports that.
-            let Ok(text) = tree.read(file, super::MAX_FILE_BYTES) else {
+            let Ok(text) = tree.read(file, crate::discover::vocab::MAX_FILE_BYTES) else {
                 continue;
             };
             if let Some(line) = self.look(&file.into(), &text) {

@@ -10,7 +10,7 @@
 //! `registry: null` or `~` is no registry. Only a value that is clearly meant as an image
 //! and cannot be one (`repository: ghcr.io/Acme/Web` with a tag) is an error.
 
-use super::{FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat};
 use imagebump_argocd::helm_path;
 use imagebump_model::config::{HelmConfig, HelmImageKey, HelmKeyPath};
 use imagebump_model::name::{self, parse_name, parse_reference, ImageName, Reference};
@@ -344,7 +344,11 @@ fn text<'n>(field: Option<Field<'n>>, file: &str) -> Result<Option<&'n Scalar>, 
         return Ok(None);
     }
     if imagebump_yaml::one_line_value(s, file).is_none() {
-        return Err(format!("`{}` is {}", f.label, super::BLOCK_LINES));
+        return Err(format!(
+            "`{}` is {}",
+            f.label,
+            crate::discover::vocab::BLOCK_LINES
+        ));
     }
     match name::placeholder(&s.value) {
         Some(why) => Err(format!("`{}` is {why}", f.label)),

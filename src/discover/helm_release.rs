@@ -11,7 +11,8 @@
 //! These values reach the chart as they are written: no kustomize `images:` entry rewrites
 //! them, so each image is edited where it is.
 
-use super::{helm, FileCtx, ImageRef, RefKind, Unmanaged};
+use super::helm;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, Unmanaged};
 use imagebump_model::Problem;
 use imagebump_yaml::{BlockText, Doc, Node, PathSeg, Scalar};
 
@@ -71,7 +72,7 @@ pub fn scan(
 ) {
     for doc in docs {
         let Some(root) = &doc.root else { continue };
-        let mut found = Found {
+        let mut found = DocumentScan {
             ctx,
             doc: doc.index,
             keys,
@@ -85,7 +86,7 @@ pub fn scan(
 }
 
 /// The images of one document's manifests.
-struct Found<'a> {
+struct DocumentScan<'a> {
     ctx: &'a FileCtx<'a>,
     doc: usize,
     keys: &'a helm::ImageKeys,
@@ -93,7 +94,7 @@ struct Found<'a> {
     problems: Vec<Problem>,
 }
 
-impl Found<'_> {
+impl DocumentScan<'_> {
     /// The manifests at or below `node`, as the manifest reader finds them: a map with
     /// `kind` and `apiVersion`, the items of a `List`, manifests nested in wrappers.
     fn manifests(&mut self, node: &Node, path: &mut Vec<PathSeg>) {

@@ -12,8 +12,9 @@ use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place, Rendere
 use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
 use super::workloads::FieldSpec;
-use super::{argocd, Created, Creation, Discovery, ImageRef, ItemKey, Template};
+use super::{argo_apps, Discovery};
 use crate::config::{ImageField, ScanConfig, SharedBases};
+use crate::discover::vocab::{Created, Creation, ImageRef, ItemKey, Template};
 use imagebump_model::name::{parse_name, same_repository};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
@@ -127,7 +128,7 @@ impl Layout {
         self,
         tree: &Tree,
         out: &mut Discovery,
-        argo: &argocd::Found,
+        argo: &argo_apps::ArgoResources,
         shared: SharedBases,
     ) -> Option<Rendering> {
         let no_entries = self.kustomizations.iter().all(|k| k.images.is_empty());
@@ -348,7 +349,7 @@ fn keep_text(
     texts: &BTreeMap<ArcStr, KeptText>,
     file: &str,
     sources: &mut BTreeMap<ArcStr, ArcStr>,
-    fingerprints: &mut super::Fingerprints,
+    fingerprints: &mut super::fingerprints::Fingerprints,
 ) {
     match texts.get(file) {
         Some(KeptText::Text(text)) => {
@@ -398,7 +399,7 @@ fn no_entry_over_rendered(
                 "an images: entry for {} in {entry_file} would also rewrite {}:{}",
                 r.written, o.file, o.line
             );
-            r.unmanaged = Some(super::Unmanaged::Why(why.into()));
+            r.unmanaged = Some(crate::discover::vocab::Unmanaged::Why(why.into()));
             let extra = r.extra_mut();
             extra.creations.clear();
             extra.writes_to = None;
@@ -414,8 +415,9 @@ fn no_entry_over_rendered(
         let why: ArcStr = why.into();
         for i in own {
             if let Some(o) = out.refs.get_mut(*i) {
-                o.unmanaged
-                    .get_or_insert_with(|| super::Unmanaged::Why(ArcStr::clone(&why)));
+                o.unmanaged.get_or_insert_with(|| {
+                    crate::discover::vocab::Unmanaged::Why(ArcStr::clone(&why))
+                });
             }
         }
     }
@@ -438,7 +440,7 @@ fn overridden_entries(
         list.push((ArcStr::clone(&r.file), r.line, c));
     }
     for r in out.refs.iter_mut_from(0) {
-        if r.kind != super::RefKind::Kustomize || !r.is_managed() {
+        if r.kind != crate::discover::vocab::RefKind::Kustomize || !r.is_managed() {
             continue;
         }
         let dir = r.file.rsplit_once('/').map_or(".", |(dir, _)| dir);
@@ -471,7 +473,7 @@ fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
     let mut names_by_file: foldhash::HashMap<&str, Vec<&str>> = Default::default();
     let mut suspects = Vec::new();
     for (i, r) in out.refs.iter().enumerate() {
-        if r.kind != super::RefKind::Kustomize {
+        if r.kind != crate::discover::vocab::RefKind::Kustomize {
             names_by_file.entry(&r.file).or_default().push(&r.written);
         } else if r.is_managed() {
             suspects.push(i);
@@ -526,7 +528,7 @@ fn unmatched_entries(graph: &Graph, tree: &Tree, out: &mut Discovery) {
     }
     for (i, why) in unmatched {
         if let Some(r) = out.refs.get_mut(i) {
-            r.unmanaged = Some(super::Unmanaged::Why(why.into()));
+            r.unmanaged = Some(crate::discover::vocab::Unmanaged::Why(why.into()));
         }
     }
 }
@@ -579,7 +581,9 @@ fn patch_values(
         // A directive's image: listed, never edited, and no leaf's entry weighs it.
         if let (false, Some(r)) = (w.1, out.refs.get_mut(w.0)) {
             let why = "not rendered: its container item carries a $patch directive";
-            r.unmanaged = Some(super::Unmanaged::Why(arcstr::ArcStr::from(why)));
+            r.unmanaged = Some(crate::discover::vocab::Unmanaged::Why(
+                arcstr::ArcStr::from(why),
+            ));
         }
     }
 }
@@ -656,7 +660,7 @@ fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, String> {
         .map_err(|e| format!("replacements {file}: line {}: {}", e.line, e.reason()))?;
     let name = ArcStr::from(file);
     let lines = imagebump_yaml::LineIndex::new(&text);
-    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
+    let line_of = |offset: usize| crate::discover::vocab::saturating_u32(lines.line_col(offset).0);
     let mut out = Vec::new();
     for root in docs.iter().filter_map(|d| d.root.as_ref()) {
         let items = match root {
@@ -679,7 +683,7 @@ fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Ef
         .map_err(|e| format!("patch {file}: line {}: {}", e.line, e.reason()))?;
     let name = ArcStr::from(file);
     let lines = imagebump_yaml::LineIndex::new(&text);
-    let line_of = |offset: usize| super::saturating_u32(lines.line_col(offset).0);
+    let line_of = |offset: usize| crate::discover::vocab::saturating_u32(lines.line_col(offset).0);
     Ok((docs.iter())
         .filter_map(|d| d.root.as_ref())
         .flat_map(|root| effects(root, target, &name, &line_of))
@@ -755,7 +759,7 @@ fn app_patches(source: &Value, file: &str) -> Vec<Effect> {
     out
 }
 
-fn app_leaves(argo: &argocd::Found) -> Vec<AppLeaf> {
+fn app_leaves(argo: &argo_apps::ArgoResources) -> Vec<AppLeaf> {
     let mut out = Vec::new();
     for app in &argo.apps {
         for source in &app.sources {

@@ -8,7 +8,8 @@
 //! unmanaged with the reason, like any templated value; a document with a line that is not
 //! YAML (`{{- if .Values.x }}`) is skipped with a note.
 
-use super::{workloads, FileCtx, ImageRef, RefKind};
+use super::workloads;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind};
 use imagebump_model::name::{self, parse_reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{Doc, LineIndex};

@@ -8,8 +8,9 @@
 //! Where the new value goes is decided later, with the kustomize graph
 //! ([`super::kustomize::graph`]): here every image is an in-place edit of its own line.
 
-use super::{markers, FileCtx, ImageRef, RefKind, SlotFormat, Slots};
+use super::markers;
 use crate::config::ImageField;
+use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat, Slots};
 use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
@@ -294,7 +295,7 @@ fn top_level<'t>(doc: &'t str, key: &str) -> Option<&'t str> {
 /// An image found in a manifest, with whether kustomize's `images:` transformer rewrites
 /// it (a `containers[]`/`initContainers[]` image, or a field of a kustomize field spec).
 #[derive(Debug, Clone)]
-pub struct Found {
+pub struct ManifestImage {
     pub r: ImageRef,
     pub kustomizable: bool,
     /// The resource and container it is the image of, for the patches that may set it.
@@ -306,7 +307,7 @@ pub fn scan(
     ctx: &FileCtx,
     docs: &[Doc],
     specs: &[FieldSpec],
-    out: &mut Vec<Found>,
+    out: &mut Vec<ManifestImage>,
     problems: &mut Vec<Problem>,
 ) {
     let marked = ctx.text.contains("imagebump:");
@@ -328,14 +329,14 @@ pub fn scan(
         for (path, scalar, kustomizable, why) in scanner.found {
             let container = super::kustomize::patches::container_at(root, &path);
             match (image(ctx, doc.index, path, scalar), why) {
-                (Ok(r), None) => out.extend(r.map(|r| Found {
+                (Ok(r), None) => out.extend(r.map(|r| ManifestImage {
                     r,
                     kustomizable,
                     container,
                 })),
                 (Err(bad), None) => {
                     let (r, p) = *bad;
-                    out.push(Found {
+                    out.push(ManifestImage {
                         r,
                         kustomizable,
                         container,
@@ -354,10 +355,10 @@ pub fn scan(
 }
 
 /// `r`, listed as unmanaged for `why`, with nothing to edit.
-fn not_deployed(mut r: ImageRef, why: ArcStr) -> Found {
+fn not_deployed(mut r: ImageRef, why: ArcStr) -> ManifestImage {
     r.unmanaged = Some(why.into());
     r.slots = Slots::default();
-    Found {
+    ManifestImage {
         r,
         kustomizable: false,
         container: None,
@@ -367,7 +368,7 @@ fn not_deployed(mut r: ImageRef, why: ArcStr) -> Found {
 /// The images of YAML written inside a literal block string of a manifest (a ConfigMap
 /// holding a pod template, a kustomization's inline patch): edited inside the string, byte
 /// for byte. A string that is not YAML is not an error: it is just a string.
-fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut Vec<Found>) {
+fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut Vec<ManifestImage>) {
     let Some(block) = BlockText::literal(ctx.text, s.span.clone(), &s.value) else {
         return;
     };
@@ -401,7 +402,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
                     r.slots.push(slot);
                 }
             }
-            out.push(Found {
+            out.push(ManifestImage {
                 r,
                 kustomizable: false,
                 container: None,
@@ -412,7 +413,7 @@ fn in_block(ctx: &FileCtx, doc: usize, at: Vec<PathSeg>, s: &Scalar, out: &mut V
 
 /// The images in the literal block strings of a file that is not a manifest (a
 /// kustomization's inline patches, a values file's embedded config).
-pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<Found>) {
+pub fn strings(ctx: &FileCtx, docs: &[Doc], out: &mut Vec<ManifestImage>) {
     for doc in docs {
         let Some(root) = &doc.root else { continue };
         let mut scanner = Scanner {

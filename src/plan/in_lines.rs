@@ -208,11 +208,12 @@ mod tests {
     struct InMemory(std::collections::BTreeMap<&'static str, String>);
 
     impl crate::plan::Files for InMemory {
-        fn read_again(&self, file: &str) -> Result<String, String> {
+        fn read_again(&self, file: &str) -> Result<String, crate::source::jail::Error> {
+            let missing = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
             self.0
                 .get(file)
                 .cloned()
-                .ok_or_else(|| format!("{file}: no such file"))
+                .ok_or_else(|| crate::source::jail::Error::Io(missing().into()))
         }
     }
 
@@ -250,7 +251,7 @@ mod tests {
         let (missing, _) = plan_from(&[]);
         assert_eq!(
             missing.problems[0].to_string(),
-            "apps/a/values.yaml:4:10: edit refused, file left unchanged: cannot read the file again: apps/a/values.yaml: no such file"
+            "apps/a/values.yaml:4:10: edit refused, file left unchanged: cannot read the file again: cannot read: no such file"
         );
         assert_eq!((changed.update_count(), missing.update_count()), (0, 0));
     }

@@ -716,13 +716,13 @@ pub fn plan_giving_up_texts(
 /// nothing, its caller hands it this ([`plan_giving_up_texts`]).
 pub trait Files: Sync {
     /// The text of `file` (a normalised path in the repository) as it is at this moment.
-    fn read_again(&self, file: &str) -> Result<String, String>;
+    fn read_again(&self, file: &str) -> Result<String, crate::source::jail::Error>;
 }
 
 /// The repository's tree: the file read a second time, following no link
 /// ([`Tree::read_again`]), at most as large as discovery reads one.
 impl Files for Tree {
-    fn read_again(&self, file: &str) -> Result<String, String> {
+    fn read_again(&self, file: &str) -> Result<String, crate::source::jail::Error> {
         Tree::read_again(self, file, crate::discover::MAX_FILE_BYTES)
     }
 }

@@ -3,25 +3,91 @@
 //! symbolic links included, before anything is read or written there.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a path the repository names is refused, or a file of the tree is not read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// A `..` climbs above the root.
+    #[error("{rel} leaves the repository")]
+    Leaves { rel: String },
+    /// A symbolic link on the way leads outside the root.
+    #[error("{rel} is a link to outside the repository")]
+    LinkOutside { rel: String },
+    #[error("{rel} is a broken link")]
+    BrokenLink { rel: String },
+    #[error("cannot resolve the repository root: {0}")]
+    Root(Arc<std::io::Error>),
+    /// Opening or reading it failed (a missing file, a directory, a link refused).
+    #[error("cannot read: {0}")]
+    Io(Arc<std::io::Error>),
+    #[error("cannot read: not a regular file")]
+    NotRegular,
+    #[error("larger than {}: not read", size(*max))]
+    TooLarge { max: u64 },
+    #[error("not UTF-8 text: not read")]
+    NotText,
+    /// A directory of a walk, or an entry in it, cannot be read (named by its whole path).
+    #[error("IO error for operation on {}: {source}", path.display())]
+    Walk {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    /// An entry of a directory being listed cannot be read.
+    #[error("{0}")]
+    Listing(Arc<std::io::Error>),
+    /// Reading a clone's objects failed (`git cat-file --batch`).
+    #[error("cannot read: git cat-file: {0}")]
+    GitObjects(String),
+}
+
+impl Error {
+    /// What the user can do about it, where there is something to do.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::Leaves { .. } | Error::LinkOutside { .. } | Error::BrokenLink { .. } => Some(
+                "imagebump reads and writes only the repository's own files: name a path inside it",
+            ),
+            Error::TooLarge { .. } => Some("split the file, or leave it out with scan.exclude"),
+            Error::NotText => Some("save the file as UTF-8, or leave it out with scan.exclude"),
+            Error::Root(_)
+            | Error::Io(_)
+            | Error::NotRegular
+            | Error::Walk { .. }
+            | Error::Listing(_)
+            | Error::GitObjects(_) => None,
+        }
+    }
+
+    /// The error of an I/O call that failed.
+    pub fn io(e: impl Into<std::io::Error>) -> Error {
+        Error::Io(Arc::new(e.into()))
+    }
+}
+
+/// The message alone, for the callers that word their own errors around it.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
 
 /// `rel` (`/`-separated, from the root) inside `root`: its normalised spelling (`.` and
 /// `..` resolved, no leading or trailing `/`; `""` for the root) and its path on disk.
 /// An error says how it leaves the tree: by `..`, or through a symbolic link.
-pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
+pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), Error> {
     let normalised = normalise(rel)?;
     let path = root.join(&normalised);
     // The deepest part that exists must still be inside once its links are followed; the
     // rest does not exist yet (a file to create).
-    let real_root = root
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve the repository root: {e}"))?;
+    let real_root = root.canonicalize().map_err(|e| Error::Root(Arc::new(e)))?;
     let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok());
     if let Some(existing) = existing {
         let real = existing
             .canonicalize()
-            .map_err(|_| format!("{rel} is a broken link"))?;
+            .map_err(|_| Error::BrokenLink { rel: rel.into() })?;
         if !real.starts_with(&real_root) {
-            return Err(format!("{rel} is a link to outside the repository"));
+            return Err(Error::LinkOutside { rel: rel.into() });
         }
     }
     Ok((normalised, path))
@@ -29,14 +95,14 @@ pub fn resolve(root: &Path, rel: &str) -> Result<(String, PathBuf), String> {
 
 /// `rel`'s spelling with `.` and `..` resolved, no leading or trailing `/` (`""` for the
 /// root); an error when a `..` leaves the tree. Links are [`resolve`]'s business.
-pub fn normalise(rel: &str) -> Result<String, String> {
+pub fn normalise(rel: &str) -> Result<String, Error> {
     let mut parts: Vec<&str> = Vec::new();
     for part in rel.split('/') {
         match part {
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() {
-                    return Err(format!("{rel} leaves the repository"));
+                    return Err(Error::Leaves { rel: rel.into() });
                 }
             }
             p => parts.push(p),
@@ -45,19 +111,18 @@ pub fn normalise(rel: &str) -> Result<String, String> {
     Ok(parts.join("/"))
 }
 
-/// The error of a file larger than `max` bytes.
-pub fn too_large(max: u64) -> String {
-    let size = if max >= 1 << 20 {
+/// `max` bytes as [`Error::TooLarge`] says it.
+fn size(max: u64) -> String {
+    if max >= 1 << 20 {
         format!("{} MiB", max >> 20)
     } else {
         format!("{} KiB", max >> 10)
-    };
-    format!("larger than {size}: not read")
+    }
 }
 
 /// A text file, refused whole when it is larger than `max` bytes (counted while reading: a
 /// device or a growing file cannot get past it) or not UTF-8. The error says which.
-pub fn read_capped(path: &Path, max: u64) -> Result<String, String> {
+pub fn read_capped(path: &Path, max: u64) -> Result<String, Error> {
     read_open(std::fs::File::open(path), max)
 }
 
@@ -67,7 +132,7 @@ pub fn read_capped_in(
     dir: rustix::fd::BorrowedFd<'_>,
     name: &std::ffi::CStr,
     max: u64,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NOFOLLOW;
     let file = rustix::fs::openat(dir, name, flags, Mode::empty());
@@ -82,9 +147,9 @@ pub fn read_capped_in(
 /// from its parent with `O_NOFOLLOW`, the file with `O_NONBLOCK` too (a pipe put in its
 /// place does not block the read), and refused unless it is a regular file. For a file
 /// read a second time, whatever replaced it since the walk listed it.
-pub fn read_beneath(root: &Path, rel: &str, max: u64) -> Result<String, String> {
+pub fn read_beneath(root: &Path, rel: &str, max: u64) -> Result<String, Error> {
     use rustix::fs::{Mode, OFlags};
-    let failed = |e: rustix::io::Errno| format!("cannot read: {}", std::io::Error::from(e));
+    let failed = Error::io;
     let dir_flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::DIRECTORY;
     let mut dir = rustix::fs::open(root, dir_flags, Mode::empty()).map_err(failed)?;
     let rel = normalise(rel)?;
@@ -98,15 +163,15 @@ pub fn read_beneath(root: &Path, rel: &str, max: u64) -> Result<String, String> 
     let file = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(failed)?;
     let stat = rustix::fs::fstat(&file).map_err(failed)?;
     if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err("cannot read: not a regular file".into());
+        return Err(Error::NotRegular);
     }
     read_open(Ok(std::fs::File::from(file)), max)
 }
 
 /// The text of a file just opened (or the error opening it), as [`read_capped`] reads it.
-fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, String> {
+fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, Error> {
     use std::io::Read as _;
-    let failed = |e: std::io::Error| format!("cannot read: {e}");
+    let failed = Error::io;
     let mut file = file.map_err(failed)?.take(max.saturating_add(1));
     // A manifest is a few hundred bytes: read into the thread's buffer until the end, and
     // kept at its exact size. Not asking the file's size first saves a system call per file
@@ -129,7 +194,7 @@ fn read_open(file: std::io::Result<std::fs::File>, max: u64) -> Result<String, S
     });
     let bytes = bytes.map_err(failed)?;
     if bytes.len() as u64 > max {
-        return Err(too_large(max));
+        return Err(Error::TooLarge { max });
     }
     text(bytes)
 }
@@ -142,8 +207,8 @@ thread_local! {
 }
 
 /// `bytes` as text; the error when they are not UTF-8.
-pub fn text(bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not read".to_string())
+pub fn text(bytes: Vec<u8>) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|_| Error::NotText)
 }
 
 #[cfg(test)]
@@ -168,8 +233,10 @@ mod tests {
             "x: 1\n"
         );
         assert_eq!(
-            read_beneath(r, "apps/web/values.yaml", 2).unwrap_err(),
-            too_large(2)
+            read_beneath(r, "apps/web/values.yaml", 2)
+                .unwrap_err()
+                .to_string(),
+            "larger than 0 KiB: not read"
         );
         std::os::unix::fs::symlink(r.join("apps/web/values.yaml"), r.join("apps/link.yaml"))
             .unwrap();
@@ -188,7 +255,7 @@ mod tests {
             "apps/pipe.yaml",
             "apps/web",
         ] {
-            let e = read_beneath(r, refused, 100).unwrap_err();
+            let e = read_beneath(r, refused, 100).unwrap_err().to_string();
             assert!(e.starts_with("cannot read: "), "{refused}: {e}");
         }
         assert!(read_beneath(r, "../outside.yaml", 100).is_err());
@@ -202,7 +269,7 @@ mod tests {
         std::fs::create_dir_all(r.join("apps/web")).unwrap();
         std::os::unix::fs::symlink(outside.path(), r.join("apps/out")).unwrap();
         std::os::unix::fs::symlink(r.join("apps/web"), r.join("apps/alias")).unwrap();
-        let ok = |rel: &str| resolve(r, rel).map(|(n, _)| n);
+        let ok = |rel: &str| resolve(r, rel).map(|(n, _)| n).map_err(String::from);
         assert_eq!(ok("./apps/web/../web/"), Ok("apps/web".into()));
         assert_eq!(
             ok("apps/web/new/values.yaml"),
@@ -223,6 +290,8 @@ mod tests {
 
     #[test]
     fn a_file_is_read_whole_up_to_the_cap_and_no_further() {
+        let read_capped = |path: &Path, max| super::read_capped(path, max).map_err(String::from);
+        let too_large = |max| Error::TooLarge { max }.to_string();
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, len: usize| {
             let path = dir.path().join(name);
@@ -248,5 +317,35 @@ mod tests {
         assert_eq!(read_capped(&path, 20_000), Err(too_large(20_000)));
         std::fs::write(dir.path().join("bin"), [0xff, 0xfe, 0x00]).unwrap();
         assert!(read_capped(&dir.path().join("bin"), 1024).is_err());
+    }
+
+    #[test]
+    fn errors_say_what_they_said_as_text_and_hint_where_a_user_can_act() {
+        let leaves = normalise("../x").unwrap_err();
+        assert_eq!(leaves.to_string(), "../x leaves the repository");
+        assert!(leaves.hint().is_some_and(|h| h.contains("inside")));
+        assert_eq!(
+            Error::TooLarge { max: 32 << 20 }.to_string(),
+            "larger than 32 MiB: not read"
+        );
+        assert_eq!(
+            Error::TooLarge { max: 4096 }.to_string(),
+            "larger than 4 KiB: not read"
+        );
+        assert_eq!(
+            text(vec![0xff]).unwrap_err().to_string(),
+            "not UTF-8 text: not read"
+        );
+        assert!(Error::NotText.hint().is_some());
+        let missing = Error::io(std::io::Error::from_raw_os_error(2));
+        assert!(
+            missing.to_string().starts_with("cannot read: "),
+            "{missing}"
+        );
+        assert_eq!(missing.hint(), None);
+        assert_eq!(
+            String::from(Error::NotRegular),
+            "cannot read: not a regular file"
+        );
     }
 }

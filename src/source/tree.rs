@@ -34,7 +34,7 @@ pub struct Entry<'a> {
     pub utf8: bool,
     /// The file's text (or why it cannot be read, as [`Tree::read`] says it), when the walk
     /// read it as it met it ([`Reading`]); `None`: not read.
-    pub text: Option<Result<String, String>>,
+    pub text: Option<Result<String, jail::Error>>,
 }
 
 /// The files a walk reads as it meets them (on disk: from their directory's open
@@ -88,7 +88,7 @@ fn write_out_one(objects: &Objects, dir: &Path, name: &str) -> Result<(), git::E
     let path = dir.join(name);
     match objects.node(name).map(|n| (n, n.kind)) {
         Some((node, Kind::File)) => {
-            let bytes = objects.blob(node, MAX_WRITTEN_OUT).map_err(failed)?;
+            let bytes = (objects.blob(node, MAX_WRITTEN_OUT)).map_err(|e| failed(e.into()))?;
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(git::Error::Temp)?;
             }
@@ -140,7 +140,7 @@ impl Tree {
     /// The text of the file `rel` (a normalised path from the root), refused whole when it
     /// is larger than `max` bytes or not UTF-8; the error says which, or why it cannot be
     /// read, as [`jail::read_capped`] says it.
-    pub fn read(&self, rel: &str, max: u64) -> Result<String, String> {
+    pub fn read(&self, rel: &str, max: u64) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::read_capped(&d.root.join(rel), max),
             Inner::Objects(o) => jail::text(o.blob(o.file(rel, max)?, max)?),
@@ -150,7 +150,7 @@ impl Tree {
     /// As [`Tree::read`], for a file read a second time: from a disk, following no link and
     /// only a regular file ([`jail::read_beneath`]), whatever was put in its place since
     /// the walk listed it; from git's objects, as the first time (a commit does not move).
-    pub fn read_again(&self, rel: &str, max: u64) -> Result<String, String> {
+    pub fn read_again(&self, rel: &str, max: u64) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::read_beneath(&d.root, rel, max),
             Inner::Objects(_) => self.read(rel, max),
@@ -166,7 +166,7 @@ impl Tree {
         &self,
         rels: &[&str],
         max: u64,
-        mut each: impl FnMut(usize, Result<String, String>),
+        mut each: impl FnMut(usize, Result<String, jail::Error>),
     ) {
         match &self.inner {
             Inner::Disk(_) => {
@@ -182,7 +182,7 @@ impl Tree {
 
     /// `rel`'s normalised spelling, inside the tree: an error says how it leaves it (by
     /// `..`, or through a symbolic link).
-    pub fn resolve(&self, rel: &str) -> Result<String, String> {
+    pub fn resolve(&self, rel: &str) -> Result<String, jail::Error> {
         match &self.inner {
             Inner::Disk(d) => jail::resolve(&d.root, rel).map(|(normalised, _)| normalised),
             Inner::Objects(_) => jail::normalise(rel),
@@ -233,7 +233,7 @@ impl Tree {
     pub fn walk(
         &self,
         prune: impl Fn(&str) -> bool + Sync,
-        visit: impl FnMut(Result<Entry<'_>, String>),
+        visit: impl FnMut(Result<Entry<'_>, jail::Error>),
     ) {
         self.walk_reading(prune, None, visit);
     }
@@ -244,7 +244,7 @@ impl Tree {
         &self,
         prune: impl Fn(&str) -> bool + Sync,
         reading: Option<&Reading>,
-        mut visit: impl FnMut(Result<Entry<'_>, String>),
+        mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
     ) {
         match &self.inner {
             Inner::Disk(d) => walk_disk(d, prune, reading, visit),
@@ -279,8 +279,8 @@ impl Tree {
 }
 
 /// The error reading a missing file (2) or a directory (21) gives on disk.
-fn not_read(errno: i32) -> String {
-    format!("cannot read: {}", std::io::Error::from_raw_os_error(errno))
+fn not_read(errno: i32) -> jail::Error {
+    jail::Error::io(std::io::Error::from_raw_os_error(errno))
 }
 
 /// The disk's walk, one level of directories at a time, each level's directories read on
@@ -295,7 +295,7 @@ fn walk_disk(
     disk: &Disk,
     prune: impl Fn(&str) -> bool + Sync,
     reading: Option<&Reading>,
-    mut visit: impl FnMut(Result<Entry<'_>, String>),
+    mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
 ) {
     use rustix::fd::AsFd as _;
     let base = match &disk.fd {
@@ -314,20 +314,16 @@ fn walk_disk(
         prune: &prune,
         reading: reading.map(|r| (r, &spent)),
     };
-    let mut levels: Vec<std::vec::IntoIter<Vec<Part>>> = Vec::new();
-    let mut to_read = vec![top];
-    while !to_read.is_empty() {
-        let listed = crate::parallel::map(&to_read, |dir| lister.list(dir));
-        let mut next = Vec::new();
-        let level = (listed.into_iter())
-            .map(|(parts, dirs)| {
-                next.extend(dirs);
-                parts
-            })
-            .collect::<Vec<_>>();
-        levels.push(level.into_iter());
-        to_read = next;
-    }
+    let levels = lister.levels(top);
+    visit_in_order(levels, visit);
+}
+
+/// Each level's listings, in the order a depth-first walk meets them, handed to `visit`
+/// depth first: a directory's own entries right after its entry.
+fn visit_in_order(
+    mut levels: Vec<std::vec::IntoIter<Vec<Part>>>,
+    mut visit: impl FnMut(Result<Entry<'_>, jail::Error>),
+) {
     let mut open: Vec<(usize, std::vec::IntoIter<Part>)> = Vec::new();
     if let Some(first) = levels.first_mut().and_then(Iterator::next) {
         open.push((0, first.into_iter()));
@@ -361,9 +357,12 @@ fn walk_disk(
 }
 
 /// The error of a directory or an entry that cannot be read, named by its whole path, as
-/// the `walkdir` crate words it (this walk replaced it).
-fn failed_at(path: &Path, e: std::io::Error) -> String {
-    format!("IO error for operation on {}: {e}", path.display())
+/// the `walkdir` crate words it.
+fn failed_at(path: &Path, e: std::io::Error) -> jail::Error {
+    jail::Error::Walk {
+        path: path.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    }
 }
 
 /// A directory's entries as they are read: entries, errors, and where each subdirectory's
@@ -373,9 +372,9 @@ enum Part {
         rel: String,
         kind: Kind,
         utf8: bool,
-        text: Option<Result<String, String>>,
+        text: Option<Result<String, jail::Error>>,
     },
-    Error(String),
+    Error(jail::Error),
     Sub,
 }
 
@@ -397,20 +396,90 @@ struct Lister<'a, P> {
     reading: Option<(&'a Reading<'a>, &'a std::sync::atomic::AtomicUsize)>,
 }
 
+/// The relative path of the entry named `bytes` in `dir`, as the whole relative path
+/// would read: `\` as `/` in a path that is UTF-8 all through, a lossy rendering,
+/// untouched, in one that is not; and whether it is UTF-8 all through.
+fn entry_rel(dir: &Dir, bytes: &[u8]) -> (String, bool) {
+    let (shown, utf8) = match std::str::from_utf8(bytes) {
+        Ok(n) if dir.utf8 => (n.replace('\\', "/"), true),
+        Ok(n) => (n.to_string(), false),
+        Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
+    };
+    if dir.rel.is_empty() {
+        return (shown, utf8);
+    }
+    let mut rel =
+        String::with_capacity(dir.rel.len().saturating_add(shown.len()).saturating_add(1));
+    rel.push_str(&dir.rel);
+    rel.push('/');
+    rel.push_str(&shown);
+    (rel, utf8)
+}
+
 impl<P: Fn(&str) -> bool> Lister<'_, P> {
+    /// The tree below `top`, one level of directories at a time, each level's directories
+    /// read on every core: each level's listings, in the order of their directories.
+    fn levels(&self, top: Dir) -> Vec<std::vec::IntoIter<Vec<Part>>>
+    where
+        P: Sync,
+    {
+        let mut levels = Vec::new();
+        let mut to_read = vec![top];
+        while !to_read.is_empty() {
+            let listed = crate::parallel::map(&to_read, |dir| self.list(dir));
+            let mut next = Vec::new();
+            let level = (listed.into_iter())
+                .map(|(parts, dirs)| {
+                    next.extend(dirs);
+                    parts
+                })
+                .collect::<Vec<_>>();
+            levels.push(level.into_iter());
+            to_read = next;
+        }
+        levels
+    }
+
     /// One directory's entries in name order (bytewise), each directory among them
     /// followed by the place of its own entries, and those directories to read next, in
     /// the same order; the error reading it, if it cannot be read.
     fn list(&self, dir: &Dir) -> (Vec<Part>, Vec<Dir>) {
-        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-        use std::os::unix::ffi::OsStrExt as _;
-        let whole = |path: &Path| {
-            if path.as_os_str().is_empty() {
-                self.root.to_path_buf()
-            } else {
-                self.root.join(path)
+        let mut parts = Vec::new();
+        let mut dirs = Vec::new();
+        let Some((listing, entries)) = self.entries(dir, &mut parts) else {
+            return (parts, dirs);
+        };
+        let fd = match listing.fd() {
+            Ok(fd) => fd,
+            Err(e) => {
+                parts.push(Part::Error(failed_at(&self.whole(&dir.path), e.into())));
+                return (parts, dirs);
             }
         };
+        for entry in &entries {
+            self.entry(fd, dir, entry, (&mut parts, &mut dirs));
+        }
+        (parts, dirs)
+    }
+
+    /// `path` (from the root) as a whole path, for errors.
+    fn whole(&self, path: &Path) -> PathBuf {
+        if path.as_os_str().is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+
+    /// The directory `dir` opened (through no link) and its entries sorted by name, but `.`
+    /// and `..`; an entry that cannot be read is an error in `parts`, and so is the
+    /// directory itself when it cannot be opened (`None`).
+    fn entries(
+        &self,
+        dir: &Dir,
+        parts: &mut Vec<Part>,
+    ) -> Option<(rustix::fs::Dir, Vec<rustix::fs::DirEntry>)> {
+        use rustix::fs::{Mode, OFlags};
         let at = if dir.path.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -421,97 +490,81 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
         let mut listing = match opened.and_then(rustix::fs::Dir::new) {
             Ok(listing) => listing,
             Err(e) => {
-                return (
-                    vec![Part::Error(failed_at(&whole(&dir.path), e.into()))],
-                    Vec::new(),
-                )
+                parts.push(Part::Error(failed_at(&self.whole(&dir.path), e.into())));
+                return None;
             }
         };
-        let mut parts = Vec::new();
-        let mut dirs = Vec::new();
         let mut entries = Vec::new();
         for entry in listing.by_ref() {
             match entry {
                 Ok(e) if matches!(e.file_name().to_bytes(), b"." | b"..") => {}
                 Ok(entry) => entries.push(entry),
-                Err(e) => parts.push(Part::Error(std::io::Error::from(e).to_string())),
+                Err(e) => parts.push(Part::Error(jail::Error::Listing(std::sync::Arc::new(
+                    e.into(),
+                )))),
             }
         }
         entries.sort_unstable_by(|a, b| a.file_name().cmp(b.file_name()));
-        let fd = match listing.fd() {
-            Ok(fd) => fd,
-            Err(e) => {
-                parts.push(Part::Error(failed_at(&whole(&dir.path), e.into())));
-                return (parts, dirs);
-            }
-        };
-        for entry in entries {
-            let name = entry.file_name();
-            let bytes = name.to_bytes();
-            let t = match entry.file_type() {
-                // The file system does not say in its listing: ask it.
-                FileType::Unknown => {
-                    match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(st) => FileType::from_raw_mode(st.st_mode),
-                        Err(e) => {
-                            let path = whole(&dir.path.join(std::ffi::OsStr::from_bytes(bytes)));
-                            parts.push(Part::Error(failed_at(&path, e.into())));
-                            continue;
-                        }
-                    }
+        Some((listing, entries))
+    }
+
+    /// One entry of the directory `dir`, open on `fd`: its part, read when it is a wanted
+    /// file; a directory's followed by the place of its own entries, and added to those to
+    /// read next (unless pruned); or the error telling what it is.
+    fn entry(
+        &self,
+        fd: rustix::fd::BorrowedFd<'_>,
+        dir: &Dir,
+        entry: &rustix::fs::DirEntry,
+        (parts, dirs): (&mut Vec<Part>, &mut Vec<Dir>),
+    ) {
+        use rustix::fs::{AtFlags, FileType};
+        use std::os::unix::ffi::OsStrExt as _;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        let t = match entry.file_type() {
+            // The file system does not say in its listing: ask it.
+            FileType::Unknown => match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => FileType::from_raw_mode(st.st_mode),
+                Err(e) => {
+                    let path = self.whole(&dir.path.join(std::ffi::OsStr::from_bytes(bytes)));
+                    parts.push(Part::Error(failed_at(&path, e.into())));
+                    return;
                 }
-                t => t,
-            };
-            // As the whole relative path would read: `\` as `/` in a path that is UTF-8 all
-            // through, a lossy rendering, untouched, in one that is not.
-            let (shown, utf8) = match std::str::from_utf8(bytes) {
-                Ok(n) if dir.utf8 => (n.replace('\\', "/"), true),
-                Ok(n) => (n.to_string(), false),
-                Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
-            };
-            let rel = if dir.rel.is_empty() {
-                shown
-            } else {
-                let mut rel = String::with_capacity(
-                    dir.rel.len().saturating_add(shown.len()).saturating_add(1),
-                );
-                rel.push_str(&dir.rel);
-                rel.push('/');
-                rel.push_str(&shown);
-                rel
-            };
-            let kind = match t {
-                FileType::Symlink => Kind::Link,
-                FileType::Directory => Kind::Dir,
-                FileType::RegularFile => Kind::File,
-                _ => Kind::Other,
-            };
-            if kind == Kind::Dir && (self.prune)(&rel) {
-                continue;
-            }
-            // A name shown otherwise than it is (a `\` shown as `/`) is read by the path it
-            // is shown as, later, as every reader of the tree reads it.
-            let text = (kind == Kind::File && utf8 && !bytes.contains(&b'\\'))
-                .then(|| self.read(fd, name, &rel))
-                .flatten();
-            if kind == Kind::Dir {
-                dirs.push(Dir {
-                    path: dir.path.join(std::ffi::OsStr::from_bytes(bytes)),
-                    rel: rel.clone(),
-                    utf8,
-                });
-            }
-            parts.push(Part::Entry {
-                rel,
-                kind,
-                utf8,
-                text,
-            });
-            if kind == Kind::Dir {
-                parts.push(Part::Sub);
-            }
+            },
+            t => t,
+        };
+        let (rel, utf8) = entry_rel(dir, bytes);
+        let kind = match t {
+            FileType::Symlink => Kind::Link,
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File,
+            _ => Kind::Other,
+        };
+        if kind == Kind::Dir && (self.prune)(&rel) {
+            return;
         }
-        (parts, dirs)
+        // A name shown otherwise than it is (a `\` shown as `/`) is read by the path it
+        // is shown as, later, as every reader of the tree reads it.
+        let text = (kind == Kind::File && utf8 && !bytes.contains(&b'\\'))
+            .then(|| self.read(fd, name, &rel))
+            .flatten();
+        if kind == Kind::Dir {
+            dirs.push(Dir {
+                path: dir.path.join(std::ffi::OsStr::from_bytes(bytes)),
+                rel: rel.clone(),
+                utf8,
+            });
+        }
+        parts.push(Part::Entry {
+            rel,
+            kind,
+            utf8,
+            text,
+        });
+        if kind == Kind::Dir {
+            parts.push(Part::Sub);
+        }
     }
 
     /// The file `name` of the directory open on `dir`, when it is wanted and the budget is
@@ -521,7 +574,7 @@ impl<P: Fn(&str) -> bool> Lister<'_, P> {
         dir: rustix::fd::BorrowedFd<'_>,
         name: &std::ffi::CStr,
         rel: &str,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, jail::Error>> {
         use std::sync::atomic::Ordering;
         let (reading, spent) = self.reading?;
         if !(reading.wanted)(rel) || spent.load(Ordering::Relaxed) >= reading.budget {
@@ -604,10 +657,10 @@ impl Objects {
     }
 
     /// The file `rel` of at most `max` bytes; else why it cannot be read, as on disk.
-    fn file(&self, rel: &str, max: u64) -> Result<&Node, String> {
+    fn file(&self, rel: &str, max: u64) -> Result<&Node, jail::Error> {
         match self.node(rel) {
             Some(n) if n.kind == Kind::File && n.size <= max => Ok(n),
-            Some(n) if n.kind == Kind::File => Err(jail::too_large(max)),
+            Some(n) if n.kind == Kind::File => Err(jail::Error::TooLarge { max }),
             Some(n) if n.kind == Kind::Dir => Err(not_read(21)),
             _ => Err(not_read(2)),
         }
@@ -628,7 +681,7 @@ impl Objects {
         &self,
         rels: &[&str],
         max: u64,
-        mut each: impl FnMut(usize, Result<Vec<u8>, String>),
+        mut each: impl FnMut(usize, Result<Vec<u8>, jail::Error>),
     ) {
         let mut asked: Vec<(usize, &Node)> = Vec::new();
         for (i, rel) in rels.iter().enumerate() {
@@ -670,10 +723,10 @@ impl Objects {
                 }
                 let _ = out.flush();
             });
-            let mut broken = None;
+            let mut broken: Option<jail::Error> = None;
             for &(i, n) in &asked {
                 match &broken {
-                    Some(e) => each(i, Err(String::clone(e))),
+                    Some(e) => each(i, Err(e.clone())),
                     None => match answer(&mut *stdout, n.size) {
                         Ok(bytes) => each(i, Ok(bytes)),
                         Err(e) => {
@@ -697,9 +750,9 @@ impl Objects {
     }
 
     /// The blob of `node`, refused when larger than `max` bytes.
-    fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, String> {
+    fn blob(&self, node: &Node, max: u64) -> Result<Vec<u8>, jail::Error> {
         if node.size > max {
-            return Err(jail::too_large(max));
+            return Err(jail::Error::TooLarge { max });
         }
         let idle = self
             .readers
@@ -728,7 +781,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn spawn(git: &Git, dir: &Path) -> Result<Reader, String> {
+    fn spawn(git: &Git, dir: &Path) -> Result<Reader, jail::Error> {
         let mut child = git.cat_file_batch(dir).map_err(|e| failed(&e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
@@ -742,30 +795,32 @@ impl Reader {
         })
     }
 
-    fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, String> {
+    fn read(&mut self, oid: &str, max: u64) -> Result<Vec<u8>, jail::Error> {
         ask(&mut self.stdin, oid).and_then(|()| self.stdin.flush().map_err(|e| failed(&e)))?;
         answer(&mut self.stdout, max)
     }
 }
 
-fn failed(e: &dyn std::fmt::Display) -> String {
-    format!("cannot read: git cat-file: {e}")
+fn failed(e: &dyn std::fmt::Display) -> jail::Error {
+    jail::Error::GitObjects(e.to_string())
 }
 
 /// Asks `git cat-file --batch` for the object `oid`.
-fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), String> {
+fn ask(stdin: &mut impl std::io::Write, oid: &str) -> Result<(), jail::Error> {
     writeln!(stdin, "{oid}").map_err(|e| failed(&e))
 }
 
 /// The next blob `git cat-file --batch` answers with, refused when larger than `max`.
-fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, String> {
+fn answer(stdout: &mut impl std::io::BufRead, max: u64) -> Result<Vec<u8>, jail::Error> {
     match git::read_batch_answer(stdout, max) {
         Ok(Some(git::BatchAnswer::Object {
             kind,
             content: Some(bytes),
             ..
         })) if kind == "blob" => Ok(bytes),
-        Ok(Some(git::BatchAnswer::Object { content: None, .. })) => Err(jail::too_large(max)),
+        Ok(Some(git::BatchAnswer::Object { content: None, .. })) => {
+            Err(jail::Error::TooLarge { max })
+        }
         Ok(_) => Err(failed(&"not a blob")),
         Err(e) => Err(failed(&e)),
     }
@@ -781,6 +836,11 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read as what it says: its text, or its error's message.
+    fn said(read: Result<String, jail::Error>) -> Result<String, String> {
+        read.map_err(String::from)
+    }
 
     /// On disk, each entry's path is its directory's and its name: `/`-separated, a
     /// backslash read as `/` in a path that is UTF-8 all through, and a name that is not
@@ -970,8 +1030,8 @@ mod tests {
         assert!(read(4).is_empty());
     }
 
-    #[test]
-    fn the_objects_read_as_the_disk_does() {
+    /// A committed repository read from its objects and from the disk.
+    fn objects_and_disk() -> (tempfile::TempDir, Tree, Tree) {
         let files = [
             ("a-b/x.yaml", "x: 1\n"),
             ("a/c.yaml", "c: 1\n"),
@@ -986,6 +1046,12 @@ mod tests {
         let objects = Tree::at_commit(&Git::new(None), dir.path(), "HEAD", &[]).unwrap();
         assert!(objects.from_objects());
         let disk = Tree::disk(dir.path());
+        (dir, objects, disk)
+    }
+
+    #[test]
+    fn the_objects_read_as_the_disk_does() {
+        let (_dir, objects, disk) = objects_and_disk();
         let prune = |p: &str| p == ".git" || p.ends_with("node_modules");
         assert_eq!(walked(&objects, prune), walked(&disk, prune));
         assert_eq!(
@@ -1005,9 +1071,21 @@ mod tests {
             ]
         );
         for rel in ["a/c.yaml", "big.yaml", "latin1.yaml", "a", "none.yaml"] {
-            assert_eq!(objects.read(rel, 1 << 20), disk.read(rel, 1 << 20), "{rel}");
+            assert_eq!(
+                said(objects.read(rel, 1 << 20)),
+                said(disk.read(rel, 1 << 20)),
+                "{rel}"
+            );
         }
-        assert_eq!(objects.read("big.yaml", 4), disk.read("big.yaml", 4));
+        assert_eq!(
+            said(objects.read("big.yaml", 4)),
+            said(disk.read("big.yaml", 4))
+        );
+    }
+
+    #[test]
+    fn the_objects_read_at_once_and_resolve_as_the_disk_does() {
+        let (_dir, objects, disk) = objects_and_disk();
         let rels = [
             "a/c.yaml",
             "none.yaml",
@@ -1018,15 +1096,18 @@ mod tests {
         ];
         let each = |tree: &Tree, max: u64| {
             let mut got = vec![None; rels.len()];
-            tree.read_each(&rels, max, |i, read| got[i] = Some(read));
+            tree.read_each(&rels, max, |i, read| got[i] = Some(said(read)));
             got
         };
         for max in [4, 1 << 20] {
-            let one_by_one: Vec<_> = rels.iter().map(|r| Some(disk.read(r, max))).collect();
+            let one_by_one: Vec<_> = rels.iter().map(|r| Some(said(disk.read(r, max)))).collect();
             assert_eq!(each(&objects, max), one_by_one, "{max}");
             assert_eq!(each(&disk, max), one_by_one, "{max}");
         }
-        assert_eq!(objects.read("big.yaml", 4), Err(jail::too_large(4)));
+        assert_eq!(
+            objects.read("big.yaml", 4).map_err(String::from),
+            Err(jail::Error::TooLarge { max: 4 }.to_string())
+        );
         for rel in [
             "",
             "a",
@@ -1039,7 +1120,10 @@ mod tests {
             assert_eq!(objects.is_dir(rel), disk.is_dir(rel), "{rel}");
             assert_eq!(objects.is_file(rel), disk.is_file(rel), "{rel}");
         }
-        assert_eq!(objects.resolve("a/../../x"), disk.resolve("a/../../x"));
+        assert_eq!(
+            said(objects.resolve("a/../../x")),
+            said(disk.resolve("a/../../x"))
+        );
         assert_eq!(objects.resolve("./a/b/../c.yaml").unwrap(), "a/c.yaml");
     }
 

@@ -515,7 +515,11 @@ spec:
         assert_eq!(multi.sources[1].ref_name.as_deref(), Some("values"));
         assert_eq!(multi.sources[0].chart.as_deref(), Some("redis"));
         assert_eq!(multi.sources[0].path, None);
+    }
 
+    #[test]
+    fn broken_apps_over_multi_doc_input_say_what_to_fix() {
+        let found = find_apps("apps.yaml", &docs(MULTI));
         let err = |i: usize| found[i].as_ref().unwrap_err().to_string();
         assert_eq!(
             err(2),
@@ -541,7 +545,11 @@ spec:
             err(7),
             "apps.yaml (document 9): Application twotools: spec.source has more than one tool block (helm, kustomize); Argo CD refuses it"
         );
+    }
 
+    #[test]
+    fn a_hydrated_app_reads_its_dry_source() {
+        let found = find_apps("apps.yaml", &docs(MULTI));
         let hydrated = found[8].as_ref().unwrap();
         assert_eq!(hydrated.doc, 12);
         assert_eq!(hydrated.sources[0].path.as_deref(), Some("dry"));

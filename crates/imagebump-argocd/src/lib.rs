@@ -12,7 +12,7 @@
 //!   alone (list, git directories, matrix).
 //! - [`helm_path`]: AIU's Helm key paths (`a.b[2].c`, literal dotted keys).
 //!
-//! The `imagebump` package's `discover/argocd.rs` turns what is read here into references.
+//! The `imagebump` package's `discover/argo_apps/` turns what is read here into references.
 
 // Unit tests may count, slice and call `unreachable!`; clippy.toml lets them unwrap, expect,
 // panic and index (Cargo.toml holds the library to the no-panic set).

@@ -859,6 +859,12 @@ mod tests {
                 None,
                 "",
             ),
+        ]);
+    }
+
+    #[test]
+    fn tags_keep_their_distribution_and_precision() {
+        check_table(&[
             // Never another distribution, never a bare version, never a rolling -debian-12.
             (
                 "15.4.0-debian-12-r10",

@@ -73,7 +73,9 @@ pub enum Place {
     },
     /// No leaf deploys the manifest's tag; `by` says what sets it (the `FILE:LINE` of an
     /// `images:` entry, or an Argo CD Application's `kustomize.images`).
-    Overridden { by: crate::discover::Unmanaged },
+    Overridden {
+        by: crate::discover::vocab::Unmanaged,
+    },
     /// An `images:` entry in each leaf.
     PerLeaf(Vec<LeafEdit>),
 }
@@ -94,8 +96,8 @@ pub struct LeafEdit {
 /// What one leaf sees of an image, following one include chain.
 enum Seen {
     /// A `$patch: delete` removes the resource on the way up.
-    Deleted(crate::discover::Unmanaged),
-    Overridden(crate::discover::Unmanaged),
+    Deleted(crate::discover::vocab::Unmanaged),
+    Overridden(crate::discover::vocab::Unmanaged),
     Base(LeafEdit),
 }
 
@@ -313,7 +315,7 @@ impl Graph {
         &self,
         dir: &str,
         workloads: impl Iterator<Item = (At<'w>, &'w Container)>,
-    ) -> Option<crate::discover::Unmanaged> {
+    ) -> Option<crate::discover::vocab::Unmanaged> {
         let mut by = None;
         for (at, c) in workloads {
             for chain in self.chains(at.file) {
@@ -327,7 +329,7 @@ impl Graph {
                     .find_map(|d| replaced_at(d).or_else(|| self.patched(d, at, c)))
                     .or_else(|| replaced_at(dir));
                 let e = last?;
-                by = Some(crate::discover::Unmanaged::OverriddenBy {
+                by = Some(crate::discover::vocab::Unmanaged::OverriddenBy {
                     file: arcstr::ArcStr::clone(&e.file),
                     line: e.line,
                 });
@@ -365,19 +367,19 @@ impl Graph {
                 true => format!("deleted by {} (kustomize.patches)", app.file),
                 false => format!(
                     "{}{} (kustomize.patches)",
-                    crate::discover::OVERRIDDEN_BY,
+                    crate::discover::vocab::OVERRIDDEN_BY,
                     app.file
                 ),
             };
             return match e.what.removes() {
-                true => Seen::Deleted(crate::discover::Unmanaged::Why(by.into())),
+                true => Seen::Deleted(crate::discover::vocab::Unmanaged::Why(by.into())),
                 false => Seen::Overridden(by.into()),
             };
         }
         if let Some(app) = (self.apps.get(leaf)).filter(|a| a.names.iter().any(|n| n == name)) {
             let by = format!(
                 "{}{} (kustomize.images)",
-                crate::discover::OVERRIDDEN_BY,
+                crate::discover::vocab::OVERRIDDEN_BY,
                 app.file
             );
             return Seen::Overridden(by.into());
@@ -431,7 +433,9 @@ impl Graph {
                 continue;
             };
             let by = match walk.over {
-                Some(crate::discover::Unmanaged::OverriddenBy { file, line }) => Some((file, line)),
+                Some(crate::discover::vocab::Unmanaged::OverriddenBy { file, line }) => {
+                    Some((file, line))
+                }
                 _ => None,
             };
             let r = Rendered {
@@ -530,7 +534,7 @@ struct Walk<'a> {
     /// The image's name so far (after `newName` renames).
     name: &'a str,
     /// What set its version last.
-    over: Option<crate::discover::Unmanaged>,
+    over: Option<crate::discover::vocab::Unmanaged>,
     /// The leaf's own `images:` entry for it.
     leaf_entry: Option<&'a Entry>,
 }
@@ -549,9 +553,11 @@ impl Graph {
         if let Some(e) = container.and_then(|c| self.patched(k.dir(), at, c)) {
             if e.what.removes() {
                 let why = format!("deleted by {}:{} ({})", e.file, e.line, e.what.removal());
-                return Err(Seen::Deleted(crate::discover::Unmanaged::Why(why.into())));
+                return Err(Seen::Deleted(crate::discover::vocab::Unmanaged::Why(
+                    why.into(),
+                )));
             }
-            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+            walk.over = Some(crate::discover::vocab::Unmanaged::OverriddenBy {
                 file: arcstr::ArcStr::clone(&e.file),
                 line: e.line,
             });
@@ -562,7 +568,7 @@ impl Graph {
                 continue;
             }
             if e.sets_version {
-                walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+                walk.over = Some(crate::discover::vocab::Unmanaged::OverriddenBy {
                     file: arcstr::ArcStr::clone(&k.file),
                     line: e.line,
                 });
@@ -576,7 +582,7 @@ impl Graph {
         }
         // Replacements copy a value into the image after the `images:` entries.
         if let Some(e) = container.and_then(|c| replaced(k, c)) {
-            walk.over = Some(crate::discover::Unmanaged::OverriddenBy {
+            walk.over = Some(crate::discover::vocab::Unmanaged::OverriddenBy {
                 file: arcstr::ArcStr::clone(&e.file),
                 line: e.line,
             });
@@ -797,7 +803,7 @@ mod tests {
                 None
             ),
             Place::Overridden {
-                by: crate::discover::Unmanaged::OverriddenBy {
+                by: crate::discover::vocab::Unmanaged::OverriddenBy {
                     file: "base/kustomization.yaml".into(),
                     line: 10
                 }

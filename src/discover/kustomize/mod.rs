@@ -5,7 +5,7 @@
 pub mod graph;
 pub mod patches;
 
-use super::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{saturating_u32, FileCtx, ImageRef, RefKind, SlotFormat};
 use arcstr::ArcStr;
 use imagebump_model::name::{self, parse_name, ImageName, Reference};
 use imagebump_model::Problem;
@@ -344,18 +344,7 @@ pub(super) fn entry(
     if let Some(r) = not_one_line(ctx, unit, item) {
         return Ok(r);
     }
-    // Each value as its line's text: a block scalar on one line is read without the line
-    // break it ends with (`FileCtx::one_line`).
-    let field = |key: &str| -> Result<Option<std::borrow::Cow<'_, Scalar>>, Problem> {
-        match item.get(key) {
-            None => Ok(None),
-            Some(Node::Scalar(s)) => Ok(Some(
-                ctx.one_line_scalar(s)
-                    .unwrap_or(std::borrow::Cow::Borrowed(s)),
-            )),
-            Some(other) => Err(ctx.problem(other.offset(), format!("`{key}` must be a string"))),
-        }
-    };
+    let field = |key: &str| entry_field(ctx, item, key);
     let name =
         field("name")?.ok_or_else(|| ctx.problem(name_node.offset(), "`name` must be a string"))?;
     let (new_name, new_tag, digest) = (field("newName")?, field("newTag")?, field("digest")?);
@@ -375,12 +364,6 @@ pub(super) fn entry(
     }
     let image =
         parse_name(&written.value).map_err(|e| ctx.problem(written.span.start, e.to_string()))?;
-    let path = |key: &str| {
-        let mut p = base.clone();
-        p.push(PathSeg::Key(key.into()));
-        p
-    };
-
     let (tag, tag_digest) = match new_tag {
         Some(t) => match t.value.split_once('@') {
             Some((tag, d)) => (Some(tag.to_string()), Some(d.to_string())),
@@ -388,19 +371,9 @@ pub(super) fn entry(
         },
         None => (None, None),
     };
-    if let Some(t) = &tag {
-        if !name::is_valid_tag(t) {
-            return Err(ctx.problem(at, format!("invalid tag {t:?} in newTag")));
-        }
-    }
-    let digest_value = tag_digest
-        .clone()
-        .or_else(|| digest.map(|d| d.value.clone()));
-    if let Some(d) = &digest_value {
-        if !name::is_valid_digest(d) {
-            return Err(ctx.problem(at, format!("invalid digest {d:?}")));
-        }
-    }
+    let in_tag = tag_digest.is_some();
+    let digest_value = tag_digest.or_else(|| digest.map(|d| d.value.clone()));
+    check_versions(ctx, at, tag.as_deref(), digest_value.as_deref())?;
     let r = Reference {
         name: image,
         written: written.value.clone(),
@@ -408,6 +381,58 @@ pub(super) fn entry(
         digest: digest_value,
     };
     let mut out = ctx.new_ref(RefKind::Kustomize, unit, at, r);
+    entry_slots(ctx, (doc, &base), &mut out, new_tag, digest, in_tag);
+    Ok(out)
+}
+
+/// An entry's `key` as its line's text: a block scalar on one line is read without the
+/// line break it ends with (`FileCtx::one_line`); `Err` when it is not a string.
+fn entry_field<'n>(
+    ctx: &FileCtx,
+    item: &'n Node,
+    key: &str,
+) -> Result<Option<std::borrow::Cow<'n, Scalar>>, Problem> {
+    match item.get(key) {
+        None => Ok(None),
+        Some(Node::Scalar(s)) => Ok(Some(
+            ctx.one_line_scalar(s)
+                .unwrap_or(std::borrow::Cow::Borrowed(s)),
+        )),
+        Some(other) => Err(ctx.problem(other.offset(), format!("`{key}` must be a string"))),
+    }
+}
+
+/// An entry's tag and digest must be valid ones; `Err` at `at` names the bad one.
+fn check_versions(
+    ctx: &FileCtx,
+    at: usize,
+    tag: Option<&str>,
+    digest: Option<&str>,
+) -> Result<(), Problem> {
+    if let Some(t) = tag.filter(|t| !name::is_valid_tag(t)) {
+        return Err(ctx.problem(at, format!("invalid tag {t:?} in newTag")));
+    }
+    if let Some(d) = digest.filter(|d| !name::is_valid_digest(d)) {
+        return Err(ctx.problem(at, format!("invalid digest {d:?}")));
+    }
+    Ok(())
+}
+
+/// Where an entry's version is edited: its `newTag` (a `tag@digest` there when `in_tag`),
+/// and its `digest:` beside it; without a `newTag` the entry is not managed, and says why.
+fn entry_slots(
+    ctx: &FileCtx,
+    (doc, base): (usize, &[PathSeg]),
+    out: &mut ImageRef,
+    new_tag: Option<&Scalar>,
+    digest: Option<&Scalar>,
+    in_tag: bool,
+) {
+    let path = |key: &str| {
+        let mut p = base.to_vec();
+        p.push(PathSeg::Key(key.into()));
+        p
+    };
     match new_tag {
         None if digest.is_some() => {
             out.unmanaged = Some(arcstr::literal!("pinned by digest only (no newTag)").into())
@@ -417,19 +442,18 @@ pub(super) fn entry(
                 Some("no newTag: the tag is the resources' (listed at their line)".into())
         }
         Some(t) => {
-            let format = if tag_digest.is_some() {
+            let format = if in_tag {
                 SlotFormat::TagAtDigest
             } else {
                 SlotFormat::Tag
             };
             out.slots.push(ctx.slot(doc, path("newTag"), t, format));
-            if let (Some(d), None) = (digest, &tag_digest) {
+            if let (Some(d), false) = (digest, in_tag) {
                 out.slots
                     .push(ctx.slot(doc, path("digest"), d, SlotFormat::Digest));
             }
         }
     }
-    Ok(out)
 }
 
 /// An `images:` entry with a value written as a block scalar that is not one line, listed

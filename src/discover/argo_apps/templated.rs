@@ -8,8 +8,8 @@
 //! template (a directory's name, two parameters, a function) cannot be edited without
 //! changing what the template means: it is noted and left alone.
 
-use super::{Current, ImageRef, Scan};
-use crate::discover::{RefKind, SlotFormat};
+use super::{Current, Scan};
+use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_argocd::app::parse_kustomize_image;
 use imagebump_argocd::appset::{go_field, pieces, Piece};
 use imagebump_model::Problem;

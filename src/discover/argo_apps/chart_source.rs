@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
-use super::{join, value_files, App, Current, Scan, SourceState};
+use super::app::value_files;
+use super::{join, App, Current, Scan, SourceState};
 use crate::discover::charts::{chart_ref, check_policy, ChartApp};
-use crate::discover::{ImageRef, RefKind, SlotFormat};
+use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_yaml::{Node, PathSeg};
 
 impl Scan<'_> {
