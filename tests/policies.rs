@@ -694,12 +694,9 @@ fn min_age_skips_an_image_too_young_for_the_next_best() {
     );
 }
 
-// BUG (src/policy/evaluate.rs, `Evaluation::meta_verdict`): an image whose `created` is in
-// the future (a build machine's wrong clock, or a bogus date) is reported as "built 0s
-// ago": the negative age is clamped to zero by `Duration::try_from(..).unwrap_or_default()`
-// and `Verdict::TooYoung` only carries the clamped age. It is rightly dropped, but the
-// reason should say that the date is in the future. Not fixed here: evaluate.rs is outside
-// this change's files.
+// An image whose `created` is in the future (a build machine's wrong clock, or a bogus date)
+// is dropped under `minAge`, and the reason says its date is in the future: not "built 0s
+// ago", which a negative age clamped to zero would say.
 #[test]
 fn min_age_explains_a_build_date_in_the_future() {
     let reg = Registry::start(RegistryMode::Plain);
@@ -1124,10 +1121,9 @@ fn one_head_per_tag_whatever_asks_for_its_digest() {
     assert_eq!(report["requests"], requests(1, 1, 0));
 }
 
-// BUG (src/policy/mod.rs, `Policy::summary`): an empty list (`platforms: []`, which a marker
-// writes to lift a `defaults` platform requirement, or `ignoreTags: []`) adds its separator
-// but no value, so the POLICY column reads "newest-build  (defaults + marker)" with two
-// spaces. Not fixed here: src/policy/mod.rs is outside this change's files.
+// An empty list (`platforms: []`, which a marker writes to lift a `defaults` platform
+// requirement, or `ignoreTags: []`) adds nothing to the POLICY column: no separator without
+// a value, so no double space.
 #[test]
 fn scan_summarises_an_empty_platform_list_without_a_stray_space() {
     let dir = tree(&[(
