@@ -1096,4 +1096,44 @@ mod tests {
         assert_eq!(go_field("if .a"), None);
         assert_eq!(normalized("My_App.v2-"), "my-app.v2");
     }
+
+    #[test]
+    fn set_and_template_errors_are_typed() {
+        let v: Value = yaml_serde::from_str(
+            "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec: {generators: []}\n",
+        )
+        .unwrap();
+        let e = parse_appset("f", 0, &v).unwrap_err();
+        assert_eq!(
+            e,
+            Error::Template {
+                what: "ApplicationSet s".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "ApplicationSet s: spec.template must be a mapping"
+        );
+        let params = Map::new();
+        assert_eq!(
+            render_str("{{ .a | upper }}", &params, true, false),
+            Err(TemplateError::Unsupported {
+                action: " .a | upper ".into()
+            })
+        );
+        assert_eq!(
+            render_str("{{.a}}", &params, true, true)
+                .unwrap_err()
+                .to_string(),
+            "the template reads .a, which is not set (missingkey=error)"
+        );
+        assert_eq!(
+            TemplateError::Unsupported { action: "x".into() }.to_string(),
+            "the template action {{x}} calls functions or uses control structures, which imagebump does not evaluate"
+        );
+        assert_eq!(
+            DirGlob::new("**/**/**/**").err(),
+            Some(DirGlobError::TooDeep)
+        );
+    }
 }

@@ -1512,4 +1512,34 @@ mod tests {
             SpecError::NoImageName { at: "at".into() }
         );
     }
+
+    #[test]
+    fn parse_errors_are_typed_and_hint_at_the_edit() {
+        let at = |text: &str| parse("f", 0, &docs(text)[0]).unwrap_err();
+        let e = at(&one(
+            "{name: u}",
+            "  applicationRefs:\n  - namePattern: a\n",
+        ));
+        assert_eq!(
+            e,
+            Error::NothingToUpdate {
+                at: "ImageUpdater u: spec.applicationRefs[0]".into()
+            }
+        );
+        assert!(e.hint().is_some());
+        let e = at(&format!("{HEAD}metadata: {{}}\nspec: {{}}\n"));
+        assert_eq!(
+            e,
+            Error::Metadata(crate::app::Error::NoName {
+                kind: "ImageUpdater"
+            })
+        );
+        assert_eq!(e.to_string(), "ImageUpdater without metadata.name");
+        assert_eq!(e.hint(), None);
+        let e = at(&one("{name: u}", "  applicationRefs: []\n"));
+        assert_eq!(
+            e.to_string(),
+            "ImageUpdater u: spec.applicationRefs needs at least one entry"
+        );
+    }
 }
