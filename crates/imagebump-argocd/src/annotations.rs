@@ -40,7 +40,7 @@ pub enum Error {
     Constraint {
         key: String,
         text: String,
-        reason: ConstraintError,
+        reason: Box<ConstraintError>,
     },
     /// A constraint with a `/`, read by AIU as part of a registry host without a dot.
     #[error(
@@ -51,7 +51,7 @@ pub enum Error {
     MisreadConstraint {
         key: String,
         text: String,
-        reason: ConstraintError,
+        reason: Box<ConstraintError>,
         image: String,
         constraint: String,
     },
@@ -403,6 +403,7 @@ fn constraint_of(
     match (strategy, &id.tag) {
         (Strategy::Semver, Some(c)) => {
             Constraint::parse(c).map_err(|reason| {
+                let reason = Box::new(reason);
                 let (key, text) = (input.text_key.clone(), input.text.to_string());
                 if id.legacy && c.contains('/') {
                     Error::MisreadConstraint {
