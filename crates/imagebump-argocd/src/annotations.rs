@@ -27,8 +27,96 @@ use super::glob::GoGlob;
 use super::identifier;
 use imagebump_model::platform::Platform;
 use imagebump_model::policy::{PolicySpec, SemverMode, Strategy};
-use imagebump_policy::constraint::Constraint;
+use imagebump_policy::constraint::{Constraint, ConstraintError};
 use imagebump_policy::patterns::PatternError;
+
+/// An AIU setting (annotation or `ImageUpdater` field, named by `key`) that AIU refuses or
+/// that imagebump cannot follow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("{key}: no image name in {text:?}")]
+    NoImageName { key: String, text: String },
+    #[error("{key}: {text:?}: {reason}")]
+    Constraint {
+        key: String,
+        text: String,
+        reason: Box<ConstraintError>,
+    },
+    /// A constraint with a `/`, read by AIU as part of a registry host without a dot.
+    #[error(
+        "{key}: {text:?}: {reason}; AIU reads this as image {image:?} with constraint {constraint:?} \
+         (a registry host without a dot is only recognised when the constraint looks like a tag, \
+         e.g. 1.2.x; or write the host as 127.0.0.1:<port>)"
+    )]
+    MisreadConstraint {
+        key: String,
+        text: String,
+        reason: Box<ConstraintError>,
+        image: String,
+        constraint: String,
+    },
+    #[error("{key}: {reason}")]
+    Platform { key: String, reason: String },
+    #[error(
+        "{key}: unknown git credentials {credentials:?}: expected repocreds or secret:<namespace>/<name>"
+    )]
+    Credentials { key: String, credentials: String },
+    #[error(
+        "{key}: {value:?} is not a write-back method: expected argocd, git or git:<credentials>"
+    )]
+    Method { key: String, value: String },
+    #[error("{key}: {value:?} is not a branch: expected <branch> or <base>:<write-branch>")]
+    Branch { key: String, value: String },
+    #[error("{key}: {value:?}: expected kustomization or kustomization:<directory>")]
+    KustomizationTarget { key: String, value: String },
+    #[error("{key}: {value:?}: helmvalues: needs a file name")]
+    HelmValuesFile { key: String, value: String },
+    #[error("{key}: {value:?}: expected helmvalues or helmvalues:<file>")]
+    HelmValuesTarget { key: String, value: String },
+    #[error(
+        "{key}: {value:?} is a kustomization file: writing overrides to it would discard its content; use kustomization:<directory>"
+    )]
+    KustomizationFile { key: String, value: String },
+    #[error("{key}: empty image name in {entry:?}")]
+    EmptyImage { key: String, entry: String },
+    /// `nginx:>=1.2`: the first `=` ends the alias.
+    #[error(
+        "{key}: in {entry:?}, AIU takes everything before the first = as the alias \
+         ({alias:?}) and {image:?} as the image; give the image an alias, e.g. app={entry}"
+    )]
+    AliasMisread {
+        key: String,
+        entry: String,
+        alias: String,
+        image: String,
+    },
+    #[error("{key} is empty")]
+    EmptyList { key: String },
+    #[error("{key}: {value:?} is not a boolean (true or false)")]
+    NotABool { key: String, value: String },
+    /// `keys` is `<prefix><alias>.*`.
+    #[error(
+        "{keys}: both helm and kustomize targets are set for alias {alias:?}; AIU refuses the app"
+    )]
+    BothTargets { keys: String, alias: String },
+}
+
+impl Error {
+    /// The edit that makes AIU and imagebump read the setting, where there is one.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::MisreadConstraint { .. } => {
+                Some("write the registry host with a dot or as 127.0.0.1:<port>")
+            }
+            Error::AliasMisread { .. } => Some("give the image an alias: <alias>=<image>"),
+            Error::KustomizationFile { .. } => Some("use kustomization:<directory>"),
+            Error::BothTargets { .. } => {
+                Some("keep either the helm.* or the kustomize.image-name annotation of the alias")
+            }
+            _ => None,
+        }
+    }
+}
 
 /// The annotation prefix, with its `/`.
 pub const PREFIX: &str = "argocd-image-updater.argoproj.io/";
@@ -238,13 +326,13 @@ fn pick<'a, T>(
 pub(crate) fn build_image(
     input: ImageInput<'_>,
     notes: &mut Vec<String>,
-) -> Result<UpdaterImage, String> {
+) -> Result<UpdaterImage, Error> {
     let id = identifier::parse(input.text);
     if id.name.is_empty() {
-        return Err(format!(
-            "{}: no image name in {:?}",
-            input.text_key, input.text
-        ));
+        return Err(Error::NoImageName {
+            key: input.text_key.clone(),
+            text: input.text.to_string(),
+        });
     }
     let label = match &input.alias {
         Some(a) => format!("image {a} ({})", id.name),
@@ -311,20 +399,23 @@ fn constraint_of(
     input: &ImageInput<'_>,
     label: &str,
     notes: &mut Vec<String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Error> {
     match (strategy, &id.tag) {
         (Strategy::Semver, Some(c)) => {
-            Constraint::parse(c).map_err(|e| {
-                let mut msg = format!("{}: {:?}: {e}", input.text_key, input.text);
+            Constraint::parse(c).map_err(|reason| {
+                let reason = Box::new(reason);
+                let (key, text) = (input.text_key.clone(), input.text.to_string());
                 if id.legacy && c.contains('/') {
-                    msg.push_str(&format!(
-                        "; AIU reads this as image {:?} with constraint {c:?} (a registry host \
-                         without a dot is only recognised when the constraint looks like a tag, \
-                         e.g. 1.2.x; or write the host as 127.0.0.1:<port>)",
-                        id.name
-                    ));
+                    Error::MisreadConstraint {
+                        key,
+                        text,
+                        reason,
+                        image: id.name.clone(),
+                        constraint: c.clone(),
+                    }
+                } else {
+                    Error::Constraint { key, text, reason }
                 }
-                msg
             })?;
             return Ok(Some(c.clone()));
         }
@@ -347,7 +438,7 @@ fn tag_filters(
     label: &str,
     policy: &mut PolicySpec,
     notes: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if let Some((text, key)) = pick(layers, Field::AllowTags, |s| s.allow_tags.as_ref()) {
         policy.allow_tags = allow_tags(text, &key, label, notes);
     }
@@ -357,7 +448,10 @@ fn tag_filters(
     if let Some((platforms, key)) = pick(layers, Field::Platforms, |s| s.platforms.as_ref()) {
         let platforms: Vec<String> = platforms.iter().map(|p| p.trim().to_string()).collect();
         for p in &platforms {
-            p.parse::<Platform>().map_err(|e| format!("{key}: {e}"))?;
+            p.parse::<Platform>().map_err(|reason| Error::Platform {
+                key: key.clone(),
+                reason,
+            })?;
         }
         if !platforms.is_empty() {
             policy.platforms = Some(platforms);
@@ -456,7 +550,7 @@ pub(crate) struct WriteBackInput<'a> {
 pub(crate) fn parse_write_back(
     input: &WriteBackInput<'_>,
     notes: &mut Vec<String>,
-) -> Result<WriteBack, String> {
+) -> Result<WriteBack, Error> {
     let method = parse_method(input, notes)?;
     let target = match &input.target {
         None => WriteBackTarget::Override,
@@ -483,7 +577,7 @@ pub(crate) fn parse_write_back(
 fn parse_method(
     input: &WriteBackInput<'_>,
     notes: &mut Vec<String>,
-) -> Result<WriteBackMethod, String> {
+) -> Result<WriteBackMethod, Error> {
     let method = match &input.method {
         None => None,
         Some(m) => Some((m, m.value.trim())).filter(|(_, v)| !v.is_empty()),
@@ -512,19 +606,21 @@ fn parse_method(
                     "{}: the git credentials {creds:?} are not used: imagebump pushes with its own forge token",
                     m.key
                 ));
-                WriteBackMethod::Git { credentials: Some(creds.to_string()) }
+                WriteBackMethod::Git {
+                    credentials: Some(creds.to_string()),
+                }
             }
             Some(("git", creds)) => {
-                return Err(format!(
-                    "{}: unknown git credentials {creds:?}: expected repocreds or secret:<namespace>/<name>",
-                    m.key
-                ))
+                return Err(Error::Credentials {
+                    key: m.key.clone(),
+                    credentials: creds.to_string(),
+                })
             }
             _ => {
-                return Err(format!(
-                    "{}: {v:?} is not a write-back method: expected argocd, git or git:<credentials>",
-                    m.key
-                ))
+                return Err(Error::Method {
+                    key: m.key.clone(),
+                    value: v.to_string(),
+                })
             }
         },
     })
@@ -532,7 +628,7 @@ fn parse_method(
 
 /// The base branch of `write-back-branch` (`<base>` or `<base>:<write-branch>`); empty is
 /// none.
-fn parse_branch(b: &Named<'_>, notes: &mut Vec<String>) -> Result<Option<String>, String> {
+fn parse_branch(b: &Named<'_>, notes: &mut Vec<String>) -> Result<Option<String>, Error> {
     let parts: Vec<&str> = b.value.trim().split(':').collect();
     let base = match parts.as_slice() {
         [base] => base.to_string(),
@@ -544,39 +640,44 @@ fn parse_branch(b: &Named<'_>, notes: &mut Vec<String>) -> Result<Option<String>
             base.to_string()
         }
         _ => {
-            return Err(format!(
-                "{}: {:?} is not a branch: expected <branch> or <base>:<write-branch>",
-                b.key, b.value
-            ))
+            return Err(Error::Branch {
+                key: b.key.clone(),
+                value: b.value.to_string(),
+            })
         }
     };
     Ok(Some(base).filter(|b| !b.is_empty()))
 }
 
 /// `write-back-target`: `kustomization[:<dir>]`, `helmvalues[:<file>]`, or a bare path.
-fn parse_target(t: &Named<'_>, notes: &mut Vec<String>) -> Result<WriteBackTarget, String> {
+fn parse_target(t: &Named<'_>, notes: &mut Vec<String>) -> Result<WriteBackTarget, Error> {
     let v = t.value.trim();
     let rest = |prefix: &str| v.strip_prefix(prefix).map(|r| r.strip_prefix(':').ok_or(r));
     match rest("kustomization") {
         Some(Ok("")) | Some(Err("")) => return Ok(WriteBackTarget::Kustomization(None)),
         Some(Ok(dir)) => return Ok(WriteBackTarget::Kustomization(Some(dir.to_string()))),
         Some(Err(_)) => {
-            return Err(format!(
-                "{}: {v:?}: expected kustomization or kustomization:<directory>",
-                t.key
-            ))
+            return Err(Error::KustomizationTarget {
+                key: t.key.clone(),
+                value: v.to_string(),
+            })
         }
         None => {}
     }
     match rest("helmvalues") {
         Some(Err("")) => return Ok(WriteBackTarget::HelmValues(None)),
-        Some(Ok("")) => return Err(format!("{}: {v:?}: helmvalues: needs a file name", t.key)),
+        Some(Ok("")) => {
+            return Err(Error::HelmValuesFile {
+                key: t.key.clone(),
+                value: v.to_string(),
+            })
+        }
         Some(Ok(file)) => return Ok(WriteBackTarget::HelmValues(Some(file.to_string()))),
         Some(Err(_)) => {
-            return Err(format!(
-                "{}: {v:?}: expected helmvalues or helmvalues:<file>",
-                t.key
-            ))
+            return Err(Error::HelmValuesTarget {
+                key: t.key.clone(),
+                value: v.to_string(),
+            })
         }
         None => {}
     }
@@ -586,10 +687,10 @@ fn parse_target(t: &Named<'_>, notes: &mut Vec<String>) -> Result<WriteBackTarge
         base,
         "kustomization.yaml" | "kustomization.yml" | "Kustomization"
     ) {
-        return Err(format!(
-            "{}: {v:?} is a kustomization file: writing overrides to it would discard its content; use kustomization:<directory>",
-            t.key
-        ));
+        return Err(Error::KustomizationFile {
+            key: t.key.clone(),
+            value: v.to_string(),
+        });
     }
     if (v.ends_with(".yaml") || v.ends_with(".yml")) && !base.starts_with(".argocd-source-") {
         let file = format!("/{}", v.trim_start_matches('/'));
@@ -640,7 +741,7 @@ const APP_KEYS: [&str; 10] = [
 
 /// Configuration from the argocd-image-updater annotations of `app`; `Ok(None)` when it has
 /// no `image-list` annotation. `Err` names the annotation at fault.
-pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, String> {
+pub fn from_annotations(app: &App) -> Result<Option<UpdaterConfig>, Error> {
     let ann = &app.annotations;
     let list_key = key("image-list");
     let Some(list) = ann.get(&list_key) else {
@@ -701,7 +802,7 @@ fn annotated_image(
     entry: ImageEntry<'_>,
     known: &mut BTreeSet<String>,
     notes: &mut Vec<String>,
-) -> Result<UpdaterImage, String> {
+) -> Result<UpdaterImage, Error> {
     let key_alias = entry.alias.map(|a| a.replace('/', "_"));
     let mut layers = vec![Layer {
         settings: app_wide,
@@ -759,21 +860,26 @@ fn note_unknown_keys(
 }
 
 /// `image-list`: `(alias, image[:constraint])` per non-empty entry.
-fn parse_image_list(value: &str, list_key: &str) -> Result<Vec<(Option<String>, String)>, String> {
+fn parse_image_list(value: &str, list_key: &str) -> Result<Vec<(Option<String>, String)>, Error> {
     let mut entries = Vec::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         match entry.split_once('=') {
             Some((alias, image)) => {
                 let (alias, image) = (alias.trim(), image.trim());
                 if image.is_empty() {
-                    return Err(format!("{list_key}: empty image name in {entry:?}"));
+                    return Err(Error::EmptyImage {
+                        key: list_key.to_string(),
+                        entry: entry.to_string(),
+                    });
                 }
                 // `nginx:>=1.2` has an `=`: AIU takes `nginx:>` as the alias.
                 if alias.contains([':', '<', '>', '!', '~', '^', ' ']) {
-                    return Err(format!(
-                        "{list_key}: in {entry:?}, AIU takes everything before the first = as the alias \
-                         ({alias:?}) and {image:?} as the image; give the image an alias, e.g. app={entry}"
-                    ));
+                    return Err(Error::AliasMisread {
+                        key: list_key.to_string(),
+                        entry: entry.to_string(),
+                        alias: alias.to_string(),
+                        image: image.to_string(),
+                    });
                 }
                 entries.push((
                     (!alias.is_empty()).then(|| alias.to_string()),
@@ -784,14 +890,16 @@ fn parse_image_list(value: &str, list_key: &str) -> Result<Vec<(Option<String>, 
         }
     }
     if entries.is_empty() {
-        return Err(format!("{list_key} is empty"));
+        return Err(Error::EmptyList {
+            key: list_key.to_string(),
+        });
     }
     Ok(entries)
 }
 
 /// AIU's `getCommonUpdateSettingsFromAnnotations` for the app-wide keys (`None`) or one
 /// alias.
-fn read_settings(app: &App, alias: Option<&str>) -> Result<UpdateSettings, String> {
+fn read_settings(app: &App, alias: Option<&str>) -> Result<UpdateSettings, Error> {
     let namer = Namer::Annotation(alias.map(str::to_string));
     let get = |f: Field| {
         let k = namer.name(f);
@@ -800,10 +908,10 @@ fn read_settings(app: &App, alias: Option<&str>) -> Result<UpdateSettings, Strin
     let text = |f: Field| get(f).map(|(v, _)| v.to_string()).filter(|v| !v.is_empty());
     let force_update = match get(Field::ForceUpdate) {
         None => None,
-        Some((v, k)) => Some(
-            parse_go_bool(v)
-                .ok_or_else(|| format!("{k}: {v:?} is not a boolean (true or false)"))?,
-        ),
+        Some((v, k)) => Some(parse_go_bool(v).ok_or_else(|| Error::NotABool {
+            key: k,
+            value: v.to_string(),
+        })?),
     };
     let list = |f: Field, keep_empty: bool| {
         get(f).map(|(v, _)| {
@@ -840,7 +948,7 @@ fn manifest_target(
     alias: &str,
     key_alias: &str,
     notes: &mut Vec<String>,
-) -> Result<(Option<HelmKeys>, Option<String>), String> {
+) -> Result<(Option<HelmKeys>, Option<String>), Error> {
     let get = |s: &str| {
         app.annotations
             .get(&key(&format!("{key_alias}.{s}")))
@@ -869,9 +977,10 @@ fn manifest_target(
         None => None,
     };
     if helm.is_some() && kustomize.is_some() {
-        return Err(format!(
-            "{PREFIX}{key_alias}.*: both helm and kustomize targets are set for alias {alias:?}; AIU refuses the app"
-        ));
+        return Err(Error::BothTargets {
+            keys: format!("{PREFIX}{key_alias}.*"),
+            alias: alias.to_string(),
+        });
     }
     Ok((helm, kustomize))
 }
@@ -910,7 +1019,7 @@ mod tests {
     }
 
     fn err(ann: &[(&str, &str)]) -> String {
-        from_annotations(&app(ann)).unwrap_err()
+        from_annotations(&app(ann)).unwrap_err().to_string()
     }
 
     #[test]
@@ -965,6 +1074,24 @@ mod tests {
         assert_eq!(web.kustomize_name, None);
         assert!(!web.force_update);
         assert_eq!(c.origin, "annotations");
+    }
+
+    #[test]
+    fn errors_are_typed_and_hint_at_the_edit() {
+        let e = from_annotations(&app(&[("image-list", "localhost:5000/app:~1.2")])).unwrap_err();
+        assert!(matches!(e, Error::MisreadConstraint { ref image, .. } if image == "localhost"));
+        assert!(e.to_string().ends_with(
+            "(a registry host without a dot is only recognised when the constraint looks like a tag, e.g. 1.2.x; or write the host as 127.0.0.1:<port>)"
+        ), "{e}");
+        assert!(e.hint().is_some());
+        let e = from_annotations(&app(&[("image-list", " , ")])).unwrap_err();
+        assert_eq!(
+            e,
+            Error::EmptyList {
+                key: format!("{PREFIX}image-list")
+            }
+        );
+        assert_eq!(e.hint(), None);
     }
 
     #[test]

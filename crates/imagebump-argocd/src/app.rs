@@ -60,6 +60,50 @@ pub struct AppError {
     pub message: String,
 }
 
+/// What is wrong with one Application manifest (or the metadata of another Argo CD
+/// resource); `what` names the resource and the field (`Application web: spec.source`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("{kind} without metadata")]
+    NoMetadata { kind: &'static str },
+    #[error("{kind}: metadata must be a mapping")]
+    MetadataNotMapping { kind: &'static str },
+    #[error("{kind} without metadata.name")]
+    NoName { kind: &'static str },
+    #[error("{kind}: metadata.name must be a non-empty string")]
+    NameNotString { kind: &'static str },
+    #[error("{what} must be a string, not {found} (quote it)")]
+    NotAString { what: String, found: &'static str },
+    #[error("{what} must be a mapping, not {found}")]
+    NotAMappingFound { what: String, found: &'static str },
+    #[error("{what} must be a mapping")]
+    NotAMapping { what: String },
+    #[error("{what} has no spec")]
+    NoSpec { what: String },
+    #[error("{what}: spec must be a mapping")]
+    SpecNotMapping { what: String },
+    #[error("{what}: spec.sources must be a list")]
+    SourcesNotList { what: String },
+    #[error("{what} has both spec.source and spec.sources; keep one of them")]
+    BothSources { what: String },
+    #[error("{what} has neither spec.source nor spec.sources")]
+    NoSource { what: String },
+    #[error("{what} has more than one tool block ({blocks}); Argo CD refuses it")]
+    ToolBlocks { what: String, blocks: String },
+}
+
+impl Error {
+    /// What to change in the manifest, where the fix is one edit.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::NotAString { .. } => Some("quote the value in the YAML"),
+            Error::BothSources { .. } => Some("keep spec.source or spec.sources, not both"),
+            Error::ToolBlocks { .. } => Some("keep one of helm, kustomize, plugin, directory"),
+            _ => None,
+        }
+    }
+}
+
 /// Every Application among a file's documents (YAML parsed to JSON values, in order; null
 /// for empty documents). Other documents are skipped; a malformed Application is an `Err`
 /// saying what is wrong.
@@ -68,20 +112,20 @@ pub fn find_apps(file: &str, docs: &[Value]) -> Vec<Result<App, AppError>> {
 }
 
 /// Every document of `kind` in an API group starting with `group`, parsed by `parse`.
-pub(crate) fn find_kind<T>(
+pub(crate) fn find_kind<T, E: std::fmt::Display>(
     file: &str,
     docs: &[Value],
     (group, kind): (&str, &str),
-    parse: fn(&str, usize, &Value) -> Result<T, String>,
+    parse: fn(&str, usize, &Value) -> Result<T, E>,
 ) -> Vec<Result<T, AppError>> {
     docs.iter()
         .enumerate()
         .filter(|(_, d)| is_kind(d, group, kind))
         .map(|(doc, d)| {
-            parse(file, doc, d).map_err(|message| AppError {
+            parse(file, doc, d).map_err(|e| AppError {
                 file: file.to_string(),
                 doc,
-                message,
+                message: e.to_string(),
             })
         })
         .collect()
@@ -104,16 +148,19 @@ pub(crate) struct Meta<'a> {
 }
 
 /// `metadata.name` and `metadata.namespace`, checked.
-pub(crate) fn name_and_namespace<'a>(doc: &'a Value, kind: &str) -> Result<Meta<'a>, String> {
+pub(crate) fn name_and_namespace<'a>(
+    doc: &'a Value,
+    kind: &'static str,
+) -> Result<Meta<'a>, Error> {
     let meta = match doc.get("metadata") {
         Some(Value::Object(m)) => m,
-        None | Some(Value::Null) => return Err(format!("{kind} without metadata")),
-        Some(_) => return Err(format!("{kind}: metadata must be a mapping")),
+        None | Some(Value::Null) => return Err(Error::NoMetadata { kind }),
+        Some(_) => return Err(Error::MetadataNotMapping { kind }),
     };
     let name = match meta.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        None | Some(Value::Null) => return Err(format!("{kind} without metadata.name")),
-        Some(_) => return Err(format!("{kind}: metadata.name must be a non-empty string")),
+        None | Some(Value::Null) => return Err(Error::NoName { kind }),
+        Some(_) => return Err(Error::NameNotString { kind }),
     };
     let namespace = opt_string(
         meta.get("namespace"),
@@ -127,7 +174,7 @@ pub(crate) fn name_and_namespace<'a>(doc: &'a Value, kind: &str) -> Result<Meta<
     })
 }
 
-pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String> {
+pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, Error> {
     let Meta {
         name,
         namespace,
@@ -141,23 +188,19 @@ pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String
     )?;
     let spec = match v.get("spec") {
         Some(Value::Object(s)) => s,
-        None | Some(Value::Null) => return Err(format!("{what} has no spec")),
-        Some(_) => return Err(format!("{what}: spec must be a mapping")),
+        None | Some(Value::Null) => return Err(Error::NoSpec { what }),
+        Some(_) => return Err(Error::SpecNotMapping { what }),
     };
     let single = spec.get("source").filter(|s| !s.is_null());
     let multi = match spec.get("sources") {
         None | Some(Value::Null) => None,
         Some(Value::Array(a)) if a.is_empty() => None,
         Some(Value::Array(a)) => Some(a),
-        Some(_) => return Err(format!("{what}: spec.sources must be a list")),
+        Some(_) => return Err(Error::SourcesNotList { what }),
     };
     let key = |k: &str| PathSeg::Key(k.to_string());
     let sources = match (single, multi) {
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{what} has both spec.source and spec.sources; keep one of them"
-            ))
-        }
+        (Some(_), Some(_)) => return Err(Error::BothSources { what }),
         (Some(s), None) => vec![parse_source(vec![key("spec"), key("source")], s, &what)?],
         (None, Some(list)) => list
             .iter()
@@ -176,7 +219,7 @@ pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String
                 dry,
                 &what,
             )?],
-            _ => return Err(format!("{what} has neither spec.source nor spec.sources")),
+            _ => return Err(Error::NoSource { what }),
         },
     };
     Ok(App {
@@ -190,10 +233,10 @@ pub(crate) fn parse_app(file: &str, doc: usize, v: &Value) -> Result<App, String
     })
 }
 
-fn parse_source(at: Vec<PathSeg>, v: &Value, what: &str) -> Result<Source, String> {
+fn parse_source(at: Vec<PathSeg>, v: &Value, what: &str) -> Result<Source, Error> {
     let here = format!("{what}: {}", imagebump_yaml::path_to_string(&at));
     let Value::Object(obj) = v else {
-        return Err(format!("{here} must be a mapping"));
+        return Err(Error::NotAMapping { what: here });
     };
     let field = |k: &str| opt_string(obj.get(k), &format!("{here}.{k}"));
     let chart = field("chart")?;
@@ -203,15 +246,17 @@ fn parse_source(at: Vec<PathSeg>, v: &Value, what: &str) -> Result<Source, Strin
         .collect();
     for b in &blocks {
         if !obj.get(*b).is_some_and(Value::is_object) {
-            return Err(format!("{here}.{b} must be a mapping"));
+            return Err(Error::NotAMapping {
+                what: format!("{here}.{b}"),
+            });
         }
     }
     // Argo CD refuses a source with more than one tool block.
     if blocks.len() > 1 {
-        return Err(format!(
-            "{here} has more than one tool block ({}); Argo CD refuses it",
-            blocks.join(", ")
-        ));
+        return Err(Error::ToolBlocks {
+            what: here,
+            blocks: blocks.join(", "),
+        });
     }
     let kind = match blocks.first() {
         Some(&"helm") => SourceKind::Helm,
@@ -232,34 +277,34 @@ fn parse_source(at: Vec<PathSeg>, v: &Value, what: &str) -> Result<Source, Strin
     })
 }
 
-fn opt_string(v: Option<&Value>, what: &str) -> Result<Option<String>, String> {
+fn opt_string(v: Option<&Value>, what: &str) -> Result<Option<String>, Error> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!(
-            "{what} must be a string, not {} (quote it)",
-            type_name(other)
-        )),
+        Some(other) => Err(Error::NotAString {
+            what: what.to_string(),
+            found: type_name(other),
+        }),
     }
 }
 
-fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>, String> {
+fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>, Error> {
     match v {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(m)) => m
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
-                other => Err(format!(
-                    "{what}.{k} must be a string, not {} (quote it)",
-                    type_name(other)
-                )),
+                other => Err(Error::NotAString {
+                    what: format!("{what}.{k}"),
+                    found: type_name(other),
+                }),
             })
             .collect(),
-        Some(other) => Err(format!(
-            "{what} must be a mapping, not {}",
-            type_name(other)
-        )),
+        Some(other) => Err(Error::NotAMappingFound {
+            what: what.to_string(),
+            found: type_name(other),
+        }),
     }
 }
 
@@ -577,6 +622,23 @@ spec:
             find_apps("f", &d)[0].as_ref().unwrap_err().message,
             "Application c: spec.sources[0] must be a mapping"
         );
+    }
+
+    #[test]
+    fn errors_are_typed_and_hint_at_one_edit_fixes() {
+        let d = docs("apiVersion: argoproj.io/v1\nkind: Application\nmetadata: {name: c}\nspec: {source: {path: 1}}\n");
+        let e = parse_app("f", 0, &d[0]).unwrap_err();
+        assert_eq!(
+            e,
+            Error::NotAString {
+                what: "Application c: spec.source.path".into(),
+                found: "a number"
+            }
+        );
+        assert!(e.hint().is_some());
+        let e = parse_app("f", 0, &docs("kind: Application\n")[0]).unwrap_err();
+        assert_eq!(e.to_string(), "Application without metadata");
+        assert_eq!(e.hint(), None);
     }
 
     fn app(ns: Option<&str>) -> App {

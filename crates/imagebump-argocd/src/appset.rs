@@ -24,7 +24,52 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::app::{find_kind, name_and_namespace, parse_app, App, AppError};
+use super::glob::BadPattern;
 use imagebump_yaml::PathSeg;
+
+/// An `ApplicationSet` that cannot be read, or an Application it generates that cannot
+/// be; `what` is `ApplicationSet <name>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The metadata of the set, or a generated Application.
+    #[error(transparent)]
+    App(#[from] super::app::Error),
+    #[error("{what} has no spec mapping")]
+    NoSpec { what: String },
+    #[error("{what}: spec.generators must be a list")]
+    Generators { what: String },
+    #[error("{what}: spec.template must be a mapping")]
+    Template { what: String },
+    #[error(transparent)]
+    Render(#[from] TemplateError),
+}
+
+/// A template that imagebump does not render as Argo CD would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error(
+        "the template action {{{{{action}}}}} calls functions or uses control structures, which imagebump does not evaluate"
+    )]
+    Unsupported { action: String },
+    #[error("the template reads .{field}, which is not set (missingkey=error)")]
+    Missing { field: String },
+}
+
+/// A list element's field that is not a string, which Argo CD refuses without goTemplate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` is not a string, which Argo CD refuses without goTemplate")]
+struct NotAString {
+    key: String,
+}
+
+/// A git directory generator's `path` that is not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DirGlobError {
+    #[error("more than three `**` segments")]
+    TooDeep,
+    #[error(transparent)]
+    Pattern(#[from] BadPattern),
+}
 
 /// At most this many Applications per set (a matrix multiplies).
 const MAX_APPS: usize = 10_000;
@@ -121,19 +166,19 @@ pub fn find_appsets(file: &str, docs: &[Value]) -> Vec<Result<AppSet, AppError>>
     find_kind(file, docs, ("argoproj.io/", "ApplicationSet"), parse_appset)
 }
 
-fn parse_appset(file: &str, doc: usize, v: &Value) -> Result<AppSet, String> {
+fn parse_appset(file: &str, doc: usize, v: &Value) -> Result<AppSet, Error> {
     let meta = name_and_namespace(v, "ApplicationSet")?;
     let what = format!("ApplicationSet {}", meta.name);
     let Some(Value::Object(spec)) = v.get("spec") else {
-        return Err(format!("{what} has no spec mapping"));
+        return Err(Error::NoSpec { what });
     };
     let generators = match spec.get("generators") {
         Some(Value::Array(g)) => g.clone(),
-        _ => return Err(format!("{what}: spec.generators must be a list")),
+        _ => return Err(Error::Generators { what }),
     };
     let template = match spec.get("template") {
         Some(t @ Value::Object(_)) => t.clone(),
-        _ => return Err(format!("{what}: spec.template must be a mapping")),
+        _ => return Err(Error::Template { what }),
     };
     let options = spec
         .get("goTemplateOptions")
@@ -290,7 +335,8 @@ impl AppSet {
                     &outer.values,
                     self.go_template,
                     self.missing_key_error,
-                )?;
+                )
+                .map_err(|e| e.to_string())?;
                 self.git(&body, tree)
             }
             "matrix" => self.matrix(body, &here, tree),
@@ -326,9 +372,7 @@ impl AppSet {
                 if self.go_template {
                     Ok(nested_params(m, &here))
                 } else {
-                    flat_params(m, &here).map_err(|k| {
-                        format!("list element {i}: `{k}` is not a string, which Argo CD refuses without goTemplate")
-                    })
+                    flat_params(m, &here).map_err(|e| format!("list element {i}: {e}"))
                 }
             })
             .collect()
@@ -480,7 +524,8 @@ impl AppSet {
             &p.values,
             self.go_template,
             self.missing_key_error,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         if self.go_template {
             p.values.insert("values".into(), rendered);
         } else if let Value::Object(m) = rendered {
@@ -513,7 +558,7 @@ impl AppSet {
     }
 
     /// The Application the template renders for `row`.
-    fn application(&self, row: &Params) -> Result<App, String> {
+    fn application(&self, row: &Params) -> Result<App, Error> {
         let rendered = render(
             &self.template,
             &row.values,
@@ -539,7 +584,7 @@ impl AppSet {
 
 /// A list element's parameters without goTemplate: each string field by its key, the
 /// fields of `values:` as `values.<key>`; `Err(key)` for a value that is not a string.
-fn flat_params(m: &Map<String, Value>, at: &Origin) -> Result<Params, String> {
+fn flat_params(m: &Map<String, Value>, at: &Origin) -> Result<Params, NotAString> {
     let mut p = Params::default();
     for (k, v) in m {
         match (k.as_str(), v) {
@@ -547,7 +592,7 @@ fn flat_params(m: &Map<String, Value>, at: &Origin) -> Result<Params, String> {
                 for (vk, vv) in values {
                     let name = format!("values.{vk}");
                     let Value::String(s) = vv else {
-                        return Err(name);
+                        return Err(NotAString { key: name });
                     };
                     p.values.insert(name.clone(), s.clone().into());
                     p.origins.insert(name, at.join(&["values", vk]));
@@ -557,7 +602,7 @@ fn flat_params(m: &Map<String, Value>, at: &Origin) -> Result<Params, String> {
                 p.values.insert(k.clone(), s.clone().into());
                 p.origins.insert(k.clone(), at.join(&[k]));
             }
-            _ => return Err(k.clone()),
+            _ => return Err(NotAString { key: k.clone() }),
         }
     }
     Ok(p)
@@ -662,7 +707,7 @@ pub(crate) fn render(
     params: &Map<String, Value>,
     go: bool,
     missing_error: bool,
-) -> Result<Value, String> {
+) -> Result<Value, TemplateError> {
     Ok(match v {
         Value::String(s) => Value::String(render_str(s, params, go, missing_error)?),
         Value::Array(a) => Value::Array(
@@ -719,7 +764,7 @@ fn render_str(
     params: &Map<String, Value>,
     go: bool,
     missing_error: bool,
-) -> Result<String, String> {
+) -> Result<String, TemplateError> {
     let mut out = String::with_capacity(s.len());
     for piece in pieces(s) {
         match piece {
@@ -767,11 +812,11 @@ fn go_action(
     action: &str,
     params: &Map<String, Value>,
     missing_error: bool,
-) -> Result<String, String> {
+) -> Result<String, TemplateError> {
     let Some(field) = go_field(action) else {
-        return Err(format!(
-            "the template action {{{{{action}}}}} calls functions or uses control structures, which imagebump does not evaluate"
-        ));
+        return Err(TemplateError::Unsupported {
+            action: action.to_string(),
+        });
     };
     let mut v: Option<&Value> = None;
     let mut map = Some(params);
@@ -785,9 +830,7 @@ fn go_action(
     }
     match v {
         Some(v) => Ok(scalar_text(v)),
-        None if missing_error => Err(format!(
-            "the template reads .{field}, which is not set (missingkey=error)"
-        )),
+        None if missing_error => Err(TemplateError::Missing { field }),
         // Go's text/template prints a missing map key so.
         None => Ok("<no value>".into()),
     }
@@ -817,19 +860,18 @@ fn join(base: &[PathSeg], rest: &[&str]) -> Vec<PathSeg> {
 struct DirGlob(Vec<super::glob::GoGlob>, bool);
 
 impl DirGlob {
-    fn new(pattern: &str) -> Result<DirGlob, String> {
+    fn new(pattern: &str) -> Result<DirGlob, DirGlobError> {
         let pattern = pattern.trim_start_matches("./").trim_end_matches('/');
         let stars = pattern.split('/').filter(|s| *s == "**").count();
         // Each `**` multiplies the ways to match: a few are plenty.
         if stars > 3 {
-            return Err("more than three `**` segments".into());
+            return Err(DirGlobError::TooDeep);
         }
         let deep = stars > 0;
         let parts = pattern
             .split('/')
             .map(super::glob::GoGlob::new)
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?;
+            .collect::<Result<_, _>>()?;
         Ok(DirGlob(parts, deep))
     }
 
@@ -1053,5 +1095,45 @@ mod tests {
         assert_eq!(go_field(".a | upper"), None);
         assert_eq!(go_field("if .a"), None);
         assert_eq!(normalized("My_App.v2-"), "my-app.v2");
+    }
+
+    #[test]
+    fn set_and_template_errors_are_typed() {
+        let v: Value = yaml_serde::from_str(
+            "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec: {generators: []}\n",
+        )
+        .unwrap();
+        let e = parse_appset("f", 0, &v).unwrap_err();
+        assert_eq!(
+            e,
+            Error::Template {
+                what: "ApplicationSet s".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "ApplicationSet s: spec.template must be a mapping"
+        );
+        let params = Map::new();
+        assert_eq!(
+            render_str("{{ .a | upper }}", &params, true, false),
+            Err(TemplateError::Unsupported {
+                action: " .a | upper ".into()
+            })
+        );
+        assert_eq!(
+            render_str("{{.a}}", &params, true, true)
+                .unwrap_err()
+                .to_string(),
+            "the template reads .a, which is not set (missingkey=error)"
+        );
+        assert_eq!(
+            TemplateError::Unsupported { action: "x".into() }.to_string(),
+            "the template action {{x}} calls functions or uses control structures, which imagebump does not evaluate"
+        );
+        assert_eq!(
+            DirGlob::new("**/**/**/**").err(),
+            Some(DirGlobError::TooDeep)
+        );
     }
 }

@@ -26,6 +26,56 @@ use serde_json::Value;
 
 use imagebump_yaml::PathSeg;
 
+/// Why a Helm key path cannot be read, or cannot be written where AIU would write it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("empty Helm key path")]
+    Empty,
+    #[error(
+        "index {digits:?} in {raw:?} is not an integer (Helm key paths use key[N] for list items)"
+    )]
+    NotAnInteger { digits: String, raw: String },
+    #[error("index {digits:?} in {raw:?}: {source}")]
+    BadInteger {
+        digits: String,
+        raw: String,
+        source: std::num::ParseIntError,
+    },
+    #[error("negative index {index} in {raw:?}")]
+    Negative { index: i64, raw: String },
+    #[error("index {index} of {key:?} is out of range [0, {len})")]
+    OutOfRange { index: i64, key: String, len: usize },
+    #[error("index {index} given but {key:?} is not a list")]
+    NotAList { index: i64, key: String },
+    #[error("{key:?} is a list: give an index, e.g. {key}[0]")]
+    NoIndex { key: String },
+    #[error("the values document is not a mapping")]
+    ValuesNotAMapping,
+    #[error("key {path:?} holds a {kind}, not a value")]
+    LiteralNotAValue { path: String, kind: &'static str },
+    #[error("{held:?} is a {kind}, not a mapping (needed for {needed:?})")]
+    NotAMapping {
+        held: String,
+        kind: &'static str,
+        needed: String,
+    },
+    #[error("{raw:?} holds a {kind}, not a value")]
+    NotAValue { raw: String, kind: &'static str },
+}
+
+impl Error {
+    /// What to change in the key path, where the path itself is at fault.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::NotAnInteger { .. } | Error::BadInteger { .. } | Error::Negative { .. } => {
+                Some("write list items as key[N] with N a whole number from 0")
+            }
+            Error::NoIndex { .. } => Some("add the list item's index to the path: key[N]"),
+            _ => None,
+        }
+    }
+}
+
 /// One `.`-separated part: a key, and the index that followed it (`key[N]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Part<'a> {
@@ -34,7 +84,7 @@ struct Part<'a> {
     index: Option<i64>,
 }
 
-fn part(raw: &str) -> Result<Part<'_>, String> {
+fn part(raw: &str) -> Result<Part<'_>, Error> {
     let plain = Part {
         raw,
         key: raw,
@@ -48,13 +98,16 @@ fn part(raw: &str) -> Result<Part<'_>, String> {
     };
     let unsigned = digits.strip_prefix(['+', '-']).unwrap_or(digits);
     if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "index {digits:?} in {raw:?} is not an integer (Helm key paths use key[N] for list items)"
-        ));
+        return Err(Error::NotAnInteger {
+            digits: digits.to_string(),
+            raw: raw.to_string(),
+        });
     }
-    let index = digits
-        .parse::<i64>()
-        .map_err(|e| format!("index {digits:?} in {raw:?}: {e}"))?;
+    let index = digits.parse::<i64>().map_err(|source| Error::BadInteger {
+        digits: digits.to_string(),
+        raw: raw.to_string(),
+        source,
+    })?;
     Ok(Part {
         raw,
         key,
@@ -62,20 +115,23 @@ fn part(raw: &str) -> Result<Part<'_>, String> {
     })
 }
 
-fn parts(path: &str) -> Result<Vec<Part<'_>>, String> {
+fn parts(path: &str) -> Result<Vec<Part<'_>>, Error> {
     if path.is_empty() {
-        return Err("empty Helm key path".into());
+        return Err(Error::Empty);
     }
     path.split('.').map(part).collect()
 }
 
 /// The nested reading of `path`: `a.b[2].c` → `a`, `b`, `2`, `c`.
-pub fn parse(path: &str) -> Result<Vec<PathSeg>, String> {
+pub fn parse(path: &str) -> Result<Vec<PathSeg>, Error> {
     let mut segs = Vec::new();
     for p in parts(path)? {
         segs.push(PathSeg::Key(p.key.to_string()));
         if let Some(i) = p.index {
-            let i = usize::try_from(i).map_err(|_| format!("negative index {i} in {:?}", p.raw))?;
+            let i = usize::try_from(i).map_err(|_| Error::Negative {
+                index: i,
+                raw: p.raw.to_string(),
+            })?;
             segs.push(PathSeg::Index(i));
         }
     }
@@ -103,7 +159,7 @@ pub fn lookup<'a>(values: &'a Value, path: &str) -> Option<(&'a Value, Vec<PathS
 }
 
 /// The nested reading; parts are parsed as they are reached, as AIU does.
-fn nested<'a>(values: &'a Value, path: &str) -> Result<Option<(&'a Value, Vec<PathSeg>)>, String> {
+fn nested<'a>(values: &'a Value, path: &str) -> Result<Option<(&'a Value, Vec<PathSeg>)>, Error> {
     let mut node = values;
     let mut segs = Vec::new();
     for raw in path.split('.') {
@@ -150,7 +206,7 @@ fn indexed<'v>(
     part: &Part<'_>,
     node: &'v Value,
     segs: &mut Vec<PathSeg>,
-) -> Result<&'v Value, String> {
+) -> Result<&'v Value, Error> {
     match (part.index, node) {
         (Some(i), Value::Array(items)) => {
             let len = items.len();
@@ -158,34 +214,40 @@ fn indexed<'v>(
                 .ok()
                 .and_then(|i| Some((i, items.get(i)?)))
             else {
-                return Err(format!(
-                    "index {i} of {:?} is out of range [0, {len})",
-                    part.key
-                ));
+                return Err(Error::OutOfRange {
+                    index: i,
+                    key: part.key.to_string(),
+                    len,
+                });
             };
             segs.push(PathSeg::Index(i));
             Ok(item)
         }
-        (Some(i), _) => Err(format!("index {i} given but {:?} is not a list", part.key)),
-        (None, Value::Array(_)) => Err(format!(
-            "{:?} is a list: give an index, e.g. {}[0]",
-            part.key, part.key
-        )),
+        (Some(i), _) => Err(Error::NotAList {
+            index: i,
+            key: part.key.to_string(),
+        }),
+        (None, Value::Array(_)) => Err(Error::NoIndex {
+            key: part.key.to_string(),
+        }),
         (None, _) => Ok(node),
     }
 }
 
 /// Where AIU's `setHelmValue` writes `path` in `values`: a literal top-level key first,
 /// else the nested path (see the module documentation). `Err` where AIU fails.
-pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
+pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, Error> {
     let Some(root) = values.as_object() else {
-        return Err("the values document is not a mapping".into());
+        return Err(Error::ValuesNotAMapping);
     };
     if let Some(v) = root.get(path) {
         return if is_scalar(v) {
             Ok(WriteTarget::Existing(vec![PathSeg::Key(path.to_string())]))
         } else {
-            Err(format!("key {path:?} holds a {}, not a value", kind(v)))
+            Err(Error::LiteralNotAValue {
+                path: path.to_string(),
+                kind: kind(v),
+            })
         };
     }
     let parts = parts(path)?;
@@ -197,12 +259,11 @@ pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
             // Name the key that holds the non-mapping (`image` of `image.name`), not the
             // one that was to go below it.
             let held: Vec<&str> = parts.iter().take(n).map(|p| p.raw).collect();
-            return Err(format!(
-                "{:?} is a {}, not a mapping (needed for {:?})",
-                held.join("."),
-                kind(node),
-                part.raw
-            ));
+            return Err(Error::NotAMapping {
+                held: held.join("."),
+                kind: kind(node),
+                needed: part.raw.to_string(),
+            });
         };
         let Some(next) = map.get(part.key) else {
             return Ok(WriteTarget::Create {
@@ -214,11 +275,10 @@ pub fn write_target(values: &Value, path: &str) -> Result<WriteTarget, String> {
         segs.push(PathSeg::Key(part.key.to_string()));
         node = indexed(part, node, &mut segs)?;
         if last && !is_scalar(node) {
-            return Err(format!(
-                "{:?} holds a {}, not a value",
-                part.raw,
-                kind(node)
-            ));
+            return Err(Error::NotAValue {
+                raw: part.raw.to_string(),
+                kind: kind(node),
+            });
         }
     }
     Ok(WriteTarget::Existing(segs))
@@ -253,9 +313,12 @@ mod tests {
         assert_eq!(parse("x[+3]"), Ok(vec![k("x"), PathSeg::Index(3)]));
         assert_eq!(parse("[0]"), Ok(vec![k(""), PathSeg::Index(0)]));
         assert_eq!(parse("a]"), Ok(vec![k("a]")]));
-        assert!(parse("a[x]").unwrap_err().contains("not an integer"));
+        assert!(parse("a[x]")
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer"));
         assert!(parse("a[]").is_err());
-        assert!(parse("a[-1]").unwrap_err().contains("negative"));
+        assert!(parse("a[-1]").unwrap_err().to_string().contains("negative"));
         assert!(parse("").is_err());
     }
 
@@ -367,19 +430,48 @@ mod tests {
         );
         assert!(write_target(&v, "sidecars.image")
             .unwrap_err()
+            .to_string()
             .contains("give an index"));
         assert!(write_target(&v, "sidecars[3].image")
             .unwrap_err()
+            .to_string()
             .contains("out of range"));
         assert!(write_target(&v, "image[0]")
             .unwrap_err()
+            .to_string()
             .contains("not a list"));
         assert!(write_target(&v, "scalar.x")
             .unwrap_err()
+            .to_string()
             .contains("not a mapping"));
         assert!(write_target(&v, "image")
             .unwrap_err()
+            .to_string()
             .contains("mapping, not a value"));
         assert!(write_target(&json!([]), "a").is_err());
+    }
+
+    #[test]
+    fn errors_read_as_before_and_hint_where_the_path_is_at_fault() {
+        let e = parse("a[x]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "index \"x\" in \"a[x]\" is not an integer (Helm key paths use key[N] for list items)"
+        );
+        assert!(e.hint().is_some());
+        let e = parse("a[-1]").unwrap_err();
+        assert_eq!(e.to_string(), "negative index -1 in \"a[-1]\"");
+        assert_eq!(parse("").unwrap_err(), Error::Empty);
+        let v = json!({"l": [1], "s": {"t": {}}});
+        let e = write_target(&v, "l").unwrap_err();
+        assert_eq!(e.to_string(), "key \"l\" holds a list, not a value");
+        assert_eq!(e.hint(), None);
+        let e = write_target(&v, "l[1]").unwrap_err();
+        assert_eq!(e.to_string(), "index 1 of \"l\" is out of range [0, 1)");
+        let e = write_target(&v, "l.x").unwrap_err();
+        assert_eq!(e.to_string(), "\"l\" is a list: give an index, e.g. l[0]");
+        assert!(e.hint().is_some());
+        let e = write_target(&v, "s.t").unwrap_err();
+        assert_eq!(e.to_string(), "\"t\" holds a mapping, not a value");
     }
 }

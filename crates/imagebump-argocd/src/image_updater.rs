@@ -33,7 +33,67 @@ use super::annotations::{
     DEFAULT_HELM_IMAGE_TAG,
 };
 use super::app::{name_and_namespace, App, AppError, Meta};
-use super::glob::GoGlob;
+use super::glob::{BadPattern, GoGlob};
+
+/// An `ImageUpdater` that AIU (or the Kubernetes API) refuses, or one of its refs whose
+/// settings cannot be read; `who` is `ImageUpdater <name>`, `at` the field's place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Metadata(#[from] super::app::Error),
+    #[error("{who} has no spec")]
+    NoSpec { who: String },
+    /// The spec does not deserialize: unknown fields, wrong types.
+    #[error("{who}: spec: {reason}")]
+    Spec { who: String, reason: String },
+    #[error("{who}: spec.applicationRefs needs at least one entry")]
+    NoRefs { who: String },
+    #[error(transparent)]
+    Schema(#[from] SpecError),
+    #[error(
+        "{at}.namePattern {pattern:?} is invalid ({reason}); AIU refuses the whole ImageUpdater"
+    )]
+    NamePattern {
+        at: String,
+        pattern: String,
+        reason: BadPattern,
+    },
+    #[error("{at}.namePattern {pattern:?} is used by an earlier ref")]
+    DuplicatePattern { at: String, pattern: String },
+    #[error("{at}: either useAnnotations must be true, or images must have at least one entry")]
+    NothingToUpdate { at: String },
+    #[error("{at}.alias {alias:?} is used twice")]
+    DuplicateAlias { at: String, alias: String },
+    #[error("{key}: {value:?}: pull-request mode takes only the base branch")]
+    PullRequestBranch { key: String, value: String },
+    #[error(transparent)]
+    Settings(#[from] super::annotations::Error),
+}
+
+impl Error {
+    /// The edit that makes the resource valid, where there is one.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::Metadata(e) => e.hint(),
+            Error::Settings(e) => e.hint(),
+            Error::NothingToUpdate { .. } => {
+                Some("set useAnnotations: true or list the images of the ref")
+            }
+            Error::PullRequestBranch { .. } => {
+                Some("give gitConfig.branch as the base branch alone, without :<write-branch>")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every matching ref of the ImageUpdaters that select an app fails (or is skipped): each
+/// reason, most specific ref first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .failures.join("; "))]
+pub struct NoUsableRef {
+    pub failures: Vec<String>,
+}
 
 /// One `ImageUpdater` resource, its spec parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,23 +215,23 @@ pub fn find_image_updaters(file: &str, docs: &[Value]) -> Vec<Result<ImageUpdate
     )
 }
 
-fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
+fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, Error> {
     let Meta {
         name, namespace, ..
     } = name_and_namespace(v, "ImageUpdater")?;
     let who = format!("ImageUpdater {name}");
     let spec = match v.get("spec") {
-        None | Some(Value::Null) => return Err(format!("{who} has no spec")),
-        Some(s) => Spec::deserialize(s).map_err(|e| format!("{who}: spec: {e}"))?,
+        None | Some(Value::Null) => return Err(Error::NoSpec { who }),
+        Some(s) => Spec::deserialize(s).map_err(|e| Error::Spec {
+            who: who.clone(),
+            reason: e.to_string(),
+        })?,
     };
     let mut refs = spec.application_refs.unwrap_or_default();
     if refs.is_empty() {
-        return Err(format!(
-            "{who}: spec.applicationRefs needs at least one entry"
-        ));
+        return Err(Error::NoRefs { who });
     }
-    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))
-        .map_err(|e| e.to_string())?;
+    check_method(spec.write_back_config.as_ref(), &format!("{who}: spec"))?;
     let warnings = check_refs(&who, &mut refs)?;
     Ok(ImageUpdater {
         file: file.to_string(),
@@ -188,38 +248,35 @@ fn parse(file: &str, doc: usize, v: &Value) -> Result<ImageUpdater, String> {
 
 /// The checks AIU's schema and controller make on each ref (a refused ref refuses the
 /// whole resource); an invalid label selector is kept on its ref, with a warning.
-fn check_refs(who: &str, refs: &mut [ApplicationRef]) -> Result<Vec<String>, String> {
+fn check_refs(who: &str, refs: &mut [ApplicationRef]) -> Result<Vec<String>, Error> {
     let mut warnings = Vec::new();
     let mut patterns = BTreeSet::new();
     for (i, r) in refs.iter_mut().enumerate() {
         let at = format!("{who}: spec.applicationRefs[{i}]");
-        GoGlob::new(&r.name_pattern).map_err(|e| {
-            format!(
-                "{at}.namePattern {:?} is invalid ({e}); AIU refuses the whole ImageUpdater",
-                r.name_pattern
-            )
+        GoGlob::new(&r.name_pattern).map_err(|reason| Error::NamePattern {
+            at: at.clone(),
+            pattern: r.name_pattern.clone(),
+            reason,
         })?;
         if !patterns.insert(r.name_pattern.clone()) {
-            return Err(format!(
-                "{at}.namePattern {:?} is used by an earlier ref",
-                r.name_pattern
-            ));
+            return Err(Error::DuplicatePattern {
+                at,
+                pattern: r.name_pattern.clone(),
+            });
         }
-        check_method(r.write_back_config.as_ref(), &at).map_err(|e| e.to_string())?;
+        check_method(r.write_back_config.as_ref(), &at)?;
         let images = r.images.as_deref().unwrap_or_default();
         if r.use_annotations != Some(true) && images.is_empty() {
-            return Err(format!(
-                "{at}: either useAnnotations must be true, or images must have at least one entry"
-            ));
+            return Err(Error::NothingToUpdate { at });
         }
         let mut aliases = BTreeSet::new();
         for (j, img) in images.iter().enumerate() {
-            check_image(img, &format!("{at}.images[{j}]")).map_err(|e| e.to_string())?;
+            check_image(img, &format!("{at}.images[{j}]"))?;
             if !aliases.insert(img.alias.as_str()) {
-                return Err(format!(
-                    "{at}.images[{j}].alias {:?} is used twice",
-                    img.alias
-                ));
+                return Err(Error::DuplicateAlias {
+                    at: format!("{at}.images[{j}]"),
+                    alias: img.alias.clone(),
+                });
             }
         }
         if let Some(sel) = &r.label_selectors {
@@ -579,7 +636,10 @@ fn ref_matches(r: &ApplicationRef, app: &App) -> bool {
 /// image > applicationRef > spec; a `useAnnotations` ref defers to
 /// [`from_annotations`]. `Ok(None)` when no ref matches; `Err` when every matching ref
 /// fails, with each reason.
-pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<UpdaterConfig>, String> {
+pub fn config_for(
+    app: &App,
+    updaters: &[ImageUpdater],
+) -> Result<Option<UpdaterConfig>, NoUsableRef> {
     // (specificity, updater index, updater, ref index, ref)
     let mut candidates: Vec<(u64, usize, &ImageUpdater, usize, &ApplicationRef)> = updaters
         .iter()
@@ -623,14 +683,14 @@ pub fn config_for(app: &App, updaters: &[ImageUpdater]) -> Result<Option<Updater
             // settings are not the ones meant for the app; it is left alone instead.
             Err(e) => {
                 failures.push(format!("{at} matches but cannot be read: {e}"));
-                return Err(failures.join("; "));
+                return Err(NoUsableRef { failures });
             }
         }
     }
     if failures.is_empty() {
         Ok(None)
     } else {
-        Err(failures.join("; "))
+        Err(NoUsableRef { failures })
     }
 }
 
@@ -641,7 +701,7 @@ fn annotation_config(
     ri: usize,
     r: &ApplicationRef,
     app: &App,
-) -> Result<Option<UpdaterConfig>, String> {
+) -> Result<Option<UpdaterConfig>, Error> {
     let Some(mut config) = from_annotations(app)? else {
         return Ok(None);
     };
@@ -681,7 +741,7 @@ fn require_verification(image: &mut UpdaterImage) {
 }
 
 /// A ref with `images`: settings merged image > ref > spec.
-fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<UpdaterConfig, String> {
+fn ref_config(u: &ImageUpdater, ri: usize, r: &ApplicationRef) -> Result<UpdaterConfig, Error> {
     let mut notes = Vec::new();
     let mut images = Vec::new();
     for (j, img) in r.images.iter().flatten().enumerate() {
@@ -702,7 +762,7 @@ fn ref_image(
     (ri, r): (usize, &ApplicationRef),
     (j, img): (usize, &ImageConfig),
     notes: &mut Vec<String>,
-) -> Result<UpdaterImage, String> {
+) -> Result<UpdaterImage, Error> {
     let who = u.label();
     let at = format!("{who}: spec.applicationRefs[{ri}]");
     let img_at = format!("{at}.images[{j}]");
@@ -789,12 +849,12 @@ fn check_pull_request(
     (pr, at): (&Value, &str),
     branch: Option<&Named<'_>>,
     notes: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if let Some(b) = branch.filter(|b| b.value.contains(':')) {
-        return Err(format!(
-            "{}: {:?}: pull-request mode takes only the base branch",
-            b.key, b.value
-        ));
+        return Err(Error::PullRequestBranch {
+            key: b.key.clone(),
+            value: b.value.to_string(),
+        });
     }
     let labels = pr
         .get("labels")
@@ -815,7 +875,7 @@ fn ref_write_back(
     ri: usize,
     r: &ApplicationRef,
     notes: &mut Vec<String>,
-) -> Result<super::annotations::WriteBack, String> {
+) -> Result<super::annotations::WriteBack, Error> {
     let who = u.label();
     let levels = [
         (
@@ -863,6 +923,7 @@ fn ref_write_back(
         },
         notes,
     )
+    .map_err(Error::from)
 }
 
 #[cfg(test)]
@@ -1224,7 +1285,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.contains("a.force-update: \"maybe\" is not a boolean"),
+            e.to_string()
+                .contains("a.force-update: \"maybe\" is not a boolean"),
             "{e}"
         );
         // A matching ref that cannot be read never hands the app to a broader one.
@@ -1238,7 +1300,7 @@ mod tests {
             &[("image-list", "a=nginx"), ("a.force-update", "maybe")],
         );
         assert_eq!(
-            config_for(&bad, &us),
+            config_for(&bad, &us).map_err(|e| e.to_string()),
             Err("ImageUpdater argocd/iu: spec.applicationRefs[0] matches but cannot be read: argocd-image-updater.argoproj.io/a.force-update: \"maybe\" is not a boolean (true or false)".into())
         );
         // Another namespace is not seen at all.
@@ -1309,7 +1371,8 @@ mod tests {
             .any(|n| n.contains("spec.writeBackConfig.gitConfig.repository")));
         let e = config_for(&app("c", &[], &[]), &us).unwrap_err();
         assert!(
-            e.contains("pull-request mode takes only the base branch"),
+            e.to_string()
+                .contains("pull-request mode takes only the base branch"),
             "{e}"
         );
     }
@@ -1447,6 +1510,36 @@ mod tests {
         assert_eq!(
             check_image(&blank, "at").unwrap_err(),
             SpecError::NoImageName { at: "at".into() }
+        );
+    }
+
+    #[test]
+    fn parse_errors_are_typed_and_hint_at_the_edit() {
+        let at = |text: &str| parse("f", 0, &docs(text)[0]).unwrap_err();
+        let e = at(&one(
+            "{name: u}",
+            "  applicationRefs:\n  - namePattern: a\n",
+        ));
+        assert_eq!(
+            e,
+            Error::NothingToUpdate {
+                at: "ImageUpdater u: spec.applicationRefs[0]".into()
+            }
+        );
+        assert!(e.hint().is_some());
+        let e = at(&format!("{HEAD}metadata: {{}}\nspec: {{}}\n"));
+        assert_eq!(
+            e,
+            Error::Metadata(crate::app::Error::NoName {
+                kind: "ImageUpdater"
+            })
+        );
+        assert_eq!(e.to_string(), "ImageUpdater without metadata.name");
+        assert_eq!(e.hint(), None);
+        let e = at(&one("{name: u}", "  applicationRefs: []\n"));
+        assert_eq!(
+            e.to_string(),
+            "ImageUpdater u: spec.applicationRefs needs at least one entry"
         );
     }
 }

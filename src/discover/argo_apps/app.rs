@@ -311,7 +311,7 @@ pub(super) fn configuration(
     match argocd::image_updater::config_for(app, updaters) {
         _ if !invalid.is_empty() => Err(invalid.join("; ")),
         Ok(Some(c)) => Ok(Some(c)),
-        Ok(None) => argocd::annotations::from_annotations(app).map(|c| {
+        Ok(None) => argocd::annotations::from_annotations(app).map_err(|e| e.to_string()).map(|c| {
             c.map(|mut c| {
                 if !updaters.is_empty() {
                     c.notes.push("no ImageUpdater in the repository selects this app; its annotations are read as argocd-image-updater 0.x reads them".into());
@@ -319,7 +319,7 @@ pub(super) fn configuration(
                 c
             })
         }),
-        Err(e) => Err(e),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -242,7 +242,10 @@ pub(super) fn helm_params(keys: &HelmKeys, image: &str) -> Vec<(String, Template
 }
 
 /// Where a Helm values key goes: the existing scalar, else new nested keys (as AIU does).
-pub(super) fn values_path(values: &Value, k: &str) -> Result<Vec<PathSeg>, String> {
+pub(super) fn values_path(
+    values: &Value,
+    k: &str,
+) -> Result<Vec<PathSeg>, argocd::helm_path::Error> {
     if values.is_null() {
         return argocd::helm_path::parse(k);
     }

@@ -309,7 +309,7 @@ fn values_writes(
         match values_path(values, &k) {
             Ok(path) if in_place && value_at(values, &path).is_some() => {}
             Ok(path) => out.push((path, Created::Key { value })),
-            Err(e) => return Err((k, e)),
+            Err(e) => return Err((k, e.to_string())),
         }
     }
     Ok(out)
