@@ -55,9 +55,9 @@ fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
         &args.verify_identities,
         args.verify_trusted_root.as_deref(),
     )
-    .map_err(|message| Error::PolicyFlag {
+    .map_err(|e| Error::PolicyFlag {
         flag: "verify-identity".into(),
-        message,
+        message: e.to_string(),
         hint: None,
     })?;
     Ok(PolicySpec {

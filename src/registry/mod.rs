@@ -18,19 +18,26 @@ mod tls;
 /// mistake such as `/dev/zero`.
 pub const MAX_SETTINGS_FILE_BYTES: u64 = 1 << 20;
 
+/// Why a settings file named by the operator was not read. Cloneable (the I/O error is
+/// shared) so that a run may keep the outcome of reading a file once.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(std::sync::Arc<std::io::Error>),
+    #[error("larger than {} KiB: not read", MAX_SETTINGS_FILE_BYTES >> 10)]
+    TooLarge,
+}
+
 /// A small file named by the operator's configuration, refused when it is larger than
 /// [`MAX_SETTINGS_FILE_BYTES`] (counted while reading: a device cannot get past it).
-pub fn read_small(path: &std::path::Path) -> Result<Vec<u8>, String> {
+pub fn read_small(path: &std::path::Path) -> Result<Vec<u8>, ReadError> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_SETTINGS_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ReadError::Io(std::sync::Arc::new(e)))?;
     if bytes.len() as u64 > MAX_SETTINGS_FILE_BYTES {
-        return Err(format!(
-            "larger than {} KiB: not read",
-            MAX_SETTINGS_FILE_BYTES >> 10
-        ));
+        return Err(ReadError::TooLarge);
     }
     Ok(bytes)
 }
@@ -491,5 +498,18 @@ mod tests {
         assert!(prefix_matches("ghcr.io/acme/", "ghcr.io/acme/web"));
         assert!(!prefix_matches("ghcr.io/acme", "ghcr.io/acmeco/web"));
         assert!(prefix_matches("ghcr.io/acme/web", "ghcr.io/acme/web"));
+    }
+
+    #[test]
+    fn read_small_refuses_a_missing_or_oversized_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = read_small(&dir.path().join("nope")).unwrap_err();
+        assert!(matches!(missing, ReadError::Io(_)), "{missing:?}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; MAX_SETTINGS_FILE_BYTES as usize + 1]).unwrap();
+        let e = read_small(&big).unwrap_err();
+        assert_eq!(e.to_string(), "larger than 1024 KiB: not read");
+        std::fs::write(&big, b"ok").unwrap();
+        assert_eq!(read_small(&big).unwrap(), b"ok");
     }
 }

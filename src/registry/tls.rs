@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
+use rustls::client::{VerifierBuilderError, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -21,7 +21,7 @@ struct PinnedOrWebPki {
     /// Built at the first certificate that is not a pinned one: loading the system's roots
     /// reads and parses every file of its certificate directory (about 150 on Debian),
     /// which a registry serving a pinned certificate never needs.
-    webpki: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
+    webpki: OnceLock<Result<Arc<WebPkiServerVerifier>, VerifierBuilderError>>,
     /// The certificates of `caFile`: accepted as the server's own, and trust anchors.
     pinned: Vec<CertificateDer<'static>>,
     provider: Arc<CryptoProvider>,
@@ -32,7 +32,7 @@ impl PinnedOrWebPki {
         self.webpki
             .get_or_init(|| webpki_verifier(&self.pinned, &self.provider))
             .as_ref()
-            .map_err(|e| rustls::Error::General(e.clone()))
+            .map_err(|e| rustls::Error::General(e.to_string()))
     }
 }
 
@@ -40,7 +40,7 @@ impl PinnedOrWebPki {
 fn webpki_verifier(
     extra: &[CertificateDer<'static>],
     provider: &Arc<CryptoProvider>,
-) -> Result<Arc<WebPkiServerVerifier>, String> {
+) -> Result<Arc<WebPkiServerVerifier>, VerifierBuilderError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in rustls_native_certs::load_native_certs().certs {
@@ -50,9 +50,7 @@ fn webpki_verifier(
         // A leaf certificate is not a valid trust anchor; it is still pinned.
         let _ = roots.add(cert.clone());
     }
-    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .map_err(|e| e.to_string())
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()
 }
 
 impl ServerCertVerifier for PinnedOrWebPki {

@@ -19,7 +19,7 @@ use crate::registry::client::{Client, TagList};
 use crate::registry::{Error, Registries};
 use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
-use imagebump_policy::candidate::Choice;
+use imagebump_policy::candidate::{Choice, MetaUnavailable};
 use imagebump_policy::evaluate::Evaluation;
 use imagebump_policy::semver::TagVersions;
 use imagebump_policy::Policy;
@@ -104,7 +104,7 @@ pub async fn settle(
         let Some((client, cache)) = source else {
             let why = "image metadata needs a registry (a tag list file has names only)";
             for (i, _) in wanted {
-                eval.supply(i, Err(why.to_string()));
+                eval.supply(i, Err(MetaUnavailable::new(why)));
             }
             errors.push(why.to_string());
             continue;
@@ -116,7 +116,7 @@ pub async fn settle(
                     let meta = cache
                         .tag_meta(client, key, &image.repository, tag, need)
                         .await
-                        .map_err(|e| format!("{tag}: {e}"));
+                        .map_err(|e| MetaUnavailable::new(format!("{tag}: {e}")));
                     (i, meta)
                 }
             })
@@ -125,7 +125,7 @@ pub async fn settle(
             .await;
         for (i, meta) in fetched {
             if let Err(e) = &meta {
-                errors.push(e.clone());
+                errors.push(e.to_string());
             }
             eval.supply(i, meta);
         }
@@ -855,7 +855,7 @@ async fn decide_group(
 ) -> Decided {
     let tags = match candidate_tags(promoted, policy.needs_tag_list(), list, current) {
         Ok(tags) => tags,
-        Err(why) => return Decided::failed(why),
+        Err(why) => return Decided::failed(why.to_string()),
     };
     // The semaphore is never closed, so acquiring only waits.
     let _permit = shared.budget.acquire_many(tag_weight(tags.len())).await;
@@ -895,7 +895,7 @@ fn candidate_tags<'t>(
     needs_list: bool,
     list: Option<&'t Result<TagList, Error>>,
     current: &str,
-) -> Result<Cow<'t, [String]>, String> {
+) -> Result<Cow<'t, [String]>, Unlisted<'t>> {
     if let Some(tags) = promoted {
         return Ok(Cow::Borrowed(tags));
     }
@@ -904,9 +904,18 @@ fn candidate_tags<'t>(
     }
     match list {
         Some(Ok(list)) => Ok(Cow::Borrowed(&list.tags)),
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("tags not listed".into()),
+        Some(Err(e)) => Err(Unlisted::Failed(e)),
+        None => Err(Unlisted::NotListed),
     }
+}
+
+/// Why a group has no tags to choose among: the listing failed, or was not made.
+#[derive(Debug, thiserror::Error)]
+enum Unlisted<'t> {
+    #[error("{0}")]
+    Failed(&'t Error),
+    #[error("tags not listed")]
+    NotListed,
 }
 
 /// The permits of the tag budget an evaluation of `tags` tags holds.
@@ -1117,11 +1126,15 @@ mod tests {
         let tags = candidate_tags(None, false, None, "1.0").unwrap();
         assert_eq!(&*tags, ["1.0"]);
         assert_eq!(
-            candidate_tags(None, true, Some(&failed), "1.0").unwrap_err(),
+            candidate_tags(None, true, Some(&failed), "1.0")
+                .unwrap_err()
+                .to_string(),
             "registry configuration: no client"
         );
         assert_eq!(
-            candidate_tags(None, true, None, "1.0").unwrap_err(),
+            candidate_tags(None, true, None, "1.0")
+                .unwrap_err()
+                .to_string(),
             "tags not listed"
         );
     }

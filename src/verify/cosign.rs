@@ -56,6 +56,39 @@ struct ImageManifest {
     layers: Vec<Descriptor>,
 }
 
+/// Why a signature, bundle or payload cosign wrote cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("referrers index: {0}")]
+    Index(serde_json::Error),
+    #[error("referrers index: a signature's digest {0:?} is not sha256: and 64 lower-case hexadecimal digits")]
+    IndexDigest(String),
+    #[error("signature manifest: {0}")]
+    SignatureManifest(serde_json::Error),
+    #[error("bundle manifest: {0}")]
+    BundleManifest(serde_json::Error),
+    #[error("not a Sigstore bundle: {0}")]
+    NotBundle(serde_json::Error),
+    #[error("a bundle of media type {0:?}")]
+    BundleType(String),
+    #[error(transparent)]
+    Keyless(#[from] super::keyless::MaterialError),
+    #[error("a bundle without a DSSE envelope, which this version does not read")]
+    NoDsse,
+    #[error("bundle payload: {0}")]
+    BundlePayload(base64::DecodeError),
+    #[error("not an in-toto statement: {0}")]
+    NotStatement(serde_json::Error),
+    #[error("a payload of type {0:?}, not an in-toto statement")]
+    StatementType(String),
+    #[error("an attestation of {0:?}, not a cosign signature ({COSIGN_SIGN_PREDICATE})")]
+    Predicate(String),
+    #[error("not a cosign simple-signing payload: {0}")]
+    NotSimpleSigning(serde_json::Error),
+    #[error("a payload of type {0:?}, not a cosign container image signature")]
+    PayloadType(String),
+}
+
 /// The referrers of an index (the API's answer, or the fallback tag's index).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Referrers {
@@ -66,18 +99,14 @@ pub struct Referrers {
 }
 
 /// The cosign signatures and Sigstore bundles an index of referrers lists.
-pub fn referrers(index: &[u8]) -> Result<Referrers, String> {
-    let index: Index =
-        serde_json::from_slice(index).map_err(|e| format!("referrers index: {e}"))?;
+pub fn referrers(index: &[u8]) -> Result<Referrers, Error> {
+    let index: Index = serde_json::from_slice(index).map_err(Error::Index)?;
     let mut out = Referrers::default();
     for d in index.manifests {
         let kind = d.artifact_type.as_deref().unwrap_or_default();
         let wanted = kind == SIGNATURE_ARTIFACT || kind.starts_with(BUNDLE_PREFIX);
         if wanted && !is_sha256_digest(&d.digest) {
-            return Err(format!(
-                "referrers index: a signature's digest {:?} is not sha256: and 64 lower-case hexadecimal digits",
-                d.digest
-            ));
+            return Err(Error::IndexDigest(d.digest));
         }
         if kind == SIGNATURE_ARTIFACT {
             if out.signatures.len() < MAX_SIGNATURES {
@@ -105,9 +134,8 @@ pub struct Layer {
 /// The simple-signing layers of a cosign signature manifest (a `.sig` tag's, or a
 /// referrer's), at most [`MAX_SIGNATURES`]. A manifest that is no cosign signature gives
 /// none.
-pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
-    let m: ImageManifest =
-        serde_json::from_slice(manifest).map_err(|e| format!("signature manifest: {e}"))?;
+pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, Error> {
+    let m: ImageManifest = serde_json::from_slice(manifest).map_err(Error::SignatureManifest)?;
     let artifact = m
         .artifact_type
         .as_deref()
@@ -136,9 +164,8 @@ pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
 }
 
 /// The bundle blobs of a bundle manifest (layers of a Sigstore bundle media type).
-pub fn bundle_layers(manifest: &[u8]) -> Result<Vec<String>, String> {
-    let m: ImageManifest =
-        serde_json::from_slice(manifest).map_err(|e| format!("bundle manifest: {e}"))?;
+pub fn bundle_layers(manifest: &[u8]) -> Result<Vec<String>, Error> {
+    let m: ImageManifest = serde_json::from_slice(manifest).map_err(Error::BundleManifest)?;
     Ok(m.layers
         .into_iter()
         .filter(|l| l.media_type.starts_with(BUNDLE_PREFIX) && is_sha256_digest(&l.digest))
@@ -186,20 +213,19 @@ struct DsseSignature {
 /// (`verificationMaterial.publicKey`, with or without a transparency-log entry, which is
 /// not checked) or keyless (a certificate and its log entries). A message-signature
 /// bundle is refused with why.
-pub fn envelope(bundle: &[u8]) -> Result<Envelope, String> {
-    let b: Bundle =
-        serde_json::from_slice(bundle).map_err(|e| format!("not a Sigstore bundle: {e}"))?;
+pub fn envelope(bundle: &[u8]) -> Result<Envelope, Error> {
+    let b: Bundle = serde_json::from_slice(bundle).map_err(Error::NotBundle)?;
     if !b.media_type.starts_with(BUNDLE_PREFIX) {
-        return Err(format!("a bundle of media type {:?}", b.media_type));
+        return Err(Error::BundleType(b.media_type));
     }
     let keyless = super::keyless::Material::from_bundle(&b.verification_material)?;
     let Some(dsse) = b.dsse_envelope else {
-        return Err("a bundle without a DSSE envelope, which this version does not read".into());
+        return Err(Error::NoDsse);
     };
     let b64 = base64::engine::general_purpose::STANDARD;
     let payload = b64
         .decode(dsse.payload.trim())
-        .map_err(|e| format!("bundle payload: {e}"))?;
+        .map_err(Error::BundlePayload)?;
     let signatures = dsse
         .signatures
         .iter()
@@ -243,20 +269,13 @@ struct Subject {
 }
 
 /// The image digests an in-toto statement of cosign's signing predicate names.
-pub fn statement_digests(payload: &[u8]) -> Result<Vec<String>, String> {
-    let s: Statement =
-        serde_json::from_slice(payload).map_err(|e| format!("not an in-toto statement: {e}"))?;
+pub fn statement_digests(payload: &[u8]) -> Result<Vec<String>, Error> {
+    let s: Statement = serde_json::from_slice(payload).map_err(Error::NotStatement)?;
     if !s.kind.starts_with("https://in-toto.io/Statement/") {
-        return Err(format!(
-            "a payload of type {:?}, not an in-toto statement",
-            s.kind
-        ));
+        return Err(Error::StatementType(s.kind));
     }
     if s.predicate_type != COSIGN_SIGN_PREDICATE {
-        return Err(format!(
-            "an attestation of {:?}, not a cosign signature ({COSIGN_SIGN_PREDICATE})",
-            s.predicate_type
-        ));
+        return Err(Error::Predicate(s.predicate_type));
     }
     Ok(s.subject
         .iter()
@@ -284,14 +303,10 @@ struct PayloadImage {
 }
 
 /// The image digest a simple-signing payload signs (`critical.image.docker-manifest-digest`).
-pub fn signed_digest(payload: &[u8]) -> Result<String, String> {
-    let p: Payload = serde_json::from_slice(payload)
-        .map_err(|e| format!("not a cosign simple-signing payload: {e}"))?;
+pub fn signed_digest(payload: &[u8]) -> Result<String, Error> {
+    let p: Payload = serde_json::from_slice(payload).map_err(Error::NotSimpleSigning)?;
     if p.critical.kind != "cosign container image signature" {
-        return Err(format!(
-            "a payload of type {:?}, not a cosign container image signature",
-            p.critical.kind
-        ));
+        return Err(Error::PayloadType(p.critical.kind));
     }
     Ok(p.critical.image.digest)
 }
@@ -321,6 +336,7 @@ mod tests {
         );
         assert!(signed_digest(other.as_bytes())
             .unwrap_err()
+            .to_string()
             .contains("atomic"));
         assert!(signed_digest(b"{}").is_err());
     }
@@ -345,6 +361,7 @@ mod tests {
         let slsa = statement("https://slsa.dev/provenance/v1");
         assert!(statement_digests(slsa.as_bytes())
             .unwrap_err()
+            .to_string()
             .contains("an attestation of"));
         let bundle = |material: &str, content: &str| {
             format!(
@@ -366,10 +383,13 @@ mod tests {
         let material = keyless.unwrap().keyless.unwrap();
         assert_eq!((material.leaf, material.entries.len()), (vec![1, 2], 0));
         let bad = envelope(bundle(r#"{"certificate":{"rawBytes":"?"}}"#, dsse).as_bytes());
-        assert_eq!(bad.unwrap_err(), "a bundle certificate is not base64 DER");
+        assert_eq!(
+            bad.unwrap_err().to_string(),
+            "a bundle certificate is not base64 DER"
+        );
         let message = r#""messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"AA=="}"#;
         let message = envelope(bundle(r#"{"publicKey":{"hint":""}}"#, message).as_bytes());
-        assert!(message.unwrap_err().contains("without a DSSE envelope"));
+        assert!(matches!(message.unwrap_err(), Error::NoDsse));
     }
 
     #[test]
@@ -401,6 +421,11 @@ mod tests {
                 signatures: vec![D.into()],
                 bundles: vec![D.into()]
             }
+        );
+        let bad_digest = r#"{"manifests":[{"mediaType":"m","digest":"sha256:AB","artifactType":"application/vnd.dev.cosign.artifact.sig.v1+json"}]}"#;
+        assert_eq!(
+            referrers(bad_digest.as_bytes()).unwrap_err().to_string(),
+            "referrers index: a signature's digest \"sha256:AB\" is not sha256: and 64 lower-case hexadecimal digits"
         );
         assert_eq!(
             tags_for(D),

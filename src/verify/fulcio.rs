@@ -28,6 +28,65 @@ pub struct CertIdentity {
     pub issuer: String,
 }
 
+/// Why a signing certificate is not trusted at its log time.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the signing certificate cannot be read: {0}")]
+    Unreadable(webpki::Error),
+    #[error("a log time before 1970 ({0})")]
+    BeforeEpoch(i64),
+    #[error(
+        "no certificate authority of the trusted root ({root}) was valid at the log time {when}"
+    )]
+    NoAuthority { root: String, when: String },
+    #[error("trusted root {root}: a CA root: {source}")]
+    CaRoot { root: String, source: webpki::Error },
+    #[error("the signing certificate: {0}")]
+    Identity(#[from] IdentityError),
+    #[error("the signing certificate had expired at its log time {0}")]
+    Expired(String),
+    #[error("the signing certificate was not yet valid at its log time {0}")]
+    NotYetValid(String),
+    #[error("the signing certificate was not issued by a CA of the trusted root ({0})")]
+    NotIssued(String),
+    #[error("the signing certificate is not for code signing (no code-signing EKU)")]
+    NotCodeSigning,
+    #[error("the signing certificate does not chain to the trusted root ({root}): {source}")]
+    NoChain { root: String, source: webpki::Error },
+}
+
+/// Why a chained certificate names no identity or key that Fulcio would have written.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("{0}")]
+    Der(x509_cert::der::Error),
+    #[error("its subject alternative name: {0}")]
+    San(x509_cert::der::Error),
+    #[error("no URI or email subject alternative name (not a Fulcio certificate)")]
+    NoSubject,
+    #[error("its OIDC issuer extension: {0}")]
+    Issuer(x509_cert::der::Error),
+    #[error("its OIDC issuer is not UTF-8")]
+    IssuerNotUtf8,
+    #[error("no OIDC issuer extension (not a Fulcio certificate)")]
+    NoIssuer,
+    #[error("its public key: {0}")]
+    KeyDer(x509_cert::der::Error),
+    #[error("its public key: {0}")]
+    Key(super::keys::KeyError),
+}
+
+/// Why a PEM text is no list of certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    #[error("a PEM certificate: {0}")]
+    Decode(pem_rfc7468::Error),
+    #[error("more than 8 certificates in a chain")]
+    TooMany,
+    #[error("an unterminated PEM certificate")]
+    Unterminated,
+}
+
 /// A leaf certificate checked against the trusted root at `time` (Unix seconds): its
 /// identity and its public key.
 pub fn verify(
@@ -35,18 +94,16 @@ pub fn verify(
     chain: &[Vec<u8>],
     root: &TrustedRoot,
     time: i64,
-) -> Result<(CertIdentity, PublicKey), String> {
+) -> Result<(CertIdentity, PublicKey), Error> {
     let der = CertificateDer::from(leaf);
-    let ee = webpki::EndEntityCert::try_from(&der)
-        .map_err(|e| format!("the signing certificate cannot be read: {e}"))?;
+    let ee = webpki::EndEntityCert::try_from(&der).map_err(Error::Unreadable)?;
     let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
-        u64::try_from(time).map_err(|_| format!("a log time before 1970 ({time})"))?,
+        u64::try_from(time).map_err(|_| Error::BeforeEpoch(time))?,
     ));
-    let mut last = format!(
-        "no certificate authority of the trusted root ({}) was valid at the log time {}",
-        root.name,
-        show_time(time)
-    );
+    let mut last = Error::NoAuthority {
+        root: root.name.clone(),
+        when: show_time(time),
+    };
     for ca in root.authorities.iter().filter(|a| a.valid.contains(time)) {
         let Some((anchor, intermediates)) = ca.chain.split_last() else {
             continue;
@@ -54,7 +111,12 @@ pub fn verify(
         let anchor_der = CertificateDer::from(anchor.as_slice());
         let anchor = match webpki::anchor_from_trusted_cert(&anchor_der) {
             Ok(a) => a.to_owned(),
-            Err(e) => return Err(format!("trusted root {}: a CA root: {e}", root.name)),
+            Err(source) => {
+                return Err(Error::CaRoot {
+                    root: root.name.clone(),
+                    source,
+                })
+            }
         };
         // The bundle's own chain may add intermediates; they must still lead to a root of
         // the trusted root.
@@ -72,32 +134,26 @@ pub fn verify(
             None,
             None,
         ) {
-            Ok(_) => return identity(leaf).map_err(|e| format!("the signing certificate: {e}")),
+            Ok(_) => return Ok(identity(leaf)?),
             Err(e) => last = chain_error(&e, time, &root.name),
         }
     }
     Err(last)
 }
 
-fn chain_error(e: &webpki::Error, time: i64, root: &str) -> String {
-    let when = show_time(time);
+fn chain_error(e: &webpki::Error, time: i64, root: &str) -> Error {
     match e {
-        webpki::Error::CertExpired { .. } => {
-            format!("the signing certificate had expired at its log time {when}")
-        }
-        webpki::Error::CertNotValidYet { .. } => {
-            format!("the signing certificate was not yet valid at its log time {when}")
-        }
+        webpki::Error::CertExpired { .. } => Error::Expired(show_time(time)),
+        webpki::Error::CertNotValidYet { .. } => Error::NotYetValid(show_time(time)),
         // No issuer of that name, or one of that name whose key did not sign it.
         webpki::Error::UnknownIssuer | webpki::Error::InvalidSignatureForPublicKey => {
-            format!("the signing certificate was not issued by a CA of the trusted root ({root})")
+            Error::NotIssued(root.to_string())
         }
-        webpki::Error::RequiredEkuNotFoundContext(_) => {
-            "the signing certificate is not for code signing (no code-signing EKU)".into()
-        }
-        other => {
-            format!("the signing certificate does not chain to the trusted root ({root}): {other}")
-        }
+        webpki::Error::RequiredEkuNotFoundContext(_) => Error::NotCodeSigning,
+        other => Error::NoChain {
+            root: root.to_string(),
+            source: other.clone(),
+        },
     }
 }
 
@@ -109,12 +165,12 @@ pub fn show_time(t: i64) -> String {
 }
 
 /// The SAN and OIDC issuer of a certificate, and its public key.
-fn identity(der: &[u8]) -> Result<(CertIdentity, PublicKey), String> {
-    let cert = Certificate::from_der(der).map_err(|e| e.to_string())?;
+fn identity(der: &[u8]) -> Result<(CertIdentity, PublicKey), IdentityError> {
+    let cert = Certificate::from_der(der).map_err(IdentityError::Der)?;
     let tbs = cert.tbs_certificate();
     let san = tbs
         .get_extension::<SubjectAltName>()
-        .map_err(|e| format!("its subject alternative name: {e}"))?
+        .map_err(IdentityError::San)?
         .map(|(_, san)| san.0)
         .unwrap_or_default();
     let ia5 = |s: &Ia5String| s.to_string();
@@ -130,7 +186,7 @@ fn identity(der: &[u8]) -> Result<(CertIdentity, PublicKey), String> {
                 _ => None,
             })
         })
-        .ok_or("no URI or email subject alternative name (not a Fulcio certificate)")?;
+        .ok_or(IdentityError::NoSubject)?;
     let ext = |oid: ObjectIdentifier| {
         tbs.extensions()
             .into_iter()
@@ -141,22 +197,21 @@ fn identity(der: &[u8]) -> Result<(CertIdentity, PublicKey), String> {
     let issuer = match (ext(ISSUER_V2), ext(ISSUER_V1)) {
         (Some(v), _) => Utf8StringRef::from_der(&v)
             .map(|s| s.as_str().to_string())
-            .map_err(|e| format!("its OIDC issuer extension: {e}"))?,
-        (None, Some(v)) => String::from_utf8(v).map_err(|_| "its OIDC issuer is not UTF-8")?,
-        (None, None) => return Err("no OIDC issuer extension (not a Fulcio certificate)".into()),
+            .map_err(IdentityError::Issuer)?,
+        (None, Some(v)) => String::from_utf8(v).map_err(|_| IdentityError::IssuerNotUtf8)?,
+        (None, None) => return Err(IdentityError::NoIssuer),
     };
     let spki = tbs
         .subject_public_key_info()
         .to_der()
-        .map_err(|e| format!("its public key: {e}"))?;
-    let key =
-        PublicKey::from_der("certificate", &spki).map_err(|e| format!("its public key: {e}"))?;
+        .map_err(IdentityError::KeyDer)?;
+    let key = PublicKey::from_der("certificate", &spki).map_err(IdentityError::Key)?;
     Ok((CertIdentity { subject, issuer }, key))
 }
 
 /// The DER certificates of a PEM text (`dev.sigstore.cosign/certificate` and `/chain`), at
 /// most eight.
-pub fn pem_certificates(pem: &str) -> Result<Vec<Vec<u8>>, String> {
+pub fn pem_certificates(pem: &str) -> Result<Vec<Vec<u8>>, PemError> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
     const END: &str = "-----END CERTIFICATE-----";
     let mut out = Vec::new();
@@ -169,19 +224,19 @@ pub fn pem_certificates(pem: &str) -> Result<Vec<Vec<u8>>, String> {
                 b.push_str(line);
                 b.push('\n');
                 if line == END {
-                    let (_, der) = pem_rfc7468::decode_vec(b.as_bytes())
-                        .map_err(|e| format!("a PEM certificate: {e}"))?;
+                    let (_, der) =
+                        pem_rfc7468::decode_vec(b.as_bytes()).map_err(PemError::Decode)?;
                     out.push(der);
                     block = None;
                     if out.len() > 8 {
-                        return Err("more than 8 certificates in a chain".into());
+                        return Err(PemError::TooMany);
                     }
                 }
             }
         }
     }
     match block {
-        Some(_) => Err("an unterminated PEM certificate".into()),
+        Some(_) => Err(PemError::Unterminated),
         None => Ok(out),
     }
 }
@@ -198,9 +253,14 @@ mod tests {
             pem_certificates(&format!("{one}{one}")).unwrap(),
             vec![vec![1, 2, 3], vec![1, 2, 3]]
         );
-        assert!(pem_certificates("-----BEGIN CERTIFICATE-----\nAQID\n").is_err());
+        assert!(matches!(
+            pem_certificates("-----BEGIN CERTIFICATE-----\nAQID\n"),
+            Err(PemError::Unterminated)
+        ));
         let root = TrustedRoot::public_good().unwrap();
-        let e = verify(&[1, 2, 3], &[], &root, 1_700_000_000).unwrap_err();
+        let e = verify(&[1, 2, 3], &[], &root, 1_700_000_000)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("the signing certificate cannot be read"),
             "{e}"
@@ -231,13 +291,17 @@ mod tests {
             }
         );
         assert_eq!(key.kind, "ecdsa-p256");
-        let e = verify(&material.leaf, &material.chain, &root, logged + 600).unwrap_err();
+        let e = verify(&material.leaf, &material.chain, &root, logged + 600)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "the signing certificate had expired at its log time 2024-03-19T22:51:16Z"
         );
         // The public-good root's retired CA alone (valid until 2022) does not issue it.
-        let e = verify(&material.leaf, &material.chain, &root, 1_640_000_000).unwrap_err();
+        let e = verify(&material.leaf, &material.chain, &root, 1_640_000_000)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("not issued by a CA") || e.contains("not yet valid"),
             "{e}"
@@ -249,7 +313,9 @@ mod tests {
         // The public-good intermediate chains to the root, but it is a CA: not a leaf.
         let root = TrustedRoot::public_good().unwrap();
         let intermediate = root.authorities[1].chain[0].clone();
-        let e = verify(&intermediate, &[], &root, 1_700_000_000).unwrap_err();
+        let e = verify(&intermediate, &[], &root, 1_700_000_000)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("trusted root (public-good)"), "{e}");
     }
 }

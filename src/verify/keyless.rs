@@ -14,6 +14,41 @@ use super::PublicKey;
 /// The most log entries read for one signature.
 const MAX_ENTRIES: usize = 4;
 
+/// Why a keyless signature's certificate cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MaterialError {
+    #[error(transparent)]
+    Pem(#[from] fulcio::PemError),
+    #[error("the certificate annotation holds no certificate")]
+    NoCertificate,
+    #[error("a bundle certificate is not base64 DER")]
+    NotBase64Der,
+    #[error("a bundle with an empty certificate chain")]
+    EmptyChain,
+}
+
+/// Why a keyless signature is not trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("verify names no identities to trust")]
+    NoIdentities,
+    #[error("no transparency log entry (cosign --tlog-upload=false): its time and certificate cannot be checked")]
+    Unlogged,
+    #[error(transparent)]
+    Log(#[from] rekor::Error),
+    #[error(transparent)]
+    Certificate(#[from] fulcio::Error),
+    #[error("the signature does not verify with its certificate's key")]
+    KeyMismatch,
+    #[error("signed by {subject} from {issuer}, not {trusted}")]
+    OtherSigner {
+        subject: String,
+        issuer: String,
+        /// The identities trusted, joined with `or`.
+        trusted: String,
+    },
+}
+
 /// What a keyless signature carries besides the signature: its certificate, the chain
 /// the signer sent, and its log entries.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -30,11 +65,11 @@ impl Material {
         certificate: &str,
         chain: Option<&str>,
         bundle: Option<&str>,
-    ) -> Result<Material, String> {
+    ) -> Result<Material, MaterialError> {
         let leaf = fulcio::pem_certificates(certificate)?
             .into_iter()
             .next()
-            .ok_or("the certificate annotation holds no certificate")?;
+            .ok_or(MaterialError::NoCertificate)?;
         Ok(Material {
             leaf,
             chain: chain
@@ -47,14 +82,14 @@ impl Material {
 
     /// From a bundle's `verificationMaterial` (`certificate` or `x509CertificateChain`,
     /// and `tlogEntries`); `None` when it holds no certificate.
-    pub fn from_bundle(material: &serde_json::Value) -> Result<Option<Material>, String> {
+    pub fn from_bundle(material: &serde_json::Value) -> Result<Option<Material>, MaterialError> {
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::STANDARD;
         let raw = |v: &serde_json::Value| {
             v.get("rawBytes")
                 .and_then(|r| r.as_str())
                 .and_then(|r| b64.decode(r.trim()).ok())
-                .ok_or_else(|| "a bundle certificate is not base64 DER".to_string())
+                .ok_or(MaterialError::NotBase64Der)
         };
         let mut certs = match (
             material.get("certificate"),
@@ -67,7 +102,7 @@ impl Material {
             _ => return Ok(None),
         };
         if certs.is_empty() {
-            return Err("a bundle with an empty certificate chain".into());
+            return Err(MaterialError::EmptyChain);
         }
         let leaf = certs.remove(0);
         let entries = material
@@ -93,41 +128,40 @@ pub fn check(
     identities: &[Identity],
     signed: &Signed,
     verifies: impl Fn(&PublicKey) -> bool,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     if identities.is_empty() {
-        return Err("verify names no identities to trust".into());
+        return Err(Refusal::NoIdentities);
     }
-    let mut why = "no transparency log entry (cosign --tlog-upload=false): its time and certificate cannot be checked".to_string();
+    let mut why = Refusal::Unlogged;
     for entry in &material.entries {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                why = e.to_string();
+                why = Refusal::Log(e.clone());
                 continue;
             }
         };
         let time = match rekor::verify(entry, root, signed) {
             Ok(t) => t,
             Err(e) => {
-                why = e.to_string();
+                why = Refusal::Log(e);
                 continue;
             }
         };
         let (id, key) = fulcio::verify(&material.leaf, &material.chain, root, time)?;
         if !verifies(&key) {
-            return Err("the signature does not verify with its certificate's key".into());
+            return Err(Refusal::KeyMismatch);
         }
         if !identities
             .iter()
             .any(|i| i.matches(&id.issuer, &id.subject))
         {
             let trusted: Vec<String> = identities.iter().map(Identity::describe).collect();
-            return Err(format!(
-                "signed by {} from {}, not {}",
-                id.subject,
-                id.issuer,
-                trusted.join(" or ")
-            ));
+            return Err(Refusal::OtherSigner {
+                subject: id.subject,
+                issuer: id.issuer,
+                trusted: trusted.join(" or "),
+            });
         }
         return Ok(format!(
             "identity {} (issuer {}, logged {})",
@@ -150,7 +184,9 @@ mod tests {
     /// "verifies" here, so everything else is what decides.
     fn checked(json: &[u8]) -> Result<String, String> {
         let bundle: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-        let material = Material::from_bundle(&bundle["verificationMaterial"])?.ok_or("none")?;
+        let material = Material::from_bundle(&bundle["verificationMaterial"])
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
         let root = TrustedRoot::public_good().map_err(|e| e.to_string())?;
         let id = Identity {
             issuer: Some("https://token.actions.githubusercontent.com".into()),
@@ -163,7 +199,7 @@ mod tests {
             signature: &[],
             certificate: &material.leaf,
         };
-        check(&material, &root, &[id], &signed, |_| true)
+        check(&material, &root, &[id], &signed, |_| true).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -28,9 +28,9 @@ use trust::TrustedRoot;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("verify key {path}: {reason}")]
-    Key { path: String, reason: String },
+    Key { path: String, reason: LoadError },
     #[error("verify trustedRoot {path}: {reason}")]
-    TrustedRoot { path: String, reason: String },
+    TrustedRoot { path: String, reason: LoadError },
     #[error("signature verification is required (argocd-image-updater imagesVerification), but the operator's configuration names no verify.keys or verify.identities for this image; add an images rule with verify (docs/tag-selection.md, Signed images)")]
     NoKeys,
     #[error("signatures of {digest}: {source}")]
@@ -41,34 +41,57 @@ pub enum Error {
     },
 }
 
+/// Why a key or trusted-root file cannot be used; cloneable, as a run keeps it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Read(#[from] crate::registry::ReadError),
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+    #[error(transparent)]
+    Root(#[from] trust::RootError),
+}
+
+/// Why the `tags` command's verify flags name no verification.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("{0:?}: expected ISSUER=SUBJECT_REGEXP")]
+    NotPair(String),
+    #[error("{flag:?}: {problem}")]
+    Identity { flag: String, problem: String },
+    #[error("--verify-trusted-root is for keyless identities: add --verify-identity")]
+    RootWithoutIdentity,
+}
+
 /// The `verify` settings from `imagebump tags --verify-key`, `--verify-identity
 /// ISSUER=SUBJECT_REGEXP` and `--verify-trusted-root`.
 pub fn flag_keys(
     keys: &[std::path::PathBuf],
     identities: &[String],
     trusted_root: Option<&Path>,
-) -> Result<Option<VerifySpec>, String> {
+) -> Result<Option<VerifySpec>, FlagError> {
     let identities = identities
         .iter()
         .map(|flag| {
             let (issuer, subject) = flag
                 .split_once('=')
-                .ok_or_else(|| format!("{flag:?}: expected ISSUER=SUBJECT_REGEXP"))?;
+                .ok_or_else(|| FlagError::NotPair(flag.clone()))?;
             let id = imagebump_model::verify::Identity {
                 issuer: Some(issuer.to_string()),
                 subject_reg_exp: Some(subject.to_string()),
                 ..Default::default()
             };
             match id.problem() {
-                Some(p) => Err(format!("{flag:?}: {p}")),
+                Some(problem) => Err(FlagError::Identity {
+                    flag: flag.clone(),
+                    problem,
+                }),
                 None => Ok(id),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
     if trusted_root.is_some() && identities.is_empty() {
-        return Err(
-            "--verify-trusted-root is for keyless identities: add --verify-identity".into(),
-        );
+        return Err(FlagError::RootWithoutIdentity);
     }
     let spec = VerifySpec {
         keys: keys.iter().map(|k| k.display().to_string()).collect(),
@@ -112,13 +135,13 @@ pub enum Verdict {
 /// lack the referrers API (asked once per registry).
 #[derive(Default)]
 pub struct Verifier {
-    keys: Mutex<HashMap<String, Result<Arc<PublicKey>, String>>>,
+    keys: Mutex<HashMap<String, Loaded<PublicKey>>>,
     roots: Mutex<HashMap<Option<String>, Loaded<TrustedRoot>>>,
     no_referrers: Mutex<HashSet<String>>,
 }
 
 /// A file read once per run: what it holds, or why not.
-type Loaded<T> = Result<Arc<T>, String>;
+type Loaded<T> = Result<Arc<T>, LoadError>;
 
 /// What the signatures seen so far say, for the reason of a refusal.
 #[derive(Default)]
@@ -184,14 +207,10 @@ impl Verifier {
         }
         let path = spec.trusted_root.clone();
         let load = || match &path {
-            None => TrustedRoot::public_good()
-                .map(Arc::new)
-                .map_err(|e| e.to_string()),
+            None => Ok(Arc::new(TrustedRoot::public_good()?)),
             Some(p) => {
                 let json = crate::registry::read_small(Path::new(p))?;
-                TrustedRoot::from_json(&file_name(p), &json)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
+                Ok(Arc::new(TrustedRoot::from_json(&file_name(p), &json)?))
             }
         };
         let result = match self.roots.lock() {
@@ -205,10 +224,9 @@ impl Verifier {
     }
 
     fn key(&self, path: &str) -> Result<Arc<PublicKey>, Error> {
-        let load = || {
+        let load = || -> Loaded<PublicKey> {
             let pem = crate::registry::read_small(Path::new(path))?;
-            let key = PublicKey::from_pem(&file_name(path), &pem).map_err(|e| e.to_string())?;
-            Ok(Arc::new(key))
+            Ok(Arc::new(PublicKey::from_pem(&file_name(path), &pem)?))
         };
         let result = match self.keys.lock() {
             Ok(mut map) => map.entry(path.to_string()).or_insert_with(load).clone(),
@@ -325,7 +343,7 @@ impl Check<'_> {
         let found = match cosign::referrers(index) {
             Ok(r) => r,
             Err(e) => {
-                seen.unreadable = Some(e);
+                seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
         };
@@ -367,7 +385,7 @@ impl Check<'_> {
         let layers = match cosign::bundle_layers(manifest) {
             Ok(l) => l,
             Err(e) => {
-                seen.unreadable = Some(e);
+                seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
         };
@@ -380,7 +398,7 @@ impl Check<'_> {
             let envelope = match cosign::envelope(&blob) {
                 Ok(e) => e,
                 Err(why) => {
-                    seen.unsupported = Some(why);
+                    seen.unsupported = Some(why.to_string());
                     continue;
                 }
             };
@@ -414,7 +432,7 @@ impl Check<'_> {
                     return Ok(Some(Signer { signer, layout }));
                 }
                 Ok(ds) => seen.other_digest = ds.into_iter().next(),
-                Err(e) => seen.unreadable = Some(e),
+                Err(e) => seen.unreadable = Some(e.to_string()),
             }
         }
         Ok(None)
@@ -430,7 +448,7 @@ impl Check<'_> {
         let layers = match cosign::signature_layers(manifest) {
             Ok(l) => l,
             Err(e) => {
-                seen.unreadable = Some(e);
+                seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
         };
@@ -456,7 +474,7 @@ impl Check<'_> {
                     let material = match material {
                         Ok(m) => m,
                         Err(e) => {
-                            seen.keyless = Some(e);
+                            seen.keyless = Some(e.to_string());
                             continue;
                         }
                     };
@@ -477,7 +495,7 @@ impl Check<'_> {
                     return Ok(Some(Signer { signer, layout }));
                 }
                 Ok(d) => seen.other_digest = Some(d),
-                Err(e) => seen.unreadable = Some(e),
+                Err(e) => seen.unreadable = Some(e.to_string()),
             }
         }
         Ok(None)
@@ -500,7 +518,7 @@ impl Check<'_> {
         match keyless::check(material, root, self.identities, signed, verifies) {
             Ok(s) => Some(s),
             Err(why) => {
-                seen.keyless = Some(why);
+                seen.keyless = Some(why.to_string());
                 None
             }
         }
@@ -512,4 +530,24 @@ fn describe(key: &PublicKey) -> String {
     let mut hex = format!("{:x}", sha2::Sha256::digest(key.fingerprint_source()));
     hex.truncate(16);
     format!("key {} ({} sha256:{hex})", key.name, key.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_errors_name_the_flag_and_what_is_missing() {
+        let none: &[std::path::PathBuf] = &[];
+        let e = flag_keys(none, &["no-equals".into()], None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"no-equals\": expected ISSUER=SUBJECT_REGEXP"
+        );
+        let e = flag_keys(none, &[], Some(Path::new("root.json"))).unwrap_err();
+        assert!(matches!(e, FlagError::RootWithoutIdentity), "{e:?}");
+        let spec = flag_keys(none, &["https://issuer=^me$".into()], None).unwrap();
+        assert_eq!(spec.map(|s| s.identities.len()), Some(1));
+        assert_eq!(flag_keys(none, &[], None).unwrap(), None);
+    }
 }

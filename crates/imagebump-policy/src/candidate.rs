@@ -155,6 +155,21 @@ pub struct Build {
     pub created: Option<Timestamp>,
 }
 
+/// Why a tag's metadata could not be read, as the caller that asked the registry words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct MetaUnavailable {
+    pub reason: String,
+}
+
+impl MetaUnavailable {
+    pub fn new(reason: impl Into<String>) -> MetaUnavailable {
+        MetaUnavailable {
+            reason: reason.into(),
+        }
+    }
+}
+
 /// What the registry says about one tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {

@@ -113,6 +113,53 @@ pub struct ConstraintError {
     pub message: String,
 }
 
+/// What in a constraint's text is refused, word for word the `message` of a
+/// [`ConstraintError`].
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// The shape of a version is wrong: [`shape_problem`] says how.
+    #[error("{}", shape_problem(.0))]
+    Shape(String),
+    #[error("pre-release `{text}`: {source}")]
+    Prerelease { text: String, source: semver::Error },
+    #[error("`{0}` is too large for a version number")]
+    TooLarge(String),
+    #[error("`{0}` is not a constraint")]
+    NotConstraint(String),
+    #[error("`{range}`: put spaces around `||` next to a hyphen range (without them `{bound}` is read as one version)")]
+    GluedOr { range: String, bound: String },
+    #[error("`{0}` is not a comparator")]
+    NotComparator(String),
+    #[error("unknown operator `{0}`")]
+    UnknownOperator(String),
+    #[error("unknown operator `{0}` (use =, !=, >, <, >=, <=, ~, ~> or ^)")]
+    UnknownOperatorHint(String),
+    #[error("`{term}`: not a version ({reason})")]
+    NotVersion { term: String, reason: Box<Refusal> },
+    #[error("`{version}`: hyphen range needs spaces around `-` (`{low} - {high}`); to mean the pre-release, write `={version}`")]
+    UnspacedRange {
+        version: String,
+        low: String,
+        high: String,
+    },
+    #[error("`{low} - {high}`: a hyphen range after another comparator needs a comma before it (Masterminds quirk), or put the range first")]
+    GluedRange { low: String, high: String },
+    #[error("empty alternative next to `||`")]
+    EmptyAlternative,
+    #[error("stray `,`: a comma goes between two comparators")]
+    StrayComma,
+    #[error("`{0}`: operator without a version")]
+    NoVersion(String),
+    #[error("`-`: a hyphen range needs a bare version on each side, like `1.2 - 1.4.5`")]
+    LoneHyphen,
+    #[error("`{0}`: a single `|` is not “or”; write `||`")]
+    SinglePipe(String),
+    #[error("`{0}`: hyphen range needs spaces around `-`, like `1.2 - 1.4.5`")]
+    HyphenSpaces(String),
+    #[error("`{term}`: `{c}` inside a version; separate comparators with a space or a comma")]
+    OperatorInside { term: String, c: char },
+}
+
 /// The comparison an operator asks for. `TildeOrEqual` is upstream's name for a bare or
 /// `=` version: exact when full, a tilde range when partial or wildcarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +205,7 @@ impl Constraint {
         } else {
             parse_alternatives(text).map_err(|fallback| ConstraintError {
                 text: text.to_string(),
-                message: diagnose(text).unwrap_or(fallback),
+                message: diagnose(text).unwrap_or(fallback).to_string(),
             })?
         };
         Ok(Constraint {
@@ -233,16 +280,19 @@ pub fn parse_version(s: &str) -> Option<Version> {
 }
 
 /// [`parse_version`] with the reason for a refusal.
-fn read_version(s: &str) -> Result<Version, String> {
-    let caps = LOOSE_VERSION.captures(s).ok_or_else(|| shape_problem(s))?;
+fn read_version(s: &str) -> Result<Version, Refusal> {
+    let caps = LOOSE_VERSION
+        .captures(s)
+        .ok_or_else(|| Refusal::Shape(s.to_string()))?;
     let number = |i: usize| match caps.get(i) {
         Some(m) => read_number(m.as_str().trim_start_matches('.')),
         None => Ok(0),
     };
     let pre = match caps.get(5) {
-        Some(m) => {
-            Prerelease::new(m.as_str()).map_err(|e| format!("pre-release `{}`: {e}", m.as_str()))?
-        }
+        Some(m) => Prerelease::new(m.as_str()).map_err(|source| Refusal::Prerelease {
+            text: m.as_str().to_string(),
+            source,
+        })?,
         None => Prerelease::EMPTY,
     };
     Ok(Version {
@@ -255,10 +305,10 @@ fn read_version(s: &str) -> Result<Version, String> {
 }
 
 /// A version number; the pattern has already made sure it is all digits.
-fn read_number(digits: &str) -> Result<u64, String> {
+fn read_number(digits: &str) -> Result<u64, Refusal> {
     digits
         .parse()
-        .map_err(|_| format!("`{digits}` is too large for a version number"))
+        .map_err(|_| Refusal::TooLarge(digits.to_string()))
 }
 
 /// Orders like upstream `Version.Compare`: numbers, then pre-release, never build.
@@ -304,12 +354,12 @@ impl Op {
 /// Upstream `NewConstraint` after its empty-text case: rewrite hyphen ranges, split on
 /// `||`, validate each alternative as a whole, then read its comparators one by one.
 /// The error is a plain fallback; [`diagnose`] usually finds a better one.
-fn parse_alternatives(text: &str) -> Result<Vec<Vec<Comparator>>, String> {
+fn parse_alternatives(text: &str) -> Result<Vec<Vec<Comparator>>, Refusal> {
     rewrite_ranges(text)?
         .split("||")
         .map(|alternative| {
             if !VALID.is_match(alternative) {
-                return Err(format!("`{}` is not a constraint", alternative.trim()));
+                return Err(Refusal::NotConstraint(alternative.trim().to_string()));
             }
             let found: Vec<&str> = FIND.find_iter(alternative).map(|m| m.as_str()).collect();
             let terms = if found.is_empty() {
@@ -329,7 +379,7 @@ fn parse_alternatives(text: &str) -> Result<Vec<Vec<Comparator>>, String> {
 /// Refused where upstream misreads: its version pattern admits `|`, so in `1.0||2 - 3`
 /// the low bound is `1.0||2` and the result, `>= 1.0||2, <= 3`, means
 /// `>=1.0 || (2.x and <=3)`.
-fn rewrite_ranges(text: &str) -> Result<String, String> {
+fn rewrite_ranges(text: &str) -> Result<String, Refusal> {
     let mut out = text.to_string();
     for caps in RANGE.captures_iter(text) {
         let (low, high) = (group(&caps, 1), group(&caps, 11));
@@ -343,32 +393,33 @@ fn rewrite_ranges(text: &str) -> Result<String, String> {
 }
 
 /// The message for a hyphen range with `|` in a bound (see [`rewrite_ranges`]).
-fn glued_or(range: &Captures<'_>) -> String {
+fn glued_or(range: &Captures<'_>) -> Refusal {
     let bound = [1, 11]
         .map(|i| group(range, i))
         .into_iter()
         .find(|b| b.contains('|'))
         .unwrap_or_default();
-    format!(
-        "`{}`: put spaces around `||` next to a hyphen range (without them `{bound}` \
-         is read as one version)",
-        group(range, 0).trim()
-    )
+    Refusal::GluedOr {
+        range: group(range, 0).trim().to_string(),
+        bound: bound.to_string(),
+    }
 }
 
 /// Upstream `parseConstraint`: one comparator, such as `>= 1.2` or `~1.x`.
-fn parse_term(term: &str) -> Result<Comparator, String> {
+fn parse_term(term: &str) -> Result<Comparator, Refusal> {
     let caps = TERM
         .captures(term)
-        .ok_or_else(|| format!("`{}` is not a comparator", term.trim()))?;
+        .ok_or_else(|| Refusal::NotComparator(term.trim().to_string()))?;
     let op_text = group(&caps, 1);
-    let op = Op::from_text(op_text).ok_or_else(|| format!("unknown operator `{op_text}`"))?;
+    let op = Op::from_text(op_text).ok_or_else(|| Refusal::UnknownOperator(op_text.to_string()))?;
     if op_text.is_empty() {
         unspaced_range(group(&caps, 2))?;
     }
     let (given, text) = expand_wildcards(&caps);
-    let version = read_version(&text)
-        .map_err(|reason| format!("`{}`: not a version ({reason})", term.trim()))?;
+    let version = read_version(&text).map_err(|reason| Refusal::NotVersion {
+        term: term.trim().to_string(),
+        reason: Box::new(reason),
+    })?;
     Ok(Comparator { op, version, given })
 }
 
@@ -394,17 +445,18 @@ fn expand_wildcards(caps: &Captures<'_>) -> (Given, String) {
 /// numeric pre-release, which is almost never what was meant. Left alone: a full version
 /// with one number after the dash (`1.2.3-1`, a common tag shape), and `-0` (`1.2-0`,
 /// `*-0`), the usual way of saying "pre-releases included".
-fn unspaced_range(version: &str) -> Result<(), String> {
+fn unspaced_range(version: &str) -> Result<(), Refusal> {
     let Some(caps) = UNSPACED_RANGE.captures(version) else {
         return Ok(());
     };
     let (low, high) = (group(&caps, 1), group(&caps, 2));
     let partial_low = low.matches('.').count() < 2;
     if high != "0" && (partial_low || high.contains('.')) {
-        return Err(format!(
-            "`{version}`: hyphen range needs spaces around `-` (`{low} - {high}`); \
-             to mean the pre-release, write `={version}`"
-        ));
+        return Err(Refusal::UnspacedRange {
+            version: version.to_string(),
+            low: low.to_string(),
+            high: high.to_string(),
+        });
     }
     Ok(())
 }
@@ -513,7 +565,7 @@ impl Comparator {
 /// Explains why `text` was refused. Upstream validation only says yes or no, so this
 /// re-reads the text word by word and names the first word a user should fix. `None`
 /// when it finds nothing to blame (the caller then keeps its own message).
-fn diagnose(text: &str) -> Option<String> {
+fn diagnose(text: &str) -> Option<Refusal> {
     let glued = RANGE
         .captures_iter(text)
         .find(|range| group(range, 1).contains('|') || group(range, 11).contains('|'));
@@ -554,15 +606,15 @@ enum Last {
     Range,
 }
 
-fn diagnose_alternative(alternative: &str) -> Option<String> {
+fn diagnose_alternative(alternative: &str) -> Option<Refusal> {
     let items = items(alternative);
     if items.is_empty() {
-        return Some("empty alternative next to `||`".to_string());
+        return Some(Refusal::EmptyAlternative);
     }
     let (mut rest, mut last) = (items.as_slice(), Last::Start);
     while let Some(item) = rest.first() {
         let step = match item {
-            Item::Comma if matches!(last, Last::Start | Last::Comma) => Err(stray_comma()),
+            Item::Comma if matches!(last, Last::Start | Last::Comma) => Err(Refusal::StrayComma),
             Item::Comma => Ok((1, Last::Comma)),
             Item::Word(_) => diagnose_term(rest, last),
         };
@@ -571,16 +623,12 @@ fn diagnose_alternative(alternative: &str) -> Option<String> {
             Err(problem) => return Some(problem),
         }
     }
-    (last == Last::Comma).then(stray_comma)
-}
-
-fn stray_comma() -> String {
-    "stray `,`: a comma goes between two comparators".to_string()
+    (last == Last::Comma).then_some(Refusal::StrayComma)
 }
 
 /// Checks the comparator starting at `items[0]` (a word); returns how many items it used
 /// and what it was.
-fn diagnose_term(items: &[Item<'_>], last: Last) -> Result<(usize, Last), String> {
+fn diagnose_term(items: &[Item<'_>], last: Last) -> Result<(usize, Last), Refusal> {
     match items {
         [Item::Word(low), Item::Word("-"), Item::Word(high), ..] if bare(low) && bare(high) => {
             check_term(low)?;
@@ -600,14 +648,14 @@ fn diagnose_term(items: &[Item<'_>], last: Last) -> Result<(usize, Last), String
 /// Upstream's range rewrite swallows the whitespace in front of a range, so after another
 /// comparator `<1.0 2 - 3` becomes `<1.0>= 2, <= 3 ` and fails. A comma in between, or
 /// a range in front (its rewrite ends with a space), avoids that.
-fn glued_range(low: &str, high: &str, last: Last) -> Result<(), String> {
+fn glued_range(low: &str, high: &str, last: Last) -> Result<(), Refusal> {
     if last != Last::Term {
         return Ok(());
     }
-    Err(format!(
-        "`{low} - {high}`: a hyphen range after another comparator needs a comma before it \
-         (Masterminds quirk), or put the range first"
-    ))
+    Err(Refusal::GluedRange {
+        low: low.to_string(),
+        high: high.to_string(),
+    })
 }
 
 fn is_operator_char(c: char) -> bool {
@@ -624,13 +672,11 @@ fn bare(word: &str) -> bool {
 }
 
 /// One comparator as the user wrote it (`>=1.2`, `>= 1.2`, `1.2`).
-fn check_term(term: &str) -> Result<(), String> {
+fn check_term(term: &str) -> Result<(), Refusal> {
     let op_end = term.find(|c| !is_operator_char(c)).unwrap_or(term.len());
     let (op, version) = term.split_at(op_end);
     if Op::from_text(op).is_none() {
-        return Err(format!(
-            "unknown operator `{op}` (use =, !=, >, <, >=, <=, ~, ~> or ^)"
-        ));
+        return Err(Refusal::UnknownOperatorHint(op.to_string()));
     }
     if let Some(problem) = version_word_problem(term, version.trim_start_matches(is_go_space)) {
         return Err(problem);
@@ -641,35 +687,33 @@ fn check_term(term: &str) -> Result<(), String> {
 /// What is wrong with the version part of `term`, if its shape is wrong. A well-formed
 /// version passes even when it looks odd (`1.2.3-rc-` is a valid pre-release); reading
 /// it is left to [`parse_term`].
-fn version_word_problem(term: &str, version: &str) -> Option<String> {
+fn version_word_problem(term: &str, version: &str) -> Option<Refusal> {
+    let term_text = || term.to_string();
     if version.is_empty() {
-        return Some(format!("`{term}`: operator without a version"));
+        return Some(Refusal::NoVersion(term_text()));
     }
     if version == "-" {
-        return Some(
-            "`-`: a hyphen range needs a bare version on each side, like `1.2 - 1.4.5`".into(),
-        );
+        return Some(Refusal::LoneHyphen);
     }
     if CONSTRAINT_VERSION.is_match(version) {
         return None;
     }
     if version.contains('|') {
-        return Some(format!("`{term}`: a single `|` is not “or”; write `||`"));
+        return Some(Refusal::SinglePipe(term_text()));
     }
     if version.starts_with('-') || version.ends_with('-') {
-        return Some(format!(
-            "`{term}`: hyphen range needs spaces around `-`, like `1.2 - 1.4.5`"
-        ));
+        return Some(Refusal::HyphenSpaces(term_text()));
     }
     if let Some(c) = version.chars().find(|c| is_operator_char(*c)) {
-        return Some(format!(
-            "`{term}`: `{c}` inside a version; separate comparators with a space or a comma"
-        ));
+        return Some(Refusal::OperatorInside {
+            term: term_text(),
+            c,
+        });
     }
-    Some(format!(
-        "`{term}`: not a version ({})",
-        shape_problem(version)
-    ))
+    Some(Refusal::NotVersion {
+        term: term_text(),
+        reason: Box::new(Refusal::Shape(version.to_string())),
+    })
 }
 
 /// Says what keeps `text` from the shape `[v]MAJOR[.MINOR[.PATCH]][-PRE][+BUILD]`
@@ -839,7 +883,11 @@ mod tests {
     #[test]
     fn upstream_rewrite_range() {
         for (text, expected) in REWRITE_RANGE {
-            assert_eq!(rewrite_ranges(text).as_deref(), Ok(*expected), "{text:?}");
+            assert_eq!(
+                rewrite_ranges(text).ok().as_deref(),
+                Some(*expected),
+                "{text:?}"
+            );
         }
     }
 

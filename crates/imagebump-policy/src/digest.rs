@@ -1,7 +1,7 @@
 //! The `digest` strategy: follow one mutable tag (`latest`, `stable`) and pin the digest it
 //! points to when that changes. Costs one manifest HEAD per distinct tag, no tag list.
 
-use crate::candidate::{Choice, Key, Meta, Verdict};
+use crate::candidate::{Choice, Key, Meta, MetaUnavailable, Verdict};
 use crate::semver::TagVersions;
 use crate::strategy::Strategy;
 
@@ -44,7 +44,7 @@ pub fn unlisted(current: &str) -> Choice {
 pub fn follow(
     current: &str,
     current_digest: Option<&str>,
-    meta: Option<Result<Meta, String>>,
+    meta: Option<Result<Meta, MetaUnavailable>>,
     refused: impl FnOnce(&Meta) -> Option<Verdict>,
 ) -> (Option<Verdict>, Choice) {
     match meta {
@@ -52,7 +52,10 @@ pub fn follow(
             None,
             Choice::Skip("the tag's digest was not fetched".into()),
         ),
-        Some(Err(e)) => (Some(Verdict::NoMetadata(e.clone())), Choice::Skip(e)),
+        Some(Err(e)) => (
+            Some(Verdict::NoMetadata(e.reason.clone())),
+            Choice::Skip(e.reason),
+        ),
         Some(Ok(m)) => {
             if let Some(v) = refused(&m) {
                 return (Some(v), Choice::Current);
@@ -73,7 +76,7 @@ pub fn follow(
 mod tests {
     use super::*;
 
-    fn meta(digest: &str) -> Option<Result<Meta, String>> {
+    fn meta(digest: &str) -> Option<Result<Meta, MetaUnavailable>> {
         Some(Ok(Meta {
             digest: digest.into(),
             builds: Vec::new(),
@@ -107,7 +110,12 @@ mod tests {
             (Some(Verdict::NoBuildDate), Choice::Current)
         );
         assert_eq!(
-            follow("latest", None, Some(Err("401".into())), |_| None),
+            follow(
+                "latest",
+                None,
+                Some(Err(MetaUnavailable::new("401"))),
+                |_| None
+            ),
             (
                 Some(Verdict::NoMetadata("401".into())),
                 Choice::Skip("401".into())

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use jiff::Timestamp;
 
-use crate::candidate::{is_artifact_tag, Candidate, Choice, Key, Meta, Verdict};
+use crate::candidate::{is_artifact_tag, Candidate, Choice, Key, Meta, MetaUnavailable, Verdict};
 use crate::newest_build::{Baseline, Examined};
 use crate::semver::{TagVersion, TagVersions};
 use crate::strategy;
@@ -101,7 +101,7 @@ pub struct Evaluation<'t> {
     order: Vec<usize>,
     /// Metadata supplied so far, by candidate index: only the few candidates walked
     /// (a repository may list a million tags).
-    meta: std::collections::HashMap<usize, Result<Meta, String>>,
+    meta: std::collections::HashMap<usize, Result<Meta, MetaUnavailable>>,
     /// Index of the current tag in the list, if the registry lists it.
     current_index: Option<usize>,
     skip: Option<String>,
@@ -347,7 +347,7 @@ impl<'t> Evaluation<'t> {
         self.policy.strategy != Strategy::Digest || self.policy.needs_metadata()
     }
 
-    pub fn supply(&mut self, index: usize, meta: Result<Meta, String>) {
+    pub fn supply(&mut self, index: usize, meta: Result<Meta, MetaUnavailable>) {
         if index < self.candidates.len() {
             self.meta.insert(index, meta);
         }
@@ -412,7 +412,7 @@ impl<'t> Evaluation<'t> {
             } else {
                 match self.meta.get(&i) {
                     None => Verdict::Unexamined,
-                    Some(Err(e)) => Verdict::NoMetadata(e.clone()),
+                    Some(Err(e)) => Verdict::NoMetadata(e.reason.clone()),
                     Some(Ok(m)) => self.meta_verdict(m).unwrap_or(Verdict::Chosen),
                 }
             };
@@ -465,7 +465,7 @@ impl<'t> Evaluation<'t> {
             self.set_verdict(i, v);
         }
         match decision.chosen {
-            Err(why) => Choice::Skip(why),
+            Err(why) => Choice::Skip(why.to_string()),
             Ok(chosen) => {
                 self.warnings.extend(decision.warnings);
                 self.order = decision.order;
@@ -479,7 +479,7 @@ impl<'t> Evaluation<'t> {
     fn build_of(&self, i: usize) -> Result<(Timestamp, &str), Verdict> {
         match self.meta.get(&i) {
             None => Err(Verdict::NoMetadata("not fetched".into())),
-            Some(Err(e)) => Err(Verdict::NoMetadata(e.clone())),
+            Some(Err(e)) => Err(Verdict::NoMetadata(e.reason.clone())),
             Some(Ok(m)) => match self.meta_verdict(m) {
                 Some(v) => Err(v),
                 None => m
@@ -804,7 +804,9 @@ mod tests {
             }
             for (i, tag) in wanted {
                 asked.push(tag.to_string());
-                e.supply(i, meta(tag).ok_or_else(|| format!("{tag}: no such tag")));
+                let found =
+                    meta(tag).ok_or_else(|| MetaUnavailable::new(format!("{tag}: no such tag")));
+                e.supply(i, found);
             }
         }
         (e.decide(), asked, e)

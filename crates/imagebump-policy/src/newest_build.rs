@@ -54,6 +54,16 @@ pub struct Baseline<'a> {
     pub digest: &'a str,
 }
 
+/// Every candidate image has the one build date: newest-build cannot order them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("all {candidates} candidate images{} have the same build date {created} (reproducible builds?), so newest-build cannot order them; use semver, numeric or a regex on the tag instead", if *.with_current { " and the current image" } else { "" })]
+pub struct SameBuildDate {
+    pub candidates: usize,
+    /// The current image has that date too.
+    pub with_current: bool,
+    pub created: Timestamp,
+}
+
 /// What newest-build decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -61,7 +71,7 @@ pub struct Decision {
     pub verdicts: Vec<(usize, Verdict)>,
     /// The chosen candidate's index (`None`: nothing newer), or why the builds cannot be
     /// ordered at all.
-    pub chosen: Result<Option<usize>, String>,
+    pub chosen: Result<Option<usize>, SameBuildDate>,
     /// The candidates best first, to explain the choice: the dated ones newest first (the
     /// name order the filters left means nothing here), then those dropped for their
     /// metadata. Empty when `chosen` is an error.
@@ -132,9 +142,9 @@ pub fn decide(
 
 /// Why the dated candidates cannot be ordered: several images, one build date for all
 /// (and for the current image, when its date is known).
-fn reproducible(dated: &[Dated], baseline: Option<Baseline>) -> Option<String> {
+fn reproducible(dated: &[Dated], baseline: Option<Baseline>) -> Option<SameBuildDate> {
     let mut digests: BTreeSet<&str> = dated.iter().map(|d| d.digest).collect();
-    let (created, and_current) = match baseline {
+    let (created, with_current) = match baseline {
         Some(Baseline {
             created: Some(t),
             digest,
@@ -147,15 +157,11 @@ fn reproducible(dated: &[Dated], baseline: Option<Baseline>) -> Option<String> {
     if digests.len() < 2 || dated.iter().any(|d| d.created != created) {
         return None;
     }
-    let n = dated.len();
-    let current = if and_current {
-        " and the current image"
-    } else {
-        ""
-    };
-    Some(format!(
-        "all {n} candidate images{current} have the same build date {created} (reproducible builds?), so newest-build cannot order them; use semver, numeric or a regex on the tag instead"
-    ))
+    Some(SameBuildDate {
+        candidates: dated.len(),
+        with_current,
+        created,
+    })
 }
 
 /// Each dated candidate's verdict, newest first (pushed to `verdicts`), and the chosen one.
@@ -270,6 +276,7 @@ mod tests {
         assert!(d
             .chosen
             .unwrap_err()
+            .to_string()
             .starts_with("all 2 candidate images have"));
         let examined = [
             dated(0, "a", 10, "sha256:a"),

@@ -115,7 +115,7 @@ fn read_file(path: &Path, host: &str) -> Result<Option<Credential>, Error> {
                 e.column()
             ))
         })?;
-        return docker_config_json(&json, host).map_err(fail);
+        return docker_config_json(&json, host).map_err(|e| fail(e.to_string()));
     }
     Credential::from_pair(trimmed)
         .map(Some)
@@ -125,14 +125,28 @@ fn read_file(path: &Path, host: &str) -> Result<Option<Credential>, Error> {
 /// What a `file:` source's file must hold.
 const FILE_HOLDS: &str = "user:password, or a Docker config JSON with an entry for the registry";
 
+/// Why a Docker config JSON's entry for a registry gives no credential.
+#[derive(Debug, thiserror::Error)]
+enum DockerConfigError {
+    #[error("expected an object with \"auths\"")]
+    NotObject,
+    #[error("auths[{0:?}] has neither auth nor username/password")]
+    NoAuth(String),
+    #[error("auths[{0:?}].auth is not base64 of user:password")]
+    BadAuth(String),
+}
+
 /// The entry for `host` in a Docker config JSON's `auths` (or a legacy `.dockercfg` map).
 /// `None` when the file has no entry for the host.
-fn docker_config_json(json: &serde_json::Value, host: &str) -> Result<Option<Credential>, String> {
+fn docker_config_json(
+    json: &serde_json::Value,
+    host: &str,
+) -> Result<Option<Credential>, DockerConfigError> {
     let auths = json
         .get("auths")
         .or(Some(json))
         .and_then(|a| a.as_object())
-        .ok_or("expected an object with \"auths\"")?;
+        .ok_or(DockerConfigError::NotObject)?;
     let wanted = config_keys(host);
     let entry = auths.iter().find(|(k, _)| {
         let k = k
@@ -163,16 +177,15 @@ fn docker_config_json(json: &serde_json::Value, host: &str) -> Result<Option<Cre
     if let (Some(u), Some(p)) = (field("username"), field("password")) {
         return Ok(Some(Credential::new(u, p)));
     }
-    let auth = field("auth")
-        .ok_or_else(|| format!("auths[{key:?}] has neither auth nor username/password"))?;
+    let auth = field("auth").ok_or_else(|| DockerConfigError::NoAuth(key.clone()))?;
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(auth.trim())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| format!("auths[{key:?}].auth is not base64 of user:password"))?;
+        .ok_or_else(|| DockerConfigError::BadAuth(key.clone()))?;
     Credential::from_pair(&decoded)
         .map(Some)
-        .ok_or_else(|| format!("auths[{key:?}].auth is not base64 of user:password"))
+        .ok_or_else(|| DockerConfigError::BadAuth(key.clone()))
 }
 
 #[cfg(test)]
@@ -211,7 +224,17 @@ mod tests {
         assert_eq!(pair(docker_config_json(&json, "quay.io").unwrap()), None);
         let bad = serde_json::json!({"auths": {"quay.io": {"auth": "!!"}}});
         let e = docker_config_json(&bad, "quay.io").unwrap_err();
-        assert!(e.contains("not base64"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "auths[\"quay.io\"].auth is not base64 of user:password"
+        );
+        let e = docker_config_json(&serde_json::json!({"auths": {"quay.io": {}}}), "quay.io");
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "auths[\"quay.io\"] has neither auth nor username/password"
+        );
+        let e = docker_config_json(&serde_json::json!([]), "quay.io").unwrap_err();
+        assert!(matches!(e, DockerConfigError::NotObject), "{e:?}");
     }
 
     #[test]
