@@ -287,7 +287,7 @@ pub struct RunArgs {
 }
 
 use imagebump_model::env::EnvVars;
-pub use imagebump_model::ForgeKind;
+use imagebump_model::ForgeKind;
 
 /// `--forge`: the model's names, with `forgejo` as an alias of `gitea` (the same API).
 fn forge_kind_parser() -> impl clap::builder::TypedValueParser<Value = ForgeKind> {

@@ -17,8 +17,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use imagebump::forge::github::GitHub;
-use imagebump::forge::{Error, Forge, GitHubAuth, GitHubSettings, Pull, PullState};
+use imagebump_forge::github::GitHub;
+use imagebump_forge::{Error, Forge, GitHubAuth, GitHubSettings, Pull, PullState};
 use secrecy::SecretString;
 use serde_json::json;
 

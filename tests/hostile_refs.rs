@@ -20,7 +20,7 @@
 mod support;
 
 use imagebump::deliver::marker::{render, Marked};
-use imagebump::forge::Forge;
+use imagebump_forge::Forge;
 use support::cli::{imagebump, Run};
 use support::github::{FakeGitHub, BOT_LOGIN};
 use support::TwoApps;
@@ -312,7 +312,7 @@ async fn a_remote_without_a_base_branch_is_an_error() {
 /// The account each forge's credentials act as, spelled as its pull requests' authors are.
 #[tokio::test(flavor = "multi_thread")]
 async fn whoami_names_the_account_pull_requests_are_opened_by() {
-    use imagebump::forge::{GitHubAuth, GitHubSettings};
+    use imagebump_forge::{GitHubAuth, GitHubSettings};
     use secrecy::SecretString;
     let fake = FakeGitHub::start().await;
     let settings = |auth| GitHubSettings {
@@ -321,14 +321,14 @@ async fn whoami_names_the_account_pull_requests_are_opened_by() {
         repo: FakeGitHub::REPO.into(),
         auth,
     };
-    let token = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::Token(
+    let token = imagebump_forge::github::GitHub::connect(settings(GitHubAuth::Token(
         SecretString::from(TOKEN),
     )))
     .await
     .unwrap();
     assert_eq!(token.whoami().await.unwrap(), BOT_LOGIN);
     fake.enable_app(7, 70);
-    let app = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::App {
+    let app = imagebump_forge::github::GitHub::connect(settings(GitHubAuth::App {
         app_id: 7,
         private_key_pem: SecretString::from(support::github::APP_PRIVATE_KEY),
     }))
@@ -343,7 +343,7 @@ async fn whoami_names_the_account_pull_requests_are_opened_by() {
     // An installation token passed as a plain token (Actions' GITHUB_TOKEN): `/user` is
     // refused, GraphQL's viewer names the bot.
     let installation = fake.issued_tokens().pop().unwrap();
-    let as_token = imagebump::forge::github::GitHub::connect(settings(GitHubAuth::Token(
+    let as_token = imagebump_forge::github::GitHub::connect(settings(GitHubAuth::Token(
         SecretString::from(installation),
     )))
     .await
@@ -484,8 +484,8 @@ fn a_backdated_commit_buys_no_soak_time() {
 /// imagebump's (`None`).
 #[tokio::test(flavor = "multi_thread")]
 async fn gitlab_and_gitea_name_the_tokens_user() {
-    use imagebump::forge::gitea::{Gitea, GiteaSettings};
-    use imagebump::forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+    use imagebump_forge::gitea::{Gitea, GiteaSettings};
+    use imagebump_forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
     use secrecy::SecretString;
     use support::gitea::FakeGitea;
     use support::gitlab::FakeGitLab;

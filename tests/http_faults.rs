@@ -17,13 +17,13 @@
 use std::time::Duration;
 
 use imagebump::config::RegistryConfig;
-use imagebump::forge::gitea::{Gitea, GiteaSettings};
-use imagebump::forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
-use imagebump::forge::{Forge, GitHub, GitHubAuth, GitHubSettings};
 use imagebump::registry::credentials::Environment;
-use imagebump::registry::name::parse_name;
 use imagebump::registry::Registries;
+use imagebump_forge::gitea::{Gitea, GiteaSettings};
+use imagebump_forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+use imagebump_forge::{Forge, GitHub, GitHubAuth, GitHubSettings};
 use imagebump_http::{Options, RetryPolicy, Transport};
+use imagebump_model::name::parse_name;
 use secrecy::SecretString;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -68,8 +68,8 @@ enum Kind {
 
 /// What a client's request ended in: the kind of error and its whole text.
 async fn request(target: Target, uri: &str, post: bool, timeout: Duration) -> (Kind, String) {
-    let forge_error = |e: imagebump::forge::Error| {
-        use imagebump::forge::Error as E;
+    let forge_error = |e: imagebump_forge::Error| {
+        use imagebump_forge::Error as E;
         let kind = match &e {
             E::RateLimited { .. } => Kind::RateLimited,
             E::Status { status, .. } if *status >= 500 => Kind::Server,

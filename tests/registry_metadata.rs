@@ -21,8 +21,10 @@ mod support;
 use std::sync::Arc;
 
 use imagebump::registry::client::Client;
-use imagebump::registry::manifest::{ImageConfig, IndexEntry, Manifest, Platform};
-use imagebump::registry::{name::parse_name, Error, Registries, StatsSnapshot};
+use imagebump::registry::manifest::{ImageConfig, IndexEntry, Manifest};
+use imagebump::registry::{Error, Registries, StatsSnapshot};
+use imagebump_model::name::parse_name;
+use imagebump_model::platform::Platform;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use support::{Registry, RegistryMode};

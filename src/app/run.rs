@@ -12,7 +12,6 @@ use crate::deliver::pulls::PullReport;
 use crate::deliver::push::{push_to_base, PushError};
 use crate::discover::{self, Discovery};
 use crate::forge::connect::Connected;
-use crate::forge::Forge;
 use crate::plan::{self, Plan};
 use crate::progress::Journal;
 use crate::promote::seen::Seen;
@@ -20,6 +19,7 @@ use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
 use crate::report::{self, Counts, RunReport};
 use crate::resolve::{self, Rejections, Resolved};
+use imagebump_forge::Forge;
 use imagebump_model::env::EnvVars;
 use imagebump_model::Problem;
 
@@ -377,7 +377,7 @@ fn from_history(
     plan: &RunPlan,
     loaded: &Loaded,
     git: &crate::source::git::Git,
-    closed: &[crate::forge::Pull],
+    closed: &[imagebump_forge::Pull],
     lifted: &mut BTreeSet<String>,
 ) -> Vec<crate::deliver::pulls::Rejected> {
     let history = git
@@ -428,11 +428,11 @@ async fn whoami(plan: &RunPlan, f: &dyn Forge, problems: &mut Vec<Problem>) -> O
 /// imagebump's own closed pull requests among `closed`; a note for each other one whose
 /// body carries a marker (someone else's cannot reject anything).
 fn ours_closed(
-    closed: Vec<crate::forge::Pull>,
+    closed: Vec<imagebump_forge::Pull>,
     login: Option<&str>,
     base: &str,
     notes: &mut Vec<String>,
-) -> Vec<crate::forge::Pull> {
+) -> Vec<imagebump_forge::Pull> {
     let (ours, others): (Vec<_>, Vec<_>) = closed
         .into_iter()
         .partition(|p| crate::deliver::pulls::is_ours(p, login, base));
@@ -451,7 +451,7 @@ struct Check<'a> {
     login: Option<&'a str>,
     base: &'a str,
     /// imagebump's own closed pull requests, as listed.
-    closed: &'a [crate::forge::Pull],
+    closed: &'a [imagebump_forge::Pull],
 }
 
 /// What the run knows of reviewers' decisions before it resolves anything.
@@ -462,7 +462,7 @@ struct Decisions {
     /// The open pull requests of imagebump's branch prefix, listed once here and used
     /// again by pull-request mode (`None`: no forge, or the listing failed); only its own
     /// are touched.
-    open: Option<Vec<crate::forge::Pull>>,
+    open: Option<Vec<imagebump_forge::Pull>>,
     /// The forge account imagebump acts as (`None`: no forge, or not known).
     login: Option<String>,
     /// What was left alone and why (pull requests someone else opened, records that do
@@ -472,7 +472,7 @@ struct Decisions {
 
 /// `pr-N` for each of imagebump's own pull requests that is open: one a human reopened
 /// lifts the rejection its closing made.
-fn reopened(open: &[crate::forge::Pull], login: Option<&str>, base: &str) -> BTreeSet<String> {
+fn reopened(open: &[imagebump_forge::Pull], login: Option<&str>, base: &str) -> BTreeSet<String> {
     open.iter()
         .filter(|p| crate::deliver::pulls::is_ours(p, login, base))
         .map(|p| format!("pr-{}", p.number))
@@ -551,7 +551,7 @@ async fn hold(
     problems: &mut Vec<Problem>,
 ) -> (Vec<crate::deliver::pulls::Rejected>, Vec<String>, bool) {
     use crate::deliver::pulls::{pull_number, unsupported};
-    let mut pulls: BTreeMap<u64, Option<crate::forge::Pull>> = check
+    let mut pulls: BTreeMap<u64, Option<imagebump_forge::Pull>> = check
         .closed
         .iter()
         .map(|p| (p.number, Some(p.clone())))
@@ -609,7 +609,7 @@ async fn hold(
 fn lookup_problem(
     f: &dyn Forge,
     r: &crate::deliver::pulls::Rejected,
-    e: &crate::forge::Error,
+    e: &imagebump_forge::Error,
 ) -> Problem {
     Problem {
         location: f.name().into(),

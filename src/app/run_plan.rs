@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use super::source::Source;
 use super::Error;
-use crate::cli::{ForgeKind, RunArgs};
+use crate::cli::RunArgs;
 use crate::config::GroupBy;
+use imagebump_model::ForgeKind;
 
 /// What a run does with the updates it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

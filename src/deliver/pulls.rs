@@ -25,9 +25,9 @@ pub use self::rejections::{
 };
 pub use self::state::{is_ours, not_ours_notes};
 use crate::config::PullRequestsConfig;
-use crate::forge::Forge;
 use crate::plan::Plan;
 use crate::source::git::Git;
+use imagebump_forge::Forge;
 use imagebump_model::Problem;
 
 /// What happened (or, in a dry run, would happen) to one change set.
@@ -88,7 +88,7 @@ pub struct Context<'a> {
     /// The open pull requests of branches with imagebump's prefix, when the run has listed
     /// them already (`None`: listed here); only imagebump's own ([`state::is_ours`]) are
     /// touched.
-    pub open: Option<&'a [crate::forge::Pull]>,
+    pub open: Option<&'a [imagebump_forge::Pull]>,
     /// The forge account imagebump acts as (`Forge::whoami`); `None` when unknown: then no
     /// pull request is imagebump's.
     pub login: Option<&'a str>,
@@ -164,7 +164,7 @@ struct Known<'a> {
     plan: &'a Plan,
     built: &'a [Option<decide::Built>],
     branches: &'a BTreeMap<String, decide::Branch>,
-    open: &'a BTreeMap<String, crate::forge::Pull>,
+    open: &'a BTreeMap<String, imagebump_forge::Pull>,
     claimed: &'a std::collections::BTreeSet<String>,
 }
 

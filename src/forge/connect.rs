@@ -3,10 +3,10 @@
 
 use secrecy::SecretString;
 
-use super::gitea::{Gitea, GiteaSettings};
-use super::github::GitHub;
-use super::gitlab::{GitLab, GitLabAuth, GitLabSettings};
-use super::{Forge, GitHubAuth, GitHubSettings};
+use imagebump_forge::gitea::{Gitea, GiteaSettings};
+use imagebump_forge::github::GitHub;
+use imagebump_forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+use imagebump_forge::{Forge, GitHubAuth, GitHubSettings};
 use imagebump_model::env::EnvVars;
 use imagebump_model::ForgeKind;
 
@@ -112,7 +112,7 @@ pub enum Error {
     #[error("{forge}: {source}{}", source.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default())]
     Forge {
         forge: &'static str,
-        source: super::Error,
+        source: imagebump_forge::Error,
     },
 }
 
@@ -153,7 +153,7 @@ fn repository(
     }
 }
 
-fn failed(forge: &'static str) -> impl FnOnce(super::Error) -> Error {
+fn failed(forge: &'static str) -> impl FnOnce(imagebump_forge::Error) -> Error {
     move |source| Error::Forge { forge, source }
 }
 
@@ -180,13 +180,13 @@ async fn github(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Erro
     };
     let (owner, repo) = repository(
         req,
-        super::github::repo_from_url(req.url).map(|(_, o, n)| (o, n)),
+        imagebump_forge::github::repo_from_url(req.url).map(|(_, o, n)| (o, n)),
     )?;
     let api_url = req
         .api_url
         .map(str::to_string)
         .or_else(|| var(EnvVars::GITHUB_API_URL))
-        .unwrap_or_else(|| super::github::api_url_for_host(host));
+        .unwrap_or_else(|| imagebump_forge::github::api_url_for_host(host));
     let forge = GitHub::connect(GitHubSettings {
         api_url,
         owner,
@@ -215,7 +215,7 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Erro
         } else {
             return Ok(None);
         };
-    let project = match (req.repo, super::gitlab::project_from_url(req.url)) {
+    let project = match (req.repo, imagebump_forge::gitlab::project_from_url(req.url)) {
         (Some(p), _) => p.to_string(),
         (None, Some(p)) => p,
         (None, None) => return Err(Error::NoProject(req.url.to_string())),
@@ -227,7 +227,7 @@ async fn gitlab(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Erro
         .api_url
         .map(str::to_string)
         .or_else(|| var(EnvVars::CI_API_V4_URL).filter(|_| in_ci))
-        .unwrap_or_else(|| super::gitlab::api_url_for_host(host));
+        .unwrap_or_else(|| imagebump_forge::gitlab::api_url_for_host(host));
     let forge = GitLab::new(GitLabSettings {
         api_url,
         project,
@@ -249,11 +249,11 @@ async fn gitea(req: &Request<'_>, host: &str) -> Result<Option<Connected>, Error
     ]) else {
         return Ok(None);
     };
-    let (owner, repo) = repository(req, super::gitea::repo_from_url(req.url))?;
+    let (owner, repo) = repository(req, imagebump_forge::gitea::repo_from_url(req.url))?;
     let api_url = req
         .api_url
         .map(str::to_string)
-        .unwrap_or_else(|| super::gitea::api_url_for_host(host));
+        .unwrap_or_else(|| imagebump_forge::gitea::api_url_for_host(host));
     let forge = Gitea::new(GiteaSettings {
         api_url,
         owner,

@@ -2,8 +2,6 @@
 
 use std::collections::HashMap;
 
-pub use super::credentials::Credential;
-
 /// A parsed `WWW-Authenticate` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Challenge {

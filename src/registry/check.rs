@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::client::Client;
-use super::credentials::Source;
 use super::{prefix_host, Error, Registries, DEFAULT_CONCURRENCY};
+use imagebump_model::credentials::Source;
 use imagebump_model::name::{self, ImageName, DOCKER_HUB};
 
 /// The outcome for one registry prefix or image.

@@ -15,13 +15,14 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
 use super::auth::{self, Challenge};
-use super::credentials::{Credential, Environment, InUse, Provider, ProviderOptions, Source};
+use super::credentials::{Credential, Environment, InUse, Provider, ProviderOptions};
 use super::gate::Gate;
 use super::manifest::{
     digest_matches, parse_config, parse_manifest, sha256_digest, ImageConfig, Manifest,
 };
 use super::{Error, Stats};
 use imagebump_model::config::RegistryConfig;
+use imagebump_model::credentials::Source;
 use imagebump_model::name::{is_sha256_digest, is_valid_digest, is_valid_tag};
 
 /// A repository's tag list, all pages together: bytes read and tags kept. A million tags

@@ -17,7 +17,7 @@ pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.mani
 const DOCKER_SCHEMA1: &str = "application/vnd.docker.distribution.manifest.v1+json";
 const DOCKER_SCHEMA1_SIGNED: &str = "application/vnd.docker.distribution.manifest.v1+prettyjws";
 
-pub use imagebump_model::platform::Platform;
+use imagebump_model::platform::Platform;
 
 /// A manifest as the registry served it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,6 @@ pub mod client;
 pub mod credentials;
 pub mod gate;
 pub mod manifest;
-pub use imagebump_model::name;
 mod tls;
 
 /// The largest CA bundle or credentials file read: far above any real one, far below a
@@ -51,10 +50,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use client::Client;
-use credentials::{Environment, Source};
+use credentials::Environment;
 use gate::Gate;
 use imagebump_model::config::RegistryConfig;
-use name::{ImageName, DOCKER_HUB};
+use imagebump_model::credentials::Source;
+use imagebump_model::name::{ImageName, DOCKER_HUB};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -295,7 +295,7 @@ fn prefix_matches(prefix: &str, full: &str) -> bool {
 /// The registry host a `prefix` names (`docker.io/acme` → `registry-1.docker.io`).
 pub fn prefix_host(prefix: &str) -> String {
     let host = prefix.split('/').next().unwrap_or_default();
-    match name::parse_name(&format!("{host}/x")) {
+    match imagebump_model::name::parse_name(&format!("{host}/x")) {
         Ok(n) => n.registry,
         Err(_) => host.to_string(),
     }

@@ -17,8 +17,9 @@ use imagebump_model::name::is_valid_digest;
 
 use crate::registry::cache::DiskCache;
 use crate::registry::client::Client;
-use crate::registry::manifest::{parse_config, parse_manifest, ImageConfig, Manifest, Platform};
+use crate::registry::manifest::{parse_config, parse_manifest, ImageConfig, Manifest};
 use crate::registry::Error;
+use imagebump_model::platform::Platform;
 use imagebump_policy::candidate::{Build, Meta};
 
 type Cell<T, E> = Arc<OnceCell<Result<T, E>>>;

@@ -7,8 +7,8 @@ use super::decide::{Action, CLOSE_NOTE, FOREIGN_NOTE};
 use super::state::is_foreign;
 use super::{Context, Outcome, PullReport};
 use crate::config::PullRequestsConfig;
-use crate::forge::{Forge, NewPull, Pull};
 use crate::source::git::RefUpdate;
+use imagebump_forge::{Forge, NewPull, Pull};
 use imagebump_model::Problem;
 
 /// How many times a change set is rebuilt on a moved base after a rejected push.
@@ -191,7 +191,7 @@ async fn adopt(
         Err(e) => return failed(f, report, &what, &e, problems),
     };
     let Some(p) = open.into_iter().find(|p| p.branch == new.branch) else {
-        let e = crate::forge::Error::NotFound {
+        let e = imagebump_forge::Error::NotFound {
             what: format!("an open pull request for {}", new.branch),
         };
         return failed(f, report, &what, &e, problems);
@@ -199,7 +199,7 @@ async fn adopt(
     // Only a pull request imagebump's own account opened into the base is adopted: one
     // someone else opened from the branch meanwhile is left as it is.
     if !super::state::is_ours(&p, ctx.login, ctx.base) {
-        let e = crate::forge::Error::Refused {
+        let e = imagebump_forge::Error::Refused {
             message: format!(
                 "pull request #{} was opened by {}, not by {}; left alone",
                 p.number,
@@ -250,7 +250,7 @@ fn failed(
     f: &dyn Forge,
     mut report: PullReport,
     what: &str,
-    e: &crate::forge::Error,
+    e: &imagebump_forge::Error,
     problems: &mut Vec<Problem>,
 ) -> PullReport {
     problems.push(forge_problem(f, what, e));
@@ -288,9 +288,9 @@ async fn automerge(
 ) {
     use crate::config::MergeMethod as M;
     let method = match ctx.settings.merge_method {
-        M::Merge => crate::forge::MergeMethod::Merge,
-        M::Squash => crate::forge::MergeMethod::Squash,
-        M::Rebase => crate::forge::MergeMethod::Rebase,
+        M::Merge => imagebump_forge::MergeMethod::Merge,
+        M::Squash => imagebump_forge::MergeMethod::Squash,
+        M::Rebase => imagebump_forge::MergeMethod::Rebase,
     };
     let result = match f.enable_automerge(pull, method).await {
         Ok(()) => f.update_pull(pull.number, title, body).await,
@@ -445,7 +445,7 @@ async fn commit_by_api(
 fn api_commit(
     ctx: &Context<'_>,
     u: &RefUpdate,
-) -> Result<crate::forge::ApiCommit, crate::source::git::Error> {
+) -> Result<imagebump_forge::ApiCommit, crate::source::git::Error> {
     let paths = ctx.git.changed_files(ctx.dir, ctx.base_commit, &u.new)?;
     let mut files = Vec::with_capacity(paths.len());
     for path in paths {
@@ -460,7 +460,7 @@ fn api_commit(
         .first()
         .map(|c| format!("{}\n\n{}", c.subject, c.body))
         .unwrap_or_default();
-    Ok(crate::forge::ApiCommit {
+    Ok(imagebump_forge::ApiCommit {
         branch: u.branch.clone(),
         expected: u.expected.clone(),
         parent: ctx.base_commit.to_string(),
@@ -529,7 +529,7 @@ fn has_foreign_commits(ctx: &Context<'_>, tip: &str) -> bool {
         .any(|c| is_foreign(c, &ctx.settings.author.email, ctx.by_api))
 }
 
-pub fn forge_problem(f: &dyn Forge, what: &str, e: &crate::forge::Error) -> Problem {
+pub fn forge_problem(f: &dyn Forge, what: &str, e: &imagebump_forge::Error) -> Problem {
     Problem {
         location: f.name().to_string(),
         message: format!("{what}: {e}"),

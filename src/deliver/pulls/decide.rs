@@ -8,10 +8,10 @@ use super::message::{automerge, body, branch_name, title, updates_of, Automerge}
 use super::{Outcome, PullReport};
 use crate::config::PullRequestsConfig;
 use crate::deliver::marker::{self, Marked};
-use crate::forge::{NewPull, Pull};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::resolve::Rejections;
 use crate::source::git::RefUpdate;
+use imagebump_forge::{NewPull, Pull};
 
 /// Appended to the pull request of a branch someone else committed to, and commented.
 pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";
@@ -395,7 +395,7 @@ fn report(p: &Proposal<'_>, action: Outcome, pull: Option<&Pull>) -> PullReport 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::forge::PullState;
+    use imagebump_forge::PullState;
 
     /// A plan with one change set per group, each updating `ghcr.io/acme/<group>`.
     fn plan(groups: &[&str]) -> Plan {

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::deliver::marker;
-use crate::forge::{Pull, PullState};
 use crate::promote::seen::{escape, unescape};
 use crate::resolve::{Rejection, Rejections};
 use crate::source::git::CommitInfo;
+use imagebump_forge::{Pull, PullState};
 use imagebump_model::name::parse_name;
 
 /// Where rejections are recorded in the repository itself, one ref each, so that they

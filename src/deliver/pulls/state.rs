@@ -9,8 +9,8 @@ use super::decide::{Branch, Built, Proposal};
 use super::message::commit_message;
 use super::Context;
 use crate::deliver::marker;
-use crate::forge::Pull;
 use crate::source::git::{CommitInfo, Error as GitError, NewCommit, Signature};
+use imagebump_forge::Pull;
 use imagebump_model::Problem;
 
 /// What [`read`] found on the remote and the forge.

@@ -175,7 +175,7 @@ pub(crate) fn service_error(body: &[u8]) -> String {
     imagebump_http::redact(&text)
 }
 
-pub use imagebump_model::credentials::{Source, SOURCES};
+use imagebump_model::credentials::Source;
 use imagebump_model::env::EnvVars;
 
 /// The source used when a registry names none: Docker's configuration if it has an entry
