@@ -124,7 +124,7 @@ pub(super) fn read(rel: &str, kind: FileKind, text: &str) -> Option<Result<Chart
     let docs = imagebump_yaml::parse_located(text).ok()?;
     let json = match imagebump_yaml::json_documents(text) {
         Ok(j) => j,
-        Err(e) => return Some(Err(Problem::at_file(rel, 0, 0, e))),
+        Err(e) => return Some(Err(Problem::at_file(rel, 0, 0, e.to_string()))),
     };
     Some(Ok(ChartFile {
         rel: rel.to_string(),
