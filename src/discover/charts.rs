@@ -50,7 +50,8 @@ pub(crate) fn chart_ref(
     s: &Scalar,
     (repo, chart): (&str, &str),
 ) -> Result<ImageRef, Problem> {
-    let name = crate::chart::chart_name(repo, chart).map_err(|e| ctx.problem(s.span.start, e))?;
+    let name = crate::chart::chart_name(repo, chart)
+        .map_err(|e| ctx.problem(s.span.start, e.to_string()))?;
     let version = s.value.trim();
     let mut r = ctx.new_ref(
         RefKind::HelmChart,
