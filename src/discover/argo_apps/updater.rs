@@ -49,7 +49,7 @@ impl Scan<'_> {
         let relocated = match self.locate(c) {
             Ok(r) => r,
             Err(why) => {
-                self.template_note(c, &why);
+                self.template_note(c, &why.to_string());
                 return None;
             }
         };
