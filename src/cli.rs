@@ -163,15 +163,31 @@ pub struct TagsArgs {
     pub output: Format,
 }
 
-fn parse_strategy(s: &str) -> Result<imagebump_model::policy::Strategy, String> {
-    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| {
-        "expected semver, newest-build, digest, alphabetical, numeric or regex".to_string()
-    })
+/// A flag's value the parsers below refuse; clap shows it after the flag's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    #[error("expected semver, newest-build, digest, alphabetical, numeric or regex")]
+    Strategy,
+    #[error("expected variant or masterminds")]
+    SemverMode,
+    /// `--shard`, as written.
+    #[error("{0:?}: expected I/N with 0 <= I < N, e.g. 0/4")]
+    Shard(String),
+    #[error(transparent)]
+    Duration(#[from] imagebump_model::duration::DurationError),
+    /// `--timeout`, as written.
+    #[error("{0:?} is longer than a week")]
+    TimeoutOverAWeek(String),
+    #[error("expected app, directory, image or all")]
+    GroupBy,
 }
 
-fn parse_semver_mode(s: &str) -> Result<imagebump_model::policy::SemverMode, String> {
-    serde_json::from_value(serde_json::Value::String(s.into()))
-        .map_err(|_| "expected variant or masterminds".to_string())
+fn parse_strategy(s: &str) -> Result<imagebump_model::policy::Strategy, FlagError> {
+    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| FlagError::Strategy)
+}
+
+fn parse_semver_mode(s: &str) -> Result<imagebump_model::policy::SemverMode, FlagError> {
+    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| FlagError::SemverMode)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -300,8 +316,8 @@ fn forge_kind_parser() -> impl clap::builder::TypedValueParser<Value = ForgeKind
     })
 }
 
-fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("{s:?}: expected I/N with 0 <= I < N, e.g. 0/4");
+fn parse_shard(s: &str) -> Result<(u64, u64), FlagError> {
+    let bad = || FlagError::Shard(s.to_string());
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
     let (i, n): (u64, u64) = (
         i.trim().parse().map_err(|_| bad())?,
@@ -313,15 +329,35 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((i, n))
 }
 
-fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+fn parse_timeout(s: &str) -> Result<std::time::Duration, FlagError> {
     let d = imagebump_model::duration::parse_age(s)?;
     if d > std::time::Duration::from_secs(7 * 86_400) {
-        return Err(format!("{s:?} is longer than a week"));
+        return Err(FlagError::TimeoutOverAWeek(s.to_string()));
     }
     Ok(d)
 }
 
-fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, String> {
-    serde_json::from_value(serde_json::Value::String(s.into()))
-        .map_err(|_| "expected app, directory, image or all".to_string())
+fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, FlagError> {
+    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| FlagError::GroupBy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_values_refused_with_todays_words() {
+        let shard = parse_shard("4/4").map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(
+            shard,
+            Err(r#""4/4": expected I/N with 0 <= I < N, e.g. 0/4"#.into())
+        );
+        assert_eq!(parse_shard(" 1 / 4"), Ok((1, 4)));
+        let long = parse_timeout("8d").map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(long, Err(r#""8d" is longer than a week"#.into()));
+        let bad = parse_timeout("soon").map(|_| ()).map_err(|e| e.to_string());
+        let want = r#""soon" is not a duration (use a number and a unit: s, m, h, d, w)"#;
+        assert_eq!(bad, Err(want.into()));
+        assert_eq!(parse_group_by("team").map(|_| ()), Err(FlagError::GroupBy));
+    }
 }

@@ -127,7 +127,7 @@ fn files(plan: &RunPlan, report: &RunReport) -> Vec<Problem> {
                 text.push(b'\n');
                 String::from_utf8(text).map_err(|e| e.to_string())
             })
-            .and_then(|t| write_atomic(path, &t, false));
+            .and_then(|t| write_atomic(path, &t, false).map_err(|e| e.to_string()));
         if let Err(e) = written {
             late.push(Problem::general(format!(
                 "--report {}: {e}",
@@ -220,18 +220,18 @@ fn now() -> f64 {
 /// it (a reader, such as node-exporter's textfile collector, never sees half a file).
 /// `readable`: by everyone (0644; the collector may run as another user), else the
 /// temporary file's own 0600.
-fn write_atomic(path: &Path, text: &str, readable: bool) -> Result<(), String> {
+fn write_atomic(path: &Path, text: &str, readable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
-    tmp.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
     if readable {
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::Permissions::from_mode(0o644);
-        std::fs::set_permissions(tmp.path(), mode).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(tmp.path(), mode)?;
     }
-    tmp.persist(path).map_err(|e| e.error.to_string())?;
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -206,9 +206,9 @@ fn target(args: &TagsArgs) -> Result<(Reference, Option<String>), Error> {
         let image = args.image.as_deref().unwrap_or_default();
         return Ok((parse_reference(image)?, None));
     };
-    let (chart, version) = crate::chart::parse_chart_arg(arg).map_err(|message| Error::Flag {
+    let (chart, version) = crate::chart::parse_chart_arg(arg).map_err(|e| Error::Flag {
         flag: "--chart",
-        message,
+        message: e.to_string(),
     })?;
     let index = crate::chart::classic_repository(&chart.written).map(str::to_string);
     let reference = Reference {

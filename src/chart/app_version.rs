@@ -87,6 +87,17 @@ pub async fn oci(
     all
 }
 
+/// Why an OCI chart version's appVersion was not read (logged, not reported).
+#[derive(Debug, thiserror::Error)]
+enum OciAppVersionError {
+    #[error(transparent)]
+    Registry(#[from] crate::registry::Error),
+    #[error("the manifest names no config")]
+    NoConfig,
+    #[error("chart config: {0}")]
+    Config(serde_json::Error),
+}
+
 /// Version `version` of the OCI chart `name`: its manifest's config blob, read as Helm
 /// writes it (the chart's metadata as JSON).
 async fn oci_app_version(
@@ -94,19 +105,16 @@ async fn oci_app_version(
     name: &ImageName,
     credentials: Option<&str>,
     version: &str,
-) -> Result<Option<String>, String> {
-    let (_, manifest) = super::archive::oci_manifest(registries, name, version, credentials)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<Option<String>, OciAppVersionError> {
+    let (_, manifest) =
+        super::archive::oci_manifest(registries, name, version, credentials).await?;
     let digest = manifest
         .pointer("/config/digest")
         .and_then(serde_json::Value::as_str)
-        .ok_or("the manifest names no config")?;
-    let (_, config) = super::archive::oci_blob(registries, name, digest, credentials)
-        .await
-        .map_err(|e| e.to_string())?;
+        .ok_or(OciAppVersionError::NoConfig)?;
+    let (_, config) = super::archive::oci_blob(registries, name, digest, credentials).await?;
     let config: serde_json::Value =
-        serde_json::from_slice(&config).map_err(|e| format!("chart config: {e}"))?;
+        serde_json::from_slice(&config).map_err(OciAppVersionError::Config)?;
     Ok(config
         .get("appVersion")
         .and_then(serde_json::Value::as_str)

@@ -29,19 +29,33 @@ pub struct ChartFiles {
     pub values: String,
 }
 
+/// Why a chart archive was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("not a chart archive: {0}")]
+    NotAnArchive(std::io::Error),
+    #[error("not a chart archive: no Chart.yaml")]
+    NoChartYaml,
+    /// A file of the archive, by its path in it.
+    #[error("{path}: {error}")]
+    Unreadable { path: String, error: std::io::Error },
+    #[error("{path}: larger than {} MiB", FILE_LIMIT >> 20)]
+    TooLarge { path: String },
+    #[error("Chart.yaml: {0}")]
+    ChartYaml(imagebump_yaml::ParseError),
+}
+
 /// `<chart>/Chart.yaml` and `<chart>/values.yaml` of a `.tgz` chart archive.
-pub fn read_archive(bytes: &[u8]) -> Result<ChartFiles, String> {
+pub fn read_archive(bytes: &[u8]) -> Result<ChartFiles, ArchiveError> {
     let gz = flate2::read::GzDecoder::new(bytes).take(UNPACKED_LIMIT);
     let mut archive = tar::Archive::new(gz);
-    let entries = archive
-        .entries()
-        .map_err(|e| format!("not a chart archive: {e}"))?;
+    let entries = archive.entries().map_err(ArchiveError::NotAnArchive)?;
     let (mut chart, mut values) = (None, None);
     for entry in entries {
-        let mut entry = entry.map_err(|e| format!("not a chart archive: {e}"))?;
+        let mut entry = entry.map_err(ArchiveError::NotAnArchive)?;
         let path = entry
             .path()
-            .map_err(|e| format!("not a chart archive: {e}"))?
+            .map_err(ArchiveError::NotAnArchive)?
             .to_string_lossy()
             .to_string();
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
@@ -57,15 +71,18 @@ pub fn read_archive(bytes: &[u8]) -> Result<ChartFiles, String> {
         (&mut entry)
             .take(FILE_LIMIT.saturating_add(1))
             .read_to_string(&mut text)
-            .map_err(|e| format!("{path}: {e}"))?;
+            .map_err(|error| ArchiveError::Unreadable {
+                path: path.clone(),
+                error,
+            })?;
         if text.len() as u64 > FILE_LIMIT {
-            return Err(format!("{path}: larger than {} MiB", FILE_LIMIT >> 20));
+            return Err(ArchiveError::TooLarge { path });
         }
         *wanted = Some(text);
     }
-    let chart = chart.ok_or("not a chart archive: no Chart.yaml")?;
+    let chart = chart.ok_or(ArchiveError::NoChartYaml)?;
     let meta: serde_json::Value =
-        imagebump_yaml::from_str(&chart).map_err(|e| format!("Chart.yaml: {e}"))?;
+        imagebump_yaml::from_str(&chart).map_err(ArchiveError::ChartYaml)?;
     let app_version = match meta.get("appVersion") {
         Some(serde_json::Value::String(s)) => Some(s.clone()),
         Some(v) if !v.is_null() => Some(v.to_string()),
@@ -88,7 +105,10 @@ pub async fn fetch(
         Some(repo) => classic(registries, chart, version, credentials, repo).await?,
         None => oci(registries, chart, version, credentials).await?,
     };
-    read_archive(&bytes).map_err(|reason| Error::Invalid { url, reason })
+    read_archive(&bytes).map_err(|e| Error::Invalid {
+        url,
+        reason: e.to_string(),
+    })
 }
 
 /// The archive of a classic repository's chart version: the index's first URL (relative
@@ -268,13 +288,14 @@ mod tests {
         assert!(read_archive(b"not gzip").is_err());
         let bytes = tgz(&[("web/values.yaml", "a: 1\n")]);
         assert_eq!(
-            read_archive(&bytes).unwrap_err(),
+            read_archive(&bytes).unwrap_err().to_string(),
             "not a chart archive: no Chart.yaml"
         );
         let big = "a".repeat((FILE_LIMIT + 1) as usize);
         let bytes = tgz(&[("web/Chart.yaml", "name: web\n"), ("web/values.yaml", &big)]);
-        assert!(read_archive(&bytes)
-            .unwrap_err()
-            .contains("larger than 4 MiB"));
+        assert_eq!(
+            read_archive(&bytes).unwrap_err().to_string(),
+            "web/values.yaml: larger than 4 MiB"
+        );
     }
 }

@@ -30,15 +30,28 @@ pub struct ChartName {
     pub written: String,
 }
 
+/// Why a chart reference does not make a [`ChartName`]; each variant holds the text as
+/// written (trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChartNameError {
+    #[error("chart {0:?}: not a chart name (the repository belongs in repoURL)")]
+    NotAChart(String),
+    #[error("chart repository {0:?}: not a repository URL")]
+    NotARepository(String),
+    #[error("chart {chart} of {repo}: the repository and chart do not make a usable name")]
+    Unusable { chart: String, repo: String },
+    /// `--chart`'s value, as given.
+    #[error("{0:?}: expected REPOSITORY/CHART[@VERSION] (https://charts.example.com/stable/nginx@1.2.3, oci://registry.example.com/charts/nginx)")]
+    NotAChartArgument(String),
+}
+
 /// The name of chart `chart` of the repository `repo` (a classic repository's
 /// `http(s)://` URL, an `oci://` URL, or Argo CD's scheme-less OCI form).
-pub fn chart_name(repo: &str, chart: &str) -> Result<ChartName, String> {
+pub fn chart_name(repo: &str, chart: &str) -> Result<ChartName, ChartNameError> {
     let repo = repo.trim().trim_end_matches('/');
     let chart = chart.trim();
     if chart.is_empty() || chart.contains('/') || chart.contains(':') {
-        return Err(format!(
-            "chart {chart:?}: not a chart name (the repository belongs in repoURL)"
-        ));
+        return Err(ChartNameError::NotAChart(chart.to_string()));
     }
     let (rest, classic) = if let Some(r) = repo
         .strip_prefix("https://")
@@ -49,15 +62,16 @@ pub fn chart_name(repo: &str, chart: &str) -> Result<ChartName, String> {
         (repo.strip_prefix("oci://").unwrap_or(repo), false)
     };
     if rest.is_empty() || rest.contains("://") || rest.contains(['?', '#', '@']) {
-        return Err(format!("chart repository {repo:?}: not a repository URL"));
+        return Err(ChartNameError::NotARepository(repo.to_string()));
     }
     let host = rest.split('/').next().unwrap_or_default();
     let image = parse_name(&format!("{rest}/{chart}"))
         .ok()
         // A host without a dot or port would be taken for a Docker Hub path.
         .filter(|n| n.registry == host)
-        .ok_or_else(|| {
-            format!("chart {chart} of {repo}: the repository and chart do not make a usable name")
+        .ok_or_else(|| ChartNameError::Unusable {
+            chart: chart.to_string(),
+            repo: repo.to_string(),
         })?;
     let written = if classic {
         format!("{repo}/{chart}")
@@ -78,15 +92,13 @@ pub fn classic_repository(written: &str) -> Option<&str> {
 
 /// `REPO/CHART[@VERSION]` as `imagebump tags --chart` takes it: the chart's name and the
 /// version, if one is given.
-pub fn parse_chart_arg(arg: &str) -> Result<(ChartName, Option<String>), String> {
+pub fn parse_chart_arg(arg: &str) -> Result<(ChartName, Option<String>), ChartNameError> {
     let (path, version) = match arg.rsplit_once('@') {
         Some((p, v)) if !v.is_empty() && !v.contains('/') => (p, Some(v.to_string())),
         _ => (arg, None),
     };
     let Some((repo, chart)) = path.trim_end_matches('/').rsplit_once('/') else {
-        return Err(format!(
-            "{arg:?}: expected REPOSITORY/CHART[@VERSION] (https://charts.example.com/stable/nginx@1.2.3, oci://registry.example.com/charts/nginx)"
-        ));
+        return Err(ChartNameError::NotAChartArgument(arg.to_string()));
     };
     Ok((chart_name(repo, chart)?, version))
 }
@@ -137,6 +149,10 @@ mod tests {
         let (c, v) = parse_chart_arg("oci://ghcr.io/acme/web").unwrap();
         assert_eq!(c.image.to_string(), "ghcr.io/acme/web");
         assert_eq!(v, None);
-        assert!(parse_chart_arg("nginx").is_err());
+        let e = parse_chart_arg("nginx").map(|_| ()).unwrap_err();
+        assert_eq!(e, ChartNameError::NotAChartArgument("nginx".into()));
+        let e = chart_name("https://charts.example.com", "a/b").unwrap_err();
+        let want = r#"chart "a/b": not a chart name (the repository belongs in repoURL)"#;
+        assert_eq!(e.to_string(), want);
     }
 }

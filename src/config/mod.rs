@@ -302,10 +302,10 @@ fn registry_problems(
         }
     }
     if let Err(e) = r.credentials_expire() {
-        bad("credentialsExpire", e, "e.g. 10h, 30m");
+        bad("credentialsExpire", e.to_string(), "e.g. 10h, 30m");
     }
     if let Err(e) = r.credentials_timeout() {
-        bad("credentialsTimeout", e, "e.g. 10s, 1m");
+        bad("credentialsTimeout", e.to_string(), "e.g. 10s, 1m");
     }
     let range = imagebump_model::config::RATE_LIMIT_RANGE;
     if r.rate_limit.is_some_and(|l| !range.contains(&l)) {

@@ -14,7 +14,7 @@ pub fn write_all(root: &Path, files: &[FileChange]) -> Vec<Problem> {
         .filter_map(|f| {
             write_one(root, f)
                 .err()
-                .map(|e| Problem::at_file(&f.file, 0, 0, e))
+                .map(|e| Problem::at_file(&f.file, 0, 0, e.to_string()))
         })
         .collect()
 }
@@ -45,17 +45,39 @@ fn remove_stale(dir: &Path) {
     }
 }
 
-fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
+/// Why a changed file was not written.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error(transparent)]
+    Refused(#[from] crate::source::jail::Error),
+    #[error("created on disk during the run; not written")]
+    CreatedMeanwhile,
+    #[error("changed on disk during the run; not written")]
+    ChangedMeanwhile,
+    /// `step`: what could not be done (`read`, `write`, `create a temporary file`...).
+    #[error("cannot {step}: {error}")]
+    Io {
+        step: &'static str,
+        error: std::io::Error,
+    },
+}
+
+/// A [`WriteError::Io`] of `step`, for `map_err`.
+fn io(step: &'static str) -> impl FnOnce(std::io::Error) -> WriteError {
+    move |error| WriteError::Io { step, error }
+}
+
+fn write_one(root: &Path, f: &FileChange) -> Result<(), WriteError> {
     // Never outside the tree, whatever the file's name or the links on its way.
     let (_, path) = crate::source::jail::resolve(root, &f.file)?;
     if f.created {
         if path.exists() {
-            return Err("created on disk during the run; not written".into());
+            return Err(WriteError::CreatedMeanwhile);
         }
     } else {
-        let current = std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
+        let current = std::fs::read_to_string(&path).map_err(io("read"))?;
         if *current != *f.before {
-            return Err("changed on disk during the run; not written".into());
+            return Err(WriteError::ChangedMeanwhile);
         }
     }
     let dir = path.parent().unwrap_or(root);
@@ -66,9 +88,8 @@ fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
         .prefix(TMP_PREFIX)
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| format!("cannot create a temporary file: {e}"))?;
-    tmp.write_all(f.after.as_bytes())
-        .map_err(|e| format!("cannot write: {e}"))?;
+        .map_err(io("create a temporary file"))?;
+    tmp.write_all(f.after.as_bytes()).map_err(io("write"))?;
     // Keep the file's mode (a new file gets its directory's usual 0644, not the
     // temporary file's 0600).
     let mode = std::fs::metadata(&path).map(|m| m.permissions());
@@ -79,17 +100,32 @@ fn write_one(root: &Path, f: &FileChange) -> Result<(), String> {
     if let Ok(mode) = mode {
         let _ = std::fs::set_permissions(tmp.path(), mode);
     }
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| format!("cannot sync: {e}"))?;
-    tmp.persist(&path)
-        .map_err(|e| format!("cannot replace: {}", e.error))?;
+    tmp.as_file().sync_all().map_err(io("sync"))?;
+    tmp.persist(&path).map_err(|e| io("replace")(e.error))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_changed_or_created_meanwhile_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("values.yaml"), "tag: 2\n").unwrap();
+        let change = |created| FileChange {
+            file: "values.yaml".into(),
+            before: "tag: 1\n".into(),
+            after: "tag: 3\n".into(),
+            created,
+        };
+        let e = write_one(dir.path(), &change(false)).unwrap_err();
+        assert_eq!(e.to_string(), "changed on disk during the run; not written");
+        let e = write_one(dir.path(), &change(true)).unwrap_err();
+        assert_eq!(e.to_string(), "created on disk during the run; not written");
+        let text = std::fs::read_to_string(dir.path().join("values.yaml")).unwrap();
+        assert_eq!(text, "tag: 2\n");
+    }
 
     #[test]
     fn a_killed_runs_temporary_files_are_removed_and_fresh_ones_kept() {

@@ -47,11 +47,10 @@ pub async fn chart_defaults(
     // Each classic repository's index first, once: the archives of its charts are found
     // there, and resolve reads the versions from the same copy.
     fetch_indexes(&wanted, registries, concurrency).await;
-    let charts: BTreeMap<Key, Result<ChartFiles, String>> = stream::iter(wanted)
+    let charts: BTreeMap<Key, Result<ChartFiles, crate::registry::Error>> = stream::iter(wanted)
         .map(|(key, a)| async move {
-            let files = archive::fetch(registries, &a.chart, &a.version, a.credentials.as_deref())
-                .await
-                .map_err(|e| e.to_string());
+            let files =
+                archive::fetch(registries, &a.chart, &a.version, a.credentials.as_deref()).await;
             (key, files)
         })
         .buffer_unordered(concurrency.max(1))

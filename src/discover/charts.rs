@@ -50,7 +50,8 @@ pub(crate) fn chart_ref(
     s: &Scalar,
     (repo, chart): (&str, &str),
 ) -> Result<ImageRef, Problem> {
-    let name = crate::chart::chart_name(repo, chart).map_err(|e| ctx.problem(s.span.start, e))?;
+    let name = crate::chart::chart_name(repo, chart)
+        .map_err(|e| ctx.problem(s.span.start, e.to_string()))?;
     let version = s.value.trim();
     let mut r = ctx.new_ref(
         RefKind::HelmChart,
@@ -124,7 +125,7 @@ pub(super) fn read(rel: &str, kind: FileKind, text: &str) -> Option<Result<Chart
     let docs = imagebump_yaml::parse_located(text).ok()?;
     let json = match imagebump_yaml::json_documents(text) {
         Ok(j) => j,
-        Err(e) => return Some(Err(Problem::at_file(rel, 0, 0, e))),
+        Err(e) => return Some(Err(Problem::at_file(rel, 0, 0, e.to_string()))),
     };
     Some(Ok(ChartFile {
         rel: rel.to_string(),

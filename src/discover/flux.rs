@@ -380,16 +380,35 @@ impl Named for ImageRepository {
     }
 }
 
+/// Why a Flux resource a setter or policy names was not found; it completes "… names ".
+/// `id` is the resource as named (`ImageRepository flux-system/podinfo`), each place a
+/// `file:line`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum LookupError {
+    #[error("{id}, which is invalid ({at})")]
+    Invalid { id: String, at: String },
+    #[error("{id}, which is not in the repository")]
+    Missing { id: String },
+    #[error(
+        "{id}, which is written twice with different settings ({first} and {second}), equally near"
+    )]
+    Twice {
+        id: String,
+        first: String,
+        second: String,
+    },
+}
+
 /// The resource `kind` named `wanted`: one with that namespace, else one without any; of
 /// several (one cluster directory each), the one whose file shares the most directories
-/// with `near`. The error completes "… names ".
+/// with `near`.
 fn lookup<'a, T: Named>(
     all: &'a [T],
     broken: &[(&str, Meta)],
     kind: &str,
     wanted: &flux::PolicyName,
     near: &str,
-) -> Result<&'a T, String> {
+) -> Result<&'a T, LookupError> {
     let id = format!("{kind} {}/{}", wanted.namespace, wanted.name);
     let named = |ns: Option<&str>| -> Vec<&'a T> {
         all.iter()
@@ -415,17 +434,18 @@ fn lookup<'a, T: Named>(
                 && m.name == wanted.name
                 && m.namespace.as_deref().is_none_or(|n| n == wanted.namespace)
         }) {
-            Some((_, m)) => Err(format!("{id}, which is invalid ({}:{})", m.file, m.line)),
-            None => Err(format!("{id}, which is not in the repository")),
+            Some((_, m)) => Err(LookupError::Invalid {
+                id,
+                at: format!("{}:{}", m.file, m.line),
+            }),
+            None => Err(LookupError::Missing { id }),
         },
         [one, rest @ ..] if rest.iter().all(|t| t.same(one)) => Ok(*one),
-        [one, other, ..] => Err(format!(
-            "{id}, which is written twice with different settings ({}:{} and {}:{}), equally near",
-            one.meta().file,
-            one.meta().line,
-            other.meta().file,
-            other.meta().line
-        )),
+        [one, other, ..] => {
+            let at = |m: &Meta| format!("{}:{}", m.file, m.line);
+            let (first, second) = (at(one.meta()), at(other.meta()));
+            Err(LookupError::Twice { id, first, second })
+        }
     }
 }
 
@@ -497,7 +517,7 @@ mod tests {
         );
         assert_eq!(get("clusters/prod/deploy.yaml").unwrap(), "ghcr.io/a/prod");
         assert_eq!(
-            get("apps/deploy.yaml").unwrap_err(),
+            get("apps/deploy.yaml").unwrap_err().to_string(),
             "ImageRepository flux-system/podinfo, which is written twice with different settings (clusters/prod/images.yaml:1 and clusters/dev/images.yaml:1), equally near"
         );
         // Without a namespaced one, one written without a namespace is taken.
@@ -514,12 +534,14 @@ mod tests {
         )];
         assert_eq!(
             lookup::<ImageRepository>(&[], &broken, "ImageRepository", &wanted(), "x.yaml")
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "ImageRepository flux-system/podinfo, which is invalid (b.yaml:1)"
         );
         assert_eq!(
             lookup::<ImageRepository>(&[], &[], "ImageRepository", &wanted(), "x.yaml")
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "ImageRepository flux-system/podinfo, which is not in the repository"
         );
     }

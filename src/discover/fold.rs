@@ -356,7 +356,7 @@ pub(super) fn apply_policy(
                     r.policy = policy;
                 }
                 r.unmanaged = Some(arcstr::literal!("invalid imagebump marker").into());
-                return Err(ctx.problem(m.offset, e.clone()));
+                return Err(ctx.problem(m.offset, e.to_string()));
             }
         },
     };

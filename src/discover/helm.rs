@@ -331,27 +331,45 @@ impl<'n> Fields<'n> {
     }
 }
 
+/// Why an image's keys are not a reference imagebump edits (the reason it is unmanaged);
+/// `label` is the key as the user knows it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unmanaged {
+    #[error("`{label}` is not a string")]
+    NotAString { label: String },
+    /// `what`: the kind of value it is ([`crate::discover::vocab::BLOCK_LINES`], a
+    /// placeholder's description).
+    #[error("`{label}` is {what}")]
+    Unusable { label: String, what: &'static str },
+    #[error("pinned by `sha` (a digest imagebump does not write)")]
+    PinnedBySha,
+}
+
 /// The scalar of a field: `Ok(None)` when absent, null or empty, `Err` (the reason it is
 /// unmanaged) when it is no string or stands for one.
-fn text<'n>(field: Option<Field<'n>>, file: &str) -> Result<Option<&'n Scalar>, String> {
+fn text<'n>(field: Option<Field<'n>>, file: &str) -> Result<Option<&'n Scalar>, Unmanaged> {
     let Some(f) = field else {
         return Ok(None);
     };
+    let label = || f.label.to_string();
     let Node::Scalar(s) = f.node else {
-        return Err(format!("`{}` is not a string", f.label));
+        return Err(Unmanaged::NotAString { label: label() });
     };
     if is_null(s) || s.value.is_empty() {
         return Ok(None);
     }
     if imagebump_yaml::one_line_value(s, file).is_none() {
-        return Err(format!(
-            "`{}` is {}",
-            f.label,
-            crate::discover::vocab::BLOCK_LINES
-        ));
+        let what = crate::discover::vocab::BLOCK_LINES;
+        return Err(Unmanaged::Unusable {
+            label: label(),
+            what,
+        });
     }
     match name::placeholder(&s.value) {
-        Some(why) => Err(format!("`{}` is {why}", f.label)),
+        Some(what) => Err(Unmanaged::Unusable {
+            label: label(),
+            what,
+        }),
         None => Ok(Some(s)),
     }
 }
@@ -639,7 +657,7 @@ impl<'a> Values<'a> {
         let parts = (|| {
             let file = self.ctx.text;
             if text(f.sha, file)?.is_some() {
-                return Err("pinned by `sha` (a digest imagebump does not write)".to_string());
+                return Err(Unmanaged::PinnedBySha);
             }
             Ok((
                 text(self.registry(f), file)?,
@@ -650,7 +668,7 @@ impl<'a> Values<'a> {
         })();
         let kind = RefKind::HelmValues;
         match parts {
-            Err(why) => Ok(self.unmanaged(kind, f.at(), &self.as_written(f), why)),
+            Err(why) => Ok(self.unmanaged(kind, f.at(), &self.as_written(f), why.to_string())),
             Ok((_, None, _, _)) => {
                 let why = format!("`{}` is empty", f.repository.label);
                 let at = f.repository.node.offset();
@@ -779,6 +797,19 @@ impl<'a> Values<'a> {
 mod tests {
     use super::*;
     use imagebump_model::config::HelmImageKey;
+
+    #[test]
+    fn unmanaged_keys_say_which_and_why() {
+        let e = Unmanaged::Unusable {
+            label: "image.tag".into(),
+            what: "a placeholder",
+        };
+        assert_eq!(e.to_string(), "`image.tag` is a placeholder");
+        let e = Unmanaged::NotAString {
+            label: "repository".into(),
+        };
+        assert_eq!(e.to_string(), "`repository` is not a string");
+    }
 
     /// Every reference of a values text, one line each: `line:column written tag` and
     /// its slots (`path=format`) or why it is unmanaged; then the problems.

@@ -11,7 +11,23 @@ use imagebump_model::policy::PolicySpec;
 pub struct Marker {
     /// Byte offset of `imagebump:` in the file.
     pub offset: usize,
-    pub spec: Result<PolicySpec, String>,
+    pub spec: Result<PolicySpec, MarkerError>,
+}
+
+/// Why a marker is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkerError {
+    #[error("bad imagebump marker: credentials can only be set in the operator's configuration (registries[].credentials, or an images rule there), never on a line of the repository (docs/security.md)")]
+    Credentials,
+    #[error("bad imagebump marker: verify can only be set in the operator's configuration (docs/security.md)")]
+    Verify,
+    /// The settings do not read as a policy: the YAML reader's message, without its
+    /// position (noise next to file:line inside a one-line payload).
+    #[error("bad imagebump marker: {0}")]
+    Settings(String),
+    /// The payload as written.
+    #[error("unknown imagebump marker {0:?}: write `image`, `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}")]
+    Unknown(String),
 }
 
 /// The marker in the comment that follows byte `after` on the same line, if any.
@@ -41,7 +57,7 @@ pub fn find(text: &str, after: usize) -> Option<Marker> {
     })
 }
 
-fn parse(payload: &str) -> Result<PolicySpec, String> {
+fn parse(payload: &str) -> Result<PolicySpec, MarkerError> {
     match payload {
         "pin" => Ok(PolicySpec {
             pin: Some(true),
@@ -53,20 +69,15 @@ fn parse(payload: &str) -> Result<PolicySpec, String> {
         }),
         // The value is an image reference; the configured policy applies.
         "image" => Ok(PolicySpec::default()),
-        p if p.starts_with('{') && names_credentials(p) => Err(
-            "bad imagebump marker: credentials can only be set in the operator's configuration (registries[].credentials, or an images rule there), never on a line of the repository (docs/security.md)".into(),
-        ),
+        p if p.starts_with('{') && names_credentials(p) => Err(MarkerError::Credentials),
         p if p.starts_with('{') => imagebump_yaml::from_str::<PolicySpec>(p)
-            // The position inside a one-line payload is noise next to file:line.
-            .map_err(|e| format!("bad imagebump marker: {}", e.message))
-        .and_then(|spec| match spec.verify {
-            // Trust roots are the operator's: a line of the repository cannot choose them.
-            Some(_) => Err("bad imagebump marker: verify can only be set in the operator's configuration (docs/security.md)".into()),
-            None => Ok(spec),
-        }),
-        other => Err(format!(
-            "unknown imagebump marker {other:?}: write `image`, `pin`, `ignore` or settings such as {{\"constraint\": \"~1.4\"}}"
-        )),
+            .map_err(|e| MarkerError::Settings(e.message))
+            .and_then(|spec| match spec.verify {
+                // Trust roots are the operator's: a line of the repository cannot choose them.
+                Some(_) => Err(MarkerError::Verify),
+                None => Ok(spec),
+            }),
+        other => Err(MarkerError::Unknown(other.to_string())),
     }
 }
 
@@ -88,7 +99,7 @@ mod tests {
         let after = line.find("1.2").unwrap() + 3;
         find(line, after).map(|m| {
             assert!(line[m.offset..].starts_with("imagebump:"));
-            m.spec
+            m.spec.map_err(|e| e.to_string())
         })
     }
 

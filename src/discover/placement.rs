@@ -2,7 +2,7 @@
 //! `images:` entry of each overlay that deploys it, or nowhere (an `images:` entry
 //! overrides it). See [`super::kustomize::graph`] for the rules.
 
-use crate::source::tree::Tree;
+use crate::source::{jail, tree::Tree};
 use arcstr::ArcStr;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::kustomize::graph::{join, AppLeaf, At, Graph, LeafEdit, Place, Rendered};
 use super::kustomize::patches::{effects, replacement_targets, Container, Effect, Target, What};
 use super::kustomize::Kustomization;
-use super::workloads::FieldSpec;
+use super::workloads::{BadFieldPath, FieldSpec};
 use super::{argo_apps, Discovery};
 use crate::config::{ImageField, ScanConfig, SharedBases};
 use crate::discover::vocab::{Created, Creation, ImageRef, ItemKey, Template};
@@ -50,7 +50,7 @@ pub fn field_specs(
             };
             match configuration(root, &file) {
                 Ok(fields) => specs.extend(fields),
-                Err(e) => problems.push(Problem::at_file(&file, 0, 0, e)),
+                Err(e) => problems.push(Problem::at_file(&file, 0, 0, e.to_string())),
             }
         }
     }
@@ -58,12 +58,33 @@ pub fn field_specs(
     specs
 }
 
+/// Why a kustomize file placement reads (a configuration, a patch, a replacements file)
+/// was not read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Tree(#[from] jail::Error),
+    #[error("line {}: {}", .0.line, .0.reason())]
+    Yaml(imagebump_yaml::ParseError),
+    #[error(transparent)]
+    Field(#[from] BadFieldPath),
+}
+
+/// A patch or replacements file that was not read, named with its role (`patch`,
+/// `replacements`) and its path.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{role} {file}: {error}")]
+pub struct ListedFileError {
+    role: &'static str,
+    file: String,
+    error: ReadError,
+}
+
 /// The `images:` field specs of one kustomize configuration file.
-fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
+fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, ReadError> {
     let path = root.resolve(file)?;
     let text = root.read(&path, MAX_CONFIGURATION_BYTES)?;
-    let value: Value =
-        imagebump_yaml::from_str(&text).map_err(|e| format!("line {}: {}", e.line, e.reason()))?;
+    let value: Value = imagebump_yaml::from_str(&text).map_err(ReadError::Yaml)?;
     let Some(images) = value.get("images").and_then(Value::as_array) else {
         return Ok(Vec::new());
     };
@@ -77,7 +98,7 @@ fn configuration(root: &Tree, file: &str) -> Result<Vec<FieldSpec>, String> {
                 path: field("path")?,
             })
         })
-        .map(|f| FieldSpec::parse(&f, true))
+        .map(|f| Ok(FieldSpec::parse(&f, true)?))
         .collect()
 }
 
@@ -598,7 +619,7 @@ fn patch_effects(
     problems: &mut Vec<Problem>,
 ) -> Vec<(String, usize, Vec<Effect>)> {
     type Key = (String, Option<(Option<Box<str>>, Option<Box<str>>)>);
-    let mut read: BTreeMap<Key, Result<Vec<Effect>, String>> = BTreeMap::new();
+    let mut read: BTreeMap<Key, Result<Vec<Effect>, ListedFileError>> = BTreeMap::new();
     let mut out = Vec::new();
     for k in kustomizations {
         for (index, p) in k.patches.iter().enumerate() {
@@ -613,7 +634,7 @@ fn patch_effects(
                     match found {
                         Ok(e) => e.clone(),
                         Err(e) => {
-                            let e = e.clone();
+                            let e = e.to_string();
                             problems.push(Problem::at_file(k.file(), p.line as usize, 0, e));
                             continue;
                         }
@@ -643,7 +664,7 @@ fn replacement_files(
         for file in k.replacement_files.iter().filter_map(|f| join(k.dir(), f)) {
             match replacement_file(tree, &file) {
                 Ok(effects) => all.extend(effects),
-                Err(e) => problems.push(Problem::at_file(k.file(), 0, 0, e)),
+                Err(e) => problems.push(Problem::at_file(k.file(), 0, 0, e.to_string())),
             }
         }
         k.replacements = all.into_boxed_slice();
@@ -652,12 +673,12 @@ fn replacement_files(
 
 /// The container images the replacements of one file (one replacement, or a list of them)
 /// copy a value into.
-fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, String> {
-    let path = (tree.resolve(file)).map_err(|e| format!("replacements {file}: {e}"))?;
-    let text = (tree.read(&path, MAX_CONFIGURATION_BYTES))
-        .map_err(|e| format!("replacements {file}: {e}"))?;
-    let docs = imagebump_yaml::parse_located(&text)
-        .map_err(|e| format!("replacements {file}: line {}: {}", e.line, e.reason()))?;
+fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, ListedFileError> {
+    let Located { text, docs } = located(tree, file).map_err(|error| ListedFileError {
+        role: "replacements",
+        file: file.to_string(),
+        error,
+    })?;
     let name = ArcStr::from(file);
     let lines = imagebump_yaml::LineIndex::new(&text);
     let line_of = |offset: usize| crate::discover::vocab::saturating_u32(lines.line_col(offset).0);
@@ -673,14 +694,16 @@ fn replacement_file(tree: &Tree, file: &str) -> Result<Vec<Effect>, String> {
 }
 
 /// The effects of the documents of one patch file, listed with `target`.
-fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Effect>, String> {
-    let path = tree
-        .resolve(file)
-        .map_err(|e| format!("patch {file}: {e}"))?;
-    let text =
-        (tree.read(&path, MAX_CONFIGURATION_BYTES)).map_err(|e| format!("patch {file}: {e}"))?;
-    let docs = imagebump_yaml::parse_located(&text)
-        .map_err(|e| format!("patch {file}: line {}: {}", e.line, e.reason()))?;
+fn patch_file(
+    tree: &Tree,
+    file: &str,
+    target: Option<&Target>,
+) -> Result<Vec<Effect>, ListedFileError> {
+    let Located { text, docs } = located(tree, file).map_err(|error| ListedFileError {
+        role: "patch",
+        file: file.to_string(),
+        error,
+    })?;
     let name = ArcStr::from(file);
     let lines = imagebump_yaml::LineIndex::new(&text);
     let line_of = |offset: usize| crate::discover::vocab::saturating_u32(lines.line_col(offset).0);
@@ -688,6 +711,20 @@ fn patch_file(tree: &Tree, file: &str, target: Option<&Target>) -> Result<Vec<Ef
         .filter_map(|d| d.root.as_ref())
         .flat_map(|root| effects(root, target, &name, &line_of))
         .collect())
+}
+
+/// A file of the tree read and parsed.
+struct Located {
+    text: String,
+    docs: Vec<imagebump_yaml::Doc>,
+}
+
+/// `file` of `tree`, read (at most [`MAX_CONFIGURATION_BYTES`]) and parsed.
+fn located(tree: &Tree, file: &str) -> Result<Located, ReadError> {
+    let path = tree.resolve(file)?;
+    let text = tree.read(&path, MAX_CONFIGURATION_BYTES)?;
+    let docs = imagebump_yaml::parse_located(&text).map_err(ReadError::Yaml)?;
+    Ok(Located { text, docs })
 }
 
 /// The reference of `r` in one overlay: the overlay's `images:` entry for it, created
@@ -785,4 +822,25 @@ fn app_leaves(argo: &argo_apps::ArgoResources) -> Vec<AppLeaf> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unread_files_are_named_with_their_role_and_line() {
+        let yaml = imagebump_yaml::ParseError {
+            line: 3,
+            column: 1,
+            message: "did not find expected key".into(),
+        };
+        let e = ListedFileError {
+            role: "patch",
+            file: "apps/web/patch.yaml".into(),
+            error: ReadError::Yaml(yaml),
+        };
+        let want = "patch apps/web/patch.yaml: line 3: not valid YAML: did not find expected key";
+        assert_eq!(e.to_string(), want);
+    }
 }

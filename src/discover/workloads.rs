@@ -99,8 +99,13 @@ pub enum Step {
     Each(String),
 }
 
+/// An image field path that is not keys separated by `/`; holds the path as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad image field path {0:?}: write keys separated by `/`, `[]` after a list (`spec/steps[]/image`)")]
+pub struct BadFieldPath(pub String);
+
 impl FieldSpec {
-    pub fn parse(field: &ImageField, kustomize: bool) -> Result<FieldSpec, String> {
+    pub fn parse(field: &ImageField, kustomize: bool) -> Result<FieldSpec, BadFieldPath> {
         let mut path = Vec::new();
         for part in field.path.split('/') {
             let step = match part.strip_suffix("[]") {
@@ -109,10 +114,7 @@ impl FieldSpec {
             };
             if matches!(&step, Step::Key(k) | Step::Each(k) if k.is_empty() || k.contains(['[', ']']))
             {
-                return Err(format!(
-                    "bad image field path {:?}: write keys separated by `/`, `[]` after a list (`spec/steps[]/image`)",
-                    field.path
-                ));
+                return Err(BadFieldPath(field.path.clone()));
             }
             path.push(step);
         }
@@ -900,7 +902,10 @@ spec:
             },
             false,
         );
-        assert!(bad.unwrap_err().contains("spec//image"));
+        assert_eq!(
+            bad.unwrap_err().to_string(),
+            "bad image field path \"spec//image\": write keys separated by `/`, `[]` after a list (`spec/steps[]/image`)"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub(super) fn involved(file: &str) -> bool {
 
 /// Complete every `Chart.lock` among `changes` whose `Chart.yaml` changes too. A lock that
 /// cannot be completed is left as the slot edits made it, and said why.
-pub(super) fn complete(changes: &mut [FileChange], now: &str) -> Vec<(String, String)> {
+pub(super) fn complete(changes: &mut [FileChange], now: &str) -> Vec<(String, RelockError)> {
     let charts: Vec<(String, String)> = changes
         .iter()
         .filter(|c| c.file.ends_with("Chart.yaml"))
@@ -51,7 +51,21 @@ pub(super) fn complete(changes: &mut [FileChange], now: &str) -> Vec<(String, St
     problems
 }
 
-fn dependencies(text: &str) -> Result<Vec<Value>, String> {
+/// Why a `Chart.lock` could not be completed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum RelockError {
+    #[error(transparent)]
+    Read(#[from] yaml::ReadError),
+    #[error("{}", .0.reason())]
+    Parse(yaml::ParseError),
+    /// The key (`digest`, `generated`) the lock lacks.
+    #[error("Chart.lock has no `{0}:` to update")]
+    NoKey(&'static str),
+    #[error(transparent)]
+    Edit(#[from] yaml::EditError),
+}
+
+fn dependencies(text: &str) -> Result<Vec<Value>, yaml::ReadError> {
     let docs = yaml::json_documents(text)?;
     Ok(docs
         .first()
@@ -62,18 +76,18 @@ fn dependencies(text: &str) -> Result<Vec<Value>, String> {
 }
 
 /// The lock's text with `digest` and `generated` set for `chart`'s dependencies.
-fn relock(chart: &str, lock: &str, now: &str) -> Result<String, String> {
+fn relock(chart: &str, lock: &str, now: &str) -> Result<String, RelockError> {
     let digest = crate::chart::lock::digest(&dependencies(chart)?, &dependencies(lock)?);
-    let docs = yaml::parse_located(lock).map_err(|e| e.reason())?;
+    let docs = yaml::parse_located(lock).map_err(RelockError::Parse)?;
     let root = docs.first().and_then(|d| d.root.as_ref());
     let mut edits = Vec::new();
     for (k, value) in [("digest", digest.as_str()), ("generated", now)] {
         let path = vec![PathSeg::Key(k.to_string())];
         let Some(Node::Scalar(s)) = root.and_then(|r| r.at(&path)) else {
-            return Err(format!("Chart.lock has no `{k}:` to update"));
+            return Err(RelockError::NoKey(k));
         };
         let raw = lock.get(s.span.clone()).unwrap_or_default();
-        let new_raw = yaml::render_scalar(s, raw, value).map_err(|e| e.to_string())?;
+        let new_raw = yaml::render_scalar(s, raw, value)?;
         edits.push(Edit {
             doc: 0,
             path,
@@ -84,12 +98,21 @@ fn relock(chart: &str, lock: &str, now: &str) -> Result<String, String> {
         });
     }
     edits.sort_by_key(|e| e.span.start);
-    yaml::apply_edits(lock, &edits).map_err(|e| e.to_string())
+    Ok(yaml::apply_edits(lock, &edits)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_without_its_keys_says_which() {
+        let chart = "name: app\ndependencies: []\n";
+        let e = relock(chart, "dependencies: []\ndigest: x\n", "now").unwrap_err();
+        assert_eq!(e.to_string(), "Chart.lock has no `generated:` to update");
+        let e = relock(chart, "a: [\n", "now").unwrap_err();
+        assert!(matches!(e, RelockError::Read(_)), "{e:?}");
+    }
 
     #[test]
     fn a_lock_follows_its_chart() {

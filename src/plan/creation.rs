@@ -17,11 +17,21 @@ use imagebump_yaml::{PathSeg, Upsert};
 /// Creations grouped by the list or key they write: (document, path).
 type ByTarget<'a> = BTreeMap<(usize, &'a [PathSeg]), Vec<(Planned<'a>, &'a Creation)>>;
 
+/// Why values could not be created in a file.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum CreationError {
+    #[error(transparent)]
+    Read(#[from] imagebump_yaml::ReadError),
+    /// The path (`a.b[2]`) of a value that is there but not a list.
+    #[error("{0} is not a list")]
+    NotAList(String),
+}
+
 /// The structural edits for `creations`, all in one file whose text is `text`.
 pub(super) fn upserts(
     text: &str,
     creations: &[(Planned, &Creation)],
-) -> Result<Vec<Upsert>, String> {
+) -> Result<Vec<Upsert>, CreationError> {
     let docs = imagebump_yaml::json_documents(text)?;
     let mut grouped: ByTarget = BTreeMap::new();
     for item @ (_, c) in creations {
@@ -46,10 +56,8 @@ pub(super) fn upserts(
                             out.extend(in_existing(doc, path, existing, key, value, &mut keys))
                         }
                         Some(other) if !other.is_null() => {
-                            return Err(format!(
-                                "{} is not a list",
-                                imagebump_yaml::path_to_string(path)
-                            ))
+                            let at = imagebump_yaml::path_to_string(path);
+                            return Err(CreationError::NotAList(at));
                         }
                         _ => {
                             let list = list.get_or_insert_with(|| base.clone());

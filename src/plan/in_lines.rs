@@ -7,7 +7,7 @@
 //! (`imagebump_yaml::proven_in_their_lines`). Where it cannot decide (a new value that
 //! does not read alone, a value to create), the plan reads the text again.
 
-use super::{edits_at, edits_rendered, FileWork};
+use super::{edits_at, edits_rendered, FileWork, SlotEditError};
 use crate::discover::ImageRef;
 use imagebump_yaml::{self as yaml, Edit};
 
@@ -24,7 +24,7 @@ pub(super) fn proven(work: &FileWork) -> Option<Result<(), (usize, usize, String
             Ok(e) => edits.extend(e),
             Err(e) => {
                 let (line, column) = r.at();
-                return Some(Err((line, column, e)));
+                return Some(Err((line, column, e.to_string())));
             }
         }
     }
@@ -42,7 +42,11 @@ pub(super) fn proven(work: &FileWork) -> Option<Result<(), (usize, usize, String
 /// [`super::edits_for`] without the text: `None` when a slot's edit needs it (a slot not
 /// [`alone`](crate::discover::Slot::alone), a new value whose spelling depends on the old
 /// one's).
-fn edits_alone(r: &ImageRef, tag: &str, digest: Option<&str>) -> Option<Result<Vec<Edit>, String>> {
+fn edits_alone(
+    r: &ImageRef,
+    tag: &str,
+    digest: Option<&str>,
+) -> Option<Result<Vec<Edit>, SlotEditError>> {
     edits_rendered(r, (tag, digest), |slot, value| {
         slot.alone
             .then(|| yaml::render_alone(slot.style, value))

@@ -285,29 +285,41 @@ fn group_of(file: &str) -> &str {
     file.rsplit_once('/').map_or(".", |(d, _)| d)
 }
 
+/// Why the slots of a reference could not be edited.
+#[derive(Debug, Clone, thiserror::Error)]
+enum SlotEditError {
+    #[error("the value is not where discovery found it in the file")]
+    Moved,
+    #[error("no text to edit")]
+    NoText,
+    #[error("the new digest is unknown")]
+    DigestUnknown,
+    #[error(transparent)]
+    Render(#[from] yaml::EditError),
+}
+
 /// The edits of `r`'s slots in `text`, the text of its file.
 fn edits_for(
     r: &ImageRef,
     text: &str,
     tag: &str,
     digest: Option<&str>,
-) -> Result<Vec<Edit>, String> {
+) -> Result<Vec<Edit>, SlotEditError> {
     let render = |slot: &Slot, value: &str| {
         let old = Scalar {
             value: String::new(),
             span: slot.span.range(),
             style: slot.style,
         };
-        let raw = (text.get(slot.span.range()))
-            .ok_or("the value is not where discovery found it in the file")?;
+        let raw = (text.get(slot.span.range())).ok_or(SlotEditError::Moved)?;
         let value = match block_suffix(slot, raw) {
             "" => Cow::Borrowed(value),
             suffix => Cow::Owned(format!("{value}{suffix}")),
         };
-        yaml::render_scalar(&old, raw, &value).map_err(|e| e.to_string())
+        Ok(yaml::render_scalar(&old, raw, &value)?)
     };
     let edits = edits_rendered(r, (tag, digest), |slot, value| Some(render(slot, value)));
-    edits.unwrap_or_else(|| Err("no text to edit".into()))
+    edits.unwrap_or(Err(SlotEditError::NoText))
 }
 
 /// What a block scalar on one line holds after its line's text (the line break of `>` and
@@ -325,11 +337,11 @@ fn block_suffix(slot: &Slot, raw: &str) -> &'static str {
 fn edits_rendered(
     r: &ImageRef,
     (tag, digest): (&str, Option<&str>),
-    render: impl Fn(&Slot, &str) -> Option<Result<String, String>>,
-) -> Option<Result<Vec<Edit>, String>> {
+    render: impl Fn(&Slot, &str) -> Option<Result<String, SlotEditError>>,
+) -> Option<Result<Vec<Edit>, SlotEditError>> {
     let digest_elsewhere = r.slots.iter().any(|s| s.format == SlotFormat::Digest);
     if r.digest.is_some() && digest.is_none() {
-        return Some(Err("the new digest is unknown".into()));
+        return Some(Err(SlotEditError::DigestUnknown));
     }
     let mut edits = Vec::with_capacity(r.slots.len());
     for slot in r.slots.iter() {
@@ -1214,7 +1226,7 @@ fn change_file(
     for (r, tag, digest) in work.slots() {
         let e = edits_for(r, text, tag, digest).map_err(|e| {
             let (line, column) = r.at();
-            (line, column, e)
+            (line, column, e.to_string())
         })?;
         edits.extend(e);
     }
@@ -1236,7 +1248,8 @@ fn change_file(
         return Ok(after);
     }
     let creations: Vec<_> = work.creations().collect();
-    let upserts = creation::upserts(&after, &creations).map_err(|e| (line, column, e))?;
+    let upserts =
+        creation::upserts(&after, &creations).map_err(|e| (line, column, e.to_string()))?;
     yaml::apply_upserts(&after, &upserts).map_err(|e| (line, column, e.to_string()))
 }
 

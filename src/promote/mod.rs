@@ -148,18 +148,24 @@ impl Promotions {
     }
 }
 
+/// `IMAGEBUMP_TEST_NOW` that is not an RFC 3339 time; holds the text as set.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{}: {text:?} is not an RFC 3339 time: {error}",
+    EnvVars::IMAGEBUMP_TEST_NOW
+)]
+pub struct BadTestNow {
+    text: String,
+    error: jiff::Error,
+}
+
 /// "Now": the clock, or `IMAGEBUMP_TEST_NOW` (an RFC 3339 time; for tests only).
-pub fn now() -> Result<i64, String> {
+pub fn now() -> Result<i64, BadTestNow> {
     match EnvVars::get(EnvVars::IMAGEBUMP_TEST_NOW) {
-        Some(text) => text
-            .parse::<jiff::Timestamp>()
-            .map(|t| t.as_second())
-            .map_err(|e| {
-                format!(
-                    "{}: {text:?} is not an RFC 3339 time: {e}",
-                    EnvVars::IMAGEBUMP_TEST_NOW
-                )
-            }),
+        Some(text) => match text.parse::<jiff::Timestamp>() {
+            Ok(t) => Ok(t.as_second()),
+            Err(error) => Err(BadTestNow { text, error }),
+        },
         None => Ok(jiff::Timestamp::now().as_second()),
     }
 }
@@ -175,7 +181,10 @@ pub fn read_now(
 ) -> Promotions {
     let (now, bad) = match now() {
         Ok(t) => (t, None),
-        Err(e) => (jiff::Timestamp::now().as_second(), Some(Problem::config(e))),
+        Err(e) => (
+            jiff::Timestamp::now().as_second(),
+            Some(Problem::config(e.to_string())),
+        ),
     };
     let mut out = read(found, config, root, depth, rejections, now);
     if let Some(seen) = seen {
@@ -372,11 +381,9 @@ fn read_history(
     root: &Path,
     files: &[String],
     depth: usize,
-) -> Result<(FileHistory, BTreeMap<String, Vec<u8>>), String> {
+) -> Result<(FileHistory, BTreeMap<String, Vec<u8>>), crate::source::git::Error> {
     let git = Git::new(None);
-    let history = git
-        .file_history(root, "HEAD", files, depth.max(1))
-        .map_err(|e| e.to_string())?;
+    let history = git.file_history(root, "HEAD", files, depth.max(1))?;
     let mut ids: BTreeSet<String> = history.tip.values().cloned().collect();
     for c in &history.commits {
         for (_, old, new) in &c.changes {
@@ -384,9 +391,7 @@ fn read_history(
         }
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let blobs = git
-        .blobs(root, &ids, MAX_BLOB_BYTES)
-        .map_err(|e| e.to_string())?;
+    let blobs = git.blobs(root, &ids, MAX_BLOB_BYTES)?;
     Ok((history, blobs))
 }
 

@@ -146,8 +146,13 @@ impl Client {
             if let Some(spec) = &c.credentials {
                 configured = Some(Source::parse(spec).map_err(|e| Error::Config(e.to_string()))?);
             }
-            provider.expire = c.credentials_expire().map_err(Error::Config)?;
-            if let Some(t) = c.credentials_timeout().map_err(Error::Config)? {
+            provider.expire = c
+                .credentials_expire()
+                .map_err(|e| Error::Config(e.to_string()))?;
+            if let Some(t) = c
+                .credentials_timeout()
+                .map_err(|e| Error::Config(e.to_string()))?
+            {
                 provider.timeout = t;
             }
         }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::duration::DurationError;
+
 pub use crate::policy::{ImageRule, PolicySpec};
 
 /// Where imagebump looks for its configuration in the manifest tree, in this order.
@@ -403,20 +405,30 @@ impl HelmKeyPath {
     }
 }
 
-impl TryFrom<String> for HelmKeyPath {
-    type Error = String;
+/// Why a text is not a [`HelmKeyPath`]; each variant holds the path as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelmKeyPathError {
+    #[error("{path:?}: an empty key")]
+    EmptyKey { path: String },
+    #[error("{path:?}: the index in {part:?} is not a number")]
+    BadIndex { path: String, part: String },
+}
 
-    fn try_from(path: String) -> Result<Self, String> {
+impl TryFrom<String> for HelmKeyPath {
+    type Error = HelmKeyPathError;
+
+    fn try_from(path: String) -> Result<Self, HelmKeyPathError> {
         for part in path.split('.') {
             let (key, index) = match part.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
                 Some((key, index)) => (key, Some(index)),
                 None => (part, None),
             };
             if key.is_empty() {
-                return Err(format!("{path:?}: an empty key"));
+                return Err(HelmKeyPathError::EmptyKey { path });
             }
             if index.is_some_and(|i| i.is_empty() || !i.bytes().all(|b| b.is_ascii_digit())) {
-                return Err(format!("{path:?}: the index in {part:?} is not a number"));
+                let part = part.to_string();
+                return Err(HelmKeyPathError::BadIndex { path, part });
             }
         }
         Ok(HelmKeyPath(path))
@@ -532,11 +544,11 @@ pub struct RegistryConfig {
 }
 
 impl RegistryConfig {
-    pub fn credentials_expire(&self) -> Result<Option<std::time::Duration>, String> {
+    pub fn credentials_expire(&self) -> Result<Option<std::time::Duration>, DurationError> {
         duration(self.credentials_expire.as_deref())
     }
 
-    pub fn credentials_timeout(&self) -> Result<Option<std::time::Duration>, String> {
+    pub fn credentials_timeout(&self) -> Result<Option<std::time::Duration>, DurationError> {
         duration(self.credentials_timeout.as_deref())
     }
 }
@@ -545,15 +557,14 @@ impl RegistryConfig {
 /// far longer would overflow a clock.
 pub const MAX_SETTING_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
 
-fn duration(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+fn duration(text: Option<&str>) -> Result<Option<std::time::Duration>, DurationError> {
     let d = text
         .map(crate::duration::parse_age)
         .transpose()?
         .filter(|d| !d.is_zero());
     match d {
-        Some(d) if d > MAX_SETTING_DURATION => Err(format!(
-            "{} is longer than a year",
-            text.unwrap_or_default()
+        Some(d) if d > MAX_SETTING_DURATION => Err(DurationError::OverAYear(
+            text.unwrap_or_default().to_string(),
         )),
         d => Ok(d),
     }
@@ -574,5 +585,27 @@ mod tests {
         for bad in ["", "a..b", "a.", "[0].b", "a[x]", "a[]", "a[-1]"] {
             assert!(HelmKeyPath::try_from(bad.to_string()).is_err(), "{bad}");
         }
+        let message = |p: &str| {
+            HelmKeyPath::try_from(p.to_string())
+                .map(|_| ())
+                .unwrap_err()
+        };
+        assert_eq!(message("a..b").to_string(), r#""a..b": an empty key"#);
+        assert_eq!(
+            message("a[x]").to_string(),
+            r#""a[x]": the index in "a[x]" is not a number"#
+        );
+    }
+
+    #[test]
+    fn setting_durations_over_a_year_are_refused() {
+        let d = |t: &str| duration(Some(t)).map_err(|e| e.to_string());
+        assert_eq!(
+            d("366d"),
+            Ok(Some(std::time::Duration::from_secs(366 * 86_400)))
+        );
+        assert_eq!(d("367d"), Err("367d is longer than a year".to_string()));
+        assert_eq!(d("0"), Ok(None));
+        assert!(d("1y").is_err());
     }
 }

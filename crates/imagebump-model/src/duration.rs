@@ -2,13 +2,24 @@
 
 use std::time::Duration;
 
+/// A duration that could not be read, or that is longer than a setting allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a number followed by a unit; holds the text as written.
+    #[error("{0:?} is not a duration (use a number and a unit: s, m, h, d, w)")]
+    Malformed(String),
+    /// A setting's duration over a year; holds the text as written.
+    #[error("{0} is longer than a year")]
+    OverAYear(String),
+}
+
 /// A duration such as `3d`, `12h`, `1h30m`, `90s`, `2w` or `0`.
-pub fn parse_age(text: &str) -> Result<Duration, String> {
+pub fn parse_age(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    let bad = || format!("{text:?} is not a duration (use a number and a unit: s, m, h, d, w)");
+    let bad = || DurationError::Malformed(text.to_string());
     let mut total: u64 = 0;
     let mut rest = text;
     if rest.is_empty() {
@@ -75,6 +86,10 @@ mod tests {
         for bad in ["", "3", "d", "3x", "1.5h", "-1h"] {
             assert!(parse_age(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            parse_age(" 3x ").map_err(|e| e.to_string()),
+            Err(r#""3x" is not a duration (use a number and a unit: s, m, h, d, w)"#.to_string())
+        );
         assert_eq!(format_age(Duration::from_secs(5400)), "1h30m");
         assert_eq!(format_age(Duration::from_secs(3 * 86_400 + 7)), "3d7s");
     }

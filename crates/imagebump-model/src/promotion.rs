@@ -36,7 +36,7 @@ fn placeholders(path: &str) -> Vec<(usize, &str)> {
 /// (the key under `promoteFrom`, the message).
 pub fn check(rule_path: Option<&str>, promote: &PromoteFrom) -> Option<(&'static str, String)> {
     if let Err(e) = crate::duration::parse_age(&promote.soak) {
-        return Some(("soak", e));
+        return Some(("soak", e.to_string()));
     }
     let path = promote.path.as_str();
     let bad = |why: &str| Some(("path", format!("{path:?}: {why}")));

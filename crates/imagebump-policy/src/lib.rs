@@ -343,10 +343,9 @@ fn compile_metadata_filters(
         .map_err(|m| PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8"))?;
     let min_age = match spec.min_age.as_deref() {
         None => None,
-        Some(text) => Some(
-            imagebump_model::duration::parse_age(text)
-                .map_err(|m| PolicyError::new("minAge", m).hint("e.g. 3d, 12h, 1h30m, 2w"))?,
-        )
+        Some(text) => Some(imagebump_model::duration::parse_age(text).map_err(|m| {
+            PolicyError::new("minAge", m.to_string()).hint("e.g. 3d, 12h, 1h30m, 2w")
+        })?)
         .filter(|d| !d.is_zero()),
     };
     Ok((platforms, min_age))

@@ -9,6 +9,7 @@ use yaml_serde::Value;
 use super::located::{Node, PathSeg, Scalar, Style};
 use super::path_to_string;
 use crate::fingerprint::{Fingerprint, Reader};
+use crate::insert::ReadError;
 use crate::one_line::OneLineBlock;
 
 /// Replace one scalar: the bytes in `span` become `new_raw`, whose decoded value is
@@ -491,12 +492,13 @@ fn splice<E: std::borrow::Borrow<Edit>>(text: &str, edits: &[E]) -> Result<Strin
 
 /// Documents as values, aliases expanded and merge keys applied (so that a path is the
 /// same as in the located view).
-fn parse_all(text: &str) -> Result<Vec<Value>, String> {
-    crate::check_nesting(text).map_err(|e| e.to_string())?;
+fn parse_all(text: &str) -> Result<Vec<Value>, ReadError> {
+    crate::check_nesting(text)?;
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
-            let mut v = Value::deserialize(d).map_err(|e| e.to_string())?;
-            v.apply_merge().map_err(|e| e.to_string())?;
+            let mut v = Value::deserialize(d).map_err(|e| ReadError::Value(e.to_string()))?;
+            v.apply_merge()
+                .map_err(|e| ReadError::Value(e.to_string()))?;
             Ok(v)
         })
         .collect()
@@ -577,8 +579,8 @@ fn collect(
 /// references that read one anchored value). The text after must read as the text before
 /// with exactly the edited values changed.
 fn verify(before: &str, after: &str, edits: &[Edit], claimed: &[Edit]) -> Result<(), EditError> {
-    let mut expected = parse_all(before).map_err(EditError::Reparse)?;
-    let actual = parse_all(after).map_err(EditError::Reparse)?;
+    let mut expected = parse_all(before).map_err(|e| EditError::Reparse(e.to_string()))?;
+    let actual = parse_all(after).map_err(|e| EditError::Reparse(e.to_string()))?;
     let sharers = shared_places(before, edits);
     let (direct, inside): (Vec<&Edit>, Vec<&Edit>) = edits.iter().partition(|e| e.inner.is_none());
     for e in direct {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::edit::{render_scalar, EditError};
-use super::located::{parse_located, Node, PathSeg, Scalar, Style};
+use super::located::{parse_located, Node, ParseError, PathSeg, Scalar, Style};
 use super::path_to_string;
 
 /// Set `value` at `path` in document `doc`. A final `Index(n)` with `n` equal to the
@@ -410,19 +410,43 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
+/// Why a YAML stream could not be read as values.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReadError {
+    /// Nested deeper than this crate reads, at its line.
+    #[error(transparent)]
+    Nesting(#[from] ParseError),
+    /// libyaml's or serde's message, in their words.
+    #[error("{0}")]
+    Value(String),
+}
+
+/// Why [`set_path`] could not set a value; each variant holds the path (`a.b[2]`) it
+/// stopped at.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetPathError {
+    #[error("{0}: not a list")]
+    NotAList(String),
+    #[error("{0}: not a mapping")]
+    NotAMapping(String),
+    #[error("{0}: no such item")]
+    NoSuchItem(String),
+}
+
 /// Every document of a YAML stream as a JSON value (what libyaml reads).
-pub fn json_documents(text: &str) -> Result<Vec<Value>, String> {
-    crate::check_nesting(text).map_err(|e| e.to_string())?;
+pub fn json_documents(text: &str) -> Result<Vec<Value>, ReadError> {
+    crate::check_nesting(text)?;
     yaml_serde::Deserializer::from_str(text)
         .map(|d| {
-            let v = yaml_serde::Value::deserialize(d).map_err(|e| e.to_string())?;
-            serde_json::to_value(v).map_err(|e| e.to_string())
+            let v =
+                yaml_serde::Value::deserialize(d).map_err(|e| ReadError::Value(e.to_string()))?;
+            serde_json::to_value(v).map_err(|e| ReadError::Value(e.to_string()))
         })
         .collect()
 }
 
 /// Set `value` at `path` in a JSON document, creating objects and appending to arrays.
-pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), String> {
+pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), SetPathError> {
     let parents = path.split_last().map_or(&[][..], |(_, parents)| parents);
     let mut node = doc;
     // Each parent with the segment after it, which says what a missing value must be.
@@ -434,14 +458,14 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
             *node = if let PathSeg::Key(_) = seg {
                 Value::Object(Default::default())
             } else {
-                return Err(format!("{}: not a list", above()));
+                return Err(SetPathError::NotAList(above()));
             };
         }
         node = match seg {
             PathSeg::Key(k) => {
                 let obj = node
                     .as_object_mut()
-                    .ok_or_else(|| format!("{}: not a mapping", above()))?;
+                    .ok_or_else(|| SetPathError::NotAMapping(above()))?;
                 obj.entry(k.clone()).or_insert_with(|| {
                     if next_is_index {
                         Value::Array(Vec::new())
@@ -453,13 +477,13 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
             PathSeg::Index(n) => {
                 let arr = node
                     .as_array_mut()
-                    .ok_or_else(|| format!("{}: not a list", above()))?;
+                    .ok_or_else(|| SetPathError::NotAList(above()))?;
                 if *n == arr.len() {
                     arr.push(Value::Null);
                 }
                 arr.get_mut(*n).ok_or_else(|| {
                     let here = parents.get(..=i).unwrap_or_default();
-                    format!("{}: no such item", path_to_string(here))
+                    SetPathError::NoSuchItem(path_to_string(here))
                 })?
             }
         };
@@ -468,7 +492,7 @@ pub fn set_path(doc: &mut Value, path: &[PathSeg], value: Value) -> Result<(), S
 }
 
 /// Set `value` at the last segment of `path` in `node`, the value its other segments reach.
-fn set_last(node: &mut Value, path: &[PathSeg], value: Value) -> Result<(), String> {
+fn set_last(node: &mut Value, path: &[PathSeg], value: Value) -> Result<(), SetPathError> {
     let Some((last, parents)) = path.split_last() else {
         *node = value;
         return Ok(());
@@ -482,19 +506,19 @@ fn set_last(node: &mut Value, path: &[PathSeg], value: Value) -> Result<(), Stri
     match last {
         PathSeg::Key(k) => {
             node.as_object_mut()
-                .ok_or_else(|| format!("{}: not a mapping", path_to_string(parents)))?
+                .ok_or_else(|| SetPathError::NotAMapping(path_to_string(parents)))?
                 .insert(k.clone(), value);
         }
         PathSeg::Index(n) => {
             let arr = node
                 .as_array_mut()
-                .ok_or_else(|| format!("{}: not a list", path_to_string(parents)))?;
+                .ok_or_else(|| SetPathError::NotAList(path_to_string(parents)))?;
             if *n == arr.len() {
                 arr.push(value);
             } else {
                 let slot = arr
                     .get_mut(*n)
-                    .ok_or_else(|| format!("{}: no such item", path_to_string(path)))?;
+                    .ok_or_else(|| SetPathError::NoSuchItem(path_to_string(path)))?;
                 *slot = value;
             }
         }
@@ -505,8 +529,8 @@ fn set_last(node: &mut Value, path: &[PathSeg], value: Value) -> Result<(), Stri
 /// The new text must read as the old documents with exactly the upserts applied. Scalars
 /// are compared as YAML reads them (a `true` written for a string would be a mismatch).
 fn verify(before: &str, after: &str, upserts: &[Upsert]) -> Result<(), EditError> {
-    let mut expected = json_documents(before).map_err(EditError::Reparse)?;
-    let actual = json_documents(after).map_err(EditError::Reparse)?;
+    let mut expected = json_documents(before).map_err(|e| EditError::Reparse(e.to_string()))?;
+    let actual = json_documents(after).map_err(|e| EditError::Reparse(e.to_string()))?;
     if expected.is_empty() {
         expected.push(Value::Null);
     }
@@ -515,7 +539,7 @@ fn verify(before: &str, after: &str, upserts: &[Upsert]) -> Result<(), EditError
             let n = u.doc.saturating_add(1);
             EditError::Mismatch(format!("document {n} does not exist"))
         })?;
-        set_path(doc, &u.path, u.value.clone()).map_err(EditError::Mismatch)?;
+        set_path(doc, &u.path, u.value.clone()).map_err(|e| EditError::Mismatch(e.to_string()))?;
     }
     if expected != actual {
         return Err(EditError::Mismatch(
@@ -674,5 +698,24 @@ mod tests {
             v,
             json!({"helm": {"parameters": [{"name": "a"}, {"name": "b"}]}, "kustomize": {"images": ["x"]}})
         );
+    }
+
+    #[test]
+    fn set_path_names_where_it_stopped() {
+        let mut v = json!({"a": [1], "s": "x"});
+        let set = |v: &mut Value, path: &[PathSeg]| set_path(v, path, json!(0)).unwrap_err();
+        let e = set(&mut v, &[key("a"), PathSeg::Index(3), key("b")]);
+        assert_eq!(e.to_string(), "a[3]: no such item");
+        let e = set(&mut v, &[key("s"), key("b")]);
+        assert_eq!(e, SetPathError::NotAMapping("s".into()));
+        let e = set(&mut v, &[key("a"), key("b")]);
+        assert_eq!(e.to_string(), "a: not a mapping");
+    }
+
+    #[test]
+    fn json_documents_keep_libyaml_words() {
+        let e = json_documents("a: [\n").unwrap_err();
+        assert!(matches!(e, ReadError::Value(_)), "{e:?}");
+        assert!(!e.to_string().is_empty());
     }
 }

@@ -34,7 +34,7 @@ pub use edit::{
     render_alone, render_scalar, Edit, EditError, Inner,
 };
 pub use fingerprint::Fingerprint;
-pub use insert::{apply_upserts, json_documents, set_path, Upsert};
+pub use insert::{apply_upserts, json_documents, set_path, ReadError, SetPathError, Upsert};
 pub use located::{
     check_depth, check_nesting, parse_located, parse_located_fingerprinted, Doc, Key, LineIndex,
     Node, ParseError, PathSeg, Scalar, Style,

@@ -859,6 +859,7 @@ mod tests {
         assert!(e.message.contains("nested deeper than 256"), "{e}");
         assert!(crate::json_documents(&deep)
             .unwrap_err()
+            .to_string()
             .contains("nested deeper than 256"));
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }

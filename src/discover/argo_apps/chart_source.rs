@@ -48,7 +48,7 @@ impl Scan<'_> {
                 Ok(Some(_)) => continue,
                 Ok(None) => c,
                 Err(why) => {
-                    self.template_note(&c, &why);
+                    self.template_note(&c, &why.to_string());
                     continue;
                 }
             };

@@ -3,12 +3,29 @@
 
 use super::helm::with_index;
 use super::own_images::{kustomize_name_of, kustomize_prefix};
+use super::write_back::Refusal;
 use super::{in_dir, key, Current, Now, Scan, SourceState};
 use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use imagebump_argocd::App;
 use imagebump_model::name::same_repository;
 use imagebump_yaml::PathSeg;
 use serde_json::Value;
+
+/// Why the version a kustomize path renders is not one reference imagebump can edit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum RenderedRefError {
+    #[error(
+        "the app's path {dir} renders the version {file}:{line} sets, which imagebump cannot edit"
+    )]
+    Uneditable {
+        dir: String,
+        file: String,
+        line: u32,
+    },
+    /// `places`: each `file:line (tag)`, comma-separated.
+    #[error("the app's path {dir} renders it at several versions ({places}); argocd-image-updater's one value would move them all: set them to one version first")]
+    SeveralVersions { dir: String, places: String },
+}
 
 impl Scan<'_> {
     /// The kustomization file in `dir` (`kustomization.yaml`, `.yml` or `Kustomization`, as
@@ -28,33 +45,31 @@ impl Scan<'_> {
         dir: &str,
         kdir: &str,
         current: &str,
-    ) -> Result<String, String> {
-        let shown = if kdir.is_empty() { "." } else { kdir };
+    ) -> Result<String, Refusal> {
+        let shown = if kdir.is_empty() { "." } else { kdir }.to_string();
         let Some(file) = self.existing_kustomization(kdir) else {
-            return Err(format!("{shown}, which has no kustomization"));
+            return Err(Refusal::NoKustomization { dir: shown });
         };
         if !self.rendered_dirs(dir).contains(kdir) {
-            let path = if dir.is_empty() { "." } else { dir };
-            return Err(format!(
-                "{shown}, which the app's path {path} does not include: Argo CD would not render it"
-            ));
+            let path = if dir.is_empty() { "." } else { dir }.to_string();
+            return Err(Refusal::NotIncluded { dir: shown, path });
         }
         // Its entry sets the version only over what it renders: the value read as current
         // must be in it (a manifest, patch or entry of a kustomization it includes), not in
         // a patch above it or Argo CD's own kustomize.images.
         if !self.renders_file(kdir, current) {
-            return Err(format!(
-                "{shown}, which does not render {current}, where the version the app renders is set: an entry there would change nothing Argo CD renders"
-            ));
+            let current = current.to_string();
+            return Err(Refusal::EntryBelow {
+                dir: shown,
+                current,
+            });
         }
         // A directory other paths render too moves them all: only where the operator
         // chose to edit shared bases (`scan.sharedBases: in-place`).
         let others = (self.rendering.as_ref()).map_or_else(Vec::new, |r| r.other_leaves(kdir, dir));
         if !others.is_empty() && self.shared != crate::config::SharedBases::InPlace {
-            return Err(format!(
-                "{shown}, which {} render too: an entry there would move them as well (scan.sharedBases: in-place allows it)",
-                others.join(", ")
-            ));
+            let others = others.join(", ");
+            return Err(Refusal::SharedDir { dir: shown, others });
         }
         Ok(file)
     }
@@ -90,7 +105,7 @@ impl Scan<'_> {
         let dir = st.dir.clone()?;
         match self.rendered_ref(&dir, kname, image) {
             Ok(Some(r)) => return Some(Now::Found(r)),
-            Err(why) => return Some(Now::Unknown(why)),
+            Err(why) => return Some(Now::Unknown(why.to_string())),
             Ok(None) => {}
         }
         let kfile = self.existing_kustomization(&dir)?;
@@ -115,7 +130,7 @@ impl Scan<'_> {
         dir: &str,
         kname: &str,
         image: &str,
-    ) -> Result<Option<ImageRef>, String> {
+    ) -> Result<Option<ImageRef>, RenderedRefError> {
         let named = |at_leaf: &str, name: &str| {
             same_repository(at_leaf, kname) || same_repository(name, image)
         };
@@ -130,7 +145,8 @@ impl Scan<'_> {
                 None => {
                     let (crate::discover::placement::Source::Manifest { file, line }
                     | crate::discover::placement::Source::Set { file, line }) = source;
-                    return Err(format!("the app's path {dir} renders the version {file}:{line} sets, which imagebump cannot edit"));
+                    let (dir, file) = (dir.to_string(), file.to_string());
+                    return Err(RenderedRefError::Uneditable { dir, file, line });
                 }
             }
         }
@@ -148,7 +164,8 @@ impl Scan<'_> {
                         )
                     })
                     .collect();
-                return Err(format!("the app's path {dir} renders it at several versions ({}); argocd-image-updater's one value would move them all: set them to one version first", places.join(", ")));
+                let (dir, places) = (dir.to_string(), places.join(", "));
+                return Err(RenderedRefError::SeveralVersions { dir, places });
             }
         }
         let Some(index) = found.first().copied() else {

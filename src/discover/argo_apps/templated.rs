@@ -15,12 +15,24 @@ use imagebump_argocd::appset::{go_field, pieces, Piece};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};
 
+/// Why a value of an ApplicationSet's template is not edited where a list element sets
+/// it; `raw` is the value as the template writes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum TemplateError {
+    #[error("`{raw}` is built from several template parameters")]
+    SeveralParameters { raw: String },
+    #[error("`{raw}` takes its value from {{{{{action}}}}}, which no list element of the ApplicationSet writes literally")]
+    NotWrittenLiterally { raw: String, action: String },
+    #[error("`{raw}` mixes text and a template parameter in a way imagebump cannot edit")]
+    Mixed { raw: String },
+}
+
 impl Scan<'_> {
     /// Where the value at `c` is written when the app being read is generated and `c` is
     /// in its set's template: `Ok(None)` when it is written there (or the app is not
     /// generated), `Ok(Some(place))` for the list element that sets it, `Err(why)` when
     /// the template builds it.
-    pub(super) fn locate(&self, c: &Current) -> Result<Option<Current>, String> {
+    pub(super) fn locate(&self, c: &Current) -> Result<Option<Current>, TemplateError> {
         let Some((file, doc, t)) = &self.template else {
             return Ok(None);
         };
@@ -42,7 +54,10 @@ impl Scan<'_> {
         let action = match actions.as_slice() {
             [] => return Ok(None),
             [a] => *a,
-            _ => return Err(format!("`{raw}` is built from several template parameters")),
+            _ => {
+                let raw = raw.to_string();
+                return Err(TemplateError::SeveralParameters { raw });
+            }
         };
         let name = if t.go {
             go_field(action)
@@ -50,9 +65,8 @@ impl Scan<'_> {
             Some(action.trim().to_string())
         };
         let Some(origin) = name.as_ref().and_then(|n| t.origins.get(n)) else {
-            return Err(format!(
-                "`{raw}` takes its value from {{{{{action}}}}}, which no list element of the ApplicationSet writes literally"
-            ));
+            let (raw, action) = (raw.to_string(), action.to_string());
+            return Err(TemplateError::NotWrittenLiterally { raw, action });
         };
         let at = origin.path.clone();
         let (file, doc) = (&origin.file, &origin.doc);
@@ -81,9 +95,9 @@ impl Scan<'_> {
                     repository: name,
                 }))
             }
-            _ => Err(format!(
-                "`{raw}` mixes text and a template parameter in a way imagebump cannot edit"
-            )),
+            _ => Err(TemplateError::Mixed {
+                raw: raw.to_string(),
+            }),
         }
     }
 
@@ -134,7 +148,7 @@ impl Scan<'_> {
                     return None;
                 }
                 Err(why) => {
-                    self.template_note(&c, &why);
+                    self.template_note(&c, &why.to_string());
                     return None;
                 }
             };
@@ -178,4 +192,19 @@ pub(super) fn same_place(a: &ImageRef, b: &ImageRef) -> bool {
         r.slots.iter().map(|s| (s.doc, s.path.to_vec())).collect()
     };
     a.file == b.file && !b.slots.is_empty() && places(a) == places(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_is_named_in_its_braces() {
+        let e = TemplateError::NotWrittenLiterally {
+            raw: "{{tag}}".into(),
+            action: "tag".into(),
+        };
+        let want = "`{{tag}}` takes its value from {{tag}}, which no list element of the ApplicationSet writes literally";
+        assert_eq!(e.to_string(), want);
+    }
 }

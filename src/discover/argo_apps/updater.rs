@@ -49,7 +49,7 @@ impl Scan<'_> {
         let relocated = match self.locate(c) {
             Ok(r) => r,
             Err(why) => {
-                self.template_note(c, &why);
+                self.template_note(c, &why.to_string());
                 return None;
             }
         };
@@ -193,7 +193,7 @@ impl Scan<'_> {
         if r.is_managed() {
             match self.resolve_target(app, st, states, config, &r.file) {
                 Ok(target) => self.write_back(st, target, img, &kname, &keys, &mut r),
-                Err(why) => r.unmanaged = Some(why.into()),
+                Err(why) => r.unmanaged = Some(why.to_string().into()),
             }
         }
         let label = format!(

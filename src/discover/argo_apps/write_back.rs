@@ -11,6 +11,37 @@ use imagebump_model::Problem;
 use imagebump_yaml::PathSeg;
 use serde_json::Value;
 
+/// Why Argo CD would not render what is written to a write-back target; the file or
+/// directory comes first, as in "write-back target kustomization:../base resolves to …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Refusal {
+    #[error("{dir}, which has no kustomization")]
+    NoKustomization { dir: String },
+    #[error("{dir}, which the app's path {path} does not include: Argo CD would not render it")]
+    NotIncluded { dir: String, path: String },
+    #[error("{dir}, which does not render {current}, where the version the app renders is set: an entry there would change nothing Argo CD renders")]
+    EntryBelow { dir: String, current: String },
+    /// `others`: the other paths, comma-separated.
+    #[error("{dir}, which {others} render too: an entry there would move them as well (scan.sharedBases: in-place allows it)")]
+    SharedDir { dir: String, others: String },
+    #[error("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it")]
+    NotRendered { file: String },
+    #[error("{file}, under {current}, which sets the version the app renders after it: a value written there would change nothing Argo CD renders")]
+    ValuesBelow { file: String, current: String },
+    /// `apps`: the other apps' keys, comma-separated.
+    #[error("{file}, which apps {apps} read too: a value written there would move them as well (scan.sharedBases: in-place allows it)")]
+    SharedValues { file: String, apps: String },
+}
+
+/// A write-back target refused: as written in the annotation (`kustomization:../base`),
+/// and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("write-back target {written} resolves to {why}")]
+pub(super) struct TargetError {
+    written: String,
+    why: Refusal,
+}
+
 impl Scan<'_> {
     /// A problem at the app's write-back target annotation when the annotations configure
     /// it, else at the app (the message names the ImageUpdater).
@@ -49,7 +80,7 @@ impl Scan<'_> {
         all: &[SourceState],
         config: &UpdaterConfig,
         current: &str,
-    ) -> Result<Target, String> {
+    ) -> Result<Target, TargetError> {
         let dir = st.dir.clone().unwrap_or_default();
         let (written, resolved) = match &config.write_back.target {
             WriteBackTarget::Override => {
@@ -87,7 +118,7 @@ impl Scan<'_> {
             }
         };
         resolved.map_err(|why| {
-            let why = format!("write-back target {written} resolves to {why}");
+            let why = TargetError { written, why };
             let message = format!(
                 "Application {} ({}): {why}: not written",
                 app.name, config.origin
@@ -100,7 +131,7 @@ impl Scan<'_> {
 
     /// A values file `target` that other apps read too is refused, unless
     /// `scan.sharedBases: in-place` allows a value written there to move them as well.
-    fn values_not_shared(&self, target: Target, key: &str) -> Result<Target, String> {
+    fn values_not_shared(&self, target: Target, key: &str) -> Result<Target, Refusal> {
         let Target::Values(file) = &target else {
             return Ok(target);
         };
@@ -111,7 +142,8 @@ impl Scan<'_> {
         if others.is_empty() || self.shared == crate::config::SharedBases::InPlace {
             return Ok(target);
         }
-        Err(format!("{file}, which apps {} read too: a value written there would move them as well (scan.sharedBases: in-place allows it)", others.join(", ")))
+        let (file, apps) = (file.clone(), others.join(", "));
+        Err(Refusal::SharedValues { file, apps })
     }
 
     /// Where the new value goes, per the app's write-back target: slots when that is where
@@ -324,7 +356,7 @@ pub(super) fn values_target(
     all: &[SourceState],
     file: String,
     current: &str,
-) -> Result<Target, String> {
+) -> Result<Target, Refusal> {
     let mut order = Vec::new();
     if let (SourceKind::Helm, Some(dir)) = (&st.kind, &st.dir) {
         order.push(in_dir(dir, "values.yaml"));
@@ -338,17 +370,33 @@ pub(super) fn values_target(
     let current = lexical(current);
     let current = current.as_str();
     let Some(at) = order.iter().position(|f| *f == file) else {
-        return Err(format!("{file}, which is not among the values files the app renders (its chart's values.yaml and helm.valueFiles): Argo CD would not render it"));
+        return Err(Refusal::NotRendered { file });
     };
     match order.iter().position(|f| f == current) {
         Some(from) if from <= at => Ok(Target::Values(file)),
-        _ => Err(format!("{file}, under {current}, which sets the version the app renders after it: a value written there would change nothing Argo CD renders")),
+        _ => Err(Refusal::ValuesBelow {
+            file,
+            current: current.to_string(),
+        }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_target_reads_as_the_annotation_wrote_it() {
+        let e = TargetError {
+            written: "kustomization:../base".into(),
+            why: Refusal::NotIncluded {
+                dir: "apps/base".into(),
+                path: "apps/web".into(),
+            },
+        };
+        let want = "write-back target kustomization:../base resolves to apps/base, which the app's path apps/web does not include: Argo CD would not render it";
+        assert_eq!(e.to_string(), want);
+    }
 
     fn image(name: &str) -> UpdaterImage {
         UpdaterImage {
