@@ -279,7 +279,7 @@ pub struct RunArgs {
     pub max_prs: Option<usize>,
     /// How updates are grouped into pull requests (overrides pullRequests.groupBy).
     #[arg(long, value_parser = parse_group_by, env = EnvVars::IMAGEBUMP_GROUP_BY)]
-    pub group_by: Option<crate::config::GroupBy>,
+    pub group_by: Option<imagebump_model::config::GroupBy>,
     /// Commits of the base branch searched for reverted imagebump commits.
     #[arg(long, default_value_t = 200, env = EnvVars::IMAGEBUMP_HISTORY_DEPTH)]
     pub history_depth: usize,
@@ -337,7 +337,7 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, FlagError> {
     Ok(d)
 }
 
-fn parse_group_by(s: &str) -> Result<crate::config::GroupBy, FlagError> {
+fn parse_group_by(s: &str) -> Result<imagebump_model::config::GroupBy, FlagError> {
     serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| FlagError::GroupBy)
 }
 

@@ -17,10 +17,10 @@
 use std::path::Path;
 
 use imagebump::chunked::Chunked;
-use imagebump::config::Config;
 use imagebump::discover::{self, Discovery};
 use imagebump::plan::{self, Plan};
 use imagebump::resolve::Outcome;
+use imagebump_model::config::Config;
 use imagebump_yaml::{PathSeg, Scalar};
 use proptest::prelude::*;
 use serde::Deserialize;

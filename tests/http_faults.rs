@@ -16,13 +16,13 @@
 
 use std::time::Duration;
 
-use imagebump::config::RegistryConfig;
 use imagebump::registry::credentials::Environment;
 use imagebump::registry::Registries;
 use imagebump_forge::gitea::{Gitea, GiteaSettings};
 use imagebump_forge::gitlab::{GitLab, GitLabAuth, GitLabSettings};
 use imagebump_forge::{Forge, GitHub, GitHubAuth, GitHubSettings};
 use imagebump_http::{Options, RetryPolicy, Transport};
+use imagebump_model::config::RegistryConfig;
 use imagebump_model::name::parse_name;
 use secrecy::SecretString;
 use wiremock::matchers::any;

@@ -39,9 +39,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use imagebump::config::RegistryConfig;
 use imagebump::registry::credentials::Environment;
 use imagebump::registry::{Error as RegistryError, Registries};
+use imagebump_model::config::RegistryConfig;
 use imagebump_model::name::parse_name;
 use serde_json::{json, Value};
 use support::cli::{imagebump, Run};

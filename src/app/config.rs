@@ -29,7 +29,7 @@ pub fn check(location: String, explicit: Option<PathBuf>) -> Result<Status, Erro
     let Some(path) = loaded.config_path else {
         print(format_args!(
             "no configuration file (looked for {}); built-in defaults apply\n",
-            config::CONFIG_NAMES.join(", ")
+            imagebump_model::config::CONFIG_NAMES.join(", ")
         ));
         return Ok(Status::Done);
     };

@@ -14,10 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::source::Loaded;
 use super::{Error, Mode, Output, RunPlan};
-use crate::config::NotifyTarget;
 use crate::notify::{self, News};
 use crate::report::metrics::{self, RunMetrics};
 use crate::report::RunReport;
+use imagebump_model::config::NotifyTarget;
 use imagebump_model::exit;
 use imagebump_model::Problem;
 

@@ -8,9 +8,9 @@ use std::path::Path;
 use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, RegistryCheckArgs};
-use crate::config::Config;
 use crate::registry::check::{check_one, target_image, Checked};
 use crate::registry::Registries;
+use imagebump_model::config::Config;
 use imagebump_policy::rules::Policies;
 
 pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Error> {

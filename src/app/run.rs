@@ -899,7 +899,7 @@ fn narrow(
     found: &mut Discovery,
     plan: &RunPlan,
     loaded: &Loaded,
-    group_by: crate::config::GroupBy,
+    group_by: imagebump_model::config::GroupBy,
 ) {
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.tree, scope);
@@ -952,7 +952,7 @@ fn discover_listing_early(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    (group_by, keep): (crate::config::GroupBy, plan::Keep),
+    (group_by, keep): (imagebump_model::config::GroupBy, plan::Keep),
 ) -> (Discovery, resolve::EarlyLists) {
     let mut early = resolve::EarlyLists::new(plan.concurrency);
     let promotes = loaded

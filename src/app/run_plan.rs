@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::source::Source;
 use super::Error;
 use crate::cli::RunArgs;
-use crate::config::GroupBy;
+use imagebump_model::config::GroupBy;
 use imagebump_model::ForgeKind;
 
 /// What a run does with the updates it finds.

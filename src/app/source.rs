@@ -6,8 +6,9 @@ use secrecy::SecretString;
 
 use super::Error;
 use crate::cli::SourceArgs;
-use crate::config::{self, Config};
+use crate::config;
 use crate::source::{self as tree, Workspace};
+use imagebump_model::config::Config;
 
 /// Where the manifests come from, as the command line names them.
 #[derive(Debug, Clone)]
@@ -65,7 +66,7 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
         source.git_ref.as_deref(),
         token,
         depth,
-        &config::CONFIG_NAMES,
+        &imagebump_model::config::CONFIG_NAMES,
     )?;
     if ws.remote.is_none() {
         if let Some(root) = repository_root(&ws.root) {
@@ -99,8 +100,9 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
 /// `gitops/apps/web` keeps the constraints `gitops/imagebump.yaml` sets.
 fn repository_root(dir: &Path) -> Option<PathBuf> {
     // A name taken by anything (a pipe, a directory) counts: reading it then stops the run.
-    let has_config =
-        |d: &Path| (config::CONFIG_NAMES.iter()).any(|n| d.join(n).symlink_metadata().is_ok());
+    let has_config = |d: &Path| {
+        (imagebump_model::config::CONFIG_NAMES.iter()).any(|n| d.join(n).symlink_metadata().is_ok())
+    };
     if has_config(dir) {
         return None;
     }
@@ -183,17 +185,19 @@ fn check_signing(config: &Config, path: Option<&Path>) -> Result<(), Error> {
         return Ok(());
     };
     let problem = match signing.format {
-        config::SigningFormat::Ssh if signing.key.trim().is_empty() => {
+        imagebump_model::config::SigningFormat::Ssh if signing.key.trim().is_empty() => {
             Some("signing.key is empty: give the path of an SSH private key".to_string())
         }
-        config::SigningFormat::Ssh if !Path::new(&signing.key).is_file() => Some(format!(
-            "signing.key {:?} is not a readable file (an SSH private key without a passphrase)",
-            signing.key
-        )),
-        config::SigningFormat::Openpgp if signing.key.trim().is_empty() => {
+        imagebump_model::config::SigningFormat::Ssh if !Path::new(&signing.key).is_file() => {
+            Some(format!(
+                "signing.key {:?} is not a readable file (an SSH private key without a passphrase)",
+                signing.key
+            ))
+        }
+        imagebump_model::config::SigningFormat::Openpgp if signing.key.trim().is_empty() => {
             Some("signing.key is empty: give a GnuPG key id or fingerprint".to_string())
         }
-        config::SigningFormat::Github if !signing.key.trim().is_empty() => Some(
+        imagebump_model::config::SigningFormat::Github if !signing.key.trim().is_empty() => Some(
             "signing.key is not used with format github (GitHub signs the commits it creates)"
                 .to_string(),
         ),

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use imagebump_model::config::*;
+use imagebump_model::config::*;
 use imagebump_yaml::PathSeg;
 
 #[derive(Debug, thiserror::Error)]

@@ -24,10 +24,10 @@ pub use self::rejections::{
     by_image, lifted, pull_number, recorded, rejected, unsupported, Author, Rejected, NAMESPACE,
 };
 pub use self::state::{is_ours, not_ours_notes};
-use crate::config::PullRequestsConfig;
 use crate::plan::Plan;
 use crate::source::git::Git;
 use imagebump_forge::Forge;
+use imagebump_model::config::PullRequestsConfig;
 use imagebump_model::Problem;
 
 /// What happened (or, in a dry run, would happen) to one change set.

@@ -3,9 +3,9 @@
 //! on that base; when the base moved meanwhile, the caller analyses the new base and tries
 //! again.
 
-use crate::config::{PullRequestsConfig, PushCommits};
 use crate::plan::{Plan, Update};
 use crate::source::git::{Git, RefUpdate, Signature};
+use imagebump_model::config::{PullRequestsConfig, PushCommits};
 
 use super::pulls::{commit_message, title, updates_of};
 
@@ -152,7 +152,7 @@ fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> 
 pub fn split_by_delivery(
     found: &crate::discover::Discovery,
     outcomes: &crate::chunked::Chunked<crate::resolve::Outcome>,
-    group_by: crate::config::GroupBy,
+    group_by: imagebump_model::config::GroupBy,
 ) -> Option<(Plan, Plan)> {
     use crate::resolve::Outcome;
     use imagebump_model::policy::Delivery;

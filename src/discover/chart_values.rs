@@ -13,11 +13,11 @@ use futures::stream::{self, StreamExt};
 use super::charts::ChartApp;
 use super::Discovery;
 use crate::chart::archive::{self, ChartFiles};
-use crate::config::Config;
 use crate::discover::vocab::{
     Created, Creation, Extra, FileCtx, ImageRef, RefKind, Slot, SlotFormat, Template,
 };
 use crate::registry::Registries;
+use imagebump_model::config::Config;
 use imagebump_model::Problem;
 use imagebump_policy::rules::Policies;
 use imagebump_yaml::{LineIndex, PathSeg};

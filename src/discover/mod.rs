@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use crate::source::tree::Tree;
 
 use crate::chunked::Chunked;
-use crate::config::Config;
 use fold::Fold;
+use imagebump_model::config::Config;
 use imagebump_model::Problem;
 use imagebump_policy::rules::Policies;
 use scan_file::{FirstRead, Keys};

@@ -13,8 +13,8 @@ use super::kustomize::patches::{effects, replacement_targets, Container, Effect,
 use super::kustomize::Kustomization;
 use super::workloads::{BadFieldPath, FieldSpec};
 use super::{argo_apps, Discovery};
-use crate::config::{ImageField, ScanConfig, SharedBases};
 use crate::discover::vocab::{Created, Creation, ImageRef, ItemKey, Template};
+use imagebump_model::config::{ImageField, ScanConfig, SharedBases};
 use imagebump_model::name::{parse_name, same_repository};
 use imagebump_model::Problem;
 use imagebump_yaml::{Node, PathSeg};

@@ -308,7 +308,7 @@ impl FirstRead {
     /// other file, the other kustomizations among them, is read in turn ([`FirstRead::in_turn`]).
     pub(super) fn new(
         tree: &Tree,
-        config: &crate::config::Config,
+        config: &imagebump_model::config::Config,
         files: &[Listed],
         ahead: &ReadAhead,
         keys: &Keys,

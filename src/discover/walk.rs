@@ -7,8 +7,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::vocab::MAX_FILE_BYTES;
 use super::Discovery;
-use crate::config::ScanConfig;
 use crate::source::tree::Tree;
+use imagebump_model::config::ScanConfig;
 use imagebump_model::Problem;
 
 pub(super) fn globset(patterns: &[String]) -> Result<GlobSet, Problem> {

@@ -9,9 +9,9 @@
 //! ([`super::kustomize::graph`]): here every image is an in-place edit of its own line.
 
 use super::markers;
-use crate::config::ImageField;
 use crate::discover::vocab::{FileCtx, ImageRef, RefKind, SlotFormat, Slots};
 use arcstr::ArcStr;
+use imagebump_model::config::ImageField;
 use imagebump_model::name::{self, parse_reference, ImageName, Reference};
 use imagebump_model::Problem;
 use imagebump_yaml::{BlockText, Doc, Node, ParseError, PathSeg, Scalar, Style};

@@ -17,9 +17,9 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 
-use crate::config::{NotifyEvent, NotifyTarget};
 use crate::report::{NotificationReport, RunReport};
 use imagebump_http::{header, Method, Plain, Redactor, Request, RetryPolicy, Transport, Url};
+use imagebump_model::config::{NotifyEvent, NotifyTarget};
 use imagebump_model::env::EnvVars;
 use imagebump_model::Problem;
 

@@ -5,8 +5,8 @@ use secrecy::SecretString;
 use serde_json::{json, Value};
 
 use super::{News, Outgoing, UpdateNews};
-use crate::config::NotifyEvent;
 use imagebump_http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use imagebump_model::config::NotifyEvent;
 
 /// Blocks in one message at most (Slack's limit).
 pub const MAX_BLOCKS: usize = 50;

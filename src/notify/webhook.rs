@@ -7,8 +7,8 @@ use serde::Serialize;
 use sha2::Sha256;
 
 use super::{News, Outgoing};
-use crate::config::NotifyEvent;
 use imagebump_http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use imagebump_model::config::NotifyEvent;
 
 /// The body's `version`: raised when a field changes meaning or goes away (added fields
 /// keep it).

@@ -58,12 +58,12 @@ fn edits_alone(
 #[cfg(test)]
 mod tests {
     use crate::chunked::Chunked;
-    use crate::config::{Config, GroupBy};
     use crate::discover::{discover_with, Discovery, SourceTexts};
     use crate::plan::tests::{all_updated, rows_of};
     use crate::plan::{plan_giving_up_texts, plan_with, Keep, Plan};
     use crate::resolve::Outcome;
     use crate::source::tree::Tree;
+    use imagebump_model::config::{Config, GroupBy};
 
     fn discovered(dir: &std::path::Path, texts: SourceTexts) -> Discovery {
         discover_with(&Tree::disk(dir), &Config::default(), None, texts)

@@ -13,10 +13,10 @@ mod creation;
 mod in_lines;
 
 use crate::chunked::Chunked;
-use crate::config::GroupBy;
 use crate::discover::{saturating_u32, Creation, Discovery, ImageRef, RefKind, Slot, SlotFormat};
 use crate::resolve::Outcome;
 use crate::source::tree::Tree;
+use imagebump_model::config::GroupBy;
 use imagebump_model::name::ImageName;
 use imagebump_model::policy::Strategy;
 use imagebump_model::Problem;
@@ -1273,7 +1273,7 @@ mod tests {
         let dir = crate::discover::tests::tree(files);
         let found = crate::discover::discover(
             &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
+            &imagebump_model::config::Config::default(),
         );
         (dir, found)
     }
@@ -1743,7 +1743,7 @@ mod tests {
         std::fs::write(dir.path().join("umbrella/Chart.lock"), lock).unwrap();
         let found = crate::discover::discover(
             &crate::source::tree::Tree::disk(dir.path()),
-            &crate::config::Config::default(),
+            &imagebump_model::config::Config::default(),
         );
         assert!(!found.refs.is_empty(), "{:?}", found.problems);
         let outcomes = all_updated(&found, "1.1.0");

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use super::decide::{Action, CLOSE_NOTE, FOREIGN_NOTE};
 use super::state::is_foreign;
 use super::{Context, Outcome, PullReport};
-use crate::config::PullRequestsConfig;
 use crate::source::git::RefUpdate;
 use imagebump_forge::{Forge, NewPull, Pull};
+use imagebump_model::config::PullRequestsConfig;
 use imagebump_model::Problem;
 
 /// How many times a change set is rebuilt on a moved base after a rejected push.
@@ -286,7 +286,7 @@ async fn automerge(
     body: &str,
     problems: &mut Vec<Problem>,
 ) {
-    use crate::config::MergeMethod as M;
+    use imagebump_model::config::MergeMethod as M;
     let method = match ctx.settings.merge_method {
         M::Merge => imagebump_forge::MergeMethod::Merge,
         M::Squash => imagebump_forge::MergeMethod::Squash,

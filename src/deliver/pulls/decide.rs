@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::message::{automerge, body, branch_name, title, updates_of, Automerge};
 use super::{Outcome, PullReport};
-use crate::config::PullRequestsConfig;
 use crate::deliver::marker::{self, Marked};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::resolve::Rejections;
 use crate::source::git::RefUpdate;
 use imagebump_forge::{NewPull, Pull};
+use imagebump_model::config::PullRequestsConfig;
 
 /// Appended to the pull request of a branch someone else committed to, and commented.
 pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";

@@ -67,7 +67,7 @@ impl Scan<'_> {
         // A directory other paths render too moves them all: only where the operator
         // chose to edit shared bases (`scan.sharedBases: in-place`).
         let others = (self.rendering.as_ref()).map_or_else(Vec::new, |r| r.other_leaves(kdir, dir));
-        if !others.is_empty() && self.shared != crate::config::SharedBases::InPlace {
+        if !others.is_empty() && self.shared != imagebump_model::config::SharedBases::InPlace {
             let others = others.join(", ");
             return Err(Refusal::SharedDir { dir: shown, others });
         }

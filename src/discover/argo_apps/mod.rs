@@ -20,12 +20,12 @@ mod write_back;
 
 pub use resources::{ArgoResources, ParsedFile};
 
-use crate::config::Config;
 use crate::discover::vocab::{ImageRef, RefKind, SlotFormat};
 use crate::discover::Discovery;
 use crate::source::tree::Tree;
 use app::values_readers;
 use imagebump_argocd::{App, PullSecretName, Source, SourceKind};
+use imagebump_model::config::Config;
 use imagebump_model::policy::PolicySpec;
 use imagebump_model::Problem;
 use imagebump_policy::rules::Policies;
@@ -176,7 +176,7 @@ struct Scan<'a> {
     /// What the apps' paths render (the include graph and the manifest images).
     rendering: Option<super::placement::Rendering>,
     /// Whether a base several paths render may be edited for one of them.
-    shared: crate::config::SharedBases,
+    shared: imagebump_model::config::SharedBases,
     /// The apps that read each values file (by the keys of the apps).
     values_readers: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// The places of the app's references that were managed before its

@@ -139,7 +139,7 @@ impl Scan<'_> {
             .filter(|k| **k != key)
             .map(String::as_str)
             .collect();
-        if others.is_empty() || self.shared == crate::config::SharedBases::InPlace {
+        if others.is_empty() || self.shared == imagebump_model::config::SharedBases::InPlace {
             return Ok(target);
         }
         let (file, apps) = (file.clone(), others.join(", "));

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::patches::{Container, Effect};
 use super::{Entry, Kustomization};
-use crate::config::SharedBases;
+use imagebump_model::config::SharedBases;
 use imagebump_model::Problem;
 
 /// The most include chains followed from one file: a safety net against pathological
