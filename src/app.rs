@@ -68,9 +68,10 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
                 done: journal.entries(),
             };
             let end = runtime.block_on(async {
+                let terminated = terminated();
                 tokio::select! {
                     end = run::run(&plan, out, &journal) => end,
-                    signal = terminated() => Err(stopped(signal.to_string())),
+                    signal = terminated => Err(stopped(signal.to_string())),
                     limit = deadline(plan.timeout) => Err(stopped(limit)),
                 }
             });
@@ -91,16 +92,22 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
 
 /// SIGTERM, what Kubernetes and GitHub Actions send before they kill: the run stops at its
 /// next step, and dropping it removes what it holds (the temporary clone). Pushed branches
-/// and opened pull requests stay; a rerun adopts them.
-async fn terminated() -> &'static str {
+/// and opened pull requests stay; a rerun adopts them. The handler is installed when this
+/// is called, not when the future is first polled: `select!` may poll the run first, and
+/// a SIGTERM during the run's first steps must not meet the default (an exit at once that
+/// leaves the clone behind).
+fn terminated() -> impl std::future::Future<Output = &'static str> {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            term.recv().await;
-            "SIGTERM"
+    let term = signal(SignalKind::terminate());
+    async move {
+        match term {
+            Ok(mut term) => {
+                term.recv().await;
+                "SIGTERM"
+            }
+            // No handler: the signal keeps its default (the process ends at once).
+            Err(_) => std::future::pending().await,
         }
-        // No handler: the signal keeps its default (the process ends at once).
-        Err(_) => std::future::pending().await,
     }
 }
 
