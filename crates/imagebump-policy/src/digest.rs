@@ -1,36 +1,14 @@
 //! The `digest` strategy: follow one mutable tag (`latest`, `stable`) and pin the digest it
 //! points to when that changes. Costs one manifest HEAD per distinct tag, no tag list.
 
-use crate::candidate::{Choice, Key, Meta, MetaUnavailable, Verdict};
-use crate::semver::TagVersions;
+use crate::candidate::{Choice, Meta, MetaUnavailable, Verdict};
 use crate::strategy::Strategy;
 
 /// Follows the current tag: no other tag is a candidate (the evaluation says so before
 /// asking for a key), so its keys only name the tags.
 pub struct Digest;
 
-impl Strategy for Digest {
-    fn cannot_judge(&self, _current: &str) -> Option<String> {
-        None
-    }
-
-    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
-        Some(Key::Text(current, current))
-    }
-
-    fn key<'t>(
-        &self,
-        tag: &'t str,
-        _read: Option<(&TagVersions, usize)>,
-        _allow_pre: bool,
-    ) -> Result<Key<'t>, Verdict> {
-        Ok(Key::Text(tag, tag))
-    }
-
-    fn rank<'t>(&self, _tag: &'t str) -> Option<Key<'t>> {
-        None
-    }
-}
+impl Strategy for Digest {}
 
 /// Why the strategy cannot follow `current`: the registry does not list it.
 pub fn unlisted(current: &str) -> Choice {

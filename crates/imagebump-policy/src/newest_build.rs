@@ -7,36 +7,14 @@ use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
-use crate::candidate::{Key, Verdict};
-use crate::semver::TagVersions;
+use crate::candidate::Verdict;
 use crate::strategy::Strategy;
 
 /// Orders by build date, which only the metadata tells: every tag is a candidate, and its
 /// key (the tag) only orders the candidates whose metadata is asked for first.
 pub struct NewestBuild;
 
-impl Strategy for NewestBuild {
-    fn cannot_judge(&self, _current: &str) -> Option<String> {
-        None
-    }
-
-    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
-        Some(Key::Text(current, current))
-    }
-
-    fn key<'t>(
-        &self,
-        tag: &'t str,
-        _read: Option<(&TagVersions, usize)>,
-        _allow_pre: bool,
-    ) -> Result<Key<'t>, Verdict> {
-        Ok(Key::Text(tag, tag))
-    }
-
-    fn rank<'t>(&self, _tag: &'t str) -> Option<Key<'t>> {
-        None
-    }
-}
+impl Strategy for NewestBuild {}
 
 /// A candidate as newest-build sees it, in the evaluation's order: its index and tag, and
 /// its image's build date and digest, or why it has none that counts.

@@ -12,11 +12,18 @@ use crate::{alphabetical, digest, newest_build, numeric, regex, semver, Policy};
 
 /// How one strategy reads the tags of one evaluation.
 pub trait Strategy: Send + Sync {
+    // The defaults are those of a strategy that decides from metadata (newest build,
+    // digest): it judges any current tag, a tag's key is its text, and it ranks nothing.
+
     /// Why the strategy cannot judge the current tag at all; `None` when it can.
-    fn cannot_judge(&self, current: &str) -> Option<String>;
+    fn cannot_judge(&self, _current: &str) -> Option<String> {
+        None
+    }
 
     /// The current tag's key, for "never downgrade"; `None` when it has none.
-    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>>;
+    fn current_key<'t>(&self, current: &'t str) -> Option<Key<'t>> {
+        Some(Key::Text(current, current))
+    }
 
     /// A candidate `tag`'s key, or why it is not a candidate. `read`: its version read
     /// already (it is that list's `i`-th tag); `allow_pre`: the constraint has a
@@ -24,13 +31,17 @@ pub trait Strategy: Send + Sync {
     fn key<'t>(
         &self,
         tag: &'t str,
-        read: Option<(&TagVersions, usize)>,
-        allow_pre: bool,
-    ) -> Result<Key<'t>, Verdict>;
+        _read: Option<(&TagVersions, usize)>,
+        _allow_pre: bool,
+    ) -> Result<Key<'t>, Verdict> {
+        Ok(Key::Text(tag, tag))
+    }
 
     /// `tag`'s rank ignoring the filters, to compare a candidate with a rejected version;
     /// `None` when the strategy cannot rank it.
-    fn rank<'t>(&self, tag: &'t str) -> Option<Key<'t>>;
+    fn rank<'t>(&self, _tag: &'t str) -> Option<Key<'t>> {
+        None
+    }
 
     /// The places of the repository's versions, best first, when the strategy orders by
     /// the versions `read` holds (so that candidates need not be sorted one by one).
