@@ -650,6 +650,39 @@ fn configuration_mistakes_exit_2_before_any_registry_work() {
     }
 }
 
+/// A file given as SOURCE, and a `--config` that is a directory, are usage errors that
+/// name the argument at fault: nothing is scanned and nothing is asked.
+#[test]
+fn command_line_mistakes_name_the_argument() {
+    let (dir, cfg) = write_config("defaults:\n  strategy: semver\n");
+    let file = dir.path().join("values.yaml");
+    fs::write(&file, "image: nginx:1.0.0\n").unwrap();
+    let run = run_on("--dry-run", file.to_str().unwrap(), &cfg, &[], &[], 2);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("values.yaml: a file, not a directory (SOURCE is the manifest tree's root directory or a git URL)"),
+        "{}",
+        run.stderr
+    );
+    let config_dir = dir.path().to_str().unwrap();
+    let run = run_on(
+        "--dry-run",
+        demo_dir().to_str().unwrap(),
+        config_dir,
+        &[],
+        &[],
+        2,
+    );
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains(&format!("error: --config {config_dir}: ")),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn a_refused_edit_is_reported_and_its_references_stay_accounted_for() {
     let reg = Registry::start(RegistryMode::Plain);

@@ -135,8 +135,11 @@ pub fn code(error: &Error) -> i32 {
         | Error::Image(_)
         | Error::PolicyFlag { .. }
         | Error::Flag { .. }
-        // A directory that is not there is a mistake on the command line.
-        | Error::Source(crate::source::Error::NotFound(_)) => exit::USAGE,
+        // A directory that is not there, or a file given as one, is a mistake on the
+        // command line.
+        | Error::Source(
+            crate::source::Error::NotFound(_) | crate::source::Error::NotADirectory(_),
+        ) => exit::USAGE,
         Error::Runtime(_)
         | Error::NoBaseBranch { .. }
         | Error::Source(_)

@@ -115,12 +115,24 @@ fn repository_root(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// A `--config` file that cannot be read names the flag: the path alone does not say where
+/// it came from.
+fn flag(e: config::Error) -> config::Error {
+    match e {
+        config::Error::Read { path, source } => config::Error::Read {
+            path: format!("--config {path}"),
+            source,
+        },
+        other => other,
+    }
+}
+
 /// The configuration: the operator's (`explicit`, trusted) with the repository's own file
 /// found under `root` (restricted: no registries, no credentials) on top; and the file it
 /// came from (the repository's when there is one).
 pub fn load_config(explicit: Option<&Path>, root: &Path) -> Result<Configured, Error> {
     let operator = match explicit {
-        Some(path) => Some((config::load(path)?, path.to_path_buf())),
+        Some(path) => Some((config::load(path).map_err(flag)?, path.to_path_buf())),
         None => None,
     };
     let mut warnings: Vec<String> = operator

@@ -43,6 +43,9 @@ fn checked_out_branch(root: &Path) -> Option<String> {
 pub enum Error {
     #[error("{}: no such directory", imagebump_http::redact(.0))]
     NotFound(String),
+    /// SOURCE names a file: a manifest tree is read from its root directory.
+    #[error("{}: a file, not a directory (SOURCE is the manifest tree's root directory or a git URL)", imagebump_http::redact(.0))]
+    NotADirectory(String),
     #[error(transparent)]
     Git(#[from] git::Error),
     #[error("cannot create a temporary directory: {0}")]
@@ -115,6 +118,9 @@ pub fn open(
         });
     }
     let root = Path::new(source);
+    if root.is_file() {
+        return Err(Error::NotADirectory(source.to_string()));
+    }
     if !root.is_dir() {
         return Err(Error::NotFound(source.to_string()));
     }
