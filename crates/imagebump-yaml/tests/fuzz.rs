@@ -583,34 +583,9 @@ fn subset_yaml() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(VALUES).prop_map(|v| (v.to_string(), false));
     let node = leaf.prop_recursive(4, 24, 4, |inner| {
         prop_oneof![
-            prop::collection::vec((prop::sample::select(KEYS), inner.clone()), 1..4).prop_map(
-                |entries| {
-                    let body = entries
-                        .iter()
-                        .map(|(k, (v, block))| {
-                            if *block {
-                                format!("{k}:\n{}", indent(v))
-                            } else {
-                                format!("{k}: {v}\n")
-                            }
-                        })
-                        .collect::<String>();
-                    (body, true)
-                }
-            ),
-            prop::collection::vec(inner, 1..4).prop_map(|items| {
-                let body = items
-                    .iter()
-                    .map(|(v, block)| {
-                        if *block {
-                            format!("-\n{}", indent(v)).replacen("-\n  ", "- ", 1)
-                        } else {
-                            format!("- {v}\n")
-                        }
-                    })
-                    .collect::<String>();
-                (body, true)
-            }),
+            prop::collection::vec((prop::sample::select(KEYS), inner.clone()), 1..4)
+                .prop_map(|entries| (block_mapping(&entries), true)),
+            prop::collection::vec(inner, 1..4).prop_map(|items| (block_sequence(&items), true)),
         ]
     });
     (
@@ -627,6 +602,36 @@ fn subset_yaml() -> impl Strategy<Value = String> {
             }
             text
         })
+}
+
+/// A block mapping of `entries`: a block value (`true`) on the lines below its key,
+/// indented; a one-line value after it.
+fn block_mapping(entries: &[(&str, (String, bool))]) -> String {
+    entries
+        .iter()
+        .map(|(k, (v, block))| {
+            if *block {
+                format!("{k}:\n{}", indent(v))
+            } else {
+                format!("{k}: {v}\n")
+            }
+        })
+        .collect()
+}
+
+/// A block sequence of `items`: a block item starts on its dash's line, a one-line item
+/// after its dash.
+fn block_sequence(items: &[(String, bool)]) -> String {
+    items
+        .iter()
+        .map(|(v, block)| {
+            if *block {
+                format!("-\n{}", indent(v)).replacen("-\n  ", "- ", 1)
+            } else {
+                format!("- {v}\n")
+            }
+        })
+        .collect()
 }
 
 /// `token` inserted into `text` at one of its character boundaries, chosen by `at`.
