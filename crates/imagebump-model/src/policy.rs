@@ -224,6 +224,34 @@ policy_keys! {
     /// Propose only candidates whose cosign signature verifies (`keys`): the best
     /// candidate that verifies wins. Operator's configuration only (docs/security.md).
     verify: crate::verify::VerifySpec,
+    /// Windows in which new updates are proposed: 5-field cron expressions (minute, hour,
+    /// day of month, month, day of week), each read as the set of minutes it matches, e.g.
+    /// `* 6-9 * * 1-5` (any minute of hours 6 to 9, Monday to Friday). A run that starts
+    /// outside every window proposes nothing new for these images and keeps their open pull
+    /// requests current. Unset or empty: any time.
+    schedule: Vec<String>,
+    /// IANA time zone (`Europe/Berlin`) that `schedule` and `freeze` dates are read in.
+    /// Default `UTC`.
+    timezone: String,
+    /// Date ranges in which nothing new is proposed for these images (release weeks),
+    /// each `{from: 2026-12-14, until: 2026-12-18, reason: release week}`: both days
+    /// included, read in `timezone`. A rule's list replaces the one of `defaults`.
+    freeze: Vec<Freeze>,
+}
+
+/// A freeze: no new update is proposed from the start of `from` to the end of `until`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Freeze {
+    /// First frozen day, `YYYY-MM-DD`.
+    pub from: String,
+    /// Last frozen day, `YYYY-MM-DD` (included).
+    pub until: String,
+    /// Why, shown in the report (at most 200 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub mod numeric;
 pub mod patterns;
 pub mod regex;
 pub mod rules;
+pub mod schedule;
 pub mod semver;
 pub mod strategy;
 
@@ -106,6 +107,8 @@ pub struct Compiled {
     /// `registries` entry's. Only [`rules::Policies`] sets it, from the operator's `images`
     /// rules and `credentials.pullSecrets`: nothing the repository writes reaches it.
     pub credentials: Option<String>,
+    /// `schedule`, `timezone` and `freeze` (`None`: proposed at any time).
+    pub calendar: Option<schedule::Calendar>,
     /// Notes for the user that are not errors (e.g. an exact-version constraint).
     pub warnings: Vec<String>,
 }
@@ -198,6 +201,7 @@ impl Policy {
         let (allow, ignore_tags) = compile_tag_filters(&spec)?;
         let pattern = compile_pattern(spec.pattern.as_deref(), strategy)?;
         let (platforms, min_age) = compile_metadata_filters(&spec)?;
+        let calendar = schedule::Calendar::compile(&spec)?;
         Ok(Policy(Arc::new(Compiled {
             strategy,
             semver_mode: spec.semver_mode.unwrap_or_default(),
@@ -211,6 +215,7 @@ impl Policy {
             pin: spec.pin.unwrap_or(false),
             ignore: spec.ignore.unwrap_or(false),
             credentials,
+            calendar,
             warnings,
             spec,
             source,
