@@ -18,6 +18,7 @@ use crate::promote::seen::Seen;
 use crate::registry::cache::DiskCache;
 use crate::registry::Registries;
 use crate::report::{self, Counts, RunReport};
+use crate::resolve::schedule::{Gate, Overrides};
 use crate::resolve::{self, Rejections, Resolved};
 use imagebump_forge::Forge;
 use imagebump_model::env::EnvVars;
@@ -67,7 +68,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
             source,
         })?
         .with_cache(disk_cache(plan));
-    let rejected = &decisions.rejections;
+    let rejected = (&decisions.rejections, &gate(plan, &loaded, &decisions));
     let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
@@ -313,6 +314,7 @@ async fn read_rejections(
         open: None,
         login: None,
         notes: Vec::new(),
+        overrides: Overrides::default(),
     };
     let Some(git) = &loaded.ws.git else {
         return decisions;
@@ -468,6 +470,9 @@ struct Decisions {
     /// What was left alone and why (pull requests someone else opened, records that do
     /// not hold), said as warnings.
     notes: Vec<String>,
+    /// A person's switches beside the configuration (the dashboard's "run now despite the
+    /// schedule" and "stop all updates"); off unless read.
+    overrides: Overrides,
 }
 
 /// `pr-N` for each of imagebump's own pull requests that is open: one a human reopened
@@ -621,6 +626,31 @@ fn lookup_problem(
     }
 }
 
+/// What holds updates back in time: the run's start ([`crate::promote::now`]), and the
+/// updates imagebump's own open pull requests propose (they stay current).
+fn gate(plan: &RunPlan, loaded: &Loaded, decisions: &Decisions) -> Gate {
+    let now = crate::promote::now()
+        .ok()
+        .and_then(|t| jiff::Timestamp::from_second(t).ok())
+        .unwrap_or_else(jiff::Timestamp::now);
+    let base = base_branch(plan, loaded);
+    let login = decisions.login.as_deref();
+    let open = decisions
+        .open
+        .iter()
+        .flatten()
+        .filter(|p| crate::deliver::pulls::is_ours(p, login, &base))
+        .filter_map(|p| crate::deliver::marker::parse(&p.body))
+        .flatten()
+        .map(|m| (m.image, m.file))
+        .collect();
+    Gate {
+        now,
+        overrides: decisions.overrides,
+        open,
+    }
+}
+
 /// What the run knows before it analyses: the rejections, and the first sightings of
 /// source versions (`None`: a local directory).
 type Known<'a> = (&'a Rejections, Option<&'a Seen>);
@@ -689,7 +719,7 @@ async fn analyse(
     plan: &RunPlan,
     loaded: &mut Loaded,
     registries: &Registries,
-    rejections: &Rejections,
+    (rejections, gate): (&Rejections, &Gate),
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
@@ -699,7 +729,7 @@ async fn analyse(
     let mut attempt: usize = 1;
     loop {
         let (found, resolved, made, promotions) =
-            analyse_once(plan, loaded, registries, known, out).await;
+            analyse_once(plan, loaded, registries, (known, gate), out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
                 match push(plan, loaded, git, &base_commit, &made, attempt, problems) {
@@ -803,7 +833,7 @@ async fn analyse_once(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    (rejections, seen): Known<'_>,
+    ((rejections, seen), gate): (Known<'_>, &Gate),
     out: &Output,
 ) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
     let group_by = plan
@@ -844,6 +874,7 @@ async fn analyse_once(
         .problems
         .extend(promotions.problems.iter().cloned());
     progress.finish();
+    gate.hold(&found.refs, &mut resolved.outcomes);
     let stats = registries.stats.snapshot();
     tracing::info!(
         repositories = resolved.repositories,
@@ -992,7 +1023,8 @@ async fn pull_requests(
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
         return None;
     };
-    if !plan.remote || plan.mode == Mode::Push {
+    // All updates stopped: open pull requests stay as they are (no push, no forge write).
+    if !plan.remote || plan.mode == Mode::Push || decisions.overrides.stop_all {
         return None;
     }
     // Links to the new images' sources, one lookup per distinct (image, tag), fetched while

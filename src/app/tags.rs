@@ -75,6 +75,10 @@ fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
         delivery: None,
         automerge: None,
         verify,
+        // When updates are proposed is not a question of which tag is chosen.
+        schedule: None,
+        timezone: None,
+        freeze: None,
     })
 }
 

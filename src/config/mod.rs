@@ -770,6 +770,26 @@ mod tests {
     }
 
     #[test]
+    fn bad_schedules_and_freezes_name_file_line_and_key() {
+        assert_eq!(
+            invalid("defaults:\n  timezone: Europe/Berlim\n"),
+            "imagebump.yaml:2:13: defaults.timezone: unknown time zone \"Europe/Berlim\" (hint: an IANA time zone name such as Europe/Berlin, America/New_York or UTC)"
+        );
+        assert_eq!(
+            invalid("images:\n- match: nginx\n  schedule: [\"* 6-9 * *\"]\n"),
+            "imagebump.yaml:3:13: images[0].schedule: invalid cron expression: \"* 6-9 * *\" has 4 fields, a schedule has 5: minute hour day-of-month month day-of-week (hint: 5 fields: minute hour day-of-month month day-of-week, e.g. \"* 6-9 * * 1-5\")"
+        );
+        assert_eq!(
+            invalid("defaults:\n  freeze:\n  - {from: 2026-12-18, until: 2026-12-14}\n"),
+            "imagebump.yaml:3:3: defaults.freeze: 2026-12-18 is after 2026-12-14: a freeze runs from its first day to its last (hint: {from: 2026-12-14, until: 2026-12-18, reason: release week})"
+        );
+        let (line, _, msg) =
+            parse("defaults:\n  freeze:\n  - {from: 2026-12-14, to: 2026-12-18}\n").unwrap_err();
+        assert_eq!(line, 3);
+        assert!(msg.contains("unknown field `to`"), "{msg}");
+    }
+
+    #[test]
     fn bad_values_name_file_line_and_key() {
         assert_eq!(
             invalid("images:\n- match: nginx\n- match: ghcr.io/*\n  allowTags: \"regexp:(\"\n"),

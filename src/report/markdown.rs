@@ -42,6 +42,15 @@ pub fn summary(report: &RunReport) -> String {
         s.push_str("### Held back\n\n| Image | Current | Location | Why |\n|---|---|---|---|\n");
         rows(&mut s, &held);
     }
+    let waiting: Vec<NotUpdated> = report
+        .not_updated
+        .iter()
+        .filter(|n| n.status == "scheduled")
+        .collect();
+    if !waiting.is_empty() {
+        s.push_str("### Waiting for the schedule\n\n| Image | Current | Location | Why |\n|---|---|---|---|\n");
+        rows(&mut s, &waiting);
+    }
     failed(&mut s, report);
     s
 }

@@ -13,10 +13,11 @@ use super::{Problem, RunReport};
 
 /// The reference states, as `imagebump_references{state}` names them (the report's
 /// `notUpdated` statuses, and `update`).
-pub const STATES: [&str; 8] = [
+pub const STATES: [&str; 9] = [
     "update",
     "up-to-date",
     "held-back",
+    "scheduled",
     "pinned",
     "skipped",
     "unmanaged",

@@ -100,6 +100,8 @@ impl<'a> ScanEntry<'a> {
 pub enum Reason<'a> {
     Text(&'a str),
     Unmanaged(&'a Unmanaged),
+    /// A version held back in time (`Outcome::Scheduled`): the version, and why.
+    Waits(&'a str, &'a str),
 }
 
 impl std::fmt::Display for Reason<'_> {
@@ -107,6 +109,7 @@ impl std::fmt::Display for Reason<'_> {
         match self {
             Reason::Text(text) => f.write_str(text),
             Reason::Unmanaged(why) => why.fmt(f),
+            Reason::Waits(tag, why) => write!(f, "{tag} waits: {why}"),
         }
     }
 }
@@ -171,6 +174,9 @@ pub struct Counts {
     pub up_to_date: usize,
     /// Left where they are because a reviewer rejected the newer versions.
     pub held_back: usize,
+    /// Left where they are for now: outside their `schedule`, inside a `freeze`, or all
+    /// updates stopped.
+    pub scheduled: usize,
     pub pinned: usize,
     pub skipped: usize,
     pub failed: usize,
@@ -190,6 +196,7 @@ impl Counts {
             updates: plan.update_count(),
             up_to_date: count(|o| matches!(o, Outcome::UpToDate)),
             held_back: count(|o| matches!(o, Outcome::Rejected(_))),
+            scheduled: count(|o| matches!(o, Outcome::Scheduled { .. })),
             pinned: count(|o| matches!(o, Outcome::Pinned(_))),
             skipped: count(|o| matches!(o, Outcome::Skipped(_))),
             failed: count(|o| matches!(o, Outcome::Failed(_))),
@@ -221,6 +228,7 @@ pub fn status_of(o: &Outcome) -> Option<(&'static str, Option<Reason<'_>>)> {
         Outcome::Skipped(s) => ("skipped", Some(Reason::Text(s))),
         Outcome::Unmanaged(why) => ("unmanaged", Some(Reason::Unmanaged(why))),
         Outcome::Failed(s) => ("not-checked", Some(Reason::Text(s))),
+        Outcome::Scheduled { tag, why } => ("scheduled", Some(Reason::Waits(tag, why))),
     })
 }
 
@@ -481,10 +489,11 @@ pub fn fit_width(
 /// only counted): `  file:line: image tag: why` lines, at most `limit` a group
 /// (`--output json` lists every one).
 pub fn not_updated_text(not: &[NotUpdated], limit: usize) -> String {
-    const GROUPS: [(&str, &str); 6] = [
+    const GROUPS: [(&str, &str); 7] = [
         ("not-checked", "not checked, the registry failed"),
         ("edit-refused", "edit refused"),
         ("held-back", "held back by a rejection"),
+        ("scheduled", "waiting for the schedule"),
         ("skipped", "skipped"),
         ("pinned", "pinned"),
         ("unmanaged", "unmanaged"),
@@ -529,6 +538,7 @@ pub fn references_summary(counts: &Counts, not: &[NotUpdated], updated: &str) ->
     for (status, label) in [
         ("up-to-date", "up to date"),
         ("held-back", "held back"),
+        ("scheduled", "scheduled"),
         ("pinned", "pinned"),
         ("unmanaged", "unmanaged"),
         ("skipped", "skipped"),

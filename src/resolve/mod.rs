@@ -3,6 +3,7 @@
 //! current tag are evaluated once.
 
 pub mod metadata;
+pub mod schedule;
 pub mod signed;
 
 use arcstr::ArcStr;
@@ -48,6 +49,12 @@ pub enum Outcome {
     Unmanaged(crate::discover::Unmanaged),
     /// The registry could not be asked.
     Failed(ArcStr),
+    /// `tag` would be proposed, but not at this time: outside the policy's `schedule`,
+    /// inside a `freeze`, or all updates are stopped (`why`, with when they come next).
+    Scheduled {
+        tag: ArcStr,
+        why: ArcStr,
+    },
 }
 
 #[derive(Debug, Default)]
