@@ -245,7 +245,7 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
     assert_eq!(
         report["counts"],
         serde_json::json!({"filesScanned": 5, "references": 11, "managed": 6, "repositories": 5,
-            "updates": 5, "upToDate": 0, "heldBack": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
+            "updates": 5, "upToDate": 0, "heldBack": 0, "scheduled": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
     assert_eq!(
         report["requests"],

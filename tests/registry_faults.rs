@@ -271,6 +271,7 @@ fn counts(
         "updates": updates,
         "upToDate": up_to_date,
         "heldBack": 0,
+        "scheduled": 0,
         "pinned": 0,
         "skipped": 0,
         "failed": failed,

@@ -875,15 +875,7 @@ async fn analyse_once(
         .extend(promotions.problems.iter().cloned());
     progress.finish();
     gate.hold(&found.refs, &mut resolved.outcomes);
-    let stats = registries.stats.snapshot();
-    tracing::info!(
-        repositories = resolved.repositories,
-        tag_list_pages = stats.tag_list_pages,
-        manifests = stats.manifests,
-        blobs = stats.blobs,
-        cache_hits = registries.disk_cache().map(|c| c.hits()),
-        "resolved"
-    );
+    log_resolved(&resolved, registries);
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
     let outcomes = &resolved.outcomes;
@@ -909,6 +901,19 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions)
+}
+
+/// What resolve asked of the registries, at `info`.
+fn log_resolved(resolved: &Resolved, registries: &Registries) {
+    let stats = registries.stats.snapshot();
+    tracing::info!(
+        repositories = resolved.repositories,
+        tag_list_pages = stats.tag_list_pages,
+        manifests = stats.manifests,
+        blobs = stats.blobs,
+        cache_hits = registries.disk_cache().map(|c| c.hits()),
+        "resolved"
+    );
 }
 
 /// What the plan keeps of the new texts: a remote's run builds branches (pull requests, or
