@@ -146,6 +146,7 @@ fn the_metrics_file_is_read_by_prometheus_parsers_and_passes_promtool() {
         ("imagebump_references{state=pinned}", 1.0),
         ("imagebump_references{state=up-to-date}", 0.0),
         ("imagebump_references{state=not-checked}", 0.0),
+        ("imagebump_references{state=scheduled}", 0.0),
         ("imagebump_updates_proposed{}", 1.0),
         ("imagebump_updates_pushed{}", 0.0),
         ("imagebump_pull_requests{action=opened}", 0.0),
@@ -176,7 +177,7 @@ fn the_metrics_file_is_read_by_prometheus_parsers_and_passes_promtool() {
         "{m:#?}"
     );
     assert_eq!(m["imagebump_registry_rate_limit_wait_seconds{}"], 0.0);
-    assert_eq!(m.len(), 27 + requests.len(), "{m:#?}");
+    assert_eq!(m.len(), 28 + requests.len(), "{m:#?}");
 }
 
 #[test]
