@@ -291,8 +291,9 @@ impl EnvVars {
         Self::AZURE_CLIENT_SECRET,
     ];
 
-    /// For tests only: "now" for promotion soak times, an RFC 3339 time such as
-    /// `2026-11-23T11:00:00Z` (docs/promotion.md). Never set it in production.
+    /// For tests only: "now" for promotion soak times and the start a `schedule` or
+    /// `freeze` judges, an RFC 3339 time such as `2026-11-23T11:00:00Z` (docs/promotion.md,
+    /// docs/configuration.md). Never set it in production.
     pub const IMAGEBUMP_TEST_NOW: &'static str = "IMAGEBUMP_TEST_NOW";
 
     // Reproducible output.
