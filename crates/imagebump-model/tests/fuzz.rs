@@ -222,12 +222,14 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
             ]),
             prop::option::of(any::<bool>()),
         ),
+        (list(), text()),
     )
         .prop_map(
             |(
                 (strategy, constraint, semver_mode),
                 (allow_tags, ignore_tags, pattern, platforms, min_age),
                 (allow_downgrade, pin, ignore, delivery, automerge),
+                (schedule, timezone),
             )| PolicySpec {
                 strategy,
                 constraint,
@@ -243,6 +245,9 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 delivery,
                 automerge,
                 verify: None,
+                schedule,
+                timezone,
+                freeze: None,
             },
         )
 }
