@@ -228,3 +228,42 @@ async fn outside_the_window_an_open_pull_request_stays_current_and_nothing_new_o
     );
     assert_eq!(r.open_branches(), [API, WEB]);
 }
+
+/// The repository's own `imagebump.yaml` may set a freeze; its reason is the repository's
+/// text, shown escaped on the terminal and in the Markdown summary.
+#[test]
+fn a_freeze_in_the_repository_file_is_honoured_and_its_reason_shown_escaped() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    let dir = support::tree(&[
+        (
+            "apps/web/kustomization.yaml",
+            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0\n".to_string(),
+        ),
+        (
+            "imagebump.yaml",
+            "defaults:\n  freeze:\n  - from: 2026-12-14\n    until: 2026-12-18\n    reason: \"\\e[2Jrelease <img src=x> | [x](http://evil)\"\n".to_string(),
+        ),
+    ]);
+    let cfg = support::tree(&[(
+        "imagebump.yaml",
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            reg.base_url()
+        ),
+    )]);
+    let summary = dir.path().join("summary.md");
+    let run = dry_run(dir.path(), cfg.path().join("imagebump.yaml"))
+        .arg("--summary-md")
+        .arg(&summary)
+        .env("IMAGEBUMP_TEST_NOW", RELEASE_WEEK)
+        .code(0)
+        .run();
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    run.assert_stdout_contains(
+        "1.1.0 waits: frozen until 2026-12-18 (UTC): \\u{1b}[2Jrelease <img src=x> | [x](http://evil); updates resume 2026-12-19 00:00 UTC\n",
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("### Waiting for the schedule"), "{md}");
+    assert!(!md.contains("<img") && !md.contains("](http"), "{md}");
+}

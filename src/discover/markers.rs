@@ -131,6 +131,18 @@ mod tests {
     }
 
     #[test]
+    fn a_marker_may_set_when_its_value_moves() {
+        let s = at("tag: 1.2 # imagebump: {schedule: [\"* 6-9 * * 1-5\"], timezone: Europe/Berlin, freeze: [{from: 2026-12-14, until: 2026-12-18}]}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.schedule, Some(vec!["* 6-9 * * 1-5".to_string()]));
+        assert_eq!(s.timezone.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(s.freeze.map(|f| f.len()), Some(1));
+        let bad = at("tag: 1.2 # imagebump: {freeze: [{from: 2026-12-14, to: 2026-12-18}]}");
+        assert!(bad.unwrap().unwrap_err().contains("unknown field `to`"));
+    }
+
+    #[test]
     fn other_comments_are_not_markers() {
         assert_eq!(at("tag: 1.2 # pinned for now"), None);
         assert_eq!(at("tag: 1.2"), None);
