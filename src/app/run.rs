@@ -24,9 +24,6 @@ use imagebump_forge::Forge;
 use imagebump_model::env::EnvVars;
 use imagebump_model::Problem;
 
-/// The promotion path of each promoted update, by (file, tag).
-type Promoted = BTreeMap<(String, String), String>;
-
 /// How many times `--push` analyses a moved base again.
 const PUSH_ATTEMPTS: usize = 3;
 
@@ -92,7 +89,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         (
             split.as_ref().map_or(&analysed.plan, |(_, pr)| pr),
             direct.as_deref(),
-            (&decisions, &analysed.promoted),
+            (&decisions, &analysed),
         ),
         max_new,
         journal,
@@ -874,7 +871,7 @@ async fn analyse_once(
         .problems
         .extend(promotions.problems.iter().cloned());
     progress.finish();
-    gate.hold(&found.refs, &mut resolved.outcomes);
+    resolved.waiting = gate.hold(&found.refs, &mut resolved.outcomes);
     log_resolved(&resolved, registries);
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
@@ -1020,7 +1017,7 @@ async fn pull_requests(
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
     registries: &Registries,
-    (made, pushed, (decisions, promoted)): (&Plan, Option<&str>, (&Decisions, &Promoted)),
+    (made, pushed, (decisions, analysed)): (&Plan, Option<&str>, (&Decisions, &Analysed)),
     max_new: Option<usize>,
     journal: &Journal,
 ) -> Option<(Vec<PullReport>, Vec<Problem>)> {
@@ -1040,7 +1037,7 @@ async fn pull_requests(
         Box::pin(std::future::ready(Default::default()))
     };
     let ctx = crate::deliver::pulls::Context {
-        promoted,
+        promoted: &analysed.promoted,
         shard: plan.shard,
         git,
         dir: &ws.root,
@@ -1056,6 +1053,7 @@ async fn pull_requests(
         open: decisions.open.as_deref(),
         login: decisions.login.as_deref(),
         by_api: by_api(loaded),
+        waiting: &analysed.resolved.waiting,
     };
     Some(crate::deliver::pulls::deliver(&ctx, made, links).await)
 }

@@ -95,6 +95,9 @@ pub struct Context<'a> {
     /// Branches get their commits from the forge's API (`signing: {format: github}`), not
     /// from `git push`.
     pub by_api: bool,
+    /// Updates that wait for their schedule (`resolve::Resolved::waiting`): their open pull
+    /// requests are not closed.
+    pub waiting: &'a std::collections::BTreeSet<(String, String)>,
 }
 
 /// Source repositories of the new images (their `org.opencontainers.image.source`
@@ -184,6 +187,7 @@ impl Known<'_> {
             max_new: ctx.max_new,
             dry_run: ctx.dry_run,
             shard: ctx.shard,
+            waiting: ctx.waiting,
         })
     }
 }

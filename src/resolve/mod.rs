@@ -66,6 +66,9 @@ pub struct Resolved {
     /// Notes that are not errors (ties between build dates, exact constraints).
     pub warnings: Vec<Problem>,
     pub repositories: usize,
+    /// The updates held back in time (`Outcome::Scheduled`), as (normalised image, file
+    /// written): set by [`schedule::Gate::hold`].
+    pub waiting: BTreeSet<(String, String)>,
 }
 
 fn current(r: &ImageRef) -> &str {

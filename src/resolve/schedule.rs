@@ -51,11 +51,11 @@ impl Gate {
     }
 
     /// Turns the updates held back at the run's start into `Outcome::Scheduled`; returns
-    /// how many.
-    pub fn hold(&self, refs: &Chunked<ImageRef>, outcomes: &mut Chunked<Outcome>) -> usize {
+    /// them as (normalised image, file written).
+    pub fn hold(&self, refs: &Chunked<ImageRef>, outcomes: &mut Chunked<Outcome>) -> OpenUpdates {
         // One verdict per policy: references share their compiled policy.
         let mut verdicts: HashMap<usize, Option<ArcStr>> = HashMap::new();
-        let mut held = 0usize;
+        let mut held = OpenUpdates::new();
         for (r, o) in refs.iter().zip(outcomes.iter_mut()) {
             let Outcome::Update { tag, .. } = &*o else {
                 continue;
@@ -78,7 +78,7 @@ impl Gate {
                     tag: ArcStr::clone(tag),
                     why,
                 };
-                held = held.saturating_add(1);
+                held.insert((r.image.to_string(), r.written_file().to_string()));
             }
         }
         held
@@ -181,7 +181,10 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect();
-        assert_eq!(held, shown.iter().filter(|s| s.contains("waits")).count());
+        assert_eq!(
+            held.len(),
+            shown.iter().filter(|s| s.contains("waits")).count()
+        );
         shown
     }
 

@@ -82,6 +82,9 @@ pub struct Input<'a> {
     pub dry_run: bool,
     /// `--shard I/N`: only this shard's pull requests may be closed.
     pub shard: Option<(u64, u64)>,
+    /// Updates that wait for their schedule (normalised image, file written): a pull
+    /// request proposing one is not obsolete, and is never closed for it.
+    pub waiting: &'a BTreeSet<(String, String)>,
 }
 
 /// One step of pull-request mode.
@@ -354,7 +357,8 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
                     .first()
                     .is_some_and(|u| crate::plan::shard_of(&u.group, n) == i),
             };
-            if !ours || !marked.iter().all(|u| settled(input.plan, u)) {
+            let waits = |u: &Marked| input.waiting.contains(&(u.image.clone(), u.file.clone()));
+            if !ours || !marked.iter().all(|u| settled(input.plan, u) && !waits(u)) {
                 return None;
             }
             let report = PullReport {
@@ -474,6 +478,7 @@ mod tests {
         claimed: BTreeSet<String>,
         max_new: Option<usize>,
         dry_run: bool,
+        waiting: BTreeSet<(String, String)>,
     }
 
     impl<'a> Case<'a> {
@@ -492,6 +497,7 @@ mod tests {
                 claimed: BTreeSet::new(),
                 max_new: None,
                 dry_run: false,
+                waiting: BTreeSet::new(),
             }
         }
 
@@ -521,6 +527,7 @@ mod tests {
                 max_new: self.max_new,
                 dry_run: self.dry_run,
                 shard: None,
+                waiting: &self.waiting,
             })
         }
     }
@@ -710,7 +717,19 @@ mod tests {
         first.image = "ghcr.io/acme/web".into();
         first.file = "web/kustomization.yaml".into();
         let mut case = Case::new(&moved);
-        case.open.insert(stale.branch.clone(), stale);
+        case.open.insert(stale.branch.clone(), stale.clone());
         assert_eq!(lines(&case.decide()).len(), 2);
+        // Waiting for its schedule: not obsolete, left open.
+        let mut case = Case::new(&now);
+        case.open.insert(stale.branch.clone(), stale);
+        let web = (
+            "ghcr.io/acme/web".to_string(),
+            "web/kustomization.yaml".to_string(),
+        );
+        case.waiting.insert(web);
+        assert_eq!(
+            lines(&case.decide()),
+            ["push imagebump/api=c0<-None", "open imagebump/api Create"]
+        );
     }
 }
