@@ -623,13 +623,9 @@ fn lookup_problem(
     }
 }
 
-/// What holds updates back in time: the run's start ([`crate::promote::now`]), and the
+/// What holds updates back in time: the run's start ([`RunPlan::started`]), and the
 /// updates imagebump's own open pull requests propose (they stay current).
 fn gate(plan: &RunPlan, loaded: &Loaded, decisions: &Decisions) -> Gate {
-    let now = crate::promote::now()
-        .ok()
-        .and_then(|t| jiff::Timestamp::from_second(t).ok())
-        .unwrap_or_else(jiff::Timestamp::now);
     let base = base_branch(plan, loaded);
     let login = decisions.login.as_deref();
     let open = decisions
@@ -642,7 +638,7 @@ fn gate(plan: &RunPlan, loaded: &Loaded, decisions: &Decisions) -> Gate {
         .map(|m| (m.image, m.file))
         .collect();
     Gate {
-        now,
+        now: plan.started,
         overrides: decisions.overrides,
         open,
     }

@@ -72,6 +72,9 @@ pub struct RunPlan {
     pub forge: ForgeFlags,
     /// `--metrics-file`, `--pushgateway`, `--summary-md`.
     pub operate: super::operate::Flags,
+    /// When the run started: the time `schedule` and `freeze` judge (the clock, or
+    /// `IMAGEBUMP_TEST_NOW`, for tests; one that is not an RFC 3339 time is the clock).
+    pub started: jiff::Timestamp,
 }
 
 impl RunPlan {
@@ -103,6 +106,10 @@ impl RunPlan {
                 args.pushgateway,
                 args.summary_md,
             )?,
+            started: crate::promote::now()
+                .ok()
+                .and_then(|t| jiff::Timestamp::from_second(t).ok())
+                .unwrap_or_else(jiff::Timestamp::now),
         })
     }
 }

@@ -103,14 +103,11 @@ impl Gate {
 pub fn reason(calendar: &Calendar, closed: &Closed) -> String {
     let zone = &calendar.zone_name;
     let mut out = String::new();
-    let next = match closed {
+    let (next, opens) = match closed {
         Closed::OutsideSchedule { next } => {
             let windows = calendar.windows_text();
-            let _ = write!(
-                out,
-                "outside schedule {windows} ({zone}); next window opens"
-            );
-            next
+            let _ = write!(out, "outside schedule {windows} ({zone}); ");
+            (next, "next window opens")
         }
         Closed::Frozen {
             until,
@@ -121,15 +118,15 @@ pub fn reason(calendar: &Calendar, closed: &Closed) -> String {
             if let Some(reason) = reason {
                 let _ = write!(out, ": {reason}");
             }
-            out.push_str("; updates resume");
-            next
+            out.push_str("; ");
+            (next, "updates resume")
         }
     };
     match next {
         Some(at) => {
-            let _ = write!(out, " {}", shown(at));
+            let _ = write!(out, "{opens} {}", shown(at));
         }
-        None => out.push_str(" in none of the next four years"),
+        None => out.push_str("no window opens in the next four years"),
     }
     out
 }
@@ -244,6 +241,19 @@ mod tests {
                 &gate("2026-12-15T07:00:00Z", Overrides::default(), &open)
             ),
             ["update 2.0", frozen]
+        );
+    }
+
+    #[test]
+    fn a_window_that_never_opens_says_so() {
+        let never = "{schedule: ['* * 31 2 *']}";
+        let waits = "2.0 waits: outside schedule `* * 31 2 *` (UTC); no window opens in the next four years";
+        assert_eq!(
+            judged(
+                never,
+                &gate("2026-12-08T17:00:00Z", Overrides::default(), &[])
+            ),
+            [waits, waits]
         );
     }
 
