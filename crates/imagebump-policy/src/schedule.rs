@@ -641,5 +641,16 @@ mod tests {
         assert!(Calendar::compile(&spec("timezone: Asia/Tokyo\n"))
             .unwrap()
             .is_none());
+        // Lists are capped: each entry is judged once per policy and run.
+        let many = format!("schedule: [{}]\n", vec!["'* * * * *'"; 33].join(", "));
+        assert_eq!(err(&many).message, "more than 32 windows");
+        let freeze = "{from: 2026-01-01, until: 2026-01-02}";
+        let many = format!("freeze: [{}]\n", vec![freeze; 33].join(", "));
+        assert_eq!(err(&many).message, "more than 32 ranges");
+        let long = format!(
+            "freeze: [{{from: 2026-01-01, until: 2026-01-02, reason: {}}}]\n",
+            "x".repeat(201)
+        );
+        assert_eq!(err(&long).message, "a reason is longer than 200 characters");
     }
 }
