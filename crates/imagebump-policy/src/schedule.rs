@@ -21,16 +21,17 @@ use crate::PolicyError;
 const MAX_ENTRIES: usize = 32;
 /// The longest cron expression and freeze reason accepted, in characters.
 const MAX_TEXT: usize = 200;
-/// How far ahead the next window is looked for: a window that matches once in this many
-/// days (29 February on a Monday) is reported as "no window in the next years".
+/// How far ahead the next window is looked for: a window that comes less often (`* * 29 2
+/// *` from a March) or never (`* * 31 2 *`) is reported as "no window opens in the next
+/// four years".
 const LOOKAHEAD_DAYS: i32 = 366 * 4;
 
 /// One field of a cron expression: the values it matches, as bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Field {
     bits: u64,
-    /// Written as `*` (or `*/1`): matches everything. Day of month and day of week are
-    /// joined by "or" only when both are restricted (as cron does).
+    /// Written starting with `*` (`*`, `*/2`). Day of month and day of week are joined by
+    /// "or" only when both are restricted, that is neither starts with `*` (as cron does).
     any: bool,
 }
 
@@ -197,7 +198,7 @@ fn minute(t: DateTime) -> u8 {
 fn field(text: &str, kind: &Kind) -> Result<Field, String> {
     let mut f = Field {
         bits: 0,
-        any: false,
+        any: text.starts_with('*'),
     };
     for part in text.split(',') {
         let (range, step) = match part.split_once('/') {
@@ -221,7 +222,6 @@ fn field(text: &str, kind: &Kind) -> Result<Field, String> {
         if lo > hi {
             return Err(format!("{}: range {range:?} runs backwards", kind.what));
         }
-        f.any |= range == "*" && step == 1;
         for v in (lo..=hi).step_by(usize::from(step)) {
             f.bits |= 1u64.checked_shl(u32::from(v)).unwrap_or(0);
         }
@@ -584,6 +584,11 @@ mod tests {
         assert!(!steps.matches(t("2026-12-08T14:45")));
         assert!(!steps.matches(t("2026-11-08T13:45")));
         assert!(c("5/20 * * * *").matches(t("2026-12-08T13:45")));
+        // A field starting with `*` is not restricted: odd days that are Mondays.
+        let odd_mondays = c("0 0 */2 * 1");
+        assert!(odd_mondays.matches(t("2026-12-07T00:00")));
+        assert!(!odd_mondays.matches(t("2026-12-14T00:00")));
+        assert!(!odd_mondays.matches(t("2026-12-01T00:00")));
         assert_eq!(c("  *  6-9 * *   1-5 ").as_str(), "* 6-9 * * 1-5");
     }
 
