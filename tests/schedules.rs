@@ -267,3 +267,72 @@ fn a_freeze_in_the_repository_file_is_honoured_and_its_reason_shown_escaped() {
     assert!(md.contains("### Waiting for the schedule"), "{md}");
     assert!(!md.contains("<img") && !md.contains("](http"), "{md}");
 }
+
+/// A rule's `schedule` replaces the one of `defaults` (`[]`: any time) and its `timezone`
+/// is inherited; the freeze of `defaults` still holds for it.
+#[test]
+fn a_rule_overrides_the_schedule_per_image_and_keeps_the_freeze() {
+    let reg = Registry::start(RegistryMode::Plain);
+    reg.push_tags("team/web", &["1.0.0", "1.1.0"]);
+    reg.push_tags("team/api", &["2.0.0", "2.1.0"]);
+    reg.push_tags("team/db", &["3.0.0", "3.1.0"]);
+    let dir = support::tree(&[(
+        "apps/kustomization.yaml",
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0\n  - name: registry.test/team/api\n    newTag: 2.0.0\n  - name: registry.test/team/db\n    newTag: 3.0.0\n",
+    )]);
+    let cfg = support::tree(&[(
+        "imagebump.yaml",
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n{CALENDAR}images:\n  - match: registry.test/team/api\n    schedule: []\n  - match: registry.test/team/db\n    schedule: ['* 18-19 * * *']\n",
+            reg.base_url()
+        ),
+    )]);
+    let at = |now: &str| {
+        let json = dry_run(dir.path(), cfg.path().join("imagebump.yaml"))
+            .args(["--output", "json"])
+            .env("IMAGEBUMP_TEST_NOW", now)
+            .code(0)
+            .run()
+            .json();
+        let updated: Vec<String> = (json["updates"].as_array().unwrap().iter())
+            .map(|u| {
+                format!(
+                    "{} {}",
+                    u["image"].as_str().unwrap(),
+                    u["to"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let waiting: Vec<String> = (json["notUpdated"].as_array().unwrap().iter())
+            .map(|n| {
+                format!(
+                    "{} {}",
+                    n["image"].as_str().unwrap(),
+                    n["reason"].as_str().unwrap()
+                )
+            })
+            .collect();
+        (updated, waiting)
+    };
+    // 18:00 CET: web's window is closed, api has none, db's (in Berlin) is open.
+    let (updated, waiting) = at(TUESDAY_EVENING);
+    assert_eq!(
+        updated,
+        [
+            "registry.test/team/api 2.1.0",
+            "registry.test/team/db 3.1.0"
+        ]
+    );
+    assert_eq!(
+        waiting,
+        ["registry.test/team/web 1.1.0 waits: outside schedule `* 6-9 * * 1-5` (Europe/Berlin); next window opens 2026-12-09 06:00 CET"]
+    );
+    // The release week holds all three.
+    let (updated, waiting) = at(RELEASE_WEEK);
+    assert_eq!(updated, Vec::<String>::new());
+    assert_eq!(waiting.len(), 3, "{waiting:?}");
+    assert_eq!(
+        waiting[2],
+        "registry.test/team/db 3.1.0 waits: frozen until 2026-12-18 (Europe/Berlin): release week; updates resume 2026-12-19 18:00 CET"
+    );
+}
