@@ -174,8 +174,8 @@ pub struct Counts {
     pub up_to_date: usize,
     /// Left where they are because a reviewer rejected the newer versions.
     pub held_back: usize,
-    /// Left where they are for now: outside their `schedule`, inside a `freeze`, or all
-    /// updates stopped.
+    /// Left where they are until their schedule allows: outside their `schedule`, inside a
+    /// `freeze`, or all updates stopped.
     pub scheduled: usize,
     pub pinned: usize,
     pub skipped: usize,

@@ -41,15 +41,6 @@ pub struct Gate {
 pub const STOPPED: &str = "all updates are stopped";
 
 impl Gate {
-    /// A gate that holds nothing back at `now` (no open pull request known).
-    pub fn at(now: Timestamp) -> Gate {
-        Gate {
-            now,
-            overrides: Overrides::default(),
-            open: OpenUpdates::new(),
-        }
-    }
-
     /// Turns the updates held back at the run's start into `Outcome::Scheduled`; returns
     /// them as (normalised image, file written).
     pub fn hold(&self, refs: &Chunked<ImageRef>, outcomes: &mut Chunked<Outcome>) -> OpenUpdates {
