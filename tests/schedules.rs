@@ -336,3 +336,32 @@ fn a_rule_overrides_the_schedule_per_image_and_keeps_the_freeze() {
         "registry.test/team/db 3.1.0 waits: frozen until 2026-12-18 (Europe/Berlin): release week; updates resume 2026-12-19 18:00 CET"
     );
 }
+
+/// A bad schedule, zone or freeze is a configuration error at its file and line (exit 2),
+/// from the repository's file as from the operator's.
+#[test]
+fn bad_schedules_stop_the_run_naming_file_line_and_key() {
+    let dir = support::tree(&[
+        (
+            "apps/web/kustomization.yaml",
+            "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0\n",
+        ),
+        ("imagebump.yaml", "defaults:\n  timezone: Europe/Berlim\n"),
+    ]);
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(dir.path())
+        .code(2)
+        .run();
+    run.assert_stderr_contains(
+        "imagebump.yaml:2:13: defaults.timezone: unknown time zone \"Europe/Berlim\"",
+    );
+    let cfg = support::tree(&[(
+        "ops.yaml",
+        "images:\n- match: \"**\"\n  schedule: ['* 6-9 * * mon-fry']\n",
+    )]);
+    let run = dry_run(dir.path(), cfg.path().join("ops.yaml"))
+        .code(2)
+        .run();
+    run.assert_stderr_contains("ops.yaml:3:13: images[0].schedule: invalid cron expression: day of week: \"fry\" in \"mon-fry\" is not a value from 0 to 7");
+}
