@@ -10,6 +10,7 @@
 mod act;
 pub mod decide;
 mod message;
+pub mod notes;
 mod rejections;
 mod state;
 
@@ -63,6 +64,10 @@ pub struct PullReport {
     pub number: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The facts of each distinct update it proposes, as its body gives them (empty when
+    /// no body was written: a change set left alone, a pull request closed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<notes::UpdateNotes>,
 }
 
 /// Everything pull-request mode needs besides the plan.
@@ -97,25 +102,25 @@ pub struct Context<'a> {
     pub by_api: bool,
 }
 
-/// Source repositories of the new images (their `org.opencontainers.image.source`
-/// label), by (image, tag), for links in pull-request bodies.
-pub type SourceLinks = BTreeMap<(String, String), String>;
+pub use self::notes::ReleaseFacts;
 
-/// The source links, being fetched (a spawned task) while the branches are read and built.
-pub type PendingLinks = std::pin::Pin<Box<dyn std::future::Future<Output = SourceLinks> + Send>>;
+/// The release facts of the updates, being fetched (a spawned task) while the branches are
+/// read and built.
+pub type PendingFacts = std::pin::Pin<Box<dyn std::future::Future<Output = ReleaseFacts> + Send>>;
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
 ///
-/// The push needs no pull-request body, and only the bodies need the links to the images'
-/// sources: what to push is decided with the bodies written without links (nothing decided
-/// depends on them: an open pull request is compared by its marker, which holds no link),
-/// the branches are pushed while the links are still being fetched, and the forge's part is
-/// decided again once they are in (`decide` is pure: the same decisions, bodies with links).
+/// The push needs no pull-request body, and only the bodies need the release facts of the
+/// images (`resolve::release`): what to push is decided with the bodies written without
+/// them (nothing decided depends on them: an open pull request is compared by its marker,
+/// which holds no fact), the branches are pushed while the facts are still being fetched,
+/// and the forge's part is decided again once they are in (`decide` is pure: the same
+/// decisions, bodies with release notes).
 pub async fn deliver(
     ctx: &Context<'_>,
     plan: &Plan,
-    links: PendingLinks,
+    facts: PendingFacts,
 ) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut proposals = decide::proposals(plan, ctx.settings, ctx.rejections);
@@ -137,7 +142,8 @@ pub async fn deliver(
     };
     let mut failed = std::collections::BTreeSet::new();
     let mut reports = Vec::new();
-    decide::write_bodies(&mut proposals, (&SourceLinks::new(), ctx.promoted));
+    let now = jiff::Timestamp::now();
+    decide::write_bodies(&mut proposals, (&ReleaseFacts::new(), ctx.promoted), now);
     let mut first = known.decide(ctx, &proposals);
     let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
     let pushed = push_at(&first);
@@ -145,11 +151,11 @@ pub async fn deliver(
         first.truncate(push.saturating_add(1));
         reports = act::act(ctx, first, &mut failed, &mut problems).await;
     }
-    let links = links.await;
-    tracing::debug!(links = links.len(), "source links");
-    decide::write_bodies(&mut proposals, (&links, ctx.promoted));
+    let facts = facts.await;
+    tracing::debug!(updates = facts.len(), "release facts");
+    decide::write_bodies(&mut proposals, (&facts, ctx.promoted), now);
     let all = known.decide(ctx, &proposals);
-    // What came up to the push (included) is done; the rest is done now, with the links.
+    // What came up to the push (included) is done; the rest is done now, with the facts.
     let done = match (pushed, push_at(&all)) {
         (Some(_), Some(push)) => push.saturating_add(1),
         _ => 0,
@@ -188,8 +194,8 @@ impl Known<'_> {
     }
 }
 
-/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the source
-/// links being fetched): on a multi-threaded runtime the worker's queue moves to another
+/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the release
+/// facts being fetched): on a multi-threaded runtime the worker's queue moves to another
 /// thread while `f` runs (`block_in_place`), otherwise (a single-threaded runtime, no
 /// runtime) it is simply called.
 pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {

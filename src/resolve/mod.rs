@@ -3,6 +3,7 @@
 //! current tag are evaluated once.
 
 pub mod metadata;
+pub mod release;
 pub mod signed;
 
 use arcstr::ArcStr;
