@@ -63,7 +63,7 @@ pub struct UpdateNotes {
     pub compare: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub releases: Option<String>,
-    /// `verify`: who signed the new version (`None`: its signature was not checked), and
+    /// `verify`: who signed the new version (null: its signature was not checked), and
     /// the digest whose signature verified.
     pub signed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
