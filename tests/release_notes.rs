@@ -254,6 +254,14 @@ async fn every_forge_gets_the_release_notes_and_the_report_the_same_facts() {
         };
         insta::assert_snapshot!("release_notes_body", dated(&body));
         follows_the_schema(&report);
+        // The tag lists, then per image of each distinct update its manifest or index,
+        // for an index one platform's manifest, and a config: web twice 3, db twice 2
+        // (web's second file adds nothing).
+        assert_eq!(
+            report["requests"],
+            serde_json::json!({"tagListPages": 2, "tokens": 0, "manifests": 6, "blobs": 4, "retries": 0}),
+            "{kind}"
+        );
         let notes = &report["pullRequests"][0]["notes"];
         let created = notes[0]["created"].as_str().unwrap_or_default().to_string();
         assert_eq!(created, days_ago(3)[..10], "{kind}: {notes:#}");
