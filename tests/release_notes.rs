@@ -302,3 +302,51 @@ fn follows_the_schema(report: &serde_json::Value) {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_on_the_manifest_repositorys_own_forge_is_linked_in_its_style() {
+    // The remote is served from 127.0.0.1, a host no name tells the forge of: `--forge
+    // gitlab` does, and a label naming a repository there gets GitLab's pages.
+    let reg = Registry::start(RegistryMode::Plain);
+    for (tag, version) in [("1.0.0", "v1.0.0"), ("1.1.0", "v1.1.0")] {
+        let child = Child {
+            os: "linux",
+            architecture: "amd64",
+            layer_bytes: 100,
+            labels: serde_json::json!({"org.opencontainers.image.version": version}),
+        };
+        let annotations = serde_json::json!({"org.opencontainers.image.source": "https://127.0.0.1/acme/api.git"});
+        push_annotated_index(&reg, "team/api", tag, (&days_ago(1), annotations), &[child]);
+    }
+    let work = make_worktree(&[(
+        "apps/api/kustomization.yaml",
+        "images:\n  - name: registry.test/team/api\n    newTag: 1.0.0\n",
+    )]);
+    let server = GitServer::http_with_token(work.path(), "gitops", FakeGitLab::TOKEN);
+    let cfg = tempfile::Builder::new()
+        .prefix("imagebump-config-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(
+        cfg.path().join("imagebump.yaml"),
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let f = FakeGitLab::start().await;
+    let repo = FakeGitLab::PROJECT_PATH.to_string();
+    let r = run(
+        &server,
+        cfg.path(),
+        ("GITLAB_TOKEN", "gitlab", f.api_url(), repo),
+    )
+    .await;
+    let pulls = f.pulls();
+    assert_eq!(pulls.len(), 1, "{r}");
+    let body = pulls[0].description.clone().unwrap_or_default();
+    let line = "- What changed: [changes](https://127.0.0.1/acme/api/-/compare/v1.0.0...v1.1.0) \
+                · [releases](https://127.0.0.1/acme/api/-/releases)\n";
+    assert!(body.contains(line), "{line}\nnot in\n{body}");
+}

@@ -1019,6 +1019,10 @@ async fn pull_requests(
         open: decisions.open.as_deref(),
         login: decisions.login.as_deref(),
         by_api: by_api(loaded),
+        site: crate::forge::connect::site_of(
+            &crate::source::git::split_credentials(&plan.source.location).0,
+            plan.forge.kind,
+        ),
     };
     Some(crate::deliver::pulls::deliver(&ctx, made, facts).await)
 }

@@ -100,6 +100,8 @@ pub struct Context<'a> {
     /// Branches get their commits from the forge's API (`signing: {format: github}`), not
     /// from `git push`.
     pub by_api: bool,
+    /// The manifest repository's forge host and kind, for release notes' links.
+    pub site: Option<notes::Site>,
 }
 
 pub use self::notes::ReleaseFacts;
@@ -143,7 +145,12 @@ pub async fn deliver(
     let mut failed = std::collections::BTreeSet::new();
     let mut reports = Vec::new();
     let now = jiff::Timestamp::now();
-    decide::write_bodies(&mut proposals, (&ReleaseFacts::new(), ctx.promoted), now);
+    let site = ctx.site.as_ref();
+    decide::write_bodies(
+        &mut proposals,
+        (&ReleaseFacts::new(), site, ctx.promoted),
+        now,
+    );
     let mut first = known.decide(ctx, &proposals);
     let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
     let pushed = push_at(&first);
@@ -153,7 +160,7 @@ pub async fn deliver(
     }
     let facts = facts.await;
     tracing::debug!(updates = facts.len(), "release facts");
-    decide::write_bodies(&mut proposals, (&facts, ctx.promoted), now);
+    decide::write_bodies(&mut proposals, (&facts, site, ctx.promoted), now);
     let all = known.decide(ctx, &proposals);
     // What came up to the push (included) is done; the rest is done now, with the facts.
     let done = match (pushed, push_at(&all)) {

@@ -165,11 +165,15 @@ pub fn proposals<'a>(
 /// registry's facts, ages as of `now`) and the promotion paths of its promoted versions.
 pub fn write_bodies(
     proposals: &mut [Proposal<'_>],
-    (facts, promoted): (&super::notes::ReleaseFacts, &Promoted),
+    (facts, site, promoted): (
+        &super::notes::ReleaseFacts,
+        Option<&super::notes::Site>,
+        &Promoted,
+    ),
     now: jiff::Timestamp,
 ) {
     for p in proposals {
-        p.notes = super::notes::notes_of(&p.updates, facts, now);
+        p.notes = super::notes::notes_of(&p.updates, (facts, site), now);
         p.body = body(p.set, &p.updates, (&p.notes, promoted), &p.automerge);
     }
 }
@@ -491,7 +495,7 @@ mod tests {
             let mut proposals = proposals(plan, &settings(), &Default::default());
             write_bodies(
                 &mut proposals,
-                (&BTreeMap::new(), &BTreeMap::new()),
+                (&BTreeMap::new(), None, &BTreeMap::new()),
                 jiff::Timestamp::UNIX_EPOCH,
             );
             let built = (0..proposals.len())

@@ -275,7 +275,7 @@ mod tests {
         };
         let facts = web_facts();
         let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
-        let notes = super::super::notes::notes_of(&[&u], &facts, now);
+        let notes = super::super::notes::notes_of(&[&u], (&facts, None), now);
         let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &Automerge::Off);
         let marker_line = b.lines().last().unwrap();
         assert_eq!(
@@ -310,7 +310,7 @@ mod tests {
             })),
             ..u.clone()
         };
-        let notes = super::super::notes::notes_of(&[&signed], &BTreeMap::new(), now);
+        let notes = super::super::notes::notes_of(&[&signed], (&BTreeMap::new(), None), now);
         let b = body(
             &set,
             &[&signed],
@@ -458,7 +458,7 @@ mod tests {
             let key = (name.clone(), "1.0.0".to_string(), marker::tag_of(&to).to_string());
             let facts = BTreeMap::from([(key, facts)]);
             let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
-            let notes = super::super::notes::notes_of(&[&u], &facts, now);
+            let notes = super::super::notes::notes_of(&[&u], (&facts, None), now);
             let withheld = Automerge::Withheld(escape::markdown_text(&label));
             let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &withheld);
             proptest::prop_assert_eq!(b.matches("<!--").count(), 1, "{}", b);

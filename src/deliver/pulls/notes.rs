@@ -15,11 +15,16 @@ use crate::deliver::marker;
 use crate::plan::Update;
 use crate::resolve::release::{Facts, Side};
 use imagebump_model::escape;
+use imagebump_model::forge::ForgeKind;
 use imagebump_model::platform::Platform;
 use imagebump_policy::kind::update_kind;
 
 /// The registry facts of each update, by (image, old tag, new tag).
 pub type ReleaseFacts = BTreeMap<(String, String, String), Facts>;
+
+/// The manifest repository's forge: its host name and kind. A source on that host is
+/// linked in that forge's style, whatever its name.
+pub type Site = (String, ForgeKind);
 
 /// The facts of one update, as the body shows them and the JSON report lists them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -87,7 +92,11 @@ pub struct SizeChange {
 }
 
 /// The notes of each distinct update of `updates`, in their order.
-pub fn notes_of(updates: &[&Update], facts: &ReleaseFacts, now: Timestamp) -> Vec<UpdateNotes> {
+pub fn notes_of(
+    updates: &[&Update],
+    (facts, site): (&ReleaseFacts, Option<&Site>),
+    now: Timestamp,
+) -> Vec<UpdateNotes> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for u in updates {
@@ -97,14 +106,18 @@ pub fn notes_of(updates: &[&Update], facts: &ReleaseFacts, now: Timestamp) -> Ve
             marker::tag_of(&u.to).to_string(),
         );
         if seen.insert(key.clone()) {
-            out.push(notes(u, facts.get(&key), now));
+            out.push(notes(u, (facts.get(&key), site), now));
         }
     }
     out
 }
 
 /// The notes of one update from what the registry said of its two images.
-fn notes(u: &Update, facts: Option<&Facts>, now: Timestamp) -> UpdateNotes {
+fn notes(
+    u: &Update,
+    (facts, site): (Option<&Facts>, Option<&Site>),
+    now: Timestamp,
+) -> UpdateNotes {
     let (from, to) = (marker::tag_of(&u.from), marker::tag_of(&u.to));
     let (old, new) = match facts {
         Some(f) => (f.old.as_ref(), f.new.as_ref()),
@@ -112,7 +125,10 @@ fn notes(u: &Update, facts: Option<&Facts>, now: Timestamp) -> UpdateNotes {
     };
     let created = new.and_then(|n| n.created).filter(|c| plausible(*c, now));
     let labels = new.map(|n| n.labels.clone()).unwrap_or_default();
-    let repo = labels.source.as_deref().and_then(SourceRepo::parse);
+    let repo = labels
+        .source
+        .as_deref()
+        .and_then(|l| SourceRepo::parse(l, site));
     let compare = repo.as_ref().and_then(|r| {
         let old_labels = old.map(|o| &o.labels);
         let revs = (
@@ -219,8 +235,9 @@ struct SourceRepo {
 impl SourceRepo {
     /// `https://github.com/owner/name[/...]`, `https://gitlab.com/group[/sub]/name`
     /// (`gitlab.` hosts alike), `https://codeberg.org/owner/name` (`gitea.` and `forgejo.`
-    /// hosts, gitea.com alike); a trailing `.git` or path below the repository is dropped.
-    fn parse(label: &str) -> Option<SourceRepo> {
+    /// hosts, gitea.com alike), or a repository on `site`'s host in its style; a trailing
+    /// `.git` or path below the repository is dropped.
+    fn parse(label: &str, site: Option<&Site>) -> Option<SourceRepo> {
         let url = escape::https_link(label)?;
         let rest = url.strip_prefix("https://")?;
         let (host, path) = rest.split_once('/')?;
@@ -230,7 +247,15 @@ impl SourceRepo {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
+        let on_site = site
+            .filter(|(h, _)| *h == host_name)
+            .map(|(_, kind)| match kind {
+                ForgeKind::Github => Style::GitHub,
+                ForgeKind::Gitlab => Style::GitLab,
+                ForgeKind::Gitea => Style::Gitea,
+            });
         let style = match host_name.as_str() {
+            _ if on_site.is_some() => on_site?,
             "github.com" => Style::GitHub,
             "gitlab.com" => Style::GitLab,
             "codeberg.org" | "gitea.com" | "code.forgejo.org" => Style::Gitea,
@@ -509,7 +534,7 @@ mod tests {
 
     #[test]
     fn compare_links_only_for_forge_shaped_https_repositories() {
-        let link = |label: &str, refs| SourceRepo::parse(label).and_then(|r| r.compare(refs));
+        let link = |label: &str, refs| SourceRepo::parse(label, None).and_then(|r| r.compare(refs));
         let refs = ("1.2.0", "1.3.0");
         let cases = [
             (
@@ -547,8 +572,25 @@ mod tests {
         for (label, want) in cases {
             assert_eq!(link(label, refs).as_deref(), want, "{label}");
         }
-        let gitlab = SourceRepo::parse("https://gitlab.com/a/b").unwrap();
+        let gitlab = SourceRepo::parse("https://gitlab.com/a/b", None).unwrap();
         assert_eq!(gitlab.releases(), "https://gitlab.com/a/b/-/releases");
+        // The manifest repository's own forge, self-hosted under any name, in its style.
+        let site: Site = ("git.acme.example".into(), ForgeKind::Gitlab);
+        let own = SourceRepo::parse("https://git.acme.example:8443/team/sub/web", Some(&site));
+        assert_eq!(
+            own.and_then(|r| r.compare(refs)).as_deref(),
+            Some("https://git.acme.example:8443/team/sub/web/-/compare/1.2.0...1.3.0")
+        );
+        let site: Site = ("git.acme.example".into(), ForgeKind::Gitea);
+        let gitea = SourceRepo::parse("https://git.acme.example/team/web", Some(&site)).unwrap();
+        assert_eq!(
+            gitea.releases(),
+            "https://git.acme.example/team/web/releases"
+        );
+        assert_eq!(
+            SourceRepo::parse("https://other.example/team/web", Some(&site)),
+            None
+        );
         // Revisions first (both hashes), then versions (both tag-shaped), then tags.
         let tags = ("1.2.0", "1.3.0");
         let cases = [
