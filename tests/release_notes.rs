@@ -303,10 +303,9 @@ fn follows_the_schema(report: &serde_json::Value) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_source_on_the_manifest_repositorys_own_forge_is_linked_in_its_style() {
-    // The remote is served from 127.0.0.1, a host no name tells the forge of: `--forge
-    // gitlab` does, and a label naming a repository there gets GitLab's pages.
+/// The registry holding `team/api` 1.0.0 and 1.1.0, whose source is
+/// `https://127.0.0.1/acme/api.git`: the host the tests' git remote is served from.
+fn api_registry() -> Registry {
     let reg = Registry::start(RegistryMode::Plain);
     for (tag, version) in [("1.0.0", "v1.0.0"), ("1.1.0", "v1.1.0")] {
         let child = Child {
@@ -315,38 +314,168 @@ async fn a_source_on_the_manifest_repositorys_own_forge_is_linked_in_its_style()
             layer_bytes: 100,
             labels: serde_json::json!({"org.opencontainers.image.version": version}),
         };
-        let annotations = serde_json::json!({"org.opencontainers.image.source": "https://127.0.0.1/acme/api.git"});
+        let annotations = serde_json::json!({
+            "org.opencontainers.image.source": "https://127.0.0.1/acme/api.git"
+        });
         push_annotated_index(&reg, "team/api", tag, (&days_ago(1), annotations), &[child]);
     }
-    let work = make_worktree(&[(
-        "apps/api/kustomization.yaml",
-        "images:\n  - name: registry.test/team/api\n    newTag: 1.0.0\n",
-    )]);
-    let server = GitServer::http_with_token(work.path(), "gitops", FakeGitLab::TOKEN);
-    let cfg = tempfile::Builder::new()
-        .prefix("imagebump-config-")
-        .tempdir()
+    reg
+}
+
+/// The release-notes block a body shows for `team/api`, its links in `style`'s shape
+/// (`/compare`, `/-/compare`).
+fn api_block(dash: &str) -> String {
+    format!(
+        "\n`registry.test/team/api` `1.0.0` → `1.1.0`: **minor**\n\
+         - What changed: [changes](https://127.0.0.1/acme/api{dash}/compare/v1.0.0...v1.1.0) \
+         · [releases](https://127.0.0.1/acme/api{dash}/releases)\n\
+         - Age: 1 day (built [DATE])\n\
+         - Platforms: unchanged\n\
+         - Compressed size (`linux/amd64`): 100 B (unchanged)\n\
+         - Signature: not checked\n\
+         \n<details><summary>Release notes of v1&#46;1&#46;0</summary>\n\
+         \nAPI 1&#46;1 (`v1.1.0`)\n\n\
+         > &#35;&#35; Fixed\n\
+         >\n\
+         > &#45; the &#96;/health&#96; probe &#91;#12&#93;&#40;https&#58;//127&#46;0&#46;0&#46;1/acme/api/pull/12&#41;\n\
+         \n</details>\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_on_the_manifest_repositorys_own_forge_gets_its_releases_and_links() {
+    // The remote is served from 127.0.0.1, a host no name tells the forge of: `--forge`
+    // does, and a label naming a repository there gets that forge's pages, and the notes
+    // of its releases between the two versions, read through the forge's own client.
+    let reg = api_registry();
+    let notes = "## Fixed\n\n- the `/health` probe [#12](https://127.0.0.1/acme/api/pull/12)";
+    for kind in ["github", "gitlab", "gitea"] {
+        let work = make_worktree(&[(
+            "apps/api/kustomization.yaml",
+            "images:\n  - name: registry.test/team/api\n    newTag: 1.0.0\n",
+        )]);
+        let cfg = tempfile::Builder::new()
+            .prefix("imagebump-config-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(
+            cfg.path().join("imagebump.yaml"),
+            format!(
+                "registries:\n  - prefix: registry.test\n    url: {}\n",
+                reg.base_url()
+            ),
+        )
         .unwrap();
-    std::fs::write(
-        cfg.path().join("imagebump.yaml"),
-        format!(
-            "registries:\n  - prefix: registry.test\n    url: {}\n",
-            reg.base_url()
-        ),
-    )
-    .unwrap();
-    let f = FakeGitLab::start().await;
-    let repo = FakeGitLab::PROJECT_PATH.to_string();
-    let r = run(
-        &server,
-        cfg.path(),
-        ("GITLAB_TOKEN", "gitlab", f.api_url(), repo),
-    )
-    .await;
-    let pulls = f.pulls();
-    assert_eq!(pulls.len(), 1, "{r}");
-    let body = pulls[0].description.clone().unwrap_or_default();
-    let line = "- What changed: [changes](https://127.0.0.1/acme/api/-/compare/v1.0.0...v1.1.0) \
-                · [releases](https://127.0.0.1/acme/api/-/releases)\n";
-    assert!(body.contains(line), "{line}\nnot in\n{body}");
+        let (body, releases_calls, dash) = match kind {
+            "github" => {
+                let f = FakeGitHub::start().await;
+                for (tag, name) in [
+                    ("v1.0.0", "API 1.0"),
+                    ("v1.1.0", "API 1.1"),
+                    ("v2.0.0", "API 2"),
+                ] {
+                    f.add_release(
+                        "acme/api",
+                        tag,
+                        name,
+                        if tag == "v1.1.0" { notes } else { "other" },
+                    );
+                }
+                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitHub::TOKEN);
+                let repo = format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO);
+                let r = run(
+                    &server,
+                    cfg.path(),
+                    ("GITHUB_TOKEN", kind, f.api_url(), repo),
+                )
+                .await;
+                let calls: Vec<String> = f
+                    .calls()
+                    .into_iter()
+                    .filter(|c| c.path.ends_with("/releases"))
+                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+                    .collect();
+                assert_eq!(f.pulls().len(), 1, "{r}");
+                (f.pulls()[0].body.clone().unwrap_or_default(), calls, "")
+            }
+            "gitlab" => {
+                let f = FakeGitLab::start().await;
+                for (tag, name) in [
+                    ("v1.0.0", "API 1.0"),
+                    ("v1.1.0", "API 1.1"),
+                    ("v2.0.0", "API 2"),
+                ] {
+                    f.add_release(
+                        "acme/api",
+                        tag,
+                        name,
+                        if tag == "v1.1.0" { notes } else { "other" },
+                    );
+                }
+                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitLab::TOKEN);
+                let repo = FakeGitLab::PROJECT_PATH.to_string();
+                let r = run(
+                    &server,
+                    cfg.path(),
+                    ("GITLAB_TOKEN", kind, f.api_url(), repo),
+                )
+                .await;
+                let calls: Vec<String> = f
+                    .calls()
+                    .into_iter()
+                    .filter(|c| c.path.ends_with("/releases"))
+                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+                    .collect();
+                assert_eq!(f.pulls().len(), 1, "{r}");
+                (
+                    f.pulls()[0].description.clone().unwrap_or_default(),
+                    calls,
+                    "/-",
+                )
+            }
+            _ => {
+                let f = FakeGitea::start().await;
+                for (tag, name) in [
+                    ("v1.0.0", "API 1.0"),
+                    ("v1.1.0", "API 1.1"),
+                    ("v2.0.0", "API 2"),
+                ] {
+                    f.add_release(
+                        "acme/api",
+                        tag,
+                        name,
+                        if tag == "v1.1.0" { notes } else { "other" },
+                    );
+                }
+                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitea::TOKEN);
+                let repo = format!("{}/{}", FakeGitea::OWNER, FakeGitea::REPO);
+                let r = run(
+                    &server,
+                    cfg.path(),
+                    ("GITEA_TOKEN", kind, f.api_url(), repo),
+                )
+                .await;
+                let calls: Vec<String> = f
+                    .calls()
+                    .into_iter()
+                    .filter(|c| c.path.ends_with("/releases"))
+                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+                    .collect();
+                assert_eq!(f.pulls().len(), 1, "{r}");
+                (f.pulls()[0].body.clone(), calls, "")
+            }
+        };
+        let body = dated(&body);
+        assert!(
+            body.contains(&api_block(dash)),
+            "{kind}: {}\nnot in\n{body}",
+            api_block(dash)
+        );
+        assert_eq!(
+            releases_calls.len(),
+            1,
+            "{kind}: one read of the releases: {releases_calls:?}"
+        );
+        insta::assert_snapshot!(format!("releases_call_{kind}"), releases_calls[0]);
+    }
 }

@@ -12,6 +12,7 @@ pub mod decide;
 mod message;
 pub mod notes;
 mod rejections;
+mod releases;
 mod state;
 
 use std::collections::BTreeMap;
@@ -145,12 +146,13 @@ pub async fn deliver(
     let mut failed = std::collections::BTreeSet::new();
     let mut reports = Vec::new();
     let now = jiff::Timestamp::now();
-    let site = ctx.site.as_ref();
-    decide::write_bodies(
-        &mut proposals,
-        (&ReleaseFacts::new(), site, ctx.promoted),
-        now,
-    );
+    let (no_facts, no_releases) = (ReleaseFacts::new(), releases::Releases::new());
+    let without = notes::Known {
+        facts: &no_facts,
+        site: ctx.site.as_ref(),
+        releases: &no_releases,
+    };
+    decide::write_bodies(&mut proposals, (without, ctx.promoted), now);
     let mut first = known.decide(ctx, &proposals);
     let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
     let pushed = push_at(&first);
@@ -160,7 +162,7 @@ pub async fn deliver(
     }
     let facts = facts.await;
     tracing::debug!(updates = facts.len(), "release facts");
-    decide::write_bodies(&mut proposals, (&facts, site, ctx.promoted), now);
+    with_notes(ctx, &mut proposals, without, &facts, now).await;
     let all = known.decide(ctx, &proposals);
     // What came up to the push (included) is done; the rest is done now, with the facts.
     let done = match (pushed, push_at(&all)) {
@@ -170,6 +172,31 @@ pub async fn deliver(
     let rest = all.into_iter().skip(done).collect();
     reports.extend(act::act(ctx, rest, &mut failed, &mut problems).await);
     (reports, problems)
+}
+
+/// The bodies written again with the registry's facts, then (outside a dry run) with the
+/// releases the manifest repository's forge has of the sources it hosts.
+async fn with_notes(
+    ctx: &Context<'_>,
+    proposals: &mut [Proposal<'_>],
+    known: notes::Known<'_>,
+    facts: &ReleaseFacts,
+    now: jiff::Timestamp,
+) {
+    let known = notes::Known { facts, ..known };
+    decide::write_bodies(proposals, (known, ctx.promoted), now);
+    let Some(forge) = ctx.forge.filter(|_| !ctx.dry_run) else {
+        return;
+    };
+    let all: Vec<&notes::UpdateNotes> = proposals.iter().flat_map(|p| p.notes.iter()).collect();
+    let read = releases::read(forge, &all).await;
+    if !read.is_empty() {
+        let known = notes::Known {
+            releases: &read,
+            ..known
+        };
+        decide::write_bodies(proposals, (known, ctx.promoted), now);
+    }
 }
 
 /// What deciding needs besides the proposals, read and built before it.

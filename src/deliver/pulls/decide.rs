@@ -165,15 +165,11 @@ pub fn proposals<'a>(
 /// registry's facts, ages as of `now`) and the promotion paths of its promoted versions.
 pub fn write_bodies(
     proposals: &mut [Proposal<'_>],
-    (facts, site, promoted): (
-        &super::notes::ReleaseFacts,
-        Option<&super::notes::Site>,
-        &Promoted,
-    ),
+    (known, promoted): (super::notes::Known<'_>, &Promoted),
     now: jiff::Timestamp,
 ) {
     for p in proposals {
-        p.notes = super::notes::notes_of(&p.updates, (facts, site), now);
+        p.notes = super::notes::notes_of(&p.updates, known, now);
         p.body = body(p.set, &p.updates, (&p.notes, promoted), &p.automerge);
     }
 }
@@ -495,7 +491,14 @@ mod tests {
             let mut proposals = proposals(plan, &settings(), &Default::default());
             write_bodies(
                 &mut proposals,
-                (&BTreeMap::new(), None, &BTreeMap::new()),
+                (
+                    super::super::notes::Known {
+                        facts: &BTreeMap::new(),
+                        site: None,
+                        releases: &BTreeMap::new(),
+                    },
+                    &BTreeMap::new(),
+                ),
                 jiff::Timestamp::UNIX_EPOCH,
             );
             let built = (0..proposals.len())

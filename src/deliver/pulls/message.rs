@@ -275,7 +275,7 @@ mod tests {
         };
         let facts = web_facts();
         let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
-        let notes = super::super::notes::notes_of(&[&u], (&facts, None), now);
+        let notes = super::super::notes::notes_of(&[&u], known(&facts), now);
         let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &Automerge::Off);
         let marker_line = b.lines().last().unwrap();
         assert_eq!(
@@ -310,7 +310,7 @@ mod tests {
             })),
             ..u.clone()
         };
-        let notes = super::super::notes::notes_of(&[&signed], (&BTreeMap::new(), None), now);
+        let notes = super::super::notes::notes_of(&[&signed], known(&BTreeMap::new()), now);
         let b = body(
             &set,
             &[&signed],
@@ -318,6 +318,17 @@ mod tests {
             &Automerge::Off,
         );
         assert!(b.contains("\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: verified at `sha256:ab`, signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n\nClosing"), "{b}");
+    }
+
+    /// The registry's facts alone: no forge, no releases.
+    fn known(facts: &super::super::notes::ReleaseFacts) -> super::super::notes::Known<'_> {
+        static NONE: std::sync::LazyLock<super::super::releases::Releases> =
+            std::sync::LazyLock::new(BTreeMap::new);
+        super::super::notes::Known {
+            facts,
+            site: None,
+            releases: &NONE,
+        }
     }
 
     /// ghcr.io/acme/web 1.2.0 → 1.3.0: revisions, a platform swapped, 100 KiB more.
@@ -458,7 +469,7 @@ mod tests {
             let key = (name.clone(), "1.0.0".to_string(), marker::tag_of(&to).to_string());
             let facts = BTreeMap::from([(key, facts)]);
             let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
-            let notes = super::super::notes::notes_of(&[&u], (&facts, None), now);
+            let notes = super::super::notes::notes_of(&[&u], known(&facts), now);
             let withheld = Automerge::Withheld(escape::markdown_text(&label));
             let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &withheld);
             proptest::prop_assert_eq!(b.matches("<!--").count(), 1, "{}", b);

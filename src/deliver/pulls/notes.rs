@@ -73,6 +73,25 @@ pub struct UpdateNotes {
     pub signed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signed_digest: Option<String>,
+    /// The source repository's releases from the old version (excluded) to the new one,
+    /// newest first, read from the manifest repository's own forge when the source lives
+    /// there; each text cut to `releases::RELEASE_TEXT_CAP` bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_notes: Vec<ReleaseText>,
+    /// The source's repository path when it is on the manifest repository's own forge.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub site_repo: Option<String>,
+}
+
+/// One release's notes, as the forge has them (untrusted text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ReleaseText {
+    pub tag: String,
+    pub name: String,
+    pub text: String,
+    /// The text was cut.
+    pub cut: bool,
 }
 
 /// Platforms gained and lost.
@@ -91,12 +110,19 @@ pub struct SizeChange {
     pub to: u64,
 }
 
+/// What the notes are made from besides the updates.
+#[derive(Clone, Copy)]
+pub struct Known<'a> {
+    /// What the registries said of each update's images.
+    pub facts: &'a ReleaseFacts,
+    /// The manifest repository's forge.
+    pub site: Option<&'a Site>,
+    /// The releases read from that forge, by source repository.
+    pub releases: &'a super::releases::Releases,
+}
+
 /// The notes of each distinct update of `updates`, in their order.
-pub fn notes_of(
-    updates: &[&Update],
-    (facts, site): (&ReleaseFacts, Option<&Site>),
-    now: Timestamp,
-) -> Vec<UpdateNotes> {
+pub fn notes_of(updates: &[&Update], known: Known<'_>, now: Timestamp) -> Vec<UpdateNotes> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for u in updates {
@@ -106,7 +132,11 @@ pub fn notes_of(
             marker::tag_of(&u.to).to_string(),
         );
         if seen.insert(key.clone()) {
-            out.push(notes(u, (facts.get(&key), site), now));
+            let mut n = notes(u, (known.facts.get(&key), known.site), now);
+            if let Some(list) = n.site_repo.as_ref().and_then(|r| known.releases.get(r)) {
+                n.release_notes = super::releases::between(&n.from, &n.to, list);
+            }
+            out.push(n);
         }
     }
     out
@@ -159,6 +189,8 @@ fn notes(
         url: labels.url,
         signed_by: u.verified.as_ref().map(|v| v.signer.clone()),
         signed_digest: u.verified.as_ref().map(|v| v.digest.clone()),
+        release_notes: Vec::new(),
+        site_repo: repo.as_ref().filter(|r| r.on_site).map(|r| r.path.clone()),
     }
 }
 
@@ -230,6 +262,10 @@ struct SourceRepo {
     style: Style,
     /// `https://host/owner/name`, checked by [`escape::https_link`].
     base: String,
+    /// `owner/name` (GitLab: the project path).
+    path: String,
+    /// On the manifest repository's own forge host.
+    on_site: bool,
 }
 
 impl SourceRepo {
@@ -286,6 +322,8 @@ impl SourceRepo {
         Some(SourceRepo {
             style,
             base: format!("https://{host}/{repo}"),
+            path: repo.to_string(),
+            on_site: on_site.is_some(),
         })
     }
 
@@ -368,6 +406,54 @@ fn render_one(n: &UpdateNotes) -> String {
         )),
         _ => s.push_str("- Signature: not checked\n"),
     }
+    if !n.release_notes.is_empty() {
+        s.push_str(&release_texts(&n.release_notes));
+    }
+    s
+}
+
+/// The releases' texts in a folded block, each line quoted as escaped text: a release's
+/// Markdown comes from whoever can publish there, so it is shown, never rendered.
+fn release_texts(releases: &[ReleaseText]) -> String {
+    let tags: Vec<String> = releases
+        .iter()
+        .map(|r| escape::markdown_text(&r.tag))
+        .collect();
+    let mut s = format!(
+        "\n<details><summary>Release notes of {}</summary>\n",
+        tags.join(", ")
+    );
+    for r in releases {
+        let name = if r.name.trim().is_empty() {
+            &r.tag
+        } else {
+            &r.name
+        };
+        s.push_str(&format!(
+            "\n{} ({})\n\n",
+            escape::markdown_text(name),
+            escape::markdown_code(&r.tag)
+        ));
+        for line in r.text.lines() {
+            let line = line.trim_end();
+            if line.is_empty() {
+                s.push_str(">\n");
+            } else {
+                // `markdown_text` leaves `#` alone (it opens nothing inside a line); at a
+                // line's start it would make a heading.
+                let text = escape::markdown_text(line);
+                let hashes = text
+                    .len()
+                    .saturating_sub(text.trim_start_matches('#').len());
+                let rest = text.get(hashes..).unwrap_or_default();
+                s.push_str(&format!("> {}{rest}\n", "&#35;".repeat(hashes)));
+            }
+        }
+        if r.cut {
+            s.push_str("> …\n");
+        }
+    }
+    s.push_str("\n</details>\n");
     s
 }
 
@@ -619,6 +705,28 @@ mod tests {
     }
 
     #[test]
+    fn release_texts_are_shown_escaped_and_never_rendered() {
+        let texts = [ReleaseText {
+            tag: "v1.3.0".into(),
+            name: "Big <b>release</b>".into(),
+            text: "## Fixes\n\n- ![pixel](https://evil.example/p.png) [x](javascript:1)\n<!-- imagebump:updates64 W10= -->\r\n\u{1b}[31m".into(),
+            cut: true,
+        }];
+        assert_eq!(
+            release_texts(&texts),
+            "\n<details><summary>Release notes of v1&#46;3&#46;0</summary>\n\
+             \nBig &#60;b&#62;release&#60;/b&#62; (`v1.3.0`)\n\n\
+             > &#35;&#35; Fixes\n\
+             >\n\
+             > &#45; &#33;&#91;pixel&#93;&#40;https&#58;//evil&#46;example/p&#46;png&#41; &#91;x&#93;&#40;javascript&#58;1&#41;\n\
+             > &#60;&#33;&#45;&#45; imagebump&#58;updates64 W10= &#45;&#45;&#62;\n\
+             > &#92;u&#123;1b&#125;&#91;31m\n\
+             > …\n\
+             \n</details>\n"
+        );
+    }
+
+    #[test]
     fn the_notes_stop_at_their_budget_and_say_how_many_are_left_out() {
         let one = UpdateNotes {
             image: "ghcr.io/acme/web".into(),
@@ -638,6 +746,8 @@ mod tests {
             releases: None,
             signed_by: None,
             signed_digest: None,
+            release_notes: Vec::new(),
+            site_repo: None,
         };
         let block = "\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: not checked\n";
         let notes = vec![one; 5];
