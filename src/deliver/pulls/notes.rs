@@ -660,6 +660,11 @@ mod tests {
         }
         let gitlab = SourceRepo::parse("https://gitlab.com/a/b", None).unwrap();
         assert_eq!(gitlab.releases(), "https://gitlab.com/a/b/-/releases");
+    }
+
+    #[test]
+    fn a_source_on_the_manifest_repositorys_forge_is_linked_in_its_style() {
+        let refs = ("1.2.0", "1.3.0");
         // The manifest repository's own forge, self-hosted under any name, in its style.
         let site: Site = ("git.acme.example".into(), ForgeKind::Gitlab);
         let own = SourceRepo::parse("https://git.acme.example:8443/team/sub/web", Some(&site));
@@ -677,6 +682,10 @@ mod tests {
             SourceRepo::parse("https://other.example/team/web", Some(&site)),
             None
         );
+    }
+
+    #[test]
+    fn comparisons_prefer_revisions_then_versions_then_tags() {
         // Revisions first (both hashes), then versions (both tag-shaped), then tags.
         let tags = ("1.2.0", "1.3.0");
         let cases = [
