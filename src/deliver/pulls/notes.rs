@@ -412,48 +412,72 @@ fn render_one(n: &UpdateNotes) -> String {
     s
 }
 
+/// The most bytes of one update's folded release texts as written in the body (escaped
+/// text is longer than the text: a control character takes twenty).
+const RELEASES_SHOWN: usize = 6 * 1024;
+
+/// The longest release name shown whole.
+const NAME_SHOWN: usize = 200;
+
 /// The releases' texts in a folded block, each line quoted as escaped text: a release's
-/// Markdown comes from whoever can publish there, so it is shown, never rendered.
+/// Markdown comes from whoever can publish there, so it is shown, never rendered. Releases
+/// past [`RELEASES_SHOWN`] are counted, not shown (the JSON report has them).
 fn release_texts(releases: &[ReleaseText]) -> String {
-    let tags: Vec<String> = releases
-        .iter()
-        .map(|r| escape::markdown_text(&r.tag))
-        .collect();
-    let mut s = format!(
-        "\n<details><summary>Release notes of {}</summary>\n",
-        tags.join(", ")
-    );
+    let mut tags = Vec::new();
+    let mut shown = String::new();
     for r in releases {
-        let name = if r.name.trim().is_empty() {
-            &r.tag
-        } else {
-            &r.name
-        };
-        s.push_str(&format!(
-            "\n{} ({})\n\n",
-            escape::markdown_text(name),
-            escape::markdown_code(&r.tag)
-        ));
-        for line in r.text.lines() {
-            let line = line.trim_end();
-            if line.is_empty() {
-                s.push_str(">\n");
-            } else {
-                // `markdown_text` leaves `#` alone (it opens nothing inside a line); at a
-                // line's start it would make a heading.
-                let text = escape::markdown_text(line);
-                let hashes = text
-                    .len()
-                    .saturating_sub(text.trim_start_matches('#').len());
-                let rest = text.get(hashes..).unwrap_or_default();
-                s.push_str(&format!("> {}{rest}\n", "&#35;".repeat(hashes)));
-            }
+        let one = release_text(r);
+        if shown.len().saturating_add(one.len()) > RELEASES_SHOWN {
+            break;
         }
-        if r.cut {
-            s.push_str("> …\n");
-        }
+        tags.push(escape::markdown_text(&r.tag));
+        shown.push_str(&one);
     }
-    s.push_str("\n</details>\n");
+    let left = releases.len().saturating_sub(tags.len());
+    if left > 0 {
+        shown.push_str(&format!(
+            "\n{left} more release(s) left out here: the run's JSON report has them.\n"
+        ));
+    }
+    let summary = if tags.is_empty() {
+        "Release notes".to_string()
+    } else {
+        format!("Release notes of {}", tags.join(", "))
+    };
+    format!("\n<details><summary>{summary}</summary>\n{shown}\n</details>\n")
+}
+
+/// One release: its name and tag, then its text line by line, quoted and escaped.
+fn release_text(r: &ReleaseText) -> String {
+    let name = if r.name.trim().is_empty() {
+        &r.tag
+    } else {
+        &r.name
+    };
+    let name: String = name.chars().take(NAME_SHOWN).collect();
+    let mut s = format!(
+        "\n{} ({})\n\n",
+        escape::markdown_text(&name),
+        escape::markdown_code(&r.tag)
+    );
+    for line in r.text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            s.push_str(">\n");
+            continue;
+        }
+        // `markdown_text` leaves `#` alone (it opens nothing inside a line); at a line's
+        // start it would make a heading.
+        let text = escape::markdown_text(line);
+        let hashes = text
+            .len()
+            .saturating_sub(text.trim_start_matches('#').len());
+        let rest = text.get(hashes..).unwrap_or_default();
+        s.push_str(&format!("> {}{rest}\n", "&#35;".repeat(hashes)));
+    }
+    if r.cut {
+        s.push_str("> …\n");
+    }
     s
 }
 
@@ -731,6 +755,28 @@ mod tests {
              > &#60;&#33;&#45;&#45; imagebump&#58;updates64 W10= &#45;&#45;&#62;\n\
              > &#92;u&#123;1b&#125;&#91;31m\n\
              > …\n\
+             \n</details>\n"
+        );
+    }
+
+    #[test]
+    fn release_texts_stop_at_their_budget() {
+        let release = |tag: &str, text: &str| ReleaseText {
+            tag: tag.into(),
+            name: String::new(),
+            text: text.into(),
+            cut: false,
+        };
+        // Control characters take twenty bytes each once escaped.
+        let loud = release("v2.0.0", &"\u{1b}".repeat(1000));
+        let small = release("v1.9.0", "fine");
+        let block = release_texts(&[small, loud]);
+        assert!(block.len() < RELEASES_SHOWN, "{}", block.len());
+        assert_eq!(
+            block,
+            "\n<details><summary>Release notes of v1&#46;9&#46;0</summary>\n\
+             \nv1&#46;9&#46;0 (`v1.9.0`)\n\n> fine\n\
+             \n1 more release(s) left out here: the run's JSON report has them.\n\
              \n</details>\n"
         );
     }
