@@ -1,10 +1,13 @@
 //! Release notes of a pull request: for each distinct update (image, from, to), what kind
 //! of move it is, how old the new version is, which platforms it gains or loses, how its
-//! compressed size changes, whether its signature was checked, and links to what changed
-//! in its source repository. The same facts go to the JSON report (`PullReport::notes`).
+//! compressed size changes, whether its signature was checked, links to what changed in
+//! its source repository and, for a source on the manifest repository's own forge, the
+//! notes of the releases in between (`releases.rs`). The same facts go to the JSON report
+//! (`PullReport::notes`).
 //!
-//! Everything here comes from registries (labels, dates, platforms, sizes): it is shown
-//! escaped, and linked only as plain `https://` URLs of a forge-shaped repository.
+//! Everything here comes from registries (labels, dates, platforms, sizes) or a forge
+//! (release texts): it is shown escaped, and linked only as plain `https://` URLs of a
+//! forge-shaped repository.
 
 use std::collections::BTreeMap;
 
@@ -481,7 +484,7 @@ fn release_text(r: &ReleaseText) -> String {
     s
 }
 
-/// `3 days`, `today` (under a day), `5 months`, `2 years`.
+/// `less than a day`, `3 days`, `5 months` (from 60 days), `2 years` (from 730 days).
 pub fn age(days: i64) -> String {
     let plural = |n: i64, unit: &str| {
         if n == 1 {
