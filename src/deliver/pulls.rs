@@ -66,7 +66,7 @@ pub struct PullReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The facts of each distinct update it proposes, as its body gives them (empty when
-    /// no body was written: a change set left alone, a pull request closed).
+    /// no body is written: a change set left alone, a pull request closed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<notes::UpdateNotes>,
 }

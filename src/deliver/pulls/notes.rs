@@ -1,6 +1,6 @@
 //! Release notes of a pull request: for each distinct update (image, from, to), what kind
 //! of move it is, how old the new version is, which platforms it gains or loses, how its
-//! compressed size changes, whether its signature was checked, links to what changed in
+//! compressed size changes, whether its signature is checked, links to what changed in
 //! its source repository and, for a source on the manifest repository's own forge, the
 //! notes of the releases in between (`releases.rs`). The same facts go to the JSON report
 //! (`PullReport::notes`).
@@ -71,7 +71,7 @@ pub struct UpdateNotes {
     pub compare: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub releases: Option<String>,
-    /// `verify`: who signed the new version (null: its signature was not checked), and
+    /// `verify`: who signed the new version (null: its signature is not checked), and
     /// the digest whose signature verified.
     pub signed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,7 +93,7 @@ pub struct ReleaseText {
     pub tag: String,
     pub name: String,
     pub text: String,
-    /// The text was cut.
+    /// The text is cut short.
     pub cut: bool,
 }
 
