@@ -1112,29 +1112,38 @@ fn release_facts(
     registries: &Registries,
     concurrency: usize,
 ) -> crate::deliver::pulls::PendingFacts {
+    use crate::deliver::marker::{reference_of, tag_of};
     use futures::stream::{self, StreamExt};
-    let wanted: BTreeSet<(String, String, String)> = made
+    // By (image, old tag, new tag); each image read by its digest where the value has one.
+    let wanted: BTreeMap<(String, String, String), (String, String)> = made
         .updates
         .iter()
         // A classic Helm repository is no registry: nothing to ask it.
         .filter(|u| crate::chart::classic_repository(&u.name).is_none())
         .map(|u| {
-            let tag = |v: &str| crate::deliver::marker::tag_of(v).to_string();
-            (u.image.to_string(), tag(&u.from), tag(&u.to))
+            let key = (
+                u.image.to_string(),
+                tag_of(&u.from).into(),
+                tag_of(&u.to).into(),
+            );
+            (
+                key,
+                (reference_of(&u.from).into(), reference_of(&u.to).into()),
+            )
         })
         .collect();
     let lookups: Vec<_> = wanted
         .into_iter()
-        .filter_map(|key| {
+        .filter_map(|(key, refs)| {
             let name = imagebump_model::name::parse_name(&key.0).ok()?;
             let client = registries.client_for(&name).ok()?;
-            Some((key, name.repository, client))
+            Some((key, refs, name.repository, client))
         })
         .collect();
     let task = tokio::spawn(
         stream::iter(lookups)
-            .map(|(key, repository, client)| async move {
-                let facts = resolve::release::facts(&client, &repository, &key.1, &key.2).await;
+            .map(|(key, (from, to), repository, client)| async move {
+                let facts = resolve::release::facts(&client, &repository, &from, &to).await;
                 (key, facts)
             })
             .buffer_unordered(concurrency.max(1))

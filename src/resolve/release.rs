@@ -40,8 +40,8 @@ pub struct Facts {
     pub new: Option<Side>,
 }
 
-/// The facts of the move of `repo` from tag `from` to tag `to`: both images read at once,
-/// sizes compared on one platform both offer.
+/// The facts of the move of `repo` from `from` to `to` (each a tag, or a digest when the
+/// value pins one): both images read at once, sizes compared on one platform both offer.
 pub async fn facts(client: &Client, repo: &str, from: &str, to: &str) -> Facts {
     let (old, new) = futures::join!(top(client, repo, from), top(client, repo, to));
     let pick = size_platform(old.as_ref().map(|t| &t.0), new.as_ref().map(|t| &t.0));
@@ -52,7 +52,7 @@ pub async fn facts(client: &Client, repo: &str, from: &str, to: &str) -> Facts {
     Facts { old, new }
 }
 
-/// A tag's manifest or index and its own annotations.
+/// A tag's (or digest's) manifest or index, its own annotations and its layers' size.
 async fn top(client: &Client, repo: &str, tag: &str) -> Option<(Manifest, OciLabels, Option<u64>)> {
     let fetched = client.manifest_bytes(repo, tag).await.ok()?;
     let manifest = fetched.parse(repo, tag).ok()?;
