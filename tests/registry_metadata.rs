@@ -21,7 +21,7 @@ mod support;
 use std::sync::Arc;
 
 use imagebump::registry::client::Client;
-use imagebump::registry::manifest::{ImageConfig, IndexEntry, Manifest};
+use imagebump::registry::manifest::{ImageConfig, IndexEntry, Manifest, OciLabels};
 use imagebump::registry::{Error, Registries, StatsSnapshot};
 use imagebump_model::name::parse_name;
 use imagebump_model::platform::Platform;
@@ -141,7 +141,10 @@ async fn real_registry_multi_arch_index_children_and_configs() {
             ImageConfig {
                 created: Some(ts(created)),
                 platform: entry.platform.clone(),
-                source: Some("imagebump-tests".into()),
+                labels: OciLabels {
+                    source: Some("imagebump-tests".into()),
+                    ..OciLabels::default()
+                },
             }
         );
         seen.push(config_digest);
@@ -346,7 +349,10 @@ async fn docker_manifest_list_and_schema2_manifest() {
         ImageConfig {
             created: Some(ts("2023-06-01T10:00:00.5Z")),
             platform: Some(platform("linux/arm64")),
-            source: Some("https://github.com/acme/app".into()),
+            labels: OciLabels {
+                source: Some("https://github.com/acme/app".into()),
+                ..OciLabels::default()
+            },
         }
     );
     assert_eq!(registries.stats.snapshot(), stats(2, 1, 0));

@@ -1025,10 +1025,10 @@ async fn pull_requests(
     if !plan.remote || plan.mode == Mode::Push || decisions.overrides.stop_all {
         return None;
     }
-    // Links to the new images' sources, one lookup per distinct (image, tag), fetched while
-    // the branches are read and built.
-    let links: crate::deliver::pulls::PendingLinks = if plan.mode == Mode::PullRequests {
-        source_links(made, registries, plan.concurrency)
+    // The release facts of the updates, one lookup per distinct (image, from, to), fetched
+    // while the branches are read and built.
+    let facts: crate::deliver::pulls::PendingFacts = if plan.mode == Mode::PullRequests {
+        release_facts(made, registries, plan.concurrency)
     } else {
         Box::pin(std::future::ready(Default::default()))
     };
@@ -1050,8 +1050,12 @@ async fn pull_requests(
         login: decisions.login.as_deref(),
         by_api: by_api(loaded),
         waiting: &analysed.resolved.waiting,
+        site: crate::forge::connect::site_of(
+            &crate::source::git::split_credentials(&plan.source.location).0,
+            plan.forge.kind,
+        ),
     };
-    Some(crate::deliver::pulls::deliver(&ctx, made, links).await)
+    Some(crate::deliver::pulls::deliver(&ctx, made, facts).await)
 }
 
 /// `--push` with commits that only the forge's API may create: refused before anything.
@@ -1131,44 +1135,52 @@ fn push_direct(
     }
 }
 
-/// The `org.opencontainers.image.source` of every new image, by (image, tag), fetched
-/// concurrently by a task of its own (it runs while the caller builds the branches);
-/// images without the label (or unreachable) are left out.
-fn source_links(
+/// The release facts of every update (`resolve::release`), by (image, old tag, new tag),
+/// fetched concurrently by a task of its own (it runs while the caller builds the
+/// branches); updates whose images cannot be read are left out.
+fn release_facts(
     made: &Plan,
     registries: &Registries,
     concurrency: usize,
-) -> crate::deliver::pulls::PendingLinks {
+) -> crate::deliver::pulls::PendingFacts {
+    use crate::deliver::marker::{reference_of, tag_of};
     use futures::stream::{self, StreamExt};
-    let wanted: BTreeSet<(String, String)> = made
+    // By (image, old tag, new tag); each image read by its digest where the value has one.
+    let wanted: BTreeMap<(String, String, String), (String, String)> = made
         .updates
         .iter()
-        // A classic Helm repository is no registry: nothing to ask it for a label.
+        // A classic Helm repository is no registry: nothing to ask it.
         .filter(|u| crate::chart::classic_repository(&u.name).is_none())
         .map(|u| {
-            let tag = crate::deliver::marker::tag_of(&u.to);
-            (u.image.to_string(), tag.to_string())
+            let key = (
+                u.image.to_string(),
+                tag_of(&u.from).into(),
+                tag_of(&u.to).into(),
+            );
+            (
+                key,
+                (reference_of(&u.from).into(), reference_of(&u.to).into()),
+            )
         })
         .collect();
     let lookups: Vec<_> = wanted
         .into_iter()
-        .filter_map(|(image, tag)| {
-            let name = imagebump_model::name::parse_name(&image).ok()?;
+        .filter_map(|(key, refs)| {
+            let name = imagebump_model::name::parse_name(&key.0).ok()?;
             let client = registries.client_for(&name).ok()?;
-            Some((image, tag, name.repository, client))
+            Some((key, refs, name.repository, client))
         })
         .collect();
     let task = tokio::spawn(
         stream::iter(lookups)
-            .map(|(image, tag, repository, client)| async move {
-                let src = resolve::metadata::source_label(&client, &repository, &tag).await?;
-                Some(((image, tag), src))
+            .map(|(key, (from, to), repository, client)| async move {
+                let facts = resolve::release::facts(&client, &repository, &from, &to).await;
+                (key, facts)
             })
             .buffer_unordered(concurrency.max(1))
-            .filter_map(|x| async move { x })
-            .collect::<crate::deliver::pulls::SourceLinks>(),
+            .collect::<crate::deliver::pulls::ReleaseFacts>(),
     );
-    // A task that panicked gives no links: the bodies go without them.
+    // A task that panicked gives no facts: the bodies go without release notes.
     Box::pin(async move { task.await.unwrap_or_default() })
 }
 

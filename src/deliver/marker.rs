@@ -211,9 +211,28 @@ pub fn tag_of(value: &str) -> &str {
     value.split('@').next().unwrap_or(value)
 }
 
+/// What a registry is asked for to read a recorded value's image: its digest when it
+/// carries a valid one (the tag may have moved since: a digest update keeps its tag), else
+/// its tag.
+pub fn reference_of(value: &str) -> &str {
+    match value.split_once('@') {
+        Some((_, digest)) if imagebump_model::name::is_valid_digest(digest) => digest,
+        _ => tag_of(value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_read_by_its_digest_when_it_has_one() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        assert_eq!(reference_of(&format!("1.3.0@{digest}")), digest);
+        assert_eq!(reference_of(&format!("@{digest}")), digest);
+        assert_eq!(reference_of("1.3.0@sha256:short"), "1.3.0");
+        assert_eq!(reference_of("1.3.0"), "1.3.0");
+    }
 
     #[test]
     fn markers_and_trailers_round_trip() {

@@ -10,7 +10,9 @@
 mod act;
 pub mod decide;
 mod message;
+pub mod notes;
 mod rejections;
+mod releases;
 mod state;
 
 use std::collections::BTreeMap;
@@ -63,6 +65,10 @@ pub struct PullReport {
     pub number: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The facts of each distinct update it proposes, as its body gives them (empty when
+    /// no body is written: a change set left alone, a pull request closed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<notes::UpdateNotes>,
 }
 
 /// Everything pull-request mode needs besides the plan.
@@ -98,27 +104,29 @@ pub struct Context<'a> {
     /// Updates that wait for their schedule (`resolve::Resolved::waiting`): their open pull
     /// requests are not closed.
     pub waiting: &'a std::collections::BTreeSet<(String, String)>,
+    /// The manifest repository's forge host and kind, for release notes' links.
+    pub site: Option<notes::Site>,
 }
 
-/// Source repositories of the new images (their `org.opencontainers.image.source`
-/// label), by (image, tag), for links in pull-request bodies.
-pub type SourceLinks = BTreeMap<(String, String), String>;
+pub use self::notes::ReleaseFacts;
 
-/// The source links, being fetched (a spawned task) while the branches are read and built.
-pub type PendingLinks = std::pin::Pin<Box<dyn std::future::Future<Output = SourceLinks> + Send>>;
+/// The release facts of the updates, being fetched (a spawned task) while the branches are
+/// read and built.
+pub type PendingFacts = std::pin::Pin<Box<dyn std::future::Future<Output = ReleaseFacts> + Send>>;
 
 /// Bring branches and pull requests in line with the plan. Problems are returned; the run
 /// goes on with the other change sets.
 ///
-/// The push needs no pull-request body, and only the bodies need the links to the images'
-/// sources: what to push is decided with the bodies written without links (nothing decided
-/// depends on them: an open pull request is compared by its marker, which holds no link),
-/// the branches are pushed while the links are still being fetched, and the forge's part is
-/// decided again once they are in (`decide` is pure: the same decisions, bodies with links).
+/// The push needs no pull-request body, and only the bodies need the release facts of the
+/// images (`resolve::release`): what to push is decided with the bodies written without
+/// them (nothing decided depends on them: an open pull request is compared by its marker,
+/// which holds no fact), the branches are pushed while the facts are still being fetched,
+/// and the forge's part is decided again once they are in (`decide` is pure: the same
+/// decisions, bodies with release notes).
 pub async fn deliver(
     ctx: &Context<'_>,
     plan: &Plan,
-    links: PendingLinks,
+    facts: PendingFacts,
 ) -> (Vec<PullReport>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut proposals = decide::proposals(plan, ctx.settings, ctx.rejections);
@@ -140,7 +148,14 @@ pub async fn deliver(
     };
     let mut failed = std::collections::BTreeSet::new();
     let mut reports = Vec::new();
-    decide::write_bodies(&mut proposals, (&SourceLinks::new(), ctx.promoted));
+    let now = jiff::Timestamp::now();
+    let (no_facts, no_releases) = (ReleaseFacts::new(), releases::Releases::new());
+    let without = notes::Known {
+        facts: &no_facts,
+        site: ctx.site.as_ref(),
+        releases: &no_releases,
+    };
+    decide::write_bodies(&mut proposals, (without, ctx.promoted), now);
     let mut first = known.decide(ctx, &proposals);
     let push_at = |actions: &[Action]| actions.iter().position(|a| matches!(a, Action::Push(_)));
     let pushed = push_at(&first);
@@ -148,11 +163,11 @@ pub async fn deliver(
         first.truncate(push.saturating_add(1));
         reports = act::act(ctx, first, &mut failed, &mut problems).await;
     }
-    let links = links.await;
-    tracing::debug!(links = links.len(), "source links");
-    decide::write_bodies(&mut proposals, (&links, ctx.promoted));
+    let facts = facts.await;
+    tracing::debug!(updates = facts.len(), "release facts");
+    with_notes(ctx, &mut proposals, without, &facts, now).await;
     let all = known.decide(ctx, &proposals);
-    // What came up to the push (included) is done; the rest is done now, with the links.
+    // What came up to the push (included) is done; the rest is done now, with the facts.
     let done = match (pushed, push_at(&all)) {
         (Some(_), Some(push)) => push.saturating_add(1),
         _ => 0,
@@ -160,6 +175,31 @@ pub async fn deliver(
     let rest = all.into_iter().skip(done).collect();
     reports.extend(act::act(ctx, rest, &mut failed, &mut problems).await);
     (reports, problems)
+}
+
+/// The bodies written again with the registry's facts, then (outside a dry run) with the
+/// releases the manifest repository's forge has of the sources it hosts.
+async fn with_notes(
+    ctx: &Context<'_>,
+    proposals: &mut [Proposal<'_>],
+    known: notes::Known<'_>,
+    facts: &ReleaseFacts,
+    now: jiff::Timestamp,
+) {
+    let known = notes::Known { facts, ..known };
+    decide::write_bodies(proposals, (known, ctx.promoted), now);
+    let Some(forge) = ctx.forge.filter(|_| !ctx.dry_run) else {
+        return;
+    };
+    let all: Vec<&notes::UpdateNotes> = proposals.iter().flat_map(|p| p.notes.iter()).collect();
+    let read = releases::read(forge, &all).await;
+    if !read.is_empty() {
+        let known = notes::Known {
+            releases: &read,
+            ..known
+        };
+        decide::write_bodies(proposals, (known, ctx.promoted), now);
+    }
 }
 
 /// What deciding needs besides the proposals, read and built before it.
@@ -192,8 +232,8 @@ impl Known<'_> {
     }
 }
 
-/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the source
-/// links being fetched): on a multi-threaded runtime the worker's queue moves to another
+/// Runs `f`, which waits for git, without holding up the runtime's other tasks (the release
+/// facts being fetched): on a multi-threaded runtime the worker's queue moves to another
 /// thread while `f` runs (`block_in_place`), otherwise (a single-threaded runtime, no
 /// runtime) it is simply called.
 pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {

@@ -47,6 +47,14 @@ pub fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
+/// The manifest repository's forge as a web site: its host and kind (`--forge`, else as
+/// [`connect`] detects it). Release notes link a source on that host in that forge's style.
+pub fn site_of(url: &str, kind: Option<ForgeKind>) -> Option<(String, ForgeKind)> {
+    let host = host_of(url)?;
+    let kind = kind.or_else(|| detect(&host, &var))?;
+    Some((host, kind))
+}
+
 /// The forge a host is, when that can be told: the well-known hosts, the CI system
 /// imagebump runs in, and hosts whose name says it.
 pub fn detect(host: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ForgeKind> {

@@ -42,8 +42,88 @@ pub struct ImageConfig {
     pub created: Option<jiff::Timestamp>,
     /// `os`/`architecture`/`variant`; `None` when os or architecture is missing.
     pub platform: Option<Platform>,
-    /// The `org.opencontainers.image.source` label.
+    /// The `org.opencontainers.image.*` labels pull requests show.
+    pub labels: OciLabels,
+}
+
+/// The `org.opencontainers.image.{source,revision,version,url}` annotations or labels of
+/// an image, as written (untrusted: shown escaped, linked only when plain `https://`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OciLabels {
     pub source: Option<String>,
+    pub revision: Option<String>,
+    pub version: Option<String>,
+    pub url: Option<String>,
+}
+
+/// The longest label value kept; a longer one is not a URL, revision or version anyone
+/// reads whole, and is dropped.
+const LABEL_KEPT: usize = 1024;
+
+impl OciLabels {
+    /// The four keys from a manifest's annotations or a config's labels: non-empty
+    /// strings only.
+    fn from_map(map: Option<&HashMap<String, serde_json::Value>>) -> OciLabels {
+        let get = |key: &str| {
+            map?.get(&format!("org.opencontainers.image.{key}"))?
+                .as_str()
+                .filter(|s| !s.is_empty() && s.len() <= LABEL_KEPT)
+                .map(str::to_string)
+        };
+        OciLabels {
+            source: get("source"),
+            revision: get("revision"),
+            version: get("version"),
+            url: get("url"),
+        }
+    }
+
+    /// Each key from `self`, else from `other`.
+    pub fn or(self, other: OciLabels) -> OciLabels {
+        OciLabels {
+            source: self.source.or(other.source),
+            revision: self.revision.or(other.revision),
+            version: self.version.or(other.version),
+            url: self.url.or(other.url),
+        }
+    }
+}
+
+/// What release notes read from a manifest or an index beside its structure.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ManifestNotes {
+    /// Its own `annotations`.
+    pub labels: OciLabels,
+    /// An image manifest's compressed size: the sum of its layers' `size`s.
+    pub layers_size: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawNotes {
+    annotations: Option<HashMap<String, serde_json::Value>>,
+    layers: Option<Vec<RawLayer>>,
+}
+
+#[derive(Deserialize)]
+struct RawLayer {
+    size: Option<u64>,
+}
+
+/// The annotations and layer sizes of a manifest body already read by [`parse_manifest`];
+/// empty when they are malformed.
+pub fn parse_manifest_notes(body: &[u8]) -> ManifestNotes {
+    let Ok(raw) = serde_json::from_slice::<RawNotes>(body) else {
+        return ManifestNotes::default();
+    };
+    let layers_size = raw.layers.and_then(|layers| {
+        layers
+            .iter()
+            .try_fold(0u64, |sum, l| sum.checked_add(l.size?))
+    });
+    ManifestNotes {
+        labels: OciLabels::from_map(raw.annotations.as_ref()),
+        layers_size,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,16 +360,11 @@ pub fn parse_config(body: &[u8]) -> Result<ImageConfig, ManifestError> {
         variant: raw.variant,
     }
     .into_platform();
-    let source = raw
-        .config
-        .and_then(|c| c.labels)
-        .and_then(|mut l| l.remove("org.opencontainers.image.source"))
-        .and_then(|v| v.as_str().map(str::to_string))
-        .filter(|s| !s.is_empty());
+    let labels = OciLabels::from_map(raw.config.and_then(|c| c.labels).as_ref());
     Ok(ImageConfig {
         created,
         platform,
-        source,
+        labels,
     })
 }
 
@@ -641,11 +716,66 @@ mod tests {
             Some("2024-02-01T12:30:00.123456789Z".parse().unwrap())
         );
         assert_eq!(c.platform, Some(p("linux/arm64/v8")));
-        assert_eq!(c.source.as_deref(), Some("https://github.com/acme/web"));
+        assert_eq!(
+            c.labels,
+            OciLabels {
+                source: Some("https://github.com/acme/web".into()),
+                revision: Some("abc".into()),
+                version: None,
+                url: None,
+            }
+        );
 
         // Offsets are fine; the instant is what counts.
         let c = parse_config(br#"{"created":"2024-01-01T02:00:00+02:00"}"#).unwrap();
         assert_eq!(c.created, Some("2024-01-01T00:00:00Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn manifest_notes_read_annotations_and_sum_the_layers() {
+        let body = json!({
+            "schemaVersion": 2,
+            "config": {"digest": D1, "size": 7},
+            "layers": [{"size": 1000}, {"size": 24}],
+            "annotations": {
+                "org.opencontainers.image.version": "1.3.0",
+                "org.opencontainers.image.url": "https://acme.example",
+                "org.opencontainers.image.revision": 7,
+                "org.opencontainers.image.source": "x".repeat(2000),
+            }
+        })
+        .to_string();
+        let n = parse_manifest_notes(body.as_bytes());
+        assert_eq!(n.layers_size, Some(1024));
+        assert_eq!(
+            n.labels,
+            OciLabels {
+                version: Some("1.3.0".into()),
+                url: Some("https://acme.example".into()),
+                ..OciLabels::default()
+            }
+        );
+        // A layer without a size leaves the sum unknown; an index has no layers.
+        let n = parse_manifest_notes(br#"{"layers":[{"size":1},{}]}"#);
+        assert_eq!(n.layers_size, None);
+        assert_eq!(parse_manifest_notes(b"[]"), ManifestNotes::default());
+        let first = OciLabels {
+            source: Some("a".into()),
+            ..OciLabels::default()
+        };
+        let second = OciLabels {
+            source: Some("b".into()),
+            revision: Some("r".into()),
+            ..OciLabels::default()
+        };
+        assert_eq!(
+            first.or(second),
+            OciLabels {
+                source: Some("a".into()),
+                revision: Some("r".into()),
+                ..OciLabels::default()
+            }
+        );
     }
 
     #[test]

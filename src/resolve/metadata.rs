@@ -274,23 +274,6 @@ fn keep_manifest(disk: &DiskCache, digest: &str, body: &[u8], manifest: &Manifes
     }
 }
 
-/// The `org.opencontainers.image.source` label of `repo:tag` (of its first image, for an
-/// index), for links in pull requests. Two or three requests; `None` on any failure.
-pub async fn source_label(client: &Client, repo: &str, tag: &str) -> Option<String> {
-    let (_, manifest) = client.manifest(repo, tag).await.ok()?;
-    let config = match manifest {
-        Manifest::Image { config_digest } => config_digest,
-        Manifest::Index { manifests } => {
-            let first = manifests.first()?;
-            match client.manifest(repo, &first.digest).await.ok()?.1 {
-                Manifest::Image { config_digest } => config_digest,
-                Manifest::Index { .. } => return None,
-            }
-        }
-    };
-    client.image_config(repo, &config).await.ok()?.source
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 pub mod metadata;
 pub mod schedule;
+pub mod release;
 pub mod signed;
 
 use arcstr::ArcStr;

@@ -309,6 +309,16 @@ impl Forge for Gitea {
         Ok(found)
     }
 
+    async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<crate::Release>, Error> {
+        let parts = crate::repo_segments(repo, 2)?;
+        let page_size = limit.clamp(1, crate::RELEASES_PAGE);
+        let path = format!("/repos/{}/releases?limit={page_size}", parts.join("/"));
+        let what = format!("releases of repository {}", parts.join("/"));
+        let page: Vec<crate::ReleaseJson> =
+            self.api.send_json(Method::GET, &path, None, &what).await?;
+        Ok(crate::ReleaseJson::published(page, limit))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         let user: UserJson = self
             .api

@@ -369,6 +369,16 @@ impl Forge for GitHub {
         Ok(found.into_iter().map(PullJson::into_pull).collect())
     }
 
+    async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<crate::Release>, Error> {
+        let parts = crate::repo_segments(repo, 2)?;
+        let per_page = limit.clamp(1, crate::RELEASES_PAGE);
+        let path = format!("/repos/{}/releases?per_page={per_page}", parts.join("/"));
+        let what = format!("releases of {}", parts.join("/"));
+        let reply = self.call(Method::GET, &path, None, &what).await?;
+        let page: Vec<crate::ReleaseJson> = parse(&reply.body, "GET", &path)?;
+        Ok(crate::ReleaseJson::published(page, limit))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         if let AuthKind::App(app) = &self.auth {
             return self.app_login(app).await;

@@ -494,6 +494,21 @@ impl Forge for GitLab {
         Ok(found.into_iter().map(MrJson::into_pull).collect())
     }
 
+    async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<crate::Release>, Error> {
+        let parts = crate::repo_segments(repo, 20)?;
+        let project = encode_component(&parts.join("/"));
+        let per_page = limit.clamp(1, crate::RELEASES_PAGE);
+        let url = self
+            .api
+            .base
+            .join(&format!("projects/{project}/releases?per_page={per_page}"))
+            .map_err(|e| Error::Config(format!("invalid GitLab API URL: {e}")))?;
+        let what = format!("releases of GitLab project {}", parts.join("/"));
+        let reply = self.api.send(Method::Get, &url, None, &what).await?;
+        let page: Vec<crate::ReleaseJson> = parse(&reply.body, Method::Get, &url)?;
+        Ok(crate::ReleaseJson::published(page, limit))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         let url = self
             .api

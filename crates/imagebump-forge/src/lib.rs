@@ -81,6 +81,12 @@ pub trait Forge: Send + Sync {
     /// succeeds", Gitea/Forgejo "merge when checks succeed"). Already on is not an error.
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error>;
 
+    /// The newest published releases of a repository on this forge (`owner/name`; GitLab:
+    /// the project path), newest first, at most `limit` (one page): the release notes of
+    /// an image whose source lives on the manifest repository's own forge. Drafts are left
+    /// out.
+    async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<Release>, Error>;
+
     /// Has the forge create a commit of `c.files` on `c.parent` as the tip of `c.branch`
     /// through its API, so that the forge signs it (GitHub's verified commits); the new
     /// commit's sha. Only GitHub can.
@@ -92,6 +98,67 @@ pub trait Forge: Send + Sync {
         )))
     }
 }
+
+/// A release as [`Forge::releases`] reads it: its tag, title and notes (Markdown, as
+/// written: untrusted text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub tag: String,
+    pub name: String,
+    pub body: String,
+}
+
+/// A release in the three APIs' JSON (GitLab calls the notes `description`).
+#[derive(serde::Deserialize)]
+pub(crate) struct ReleaseJson {
+    tag_name: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    draft: bool,
+}
+
+impl ReleaseJson {
+    /// The published releases of a page, at most `limit`.
+    pub(crate) fn published(page: Vec<ReleaseJson>, limit: usize) -> Vec<Release> {
+        page.into_iter()
+            .filter(|r| !r.draft)
+            .take(limit)
+            .map(|r| Release {
+                name: r.name.unwrap_or_default(),
+                body: r.body.or(r.description).unwrap_or_default(),
+                tag: r.tag_name,
+            })
+            .collect()
+    }
+}
+
+/// `owner/name` split and checked: letters, digits, `-`, `_`, `.` in each part (GitLab:
+/// groups too), never `.` or `..`, so that the path asked for stays the repository's.
+pub(crate) fn repo_segments(repo: &str, at_most: usize) -> Result<Vec<&str>, Error> {
+    let parts: Vec<&str> = repo.split('/').collect();
+    let plain = |p: &&str| {
+        !p.is_empty()
+            && *p != "."
+            && *p != ".."
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if parts.len() < 2 || parts.len() > at_most || !parts.iter().all(plain) {
+        return Err(Error::Config(format!(
+            "not a repository path: {:?}",
+            repo.chars().take(200).collect::<String>()
+        )));
+    }
+    Ok(parts)
+}
+
+/// The most releases one call reads (one page).
+pub const RELEASES_PAGE: usize = 50;
 
 /// A commit for [`Forge::commit_by_api`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,6 +25,7 @@ pub mod constraint;
 pub mod digest;
 pub mod evaluate;
 pub mod filters;
+pub mod kind;
 pub mod newest_build;
 pub mod numeric;
 pub mod patterns;

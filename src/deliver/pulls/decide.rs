@@ -30,6 +30,8 @@ pub struct Proposal<'a> {
     /// The pull-request body, with the marker the next run reads back.
     pub body: String,
     pub automerge: Automerge,
+    /// The release notes of its updates, as the body gives them.
+    pub notes: Vec<super::notes::UpdateNotes>,
 }
 
 /// One of imagebump's branches on the remote, as deciding needs it.
@@ -133,11 +135,11 @@ pub enum Action {
     },
 }
 
-/// Text by (image or file, tag): image source links, promotion paths.
-type Sources = BTreeMap<(String, String), String>;
+/// Text by (file, tag): promotion paths.
+type Promoted = BTreeMap<(String, String), String>;
 
 /// Each change set of the plan with its branch, title and updates; the bodies are written
-/// by [`write_bodies`] once the links to the images' sources are known (the branches are
+/// by [`write_bodies`] once the release facts of the images are known (the branches are
 /// built meanwhile: commits do not carry the body).
 pub fn proposals<'a>(
     plan: &'a Plan,
@@ -156,16 +158,22 @@ pub fn proposals<'a>(
                 body: String::new(),
                 updates,
                 automerge,
+                notes: Vec::new(),
             }
         })
         .collect()
 }
 
-/// Each proposal's pull-request body, with links to its new images' sources and the
-/// promotion paths of its promoted versions.
-pub fn write_bodies(proposals: &mut [Proposal<'_>], (sources, promoted): (&Sources, &Sources)) {
+/// Each proposal's pull-request body, with the release notes of its updates (from the
+/// registry's facts, ages as of `now`) and the promotion paths of its promoted versions.
+pub fn write_bodies(
+    proposals: &mut [Proposal<'_>],
+    (known, promoted): (super::notes::Known<'_>, &Promoted),
+    now: jiff::Timestamp,
+) {
     for p in proposals {
-        p.body = body(p.set, &p.updates, (sources, promoted), &p.automerge);
+        p.notes = super::notes::notes_of(&p.updates, known, now);
+        p.body = body(p.set, &p.updates, (&p.notes, promoted), &p.automerge);
     }
 }
 
@@ -368,6 +376,7 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
                 action: Outcome::Close,
                 number: Some(p.number),
                 url: Some(p.url.clone()),
+                notes: Vec::new(),
             };
             Some(Action::Close {
                 report,
@@ -393,6 +402,7 @@ fn report(p: &Proposal<'_>, action: Outcome, pull: Option<&Pull>) -> PullReport 
         action,
         number: pull.map(|pull| pull.number),
         url: pull.map(|pull| pull.url.clone()),
+        notes: p.notes.clone(),
     }
 }
 
@@ -484,7 +494,18 @@ mod tests {
     impl<'a> Case<'a> {
         fn new(plan: &'a Plan) -> Case<'a> {
             let mut proposals = proposals(plan, &settings(), &Default::default());
-            write_bodies(&mut proposals, (&BTreeMap::new(), &BTreeMap::new()));
+            write_bodies(
+                &mut proposals,
+                (
+                    super::super::notes::Known {
+                        facts: &BTreeMap::new(),
+                        site: None,
+                        releases: &BTreeMap::new(),
+                    },
+                    &BTreeMap::new(),
+                ),
+                jiff::Timestamp::UNIX_EPOCH,
+            );
             let built = (0..proposals.len())
                 .map(|i| commit(&format!("c{i}")))
                 .collect();

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::notes::UpdateNotes;
 use crate::deliver::marker::{self, Marked};
 use crate::plan::{ChangeSet, Plan, Update};
 use crate::resolve::Rejections;
@@ -113,15 +114,19 @@ fn raw_title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> St
     }
 }
 
-/// Text by (image or file, tag): image source links, promotion paths.
+/// Text by (file, tag): promotion paths.
 type Texts = BTreeMap<(String, String), String>;
 
-/// The pull-request body: a table for people (with a link to the image's source and
-/// releases when its label names them), the marker for the next run.
+/// The most bytes of release notes in one body (forges refuse bodies past about 64 KiB;
+/// the table, the promotion paths and the marker need the rest).
+const NOTES_BUDGET: usize = 24 * 1024;
+
+/// The pull-request body: a table for people (with a link to the image's source when its
+/// labels name one), the release notes of each update, the marker for the next run.
 pub fn body(
     set: &ChangeSet,
     updates: &[&Update],
-    (sources, promoted): (&Texts, &Texts),
+    (notes, promoted): (&[UpdateNotes], &Texts),
     automerge: &Automerge,
 ) -> String {
     let mut s = format!(
@@ -130,25 +135,9 @@ pub fn body(
         escape::markdown_code(&set.group)
     );
     for u in updates {
-        let file = u.written_to.as_deref().unwrap_or(&u.file);
-        let tag = marker::tag_of(&u.to).to_string();
-        let link = sources
-            .get(&(u.image.to_string(), tag))
-            .map_or(String::new(), |src| source_cell(src));
-        // A chart bump says which release of the application it installs.
-        let app = u
-            .app_version
-            .as_ref()
-            .map_or(String::new(), |a| format!(" ({})", app_version(a)));
-        s.push_str(&format!(
-            "| {} | {} | {}{app} | {} | {link} |\n",
-            escape::markdown_code(&u.name),
-            escape::markdown_code(&u.from),
-            escape::markdown_code(&u.to),
-            escape::markdown_code(file)
-        ));
+        s.push_str(&row(u, notes));
     }
-    s.push_str(&signatures(updates));
+    s.push_str(&super::notes::render(notes, NOTES_BUDGET));
     let paths: Vec<&String> = updates
         .iter()
         .filter_map(|u| promoted.get(&(u.file.to_string(), marker::tag_of(&u.to).to_string())))
@@ -170,6 +159,29 @@ pub fn body(
     s.push_str(&marker::render(&marked));
     s.push('\n');
     s
+}
+
+/// One update's table row; its Source cell from the new image's labels.
+fn row(u: &Update, notes: &[UpdateNotes]) -> String {
+    let file = u.written_to.as_deref().unwrap_or(&u.file);
+    let (from, to) = (marker::tag_of(&u.from), marker::tag_of(&u.to));
+    let link = notes
+        .iter()
+        .find(|n| *n.repository == *u.image && n.from == from && n.to == to)
+        .and_then(|n| n.source.as_deref())
+        .map_or(String::new(), source_cell);
+    // A chart bump says which release of the application it installs.
+    let app = u
+        .app_version
+        .as_ref()
+        .map_or(String::new(), |a| format!(" ({})", app_version(a)));
+    format!(
+        "| {} | {} | {}{app} | {} | {link} |\n",
+        escape::markdown_code(&u.name),
+        escape::markdown_code(&u.from),
+        escape::markdown_code(&u.to),
+        escape::markdown_code(file)
+    )
 }
 
 /// `appVersion 1.11.0 → 1.12.0` as the chart's `Display` says it, each version as it is
@@ -208,26 +220,6 @@ fn source_cell(label: &str) -> String {
     }
 }
 
-/// `verify`: which key signed each verified update, at which digest (empty without any).
-fn signatures(updates: &[&Update]) -> String {
-    let mut s = String::new();
-    for u in updates {
-        if let Some(v) = &u.verified {
-            if s.is_empty() {
-                s.push_str("\n**Signatures verified** before proposing:\n\n");
-            }
-            s.push_str(&format!(
-                "- {} {} at {}: signed by {}\n",
-                escape::markdown_code(&u.name),
-                escape::markdown_code(&u.to),
-                escape::markdown_code(&v.digest),
-                escape::markdown_text(&v.signer)
-            ));
-        }
-    }
-    s
-}
-
 /// The commit message: the title, then one trailer per update.
 pub fn commit_message(title: &str, updates: &[&Update]) -> String {
     let mut s = format!("{title}\n\n");
@@ -241,6 +233,7 @@ pub fn commit_message(title: &str, updates: &[&Update]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use imagebump_model::platform::Platform;
 
     #[test]
     fn branch_names_are_stable_slugs() {
@@ -280,20 +273,34 @@ mod tests {
             verified: None,
             app_version: None,
         };
-        let mut sources = BTreeMap::new();
-        sources.insert(
-            ("ghcr.io/acme/web".to_string(), "1.3.0".to_string()),
-            "https://github.com/acme/web".to_string(),
+        let facts = web_facts();
+        let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
+        let notes = super::super::notes::notes_of(&[&u], known(&facts), now);
+        let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &Automerge::Off);
+        let marker_line = b.lines().last().unwrap();
+        assert_eq!(
+            b,
+            format!(
+                "imagebump updates 1 image reference(s) in `apps/web`.\n\n\
+                 | Image | From | To | File | Source |\n|---|---|---|---|---|\n\
+                 | `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |\n\
+                 \n**Release notes**\n\
+                 \n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n\
+                 - What changed: [changes](https://github.com/acme/web/compare/1111111...2222222) · [releases](https://github.com/acme/web/releases)\n\
+                 - Age: 3 days (built 2026-12-04)\n\
+                 - Platforms: `linux/s390x` added; `linux/arm/v7` removed\n\
+                 - Compressed size (`linux/amd64`): 2.0 MiB → 2.1 MiB, +100.0 KiB (+5 %)\n\
+                 - Signature: not checked\n\
+                 \nClosing this pull request without merging rejects these versions: imagebump will not propose them again, and a newer version opens a new pull request. Reverting the merged commit does the same.\n\n\
+                 {marker_line}\n"
+            )
         );
-        let b = body(&set, &[&u], (&sources, &BTreeMap::new()), &Automerge::Off);
-        assert!(b.contains("| `ghcr.io/acme/web` | `1.2.0` | `1.3.0` | `apps/web/kustomization.yaml` | [source](https://github.com/acme/web) · [releases](https://github.com/acme/web/releases) |"), "{b}");
         assert_eq!(marker::parse(&b).unwrap(), vec![Marked::from(&u)]);
         assert_eq!(title(&set, &[&u], None), "Update ghcr.io/acme/web to 1.3.0");
         assert_eq!(
             commit_message("t", &[&u]),
             "t\n\nImagebump-Update: ghcr.io/acme/web 1.2.0 -> 1.3.0 in apps/web/kustomization.yaml\n"
         );
-        assert!(!b.contains("Signatures"), "{b}");
 
         // `verify`: the body names the key and the digest it verified.
         let signed = Update {
@@ -303,13 +310,64 @@ mod tests {
             })),
             ..u.clone()
         };
+        let notes = super::super::notes::notes_of(&[&signed], known(&BTreeMap::new()), now);
         let b = body(
             &set,
             &[&signed],
-            (&sources, &BTreeMap::new()),
+            (&notes, &BTreeMap::new()),
             &Automerge::Off,
         );
-        assert!(b.contains("\n**Signatures verified** before proposing:\n\n- `ghcr.io/acme/web` `1.3.0` at `sha256:ab`: signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n\nClosing"), "{b}");
+        assert!(b.contains("\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: verified at `sha256:ab`, signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n\nClosing"), "{b}");
+    }
+
+    /// The registry's facts alone: no forge, no releases.
+    fn known(facts: &super::super::notes::ReleaseFacts) -> super::super::notes::Known<'_> {
+        static NONE: std::sync::LazyLock<super::super::releases::Releases> =
+            std::sync::LazyLock::new(BTreeMap::new);
+        super::super::notes::Known {
+            facts,
+            site: None,
+            releases: &NONE,
+        }
+    }
+
+    /// ghcr.io/acme/web 1.2.0 → 1.3.0: revisions, a platform swapped, 100 KiB more.
+    fn web_facts() -> super::super::notes::ReleaseFacts {
+        use crate::registry::manifest::OciLabels;
+        use crate::resolve::release::{Facts, Side, Sized};
+        let side = |rev: &str, platforms: [&str; 2], bytes: u64, created: &str| Side {
+            labels: OciLabels {
+                source: Some("https://github.com/acme/web".into()),
+                revision: Some(rev.into()),
+                ..OciLabels::default()
+            },
+            created: created.parse().ok(),
+            platforms: platforms.iter().map(|p| p.parse().unwrap()).collect(),
+            size: Some(Sized {
+                platform: Some("linux/amd64".parse().unwrap()),
+                bytes,
+            }),
+        };
+        let facts = Facts {
+            old: Some(side(
+                "1111111",
+                ["linux/amd64", "linux/arm/v7"],
+                2 << 20,
+                "2026-10-01T00:00:00Z",
+            )),
+            new: Some(side(
+                "2222222",
+                ["linux/amd64", "linux/s390x"],
+                (2 << 20) + 102_400,
+                "2026-12-04T08:00:00Z",
+            )),
+        };
+        let key = (
+            "ghcr.io/acme/web".to_string(),
+            "1.2.0".to_string(),
+            "1.3.0".to_string(),
+        );
+        BTreeMap::from([(key, facts)])
     }
 
     #[test]
@@ -401,18 +459,30 @@ mod tests {
                     to: Some(app.clone()),
                 })),
             };
-            let mut sources = BTreeMap::new();
-            sources.insert((name.clone(), marker::tag_of(&to).to_string()), label.clone());
+            let mut facts = web_facts().into_values().next().unwrap();
+            for side in [&mut facts.old, &mut facts.new].into_iter().flatten() {
+                side.labels.source = Some(label.clone());
+                side.labels.revision = Some(label.clone());
+                side.labels.version = Some(to.clone());
+                side.platforms.push(Platform { os: label.clone(), architecture: signer.clone(), variant: None });
+            }
+            let key = (name.clone(), "1.0.0".to_string(), marker::tag_of(&to).to_string());
+            let facts = BTreeMap::from([(key, facts)]);
+            let now: jiff::Timestamp = "2026-12-07T12:00:00Z".parse().unwrap();
+            let notes = super::super::notes::notes_of(&[&u], known(&facts), now);
             let withheld = Automerge::Withheld(escape::markdown_text(&label));
-            let b = body(&set, &[&u], (&sources, &BTreeMap::new()), &withheld);
+            let b = body(&set, &[&u], (&notes, &BTreeMap::new()), &withheld);
             proptest::prop_assert_eq!(b.matches("<!--").count(), 1, "{}", b);
             proptest::prop_assert!(b.trim_end().ends_with(" -->"), "{}", b);
             proptest::prop_assert_eq!(marker::parse(&b), Some(vec![Marked::from(&u)]));
             // The same lines as with the plainest values: no value adds or joins one.
-            proptest::prop_assert_eq!(b.lines().count(), 15, "{}", b);
+            // (The links line is there only for a label naming a forge's repository.)
+            let links = b.lines().filter(|l| l.starts_with("- What changed: ")).count();
+            proptest::prop_assert!(links <= 1, "{}", b);
+            proptest::prop_assert_eq!(b.lines().count() - links, 19, "{}", b);
             proptest::prop_assert!(!b.contains(['\r', '\u{1b}', '\u{202e}']), "{}", b);
             for raw in ["<img", "](", "!["] {
-                let own = if raw == "](" { b.matches("[source](").count() + b.matches("[releases](").count() } else { 0 };
+                let own = if raw == "](" { ["[source](", "[releases](", "[changes]("].iter().map(|l| b.matches(l).count()).sum() } else { 0 };
                 proptest::prop_assert_eq!(b.matches(raw).count(), own, "{} in {}", raw, b);
             }
             let t = title(&set, &[&u], Some("Update {group} {image} {to}"));

@@ -279,3 +279,23 @@ fn strftime(seconds: i64, format: &str) -> String {
         .map(|t| t.strftime(format).to_string())
         .unwrap_or_default()
 }
+
+/// The answer to `GET …/releases` of `repo`: its releases (newest first), the first
+/// `per_page` (or Gitea's `limit`) of them; `None` when the fake holds no such repository
+/// (the caller answers 404, as the forges do).
+pub(crate) fn releases_page(
+    releases: &std::collections::BTreeMap<String, Vec<Value>>,
+    repo: &str,
+    query: &[(String, String)],
+) -> Option<(u16, wiremock::ResponseTemplate)> {
+    let list = releases.get(&repo.to_ascii_lowercase())?;
+    let limit = query_get(query, "per_page")
+        .or_else(|| query_get(query, "limit"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(30);
+    let page: Vec<Value> = list.iter().take(limit).cloned().collect();
+    Some((
+        200,
+        wiremock::ResponseTemplate::new(200).set_body_json(page),
+    ))
+}

@@ -141,6 +141,8 @@ struct Fault {
 }
 
 struct State {
+    /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
+    releases: std::collections::BTreeMap<String, Vec<Value>>,
     owner: String,
     repo: String,
     /// `http://127.0.0.1:PORT`.
@@ -178,6 +180,7 @@ impl FakeGitea {
     pub async fn start() -> FakeGitea {
         let server = MockServer::start().await;
         let state = Arc::new(Mutex::new(State {
+            releases: Default::default(),
             owner: Self::OWNER.to_string(),
             repo: Self::REPO.to_string(),
             server_url: server.uri(),
@@ -209,6 +212,15 @@ impl FakeGitea {
     }
 
     /// Adds an open pull request from `branch` of the fake's repository; returns its number.
+    /// A published release of `repo` (`owner/name`, any repository on this host), newer
+    /// than those added before.
+    pub fn add_release(&self, repo: &str, tag: &str, name: &str, body: &str) {
+        let release = json!({"tag_name": tag, "name": name, "body": body, "draft": false});
+        let mut state = self.lock();
+        let list = state.releases.entry(repo.to_ascii_lowercase()).or_default();
+        list.insert(0, release);
+    }
+
     pub fn add_pull(&self, branch: &str, base: &str, title: &str, body: &str) -> u64 {
         let mut state = self.lock();
         let head_repo = state.full_name();
@@ -516,6 +528,13 @@ impl State {
             );
         }
         let segments: Vec<&str> = route.trim_matches('/').split('/').collect();
+        if let ("GET", ["repos", owner, repo, "releases"]) = (method, segments.as_slice()) {
+            let repo = format!("{owner}/{repo}");
+            if let Some(answer) = super::common::releases_page(&self.releases, &repo, query) {
+                return answer;
+            }
+            return self.not_found();
+        }
         let ["repos", owner, repo, rest @ ..] = segments.as_slice() else {
             return self.not_found();
         };

@@ -125,6 +125,8 @@ struct AppConfig {
 }
 
 struct State {
+    /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
+    releases: std::collections::BTreeMap<String, Vec<Value>>,
     owner: String,
     repo: String,
     prefix: String,
@@ -175,6 +177,7 @@ impl FakeGitHub {
         let server = MockServer::start().await;
         let prefix = prefix.trim_end_matches('/').to_string();
         let state = Arc::new(Mutex::new(State {
+            releases: Default::default(),
             owner: Self::OWNER.to_string(),
             repo: Self::REPO.to_string(),
             prefix: prefix.clone(),
@@ -240,6 +243,15 @@ impl FakeGitHub {
     }
 
     /// Adds an open pull request from `branch` of the fake's repository; returns its number.
+    /// A published release of `repo` (`owner/name`, any repository on this host), newer
+    /// than those added before.
+    pub fn add_release(&self, repo: &str, tag: &str, name: &str, body: &str) {
+        let release = json!({"tag_name": tag, "name": name, "body": body, "draft": false});
+        let mut state = self.lock();
+        let list = state.releases.entry(repo.to_ascii_lowercase()).or_default();
+        list.insert(0, release);
+    }
+
     pub fn add_pull(&self, branch: &str, base: &str, title: &str, body: &str) -> u64 {
         let head_repo = format!("{}/{}", Self::OWNER, Self::REPO);
         self.lock().insert_pull(
@@ -527,6 +539,11 @@ impl State {
                 true => forbidden("Resource not accessible by integration"),
                 false => ok(200, user_json(BOT_LOGIN)),
             };
+        }
+        if let ("GET", ["repos", owner, repo, "releases"]) = (method, segments.as_slice()) {
+            let repo = format!("{owner}/{repo}");
+            return super::common::releases_page(&self.releases, &repo, query)
+                .unwrap_or_else(not_found);
         }
         let ["repos", owner, repo, rest @ ..] = segments.as_slice() else {
             return not_found();

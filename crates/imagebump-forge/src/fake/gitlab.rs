@@ -110,6 +110,8 @@ pub struct FakeUser {
 }
 
 struct State {
+    /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
+    releases: std::collections::BTreeMap<String, Vec<Value>>,
     base_url: String,
     tokens: Vec<String>,
     job_tokens: Vec<String>,
@@ -158,6 +160,7 @@ impl FakeGitLab {
             });
         }
         let state = Arc::new(Mutex::new(State {
+            releases: Default::default(),
             base_url: format!("{}{API_PREFIX}", server.uri()),
             tokens: vec![Self::TOKEN.to_string()],
             job_tokens: vec![Self::JOB_TOKEN.to_string()],
@@ -227,6 +230,15 @@ impl FakeGitLab {
 
     /// Adds an open merge request from `branch` of the project (author: a human, `alice`);
     /// returns its iid.
+    /// A release of project `path` (any project on this host), newer than those added
+    /// before.
+    pub fn add_release(&self, path: &str, tag: &str, name: &str, description: &str) {
+        let release = json!({"tag_name": tag, "name": name, "description": description});
+        let mut state = self.lock();
+        let list = state.releases.entry(path.to_ascii_lowercase()).or_default();
+        list.insert(0, release);
+    }
+
     pub fn add_mr(&self, branch: &str, target: &str, title: &str, description: &str) -> u64 {
         self.lock().insert_mr(
             Self::PROJECT_ID,
@@ -483,6 +495,10 @@ impl State {
                 Credential::JobToken(_) => message(401, "401 Unauthorized"),
                 _ => ok(200, self.user(1)),
             },
+            ("GET", ["projects", project, "releases"]) if !is_project(project) => {
+                super::common::releases_page(&self.releases, project, query)
+                    .unwrap_or_else(|| message(404, "404 Project Not Found"))
+            }
             (_, ["projects", id, rest @ ..]) => {
                 if !is_project(id) {
                     return message(404, "404 Project Not Found");
