@@ -61,12 +61,13 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
-    let registries = Registries::new(loaded.config.registries.clone())
-        .map_err(|source| Error::Registries {
-            file: loaded.config_path.clone(),
-            source,
-        })?
-        .with_cache(disk_cache(plan));
+    let registries =
+        Registries::with_request_timeout(loaded.config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries {
+                file: loaded.config_path.clone(),
+                source,
+            })?
+            .with_cache(disk_cache(plan));
     let rejected = &decisions.rejections;
     let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());

@@ -101,8 +101,9 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     let policy = policy(&config, &reference, args)?;
     let current = args.current.clone().or(reference.tag.clone());
     let current_digest = args.digest.clone().or(reference.digest.clone());
-    let registries = Registries::new(config.registries.clone())
-        .map_err(|source| Error::Registries { file: None, source })?;
+    let registries =
+        Registries::with_request_timeout(config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries { file: None, source })?;
     let client = match &args.tags_from {
         Some(_) => None,
         None => Some(

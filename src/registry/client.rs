@@ -831,9 +831,8 @@ impl Dialect for Registry<'_> {
             E::Server { status, .. } => Error::Server { url, status },
             E::Status { response, .. } => return status_refusal(&url, &response),
             E::TooLarge { limit, .. } => Error::TooLarge { url, limit },
-            E::Timeout { reason, .. }
-            | E::Connection { reason, .. }
-            | E::Truncated { reason, .. } => Error::Transport {
+            E::Timeout { reason, .. } => Error::Timeout { url, reason },
+            E::Connection { reason, .. } | E::Truncated { reason, .. } => Error::Transport {
                 url,
                 reason,
                 retryable: true,
@@ -860,6 +859,9 @@ impl Dialect for Registry<'_> {
         if let Some(r) = response {
             self.gate.observe(&r.headers);
         }
+        if let Err(imagebump_http::Error::Timeout { reason, .. }) = outcome {
+            self.gate.timed_out(reason);
+        }
         let label = match (response, outcome) {
             (Some(r), _) => r.status.as_u16().to_string(),
             (None, Err(e)) => outcome_label(e).to_string(),
@@ -874,6 +876,10 @@ impl Dialect for Registry<'_> {
             },
         };
         self.gate.record(&result);
+    }
+
+    fn may_retry(&self) -> bool {
+        !self.gate.is_open()
     }
 
     fn retrying(&self, error: &imagebump_http::Error, wait: Duration) {
