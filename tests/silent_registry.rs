@@ -259,3 +259,33 @@ fn one_registry_down_beside_a_real_one() {
         "{run}"
     );
 }
+
+/// On a terminal, the progress line says what the run waits for, and for how long.
+#[test]
+fn the_progress_line_names_what_it_waits_for() {
+    support::require_tool("script", "bsdutils");
+    let silent = Silent::start();
+    let tree = apps(&[&format!("{}/acme/web", silent.host())]);
+    let config = plain_http(tree.path(), &[silent.host()]);
+    // `script` gives the run a terminal; its output is the terminal's.
+    let command = format!(
+        "{} run --dry-run {} --config {} --request-timeout 4s",
+        env!("CARGO_BIN_EXE_imagebump"),
+        tree.path().display(),
+        config.display()
+    );
+    let run = support::cli::Cli::program("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("TERM", "xterm")
+        .filter(&format!(":{}\\b", silent.port), ":[SILENT]")
+        .timeout(Duration::from_secs(60))
+        .code(1)
+        .run();
+    let screen = run.filtered_stdout();
+    assert!(
+        screen.contains(
+            "listing and choosing tags: waiting [DURATION] for 127.0.0.1:[SILENT] (tags of acme/web)"
+        ),
+        "{screen}"
+    );
+}

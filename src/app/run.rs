@@ -828,6 +828,8 @@ async fn analyse_once(
         "discovered"
     );
     let progress = out.progress();
+    let stats = std::sync::Arc::clone(&registries.stats);
+    progress.watch(move || stats.in_flight.longest());
     let refs = &found.refs;
     let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();

@@ -219,6 +219,66 @@ pub struct Stats {
     pub outcomes: Mutex<BTreeMap<(String, String), usize>>,
     /// What the registries asked to wait for (`429` with `Retry-After`), in milliseconds.
     pub rate_limit_wait_ms: AtomicU64,
+    /// Attempts in flight, for the progress line's "waiting … for …".
+    pub in_flight: InFlight,
+}
+
+/// Attempts in flight: registry host, what is asked, since when; by a number each.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    next: AtomicU64,
+    attempts: Mutex<BTreeMap<u64, (String, String, std::time::Instant)>>,
+}
+
+/// An attempt in flight, forgotten when dropped.
+#[derive(Debug)]
+pub struct Flying {
+    stats: Arc<Stats>,
+    id: u64,
+}
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        let mut attempts = self
+            .stats
+            .in_flight
+            .attempts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        attempts.remove(&self.id);
+    }
+}
+
+/// Waits shorter than this are not shown: most requests take less.
+const SHOWN_WAIT: Duration = Duration::from_secs(2);
+
+impl InFlight {
+    /// An attempt at `host` for `what` starts now.
+    pub fn start(stats: &Arc<Stats>, host: &str, what: String) -> Flying {
+        let id = stats.in_flight.next.fetch_add(1, Ordering::Relaxed);
+        let mut attempts = stats
+            .in_flight
+            .attempts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        attempts.insert(id, (host.to_string(), what, std::time::Instant::now()));
+        Flying {
+            stats: Arc::clone(stats),
+            id,
+        }
+    }
+
+    /// `waiting 12s for registry.example:5000 (tags of acme/web)`: the attempt waited for
+    /// longest, when it has waited a while.
+    pub fn longest(&self) -> Option<String> {
+        let attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        let (host, what, since) = attempts.values().min_by_key(|(_, _, since)| *since)?;
+        let waited = since.elapsed();
+        (waited >= SHOWN_WAIT).then(|| {
+            let text = format!("waiting {}s for {host} ({what})", waited.as_secs());
+            imagebump_model::escape::terminal(&text).into_owned()
+        })
+    }
 }
 
 /// Registry traffic of a run, for operators (metrics, the report).
