@@ -32,6 +32,10 @@ struct Explained<'a> {
     digest: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<&'a str>,
+    /// With no current tag: the tag whose shape the candidates were judged by (`semver`:
+    /// the newest version the constraint and filters accept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assumed: Option<&'a str>,
     /// `verify`: who signed the chosen image, and where the signature was.
     #[serde(skip_serializing_if = "Option::is_none")]
     signer: Option<String>,
@@ -121,7 +125,11 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         own = [current_tag.to_string()];
         &own
     };
-    let mut eval = Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags);
+    let mut eval = if current.is_none() {
+        Evaluation::judged_as_new(&policy, tags)
+    } else {
+        Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags)
+    };
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
@@ -312,6 +320,7 @@ fn explained<'a>(
         chosen,
         digest,
         skipped,
+        assumed: eval.assumed(),
         signer: None,
         candidates,
         warnings: eval.warnings().map(String::as_str).collect(),
@@ -334,7 +343,14 @@ fn print_text(r: &Explained) {
     let _ = writeln!(out, "image:   {}", term(&r.image.to_string()));
     let policy = format!("{} ({})", r.policy.summary(), r.policy.source);
     let _ = writeln!(out, "policy:  {}", term(&policy));
-    let _ = writeln!(out, "current: {}", term(r.current.unwrap_or("(none)")));
+    let current = match (r.current, r.assumed) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(a)) => format!(
+            "(none: every candidate judged as new; tags shaped like {a}, the newest version the policy accepts)"
+        ),
+        (None, None) => "(none: every candidate judged as new)".to_string(),
+    };
+    let _ = writeln!(out, "current: {}", term(&current));
     let chosen = match (r.chosen, r.digest, r.skipped) {
         (Some(t), Some(d), _) => format!("{t}@{d}"),
         (Some(t), None, _) => t.to_string(),
