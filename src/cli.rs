@@ -105,6 +105,7 @@ pub enum ConfigCommand {
     /// Print the JSON Schema of imagebump.yaml (docs/imagebump.schema.json), or with
     /// `--report` of the run report (docs/report.schema.json).
     Schema {
+        /// The schema of the JSON report (`run --output json`, `--report FILE`) instead.
         #[arg(long)]
         report: bool,
     },
@@ -129,6 +130,8 @@ pub struct TagsArgs {
     /// Read the tags from this file (one per line) instead of asking the registry.
     #[arg(long, value_name = "FILE")]
     pub tags_from: Option<PathBuf>,
+    /// `semver` (default), `newest-build`, `digest`, `alphabetical`, `numeric` or `regex`
+    /// (see docs/tag-selection.md).
     #[arg(long, value_parser = parse_strategy)]
     pub strategy: Option<imagebump_model::policy::Strategy>,
     /// A Masterminds constraint, e.g. `~1.4` or `>=2, <3`.
