@@ -122,7 +122,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
         Format::Json => super::output::print_json(&run_report),
-        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
+        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);
     if out.format == Format::Text {
@@ -1153,17 +1153,18 @@ fn analysed_text(analysed: &Analysed) -> (&Plan, String) {
 
 /// The diff, the updates and pull requests tables, what was not updated and why, and the
 /// summary line.
-fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), color: bool) {
+fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), out: &Output) {
+    let (color, width) = (out.color, out.width);
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::updates_table(in_diff_order(made)));
+        let _ = write!(out, "{}", report::updates_table(in_diff_order(made), width));
     }
     let _ = write!(out, "{promoted}");
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::pulls_table(p));
+        let _ = write!(out, "{}", report::pulls_table(p, width));
     }
     let not_updated: Vec<report::NotUpdated> = r.not_updated.iter().collect();
     let _ = write!(out, "{}", report::not_updated_text(&not_updated, 20));

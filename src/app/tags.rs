@@ -10,7 +10,7 @@ use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, TagsArgs};
 use crate::registry::Registries;
-use crate::report::table;
+use crate::report::{fitted, Cut};
 use crate::resolve::metadata::MetaCache;
 use imagebump_model::config::{Config, PolicySpec};
 use imagebump_model::name::{parse_reference, ImageName, Reference};
@@ -334,11 +334,11 @@ fn print(report: &Explained, out: &Output) {
             Ok(s) => super::output::print(format_args!("{}\n", imagebump_model::escape::json(&s))),
             Err(e) => eprintln!("error: {e}"),
         },
-        Format::Text => print_text(report),
+        Format::Text => print_text(report, out.width),
     }
 }
 
-fn print_text(r: &Explained) {
+fn print_text(r: &Explained, width: Option<usize>) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "image:   {}", term(&r.image.to_string()));
     let policy = format!("{} ({})", r.policy.summary(), r.policy.source);
@@ -378,7 +378,9 @@ fn print_text(r: &Explained) {
             })
             .collect();
         let _ = writeln!(out);
-        let _ = write!(out, "{}", table(&["TAG", "KEPT", "REASON"], &rows));
+        let header = ["TAG", "KEPT", "REASON"];
+        let cuts = [Cut::Middle, Cut::Keep, Cut::End];
+        let _ = write!(out, "{}", fitted(&header, &rows, width, &cuts));
     }
 }
 
