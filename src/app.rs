@@ -15,6 +15,7 @@ mod run;
 mod run_plan;
 mod scan;
 mod source;
+mod subdir;
 mod tags;
 
 pub use error::{Error, Status};

@@ -18,7 +18,8 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         out.warning(w);
     }
     // The whole tree: a source may lie outside the directory named; rows are kept for it.
-    let found = discover::discover(&loaded.ws.tree, &loaded.config);
+    let mut found = discover::discover(&loaded.ws.tree, &loaded.config);
+    loaded.explain_outside(&mut found);
     // Reverted imagebump commits hold their versions back, as in a run.
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)

@@ -976,7 +976,8 @@ fn discover_listing_early(
         plan::Keep::Nothing => discover::SourceTexts::NeededOnly,
         plan::Keep::Files | plan::Keep::Branches => discover::SourceTexts::All,
     };
-    let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
+    let mut found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
+    loaded.explain_outside(&mut found);
     (found, early)
 }
 

@@ -21,6 +21,7 @@ pub async fn scan(args: &ScanArgs, out: &Output) -> Result<Status, Error> {
         out.warning(w);
     }
     let mut found = discover::discover(&loaded.ws.tree, &loaded.config);
+    loaded.explain_outside(&mut found);
     chart_defaults(&mut found, &loaded, args.offline, out).await?;
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.tree, scope);

@@ -741,3 +741,8 @@ mod tests {
         assert_eq!(seen, ["a/d.yaml", "a/d.yaml", "b/k.yaml", "c/y.yaml"]);
     }
 }
+
+/// How a note about an include outside the tree ends (`../../base is outside the
+/// repository: not read`); the commands say, when the tree is a subdirectory of a git
+/// repository, where to run to read it (`app::subdir`).
+pub const OUTSIDE_TREE: &str = "is outside the repository: not read";
