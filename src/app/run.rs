@@ -61,13 +61,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
-    let registries =
-        Registries::with_request_timeout(loaded.config.registries.clone(), out.request_timeout)
-            .map_err(|source| Error::Registries {
-                file: loaded.config_path.clone(),
-                source,
-            })?
-            .with_cache(disk_cache(plan));
+    let registries = registries_of(plan, &loaded, out)?;
     let rejected = &decisions.rejections;
     let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
@@ -827,9 +821,7 @@ async fn analyse_once(
         files = found.files_scanned,
         "discovered"
     );
-    let progress = out.progress();
-    let stats = std::sync::Arc::clone(&registries.stats);
-    progress.watch(move || stats.in_flight.longest());
+    let progress = progress_of(out, registries);
     let refs = &found.refs;
     let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();
@@ -979,6 +971,25 @@ fn discover_listing_early(
     let mut found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
     loaded.explain_outside(&mut found);
     (found, early)
+}
+
+/// The run's registry clients: the operator's entries, `--request-timeout`, `--cache-dir`.
+fn registries_of(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<Registries, Error> {
+    let registries =
+        Registries::with_request_timeout(loaded.config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries {
+                file: loaded.config_path.clone(),
+                source,
+            })?;
+    Ok(registries.with_cache(disk_cache(plan)))
+}
+
+/// The progress bar, saying what the registries are waited for.
+fn progress_of(out: &Output, registries: &Registries) -> crate::progress::Progress {
+    let progress = out.progress();
+    let stats = std::sync::Arc::clone(&registries.stats);
+    progress.watch(move || stats.in_flight.longest());
+    progress
 }
 
 /// Pull-request mode, or for a remote's dry run what it would do (`None`: a local

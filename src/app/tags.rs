@@ -125,11 +125,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         own = [current_tag.to_string()];
         &own
     };
-    let mut eval = if current.is_none() {
-        Evaluation::judged_as_new(&policy, tags)
-    } else {
-        Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags)
-    };
+    let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
@@ -175,6 +171,20 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// The evaluation of `tags` for `current`; without a current tag, every candidate judged as
+/// new.
+fn evaluation<'t>(
+    policy: &Policy,
+    current: Option<&'t str>,
+    digest: Option<&str>,
+    tags: &'t [String],
+) -> Evaluation<'t> {
+    match current {
+        Some(current) => Evaluation::new(policy, current, digest, tags),
+        None => Evaluation::judged_as_new(policy, tags),
+    }
 }
 
 /// The tags (or chart versions) to judge: from `--tags-from`, a classic Helm repository's

@@ -420,11 +420,11 @@ impl Series {
     /// `1.27`). The series' current version is below every version of that shape, so each
     /// candidate of the shape is judged as new. Returns the series and the tag it is
     /// shaped after; `None` when no tag is such a version.
-    pub fn assumed<'t>(
+    pub fn assumed(
         mode: SemverMode,
-        tags: &'t [String],
+        tags: &[String],
         accept: impl Fn(&str, &TagVersion) -> bool,
-    ) -> Option<(Series, &'t str)> {
+    ) -> Option<(Series, &str)> {
         let newest = tags
             .iter()
             .filter_map(|t| Some((t, TagVersion::parse_in(mode, t)?)))
