@@ -881,7 +881,7 @@ impl Dialect for Registry<'_> {
     }
 
     fn may_retry(&self) -> bool {
-        !self.gate.is_open()
+        !self.gate.gave_up_unheard()
     }
 
     fn retrying(&self, error: &imagebump_http::Error, wait: Duration) {

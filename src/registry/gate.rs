@@ -233,9 +233,13 @@ impl Gate {
         self.heard.load(Ordering::Relaxed)
     }
 
-    /// Is the breaker open (no more requests, retries included)?
-    pub fn is_open(&self) -> bool {
-        self.open.get().is_some()
+    /// Was the registry given up because it never answered ([`Gate::timed_out`])? Then the
+    /// request that timed out is not retried either (a retry would be refused anyway, and
+    /// its timeout says more than "skipped").
+    pub fn gave_up_unheard(&self) -> bool {
+        self.open
+            .get()
+            .is_some_and(|r| r.starts_with(DID_NOT_ANSWER))
     }
 
     /// Read the allowance headers of any response.

@@ -130,7 +130,7 @@ pub trait Dialect: Send + Sync {
     fn retrying(&self, _error: &Error, _wait: Duration) {}
 
     /// May a failed attempt be tried again at all (asked after the retry rule says yes)?
-    /// The registry's says no once its circuit breaker is open.
+    /// The registry's says no once it has given up a registry that never answered.
     fn may_retry(&self) -> bool {
         true
     }
