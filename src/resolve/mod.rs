@@ -509,12 +509,17 @@ fn report_lists(
     problems: &mut Vec<Problem>,
 ) -> unheard::Unheard {
     let mut gathered = unheard::Unheard::default();
+    // Skipped lists join their registry's line when it has one (it was never heard).
+    let mut skipped = Vec::new();
     for ((name, _), result) in lists {
         let users = users.get(name).copied().unwrap_or_default();
         gathered.asked(&name.registry);
         match result.as_ref() {
             Err(e) if unheard::unheard(e) && silent(&name.registry) => {
                 gathered.add(&name.registry, e, users);
+            }
+            Err(e @ Error::Skipped { .. }) if silent(&name.registry) => {
+                skipped.push((name, e, users));
             }
             // Said once per registry by `report_skipped`, with the reason.
             Err(Error::Skipped { host, .. }) => problems.push(Problem::registry(
@@ -539,6 +544,17 @@ fn report_lists(
                     ));
                 }
             }
+        }
+    }
+    for (name, e, users) in skipped {
+        if gathered.has(&name.registry) {
+            gathered.add(&name.registry, e, users);
+        } else if let Error::Skipped { host, .. } = e {
+            problems.push(Problem::registry(
+                name,
+                format!("{users} reference(s) not checked: {host} was skipped"),
+                None,
+            ));
         }
     }
     gathered

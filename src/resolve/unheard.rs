@@ -11,11 +11,17 @@ use imagebump_model::Problem;
 /// The location of the line that says no registry answered.
 pub const SUMMARY_LOCATION: &str = "registries";
 
-/// Did the failure leave the registry unheard (no HTTP answer), rather than refused?
+/// Did the failure leave the registry unheard (no connection, or no answer in time)? A
+/// certificate or protocol failure is not: the registry is there, and its lines stay per
+/// repository with their own hints.
 pub fn unheard(e: &Error) -> bool {
     matches!(
         e,
-        Error::Timeout { .. } | Error::Transport { .. } | Error::Skipped { .. }
+        Error::Timeout { .. }
+            | Error::Transport {
+                retryable: true,
+                ..
+            }
     )
 }
 
@@ -23,7 +29,9 @@ pub fn unheard(e: &Error) -> bool {
 pub fn status(e: &Error) -> Option<&'static str> {
     match e {
         Error::Timeout { .. } => Some("registry did not answer"),
-        Error::Transport { .. } => Some("registry unreachable"),
+        Error::Transport {
+            retryable: true, ..
+        } => Some("registry unreachable"),
         Error::Skipped { reason, .. } if reason.starts_with(DID_NOT_ANSWER) => {
             Some("registry did not answer")
         }
@@ -67,6 +75,11 @@ impl Unheard {
         }
         entry.repositories = entry.repositories.saturating_add(1);
         entry.references = entry.references.saturating_add(references);
+    }
+
+    /// Does the registry at `host` have its line here already?
+    pub fn has(&self, host: &str) -> bool {
+        self.by_host.contains_key(host)
     }
 
     /// The hosts said here (their `skipped` line would repeat it).
