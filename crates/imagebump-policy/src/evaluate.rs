@@ -141,7 +141,13 @@ impl<'t> Evaluation<'t> {
         read: Option<&TagVersions>,
     ) -> Evaluation<'t> {
         let reader = strategy::of(policy, current, tags, read);
-        Evaluation::with_reader(policy, (current, current_digest), tags, read, reader)
+        Evaluation::with_reader(
+            policy,
+            (current, current_digest),
+            (tags, read),
+            reader,
+            false,
+        )
     }
 
     /// With no current tag: every candidate is judged as new. Under `semver`, the
@@ -163,7 +169,7 @@ impl<'t> Evaluation<'t> {
             }
             _ => strategy::of(policy, "", tags, None),
         };
-        Evaluation::with_reader(policy, ("", None), tags, None, reader)
+        Evaluation::with_reader(policy, ("", None), (tags, None), reader, true)
     }
 
     /// The tag whose shape was assumed when there is no current tag
@@ -172,12 +178,14 @@ impl<'t> Evaluation<'t> {
         self.reader.assumed()
     }
 
+    /// The evaluation with its strategy `reader`; `as_new`: there is no current tag, and
+    /// every candidate is judged as new.
     fn with_reader(
         policy: &Policy,
         (current, current_digest): (&'t str, Option<&str>),
-        tags: &'t [String],
-        read: Option<&TagVersions>,
+        (tags, read): (&'t [String], Option<&TagVersions>),
         reader: Box<dyn strategy::Strategy>,
+        as_new: bool,
     ) -> Evaluation<'t> {
         let mut e = Evaluation {
             policy: policy.clone(),
@@ -188,7 +196,7 @@ impl<'t> Evaluation<'t> {
             meta: std::collections::HashMap::new(),
             current_index: None,
             // Judged as new: only a semver series that could not be assumed cannot judge.
-            skip: match (current.is_empty(), policy.strategy) {
+            skip: match (as_new, policy.strategy) {
                 (true, Strategy::Semver) | (false, _) => reader.cannot_judge(current),
                 (true, _) => None,
             },
@@ -202,9 +210,7 @@ impl<'t> Evaluation<'t> {
             return e;
         }
         // No current tag: nothing to be newer than.
-        let current_key = (!current.is_empty())
-            .then(|| e.reader.current_key(current))
-            .flatten();
+        let current_key = (!as_new).then(|| e.reader.current_key(current)).flatten();
         // Pass one: the survivors' sort keys (kept only while they are sorted) and the
         // verdicts of the rest. The candidates are built afterwards, so a million tags never
         // hold keys and candidates at once. Sized once: a vector grown by doubling would

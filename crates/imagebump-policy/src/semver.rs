@@ -531,6 +531,8 @@ pub struct Semver {
     series: Option<Series>,
     /// With no current tag, the tag the series is shaped after.
     assumed: Option<String>,
+    /// Made by [`Semver::assumed`]: there is no current tag to speak of.
+    as_new: bool,
 }
 
 impl Semver {
@@ -545,6 +547,7 @@ impl Semver {
             mode,
             series: Series::new_read(mode, current, tags, read),
             assumed: None,
+            as_new: false,
         }
     }
 
@@ -556,13 +559,14 @@ impl Semver {
             mode,
             series,
             assumed: tag.map(str::to_string),
+            as_new: true,
         }
     }
 }
 
 impl Strategy for Semver {
     fn cannot_judge(&self, current: &str) -> Option<String> {
-        if current.is_empty() {
+        if self.as_new {
             return self
                 .series
                 .is_none()
