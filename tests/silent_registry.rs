@@ -197,7 +197,7 @@ fn a_silent_registry_costs_one_timeout_and_one_line() {
 }
 
 /// Offline: closed ports only. One summary line, then one line per registry naming its own
-/// URL once; each reference's row says only that its registry was unreachable.
+/// URL once; each reference's row says only that its registry is unreachable.
 #[test]
 fn offline_says_so_once_and_once_per_registry() {
     let (a, b) = (closed_port(), closed_port());

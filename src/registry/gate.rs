@@ -215,7 +215,7 @@ impl Gate {
     }
 
     /// An attempt timed out (`reason`: how long it waited). A registry that has not
-    /// answered anything this run is skipped from now on: its other requests would each
+    /// answered anything this run is skipped for the rest of it: its other requests would each
     /// wait as long, so the run waits for it about one request timeout, not one per
     /// reference. One that has answered before gets the usual streak.
     pub fn timed_out(&self, reason: &str) {
@@ -233,7 +233,7 @@ impl Gate {
         self.heard.load(Ordering::Relaxed)
     }
 
-    /// Was the registry given up because it never answered ([`Gate::timed_out`])? Then the
+    /// Is the registry given up because it never answered ([`Gate::timed_out`])? Then the
     /// request that timed out is not retried either (a retry would be refused anyway, and
     /// its timeout says more than "skipped").
     pub fn gave_up_unheard(&self) -> bool {

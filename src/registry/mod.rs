@@ -253,7 +253,7 @@ impl Drop for Flying {
 const SHOWN_WAIT: Duration = Duration::from_secs(2);
 
 impl InFlight {
-    /// An attempt at `host` for `what` starts now.
+    /// An attempt at `host` for `what` starts.
     pub fn start(stats: &Arc<Stats>, host: &str, what: String) -> Flying {
         let id = stats.in_flight.next.fetch_add(1, Ordering::Relaxed);
         let mut attempts = stats

@@ -509,7 +509,7 @@ fn report_lists(
     problems: &mut Vec<Problem>,
 ) -> unheard::Unheard {
     let mut gathered = unheard::Unheard::default();
-    // Skipped lists join their registry's line when it has one (it was never heard).
+    // Skipped lists join their registry's line when it has one (a registry never heard).
     let mut skipped = Vec::new();
     for ((name, _), result) in lists {
         let users = users.get(name).copied().unwrap_or_default();
@@ -954,7 +954,7 @@ enum Unlisted<'t> {
     NotListed,
 }
 
-/// A reference's status: short when its registry was not heard (the registry's own line
+/// A reference's status: short when its registry is not heard (the registry's own line
 /// says why, once), else the whole error.
 impl std::fmt::Display for Unlisted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

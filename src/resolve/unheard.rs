@@ -25,7 +25,7 @@ pub fn unheard(e: &Error) -> bool {
     )
 }
 
-/// The short status a reference's row shows when its registry was not heard.
+/// The short status a reference's row shows when its registry is not heard.
 pub fn status(e: &Error) -> Option<&'static str> {
     match e {
         Error::Timeout { .. } => Some("registry did not answer"),
@@ -40,7 +40,7 @@ pub fn status(e: &Error) -> Option<&'static str> {
     }
 }
 
-/// One registry that was never heard: its first error with a URL, and what it left unchecked.
+/// One registry never heard: its first error with a URL, and what it left unchecked.
 #[derive(Debug)]
 struct Silent {
     first: Error,

@@ -172,7 +172,7 @@ impl<'t> Evaluation<'t> {
         Evaluation::with_reader(policy, ("", None), (tags, None), reader, true)
     }
 
-    /// The tag whose shape was assumed when there is no current tag
+    /// The tag whose shape is assumed when there is no current tag
     /// ([`Evaluation::judged_as_new`]).
     pub fn assumed(&self) -> Option<&str> {
         self.reader.assumed()

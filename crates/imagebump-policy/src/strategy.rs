@@ -49,7 +49,7 @@ pub trait Strategy: Send + Sync {
         None
     }
 
-    /// With no current tag: the tag whose shape was assumed for the candidates (see
+    /// With no current tag: the tag whose shape is assumed for the candidates (see
     /// [`semver::Semver::assumed`]).
     fn assumed(&self) -> Option<&str> {
         None
