@@ -15,6 +15,7 @@ mod run;
 mod run_plan;
 mod scan;
 mod source;
+mod subdir;
 mod tags;
 
 pub use error::{Error, Status};
@@ -27,12 +28,15 @@ use imagebump_model::env::EnvVars;
 
 /// Run the command line's command: set up logging, dispatch, and return the exit code.
 pub fn main(cli: Cli) -> i32 {
-    let output = Output::new(
-        format_of(&cli.command),
-        cli.quiet,
-        cli.log_format == LogFormat::Json,
-        cli.verbose,
-    );
+    let output = Output {
+        request_timeout: cli.request_timeout,
+        ..Output::new(
+            format_of(&cli.command),
+            cli.quiet,
+            cli.log_format == LogFormat::Json,
+            cli.verbose,
+        )
+    };
     hold_secrets_of_environment();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     error::exit_code(dispatch(cli.command, &output))

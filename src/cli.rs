@@ -13,10 +13,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 )]
 pub struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace).
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, help_heading = GLOBAL)]
     pub verbose: u8,
     /// Only errors in the log.
-    #[arg(short, long, global = true, env = EnvVars::IMAGEBUMP_QUIET, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    #[arg(short, long, global = true, env = EnvVars::IMAGEBUMP_QUIET, value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue, help_heading = GLOBAL)]
     pub quiet: bool,
     /// Log lines as text, or as JSON objects (one per line, for Kubernetes log collectors).
     #[arg(
@@ -24,12 +24,29 @@ pub struct Cli {
         value_enum,
         global = true,
         default_value = "text",
-        env = EnvVars::IMAGEBUMP_LOG_FORMAT
+        env = EnvVars::IMAGEBUMP_LOG_FORMAT,
+        help_heading = GLOBAL
     )]
     pub log_format: LogFormat,
+    /// How long a registry may stay silent: to connect, and for each read of its answer
+    /// (`30s`, `2m`; at most an hour). A timed-out request is tried once more; a registry
+    /// that has not answered anything this run is then skipped.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DURATION",
+        default_value = "30s",
+        value_parser = parse_request_timeout,
+        env = EnvVars::IMAGEBUMP_REQUEST_TIMEOUT,
+        help_heading = GLOBAL
+    )]
+    pub request_timeout: std::time::Duration,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The help heading of the options every command takes.
+const GLOBAL: &str = "Global options";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -88,6 +105,7 @@ pub enum ConfigCommand {
     /// Print the JSON Schema of imagebump.yaml (docs/imagebump.schema.json), or with
     /// `--report` of the run report (docs/report.schema.json).
     Schema {
+        /// The schema of the JSON report (`run --output json`, `--report FILE`) instead.
         #[arg(long)]
         report: bool,
     },
@@ -112,6 +130,8 @@ pub struct TagsArgs {
     /// Read the tags from this file (one per line) instead of asking the registry.
     #[arg(long, value_name = "FILE")]
     pub tags_from: Option<PathBuf>,
+    /// `semver` (default), `newest-build`, `digest`, `alphabetical`, `numeric` or `regex`
+    /// (see docs/tag-selection.md).
     #[arg(long, value_parser = parse_strategy)]
     pub strategy: Option<imagebump_model::policy::Strategy>,
     /// A Masterminds constraint, e.g. `~1.4` or `>=2, <3`.
@@ -178,6 +198,9 @@ pub enum FlagError {
     /// `--timeout`, as written.
     #[error("{0:?} is longer than a week")]
     TimeoutOverAWeek(String),
+    /// `--request-timeout`, as written.
+    #[error("{0:?}: expected more than 0s and at most 1h")]
+    RequestTimeout(String),
     #[error("expected app, directory, image or all")]
     GroupBy,
 }
@@ -333,6 +356,14 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, FlagError> {
     let d = imagebump_model::duration::parse_age(s)?;
     if d > std::time::Duration::from_secs(7 * 86_400) {
         return Err(FlagError::TimeoutOverAWeek(s.to_string()));
+    }
+    Ok(d)
+}
+
+fn parse_request_timeout(s: &str) -> Result<std::time::Duration, FlagError> {
+    let d = imagebump_model::duration::parse_age(s)?;
+    if d.is_zero() || d > std::time::Duration::from_secs(3600) {
+        return Err(FlagError::RequestTimeout(s.to_string()));
     }
     Ok(d)
 }

@@ -3,11 +3,24 @@
 
 use std::io::IsTerminal;
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A progress display; cheap to clone into tasks. Hidden when not on a terminal.
 #[derive(Clone)]
-pub struct Progress(Option<ProgressBar>);
+pub struct Progress(Option<Shown>);
+
+/// The bar and the name of its stage (the message without what it waits for).
+#[derive(Clone)]
+struct Shown {
+    bar: ProgressBar,
+    stage: Arc<Mutex<&'static str>>,
+}
+
+/// How often the line says again what it waits for.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 impl Progress {
     /// A bar on stderr if it is a terminal and `enabled`, else nothing.
@@ -18,7 +31,10 @@ impl Progress {
                 ProgressStyle::with_template("{spinner} {msg} {pos}/{len} [{elapsed}]")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            Progress(Some(bar))
+            Progress(Some(Shown {
+                bar,
+                stage: Arc::new(Mutex::new("")),
+            }))
         } else {
             Progress(None)
         }
@@ -31,23 +47,43 @@ impl Progress {
 
     /// Start a stage of `total` steps.
     pub fn stage(&self, name: &'static str, total: usize) {
-        if let Some(b) = &self.0 {
-            b.set_message(name);
-            b.set_length(total as u64);
-            b.set_position(0);
+        if let Some(s) = &self.0 {
+            *s.stage.lock().unwrap_or_else(|p| p.into_inner()) = name;
+            s.bar.set_message(name);
+            s.bar.set_length(total as u64);
+            s.bar.set_position(0);
         }
     }
 
     pub fn inc(&self) {
-        if let Some(b) = &self.0 {
-            b.inc(1);
+        if let Some(s) = &self.0 {
+            s.bar.inc(1);
         }
+    }
+
+    /// Say, after the stage's name, what `waiting` says the run waits for (`waiting 12s for
+    /// registry.example:5000 (tags of acme/web)`), every second until the bar is finished.
+    /// Nothing when the bar is hidden; needs a Tokio runtime.
+    pub fn watch(&self, waiting: impl Fn() -> Option<String> + Send + 'static) {
+        let Some(shown) = self.0.clone() else {
+            return;
+        };
+        tokio::spawn(async move {
+            while !shown.bar.is_finished() {
+                tokio::time::sleep(WATCH_EVERY).await;
+                let stage = *shown.stage.lock().unwrap_or_else(|p| p.into_inner());
+                match waiting() {
+                    Some(w) => shown.bar.set_message(format!("{stage}: {w}")),
+                    None => shown.bar.set_message(stage),
+                }
+            }
+        });
     }
 
     /// Remove the bar before results are printed.
     pub fn finish(&self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
+        if let Some(s) = &self.0 {
+            s.bar.finish_and_clear();
         }
     }
 }

@@ -1381,3 +1381,43 @@ registry.test/bitnami/os-shell           12-debian-12-r33      12-debian-12-r35 
         "a dry run writes nothing"
     );
 }
+
+/// `tags IMAGE` without a tag judges every candidate as new: under `semver`, the versions
+/// of the shape of the newest one the constraint and filters accept, said on `current:`.
+#[test]
+fn tags_without_a_tag_judges_every_candidate_as_new() {
+    let listed = [
+        "1.25.3",
+        "1.27.0",
+        "1.27.0-alpine",
+        "1.27",
+        "1.28.0-rc.1",
+        "latest",
+        "1.26.2-bookworm",
+        "1.26.2",
+    ];
+    let plain = tags_from("registry.test/library/nginx", &[], &listed);
+    insta::assert_snapshot!("tags_without_a_tag", plain.stdout);
+    let constrained = tags_from(
+        "registry.test/library/nginx",
+        &["--constraint", "~1.26", "--allow-tags", "regexp:-bookworm$"],
+        &listed,
+    );
+    insta::assert_snapshot!("tags_without_a_tag_constrained", constrained.stdout);
+    let json = tags_from(
+        "registry.test/library/nginx",
+        &["--output", "json"],
+        &listed,
+    );
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["current"], Value::Null);
+    assert_eq!(v["assumed"], "1.27.0");
+    assert_eq!(v["chosen"], "1.27.0");
+    let none = tags_from("registry.test/library/nginx", &[], &["latest", "main"]);
+    assert!(
+        none.stdout
+            .contains("chosen:  none: no tag is a version the policy accepts (semver strategy)\n"),
+        "{}",
+        none.stdout
+    );
+}

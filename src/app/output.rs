@@ -25,6 +25,9 @@ pub struct Output {
     pub width: Option<usize>,
     /// When the command started (a run's duration, for its metrics).
     pub started: std::time::Instant,
+    /// `--request-timeout`: how long a registry may stay silent (it sets every registry
+    /// client's transport; kept here as the one value every command is handed).
+    pub request_timeout: std::time::Duration,
 }
 
 impl Output {
@@ -37,6 +40,7 @@ impl Output {
             color: terminal && EnvVars::get_os(EnvVars::NO_COLOR).is_none(),
             width: (verbose == 0).then(|| width(terminal)).flatten(),
             started: std::time::Instant::now(),
+            request_timeout: imagebump_http::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 

@@ -18,7 +18,8 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         out.warning(w);
     }
     // The whole tree: a source may lie outside the directory named; rows are kept for it.
-    let found = discover::discover(&loaded.ws.tree, &loaded.config);
+    let mut found = discover::discover(&loaded.ws.tree, &loaded.config);
+    loaded.explain_outside(&mut found);
     // Reverted imagebump commits hold their versions back, as in a run.
     let history = crate::source::git::Git::new(None)
         .log(&loaded.ws.root, "HEAD", HISTORY_DEPTH)
@@ -46,7 +47,7 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         Format::Text if rows.is_empty() => print(format_args!(
             "no promoted references: no images rule says promoteFrom (docs/promotion.md)\n"
         )),
-        Format::Text => print(format_args!("{}", status::table(&rows))),
+        Format::Text => print(format_args!("{}", status_table(&rows, out.width))),
     }
     let mut problems = found.problems;
     problems.extend(all.problems);
@@ -71,4 +72,20 @@ fn seen_records(loaded: &source::Loaded) -> Option<promote::seen::Seen> {
             Some(promote::seen::Seen::default())
         }
     }
+}
+
+/// The promotions table, fitted to `width`: versions and what comes next give way first.
+fn status_table(rows: &[status::Row], width: Option<usize>) -> String {
+    use crate::report::Cut;
+    let header = ["APP", "ENVIRONMENT", "VERSION", "SINCE", "NEXT"];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            [&r.app, &r.environment, &r.version, &r.since, &r.next]
+                .map(String::clone)
+                .to_vec()
+        })
+        .collect();
+    let cuts = [Cut::Middle, Cut::Middle, Cut::Middle, Cut::Keep, Cut::End];
+    crate::report::fitted(&header, &cells, width, &cuts)
 }

@@ -19,8 +19,9 @@ pub async fn check(args: &RegistryCheckArgs, out: &Output) -> Result<Status, Err
         out.warning(w);
     }
     let config = configured.config;
-    let registries = Registries::new(config.registries.clone())
-        .map_err(|source| Error::Registries { file: None, source })?;
+    let registries =
+        Registries::with_request_timeout(config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries { file: None, source })?;
     let targets: Vec<String> = if args.targets.is_empty() {
         every_registry(&config, &registries, Path::new("."))
     } else {

@@ -59,12 +59,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
-    let registries = Registries::new(loaded.config.registries.clone())
-        .map_err(|source| Error::Registries {
-            file: loaded.config_path.clone(),
-            source,
-        })?
-        .with_cache(disk_cache(plan));
+    let registries = registries_of(plan, &loaded, out)?;
     let rejected = (&decisions.rejections, &gate(plan, &loaded, &decisions));
     let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
@@ -119,7 +114,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
     match out.format {
         Format::Json => super::output::print_json(&run_report),
-        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out.color),
+        Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out),
     }
     let direct_part = split.as_ref().map(|(direct, _)| direct);
     if out.format == Format::Text {
@@ -849,7 +844,7 @@ async fn analyse_once(
         files = found.files_scanned,
         "discovered"
     );
-    let progress = out.progress();
+    let progress = progress_of(out, registries);
     let refs = &found.refs;
     let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();
@@ -1002,8 +997,28 @@ fn discover_listing_early(
         plan::Keep::Nothing => discover::SourceTexts::NeededOnly,
         plan::Keep::Files | plan::Keep::Branches => discover::SourceTexts::All,
     };
-    let found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
+    let mut found = discover::discover_with(&loaded.ws.tree, &loaded.config, tell, texts);
+    loaded.explain_outside(&mut found);
     (found, early)
+}
+
+/// The run's registry clients: the operator's entries, `--request-timeout`, `--cache-dir`.
+fn registries_of(plan: &RunPlan, loaded: &Loaded, out: &Output) -> Result<Registries, Error> {
+    let registries =
+        Registries::with_request_timeout(loaded.config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries {
+                file: loaded.config_path.clone(),
+                source,
+            })?;
+    Ok(registries.with_cache(disk_cache(plan)))
+}
+
+/// The progress bar, saying what the registries are waited for.
+fn progress_of(out: &Output, registries: &Registries) -> crate::progress::Progress {
+    let progress = out.progress();
+    let stats = std::sync::Arc::clone(&registries.stats);
+    progress.watch(move || stats.in_flight.longest());
+    progress
 }
 
 /// Pull-request mode, or for a remote's dry run what it would do (`None`: a local
@@ -1193,17 +1208,18 @@ fn analysed_text(analysed: &Analysed) -> (&Plan, String) {
 
 /// The diff, the updates and pull requests tables, what was not updated and why, and the
 /// summary line.
-fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), color: bool) {
+fn print_text(mode: Mode, r: &RunReport, (made, promoted): (&Plan, String), out: &Output) {
+    let (color, width) = (out.color, out.width);
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", crate::deliver::diff::render(&made.files, color));
     if !made.updates.is_empty() {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::updates_table(in_diff_order(made)));
+        let _ = write!(out, "{}", report::updates_table(in_diff_order(made), width));
     }
     let _ = write!(out, "{promoted}");
     if let Some(p) = r.pull_requests.filter(|p| !p.is_empty()) {
         let _ = writeln!(out);
-        let _ = write!(out, "{}", report::pulls_table(p));
+        let _ = write!(out, "{}", report::pulls_table(p, width));
     }
     let not_updated: Vec<report::NotUpdated> = r.not_updated.iter().collect();
     let _ = write!(out, "{}", report::not_updated_text(&not_updated, 20));

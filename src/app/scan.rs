@@ -21,7 +21,8 @@ pub async fn scan(args: &ScanArgs, out: &Output) -> Result<Status, Error> {
         out.warning(w);
     }
     let mut found = discover::discover(&loaded.ws.tree, &loaded.config);
-    chart_defaults(&mut found, &loaded, args.offline).await?;
+    loaded.explain_outside(&mut found);
+    chart_defaults(&mut found, &loaded, args.offline, out).await?;
     if let Some(scope) = &loaded.ws.scope {
         found.limit_to(&loaded.ws.tree, scope);
     }
@@ -66,6 +67,7 @@ async fn chart_defaults(
     found: &mut Discovery,
     loaded: &source::Loaded,
     offline: bool,
+    out: &Output,
 ) -> Result<(), Error> {
     if found.chart_apps.is_empty() {
         return Ok(());
@@ -85,10 +87,11 @@ async fn chart_defaults(
         return Ok(());
     }
     let registries =
-        Registries::new(loaded.config.registries.clone()).map_err(|source| Error::Registries {
-            file: loaded.config_path.clone(),
-            source,
-        })?;
+        Registries::with_request_timeout(loaded.config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries {
+                file: loaded.config_path.clone(),
+                source,
+            })?;
     discover::chart_values::chart_defaults(found, &loaded.config, &registries, CHART_CONCURRENCY)
         .await;
     Ok(())

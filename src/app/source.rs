@@ -39,6 +39,20 @@ pub struct Loaded {
     pub config_path: Option<PathBuf>,
     /// What is valid but probably not meant, `file: what` (the command shows them).
     pub config_warnings: Vec<String>,
+    /// A local tree below the top of its git work tree: where that top is, for the notes
+    /// about includes that leave the tree.
+    pub subdir: Option<super::subdir::Subdir>,
+}
+
+impl Loaded {
+    /// Say, in the notes about includes that leave a subdirectory's tree but stay in its
+    /// repository, where to run to read them.
+    pub fn explain_outside(&self, found: &mut crate::discover::Discovery) {
+        if let Some(s) = &self.subdir {
+            s.explain(&mut found.notes);
+            s.explain(&mut found.problems);
+        }
+    }
 }
 
 /// The configuration in force, where it came from, and its warnings (`file: what`).
@@ -86,11 +100,17 @@ pub fn open(source: &Source, token: Option<SecretString>, depth: usize) -> Resul
     } = load_config(source.config.as_deref(), &ws.root)?;
     check_signing(&config, config_path.as_deref())?;
     ws.git = ws.git.map(|g| g.with_signing(config.signing.clone()));
+    let subdir = ws
+        .remote
+        .is_none()
+        .then(|| super::subdir::Subdir::of(&source.location, &ws.root))
+        .flatten();
     Ok(Loaded {
         ws,
         config,
         config_path,
         config_warnings: warnings,
+        subdir,
     })
 }
 

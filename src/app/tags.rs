@@ -10,7 +10,7 @@ use super::source::load_config;
 use super::{Error, Output, Status};
 use crate::cli::{Format, TagsArgs};
 use crate::registry::Registries;
-use crate::report::table;
+use crate::report::{fitted, Cut};
 use crate::resolve::metadata::MetaCache;
 use imagebump_model::config::{Config, PolicySpec};
 use imagebump_model::name::{parse_reference, ImageName, Reference};
@@ -32,6 +32,10 @@ struct Explained<'a> {
     digest: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<&'a str>,
+    /// With no current tag: the tag whose shape the candidates were judged by (`semver`:
+    /// the newest version the constraint and filters accept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assumed: Option<&'a str>,
     /// `verify`: who signed the chosen image, and where the signature was.
     #[serde(skip_serializing_if = "Option::is_none")]
     signer: Option<String>,
@@ -105,8 +109,9 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     let policy = policy(&config, &reference, args)?;
     let current = args.current.clone().or(reference.tag.clone());
     let current_digest = args.digest.clone().or(reference.digest.clone());
-    let registries = Registries::new(config.registries.clone())
-        .map_err(|source| Error::Registries { file: None, source })?;
+    let registries =
+        Registries::with_request_timeout(config.registries.clone(), out.request_timeout)
+            .map_err(|source| Error::Registries { file: None, source })?;
     let client = match &args.tags_from {
         Some(_) => None,
         None => Some(
@@ -124,7 +129,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         own = [current_tag.to_string()];
         &own
     };
-    let mut eval = Evaluation::new(&policy, current_tag, current_digest.as_deref(), tags);
+    let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
@@ -170,6 +175,20 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// The evaluation of `tags` for `current`; without a current tag, every candidate judged as
+/// new.
+fn evaluation<'t>(
+    policy: &Policy,
+    current: Option<&'t str>,
+    digest: Option<&str>,
+    tags: &'t [String],
+) -> Evaluation<'t> {
+    match current {
+        Some(current) => Evaluation::new(policy, current, digest, tags),
+        None => Evaluation::judged_as_new(policy, tags),
+    }
 }
 
 /// The tags (or chart versions) to judge: from `--tags-from`, a classic Helm repository's
@@ -315,6 +334,7 @@ fn explained<'a>(
         chosen,
         digest,
         skipped,
+        assumed: eval.assumed(),
         signer: None,
         candidates,
         warnings: eval.warnings().map(String::as_str).collect(),
@@ -328,16 +348,23 @@ fn print(report: &Explained, out: &Output) {
             Ok(s) => super::output::print(format_args!("{}\n", imagebump_model::escape::json(&s))),
             Err(e) => eprintln!("error: {e}"),
         },
-        Format::Text => print_text(report),
+        Format::Text => print_text(report, out.width),
     }
 }
 
-fn print_text(r: &Explained) {
+fn print_text(r: &Explained, width: Option<usize>) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "image:   {}", term(&r.image.to_string()));
     let policy = format!("{} ({})", r.policy.summary(), r.policy.source);
     let _ = writeln!(out, "policy:  {}", term(&policy));
-    let _ = writeln!(out, "current: {}", term(r.current.unwrap_or("(none)")));
+    let current = match (r.current, r.assumed) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(a)) => format!(
+            "(none: every candidate judged as new; tags shaped like {a}, the newest version the policy accepts)"
+        ),
+        (None, None) => "(none: every candidate judged as new)".to_string(),
+    };
+    let _ = writeln!(out, "current: {}", term(&current));
     let chosen = match (r.chosen, r.digest, r.skipped) {
         (Some(t), Some(d), _) => format!("{t}@{d}"),
         (Some(t), None, _) => t.to_string(),
@@ -365,7 +392,9 @@ fn print_text(r: &Explained) {
             })
             .collect();
         let _ = writeln!(out);
-        let _ = write!(out, "{}", table(&["TAG", "KEPT", "REASON"], &rows));
+        let header = ["TAG", "KEPT", "REASON"];
+        let cuts = [Cut::Middle, Cut::Keep, Cut::End];
+        let _ = write!(out, "{}", fitted(&header, &rows, width, &cuts));
     }
 }
 

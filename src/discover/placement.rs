@@ -44,7 +44,7 @@ pub fn field_specs(
                     k.file(),
                     0,
                     0,
-                    format!("configurations: {c} is outside the repository: not read"),
+                    format!("configurations: {c} {}", crate::discover::OUTSIDE_TREE),
                 ));
                 continue;
             };

@@ -637,6 +637,11 @@ impl Lately {
 /// file far larger is a mistake or an attack, and would cost memory many times its size.
 pub const MAX_FILE_BYTES: u64 = 32 << 20;
 
+/// How a note about an include outside the tree ends (`../../base is outside the
+/// repository: not read`); the commands say, when the tree is a subdirectory of a git
+/// repository, where to run to read it (`app::subdir`).
+pub const OUTSIDE_TREE: &str = "is outside the repository: not read";
+
 #[cfg(test)]
 mod tests {
     use super::*;

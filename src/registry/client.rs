@@ -813,7 +813,7 @@ impl From<Error> for Refusal {
 /// request counters.
 struct Registry<'a> {
     gate: &'a Gate,
-    stats: &'a Stats,
+    stats: &'a Arc<Stats>,
     counts_as_pull: bool,
     /// As the caller wrote it, for messages.
     url: &'a str,
@@ -831,9 +831,8 @@ impl Dialect for Registry<'_> {
             E::Server { status, .. } => Error::Server { url, status },
             E::Status { response, .. } => return status_refusal(&url, &response),
             E::TooLarge { limit, .. } => Error::TooLarge { url, limit },
-            E::Timeout { reason, .. }
-            | E::Connection { reason, .. }
-            | E::Truncated { reason, .. } => Error::Transport {
+            E::Timeout { reason, .. } => Error::Timeout { url, reason },
+            E::Connection { reason, .. } | E::Truncated { reason, .. } => Error::Transport {
                 url,
                 reason,
                 retryable: true,
@@ -848,9 +847,11 @@ impl Dialect for Registry<'_> {
         .into()
     }
 
-    async fn enter(&self, _request: &Request) -> Result<Slot, Refusal> {
+    async fn enter(&self, request: &Request) -> Result<Slot, Refusal> {
         let permit = self.gate.enter(self.counts_as_pull).await?;
-        Ok(Slot::holding(permit))
+        let what = asked_for(request.url.path());
+        let flying = super::InFlight::start(self.stats, self.gate.host(), what);
+        Ok(Slot::holding((permit, flying)))
     }
 
     /// Recorded before the slot is released, so that the next attempt already sees an
@@ -859,6 +860,9 @@ impl Dialect for Registry<'_> {
         let response = outcome.map_or_else(|e| e.response(), Some);
         if let Some(r) = response {
             self.gate.observe(&r.headers);
+        }
+        if let Err(imagebump_http::Error::Timeout { reason, .. }) = outcome {
+            self.gate.timed_out(reason);
         }
         let label = match (response, outcome) {
             (Some(r), _) => r.status.as_u16().to_string(),
@@ -876,6 +880,10 @@ impl Dialect for Registry<'_> {
         self.gate.record(&result);
     }
 
+    fn may_retry(&self) -> bool {
+        !self.gate.gave_up_unheard()
+    }
+
     fn retrying(&self, error: &imagebump_http::Error, wait: Duration) {
         if let imagebump_http::Error::RateLimited {
             retry_after: Some(_),
@@ -891,6 +899,31 @@ impl Dialect for Registry<'_> {
         }
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// What a request asks for, as the progress line says it: `tags of acme/web`, `manifest
+/// acme/web:1.2`, `blob of acme/web`, `a token` (paths other than the registry API's).
+fn asked_for(path: &str) -> String {
+    let Some(rest) = path.strip_prefix("/v2/") else {
+        return "a token".into();
+    };
+    if let Some(repo) = rest.strip_suffix("/tags/list") {
+        return format!("tags of {repo}");
+    }
+    if let Some((repo, reference)) = rest.rsplit_once("/manifests/") {
+        let sep = if reference.contains(':') { "@" } else { ":" };
+        return format!("manifest {repo}{sep}{reference}");
+    }
+    if let Some((repo, _)) = rest.rsplit_once("/blobs/") {
+        return format!("blob of {repo}");
+    }
+    if let Some((repo, _)) = rest.rsplit_once("/referrers/") {
+        return format!("referrers of {repo}");
+    }
+    if rest.is_empty() {
+        return "its API check".into();
+    }
+    rest.to_string()
 }
 
 /// Why an attempt has no HTTP status, as the metrics label it.
@@ -962,6 +995,25 @@ fn header_digest(headers: &HeaderMap, url: &str) -> Result<Option<String>, Error
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn what_a_request_asks_for() {
+        let cases = [
+            ("/v2/acme/web/tags/list", "tags of acme/web"),
+            ("/v2/acme/web/manifests/1.2", "manifest acme/web:1.2"),
+            (
+                "/v2/acme/web/manifests/sha256:ab",
+                "manifest acme/web@sha256:ab",
+            ),
+            ("/v2/acme/web/blobs/sha256:ab", "blob of acme/web"),
+            ("/v2/acme/web/referrers/sha256:ab", "referrers of acme/web"),
+            ("/v2/", "its API check"),
+            ("/token", "a token"),
+        ];
+        for (path, what) in cases {
+            assert_eq!(asked_for(path), what, "{path}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -3,7 +3,7 @@
 //! announces (Docker Hub's `ratelimit-remaining`), and the circuit breaker that stops asking
 //! a registry that keeps failing.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,6 +18,9 @@ use super::Error;
 /// skipped for the rest of the run: two requests' worth of retries. Counted per attempt, so
 /// that many requests failing at once open it as soon as a single request retrying would.
 pub const BREAKER_THRESHOLD: usize = 8;
+
+/// How the reason starts when a registry is skipped because it never answered.
+pub const DID_NOT_ANSWER: &str = "it did not answer";
 
 /// How long the requests after a registry's first one wait for its answer before they go
 /// anyway (a registry slow to answer gets its connections opened in parallel, as before).
@@ -96,6 +99,8 @@ pub struct Gate {
     refused: AtomicUsize,
     allowance: Mutex<Option<Allowance>>,
     first: Arc<FirstContact>,
+    /// The registry has answered a request this run (any HTTP status).
+    heard: AtomicBool,
 }
 
 impl Gate {
@@ -116,6 +121,7 @@ impl Gate {
             refused: AtomicUsize::new(0),
             allowance: Mutex::new(None),
             first: Arc::default(),
+            heard: AtomicBool::new(false),
         }
     }
 
@@ -208,8 +214,37 @@ impl Gate {
         }
     }
 
+    /// An attempt timed out (`reason`: how long it waited). A registry that has not
+    /// answered anything this run is skipped for the rest of it: its other requests would each
+    /// wait as long, so the run waits for it about one request timeout, not one per
+    /// reference. One that has answered before gets the usual streak.
+    pub fn timed_out(&self, reason: &str) {
+        if self.heard.load(Ordering::Relaxed) {
+            return;
+        }
+        let reason = format!("{DID_NOT_ANSWER} ({reason})");
+        if self.open.set(reason.clone()).is_ok() {
+            tracing::debug!(registry = %self.host, "{reason}; skipping this registry for the rest of the run");
+        }
+    }
+
+    /// Has the registry answered any request this run?
+    pub fn heard(&self) -> bool {
+        self.heard.load(Ordering::Relaxed)
+    }
+
+    /// Is the registry given up because it never answered ([`Gate::timed_out`])? Then the
+    /// request that timed out is not retried either (a retry would be refused anyway, and
+    /// its timeout says more than "skipped").
+    pub fn gave_up_unheard(&self) -> bool {
+        self.open
+            .get()
+            .is_some_and(|r| r.starts_with(DID_NOT_ANSWER))
+    }
+
     /// Read the allowance headers of any response.
     pub fn observe(&self, headers: &HeaderMap) {
+        self.heard.store(true, Ordering::Relaxed);
         if let Some(a) = allowance(headers) {
             *self.allowance.lock().unwrap_or_else(|p| p.into_inner()) = Some(a);
         }
@@ -231,7 +266,7 @@ impl Gate {
                     .fetch_add(1, Ordering::Relaxed)
                     .saturating_add(1);
                 if n >= BREAKER_THRESHOLD {
-                    let reason = format!("{n} attempts in a row failed (last: {e})");
+                    let reason = format!("{n} attempts in a row failed (last: {})", e.short());
                     if self.open.set(reason.clone()).is_ok() {
                         tracing::debug!(registry = %self.host, "{reason}; skipping this registry for the rest of the run");
                     }

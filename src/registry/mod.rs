@@ -58,6 +58,9 @@ use imagebump_model::name::{ImageName, DOCKER_HUB};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
+    /// Connected (or not) but no answer within `--request-timeout` (`reason` says how long).
+    #[error("{url}: {reason}")]
+    Timeout { url: String, reason: String },
     #[error("cannot reach {url}: {reason}")]
     Transport {
         url: String,
@@ -116,7 +119,8 @@ impl Error {
             Error::Transport {
                 retryable: true,
                 ..
-            } | Error::Server { .. }
+            } | Error::Timeout { .. }
+                | Error::Server { .. }
                 | Error::RateLimited { .. }
         )
     }
@@ -129,10 +133,49 @@ impl Error {
         matches!(
             self,
             Error::Transport { .. }
+                | Error::Timeout { .. }
                 | Error::PlainHttp { .. }
                 | Error::Server { .. }
                 | Error::RateLimited { .. }
         )
+    }
+
+    /// The URL of the request that failed, when the error has one.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            Error::Timeout { url, .. }
+            | Error::Transport { url, .. }
+            | Error::PlainHttp { url, .. }
+            | Error::Server { url, .. }
+            | Error::RateLimited { url, .. }
+            | Error::Unauthorized { url, .. }
+            | Error::NotFound { url }
+            | Error::Status { url, .. }
+            | Error::TooLarge { url, .. }
+            | Error::Invalid { url, .. } => Some(url),
+            Error::Config(_) | Error::Credentials { .. } | Error::Skipped { .. } => None,
+        }
+    }
+
+    /// What went wrong, without the URL: for a line that names the registry already.
+    pub fn short(&self) -> String {
+        match self {
+            Error::Transport { reason, .. }
+            | Error::Timeout { reason, .. }
+            | Error::Invalid { reason, .. } => reason.clone(),
+            Error::PlainHttp { .. } => "it answered the TLS handshake in plain HTTP".into(),
+            Error::Server { status, .. } | Error::Status { status, .. } => {
+                format!("HTTP {status}")
+            }
+            Error::RateLimited { .. } => "rate limited (HTTP 429)".into(),
+            Error::Unauthorized {
+                status, sent_from, ..
+            } => refusal(*status, sent_from.as_deref()),
+            Error::NotFound { .. } => "not found (HTTP 404)".into(),
+            Error::TooLarge { limit, .. } => format!("response larger than {limit} bytes"),
+            Error::Config(m) => m.clone(),
+            Error::Credentials { reason, .. } | Error::Skipped { reason, .. } => reason.clone(),
+        }
     }
 
     /// What the user can do about it.
@@ -150,6 +193,7 @@ impl Error {
             Error::Transport { reason, .. } if reason.contains("certificate") || reason.contains("tls") => {
                 Some("add the registry's CA with registries[].caFile in imagebump.yaml".into())
             }
+            Error::Timeout { .. } => Some("the registry did not answer in time: check the host and any proxy or firewall between; --request-timeout sets how long each request waits".into()),
             Error::Transport { .. } => Some("check the host, or set registries[].url for a mirror or a plain-HTTP registry".into()),
             Error::PlainHttp { authority, .. } => Some(format!("in the registries entry for {authority} in the operator's configuration (--config); add `- prefix: {authority}` if there is none")),
             Error::RateLimited { .. } => Some("set registries[].rateLimit or lower registries[].concurrency, or run less often".into()),
@@ -175,6 +219,66 @@ pub struct Stats {
     pub outcomes: Mutex<BTreeMap<(String, String), usize>>,
     /// What the registries asked to wait for (`429` with `Retry-After`), in milliseconds.
     pub rate_limit_wait_ms: AtomicU64,
+    /// Attempts in flight, for the progress line's "waiting … for …".
+    pub in_flight: InFlight,
+}
+
+/// Attempts in flight: registry host, what is asked, since when; by a number each.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    next: AtomicU64,
+    attempts: Mutex<BTreeMap<u64, (String, String, std::time::Instant)>>,
+}
+
+/// An attempt in flight, forgotten when dropped.
+#[derive(Debug)]
+pub struct Flying {
+    stats: Arc<Stats>,
+    id: u64,
+}
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        let mut attempts = self
+            .stats
+            .in_flight
+            .attempts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        attempts.remove(&self.id);
+    }
+}
+
+/// Waits shorter than this are not shown: most requests take less.
+const SHOWN_WAIT: Duration = Duration::from_secs(2);
+
+impl InFlight {
+    /// An attempt at `host` for `what` starts.
+    pub fn start(stats: &Arc<Stats>, host: &str, what: String) -> Flying {
+        let id = stats.in_flight.next.fetch_add(1, Ordering::Relaxed);
+        let mut attempts = stats
+            .in_flight
+            .attempts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        attempts.insert(id, (host.to_string(), what, std::time::Instant::now()));
+        Flying {
+            stats: Arc::clone(stats),
+            id,
+        }
+    }
+
+    /// `waiting 12s for registry.example:5000 (tags of acme/web)`: the attempt waited for
+    /// longest, when it has waited a while.
+    pub fn longest(&self) -> Option<String> {
+        let attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        let (host, what, since) = attempts.values().min_by_key(|(_, _, since)| *since)?;
+        let waited = since.elapsed();
+        (waited >= SHOWN_WAIT).then(|| {
+            let text = format!("waiting {}s for {host} ({what})", waited.as_secs());
+            imagebump_model::escape::terminal(&text).into_owned()
+        })
+    }
 }
 
 /// Registry traffic of a run, for operators (metrics, the report).
@@ -308,6 +412,15 @@ impl Registries {
         Self::with_env(configs, Environment::process())
     }
 
+    /// As [`Registries::new`], with `--request-timeout`.
+    pub fn with_request_timeout(
+        configs: Vec<RegistryConfig>,
+        timeout: Duration,
+    ) -> Result<Self, Error> {
+        let http = imagebump_http::Options::with_request_timeout(timeout);
+        Self::with_http(configs, Environment::process(), http)
+    }
+
     /// As [`Registries::new`], with the environment credentials sources read.
     pub fn with_env(configs: Vec<RegistryConfig>, env: Environment) -> Result<Self, Error> {
         Self::with_http(configs, env, imagebump_http::Options::default())
@@ -428,6 +541,13 @@ impl Registries {
     }
 
     /// Registries skipped by their circuit breaker during the run: host and why.
+    /// Has the registry at `host` answered any request this run (any HTTP status)? A host
+    /// never asked has not.
+    pub fn heard(&self, host: &str) -> bool {
+        let gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        gates.values().any(|g| g.host() == host && g.heard())
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         let gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<_> = gates

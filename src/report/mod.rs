@@ -446,43 +446,111 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `rows` with the cells of the `shrink` columns cut (with `…`) until the table fits
-/// `width` characters, each column keeping at least 12 (so a narrow terminal still shows
-/// something of it).
-pub fn fit_width(
-    header: &[&str],
-    mut rows: Vec<Vec<String>>,
-    width: usize,
-    shrink: &[usize],
-) -> Vec<Vec<String>> {
-    const MIN: usize = 12;
-    let widest = |rows: &[Vec<String>], col: usize| {
-        rows.iter()
-            .filter_map(|r| r.get(col))
-            .map(|c| c.chars().count())
-            .chain(header.get(col).map(|h| h.len()))
-            .max()
-            .unwrap_or(0)
+/// How a column gives way when a table is wider than the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Never cut (short fixed values: `yes`, `#12`).
+    Keep,
+    /// Cut at the end (`passed every filter, ranked…`): reasons, titles, policies.
+    End,
+    /// Cut in the middle, keeping both ends (`ghcr.io/acme/…/web:1.2.3`): names, paths and
+    /// tags, whose end (the tag, the file, the line) says the most.
+    Middle,
+}
+
+/// No column is cut below this many characters (a narrow terminal still shows something of
+/// each).
+const MIN_COLUMN: usize = 8;
+
+/// [`table`] fitted to `width` characters when there is one: the widest column that may be
+/// cut gives way first, down to the next widest, and so on, none below [`MIN_COLUMN`].
+/// Cells are escaped before they are measured.
+pub fn fitted(header: &[&str], rows: &[Vec<String>], width: Option<usize>, cuts: &[Cut]) -> String {
+    let Some(width) = width else {
+        return table(header, rows);
     };
-    for &col in shrink {
-        let total: usize = (0..header.len())
-            .map(|c| widest(&rows, c).saturating_add(2))
-            .sum::<usize>()
-            .saturating_sub(2);
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| imagebump_model::escape::terminal(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let widths = column_widths(header, &rows, width, cuts);
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| {
+            r.into_iter()
+                .enumerate()
+                .map(|(i, cell)| {
+                    let keep = widths.get(i).copied().unwrap_or(usize::MAX);
+                    let cut = cuts.get(i).copied().unwrap_or(Cut::Keep);
+                    shorten(cell, keep, cut)
+                })
+                .collect()
+        })
+        .collect();
+    table(header, &rows)
+}
+
+/// Each column's width once the widest cuttable ones have given way to fit `width`.
+fn column_widths(header: &[&str], rows: &[Vec<String>], width: usize, cuts: &[Cut]) -> Vec<usize> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let cuttable = |i: usize| cuts.get(i).is_some_and(|c| *c != Cut::Keep);
+    // Each pass narrows one column by at least one character: the passes are bounded by
+    // the table's width.
+    loop {
+        let gaps = widths.len().saturating_sub(1).saturating_mul(2);
+        let total = widths.iter().sum::<usize>().saturating_add(gaps);
         let Some(excess) = total.checked_sub(width).filter(|e| *e > 0) else {
             break;
         };
-        let keep = widest(&rows, col).saturating_sub(excess).max(MIN);
-        for row in &mut rows {
-            if let Some(cell) = row.get_mut(col) {
-                if cell.chars().count() > keep {
-                    let cut: String = cell.chars().take(keep.saturating_sub(1)).collect();
-                    *cell = format!("{cut}…");
-                }
-            }
+        let widest = (0..widths.len())
+            .filter(|&i| cuttable(i) && widths.get(i).is_some_and(|w| *w > MIN_COLUMN))
+            .max_by_key(|&i| (widths.get(i).copied().unwrap_or(0), std::cmp::Reverse(i)));
+        let Some(col) = widest else {
+            break;
+        };
+        let next = (0..widths.len())
+            .filter(|&i| i != col && cuttable(i))
+            .filter_map(|i| widths.get(i).copied())
+            .max()
+            .unwrap_or(0)
+            .max(MIN_COLUMN);
+        if let Some(w) = widths.get_mut(col) {
+            let room = w.saturating_sub(next).max(1);
+            *w = w.saturating_sub(excess.min(room)).max(MIN_COLUMN);
         }
     }
-    rows
+    widths
+}
+
+/// `cell` in at most `keep` characters, cut as `cut` says, the cut marked with `…`.
+fn shorten(cell: String, keep: usize, cut: Cut) -> String {
+    let chars: Vec<char> = cell.chars().collect();
+    if chars.len() <= keep || cut == Cut::Keep || keep == 0 {
+        return cell;
+    }
+    let room = keep.saturating_sub(1);
+    match cut {
+        Cut::Keep => cell,
+        Cut::End => chars.iter().take(room).chain(['…'].iter()).collect(),
+        Cut::Middle => {
+            // The end says more (the file and line, the repository's own name, the tag).
+            let head = room / 3;
+            let tail = room.saturating_sub(head);
+            let start = chars.len().saturating_sub(tail);
+            let head_part = chars.iter().take(head);
+            let tail_part = chars.iter().skip(start);
+            head_part.chain(['…'].iter()).chain(tail_part).collect()
+        }
+    }
 }
 
 /// What was not updated, grouped by why, most actionable first (the up-to-date ones are
@@ -553,8 +621,8 @@ pub fn references_summary(counts: &Counts, not: &[NotUpdated], updated: &str) ->
     format!("{} references: {}", counts.references, parts.join(", "))
 }
 
-/// Branches and pull requests of a remote run.
-pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport]) -> String {
+/// Branches and pull requests of a remote run, fitted to `width`.
+pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport], width: Option<usize>) -> String {
     let rows: Vec<Vec<String>> = pulls
         .iter()
         .map(|p| {
@@ -572,10 +640,15 @@ pub fn pulls_table(pulls: &[crate::deliver::pulls::PullReport]) -> String {
             ]
         })
         .collect();
-    table(&["BRANCH", "ACTION", "PR", "TITLE"], &rows)
+    let cuts = [Cut::Middle, Cut::Keep, Cut::Keep, Cut::End];
+    fitted(&["BRANCH", "ACTION", "PR", "TITLE"], &rows, width, &cuts)
 }
 
-pub fn updates_table<'u>(updates: impl IntoIterator<Item = &'u Update>) -> String {
+/// The updates, fitted to `width`.
+pub fn updates_table<'u>(
+    updates: impl IntoIterator<Item = &'u Update>,
+    width: Option<usize>,
+) -> String {
     let rows: Vec<Vec<String>> = updates
         .into_iter()
         .map(|u| {
@@ -593,7 +666,8 @@ pub fn updates_table<'u>(updates: impl IntoIterator<Item = &'u Update>) -> Strin
             ]
         })
         .collect();
-    table(&["IMAGE", "FROM", "TO", "LOCATION"], &rows)
+    let cuts = [Cut::Middle; 4];
+    fitted(&["IMAGE", "FROM", "TO", "LOCATION"], &rows, width, &cuts)
 }
 
 /// The `scan` table; references of Argo CD apps are grouped under their app, with the
@@ -627,14 +701,18 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
         ]
     };
     let header = ["LOCATION", "IMAGE", "CURRENT", "POLICY", "STATUS"];
-    // Policies (then statuses) give way first: the rest says which reference it is.
-    let fit = |rows: Vec<Vec<String>>, indent: usize| match width {
-        Some(w) => fit_width(&header, rows, w.saturating_sub(indent), &[3, 4]),
-        None => rows,
+    let cuts = [Cut::Middle, Cut::Middle, Cut::Middle, Cut::End, Cut::End];
+    let fit = |rows: Vec<Vec<String>>, indent: usize| {
+        fitted(
+            &header,
+            &rows,
+            width.map(|w| w.saturating_sub(indent)),
+            &cuts,
+        )
     };
     if refs.iter().all(|r| r.app().is_none()) {
         let rows: Vec<Vec<String>> = refs.iter().map(row).collect();
-        return table(&header, &fit(rows, 0));
+        return fit(rows, 0);
     }
     let mut apps: Vec<&str> = refs.iter().filter_map(|r| r.app()).collect();
     apps.sort();
@@ -647,7 +725,7 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
             .map(row)
             .collect();
         out.push_str(&format!("app {}\n", imagebump_model::escape::terminal(app)));
-        for line in table(&header, &fit(rows, 2)).lines() {
+        for line in fit(rows, 2).lines() {
             out.push_str(&format!("  {line}\n"));
         }
         out.push('\n');
@@ -655,7 +733,7 @@ pub fn scan_table(refs: &Chunked<ImageRef>, width: Option<usize>) -> String {
     let rest: Vec<Vec<String>> = refs.iter().filter(|r| r.app().is_none()).map(row).collect();
     if !rest.is_empty() {
         out.push_str("not in an Argo CD app\n");
-        for line in table(&header, &fit(rest, 2)).lines() {
+        for line in fit(rest, 2).lines() {
             out.push_str(&format!("  {line}\n"));
         }
     }
@@ -703,5 +781,26 @@ mod tests {
             ],
         );
         assert_eq!(t, "A     B\nlong  x\ns     y\n");
+    }
+
+    #[test]
+    fn the_widest_column_gives_way_first() {
+        let rows = vec![vec![
+            "registry.example.com/team/app:1.2.3".to_string(),
+            "yes".to_string(),
+            "a reason".to_string(),
+        ]];
+        let cuts = [Cut::Middle, Cut::Keep, Cut::End];
+        let text = fitted(&["IMAGE", "OK", "WHY"], &rows, Some(30), &cuts);
+        assert_eq!(
+            text,
+            "IMAGE            OK   WHY\nregi…/app:1.2.3  yes  a reason\n"
+        );
+        // Wide enough: nothing is cut.
+        let wide = fitted(&["IMAGE", "OK", "WHY"], &rows, Some(80), &cuts);
+        assert_eq!(wide, table(&["IMAGE", "OK", "WHY"], &rows));
+        assert_eq!(shorten("abcdefghij".into(), 6, Cut::End), "abcde…");
+        assert_eq!(shorten("abcdefghij".into(), 6, Cut::Middle), "a…ghij");
+        assert_eq!(shorten("abcdefghij".into(), 6, Cut::Keep), "abcdefghij");
     }
 }

@@ -6,6 +6,7 @@ pub mod metadata;
 pub mod schedule;
 pub mod release;
 pub mod signed;
+pub mod unheard;
 
 use arcstr::ArcStr;
 use std::borrow::Cow;
@@ -248,7 +249,8 @@ pub async fn resolve_with(
         early,
     )
     .await;
-    report_lists(&lists, &asks.users, &mut out.problems);
+    let silent = |host: &str| !registries.heard(host);
+    let unheard = report_lists(&lists, &asks.users, &silent, &mut out.problems);
     drop(lists);
     let mut outcomes = make_outcomes(refs, decided, &mut out);
     pin_digests(
@@ -261,8 +263,12 @@ pub async fn resolve_with(
     )
     .await;
     out.outcomes = outcomes;
-    report_skipped(registries, &mut out.problems);
+    let (summary, lines) = unheard.problems();
+    report_skipped(registries, unheard.hosts(), &mut out.problems);
+    out.problems.extend(lines);
     out.problems.sort_by(|a, b| a.location.cmp(&b.location));
+    // First: it explains the lines after it.
+    out.problems.splice(0..0, summary);
     out.warnings.sort_by(|a, b| a.location.cmp(&b.location));
     out.warnings.dedup();
     out
@@ -505,15 +511,27 @@ async fn decide_as_lists_arrive<'a>(
 }
 
 /// A problem for each list the registry could not give (with how many references it
-/// leaves unchecked) and each list with invalid tag names.
+/// leaves unchecked) and each list with invalid tag names; the lists of registries never
+/// heard (`silent`) are gathered per registry instead, and returned.
 fn report_lists(
     lists: &Lists,
     users: &foldhash::HashMap<&ImageName, usize>,
+    silent: &dyn Fn(&str) -> bool,
     problems: &mut Vec<Problem>,
-) {
+) -> unheard::Unheard {
+    let mut gathered = unheard::Unheard::default();
+    // Skipped lists join their registry's line when it has one (a registry never heard).
+    let mut skipped = Vec::new();
     for ((name, _), result) in lists {
         let users = users.get(name).copied().unwrap_or_default();
+        gathered.asked(&name.registry);
         match result.as_ref() {
+            Err(e) if unheard::unheard(e) && silent(&name.registry) => {
+                gathered.add(&name.registry, e, users);
+            }
+            Err(e @ Error::Skipped { .. }) if silent(&name.registry) => {
+                skipped.push((name, e, users));
+            }
             // Said once per registry by `report_skipped`, with the reason.
             Err(Error::Skipped { host, .. }) => problems.push(Problem::registry(
                 name,
@@ -539,6 +557,18 @@ fn report_lists(
             }
         }
     }
+    for (name, e, users) in skipped {
+        if gathered.has(&name.registry) {
+            gathered.add(&name.registry, e, users);
+        } else if let Error::Skipped { host, .. } = e {
+            problems.push(Problem::registry(
+                name,
+                format!("{users} reference(s) not checked: {host} was skipped"),
+                None,
+            ));
+        }
+    }
+    gathered
 }
 
 /// One outcome per reference, in the order of the input: its group's decision, or the
@@ -587,8 +617,16 @@ fn decision_index(len: usize, decided: &[(&ImageName, Vec<u32>, Decided)]) -> Ve
 }
 
 /// A problem for each registry skipped for the rest of the run, with the reason.
-fn report_skipped(registries: &Registries, problems: &mut Vec<Problem>) {
+fn report_skipped<'a>(
+    registries: &Registries,
+    said: impl Iterator<Item = &'a str>,
+    problems: &mut Vec<Problem>,
+) {
+    let said: BTreeSet<&str> = said.collect();
     for (host, why) in registries.skipped() {
+        if said.contains(host.as_str()) {
+            continue;
+        }
         let message = format!("skipped for the rest of the run: {why}");
         let hint = Error::Skipped {
             host: host.clone(),
@@ -921,12 +959,24 @@ fn candidate_tags<'t>(
 }
 
 /// Why a group has no tags to choose among: the listing failed, or was not made.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 enum Unlisted<'t> {
-    #[error("{0}")]
     Failed(&'t Error),
-    #[error("tags not listed")]
     NotListed,
+}
+
+/// A reference's status: short when its registry is not heard (the registry's own line
+/// says why, once), else the whole error.
+impl std::fmt::Display for Unlisted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unlisted::Failed(e) => match unheard::status(e) {
+                Some(status) => f.write_str(status),
+                None => write!(f, "{e}"),
+            },
+            Unlisted::NotListed => f.write_str("tags not listed"),
+        }
+    }
 }
 
 /// The permits of the tag budget an evaluation of `tags` tags holds.
@@ -1241,7 +1291,7 @@ mod tests {
         let mut users: foldhash::HashMap<&ImageName, usize> = Default::default();
         users.insert(&app, 3);
         let mut problems = Vec::new();
-        report_lists(&lists, &users, &mut problems);
+        report_lists(&lists, &users, &|_| false, &mut problems);
         let said: Vec<_> = problems
             .iter()
             .map(|p| (p.location.as_str(), p.message.as_str()))

@@ -10,8 +10,11 @@
 //! - a 5xx or a transport failure (timeout, refused or reset connection, truncated body) is
 //!   retried only for idempotent methods (GET, HEAD, PUT, DELETE; PATCH where the dialect
 //!   says its PATCHes only set fields), never a POST, which may have taken effect;
-//! - at most [`RetryPolicy::max_attempts`] attempts, none started after
-//!   [`RetryPolicy::budget`].
+//! - at most [`RetryPolicy::max_attempts`] attempts, of which at most
+//!   [`RetryPolicy::max_timeouts`] timed out, none started after [`RetryPolicy::budget`].
+//!
+//! Timeouts ([`Options::with_request_timeout`]) bound connecting and each read, not a whole
+//! body that keeps arriving; an attempt taking longer than a few seconds is logged at `-v`.
 //!
 //! What differs per server is a small [`Dialect`]: how an error response becomes its typed
 //! error, whether an answer is a rate limit, and a per-attempt hook (the registry's gate).
@@ -38,7 +41,9 @@ pub use error::Error;
 pub use headers::{next_link, rate_limit, retry_after, RateLimit};
 pub use redact::{error_chain, hold, redact, Redactor};
 pub use retry::{is_idempotent, RetryPolicy};
-pub use transport::{Dialect, Options, Plain, Request, Response, Slot, Transport};
+pub use transport::{
+    Dialect, Options, Plain, Request, Response, Slot, Transport, DEFAULT_REQUEST_TIMEOUT,
+};
 
 pub use reqwest::header;
 pub use reqwest::{Method, StatusCode, Url};

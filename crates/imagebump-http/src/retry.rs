@@ -12,6 +12,9 @@ use crate::Error;
 pub struct RetryPolicy {
     /// Attempts per request, the first included.
     pub max_attempts: u32,
+    /// Timed-out attempts per request: a server silent for a whole request timeout is
+    /// asked again once, not until `max_attempts`.
+    pub max_timeouts: u32,
     /// No retry starts later than this after the first attempt.
     pub budget: Duration,
     /// A rate limit asking for a longer wait is reported rather than waited out.
@@ -27,6 +30,7 @@ impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 4,
+            max_timeouts: 2,
             budget: Duration::from_secs(120),
             max_retry_after: Duration::from_secs(30),
             first_backoff: Duration::from_millis(200),

@@ -14,11 +14,22 @@ use crate::Error;
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// A request's body cap unless it says otherwise.
 pub const DEFAULT_LIMIT: usize = 16 * 1024 * 1024;
+/// How long a connection, and each read on it, may stay silent unless the operator says
+/// otherwise (`--request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// One attempt, body included, is cut off after this many request timeouts: a body that keeps
+/// arriving is not a hang, but it does not arrive forever.
+const ATTEMPT_TIMEOUTS: u32 = 10;
+/// An attempt that takes longer than this is logged at `-v` (host and duration).
+const SLOW: Duration = Duration::from_secs(3);
 
 /// How a transport is built.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// Connecting, TLS handshake included.
     pub connect_timeout: Duration,
+    /// Each read: the wait for the answer's headers, and between two pieces of its body.
+    pub read_timeout: Duration,
     /// Per attempt, body included.
     pub timeout: Duration,
     /// Redirects followed (0: none; reqwest drops `Authorization` on one to another origin).
@@ -32,9 +43,18 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
+        Options::with_request_timeout(DEFAULT_REQUEST_TIMEOUT)
+    }
+}
+
+impl Options {
+    /// The defaults, with `timeout` for connecting and for each read; one attempt ends after
+    /// [`ATTEMPT_TIMEOUTS`] of them, however its body is arriving.
+    pub fn with_request_timeout(timeout: Duration) -> Options {
         Options {
-            connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(60),
+            connect_timeout: timeout,
+            read_timeout: timeout,
+            timeout: timeout.saturating_mul(ATTEMPT_TIMEOUTS),
             redirects: 5,
             tls: None,
             insecure: false,
@@ -48,6 +68,9 @@ impl Default for Options {
 pub struct Transport {
     client: reqwest::Client,
     retry: RetryPolicy,
+    /// The connect and read timeouts, for messages.
+    connect_timeout: Duration,
+    read_timeout: Duration,
 }
 
 /// One request as the caller wants it sent (each attempt sends it again as is).
@@ -105,6 +128,12 @@ pub trait Dialect: Send + Sync {
 
     /// A retry will wait `wait` after `error`.
     fn retrying(&self, _error: &Error, _wait: Duration) {}
+
+    /// May a failed attempt be tried again at all (asked after the retry rule says yes)?
+    /// The registry's says no once it has given up a registry that never answered.
+    fn may_retry(&self) -> bool {
+        true
+    }
 }
 
 /// Whatever a [`Dialect::enter`] holds during one attempt (a semaphore permit).
@@ -169,6 +198,7 @@ impl Transport {
         };
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
             .timeout(options.timeout)
             .user_agent(concat!("imagebump/", env!("CARGO_PKG_VERSION")))
             .redirect(redirect);
@@ -183,6 +213,8 @@ impl Transport {
         Ok(Transport {
             client,
             retry: options.retry,
+            connect_timeout: options.connect_timeout,
+            read_timeout: options.read_timeout,
         })
     }
 
@@ -205,11 +237,12 @@ impl Transport {
     ) -> Result<Response, D::Error> {
         let started = Instant::now();
         let mut attempt: u32 = 0;
+        let mut timeouts: u32 = 0;
         loop {
             attempt = attempt.saturating_add(1);
             let result = {
                 let _slot = dialect.enter(request).await?;
-                let result = self.attempt(dialect, request).await;
+                let result = self.timed_attempt(dialect, request).await;
                 dialect.attempted(result.as_ref());
                 result
             };
@@ -217,9 +250,16 @@ impl Transport {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
+            if matches!(error, Error::Timeout { .. }) {
+                timeouts = timeouts.saturating_add(1);
+            }
             let elapsed = started.elapsed();
             let idempotent = dialect.idempotent(&request.method) && request.method != Method::POST;
-            let Some(wait) = self.retry.wait(idempotent, &error, attempt, elapsed) else {
+            let wait = self
+                .retry
+                .wait(idempotent, &error, attempt, elapsed)
+                .filter(|_| timeouts < self.retry.max_timeouts && dialect.may_retry());
+            let Some(wait) = wait else {
                 return Err(dialect.classify(error));
             };
             tracing::debug!(
@@ -234,6 +274,36 @@ impl Transport {
         }
     }
 
+    /// [`Transport::attempt`], logged at `-v` when it took long or timed out (host and
+    /// duration; the URL
+    /// is never logged, its path may name private repositories and its query secrets).
+    async fn timed_attempt<D: Dialect>(
+        &self,
+        dialect: &D,
+        request: &Request,
+    ) -> Result<Response, Error> {
+        let started = Instant::now();
+        let result = self.attempt(dialect, request).await;
+        let took = started.elapsed();
+        if took >= SLOW || matches!(result, Err(Error::Timeout { .. })) {
+            let outcome = match &result {
+                Ok(r) => r.status.as_u16().to_string(),
+                Err(Error::Timeout { .. }) => "timed out".to_string(),
+                Err(e) => e
+                    .response()
+                    .map_or_else(|| "failed".to_string(), |r| r.status.as_u16().to_string()),
+            };
+            tracing::info!(
+                host = request.url.host_str().unwrap_or_default(),
+                method = %request.method,
+                seconds = format!("{:.1}", took.as_secs_f64()),
+                outcome,
+                "slow request"
+            );
+        }
+        result
+    }
+
     /// One attempt: a 2xx read within the cap, or the failure.
     async fn attempt<D: Dialect>(&self, dialect: &D, request: &Request) -> Result<Response, Error> {
         let shown = redact::url(request.url.as_str());
@@ -244,17 +314,17 @@ impl Transport {
         if let Some(body) = &request.body {
             builder = builder.body(body.clone());
         }
-        let answer = builder.send().await.map_err(|e| failure(&shown, &e))?;
+        let answer = builder.send().await.map_err(|e| self.failure(&shown, &e))?;
         let status = answer.status();
         let headers = answer.headers().clone();
         let url = answer.url().clone();
         let body = if request.method == Method::HEAD {
             Vec::new()
         } else if status.is_success() {
-            read_capped(answer, &shown, request.limit).await?
+            self.read_capped(answer, &shown, request.limit).await?
         } else {
             // Only for a message: a cut-off or unreadable error body is not a failure.
-            read_capped(answer, &shown, ERROR_BODY_LIMIT)
+            self.read_capped(answer, &shown, ERROR_BODY_LIMIT)
                 .await
                 .unwrap_or_default()
         };
@@ -288,16 +358,96 @@ impl Transport {
             }
         })
     }
+
+    /// A reqwest failure as ours: timeouts, broken connections and cut bodies may go better
+    /// next time; certificate, protocol and redirect failures will not.
+    fn failure(&self, url: &str, e: &reqwest::Error) -> Error {
+        if e.is_timeout() {
+            let (what, limit) = if e.is_connect() {
+                ("no connection", self.connect_timeout)
+            } else {
+                ("no answer", self.read_timeout)
+            };
+            return Error::Timeout {
+                url: url.to_string(),
+                reason: format!("{what} within {}", seconds(limit)),
+            };
+        }
+        failure(url, e)
+    }
+
+    /// The body, refused once it grows past `limit` (before reading, when the length is
+    /// announced).
+    async fn read_capped(
+        &self,
+        mut answer: reqwest::Response,
+        url: &str,
+        limit: usize,
+    ) -> Result<Vec<u8>, Error> {
+        let too_large = || Error::TooLarge {
+            url: url.to_string(),
+            limit,
+        };
+        if answer.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        // Sized once when announced: a body grown by doubling holds two copies at its peak.
+        let announced = answer
+            .content_length()
+            .and_then(|n| usize::try_from(n).ok());
+        let mut body = Vec::with_capacity(announced.unwrap_or(0));
+        while let Some(chunk) = answer.chunk().await.map_err(|e| self.failure(url, &e))? {
+            if body.len().saturating_add(chunk.len()) > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
 }
 
-/// A reqwest failure as ours: timeouts, broken connections and cut bodies may go better
-/// next time; certificate, protocol and redirect failures will not.
-fn failure(url: &str, e: &reqwest::Error) -> Error {
-    let reason = error_chain(e);
-    let url = url.to_string();
-    if e.is_timeout() {
-        return Error::Timeout { url, reason };
+/// `30s`, `1.5s`: a timeout as people write it.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
     }
+}
+
+/// What went wrong, without reqwest's `for url (…)` (the caller names the URL once) and,
+/// for a failed connection, only the innermost cause (`Connection refused (os error 111)`),
+/// not the layers that wrap it.
+fn reason_of(e: &reqwest::Error) -> String {
+    let mut chain = Vec::new();
+    let mut current = std::error::Error::source(e);
+    while let Some(link) = current {
+        chain.push(link.to_string());
+        current = link.source();
+    }
+    if e.is_connect() {
+        if let Some(innermost) = chain.last() {
+            return redact::redact(innermost);
+        }
+    }
+    let top = e.to_string();
+    let top = match e.url() {
+        Some(u) => top.replace(&format!(" for url ({u})"), ""),
+        None => top,
+    };
+    let rest = std::error::Error::source(e).map(error_chain);
+    match rest {
+        Some(rest) if !rest.is_empty() && !top.contains(&rest) => {
+            redact::redact(&format!("{top}: {rest}"))
+        }
+        _ => redact::redact(&top),
+    }
+}
+
+/// A reqwest failure other than a timeout as ours (see [`Transport::failure`]).
+fn failure(url: &str, e: &reqwest::Error) -> Error {
+    let reason = reason_of(e);
+    let url = url.to_string();
     if answered_in_plain_http(e) {
         let parsed = Url::parse(&url).ok();
         let authority = parsed
@@ -344,34 +494,6 @@ fn answered_in_plain_http(e: &reqwest::Error) -> bool {
 /// `:port` when the URL names one, else nothing.
 fn port_suffix(url: &Url) -> String {
     url.port().map(|p| format!(":{p}")).unwrap_or_default()
-}
-
-/// The body, refused once it grows past `limit` (before reading, when the length is
-/// announced).
-async fn read_capped(
-    mut answer: reqwest::Response,
-    url: &str,
-    limit: usize,
-) -> Result<Vec<u8>, Error> {
-    let too_large = || Error::TooLarge {
-        url: url.to_string(),
-        limit,
-    };
-    if answer.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    // Sized once when announced: a body grown by doubling holds two copies at its peak.
-    let announced = answer
-        .content_length()
-        .and_then(|n| usize::try_from(n).ok());
-    let mut body = Vec::with_capacity(announced.unwrap_or(0));
-    while let Some(chunk) = answer.chunk().await.map_err(|e| failure(url, &e))? {
-        if body.len().saturating_add(chunk.len()) > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 impl Request {

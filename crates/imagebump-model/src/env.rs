@@ -61,6 +61,8 @@ impl EnvVars {
     pub const IMAGEBUMP_MAX_PRS: &'static str = "IMAGEBUMP_MAX_PRS";
     /// `--timeout`: the run's deadline.
     pub const IMAGEBUMP_TIMEOUT: &'static str = "IMAGEBUMP_TIMEOUT";
+    /// `--request-timeout`: how long a registry may stay silent.
+    pub const IMAGEBUMP_REQUEST_TIMEOUT: &'static str = "IMAGEBUMP_REQUEST_TIMEOUT";
 
     /// `--group-by`: how updates are grouped into pull requests.
     pub const IMAGEBUMP_GROUP_BY: &'static str = "IMAGEBUMP_GROUP_BY";

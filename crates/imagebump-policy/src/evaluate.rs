@@ -141,6 +141,52 @@ impl<'t> Evaluation<'t> {
         read: Option<&TagVersions>,
     ) -> Evaluation<'t> {
         let reader = strategy::of(policy, current, tags, read);
+        Evaluation::with_reader(
+            policy,
+            (current, current_digest),
+            (tags, read),
+            reader,
+            false,
+        )
+    }
+
+    /// With no current tag: every candidate is judged as new. Under `semver`, the
+    /// candidates are the versions of the shape of the newest one the constraint and the
+    /// filters accept ([`Evaluation::assumed`] says which); other strategies judge every
+    /// tag as they would above any current one.
+    pub fn judged_as_new(policy: &Policy, tags: &'t [String]) -> Evaluation<'t> {
+        let reader: Box<dyn strategy::Strategy> = match policy.strategy {
+            Strategy::Semver => {
+                let pre = policy
+                    .constraint
+                    .as_ref()
+                    .is_some_and(|c| c.has_prerelease());
+                let accept = |tag: &str, v: &crate::semver::TagVersion| {
+                    accepts(policy, tag, &v.version, pre)
+                };
+                let assumed = crate::semver::Series::assumed(policy.semver_mode, tags, accept);
+                Box::new(crate::semver::Semver::assumed(policy.semver_mode, assumed))
+            }
+            _ => strategy::of(policy, "", tags, None),
+        };
+        Evaluation::with_reader(policy, ("", None), (tags, None), reader, true)
+    }
+
+    /// The tag whose shape is assumed when there is no current tag
+    /// ([`Evaluation::judged_as_new`]).
+    pub fn assumed(&self) -> Option<&str> {
+        self.reader.assumed()
+    }
+
+    /// The evaluation with its strategy `reader`; `as_new`: there is no current tag, and
+    /// every candidate is judged as new.
+    fn with_reader(
+        policy: &Policy,
+        (current, current_digest): (&'t str, Option<&str>),
+        (tags, read): (&'t [String], Option<&TagVersions>),
+        reader: Box<dyn strategy::Strategy>,
+        as_new: bool,
+    ) -> Evaluation<'t> {
         let mut e = Evaluation {
             policy: policy.clone(),
             current: current.to_string(),
@@ -149,7 +195,11 @@ impl<'t> Evaluation<'t> {
             order: Vec::new(),
             meta: std::collections::HashMap::new(),
             current_index: None,
-            skip: reader.cannot_judge(current),
+            // Judged as new: only a semver series that could not be assumed cannot judge.
+            skip: match (as_new, policy.strategy) {
+                (true, Strategy::Semver) | (false, _) => reader.cannot_judge(current),
+                (true, _) => None,
+            },
             reader,
             warnings: Vec::new(),
             now: Timestamp::now(),
@@ -159,7 +209,8 @@ impl<'t> Evaluation<'t> {
         if e.skip.is_some() {
             return e;
         }
-        let current_key = e.reader.current_key(current);
+        // No current tag: nothing to be newer than.
+        let current_key = (!as_new).then(|| e.reader.current_key(current)).flatten();
         // Pass one: the survivors' sort keys (kept only while they are sorted) and the
         // verdicts of the rest. The candidates are built afterwards, so a million tags never
         // hold keys and candidates at once. Sized once: a vector grown by doubling would
@@ -623,15 +674,18 @@ impl<'t> Evaluation<'t> {
             Verdict::OtherVariant => self.other_variant(c.tag),
             Verdict::OtherShape => {
                 let pattern = |t: &str| TagVersion::parse(t).map(|v| v.pattern());
+                let (basis, named) = self.basis();
                 format!(
-                    "another shape ({}, current {})",
+                    "another shape ({}, {} {})",
                     pattern(c.tag).unwrap_or_default(),
-                    pattern(&self.current).unwrap_or_default()
+                    named.trim_start_matches("the ").trim_end_matches(" tag"),
+                    pattern(basis).unwrap_or_default()
                 )
             }
             Verdict::OtherPrecision => {
-                let parts = TagVersion::parse(&self.current).map_or(0, |v| v.precision);
-                format!("other precision (the current tag has {parts} numeric part(s))")
+                let (basis, named) = self.basis();
+                let parts = TagVersion::parse(basis).map_or(0, |v| v.precision);
+                format!("other precision ({named} has {parts} numeric part(s))")
             }
             Verdict::OutsideConstraint => format!(
                 "outside the constraint {}",
@@ -680,25 +734,36 @@ impl<'t> Evaluation<'t> {
 
     /// Why a tag of another variant is not a candidate; for a tag with a revision
     /// (`15.4.0-debian-12-r10`) the variant is its distribution.
+    /// The tag the candidates' shape is judged against, and what to call it: the current
+    /// tag, or the one assumed when there is none.
+    fn basis(&self) -> (&str, &'static str) {
+        match self.assumed() {
+            Some(tag) if self.current.is_empty() => (tag, "the assumed tag"),
+            _ => (&self.current, "the current tag"),
+        }
+    }
+
     fn other_variant(&self, tag: &str) -> String {
-        let Some(cur) = TagVersion::parse(&self.current) else {
+        let (basis, named) = self.basis();
+        let Some(cur) = TagVersion::parse(basis) else {
             return "other variant".into();
         };
         let new = TagVersion::parse(tag);
         let name = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        let short = named.trim_start_matches("the ").trim_end_matches(" tag");
         match (&cur.revision, new) {
             (Some(_), Some(new)) if new.variant != cur.variant => format!(
-                "another distribution ({}, current {})",
+                "another distribution ({}, {short} {})",
                 name(&new.variant),
                 name(&cur.variant)
             ),
-            (Some(r), _) => format!("no revision (the current tag has -r{r})"),
+            (Some(r), _) => format!("no revision ({named} has -r{r})"),
             (None, Some(new)) if new.revision.is_some() && new.variant == cur.variant => {
-                "a revision (the current tag has none)".into()
+                format!("a revision ({named} has none)")
             }
             (None, _) => match cur.variant {
-                Some(v) => format!("other variant (the current tag is -{v})"),
-                None => "a variant (the current tag has none)".into(),
+                Some(v) => format!("other variant ({named} is -{v})"),
+                None => format!("a variant ({named} has none)"),
             },
         }
     }
@@ -709,6 +774,19 @@ impl<'t> Evaluation<'t> {
 }
 
 /// Run an evaluation that needs no metadata (tests and offline use).
+/// Does `policy` take `tag` (version `v`) as a candidate at all: not a signature artifact,
+/// allowed, not ignored, no pre-release unless `pre`, inside the constraint.
+fn accepts(policy: &Policy, tag: &str, v: &semver::Version, pre: bool) -> bool {
+    !is_artifact_tag(tag)
+        && policy.allow.as_ref().is_none_or(|a| a.allows(tag))
+        && policy
+            .ignore_tags
+            .as_ref()
+            .is_none_or(|i| i.matching(tag).is_none())
+        && (pre || v.pre.is_empty())
+        && policy.constraint.as_ref().is_none_or(|c| c.matches(v))
+}
+
 pub fn choose_offline<'t>(policy: &Policy, current: &'t str, tags: &'t [String]) -> Choice {
     let mut e = Evaluation::new(policy, current, None, tags);
     e.decide()

@@ -414,6 +414,42 @@ impl Series {
         &self.current
     }
 
+    /// With no current tag: the series of the newest version among `tags` that `accept`
+    /// takes (the policy's constraint and filters), preferring, among equal versions, one
+    /// without a variant and then the most numeric parts (`1.27.3` over `1.27.3-alpine` and
+    /// `1.27`). The series' current version is below every version of that shape, so each
+    /// candidate of the shape is judged as new. Returns the series and the tag it is
+    /// shaped after; `None` when no tag is such a version.
+    pub fn assumed(
+        mode: SemverMode,
+        tags: &[String],
+        accept: impl Fn(&str, &TagVersion) -> bool,
+    ) -> Option<(Series, &str)> {
+        let newest = tags
+            .iter()
+            .filter_map(|t| Some((t, TagVersion::parse_in(mode, t)?)))
+            .filter(|(t, v)| accept(t, v))
+            .max_by(|(_, a), (_, b)| {
+                a.rank()
+                    .cmp(&b.rank())
+                    .then(b.variant.is_some().cmp(&a.variant.is_some()))
+                    .then(a.precision.cmp(&b.precision))
+            })?;
+        let (tag, basis) = newest;
+        let floor = TagVersion {
+            version: Version::new(0, 0, 0),
+            fourth: 0,
+            revision: basis.revision.map(|_| 0),
+            ..basis
+        };
+        let series = Series {
+            mode,
+            current: floor,
+            same_precision: true,
+        };
+        Some((series, tag.as_str()))
+    }
+
     /// The tag's sort key, or why it is not a candidate of this series. Pre-releases are
     /// judged here only when `allow_pre` is false (the constraint has no pre-release part).
     pub fn judge<'t>(&self, tag: &'t str, allow_pre: bool) -> Result<Key<'t>, Verdict> {
@@ -493,6 +529,10 @@ pub struct Semver {
     mode: SemverMode,
     /// `None` when the current tag is not a version in this mode.
     series: Option<Series>,
+    /// With no current tag, the tag the series is shaped after.
+    assumed: Option<String>,
+    /// Made by [`Semver::assumed`]: there is no current tag to speak of.
+    as_new: bool,
 }
 
 impl Semver {
@@ -506,12 +546,32 @@ impl Semver {
         Semver {
             mode,
             series: Series::new_read(mode, current, tags, read),
+            assumed: None,
+            as_new: false,
+        }
+    }
+
+    /// The strategy with no current tag, every candidate judged as new: the series of
+    /// [`Series::assumed`] (`None` there: nothing can be judged).
+    pub fn assumed(mode: SemverMode, assumed: Option<(Series, &str)>) -> Semver {
+        let (series, tag) = assumed.unzip();
+        Semver {
+            mode,
+            series,
+            assumed: tag.map(str::to_string),
+            as_new: true,
         }
     }
 }
 
 impl Strategy for Semver {
     fn cannot_judge(&self, current: &str) -> Option<String> {
+        if self.as_new {
+            return self
+                .series
+                .is_none()
+                .then(|| "no tag is a version the policy accepts (semver strategy)".to_string());
+        }
         self.series
             .is_none()
             .then(|| format!("current tag {current:?} is not a version (semver strategy)"))
@@ -543,6 +603,10 @@ impl Strategy for Semver {
 
     fn places<'r>(&self, read: &'r TagVersions) -> Option<(&'r [u32], &'r [u32])> {
         read.places(self.series.as_ref()?.mode())
+    }
+
+    fn assumed(&self) -> Option<&str> {
+        self.assumed.as_deref()
     }
 }
 

@@ -48,6 +48,12 @@ pub trait Strategy: Send + Sync {
     fn places<'r>(&self, _read: &'r TagVersions) -> Option<(&'r [u32], &'r [u32])> {
         None
     }
+
+    /// With no current tag: the tag whose shape is assumed for the candidates (see
+    /// [`semver::Semver::assumed`]).
+    fn assumed(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The strategy `policy` names, reading tags for `current` among `tags` (`read`: their

@@ -135,7 +135,7 @@ impl Graph {
                         &k.file,
                         *line as usize,
                         0,
-                        format!("{include} is outside the repository: not read"),
+                        format!("{include} {}", crate::discover::OUTSIDE_TREE),
                     )),
                 }
             }
