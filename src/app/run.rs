@@ -31,6 +31,8 @@ const PUSH_ATTEMPTS: usize = 3;
 
 /// What the stages found and did, for the report.
 struct Analysed {
+    /// The major updates `approveMajors` held or let through (the dashboard's).
+    awaiting: Vec<crate::deliver::dashboard::Waiting>,
     found: Discovery,
     resolved: Resolved,
     plan: Plan,
@@ -60,15 +62,23 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
+    let dashboard = super::run_dashboard::read(plan, &loaded, forge, out, &mut problems).await;
+    let steering = dashboard.as_ref().map(|d| &d.steering);
+    let lifted = steering.map(|s| s.decided.state.lifted.clone());
+    let lifted = lifted.unwrap_or_default();
+    let decisions = rejections(plan, &loaded, (forge, out), &lifted, &mut problems).await;
     let registries = Registries::new(loaded.config.registries.clone())
         .map_err(|source| Error::Registries {
             file: loaded.config_path.clone(),
             source,
         })?
         .with_cache(disk_cache(plan));
-    let rejected = &decisions.rejections;
-    let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
+    let majors = dashboard.as_ref().filter(|d| d.options.approve_majors);
+    let known = (
+        &decisions.rejections,
+        majors.map(|d| &d.steering.decided.state.approved),
+    );
+    let mut analysed = analyse(plan, &mut loaded, &registries, known, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -79,6 +89,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         write(&loaded, &analysed.plan, &mut problems, journal);
     }
     let max_new = max_new(plan, &loaded, decisions.known);
+    let max_new = stop_all(steering, max_new, &mut analysed.resolved.warnings);
     let split = split_delivery(plan, &loaded, &analysed);
     let direct = split
         .as_ref()
@@ -101,6 +112,15 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         problems.extend(p);
         reports
     });
+    let mut preview = None;
+    if let (Some(d), Some(f)) = (&dashboard, forge) {
+        let results = dashboard_results(&analysed, &decisions, pulls.as_deref(), &problems);
+        let board = super::run_dashboard::board_of(d, results);
+        match super::run_dashboard::write(plan, f, d, &board).await {
+            Ok(text) => preview = text,
+            Err(p) => problems.push(p),
+        }
+    }
     let mut run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
@@ -127,6 +147,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     if out.format == Format::Text {
         preview_push(plan, &loaded, (&analysed.plan, direct_part), &mut problems);
     }
+    super::run_dashboard::print(preview.as_deref(), out);
     out.warnings(&analysed.resolved.warnings);
     out.errors(&problems);
     out.errors(&late);
@@ -292,22 +313,26 @@ async fn rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     (forge, out): (Option<&dyn Forge>, &Output),
+    lifted: &BTreeSet<String>,
     problems: &mut Vec<Problem>,
 ) -> Decisions {
-    let decisions = read_rejections(plan, loaded, forge, problems).await;
+    let decisions = read_rejections(plan, loaded, forge, lifted, problems).await;
     decisions.notes.iter().for_each(|note| out.warning(note));
     decisions
 }
 
 /// Versions reviewers rejected: imagebump's own closed pull requests (with a forge),
-/// reverted imagebump commits in the base's history, and the records that hold.
+/// reverted imagebump commits in the base's history, and the records that hold; those
+/// whose source the dashboard lifted (`dashboard_lifted`) excepted, their records deleted.
 async fn read_rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
+    dashboard_lifted: &BTreeSet<String>,
     problems: &mut Vec<Problem>,
 ) -> Decisions {
     let mut decisions = Decisions {
+        in_force: Vec::new(),
         rejections: Rejections::default(),
         known: true,
         open: None,
@@ -358,6 +383,7 @@ async fn read_rejections(
         None => {}
     }
     let mut all = from_history(plan, loaded, git, &closed, &mut lifted);
+    lifted.extend(dashboard_lifted.iter().cloned());
     let check = Check {
         forge,
         login: decisions.login.as_deref(),
@@ -367,7 +393,9 @@ async fn read_rejections(
     let (held, notes) = remember(plan, loaded, &mut all, &lifted, check, problems).await;
     decisions.notes.extend(notes);
     decisions.known = known && held;
+    all.retain(|r| !dashboard_lifted.contains(&r.source));
     decisions.rejections = crate::deliver::pulls::by_image(&all);
+    decisions.in_force = all;
     decisions
 }
 
@@ -456,6 +484,8 @@ struct Check<'a> {
 
 /// What the run knows of reviewers' decisions before it resolves anything.
 struct Decisions {
+    /// The rejections in force, each with what said no (for the dashboard).
+    in_force: Vec<crate::deliver::pulls::Rejected>,
     rejections: Rejections,
     /// False when they could not all be read (fail closed: nothing new is opened).
     known: bool,
@@ -621,9 +651,13 @@ fn lookup_problem(
     }
 }
 
-/// What the run knows before it analyses: the rejections, and the first sightings of
-/// source versions (`None`: a local directory).
-type Known<'a> = (&'a Rejections, Option<&'a Seen>);
+/// What the run knows before it analyses: the rejections, the first sightings of source
+/// versions (`None`: a local directory), and the majors the dashboard approved (`None`:
+/// majors are not held).
+type Known<'a> = (&'a Rejections, Option<&'a Seen>, Approved<'a>);
+
+/// The (image, major) pairs the dashboard approved, when `approveMajors` holds the others.
+type Approved<'a> = Option<&'a BTreeSet<(String, u64)>>;
 
 /// The first sightings the remote records (`refs/imagebump/seen/…`), read only when a rule
 /// promotes. `None` for a local directory (soak counts from committer dates). When they
@@ -689,16 +723,16 @@ async fn analyse(
     plan: &RunPlan,
     loaded: &mut Loaded,
     registries: &Registries,
-    rejections: &Rejections,
+    (rejections, majors): (&Rejections, Approved<'_>),
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
     let seen = seen_records(loaded, problems);
-    let known = (rejections, seen.as_ref());
+    let known = (rejections, seen.as_ref(), majors);
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
-        let (found, resolved, made, promotions) =
+        let (found, resolved, made, promotions, awaiting) =
             analyse_once(plan, loaded, registries, known, out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
@@ -729,6 +763,7 @@ async fn analyse(
         let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
         record_seen(plan, loaded, &promotions, problems);
         return Analysed {
+            awaiting,
             found,
             resolved,
             plan: made,
@@ -803,9 +838,15 @@ async fn analyse_once(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    (rejections, seen): Known<'_>,
+    (rejections, seen, majors): Known<'_>,
     out: &Output,
-) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
+) -> (
+    Discovery,
+    Resolved,
+    Plan,
+    crate::promote::Promotions,
+    Vec<crate::deliver::dashboard::Waiting>,
+) {
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
@@ -855,6 +896,9 @@ async fn analyse_once(
     );
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
+    let awaiting = majors.map_or_else(Vec::new, |approved| {
+        super::run_dashboard::hold_majors(&found, &mut resolved.outcomes, approved)
+    });
     let outcomes = &resolved.outcomes;
     let mut made = match keep {
         // Only the plan reads the texts: it gives them up once its edits are verified.
@@ -877,7 +921,7 @@ async fn analyse_once(
         change_sets = made.change_sets.len(),
         "planned"
     );
-    (found, resolved, made, promotions)
+    (found, resolved, made, promotions, awaiting)
 }
 
 /// What the plan keeps of the new texts: a remote's run builds branches (pull requests, or
@@ -1201,4 +1245,40 @@ fn in_diff_order(made: &Plan) -> Vec<&crate::plan::Update> {
     let mut updates: Vec<_> = made.updates.iter().collect();
     updates.sort_by_key(|u| (rank(u), u.line));
     updates
+}
+
+/// With the dashboard's "Stop all updates" on, no new pull request is opened (open ones are
+/// kept), and a warning says why.
+fn stop_all(
+    steering: Option<&crate::deliver::dashboard::Steering>,
+    max_new: Option<usize>,
+    warnings: &mut Vec<Problem>,
+) -> Option<usize> {
+    if !steering.is_some_and(|s| s.overrides().stop_all) {
+        return max_new;
+    }
+    warnings.push(Problem::general(
+        "\"Stop all updates\" is ticked on the dashboard: no new pull request is opened; open \
+         ones are kept",
+    ));
+    Some(0)
+}
+
+/// What the dashboard shows of this run.
+fn dashboard_results<'a>(
+    analysed: &'a Analysed,
+    decisions: &'a Decisions,
+    pulls: Option<&'a [PullReport]>,
+    problems: &'a [Problem],
+) -> super::run_dashboard::Results<'a> {
+    let rows =
+        crate::promote::status::rows(&analysed.found, &analysed.promotions, &decisions.rejections);
+    super::run_dashboard::Results {
+        pulls,
+        rejected: &decisions.in_force,
+        not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan),
+        soaking: super::run_dashboard::soaking(rows),
+        awaiting: analysed.awaiting.clone(),
+        problems,
+    }
 }

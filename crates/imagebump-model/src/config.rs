@@ -243,6 +243,55 @@ pub struct PullRequestsConfig {
     /// `squash` or `rebase` (GitLab: `rebase` follows the project's merge method).
     #[serde(default)]
     pub merge_method: MergeMethod,
+    /// The dashboard issue: `true`, or a block of options (docs/pull-requests.md,
+    /// "Dashboard"). Off unless set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<Dashboard>,
+}
+
+/// `pullRequests.dashboard`: `true` (or `false`), or its options.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Dashboard {
+    On(bool),
+    Options(DashboardOptions),
+}
+
+/// The dashboard's options.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DashboardOptions {
+    /// The issue's title (the issue is found by its author and a hidden marker, never by
+    /// its title).
+    #[serde(default = "default_dashboard_title")]
+    pub title: String,
+    /// Hold every update to a new major version until its box on the dashboard is ticked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approve_majors: bool,
+}
+
+fn default_dashboard_title() -> String {
+    "imagebump dashboard".to_string()
+}
+
+impl Default for DashboardOptions {
+    fn default() -> Self {
+        DashboardOptions {
+            title: default_dashboard_title(),
+            approve_majors: false,
+        }
+    }
+}
+
+impl PullRequestsConfig {
+    /// The dashboard's options when it is on.
+    pub fn dashboard(&self) -> Option<DashboardOptions> {
+        match &self.dashboard {
+            Some(Dashboard::On(true)) => Some(DashboardOptions::default()),
+            Some(Dashboard::Options(options)) => Some(options.clone()),
+            Some(Dashboard::On(false)) | None => None,
+        }
+    }
 }
 
 /// How an auto-merged pull request is merged.
@@ -278,6 +327,7 @@ impl Default for PullRequestsConfig {
             author: Author::default(),
             push_commits: PushCommits::default(),
             merge_method: MergeMethod::default(),
+            dashboard: None,
         }
     }
 }
