@@ -316,7 +316,7 @@ async fn lifecycle(kind: Kind) {
             let board = s.forge.dashboard();
             assert!(board.body.contains("mallory"), "{}", board.body);
             assert!(
-                board.body.contains(&format!("- [ ] recreate")),
+                board.body.contains("- [ ] recreate"),
                 "untick restored: {}",
                 board.body
             );

@@ -63,21 +63,11 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
     let dashboard = super::run_dashboard::read(plan, &loaded, forge, out, &mut problems).await;
-    let steering = dashboard.as_ref().map(|d| &d.steering);
-    let lifted = steering.map(|s| s.decided.state.lifted.clone());
-    let lifted = lifted.unwrap_or_default();
+    let lifted = super::run_dashboard::lifted(dashboard.as_ref());
     let decisions = rejections(plan, &loaded, (forge, out), &lifted, &mut problems).await;
-    let registries = Registries::new(loaded.config.registries.clone())
-        .map_err(|source| Error::Registries {
-            file: loaded.config_path.clone(),
-            source,
-        })?
-        .with_cache(disk_cache(plan));
-    let majors = dashboard.as_ref().filter(|d| d.options.approve_majors);
-    let known = (
-        &decisions.rejections,
-        majors.map(|d| &d.steering.decided.state.approved),
-    );
+    let registries = registries(plan, &loaded)?;
+    let approved = super::run_dashboard::approved(dashboard.as_ref());
+    let known = (&decisions.rejections, approved);
     let mut analysed = analyse(plan, &mut loaded, &registries, known, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
@@ -89,7 +79,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         write(&loaded, &analysed.plan, &mut problems, journal);
     }
     let max_new = max_new(plan, &loaded, decisions.known);
-    let max_new = stop_all(steering, max_new, &mut analysed.resolved.warnings);
+    let max_new = stop_all(dashboard.as_ref(), max_new, &mut analysed.resolved.warnings);
     let split = split_delivery(plan, &loaded, &analysed);
     let direct = split
         .as_ref()
@@ -104,23 +94,12 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
             direct.as_deref(),
             (&decisions, &analysed.promoted),
         ),
-        max_new,
-        journal,
+        (max_new, journal),
+        &mut problems,
     )
     .await;
-    let pulls = pulls.map(|(reports, p)| {
-        problems.extend(p);
-        reports
-    });
-    let mut preview = None;
-    if let (Some(d), Some(f)) = (&dashboard, forge) {
-        let results = dashboard_results(&analysed, &decisions, pulls.as_deref(), &problems);
-        let board = super::run_dashboard::board_of(d, results);
-        match super::run_dashboard::write(plan, f, d, &board).await {
-            Ok(text) => preview = text,
-            Err(p) => problems.push(p),
-        }
-    }
+    let board = (forge, dashboard.as_ref(), pulls.as_deref());
+    let preview = dashboard_write(plan, board, (&analysed, &decisions), &mut problems).await;
     let mut run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
@@ -885,20 +864,10 @@ async fn analyse_once(
         .problems
         .extend(promotions.problems.iter().cloned());
     progress.finish();
-    let stats = registries.stats.snapshot();
-    tracing::info!(
-        repositories = resolved.repositories,
-        tag_list_pages = stats.tag_list_pages,
-        manifests = stats.manifests,
-        blobs = stats.blobs,
-        cache_hits = registries.disk_cache().map(|c| c.hits()),
-        "resolved"
-    );
+    log_resolved(registries, &resolved);
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
     resolved.warnings.splice(0..0, found.notes.iter().cloned());
-    let awaiting = majors.map_or_else(Vec::new, |approved| {
-        super::run_dashboard::hold_majors(&found, &mut resolved.outcomes, approved)
-    });
+    let awaiting = super::run_dashboard::hold_majors(&found, &mut resolved.outcomes, majors);
     let outcomes = &resolved.outcomes;
     let mut made = match keep {
         // Only the plan reads the texts: it gives them up once its edits are verified.
@@ -922,6 +891,18 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions, awaiting)
+}
+
+fn log_resolved(registries: &Registries, resolved: &Resolved) {
+    let stats = registries.stats.snapshot();
+    tracing::info!(
+        repositories = resolved.repositories,
+        tag_list_pages = stats.tag_list_pages,
+        manifests = stats.manifests,
+        blobs = stats.blobs,
+        cache_hits = registries.disk_cache().map(|c| c.hits()),
+        "resolved"
+    );
 }
 
 /// What the plan keeps of the new texts: a remote's run builds branches (pull requests, or
@@ -1029,9 +1010,9 @@ async fn pull_requests(
     forge: Option<&dyn Forge>,
     registries: &Registries,
     (made, pushed, (decisions, promoted)): (&Plan, Option<&str>, (&Decisions, &Promoted)),
-    max_new: Option<usize>,
-    journal: &Journal,
-) -> Option<(Vec<PullReport>, Vec<Problem>)> {
+    (max_new, journal): (Option<usize>, &Journal),
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<PullReport>> {
     let ws = &loaded.ws;
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
         return None;
@@ -1064,7 +1045,9 @@ async fn pull_requests(
         login: decisions.login.as_deref(),
         by_api: by_api(loaded),
     };
-    Some(crate::deliver::pulls::deliver(&ctx, made, links).await)
+    let (reports, more) = crate::deliver::pulls::deliver(&ctx, made, links).await;
+    problems.extend(more);
+    Some(reports)
 }
 
 /// `--push` with commits that only the forge's API may create: refused before anything.
@@ -1247,14 +1230,49 @@ fn in_diff_order(made: &Plan) -> Vec<&crate::plan::Update> {
     updates
 }
 
+/// The registries of the configuration, with the disk cache.
+fn registries(plan: &RunPlan, loaded: &Loaded) -> Result<Registries, Error> {
+    Ok(Registries::new(loaded.config.registries.clone())
+        .map_err(|source| Error::Registries {
+            file: loaded.config_path.clone(),
+            source,
+        })?
+        .with_cache(disk_cache(plan)))
+}
+
+/// Writes the dashboard once the pull requests are done (a failure is a problem); what a
+/// dry run would write, for the output.
+async fn dashboard_write(
+    plan: &RunPlan,
+    (forge, dashboard, pulls): (
+        Option<&dyn Forge>,
+        Option<&super::run_dashboard::Dashboard>,
+        Option<&[PullReport]>,
+    ),
+    (analysed, decisions): (&Analysed, &Decisions),
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    let (Some(d), Some(f)) = (dashboard, forge) else {
+        return None;
+    };
+    let results = dashboard_results(analysed, decisions, pulls, problems);
+    let board = super::run_dashboard::board_of(d, results);
+    super::run_dashboard::write(plan, f, d, &board)
+        .await
+        .unwrap_or_else(|p| {
+            problems.push(p);
+            None
+        })
+}
+
 /// With the dashboard's "Stop all updates" on, no new pull request is opened (open ones are
 /// kept), and a warning says why.
 fn stop_all(
-    steering: Option<&crate::deliver::dashboard::Steering>,
+    dashboard: Option<&super::run_dashboard::Dashboard>,
     max_new: Option<usize>,
     warnings: &mut Vec<Problem>,
 ) -> Option<usize> {
-    if !steering.is_some_and(|s| s.overrides().stop_all) {
+    if !dashboard.is_some_and(|d| d.steering.overrides().stop_all) {
         return max_new;
     }
     warnings.push(Problem::general(

@@ -63,13 +63,29 @@ pub(super) async fn read(
     Some(Dashboard { options, steering })
 }
 
+/// The sources whose rejections the dashboard lifted.
+pub(super) fn lifted(d: Option<&Dashboard>) -> BTreeSet<String> {
+    d.map(|d| d.steering.decided.state.lifted.clone())
+        .unwrap_or_default()
+}
+
+/// The majors the dashboard approved, when `approveMajors` holds the others.
+pub(super) fn approved(d: Option<&Dashboard>) -> Option<&BTreeSet<(String, u64)>> {
+    d.filter(|d| d.options.approve_majors)
+        .map(|d| &d.steering.decided.state.approved)
+}
+
 /// Holds every update to a new major version that the dashboard has not approved
-/// (`approveMajors`): its outcome says so. The majors seen, held or approved, by image.
+/// (`approveMajors`; `None`: majors are not held): its outcome says so. The majors seen,
+/// held or approved, by image.
 pub(super) fn hold_majors(
     found: &Discovery,
     outcomes: &mut Chunked<Outcome>,
-    approved: &BTreeSet<(String, u64)>,
+    approved: Option<&BTreeSet<(String, u64)>>,
 ) -> Vec<Waiting> {
+    let Some(approved) = approved else {
+        return Vec::new();
+    };
     let mut seen = BTreeMap::new();
     for (r, o) in found.refs.iter().zip(outcomes.iter_mut()) {
         let Outcome::Update { tag, .. } = &*o else {
