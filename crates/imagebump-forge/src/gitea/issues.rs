@@ -121,3 +121,62 @@ impl Gitea {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use crate::fake::gitea::FakeGitea;
+    use crate::gitea::{Gitea, GiteaSettings};
+    use crate::{Editor, Forge};
+
+    #[tokio::test]
+    async fn issues_by_creator_and_permission() {
+        let fake = FakeGitea::start().await;
+        let gt = Gitea::new(GiteaSettings {
+            api_url: fake.api_url(),
+            owner: FakeGitea::OWNER.into(),
+            repo: FakeGitea::REPO.into(),
+            token: SecretString::from(FakeGitea::TOKEN.to_string()),
+        })
+        .unwrap();
+        fake.add_pull("imagebump/a", "main", "a pull request", "");
+        fake.add_issue_by("mallory", "imagebump dashboard", "x");
+        let made = gt
+            .create_issue("imagebump dashboard", "body")
+            .await
+            .unwrap();
+        let mine = gt.open_issues_by(FakeGitea::BOT_LOGIN).await.unwrap();
+        assert_eq!(
+            mine.iter().map(|i| i.number).collect::<Vec<_>>(),
+            [made.number]
+        );
+        gt.update_issue(made.number, "t", "new").await.unwrap();
+        assert_eq!(fake.issues()[1].body, "new");
+        assert_eq!(
+            gt.issue_editor(made.number).await.unwrap(),
+            Editor::AuthorOrWriter
+        );
+        assert!(fake
+            .edit_issue_as(made.number, "mallory", "ticked")
+            .is_err());
+        assert!(!gt.can_write("mallory").await.unwrap());
+        fake.set_permission("carol", "write");
+        assert!(gt.can_write("carol").await.unwrap());
+        let lines: Vec<String> = fake.calls().iter().map(|c| c.line()).collect();
+        let repo = "/api/v1/repos/octo/gitops";
+        assert_eq!(
+            lines,
+            [
+                format!("POST {repo}/issues"),
+                format!("GET {repo}/issues"),
+                format!("PATCH {repo}/issues/{}", made.number),
+                format!("GET {repo}/collaborators/mallory/permission"),
+                format!("GET {repo}/collaborators/carol/permission"),
+            ]
+        );
+        let list = &fake.calls()[1];
+        assert_eq!(list.query_value("created_by"), Some(FakeGitea::BOT_LOGIN));
+        assert_eq!(list.query_value("type"), Some("issues"));
+    }
+}

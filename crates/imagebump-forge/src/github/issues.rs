@@ -152,3 +152,79 @@ impl GitHub {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use crate::fake::github::{FakeGitHub, BOT_LOGIN};
+    use crate::{Editor, Forge, GitHub, GitHubAuth, GitHubSettings};
+
+    async fn client(fake: &FakeGitHub) -> GitHub {
+        GitHub::connect(GitHubSettings {
+            api_url: fake.api_url(),
+            owner: FakeGitHub::OWNER.into(),
+            repo: FakeGitHub::REPO.into(),
+            auth: GitHubAuth::Token(SecretString::from(FakeGitHub::TOKEN.to_string())),
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn issues_by_creator_editor_and_permission() {
+        let fake = FakeGitHub::start().await;
+        let gh = client(&fake).await;
+        fake.add_pull("imagebump/a", "main", "a pull request", "");
+        fake.add_issue_by("mallory", "imagebump dashboard", "x");
+        let made = gh
+            .create_issue("imagebump dashboard", "body")
+            .await
+            .unwrap();
+        assert_eq!(made.author, BOT_LOGIN);
+        let mine = gh.open_issues_by(BOT_LOGIN).await.unwrap();
+        assert_eq!(
+            mine.iter().map(|i| i.number).collect::<Vec<_>>(),
+            [made.number]
+        );
+        assert_eq!(
+            gh.issue_editor(made.number).await.unwrap(),
+            Editor::Unedited
+        );
+        gh.update_issue(made.number, "t", "new").await.unwrap();
+        assert_eq!(
+            gh.issue_editor(made.number).await.unwrap(),
+            Editor::User(BOT_LOGIN.into())
+        );
+        fake.edit_issue_as(made.number, "alice", "ticked");
+        assert_eq!(
+            gh.issue_editor(made.number).await.unwrap(),
+            Editor::User("alice".into())
+        );
+        assert!(!gh.can_write("alice").await.unwrap());
+        fake.set_permission("alice", "admin");
+        assert!(gh.can_write("alice").await.unwrap());
+        assert!(
+            !gh.can_write("../x").await.unwrap(),
+            "no request for a bad login"
+        );
+        let lines: Vec<String> = fake.calls().iter().map(|c| c.line()).collect();
+        let issues = "/repos/octo/gitops/issues";
+        assert_eq!(
+            lines,
+            [
+                format!("POST {issues}"),
+                format!("GET {issues}"),
+                "POST /graphql".into(),
+                format!("PATCH {issues}/{}", made.number),
+                "POST /graphql".into(),
+                "POST /graphql".into(),
+                "GET /repos/octo/gitops/collaborators/alice/permission".into(),
+                "GET /repos/octo/gitops/collaborators/alice/permission".into(),
+            ]
+        );
+        let list = &fake.calls()[1];
+        assert_eq!(list.query_value("creator"), Some(BOT_LOGIN));
+        assert_eq!(list.query_value("state"), Some("open"));
+    }
+}

@@ -170,3 +170,68 @@ impl GitLab {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use crate::fake::gitlab::FakeGitLab;
+    use crate::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+    use crate::{Editor, Forge};
+
+    #[tokio::test]
+    async fn issues_by_author_editor_and_access_level() {
+        let fake = FakeGitLab::start().await;
+        let gl = GitLab::new(GitLabSettings {
+            api_url: fake.api_url(),
+            project: FakeGitLab::PROJECT_PATH.into(),
+            auth: GitLabAuth::PrivateToken(SecretString::from(FakeGitLab::TOKEN.to_string())),
+        })
+        .unwrap();
+        fake.add_issue_by("alice", "imagebump dashboard", "x");
+        let made = gl
+            .create_issue("imagebump dashboard", "body")
+            .await
+            .unwrap();
+        let mine = gl.open_issues_by(FakeGitLab::BOT).await.unwrap();
+        assert_eq!(
+            mine.iter().map(|i| i.number).collect::<Vec<_>>(),
+            [made.number]
+        );
+        assert_eq!(
+            gl.issue_editor(made.number).await.unwrap(),
+            Editor::Unedited
+        );
+        fake.edit_issue_as(made.number, "bob", "ticked");
+        assert_eq!(
+            gl.issue_editor(made.number).await.unwrap(),
+            Editor::User("bob".into())
+        );
+        fake.set_access_level("bob", 20);
+        assert!(!gl.can_write("bob").await.unwrap(), "a reporter");
+        fake.set_access_level("bob", 30);
+        assert!(gl.can_write("bob").await.unwrap(), "a developer");
+        assert!(!gl.can_write("nobody").await.unwrap());
+        let lines: Vec<String> = fake.calls().iter().map(|c| c.line()).collect();
+        let project = "/api/v4/projects/acme%2Fplatform%2Fgitops";
+        let notes = format!("GET {project}/issues/{}/notes", made.number);
+        assert_eq!(
+            lines,
+            [
+                format!("POST {project}/issues"),
+                format!("GET {project}/issues"),
+                notes.clone(),
+                notes,
+                "GET /api/v4/users".into(),
+                format!("GET {project}/members/all/3"),
+                "GET /api/v4/users".into(),
+                format!("GET {project}/members/all/3"),
+                "GET /api/v4/users".into(),
+            ]
+        );
+        assert_eq!(
+            fake.calls()[1].query_value("author_username"),
+            Some(FakeGitLab::BOT)
+        );
+    }
+}
