@@ -306,12 +306,19 @@ async fn lifecycle(kind: Kind) {
     match s.forge.edit_as(board.number, "mallory", &ticked) {
         Err(refused) => assert!(refused.contains("403"), "{refused}"),
         Ok(()) => {
-            let run = s.run(0, &[]).await;
+            let run = s.run(0, &["--output", "json"]).await;
             assert!(
                 run.stderr
                     .contains("last changed by mallory, who cannot write"),
                 "{run}"
             );
+            let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            let said = report["warnings"].as_array().unwrap().iter().any(|w| {
+                w["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("changed by mallory"))
+            });
+            assert!(said, "in the report's warnings: {run}");
             assert!(s.forge.open_for(WEB).is_empty(), "still rejected: {run}");
             let board = s.forge.dashboard();
             assert!(board.body.contains("mallory"), "{}", board.body);

@@ -62,7 +62,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let dashboard = super::run_dashboard::read(plan, &loaded, forge, out, &mut problems).await;
+    let dashboard = super::run_dashboard::read(plan, &loaded, forge, &mut problems).await;
     let lifted = super::run_dashboard::lifted(dashboard.as_ref());
     let decisions = rejections(plan, &loaded, (forge, out), &lifted, &mut problems).await;
     let registries = registries(plan, &loaded)?;
@@ -79,7 +79,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         write(&loaded, &analysed.plan, &mut problems, journal);
     }
     let max_new = max_new(plan, &loaded, decisions.known);
-    let max_new = stop_all(dashboard.as_ref(), max_new, &mut analysed.resolved.warnings);
+    let max_new = steer(dashboard.as_ref(), max_new, &mut analysed.resolved.warnings);
     let split = split_delivery(plan, &loaded, &analysed);
     let direct = split
         .as_ref()
@@ -1265,13 +1265,18 @@ async fn dashboard_write(
         })
 }
 
-/// With the dashboard's "Stop all updates" on, no new pull request is opened (open ones are
-/// kept), and a warning says why.
-fn stop_all(
+/// What the dashboard did not take, as warnings of the report; with its "Stop all
+/// updates" on, no new pull request is opened (open ones are kept), and a warning says why.
+fn steer(
     dashboard: Option<&super::run_dashboard::Dashboard>,
     max_new: Option<usize>,
     warnings: &mut Vec<Problem>,
 ) -> Option<usize> {
+    let notes = dashboard
+        .map(|d| d.steering.notes.iter())
+        .into_iter()
+        .flatten();
+    warnings.extend(notes.map(|n| Problem::general(n.clone())));
     if !dashboard.is_some_and(|d| d.steering.overrides().stop_all) {
         return max_new;
     }

@@ -29,7 +29,6 @@ pub(super) async fn read(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
-    out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Option<Dashboard> {
     let options = loaded.config.pull_requests.dashboard()?;
@@ -48,7 +47,6 @@ pub(super) async fn read(
         root: &loaded.ws.root,
     };
     let steering = board::read(forge, &login, &place, problems).await;
-    steering.notes.iter().for_each(|n| out.warning(n));
     if steering.decided.run_now {
         tracing::info!("the dashboard's \"Run now\" is ticked: the schedule is ignored this run");
     }
