@@ -346,8 +346,10 @@ async fn lifecycle(kind: Kind) {
         s.forge.dashboard().body
     );
     s.forge.clear_calls();
+    let pushes = s.apps.pushes();
     let run = s.run(0, &[]).await;
     assert_eq!(s.forge.open_for(WEB), back, "kept open: {run}");
+    assert_eq!(s.apps.pushes(), pushes, "no push, no ref written: {run}");
     assert_eq!(s.forge.writes(), Vec::<String>::new(), "{run}");
 }
 

@@ -362,6 +362,8 @@ async fn read_rejections(
         None => {}
     }
     let mut all = from_history(plan, loaded, git, &closed, &mut lifted);
+    // Lifted on the dashboard: neither held nor recorded again, and their records deleted.
+    all.retain(|r| !dashboard_lifted.contains(&r.source));
     lifted.extend(dashboard_lifted.iter().cloned());
     let check = Check {
         forge,
@@ -372,7 +374,6 @@ async fn read_rejections(
     let (held, notes) = remember(plan, loaded, &mut all, &lifted, check, problems).await;
     decisions.notes.extend(notes);
     decisions.known = known && held;
-    all.retain(|r| !dashboard_lifted.contains(&r.source));
     decisions.rejections = crate::deliver::pulls::by_image(&all);
     decisions.in_force = all;
     decisions
