@@ -1,7 +1,6 @@
 //! Finding, trusting and writing the dashboard issue through the forge, and keeping its
 //! decisions as refs.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use imagebump_forge::{Editor, Forge, Issue};
@@ -156,9 +155,4 @@ pub async fn publish(
         }
         (None, false) => Published::Created(forge.create_issue(title, body).await?.number),
     })
-}
-
-/// The sources lifted on the dashboard, for the rejections.
-pub fn lifted(steering: &Steering) -> &BTreeSet<String> {
-    &steering.decided.state.lifted
 }

@@ -17,7 +17,7 @@ mod render;
 mod state;
 
 pub use self::boxes::{ticks, Key};
-pub use self::forge::{keep, lifted, publish, read, Place, Published};
+pub use self::forge::{keep, publish, read, Place, Published};
 pub use self::render::{render, Board, Line, OpenPull, RejectedLine, Waiting, BODY_LIMIT};
 pub use self::state::{major_of, Decided, State};
 
