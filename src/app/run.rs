@@ -1300,7 +1300,9 @@ fn dashboard_results<'a>(
     super::run_dashboard::Results {
         pulls,
         rejected: &decisions.in_force,
-        not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan),
+        not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan)
+            .iter()
+            .collect(),
         soaking: super::run_dashboard::soaking(rows),
         awaiting: analysed.awaiting.clone(),
         problems,

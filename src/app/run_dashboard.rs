@@ -11,7 +11,7 @@ use crate::deliver::dashboard::{
 };
 use crate::deliver::pulls::{Outcome as Action, PullReport, Rejected};
 use crate::discover::Discovery;
-use crate::report::NotUpdatedRows;
+use crate::report::NotUpdated;
 use crate::resolve::Outcome;
 use imagebump_forge::Forge;
 use imagebump_model::config::DashboardOptions;
@@ -121,7 +121,8 @@ pub(super) fn hold_majors(
 pub(super) struct Results<'a> {
     pub pulls: Option<&'a [PullReport]>,
     pub rejected: &'a [Rejected],
-    pub not_updated: NotUpdatedRows<'a>,
+    /// The references not updated, and why.
+    pub not_updated: Vec<NotUpdated<'a>>,
     pub soaking: Vec<Line>,
     pub awaiting: Vec<Waiting>,
     pub problems: &'a [Problem],
@@ -154,7 +155,7 @@ pub(super) fn board_of(d: &Dashboard, r: Results<'_>) -> Board {
                 deferred: None,
             }),
         });
-    let rows: Vec<_> = r.not_updated.iter().collect();
+    let rows = &r.not_updated;
     let scheduled = rows
         .iter()
         .filter(|n| board::SCHEDULED_STATUSES.contains(&n.status));
@@ -166,15 +167,16 @@ pub(super) fn board_of(d: &Dashboard, r: Results<'_>) -> Board {
             n.reason.map(|x| x.to_string()).unwrap_or_default()
         ),
     });
+    // The issue may be read by more people than the run's log: secrets are taken out first.
     let failing = r.problems.iter().map(|p| Line {
-        place: p.location.clone(),
-        text: p.message.clone(),
+        place: imagebump_http::redact(&p.location),
+        text: imagebump_http::redact(&p.message),
     });
     Board {
         stop_all,
         open: open.collect(),
         awaiting: r.awaiting,
-        rejected: rejected_lines(r.rejected, &rows),
+        rejected: rejected_lines(r.rejected, rows),
         scheduled: scheduled.collect(),
         soaking: r.soaking,
         failing: failing.collect(),
@@ -183,7 +185,7 @@ pub(super) fn board_of(d: &Dashboard, r: Results<'_>) -> Board {
 }
 
 /// The rejections that hold a reference back this run, by what said no, then the pins.
-fn rejected_lines(all: &[Rejected], rows: &[crate::report::NotUpdated<'_>]) -> Vec<RejectedLine> {
+fn rejected_lines(all: &[Rejected], rows: &[NotUpdated<'_>]) -> Vec<RejectedLine> {
     let holds = |x: &Rejected| {
         rows.iter().any(|n| {
             n.status == "held-back"
@@ -277,5 +279,112 @@ pub(super) fn print(preview: Option<&str>, out: &Output) {
     use std::io::Write;
     if let (Some(text), crate::cli::Format::Text) = (preview, out.format) {
         let _ = write!(std::io::stdout().lock(), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Reason;
+    use imagebump_model::name::{parse_name, ImageName};
+
+    fn row<'a>(image: &'a ImageName, status: &'static str, reason: &'a str) -> NotUpdated<'a> {
+        NotUpdated {
+            file: "apps/web/k.yaml",
+            line: 3,
+            image,
+            tag: Some("1.0.0"),
+            status,
+            reason: Some(Reason::Text(reason)),
+        }
+    }
+
+    fn rejected(source: &str, why: &str) -> Rejected {
+        Rejected {
+            image: "registry.test/team/web".into(),
+            tag: "1.1.0".into(),
+            source: source.into(),
+            file: Some("apps/web/k.yaml".into()),
+            why: why.into(),
+        }
+    }
+
+    #[test]
+    fn rejections_listed_are_those_that_hold_something_back_and_pins() {
+        let web = parse_name("registry.test/team/web").unwrap();
+        let redis = parse_name("redis").unwrap();
+        let why = "1.1.0 held back: pull request #3 was closed without merging";
+        let rows = [
+            row(&web, "held-back", why),
+            row(&redis, "pinned", "pinned by a marker"),
+        ];
+        let in_force = [
+            rejected("pr-3", "pull request #3 was closed without merging"),
+            rejected("pr-1", "pull request #1 was closed without merging"),
+        ];
+        let web_at = (
+            "registry.test/team/web".into(),
+            "1.1.0".into(),
+            "apps/web/k.yaml".into(),
+        );
+        let redis_at = (
+            "docker.io/library/redis".into(),
+            "1.0.0".into(),
+            "apps/web/k.yaml:3".into(),
+        );
+        assert_eq!(
+            rejected_lines(&in_force, &rows),
+            [
+                RejectedLine {
+                    source: Some("pr-3".into()),
+                    why: in_force[0].why.clone(),
+                    what: vec![web_at],
+                },
+                RejectedLine {
+                    source: None,
+                    why: "pinned by a marker".into(),
+                    what: vec![redis_at],
+                },
+            ],
+            "pr-1 holds nothing back this run"
+        );
+    }
+
+    #[test]
+    fn the_board_redacts_failures_and_lists_what_waits() {
+        let redis = parse_name("redis").unwrap();
+        let problems = [Problem {
+            location: "registry.test".into(),
+            message: "HTTP 401 for ghp_abcdefghijklmnopqrstuvwxyz0123456789".into(),
+            hint: None,
+        }];
+        let d = Dashboard {
+            options: DashboardOptions::default(),
+            steering: Steering::default(),
+        };
+        let pulls = [PullReport {
+            group: "apps/api".into(),
+            branch: "imagebump/apps-api".into(),
+            title: "Update api to 2.1.0".into(),
+            action: Action::Deferred,
+            number: None,
+            url: None,
+        }];
+        let results = Results {
+            pulls: Some(&pulls),
+            rejected: &[],
+            not_updated: vec![row(&redis, "frozen", "the release freeze holds it")],
+            soaking: Vec::new(),
+            awaiting: Vec::new(),
+            problems: &problems,
+        };
+        let board = board_of(&d, results);
+        assert_eq!(board.scheduled.len(), 1);
+        let deferred = board.open[0].deferred.as_deref().unwrap();
+        assert!(
+            deferred.starts_with("the limit of new pull requests"),
+            "{deferred}"
+        );
+        assert_eq!(board.failing[0].text, "HTTP 401 for <redacted>");
     }
 }
