@@ -458,3 +458,26 @@ macro_rules! over_the_forges {
 }
 
 over_the_forges!(lifecycle, impostor_and_stop_all, approve_a_major);
+
+/// The forge refuses to open the dashboard: the run says so (exit 1), the pull requests
+/// are opened all the same, and the next run opens the dashboard.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_dashboard_write_leaves_the_pull_requests_alone() {
+    let s = setup(Kind::GitHub, "true").await;
+    let Fake::GitHub(gh) = &s.forge else {
+        panic!("a GitHub setup")
+    };
+    let issues = "/repos/octo/gitops/issues";
+    gh.fail_next("POST", issues, 1, support::github::Fault::Status(500));
+    let run = s.run(1, &[]).await;
+    assert!(
+        run.stderr
+            .contains("cannot write the dashboard issue: HTTP 500"),
+        "{run}"
+    );
+    assert_eq!(s.forge.pulls().len(), 2, "{run}");
+    assert!(s.forge.issues().is_empty());
+    s.run(0, &[]).await;
+    assert!(s.forge.dashboard().body.starts_with(MARKER));
+    assert_eq!(s.forge.pulls().len(), 2, "no duplicate");
+}
