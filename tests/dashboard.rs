@@ -477,7 +477,14 @@ async fn a_failed_dashboard_write_leaves_the_pull_requests_alone() {
     );
     assert_eq!(s.forge.pulls().len(), 2, "{run}");
     assert!(s.forge.issues().is_empty());
+    gh.clear_calls();
     s.run(0, &[]).await;
     assert!(s.forge.dashboard().body.starts_with(MARKER));
     assert_eq!(s.forge.pulls().len(), 2, "no duplicate");
+    let whoami = gh
+        .calls()
+        .iter()
+        .filter(|c| c.line() == "GET /user")
+        .count();
+    assert_eq!(whoami, 1, "the account is asked once a run");
 }

@@ -64,7 +64,8 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let mut problems: Vec<Problem> = Vec::new();
     let dashboard = super::run_dashboard::read(plan, &loaded, forge, &mut problems).await;
     let lifted = super::run_dashboard::lifted(dashboard.as_ref());
-    let decisions = rejections(plan, &loaded, (forge, out), &lifted, &mut problems).await;
+    let login = dashboard.as_ref().map(|d| d.login.as_str());
+    let decisions = rejections(plan, &loaded, (forge, out), (login, &lifted), &mut problems).await;
     let registries = registries(plan, &loaded)?;
     let approved = super::run_dashboard::approved(dashboard.as_ref());
     let known = (&decisions.rejections, approved);
@@ -292,10 +293,10 @@ async fn rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     (forge, out): (Option<&dyn Forge>, &Output),
-    lifted: &BTreeSet<String>,
+    known: (Option<&str>, &BTreeSet<String>),
     problems: &mut Vec<Problem>,
 ) -> Decisions {
-    let decisions = read_rejections(plan, loaded, forge, lifted, problems).await;
+    let decisions = read_rejections(plan, loaded, forge, known, problems).await;
     decisions.notes.iter().for_each(|note| out.warning(note));
     decisions
 }
@@ -303,11 +304,12 @@ async fn rejections(
 /// Versions reviewers rejected: imagebump's own closed pull requests (with a forge),
 /// reverted imagebump commits in the base's history, and the records that hold; those
 /// whose source the dashboard lifted (`dashboard_lifted`) excepted, their records deleted.
+/// `login`: the forge account when the run asked already (the dashboard).
 async fn read_rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
-    dashboard_lifted: &BTreeSet<String>,
+    (login, dashboard_lifted): (Option<&str>, &BTreeSet<String>),
     problems: &mut Vec<Problem>,
 ) -> Decisions {
     let mut decisions = Decisions {
@@ -328,7 +330,10 @@ async fn read_rejections(
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
-            decisions.login = whoami(plan, f, problems).await;
+            decisions.login = match login {
+                Some(login) => Some(login.to_string()),
+                None => whoami(plan, f, problems).await,
+            };
             // Fail closed: without knowing its account, none of the closed pull requests
             // is imagebump's, so a rejected version could come back.
             known = decisions.login.is_some();

@@ -21,6 +21,8 @@ use imagebump_model::Problem;
 pub(super) struct Dashboard {
     pub options: DashboardOptions,
     pub steering: Steering,
+    /// imagebump's forge account, asked once for the run.
+    pub login: String,
 }
 
 /// The dashboard before the run, when `pullRequests.dashboard` is on and the run talks to
@@ -58,7 +60,11 @@ pub(super) async fn read(
             )));
         }
     }
-    Some(Dashboard { options, steering })
+    Some(Dashboard {
+        options,
+        steering,
+        login,
+    })
 }
 
 /// The sources whose rejections the dashboard lifted.
@@ -361,6 +367,7 @@ mod tests {
         let d = Dashboard {
             options: DashboardOptions::default(),
             steering: Steering::default(),
+            login: "imagebump-bot".into(),
         };
         let pulls = [PullReport {
             group: "apps/api".into(),
