@@ -12,6 +12,7 @@ mod output;
 mod promotions;
 mod registry_check;
 mod run;
+mod run_dashboard;
 mod run_plan;
 mod scan;
 mod source;

@@ -29,6 +29,8 @@ const PUSH_ATTEMPTS: usize = 3;
 
 /// What the stages found and did, for the report.
 struct Analysed {
+    /// The major updates `approveMajors` held or let through (the dashboard's).
+    awaiting: Vec<crate::deliver::dashboard::Waiting>,
     found: Discovery,
     resolved: Resolved,
     plan: Plan,
@@ -58,10 +60,19 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let decisions = rejections(plan, &loaded, (forge, out), &mut problems).await;
+    let dashboard = super::run_dashboard::read(plan, &loaded, forge, &mut problems).await;
+    let lifted = super::run_dashboard::lifted(dashboard.as_ref());
+    let login = dashboard.as_ref().map(|d| d.login.as_str());
+    let mut decisions =
+        rejections(plan, &loaded, (forge, out), (login, &lifted), &mut problems).await;
+    decisions.overrides = super::run_dashboard::overrides(dashboard.as_ref());
     let registries = registries_of(plan, &loaded, out)?;
-    let rejected = (&decisions.rejections, &gate(plan, &loaded, &decisions));
-    let analysed = analyse(plan, &mut loaded, &registries, rejected, out, &mut problems).await;
+    let approved = super::run_dashboard::approved(dashboard.as_ref());
+    let known = (
+        (&decisions.rejections, approved),
+        &gate(plan, &loaded, &decisions),
+    );
+    let mut analysed = analyse(plan, &mut loaded, &registries, known, out, &mut problems).await;
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
@@ -72,6 +83,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         write(&loaded, &analysed.plan, &mut problems, journal);
     }
     let max_new = max_new(plan, &loaded, decisions.known);
+    let max_new = steer(dashboard.as_ref(), max_new, &mut analysed.resolved.warnings);
     let split = split_delivery(plan, &loaded, &analysed);
     let direct = split
         .as_ref()
@@ -86,14 +98,12 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
             direct.as_deref(),
             (&decisions, &analysed),
         ),
-        max_new,
-        journal,
+        (max_new, journal),
+        &mut problems,
     )
     .await;
-    let pulls = pulls.map(|(reports, p)| {
-        problems.extend(p);
-        reports
-    });
+    let board = (forge, dashboard.as_ref(), pulls.as_deref());
+    let preview = dashboard_write(plan, board, (&analysed, &decisions), &mut problems).await;
     let mut run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
@@ -120,6 +130,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     if out.format == Format::Text {
         preview_push(plan, &loaded, (&analysed.plan, direct_part), &mut problems);
     }
+    super::run_dashboard::print(preview.as_deref(), out);
     out.warnings(&analysed.resolved.warnings);
     out.errors(&problems);
     out.errors(&late);
@@ -285,22 +296,27 @@ async fn rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     (forge, out): (Option<&dyn Forge>, &Output),
+    known: (Option<&str>, &BTreeSet<String>),
     problems: &mut Vec<Problem>,
 ) -> Decisions {
-    let decisions = read_rejections(plan, loaded, forge, problems).await;
+    let decisions = read_rejections(plan, loaded, forge, known, problems).await;
     decisions.notes.iter().for_each(|note| out.warning(note));
     decisions
 }
 
 /// Versions reviewers rejected: imagebump's own closed pull requests (with a forge),
-/// reverted imagebump commits in the base's history, and the records that hold.
+/// reverted imagebump commits in the base's history, and the records that hold; those
+/// whose source the dashboard lifted (`dashboard_lifted`) excepted, their records deleted.
+/// `login`: the forge account when the run asked already (the dashboard).
 async fn read_rejections(
     plan: &RunPlan,
     loaded: &Loaded,
     forge: Option<&dyn Forge>,
+    (login, dashboard_lifted): (Option<&str>, &BTreeSet<String>),
     problems: &mut Vec<Problem>,
 ) -> Decisions {
     let mut decisions = Decisions {
+        in_force: Vec::new(),
         rejections: Rejections::default(),
         known: true,
         open: None,
@@ -318,7 +334,10 @@ async fn read_rejections(
     match forge {
         Some(f) => {
             let prefix = &loaded.config.pull_requests.branch_prefix;
-            decisions.login = whoami(plan, f, problems).await;
+            decisions.login = match login {
+                Some(login) => Some(login.to_string()),
+                None => whoami(plan, f, problems).await,
+            };
             // Fail closed: without knowing its account, none of the closed pull requests
             // is imagebump's, so a rejected version could come back.
             known = decisions.login.is_some();
@@ -352,6 +371,9 @@ async fn read_rejections(
         None => {}
     }
     let mut all = from_history(plan, loaded, git, &closed, &mut lifted);
+    // Lifted on the dashboard: neither held nor recorded again, and their records deleted.
+    all.retain(|r| !dashboard_lifted.contains(&r.source));
+    lifted.extend(dashboard_lifted.iter().cloned());
     let check = Check {
         forge,
         login: decisions.login.as_deref(),
@@ -362,6 +384,7 @@ async fn read_rejections(
     decisions.notes.extend(notes);
     decisions.known = known && held;
     decisions.rejections = crate::deliver::pulls::by_image(&all);
+    decisions.in_force = all;
     decisions
 }
 
@@ -450,6 +473,8 @@ struct Check<'a> {
 
 /// What the run knows of reviewers' decisions before it resolves anything.
 struct Decisions {
+    /// The rejections in force, each with what said no (for the dashboard).
+    in_force: Vec<crate::deliver::pulls::Rejected>,
     rejections: Rejections,
     /// False when they could not all be read (fail closed: nothing new is opened).
     known: bool,
@@ -639,9 +664,13 @@ fn gate(plan: &RunPlan, loaded: &Loaded, decisions: &Decisions) -> Gate {
     }
 }
 
-/// What the run knows before it analyses: the rejections, and the first sightings of
-/// source versions (`None`: a local directory).
-type Known<'a> = (&'a Rejections, Option<&'a Seen>);
+/// What the run knows before it analyses: the rejections, the first sightings of source
+/// versions (`None`: a local directory), and the majors the dashboard approved (`None`:
+/// majors are not held).
+type Known<'a> = (&'a Rejections, Option<&'a Seen>, Approved<'a>);
+
+/// The (image, major) pairs the dashboard approved, when `approveMajors` holds the others.
+type Approved<'a> = Option<&'a BTreeSet<(String, u64)>>;
 
 /// The first sightings the remote records (`refs/imagebump/seen/…`), read only when a rule
 /// promotes. `None` for a local directory (soak counts from committer dates). When they
@@ -707,16 +736,16 @@ async fn analyse(
     plan: &RunPlan,
     loaded: &mut Loaded,
     registries: &Registries,
-    (rejections, gate): (&Rejections, &Gate),
+    ((rejections, majors), gate): ((&Rejections, Approved<'_>), &Gate),
     out: &Output,
     problems: &mut Vec<Problem>,
 ) -> Analysed {
     let seen = seen_records(loaded, problems);
-    let known = (rejections, seen.as_ref());
+    let known = (rejections, seen.as_ref(), majors);
     let mut base_commit = loaded.ws.commit.clone().unwrap_or_default();
     let mut attempt: usize = 1;
     loop {
-        let (found, resolved, made, promotions) =
+        let (found, resolved, made, promotions, awaiting) =
             analyse_once(plan, loaded, registries, (known, gate), out).await;
         let pushed = match (plan.mode, &loaded.ws.git) {
             (Mode::Push, Some(git)) => {
@@ -747,6 +776,7 @@ async fn analyse(
         let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
         record_seen(plan, loaded, &promotions, problems);
         return Analysed {
+            awaiting,
             found,
             resolved,
             plan: made,
@@ -821,9 +851,15 @@ async fn analyse_once(
     plan: &RunPlan,
     loaded: &Loaded,
     registries: &Registries,
-    ((rejections, seen), gate): (Known<'_>, &Gate),
+    ((rejections, seen, majors), gate): (Known<'_>, &Gate),
     out: &Output,
-) -> (Discovery, Resolved, Plan, crate::promote::Promotions) {
+) -> (
+    Discovery,
+    Resolved,
+    Plan,
+    crate::promote::Promotions,
+    Vec<crate::deliver::dashboard::Waiting>,
+) {
     let group_by = plan
         .group_by
         .unwrap_or(loaded.config.pull_requests.group_by);
@@ -862,6 +898,7 @@ async fn analyse_once(
         .problems
         .extend(promotions.problems.iter().cloned());
     progress.finish();
+    let awaiting = super::run_dashboard::hold_majors(&found, &mut resolved.outcomes, majors);
     resolved.waiting = gate.hold(&found.refs, &mut resolved.outcomes);
     log_resolved(&resolved, registries);
     // Settings honoured differently (Argo CD annotations) are reported with the warnings.
@@ -888,7 +925,7 @@ async fn analyse_once(
         change_sets = made.change_sets.len(),
         "planned"
     );
-    (found, resolved, made, promotions)
+    (found, resolved, made, promotions, awaiting)
 }
 
 /// What resolve asked of the registries, at `info`.
@@ -1029,9 +1066,9 @@ async fn pull_requests(
     forge: Option<&dyn Forge>,
     registries: &Registries,
     (made, pushed, (decisions, analysed)): (&Plan, Option<&str>, (&Decisions, &Analysed)),
-    max_new: Option<usize>,
-    journal: &Journal,
-) -> Option<(Vec<PullReport>, Vec<Problem>)> {
+    (max_new, journal): (Option<usize>, &Journal),
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<PullReport>> {
     let ws = &loaded.ws;
     let (Some(git), Some(commit), Some(branch)) = (&ws.git, &ws.commit, &ws.branch) else {
         return None;
@@ -1070,7 +1107,9 @@ async fn pull_requests(
             plan.forge.kind,
         ),
     };
-    Some(crate::deliver::pulls::deliver(&ctx, made, facts).await)
+    let (reports, more) = crate::deliver::pulls::deliver(&ctx, made, facts).await;
+    problems.extend(more);
+    Some(reports)
 }
 
 /// `--push` with commits that only the forge's API may create: refused before anything.
@@ -1260,4 +1299,72 @@ fn in_diff_order(made: &Plan) -> Vec<&crate::plan::Update> {
     let mut updates: Vec<_> = made.updates.iter().collect();
     updates.sort_by_key(|u| (rank(u), u.line));
     updates
+}
+
+/// Writes the dashboard once the pull requests are done (a failure is a problem); what a
+/// dry run would write, for the output.
+async fn dashboard_write(
+    plan: &RunPlan,
+    (forge, dashboard, pulls): (
+        Option<&dyn Forge>,
+        Option<&super::run_dashboard::Dashboard>,
+        Option<&[PullReport]>,
+    ),
+    (analysed, decisions): (&Analysed, &Decisions),
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    let (Some(d), Some(f)) = (dashboard, forge) else {
+        return None;
+    };
+    let results = dashboard_results(analysed, decisions, pulls, problems);
+    let board = super::run_dashboard::board_of(d, results);
+    super::run_dashboard::write(plan, f, d, &board)
+        .await
+        .unwrap_or_else(|p| {
+            problems.push(p);
+            None
+        })
+}
+
+/// What the dashboard did not take, as warnings of the report; with its "Stop all
+/// updates" on, no new pull request is opened (open ones are kept), and a warning says why.
+fn steer(
+    dashboard: Option<&super::run_dashboard::Dashboard>,
+    max_new: Option<usize>,
+    warnings: &mut Vec<Problem>,
+) -> Option<usize> {
+    let notes = dashboard
+        .map(|d| d.steering.notes.iter())
+        .into_iter()
+        .flatten();
+    warnings.extend(notes.map(|n| Problem::general(n.clone())));
+    if !dashboard.is_some_and(|d| d.steering.overrides().stop_all) {
+        return max_new;
+    }
+    warnings.push(Problem::general(
+        "\"Stop all updates\" is ticked on the dashboard: no new pull request is opened; open \
+         ones are kept",
+    ));
+    Some(0)
+}
+
+/// What the dashboard shows of this run.
+fn dashboard_results<'a>(
+    analysed: &'a Analysed,
+    decisions: &'a Decisions,
+    pulls: Option<&'a [PullReport]>,
+    problems: &'a [Problem],
+) -> super::run_dashboard::Results<'a> {
+    let rows =
+        crate::promote::status::rows(&analysed.found, &analysed.promotions, &decisions.rejections);
+    super::run_dashboard::Results {
+        pulls,
+        rejected: &decisions.in_force,
+        not_updated: report::not_updated_of(&analysed.found, &analysed.resolved, &analysed.plan)
+            .iter()
+            .collect(),
+        soaking: super::run_dashboard::soaking(rows),
+        awaiting: analysed.awaiting.clone(),
+        problems,
+    }
 }

@@ -1,5 +1,6 @@
 //! The deliver stage: show the plan (dry run) or apply it to the working tree.
 
+pub mod dashboard;
 pub mod diff;
 pub mod marker;
 pub mod pulls;

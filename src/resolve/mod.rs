@@ -3,8 +3,8 @@
 //! current tag are evaluated once.
 
 pub mod metadata;
-pub mod schedule;
 pub mod release;
+pub mod schedule;
 pub mod signed;
 pub mod unheard;
 

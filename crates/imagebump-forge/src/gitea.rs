@@ -71,6 +71,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+mod issues;
+
 use super::{logins, BranchJson, Error, Forge, LoginJson, MergeMethod, NewPull, Pull, PullState};
 
 /// Items per page: Gitea's default `MAX_RESPONSE_ITEMS`.
@@ -448,6 +450,26 @@ impl Forge for Gitea {
     /// `POST …/merge` with `merge_when_checks_succeed` (Gitea 1.17, Forgejo): scheduled
     /// (201), or merged at once (200) when the checks already passed. A pull request already
     /// scheduled answers 409, which is what was asked for.
+    async fn open_issues_by(&self, author: &str) -> Result<Vec<crate::Issue>, Error> {
+        self.issues_by(author).await
+    }
+
+    async fn create_issue(&self, title: &str, body: &str) -> Result<crate::Issue, Error> {
+        self.open_issue(title, body).await
+    }
+
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), Error> {
+        self.edit_issue(number, title, body).await
+    }
+
+    async fn issue_editor(&self, _number: u64) -> Result<crate::Editor, Error> {
+        Ok(self.editor_of())
+    }
+
+    async fn can_write(&self, login: &str) -> Result<bool, Error> {
+        self.writer(login).await
+    }
+
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
         if pull.automerge == Some(true) {
             return Ok(());

@@ -22,6 +22,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+mod issues;
+
 use super::{
     logins, ApiCommit, BranchJson, Error, Forge, GitHubAuth, GitHubSettings, LoginJson,
     MergeMethod, NewPull, Pull, PullState,
@@ -478,6 +480,26 @@ impl Forge for GitHub {
         let payload = json!({ "assignees": assignees });
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
+    }
+
+    async fn open_issues_by(&self, author: &str) -> Result<Vec<crate::Issue>, Error> {
+        self.issues_by(author).await
+    }
+
+    async fn create_issue(&self, title: &str, body: &str) -> Result<crate::Issue, Error> {
+        self.open_issue(title, body).await
+    }
+
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), Error> {
+        self.edit_issue(number, title, body).await
+    }
+
+    async fn issue_editor(&self, number: u64) -> Result<crate::Editor, Error> {
+        self.editor_of(number).await
+    }
+
+    async fn can_write(&self, login: &str) -> Result<bool, Error> {
+        self.writer(login).await
     }
 
     /// The branch is put on the parent (created, or moved back with `force` after checking

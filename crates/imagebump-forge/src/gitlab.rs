@@ -97,6 +97,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+mod issues;
+
 use super::{Error, Forge, MergeMethod, NewPull, Pull, PullState};
 
 /// Items per page: GitLab's maximum.
@@ -626,6 +628,26 @@ impl Forge for GitLab {
     /// `merge_when_pipeline_succeeds` it replaces, so that both old and new GitLab set it.
     /// GitLab merges at once when the pipeline already succeeded. Rebase is a project
     /// setting (its merge method), so only squash is asked for here.
+    async fn open_issues_by(&self, author: &str) -> Result<Vec<crate::Issue>, Error> {
+        self.issues_by(author).await
+    }
+
+    async fn create_issue(&self, title: &str, body: &str) -> Result<crate::Issue, Error> {
+        self.open_issue(title, body).await
+    }
+
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), Error> {
+        self.edit_issue(number, title, body).await
+    }
+
+    async fn issue_editor(&self, number: u64) -> Result<crate::Editor, Error> {
+        self.editor_of(number).await
+    }
+
+    async fn can_write(&self, login: &str) -> Result<bool, Error> {
+        self.writer(login).await
+    }
+
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
         if pull.automerge == Some(true) {
             return Ok(());

@@ -87,6 +87,26 @@ pub trait Forge: Send + Sync {
     /// out.
     async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<Release>, Error>;
 
+    // -- Issues: the dashboard (docs/pull-requests.md, "Dashboard"). Kept together. --
+
+    /// Open issues (never pull requests) that `author` opened, lowest number first, at most
+    /// [`ISSUE_LIMIT`] (GitHub `GET …/issues?creator=`, GitLab `GET …/issues?author_username=`,
+    /// Gitea `GET …/issues?type=issues&created_by=`).
+    async fn open_issues_by(&self, author: &str) -> Result<Vec<Issue>, Error>;
+
+    /// Opens an issue.
+    async fn create_issue(&self, title: &str, body: &str) -> Result<Issue, Error>;
+
+    /// Replaces an issue's title and description.
+    async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), Error>;
+
+    /// Who last changed the issue's description (ticking a checkbox changes it).
+    async fn issue_editor(&self, number: u64) -> Result<Editor, Error>;
+
+    /// Whether `login` may write to the repository (GitHub `write`, `maintain` or `admin`;
+    /// GitLab Developer or more; Gitea `write`, `admin` or `owner`).
+    async fn can_write(&self, login: &str) -> Result<bool, Error>;
+
     /// Has the forge create a commit of `c.files` on `c.parent` as the tip of `c.branch`
     /// through its API, so that the forge signs it (GitHub's verified commits); the new
     /// commit's sha. Only GitHub can.
@@ -159,6 +179,35 @@ pub(crate) fn repo_segments(repo: &str, at_most: usize) -> Result<Vec<&str>, Err
 
 /// The most releases one call reads (one page).
 pub const RELEASES_PAGE: usize = 50;
+
+/// An issue as the dashboard needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    /// The description; empty when the forge has none.
+    pub body: String,
+    /// The login of the account that opened it.
+    pub author: String,
+    /// The page a human opens.
+    pub url: String,
+}
+
+/// Who last changed an issue's description, as the forge tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Editor {
+    /// Nobody changed it since it was opened.
+    Unedited,
+    /// This login changed it last.
+    User(String),
+    /// The forge does not say who, but lets only the issue's author and the repository's
+    /// writers change it (Gitea/Forgejo).
+    AuthorOrWriter,
+}
+
+/// Open issues one listing of [`Forge::open_issues_by`] returns at most: a dashboard is one
+/// issue, and an account that opened more is not read further.
+pub const ISSUE_LIMIT: usize = 500;
 
 /// A commit for [`Forge::commit_by_api`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -243,6 +243,80 @@ pub struct PullRequestsConfig {
     /// `squash` or `rebase` (GitLab: `rebase` follows the project's merge method).
     #[serde(default)]
     pub merge_method: MergeMethod,
+    /// The dashboard issue: `true`, or a block of options (docs/pull-requests.md,
+    /// "Dashboard"). Off unless set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<Dashboard>,
+}
+
+/// `pullRequests.dashboard`: `true` (or `false`), or its options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Dashboard {
+    On(bool),
+    Options(DashboardOptions),
+}
+
+// By hand rather than untagged: a mistake in the block is named (`unknown field`), not
+// "did not match any variant".
+impl<'de> Deserialize<'de> for Dashboard {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Dashboard;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, or a block with title and approveMajors")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<Dashboard, E> {
+                Ok(Dashboard::On(on))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<Dashboard, M::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(map);
+                DashboardOptions::deserialize(de).map(Dashboard::Options)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// The dashboard's options.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DashboardOptions {
+    /// The issue's title (the issue is found by its author and a hidden marker, never by
+    /// its title).
+    #[serde(default = "default_dashboard_title")]
+    pub title: String,
+    /// Hold every update to a new major version until its box on the dashboard is ticked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approve_majors: bool,
+}
+
+fn default_dashboard_title() -> String {
+    "imagebump dashboard".to_string()
+}
+
+impl Default for DashboardOptions {
+    fn default() -> Self {
+        DashboardOptions {
+            title: default_dashboard_title(),
+            approve_majors: false,
+        }
+    }
+}
+
+impl PullRequestsConfig {
+    /// The dashboard's options when it is on.
+    pub fn dashboard(&self) -> Option<DashboardOptions> {
+        match &self.dashboard {
+            Some(Dashboard::On(true)) => Some(DashboardOptions::default()),
+            Some(Dashboard::Options(options)) => Some(options.clone()),
+            Some(Dashboard::On(false)) | None => None,
+        }
+    }
 }
 
 /// How an auto-merged pull request is merged.
@@ -278,6 +352,7 @@ impl Default for PullRequestsConfig {
             author: Author::default(),
             push_commits: PushCommits::default(),
             merge_method: MergeMethod::default(),
+            dashboard: None,
         }
     }
 }
@@ -576,6 +651,27 @@ pub const RATE_LIMIT_RANGE: std::ops::RangeInclusive<f64> = 0.1..=100_000.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dashboard_on_off_or_options() {
+        let read = |json: &str| serde_json::from_str::<PullRequestsConfig>(json);
+        let on = |json: &str| read(json).unwrap().dashboard();
+        assert_eq!(on("{}"), None);
+        assert_eq!(on(r#"{"dashboard": false}"#), None);
+        assert_eq!(
+            on(r#"{"dashboard": true}"#),
+            Some(DashboardOptions::default())
+        );
+        let options = on(r#"{"dashboard": {"title": "Deps", "approveMajors": true}}"#).unwrap();
+        assert_eq!(
+            (options.title.as_str(), options.approve_majors),
+            ("Deps", true)
+        );
+        let e = read(r#"{"dashboard": {"titel": "x"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `titel`"), "{e}");
+    }
 
     #[test]
     fn helm_key_paths() {

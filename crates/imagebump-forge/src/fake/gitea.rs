@@ -43,6 +43,8 @@ use super::common::{
     Faults, Received, Serve,
 };
 
+mod issues;
+
 /// Where the API lives on the server.
 const API_PREFIX: &str = "/api/v1";
 /// Gitea's `DEFAULT_PAGING_NUM`.
@@ -160,6 +162,8 @@ struct State {
     draft_field: bool,
     link_header: bool,
     max_limit: usize,
+    /// Issues (numbered with the pull requests) and permissions.
+    issues: super::issues::Issues,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -196,6 +200,7 @@ impl FakeGitea {
             draft_field: true,
             link_header: true,
             max_limit: DEFAULT_MAX_LIMIT,
+            issues: Default::default(),
         }));
         answer_all(&server, &state).await;
         FakeGitea { server, state }
@@ -540,6 +545,12 @@ impl State {
         };
         if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
             return self.not_found();
+        }
+        let empty = json!({});
+        if let Some(answer) =
+            self.issue_route(method, rest, (&route, query), body.unwrap_or(&empty))
+        {
+            return answer;
         }
         let get = |key: &str| query_get(query, key);
         let number = |s: &str| s.parse::<u64>().ok().filter(|n| self.find(*n).is_some());

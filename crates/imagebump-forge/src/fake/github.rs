@@ -42,6 +42,8 @@ use super::common::{
 };
 use super::git_data;
 
+mod issues;
+
 const LIST_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_requests_list.json");
 const SINGLE_FIXTURE: &str = include_str!("../../../../fixtures/github/pull_request_closed.json");
 /// The public half of the test-only GitHub App key.
@@ -151,6 +153,8 @@ struct State {
     verified: Vec<String>,
     /// The login of the account the request being answered acts as.
     acting: String,
+    /// Issues (numbered with the pull requests) and permissions.
+    issues: super::issues::Issues,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -195,6 +199,7 @@ impl FakeGitHub {
             git_dir: None,
             verified: Vec::new(),
             acting: BOT_LOGIN.to_string(),
+            issues: Default::default(),
         }));
         answer_all(&server, &state).await;
         FakeGitHub {
@@ -591,6 +596,9 @@ impl State {
         body: &Value,
     ) -> (u16, ResponseTemplate) {
         let number = |s: &str| s.parse::<u64>().ok();
+        if let Some(answer) = self.issue_route(method, rest, (route, query), body) {
+            return answer;
+        }
         match (method, rest) {
             ("GET", ["pulls"]) => self.list(route, query),
             ("POST", ["pulls"]) => self.create(body),
@@ -653,6 +661,9 @@ impl State {
         };
         if query.contains("createCommitOnBranch") {
             return self.create_commit_on_branch(&vars);
+        }
+        if query.contains("issue(number") {
+            return self.graphql_issue_editor(&vars);
         }
         if query.contains("viewer") {
             // An installation token's viewer is the App's bot, named as REST names it.

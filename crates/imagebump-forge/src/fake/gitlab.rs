@@ -39,6 +39,8 @@ use super::common::{
     timestamp_millis, writes, Clock, Faults, Received, Serve,
 };
 
+mod issues;
+
 /// Where the API lives on the server.
 const API_PREFIX: &str = "/api/v4";
 /// The address merge requests' `web_url` start with.
@@ -128,6 +130,8 @@ struct State {
     legacy_draft_field: bool,
     /// Paginate with `Link` only, without the `x-*` headers.
     link_only: bool,
+    /// Issues and access levels.
+    issues: super::issues::Issues,
 }
 
 /// The fake server. Dropping it stops the server.
@@ -173,6 +177,7 @@ impl FakeGitLab {
             faults: Faults::new(),
             legacy_draft_field: false,
             link_only: false,
+            issues: Default::default(),
         }));
         answer_all(&server, &state).await;
         FakeGitLab { server, state }
@@ -502,6 +507,9 @@ impl State {
             (_, ["projects", id, rest @ ..]) => {
                 if !is_project(id) {
                     return message(404, "404 Project Not Found");
+                }
+                if let Some(answer) = self.issue_route(method, rest, query, body) {
+                    return answer;
                 }
                 match (method, rest) {
                     ("GET", []) => ok(200, self.project_json()),

@@ -21,6 +21,7 @@ pub mod git_data;
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
+pub mod issues;
 
 /// A pull request from `branch` into `main`, not a draft: what the forge tests open.
 pub fn new_pull(branch: &str, title: &str, body: &str) -> crate::NewPull {

@@ -1,0 +1,237 @@
+//! GitLab's issues, for the dashboard: listed by author, opened and edited; who last
+//! changed a description is the author of the newest system note saying so ("changed the
+//! description", or a checklist item marked), and whether a user may write is their access
+//! level among the project's members, inherited ones included (Developer, 30, or more).
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{parse, GitLab, Method, UserRef, PER_PAGE};
+use crate::{Editor, Error, Issue, ISSUE_LIMIT};
+
+/// Pages of notes read, newest first, looking for the last change of a description.
+const MAX_NOTE_PAGES: usize = 5;
+/// GitLab's Developer role: may push and edit issues.
+const DEVELOPER: u64 = 30;
+
+#[derive(Deserialize)]
+struct IssueJson {
+    iid: u64,
+    #[serde(default)]
+    title: String,
+    description: Option<String>,
+    #[serde(default)]
+    web_url: String,
+    #[serde(default)]
+    author: Option<UserRef>,
+}
+
+impl IssueJson {
+    fn into_issue(self) -> Issue {
+        Issue {
+            number: self.iid,
+            title: self.title,
+            body: self.description.unwrap_or_default(),
+            author: self.author.map(|a| a.username).unwrap_or_default(),
+            url: self.web_url,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct NoteJson {
+    #[serde(default)]
+    body: String,
+    #[serde(default)]
+    system: bool,
+    #[serde(default)]
+    author: Option<UserRef>,
+}
+
+impl NoteJson {
+    /// A system note GitLab writes when the description changes: by a whole edit ("changed
+    /// the description") or by ticking a checkbox ("marked the checklist item … as
+    /// completed", "marked the task …" in older versions).
+    fn changes_description(&self) -> bool {
+        self.system
+            && [
+                "changed the description",
+                "marked the checklist item",
+                "marked the task",
+            ]
+            .iter()
+            .any(|p| self.body.starts_with(p))
+    }
+}
+
+#[derive(Deserialize)]
+struct MemberJson {
+    #[serde(default)]
+    access_level: u64,
+}
+
+impl GitLab {
+    fn issue_what(&self, iid: u64) -> String {
+        format!("issue #{iid} in GitLab project {}", self.project)
+    }
+
+    pub(super) async fn issues_by(&self, author: &str) -> Result<Vec<Issue>, Error> {
+        let mut url = self.project_url("/issues")?;
+        url.query_pairs_mut()
+            .append_pair("state", "opened")
+            .append_pair("author_username", author)
+            .append_pair("order_by", "created_at")
+            .append_pair("sort", "asc")
+            .append_pair("per_page", &PER_PAGE.to_string());
+        let what = self.project_what();
+        let mut next = Some(url);
+        let mut found = Vec::new();
+        let mut budget = crate::ListBudget::default();
+        while let Some(url) = next.take() {
+            if found.len() >= ISSUE_LIMIT {
+                break;
+            }
+            let reply = self.api.send(Method::Get, &url, None, &what).await?;
+            budget.take(reply.body.len(), &what)?;
+            let page: Vec<IssueJson> = parse(&reply.body, Method::Get, &url)?;
+            let empty = page.is_empty();
+            found.extend(page.into_iter().map(IssueJson::into_issue));
+            next = reply.next.filter(|_| !empty);
+        }
+        found.truncate(ISSUE_LIMIT);
+        Ok(found)
+    }
+
+    pub(super) async fn open_issue(&self, title: &str, body: &str) -> Result<Issue, Error> {
+        let url = self.project_url("/issues")?;
+        let payload = json!({ "title": title, "description": body });
+        let what = self.project_what();
+        let reply = self
+            .api
+            .send(Method::Post, &url, Some(&payload), &what)
+            .await?;
+        Ok(parse::<IssueJson>(&reply.body, Method::Post, &url)?.into_issue())
+    }
+
+    pub(super) async fn edit_issue(&self, iid: u64, title: &str, body: &str) -> Result<(), Error> {
+        let url = self.project_url(&format!("/issues/{iid}"))?;
+        let payload = json!({ "title": title, "description": body });
+        let what = self.issue_what(iid);
+        self.api
+            .send(Method::Put, &url, Some(&payload), &what)
+            .await
+            .map(drop)
+    }
+
+    /// The author of the newest system note that changed the description.
+    pub(super) async fn editor_of(&self, iid: u64) -> Result<Editor, Error> {
+        let mut url = self.project_url(&format!("/issues/{iid}/notes"))?;
+        url.query_pairs_mut()
+            .append_pair("sort", "desc")
+            .append_pair("order_by", "created_at")
+            .append_pair("per_page", &PER_PAGE.to_string());
+        let what = self.issue_what(iid);
+        let mut next = Some(url);
+        let mut budget = crate::ListBudget::default();
+        let mut pages = 0usize;
+        while let Some(url) = next.take() {
+            if pages == MAX_NOTE_PAGES {
+                // Older than every note read: the edit cannot be told; nobody is trusted.
+                return Ok(Editor::User(String::new()));
+            }
+            pages = pages.saturating_add(1);
+            let reply = self.api.send(Method::Get, &url, None, &what).await?;
+            budget.take(reply.body.len(), &what)?;
+            let notes: Vec<NoteJson> = parse(&reply.body, Method::Get, &url)?;
+            let empty = notes.is_empty();
+            if let Some(note) = notes.into_iter().find(NoteJson::changes_description) {
+                let who = note.author.map(|a| a.username).unwrap_or_default();
+                return Ok(Editor::User(who));
+            }
+            next = reply.next.filter(|_| !empty);
+        }
+        Ok(Editor::Unedited)
+    }
+
+    /// `GET /users?username=` for the id, then `GET …/members/all/:id` (404: no member).
+    pub(super) async fn writer(&self, login: &str) -> Result<bool, Error> {
+        let Some(id) = self.lookup_user(login).await? else {
+            return Ok(false);
+        };
+        let url = self.project_url(&format!("/members/all/{id}"))?;
+        let what = format!("@{login}'s access to GitLab project {}", self.project);
+        match self.api.send(Method::Get, &url, None, &what).await {
+            Ok(reply) => {
+                let member: MemberJson = parse(&reply.body, Method::Get, &url)?;
+                Ok(member.access_level >= DEVELOPER)
+            }
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use crate::fake::gitlab::FakeGitLab;
+    use crate::gitlab::{GitLab, GitLabAuth, GitLabSettings};
+    use crate::{Editor, Forge};
+
+    #[tokio::test]
+    async fn issues_by_author_editor_and_access_level() {
+        let fake = FakeGitLab::start().await;
+        let gl = GitLab::new(GitLabSettings {
+            api_url: fake.api_url(),
+            project: FakeGitLab::PROJECT_PATH.into(),
+            auth: GitLabAuth::PrivateToken(SecretString::from(FakeGitLab::TOKEN.to_string())),
+        })
+        .unwrap();
+        fake.add_issue_by("alice", "imagebump dashboard", "x");
+        let made = gl
+            .create_issue("imagebump dashboard", "body")
+            .await
+            .unwrap();
+        let mine = gl.open_issues_by(FakeGitLab::BOT).await.unwrap();
+        assert_eq!(
+            mine.iter().map(|i| i.number).collect::<Vec<_>>(),
+            [made.number]
+        );
+        assert_eq!(
+            gl.issue_editor(made.number).await.unwrap(),
+            Editor::Unedited
+        );
+        fake.edit_issue_as(made.number, "bob", "ticked");
+        assert_eq!(
+            gl.issue_editor(made.number).await.unwrap(),
+            Editor::User("bob".into())
+        );
+        fake.set_access_level("bob", 20);
+        assert!(!gl.can_write("bob").await.unwrap(), "a reporter");
+        fake.set_access_level("bob", 30);
+        assert!(gl.can_write("bob").await.unwrap(), "a developer");
+        assert!(!gl.can_write("nobody").await.unwrap());
+        let lines: Vec<String> = fake.calls().iter().map(|c| c.line()).collect();
+        let project = "/api/v4/projects/acme%2Fplatform%2Fgitops";
+        let notes = format!("GET {project}/issues/{}/notes", made.number);
+        assert_eq!(
+            lines,
+            [
+                format!("POST {project}/issues"),
+                format!("GET {project}/issues"),
+                notes.clone(),
+                notes,
+                "GET /api/v4/users".into(),
+                format!("GET {project}/members/all/3"),
+                "GET /api/v4/users".into(),
+                format!("GET {project}/members/all/3"),
+                "GET /api/v4/users".into(),
+            ]
+        );
+        assert_eq!(
+            fake.calls()[1].query_value("author_username"),
+            Some(FakeGitLab::BOT)
+        );
+    }
+}

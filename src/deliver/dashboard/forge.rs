@@ -1,0 +1,158 @@
+//! Finding, trusting and writing the dashboard issue through the forge, and keeping its
+//! decisions as refs.
+
+use std::path::Path;
+
+use imagebump_forge::{Editor, Forge, Issue};
+use imagebump_model::Problem;
+
+use super::state::{Decided, State};
+use super::{ticks, Steering, MARKER, NAMESPACE};
+use crate::source::git::Git;
+
+/// Where the decisions are read from and kept.
+pub struct Place<'a> {
+    pub git: &'a Git,
+    pub root: &'a Path,
+}
+
+/// The dashboard before the run: the decisions the refs keep, changed by the boxes of
+/// imagebump's own dashboard issue when its last editor may write (`login`: imagebump's
+/// forge account). What cannot be read is a problem; the kept decisions then hold.
+pub async fn read(
+    forge: &dyn Forge,
+    login: &str,
+    place: &Place<'_>,
+    problems: &mut Vec<Problem>,
+) -> Steering {
+    let kept = match place.git.remote_refs(place.root, NAMESPACE) {
+        Ok(names) => names,
+        Err(e) => {
+            problems.push(Problem::general(format!(
+                "cannot read the dashboard's decisions ({NAMESPACE}*): {e}"
+            )));
+            Vec::new()
+        }
+    };
+    let state = State::from_refs(&kept);
+    let mut steering = Steering {
+        decided: Decided {
+            state: state.clone(),
+            run_now: false,
+        },
+        ..Steering::default()
+    };
+    steering.issue = match forge.open_issues_by(login).await {
+        Ok(issues) => ours(issues, login),
+        Err(e) => {
+            problems.push(forge_problem(forge, "cannot list the dashboard issue", &e));
+            return steering;
+        }
+    };
+    if let Some(issue) = &steering.issue {
+        let boxes = ticks(&issue.body);
+        let wanted = state.ticked(&boxes);
+        if wanted != steering.decided {
+            match trusted(forge, issue, login).await {
+                Ok(None) => steering.decided = wanted,
+                Ok(Some(note)) => steering.notes.push(note),
+                Err(e) => problems.push(forge_problem(
+                    forge,
+                    "cannot tell who edited the dashboard",
+                    &e,
+                )),
+            }
+        }
+    }
+    let (before, after) = (state.refs(), steering.decided.state.refs());
+    steering.create = after.difference(&before).cloned().collect();
+    steering.delete = before.difference(&after).cloned().collect();
+    steering
+}
+
+/// The dashboard among the open issues `login` opened: the lowest numbered one whose
+/// description starts with the marker. Anyone else's issue never is, whatever it says.
+fn ours(issues: Vec<Issue>, login: &str) -> Option<Issue> {
+    issues
+        .into_iter()
+        .filter(|i| i.author.eq_ignore_ascii_case(login) && i.body.starts_with(MARKER))
+        .min_by_key(|i| i.number)
+}
+
+/// `None` when the description's last change may steer imagebump (imagebump's own, a
+/// writer's, or, on a forge that lets only writers change it, anyone's); else why not.
+async fn trusted(
+    forge: &dyn Forge,
+    issue: &Issue,
+    login: &str,
+) -> Result<Option<String>, imagebump_forge::Error> {
+    let who =
+        match forge.issue_editor(issue.number).await? {
+            Editor::Unedited | Editor::AuthorOrWriter => return Ok(None),
+            Editor::User(who) if who.eq_ignore_ascii_case(login) => return Ok(None),
+            Editor::User(who) if who.is_empty() => return Ok(Some(
+                "the dashboard's boxes were ignored: the forge names no account that changed them"
+                    .into(),
+            )),
+            Editor::User(who) => who,
+        };
+    Ok((!forge.can_write(&who).await?).then(|| {
+        format!(
+            "the dashboard's boxes were ignored: they were last changed by {who}, who cannot \
+             write to the repository"
+        )
+    }))
+}
+
+fn forge_problem(forge: &dyn Forge, what: &str, e: &imagebump_forge::Error) -> Problem {
+    Problem {
+        location: forge.name().into(),
+        message: format!("{what}: {e}"),
+        hint: e.hint(),
+    }
+}
+
+/// Keeps the decisions taken this run as refs on the remote, pointing at `commit`.
+pub fn keep(
+    place: &Place<'_>,
+    steering: &Steering,
+    commit: &str,
+) -> Result<(), crate::source::git::Error> {
+    place
+        .git
+        .create_refs(place.root, &steering.create, commit)?;
+    place.git.delete_refs(place.root, &steering.delete)
+}
+
+/// What writing the dashboard did (or, in a dry run, would do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    Created(u64),
+    Updated(u64),
+    Unchanged(u64),
+    /// A dry run: what it would write.
+    WouldCreate,
+    WouldUpdate(u64),
+}
+
+/// Opens the dashboard, or rewrites it when its title or body differ from `title` and
+/// `body`; nothing is written when they are the same, nor in a dry run.
+pub async fn publish(
+    forge: &dyn Forge,
+    issue: Option<&Issue>,
+    (title, body): (&str, &str),
+    dry_run: bool,
+) -> Result<Published, imagebump_forge::Error> {
+    Ok(match (issue, dry_run) {
+        (Some(i), _) if i.title == title && i.body.trim_end() == body.trim_end() => {
+            Published::Unchanged(i.number)
+        }
+        (Some(i), true) => Published::WouldUpdate(i.number),
+        (None, true) => Published::WouldCreate,
+        (Some(i), false) => {
+            forge.update_issue(i.number, title, body).await?;
+            Published::Updated(i.number)
+        }
+        (None, false) => Published::Created(forge.create_issue(title, body).await?.number),
+    })
+}
