@@ -74,6 +74,7 @@ fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
         ignore: None,
         delivery: None,
         automerge: None,
+        group: None,
         verify,
     })
 }

@@ -179,7 +179,6 @@ impl Known<'_> {
             claimed: self.claimed,
             base: ctx.base,
             draft: ctx.settings.draft,
-            labels: &ctx.settings.labels,
             assignees: &ctx.settings.assignees,
             max_new: ctx.max_new,
             dry_run: ctx.dry_run,

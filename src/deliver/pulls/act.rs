@@ -73,7 +73,8 @@ pub async fn act(
                 report,
                 pull,
                 automerge,
-            } => open(ctx, report, &pull, automerge, problems).await,
+                labels,
+            } => open(ctx, report, (&pull, &labels), automerge, problems).await,
             Action::Update {
                 report,
                 number,
@@ -146,7 +147,7 @@ async fn note_foreign(
 async fn open(
     ctx: &Context<'_>,
     mut report: PullReport,
-    new: &NewPull,
+    (new, labels): (&NewPull, &[String]),
     automerge_it: bool,
     problems: &mut Vec<Problem>,
 ) -> PullReport {
@@ -161,13 +162,15 @@ async fn open(
                     p.number, new.branch
                 ));
             }
-            decorate(f, &p, ctx.settings, problems).await;
+            decorate(f, &p, (ctx.settings, labels), problems).await;
             if automerge_it {
                 let body = super::decide::with_automerge_mark(&new.body);
                 automerge(ctx, f, &p, &new.title, &body, problems).await;
             }
         }
-        Err(e) if e.is_already_open() => return adopt(ctx, f, report, new, problems).await,
+        Err(e) if e.is_already_open() => {
+            return adopt(ctx, f, report, (new, labels), problems).await
+        }
         Err(e) => {
             let what = format!("cannot open a pull request for {}", new.branch);
             return failed(f, report, &what, &e, problems);
@@ -182,7 +185,7 @@ async fn adopt(
     ctx: &Context<'_>,
     f: &dyn Forge,
     mut report: PullReport,
-    new: &NewPull,
+    (new, labels): (&NewPull, &[String]),
     problems: &mut Vec<Problem>,
 ) -> PullReport {
     let what = format!("cannot adopt the pull request open for {}", new.branch);
@@ -220,7 +223,7 @@ async fn adopt(
     report.number = Some(p.number);
     report.url = Some(p.url.clone());
     report.action = Outcome::Update;
-    decorate(f, &p, ctx.settings, problems).await;
+    decorate(f, &p, (ctx.settings, labels), problems).await;
     report
 }
 
@@ -315,10 +318,16 @@ const AUTOMERGE_HINT: &str = "the repository must allow it: GitHub \"Allow auto-
     (or a pipeline on the merge request); Gitea/Forgejo a branch protection with required status \
     checks. The token needs to merge (write access); the next run tries again";
 
-/// Labels, reviewers and assignees of a new pull request, as configured.
-async fn decorate(f: &dyn Forge, p: &Pull, s: &PullRequestsConfig, problems: &mut Vec<Problem>) {
-    if !s.labels.is_empty() {
-        if let Err(e) = f.add_labels(p.number, &s.labels).await {
+/// Labels (`labels`, its change set's), reviewers and assignees of a new pull request, as
+/// configured.
+async fn decorate(
+    f: &dyn Forge,
+    p: &Pull,
+    (s, labels): (&PullRequestsConfig, &[String]),
+    problems: &mut Vec<Problem>,
+) {
+    if !labels.is_empty() {
+        if let Err(e) = f.add_labels(p.number, labels).await {
             let what = format!("cannot label pull request #{}", p.number);
             problems.push(forge_problem(f, &what, &e));
         }

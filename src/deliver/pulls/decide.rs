@@ -30,6 +30,9 @@ pub struct Proposal<'a> {
     /// The pull-request body, with the marker the next run reads back.
     pub body: String,
     pub automerge: Automerge,
+    /// The labels its pull request carries: `pullRequests.labels`, and for a change set of
+    /// major updates `pullRequests.majorLabels` too.
+    pub labels: Vec<String>,
 }
 
 /// One of imagebump's branches on the remote, as deciding needs it.
@@ -72,8 +75,6 @@ pub struct Input<'a> {
     /// The base branch the pull requests target.
     pub base: &'a str,
     pub draft: bool,
-    /// `pullRequests.labels`: every open pull request of imagebump's carries them.
-    pub labels: &'a [String],
     /// `pullRequests.assignees`: every open pull request of imagebump's has them.
     pub assignees: &'a [String],
     /// `--max-prs`: new pull requests at most.
@@ -100,12 +101,13 @@ pub enum Action {
     CannotBuild { report: PullReport, error: String },
     /// One push of every branch that changed, each with a lease on its previous tip.
     Push(Vec<RefUpdate>),
-    /// Open a pull request for a pushed branch, then label, request reviewers and assign,
-    /// and turn its auto-merge on when `automerge`.
+    /// Open a pull request for a pushed branch, then label it with `labels`, request
+    /// reviewers and assign, and turn its auto-merge on when `automerge`.
     Open {
         report: PullReport,
         pull: NewPull,
         automerge: bool,
+        labels: Vec<String>,
     },
     /// Bring an open pull request's title and body in line with its change set.
     Update {
@@ -146,7 +148,16 @@ pub fn proposals<'a>(
         .map(|set| {
             let updates = updates_of(plan, set);
             let automerge = automerge(&updates, rejections);
+            let mut labels = settings.labels.clone();
+            if crate::plan::is_major_group(&set.group) {
+                for l in &settings.major_labels {
+                    if !labels.iter().any(|have| have.eq_ignore_ascii_case(l)) {
+                        labels.push(l.clone());
+                    }
+                }
+            }
             Proposal {
+                labels,
                 set,
                 branch: branch_name(&settings.branch_prefix, &set.group),
                 title: title(set, &updates, settings.title.as_deref()),
@@ -221,7 +232,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             (Some(_), false) => Outcome::Update,
         };
         proposed.push(propose(input, p, outcome, pull));
-        proposed.extend(missing_labels(input, pull));
+        proposed.extend(missing_labels(input, p, pull));
         proposed.extend(missing_assignees(input, pull));
         proposed.extend(missing_automerge(input, p, pull));
     }
@@ -277,6 +288,7 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
                 draft: input.draft,
             },
             automerge: p.automerge == Automerge::On,
+            labels: p.labels.clone(),
         },
     }
 }
@@ -301,10 +313,10 @@ fn missing_automerge(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -
     })
 }
 
-/// The configured labels an existing open pull request lacks, as one call.
-fn missing_labels(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+/// The labels of `p` an existing open pull request lacks, as one call.
+fn missing_labels(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -> Option<Action> {
     let pull = pull.filter(|_| !input.dry_run)?;
-    let labels: Vec<String> = input
+    let labels: Vec<String> = p
         .labels
         .iter()
         .filter(|l| !pull.labels.iter().any(|have| have.eq_ignore_ascii_case(l)))
@@ -350,9 +362,9 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
             let marked = marker::parse(&p.body)?;
             let ours = match input.shard {
                 None => true,
-                Some((i, n)) => marked
-                    .first()
-                    .is_some_and(|u| crate::plan::shard_of(&u.group, n) == i),
+                Some((i, n)) => marked.first().is_some_and(|u| {
+                    crate::plan::shard_of(crate::plan::base_group(&u.group), n) == i
+                }),
             };
             if !ours || !marked.iter().all(|u| settled(input.plan, u)) {
                 return None;
@@ -516,7 +528,6 @@ mod tests {
                 claimed: &self.claimed,
                 base: "main",
                 draft: false,
-                labels: &[],
                 assignees: &[],
                 max_new: self.max_new,
                 dry_run: self.dry_run,
