@@ -579,6 +579,33 @@ async fn a_failure_mid_run_converges(kind: Kind) {
     assert!(pulls.iter().all(|p| p.state == "open"), "{pulls:?}");
 }
 
+/// A person merges imagebump's pull requests by hand (the forge's merge button: a merge
+/// commit on the base): the next run, with nothing left to do, pushes nothing and writes
+/// nothing to the forge.
+async fn a_run_after_a_merge_by_hand_does_nothing(kind: Kind) {
+    let s = setup(kind).await;
+    s.run(0).await;
+    let api = s.server.branch_sha(API).unwrap();
+    let web = s.forge.open_for(WEB)[0].clone();
+    s.server.merge_on("main", WEB);
+    s.forge.merge(web.number);
+    let pushes = s.pushes();
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "{run}");
+    assert_eq!(s.pushes(), pushes, "no push: {}", s.server.request_log());
+    assert_eq!(s.server.branch_sha(API).unwrap(), api, "api's branch stays");
+
+    let api = s.forge.open_for(API)[0].clone();
+    s.server.merge_on("main", API);
+    s.forge.merge(api.number);
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "{run}");
+    assert_eq!(s.pushes(), pushes, "no push: {}", s.server.request_log());
+    run.assert_stdout_contains("0 to update");
+}
+
 /// One `#[tokio::test]` per (scenario, forge).
 macro_rules! over_the_forges {
     ($($scenario:ident),* $(,)?) => {
@@ -607,4 +634,5 @@ over_the_forges!(
     a_human_commit_is_left_alone,
     a_failure_mid_run_converges,
     automerge_is_turned_on_once,
+    a_run_after_a_merge_by_hand_does_nothing,
 );

@@ -44,6 +44,9 @@ pub struct Branch {
     /// Its tip is one commit on the base commit, so its tree says what it proposes.
     pub parent_is_base: bool,
     pub tree: Option<String>,
+    /// Its tip is one imagebump commit on an older base commit: that commit's update
+    /// trailers, to tell whether it still proposes the same ([`Built::Commit`]'s `current`).
+    pub behind: Option<Vec<String>>,
 }
 
 /// The commit built for a change set on the base commit (in the clone, not pushed yet).
@@ -53,6 +56,10 @@ pub enum Built {
         sha: String,
         /// Read only when the remote branch may hold the same content.
         tree: Option<String>,
+        /// The remote branch, one commit on an older base, proposes exactly this: the same
+        /// updates, and the same content in every file of the change set. It is not
+        /// rebuilt on the moved base (a pull request that auto-merges always is).
+        current: bool,
     },
     /// Why it could not be built.
     Failed(String),
@@ -201,8 +208,8 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             settled.push(Action::Report(report(p, Outcome::Deferred, None)));
             continue;
         }
-        let (sha, tree) = match built {
-            Some(Built::Commit { sha, tree }) => (sha, tree),
+        let (sha, tree, current) = match built {
+            Some(Built::Commit { sha, tree, current }) => (sha, tree, *current),
             failed => {
                 let report = report(p, Outcome::Failed, pull);
                 let error = match failed {
@@ -215,7 +222,8 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             }
         };
         // The branch already proposes exactly this: nothing to push.
-        let same = remote.is_some_and(|r| r.parent_is_base && r.tree.is_some() && r.tree == *tree);
+        let same = current
+            || remote.is_some_and(|r| r.parent_is_base && r.tree.is_some() && r.tree == *tree);
         if !same {
             updates.push(RefUpdate {
                 branch: p.branch.clone(),
@@ -446,6 +454,7 @@ mod tests {
         Some(Built::Commit {
             sha: sha.into(),
             tree: Some(format!("tree-{sha}")),
+            current: false,
         })
     }
 
@@ -474,6 +483,7 @@ mod tests {
             foreign,
             parent_is_base: !foreign,
             tree: tree.map(str::to_string),
+            behind: None,
         }
     }
 
