@@ -180,6 +180,7 @@ impl Known<'_> {
             base: ctx.base,
             draft: ctx.settings.draft,
             assignees: &ctx.settings.assignees,
+            reviewers: &ctx.settings.reviewers,
             max_new: ctx.max_new,
             dry_run: ctx.dry_run,
             shard: ctx.shard,

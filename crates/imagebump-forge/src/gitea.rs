@@ -17,6 +17,7 @@
 //! | `comment(n, body)` | `POST /repos/{o}/{r}/issues/{n}/comments` `{body}` |
 //! | `add_labels(n, names)` | `GET /repos/{o}/{r}/labels?limit=50&page=N` to map names to ids (an exact match first, else one that differs only in case); a name the repository lacks is created with `POST /repos/{o}/{r}/labels` `{name, color: "#ededed"}` (GitHub creates unknown labels implicitly; this does the same); then `POST /repos/{o}/{r}/issues/{n}/labels` `{labels: [ids]}`, which adds to the labels the pull request has. Ids rather than names: only newer Gitea takes names |
 //! | `request_reviewers(n, reviewers)` | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` `{reviewers: [users], team_reviewers: [teams]}`; `alice`/`@alice` is a user, `org/team`/`@org/team` the team `team` of the repository's organisation; a key with no names is left out |
+//! | `has_reviews(n)` | `GET /repos/{o}/{r}/pulls/{n}/reviews?limit=50`: a review whose state is not `REQUEST_REVIEW` (a pending request is listed as one) |
 //! | `add_assignees(n, users)` | `GET /repos/{o}/{r}/issues/{n}`, then `PATCH /repos/{o}/{r}/issues/{n}` `{assignees: existing ∪ new}` (Gitea's edit replaces the list); no `PATCH` when all are assigned already |
 //!
 //! [`Pull`] comes from Gitea's pull-request object: `number`, `head.ref` (branch), `base.ref`,
@@ -401,6 +402,16 @@ impl Forge for Gitea {
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
+    }
+
+    /// `GET …/pulls/{n}/reviews`: a review that is not a pending request
+    /// (`REQUEST_REVIEW`). One page of 50 (more reviews than that on a bot's pull request
+    /// count as reviewed).
+    async fn has_reviews(&self, number: u64) -> Result<bool, Error> {
+        let path = self.repo_path(&format!("/pulls/{number}/reviews?limit=50"));
+        let what = self.pull_what(number);
+        let reviews: Vec<ReviewJson> = self.api.send_json(Method::GET, &path, None, &what).await?;
+        Ok(reviews.len() >= 50 || reviews.iter().any(|r| r.state != "REQUEST_REVIEW"))
     }
 
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error> {
@@ -817,6 +828,11 @@ struct PullJson {
     labels: Option<Vec<LabelJson>>,
     #[serde(default)]
     assignees: Option<Vec<LoginJson>>,
+    /// Pending review requests: users, and teams by name.
+    #[serde(default)]
+    requested_reviewers: Option<Vec<LoginJson>>,
+    #[serde(default)]
+    requested_reviewers_teams: Option<Vec<TeamJson>>,
     /// Gitea 1.22 and later.
     draft: Option<bool>,
     /// Who opened it.
@@ -830,6 +846,18 @@ struct PullJson {
 struct LabelJson {
     id: u64,
     name: String,
+}
+
+#[derive(Deserialize)]
+struct TeamJson {
+    name: String,
+}
+
+/// A review as Gitea lists it; a pending request is one too (`REQUEST_REVIEW`).
+#[derive(Deserialize)]
+struct ReviewJson {
+    #[serde(default)]
+    state: String,
 }
 
 #[derive(Deserialize)]
@@ -882,6 +910,15 @@ impl PullJson {
                 .map(|l| l.name)
                 .collect(),
             assignees: logins(self.assignees),
+            review_requests: logins(self.requested_reviewers)
+                .into_iter()
+                .chain(
+                    self.requested_reviewers_teams
+                        .into_iter()
+                        .flatten()
+                        .map(|t| t.name),
+                )
+                .collect(),
             draft,
             node_id: String::new(),
             // Gitea's pull request does not say whether a merge is scheduled.
@@ -981,6 +1018,7 @@ mod tests {
                 url: format!("{web}/octo/gitops/pulls/{}", human + 1),
                 labels: Vec::new(),
                 assignees: Vec::new(),
+                review_requests: Vec::new(),
                 draft: false,
                 node_id: String::new(),
                 automerge: None,

@@ -34,7 +34,10 @@ pub async fn act(
                 note_foreign(ctx.forge, number, &title, &body, problems).await;
                 continue;
             }
-            a @ (Action::Label { .. } | Action::Assign { .. } | Action::Automerge { .. }) => {
+            a @ (Action::Label { .. }
+            | Action::Assign { .. }
+            | Action::Review { .. }
+            | Action::Automerge { .. }) => {
                 if let Some(f) = ctx.forge {
                     complete(ctx, f, a, problems).await;
                 }
@@ -105,6 +108,18 @@ async fn complete(ctx: &Context<'_>, f: &dyn Forge, action: Action, problems: &m
             if let Err(e) = f.add_assignees(number, &assignees).await {
                 let what = format!("cannot assign #{number}");
                 problems.push(forge_problem(f, &what, &e));
+            }
+        }
+        Action::Review { number, reviewers } => {
+            let what = format!("cannot request reviewers on #{number}");
+            match f.has_reviews(number).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    if let Err(e) = f.request_reviewers(number, &reviewers).await {
+                        problems.push(forge_problem(f, &what, &e));
+                    }
+                }
+                Err(e) => problems.push(forge_problem(f, &what, &e)),
             }
         }
         Action::Automerge { pull, title, body } => {

@@ -84,6 +84,9 @@ pub struct Input<'a> {
     pub draft: bool,
     /// `pullRequests.assignees`: every open pull request of imagebump's has them.
     pub assignees: &'a [String],
+    /// `pullRequests.reviewers`: asked on an open pull request that nobody is asked to
+    /// review ([`Action::Review`]).
+    pub reviewers: &'a [String],
     /// `--max-prs`: new pull requests at most.
     pub max_new: Option<usize>,
     /// Decide what would happen; push nothing, call the forge for nothing.
@@ -130,6 +133,9 @@ pub enum Action {
     Label { number: u64, labels: Vec<String> },
     /// Assign the configured assignees an open pull request lacks.
     Assign { number: u64, assignees: Vec<String> },
+    /// Request the configured reviewers on an open pull request that nobody is asked to
+    /// review, unless the forge says it has a review already (asked while acting).
+    Review { number: u64, reviewers: Vec<String> },
     /// Turn on the auto-merge of an open pull request that imagebump has not turned on yet
     /// (a call that failed on an earlier run), then mark its body (`title`, `body`) so.
     Automerge {
@@ -242,6 +248,7 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
         proposed.push(propose(input, p, outcome, pull));
         proposed.extend(missing_labels(input, p, pull));
         proposed.extend(missing_assignees(input, pull));
+        proposed.extend(missing_reviewers(input, pull));
         proposed.extend(missing_automerge(input, p, pull));
     }
     let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
@@ -318,6 +325,18 @@ fn missing_automerge(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -
         pull: Box::new(pull.clone()),
         title: p.title.clone(),
         body: with_automerge_mark(&p.body),
+    })
+}
+
+/// The configured reviewers, for an existing open pull request that nobody is asked to
+/// review. A forge drops a request once its review is in, so an empty list also means
+/// "reviewed": acting asks the forge for reviews first, and requests none when there is
+/// one (a reviewer is never asked twice for the same pull request).
+fn missing_reviewers(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+    let pull = pull.filter(|p| !input.dry_run && p.review_requests.is_empty())?;
+    (!input.reviewers.is_empty()).then(|| Action::Review {
+        number: pull.number,
+        reviewers: input.reviewers.to_vec(),
     })
 }
 
@@ -470,6 +489,7 @@ mod tests {
             url: format!("https://forge/pulls/{number}"),
             labels: Vec::new(),
             assignees: Vec::new(),
+            review_requests: Vec::new(),
             draft: false,
             node_id: String::new(),
             automerge: None,
@@ -539,6 +559,7 @@ mod tests {
                 base: "main",
                 draft: false,
                 assignees: &[],
+                reviewers: &[],
                 max_new: self.max_new,
                 dry_run: self.dry_run,
                 shard: None,
@@ -567,6 +588,7 @@ mod tests {
                 Action::Close { report, .. } => r("close", report),
                 Action::Label { number, labels } => format!("label #{number} {labels:?}"),
                 Action::Assign { number, assignees } => format!("assign #{number} {assignees:?}"),
+                Action::Review { number, reviewers } => format!("review #{number} {reviewers:?}"),
                 Action::Automerge { pull, .. } => format!("automerge #{}", pull.number),
             })
             .collect()
