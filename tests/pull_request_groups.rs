@@ -149,7 +149,8 @@ async fn a_major_update_gets_its_own_pull_request_and_label() {
         ]
     );
 
-    // A newer major: a new pull request on the major branch; the minor one stays.
+    // A newer major: a new pull request on the major branch. The reference's update is
+    // that major now, so the minor pull request is closed as regrouped (rejecting nothing).
     s.reg.push_tags("team/web", &["2.0.1"]);
     let run = s.run(&[], 0).await;
     let pulls = s.pulls();
@@ -160,7 +161,12 @@ async fn a_major_update_gets_its_own_pull_request_and_label() {
             "{WEB_MAJOR} | Update registry.test/team/web to 2.0.1 (major) | open | [\"deps\", \"major\"]"
         )
     );
-    assert!(pulls[2].ends_with("| open | [\"deps\"]"), "{pulls:#?}");
+    assert_eq!(
+        pulls[2],
+        format!("{WEB} | Update registry.test/team/web to 1.1.0 | closed | [\"deps\"]")
+    );
+    let minor = s.forge.pulls().into_iter().find(|p| p.number == 3).unwrap();
+    assert!(minor.comments[0].starts_with("Another imagebump pull request proposes"));
 }
 
 /// `separateMajor: false`: a major update goes to its group's pull request, as any other.
@@ -242,4 +248,53 @@ async fn a_bad_group_name_is_refused_with_its_line() {
         config_path.display()
     ));
     assert_eq!(s.forge.calls().len(), 0, "nothing asked of the forge");
+}
+
+/// Majors going apart on a repository whose pull request proposes one with the rest: the
+/// major pull request is opened, and the old one is closed with a note, its marker emptied
+/// first, so that closing it rejects nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_regrouped_elsewhere_is_closed_without_rejecting() {
+    let s = setup("pullRequests:\n  separateMajor: false\n").await;
+    s.run(&[], 0).await;
+    let old = s.number_of(WEB);
+    let config = std::fs::read_to_string(s.config()).unwrap();
+    std::fs::write(
+        s.config(),
+        config.replace("pullRequests:\n  separateMajor: false\n", ""),
+    )
+    .unwrap();
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    let path = |p: &str| s.forge.repo_path(p);
+    assert_eq!(
+        s.writes(),
+        [
+            format!("POST {}", path("/pulls")),
+            format!("POST {}", path("/issues/3/labels")),
+            format!("PATCH {}", path(&format!("/pulls/{old}"))),
+            format!("POST {}", path(&format!("/issues/{old}/comments"))),
+            format!("PATCH {}", path(&format!("/pulls/{old}"))),
+        ],
+        "{run}"
+    );
+    let closed = s.forge.pull(old);
+    assert_eq!(closed.state, "closed");
+    let body = closed.body.unwrap_or_default();
+    assert!(
+        body.ends_with("rejects nothing.\n\n<!-- imagebump:updates64 W10= -->\n"),
+        "{body}"
+    );
+    assert!(closed.comments[0].starts_with("Another imagebump pull request proposes"));
+
+    // The closed pull request rejects nothing: the major one stays, nothing is written.
+    s.forge.clear_calls();
+    let run = s.run(&[], 0).await;
+    assert_eq!(s.writes(), Vec::<String>::new(), "{run}");
+    assert_eq!(
+        s.pulls()[2],
+        format!(
+            "{WEB_MAJOR} | Update registry.test/team/web to 2.0.0 (major) | open | [\"major\"]"
+        )
+    );
 }

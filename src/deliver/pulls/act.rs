@@ -85,6 +85,12 @@ pub async fn act(
                 body,
             } => update(ctx.forge, report, number, &title, &body, problems).await,
             Action::Close { report, number } => close(ctx.forge, report, number, problems).await,
+            Action::Supersede {
+                report,
+                number,
+                title,
+                body,
+            } => supersede(ctx.forge, report, (number, &title, &body), problems).await,
         };
         if failed.contains(&report.branch) {
             report.action = Outcome::Failed;
@@ -287,6 +293,31 @@ async fn close(
     let x = f.close_pull(number).await;
     for e in [c.err(), x.err()].into_iter().flatten() {
         let what = format!("cannot close pull request #{number}");
+        problems.push(forge_problem(f, &what, &e));
+        report.action = Outcome::Failed;
+    }
+    report
+}
+
+/// Close a pull request whose updates others propose now: first its body without a marker
+/// (if that fails it stays open, so that closing it never rejects its versions), then the
+/// note as a comment, then close.
+async fn supersede(
+    forge: Option<&dyn Forge>,
+    mut report: PullReport,
+    (number, title, body): (u64, &str, &str),
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let Some(f) = forge else { return report };
+    let what = format!("cannot close pull request #{number}");
+    if let Err(e) = f.update_pull(number, title, body).await {
+        problems.push(forge_problem(f, &what, &e));
+        report.action = Outcome::Failed;
+        return report;
+    }
+    let c = f.comment(number, super::decide::SUPERSEDED_NOTE).await;
+    let x = f.close_pull(number).await;
+    for e in [c.err(), x.err()].into_iter().flatten() {
         problems.push(forge_problem(f, &what, &e));
         report.action = Outcome::Failed;
     }

@@ -16,6 +16,10 @@ use imagebump_model::config::PullRequestsConfig;
 /// Appended to the pull request of a branch someone else committed to, and commented.
 pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";
 
+/// Commented on a pull request whose updates another change set's pull request proposes
+/// (grouping changed: majors apart, a named group), before closing it.
+pub const SUPERSEDED_NOTE: &str = "Another imagebump pull request proposes these updates now (the grouping changed: a major update goes apart, or a rule names a group); closing this one. Closing it rejects nothing.";
+
 /// Commented on a pull request closed because the base has its versions.
 pub const CLOSE_NOTE: &str =
     "The base branch already has these versions (merged elsewhere, or moved on); closing.";
@@ -128,6 +132,14 @@ pub enum Action {
     },
     /// Comment on and close a pull request whose change set is gone.
     Close { report: PullReport, number: u64 },
+    /// Empty the marker of a pull request whose updates another change set proposes now
+    /// (its new `title` and `body`: closing it then rejects nothing), comment and close it.
+    Supersede {
+        report: PullReport,
+        number: u64,
+        title: String,
+        body: String,
+    },
     /// Add the configured labels an open pull request lacks (a label call that failed on
     /// an earlier run, or one added to the configuration since).
     Label { number: u64, labels: Vec<String> },
@@ -393,7 +405,7 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
                     crate::plan::shard_of(crate::plan::base_group(&u.group), n) == i
                 }),
             };
-            if !ours || !marked.iter().all(|u| settled(input.plan, u)) {
+            if !ours {
                 return None;
             }
             let report = PullReport {
@@ -404,12 +416,46 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
                 number: Some(p.number),
                 url: Some(p.url.clone()),
             };
-            Some(Action::Close {
-                report,
-                number: p.number,
-            })
+            if marked.iter().all(|u| settled(input.plan, u)) {
+                let number = p.number;
+                return Some(Action::Close { report, number });
+            }
+            marked
+                .iter()
+                .all(|u| moved(input.proposals, branch, u))
+                .then(|| supersede(report, p))
         })
         .collect()
+}
+
+/// Another proposal (not from `branch`) has an update of `u`'s image in `u`'s file.
+fn moved(proposals: &[Proposal<'_>], branch: &str, u: &Marked) -> bool {
+    proposals.iter().filter(|p| p.branch != branch).any(|p| {
+        p.updates
+            .iter()
+            .any(|x| *x.image == *u.image && x.written_to.as_deref().unwrap_or(&x.file) == u.file)
+    })
+}
+
+/// Closing `p`, whose updates other pull requests propose now: its body without its
+/// marker (an empty one instead, so that the closed pull request rejects nothing).
+fn supersede(report: PullReport, p: &Pull) -> Action {
+    let kept: Vec<&str> = p
+        .body
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("<!-- imagebump:"))
+        .collect();
+    let body = format!(
+        "{}\n\n> {SUPERSEDED_NOTE}\n\n{}\n",
+        kept.join("\n").trim_end(),
+        marker::render(&[])
+    );
+    Action::Supersede {
+        report,
+        number: p.number,
+        title: p.title.clone(),
+        body,
+    }
 }
 
 /// The plan has nothing left to do for `u`: no planned update of that image in that file.
@@ -586,6 +632,7 @@ mod tests {
                 Action::Open { report, .. } => r("open", report),
                 Action::Update { report, .. } => r("update", report),
                 Action::Close { report, .. } => r("close", report),
+                Action::Supersede { report, .. } => r("supersede", report),
                 Action::Label { number, labels } => format!("label #{number} {labels:?}"),
                 Action::Assign { number, assignees } => format!("assign #{number} {assignees:?}"),
                 Action::Review { number, reviewers } => format!("review #{number} {reviewers:?}"),
