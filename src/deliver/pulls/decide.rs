@@ -794,13 +794,20 @@ mod tests {
                 "close imagebump/web Close",
             ]
         );
-        // Still planned elsewhere (the same image and file): left open.
+        // Planned by another change set now (the same image and file): closed as
+        // regrouped, its marker emptied first so that it rejects nothing.
         let mut moved = plan(&["api"]);
         let first = moved.updates.get_mut(0).expect("one update");
         first.image = "ghcr.io/acme/web".into();
         first.file = "web/kustomization.yaml".into();
         let mut case = Case::new(&moved);
         case.open.insert(stale.branch.clone(), stale);
-        assert_eq!(lines(&case.decide()).len(), 2);
+        let actions = case.decide();
+        assert_eq!(lines(&actions)[2], "supersede imagebump/web Close");
+        let Some(Action::Supersede { body, .. }) = actions.get(2) else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(marker::parse(body), Some(Vec::new()));
+        assert!(body.contains(SUPERSEDED_NOTE));
     }
 }
