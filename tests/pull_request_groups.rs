@@ -150,7 +150,7 @@ async fn a_major_update_gets_its_own_pull_request_and_label() {
     );
 
     // A newer major: a new pull request on the major branch. The reference's update is
-    // that major now, so the minor pull request is closed as regrouped (rejecting nothing).
+    // that major, so the minor pull request is closed as regrouped (rejecting nothing).
     s.reg.push_tags("team/web", &["2.0.1"]);
     let run = s.run(&[], 0).await;
     let pulls = s.pulls();

@@ -367,6 +367,33 @@ fn check_group(group: &str) -> Result<(), PolicyError> {
     }
 }
 
+/// The `platforms` and `minAge` settings (a zero age is none).
+fn compile_metadata_filters(
+    spec: &PolicySpec,
+) -> Result<(Vec<Platform>, Option<Duration>), PolicyError> {
+    let platforms = spec
+        .platforms
+        .iter()
+        .flatten()
+        .map(|p| p.parse::<Platform>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|m| PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8"))?;
+    let min_age = match spec.min_age.as_deref() {
+        None => None,
+        Some(text) => Some(imagebump_model::duration::parse_age(text).map_err(|m| {
+            PolicyError::new("minAge", m.to_string()).hint("e.g. 3d, 12h, 1h30m, 2w")
+        })?)
+        .filter(|d| !d.is_zero()),
+    };
+    Ok((platforms, min_age))
+}
+
+/// Why `policy` cannot judge `current` at all, decided before any registry work (so a
+/// reference such as `latest` under `semver` costs no request).
+pub fn cannot_judge(policy: &Policy, current: &str) -> Option<String> {
+    evaluate::Evaluation::precheck(policy, current)
+}
+
 #[cfg(test)]
 mod group_tests {
     use super::*;
@@ -393,31 +420,4 @@ mod group_tests {
             assert_eq!(e.key, "group");
         }
     }
-}
-
-/// The `platforms` and `minAge` settings (a zero age is none).
-fn compile_metadata_filters(
-    spec: &PolicySpec,
-) -> Result<(Vec<Platform>, Option<Duration>), PolicyError> {
-    let platforms = spec
-        .platforms
-        .iter()
-        .flatten()
-        .map(|p| p.parse::<Platform>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|m| PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8"))?;
-    let min_age = match spec.min_age.as_deref() {
-        None => None,
-        Some(text) => Some(imagebump_model::duration::parse_age(text).map_err(|m| {
-            PolicyError::new("minAge", m.to_string()).hint("e.g. 3d, 12h, 1h30m, 2w")
-        })?)
-        .filter(|d| !d.is_zero()),
-    };
-    Ok((platforms, min_age))
-}
-
-/// Why `policy` cannot judge `current` at all, decided before any registry work (so a
-/// reference such as `latest` under `semver` costs no request).
-pub fn cannot_judge(policy: &Policy, current: &str) -> Option<String> {
-    evaluate::Evaluation::precheck(policy, current)
 }

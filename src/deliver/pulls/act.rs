@@ -44,20 +44,7 @@ pub async fn act(
                 continue;
             }
             Action::Push(updates) => {
-                *failed = if ctx.by_api {
-                    commit_by_api(ctx, &updates, problems).await
-                } else {
-                    super::off_the_runtime(|| push_all(ctx, &updates, problems))
-                };
-                let pushed: Vec<&str> = updates
-                    .iter()
-                    .map(|u| u.branch.as_str())
-                    .filter(|b| !failed.contains(*b))
-                    .collect();
-                if !ctx.dry_run && !pushed.is_empty() {
-                    ctx.journal
-                        .done(format!("pushed branch(es) {}", pushed.join(", ")));
-                }
+                *failed = push(ctx, &updates, problems).await;
                 continue;
             }
             Action::Report(report) => report,
@@ -101,7 +88,32 @@ pub async fn act(
     reports
 }
 
-/// What an open pull request lacks: the configured labels and assignees, auto-merge.
+/// The one push of every branch that changed (or GitHub's commits, `signing: github`),
+/// recorded in the journal; the branches that did not get through.
+async fn push(
+    ctx: &Context<'_>,
+    updates: &[RefUpdate],
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let failed = if ctx.by_api {
+        commit_by_api(ctx, updates, problems).await
+    } else {
+        super::off_the_runtime(|| push_all(ctx, updates, problems))
+    };
+    let pushed: Vec<&str> = updates
+        .iter()
+        .map(|u| u.branch.as_str())
+        .filter(|b| !failed.contains(*b))
+        .collect();
+    if !ctx.dry_run && !pushed.is_empty() {
+        ctx.journal
+            .done(format!("pushed branch(es) {}", pushed.join(", ")));
+    }
+    failed
+}
+
+/// What an open pull request lacks: the configured labels, reviewers and assignees,
+/// auto-merge.
 async fn complete(ctx: &Context<'_>, f: &dyn Forge, action: Action, problems: &mut Vec<Problem>) {
     match action {
         Action::Label { number, labels } => {
@@ -299,7 +311,7 @@ async fn close(
     report
 }
 
-/// Close a pull request whose updates others propose now: first its body without a marker
+/// Close a pull request whose updates others propose in this run: first its body without a marker
 /// (if that fails it stays open, so that closing it never rejects its versions), then the
 /// note as a comment, then close.
 async fn supersede(

@@ -18,7 +18,7 @@ pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commi
 
 /// Commented on a pull request whose updates another change set's pull request proposes
 /// (grouping changed: majors apart, a named group), before closing it.
-pub const SUPERSEDED_NOTE: &str = "Another imagebump pull request proposes these updates now (the grouping changed: a major update goes apart, or a rule names a group); closing this one. Closing it rejects nothing.";
+pub const SUPERSEDED_NOTE: &str = "Another imagebump pull request proposes these updates (the grouping changed: a major update goes apart, or a rule names a group); closing this one. Closing it rejects nothing.";
 
 /// Commented on a pull request closed because the base has its versions.
 pub const CLOSE_NOTE: &str =
@@ -132,7 +132,7 @@ pub enum Action {
     },
     /// Comment on and close a pull request whose change set is gone.
     Close { report: PullReport, number: u64 },
-    /// Empty the marker of a pull request whose updates another change set proposes now
+    /// Empty the marker of a pull request whose updates another change set proposes in this run
     /// (its new `title` and `body`: closing it then rejects nothing), comment and close it.
     Supersede {
         report: PullReport,
@@ -437,7 +437,7 @@ fn moved(proposals: &[Proposal<'_>], branch: &str, u: &Marked) -> bool {
     })
 }
 
-/// Closing `p`, whose updates other pull requests propose now: its body without its
+/// Closing `p`, whose updates other pull requests propose in this run: its body without its
 /// marker (an empty one instead, so that the closed pull request rejects nothing).
 fn supersede(report: PullReport, p: &Pull) -> Action {
     let kept: Vec<&str> = p
@@ -794,7 +794,7 @@ mod tests {
                 "close imagebump/web Close",
             ]
         );
-        // Planned by another change set now (the same image and file): closed as
+        // Planned by another change set (the same image and file): closed as
         // regrouped, its marker emptied first so that it rejects nothing.
         let mut moved = plan(&["api"]);
         let first = moved.updates.get_mut(0).expect("one update");

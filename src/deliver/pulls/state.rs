@@ -243,7 +243,7 @@ pub fn build(
 }
 
 /// For each proposal, whether its remote branch, one imagebump commit on an older base,
-/// still proposes exactly what was built now: the same update trailers, and every file
+/// still proposes exactly what this run built: the same update trailers, and every file
 /// of the change set the same there as in the new commit (one `git cat-file` for all).
 /// A pull request that auto-merges is always rebuilt on the moved base: a forge that
 /// wants branches up to date merges it only then.
