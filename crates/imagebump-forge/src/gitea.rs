@@ -17,7 +17,7 @@
 //! | `comment(n, body)` | `POST /repos/{o}/{r}/issues/{n}/comments` `{body}` |
 //! | `add_labels(n, names)` | `GET /repos/{o}/{r}/labels?limit=50&page=N` to map names to ids (an exact match first, else one that differs only in case); a name the repository lacks is created with `POST /repos/{o}/{r}/labels` `{name, color: "#ededed"}` (GitHub creates unknown labels implicitly; this does the same); then `POST /repos/{o}/{r}/issues/{n}/labels` `{labels: [ids]}`, which adds to the labels the pull request has. Ids rather than names: only newer Gitea takes names |
 //! | `request_reviewers(n, reviewers)` | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` `{reviewers: [users], team_reviewers: [teams]}`; `alice`/`@alice` is a user, `org/team`/`@org/team` the team `team` of the repository's organisation; a key with no names is left out |
-//! | `has_reviews(n)` | `GET /repos/{o}/{r}/pulls/{n}/reviews?limit=50`: a review whose state is not `REQUEST_REVIEW` (a pending request is listed as one) |
+//! | `has_reviews(n)` | `GET /repos/{o}/{r}/pulls/{n}/reviews?limit=1`: any entry, a pending request (`REQUEST_REVIEW`) included |
 //! | `add_assignees(n, users)` | `GET /repos/{o}/{r}/issues/{n}`, then `PATCH /repos/{o}/{r}/issues/{n}` `{assignees: existing ∪ new}` (Gitea's edit replaces the list); no `PATCH` when all are assigned already |
 //!
 //! [`Pull`] comes from Gitea's pull-request object: `number`, `head.ref` (branch), `base.ref`,
@@ -404,14 +404,14 @@ impl Forge for Gitea {
             .await
     }
 
-    /// `GET …/pulls/{n}/reviews`: a review that is not a pending request
-    /// (`REQUEST_REVIEW`). One page of 50 (more reviews than that on a bot's pull request
-    /// count as reviewed).
+    /// `GET …/pulls/{n}/reviews?limit=1`: any entry. Gitea lists a pending request as a
+    /// review too (`REQUEST_REVIEW`): someone asked is as good as someone who reviewed,
+    /// also on a Gitea whose pull requests do not list `requested_reviewers`.
     async fn has_reviews(&self, number: u64) -> Result<bool, Error> {
-        let path = self.repo_path(&format!("/pulls/{number}/reviews?limit=50"));
+        let path = self.repo_path(&format!("/pulls/{number}/reviews?limit=1"));
         let what = self.pull_what(number);
-        let reviews: Vec<ReviewJson> = self.api.send_json(Method::GET, &path, None, &what).await?;
-        Ok(reviews.len() >= 50 || reviews.iter().any(|r| r.state != "REQUEST_REVIEW"))
+        let reviews: Vec<Value> = self.api.send_json(Method::GET, &path, None, &what).await?;
+        Ok(!reviews.is_empty())
     }
 
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error> {
@@ -851,13 +851,6 @@ struct LabelJson {
 #[derive(Deserialize)]
 struct TeamJson {
     name: String,
-}
-
-/// A review as Gitea lists it; a pending request is one too (`REQUEST_REVIEW`).
-#[derive(Deserialize)]
-struct ReviewJson {
-    #[serde(default)]
-    state: String,
 }
 
 #[derive(Deserialize)]

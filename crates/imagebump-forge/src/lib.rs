@@ -74,8 +74,9 @@ pub trait Forge: Send + Sync {
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error>;
 
     /// Whether anyone has reviewed the pull request (approved, commented in a review or
-    /// asked for changes; a pending request is no review). GitLab keeps its reviewers
-    /// after they review ([`Pull::review_requests`]), so it asks nothing there.
+    /// asked for changes), or, where the forge lists them as reviews (Gitea), is asked to.
+    /// GitLab keeps its reviewers after they review ([`Pull::review_requests`]), so it
+    /// asks nothing there.
     async fn has_reviews(&self, _number: u64) -> Result<bool, Error> {
         Ok(false)
     }
