@@ -298,3 +298,42 @@ async fn a_pull_request_regrouped_elsewhere_is_closed_without_rejecting() {
         )
     );
 }
+
+/// Shards split by the group a major is apart from: each shard keeps its own major pull
+/// request, and no other shard closes it. All shards' runs, twice: every pull request
+/// stays open and nothing is written the second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_major_stays_in_its_groups_shard() {
+    let s = setup("").await;
+    // A shard count where web's major key and web's group hash apart: the major's pull
+    // request is then seen by a shard whose plan has nothing for web.
+    let shard = imagebump::plan::shard_of;
+    let n = (2..32)
+        .find(|&n| shard("apps/web", n) != shard("apps/web (major)", n))
+        .unwrap();
+    let shards: Vec<String> = (0..n).map(|i| format!("{i}/{n}")).collect();
+    for shard in &shards {
+        s.run(&["--shard", shard], 0).await;
+    }
+    let mut pulls = s.pulls();
+    pulls.sort();
+    assert_eq!(
+        pulls,
+        [
+            format!("{API} | Update registry.test/team/api to 2.1.0 | open | []"),
+            format!(
+                "{WEB_MAJOR} | Update registry.test/team/web to 2.0.0 (major) | open | [\"major\"]"
+            ),
+        ]
+    );
+    s.forge.clear_calls();
+    for shard in &shards {
+        s.run(&["--shard", shard], 0).await;
+    }
+    assert_eq!(s.writes(), Vec::<String>::new());
+    assert!(
+        s.forge.pulls().iter().all(|p| p.state == "open"),
+        "{:?}",
+        s.pulls()
+    );
+}
