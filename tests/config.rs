@@ -58,6 +58,7 @@ fn committed_schema_is_current() {
             "pin",
             "ignore",
             "delivery",
+            "group",
         ] {
             assert!(props.contains_key(key), "{def} lacks {key}");
         }

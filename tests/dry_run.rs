@@ -532,10 +532,11 @@ fn clones_a_remote_over_the_git_protocol() {
 
 /// A dry run of a remote also shows the branch and pull request each change set gets.
 fn remote_demo_diff() -> String {
-    let table = "BRANCH                                  ACTION  PR  TITLE
-imagebump/apps-api-values.yaml          create  -   Update 2 images in apps/api/values.yaml
-imagebump/apps-web                      create  -   Update 2 images in apps/web
-imagebump/apps-worker-values-prod.yaml  create  -   Update ghcr.io/acme/worker to 0.11
+    // 0.9 → 0.11 is a major update (below 1.0 the minor is the major): a branch of its own.
+    let table = "BRANCH                                        ACTION  PR  TITLE
+imagebump/apps-api-values.yaml                create  -   Update 2 images in apps/api/values.yaml
+imagebump/apps-web                            create  -   Update 2 images in apps/web
+imagebump/apps-worker-values-prod.yaml-major  create  -   Update ghcr.io/acme/worker to 0.11 (major)
 
 ";
     let (diff, rest) = DEMO_DIFF.split_once("\nskipped (1):").unwrap();

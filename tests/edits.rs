@@ -75,7 +75,11 @@ fn bump_all(found: &Discovery) -> Chunked<Outcome> {
 #[test]
 fn edge_fixture_diffs() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found), Default::default());
+    let plan = plan::plan(
+        &found,
+        &bump_all(&found),
+        imagebump_model::config::GroupBy::default(),
+    );
     let diff = imagebump::deliver::diff::render(&plan.files, false);
     insta::assert_snapshot!("edge_diff", diff);
     let problems: Vec<String> = found
@@ -90,7 +94,11 @@ fn edge_fixture_diffs() {
 #[test]
 fn crlf_line_endings_survive() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found), Default::default());
+    let plan = plan::plan(
+        &found,
+        &bump_all(&found),
+        imagebump_model::config::GroupBy::default(),
+    );
     let crlf = plan
         .files
         .iter()
@@ -105,7 +113,11 @@ fn crlf_line_endings_survive() {
 #[test]
 fn an_edit_that_would_change_an_aliased_value_is_refused() {
     let found = discover_fixture("edge");
-    let plan = plan::plan(&found, &bump_all(&found), Default::default());
+    let plan = plan::plan(
+        &found,
+        &bump_all(&found),
+        imagebump_model::config::GroupBy::default(),
+    );
     assert!(plan
         .files
         .iter()
@@ -233,7 +245,11 @@ fn edits_inside_helm_values_strings_are_checked_like_any_other() {
         "the fixture's helm.values strings hold 4 managed images"
     );
     let outcomes = bump_all(&found);
-    let plan = plan::plan(&found, &outcomes, Default::default());
+    let plan = plan::plan(
+        &found,
+        &outcomes,
+        imagebump_model::config::GroupBy::default(),
+    );
     assert_eq!(plan.problems, []);
     check(&plan, &found, &outcomes);
 }
@@ -263,7 +279,7 @@ proptest! {
                 }
             })
             .collect();
-        let plan = plan::plan(&found, &outcomes, Default::default());
+        let plan = plan::plan(&found, &outcomes, imagebump_model::config::GroupBy::default());
         // Only the anchored fixture may refuse an edit.
         for p in &plan.problems {
             prop_assert!(p.location.starts_with("helm/values-anchor.yaml"), "{}", p);

@@ -85,6 +85,7 @@ async fn create_then_find_open_by_prefix_ignoring_forks_and_other_branches() {
             url: "https://github.com/octo/gitops/pull/3".to_string(),
             labels: vec![],
             assignees: vec![],
+            review_requests: vec![],
             draft: false,
             node_id: "PR_fake3".to_string(),
             automerge: Some(false),

@@ -259,6 +259,58 @@ impl Fake {
     }
 }
 
+impl Fake {
+    /// The next "open a pull request" call opens it, and then answers 502 (a proxy's
+    /// answer lost after the forge did the work).
+    fn lose_next_create(&self) {
+        match self {
+            Fake::GitHub(f) => f.lose_next_answer(
+                "POST",
+                &format!("/repos/{}/{}/pulls", FakeGitHub::OWNER, FakeGitHub::REPO),
+                support::github::Fault::Status(502),
+            ),
+            Fake::GitLab(f) => f.lose_next_answer("POST", 502),
+            Fake::Gitea(f) => f.lose_next_answer("POST", 502),
+        }
+    }
+
+    /// `login` submits an approving review.
+    fn approve(&self, number: u64, login: &str) {
+        match self {
+            Fake::GitHub(f) => f.review(number, login, "APPROVED"),
+            // GitLab keeps its reviewers after they review: nothing changes on the list.
+            Fake::GitLab(_) => {}
+            Fake::Gitea(f) => f.review(number, login, "APPROVED"),
+        }
+    }
+
+    /// A pull request's (labels, reviewers asked, assignees), sorted.
+    fn decorations(&self, number: u64) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let gitlab_name = |id: &u64| FakeGitLab::USERS[(*id - 2) as usize].to_string();
+        let (mut labels, mut reviewers, mut assignees) = match self {
+            Fake::GitHub(f) => {
+                let p = f.pull(number);
+                (p.labels, p.reviewers, p.assignees)
+            }
+            Fake::GitLab(f) => {
+                let m = f.pull(number);
+                let reviewers = m.reviewer_ids.iter().map(gitlab_name).collect();
+                let assignees = m.assignee_ids.iter().map(gitlab_name).collect();
+                (m.labels, reviewers, assignees)
+            }
+            Fake::Gitea(f) => {
+                let p = f.pull(number);
+                let labels = p.labels.into_iter().map(|l| l.name).collect();
+                (labels, p.reviewers, p.assignees)
+            }
+        };
+        labels.sort();
+        reviewers.sort();
+        assignees.sort();
+        (labels, reviewers, assignees)
+    }
+}
+
 fn github_state(state: &str, merged: bool) -> &'static str {
     match (state, merged) {
         ("open", _) => "open",
@@ -579,6 +631,87 @@ async fn a_failure_mid_run_converges(kind: Kind) {
     assert!(pulls.iter().all(|p| p.state == "open"), "{pulls:?}");
 }
 
+/// A person merges imagebump's pull requests by hand (the forge's merge button: a merge
+/// commit on the base): the next run, with nothing left to do, pushes nothing and writes
+/// nothing to the forge.
+async fn a_run_after_a_merge_by_hand_does_nothing(kind: Kind) {
+    let s = setup(kind).await;
+    s.run(0).await;
+    let api = s.server.branch_sha(API).unwrap();
+    let web = s.forge.open_for(WEB)[0].clone();
+    s.server.merge_on("main", WEB);
+    s.forge.merge(web.number);
+    let pushes = s.pushes();
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "{run}");
+    assert_eq!(s.pushes(), pushes, "no push: {}", s.server.request_log());
+    assert_eq!(s.server.branch_sha(API).unwrap(), api, "api's branch stays");
+
+    let api = s.forge.open_for(API)[0].clone();
+    s.server.merge_on("main", API);
+    s.forge.merge(api.number);
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "{run}");
+    assert_eq!(s.pushes(), pushes, "no push: {}", s.server.request_log());
+    run.assert_stdout_contains("0 to update");
+}
+
+/// The forge opens a pull request but its answer is lost (a 502 after the work): the run
+/// says so and exits 1; the next run finds the pull request and gives it the labels,
+/// reviewers and assignees it missed, once. A reviewer who reviewed (GitHub and Gitea then
+/// drop the request) is not asked again.
+async fn a_lost_create_answer_converges(kind: Kind) {
+    let config = "pullRequests:\n  labels: [deps]\n  reviewers: [alice]\n  assignees: [bob]\n";
+    let s = setup_with(kind, config).await;
+    s.forge.lose_next_create();
+    let run = s.run(1).await;
+    assert!(
+        run.stderr.contains("HTTP 502") || run.stdout.contains("HTTP 502"),
+        "{run}"
+    );
+    let pulls = s.forge.pulls();
+    assert_eq!(pulls.len(), 2, "both opened: {pulls:?}");
+    let decorated = || -> Vec<_> {
+        pulls
+            .iter()
+            .map(|p| s.forge.decorations(p.number))
+            .collect()
+    };
+    let full = (
+        vec!["deps".to_string()],
+        vec!["alice".to_string()],
+        vec!["bob".to_string()],
+    );
+    let bare = (vec![], vec![], vec![]);
+    let mut before = decorated();
+    before.sort();
+    assert_eq!(before, [bare, full.clone()], "{run}");
+
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    let writes = s.forge.writes();
+    assert!(
+        !writes.is_empty() && writes.iter().all(|w| *w == Write::Decorate),
+        "{writes:?} {run}"
+    );
+    assert_eq!(decorated(), [full.clone(), full.clone()], "{run}");
+    assert_eq!(s.pushes(), 1, "no push");
+
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "converged: {run}");
+
+    // Alice reviews: her request is done, and she is not asked again.
+    for p in &pulls {
+        s.forge.approve(p.number, "alice");
+    }
+    s.forge.clear_calls();
+    let run = s.run(0).await;
+    assert_eq!(s.forge.writes(), [], "not asked again: {run}");
+}
+
 /// One `#[tokio::test]` per (scenario, forge).
 macro_rules! over_the_forges {
     ($($scenario:ident),* $(,)?) => {
@@ -607,4 +740,6 @@ over_the_forges!(
     a_human_commit_is_left_alone,
     a_failure_mid_run_converges,
     automerge_is_turned_on_once,
+    a_run_after_a_merge_by_hand_does_nothing,
+    a_lost_create_answer_converges,
 );

@@ -769,7 +769,7 @@ fn markers_pin_ignore_and_override_rules_and_a_broken_one_spoils_only_its_refere
     );
     assert_eq!(
         problems(&report, "errors"),
-        ["broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `delivery`, `automerge`, `verify`, `schedule`, `timezone`, `freeze`"]
+        ["broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `delivery`, `automerge`, `group`, `verify`, `schedule`, `timezone`, `freeze`"]
     );
     // Pinned references are not looked up; the others share one tag list.
     assert_eq!(report["requests"], requests(1, 0, 0));
@@ -829,7 +829,7 @@ fn scan_shows_each_reference_policy_and_where_it_came_from() {
     );
     assert_eq!(
         run.stderr,
-        "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `delivery`, `automerge`, `verify`, `schedule`, `timezone`, `freeze`\n"
+        "error: broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `delivery`, `automerge`, `group`, `verify`, `schedule`, `timezone`, `freeze`\n"
     );
     let report = imagebump()
         .args(["scan", dir.path().to_str().unwrap(), "--config", &cfg])

@@ -352,22 +352,42 @@ async fn a_pull_request_whose_versions_the_base_already_has_is_closed() {
     assert!(pr.comments[0].contains("already has these versions"));
 }
 
+/// The base moves under open pull requests: a branch whose files the base did not change
+/// still proposes exactly the same and is left as it is (no push); one whose file changed
+/// is rebuilt on the new base. The pull requests are not touched.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_moved_base_rebuilds_the_branches_without_touching_the_pull_requests() {
+async fn a_moved_base_rebuilds_only_the_branches_whose_files_it_changed() {
     let s = setup("").await;
     s.run(&[], 0).await;
-    let new_base = s
-        .server
+    let api_tip = s.server.branch_sha(API).unwrap();
+    s.server
         .commit_on("main", &[("README.md", Some("hello\n"))], "Docs");
     s.forge.clear_calls();
     s.run(&[], 0).await;
-    assert_eq!(s.pushes(), 2, "one more push, for both branches");
+    assert_eq!(s.pushes(), 1, "no push: {}", s.server.request_log());
+    assert_eq!(s.server.branch_sha(API).unwrap(), api_tip);
+    assert_eq!(s.writes(), Vec::<String>::new());
+
+    let new_base = s.server.commit_on(
+        "main",
+        &[(
+            "apps/web/kustomization.yaml",
+            Some("# the web app\nimages:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n"),
+        )],
+        "Describe web",
+    );
+    s.run(&[], 0).await;
+    assert_eq!(s.pushes(), 2, "one more push, for web's branch");
     assert_eq!(
         s.server.log(WEB, "%P")[0],
         new_base,
         "rebuilt on the new base"
     );
-    assert_eq!(s.branch_file(WEB, "README.md").as_deref(), Some("hello\n"));
+    assert_eq!(
+        s.branch_file(WEB, "apps/web/kustomization.yaml").unwrap(),
+        "# the web app\nimages:\n  - name: registry.test/team/web\n    newTag: 1.1.0 # web\n"
+    );
+    assert_eq!(s.server.branch_sha(API).unwrap(), api_tip, "api's stays");
     assert_eq!(
         s.writes(),
         Vec::<String>::new(),

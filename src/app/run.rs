@@ -907,9 +907,9 @@ async fn analyse_once(
     let mut made = match keep {
         // Only the plan reads the texts: it gives them up once its edits are verified.
         plan::Keep::Nothing => {
-            plan::plan_giving_up_texts(&mut found, outcomes, group_by, &loaded.ws.tree)
+            plan::plan_giving_up_texts(&mut found, outcomes, groups(plan, loaded), &loaded.ws.tree)
         }
-        keep => plan::plan_with(&found, outcomes, group_by, keep),
+        keep => plan::plan_with(&found, outcomes, groups(plan, loaded), keep),
     };
     let bumps = oci_chart_bumps(&found, &resolved.outcomes);
     let oci = crate::chart::app_version::oci(registries, bumps, plan.concurrency);
@@ -1140,10 +1140,19 @@ fn split_delivery(plan: &RunPlan, loaded: &Loaded, analysed: &Analysed) -> Optio
     if !plan.remote || !matches!(plan.mode, Mode::PullRequests | Mode::DryRun) {
         return None;
     }
-    let group_by = plan
-        .group_by
-        .unwrap_or(loaded.config.pull_requests.group_by);
-    crate::deliver::push::split_by_delivery(&analysed.found, &analysed.resolved.outcomes, group_by)
+    let groups = groups(plan, loaded);
+    crate::deliver::push::split_by_delivery(&analysed.found, &analysed.resolved.outcomes, groups)
+}
+
+/// How the run groups its updates into change sets: `--group-by` over
+/// `pullRequests.groupBy`, and `pullRequests.separateMajor`.
+fn groups(plan: &RunPlan, loaded: &Loaded) -> plan::Groups {
+    plan::Groups {
+        by: plan
+            .group_by
+            .unwrap_or(loaded.config.pull_requests.group_by),
+        separate_major: loaded.config.pull_requests.separate_major,
+    }
 }
 
 /// Push the `delivery: push` updates to the base (pull-request mode; a dry run only

@@ -78,6 +78,7 @@ fn flags(args: &TagsArgs) -> Result<PolicySpec, Error> {
         ignore: None,
         delivery: None,
         automerge: None,
+        group: None,
         verify,
         // When updates are proposed is not a question of which tag is chosen.
         schedule: None,

@@ -152,7 +152,7 @@ fn batches<'a>(plan: &'a Plan, settings: &PullRequestsConfig) -> Vec<Batch<'a>> 
 pub fn split_by_delivery(
     found: &crate::discover::Discovery,
     outcomes: &crate::chunked::Chunked<crate::resolve::Outcome>,
-    group_by: imagebump_model::config::GroupBy,
+    group_by: crate::plan::Groups,
 ) -> Option<(Plan, Plan)> {
     use crate::resolve::Outcome;
     use imagebump_model::policy::Delivery;

@@ -508,9 +508,55 @@ fn work_by_file<'a>(moves: Moves<'a>, planned: Vec<RefIndex>) -> Vec<(&'a str, F
     files.into_iter().collect()
 }
 
+/// How a plan groups its updates into change sets: `pullRequests.groupBy`, and whether
+/// major updates go apart (`pullRequests.separateMajor`). A bare [`GroupBy`] keeps them
+/// with the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Groups {
+    pub by: GroupBy,
+    pub separate_major: bool,
+}
+
+impl From<GroupBy> for Groups {
+    fn from(by: GroupBy) -> Groups {
+        Groups {
+            by,
+            separate_major: false,
+        }
+    }
+}
+
+/// What the group key of a change set of major updates ends with (its branch then ends
+/// with `-major`).
+pub const MAJOR_SUFFIX: &str = " (major)";
+
+/// Whether `group` is a change set of major updates ([`MAJOR_SUFFIX`]).
+pub fn is_major_group(group: &str) -> bool {
+    group.ends_with(MAJOR_SUFFIX)
+}
+
+/// The group a change set of major updates is apart from (itself for any other): the
+/// shards split by it, so a group's majors are in its shard.
+pub fn base_group(group: &str) -> &str {
+    group.strip_suffix(MAJOR_SUFFIX).unwrap_or(group)
+}
+
+/// Whether `r`'s move to `tag` is a major update: semver versions (image tags and chart
+/// versions) whose major differs, or for a `0.x` version the minor.
+pub fn is_major(r: &ImageRef, tag: &str) -> bool {
+    r.policy.strategy == Strategy::Semver
+        && r.tag
+            .as_deref()
+            .is_some_and(|from| imagebump_policy::constraint::is_major_update(from, tag))
+}
+
 /// The key of the change set a reference's update belongs to (borrowed where it is a
-/// name the reference holds: the plan looks it up for every update).
+/// name the reference holds: the plan looks it up for every update): the `group` its
+/// policy names, else the one `by` gives.
 pub fn group_key<'a>(r: &'a ImageRef, written: &'a str, by: GroupBy) -> Cow<'a, str> {
+    if let Some(group) = r.policy.spec.group.as_deref() {
+        return Cow::Borrowed(group);
+    }
     match by {
         GroupBy::App => Cow::Borrowed(&r.unit),
         GroupBy::Directory => Cow::Borrowed(group_of(written)),
@@ -677,7 +723,11 @@ fn file_change(
 
 /// Plan the edits: every file's new text with all updates (dry run, `--write`), and the
 /// change sets grouped by `group_by`, each with its own file contents (one branch each).
-pub fn plan(discovery: &Discovery, outcomes: &Chunked<Outcome>, group_by: GroupBy) -> Plan {
+pub fn plan(
+    discovery: &Discovery,
+    outcomes: &Chunked<Outcome>,
+    group_by: impl Into<Groups>,
+) -> Plan {
     plan_with(discovery, outcomes, group_by, Keep::Branches)
 }
 
@@ -687,14 +737,14 @@ pub fn plan(discovery: &Discovery, outcomes: &Chunked<Outcome>, group_by: GroupB
 pub fn plan_with(
     discovery: &Discovery,
     outcomes: &Chunked<Outcome>,
-    group_by: GroupBy,
+    group_by: impl Into<Groups>,
     keep: Keep,
 ) -> Plan {
     make(
         discovery,
         Sources::Shared(discovery),
         outcomes,
-        (group_by, keep),
+        (group_by.into(), keep),
     )
 }
 
@@ -709,9 +759,10 @@ pub fn plan_with(
 pub fn plan_giving_up_texts(
     discovery: &mut Discovery,
     outcomes: &Chunked<Outcome>,
-    group_by: GroupBy,
+    group_by: impl Into<Groups>,
     files: &dyn Files,
 ) -> Plan {
+    let group_by = group_by.into();
     let sources = Sources::Taken(
         std::mem::take(&mut discovery.sources),
         std::mem::take(&mut discovery.fingerprints),
@@ -832,7 +883,7 @@ fn make(
     discovery: &Discovery,
     sources: Sources,
     outcomes: &Chunked<Outcome>,
-    (group_by, keep): (GroupBy, Keep),
+    (group_by, keep): (Groups, Keep),
 ) -> Plan {
     let (mut out, sets) = verified(discovery, sources, outcomes, (group_by, keep));
     rows(discovery, outcomes, sets, (&mut out, keep));
@@ -845,7 +896,7 @@ fn verified(
     discovery: &Discovery,
     sources: Sources,
     outcomes: &Chunked<Outcome>,
-    (group_by, keep): (GroupBy, Keep),
+    (group_by, keep): (Groups, Keep),
 ) -> (Plan, Grouping) {
     let moves = Moves::new(discovery, outcomes);
     // Sized once (30,000 at 10,000 apps): grown by doubling, it held up to twice the room.
@@ -938,12 +989,12 @@ impl Grouping {
     fn of(
         moves: Moves,
         refused: &std::collections::BTreeSet<String>,
-        group_by: GroupBy,
+        group_by: Groups,
     ) -> Grouping {
         // Each update's group, one string per group (a set of them, in the groups' order).
         let mut groups: std::collections::BTreeSet<ArcStr> = Default::default();
         let group_of: Vec<Option<ArcStr>> = (moves.iter())
-            .map(|(_, (r, _, _))| update_group(r, refused, group_by, &mut groups))
+            .map(|(_, (r, tag, _))| update_group(r, tag, refused, group_by, &mut groups))
             .collect();
         let index: BTreeMap<ArcStr, SetIndex> =
             groups.into_iter().zip((0..).map(SetIndex)).collect();
@@ -1078,8 +1129,9 @@ impl Grouping {
 /// directory is too: shared with the reference, not copied.
 fn update_group(
     r: &ImageRef,
+    tag: &str,
     refused: &std::collections::BTreeSet<String>,
-    group_by: GroupBy,
+    group_by: Groups,
     groups: &mut std::collections::BTreeSet<ArcStr>,
 ) -> Option<ArcStr> {
     r.with_touched_files(|files| {
@@ -1087,7 +1139,10 @@ fn update_group(
             return None;
         }
         let written = files.last().copied().unwrap_or(&*r.file);
-        let key = group_key(r, written, group_by);
+        let mut key = group_key(r, written, group_by.by);
+        if group_by.separate_major && is_major(r, tag) {
+            key = Cow::Owned(format!("{key}{MAJOR_SUFFIX}"));
+        }
         if let Some(group) = groups.get(&*key) {
             return Some(ArcStr::clone(group));
         }

@@ -17,6 +17,7 @@
 //! | `comment(n, body)` | `POST /repos/{o}/{r}/issues/{n}/comments` `{body}` |
 //! | `add_labels(n, names)` | `GET /repos/{o}/{r}/labels?limit=50&page=N` to map names to ids (an exact match first, else one that differs only in case); a name the repository lacks is created with `POST /repos/{o}/{r}/labels` `{name, color: "#ededed"}` (GitHub creates unknown labels implicitly; this does the same); then `POST /repos/{o}/{r}/issues/{n}/labels` `{labels: [ids]}`, which adds to the labels the pull request has. Ids rather than names: only newer Gitea takes names |
 //! | `request_reviewers(n, reviewers)` | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` `{reviewers: [users], team_reviewers: [teams]}`; `alice`/`@alice` is a user, `org/team`/`@org/team` the team `team` of the repository's organisation; a key with no names is left out |
+//! | `has_reviews(n)` | `GET /repos/{o}/{r}/pulls/{n}/reviews?limit=1`: any entry, a pending request (`REQUEST_REVIEW`) included |
 //! | `add_assignees(n, users)` | `GET /repos/{o}/{r}/issues/{n}`, then `PATCH /repos/{o}/{r}/issues/{n}` `{assignees: existing ∪ new}` (Gitea's edit replaces the list); no `PATCH` when all are assigned already |
 //!
 //! [`Pull`] comes from Gitea's pull-request object: `number`, `head.ref` (branch), `base.ref`,
@@ -413,6 +414,16 @@ impl Forge for Gitea {
         let path = self.repo_path(&format!("/pulls/{number}/requested_reviewers"));
         self.write(Method::POST, &path, payload, &self.pull_what(number))
             .await
+    }
+
+    /// `GET …/pulls/{n}/reviews?limit=1`: any entry. Gitea lists a pending request as a
+    /// review too (`REQUEST_REVIEW`): someone asked is as good as someone who reviewed,
+    /// also on a Gitea whose pull requests do not list `requested_reviewers`.
+    async fn has_reviews(&self, number: u64) -> Result<bool, Error> {
+        let path = self.repo_path(&format!("/pulls/{number}/reviews?limit=1"));
+        let what = self.pull_what(number);
+        let reviews: Vec<Value> = self.api.send_json(Method::GET, &path, None, &what).await?;
+        Ok(!reviews.is_empty())
     }
 
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error> {
@@ -849,6 +860,11 @@ struct PullJson {
     labels: Option<Vec<LabelJson>>,
     #[serde(default)]
     assignees: Option<Vec<LoginJson>>,
+    /// Pending review requests: users, and teams by name.
+    #[serde(default)]
+    requested_reviewers: Option<Vec<LoginJson>>,
+    #[serde(default)]
+    requested_reviewers_teams: Option<Vec<TeamJson>>,
     /// Gitea 1.22 and later.
     draft: Option<bool>,
     /// Who opened it.
@@ -861,6 +877,11 @@ struct PullJson {
 #[derive(Deserialize)]
 struct LabelJson {
     id: u64,
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct TeamJson {
     name: String,
 }
 
@@ -914,6 +935,15 @@ impl PullJson {
                 .map(|l| l.name)
                 .collect(),
             assignees: logins(self.assignees),
+            review_requests: logins(self.requested_reviewers)
+                .into_iter()
+                .chain(
+                    self.requested_reviewers_teams
+                        .into_iter()
+                        .flatten()
+                        .map(|t| t.name),
+                )
+                .collect(),
             draft,
             node_id: String::new(),
             // Gitea's pull request does not say whether a merge is scheduled.
@@ -1013,6 +1043,7 @@ mod tests {
                 url: format!("{web}/octo/gitops/pulls/{}", human + 1),
                 labels: Vec::new(),
                 assignees: Vec::new(),
+                review_requests: Vec::new(),
                 draft: false,
                 node_id: String::new(),
                 automerge: None,

@@ -467,6 +467,15 @@ impl Forge for GitHub {
             .await
     }
 
+    /// `GET …/pulls/{n}/reviews?per_page=1`: one review is enough to tell.
+    async fn has_reviews(&self, number: u64) -> Result<bool, Error> {
+        let path = self.repo_path(&format!("/pulls/{number}/reviews?per_page=1"));
+        let what = self.pull_what(number);
+        let reply = self.call(Method::GET, &path, None, &what).await?;
+        let reviews: Vec<Value> = parse(&reply.body, "GET", &path)?;
+        Ok(!reviews.is_empty())
+    }
+
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error> {
         let assignees: Vec<&str> = assignees
             .iter()
@@ -933,6 +942,11 @@ struct PullJson {
     labels: Vec<LabelJson>,
     #[serde(default)]
     assignees: Option<Vec<LoginJson>>,
+    /// Pending review requests: users, and teams by slug.
+    #[serde(default)]
+    requested_reviewers: Option<Vec<LoginJson>>,
+    #[serde(default)]
+    requested_teams: Option<Vec<TeamJson>>,
     #[serde(default)]
     draft: Option<bool>,
     merged_at: Option<String>,
@@ -992,6 +1006,11 @@ struct LabelJson {
     name: String,
 }
 
+#[derive(Deserialize)]
+struct TeamJson {
+    slug: String,
+}
+
 impl PullJson {
     /// Its head is a branch of `full_name` (not a fork with the same branch name) starting
     /// with `prefix`. GitHub names are case-insensitive.
@@ -1018,6 +1037,10 @@ impl PullJson {
             url: self.html_url,
             labels: self.labels.into_iter().map(|l| l.name).collect(),
             assignees: logins(self.assignees),
+            review_requests: logins(self.requested_reviewers)
+                .into_iter()
+                .chain(self.requested_teams.into_iter().flatten().map(|t| t.slug))
+                .collect(),
             draft: self.draft.unwrap_or(false),
             node_id: self.node_id,
             automerge: Some(self.auto_merge.is_some_and(|a| !a.is_null())),

@@ -1174,6 +1174,13 @@ impl MrJson {
                 .map(|a| a.username)
                 .filter(|name| !name.is_empty())
                 .collect(),
+            review_requests: self
+                .reviewers
+                .into_iter()
+                .flatten()
+                .map(|r| r.username)
+                .filter(|name| !name.is_empty())
+                .collect(),
             draft,
             node_id: String::new(),
             automerge: Some(self.merge_when_pipeline_succeeds.unwrap_or(false)),
@@ -1267,6 +1274,7 @@ mod tests {
             url: web_url(3),
             labels: Vec::new(),
             assignees: Vec::new(),
+            review_requests: Vec::new(),
             draft: false,
             node_id: String::new(),
             automerge: Some(false),

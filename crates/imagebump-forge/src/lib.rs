@@ -73,6 +73,14 @@ pub trait Forge: Send + Sync {
     /// list makes no request.
     async fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), Error>;
 
+    /// Whether anyone has reviewed the pull request (approved, commented in a review or
+    /// asked for changes), or, where the forge lists them as reviews (Gitea), is asked to.
+    /// GitLab keeps its reviewers after they review ([`Pull::review_requests`]), so it
+    /// asks nothing there.
+    async fn has_reviews(&self, _number: u64) -> Result<bool, Error> {
+        Ok(false)
+    }
+
     /// Adds assignees (keeping those it has). An empty list makes no request.
     async fn add_assignees(&self, number: u64, assignees: &[String]) -> Result<(), Error>;
 
@@ -256,6 +264,10 @@ pub struct Pull {
     pub labels: Vec<String>,
     /// The assignees' logins (GitLab: usernames).
     pub assignees: Vec<String>,
+    /// Who is asked to review it: GitHub's and Gitea's pending review requests (users,
+    /// and teams by name), which the forge drops once the review is in; GitLab's
+    /// reviewers, which it keeps.
+    pub review_requests: Vec<String>,
     pub draft: bool,
     /// The forge's own id for APIs that address a pull request by it (GitHub's GraphQL
     /// node id); empty where there is none.

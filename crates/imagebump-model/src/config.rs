@@ -233,6 +233,15 @@ pub struct PullRequestsConfig {
     pub max_new: Option<usize>,
     /// Title template: `{group}`, `{image}`, `{from}`, `{to}`, `{count}`.
     pub title: Option<String>,
+    /// Major updates (the semver major differs; for a `0.x` version, the minor) get a change
+    /// set, branch and pull request of their own, apart from the minor and patch updates of
+    /// their group (default true). `false`: grouped with the rest.
+    #[serde(default = "default_true")]
+    pub separate_major: bool,
+    /// Labels added to the pull requests of major updates, besides `labels` (default
+    /// `[major]`; `[]` adds none).
+    #[serde(default = "default_major_labels")]
+    pub major_labels: Vec<String>,
     /// Commit author and committer.
     #[serde(default)]
     pub author: Author,
@@ -349,12 +358,22 @@ impl Default for PullRequestsConfig {
             draft: false,
             max_new: None,
             title: None,
+            separate_major: true,
+            major_labels: default_major_labels(),
             author: Author::default(),
             push_commits: PushCommits::default(),
             merge_method: MergeMethod::default(),
             dashboard: None,
         }
     }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_major_labels() -> Vec<String> {
+    vec!["major".to_string()]
 }
 
 /// Who imagebump's commits are by.

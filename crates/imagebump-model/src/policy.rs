@@ -221,6 +221,11 @@ policy_keys! {
     /// version that was rejected before. A pull request with several updates auto-merges
     /// only when every one of them says so.
     automerge: bool,
+    /// The change set (branch `imagebump/<group>`, one pull request) every update of these
+    /// images goes to, whatever `pullRequests.groupBy` says, so that related images move
+    /// together: lowercase letters, digits, `-`, `_`, `.` and `/`, at most 64 characters.
+    /// Major updates still get their own (`pullRequests.separateMajor`).
+    group: String,
     /// Propose only candidates whose cosign signature verifies (`keys`): the best
     /// candidate that verifies wins. Operator's configuration only (docs/security.md).
     verify: crate::verify::VerifySpec,

@@ -210,7 +210,12 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
     let text = move || prop::option::of(word());
     let list = move || prop::option::of(prop::collection::vec(word(), 0..3));
     (
-        (prop::option::of(strategy), text(), prop::option::of(mode)),
+        (
+            prop::option::of(strategy),
+            text(),
+            prop::option::of(mode),
+            text(),
+        ),
         (text(), list(), text(), list(), text()),
         (
             prop::option::of(any::<bool>()),
@@ -226,7 +231,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
     )
         .prop_map(
             |(
-                (strategy, constraint, semver_mode),
+                (strategy, constraint, semver_mode, group),
                 (allow_tags, ignore_tags, pattern, platforms, min_age),
                 (allow_downgrade, pin, ignore, delivery, automerge),
                 (schedule, timezone),
@@ -244,6 +249,7 @@ fn policy_spec() -> impl Strategy<Value = PolicySpec> {
                 ignore,
                 delivery,
                 automerge,
+                group,
                 verify: None,
                 schedule,
                 timezone,

@@ -279,6 +279,25 @@ pub fn parse_version(s: &str) -> Option<Version> {
     read_version(s).ok()
 }
 
+/// The line a version belongs to when telling a major update: its major, and for a `0.x`
+/// version its minor too (semver lets anything change below 1.0).
+pub fn major_line(v: &Version) -> (u64, u64) {
+    if v.major == 0 {
+        (0, v.minor)
+    } else {
+        (v.major, 0)
+    }
+}
+
+/// Whether moving from the tag `from` to the higher tag `to` crosses a major line
+/// ([`major_line`]); tags that are not versions never do.
+pub fn is_major_update(from: &str, to: &str) -> bool {
+    match (parse_version(from), parse_version(to)) {
+        (Some(a), Some(b)) => b > a && major_line(&a) != major_line(&b),
+        _ => false,
+    }
+}
+
 /// [`parse_version`] with the reason for a refusal.
 fn read_version(s: &str) -> Result<Version, Refusal> {
     let caps = LOOSE_VERSION
@@ -774,6 +793,22 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_major_update_crosses_the_major_or_below_one_the_minor() {
+        for (from, to, major) in [
+            ("16.13-alpine", "17.2-alpine", true),
+            ("16.13-alpine", "16.14-alpine", false),
+            ("v1.9.0", "v2.0.0", true),
+            ("0.4.3", "0.5.0", true),
+            ("0.4.3", "0.4.9", false),
+            ("0.9.0", "1.0.0", true),
+            ("2.0.0", "1.0.0", false),
+            ("latest", "2.0.0", false),
+        ] {
+            assert_eq!(is_major_update(from, to), major, "{from} -> {to}");
+        }
+    }
 
     fn version(text: &str) -> Version {
         parse_version(text).unwrap_or_else(|| panic!("test version {text:?} does not parse"))

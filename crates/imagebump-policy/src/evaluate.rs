@@ -303,12 +303,25 @@ impl<'t> Evaluation<'t> {
         if rejected.is_empty() {
             return;
         }
-        // A "no" to version V is a no to moving there at all: every candidate up to V is
-        // held back with it, and only a version above every rejected one is proposed.
+        // A "no" to version V is a no to moving there at all: every candidate up to V in
+        // V's major line is held back with it, and only a version above every rejected one
+        // is proposed. A no to a major update (17.2) is not one to the minors of the line in
+        // git (16.x): those come in their own pull request.
         let ceilings: Vec<(Key, &str, &str)> = rejected
             .iter()
             .filter_map(|(tag, why)| Some((self.rank(tag)?, tag.as_str(), why.as_str())))
             .collect();
+        let semver = self.policy.strategy == Strategy::Semver;
+        let line = |tag: &str| {
+            semver
+                .then(|| crate::constraint::parse_version(tag))
+                .flatten()
+                .map(|v| crate::constraint::major_line(&v))
+        };
+        let same_line = |a: &str, b: &str| match (line(a), line(b)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
         let mut held = Vec::new();
         for (pos, &i) in self.order.iter().enumerate() {
             let Some(c) = self.candidates.get(i) else {
@@ -320,7 +333,9 @@ impl<'t> Evaluation<'t> {
                     let Some(rank) = self.rank(c.tag) else {
                         continue;
                     };
-                    match ceilings.iter().find(|(k, ..)| !rank.above(k)) {
+                    let covers =
+                        |(k, tag, _): &&(Key, &str, &str)| !rank.above(k) && same_line(c.tag, tag);
+                    match ceilings.iter().find(covers) {
                         Some((_, tag, why)) => {
                             format!("{why} (it proposed {tag}; a no covers every version up to it)")
                         }
@@ -966,6 +981,23 @@ mod tests {
         let mut e = Evaluation::new(&numeric, "100", None, &list);
         e.reject(&rejected("103"));
         assert_eq!(e.decide(), Choice::Current);
+    }
+
+    /// A no to a major update (17.2, from 16.1) holds back its own major line only: the
+    /// minors of the line in git are still proposed, and below 1.0 the minor is the line.
+    #[test]
+    fn a_rejected_major_holds_back_its_own_major_line_only() {
+        let rejected =
+            |tag: &str| std::collections::BTreeMap::from([(tag.to_string(), "closed".to_string())]);
+        let semver = policy(PolicySpec::default());
+        let list = tags(&["16.5-alpine", "17.0-alpine", "17.2-alpine"]);
+        let mut e = Evaluation::new(&semver, "16.1-alpine", None, &list);
+        e.reject(&rejected("17.2-alpine"));
+        assert_eq!(e.decide(), update("16.5-alpine", None));
+        let list = tags(&["0.4.1", "0.5.0", "0.5.2"]);
+        let mut e = Evaluation::new(&semver, "0.4.0", None, &list);
+        e.reject(&rejected("0.5.2"));
+        assert_eq!(e.decide(), update("0.4.1", None));
     }
 
     fn newest_build() -> PolicySpec {

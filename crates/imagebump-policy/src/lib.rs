@@ -203,6 +203,9 @@ impl Policy {
         let pattern = compile_pattern(spec.pattern.as_deref(), strategy)?;
         let (platforms, min_age) = compile_metadata_filters(&spec)?;
         let calendar = schedule::Calendar::compile(&spec)?;
+        if let Some(group) = spec.group.as_deref() {
+            check_group(group)?;
+        }
         Ok(Policy(Arc::new(Compiled {
             strategy,
             semver_mode: spec.semver_mode.unwrap_or_default(),
@@ -336,6 +339,40 @@ fn compile_pattern(
     Ok(pattern)
 }
 
+/// The longest `group` name: a branch name holds it whole.
+pub const GROUP_NAME_LIMIT: usize = 64;
+
+/// A `group` name: it becomes a branch (`imagebump/<group>`) and a title as it is, so only
+/// lowercase letters, digits, `-`, `_`, `.` and `/` between names, at most
+/// [`GROUP_NAME_LIMIT`] characters.
+fn check_group(group: &str) -> Result<(), PolicyError> {
+    let hint = "a name such as monitoring or team-a/databases";
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./".contains(c);
+    let why = if group.is_empty() {
+        Some("an empty group name".to_string())
+    } else if group.len() > GROUP_NAME_LIMIT {
+        Some(format!(
+            "group name longer than {GROUP_NAME_LIMIT} characters"
+        ))
+    } else if let Some(c) = group.chars().find(|&c| !allowed(c)) {
+        Some(format!(
+            "group name {group:?} holds {c:?}: only lowercase letters, digits, -, _, . and / are allowed"
+        ))
+    } else if group.split('/').any(|part| {
+        part.is_empty() || part.starts_with('.') || part.ends_with('.') || part.contains("..")
+    }) {
+        Some(format!(
+            "group name {group:?} has an empty part, or a part starting or ending with ."
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(message) => Err(PolicyError::new("group", message).hint(hint)),
+        None => Ok(()),
+    }
+}
+
 /// The `platforms` and `minAge` settings (a zero age is none).
 fn compile_metadata_filters(
     spec: &PolicySpec,
@@ -361,4 +398,32 @@ fn compile_metadata_filters(
 /// reference such as `latest` under `semver` costs no request).
 pub fn cannot_judge(policy: &Policy, current: &str) -> Option<String> {
     evaluate::Evaluation::precheck(policy, current)
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    #[test]
+    fn group_names_are_branch_safe() {
+        for good in ["monitoring", "team-a/db", "v1.2_x"] {
+            assert!(check_group(good).is_ok(), "{good}");
+        }
+        let long = "a".repeat(GROUP_NAME_LIMIT + 1);
+        for bad in [
+            "",
+            "Team A",
+            "a//b",
+            "../x",
+            "x.",
+            "a b",
+            "ü",
+            long.as_str(),
+        ] {
+            let e = check_group(bad)
+                .err()
+                .unwrap_or_else(|| panic!("{bad:?} passed"));
+            assert_eq!(e.key, "group");
+        }
+    }
 }

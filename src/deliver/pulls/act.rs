@@ -34,27 +34,17 @@ pub async fn act(
                 note_foreign(ctx.forge, number, &title, &body, problems).await;
                 continue;
             }
-            a @ (Action::Label { .. } | Action::Assign { .. } | Action::Automerge { .. }) => {
+            a @ (Action::Label { .. }
+            | Action::Assign { .. }
+            | Action::Review { .. }
+            | Action::Automerge { .. }) => {
                 if let Some(f) = ctx.forge {
                     complete(ctx, f, a, problems).await;
                 }
                 continue;
             }
             Action::Push(updates) => {
-                *failed = if ctx.by_api {
-                    commit_by_api(ctx, &updates, problems).await
-                } else {
-                    super::off_the_runtime(|| push_all(ctx, &updates, problems))
-                };
-                let pushed: Vec<&str> = updates
-                    .iter()
-                    .map(|u| u.branch.as_str())
-                    .filter(|b| !failed.contains(*b))
-                    .collect();
-                if !ctx.dry_run && !pushed.is_empty() {
-                    ctx.journal
-                        .done(format!("pushed branch(es) {}", pushed.join(", ")));
-                }
+                *failed = push(ctx, &updates, problems).await;
                 continue;
             }
             Action::Report(report) => report,
@@ -73,7 +63,8 @@ pub async fn act(
                 report,
                 pull,
                 automerge,
-            } => open(ctx, report, &pull, automerge, problems).await,
+                labels,
+            } => open(ctx, report, (&pull, &labels), automerge, problems).await,
             Action::Update {
                 report,
                 number,
@@ -81,6 +72,12 @@ pub async fn act(
                 body,
             } => update(ctx.forge, report, number, &title, &body, problems).await,
             Action::Close { report, number } => close(ctx.forge, report, number, problems).await,
+            Action::Supersede {
+                report,
+                number,
+                title,
+                body,
+            } => supersede(ctx.forge, report, (number, &title, &body), problems).await,
         };
         if failed.contains(&report.branch) {
             report.action = Outcome::Failed;
@@ -91,7 +88,32 @@ pub async fn act(
     reports
 }
 
-/// What an open pull request lacks: the configured labels and assignees, auto-merge.
+/// The one push of every branch that changed (or GitHub's commits, `signing: github`),
+/// recorded in the journal; the branches that did not get through.
+async fn push(
+    ctx: &Context<'_>,
+    updates: &[RefUpdate],
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let failed = if ctx.by_api {
+        commit_by_api(ctx, updates, problems).await
+    } else {
+        super::off_the_runtime(|| push_all(ctx, updates, problems))
+    };
+    let pushed: Vec<&str> = updates
+        .iter()
+        .map(|u| u.branch.as_str())
+        .filter(|b| !failed.contains(*b))
+        .collect();
+    if !ctx.dry_run && !pushed.is_empty() {
+        ctx.journal
+            .done(format!("pushed branch(es) {}", pushed.join(", ")));
+    }
+    failed
+}
+
+/// What an open pull request lacks: the configured labels, reviewers and assignees,
+/// auto-merge.
 async fn complete(ctx: &Context<'_>, f: &dyn Forge, action: Action, problems: &mut Vec<Problem>) {
     match action {
         Action::Label { number, labels } => {
@@ -104,6 +126,18 @@ async fn complete(ctx: &Context<'_>, f: &dyn Forge, action: Action, problems: &m
             if let Err(e) = f.add_assignees(number, &assignees).await {
                 let what = format!("cannot assign #{number}");
                 problems.push(forge_problem(f, &what, &e));
+            }
+        }
+        Action::Review { number, reviewers } => {
+            let what = format!("cannot request reviewers on #{number}");
+            match f.has_reviews(number).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    if let Err(e) = f.request_reviewers(number, &reviewers).await {
+                        problems.push(forge_problem(f, &what, &e));
+                    }
+                }
+                Err(e) => problems.push(forge_problem(f, &what, &e)),
             }
         }
         Action::Automerge { pull, title, body } => {
@@ -146,7 +180,7 @@ async fn note_foreign(
 async fn open(
     ctx: &Context<'_>,
     mut report: PullReport,
-    new: &NewPull,
+    (new, labels): (&NewPull, &[String]),
     automerge_it: bool,
     problems: &mut Vec<Problem>,
 ) -> PullReport {
@@ -161,13 +195,15 @@ async fn open(
                     p.number, new.branch
                 ));
             }
-            decorate(f, &p, ctx.settings, problems).await;
+            decorate(f, &p, (ctx.settings, labels), problems).await;
             if automerge_it {
                 let body = super::decide::with_automerge_mark(&new.body);
                 automerge(ctx, f, &p, &new.title, &body, problems).await;
             }
         }
-        Err(e) if e.is_already_open() => return adopt(ctx, f, report, new, problems).await,
+        Err(e) if e.is_already_open() => {
+            return adopt(ctx, f, report, (new, labels), problems).await
+        }
         Err(e) => {
             let what = format!("cannot open a pull request for {}", new.branch);
             return failed(f, report, &what, &e, problems);
@@ -182,7 +218,7 @@ async fn adopt(
     ctx: &Context<'_>,
     f: &dyn Forge,
     mut report: PullReport,
-    new: &NewPull,
+    (new, labels): (&NewPull, &[String]),
     problems: &mut Vec<Problem>,
 ) -> PullReport {
     let what = format!("cannot adopt the pull request open for {}", new.branch);
@@ -220,7 +256,7 @@ async fn adopt(
     report.number = Some(p.number);
     report.url = Some(p.url.clone());
     report.action = Outcome::Update;
-    decorate(f, &p, ctx.settings, problems).await;
+    decorate(f, &p, (ctx.settings, labels), problems).await;
     report
 }
 
@@ -275,6 +311,31 @@ async fn close(
     report
 }
 
+/// Close a pull request whose updates others propose in this run: first its body without a marker
+/// (if that fails it stays open, so that closing it never rejects its versions), then the
+/// note as a comment, then close.
+async fn supersede(
+    forge: Option<&dyn Forge>,
+    mut report: PullReport,
+    (number, title, body): (u64, &str, &str),
+    problems: &mut Vec<Problem>,
+) -> PullReport {
+    let Some(f) = forge else { return report };
+    let what = format!("cannot close pull request #{number}");
+    if let Err(e) = f.update_pull(number, title, body).await {
+        problems.push(forge_problem(f, &what, &e));
+        report.action = Outcome::Failed;
+        return report;
+    }
+    let c = f.comment(number, super::decide::SUPERSEDED_NOTE).await;
+    let x = f.close_pull(number).await;
+    for e in [c.err(), x.err()].into_iter().flatten() {
+        problems.push(forge_problem(f, &what, &e));
+        report.action = Outcome::Failed;
+    }
+    report
+}
+
 /// Turn the forge's auto-merge on for `pull`, then record in its body (`title`, `body`, the
 /// body carrying the mark) that imagebump did, so that it is never turned on again. A
 /// failure is reported and the next run tries again.
@@ -315,10 +376,16 @@ const AUTOMERGE_HINT: &str = "the repository must allow it: GitHub \"Allow auto-
     (or a pipeline on the merge request); Gitea/Forgejo a branch protection with required status \
     checks. The token needs to merge (write access); the next run tries again";
 
-/// Labels, reviewers and assignees of a new pull request, as configured.
-async fn decorate(f: &dyn Forge, p: &Pull, s: &PullRequestsConfig, problems: &mut Vec<Problem>) {
-    if !s.labels.is_empty() {
-        if let Err(e) = f.add_labels(p.number, &s.labels).await {
+/// Labels (`labels`, its change set's), reviewers and assignees of a new pull request, as
+/// configured.
+async fn decorate(
+    f: &dyn Forge,
+    p: &Pull,
+    (s, labels): (&PullRequestsConfig, &[String]),
+    problems: &mut Vec<Problem>,
+) {
+    if !labels.is_empty() {
+        if let Err(e) = f.add_labels(p.number, labels).await {
             let what = format!("cannot label pull request #{}", p.number);
             problems.push(forge_problem(f, &what, &e));
         }

@@ -16,6 +16,10 @@ use imagebump_model::config::PullRequestsConfig;
 /// Appended to the pull request of a branch someone else committed to, and commented.
 pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";
 
+/// Commented on a pull request whose updates another change set's pull request proposes
+/// (grouping changed: majors apart, a named group), before closing it.
+pub const SUPERSEDED_NOTE: &str = "Another imagebump pull request proposes these updates (the grouping changed: a major update goes apart, or a rule names a group); closing this one. Closing it rejects nothing.";
+
 /// Commented on a pull request closed because the base has its versions.
 pub const CLOSE_NOTE: &str =
     "The base branch already has these versions (merged elsewhere, or moved on); closing.";
@@ -32,6 +36,9 @@ pub struct Proposal<'a> {
     pub automerge: Automerge,
     /// The release notes of its updates, as the body gives them.
     pub notes: Vec<super::notes::UpdateNotes>,
+    /// The labels its pull request carries: `pullRequests.labels`, and for a change set of
+    /// major updates `pullRequests.majorLabels` too.
+    pub labels: Vec<String>,
 }
 
 /// One of imagebump's branches on the remote, as deciding needs it.
@@ -43,6 +50,9 @@ pub struct Branch {
     /// Its tip is one commit on the base commit, so its tree says what it proposes.
     pub parent_is_base: bool,
     pub tree: Option<String>,
+    /// Its tip is one imagebump commit on an older base commit: that commit's update
+    /// trailers, to tell whether it still proposes the same ([`Built::Commit`]'s `current`).
+    pub behind: Option<Vec<String>>,
 }
 
 /// The commit built for a change set on the base commit (in the clone, not pushed yet).
@@ -52,6 +62,10 @@ pub enum Built {
         sha: String,
         /// Read only when the remote branch may hold the same content.
         tree: Option<String>,
+        /// The remote branch, one commit on an older base, proposes exactly this: the same
+        /// updates, and the same content in every file of the change set. It is not
+        /// rebuilt on the moved base (a pull request that auto-merges always is).
+        current: bool,
     },
     /// Why it could not be built.
     Failed(String),
@@ -74,10 +88,11 @@ pub struct Input<'a> {
     /// The base branch the pull requests target.
     pub base: &'a str,
     pub draft: bool,
-    /// `pullRequests.labels`: every open pull request of imagebump's carries them.
-    pub labels: &'a [String],
     /// `pullRequests.assignees`: every open pull request of imagebump's has them.
     pub assignees: &'a [String],
+    /// `pullRequests.reviewers`: asked on an open pull request that nobody is asked to
+    /// review ([`Action::Review`]).
+    pub reviewers: &'a [String],
     /// `--max-prs`: new pull requests at most.
     pub max_new: Option<usize>,
     /// Decide what would happen; push nothing, call the forge for nothing.
@@ -105,12 +120,13 @@ pub enum Action {
     CannotBuild { report: PullReport, error: String },
     /// One push of every branch that changed, each with a lease on its previous tip.
     Push(Vec<RefUpdate>),
-    /// Open a pull request for a pushed branch, then label, request reviewers and assign,
-    /// and turn its auto-merge on when `automerge`.
+    /// Open a pull request for a pushed branch, then label it with `labels`, request
+    /// reviewers and assign, and turn its auto-merge on when `automerge`.
     Open {
         report: PullReport,
         pull: NewPull,
         automerge: bool,
+        labels: Vec<String>,
     },
     /// Bring an open pull request's title and body in line with its change set.
     Update {
@@ -121,11 +137,22 @@ pub enum Action {
     },
     /// Comment on and close a pull request whose change set is gone.
     Close { report: PullReport, number: u64 },
+    /// Empty the marker of a pull request whose updates another change set proposes in this run
+    /// (its new `title` and `body`: closing it then rejects nothing), comment and close it.
+    Supersede {
+        report: PullReport,
+        number: u64,
+        title: String,
+        body: String,
+    },
     /// Add the configured labels an open pull request lacks (a label call that failed on
     /// an earlier run, or one added to the configuration since).
     Label { number: u64, labels: Vec<String> },
     /// Assign the configured assignees an open pull request lacks.
     Assign { number: u64, assignees: Vec<String> },
+    /// Request the configured reviewers on an open pull request that nobody is asked to
+    /// review, unless the forge says it has a review already (asked while acting).
+    Review { number: u64, reviewers: Vec<String> },
     /// Turn on the auto-merge of an open pull request that imagebump has not turned on yet
     /// (a call that failed on an earlier run), then mark its body (`title`, `body`) so.
     Automerge {
@@ -151,7 +178,16 @@ pub fn proposals<'a>(
         .map(|set| {
             let updates = updates_of(plan, set);
             let automerge = automerge(&updates, rejections);
+            let mut labels = settings.labels.clone();
+            if crate::plan::is_major_group(&set.group) {
+                for l in &settings.major_labels {
+                    if !labels.iter().any(|have| have.eq_ignore_ascii_case(l)) {
+                        labels.push(l.clone());
+                    }
+                }
+            }
             Proposal {
+                labels,
                 set,
                 branch: branch_name(&settings.branch_prefix, &set.group),
                 title: title(set, &updates, settings.title.as_deref()),
@@ -201,8 +237,8 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             settled.push(Action::Report(report(p, Outcome::Deferred, None)));
             continue;
         }
-        let (sha, tree) = match built {
-            Some(Built::Commit { sha, tree }) => (sha, tree),
+        let (sha, tree, current) = match built {
+            Some(Built::Commit { sha, tree, current }) => (sha, tree, *current),
             failed => {
                 let report = report(p, Outcome::Failed, pull);
                 let error = match failed {
@@ -215,7 +251,8 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             }
         };
         // The branch already proposes exactly this: nothing to push.
-        let same = remote.is_some_and(|r| r.parent_is_base && r.tree.is_some() && r.tree == *tree);
+        let same = current
+            || remote.is_some_and(|r| r.parent_is_base && r.tree.is_some() && r.tree == *tree);
         if !same {
             updates.push(RefUpdate {
                 branch: p.branch.clone(),
@@ -232,8 +269,9 @@ pub fn decide(input: &Input<'_>) -> Vec<Action> {
             (Some(_), false) => Outcome::Update,
         };
         proposed.push(propose(input, p, outcome, pull));
-        proposed.extend(missing_labels(input, pull));
+        proposed.extend(missing_labels(input, p, pull));
         proposed.extend(missing_assignees(input, pull));
+        proposed.extend(missing_reviewers(input, pull));
         proposed.extend(missing_automerge(input, p, pull));
     }
     let push = (!input.dry_run && !updates.is_empty()).then_some(Action::Push(updates));
@@ -288,6 +326,7 @@ fn propose(input: &Input<'_>, p: &Proposal<'_>, outcome: Outcome, pull: Option<&
                 draft: input.draft,
             },
             automerge: p.automerge == Automerge::On,
+            labels: p.labels.clone(),
         },
     }
 }
@@ -312,10 +351,22 @@ fn missing_automerge(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -
     })
 }
 
-/// The configured labels an existing open pull request lacks, as one call.
-fn missing_labels(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+/// The configured reviewers, for an existing open pull request that nobody is asked to
+/// review. A forge drops a request once its review is in, so an empty list also means
+/// "reviewed": acting asks the forge for reviews first, and requests none when there is
+/// one (a reviewer is never asked twice for the same pull request).
+fn missing_reviewers(input: &Input<'_>, pull: Option<&Pull>) -> Option<Action> {
+    let pull = pull.filter(|p| !input.dry_run && p.review_requests.is_empty())?;
+    (!input.reviewers.is_empty()).then(|| Action::Review {
+        number: pull.number,
+        reviewers: input.reviewers.to_vec(),
+    })
+}
+
+/// The labels of `p` an existing open pull request lacks, as one call.
+fn missing_labels(input: &Input<'_>, p: &Proposal<'_>, pull: Option<&Pull>) -> Option<Action> {
     let pull = pull.filter(|_| !input.dry_run)?;
-    let labels: Vec<String> = input
+    let labels: Vec<String> = p
         .labels
         .iter()
         .filter(|l| !pull.labels.iter().any(|have| have.eq_ignore_ascii_case(l)))
@@ -361,14 +412,14 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
             let marked = marker::parse(&p.body)?;
             let ours = match input.shard {
                 None => true,
-                Some((i, n)) => marked
-                    .first()
-                    .is_some_and(|u| crate::plan::shard_of(&u.group, n) == i),
+                Some((i, n)) => marked.first().is_some_and(|u| {
+                    crate::plan::shard_of(crate::plan::base_group(&u.group), n) == i
+                }),
             };
-            let waits = |u: &Marked| input.waiting.contains(&(u.image.clone(), u.file.clone()));
-            if !ours || !marked.iter().all(|u| settled(input.plan, u) && !waits(u)) {
+            if !ours {
                 return None;
             }
+            let waits = |u: &Marked| input.waiting.contains(&(u.image.clone(), u.file.clone()));
             let report = PullReport {
                 group: String::new(),
                 branch: branch.clone(),
@@ -378,12 +429,46 @@ fn closes(input: &Input<'_>) -> Vec<Action> {
                 url: Some(p.url.clone()),
                 notes: Vec::new(),
             };
-            Some(Action::Close {
-                report,
-                number: p.number,
-            })
+            if marked.iter().all(|u| settled(input.plan, u) && !waits(u)) {
+                let number = p.number;
+                return Some(Action::Close { report, number });
+            }
+            marked
+                .iter()
+                .all(|u| moved(input.proposals, branch, u))
+                .then(|| supersede(report, p))
         })
         .collect()
+}
+
+/// Another proposal (not from `branch`) has an update of `u`'s image in `u`'s file.
+fn moved(proposals: &[Proposal<'_>], branch: &str, u: &Marked) -> bool {
+    proposals.iter().filter(|p| p.branch != branch).any(|p| {
+        p.updates
+            .iter()
+            .any(|x| *x.image == *u.image && x.written_to.as_deref().unwrap_or(&x.file) == u.file)
+    })
+}
+
+/// Closing `p`, whose updates other pull requests propose in this run: its body without its
+/// marker (an empty one instead, so that the closed pull request rejects nothing).
+fn supersede(report: PullReport, p: &Pull) -> Action {
+    let kept: Vec<&str> = p
+        .body
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("<!-- imagebump:"))
+        .collect();
+    let body = format!(
+        "{}\n\n> {SUPERSEDED_NOTE}\n\n{}\n",
+        kept.join("\n").trim_end(),
+        marker::render(&[])
+    );
+    Action::Supersede {
+        report,
+        number: p.number,
+        title: p.title.clone(),
+        body,
+    }
 }
 
 /// The plan has nothing left to do for `u`: no planned update of that image in that file.
@@ -448,6 +533,7 @@ mod tests {
         Some(Built::Commit {
             sha: sha.into(),
             tree: Some(format!("tree-{sha}")),
+            current: false,
         })
     }
 
@@ -463,6 +549,7 @@ mod tests {
             url: format!("https://forge/pulls/{number}"),
             labels: Vec::new(),
             assignees: Vec::new(),
+            review_requests: Vec::new(),
             draft: false,
             node_id: String::new(),
             automerge: None,
@@ -476,6 +563,7 @@ mod tests {
             foreign,
             parent_is_base: !foreign,
             tree: tree.map(str::to_string),
+            behind: None,
         }
     }
 
@@ -543,8 +631,8 @@ mod tests {
                 claimed: &self.claimed,
                 base: "main",
                 draft: false,
-                labels: &[],
                 assignees: &[],
+                reviewers: &[],
                 max_new: self.max_new,
                 dry_run: self.dry_run,
                 shard: None,
@@ -572,8 +660,10 @@ mod tests {
                 Action::Open { report, .. } => r("open", report),
                 Action::Update { report, .. } => r("update", report),
                 Action::Close { report, .. } => r("close", report),
+                Action::Supersede { report, .. } => r("supersede", report),
                 Action::Label { number, labels } => format!("label #{number} {labels:?}"),
                 Action::Assign { number, assignees } => format!("assign #{number} {assignees:?}"),
+                Action::Review { number, reviewers } => format!("review #{number} {reviewers:?}"),
                 Action::Automerge { pull, .. } => format!("automerge #{}", pull.number),
             })
             .collect()
@@ -732,14 +822,21 @@ mod tests {
                 "close imagebump/web Close",
             ]
         );
-        // Still planned elsewhere (the same image and file): left open.
+        // Planned by another change set (the same image and file): closed as
+        // regrouped, its marker emptied first so that it rejects nothing.
         let mut moved = plan(&["api"]);
         let first = moved.updates.get_mut(0).expect("one update");
         first.image = "ghcr.io/acme/web".into();
         first.file = "web/kustomization.yaml".into();
         let mut case = Case::new(&moved);
         case.open.insert(stale.branch.clone(), stale.clone());
-        assert_eq!(lines(&case.decide()).len(), 2);
+        let actions = case.decide();
+        assert_eq!(lines(&actions)[2], "supersede imagebump/web Close");
+        let Some(Action::Supersede { body, .. }) = actions.get(2) else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(marker::parse(body), Some(Vec::new()));
+        assert!(body.contains(SUPERSEDED_NOTE));
         // Waiting for its schedule: not obsolete, left open.
         let mut case = Case::new(&now);
         case.open.insert(stale.branch.clone(), stale);

@@ -31,11 +31,13 @@ pub fn automerge(updates: &[&Update], rejections: &Rejections) -> Automerge {
         };
         let tag = marker::tag_of(&u.to);
         let version = imagebump_policy::constraint::parse_version(tag);
+        // As a rejection holds a version back: up to it, in its major line.
+        let line = imagebump_policy::constraint::major_line;
         let covered = |rejected: &str| {
             rejected == tag
                 || matches!(
                     (&version, imagebump_policy::constraint::parse_version(rejected)),
-                    (Some(v), Some(r)) if *v <= r
+                    (Some(v), Some(r)) if *v <= r && line(v) == line(&r)
                 )
         };
         let hit = rejections
@@ -99,18 +101,29 @@ fn raw_title(set: &ChangeSet, updates: &[&Update], template: Option<&str>) -> St
         [u] => (&*u.name, &*u.from, &*u.to),
         _ => ("", "", ""),
     };
+    let major = crate::plan::is_major_group(&set.group);
     let default = match updates {
+        [u] if major => format!("Update {} to {} (major)", u.name, marker::tag_of(&u.to)),
         [u] => format!("Update {} to {}", u.name, marker::tag_of(&u.to)),
+        // The group's name says "(major)".
         _ => format!("Update {} images in {}", updates.len(), set.group),
     };
     match template {
         None => default,
-        Some(t) => t
-            .replace("{group}", &set.group)
-            .replace("{image}", image)
-            .replace("{from}", from)
-            .replace("{to}", to)
-            .replace("{count}", &updates.len().to_string()),
+        Some(t) => {
+            let title = t
+                .replace("{group}", &set.group)
+                .replace("{image}", image)
+                .replace("{from}", from)
+                .replace("{to}", to)
+                .replace("{count}", &updates.len().to_string());
+            // A major update's title says so, whatever the template.
+            if major && !t.contains("{group}") {
+                format!("{title} (major)")
+            } else {
+                title
+            }
+        }
     }
 }
 
@@ -129,10 +142,15 @@ pub fn body(
     (notes, promoted): (&[UpdateNotes], &Texts),
     automerge: &Automerge,
 ) -> String {
+    let major = if crate::plan::is_major_group(&set.group) {
+        " (major updates, apart from the minor and patch ones)"
+    } else {
+        ""
+    };
     let mut s = format!(
-        "imagebump updates {} image reference(s) in {}.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
+        "imagebump updates {} image reference(s) in {}{major}.\n\n| Image | From | To | File | Source |\n|---|---|---|---|---|\n",
         updates.len(),
-        escape::markdown_code(&set.group)
+        escape::markdown_code(crate::plan::base_group(&set.group))
     );
     for u in updates {
         s.push_str(&row(u, notes));

@@ -152,12 +152,30 @@ fn branch(ctx: &Context<'_>, sha: String, log: &[CommitInfo], tree: Option<Strin
         log,
         [only] if only.parents.first().map(String::as_str) == Some(ctx.base_commit)
     );
+    // One commit whose parent is not the base: the commits `base..tip` hold no other, so
+    // its parent is an older commit of the base.
+    let behind = match log {
+        [only] if !foreign && !parent_is_base && only.parents.len() == 1 => {
+            Some(update_trailers(&only.trailers))
+        }
+        _ => None,
+    };
     Branch {
         sha,
         foreign,
         parent_is_base,
         tree,
+        behind,
     }
+}
+
+/// A commit's `Imagebump-Update` trailers, each as its line reads, in order.
+fn update_trailers(trailers: &[(String, String)]) -> Vec<String> {
+    trailers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(marker::TRAILER))
+        .map(|(_, v)| format!("{}: {v}", marker::TRAILER))
+        .collect()
 }
 
 /// A commit not made by imagebump: another author, or no `Imagebump-Update` trailer. With
@@ -212,14 +230,71 @@ pub fn build(
         })
         .collect();
     let trees = comparable_trees(ctx, &results);
+    let current = still_current(ctx, proposals, &results);
     results
         .into_iter()
-        .map(|r| {
+        .zip(current)
+        .map(|(r, current)| {
             let (remote, result) = r?;
             let tree = result.as_ref().ok().and_then(|sha| trees.get(sha).cloned());
-            Some(built(remote, result, tree))
+            Some(built(remote, result, tree, current))
         })
         .collect()
+}
+
+/// For each proposal, whether its remote branch, one imagebump commit on an older base,
+/// still proposes exactly what this run built: the same update trailers, and every file
+/// of the change set the same there as in the new commit (one `git cat-file` for all).
+/// A pull request that auto-merges is always rebuilt on the moved base: a forge that
+/// wants branches up to date merges it only then.
+fn still_current(
+    ctx: &Context<'_>,
+    proposals: &[Proposal<'_>],
+    results: &[Option<Attempt<'_>>],
+) -> Vec<bool> {
+    let mut queries: Vec<(String, String)> = Vec::new();
+    let mut asked: Vec<Option<std::ops::Range<usize>>> = Vec::new();
+    for (p, r) in proposals.iter().zip(results) {
+        let candidate = match r {
+            Some((Some(remote), Ok(sha))) => remote
+                .behind
+                .as_ref()
+                .filter(|t| p.automerge != super::message::Automerge::On && same_trailers(t, p))
+                .map(|_| (remote.sha.as_str(), sha.as_str())),
+            _ => None,
+        };
+        asked.push(candidate.map(|(tip, new)| {
+            let start = queries.len();
+            for change in &p.set.changes {
+                queries.push((tip.to_string(), change.file.clone()));
+                queries.push((new.to_string(), change.file.clone()));
+            }
+            start..queries.len()
+        }));
+    }
+    let blobs = ctx.git.blobs_at(ctx.dir, &queries).unwrap_or_default();
+    asked
+        .into_iter()
+        .map(|range| {
+            let Some(pairs) = range.and_then(|r| blobs.get(r)) else {
+                return false;
+            };
+            !pairs.is_empty()
+                && pairs
+                    .chunks(2)
+                    .all(|pair| matches!(pair, [Some(a), Some(b)] if a == b))
+        })
+        .collect()
+}
+
+/// Whether a branch commit's update trailers are those `p`'s commit has.
+fn same_trailers(trailers: &[String], p: &Proposal<'_>) -> bool {
+    let wanted: Vec<String> = p
+        .updates
+        .iter()
+        .map(|u| marker::trailer(&marker::Marked::from(*u)))
+        .collect();
+    trailers == wanted.as_slice()
 }
 
 /// A change set's remote branch (if any) and the commit built for it.
@@ -253,13 +328,19 @@ fn no_commit() -> Result<String, GitError> {
 }
 
 /// A built commit, with its tree when the remote branch may already hold the same.
-fn built(remote: Option<&Branch>, result: Result<String, GitError>, tree: Option<String>) -> Built {
+fn built(
+    remote: Option<&Branch>,
+    result: Result<String, GitError>,
+    tree: Option<String>,
+    current: bool,
+) -> Built {
     match result {
         Ok(sha) => {
             let comparable = remote.is_some_and(|r| r.parent_is_base && r.tree.is_some());
             Built::Commit {
                 sha,
                 tree: tree.filter(|_| comparable),
+                current,
             }
         }
         Err(e) => Built::Failed(e.to_string()),

@@ -74,6 +74,59 @@ impl Git {
     }
 }
 
+impl Git {
+    /// The object each `(commit, path)` names (`None`: no such file there, or a path that
+    /// cannot be asked for in one line), from one `git cat-file --batch-check`.
+    pub fn blobs_at(
+        &self,
+        dir: &Path,
+        queries: &[(String, String)],
+    ) -> Result<Vec<Option<String>>, Error> {
+        // A path with a line break cannot be asked for in the batch: it is answered `None`
+        // without asking.
+        let askable = |path: &str| !path.contains(['\n', '\r']);
+        let mut query = String::new();
+        for (commit, path) in queries.iter().filter(|(_, p)| askable(p)) {
+            query.push_str(object_id(commit)?);
+            query.push(':');
+            query.push_str(path);
+            query.push('\n');
+        }
+        let answers: Vec<Option<String>> = if query.is_empty() {
+            Vec::new()
+        } else {
+            let mut cmd = self.local(dir);
+            cmd.args(["cat-file", "--batch-check=%(objectname) %(objecttype)"]);
+            let out = self.run_with_input(cmd, "cat-file", query.as_bytes())?;
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| match l.split_once(' ') {
+                    Some((sha, "blob")) if object_id(sha).is_ok() => Some(sha.to_string()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut answers = answers.into_iter();
+        let blobs: Vec<Option<String>> = queries
+            .iter()
+            .map(|(_, p)| {
+                if askable(p) {
+                    answers.next().flatten()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if answers.next().is_some() || blobs.len() != queries.len() {
+            return Err(Error::Output {
+                command: "cat-file".to_string(),
+                detail: "more answers than questions".to_string(),
+            });
+        }
+        Ok(blobs)
+    }
+}
+
 /// The commits of `all` (`by_sha`: the same, by id) reachable from `tip` through parents
 /// within `all`, in `all`'s order, at most `max`.
 fn since(

@@ -14,6 +14,7 @@
 //! | `POST /repos/{o}/{r}/pulls` | `head`, `base`, `title`, `body`: 201 and the pull request; 409 when an open one has the same head and base; 422 when a field is missing or head is base |
 //! | `PATCH /repos/{o}/{r}/pulls/{n}` | `title`, `body`, `state` (open, closed), `assignees`: 201 and the pull request |
 //! | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` | `reviewers`, `team_reviewers`: 201; 422 for the author |
+//! | `GET /repos/{o}/{r}/pulls/{n}/reviews` | each pending request (`REQUEST_REVIEW`), then the reviews submitted ([`FakeGitea::review`]) |
 //! | `POST /repos/{o}/{r}/pulls/{n}/merge` | `Do`, `merge_when_checks_succeed: true`: 201 scheduled (never merged: the fake has no checks); 409 when already scheduled; 405 when [`FakeGitea::set_allow_auto_merge`] is off |
 //! | `GET /repos/{o}/{r}/issues/{n}` | the pull request as an issue (`assignees` is `null` when empty, as Gitea writes it) |
 //! | `PATCH /repos/{o}/{r}/issues/{n}` | `title`, `body`, `state`, `assignees` (replacing them): 201 |
@@ -109,6 +110,9 @@ pub struct FakePull {
     pub assignees: Vec<String>,
     pub reviewers: Vec<String>,
     pub team_reviewers: Vec<String>,
+    /// Reviews submitted, as (login, state): `APPROVED`, `COMMENTED`, `CHANGES_REQUESTED`
+    /// (GitHub) or `REQUEST_CHANGES` (Gitea).
+    pub reviews: Vec<(String, String)>,
     pub comments: Vec<String>,
     pub user: String,
     pub created_at: i64,
@@ -159,6 +163,8 @@ struct State {
     clock: Clock,
     calls: Vec<Call>,
     faults: Faults<Fault>,
+    /// Faults answered after acting: the work is done, the answer is lost.
+    lost: Faults<Fault>,
     draft_field: bool,
     link_header: bool,
     max_limit: usize,
@@ -197,6 +203,7 @@ impl FakeGitea {
             clock: Clock::new(),
             calls: Vec::new(),
             faults: Faults::new(),
+            lost: Faults::new(),
             draft_field: true,
             link_header: true,
             max_limit: DEFAULT_MAX_LIMIT,
@@ -397,6 +404,26 @@ impl FakeGitea {
         self.lock().faults.push(Some(method), None, 1, fault);
     }
 
+    /// The next request with `method` acts, and then answers `status` as if it had failed
+    /// (a proxy's 502 after Gitea did the work).
+    pub fn lose_next_answer(&self, method: &str, status: u16) {
+        let fault = Fault {
+            status,
+            retry_after: None,
+            message: None,
+        };
+        self.lock().lost.push(Some(method), None, 1, fault);
+    }
+
+    /// `login` submits a review in `state` (`APPROVED`, `COMMENT`, `REQUEST_CHANGES`): as
+    /// on Gitea, their pending request becomes that review.
+    pub fn review(&self, number: u64, login: &str, state: &str) {
+        self.by_hand(number, |pull, _| {
+            pull.reviewers.retain(|r| !r.eq_ignore_ascii_case(login));
+            pull.reviews.push((login.to_string(), state.to_string()));
+        });
+    }
+
     /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
     fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
         let mut state = self.lock();
@@ -427,6 +454,10 @@ impl Serve for State {
             body.as_ref(),
             authorization.as_deref(),
         );
+        let (status, template) = match self.lost.take(&method, &path) {
+            Some(fault) => self.fault_response(&fault),
+            None => (status, template),
+        };
         self.calls.push(Call {
             method,
             path,
@@ -482,6 +513,7 @@ impl State {
             assignees: Vec::new(),
             reviewers: Vec::new(),
             team_reviewers: Vec::new(),
+            reviews: Vec::new(),
             comments: Vec::new(),
             user: user.to_string(),
             created_at: now,
@@ -589,6 +621,7 @@ impl State {
                 self.pull_answer(201, number)
             }
             ("POST", "pulls", ["requested_reviewers"]) => self.request_reviewers(number, body),
+            ("GET", "pulls", ["reviews"]) => self.reviews(number),
             ("POST", "pulls", ["merge"]) => self.schedule_merge(number, body),
             ("GET", "issues", []) => self.issue_answer(200, number),
             ("PATCH", "issues", []) => {
@@ -791,6 +824,24 @@ impl State {
         (
             201,
             ResponseTemplate::new(201).set_body_json(Value::Array(reviews)),
+        )
+    }
+
+    /// `GET …/pulls/{n}/reviews`: each pending request (`REQUEST_REVIEW`), then each
+    /// review submitted, as Gitea lists them.
+    fn reviews(&mut self, number: u64) -> Answer {
+        let Some(pull) = self.find(number) else {
+            return self.not_found();
+        };
+        let pending = (pull.reviewers.iter()).map(|u| (u.clone(), "REQUEST_REVIEW".to_string()));
+        let reviews: Vec<Value> = pending
+            .chain(pull.reviews.iter().cloned())
+            .enumerate()
+            .map(|(i, (login, state))| json!({"id": i + 1, "user": user_json(&login), "state": state}))
+            .collect();
+        (
+            200,
+            ResponseTemplate::new(200).set_body_json(Value::Array(reviews)),
         )
     }
 

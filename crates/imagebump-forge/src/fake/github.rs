@@ -10,6 +10,7 @@
 //! | `POST /repos/{o}/{r}/pulls` | 201 and the new pull request; 422 when an open one has the same head and base |
 //! | `PATCH /repos/{o}/{r}/pulls/{n}` | `title`, `body`, `state` (open, closed), `base` |
 //! | `POST /repos/{o}/{r}/pulls/{n}/requested_reviewers` | `reviewers`, `team_reviewers` |
+//! | `GET /repos/{o}/{r}/pulls/{n}/reviews` | the reviews submitted ([`FakeGitHub::review`]) |
 //! | `POST /repos/{o}/{r}/issues/{n}/comments` | `body` |
 //! | `POST /repos/{o}/{r}/issues/{n}/labels` | `labels`: added to the existing ones |
 //! | `POST /repos/{o}/{r}/issues/{n}/assignees` | `assignees`: added to the existing ones |
@@ -110,6 +111,9 @@ pub struct FakePull {
     pub assignees: Vec<String>,
     pub reviewers: Vec<String>,
     pub team_reviewers: Vec<String>,
+    /// Reviews submitted, as (login, state): `APPROVED`, `COMMENTED`, `CHANGES_REQUESTED`
+    /// (GitHub) or `REQUEST_CHANGES` (Gitea).
+    pub reviews: Vec<(String, String)>,
     pub comments: Vec<String>,
     pub user: String,
     pub created_at: i64,
@@ -141,6 +145,8 @@ struct State {
     clock: Clock,
     calls: Vec<Call>,
     faults: Faults<Fault>,
+    /// Faults answered after acting: the work is done, the answer is lost.
+    lost: Faults<Fault>,
     /// The next create is raced by another run, which opens the same branch's pull request
     /// first (its title given here).
     raced_create: Option<String>,
@@ -194,6 +200,7 @@ impl FakeGitHub {
             clock: Clock::new(),
             calls: Vec::new(),
             faults: Faults::new(),
+            lost: Faults::new(),
             raced_create: None,
             allow_auto_merge: true,
             git_dir: None,
@@ -338,6 +345,15 @@ impl FakeGitHub {
         self.lock().pull_mut(number).clone()
     }
 
+    /// `login` submits a review in `state` (`APPROVED`, `COMMENTED`, `CHANGES_REQUESTED`):
+    /// as on GitHub, their review request is fulfilled and drops off the pull request.
+    pub fn review(&self, number: u64, login: &str, state: &str) {
+        self.by_hand(number, |pull, _| {
+            pull.reviewers.retain(|r| !r.eq_ignore_ascii_case(login));
+            pull.reviews.push((login.to_string(), state.to_string()));
+        });
+    }
+
     /// A human merges pull request `number`.
     pub fn merge(&self, number: u64) {
         self.by_hand(number, |pull, now| {
@@ -385,6 +401,12 @@ impl FakeGitHub {
             .push(Some(method), Some(route), times, fault);
     }
 
+    /// The next request with this method to this route acts, and then answers `fault` as
+    /// if it had failed (a proxy's 502 after GitHub did the work).
+    pub fn lose_next_answer(&self, method: &str, route: &str, fault: Fault) {
+        self.lock().lost.push(Some(method), Some(route), 1, fault);
+    }
+
     /// A change made by hand in the forge's UI: it ticks the clock and counts as an update.
     fn by_hand(&self, number: u64, change: impl FnOnce(&mut FakePull, i64)) {
         let mut state = self.lock();
@@ -410,6 +432,9 @@ impl Serve for State {
             received.body.as_ref(),
             &credential,
         );
+        let route = received.path.strip_prefix(self.prefix.as_str());
+        let lost = route.and_then(|r| self.lost.take(&received.method, r));
+        let (status, template) = lost.map_or((status, template), |f| fault_response(&f));
         self.calls.push(received.into_call(credential, status));
         template
     }
@@ -455,6 +480,7 @@ impl State {
             assignees: Vec::new(),
             reviewers: Vec::new(),
             team_reviewers: Vec::new(),
+            reviews: Vec::new(),
             comments: Vec::new(),
             user: user.to_string(),
             created_at: now,
@@ -608,6 +634,17 @@ impl State {
             },
             ("PATCH", ["pulls", n]) => match number(n) {
                 Some(n) => self.update(n, body),
+                None => not_found(),
+            },
+            ("GET", ["pulls", n, "reviews"]) => match number(n).and_then(|n| self.find(n)) {
+                Some(pull) => {
+                    let reviews: Vec<Value> = (pull.reviews.iter().enumerate())
+                        .map(|(i, (login, state))| {
+                            json!({"id": i + 1, "user": user_json(login), "state": state})
+                        })
+                        .collect();
+                    ok(200, Value::Array(reviews))
+                }
                 None => not_found(),
             },
             ("POST", ["pulls", n, "requested_reviewers"]) => match number(n) {

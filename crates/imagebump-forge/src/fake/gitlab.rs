@@ -126,6 +126,8 @@ struct State {
     clock: Clock,
     calls: Vec<Call>,
     faults: Faults<Fault>,
+    /// Faults answered after acting: the work is done, the answer is lost.
+    lost: Faults<Fault>,
     /// Answer like GitLab before 13.2: `work_in_progress`, no `draft`.
     legacy_draft_field: bool,
     /// Paginate with `Link` only, without the `x-*` headers.
@@ -175,6 +177,7 @@ impl FakeGitLab {
             clock: Clock::new(),
             calls: Vec::new(),
             faults: Faults::new(),
+            lost: Faults::new(),
             legacy_draft_field: false,
             link_only: false,
             issues: Default::default(),
@@ -358,6 +361,14 @@ impl FakeGitLab {
         self.lock().faults.push(method, None, times, fault);
     }
 
+    /// The next request with `method` acts, and then answers `status` as if it had failed
+    /// (a proxy's 502 after GitLab did the work).
+    pub fn lose_next_answer(&self, method: &str, status: u16) {
+        self.lock()
+            .lost
+            .push(Some(method), None, 1, Fault::Status(status));
+    }
+
     fn set_state(&self, iid: u64, new: &str) {
         self.by_hand(iid, |mr, _| {
             mr.state = new.to_string();
@@ -389,6 +400,8 @@ impl Serve for State {
             received.body.as_ref(),
             &credential,
         );
+        let lost = self.lost.take(&received.method, &received.path);
+        let (status, template) = lost.map_or((status, template), |f| fault_response(&f));
         self.calls.push(received.into_call(credential, status));
         template
     }
