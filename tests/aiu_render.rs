@@ -196,7 +196,10 @@ impl Oracle {
                     from: text(u, "from"),
                     to: text(u, "to"),
                 };
-                (text(u, "group"), update)
+                // The app is the group; a major update's change set adds " (major)".
+                let group = text(u, "group");
+                let app = group.strip_suffix(" (major)").unwrap_or(&group).to_string();
+                (app, update)
             })
             .collect();
         updates.sort_by(|a, b| a.1.cmp(&b.1));

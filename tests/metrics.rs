@@ -216,7 +216,8 @@ fn a_failed_run_keeps_the_last_success_in_the_file_and_at_the_pushgateway() {
     let m = parsed(&file);
     assert_eq!(m["imagebump_run_success{}"], 0.0, "{}", failed.stderr);
     assert_eq!(m["imagebump_run_exit_code{}"], 1.0);
-    assert_eq!(m["imagebump_errors{kind=registry}"], 1.0);
+    // Its own line, and the line saying that no registry answered.
+    assert_eq!(m["imagebump_errors{kind=registry}"], 2.0);
     assert_eq!(m["imagebump_references{state=not-checked}"], 1.0);
     // The registry that went away: its requests found no one to answer.
     assert!(

@@ -159,10 +159,11 @@ fn world(reg: &Registry, token: &str) -> (GitServer, tempfile::TempDir, tempfile
         .prefix("imagebump-config-")
         .tempdir()
         .unwrap();
+    // One pull request holds every kind of update, the major one too.
     std::fs::write(
         cfg.path().join("imagebump.yaml"),
         format!(
-            "registries:\n  - prefix: registry.test\n    url: {}\n",
+            "registries:\n  - prefix: registry.test\n    url: {}\npullRequests:\n  separateMajor: false\n",
             reg.base_url()
         ),
     )

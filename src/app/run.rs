@@ -60,12 +60,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     let forge: Option<&dyn Forge> = connected.as_ref().map(|c| c.forge.as_ref());
     check_opened(plan, &loaded, out)?;
     let mut problems: Vec<Problem> = Vec::new();
-    let dashboard = super::run_dashboard::read(plan, &loaded, forge, &mut problems).await;
-    let lifted = super::run_dashboard::lifted(dashboard.as_ref());
-    let login = dashboard.as_ref().map(|d| d.login.as_str());
-    let mut decisions =
-        rejections(plan, &loaded, (forge, out), (login, &lifted), &mut problems).await;
-    decisions.overrides = super::run_dashboard::overrides(dashboard.as_ref());
+    let (dashboard, decisions) = decide_first(plan, &loaded, (forge, out), &mut problems).await;
     let registries = registries_of(plan, &loaded, out)?;
     let approved = super::run_dashboard::approved(dashboard.as_ref());
     let known = (
@@ -135,6 +130,22 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     out.errors(&problems);
     out.errors(&late);
     Ok(end(plan, (&problems, &late), analysed))
+}
+
+/// The dashboard (when it is on) and what holds updates back before the analysis: the
+/// rejections, less those the dashboard lifts, and the dashboard's switches.
+async fn decide_first(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    (forge, out): (Option<&dyn Forge>, &Output),
+    problems: &mut Vec<Problem>,
+) -> (Option<super::run_dashboard::Dashboard>, Decisions) {
+    let dashboard = super::run_dashboard::read(plan, loaded, forge, problems).await;
+    let lifted = super::run_dashboard::lifted(dashboard.as_ref());
+    let login = dashboard.as_ref().map(|d| d.login.as_str());
+    let mut decisions = rejections(plan, loaded, (forge, out), (login, &lifted), problems).await;
+    decisions.overrides = super::run_dashboard::overrides(dashboard.as_ref());
+    (dashboard, decisions)
 }
 
 /// The run's status. `analysed` is not freed: the process ends right after (`run` is the
@@ -1336,7 +1347,8 @@ async fn dashboard_write(
 }
 
 /// What the dashboard did not take, as warnings of the report; with its "Stop all
-/// updates" on, no new pull request is opened (open ones are kept), and a warning says why.
+/// updates" on (the gate holds every update, and no pull request is touched), a warning
+/// says why.
 fn steer(
     dashboard: Option<&super::run_dashboard::Dashboard>,
     max_new: Option<usize>,
@@ -1351,8 +1363,8 @@ fn steer(
         return max_new;
     }
     warnings.push(Problem::general(
-        "\"Stop all updates\" is ticked on the dashboard: no new pull request is opened; open \
-         ones are kept",
+        "\"Stop all updates\" is ticked on the dashboard: nothing is proposed, and open pull \
+         requests are left as they are",
     ));
     Some(0)
 }

@@ -386,7 +386,7 @@ mod tests {
         let results = Results {
             pulls: Some(&pulls),
             rejected: &[],
-            not_updated: vec![row(&redis, "frozen", "the release freeze holds it")],
+            not_updated: vec![row(&redis, "scheduled", "the release freeze holds it")],
             soaking: Vec::new(),
             awaiting: Vec::new(),
             problems: &problems,

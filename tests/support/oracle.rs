@@ -132,7 +132,10 @@ impl Oracle {
                     .filter(|w| !w.is_empty())
                     .unwrap_or_else(|| text(u, "file")),
                 // The change set's group: the kustomization directory the value renders in.
-                unit: text(u, "group"),
+                // The unit is the group; a major update's change set adds " (major)".
+                unit: text(u, "group")
+                    .strip_suffix(" (major)")
+                    .map_or_else(|| text(u, "group"), str::to_string),
                 // As written: what the render shows.
                 image: text(u, "name"),
                 from: text(u, "from"),

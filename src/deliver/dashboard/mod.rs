@@ -28,10 +28,9 @@ pub const MARKER: &str = "<!-- imagebump:dashboard -->";
 /// Where the decisions taken on the dashboard are kept, as refs on the remote.
 pub const NAMESPACE: &str = "refs/imagebump/dashboard/";
 
-/// The statuses of references held by a schedule or a freeze (the schedule's own words in
-/// the report's `notUpdated`): listed under "Waiting for a window". Empty until schedules
-/// report such statuses.
-pub const SCHEDULED_STATUSES: &[&str] = &["scheduled", "frozen"];
+/// The statuses of references held by a schedule, a freeze or "Stop all updates" (the
+/// report's `notUpdated`): listed under "Waiting for a window".
+pub const SCHEDULED_STATUSES: &[&str] = &["scheduled"];
 
 /// What the dashboard says about this run, beside the configuration: the schedule's gate
 /// honours it (`ignore_schedule`: "Run now" was ticked; `stop_all`: "Stop all updates" is on).
