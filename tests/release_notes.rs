@@ -343,140 +343,206 @@ fn api_block(dash: &str) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_source_on_the_manifest_repositorys_own_forge_gets_its_releases_and_links() {
-    // The remote is served from 127.0.0.1, a host no name tells the forge of: `--forge`
-    // does, and a label naming a repository there gets that forge's pages, and the notes
-    // of its releases between the two versions, read through the forge's own client.
-    let reg = api_registry();
-    let notes = "## Fixed\n\n- the `/health` probe [#12](https://127.0.0.1/acme/api/pull/12)";
-    for kind in ["github", "gitlab", "gitea"] {
-        let work = make_worktree(&[(
-            "apps/api/kustomization.yaml",
-            "images:\n  - name: registry.test/team/api\n    newTag: 1.0.0\n",
-        )]);
-        let cfg = tempfile::Builder::new()
-            .prefix("imagebump-config-")
-            .tempdir()
-            .unwrap();
-        std::fs::write(
-            cfg.path().join("imagebump.yaml"),
-            format!(
-                "registries:\n  - prefix: registry.test\n    url: {}\n",
-                reg.base_url()
-            ),
-        )
+/// `acme/api`'s releases on each fake, newest last; only `v1.1.0` is between the versions.
+const API_RELEASES: [(&str, &str); 3] = [
+    ("v1.0.0", "API 1.0"),
+    ("v1.1.0", "API 1.1"),
+    ("v2.0.0", "API 2"),
+];
+
+/// The text of `acme/api`'s release `tag`.
+fn api_notes(tag: &str) -> &'static str {
+    match tag {
+        "v1.1.0" => "## Fixed\n\n- the `/health` probe [#12](https://127.0.0.1/acme/api/pull/12)",
+        _ => "other",
+    }
+}
+
+/// What a run on one fake left: the pull request's body, the calls that asked about
+/// `acme/api` (`METHOD path query`, in order), and the run.
+struct ApiRun {
+    body: String,
+    calls: Vec<String>,
+    run: Run,
+}
+
+/// The manifest repository (deploying `team/api` 1.0.0) and the operator's configuration
+/// directory (`reg` for `registry.test`).
+fn api_repo(reg: &Registry) -> (tempfile::TempDir, tempfile::TempDir) {
+    let work = make_worktree(&[(
+        "apps/api/kustomization.yaml",
+        "images:\n  - name: registry.test/team/api\n    newTag: 1.0.0\n",
+    )]);
+    let cfg = tempfile::Builder::new()
+        .prefix("imagebump-config-")
+        .tempdir()
         .unwrap();
-        let (body, releases_calls, dash) = match kind {
-            "github" => {
-                let f = FakeGitHub::start().await;
-                for (tag, name) in [
-                    ("v1.0.0", "API 1.0"),
-                    ("v1.1.0", "API 1.1"),
-                    ("v2.0.0", "API 2"),
-                ] {
-                    f.add_release(
-                        "acme/api",
-                        tag,
-                        name,
-                        if tag == "v1.1.0" { notes } else { "other" },
-                    );
-                }
-                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitHub::TOKEN);
-                let repo = format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO);
-                let r = run(
-                    &server,
-                    cfg.path(),
-                    ("GITHUB_TOKEN", kind, f.api_url(), repo),
-                )
-                .await;
-                let calls: Vec<String> = f
-                    .calls()
-                    .into_iter()
-                    .filter(|c| c.path.ends_with("/releases"))
-                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
-                    .collect();
-                assert_eq!(f.pulls().len(), 1, "{r}");
-                (f.pulls()[0].body.clone().unwrap_or_default(), calls, "")
-            }
-            "gitlab" => {
-                let f = FakeGitLab::start().await;
-                for (tag, name) in [
-                    ("v1.0.0", "API 1.0"),
-                    ("v1.1.0", "API 1.1"),
-                    ("v2.0.0", "API 2"),
-                ] {
-                    f.add_release(
-                        "acme/api",
-                        tag,
-                        name,
-                        if tag == "v1.1.0" { notes } else { "other" },
-                    );
-                }
-                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitLab::TOKEN);
-                let repo = FakeGitLab::PROJECT_PATH.to_string();
-                let r = run(
-                    &server,
-                    cfg.path(),
-                    ("GITLAB_TOKEN", kind, f.api_url(), repo),
-                )
-                .await;
-                let calls: Vec<String> = f
-                    .calls()
-                    .into_iter()
-                    .filter(|c| c.path.ends_with("/releases"))
-                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
-                    .collect();
-                assert_eq!(f.pulls().len(), 1, "{r}");
-                (
-                    f.pulls()[0].description.clone().unwrap_or_default(),
-                    calls,
-                    "/-",
-                )
-            }
-            _ => {
-                let f = FakeGitea::start().await;
-                for (tag, name) in [
-                    ("v1.0.0", "API 1.0"),
-                    ("v1.1.0", "API 1.1"),
-                    ("v2.0.0", "API 2"),
-                ] {
-                    f.add_release(
-                        "acme/api",
-                        tag,
-                        name,
-                        if tag == "v1.1.0" { notes } else { "other" },
-                    );
-                }
-                let server = GitServer::http_with_token(work.path(), "gitops", FakeGitea::TOKEN);
-                let repo = format!("{}/{}", FakeGitea::OWNER, FakeGitea::REPO);
-                let r = run(
-                    &server,
-                    cfg.path(),
-                    ("GITEA_TOKEN", kind, f.api_url(), repo),
-                )
-                .await;
-                let calls: Vec<String> = f
-                    .calls()
-                    .into_iter()
-                    .filter(|c| c.path.ends_with("/releases"))
-                    .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
-                    .collect();
-                assert_eq!(f.pulls().len(), 1, "{r}");
-                (f.pulls()[0].body.clone(), calls, "")
-            }
-        };
-        let body = dated(&body);
+    let text = format!(
+        "registries:\n  - prefix: registry.test\n    url: {}\n",
+        reg.base_url()
+    );
+    std::fs::write(cfg.path().join("imagebump.yaml"), text).unwrap();
+    (work, cfg)
+}
+
+/// A run on `kind`'s fake, whose `acme/api` has [`API_RELEASES`] and `visibility`, for
+/// [`api_repo`]'s manifest repository.
+async fn api_run(reg: &Registry, kind: &str, visibility: &str) -> ApiRun {
+    let (work, cfg) = api_repo(reg);
+    let dirs = (work.path(), cfg.path());
+    let (body, all, run) = match kind {
+        "github" => on_github(dirs, visibility).await,
+        "gitlab" => on_gitlab(dirs, visibility).await,
+        _ => on_gitea(dirs, visibility).await,
+    };
+    let calls = all
+        .into_iter()
+        .filter(|c| c.contains("/acme/api") || c.contains("acme%2Fapi"))
+        .collect();
+    ApiRun {
+        body: dated(&body),
+        calls,
+        run,
+    }
+}
+
+/// What a fake's run gives: the body, every call (`METHOD path query`) and the run.
+type Got = (String, Vec<String>, Run);
+
+type Dirs<'a> = (&'a std::path::Path, &'a std::path::Path);
+
+async fn on_github((work, cfg): Dirs<'_>, visibility: &str) -> Got {
+    let f = FakeGitHub::start().await;
+    for (tag, name) in API_RELEASES {
+        f.add_release("acme/api", tag, name, api_notes(tag));
+    }
+    f.set_visibility("acme/api", visibility);
+    let server = GitServer::http_with_token(work, "gitops", FakeGitHub::TOKEN);
+    let repo = format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO);
+    let run = run(&server, cfg, ("GITHUB_TOKEN", "github", f.api_url(), repo)).await;
+    assert_eq!(f.pulls().len(), 1, "{run}");
+    let all: Vec<String> = f
+        .calls()
+        .iter()
+        .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+        .collect();
+    let body = f.pulls()[0].body.clone().unwrap_or_default();
+    (body, all, run)
+}
+
+async fn on_gitlab((work, cfg): Dirs<'_>, visibility: &str) -> Got {
+    let f = FakeGitLab::start().await;
+    for (tag, name) in API_RELEASES {
+        f.add_release("acme/api", tag, name, api_notes(tag));
+    }
+    f.set_visibility("acme/api", visibility);
+    let server = GitServer::http_with_token(work, "gitops", FakeGitLab::TOKEN);
+    let repo = FakeGitLab::PROJECT_PATH.to_string();
+    let run = run(&server, cfg, ("GITLAB_TOKEN", "gitlab", f.api_url(), repo)).await;
+    assert_eq!(f.pulls().len(), 1, "{run}");
+    let all: Vec<String> = f
+        .calls()
+        .iter()
+        .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+        .collect();
+    let body = f.pulls()[0].description.clone().unwrap_or_default();
+    (body, all, run)
+}
+
+async fn on_gitea((work, cfg): Dirs<'_>, visibility: &str) -> Got {
+    let f = FakeGitea::start().await;
+    for (tag, name) in API_RELEASES {
+        f.add_release("acme/api", tag, name, api_notes(tag));
+    }
+    f.set_visibility("acme/api", visibility);
+    let server = GitServer::http_with_token(work, "gitops", FakeGitea::TOKEN);
+    let repo = format!("{}/{}", FakeGitea::OWNER, FakeGitea::REPO);
+    let run = run(&server, cfg, ("GITEA_TOKEN", "gitea", f.api_url(), repo)).await;
+    assert_eq!(f.pulls().len(), 1, "{run}");
+    let all: Vec<String> = f
+        .calls()
+        .iter()
+        .map(|c| format!("{} {} {:?}", c.method, c.path, c.query))
+        .collect();
+    let body = f.pulls()[0].body.clone();
+    (body, all, run)
+}
+
+/// How each forge asks about `acme/api`: its visibility, and its releases.
+fn api_calls(kind: &str) -> [&'static str; 2] {
+    match kind {
+        "github" => [
+            "GET /repos/acme/api []",
+            r#"GET /repos/acme/api/releases [("per_page", "30")]"#,
+        ],
+        "gitlab" => [
+            "GET /api/v4/projects/acme%2Fapi []",
+            r#"GET /api/v4/projects/acme%2Fapi/releases [("per_page", "30")]"#,
+        ],
+        _ => [
+            "GET /api/v1/repos/acme/api []",
+            r#"GET /api/v1/repos/acme/api/releases [("limit", "30")]"#,
+        ],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_public_source_on_the_manifest_repositorys_own_forge_gets_its_releases() {
+    // The remote is served from 127.0.0.1, a host no name tells the forge of: `--forge`
+    // does, and a label naming a repository there gets that forge's pages, and, once the
+    // forge says the repository is public, the notes of its releases between the two
+    // versions, read through the forge's own client.
+    let reg = api_registry();
+    for kind in ["github", "gitlab", "gitea"] {
+        let got = api_run(&reg, kind, "public").await;
+        let dash = if kind == "gitlab" { "/-" } else { "" };
         assert!(
-            body.contains(&api_block(dash)),
-            "{kind}: {}\nnot in\n{body}",
-            api_block(dash)
+            got.body.contains(&api_block(dash)),
+            "{kind}: {}\nnot in\n{}",
+            api_block(dash),
+            got.body
         );
+        assert_eq!(got.calls, api_calls(kind), "{kind}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_that_is_not_public_gets_links_and_no_release_text() {
+    // The image's publisher chooses its source label: naming a private repository on the
+    // manifest repository's forge must not copy that repository's release texts (read
+    // with the operator's token) into a pull request everyone who reads the manifests
+    // reads. The forge is asked, its releases are not, and the body says why.
+    let reg = api_registry();
+    for (kind, visibility) in [
+        ("github", "private"),
+        ("github", "internal"),
+        ("gitlab", "private"),
+        ("gitlab", "internal"),
+        ("gitea", "private"),
+        ("gitea", "internal"),
+    ] {
+        let got = api_run(&reg, kind, visibility).await;
+        let dash = if kind == "gitlab" { "/-" } else { "" };
+        let links = api_block(dash);
+        let head = links.split("\n<details>").next().unwrap();
+        let expected =
+            format!("{head}- Release notes: not read, the source repository is not public\n");
+        assert!(
+            got.body.contains(&expected),
+            "{kind} {visibility}: {expected}\nnot in\n{}",
+            got.body
+        );
+        assert!(
+            !got.body.contains("API 1.1") && !got.body.contains("health"),
+            "{kind} {visibility}: {}",
+            got.body
+        );
+        assert_eq!(got.calls, api_calls(kind)[..1], "{kind} {visibility}");
+        let notes = &got.run.json()["pullRequests"][0]["notes"][0];
         assert_eq!(
-            releases_calls.len(),
-            1,
-            "{kind}: one read of the releases: {releases_calls:?}"
+            notes["releaseNotesNotRead"], "the source repository is not public",
+            "{kind} {visibility}: {notes:#}"
         );
-        insta::assert_snapshot!(format!("releases_call_{kind}"), releases_calls[0]);
+        assert!(notes.get("releaseNotes").is_none(), "{kind}: {notes:#}");
     }
 }

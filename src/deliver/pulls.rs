@@ -178,7 +178,8 @@ pub async fn deliver(
 }
 
 /// The bodies written again with the registry's facts, then (outside a dry run) with the
-/// releases the manifest repository's forge has of the sources it hosts.
+/// releases the manifest repository's forge has of the sources it hosts: those it says
+/// are public, and the manifest repository's own.
 async fn with_notes(
     ctx: &Context<'_>,
     proposals: &mut [Proposal<'_>],

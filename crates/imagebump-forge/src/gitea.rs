@@ -322,6 +322,19 @@ impl Forge for Gitea {
         Ok(crate::ReleaseJson::published(page, limit))
     }
 
+    async fn audience(&self, repo: &str) -> Result<crate::Audience, Error> {
+        let parts = crate::repo_segments(repo, 2)?;
+        let name = parts.join("/");
+        if name.eq_ignore_ascii_case(&self.full_name()) {
+            return Ok(crate::Audience::ThisRepository);
+        }
+        let path = format!("/repos/{name}");
+        let what = format!("visibility of repository {name}");
+        let answer: crate::VisibilityJson =
+            self.api.send_json(Method::GET, &path, None, &what).await?;
+        Ok(answer.audience(&self.full_name()))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         let user: UserJson = self
             .api

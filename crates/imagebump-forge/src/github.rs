@@ -381,6 +381,19 @@ impl Forge for GitHub {
         Ok(crate::ReleaseJson::published(page, limit))
     }
 
+    async fn audience(&self, repo: &str) -> Result<crate::Audience, Error> {
+        let parts = crate::repo_segments(repo, 2)?;
+        let name = parts.join("/");
+        if name.eq_ignore_ascii_case(&self.full_name()) {
+            return Ok(crate::Audience::ThisRepository);
+        }
+        let path = format!("/repos/{name}");
+        let what = format!("visibility of {name}");
+        let reply = self.call(Method::GET, &path, None, &what).await?;
+        let answer: crate::VisibilityJson = parse(&reply.body, "GET", &path)?;
+        Ok(answer.audience(&self.full_name()))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         if let AuthKind::App(app) = &self.auth {
             return self.app_login(app).await;

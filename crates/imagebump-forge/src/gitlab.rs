@@ -511,6 +511,23 @@ impl Forge for GitLab {
         Ok(crate::ReleaseJson::published(page, limit))
     }
 
+    async fn audience(&self, repo: &str) -> Result<crate::Audience, Error> {
+        let parts = crate::repo_segments(repo, 20)?;
+        let path = parts.join("/");
+        if path.eq_ignore_ascii_case(&self.project) {
+            return Ok(crate::Audience::ThisRepository);
+        }
+        let url = self
+            .api
+            .base
+            .join(&format!("projects/{}", encode_component(&path)))
+            .map_err(|e| Error::Config(format!("invalid GitLab API URL: {e}")))?;
+        let what = format!("visibility of GitLab project {path}");
+        let reply = self.api.send(Method::Get, &url, None, &what).await?;
+        let project: ProjectJson = parse(&reply.body, Method::Get, &url)?;
+        Ok(project.audience(&self.project))
+    }
+
     async fn whoami(&self) -> Result<String, Error> {
         let url = self
             .api
@@ -1110,6 +1127,38 @@ struct UserRef {
     username: String,
 }
 
+/// A project's visibility (`GET /projects/:id`).
+#[derive(Deserialize)]
+struct ProjectJson {
+    id: u64,
+    path_with_namespace: String,
+    #[serde(default)]
+    visibility: Option<String>,
+    /// `enabled` (everyone who sees the project), `private` (members) or `disabled`;
+    /// GitLab writes it for those allowed to see the project's settings.
+    #[serde(default)]
+    releases_access_level: Option<String>,
+}
+
+impl ProjectJson {
+    /// This project (`this`: its path or numeric id as configured), else public only when
+    /// `visibility` says so and releases are not kept to members.
+    fn audience(&self, this: &str) -> crate::Audience {
+        if self.path_with_namespace.eq_ignore_ascii_case(this) || self.id.to_string() == this {
+            crate::Audience::ThisRepository
+        } else if self.visibility.as_deref() == Some("public")
+            && self
+                .releases_access_level
+                .as_deref()
+                .is_none_or(|l| l == "enabled")
+        {
+            crate::Audience::Public
+        } else {
+            crate::Audience::Restricted
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct UserJson {
     id: u64,
@@ -1200,6 +1249,47 @@ mod tests {
     use crate::fake::gitlab::{Call, Credential, FakeGitLab, Fault};
 
     const PREFIX: &str = "imagebump/";
+
+    #[test]
+    fn a_public_project_whose_releases_are_kept_to_members_is_restricted() {
+        let audience = |json: &str, this: &str| {
+            serde_json::from_str::<ProjectJson>(json)
+                .unwrap()
+                .audience(this)
+        };
+        let project = |visibility: &str, releases: &str| {
+            format!(
+                r#"{{"id":7,"path_with_namespace":"acme/api","visibility":"{visibility}"{releases}}}"#
+            )
+        };
+        let level = |l: &str| format!(r#","releases_access_level":"{l}""#);
+        let this = "group/gitops";
+        assert_eq!(
+            audience(&project("public", ""), this),
+            crate::Audience::Public
+        );
+        let public = project("public", &level("enabled"));
+        assert_eq!(audience(&public, this), crate::Audience::Public);
+        for (visibility, releases) in [
+            ("public", level("private")),
+            ("public", level("disabled")),
+            ("internal", level("enabled")),
+            ("private", String::new()),
+        ] {
+            let json = project(visibility, &releases);
+            assert_eq!(audience(&json, this), crate::Audience::Restricted, "{json}");
+        }
+        let private = project("private", "");
+        assert_eq!(audience(&private, "7"), crate::Audience::ThisRepository);
+        assert_eq!(
+            audience(&private, "ACME/api"),
+            crate::Audience::ThisRepository
+        );
+        assert_eq!(
+            audience(r#"{"id":8,"path_with_namespace":"acme/x"}"#, this),
+            crate::Audience::Restricted
+        );
+    }
 
     fn secret(text: &str) -> SecretString {
         SecretString::from(text.to_string())

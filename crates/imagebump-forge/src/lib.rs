@@ -95,6 +95,14 @@ pub trait Forge: Send + Sync {
     /// out.
     async fn releases(&self, repo: &str, limit: usize) -> Result<Vec<Release>, Error>;
 
+    /// Who may read repository `repo` on this forge (`owner/name`; GitLab: the project
+    /// path): GitHub `GET /repos/{owner}/{name}` (`private`, `visibility`), GitLab
+    /// `GET /projects/:id` (`visibility`, `releases_access_level`), Gitea
+    /// `GET /repos/{owner}/{name}` (`private`, `internal`, the owner's `visibility`).
+    /// Release notes are read only from a repository that is [`Audience::Public`] or
+    /// [`Audience::ThisRepository`].
+    async fn audience(&self, repo: &str) -> Result<Audience, Error>;
+
     // -- Issues: the dashboard (docs/pull-requests.md, "Dashboard"). Kept together. --
 
     /// Open issues (never pull requests) that `author` opened, lowest number first, at most
@@ -125,6 +133,18 @@ pub trait Forge: Send + Sync {
             c.branch
         )))
     }
+}
+
+/// Who may read a repository, as [`Forge::audience`] tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// The forge's repository itself (the manifest repository), whatever its visibility.
+    ThisRepository,
+    /// Anyone, signed in or not.
+    Public,
+    /// Fewer people: private, internal, in an organisation that is not public, or with
+    /// its releases kept to members.
+    Restricted,
 }
 
 /// A release as [`Forge::releases`] reads it: its tag, title and notes (Markdown, as
@@ -475,6 +495,49 @@ pub(crate) fn logins(users: Option<Vec<LoginJson>>) -> Vec<String> {
         .collect()
 }
 
+/// A repository's visibility as GitHub and Gitea write it (`GET /repos/{owner}/{name}`).
+#[derive(serde::Deserialize)]
+pub(crate) struct VisibilityJson {
+    full_name: String,
+    #[serde(default)]
+    private: Option<bool>,
+    /// GitHub: `public`, `private` or `internal`.
+    #[serde(default)]
+    visibility: Option<String>,
+    /// Gitea: public in an organisation that only its members see.
+    #[serde(default)]
+    internal: Option<bool>,
+    #[serde(default)]
+    owner: Option<OwnerVisibilityJson>,
+}
+
+/// Gitea: the owner's `visibility` (`public`, `limited`: signed-in users, `private`).
+#[derive(serde::Deserialize)]
+struct OwnerVisibilityJson {
+    #[serde(default)]
+    visibility: Option<String>,
+}
+
+impl VisibilityJson {
+    /// [`Audience::ThisRepository`] when it is `this` (`owner/name`), else public only
+    /// when every field given says so and `private` is given and false: an answer short
+    /// of a field reads as restricted.
+    pub(crate) fn audience(&self, this: &str) -> Audience {
+        let public_or_absent = |v: &Option<String>| v.as_deref().is_none_or(|v| v == "public");
+        if self.full_name.eq_ignore_ascii_case(this) {
+            Audience::ThisRepository
+        } else if self.private == Some(false)
+            && self.internal != Some(true)
+            && public_or_absent(&self.visibility)
+            && public_or_absent(&self.owner.as_ref().and_then(|o| o.visibility.clone()))
+        {
+            Audience::Public
+        } else {
+            Audience::Restricted
+        }
+    }
+}
+
 /// A user as GitHub and Gitea write one, by login.
 #[derive(serde::Deserialize)]
 pub(crate) struct LoginJson {
@@ -621,6 +684,64 @@ impl std::fmt::Debug for GitHubSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_repository_every_field_calls_public_is_public() {
+        let audience = |json: serde_json::Value| {
+            serde_json::from_value::<VisibilityJson>(json)
+                .unwrap()
+                .audience("octo/gitops")
+        };
+        let cases = [
+            (
+                r#"{"full_name":"acme/api","private":false,"visibility":"public"}"#,
+                Audience::Public,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":false}"#,
+                Audience::Public,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":true,"visibility":"private"}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":true,"visibility":"internal"}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":false,"visibility":"internal"}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","visibility":"public"}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":false,"internal":true}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":false,"internal":false,"owner":{"visibility":"limited"}}"#,
+                Audience::Restricted,
+            ),
+            (
+                r#"{"full_name":"acme/api","private":false,"internal":false,"owner":{"visibility":"public"}}"#,
+                Audience::Public,
+            ),
+            (
+                r#"{"full_name":"Octo/GitOps","private":true}"#,
+                Audience::ThisRepository,
+            ),
+        ];
+        for (json, want) in cases {
+            assert_eq!(
+                audience(serde_json::from_str(json).unwrap()),
+                want,
+                "{json}"
+            );
+        }
+    }
 
     #[test]
     fn api_base_checks_and_never_echoes_credentials() {

@@ -1,8 +1,9 @@
 //! Release notes of a pull request: for each distinct update (image, from, to), what kind
 //! of move it is, how old the new version is, which platforms it gains or loses, how its
 //! compressed size changes, whether its signature is checked, links to what changed in
-//! its source repository and, for a source on the manifest repository's own forge, the
-//! notes of the releases in between (`releases.rs`). The same facts go to the JSON report
+//! its source repository and, for a source on the manifest repository's own forge that
+//! is public (or is the manifest repository), the notes of the releases in between
+//! (`releases.rs`). The same facts go to the JSON report
 //! (`PullReport::notes`).
 //!
 //! Everything here comes from registries (labels, dates, platforms, sizes) or a forge
@@ -78,9 +79,14 @@ pub struct UpdateNotes {
     pub signed_digest: Option<String>,
     /// The source repository's releases from the old version (excluded) to the new one,
     /// newest first, read from the manifest repository's own forge when the source lives
-    /// there; each text cut to `releases::RELEASE_TEXT_CAP` bytes.
+    /// there and is public or the manifest repository itself; each text cut to
+    /// `releases::RELEASE_TEXT_CAP` bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub release_notes: Vec<ReleaseText>,
+    /// Why the source's release notes are not read although it lives on the manifest
+    /// repository's forge (`the source repository is not public`): links only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_notes_not_read: Option<&'static str>,
     /// The source's repository path when it is on the manifest repository's own forge.
     #[serde(skip)]
     #[schemars(skip)]
@@ -120,7 +126,7 @@ pub struct Known<'a> {
     pub facts: &'a ReleaseFacts,
     /// The manifest repository's forge.
     pub site: Option<&'a Site>,
-    /// The releases read from that forge, by source repository.
+    /// What that forge gave of each source repository: its releases, or why not read.
     pub releases: &'a super::releases::Releases,
 }
 
@@ -136,8 +142,14 @@ pub fn notes_of(updates: &[&Update], known: Known<'_>, now: Timestamp) -> Vec<Up
         );
         if seen.insert(key.clone()) {
             let mut n = notes(u, (known.facts.get(&key), known.site), now);
-            if let Some(list) = n.site_repo.as_ref().and_then(|r| known.releases.get(r)) {
-                n.release_notes = super::releases::between(&n.from, &n.to, list);
+            match n.site_repo.as_ref().and_then(|r| known.releases.get(r)) {
+                Some(super::releases::Read::Texts(list)) => {
+                    n.release_notes = super::releases::between(&n.from, &n.to, list);
+                }
+                Some(super::releases::Read::NotPublic) => {
+                    n.release_notes_not_read = Some(super::releases::NOT_PUBLIC);
+                }
+                None => {}
             }
             out.push(n);
         }
@@ -193,6 +205,7 @@ fn notes(
         signed_by: u.verified.as_ref().map(|v| v.signer.clone()),
         signed_digest: u.verified.as_ref().map(|v| v.digest.clone()),
         release_notes: Vec::new(),
+        release_notes_not_read: None,
         site_repo: repo.as_ref().filter(|r| r.on_site).map(|r| r.path.clone()),
     }
 }
@@ -408,6 +421,9 @@ fn render_one(n: &UpdateNotes) -> String {
             escape::markdown_text(who)
         )),
         _ => s.push_str("- Signature: not checked\n"),
+    }
+    if let Some(why) = n.release_notes_not_read {
+        s.push_str(&format!("- Release notes: not read, {why}\n"));
     }
     if !n.release_notes.is_empty() {
         s.push_str(&release_texts(&n.release_notes));
@@ -805,6 +821,7 @@ mod tests {
             signed_by: None,
             signed_digest: None,
             release_notes: Vec::new(),
+            release_notes_not_read: None,
             site_repo: None,
         };
         let block = "\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: not checked\n";

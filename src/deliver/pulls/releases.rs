@@ -1,17 +1,20 @@
 //! The release notes text of the versions an update moves across, read only from the
 //! manifest repository's own forge (the client and credentials the operator configured),
-//! and only for a source repository on that forge's host: a source elsewhere gets links,
-//! never a request. One call per distinct source repository, a few repositories per run,
-//! every text capped.
+//! only for a source repository on that forge's host (a source elsewhere gets links,
+//! never a request), and only from a repository everyone may read, or the manifest
+//! repository itself: the forge is asked first (`Forge::audience`), and a repository it
+//! does not say is public keeps its links, never its texts, since the operator's token
+//! reads what the readers of the pull request may not. At most two calls per distinct
+//! source repository, a few repositories per run, every text capped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use imagebump_forge::{Forge, Release};
+use imagebump_forge::{Audience, Forge, Release};
 use imagebump_policy::constraint::parse_version;
 
 use super::notes::{ReleaseText, UpdateNotes};
 
-/// The most source repositories whose releases one run reads.
+/// The most source repositories whose visibility and releases one run reads.
 const MAX_REPOS: usize = 10;
 
 /// Releases read per repository (one page, newest first).
@@ -23,12 +26,25 @@ pub const RELEASE_TEXT_CAP: usize = 1024;
 /// The most releases kept per update.
 const PER_UPDATE: usize = 4;
 
-/// Releases by source repository path.
-pub type Releases = BTreeMap<String, Vec<Release>>;
+/// What was read of one source repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// Its releases, newest first.
+    Texts(Vec<Release>),
+    /// Not read: the forge does not say the repository is public.
+    NotPublic,
+}
 
-/// The releases of each source repository on the manifest repository's forge that `notes`
-/// name, read once each, concurrently; a repository whose read fails is left out (its
-/// updates keep their links).
+/// What was read of each source repository, by its path.
+pub type Releases = BTreeMap<String, Read>;
+
+/// Why a repository's release texts are not shown, as the body and the report say it.
+pub const NOT_PUBLIC: &str = "the source repository is not public";
+
+/// What the manifest repository's forge has of each source repository that `notes` name,
+/// read once each, concurrently: its visibility, then, for a public repository or the
+/// manifest repository itself, its releases. A repository whose read fails is left out
+/// (its updates keep their links).
 pub async fn read(forge: &dyn Forge, notes: &[&UpdateNotes]) -> Releases {
     let repos: BTreeSet<&str> = notes
         .iter()
@@ -37,17 +53,27 @@ pub async fn read(forge: &dyn Forge, notes: &[&UpdateNotes]) -> Releases {
     let calls = repos
         .into_iter()
         .take(MAX_REPOS)
-        .map(|repo| async move { (repo.to_string(), forge.releases(repo, PER_REPO).await) });
+        .map(|repo| async move { (repo.to_string(), read_one(forge, repo).await) });
     let mut out = Releases::new();
     for (repo, read) in futures::future::join_all(calls).await {
         match read {
-            Ok(list) => {
-                out.insert(repo, list);
+            Ok(read) => {
+                out.insert(repo, read);
             }
             Err(e) => tracing::debug!(repo, error = %e, "releases not read"),
         }
     }
     out
+}
+
+/// One repository: its releases only when the forge says everyone may read them.
+async fn read_one(forge: &dyn Forge, repo: &str) -> Result<Read, imagebump_forge::Error> {
+    match forge.audience(repo).await? {
+        Audience::Public | Audience::ThisRepository => {
+            Ok(Read::Texts(forge.releases(repo, PER_REPO).await?))
+        }
+        Audience::Restricted => Ok(Read::NotPublic),
+    }
 }
 
 /// The releases above version `from` up to `to` (their numbers compared, `v` and

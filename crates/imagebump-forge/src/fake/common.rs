@@ -280,6 +280,21 @@ fn strftime(seconds: i64, format: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The visibility of `repo` (`public`, `private`, `internal`) as a test set it; a
+/// repository with releases and none set is `private`; `None`: the fake holds no such
+/// repository.
+pub(crate) fn visibility_of(
+    visibility: &std::collections::BTreeMap<String, String>,
+    releases: &std::collections::BTreeMap<String, Vec<Value>>,
+    repo: &str,
+) -> Option<String> {
+    let key = repo.to_ascii_lowercase();
+    match visibility.get(&key) {
+        Some(v) => Some(v.clone()),
+        None => releases.contains_key(&key).then(|| "private".to_string()),
+    }
+}
+
 /// The answer to `GET …/releases` of `repo`: its releases (newest first), the first
 /// `per_page` (or Gitea's `limit`) of them; `None` when the fake holds no such repository
 /// (the caller answers 404, as the forges do).

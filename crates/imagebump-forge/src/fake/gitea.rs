@@ -147,6 +147,8 @@ struct Fault {
 }
 
 struct State {
+    /// Visibility of repositories on this forge, by `owner/name` lower-cased.
+    visibility: std::collections::BTreeMap<String, String>,
     /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
     releases: std::collections::BTreeMap<String, Vec<Value>>,
     owner: String,
@@ -191,6 +193,7 @@ impl FakeGitea {
         let server = MockServer::start().await;
         let state = Arc::new(Mutex::new(State {
             releases: Default::default(),
+            visibility: Default::default(),
             owner: Self::OWNER.to_string(),
             repo: Self::REPO.to_string(),
             server_url: server.uri(),
@@ -223,7 +226,6 @@ impl FakeGitea {
         format!("{API_PREFIX}/repos/{}/{}{rest}", Self::OWNER, Self::REPO)
     }
 
-    /// Adds an open pull request from `branch` of the fake's repository; returns its number.
     /// A published release of `repo` (`owner/name`, any repository on this host), newer
     /// than those added before.
     pub fn add_release(&self, repo: &str, tag: &str, name: &str, body: &str) {
@@ -233,6 +235,15 @@ impl FakeGitea {
         list.insert(0, release);
     }
 
+    /// The visibility of repository `repo` on this host (`public`, `private` or
+    /// `internal`); a repository with releases and none set is `private`.
+    pub fn set_visibility(&self, repo: &str, visibility: &str) {
+        self.lock()
+            .visibility
+            .insert(repo.to_ascii_lowercase(), visibility.to_string());
+    }
+
+    /// Adds an open pull request from `branch` of the fake's repository; returns its number.
     pub fn add_pull(&self, branch: &str, base: &str, title: &str, body: &str) -> u64 {
         let mut state = self.lock();
         let head_repo = state.full_name();
@@ -576,7 +587,20 @@ impl State {
             return self.not_found();
         };
         if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
-            return self.not_found();
+            let name = format!("{owner}/{repo}");
+            let seen = super::common::visibility_of(&self.visibility, &self.releases, &name);
+            return match (method, rest, seen) {
+                ("GET", [], Some(v)) => (
+                    200,
+                    ResponseTemplate::new(200).set_body_json(json!({
+                        "full_name": name,
+                        "private": v == "private",
+                        "internal": v == "internal",
+                        "owner": {"login": owner, "visibility": "public"},
+                    })),
+                ),
+                _ => self.not_found(),
+            };
         }
         let empty = json!({});
         if let Some(answer) =

@@ -131,6 +131,8 @@ struct AppConfig {
 }
 
 struct State {
+    /// Visibility of repositories on this forge, by `owner/name` lower-cased.
+    visibility: std::collections::BTreeMap<String, String>,
     /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
     releases: std::collections::BTreeMap<String, Vec<Value>>,
     owner: String,
@@ -188,6 +190,7 @@ impl FakeGitHub {
         let prefix = prefix.trim_end_matches('/').to_string();
         let state = Arc::new(Mutex::new(State {
             releases: Default::default(),
+            visibility: Default::default(),
             owner: Self::OWNER.to_string(),
             repo: Self::REPO.to_string(),
             prefix: prefix.clone(),
@@ -254,7 +257,6 @@ impl FakeGitHub {
         self.lock().issued.clone()
     }
 
-    /// Adds an open pull request from `branch` of the fake's repository; returns its number.
     /// A published release of `repo` (`owner/name`, any repository on this host), newer
     /// than those added before.
     pub fn add_release(&self, repo: &str, tag: &str, name: &str, body: &str) {
@@ -264,6 +266,15 @@ impl FakeGitHub {
         list.insert(0, release);
     }
 
+    /// The visibility of repository `repo` on this host (`public`, `private` or
+    /// `internal`); a repository with releases and none set is `private`.
+    pub fn set_visibility(&self, repo: &str, visibility: &str) {
+        self.lock()
+            .visibility
+            .insert(repo.to_ascii_lowercase(), visibility.to_string());
+    }
+
+    /// Adds an open pull request from `branch` of the fake's repository; returns its number.
     pub fn add_pull(&self, branch: &str, base: &str, title: &str, body: &str) -> u64 {
         let head_repo = format!("{}/{}", Self::OWNER, Self::REPO);
         self.lock().insert_pull(
@@ -580,7 +591,15 @@ impl State {
             return not_found();
         };
         if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.repo) {
-            return not_found();
+            let name = format!("{owner}/{repo}");
+            let seen = super::common::visibility_of(&self.visibility, &self.releases, &name);
+            return match (method, rest, seen) {
+                ("GET", [], Some(v)) => ok(
+                    200,
+                    json!({"full_name": name, "private": v != "public", "visibility": v}),
+                ),
+                _ => not_found(),
+            };
         }
         let empty = json!({});
         self.repo_route(method, rest, (&route, query), body.unwrap_or(&empty))

@@ -112,6 +112,8 @@ pub struct FakeUser {
 }
 
 struct State {
+    /// Visibility of repositories on this forge, by `owner/name` lower-cased.
+    visibility: std::collections::BTreeMap<String, String>,
     /// Releases of repositories on this forge, by `owner/name` lower-cased, newest first.
     releases: std::collections::BTreeMap<String, Vec<Value>>,
     base_url: String,
@@ -167,6 +169,7 @@ impl FakeGitLab {
         }
         let state = Arc::new(Mutex::new(State {
             releases: Default::default(),
+            visibility: Default::default(),
             base_url: format!("{}{API_PREFIX}", server.uri()),
             tokens: vec![Self::TOKEN.to_string()],
             job_tokens: vec![Self::JOB_TOKEN.to_string()],
@@ -236,8 +239,6 @@ impl FakeGitLab {
         self.lock().link_only = true;
     }
 
-    /// Adds an open merge request from `branch` of the project (author: a human, `alice`);
-    /// returns its iid.
     /// A release of project `path` (any project on this host), newer than those added
     /// before.
     pub fn add_release(&self, path: &str, tag: &str, name: &str, description: &str) {
@@ -247,6 +248,16 @@ impl FakeGitLab {
         list.insert(0, release);
     }
 
+    /// The visibility of repository `repo` on this host (`public`, `private` or
+    /// `internal`); a repository with releases and none set is `private`.
+    pub fn set_visibility(&self, repo: &str, visibility: &str) {
+        self.lock()
+            .visibility
+            .insert(repo.to_ascii_lowercase(), visibility.to_string());
+    }
+
+    /// Adds an open merge request from `branch` of the project (author: a human, `alice`);
+    /// returns its iid.
     pub fn add_mr(&self, branch: &str, target: &str, title: &str, description: &str) -> u64 {
         self.lock().insert_mr(
             Self::PROJECT_ID,
@@ -516,6 +527,20 @@ impl State {
             ("GET", ["projects", project, "releases"]) if !is_project(project) => {
                 super::common::releases_page(&self.releases, project, query)
                     .unwrap_or_else(|| message(404, "404 Project Not Found"))
+            }
+            ("GET", ["projects", project]) if !is_project(project) => {
+                match super::common::visibility_of(&self.visibility, &self.releases, project) {
+                    Some(v) => ok(
+                        200,
+                        json!({
+                            "id": FakeGitLab::PROJECT_ID + 1000,
+                            "path_with_namespace": project,
+                            "visibility": v,
+                            "releases_access_level": "enabled",
+                        }),
+                    ),
+                    None => message(404, "404 Project Not Found"),
+                }
             }
             (_, ["projects", id, rest @ ..]) => {
                 if !is_project(id) {
