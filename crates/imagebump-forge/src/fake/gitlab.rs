@@ -524,23 +524,8 @@ impl State {
                 Credential::JobToken(_) => message(401, "401 Unauthorized"),
                 _ => ok(200, self.user(1)),
             },
-            ("GET", ["projects", project, "releases"]) if !is_project(project) => {
-                super::common::releases_page(&self.releases, project, query)
-                    .unwrap_or_else(|| message(404, "404 Project Not Found"))
-            }
-            ("GET", ["projects", project]) if !is_project(project) => {
-                match super::common::visibility_of(&self.visibility, &self.releases, project) {
-                    Some(v) => ok(
-                        200,
-                        json!({
-                            "id": FakeGitLab::PROJECT_ID + 1000,
-                            "path_with_namespace": project,
-                            "visibility": v,
-                            "releases_access_level": "enabled",
-                        }),
-                    ),
-                    None => message(404, "404 Project Not Found"),
-                }
+            ("GET", ["projects", project, rest @ ..]) if !is_project(project) => {
+                self.other_project(project, rest, query)
             }
             (_, ["projects", id, rest @ ..]) => {
                 if !is_project(id) {
@@ -853,6 +838,30 @@ impl State {
             "ssh_url_to_repo": format!("git@gitlab.example.com:{}.git", FakeGitLab::PROJECT_PATH),
             "visibility": "private"
         })
+    }
+
+    /// `GET /projects/:id[/releases]` of a project on this host other than the fake's: its
+    /// visibility, or its releases; 404 when the fake holds no such project.
+    fn other_project(&self, project: &str, rest: &[&str], query: &[(String, String)]) -> Answer {
+        let missing = || message(404, "404 Project Not Found");
+        match rest {
+            [] => match super::common::visibility_of(&self.visibility, &self.releases, project) {
+                Some(v) => ok(
+                    200,
+                    json!({
+                        "id": FakeGitLab::PROJECT_ID + 1000,
+                        "path_with_namespace": project,
+                        "visibility": v,
+                        "releases_access_level": "enabled",
+                    }),
+                ),
+                None => missing(),
+            },
+            ["releases"] => {
+                super::common::releases_page(&self.releases, project, query).unwrap_or_else(missing)
+            }
+            _ => missing(),
+        }
     }
 
     /// A merge request in the shape of `GET /projects/:id/merge_requests/:iid`.
