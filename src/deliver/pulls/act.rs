@@ -425,6 +425,7 @@ fn push_all(
         )));
         failed.insert(u.branch);
     }
+    refuse_unpushable(&mut todo, &mut failed, problems);
     if todo.is_empty() {
         return failed;
     }
@@ -465,6 +466,29 @@ fn push_all(
             .collect();
     }
     failed
+}
+
+/// Leaves out of one push what git would refuse for the whole of it: a branch name git does
+/// not take, and a second update of one branch. Each fails alone, reported; the other
+/// branches are pushed.
+fn refuse_unpushable(
+    todo: &mut Vec<RefUpdate>,
+    failed: &mut BTreeSet<String>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut seen = BTreeSet::new();
+    todo.retain(|u| {
+        let why = if let Err(e) = crate::source::git::branch_name(&u.branch) {
+            e.to_string()
+        } else if !seen.insert(u.branch.clone()) {
+            "another change set pushes this branch too".to_string()
+        } else {
+            return true;
+        };
+        problems.push(Problem::general(format!("{}: not pushed: {why}", u.branch)));
+        failed.insert(u.branch.clone());
+        false
+    });
 }
 
 /// The branches' commits created by the forge's API instead of pushed (so that the forge
