@@ -428,3 +428,40 @@ async fn an_open_pull_request_keeps_its_branch_from_a_new_group() {
         "images:\n  - name: registry.test/team/web\n    newTag: 2.0.0 # web\n"
     );
 }
+
+/// A group name git refuses in a branch (`db.lock`) is refused where it is written: a
+/// rule's at config load, a marker's at its line, whose reference alone is left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_git_refuses_as_a_branch_is_refused_where_written() {
+    let config = "images:\n  - match: registry.test/team/*\n    group: db.lock\n";
+    let s = setup(config).await;
+    let run = s.run(&["--dry-run"], 2).await;
+    run.assert_stderr_contains(&format!(
+        "{}:6:12: images[0].group: group name \"db.lock\" has a part ending with .lock",
+        s.config().display()
+    ));
+    assert_eq!(s.forge.calls().len(), 0, "nothing asked of the forge");
+
+    let s = setup("").await;
+    s.server.commit_on(
+        "main",
+        &[(
+            "apps/api/values.yaml",
+            Some(
+                "image:\n  repository: registry.test/team/api\n  tag: 2.0.0 # imagebump: {group: team/db.lock}\n",
+            ),
+        )],
+        "a marker's group",
+    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains(
+        "error: apps/api/values.yaml:3:16: group: group name \"team/db.lock\" has a part ending with .lock, which git refuses in a branch name",
+    );
+    assert_eq!(
+        s.pulls(),
+        [format!(
+            "{WEB_MAJOR} | Update registry.test/team/web to 2.0.0 (major) | open | [\"major\"]"
+        )],
+        "{run}"
+    );
+}

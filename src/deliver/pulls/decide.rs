@@ -589,6 +589,53 @@ mod tests {
         PullRequestsConfig::default()
     }
 
+    /// The groups of the proposals kept, and the problems of the others.
+    fn clashes(
+        plan: &Plan,
+        open: &BTreeMap<String, Pull>,
+        shard: Option<(u64, u64)>,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut proposals = proposals(plan, &settings(), &Default::default());
+        let (reports, problems) = apart_clashes(&mut proposals, open, ("imagebump/", shard));
+        assert!(reports.iter().all(|r| r.action == Outcome::Failed));
+        assert_eq!(reports.len(), problems.len());
+        let kept = proposals.iter().map(|p| p.set.group.to_string()).collect();
+        (kept, problems.into_iter().map(|p| p.message).collect())
+    }
+
+    #[test]
+    fn two_groups_of_one_branch_keep_one() {
+        let three = plan(&["web (major)", "db", "web-major"]);
+        let none = BTreeMap::new();
+        assert_eq!(
+            clashes(&three, &none, None),
+            (
+                vec!["web (major)".to_string(), "db".to_string()],
+                vec![
+                    "group \"web-major\": not proposed: its branch imagebump/web-major is the branch of group \"web (major)\""
+                        .to_string()
+                ]
+            )
+        );
+        // The open pull request's group keeps its branch, in this run or another shard's.
+        let mut all = proposals(&three, &settings(), &Default::default());
+        all.retain(|p| &*p.set.group == "web-major");
+        let mut held = pull(7, &all[0]);
+        held.body = marker::render(&[Marked::from(three.updates.get(2).unwrap())]);
+        let open = BTreeMap::from([(held.branch.clone(), held)]);
+        assert_eq!(
+            clashes(&three, &open, None).0,
+            ["db".to_string(), "web-major".to_string()]
+        );
+        let n = (2..64)
+            .find(|&n| crate::plan::shard_of("web", n) != crate::plan::shard_of("web-major", n))
+            .unwrap();
+        let shard = crate::plan::shard_of("web", n);
+        let two = plan(&["web (major)", "db"]);
+        let (kept, problems) = clashes(&two, &open, Some((shard, n)));
+        assert_eq!(kept, ["db".to_string()], "{problems:?}");
+    }
+
     fn commit(sha: &str) -> Option<Built> {
         Some(Built::Commit {
             sha: sha.into(),
