@@ -337,3 +337,131 @@ async fn a_major_stays_in_its_groups_shard() {
         s.pulls()
     );
 }
+
+/// A marker's group whose branch is a major change set's (`apps-web-major` next to the
+/// majors of `apps/web`): the first in plan order keeps the branch, the other is reported
+/// failed with a problem naming both groups, and the other change sets still open their
+/// pull requests. The next run keeps the same one and writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_whose_branch_is_taken_fails_alone() {
+    let s = setup("").await;
+    s.reg.push_tags("team/db", &["1.0.0", "1.1.0"]);
+    s.server.commit_on(
+        "main",
+        &[
+            (
+                "apps/api/values.yaml",
+                Some(
+                    "image:\n  repository: registry.test/team/api\n  tag: 2.0.0 # imagebump: {group: apps-web-major}\n",
+                ),
+            ),
+            (
+                "apps/db/values.yaml",
+                Some("image:\n  repository: registry.test/team/db\n  tag: 1.0.0\n"),
+            ),
+        ],
+        "a marker's group and a third app",
+    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains(&format!(
+        "group \"apps/web (major)\": not proposed: its branch {WEB_MAJOR} is the branch of group \"apps-web-major\""
+    ));
+    assert_eq!(
+        s.pulls(),
+        [
+            format!("{WEB_MAJOR} | Update registry.test/team/api to 2.1.0 | open | []"),
+            "imagebump/apps-db-values.yaml | Update registry.test/team/db to 1.1.0 | open | []"
+                .to_string(),
+        ],
+        "{run}"
+    );
+    assert_eq!(
+        s.branch_file(WEB_MAJOR, "apps/web/kustomization.yaml")
+            .unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 1.0.0 # web\n"
+    );
+
+    s.forge.clear_calls();
+    let run = s.run(&[], 1).await;
+    assert_eq!(s.writes(), Vec::<String>::new(), "{run}");
+    run.assert_stderr_contains("is the branch of group \"apps-web-major\"");
+}
+
+/// A marker's group that comes to share the branch of an open pull request's group does
+/// not take that pull request over: the group its marker names keeps it, whatever the
+/// order, and the newcomer fails alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_pull_request_keeps_its_branch_from_a_new_group() {
+    let s = setup("").await;
+    s.run(&[], 0).await;
+    let major = s.number_of(WEB_MAJOR);
+    s.server.commit_on(
+        "main",
+        &[(
+            "apps/api/values.yaml",
+            Some(
+                "image:\n  repository: registry.test/team/api\n  tag: 2.0.0 # imagebump: {group: apps-web-major}\n",
+            ),
+        )],
+        "a marker's group",
+    );
+    s.forge.clear_calls();
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains(&format!(
+        "group \"apps-web-major\": not proposed: its branch {WEB_MAJOR} is the branch of group \"apps/web (major)\""
+    ));
+    // The major pull request is as it was: nothing written.
+    assert_eq!(s.writes(), Vec::<String>::new(), "{run}");
+    assert_eq!(s.number_of(WEB_MAJOR), major);
+    assert_eq!(
+        s.pulls(),
+        [
+            format!("{API} | Update registry.test/team/api to 2.1.0 | open | []"),
+            format!(
+                "{WEB_MAJOR} | Update registry.test/team/web to 2.0.0 (major) | open | [\"major\"]"
+            ),
+        ]
+    );
+    assert_eq!(
+        s.branch_file(WEB_MAJOR, "apps/web/kustomization.yaml")
+            .unwrap(),
+        "images:\n  - name: registry.test/team/web\n    newTag: 2.0.0 # web\n"
+    );
+}
+
+/// A group name git refuses in a branch (`db.lock`) is refused where it is written: a
+/// rule's at config load, a marker's at its line, whose reference alone is left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_git_refuses_as_a_branch_is_refused_where_written() {
+    let config = "images:\n  - match: registry.test/team/*\n    group: db.lock\n";
+    let s = setup(config).await;
+    let run = s.run(&["--dry-run"], 2).await;
+    run.assert_stderr_contains(&format!(
+        "{}:6:12: images[0].group: group name \"db.lock\" has a part ending with .lock",
+        s.config().display()
+    ));
+    assert_eq!(s.forge.calls().len(), 0, "nothing asked of the forge");
+
+    let s = setup("").await;
+    s.server.commit_on(
+        "main",
+        &[(
+            "apps/api/values.yaml",
+            Some(
+                "image:\n  repository: registry.test/team/api\n  tag: 2.0.0 # imagebump: {group: team/db.lock}\n",
+            ),
+        )],
+        "a marker's group",
+    );
+    let run = s.run(&[], 1).await;
+    run.assert_stderr_contains(
+        "error: apps/api/values.yaml:3:16: group: group name \"team/db.lock\" has a part ending with .lock, which git refuses in a branch name",
+    );
+    assert_eq!(
+        s.pulls(),
+        [format!(
+            "{WEB_MAJOR} | Update registry.test/team/web to 2.0.0 (major) | open | [\"major\"]"
+        )],
+        "{run}"
+    );
+}

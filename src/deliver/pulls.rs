@@ -138,6 +138,9 @@ pub async fn deliver(
     else {
         return (Vec::new(), problems);
     };
+    let keep = (ctx.settings.branch_prefix.as_str(), ctx.shard);
+    let (mut reports, clashes) = decide::apart_clashes(&mut proposals, &open, keep);
+    problems.extend(clashes);
     let built = off_the_runtime(|| state::build(ctx, &proposals, &branches));
     let known = Known {
         plan,
@@ -147,7 +150,6 @@ pub async fn deliver(
         claimed: &claimed,
     };
     let mut failed = std::collections::BTreeSet::new();
-    let mut reports = Vec::new();
     let now = jiff::Timestamp::now();
     let (no_facts, no_releases) = (ReleaseFacts::new(), releases::Releases::new());
     let without = notes::Known {
@@ -161,7 +163,7 @@ pub async fn deliver(
     let pushed = push_at(&first);
     if let Some(push) = pushed {
         first.truncate(push.saturating_add(1));
-        reports = act::act(ctx, first, &mut failed, &mut problems).await;
+        reports.extend(act::act(ctx, first, &mut failed, &mut problems).await);
     }
     let facts = facts.await;
     tracing::debug!(updates = facts.len(), "release facts");

@@ -1502,11 +1502,13 @@ fn own_refs(names: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
-fn branch_name(name: &str) -> Result<&str, Error> {
+/// `name` as a branch git accepts (`git check-ref-format`, each `/`-separated component
+/// included: none starts with `.` or ends with `.lock`), or [`Error::Invalid`].
+pub fn branch_name(name: &str) -> Result<&str, Error> {
     let bad = name.is_empty()
         || name.starts_with(['-', '/', '.'])
         || name.ends_with(['/', '.'])
-        || name.ends_with(".lock")
+        || name.split('/').any(|c| c.ends_with(".lock"))
         || name.contains("..")
         || name.contains("//")
         || name.contains("/.")
@@ -1723,7 +1725,7 @@ mod tests {
         }
         for bad in [
             "", "-x", "/x", "x/", "a..b", "a b", "a:b", "a*", "a~1", "x.lock", "a/.b", "@",
-            "a@{1}", "a\\b",
+            "a@{1}", "a\\b", "a.lock/b", "a\u{7f}b",
         ] {
             assert!(branch_name(bad).is_err(), "{bad}");
         }

@@ -223,8 +223,10 @@ policy_keys! {
     automerge: bool,
     /// The change set (branch `imagebump/<group>`, one pull request) every update of these
     /// images goes to, whatever `pullRequests.groupBy` says, so that related images move
-    /// together: lowercase letters, digits, `-`, `_`, `.` and `/`, at most 64 characters.
-    /// Major updates still get their own (`pullRequests.separateMajor`).
+    /// together: lowercase letters, digits, `-`, `_`, `.` and `/`, at most 64 characters,
+    /// no `/`-separated part empty, starting or ending with `.`, holding `..` or ending with
+    /// `.lock` (what git takes in a branch name). Major updates still get their own
+    /// (`pullRequests.separateMajor`).
     group: String,
     /// Propose only candidates whose cosign signature verifies (`keys`): the best
     /// candidate that verifies wins. Operator's configuration only (docs/security.md).

@@ -344,7 +344,9 @@ pub const GROUP_NAME_LIMIT: usize = 64;
 
 /// A `group` name: it becomes a branch (`imagebump/<group>`) and a title as it is, so only
 /// lowercase letters, digits, `-`, `_`, `.` and `/` between names, at most
-/// [`GROUP_NAME_LIMIT`] characters.
+/// [`GROUP_NAME_LIMIT`] characters, and each `/`-separated part a name git takes in a
+/// branch (`git check-ref-format`: not empty, no `.` at either end, no `..`, no `.lock` at
+/// its end; the other characters git refuses are not allowed at all).
 fn check_group(group: &str) -> Result<(), PolicyError> {
     let hint = "a name such as monitoring or team-a/databases";
     let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./".contains(c);
@@ -363,6 +365,10 @@ fn check_group(group: &str) -> Result<(), PolicyError> {
     }) {
         Some(format!(
             "group name {group:?} has an empty part, or a part starting or ending with ."
+        ))
+    } else if group.split('/').any(|part| part.ends_with(".lock")) {
+        Some(format!(
+            "group name {group:?} has a part ending with .lock, which git refuses in a branch name"
         ))
     } else {
         None
@@ -406,7 +412,7 @@ mod group_tests {
 
     #[test]
     fn group_names_are_branch_safe() {
-        for good in ["monitoring", "team-a/db", "v1.2_x"] {
+        for good in ["monitoring", "team-a/db", "v1.2_x", "db.locked", "lock/x"] {
             assert!(check_group(good).is_ok(), "{good}");
         }
         let long = "a".repeat(GROUP_NAME_LIMIT + 1);
@@ -418,6 +424,11 @@ mod group_tests {
             "x.",
             "a b",
             "ü",
+            "db.lock",
+            "team/db.lock/x",
+            "a@{1}",
+            "x~1",
+            "a:b",
             long.as_str(),
         ] {
             let e = check_group(bad)

@@ -425,6 +425,7 @@ fn push_all(
         )));
         failed.insert(u.branch);
     }
+    refuse_unpushable(&mut todo, &mut failed, problems);
     if todo.is_empty() {
         return failed;
     }
@@ -465,6 +466,29 @@ fn push_all(
             .collect();
     }
     failed
+}
+
+/// Leaves out of one push what git would refuse for the whole of it: a branch name git does
+/// not take, and a second update of one branch. Each fails alone, reported; the other
+/// branches are pushed.
+fn refuse_unpushable(
+    todo: &mut Vec<RefUpdate>,
+    failed: &mut BTreeSet<String>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut seen = BTreeSet::new();
+    todo.retain(|u| {
+        let why = if let Err(e) = crate::source::git::branch_name(&u.branch) {
+            e.to_string()
+        } else if !seen.insert(u.branch.clone()) {
+            "another change set pushes this branch too".to_string()
+        } else {
+            return true;
+        };
+        problems.push(Problem::general(format!("{}: not pushed: {why}", u.branch)));
+        failed.insert(u.branch.clone());
+        false
+    });
 }
 
 /// The branches' commits created by the forge's API instead of pushed (so that the forge
@@ -606,7 +630,38 @@ pub fn forge_problem(f: &dyn Forge, what: &str, e: &imagebump_forge::Error) -> P
 
 #[cfg(test)]
 mod branch_tests {
-    use super::own_branch;
+    use super::{own_branch, refuse_unpushable, BTreeSet, RefUpdate};
+
+    #[test]
+    fn a_branch_git_refuses_or_pushed_twice_fails_alone() {
+        let update = |branch: &str, new: &str| RefUpdate {
+            branch: branch.into(),
+            new: new.into(),
+            expected: None,
+        };
+        let mut todo = vec![
+            update("imagebump/web", "a1"),
+            update("imagebump/db.lock", "b2"),
+            update("imagebump/web", "c3"),
+            update("imagebump/api", "d4"),
+        ];
+        let (mut failed, mut problems) = (BTreeSet::new(), Vec::new());
+        refuse_unpushable(&mut todo, &mut failed, &mut problems);
+        assert_eq!(
+            todo,
+            [update("imagebump/web", "a1"), update("imagebump/api", "d4")]
+        );
+        let failed: Vec<&str> = failed.iter().map(String::as_str).collect();
+        assert_eq!(failed, ["imagebump/db.lock", "imagebump/web"]);
+        let messages: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+        assert_eq!(
+            messages,
+            [
+                "imagebump/db.lock: not pushed: invalid branch name \"imagebump/db.lock\" for git",
+                "imagebump/web: not pushed: another change set pushes this branch too",
+            ]
+        );
+    }
 
     #[test]
     fn only_branches_under_the_prefix_other_than_the_base() {

@@ -12,6 +12,7 @@ use crate::resolve::Rejections;
 use crate::source::git::RefUpdate;
 use imagebump_forge::{NewPull, Pull};
 use imagebump_model::config::PullRequestsConfig;
+use imagebump_model::Problem;
 
 /// Appended to the pull request of a branch someone else committed to, and commented.
 pub const FOREIGN_NOTE: &str = "imagebump leaves this branch alone: it has commits by someone else. Merge or close this pull request; imagebump proposes newer versions on a fresh branch once it is gone.";
@@ -198,6 +199,65 @@ pub fn proposals<'a>(
             }
         })
         .collect()
+}
+
+/// Leaves out each proposal whose branch another proposal keeps: two group keys can share a
+/// slug (the majors of `web`, `web (major)`, and a group named `web-major`; `apps/web` and
+/// a group named `apps-web`), and two change sets pushing one branch would fail the push
+/// of every branch, or take turns on one pull request. The branch is kept for the group
+/// its open pull request's marker names when that group is proposed in this run or is
+/// another shard's (so that neither a new group nor another shard takes it over), else for
+/// the first proposal (plan order). Each other one is reported failed, with a problem
+/// naming both groups.
+pub fn apart_clashes(
+    proposals: &mut Vec<Proposal<'_>>,
+    open: &BTreeMap<String, Pull>,
+    (prefix, shard): (&str, Option<(u64, u64)>),
+) -> (Vec<PullReport>, Vec<Problem>) {
+    let proposed: BTreeSet<(&str, &str)> = proposals
+        .iter()
+        .map(|p| (p.branch.as_str(), &*p.set.group))
+        .collect();
+    let elsewhere = |group: &str| {
+        shard.is_some_and(|(i, n)| crate::plan::shard_of(crate::plan::base_group(group), n) != i)
+    };
+    let mut keeper: BTreeMap<String, String> = BTreeMap::new();
+    for p in proposals.iter() {
+        if keeper.contains_key(&p.branch) {
+            continue;
+        }
+        let holder = open
+            .get(&p.branch)
+            .and_then(|pull| {
+                marker::proposed(&pull.body, &p.branch, prefix)
+                    .into_iter()
+                    .next()
+            })
+            .map(|u| u.group)
+            .filter(|g| proposed.contains(&(p.branch.as_str(), g.as_str())) || elsewhere(g));
+        let holder = holder.unwrap_or_else(|| p.set.group.to_string());
+        keeper.insert(p.branch.clone(), holder);
+    }
+    let (mut reports, mut problems) = (Vec::new(), Vec::new());
+    proposals.retain(|p| {
+        let first = match keeper.get(&p.branch) {
+            Some(first) if *first != *p.set.group => first,
+            _ => return true,
+        };
+        problems.push(Problem {
+            location: "imagebump".into(),
+            message: format!(
+                "group {:?}: not proposed: its branch {} is the branch of group {:?}",
+                &*p.set.group, p.branch, first
+            ),
+            hint: Some(
+                "name the group (a rule's or a marker's `group`) so that its branch differs".into(),
+            ),
+        });
+        reports.push(report(p, Outcome::Failed, None));
+        false
+    });
+    (reports, problems)
 }
 
 /// Each proposal's pull-request body, with the release notes of its updates (from the
@@ -527,6 +587,53 @@ mod tests {
 
     fn settings() -> PullRequestsConfig {
         PullRequestsConfig::default()
+    }
+
+    /// The groups of the proposals kept, and the problems of the others.
+    fn clashes(
+        plan: &Plan,
+        open: &BTreeMap<String, Pull>,
+        shard: Option<(u64, u64)>,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut proposals = proposals(plan, &settings(), &Default::default());
+        let (reports, problems) = apart_clashes(&mut proposals, open, ("imagebump/", shard));
+        assert!(reports.iter().all(|r| r.action == Outcome::Failed));
+        assert_eq!(reports.len(), problems.len());
+        let kept = proposals.iter().map(|p| p.set.group.to_string()).collect();
+        (kept, problems.into_iter().map(|p| p.message).collect())
+    }
+
+    #[test]
+    fn two_groups_of_one_branch_keep_one() {
+        let three = plan(&["web (major)", "db", "web-major"]);
+        let none = BTreeMap::new();
+        assert_eq!(
+            clashes(&three, &none, None),
+            (
+                vec!["web (major)".to_string(), "db".to_string()],
+                vec![
+                    "group \"web-major\": not proposed: its branch imagebump/web-major is the branch of group \"web (major)\""
+                        .to_string()
+                ]
+            )
+        );
+        // The open pull request's group keeps its branch, in this run or another shard's.
+        let mut all = proposals(&three, &settings(), &Default::default());
+        all.retain(|p| &*p.set.group == "web-major");
+        let mut held = pull(7, &all[0]);
+        held.body = marker::render(&[Marked::from(three.updates.get(2).unwrap())]);
+        let open = BTreeMap::from([(held.branch.clone(), held)]);
+        assert_eq!(
+            clashes(&three, &open, None).0,
+            ["db".to_string(), "web-major".to_string()]
+        );
+        let n = (2..64)
+            .find(|&n| crate::plan::shard_of("web", n) != crate::plan::shard_of("web-major", n))
+            .unwrap();
+        let shard = crate::plan::shard_of("web", n);
+        let two = plan(&["web (major)", "db"]);
+        let (kept, problems) = clashes(&two, &open, Some((shard, n)));
+        assert_eq!(kept, ["db".to_string()], "{problems:?}");
     }
 
     fn commit(sha: &str) -> Option<Built> {

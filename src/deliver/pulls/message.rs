@@ -64,21 +64,25 @@ pub fn updates_of<'a>(plan: &'a Plan, set: &ChangeSet) -> Vec<&'a Update> {
 }
 
 /// The branch of a change set: the prefix and a slug of the group key, stable across runs.
+/// The slug is one branch-name component git accepts whatever the key (no `..`, no `.lock`
+/// at its end); two keys can share a slug (`web (major)`, `web-major`), which
+/// [`super::decide::apart_clashes`] settles.
 pub fn branch_name(prefix: &str, group: &str) -> String {
     let mut slug = String::new();
     for c in group.to_lowercase().chars() {
-        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+        if c.is_ascii_alphanumeric() || c == '_' || (c == '.' && !slug.ends_with('.')) {
             slug.push(c);
-        } else if !slug.ends_with('-') {
+        } else if c != '.' && !slug.ends_with('-') {
             slug.push('-');
         }
     }
-    let slug = slug.trim_matches(|c| c == '-' || c == '.').to_string();
-    let slug = if slug.is_empty() {
-        "root".to_string()
-    } else {
-        slug
-    };
+    let mut slug = slug.trim_matches(|c| c == '-' || c == '.').to_string();
+    if let Some(stem) = slug.strip_suffix(".lock") {
+        slug = format!("{}-lock", stem.trim_end_matches(['-', '.']));
+    }
+    if slug.is_empty() {
+        slug = "root".to_string();
+    }
     // Long slugs are cut, with a short hash of the exact key so two groups never share one.
     if slug.len() > 60 {
         use sha2::Digest;
@@ -262,6 +266,22 @@ mod tests {
             "imagebump/team-a-batch"
         );
         assert_eq!(branch_name("imagebump/", "."), "imagebump/root");
+        // Whatever the key, the slug is a name git takes.
+        assert_eq!(branch_name("imagebump/", "db.lock"), "imagebump/db-lock");
+        assert_eq!(branch_name("imagebump/", "a..b/c"), "imagebump/a.b-c");
+        assert_eq!(branch_name("imagebump/", "x/.lock"), "imagebump/x-lock");
+        for key in [
+            "db.lock",
+            "a..b",
+            "x/.lock",
+            ".lock",
+            "a.-b",
+            "a@{1}",
+            "web (major)",
+        ] {
+            let b = branch_name("imagebump/", key);
+            assert!(crate::source::git::branch_name(&b).is_ok(), "{key:?}: {b}");
+        }
         let long = "a".repeat(80);
         let b = branch_name("imagebump/", &long);
         assert!(b.len() < 80 && b.starts_with("imagebump/aaaa"), "{b}");

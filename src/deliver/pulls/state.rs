@@ -83,10 +83,13 @@ pub async fn read(
         (None, None) => Vec::new(),
     };
     let (open, claimed) = split_open(listed, ctx.login, ctx.base);
+    // Each once: two proposals can share a branch until `decide::apart_clashes` parts them.
     let existing: Vec<String> = proposals
         .iter()
         .filter(|p| heads.contains_key(&p.branch))
         .map(|p| p.branch.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
     if !existing.is_empty() {
         if let Err(e) = ctx.git.fetch_branches(ctx.dir, &existing, 20) {
