@@ -17,7 +17,7 @@
 mod support;
 
 use support::cli::{imagebump, Run};
-use support::gitea::FakeGitea;
+use support::gitea::{FakeGitea, ISSUES_ONLY};
 use support::github::FakeGitHub;
 use support::gitlab::FakeGitLab;
 use support::TwoApps;
@@ -28,7 +28,7 @@ const WEB: &str = "imagebump/apps-web";
 /// Where a major update of web goes (majors apart, the default).
 const WEB_MAJOR: &str = "imagebump/apps-web-major";
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     GitHub,
     GitLab,
@@ -208,11 +208,26 @@ struct Setup {
     forge: Fake,
 }
 
-async fn setup(kind: Kind, dashboard: &str) -> Setup {
+/// The dashboard on with `options` (a flow mapping's entries). Gitea names nobody who ticks
+/// a box: there the scenarios run with the operator's `trustIssueWriters`.
+async fn setup(kind: Kind, options: &str) -> Setup {
+    let trust = if kind == Kind::Gitea {
+        "trustIssueWriters: true"
+    } else {
+        ""
+    };
+    let fields: Vec<&str> = [options, trust]
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .collect();
+    let config = format!("pullRequests:\n  dashboard: {{{}}}\n", fields.join(", "));
+    setup_with(kind, &config).await
+}
+
+async fn setup_with(kind: Kind, config: &str) -> Setup {
     let forge = Fake::start(kind).await;
-    let config = format!("pullRequests:\n  dashboard: {dashboard}\n");
     Setup {
-        apps: TwoApps::start(forge.token(), &config),
+        apps: TwoApps::start(forge.token(), config),
         forge,
     }
 }
@@ -272,7 +287,7 @@ fn tick(body: &str, key: &str, on: bool) -> String {
 /// ignored (said in the output and on the dashboard; Gitea refuses their edit); a writer's
 /// tick lifts the rejection and the pull request comes back, durably.
 async fn lifecycle(kind: Kind) {
-    let s = setup(kind, "true").await;
+    let s = setup(kind, "").await;
     let dry = s.run(0, &["--dry-run"]).await;
     assert!(
         dry.stdout.contains("would open the dashboard issue:"),
@@ -339,8 +354,7 @@ async fn a_non_writer_tick_is_ignored(s: &Setup, number: u64, ticked: &str) {
         Ok(()) => {
             let run = s.run(0, &["--output", "json"]).await;
             assert!(
-                run.stderr
-                    .contains("last changed by mallory, who cannot write"),
+                run.stderr.contains("changed by mallory, who cannot write"),
                 "{run}"
             );
             let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -366,7 +380,7 @@ async fn a_non_writer_tick_is_ignored(s: &Setup, number: u64, ticked: &str) {
 /// "Stop all updates" ticked by a writer opens nothing new and says why; unticked, the
 /// next run opens the pull requests.
 async fn impostor_and_stop_all(kind: Kind) {
-    let s = setup(kind, "{title: Dependency dashboard}").await;
+    let s = setup(kind, "title: Dependency dashboard").await;
     let forged = format!("{MARKER}\n- [x] stop <!-- imagebump:box stop-all -->\n");
     let impostor = s
         .forge
@@ -418,7 +432,7 @@ async fn impostor_and_stop_all(kind: Kind) {
 /// `approveMajors`: a major update waits for its box; ticked by a writer, its pull request
 /// is opened.
 async fn approve_a_major(kind: Kind) {
-    let s = setup(kind, "{approveMajors: true}").await;
+    let s = setup(kind, "approveMajors: true").await;
     s.apps.reg.push_tags("team/web", &["2.0.0"]);
     let run = s.run(0, &[]).await;
     assert!(s.forge.open_for(WEB_MAJOR).is_empty(), "held: {run}");
@@ -465,7 +479,7 @@ over_the_forges!(lifecycle, impostor_and_stop_all, approve_a_major);
 /// are opened all the same, and the next run opens the dashboard.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_dashboard_write_leaves_the_pull_requests_alone() {
-    let s = setup(Kind::GitHub, "true").await;
+    let s = setup(Kind::GitHub, "").await;
     let Fake::GitHub(gh) = &s.forge else {
         panic!("a GitHub setup")
     };
@@ -489,4 +503,74 @@ async fn a_failed_dashboard_write_leaves_the_pull_requests_alone() {
         .filter(|c| c.line() == "GET /user")
         .count();
     assert_eq!(whoami, 1, "the account is asked once a run");
+}
+
+/// Gitea does not say who ticked a box, and a team with Issues: Write but Code: Read may
+/// tick one: without the operator's `trustIssueWriters`, no tick steers (a writer's
+/// neither), the run says why and puts the box back.
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_ticks_steer_only_when_the_operator_trusts_issue_writers() {
+    let s = setup_with(Kind::Gitea, "pullRequests:\n  dashboard: true\n").await;
+    s.run(0, &[]).await;
+    let Fake::Gitea(gitea) = &s.forge else {
+        panic!("a Gitea setup")
+    };
+    gitea.set_permission("trudy", ISSUES_ONLY);
+    s.forge.make_writer("alice");
+    for who in ["trudy", "alice"] {
+        let board = s.forge.dashboard();
+        let ticked = tick(&board.body, "stop-all", true);
+        s.forge.edit_as(board.number, who, &ticked).unwrap();
+        let run = s.run(0, &[]).await;
+        assert!(
+            run.stderr.contains(
+                "the dashboard's boxes were ignored: Gitea does not say who changed them"
+            ),
+            "{who}: {run}"
+        );
+        assert!(run.stderr.contains("trustIssueWriters"), "{run}");
+        assert_eq!(s.refs(), "", "{who} stopped nothing: {run}");
+        let board = s.forge.dashboard();
+        assert!(!board.body.contains("> **Stopped**"), "{}", board.body);
+        assert_eq!(ticks_of(&board.body, "stop-all"), Some(false), "put back");
+    }
+}
+
+/// GitLab: a reporter ticks "Stop all updates", then a developer edits the description:
+/// the developer's change does not vouch for the reporter's, so nothing steers. Once
+/// imagebump has rewritten the issue, the developer's own tick counts.
+#[tokio::test(flavor = "multi_thread")]
+async fn gitlab_a_writer_edit_does_not_vouch_for_an_earlier_tick() {
+    let s = setup(Kind::GitLab, "").await;
+    s.run(0, &[]).await;
+    let Fake::GitLab(gitlab) = &s.forge else {
+        panic!("a GitLab setup")
+    };
+    gitlab.set_access_level("rita", 20);
+    s.forge.make_writer("alice");
+    let board = s.forge.dashboard();
+    let ticked = tick(&board.body, "stop-all", true);
+    s.forge.edit_as(board.number, "rita", &ticked).unwrap();
+    let noted = format!("{ticked}\n\nLooks good.\n");
+    s.forge.edit_as(board.number, "alice", &noted).unwrap();
+    let run = s.run(0, &[]).await;
+    assert!(
+        run.stderr
+            .contains("changed by rita, who cannot write to the repository"),
+        "{run}"
+    );
+    assert_eq!(s.refs(), "", "not stopped: {run}");
+
+    let board = s.forge.dashboard();
+    let ticked = tick(&board.body, "stop-all", true);
+    s.forge.edit_as(board.number, "alice", &ticked).unwrap();
+    let run = s.run(0, &[]).await;
+    assert_eq!(s.refs(), "refs/imagebump/dashboard/stop-all", "{run}");
+}
+
+/// Whether the box of `key` in `body` is ticked; `None` without one.
+fn ticks_of(body: &str, key: &str) -> Option<bool> {
+    let end = format!("<!-- imagebump:box {key} -->");
+    let line = body.lines().find(|l| l.ends_with(&end))?;
+    Some(line.starts_with("- [x] "))
 }

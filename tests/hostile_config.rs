@@ -139,6 +139,10 @@ const SPELLINGS: &[(&str, &str)] = &[
     ),
     ("signing: !x {format: ssh, key: /etc/hostname}\n", "signing"),
     (
+        "pullRequests:\n  dashboard: !!map {trustIssueWriters: true}\n",
+        "pullRequests.dashboard.trustIssueWriters",
+    ),
+    (
         "credentials: !x\n  pullSecrets: {\"argocd/regcred\": {secret: \"ext:touch MARKER\", registries: [ghcr.io]}}\n",
         "credentials",
     ),

@@ -48,7 +48,8 @@ pub(super) async fn read(
         git,
         root: &loaded.ws.root,
     };
-    let steering = board::read(forge, &login, &place, problems).await;
+    let trust = options.trust_issue_writers;
+    let steering = board::read(forge, (&login, trust), &place, problems).await;
     if steering.decided.run_now {
         tracing::info!("the dashboard's \"Run now\" is ticked: the schedule is ignored this run");
     }
@@ -255,7 +256,10 @@ pub(super) async fn write(
     board: &Board,
 ) -> Result<Option<String>, Problem> {
     let body = board::render(board);
-    let title = d.options.title.as_str();
+    // Validated as one line when the configuration is read; escaped again here, as every
+    // title imagebump writes is.
+    let title = imagebump_model::escape::terminal(&d.options.title);
+    let title = title.as_ref();
     let dry_run = plan.mode != Mode::PullRequests;
     match board::publish(forge, d.steering.issue.as_ref(), (title, &body), dry_run).await {
         Ok(done) => Ok(said(&done, &body)),

@@ -41,6 +41,9 @@ fn key(k: &str) -> PathSeg {
 pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
     let mut found = Findings::default();
     found.branch_prefix(&config.pull_requests.branch_prefix);
+    if let Some(d) = config.pull_requests.dashboard() {
+        found.dashboard_title(&d.title);
+    }
     found.scan_globs(&config.scan);
     found.policies_and_rules(config);
     found
@@ -69,6 +72,9 @@ pub fn validate(config: &Config) -> (Vec<Invalid>, Vec<String>) {
     (found.errors, found.warnings)
 }
 
+/// The longest dashboard title accepted, in characters.
+const MAX_DASHBOARD_TITLE: usize = 200;
+
 /// What [`validate`] finds, in the order it looks.
 #[derive(Default)]
 struct Findings {
@@ -95,6 +101,30 @@ impl Findings {
                 format!("branch prefix {branch_prefix:?} does not set imagebump's branches apart from others"),
                 "keep the default imagebump/ or use a name of your own, such as deps/imagebump-",
             );
+        }
+    }
+
+    /// The dashboard's title is one line of text a forge shows: not empty, no control
+    /// characters (they are shown escaped anyway), at most [`MAX_DASHBOARD_TITLE`]
+    /// characters.
+    fn dashboard_title(&mut self, title: &str) {
+        let problem = if title.trim().is_empty() {
+            Some("the dashboard's title is empty".to_string())
+        } else if title.chars().count() > MAX_DASHBOARD_TITLE {
+            Some(format!(
+                "the dashboard's title is longer than {MAX_DASHBOARD_TITLE} characters"
+            ))
+        } else if title.chars().any(imagebump_model::escape::is_hidden) {
+            Some(format!(
+                "the dashboard's title {:?} holds control or direction characters",
+                imagebump_model::escape::terminal(title)
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            let at = ["pullRequests", "dashboard", "title"].map(key).to_vec();
+            self.error(at, message, "a short line such as \"imagebump dashboard\"");
         }
     }
 
@@ -558,7 +588,7 @@ pub fn operator_only(config: &Config) -> Vec<Vec<PathSeg>> {
         scan: _,
         argocd: _,
         helm: _,
-        pull_requests: _,
+        pull_requests,
     } = config;
     let mut refused: Vec<Vec<PathSeg>> = Vec::new();
     let top = [
@@ -572,6 +602,14 @@ pub fn operator_only(config: &Config) -> Vec<Vec<PathSeg>> {
             .filter(|(_, set)| *set)
             .map(|(k, _)| vec![key(k)]),
     );
+    // Who may steer the dashboard is the operator's to widen.
+    if pull_requests
+        .dashboard()
+        .is_some_and(|d| d.trust_issue_writers)
+    {
+        let at = ["pullRequests", "dashboard", "trustIssueWriters"];
+        refused.push(at.into_iter().map(key).collect());
+    }
     let mut policy = |at: Vec<PathSeg>, credentials: bool, verify: bool| {
         for (k, set) in [("credentials", credentials), ("verify", verify)] {
             if set {
@@ -636,7 +674,12 @@ pub fn merge(operator: Config, repository: Config, keys: &[String]) -> Config {
         out.scan = repository.scan;
     }
     if has("pullRequests") {
+        let trust = out
+            .pull_requests
+            .dashboard()
+            .is_some_and(|d| d.trust_issue_writers);
         out.pull_requests = repository.pull_requests;
+        trust_issue_writers(&mut out.pull_requests, trust);
     }
     if has("argocd") {
         out.argocd = repository.argocd;
@@ -649,6 +692,23 @@ pub fn merge(operator: Config, repository: Config, keys: &[String]) -> Config {
         out.helm.charts &= charts;
     }
     out
+}
+
+/// Sets the dashboard's `trustIssueWriters` (when the dashboard is on) to the operator's
+/// `trust`: the repository's pull-request settings replace the operator's, but this one is
+/// the operator's alone.
+fn trust_issue_writers(pull_requests: &mut PullRequestsConfig, trust: bool) {
+    match &mut pull_requests.dashboard {
+        Some(Dashboard::Options(d)) => d.trust_issue_writers = trust,
+        Some(Dashboard::On(true)) if trust => {
+            let options = DashboardOptions {
+                trust_issue_writers: true,
+                ..DashboardOptions::default()
+            };
+            pull_requests.dashboard = Some(Dashboard::Options(options));
+        }
+        Some(Dashboard::On(_)) | None => {}
+    }
 }
 
 /// Line and column of the value at `at` in `text` (of its nearest existing parent).

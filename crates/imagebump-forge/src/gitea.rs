@@ -486,7 +486,7 @@ impl Forge for Gitea {
         self.edit_issue(number, title, body).await
     }
 
-    async fn issue_editor(&self, _number: u64) -> Result<crate::Editor, Error> {
+    async fn issue_editors(&self, _number: u64, _own: &str) -> Result<crate::Editor, Error> {
         Ok(self.editor_of())
     }
 

@@ -516,7 +516,7 @@ impl Forge for GitHub {
         self.edit_issue(number, title, body).await
     }
 
-    async fn issue_editor(&self, number: u64) -> Result<crate::Editor, Error> {
+    async fn issue_editors(&self, number: u64, _own: &str) -> Result<crate::Editor, Error> {
         self.editor_of(number).await
     }
 

@@ -657,8 +657,8 @@ impl Forge for GitLab {
         self.edit_issue(number, title, body).await
     }
 
-    async fn issue_editor(&self, number: u64) -> Result<crate::Editor, Error> {
-        self.editor_of(number).await
+    async fn issue_editors(&self, number: u64, own: &str) -> Result<crate::Editor, Error> {
+        self.editors_of(number, own).await
     }
 
     async fn can_write(&self, login: &str) -> Result<bool, Error> {

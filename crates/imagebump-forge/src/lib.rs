@@ -116,8 +116,9 @@ pub trait Forge: Send + Sync {
     /// Replaces an issue's title and description.
     async fn update_issue(&self, number: u64, title: &str, body: &str) -> Result<(), Error>;
 
-    /// Who last changed the issue's description (ticking a checkbox changes it).
-    async fn issue_editor(&self, number: u64) -> Result<Editor, Error>;
+    /// Who changed the issue's description (ticking a checkbox changes it) since `own` last
+    /// did, or since it was opened.
+    async fn issue_editors(&self, number: u64, own: &str) -> Result<Editor, Error>;
 
     /// Whether `login` may write to the repository (GitHub `write`, `maintain` or `admin`;
     /// GitLab Developer or more; Gitea `write`, `admin` or `owner`).
@@ -221,16 +222,19 @@ pub struct Issue {
     pub url: String,
 }
 
-/// Who last changed an issue's description, as the forge tells it.
+/// Who changed an issue's description, as the forge tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Editor {
-    /// Nobody changed it since it was opened.
+    /// Nobody changed it since it was opened, or since the account asking last did.
     Unedited,
-    /// This login changed it last.
-    User(String),
-    /// The forge does not say who, but lets only the issue's author and the repository's
-    /// writers change it (Gitea/Forgejo).
-    AuthorOrWriter,
+    /// These accounts changed it, newest first, each named once. An empty name stands for
+    /// a change whose account the forge cannot name (a deleted account, or a change older
+    /// than what is read): nobody can vouch for it.
+    Users(Vec<String>),
+    /// The forge does not say who: it lets the issue's author and everyone who may edit
+    /// issues change it, whether or not they may write to the repository (Gitea/Forgejo,
+    /// where a team can have Issues: Write with Code: Read).
+    AnyIssueEditor,
 }
 
 /// Open issues one listing of [`Forge::open_issues_by`] returns at most: a dashboard is one

@@ -274,7 +274,9 @@ impl<'de> Deserialize<'de> for Dashboard {
         impl<'de> serde::de::Visitor<'de> for Visitor {
             type Value = Dashboard;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true, false, or a block with title and approveMajors")
+                f.write_str(
+                    "true, false, or a block with title, approveMajors and trustIssueWriters",
+                )
             }
             fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<Dashboard, E> {
                 Ok(Dashboard::On(on))
@@ -302,6 +304,12 @@ pub struct DashboardOptions {
     /// Hold every update to a new major version until its box on the dashboard is ticked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approve_majors: bool,
+    /// Gitea and Forgejo only: honour the boxes although the forge does not say who ticked
+    /// them, so that anyone who may edit issues (a team with Issues: Write but Code: Read
+    /// too) steers the run. Off: the boxes are ignored there. Only the operator's
+    /// configuration may set it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust_issue_writers: bool,
 }
 
 fn default_dashboard_title() -> String {
@@ -313,6 +321,7 @@ impl Default for DashboardOptions {
         DashboardOptions {
             title: default_dashboard_title(),
             approve_majors: false,
+            trust_issue_writers: false,
         }
     }
 }

@@ -61,15 +61,22 @@ pub(super) fn is_source(s: &str) -> bool {
 }
 
 /// An image name as imagebump writes one: the characters of a registry host, port and
-/// repository path, and nothing that could end a comment or a ref component badly.
+/// repository path, and nothing that could end a comment or make a ref name git refuses
+/// (`git check-ref-format`): every `/`-separated component is non-empty, does not start
+/// with `.`, and ends neither with `.` nor with `.lock`.
 pub(super) fn is_image(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 255
         && !s.contains("..")
-        && !s.starts_with(['.', '/', '-'])
-        && !s.ends_with(['.', '/'])
+        && !s.starts_with('-')
         && s.chars().all(|c| {
             c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '/' | '-' | '_' | ':')
+        })
+        && s.split('/').all(|part| {
+            !part.is_empty()
+                && !part.starts_with('.')
+                && !part.ends_with('.')
+                && !part.ends_with(".lock")
         })
 }
 
@@ -154,6 +161,44 @@ mod tests {
             "",
         ] {
             assert_eq!(Key::parse(bad), None, "{bad}");
+        }
+    }
+
+    /// Each `/`-separated component is one git accepts in a ref name.
+    #[test]
+    fn image_names_make_refs_git_accepts() {
+        for good in [
+            "ghcr.io/a/b",
+            "localhost:5000/x_y/z-1",
+            "a.b/c.d",
+            "lock/x.locks",
+        ] {
+            assert!(is_image(good), "{good}");
+        }
+        for bad in [
+            "a//b",
+            "a/./b",
+            "a/.b",
+            "a/b./c",
+            "a/b.lock/c",
+            "a/b.lock",
+            "/a",
+            "a/",
+            ".a",
+            "a.",
+            "a/../b",
+            "-a",
+            "A/b",
+            "a b",
+            "a@{b}",
+            "a~1",
+            "a^b",
+            "a*b",
+            "a?b",
+            "a[b",
+            "a\\b",
+        ] {
+            assert!(!is_image(bad), "{bad}");
         }
     }
 }

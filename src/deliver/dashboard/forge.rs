@@ -17,11 +17,13 @@ pub struct Place<'a> {
 }
 
 /// The dashboard before the run: the decisions the refs keep, changed by the boxes of
-/// imagebump's own dashboard issue when its last editor may write (`login`: imagebump's
-/// forge account). What cannot be read is a problem; the kept decisions then hold.
+/// imagebump's own dashboard issue when everyone who changed them may write (`login`:
+/// imagebump's forge account; `trust_issue_writers`: the operator's
+/// `pullRequests.dashboard.trustIssueWriters`). What cannot be read is a problem; the kept
+/// decisions then hold.
 pub async fn read(
     forge: &dyn Forge,
-    login: &str,
+    (login, trust_issue_writers): (&str, bool),
     place: &Place<'_>,
     problems: &mut Vec<Problem>,
 ) -> Steering {
@@ -53,7 +55,7 @@ pub async fn read(
         let boxes = ticks(&issue.body);
         let wanted = state.ticked(&boxes);
         if wanted != steering.decided {
-            match trusted(forge, issue, login).await {
+            match trusted(forge, issue, login, trust_issue_writers).await {
                 Ok(None) => steering.decided = wanted,
                 Ok(Some(note)) => steering.notes.push(note),
                 Err(e) => problems.push(forge_problem(
@@ -79,29 +81,44 @@ fn ours(issues: Vec<Issue>, login: &str) -> Option<Issue> {
         .min_by_key(|i| i.number)
 }
 
-/// `None` when the description's last change may steer imagebump (imagebump's own, a
-/// writer's, or, on a forge that lets only writers change it, anyone's); else why not.
+/// `None` when the description's changes since imagebump's own may steer imagebump: every
+/// account that changed it may write to the repository (each asked once), or, on a forge
+/// that names nobody, the operator trusts everyone who may edit issues
+/// (`trust_issue_writers`); else why not.
 async fn trusted(
     forge: &dyn Forge,
     issue: &Issue,
     login: &str,
+    trust_issue_writers: bool,
 ) -> Result<Option<String>, imagebump_forge::Error> {
-    let who =
-        match forge.issue_editor(issue.number).await? {
-            Editor::Unedited | Editor::AuthorOrWriter => return Ok(None),
-            Editor::User(who) if who.eq_ignore_ascii_case(login) => return Ok(None),
-            Editor::User(who) if who.is_empty() => return Ok(Some(
+    let editors = match forge.issue_editors(issue.number, login).await? {
+        Editor::Unedited => return Ok(None),
+        Editor::AnyIssueEditor if trust_issue_writers => return Ok(None),
+        Editor::AnyIssueEditor => {
+            return Ok(Some(format!(
+                "the dashboard's boxes were ignored: {} does not say who changed them, and \
+                 people who may edit issues but not the code can; the operator's \
+                 pullRequests.dashboard.trustIssueWriters honours them",
+                forge.name()
+            )))
+        }
+        Editor::Users(editors) => editors,
+    };
+    for who in editors.iter().filter(|w| !w.eq_ignore_ascii_case(login)) {
+        if who.is_empty() {
+            return Ok(Some(
                 "the dashboard's boxes were ignored: the forge names no account that changed them"
                     .into(),
-            )),
-            Editor::User(who) => who,
-        };
-    Ok((!forge.can_write(&who).await?).then(|| {
-        format!(
-            "the dashboard's boxes were ignored: they were last changed by {who}, who cannot \
-             write to the repository"
-        )
-    }))
+            ));
+        }
+        if !forge.can_write(who).await? {
+            return Ok(Some(format!(
+                "the dashboard's boxes were ignored: they were changed by {who}, who cannot \
+                 write to the repository"
+            )));
+        }
+    }
+    Ok(None)
 }
 
 fn forge_problem(forge: &dyn Forge, what: &str, e: &imagebump_forge::Error) -> Problem {

@@ -45,6 +45,7 @@ use super::common::{
 };
 
 mod issues;
+pub use issues::ISSUES_ONLY;
 
 /// Where the API lives on the server.
 const API_PREFIX: &str = "/api/v1";

@@ -1,8 +1,8 @@
 //! Gitea's and Forgejo's issues, for the dashboard: listed by creator, opened and edited.
-//! Gitea's API does not say who changed a description, but its `PATCH …/issues/{n}` lets
-//! only the issue's poster and users who can write issues change it, so an issue imagebump
-//! opened is changed only by imagebump or a writer ([`Editor::AuthorOrWriter`]). A user's
-//! permission is `GET …/collaborators/{user}/permission`.
+//! Gitea's API does not say who changed a description (its edit history is the web UI's
+//! alone); its `PATCH …/issues/{n}` lets the issue's poster and every user who may write
+//! issues change it, Code: Read or not ([`Editor::AnyIssueEditor`]). A user's permission on
+//! the code is `GET …/collaborators/{user}/permission`.
 
 use std::ops::ControlFlow;
 
@@ -99,7 +99,7 @@ impl Gitea {
 
     /// Gitea names no editor; see the module.
     pub(super) fn editor_of(&self) -> Editor {
-        Editor::AuthorOrWriter
+        Editor::AnyIssueEditor
     }
 
     /// `permission` is `write`, `admin` or `owner`; 403 or 404 (not a collaborator, no
@@ -154,8 +154,10 @@ mod tests {
         gt.update_issue(made.number, "t", "new").await.unwrap();
         assert_eq!(fake.issues()[1].body, "new");
         assert_eq!(
-            gt.issue_editor(made.number).await.unwrap(),
-            Editor::AuthorOrWriter
+            gt.issue_editors(made.number, FakeGitea::BOT_LOGIN)
+                .await
+                .unwrap(),
+            Editor::AnyIssueEditor
         );
         assert!(fake
             .edit_issue_as(made.number, "mallory", "ticked")

@@ -101,7 +101,8 @@ impl GitHub {
     }
 
     /// GraphQL `Issue.editor` (the actor of the last edit; `null` when never edited). A bot
-    /// is named as REST names it (`<app>[bot]`).
+    /// is named as REST names it (`<app>[bot]`). GitHub's repository roles let only the
+    /// issue's author and writers edit its description (triage may not).
     pub(super) async fn editor_of(&self, number: u64) -> Result<Editor, Error> {
         let payload = json!({
             "query": "query($owner: String!, $name: String!, $number: Int!) { \
@@ -124,12 +125,12 @@ impl GitHub {
             .and_then(Value::as_str);
         Ok(match (login, kind) {
             (Some(login), Some("Bot")) if !login.ends_with("[bot]") => {
-                Editor::User(format!("{login}[bot]"))
+                Editor::Users(vec![format!("{login}[bot]")])
             }
-            (Some(login), _) => Editor::User(login.to_string()),
+            (Some(login), _) => Editor::Users(vec![login.to_string()]),
             // Edited by an account since deleted ("ghost"): nobody who can write now.
             (None, _) if issue.get("lastEditedAt").is_some_and(|t| !t.is_null()) => {
-                Editor::User(String::new())
+                Editor::Users(vec![String::new()])
             }
             (None, _) => Editor::Unedited,
         })
@@ -188,18 +189,18 @@ mod tests {
             [made.number]
         );
         assert_eq!(
-            gh.issue_editor(made.number).await.unwrap(),
+            gh.issue_editors(made.number, BOT_LOGIN).await.unwrap(),
             Editor::Unedited
         );
         gh.update_issue(made.number, "t", "new").await.unwrap();
         assert_eq!(
-            gh.issue_editor(made.number).await.unwrap(),
-            Editor::User(BOT_LOGIN.into())
+            gh.issue_editors(made.number, BOT_LOGIN).await.unwrap(),
+            Editor::Users(vec![BOT_LOGIN.into()])
         );
         fake.edit_issue_as(made.number, "alice", "ticked");
         assert_eq!(
-            gh.issue_editor(made.number).await.unwrap(),
-            Editor::User("alice".into())
+            gh.issue_editors(made.number, BOT_LOGIN).await.unwrap(),
+            Editor::Users(vec!["alice".into()])
         );
         assert!(!gh.can_write("alice").await.unwrap());
         fake.set_permission("alice", "admin");

@@ -1,7 +1,7 @@
-//! GitLab's issues, for the dashboard: listed by author, opened and edited; who last
-//! changed a description is the author of the newest system note saying so ("changed the
-//! description", or a checklist item marked), and whether a user may write is their access
-//! level among the project's members, inherited ones included (Developer, 30, or more).
+//! GitLab's issues, for the dashboard: listed by author, opened and edited; who changed a
+//! description are the authors of the system notes saying so ("changed the description",
+//! or a checklist item marked), and whether a user may write is their access level among
+//! the project's members, inherited ones included (Developer, 30, or more).
 
 use serde::Deserialize;
 use serde_json::json;
@@ -64,6 +64,25 @@ impl NoteJson {
     }
 }
 
+/// The accounts that changed a description, newest first, each once.
+#[derive(Default)]
+struct Editors(Vec<String>);
+
+impl Editors {
+    fn add(&mut self, who: String) {
+        if !self.0.iter().any(|w| w.eq_ignore_ascii_case(&who)) {
+            self.0.push(who);
+        }
+    }
+
+    fn done(self) -> Editor {
+        match self.0.is_empty() {
+            true => Editor::Unedited,
+            false => Editor::Users(self.0),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct MemberJson {
     #[serde(default)]
@@ -123,8 +142,10 @@ impl GitLab {
             .map(drop)
     }
 
-    /// The author of the newest system note that changed the description.
-    pub(super) async fn editor_of(&self, iid: u64) -> Result<Editor, Error> {
+    /// The authors of the system notes that changed the description since `own`'s newest
+    /// one (or since the issue was opened), newest first, each once. Notes older than
+    /// [`MAX_NOTE_PAGES`] pages are not read: a change there is one nobody can vouch for.
+    pub(super) async fn editors_of(&self, iid: u64, own: &str) -> Result<Editor, Error> {
         let mut url = self.project_url(&format!("/issues/{iid}/notes"))?;
         url.query_pairs_mut()
             .append_pair("sort", "desc")
@@ -133,24 +154,29 @@ impl GitLab {
         let what = self.issue_what(iid);
         let mut next = Some(url);
         let mut budget = crate::ListBudget::default();
-        let mut pages = 0usize;
-        while let Some(url) = next.take() {
-            if pages == MAX_NOTE_PAGES {
-                // Older than every note read: the edit cannot be told; nobody is trusted.
-                return Ok(Editor::User(String::new()));
-            }
-            pages = pages.saturating_add(1);
+        let mut editors = Editors::default();
+        for _ in 0..MAX_NOTE_PAGES {
+            let Some(url) = next.take() else {
+                return Ok(editors.done());
+            };
             let reply = self.api.send(Method::Get, &url, None, &what).await?;
             budget.take(reply.body.len(), &what)?;
             let notes: Vec<NoteJson> = parse(&reply.body, Method::Get, &url)?;
             let empty = notes.is_empty();
-            if let Some(note) = notes.into_iter().find(NoteJson::changes_description) {
-                let who = note.author.map(|a| a.username).unwrap_or_default();
-                return Ok(Editor::User(who));
+            let changes = notes.into_iter().filter(NoteJson::changes_description);
+            for who in changes.map(|n| n.author.map(|a| a.username).unwrap_or_default()) {
+                if who.eq_ignore_ascii_case(own) {
+                    return Ok(editors.done());
+                }
+                editors.add(who);
             }
             next = reply.next.filter(|_| !empty);
         }
-        Ok(Editor::Unedited)
+        if next.is_some() {
+            // Older than every note read: who changed it there cannot be told.
+            editors.add(String::new());
+        }
+        Ok(editors.done())
     }
 
     /// `GET /users?username=` for the id, then `GET …/members/all/:id` (404: no member).
@@ -198,14 +224,21 @@ mod tests {
             mine.iter().map(|i| i.number).collect::<Vec<_>>(),
             [made.number]
         );
-        assert_eq!(
-            gl.issue_editor(made.number).await.unwrap(),
-            Editor::Unedited
-        );
+        let editors = || gl.issue_editors(made.number, FakeGitLab::BOT);
+        assert_eq!(editors().await.unwrap(), Editor::Unedited);
         fake.edit_issue_as(made.number, "bob", "ticked");
+        assert_eq!(editors().await.unwrap(), Editor::Users(vec!["bob".into()]));
+        gl.update_issue(made.number, "t", "rewritten")
+            .await
+            .unwrap();
+        assert_eq!(editors().await.unwrap(), Editor::Unedited, "since its own");
+        for (who, body) in [("carol", "a"), ("bob", "b"), ("Carol", "c"), ("bob", "d")] {
+            fake.edit_issue_as(made.number, who, body);
+        }
         assert_eq!(
-            gl.issue_editor(made.number).await.unwrap(),
-            Editor::User("bob".into())
+            editors().await.unwrap(),
+            Editor::Users(vec!["bob".into(), "Carol".into()]),
+            "every editor since its own change, newest first, each once"
         );
         fake.set_access_level("bob", 20);
         assert!(!gl.can_write("bob").await.unwrap(), "a reporter");
@@ -220,6 +253,9 @@ mod tests {
             [
                 format!("POST {project}/issues"),
                 format!("GET {project}/issues"),
+                notes.clone(),
+                notes.clone(),
+                format!("PUT {project}/issues/{}", made.number),
                 notes.clone(),
                 notes,
                 "GET /api/v4/users".into(),

@@ -7,14 +7,19 @@
 //! | `PATCH /repos/{o}/{r}/issues/{n}` | `title`, `body` of an issue: 201 |
 //! | `GET /repos/{o}/{r}/collaborators/{user}/permission` | `permission` as [`FakeGitea::set_permission`] set it; 403 for a user who is no collaborator, as Gitea answers |
 //!
-//! Gitea lets only an issue's poster and users who can write change its description:
-//! [`FakeGitea::edit_issue_as`] refuses anyone else, as Gitea's `PATCH` does with 403.
+//! Gitea lets only an issue's poster and users who may write issues (code writers, and
+//! teams with Issues: Write) change its description: [`FakeGitea::edit_issue_as`] refuses
+//! anyone else, as Gitea's `PATCH` does with 403.
 
 use serde_json::{json, Value};
 
 use super::super::common::{query_get, timestamp};
 use super::super::issues::FakeIssue;
 use super::{user_json, Answer, FakeGitea, State, API_PREFIX};
+
+/// The permission word of [`FakeGitea::set_permission`] for a team member who may write
+/// issues but only read the code.
+pub const ISSUES_ONLY: &str = "issues-only";
 
 impl FakeGitea {
     /// Someone opens an issue; its number (shared with pull requests, as in Gitea).
@@ -28,13 +33,13 @@ impl FakeGitea {
     }
 
     /// `user` changes an issue's description; `Err` (Gitea's 403) unless `user` opened it or
-    /// can write to the repository.
+    /// may write issues.
     pub fn edit_issue_as(&self, number: u64, user: &str, body: &str) -> Result<(), String> {
         let mut state = self.lock();
         let poster = state.issues.find(number).map(|i| i.user.clone());
         let writer = matches!(
             state.issues.permission(user),
-            Some("write" | "admin" | "owner")
+            Some("write" | "admin" | "owner" | ISSUES_ONLY)
         );
         match poster {
             None => Err(format!("no issue #{number}")),
@@ -54,7 +59,9 @@ impl FakeGitea {
         self.lock().issues.list.clone()
     }
 
-    /// `login`'s permission on the repository: `read`, `write`, `admin` or `owner`.
+    /// `login`'s permission on the repository: `read`, `write`, `admin` or `owner`; or
+    /// [`ISSUES_ONLY`], a team member with Code: Read and Issues: Write, who may edit any
+    /// issue and whose permission reads `read`.
     pub fn set_permission(&self, login: &str, permission: &str) {
         let mut state = self.lock();
         state
@@ -90,12 +97,15 @@ impl State {
                 self.issue_by_number(201, n)
             }
             ("GET", ["collaborators", user, "permission"]) => match self.issues.permission(user) {
-                Some(p) => (
-                    200,
-                    wiremock::ResponseTemplate::new(200).set_body_json(
-                        json!({"permission": p, "role_name": p, "user": user_json(user)}),
-                    ),
-                ),
+                Some(p) => {
+                    let p = if p == ISSUES_ONLY { "read" } else { p };
+                    (
+                        200,
+                        wiremock::ResponseTemplate::new(200).set_body_json(
+                            json!({"permission": p, "role_name": p, "user": user_json(user)}),
+                        ),
+                    )
+                }
                 None => self.error(403, "user is not a collaborator"),
             },
             _ => return None,
