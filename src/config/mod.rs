@@ -115,10 +115,7 @@ impl Findings {
                 "the dashboard's title is longer than {MAX_DASHBOARD_TITLE} characters"
             ))
         } else if title.chars().any(imagebump_model::escape::is_hidden) {
-            Some(format!(
-                "the dashboard's title {:?} holds control or direction characters",
-                imagebump_model::escape::terminal(title)
-            ))
+            Some("the dashboard's title holds control or direction characters".to_string())
         } else {
             None
         };
@@ -798,6 +795,74 @@ mod tests {
             "{verify}"
         );
         assert!(refused("images: [\n").starts_with("imagebump.yaml:2:1: "));
+    }
+
+    /// `trustIssueWriters` is the operator's alone: refused in the repository's file, and
+    /// the operator's value holds when the repository's `pullRequests` replace theirs.
+    #[test]
+    fn trust_in_issue_writers_is_the_operators() {
+        let path = Path::new("imagebump.yaml");
+        let refused = load_repository(
+            path,
+            "pullRequests:\n  dashboard:\n    trustIssueWriters: true\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            refused.starts_with("imagebump.yaml:3:24: pullRequests.dashboard.trustIssueWriters can only be set in the operator's configuration"),
+            "{refused}"
+        );
+        let config = |yaml: &str| parse(yaml).unwrap();
+        let keys = vec!["pullRequests".to_string()];
+        let trust = |op: &str, repo: &str| {
+            let merged = merge(config(op), config(repo), &keys);
+            merged
+                .pull_requests
+                .dashboard()
+                .map(|d| d.trust_issue_writers)
+        };
+        let operator = "pullRequests:\n  dashboard: {trustIssueWriters: true}\n";
+        assert_eq!(
+            trust(operator, "pullRequests: {dashboard: true}"),
+            Some(true)
+        );
+        let titled = "pullRequests: {dashboard: {title: Deps}}";
+        assert_eq!(trust(operator, titled), Some(true));
+        assert_eq!(trust(operator, "pullRequests: {dashboard: false}"), None);
+        assert_eq!(trust("", "pullRequests: {dashboard: true}"), Some(false));
+        let repo_false = "pullRequests: {dashboard: {trustIssueWriters: false}}";
+        assert_eq!(trust(operator, repo_false), Some(true));
+    }
+
+    /// The dashboard's title is one line of at most 200 characters.
+    #[test]
+    fn the_dashboard_title_is_one_short_line() {
+        let title = |t: &str| invalid(&format!("pullRequests:\n  dashboard: {{title: {t}}}\n"));
+        assert_eq!(
+            title("\"a\\u001b[2Jb\""),
+            "imagebump.yaml:2:22: pullRequests.dashboard.title: the dashboard's title holds control or direction characters (hint: a short line such as \"imagebump dashboard\")"
+        );
+        assert!(title("\"x\\ny\"").contains("holds control"));
+        assert!(title("\" \"").contains("the dashboard's title is empty"));
+        let long = "x".repeat(201);
+        assert!(title(&long).contains("longer than 200 characters"));
+        let fine = "x".repeat(200);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("imagebump.yaml");
+        std::fs::write(
+            &path,
+            format!("pullRequests: {{dashboard: {{title: {fine}}}}}\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            load(&path)
+                .unwrap()
+                .pull_requests
+                .dashboard()
+                .unwrap()
+                .title,
+            fine
+        );
     }
 
     #[test]

@@ -270,4 +270,29 @@ mod tests {
             Some(FakeGitLab::BOT)
         );
     }
+
+    /// More description changes than the pages read since imagebump's own: the older ones
+    /// are nobody's to vouch for (an empty name).
+    #[tokio::test]
+    async fn changes_beyond_the_pages_read_are_unnamed() {
+        let fake = FakeGitLab::start().await;
+        let gl = GitLab::new(GitLabSettings {
+            api_url: fake.api_url(),
+            project: FakeGitLab::PROJECT_PATH.into(),
+            auth: GitLabAuth::PrivateToken(SecretString::from(FakeGitLab::TOKEN.to_string())),
+        })
+        .unwrap();
+        let made = gl.create_issue("d", "body").await.unwrap();
+        let changes = super::MAX_NOTE_PAGES * super::PER_PAGE;
+        for n in 0..changes {
+            fake.edit_issue_as(made.number, "bob", &n.to_string());
+        }
+        let editors = || gl.issue_editors(made.number, FakeGitLab::BOT);
+        assert_eq!(editors().await.unwrap(), Editor::Users(vec!["bob".into()]));
+        fake.edit_issue_as(made.number, "bob", "one more");
+        assert_eq!(
+            editors().await.unwrap(),
+            Editor::Users(vec!["bob".into(), String::new()])
+        );
+    }
 }
