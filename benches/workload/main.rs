@@ -1081,7 +1081,7 @@ fn pull_requests(
         true,
     );
     t.info(
-        "  of which: plan done → push done (source links, commits, push)",
+        "  of which: plan done → push done (release facts, commits, push)",
         &spread(&col(&disk, |r| r.pushed - r.planned), 2, " s"),
     );
     t.info(
