@@ -295,8 +295,12 @@ async fn lifecycle(kind: Kind) {
     );
     assert!(s.forge.issues().is_empty(), "a dry run writes nothing");
 
-    s.run(0, &[]).await;
+    let opened = s.run(0, &["--output", "json"]).await.json();
     let board = s.forge.dashboard();
+    assert_eq!(
+        opened["dashboard"],
+        serde_json::json!({"action": "created", "number": board.number})
+    );
     assert_eq!(board.title, "imagebump dashboard");
     assert!(board.body.starts_with(MARKER), "{}", board.body);
     assert!(
@@ -305,12 +309,13 @@ async fn lifecycle(kind: Kind) {
         board.body
     );
     s.forge.clear_calls();
-    let again = s.run(0, &[]).await;
+    let again = s.run(0, &["--output", "json"]).await;
     assert_eq!(
         s.forge.writes(),
         Vec::<String>::new(),
         "nothing changed: {again}"
     );
+    assert_eq!(again.json()["dashboard"]["action"], "unchanged");
 
     let web = s.forge.open_for(WEB)[0];
     s.forge.close(web);

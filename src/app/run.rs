@@ -71,12 +71,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     problems.splice(0..0, analysed.found.problems.iter().cloned());
     problems.extend(analysed.resolved.problems.iter().cloned());
     problems.extend(analysed.plan.problems.iter().cloned());
-    if let Some(sha) = &analysed.pushed {
-        journal.done(format!("pushed {sha} to {}", base_branch(plan, &loaded)));
-    }
-    if plan.mode == Mode::Write {
-        write(&loaded, &analysed.plan, &mut problems, journal);
-    }
+    apply_locally(plan, &loaded, &analysed, &mut problems, journal);
     let max_new = max_new(plan, &loaded, decisions.known);
     let max_new = steer(dashboard.as_ref(), max_new, &mut analysed.resolved.warnings);
     let split = split_delivery(plan, &loaded, &analysed);
@@ -98,7 +93,8 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     )
     .await;
     let board = (forge, dashboard.as_ref(), pulls.as_deref());
-    let preview = dashboard_write(plan, board, (&analysed, &decisions), &mut problems).await;
+    let (dashboard, preview) =
+        dashboard_write(plan, board, (&analysed, &decisions), &mut problems).await;
     let mut run_report = RunReport {
         version: 1,
         mode: plan.mode.name(),
@@ -113,6 +109,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         registry_traffic: registries.stats.traffic(),
         rejections_in_force: report::rejections_in_force(&decisions.rejections),
         notifications: Vec::new(),
+        dashboard,
         warnings: &analysed.resolved.warnings,
         errors: &problems,
     };
@@ -130,6 +127,23 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     out.errors(&problems);
     out.errors(&late);
     Ok(end(plan, (&problems, &late), analysed))
+}
+
+/// What the analysis leaves to do here: journal the push it made, and make `--write`'s
+/// edits.
+fn apply_locally(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    analysed: &Analysed,
+    problems: &mut Vec<Problem>,
+    journal: &Journal,
+) {
+    if let Some(sha) = &analysed.pushed {
+        journal.done(format!("pushed {sha} to {}", base_branch(plan, loaded)));
+    }
+    if plan.mode == Mode::Write {
+        write(loaded, &analysed.plan, problems, journal);
+    }
 }
 
 /// The dashboard (when it is on) and what holds updates back before the analysis: the
@@ -1332,18 +1346,19 @@ async fn dashboard_write(
     ),
     (analysed, decisions): (&Analysed, &Decisions),
     problems: &mut Vec<Problem>,
-) -> Option<String> {
+) -> (Option<crate::report::DashboardReport>, Option<String>) {
     let (Some(d), Some(f)) = (dashboard, forge) else {
-        return None;
+        return (None, None);
     };
     let results = dashboard_results(analysed, decisions, pulls, problems);
     let board = super::run_dashboard::board_of(d, results);
-    super::run_dashboard::write(plan, f, d, &board)
-        .await
-        .unwrap_or_else(|p| {
+    match super::run_dashboard::write(plan, f, d, &board).await {
+        Ok((report, preview)) => (Some(report), preview),
+        Err(p) => {
             problems.push(p);
-            None
-        })
+            (None, None)
+        }
+    }
 }
 
 /// What the dashboard did not take, as warnings of the report; with its "Stop all

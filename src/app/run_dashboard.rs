@@ -254,7 +254,7 @@ pub(super) async fn write(
     forge: &dyn Forge,
     d: &Dashboard,
     board: &Board,
-) -> Result<Option<String>, Problem> {
+) -> Result<(crate::report::DashboardReport, Option<String>), Problem> {
     let body = board::render(board);
     // Validated as one line when the configuration is read; escaped again here, as every
     // title imagebump writes is.
@@ -262,7 +262,13 @@ pub(super) async fn write(
     let title = title.as_ref();
     let dry_run = plan.mode != Mode::PullRequests;
     match board::publish(forge, d.steering.issue.as_ref(), (title, &body), dry_run).await {
-        Ok(done) => Ok(said(&done, &body)),
+        Ok(done) => {
+            let report = crate::report::DashboardReport {
+                action: done.action(),
+                number: done.number(),
+            };
+            Ok((report, said(&done, &body)))
+        }
         Err(e) => Err(Problem {
             location: forge.name().into(),
             message: format!("cannot write the dashboard issue: {e}"),

@@ -290,9 +290,23 @@ pub struct RunReport<'a> {
     /// change the exit code (docs/configuration.md, "notify").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notifications: Vec<NotificationReport>,
+    /// What the run did with the dashboard issue (`pullRequests.dashboard`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<DashboardReport>,
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],
     pub errors: &'a [Problem],
+}
+
+/// What a run did with the dashboard issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DashboardReport {
+    /// `created`, `updated` or `unchanged`; in a dry run `would-create` or `would-update`.
+    pub action: &'static str,
+    /// The issue's number (none before it is opened).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
 }
 
 /// What became of one notification.

@@ -152,6 +152,31 @@ pub enum Published {
     WouldUpdate(u64),
 }
 
+impl Published {
+    /// What the report calls it: `created`, `updated`, `unchanged`, `would-create`,
+    /// `would-update`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Published::Created(_) => "created",
+            Published::Updated(_) => "updated",
+            Published::Unchanged(_) => "unchanged",
+            Published::WouldCreate => "would-create",
+            Published::WouldUpdate(_) => "would-update",
+        }
+    }
+
+    /// The number (none before it is opened).
+    pub fn number(&self) -> Option<u64> {
+        match self {
+            Published::Created(n)
+            | Published::Updated(n)
+            | Published::Unchanged(n)
+            | Published::WouldUpdate(n) => Some(*n),
+            Published::WouldCreate => None,
+        }
+    }
+}
+
 /// Opens the dashboard, or rewrites it when its title or body differ from `title` and
 /// `body`; nothing is written when they are the same, nor in a dry run.
 pub async fn publish(
