@@ -18,6 +18,7 @@ mod scan;
 mod source;
 mod subdir;
 mod tags;
+mod verify_bundle;
 
 pub use error::{Error, Status};
 pub use output::Output;
@@ -92,6 +93,7 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         Command::Registry(RegistryCommand::Check(args)) => {
             runtime.block_on(registry_check::check(&args, out))
         }
+        Command::VerifyBundle(args) => verify_bundle::verify_bundle(&args),
     }
 }
 
@@ -146,7 +148,7 @@ fn format_of(command: &Command) -> Format {
         Command::Run(args) => args.source.output,
         Command::Tags(args) => args.output,
         Command::Registry(RegistryCommand::Check(args)) => args.output,
-        Command::Config(_) => Format::Text,
+        Command::Config(_) | Command::VerifyBundle(_) => Format::Text,
     }
 }
 

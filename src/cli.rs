@@ -65,6 +65,42 @@ pub enum Command {
     /// Check registry access: credentials, authentication and rate-limit headroom.
     #[command(subcommand)]
     Registry(RegistryCommand),
+    /// Verify one Sigstore bundle offline, as a sigstore-conformance client
+    /// (docs/security.md, "Conformance"). Exits 0 when it verifies, 1 when refused.
+    #[command(hide = true)]
+    VerifyBundle(VerifyBundleArgs),
+}
+
+/// `verify-bundle`: the sigstore-conformance client protocol, flag for flag.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("signer").required(true).args(["certificate_identity", "key"]))]
+pub struct VerifyBundleArgs {
+    /// Sigstore staging infrastructure: no staging trusted root is built in, so this needs
+    /// `--trusted-root`.
+    #[arg(long)]
+    pub staging: bool,
+    /// The bundle (`*.sigstore.json`).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// The signing certificate's exact subject (SAN URI or email).
+    #[arg(long, value_name = "IDENTITY", requires = "certificate_oidc_issuer")]
+    pub certificate_identity: Option<String>,
+    /// The signing certificate's exact OIDC issuer.
+    #[arg(long, value_name = "URL", requires = "certificate_identity")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// A PEM public key the bundle is signed with instead of a certificate.
+    #[arg(
+        long,
+        value_name = "PATH_TO_KEY",
+        conflicts_with = "certificate_identity"
+    )]
+    pub key: Option<PathBuf>,
+    /// A `trusted_root.json` instead of the built-in Sigstore public-good root.
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// The artifact's path, or its digest `sha256:<64 hex>` (when no such file exists).
+    #[arg(value_name = "FILE_OR_DIGEST")]
+    pub input: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -88,6 +88,12 @@ pub enum Error {
     /// A signal or the deadline stopped the run; its temporary files are gone.
     #[error("stopped by {why}: temporary files removed; {}", done_before(done))]
     Stopped { why: String, done: Vec<String> },
+    /// `verify-bundle`: an input that cannot be read, or flags that cannot work together.
+    #[error("verify-bundle: {0}")]
+    BundleInput(String),
+    /// `verify-bundle`: the bundle does not verify.
+    #[error("refused: {0}")]
+    BundleRefused(String),
 }
 
 fn done_before(done: &[String]) -> String {
@@ -135,6 +141,7 @@ pub fn code(error: &Error) -> i32 {
         | Error::Image(_)
         | Error::PolicyFlag { .. }
         | Error::Flag { .. }
+        | Error::BundleInput(_)
         // A directory that is not there, or a file given as one, is a mistake on the
         // command line.
         | Error::Source(
@@ -147,7 +154,8 @@ pub fn code(error: &Error) -> i32 {
         | Error::TagList { .. }
         | Error::TagsFile { .. }
         | Error::Json(_)
-        | Error::Stopped { .. } => exit::ERRORS,
+        | Error::Stopped { .. }
+        | Error::BundleRefused(_) => exit::ERRORS,
     }
 }
 

@@ -113,6 +113,18 @@ impl PublicKey {
             .verify(message, sig)
             .is_ok()
     }
+
+    /// Does `sig` (ASN.1 DER) sign the SHA-256 `digest` with this key? `None` for keys
+    /// other than ECDSA P-256, the only kind that signs a digest given alone.
+    pub fn verifies_prehash(&self, digest: &[u8; 32], sig: &[u8]) -> Option<bool> {
+        use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
+        if self.kind != "ecdsa-p256" {
+            return None;
+        }
+        let key = p256::ecdsa::VerifyingKey::from_sec1_bytes(&self.bits).ok()?;
+        let sig = p256::ecdsa::Signature::from_der(sig).ok()?;
+        Some(key.verify_prehash(digest, &sig).is_ok())
+    }
 }
 
 #[cfg(test)]

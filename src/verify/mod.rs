@@ -5,6 +5,7 @@
 //! error while fetching is an error, never "unsigned": the caller proposes nothing (fail
 //! closed). docs/tag-selection.md ("Signed images") and docs/security.md.
 
+pub mod bundle;
 pub mod config;
 pub mod cosign;
 pub mod fulcio;

@@ -46,6 +46,13 @@ pub enum Signed<'a> {
         signature: &'a [u8],
         certificate: &'a [u8],
     },
+    /// `hashedrekord` of a signature over a SHA-256 digest (`verify-bundle` with a digest
+    /// or an artifact).
+    Digest {
+        digest: &'a [u8],
+        signature: &'a [u8],
+        certificate: &'a [u8],
+    },
     /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate.
     Dsse {
         payload: &'a [u8],
@@ -243,7 +250,15 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 certificate,
             },
             "hashedrekord",
-        ) => hashed_mismatch(&b.spec, payload, signature, certificate),
+        ) => hashed_mismatch(&b.spec, &sha256_hex(payload), signature, certificate),
+        (
+            Signed::Digest {
+                digest,
+                signature,
+                certificate,
+            },
+            "hashedrekord",
+        ) => hashed_mismatch(&b.spec, &hex(digest), signature, certificate),
         (
             Signed::Dsse {
                 payload,
@@ -264,11 +279,11 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
 /// certificate); `None` when it logs this very signature.
 fn hashed_mismatch(
     spec: &serde_json::Value,
-    payload: &[u8],
+    digest_hex: &str,
     signature: &[u8],
     certificate: &[u8],
 ) -> Option<&'static str> {
-    if text_at(spec, "/data/hash/value") != Some(sha256_hex(payload)) {
+    if text_at(spec, "/data/hash/value").as_deref() != Some(digest_hex) {
         return Some("payload");
     }
     if base64_at(spec, "/signature/content").as_deref() != Some(signature) {
@@ -336,6 +351,11 @@ fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
 
 fn sha256_hex(d: &[u8]) -> String {
     format!("{:x}", Sha256::digest(d))
+}
+
+/// Lowercase hex of `d`.
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The legacy layout's `dev.sigstore.cosign/bundle` annotation.

@@ -131,6 +131,8 @@ pub enum RootError {
         value: String,
         reason: String,
     },
+    #[error("{0}: a validity period without a start")]
+    NoStart(String),
     #[error("certificateAuthorities[{0}]: no certificates")]
     EmptyChain(usize),
     #[error("keyless verification needs certificateAuthorities and tlogs")]
@@ -220,8 +222,13 @@ impl TrustedRoot {
     }
 }
 
-/// The window `raw` gives (open where it names no start or end); `at` names it in errors.
+/// The window `raw` gives: none is open at both ends, one without an end is open at its
+/// end, and one without a start is refused (a key or CA valid since the beginning of time
+/// is a malformed root, as the Sigstore clients read it). `at` names it in errors.
 fn window(raw: Option<&RawWindow>, at: impl Fn() -> String) -> Result<Window, RootError> {
+    if raw.is_some_and(|r| r.start.is_none()) {
+        return Err(RootError::NoStart(at()));
+    }
     let at = |s: &Option<String>, default: i64| match s {
         None => Ok(default),
         Some(s) => s
@@ -280,5 +287,27 @@ mod tests {
             e.to_string(),
             "keyless verification needs certificateAuthorities and tlogs"
         );
+    }
+
+    #[test]
+    fn a_validity_period_needs_its_start() {
+        let root: serde_json::Value = serde_json::from_str(PUBLIC_GOOD).unwrap();
+        let mut root = root;
+        root["tlogs"][0]["publicKey"]["validFor"] = serde_json::json!({});
+        let json = serde_json::to_vec(&root).unwrap();
+        let e = TrustedRoot::from_json("t", &json).unwrap_err();
+        assert_eq!(e, RootError::NoStart("tlogs[0].publicKey.validFor".into()));
+        assert_eq!(
+            e.to_string(),
+            "tlogs[0].publicKey.validFor: a validity period without a start"
+        );
+        // Without a validFor at all, the key is valid at any time.
+        root["tlogs"][0]["publicKey"]
+            .as_object_mut()
+            .unwrap()
+            .remove("validFor");
+        let json = serde_json::to_vec(&root).unwrap();
+        let root = TrustedRoot::from_json("t", &json).unwrap();
+        assert_eq!(root.logs[0].valid.start, i64::MIN);
     }
 }

@@ -1,0 +1,183 @@
+//! One Sigstore bundle checked on its own, as `imagebump verify-bundle` does (the
+//! sigstore-conformance client protocol): a message signature over an artifact (or its
+//! SHA-256 digest), logged in Rekor v1 and signed by a Fulcio certificate whose identity
+//! must be exactly the one given. The log and certificate checks are keyless.rs's.
+
+use base64::Engine as _;
+use imagebump_model::verify::Identity;
+use sha2::Digest as _;
+use x509_cert::der::Decode;
+use x509_cert::Certificate;
+
+use super::keyless::{self, Material};
+use super::rekor::Signed;
+use super::trust::TrustedRoot;
+
+/// The bundle media types read: 0.1, 0.2, 0.3 and the 0.3 form without a parameter.
+const MEDIA_TYPES: [&str; 4] = [
+    "application/vnd.dev.sigstore.bundle+json;version=0.1",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3",
+    "application/vnd.dev.sigstore.bundle.v0.3+json",
+];
+
+/// What was signed: the artifact's bytes, or its SHA-256 digest.
+pub enum Input {
+    Artifact(Vec<u8>),
+    Digest([u8; 32]),
+}
+
+impl Input {
+    fn digest(&self) -> [u8; 32] {
+        match self {
+            Input::Artifact(bytes) => sha2::Sha256::digest(bytes).into(),
+            Input::Digest(d) => *d,
+        }
+    }
+}
+
+/// Why a bundle is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the bundle is not JSON: {0}")]
+    Json(String),
+    #[error("a bundle of media type {0:?}: only Sigstore bundles 0.1, 0.2 and 0.3")]
+    MediaType(String),
+    #[error("the bundle holds a DSSE envelope: verify-bundle reads message signatures only")]
+    Dsse,
+    #[error("the bundle holds no message signature")]
+    NoSignature,
+    #[error("the bundle's message signature is not base64")]
+    SignatureBase64,
+    #[error("the bundle's message digest is not the artifact's SHA-256")]
+    DigestMismatch,
+    #[error(
+        "the bundle holds a public key, not a certificate: key-signed bundles are not verified"
+    )]
+    PublicKeyBundle,
+    #[error(transparent)]
+    Material(#[from] keyless::MaterialError),
+    #[error("a transparency log entry with a negative log index")]
+    NegativeLogIndex,
+    #[error("a bundle of version 0.2 or later without an inclusion proof")]
+    NoInclusionProof,
+    #[error("the bundle's certificate chain holds a self-signed (root) certificate")]
+    RootInChain,
+    #[error(transparent)]
+    Refused(#[from] keyless::Refusal),
+    #[error("the signature over a digest is verified for ECDSA P-256 keys only")]
+    PrehashKey,
+}
+
+/// The parts of a message-signature bundle.
+struct Message {
+    version_01: bool,
+    digest: Option<Vec<u8>>,
+    signature: Vec<u8>,
+}
+
+/// Verify `json` (a bundle) for `input`, signed by exactly `identity`, against `root`.
+/// Returns who signed and when, for the operator.
+pub fn verify(
+    json: &[u8],
+    input: &Input,
+    identity: &Identity,
+    root: &TrustedRoot,
+) -> Result<String, Error> {
+    let bundle: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| Error::Json(e.to_string()))?;
+    let message = message(&bundle)?;
+    let digest = input.digest();
+    if message.digest.as_deref().is_some_and(|d| d != digest) {
+        return Err(Error::DigestMismatch);
+    }
+    let material = bundle
+        .get("verificationMaterial")
+        .unwrap_or(&serde_json::Value::Null);
+    if material.get("publicKey").is_some() {
+        return Err(Error::PublicKeyBundle);
+    }
+    let material = Material::from_bundle(material)?.ok_or(keyless::MaterialError::NoCertificate)?;
+    checked_material(&material, message.version_01)?;
+    let signed = Signed::Digest {
+        digest: &digest,
+        signature: &message.signature,
+        certificate: &material.leaf,
+    };
+    let prehash_key = std::cell::Cell::new(false);
+    let verifies = |key: &super::PublicKey| match input {
+        Input::Artifact(bytes) => key.verifies(bytes, &message.signature),
+        Input::Digest(d) => key.verifies_prehash(d, &message.signature).unwrap_or(false),
+    };
+    let who = keyless::check(
+        &material,
+        root,
+        std::slice::from_ref(identity),
+        &signed,
+        |k| {
+            if matches!(input, Input::Digest(_)) && k.kind != "ecdsa-p256" {
+                prehash_key.set(true);
+            }
+            verifies(k)
+        },
+    );
+    match who {
+        Err(keyless::Refusal::KeyMismatch) if prehash_key.get() => Err(Error::PrehashKey),
+        other => Ok(other?),
+    }
+}
+
+/// The bundle's media type is one read, and its content a message signature.
+fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
+    let media = bundle
+        .get("mediaType")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    if !MEDIA_TYPES.contains(&media) {
+        return Err(Error::MediaType(media.to_string()));
+    }
+    if bundle.get("dsseEnvelope").is_some() {
+        return Err(Error::Dsse);
+    }
+    let sig = bundle.get("messageSignature").ok_or(Error::NoSignature)?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let signature = sig
+        .get("signature")
+        .and_then(|s| s.as_str())
+        .and_then(|s| b64.decode(s).ok())
+        .ok_or(Error::SignatureBase64)?;
+    let digest = match sig.pointer("/messageDigest/digest") {
+        None => None,
+        Some(d) => Some(
+            d.as_str()
+                .and_then(|d| b64.decode(d).ok())
+                .ok_or(Error::DigestMismatch)?,
+        ),
+    };
+    Ok(Message {
+        version_01: media == MEDIA_TYPES[0],
+        digest,
+        signature,
+    })
+}
+
+/// Rules of the bundle format keyless.rs does not check: log indexes are not negative,
+/// bundles after 0.1 carry inclusion proofs, and a chain never holds its root.
+fn checked_material(material: &Material, version_01: bool) -> Result<(), Error> {
+    for entry in material.entries.iter().flatten() {
+        if entry.log_index < 0 {
+            return Err(Error::NegativeLogIndex);
+        }
+        if !version_01 && entry.proof.is_none() {
+            return Err(Error::NoInclusionProof);
+        }
+    }
+    let self_signed = |der: &Vec<u8>| {
+        Certificate::from_der(der)
+            .is_ok_and(|c| c.tbs_certificate().issuer() == c.tbs_certificate().subject())
+    };
+    if material.chain.iter().any(self_signed) {
+        return Err(Error::RootInChain);
+    }
+    Ok(())
+}

@@ -1,0 +1,490 @@
+//! The Sigstore conformance bundle cases, run the way the suite's own runner runs a client.
+//!
+//! `tests/conformance/bundle-verify/` is `test/assets/bundle-verify/` of
+//! sigstore/sigstore-conformance at commit a73de4970176d258e0154c530b89d20b89444e4d
+//! (Apache-2.0, unmodified; tests/conformance/NOTICE.md). Every case directory runs twice, as
+//! `test_verify[PATH-…]` and `test_verify[DIGEST-…]` do: with the artifact's path and with
+//! `sha256:<hex>` of it. The arguments are built as the suite's `client.py`
+//! (`build_verify_args`) and `BundleMaterials.from_dir` build them, in the same order.
+//!
+//! The suite passes a `_fail` case on any non-zero exit; here a refusal must be exit 1 with
+//! the reason of [`REFUSED`], so a bundle refused for the wrong reason (or a usage error)
+//! fails the test. [`PENDING`] lists the cases `verify-bundle` does not support yet, each
+//! with the refusal it gives today: a pending case that verifies, or whose refusal changes,
+//! fails the test until it is moved out of the table (a strict xfail).
+
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use sha2::Digest as _;
+use support::cli::imagebump;
+
+/// The identity `from_dir` uses when a case has no `identity` file.
+const BEACON_IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+/// The issuer `from_dir` uses when a case has no `issuer` file.
+const BEACON_ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+/// Every refused (`_fail`) case that `verify-bundle` supports, and a fragment of the reason
+/// it must give.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "bundle-empty-certificate-chain_fail",
+        "empty certificate chain",
+    ),
+    (
+        "bundle-from-wrong-instance_fail",
+        "from a log the trusted root (public-good) does not list",
+    ),
+    (
+        "bundle-invalid-base64-signature_fail",
+        "message signature is not base64",
+    ),
+    ("bundle-malformed-json_fail", "the bundle is not JSON"),
+    ("bundle-negative-log-index_fail", "negative log index"),
+    (
+        "bundle-unknown-version_fail",
+        "version=99.9\": only Sigstore bundles",
+    ),
+    (
+        "bundle-with-root-cert_fail",
+        "certificate chain holds a self-signed (root) certificate",
+    ),
+    (
+        "checkpoint-bad-keyhint_fail",
+        "checkpoint is not signed by the log's key",
+    ),
+    (
+        "checkpoint-wrong-roothash_fail",
+        "checkpoint is for another tree",
+    ),
+    (
+        "inclusion-proof-corrupted-hash_fail",
+        "inclusion proof does not lead to its root hash",
+    ),
+    // The entry's body was changed: its signed entry timestamp no longer signs it.
+    (
+        "incorrect-public-key_fail",
+        "signed entry timestamp does not verify",
+    ),
+    (
+        "integrated-time-in-future_fail",
+        "signing certificate had expired at its log time",
+    ),
+    (
+        "invalid-checkpoint-signature_fail",
+        "checkpoint is not signed by the log's key",
+    ),
+    (
+        "invalid-inclusion-proof_fail",
+        "inclusion proof does not lead to its root hash",
+    ),
+    (
+        "message-digest-mismatch_fail",
+        "message digest is not the artifact's SHA-256",
+    ),
+    (
+        "set-invalid-signature_fail",
+        "signed entry timestamp does not verify",
+    ),
+    ("signature-mismatch_fail", "entry is for another signature"),
+    (
+        "trust-root-tlog-missing-validity-start_fail",
+        "validFor: a validity period without a start",
+    ),
+    (
+        "wrong-hashedrekord-artifact_fail",
+        "entry is for another payload",
+    ),
+    (
+        "wrong-hashedrekord-cert-and-sig_fail",
+        "entry is for another signature",
+    ),
+    (
+        "wrong-hashedrekord-entry_fail",
+        "entry is for another payload",
+    ),
+    (
+        "wrong-material_fail",
+        "message digest is not the artifact's SHA-256",
+    ),
+];
+
+/// What `verify-bundle` refuses without reading further, today.
+const DSSE: &str = "holds a DSSE envelope: verify-bundle reads message signatures only";
+const REKOR_V2: &str = "tlog entry: no /integratedTime";
+const KEY: &str = "key-signed bundles (--key) are not verified";
+const KEY_BUNDLE: &str = "holds a public key, not a certificate";
+
+/// Cases not supported yet: the case, the refusal it gets today, and what it needs
+/// (docs/security.md, "Conformance").
+const PENDING: &[(&str, &str, &str)] = &[
+    ("happy-path-intoto-in-dsse-v3", DSSE, "DSSE bundles"),
+    ("dsse-invalid-sig_fail", DSSE, "DSSE bundles"),
+    ("dsse-mismatch-envelope_fail", DSSE, "DSSE bundles"),
+    ("dsse-mismatch-sig_fail", DSSE, "DSSE bundles"),
+    (
+        "managed-key-happy-path",
+        KEY,
+        "key-signed bundles, RFC 3161 timestamps",
+    ),
+    ("managed-key-and-trusted-root", KEY, "key-signed bundles"),
+    ("managed-key-no-key_fail", KEY_BUNDLE, "key-signed bundles"),
+    ("managed-key-wrong-key_fail", KEY, "key-signed bundles"),
+    (
+        "rekor2-happy-path",
+        REKOR_V2,
+        "Rekor v2, RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-checkpoint-cosigned",
+        REKOR_V2,
+        "Rekor v2, witnessed checkpoints",
+    ),
+    (
+        "rekor2-checkpoint-multiple-cosigs",
+        REKOR_V2,
+        "Rekor v2, witnessed checkpoints",
+    ),
+    (
+        "rekor2-checkpoint-origin-not-first",
+        REKOR_V2,
+        "Rekor v2, witnessed checkpoints",
+    ),
+    (
+        "rekor2-checkpoint-two-sigs-cosigned",
+        REKOR_V2,
+        "Rekor v2, witnessed checkpoints",
+    ),
+    (
+        "rekor2-checkpoint-two-sigs-from-origin",
+        REKOR_V2,
+        "Rekor v2, witnessed checkpoints",
+    ),
+    (
+        "rekor2-checkpoint-missing-log-signature_fail",
+        REKOR_V2,
+        "Rekor v2",
+    ),
+    (
+        "rekor2-checkpoint-missing-origin_fail",
+        REKOR_V2,
+        "Rekor v2",
+    ),
+    (
+        "rekor2-checkpoint-missing-root-hash_fail",
+        REKOR_V2,
+        "Rekor v2",
+    ),
+    ("rekor2-checkpoint-missing-size_fail", REKOR_V2, "Rekor v2"),
+    (
+        "rekor2-checkpoint-no-matching-signature_fail",
+        REKOR_V2,
+        "Rekor v2, checkpoint lines",
+    ),
+    ("rekor2-dsse-happy-path", DSSE, "DSSE bundles, Rekor v2"),
+    (
+        "rekor2-dsse-invalid-sig_fail",
+        DSSE,
+        "DSSE bundles, Rekor v2",
+    ),
+    (
+        "rekor2-dsse-mismatch-envelope_fail",
+        DSSE,
+        "DSSE bundles, Rekor v2",
+    ),
+    (
+        "rekor2-dsse-mismatch-sig_fail",
+        DSSE,
+        "DSSE bundles, Rekor v2",
+    ),
+    ("rekor2-no-inclusion-proof_fail", REKOR_V2, "Rekor v2"),
+    (
+        "rekor2-no-timestamp_fail",
+        REKOR_V2,
+        "Rekor v2, RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-with-embedded-cert",
+        REKOR_V2,
+        "Rekor v2, RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-without-embedded-cert",
+        REKOR_V2,
+        "Rekor v2, RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-with-expired-cert-chain",
+        REKOR_V2,
+        "Rekor v2, RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-outside-trust-root-tsa-validity_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-outside-tsa-cert-validity_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-payload-mismatch_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "rekor2-timestamp-with-incorrect-time_fail",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "bundle-with-sct-with-extensions",
+        REKOR_V2,
+        "Rekor v2, SCTs",
+    ),
+    (
+        "trust-root-tsa-validity-end-inclusive",
+        REKOR_V2,
+        "RFC 3161 timestamps",
+    ),
+    (
+        "intoto-with-custom-trust-root",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+    (
+        "intoto-expired-certificate_fail",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+    (
+        "intoto-log-entry-mismatch_fail",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+    (
+        "intoto-missing-inclusion-proof_fail",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+    (
+        "intoto-set-outside-signing-cert-validity_fail",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+    (
+        "intoto-tsa-timestamp-outside-cert-validity_fail",
+        DSSE,
+        "intoto 0.0.2 entries",
+    ),
+];
+
+/// `_fail` cases `verify-bundle` accepts today because it lacks the check they test: each
+/// must still verify (so the table stays true), and fails the test once it is refused,
+/// until it moves to [`REFUSED`].
+const ACCEPTED_WITHOUT_CHECK: &[(&str, &str)] = &[(
+    "invalid-ct-key_fail",
+    "the certificate's SCT is not checked against the trusted root's ctlogs",
+)];
+
+fn assets() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/bundle-verify")
+}
+
+/// The case directories, by name.
+fn cases() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(assets())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Path,
+    Digest,
+}
+
+/// `verify-bundle`'s arguments for a case, as `client.py` builds them from `from_dir`.
+fn args(case: &Path, mode: Mode) -> Vec<String> {
+    let file = |name: &str| Some(case.join(name)).filter(|p| p.exists());
+    let text = |name: &str| file(name).map(|p| std::fs::read_to_string(p).unwrap());
+    let shown = |p: PathBuf| p.to_string_lossy().into_owned();
+    let mut args = vec!["verify-bundle".to_string(), "--bundle".into()];
+    args.push(shown(case.join("bundle.sigstore.json")));
+    if let Some(key) = file("key.pub") {
+        args.extend(["--key".into(), shown(key)]);
+    } else {
+        let identity = text("identity").unwrap_or_else(|| BEACON_IDENTITY.into());
+        let issuer = text("issuer").unwrap_or_else(|| BEACON_ISSUER.into());
+        args.extend(["--certificate-identity".into(), identity]);
+        args.extend(["--certificate-oidc-issuer".into(), issuer]);
+    }
+    if let Some(root) = file("trusted_root.json") {
+        args.extend(["--trusted-root".into(), shown(root)]);
+    }
+    let artifact = file("artifact").unwrap_or_else(|| assets().join("a.txt"));
+    args.push(match mode {
+        Mode::Path => shown(artifact),
+        Mode::Digest => format!(
+            "sha256:{:x}",
+            sha2::Sha256::digest(std::fs::read(artifact).unwrap())
+        ),
+    });
+    args
+}
+
+/// What a case must do: verify, be refused with a reason, or still lack a check.
+enum Expect {
+    Verify,
+    Refuse(&'static str),
+    Pending(&'static str),
+    Accepted,
+}
+
+fn expect(case: &str) -> Expect {
+    if let Some((_, why)) = REFUSED.iter().find(|(c, _)| *c == case) {
+        return Expect::Refuse(why);
+    }
+    if let Some((_, why, _)) = PENDING.iter().find(|(c, _, _)| *c == case) {
+        return Expect::Pending(why);
+    }
+    if ACCEPTED_WITHOUT_CHECK.iter().any(|(c, _)| *c == case) {
+        return Expect::Accepted;
+    }
+    assert!(!case.ends_with("fail"), "{case}: a _fail case in no table");
+    Expect::Verify
+}
+
+/// Run every case in `mode`; the mismatches, one line each.
+fn run_all(mode: Mode) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for case in cases() {
+        let run = imagebump()
+            .args(args(&assets().join(&case), mode))
+            .any_code()
+            .run();
+        let refused = |why: &str| run.code == 1 && run.stderr.contains(why);
+        let ok = match expect(&case) {
+            Expect::Verify | Expect::Accepted => {
+                run.code == 0 && run.stdout.starts_with("verified: ")
+            }
+            Expect::Refuse(why) | Expect::Pending(why) => refused(why),
+        };
+        if !ok {
+            wrong.push(format!(
+                "{mode:?}-{case}: exit {}, stdout {:?}, stderr {:?}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_case_by_path_gets_its_verdict() {
+    let wrong = run_all(Mode::Path);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_case_by_digest_gets_its_verdict() {
+    let wrong = run_all(Mode::Digest);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The tables name each case directory once, and only those; the vendored set is whole.
+#[test]
+fn the_tables_cover_the_vendored_cases() {
+    let cases: BTreeSet<String> = cases().into_iter().collect();
+    assert_eq!(cases.len(), 70, "the snapshot has 70 case directories");
+    let named: Vec<&str> = REFUSED
+        .iter()
+        .map(|(c, _)| *c)
+        .chain(PENDING.iter().map(|(c, _, _)| *c))
+        .chain(ACCEPTED_WITHOUT_CHECK.iter().map(|(c, _)| *c))
+        .collect();
+    let unique: BTreeSet<&str> = named.iter().copied().collect();
+    assert_eq!(unique.len(), named.len(), "a case named twice");
+    for case in &unique {
+        assert!(cases.contains(*case), "{case}: no such case directory");
+    }
+    let happy = cases.iter().filter(|c| !c.ends_with("fail")).count();
+    let verified = cases
+        .iter()
+        .filter(|c| matches!(expect(c), Expect::Verify))
+        .count();
+    assert_eq!((happy, verified), (21, 5));
+    assert_eq!(REFUSED.len(), 22);
+}
+
+/// The suite's protocol details `verify-bundle` keeps: a `sha256:` text naming an existing
+/// file is that file, an unreadable bundle is a usage error (exit 2), and `--staging` needs
+/// a trusted root.
+#[test]
+fn inputs_follow_the_protocol() {
+    let case = assets().join("happy-path-v0.3");
+    let mut path_args = args(&case, Mode::Path);
+    let dir = tempfile::tempdir().unwrap();
+    let digest_args = args(&case, Mode::Digest);
+    let named = dir.path().join(digest_args.last().unwrap());
+    std::fs::copy(assets().join("a.txt"), &named).unwrap();
+    *path_args.last_mut().unwrap() = digest_args.last().unwrap().clone();
+    let run = imagebump().args(&path_args).current_dir(dir.path()).run();
+    assert!(
+        run.stdout.starts_with("verified: identity "),
+        "{}",
+        run.stdout
+    );
+    std::fs::write(&named, b"other bytes").unwrap();
+    let run = imagebump()
+        .args(&path_args)
+        .current_dir(dir.path())
+        .code(1)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: refused: the bundle's message digest is not the artifact's SHA-256\n"
+    );
+    let mut missing = args(&case, Mode::Path);
+    missing[2] = dir.path().join("none.json").to_string_lossy().into_owned();
+    let run = imagebump().args(&missing).code(2).run();
+    assert!(
+        run.stderr.starts_with("error: verify-bundle: cannot read "),
+        "{}",
+        run.stderr
+    );
+    let mut staging = args(&case, Mode::Path);
+    staging.insert(1, "--staging".into());
+    let run = imagebump().args(&staging).code(2).run();
+    assert_eq!(
+        run.stderr,
+        "error: verify-bundle: --staging: no staging trusted root is built in; give --trusted-root\n"
+    );
+}
