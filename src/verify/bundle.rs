@@ -61,6 +61,8 @@ pub enum Error {
     NegativeLogIndex,
     #[error("a bundle of version 0.2 or later without an inclusion proof")]
     NoInclusionProof,
+    #[error("a transparency log entry integrated at {0}, after the present time")]
+    FutureEntry(String),
     #[error("the bundle's certificate chain holds a self-signed (root) certificate")]
     RootInChain,
     #[error(transparent)]
@@ -98,7 +100,11 @@ pub fn verify(
         return Err(Error::PublicKeyBundle);
     }
     let material = Material::from_bundle(material)?.ok_or(keyless::MaterialError::NoCertificate)?;
-    checked_material(&material, message.version_01)?;
+    checked_material(
+        &material,
+        message.version_01,
+        jiff::Timestamp::now().as_second(),
+    )?;
     let signed = Signed::Digest {
         digest: &digest,
         signature: &message.signature,
@@ -162,11 +168,17 @@ fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
 }
 
 /// Rules of the bundle format keyless.rs does not check: log indexes are not negative,
-/// bundles after 0.1 carry inclusion proofs, and a chain never holds its root.
-fn checked_material(material: &Material, version_01: bool) -> Result<(), Error> {
+/// entries are not integrated after `now`, bundles after 0.1 carry inclusion proofs, and a
+/// chain never holds its root.
+fn checked_material(material: &Material, version_01: bool, now: i64) -> Result<(), Error> {
     for entry in material.entries.iter().flatten() {
         if entry.log_index < 0 {
             return Err(Error::NegativeLogIndex);
+        }
+        if entry.integrated_time > now {
+            return Err(Error::FutureEntry(super::fulcio::show_time(
+                entry.integrated_time,
+            )));
         }
         if !version_01 && entry.proof.is_none() {
             return Err(Error::NoInclusionProof);
@@ -180,4 +192,73 @@ fn checked_material(material: &Material, version_01: bool) -> Result<(), Error> 
         return Err(Error::RootInChain);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::rekor::{Entry, Proof};
+
+    fn with_entry(log_index: i64, integrated_time: i64, proof: bool) -> Material {
+        let proof = proof.then(|| Proof {
+            log_index: 0,
+            tree_size: 1,
+            root_hash: vec![0; 32],
+            hashes: Vec::new(),
+            checkpoint: String::new(),
+        });
+        Material {
+            leaf: Vec::new(),
+            chain: Vec::new(),
+            entries: vec![Ok(Entry {
+                body: Vec::new(),
+                integrated_time,
+                log_index,
+                log_id: Vec::new(),
+                set: None,
+                proof,
+            })],
+        }
+    }
+
+    #[test]
+    fn entries_follow_the_bundle_rules() {
+        let now = 1_800_000_000;
+        assert!(checked_material(&with_entry(1, now, true), false, now).is_ok());
+        assert!(checked_material(&with_entry(1, now, false), true, now).is_ok());
+        let e = checked_material(&with_entry(1, now, false), false, now).unwrap_err();
+        assert!(matches!(e, Error::NoInclusionProof), "{e:?}");
+        let e = checked_material(&with_entry(-1, now, true), false, now).unwrap_err();
+        assert!(matches!(e, Error::NegativeLogIndex), "{e:?}");
+        let e = checked_material(&with_entry(1, now + 1, true), false, now).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a transparency log entry integrated at 2027-01-15T08:00:01Z, after the present time"
+        );
+    }
+
+    #[test]
+    fn only_the_four_bundle_media_types_are_read() {
+        let bundle = |media: &str| {
+            serde_json::json!({
+                "mediaType": media,
+                "messageSignature": {"signature": "AAAA"},
+            })
+        };
+        for media in MEDIA_TYPES {
+            assert!(message(&bundle(media)).is_ok(), "{media}");
+        }
+        for media in [
+            "application/vnd.dev.sigstore.bundle+json;version=0.4",
+            "application/vnd.dev.sigstore.bundle+json;version=0.3.1",
+            "application/vnd.dev.sigstore.bundle.v0.2+json",
+            "",
+        ] {
+            let e = message(&bundle(media)).err().unwrap();
+            assert!(matches!(e, Error::MediaType(_)), "{media}: {e:?}");
+        }
+        let mut unpadded = bundle(MEDIA_TYPES[2]);
+        unpadded["messageSignature"]["signature"] = "AAA".into();
+        assert!(matches!(message(&unpadded), Err(Error::SignatureBase64)));
+    }
 }
