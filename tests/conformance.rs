@@ -75,7 +75,7 @@ const REFUSED: &[(&str, &str)] = &[
         "inclusion-proof-corrupted-hash_fail",
         "inclusion proof does not lead to its root hash",
     ),
-    // The entry's body was changed: its signed entry timestamp no longer signs it.
+    // The entry's body is altered: its signed entry timestamp does not sign it.
     (
         "incorrect-public-key_fail",
         "signed entry timestamp does not verify",
