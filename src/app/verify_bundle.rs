@@ -62,22 +62,11 @@ fn root(args: &VerifyBundleArgs) -> Result<TrustedRoot, Error> {
 fn input(text: &str) -> Result<Input, Error> {
     let path = Path::new(text);
     if !path.exists() {
-        if let Some(digest) = text.strip_prefix("sha256:").and_then(unhex) {
+        if let Some(digest) = text.strip_prefix("sha256:").and_then(bundle::unhex) {
             return Ok(Input::Digest(digest));
         }
     }
     read(path, MAX_ARTIFACT_BYTES).map(Input::Artifact)
-}
-
-fn unhex(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.as_bytes().chunks(2)) {
-        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// A file, refused whole when larger than `max` bytes (counted while reading).

@@ -1,7 +1,8 @@
 //! One Sigstore bundle checked on its own, as `imagebump verify-bundle` does (the
 //! sigstore-conformance client protocol): a message signature over an artifact (or its
 //! SHA-256 digest), logged in Rekor v1 and signed by a Fulcio certificate whose identity
-//! must be exactly the one given. The log and certificate checks are keyless.rs's.
+//! must be exactly the one given; or a DSSE envelope around an in-toto statement whose
+//! subjects name the artifact. The log and certificate checks are keyless.rs's.
 
 use base64::Engine as _;
 use imagebump_model::verify::Identity;
@@ -43,8 +44,14 @@ pub enum Error {
     Json(String),
     #[error("a bundle of media type {0:?}: only Sigstore bundles 0.1, 0.2 and 0.3")]
     MediaType(String),
-    #[error("the bundle holds a DSSE envelope: verify-bundle reads message signatures only")]
-    Dsse,
+    #[error("the bundle's DSSE envelope is not readable: {0}")]
+    Dsse(String),
+    #[error("the bundle's DSSE payload is not an in-toto statement")]
+    NotStatement,
+    #[error("the artifact is not a subject of the bundle's in-toto statement")]
+    NotSubject,
+    #[error("the bundle's DSSE envelope holds no signature")]
+    NoDsseSignature,
     #[error("the bundle holds no message signature")]
     NoSignature,
     #[error("the bundle's message signature is not base64")]
@@ -73,7 +80,6 @@ pub enum Error {
 
 /// The parts of a message-signature bundle.
 struct Message {
-    version_01: bool,
     digest: Option<Vec<u8>>,
     signature: Vec<u8>,
 }
@@ -88,10 +94,14 @@ pub fn verify(
 ) -> Result<String, Error> {
     let bundle: serde_json::Value =
         serde_json::from_slice(json).map_err(|e| Error::Json(e.to_string()))?;
-    let message = message(&bundle)?;
+    let version_01 = media_type(&bundle)?;
+    let dsse = bundle.get("dsseEnvelope").is_some();
+    let message = if dsse { None } else { Some(message(&bundle)?) };
     let digest = input.digest();
-    if message.digest.as_deref().is_some_and(|d| d != digest) {
-        return Err(Error::DigestMismatch);
+    if let Some(m) = message.as_ref() {
+        if m.digest.as_deref().is_some_and(|d| d != digest) {
+            return Err(Error::DigestMismatch);
+        }
     }
     let material = bundle
         .get("verificationMaterial")
@@ -100,11 +110,22 @@ pub fn verify(
         return Err(Error::PublicKeyBundle);
     }
     let material = Material::from_bundle(material)?.ok_or(keyless::MaterialError::NoCertificate)?;
-    checked_material(
-        &material,
-        message.version_01,
-        jiff::Timestamp::now().as_second(),
-    )?;
+    checked_material(&material, version_01, jiff::Timestamp::now().as_second())?;
+    match message {
+        Some(m) => verify_message(&m, &material, input, identity, root),
+        None => verify_dsse(json, &material, &digest, identity, root),
+    }
+}
+
+/// A message signature over the artifact (or over its digest, ECDSA P-256 only).
+fn verify_message(
+    message: &Message,
+    material: &Material,
+    input: &Input,
+    identity: &Identity,
+    root: &TrustedRoot,
+) -> Result<String, Error> {
+    let digest = input.digest();
     let signed = Signed::Digest {
         digest: &digest,
         signature: &message.signature,
@@ -116,7 +137,7 @@ pub fn verify(
         Input::Digest(d) => key.verifies_prehash(d, &message.signature).unwrap_or(false),
     };
     let who = keyless::check(
-        &material,
+        material,
         root,
         std::slice::from_ref(identity),
         &signed,
@@ -133,8 +154,78 @@ pub fn verify(
     }
 }
 
-/// The bundle's media type is one read, and its content a message signature.
-fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
+/// A DSSE envelope: its statement names the input's digest as a subject, and every
+/// signature of the envelope verifies over its pre-authentication encoding.
+fn verify_dsse(
+    json: &[u8],
+    material: &Material,
+    digest: &[u8; 32],
+    identity: &Identity,
+    root: &TrustedRoot,
+) -> Result<String, Error> {
+    let envelope = super::cosign::envelope(json).map_err(|e| Error::Dsse(e.to_string()))?;
+    if envelope.signatures.is_empty() {
+        return Err(Error::NoDsseSignature);
+    }
+    if !subjects(&envelope.payload)?.contains(digest) {
+        return Err(Error::NotSubject);
+    }
+    let signed = Signed::Dsse {
+        payload: &envelope.payload,
+        signatures: &envelope.signatures,
+        certificate: &material.leaf,
+    };
+    let who = keyless::check(
+        material,
+        root,
+        std::slice::from_ref(identity),
+        &signed,
+        |k| {
+            envelope
+                .signatures
+                .iter()
+                .all(|sig| k.verifies(&envelope.signed, sig))
+        },
+    )?;
+    Ok(who)
+}
+
+/// The SHA-256 digests an in-toto statement names as its subjects.
+fn subjects(payload: &[u8]) -> Result<Vec<[u8; 32]>, Error> {
+    let statement: serde_json::Value =
+        serde_json::from_slice(payload).map_err(|_| Error::NotStatement)?;
+    let kind = statement
+        .get("_type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default();
+    if !kind.starts_with("https://in-toto.io/Statement/") {
+        return Err(Error::NotStatement);
+    }
+    let subjects = statement
+        .get("subject")
+        .and_then(|s| s.as_array())
+        .ok_or(Error::NotStatement)?;
+    Ok(subjects
+        .iter()
+        .filter_map(|s| s.pointer("/digest/sha256")?.as_str())
+        .filter_map(|hex| unhex(&hex.to_ascii_lowercase()))
+        .collect())
+}
+
+/// 64 hex digits as 32 bytes.
+pub fn unhex(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(hex.as_bytes().chunks(2)) {
+        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The bundle's media type is one read; true for version 0.1.
+fn media_type(bundle: &serde_json::Value) -> Result<bool, Error> {
     let media = bundle
         .get("mediaType")
         .and_then(|m| m.as_str())
@@ -142,9 +233,11 @@ fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
     if !MEDIA_TYPES.contains(&media) {
         return Err(Error::MediaType(media.to_string()));
     }
-    if bundle.get("dsseEnvelope").is_some() {
-        return Err(Error::Dsse);
-    }
+    Ok(media == MEDIA_TYPES[0])
+}
+
+/// The bundle's message signature.
+fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
     let sig = bundle.get("messageSignature").ok_or(Error::NoSignature)?;
     let b64 = base64::engine::general_purpose::STANDARD;
     let signature = sig
@@ -160,11 +253,7 @@ fn message(bundle: &serde_json::Value) -> Result<Message, Error> {
                 .ok_or(Error::DigestMismatch)?,
         ),
     };
-    Ok(Message {
-        version_01: media == MEDIA_TYPES[0],
-        digest,
-        signature,
-    })
+    Ok(Message { digest, signature })
 }
 
 /// Rules of the bundle format keyless.rs does not check: log indexes are not negative,
@@ -246,6 +335,7 @@ mod tests {
             })
         };
         for media in MEDIA_TYPES {
+            assert!(media_type(&bundle(media)).is_ok(), "{media}");
             assert!(message(&bundle(media)).is_ok(), "{media}");
         }
         for media in [
@@ -254,11 +344,30 @@ mod tests {
             "application/vnd.dev.sigstore.bundle.v0.2+json",
             "",
         ] {
-            let e = message(&bundle(media)).err().unwrap();
+            let e = media_type(&bundle(media)).err().unwrap();
             assert!(matches!(e, Error::MediaType(_)), "{media}: {e:?}");
         }
         let mut unpadded = bundle(MEDIA_TYPES[2]);
         unpadded["messageSignature"]["signature"] = "AAA".into();
         assert!(matches!(message(&unpadded), Err(Error::SignatureBase64)));
+    }
+
+    #[test]
+    fn statement_subjects_are_sha256_digests() {
+        let hex = "AB".repeat(32);
+        let statement = format!(
+            r#"{{"_type":"https://in-toto.io/Statement/v1","subject":[{{"name":"a","digest":{{"sha256":"{hex}"}}}},{{"digest":{{"sha512":"00"}}}}]}}"#
+        );
+        assert_eq!(subjects(statement.as_bytes()).unwrap(), vec![[0xab; 32]]);
+        for bad in [
+            r#"{"_type":"https://example.com/Statement","subject":[]}"#,
+            r#"{"_type":"https://in-toto.io/Statement/v1"}"#,
+            "not json",
+        ] {
+            let e = subjects(bad.as_bytes()).unwrap_err();
+            assert!(matches!(e, Error::NotStatement), "{bad}: {e:?}");
+        }
+        assert_eq!(unhex(&"0".repeat(63)), None);
+        assert_eq!(unhex(&"g".repeat(64)), None);
     }
 }
