@@ -69,6 +69,11 @@ const REFUSED: &[(&str, &str)] = &[
     ),
     ("bundle-negative-log-index_fail", "negative log index"),
     (
+        "managed-key-no-key_fail",
+        "holds a public key, not a certificate",
+    ),
+    ("managed-key-wrong-key_fail", "not a PEM public key"),
+    (
         "intoto-missing-inclusion-proof_fail",
         "version 0.2 or later without an inclusion proof",
     ),
@@ -143,20 +148,10 @@ const REFUSED: &[(&str, &str)] = &[
 /// What `verify-bundle` refuses without reading further, today.
 const INTOTO: &str = "a transparency log entry of kind \"intoto\", not the signature's";
 const REKOR_V2: &str = "tlog entry: no /integratedTime";
-const KEY: &str = "key-signed bundles (--key) are not verified";
-const KEY_BUNDLE: &str = "holds a public key, not a certificate";
 
 /// Cases not supported yet: the case, the refusal it gets today, and what it needs
 /// (docs/security.md, "Conformance").
 const PENDING: &[(&str, &str, &str)] = &[
-    (
-        "managed-key-happy-path",
-        KEY,
-        "key-signed bundles, RFC 3161 timestamps",
-    ),
-    ("managed-key-and-trusted-root", KEY, "key-signed bundles"),
-    ("managed-key-no-key_fail", KEY_BUNDLE, "key-signed bundles"),
-    ("managed-key-wrong-key_fail", KEY, "key-signed bundles"),
     (
         "rekor2-happy-path",
         REKOR_V2,
@@ -451,8 +446,8 @@ fn the_tables_cover_the_vendored_cases() {
         .iter()
         .filter(|c| matches!(expect(c), Expect::Verify))
         .count();
-    assert_eq!((happy, verified), (21, 6));
-    assert_eq!(REFUSED.len(), 26);
+    assert_eq!((happy, verified), (21, 8));
+    assert_eq!(REFUSED.len(), 28);
 }
 
 /// The suite's protocol details `verify-bundle` keeps: a `sha256:` text naming an existing
@@ -498,4 +493,59 @@ fn inputs_follow_the_protocol() {
         run.stderr,
         "error: verify-bundle: --staging: no staging trusted root is built in; give --trusted-root\n"
     );
+}
+
+/// `--key` refuses a bundle logged with another valid key, a bundle signed by a
+/// certificate, and a signature that is not the artifact's.
+#[test]
+fn key_signed_bundles_need_their_own_key() {
+    let bundle = |case: &str| assets().join(case).join("bundle.sigstore.json");
+    // A P-256 key that signed none of the cases: the public-good Rekor key.
+    let dir = tempfile::tempdir().unwrap();
+    let other_key = dir.path().join("other.pub");
+    std::fs::write(
+        &other_key,
+        "-----BEGIN PUBLIC KEY-----\n\
+         MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2G2Y+2tabdTV5BcGiBIx0a9fAFwr\n\
+         kBbmLSGtks4L3qX6yYY0zufBnhC8Ur/iy55GhWP/9A/bY2LhC30M9+RYtw==\n\
+         -----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    let key_args = |bundle: PathBuf, key: &Path, artifact: &Path| {
+        let mut args: Vec<String> = vec!["verify-bundle".into(), "--bundle".into()];
+        args.push(bundle.to_string_lossy().into_owned());
+        args.push("--key".into());
+        args.push(key.to_string_lossy().into_owned());
+        args.push(artifact.to_string_lossy().into_owned());
+        args
+    };
+    let artifact = assets().join("a.txt");
+    let run = imagebump()
+        .args(key_args(
+            bundle("managed-key-happy-path"),
+            &other_key,
+            &artifact,
+        ))
+        .code(1)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: refused: the transparency log entry is for another certificate\n"
+    );
+    let run = imagebump()
+        .args(key_args(bundle("happy-path-v0.3"), &other_key, &artifact))
+        .code(1)
+        .run();
+    assert_eq!(
+        run.stderr,
+        "error: refused: the bundle holds a certificate, not a public key: --key verifies key-signed bundles\n"
+    );
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, b"other bytes").unwrap();
+    let key = assets().join("managed-key-happy-path/key.pub");
+    let run = imagebump()
+        .args(key_args(bundle("managed-key-happy-path"), &key, &other))
+        .code(1)
+        .run();
+    assert!(run.stderr.starts_with("error: refused: "), "{}", run.stderr);
 }

@@ -11,6 +11,7 @@ use super::error::{Error, Status};
 use crate::cli::VerifyBundleArgs;
 use crate::verify::bundle::{self, Input};
 use crate::verify::trust::TrustedRoot;
+use crate::verify::PublicKey;
 
 /// The largest artifact read: it is held whole for the signature check.
 const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
@@ -22,15 +23,33 @@ pub fn verify_bundle(args: &VerifyBundleArgs) -> Result<Status, Error> {
     let root = root(args)?;
     let json = read(&args.bundle, MAX_JSON_BYTES)?;
     let input = input(&args.input)?;
-    let identity = match (&args.certificate_identity, &args.certificate_oidc_issuer) {
-        (Some(subject), Some(issuer)) => Identity {
-            issuer: Some(issuer.clone()),
-            subject: Some(subject.clone()),
-            ..Identity::default()
-        },
-        _ => return Err(refused("key-signed bundles (--key) are not verified")),
+    let verified = match (
+        &args.key,
+        &args.certificate_identity,
+        &args.certificate_oidc_issuer,
+    ) {
+        (Some(path), _, _) => {
+            let pem = read(path, MAX_JSON_BYTES)?;
+            let shown = path.display().to_string();
+            let key = PublicKey::from_pem(&shown, &pem)
+                .map_err(|e| refused(&format!("--key {shown}: {e}")))?;
+            bundle::verify_with_key(&json, &input, &key, &root)
+        }
+        (None, Some(subject), Some(issuer)) => {
+            let identity = Identity {
+                issuer: Some(issuer.clone()),
+                subject: Some(subject.clone()),
+                ..Identity::default()
+            };
+            bundle::verify(&json, &input, &identity, &root)
+        }
+        _ => {
+            return Err(Error::BundleInput(
+                "give --key, or --certificate-identity and --certificate-oidc-issuer".into(),
+            ))
+        }
     };
-    match bundle::verify(&json, &input, &identity, &root) {
+    match verified {
         Ok(who) => {
             println!("verified: {}", imagebump_model::escape::terminal(&who));
             Ok(Status::Done)

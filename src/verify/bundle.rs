@@ -74,6 +74,16 @@ pub enum Error {
     RootInChain,
     #[error(transparent)]
     Refused(#[from] keyless::Refusal),
+    #[error("the bundle holds a certificate, not a public key: --key verifies key-signed bundles")]
+    CertificateBundle,
+    #[error("a key-signed DSSE bundle: --key verifies message signatures only")]
+    KeyedDsse,
+    #[error("the bundle's signature does not verify with the key given")]
+    KeySignature,
+    #[error(transparent)]
+    Log(#[from] super::rekor::Error),
+    #[error("the bundle holds no transparency log entry")]
+    Unlogged,
     #[error("the signature over a digest is verified for ECDSA P-256 keys only")]
     PrehashKey,
 }
@@ -115,6 +125,79 @@ pub fn verify(
         Some(m) => verify_message(&m, &material, input, identity, root),
         None => verify_dsse(json, &material, &digest, identity, root),
     }
+}
+
+/// Verify `json` (a bundle holding `verificationMaterial.publicKey`) for `input`, signed
+/// with `key` and logged in a log of `root`. Returns when it was logged.
+pub fn verify_with_key(
+    json: &[u8],
+    input: &Input,
+    key: &super::PublicKey,
+    root: &TrustedRoot,
+) -> Result<String, Error> {
+    let bundle: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| Error::Json(e.to_string()))?;
+    let version_01 = media_type(&bundle)?;
+    if bundle.get("dsseEnvelope").is_some() {
+        return Err(Error::KeyedDsse);
+    }
+    let message = message(&bundle)?;
+    let digest = input.digest();
+    if message.digest.as_deref().is_some_and(|d| d != digest) {
+        return Err(Error::DigestMismatch);
+    }
+    let material = bundle
+        .get("verificationMaterial")
+        .unwrap_or(&serde_json::Value::Null);
+    if material.get("publicKey").is_none() {
+        return Err(Error::CertificateBundle);
+    }
+    let material = Material {
+        leaf: key.fingerprint_source().to_vec(),
+        chain: Vec::new(),
+        entries: keyless::entries(material),
+    };
+    checked_material(&material, version_01, jiff::Timestamp::now().as_second())?;
+    let signed = Signed::Digest {
+        digest: &digest,
+        signature: &message.signature,
+        certificate: &material.leaf,
+    };
+    let mut why = Error::Unlogged;
+    for entry in &material.entries {
+        let logged = match entry {
+            Ok(e) => super::rekor::verify(e, root, &signed),
+            Err(e) => Err(e.clone()),
+        };
+        match logged {
+            Ok(time) => return keyed_signature(&message, input, key, time),
+            Err(e) => why = Error::Log(e),
+        }
+    }
+    Err(why)
+}
+
+/// The message signature verifies with `key`; who signed, for the operator.
+fn keyed_signature(
+    message: &Message,
+    input: &Input,
+    key: &super::PublicKey,
+    time: i64,
+) -> Result<String, Error> {
+    let verifies = match input {
+        Input::Artifact(bytes) => key.verifies(bytes, &message.signature),
+        Input::Digest(d) => key
+            .verifies_prehash(d, &message.signature)
+            .ok_or(Error::PrehashKey)?,
+    };
+    if !verifies {
+        return Err(Error::KeySignature);
+    }
+    Ok(format!(
+        "key {} (logged {})",
+        key.name,
+        super::fulcio::show_time(time)
+    ))
 }
 
 /// A message signature over the artifact (or over its digest, ECDSA P-256 only).

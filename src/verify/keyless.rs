@@ -58,6 +58,18 @@ pub struct Material {
     pub entries: Vec<Result<Entry, rekor::Error>>,
 }
 
+/// The bundle's transparency log entries (the first few), each read or why not.
+pub fn entries(material: &serde_json::Value) -> Vec<Result<rekor::Entry, rekor::Error>> {
+    material
+        .get("tlogEntries")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+        .take(MAX_ENTRIES)
+        .map(rekor::from_bundle)
+        .collect()
+}
+
 impl Material {
     /// From the legacy `.sig` layer annotations (`dev.sigstore.cosign/certificate`,
     /// `/chain`, `/bundle`).
@@ -105,14 +117,7 @@ impl Material {
             return Err(MaterialError::EmptyChain);
         }
         let leaf = certs.remove(0);
-        let entries = material
-            .get("tlogEntries")
-            .and_then(|t| t.as_array())
-            .into_iter()
-            .flatten()
-            .take(MAX_ENTRIES)
-            .map(rekor::from_bundle)
-            .collect();
+        let entries = entries(material);
         Ok(Some(Material {
             leaf,
             chain: certs,

@@ -343,8 +343,15 @@ fn base64_at(v: &serde_json::Value, at: &str) -> Option<Vec<u8>> {
 }
 
 /// The DER of the first certificate in `pem`.
+/// The DER of the PEM certificate an entry logs, or of its PEM public key (a key-signed
+/// entry logs the SubjectPublicKeyInfo).
 fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
-    pem.and_then(|p| String::from_utf8(p).ok())
+    let pem = pem?;
+    if let Ok(("PUBLIC KEY", der)) = pem_rfc7468::decode_vec(&pem) {
+        return Some(der);
+    }
+    String::from_utf8(pem)
+        .ok()
         .and_then(|p| super::fulcio::pem_certificates(&p).ok())
         .and_then(|c| c.into_iter().next())
 }
