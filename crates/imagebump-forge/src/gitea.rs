@@ -471,9 +471,6 @@ impl Forge for Gitea {
         self.write(Method::PATCH, &path, payload, &what).await
     }
 
-    /// `POST …/merge` with `merge_when_checks_succeed` (Gitea 1.17, Forgejo): scheduled
-    /// (201), or merged at once (200) when the checks already passed. A pull request already
-    /// scheduled answers 409, which is what was asked for.
     async fn open_issues_by(&self, author: &str) -> Result<Vec<crate::Issue>, Error> {
         self.issues_by(author).await
     }
@@ -494,6 +491,9 @@ impl Forge for Gitea {
         self.writer(login).await
     }
 
+    /// `POST …/merge` with `merge_when_checks_succeed` (Gitea 1.17, Forgejo): scheduled
+    /// (201), or merged at once (200) when the checks already passed. A pull request already
+    /// scheduled answers 409, which is what was asked for.
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
         if pull.automerge == Some(true) {
             return Ok(());

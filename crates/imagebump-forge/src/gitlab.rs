@@ -641,10 +641,6 @@ impl Forge for GitLab {
         self.add_people(number, &users, Role::Assignee).await
     }
 
-    /// `PUT …/merge` with `auto_merge` (GitLab 17.11 and later) and the older
-    /// `merge_when_pipeline_succeeds` it replaces, so that both old and new GitLab set it.
-    /// GitLab merges at once when the pipeline already succeeded. Rebase is a project
-    /// setting (its merge method), so only squash is asked for here.
     async fn open_issues_by(&self, author: &str) -> Result<Vec<crate::Issue>, Error> {
         self.issues_by(author).await
     }
@@ -665,6 +661,10 @@ impl Forge for GitLab {
         self.writer(login).await
     }
 
+    /// `PUT …/merge` with `auto_merge` (GitLab 17.11 and later) and the older
+    /// `merge_when_pipeline_succeeds` it replaces, so that both old and new GitLab set it.
+    /// GitLab merges at once when the pipeline already succeeded. Rebase is a project
+    /// setting (its merge method), so only squash is asked for here.
     async fn enable_automerge(&self, pull: &Pull, method: MergeMethod) -> Result<(), Error> {
         if pull.automerge == Some(true) {
             return Ok(());
