@@ -719,7 +719,7 @@ mod tests {
                 v1.as_bytes(),
                 &Signed::Dsse {
                     payload: &payload,
-                    signatures: &[sig.clone()],
+                    signatures: std::slice::from_ref(&sig),
                     certificate: &cert
                 }
             ),

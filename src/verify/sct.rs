@@ -143,7 +143,7 @@ fn check_one(
         .and_then(|s| i64::try_from(s).ok());
     if !seconds.is_some_and(|s| log.valid.contains(s)) {
         return Err(refused(
-            "is from a time its key was not valid (ctlogs validFor)",
+            "is from a time outside its key's validity (ctlogs validFor)",
         ));
     }
     let algorithm_fits = match (sct.algorithm, log.key.kind) {
@@ -294,7 +294,7 @@ mod tests {
         let e = verify(&leaf, &spki, &root).unwrap_err();
         assert!(
             e.to_string()
-                .ends_with("is from a time its key was not valid (ctlogs validFor)"),
+                .ends_with("is from a time outside its key's validity (ctlogs validFor)"),
             "{e}"
         );
         root.ctlogs.remove(1);
