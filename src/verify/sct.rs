@@ -352,6 +352,48 @@ mod tests {
         );
     }
 
+    /// sigstore-conformance's bundle-with-sct-with-extensions: an SCT carrying extensions,
+    /// from a Fulcio whose certificates the CA root issues directly (no intermediate), checked
+    /// through fulcio.rs at the SCT's time.
+    #[test]
+    fn an_sct_with_extensions_from_a_root_issued_certificate_verifies() {
+        use base64::Engine as _;
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(concat!(
+            "../../tests/conformance/bundle-verify/bundle-with-sct-with-extensions",
+            "/bundle.sigstore.json"
+        )))
+        .unwrap();
+        let root = TrustedRoot::from_json(
+            "trusted_root.json",
+            include_bytes!(concat!(
+                "../../tests/conformance/bundle-verify/bundle-with-sct-with-extensions",
+                "/trusted_root.json"
+            )),
+        )
+        .unwrap();
+        let leaf = base64::engine::general_purpose::STANDARD
+            .decode(
+                bundle["verificationMaterial"]["certificate"]["rawBytes"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let (list, _) = precertificate(&leaf).unwrap();
+        let scts = parse_list(&list).unwrap();
+        assert_eq!(scts[0].extensions, [0, 0, 5, 0, 0, 0, 0, 112]);
+        let at = i64::try_from(scts[0].timestamp / 1000).unwrap();
+        let (_, key) = super::super::fulcio::verify(&leaf, &[], &root, at).unwrap();
+        assert_eq!(key.kind, "ecdsa-p256");
+        let mut untrusted = root;
+        untrusted.ctlogs.clear();
+        let e = super::super::fulcio::verify(&leaf, &[], &untrusted, at).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("from no certificate transparency log"),
+            "{e}"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         /// Any byte of a real SCT list changed: an error or the same verdict, never a panic.

@@ -288,6 +288,31 @@ mod tests {
             sha2::Sha256::digest(root.logs[0].key.fingerprint_source()).to_vec(),
             root.logs[0].id
         );
+        // ctfe.sigstore.dev's 2021 test log (retired in 2022) and its 2022 log, open-ended.
+        assert_eq!(root.ctlogs.len(), 2);
+        assert_eq!(root.ctlogs[0].valid.end, 1_667_260_799);
+        assert_eq!(root.ctlogs[1].valid.end, i64::MAX);
+        for log in &root.ctlogs {
+            assert_eq!(
+                sha2::Sha256::digest(log.key.fingerprint_source()).to_vec(),
+                log.id
+            );
+        }
+    }
+
+    /// A CT log key that is not a SubjectPublicKeyInfo (the staging root's PKCS#1 RSA key,
+    /// here from a sigstore-conformance case) is left out; the others are read.
+    #[test]
+    fn an_unreadable_ct_log_key_is_left_out() {
+        let root = TrustedRoot::from_json(
+            "t",
+            include_bytes!(
+                "../../tests/conformance/bundle-verify/rekor2-happy-path/trusted_root.json"
+            ),
+        )
+        .unwrap();
+        assert_eq!(root.ctlogs.len(), 2);
+        assert!(root.ctlogs.iter().all(|l| l.key.kind == "ecdsa-p256"));
     }
 
     #[test]
