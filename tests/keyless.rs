@@ -397,3 +397,55 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
         "{run}"
     );
 }
+
+/// Certificate transparency: a certificate without an SCT, and one whose SCT is from a CT
+/// log the trusted root does not list, are refused; the one with an SCT of the trusted
+/// root's CT log (an SCT carrying an extension) is chosen.
+#[test]
+fn a_certificate_needs_an_sct_of_a_ct_log_of_the_trusted_root() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let sigstore = Sigstore::new();
+    let tags = ["1.0.0", "1.1.0", "1.2.0", "1.3.0"];
+    let mut digests = Vec::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let created = format!("2024-01-{:02}T00:00:00Z", i + 1);
+        digests.push(reg.push_tag_created_digest(REPO, tag, &created));
+    }
+    let cases: [(usize, &str, &[&str]); 3] = [
+        (1, "sig", &[]),
+        (2, "bundle", &["no-sct"]),
+        (3, "sig", &["sct-unknown-log"]),
+    ];
+    for (i, layout, options) in cases {
+        let s = sigstore.sign("fulcio", layout, &digests[i], RELEASE, GITHUB, options);
+        match layout {
+            "sig" => push_sig(&reg, &digests[i], &s),
+            _ => push_bundle(&reg, &digests[i], &s),
+        }
+    }
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = registry_config(cfg_dir.path(), &reg.base_url(), "");
+    let root = sigstore.trusted_root(cfg_dir.path());
+    let run = imagebump()
+        .args(["tags", &format!("{HOST}/{REPO}:1.0.0"), "--output", "json"])
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--verify-identity")
+        .arg(format!("{GITHUB}={RELEASE_RE}"))
+        .arg("--verify-trusted-root")
+        .arg(&root)
+        .run();
+    let report = run.json();
+    let not = |why: &str| format!("not verified: keyless signature not trusted: {why}");
+    assert_eq!(
+        verdicts(&report),
+        [
+            format!("1.3.0: {}", not("the signing certificate's SCTs are from no certificate transparency log the trusted root (trusted_root.json) lists (ctlogs)")),
+            format!("1.2.0: {}", not("the signing certificate carries no SCT (signed certificate timestamp): no certificate transparency log vouches for it")),
+            "1.1.0: chosen".into(),
+            "1.0.0: the current tag".into(),
+        ],
+        "{run}"
+    );
+    assert_eq!(report["digest"], json!(digests[1]));
+}

@@ -1,7 +1,8 @@
 //! Keyless certificates: a Fulcio-issued leaf must chain to a CA of the trusted root, be
 //! valid at the signing time (the log's integrated time: Fulcio certificates live ten
-//! minutes), and carry the code-signing EKU. rustls-webpki checks the chain, validity and
-//! EKU; x509-cert reads the identity (SAN) and the OIDC issuer extension. No math here.
+//! minutes), carry the code-signing EKU, and carry an SCT of a CT log of the trusted root
+//! (sct.rs). rustls-webpki checks the chain, validity and EKU; x509-cert reads the identity
+//! (SAN) and the OIDC issuer extension. No math here.
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_cert::der::asn1::{Ia5String, ObjectIdentifier, Utf8StringRef};
@@ -53,6 +54,10 @@ pub enum Error {
     NotCodeSigning,
     #[error("the signing certificate does not chain to the trusted root ({root}): {source}")]
     NoChain { root: String, source: webpki::Error },
+    #[error(transparent)]
+    Sct(#[from] super::sct::Error),
+    #[error("the signing certificate's issuer cannot be read: {0}")]
+    Issuer(x509_cert::der::Error),
 }
 
 /// Why a chained certificate names no identity or key that Fulcio would have written.
@@ -134,11 +139,24 @@ pub fn verify(
             None,
             None,
         ) {
-            Ok(_) => return Ok(identity(leaf)?),
+            Ok(path) => {
+                // The issuer's key is part of what the SCTs sign.
+                let issuer = path.intermediate_certificates().next().map(|c| c.der());
+                let issuer = issuer.as_deref().unwrap_or(anchor_der.as_ref());
+                super::sct::verify(leaf, &spki_of(issuer)?, root)?;
+                return Ok(identity(leaf)?);
+            }
             Err(e) => last = chain_error(&e, time, &root.name),
         }
     }
     Err(last)
+}
+
+/// The DER SubjectPublicKeyInfo of a certificate.
+fn spki_of(cert: &[u8]) -> Result<Vec<u8>, Error> {
+    Certificate::from_der(cert)
+        .and_then(|c| c.tbs_certificate().subject_public_key_info().to_der())
+        .map_err(Error::Issuer)
 }
 
 fn chain_error(e: &webpki::Error, time: i64, root: &str) -> Error {

@@ -12,6 +12,7 @@ pub mod fulcio;
 pub mod keyless;
 pub mod keys;
 pub mod rekor;
+pub mod sct;
 pub mod trust;
 
 use std::collections::{HashMap, HashSet};

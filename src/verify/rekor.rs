@@ -236,6 +236,8 @@ fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Er
 #[derive(Deserialize)]
 struct Body {
     kind: String,
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
     spec: serde_json::Value,
 }
 
@@ -267,6 +269,14 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
             },
             "dsse",
         ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
+        (
+            Signed::Dsse {
+                payload,
+                signatures,
+                certificate,
+            },
+            "intoto",
+        ) if b.api_version == "0.0.2" => intoto_mismatch(&b.spec, payload, signatures, certificate),
         (_, kind) => return Err(Error::Kind(kind.to_string())),
     };
     match mismatch {
@@ -331,6 +341,52 @@ fn dsse_mismatch(
     (!all).then_some("signature or certificate")
 }
 
+/// What an `intoto` 0.0.2 entry's `spec` logs other than `signed`: the payload's SHA-256
+/// (and the payload, when logged), and every signature of the envelope with the
+/// certificate. Rekor writes the envelope's payload and signatures base64 twice, its
+/// verifier as a base64 PEM. The entry's `hash` is Rekor's SHA-256 of the envelope as Rekor
+/// serialized it, which the payload hash and the signatures already bind; it is not
+/// recomputed. `None` when it logs this very envelope.
+fn intoto_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    let content = spec.get("content")?;
+    if text_at(content, "/payloadHash/algorithm").as_deref() != Some("sha256")
+        || text_at(content, "/payloadHash/value") != Some(sha256_hex(payload))
+    {
+        return Some("payload");
+    }
+    let twice = |v: &serde_json::Value, at: &str| {
+        let once = base64_at(v, at)?;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        b64.decode(once.trim_ascii()).ok()
+    };
+    if content.pointer("/envelope/payload").is_some()
+        && twice(content, "/envelope/payload").as_deref() != Some(payload)
+    {
+        return Some("payload");
+    }
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = content
+        .pointer("/envelope/signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| (twice(s, "/sig"), certificate_of(base64_at(s, "/publicKey"))))
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
+}
+
 /// The string at JSON pointer `at`.
 fn text_at(v: &serde_json::Value, at: &str) -> Option<String> {
     v.pointer(at).and_then(|v| v.as_str()).map(str::to_string)
@@ -350,10 +406,23 @@ fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
     if let Ok(("PUBLIC KEY", der)) = pem_rfc7468::decode_vec(&pem) {
         return Some(der);
     }
-    String::from_utf8(pem)
+    let pem = String::from_utf8(pem).ok()?;
+    super::fulcio::pem_certificates(&pem)
         .ok()
-        .and_then(|p| super::fulcio::pem_certificates(&p).ok())
         .and_then(|c| c.into_iter().next())
+        .or_else(|| long_line_pem(&pem))
+}
+
+/// The DER of a PEM certificate whose base64 is not cut in 64-character lines (some Rekor
+/// bodies hold it on one line, which Go's PEM reader accepts and RFC 7468's strict form
+/// does not).
+fn long_line_pem(pem: &str) -> Option<Vec<u8>> {
+    let body = pem
+        .trim()
+        .strip_prefix("-----BEGIN CERTIFICATE-----")?
+        .strip_suffix("-----END CERTIFICATE-----")?;
+    let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
 }
 
 fn sha256_hex(d: &[u8]) -> String {
@@ -588,5 +657,73 @@ mod tests {
         );
         assert_eq!(unhex("ab01"), Some(vec![0xab, 1]));
         assert_eq!(unhex("abc"), None);
+    }
+
+    /// A real `intoto` 0.0.2 body (sigstore-conformance's intoto-with-custom-trust-root):
+    /// the envelope's payload and signature match, base64 twice as Rekor writes them, with a
+    /// PEM certificate on one line; another payload, signature, certificate or API version
+    /// does not.
+    #[test]
+    fn intoto_0_0_2_bodies_log_the_envelope() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/conformance/bundle-verify/intoto-with-custom-trust-root/bundle.sigstore.json"
+        ))
+        .unwrap();
+        let body = b64
+            .decode(
+                bundle["verificationMaterial"]["tlogEntries"][0]["canonicalizedBody"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let envelope = &bundle["dsseEnvelope"];
+        let payload = b64.decode(envelope["payload"].as_str().unwrap()).unwrap();
+        let sig = b64
+            .decode(envelope["signatures"][0]["sig"].as_str().unwrap())
+            .unwrap();
+        let cert = b64
+            .decode(
+                bundle["verificationMaterial"]["x509CertificateChain"]["certificates"][0]
+                    ["rawBytes"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let signed = |payload: &[u8], sig: &[u8], cert: &[u8]| {
+            body_matches(
+                &body,
+                &Signed::Dsse {
+                    payload,
+                    signatures: &[sig.to_vec()],
+                    certificate: cert,
+                },
+            )
+        };
+        assert_eq!(signed(&payload, &sig, &cert), Ok(()));
+        assert_eq!(signed(b"{}", &sig, &cert), Err(Error::Mismatch("payload")));
+        let mut other = sig.clone();
+        other[10] ^= 1;
+        let e = signed(&payload, &other, &cert).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the transparency log entry is for another signature or certificate"
+        );
+        assert!(signed(&payload, &sig, &cert[1..]).is_err());
+        let v1 = String::from_utf8(body.clone())
+            .unwrap()
+            .replace("\"0.0.2\"", "\"0.0.1\"");
+        assert_eq!(
+            body_matches(
+                v1.as_bytes(),
+                &Signed::Dsse {
+                    payload: &payload,
+                    signatures: std::slice::from_ref(&sig),
+                    certificate: &cert
+                }
+            ),
+            Err(Error::Kind("intoto".into()))
+        );
     }
 }

@@ -22,6 +22,8 @@ pub struct TrustedRoot {
     pub name: String,
     pub authorities: Vec<Authority>,
     pub logs: Vec<Log>,
+    /// The certificate transparency logs whose SCTs keyless certificates carry (sct.rs).
+    pub ctlogs: Vec<Log>,
 }
 
 /// A Fulcio CA: its chain (issuing certificate first, the root last), valid for a window.
@@ -60,6 +62,8 @@ struct RawRoot {
     tlogs: Vec<RawLog>,
     #[serde(default)]
     certificate_authorities: Vec<RawAuthority>,
+    #[serde(default)]
+    ctlogs: Vec<RawLog>,
 }
 
 #[derive(Deserialize)]
@@ -171,23 +175,10 @@ impl TrustedRoot {
                 reason: e.to_string(),
             })
         };
-        let mut logs = Vec::new();
-        for (i, l) in raw.tlogs.iter().enumerate() {
-            let der = decode(&format!("tlogs[{i}].publicKey"), &l.public_key.raw_bytes)?;
-            let key = PublicKey::from_der(&format!("rekor key {i}"), &der).map_err(|key| {
-                RootError::Key {
-                    at: format!("tlogs[{i}].publicKey"),
-                    key,
-                }
-            })?;
-            logs.push(Log {
-                key,
-                id: decode(&format!("tlogs[{i}].logId"), &l.log_id.key_id)?,
-                valid: window(l.public_key.valid_for.as_ref(), || {
-                    format!("tlogs[{i}].publicKey.validFor")
-                })?,
-            });
-        }
+        let logs = read_logs(&raw.tlogs, "tlogs").collect::<Result<Vec<_>, _>>()?;
+        // A CT log key imagebump cannot read (the staging root lists a PKCS#1 RSA key) is
+        // left out: no SCT verifies with it, so its SCTs count as from an unknown log.
+        let ctlogs = read_logs(&raw.ctlogs, "ctlogs").flatten().collect();
         let mut authorities = Vec::new();
         for (i, a) in raw.certificate_authorities.iter().enumerate() {
             let chain = a
@@ -213,6 +204,7 @@ impl TrustedRoot {
             name: name.to_string(),
             authorities,
             logs,
+            ctlogs,
         })
     }
 
@@ -220,6 +212,34 @@ impl TrustedRoot {
     pub fn log(&self, id: &[u8]) -> Option<&Log> {
         self.logs.iter().find(|l| l.id == id)
     }
+}
+
+/// The logs of `field` (`tlogs` or `ctlogs`): each key, its id and its window, or why not.
+fn read_logs<'a>(
+    raw: &'a [RawLog],
+    field: &'a str,
+) -> impl Iterator<Item = Result<Log, RootError>> + 'a {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let decode = move |at: String, s: &str| {
+        b64.decode(s.trim()).map_err(|e| RootError::Base64 {
+            at,
+            reason: e.to_string(),
+        })
+    };
+    raw.iter().enumerate().map(move |(i, l)| {
+        let at = format!("{field}[{i}].publicKey");
+        let der = decode(at.clone(), &l.public_key.raw_bytes)?;
+        let key =
+            PublicKey::from_der(&format!("{field}[{i}]"), &der).map_err(|key| RootError::Key {
+                at: at.clone(),
+                key,
+            })?;
+        Ok(Log {
+            key,
+            id: decode(format!("{field}[{i}].logId"), &l.log_id.key_id)?,
+            valid: window(l.public_key.valid_for.as_ref(), || format!("{at}.validFor"))?,
+        })
+    })
 }
 
 /// The window `raw` gives: none is open at both ends, one without an end is open at its
@@ -268,6 +288,31 @@ mod tests {
             sha2::Sha256::digest(root.logs[0].key.fingerprint_source()).to_vec(),
             root.logs[0].id
         );
+        // ctfe.sigstore.dev's 2021 test log (retired in 2022) and its 2022 log, open-ended.
+        assert_eq!(root.ctlogs.len(), 2);
+        assert_eq!(root.ctlogs[0].valid.end, 1_667_260_799);
+        assert_eq!(root.ctlogs[1].valid.end, i64::MAX);
+        for log in &root.ctlogs {
+            assert_eq!(
+                sha2::Sha256::digest(log.key.fingerprint_source()).to_vec(),
+                log.id
+            );
+        }
+    }
+
+    /// A CT log key that is not a SubjectPublicKeyInfo (the staging root's PKCS#1 RSA key,
+    /// here from a sigstore-conformance case) is left out; the others are read.
+    #[test]
+    fn an_unreadable_ct_log_key_is_left_out() {
+        let root = TrustedRoot::from_json(
+            "t",
+            include_bytes!(
+                "../../tests/conformance/bundle-verify/rekor2-happy-path/trusted_root.json"
+            ),
+        )
+        .unwrap();
+        assert_eq!(root.ctlogs.len(), 2);
+        assert!(root.ctlogs.iter().all(|l| l.key.kind == "ecdsa-p256"));
     }
 
     #[test]

@@ -12,7 +12,8 @@
                                                           a placeholder certificate instead of a key)
 
     cosign_signer.py ca DIR                               a test Fulcio: a root and an intermediate CA
-                                                          (code-signing EKU), as DER and PEM keys
+                                                          (code-signing EKU), as DER and PEM keys, and
+                                                          its certificate transparency log key
     cosign_signer.py rekor DIR                            a test Rekor log key (ECDSA P-256)
     cosign_signer.py trusted-root CA_DIR REKOR_DIR        the Sigstore trusted_root.json trusting them
     cosign_signer.py keyless CA_DIR REKOR_DIR LAYOUT DIGEST REFERENCE SUBJECT ISSUER [OPTION...]
@@ -25,12 +26,16 @@
                                                           signed checkpoint). OPTIONs: expired (logged
                                                           after the certificate's ten minutes),
                                                           tamper-set, tamper-proof, no-tlog,
-                                                          signed=DIGEST (the payload names DIGEST)
+                                                          signed=DIGEST (the payload names DIGEST),
+                                                          no-sct (the certificate has no SCT),
+                                                          sct-unknown-log (its SCT is from a CT log
+                                                          the trusted root does not list)
 
 Signatures are what `cosign sign --key` makes: ECDSA P-256 over SHA-256 (ASN.1 DER),
 Ed25519 over the payload, RSA PKCS#1 v1.5 over SHA-256. Keyless ones are what `cosign sign`
 makes with a Fulcio certificate (ten minutes of validity, the SAN URI, the OIDC issuer
-extension 1.3.6.1.4.1.57264.1.8 and the deprecated .1.1) logged in Rekor.
+extension 1.3.6.1.4.1.57264.1.8 and the deprecated .1.1, and an embedded SCT of the CA's CT
+log) logged in Rekor.
 """
 
 import base64
@@ -191,6 +196,7 @@ def ca(directory):
         with open(os.path.join(directory, name + ".der"), "wb") as f:
             f.write(cert.public_bytes(serialization.Encoding.DER))
     _save_key(inter_key, os.path.join(directory, "intermediate.key"))
+    _ct_log(directory)
 
 
 def rekor(directory):
@@ -223,20 +229,21 @@ def trusted_root(ca_dir, rekor_dir):
                 {"rawBytes": b64(c.public_bytes(serialization.Encoding.DER))} for c in chain]},
             "validFor": {"start": "2020-01-01T00:00:00Z"},
         }],
-        "ctlogs": [],
+        "ctlogs": _ctlogs(ca_dir),
         "timestampAuthorities": [],
     }
     sys.stdout.write(json.dumps(root, indent=2))
 
 
-def _leaf(ca_dir, subject, issuer):
-    """A Fulcio-like certificate for a fresh key, valid for ten minutes from SIGNED_AT."""
+def _leaf(ca_dir, subject, issuer, sct="valid"):
+    """A Fulcio-like certificate for a fresh key, valid for ten minutes from SIGNED_AT, with
+    an SCT of the CA's CT log (`sct`: valid, none, unknown-log)."""
     key = ec.generate_private_key(ec.SECP256R1())
     inter = _load(os.path.join(ca_dir, "intermediate.der"))
     inter_key = _load(os.path.join(ca_dir, "intermediate.key"))
     utf8 = issuer.encode()
     der_utf8 = bytes([0x0C, len(utf8)]) + utf8  # a DER UTF8String (issuers are short)
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([]))
+    builder = (x509.CertificateBuilder().subject_name(x509.Name([]))
             .issuer_name(inter.subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(SIGNED_AT)
@@ -249,9 +256,80 @@ def _leaf(ca_dir, subject, issuer):
             .add_extension(x509.UnrecognizedExtension(FULCIO_ISSUER_V1, utf8), critical=False)
             .add_extension(x509.UnrecognizedExtension(FULCIO_ISSUER, der_utf8), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(inter_key.public_key()),
-                           critical=False)
-            .sign(inter_key, hashes.SHA384()))
+                           critical=False))
+    cert = builder.sign(inter_key, hashes.SHA384())
+    if sct != "none":
+        cert = _embed_sct(ca_dir, builder, cert, sct)
     return key, cert
+
+
+# Certificate transparency: the test Fulcio's CT log, and the SCT it embeds (RFC 6962).
+
+SCT_LIST = ObjectIdentifier("1.3.6.1.4.1.11129.2.4.2")
+
+
+def _ct_log(ca_dir):
+    """The CA's certificate transparency log key (ECDSA P-256), as Fulcio's CT log has one."""
+    _save_key(ec.generate_private_key(ec.SECP256R1()), os.path.join(ca_dir, "ctlog.key"))
+
+
+def _spki(key):
+    return key.public_key().public_bytes(serialization.Encoding.DER,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _ctlogs(ca_dir):
+    """The trusted root's `ctlogs`: the CA's CT log, its id the SHA-256 of its key."""
+    der = _spki(_load(os.path.join(ca_dir, "ctlog.key")))
+    return [{
+        "baseUrl": "https://ctfe.test",
+        "hashAlgorithm": "SHA2_256",
+        "publicKey": {"rawBytes": b64(der), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                      "validFor": {"start": "2020-01-01T00:00:00Z"}},
+        "logId": {"keyId": b64(hashlib.sha256(der).digest())},
+    }]
+
+
+def _sct_option(options):
+    """The SCT a keyless signer's OPTIONs ask for: no-sct, sct-unknown-log, else a valid one."""
+    if "no-sct" in options:
+        return "none"
+    return "unknown-log" if "sct-unknown-log" in options else "valid"
+
+
+def _der_octet_string(data):
+    n = len(data)
+    length = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes(
+        (n.bit_length() + 7) // 8, "big")
+    return b"\x04" + length + data
+
+
+def _embed_sct(ca_dir, builder, precert, mode):
+    """`builder`'s certificate with an SCT over `precert` (the same certificate without the
+    SCT list, so its TBS is the precertificate's) in the SCT list extension, added last.
+    `unknown-log`: signed by a CT log no trusted root lists. The SCT carries an extension,
+    as RFC 6962 allows."""
+    inter = _load(os.path.join(ca_dir, "intermediate.der"))
+    inter_key = _load(os.path.join(ca_dir, "intermediate.key"))
+    log_key = (ec.generate_private_key(ec.SECP256R1()) if mode == "unknown-log"
+               else _load(os.path.join(ca_dir, "ctlog.key")))
+    log_id = hashlib.sha256(_spki(log_key)).digest()
+    issuer_key_hash = hashlib.sha256(inter.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).digest()
+    tbs = precert.tbs_certificate_bytes
+    timestamp = int(SIGNED_AT.timestamp() * 1000) + 250
+    extensions = b"imagebump"
+    signed = (bytes([0, 0]) + timestamp.to_bytes(8, "big") + (1).to_bytes(2, "big")
+              + issuer_key_hash + len(tbs).to_bytes(3, "big") + tbs
+              + len(extensions).to_bytes(2, "big") + extensions)
+    sig = log_key.sign(signed, ec.ECDSA(hashes.SHA256()))
+    sct = (bytes([0]) + log_id + timestamp.to_bytes(8, "big")
+           + len(extensions).to_bytes(2, "big") + extensions
+           + bytes([4, 3]) + len(sig).to_bytes(2, "big") + sig)
+    sct_list = (len(sct) + 2).to_bytes(2, "big") + len(sct).to_bytes(2, "big") + sct
+    return (builder.add_extension(x509.UnrecognizedExtension(SCT_LIST, _der_octet_string(sct_list)),
+                                  critical=False)
+            .sign(inter_key, hashes.SHA384()))
 
 
 def _merkle_root(leaves):
@@ -304,7 +382,7 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
     for o in options:
         if o.startswith("signed="):
             signed = o.split("=", 1)[1]
-    key, cert = _leaf(ca_dir, subject, issuer)
+    key, cert = _leaf(ca_dir, subject, issuer, _sct_option(options))
     cert_pem = cert.public_bytes(serialization.Encoding.PEM)
     chain_pem = b"".join(_load(os.path.join(ca_dir, n + ".der")).public_bytes(serialization.Encoding.PEM)
                          for n in ("intermediate", "root"))
