@@ -2,7 +2,9 @@
 //! checked offline against the trusted root's Rekor keys (rekor.rs), which proves when it
 //! was signed; the Fulcio certificate must chain to the trusted root at that time
 //! (fulcio.rs); the signature must verify with the certificate's key; and the
-//! certificate's identity must be one the operator trusts.
+//! certificate's identity must be one the operator trusts. RFC 3161 timestamps (tsa.rs)
+//! prove times too: each must verify, and the certificate must be valid at every verified
+//! time (the SET's integrated time and each timestamp's).
 
 use imagebump_model::verify::Identity;
 
@@ -13,6 +15,8 @@ use super::PublicKey;
 
 /// The most log entries read for one signature.
 const MAX_ENTRIES: usize = 4;
+/// The most RFC 3161 timestamps read for one signature.
+const MAX_TIMESTAMPS: usize = 4;
 
 /// Why a keyless signature's certificate cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +41,8 @@ pub enum Refusal {
     #[error(transparent)]
     Log(#[from] rekor::Error),
     #[error(transparent)]
+    Timestamp(#[from] super::tsa::Error),
+    #[error(transparent)]
     Certificate(#[from] fulcio::Error),
     #[error("the signature does not verify with its certificate's key")]
     KeyMismatch,
@@ -56,6 +62,38 @@ pub struct Material {
     pub leaf: Vec<u8>,
     pub chain: Vec<Vec<u8>>,
     pub entries: Vec<Result<Entry, rekor::Error>>,
+    /// The DER RFC 3161 timestamps (`timestampVerificationData`), each read or why not.
+    pub timestamps: Vec<Result<Vec<u8>, super::tsa::Error>>,
+}
+
+/// The bundle's RFC 3161 timestamps; more than [`MAX_TIMESTAMPS`] is an error.
+pub fn timestamps(material: &serde_json::Value) -> Vec<Result<Vec<u8>, super::tsa::Error>> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let list: Vec<&serde_json::Value> = material
+        .pointer("/timestampVerificationData/rfc3161Timestamps")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+        .take(MAX_TIMESTAMPS.saturating_add(1))
+        .collect();
+    if list.len() > MAX_TIMESTAMPS {
+        return vec![Err(super::tsa::Error::Unreadable(format!(
+            "more than {MAX_TIMESTAMPS} timestamps"
+        )))];
+    }
+    list.into_iter()
+        .map(|t| {
+            t.get("signedTimestamp")
+                .and_then(|s| s.as_str())
+                .filter(|s| s.len() <= super::tsa::MAX_TOKEN.saturating_mul(2))
+                // Line breaks are skipped, as Go's and protobuf's base64 readers skip them
+                // (`base64` wraps its output at 76 columns).
+                .map(|s| s.replace(['\n', '\r'], ""))
+                .and_then(|s| b64.decode(s.trim()).ok())
+                .ok_or(super::tsa::Error::Base64)
+        })
+        .collect()
 }
 
 /// The bundle's transparency log entries (the first few), each read or why not.
@@ -89,6 +127,7 @@ impl Material {
                 .transpose()?
                 .unwrap_or_default(),
             entries: bundle.map(rekor::from_annotation).into_iter().collect(),
+            timestamps: Vec::new(),
         })
     }
 
@@ -117,11 +156,11 @@ impl Material {
             return Err(MaterialError::EmptyChain);
         }
         let leaf = certs.remove(0);
-        let entries = entries(material);
         Ok(Some(Material {
             leaf,
             chain: certs,
-            entries,
+            entries: entries(material),
+            timestamps: timestamps(material),
         }))
     }
 }
@@ -137,6 +176,7 @@ pub fn check(
     if identities.is_empty() {
         return Err(Refusal::NoIdentities);
     }
+    let stamped = stamped(material, root, signed)?;
     let mut why = Refusal::Unlogged;
     for entry in &material.entries {
         let entry = match entry {
@@ -146,14 +186,27 @@ pub fn check(
                 continue;
             }
         };
-        let time = match rekor::verify(entry, root, signed) {
+        let integrated = match rekor::verify(entry, root, signed, &stamped) {
             Ok(t) => t,
             Err(e) => {
                 why = Refusal::Log(e);
                 continue;
             }
         };
-        let (id, key) = fulcio::verify(&material.leaf, &material.chain, root, time)?;
+        // The certificate is checked at every verified time.
+        let mut checked = None;
+        for time in integrated.iter().chain(&stamped) {
+            checked = Some(fulcio::verify(
+                &material.leaf,
+                &material.chain,
+                root,
+                *time,
+            )?);
+        }
+        let Some((id, key)) = checked else {
+            why = Refusal::Log(rekor::Error::NoTime);
+            continue;
+        };
         if !verifies(&key) {
             return Err(Refusal::KeyMismatch);
         }
@@ -169,13 +222,38 @@ pub fn check(
             });
         }
         return Ok(format!(
-            "identity {} (issuer {}, logged {})",
+            "identity {} (issuer {}, {})",
             id.subject,
             id.issuer,
-            fulcio::show_time(time)
+            when(integrated, &stamped)
         ));
     }
     Err(why)
+}
+
+/// The times the material's RFC 3161 timestamps prove for `signed`: every one must verify.
+pub fn stamped(
+    material: &Material,
+    root: &TrustedRoot,
+    signed: &Signed,
+) -> Result<Vec<i64>, super::tsa::Error> {
+    material
+        .timestamps
+        .iter()
+        .map(|t| {
+            t.clone()
+                .and_then(|der| super::tsa::verify(&der, signed.timestamped(), root))
+        })
+        .collect()
+}
+
+/// `logged <time>` (a SET's integrated time), else `timestamped <time>`.
+pub fn when(integrated: Option<i64>, stamped: &[i64]) -> String {
+    match (integrated, stamped.first()) {
+        (Some(t), _) => format!("logged {}", fulcio::show_time(t)),
+        (None, Some(t)) => format!("timestamped {}", fulcio::show_time(*t)),
+        (None, None) => "no time".into(),
+    }
 }
 
 #[cfg(test)]

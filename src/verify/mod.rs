@@ -13,6 +13,7 @@ pub mod keyless;
 pub mod keys;
 pub mod rekor;
 pub mod trust;
+pub mod tsa;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -418,6 +419,7 @@ impl Check<'_> {
                     };
                     let signed = rekor::Signed::Dsse {
                         payload: &envelope.payload,
+                        pae: &envelope.signed,
                         signatures: &envelope.signatures,
                         certificate: &material.leaf,
                     };

@@ -2,7 +2,10 @@
 //! the signed entry timestamp (SET, the log's signature over the canonical JSON of
 //! `{body, integratedTime, logID, logIndex}`), the RFC 6962 inclusion proof up to a
 //! checkpoint the log signed, and the entry body, which must be the signature being
-//! verified. The signatures are ring's (through [`PublicKey`]); SHA-256 is sha2's.
+//! verified. Rekor v2 entries (`hashedrekord` 0.0.2) have no SET and no integrated time:
+//! their inclusion proof and checkpoint are required, and their time is only what RFC 3161
+//! timestamps prove (tsa.rs). The signatures are ring's (through [`PublicKey`]); SHA-256 is
+//! sha2's.
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -18,6 +21,7 @@ const MAX_PATH: usize = 64;
 pub struct Entry {
     /// The canonicalized entry body (JSON).
     pub body: Vec<u8>,
+    /// 0 when the entry has none (Rekor v2); a time only when a verified SET signs it.
     pub integrated_time: i64,
     pub log_index: i64,
     /// The log's id: the SHA-256 of its public key.
@@ -53,9 +57,11 @@ pub enum Signed<'a> {
         signature: &'a [u8],
         certificate: &'a [u8],
     },
-    /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate.
+    /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate;
+    /// or `hashedrekord` 0.0.2 of the SHA-256 of its pre-authentication encoding `pae`.
     Dsse {
         payload: &'a [u8],
+        pae: &'a [u8],
         signatures: &'a [Vec<u8>],
         certificate: &'a [u8],
     },
@@ -68,8 +74,12 @@ pub enum Error {
     UnknownLog { root: String },
     #[error("the transparency log's key was not valid at the entry's time")]
     KeyNotValid,
-    #[error("the transparency log entry has no signed entry timestamp (its time is unproven; signed timestamps from a timestamp authority are not supported)")]
+    #[error(
+        "the transparency log entry has neither a signed entry timestamp nor an inclusion proof"
+    )]
     NoTimestamp,
+    #[error("the transparency log entry has no signed entry timestamp, and the bundle no RFC 3161 timestamp: its time is unproven")]
+    NoTime,
     #[error(
         "the transparency log entry's signed entry timestamp does not verify with the log's key"
     )]
@@ -109,36 +119,66 @@ impl Error {
     }
 }
 
-/// Check `entry` against the trusted root's logs and `signed`; the verified time of the
-/// entry (its integrated time, which a verified SET signs).
-pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64, Error> {
-    let time = logged(entry, root)?;
+impl Signed<'_> {
+    /// The signature RFC 3161 timestamps stamp (a DSSE envelope's first).
+    pub fn timestamped(&self) -> &[u8] {
+        match self {
+            Signed::Hashed { signature, .. } | Signed::Digest { signature, .. } => signature,
+            Signed::Dsse { signatures, .. } => signatures.first().map_or(&[], Vec::as_slice),
+        }
+    }
+}
+
+/// Check `entry` against the trusted root's logs and `signed`, given `timestamps` (the
+/// times RFC 3161 timestamps of the same signature proved): the entry's integrated time
+/// when a SET signs it. Without one, at least one timestamp is required.
+pub fn verify(
+    entry: &Entry,
+    root: &TrustedRoot,
+    signed: &Signed,
+    timestamps: &[i64],
+) -> Result<Option<i64>, Error> {
+    let integrated = logged(entry, root, timestamps)?;
     body_matches(&entry.body, signed)?;
-    Ok(time)
+    if integrated.is_none() && timestamps.is_empty() {
+        return Err(Error::NoTime);
+    }
+    Ok(integrated)
 }
 
 /// The entry is in a log of the trusted root: its SET verifies, and its inclusion proof
-/// and checkpoint when it has them. Its integrated time, which the SET signs.
-fn logged(entry: &Entry, root: &TrustedRoot) -> Result<i64, Error> {
+/// and checkpoint when it has them (an entry without a SET must have them). Its integrated
+/// time when a SET signs it. The log's key must be valid at that time, or, without one, at
+/// every time of `timestamps`.
+fn logged(entry: &Entry, root: &TrustedRoot, timestamps: &[i64]) -> Result<Option<i64>, Error> {
     let Some(log) = root.log(&entry.log_id) else {
         return Err(Error::UnknownLog {
             root: root.name.clone(),
         });
     };
-    if !log.valid.contains(entry.integrated_time) {
-        return Err(Error::KeyNotValid);
-    }
-    let Some(set) = &entry.set else {
-        return Err(Error::NoTimestamp);
+    let integrated = match &entry.set {
+        Some(set) => {
+            if !log.valid.contains(entry.integrated_time) {
+                return Err(Error::KeyNotValid);
+            }
+            if !log.key.verifies(&set_payload(entry), set) {
+                return Err(Error::TimestampRefused);
+            }
+            Some(entry.integrated_time)
+        }
+        None if entry.proof.is_none() => return Err(Error::NoTimestamp),
+        None => {
+            if !timestamps.iter().all(|t| log.valid.contains(*t)) {
+                return Err(Error::KeyNotValid);
+            }
+            None
+        }
     };
-    if !log.key.verifies(&set_payload(entry), set) {
-        return Err(Error::TimestampRefused);
-    }
     if let Some(proof) = &entry.proof {
         inclusion(&entry.body, proof)?;
         checkpoint(proof, &log.key, &entry.log_id)?;
     }
-    Ok(entry.integrated_time)
+    Ok(integrated)
 }
 
 /// The canonical JSON the SET signs: keys sorted, no spaces.
@@ -204,7 +244,7 @@ fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Er
         return Err(bad("is not a signed note"));
     };
     let mut lines = note.lines();
-    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
+    let (origin, size, root) = (lines.next(), lines.next(), lines.next());
     let b64 = base64::engine::general_purpose::STANDARD;
     if size.and_then(|s| s.parse::<u64>().ok()) != Some(p.tree_size)
         || root.and_then(|r| b64.decode(r).ok()).as_deref() != Some(&p.root_hash[..])
@@ -212,10 +252,22 @@ fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Er
         return Err(bad("is for another tree than the inclusion proof"));
     }
     let signed = format!("{note}\n");
-    let ok = sigs.lines().take(8).any(|line| {
+    // C2SP signed note: `— <name> <base64(key hint || signature)>`. Only lines of the log
+    // (named as the note's origin, with the log's key hint) count; witness cosignatures and
+    // lines of other keys are ignored. A Rekor v1 origin is `<name> - <tree id>`.
+    let of_log = |name: &str| {
+        origin.is_some_and(|o| {
+            o == name
+                || o.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix(" - "))
+                    .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    let ok = sigs.lines().take(16).any(|line| {
         let Some(sig) = line
             .strip_prefix("\u{2014} ")
             .and_then(|l| l.rsplit_once(' '))
+            .filter(|(name, _)| of_log(name))
             .and_then(|(_, s)| b64.decode(s).ok())
         else {
             return false;
@@ -242,7 +294,9 @@ struct Body {
 /// The entry body logs this very signature, of this payload, by this certificate.
 fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
     let b: Body = serde_json::from_slice(body).map_err(|e| Error::Body(e.to_string()))?;
-    let mismatch = match (signed, b.kind.as_str()) {
+    let v2 = b.spec.get("hashedRekordV002");
+    let mismatch = match (signed, b.kind.as_str(), v2) {
+        (_, "hashedrekord", Some(v2)) => hashed_v2_mismatch(v2, signed),
         (
             Signed::Hashed {
                 payload,
@@ -250,6 +304,7 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 certificate,
             },
             "hashedrekord",
+            None,
         ) => hashed_mismatch(&b.spec, &sha256_hex(payload), signature, certificate),
         (
             Signed::Digest {
@@ -258,16 +313,19 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 certificate,
             },
             "hashedrekord",
+            None,
         ) => hashed_mismatch(&b.spec, &hex(digest), signature, certificate),
         (
             Signed::Dsse {
                 payload,
                 signatures,
                 certificate,
+                ..
             },
             "dsse",
+            _,
         ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
-        (_, kind) => return Err(Error::Kind(kind.to_string())),
+        (_, kind, _) => return Err(Error::Kind(kind.to_string())),
     };
     match mismatch {
         Some(what) => Err(Error::Mismatch(what)),
@@ -295,6 +353,51 @@ fn hashed_mismatch(
         return Some("certificate");
     }
     None
+}
+
+/// What a `hashedrekord` 0.0.2 entry's `hashedRekordV002` logs other than `signed`: the
+/// SHA-256 digest (of the payload, or of a DSSE envelope's pre-authentication encoding),
+/// the signature (every signature of an envelope is that one), and the certificate (or
+/// the public key, as DER). `None` when it logs this very signature.
+fn hashed_v2_mismatch(spec: &serde_json::Value, signed: &Signed) -> Option<&'static str> {
+    let (digest, signatures, certificate): (Vec<u8>, Vec<&[u8]>, &[u8]) = match signed {
+        Signed::Hashed {
+            payload,
+            signature,
+            certificate,
+        } => (
+            Sha256::digest(payload).to_vec(),
+            vec![signature],
+            certificate,
+        ),
+        Signed::Digest {
+            digest,
+            signature,
+            certificate,
+        } => (digest.to_vec(), vec![signature], certificate),
+        Signed::Dsse {
+            pae,
+            signatures,
+            certificate,
+            ..
+        } => (
+            Sha256::digest(pae).to_vec(),
+            signatures.iter().map(Vec::as_slice).collect(),
+            certificate,
+        ),
+    };
+    if text_at(spec, "/data/algorithm").as_deref() != Some("SHA2_256")
+        || base64_at(spec, "/data/digest").as_deref() != Some(&digest[..])
+    {
+        return Some("payload");
+    }
+    let logged = base64_at(spec, "/signature/content");
+    if signatures.is_empty() || signatures.iter().any(|s| logged.as_deref() != Some(*s)) {
+        return Some("signature");
+    }
+    let verifier = base64_at(spec, "/signature/verifier/x509Certificate/rawBytes")
+        .or_else(|| base64_at(spec, "/signature/verifier/publicKey/rawBytes"));
+    (verifier.as_deref() != Some(certificate)).then_some("certificate")
 }
 
 /// What a `dsse` entry's `spec` logs other than `signed`: every signature of the envelope
@@ -468,7 +571,11 @@ pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, Error> {
     };
     Ok(Entry {
         body: bytes("/canonicalizedBody")?,
-        integrated_time: int("/integratedTime")?,
+        // Rekor v2 entries have none (their time is a timestamp authority's).
+        integrated_time: match v.get("integratedTime") {
+            None | Some(serde_json::Value::Null) => 0,
+            Some(_) => int("/integratedTime")?,
+        },
         log_index: int("/logIndex")?,
         log_id: bytes("/logId/keyId")?,
         set,
@@ -491,21 +598,21 @@ mod tests {
         .unwrap();
         let entry = from_bundle(&bundle["verificationMaterial"]["tlogEntries"][0]).unwrap();
         let root = TrustedRoot::public_good().unwrap();
-        assert_eq!(logged(&entry, &root), Ok(1_710_888_076));
+        assert_eq!(logged(&entry, &root, &[]), Ok(Some(1_710_888_076)));
         assert_eq!(entry.proof.as_ref().unwrap().tree_size, 75_441_653);
 
         let mut bad = entry.clone();
         bad.integrated_time += 1;
-        assert_eq!(logged(&bad, &root), Err(Error::TimestampRefused));
+        assert_eq!(logged(&bad, &root, &[]), Err(Error::TimestampRefused));
         let mut bad = entry.clone();
         bad.proof.as_mut().unwrap().hashes[3][0] ^= 1;
-        assert_eq!(logged(&bad, &root), Err(Error::Inclusion));
+        assert_eq!(logged(&bad, &root, &[]), Err(Error::Inclusion));
         let mut bad = entry.clone();
         let p = bad.proof.as_mut().unwrap();
         p.checkpoint = p
             .checkpoint
             .replace("rekor.sigstore.dev - ", "rekor.example - ");
-        let refused = logged(&bad, &root).unwrap_err();
+        let refused = logged(&bad, &root, &[]).unwrap_err();
         assert_eq!(refused, Error::Checkpoint("is not signed by the log's key"));
         assert_eq!(
             refused.to_string(),
@@ -513,7 +620,7 @@ mod tests {
         );
         let mut bad = entry;
         bad.log_id[0] ^= 1;
-        let unknown = logged(&bad, &root).unwrap_err();
+        let unknown = logged(&bad, &root, &[]).unwrap_err();
         assert!(matches!(unknown, Error::UnknownLog { .. }), "{unknown:?}");
         assert!(unknown.to_string().contains("does not list"), "{unknown}");
         assert!(unknown.hint().unwrap().contains("verify.trustedRoot"));

@@ -22,6 +22,9 @@ pub struct TrustedRoot {
     pub name: String,
     pub authorities: Vec<Authority>,
     pub logs: Vec<Log>,
+    /// RFC 3161 timestamp authorities (tsa.rs): each chain starts with the TSA's signing
+    /// certificate.
+    pub timestamp_authorities: Vec<Authority>,
 }
 
 /// A Fulcio CA: its chain (issuing certificate first, the root last), valid for a window.
@@ -60,6 +63,8 @@ struct RawRoot {
     tlogs: Vec<RawLog>,
     #[serde(default)]
     certificate_authorities: Vec<RawAuthority>,
+    #[serde(default)]
+    timestamp_authorities: Vec<RawAuthority>,
 }
 
 #[derive(Deserialize)]
@@ -133,8 +138,9 @@ pub enum RootError {
     },
     #[error("{0}: a validity period without a start")]
     NoStart(String),
-    #[error("certificateAuthorities[{0}]: no certificates")]
-    EmptyChain(usize),
+    /// `certificateAuthorities[i]` or `timestampAuthorities[i]`.
+    #[error("{0}: no certificates")]
+    EmptyChain(String),
     #[error("keyless verification needs certificateAuthorities and tlogs")]
     Incomplete,
 }
@@ -188,24 +194,8 @@ impl TrustedRoot {
                 })?,
             });
         }
-        let mut authorities = Vec::new();
-        for (i, a) in raw.certificate_authorities.iter().enumerate() {
-            let chain = a
-                .cert_chain
-                .certificates
-                .iter()
-                .map(|c| decode(&format!("certificateAuthorities[{i}]"), &c.raw_bytes))
-                .collect::<Result<Vec<_>, _>>()?;
-            if chain.is_empty() {
-                return Err(RootError::EmptyChain(i));
-            }
-            authorities.push(Authority {
-                chain,
-                valid: window(a.valid_for.as_ref(), || {
-                    format!("certificateAuthorities[{i}].validFor")
-                })?,
-            });
-        }
+        let authorities = chains(&raw.certificate_authorities, "certificateAuthorities")?;
+        let timestamp_authorities = chains(&raw.timestamp_authorities, "timestampAuthorities")?;
         if authorities.is_empty() || logs.is_empty() {
             return Err(RootError::Incomplete);
         }
@@ -213,6 +203,7 @@ impl TrustedRoot {
             name: name.to_string(),
             authorities,
             logs,
+            timestamp_authorities,
         })
     }
 
@@ -220,6 +211,35 @@ impl TrustedRoot {
     pub fn log(&self, id: &[u8]) -> Option<&Log> {
         self.logs.iter().find(|l| l.id == id)
     }
+}
+
+/// The certificate chains of `raw`, named `what` (`certificateAuthorities`) in errors.
+fn chains(raw: &[RawAuthority], what: &str) -> Result<Vec<Authority>, RootError> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = Vec::new();
+    for (i, a) in raw.iter().enumerate() {
+        let at = || format!("{what}[{i}]");
+        let chain = a
+            .cert_chain
+            .certificates
+            .iter()
+            .map(|c| {
+                b64.decode(c.raw_bytes.trim())
+                    .map_err(|e| RootError::Base64 {
+                        at: at(),
+                        reason: e.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if chain.is_empty() {
+            return Err(RootError::EmptyChain(at()));
+        }
+        out.push(Authority {
+            chain,
+            valid: window(a.valid_for.as_ref(), || format!("{}.validFor", at()))?,
+        });
+    }
+    Ok(out)
 }
 
 /// The window `raw` gives: none is open at both ends, one without an end is open at its
