@@ -626,6 +626,116 @@ mod tests {
         assert!(unknown.hint().unwrap().contains("verify.trustedRoot"));
     }
 
+    const REKOR2: &str = include_str!(
+        "../../tests/conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"
+    );
+    const REKOR2_ROOT: &str =
+        include_str!("../../tests/conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
+
+    /// A real Rekor v2 entry (sigstage's log2025-alpha1, Ed25519), its bundle and root.
+    fn rekor2() -> (Entry, serde_json::Value, TrustedRoot) {
+        let bundle: serde_json::Value = serde_json::from_str(REKOR2).unwrap();
+        let entry = from_bundle(&bundle["verificationMaterial"]["tlogEntries"][0]).unwrap();
+        let root = TrustedRoot::from_json("staging", REKOR2_ROOT.as_bytes()).unwrap();
+        (entry, bundle, root)
+    }
+
+    /// Its time is only the timestamps': without a SET, the proof and checkpoint are
+    /// required, the log's key must be valid at every timestamp, and one is required.
+    #[test]
+    fn a_rekor_v2_entry_has_no_time_of_its_own() {
+        let (entry, bundle, root) = rekor2();
+        assert_eq!((entry.integrated_time, entry.set.is_none()), (0, true));
+        let stamped = 1_749_729_740;
+        assert_eq!(logged(&entry, &root, &[stamped]), Ok(None));
+        // Before the log's key was valid (2025-04-16).
+        assert_eq!(
+            logged(&entry, &root, &[stamped, 1_744_000_000]),
+            Err(Error::KeyNotValid)
+        );
+        let mut unproven = entry.clone();
+        unproven.proof = None;
+        assert_eq!(
+            logged(&unproven, &root, &[stamped]),
+            Err(Error::NoTimestamp)
+        );
+
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let cert = b64
+            .decode(
+                bundle["verificationMaterial"]["certificate"]["rawBytes"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let sig = b64
+            .decode(bundle["messageSignature"]["signature"].as_str().unwrap())
+            .unwrap();
+        let digest = b64
+            .decode(
+                bundle["messageSignature"]["messageDigest"]["digest"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let signed = |digest: &[u8], signature: &[u8], certificate: &[u8]| {
+            let s = Signed::Digest {
+                digest,
+                signature,
+                certificate,
+            };
+            verify(&entry, &root, &s, &[stamped])
+        };
+        assert_eq!(signed(&digest, &sig, &cert), Ok(None));
+        let s = Signed::Digest {
+            digest: &digest,
+            signature: &sig,
+            certificate: &cert,
+        };
+        assert_eq!(verify(&entry, &root, &s, &[]), Err(Error::NoTime));
+        assert_eq!(
+            signed(&[0; 32], &sig, &cert),
+            Err(Error::Mismatch("payload"))
+        );
+        assert_eq!(
+            signed(&digest, &sig[1..], &cert),
+            Err(Error::Mismatch("signature"))
+        );
+        assert_eq!(
+            signed(&digest, &sig, &cert[1..]),
+            Err(Error::Mismatch("certificate"))
+        );
+    }
+
+    /// C2SP signed notes: the log's line counts wherever it is; witness lines and lines of
+    /// another name or key hint do not.
+    #[test]
+    fn checkpoint_lines_are_the_logs_own() {
+        let (entry, _, root) = rekor2();
+        let log = root.log(&entry.log_id).unwrap();
+        let proof = entry.proof.clone().unwrap();
+        let (note, sigs) = proof.checkpoint.split_once("\n\n").unwrap();
+        let with = |sigs: &str| {
+            let mut p = proof.clone();
+            p.checkpoint = format!("{note}\n\n{sigs}");
+            checkpoint(&p, &log.key, &entry.log_id)
+        };
+        let witness = "\u{2014} witness.example O8PH5AAAAABopO8+4O9uzScQrNEnGdKLYXSPoUjH1Se4n92W+wT/j5Kel/4J2XWE4bEe9bpIVUD6EGOeUDFkSWz/rbDhvVcJ/2OrDw==\n";
+        assert_eq!(with(sigs), Ok(()));
+        assert_eq!(with(&format!("{witness}{sigs}")), Ok(()));
+        assert_eq!(with(&format!("{sigs}{witness}")), Ok(()));
+        let refused = Err(Error::Checkpoint("is not signed by the log's key"));
+        assert_eq!(with(witness), refused);
+        assert_eq!(with(""), refused);
+        // The log's signature under another name.
+        let renamed = sigs.replace(
+            "log2025-alpha1.rekor.sigstage.dev ",
+            "log2025-alpha1.rekor.example ",
+        );
+        assert_eq!(with(&renamed), refused);
+        // (A Rekor v1 origin, `<name> - <tree id>`, is the public-good entry's above.)
+    }
+
     fn leaf(d: &[u8]) -> Vec<u8> {
         let mut h = Sha256::new();
         h.update([0u8]);

@@ -523,6 +523,36 @@ mod tests {
         );
     }
 
+    /// A token without embedded certificates: its signer is the trusted root's TSA leaf.
+    #[test]
+    fn a_timestamp_without_certificates_is_signed_by_the_roots_tsa() {
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/conformance/bundle-verify/rekor2-timestamp-without-embedded-cert/bundle.sigstore.json"
+        ))
+        .unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let token = bundle["verificationMaterial"]["timestampVerificationData"]
+            ["rfc3161Timestamps"][0]["signedTimestamp"]
+            .as_str()
+            .unwrap()
+            .replace('\n', "");
+        let token = b64.decode(token).unwrap();
+        let sig = b64
+            .decode(bundle["messageSignature"]["signature"].as_str().unwrap())
+            .unwrap();
+        assert!(read(&token).unwrap().certificates.is_empty());
+        let (_, _, root) = real();
+        // 2025-08-06T19:03:51Z.
+        assert_eq!(verify(&token, &sig, &root), Ok(1_754_507_031));
+        let public_good = TrustedRoot::public_good().unwrap();
+        assert_eq!(
+            verify(&token, &sig, &public_good),
+            Err(Error::NoSigner {
+                root: "public-good".into()
+            })
+        );
+    }
+
     #[test]
     fn gen_time_reads_fractions_and_refuses_other_forms() {
         let t = |s: &str| gen_time(&Any::new(Tag::GeneralizedTime, s.as_bytes()).unwrap());
