@@ -579,9 +579,8 @@ mod tests {
             let (mut token, sig, root) = real();
             prop_assume!(at < token.len());
             token[at] = byte;
-            match verify(&token, &sig, &root) {
-                Ok(t) => prop_assert_eq!(t, 1_749_729_740),
-                Err(_) => {}
+            if let Ok(t) = verify(&token, &sig, &root) {
+                prop_assert_eq!(t, 1_749_729_740);
             }
         }
     }
