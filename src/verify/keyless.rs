@@ -294,6 +294,78 @@ mod tests {
         );
     }
 
+    const REKOR2: &str = include_str!(
+        "../../tests/conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"
+    );
+    const REKOR2_ROOT: &str =
+        include_str!("../../tests/conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
+
+    /// A real Rekor v2 bundle (no SET: its time is its RFC 3161 timestamp's), checked for
+    /// its own message signature and digest.
+    fn checked_v2(json: &[u8]) -> Result<String, String> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let bundle: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+        let material = Material::from_bundle(&bundle["verificationMaterial"])
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
+        let root =
+            TrustedRoot::from_json("staging", REKOR2_ROOT.as_bytes()).map_err(|e| e.to_string())?;
+        let field = |at: &str| {
+            bundle
+                .pointer(at)
+                .and_then(|v| v.as_str())
+                .and_then(|v| b64.decode(v).ok())
+                .ok_or(format!("no {at}"))
+        };
+        let signature = field("/messageSignature/signature")?;
+        let digest = field("/messageSignature/messageDigest/digest")?;
+        let id = Identity {
+            issuer: Some("https://token.actions.githubusercontent.com".into()),
+            subject_reg_exp: Some("^https://github.com/sigstore-conformance/".into()),
+            ..Identity::default()
+        };
+        let signed = Signed::Digest {
+            digest: &digest,
+            signature: &signature,
+            certificate: &material.leaf,
+        };
+        check(&material, &root, &[id], &signed, |_| true).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_real_rekor_v2_bundle_is_timestamped() {
+        assert_eq!(
+            checked_v2(REKOR2.as_bytes()),
+            Ok("identity https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main (issuer https://token.actions.githubusercontent.com, timestamped 2025-06-12T12:02:20Z)".into())
+        );
+        // Without its timestamp, nothing proves its time.
+        let mut bundle: serde_json::Value = serde_json::from_str(REKOR2).unwrap();
+        bundle["verificationMaterial"]
+            .as_object_mut()
+            .unwrap()
+            .remove("timestampVerificationData");
+        let e = checked_v2(&serde_json::to_vec(&bundle).unwrap()).unwrap_err();
+        assert!(e.contains("its time is unproven"), "{e}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Any byte of a real Rekor v2 bundle changed: an error, or the same verdict (a byte
+        /// nothing signs or reads, as `kindVersion`), never a panic.
+        #[test]
+        fn a_changed_rekor_v2_bundle_never_panics_or_changes(
+            at in 0..REKOR2.len(),
+            byte in any::<u8>(),
+        ) {
+            let mut json = REKOR2.as_bytes().to_vec();
+            json[at] = byte;
+            if let Ok(who) = checked_v2(&json) {
+                prop_assert_eq!(Ok(who), checked_v2(REKOR2.as_bytes()));
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
         /// Any byte of a real bundle changed: an error (unreadable, or refused at some step),

@@ -294,7 +294,11 @@ struct Body {
 /// The entry body logs this very signature, of this payload, by this certificate.
 fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
     let b: Body = serde_json::from_slice(body).map_err(|e| Error::Body(e.to_string()))?;
-    let v2 = b.spec.get("hashedRekordV002");
+    // Rekor v2 (0.0.2) bodies keep their fields under one key of the spec.
+    let v2 = b
+        .spec
+        .get("hashedRekordV002")
+        .or_else(|| b.spec.get("dsseV002"));
     let mismatch = match (signed, b.kind.as_str(), v2) {
         (_, "hashedrekord", Some(v2)) => hashed_v2_mismatch(v2, signed),
         (
@@ -323,7 +327,17 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 ..
             },
             "dsse",
-            _,
+            Some(v2),
+        ) => dsse_v2_mismatch(v2, payload, signatures, certificate),
+        (
+            Signed::Dsse {
+                payload,
+                signatures,
+                certificate,
+                ..
+            },
+            "dsse",
+            None,
         ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
         (_, kind, _) => return Err(Error::Kind(kind.to_string())),
     };
@@ -398,6 +412,42 @@ fn hashed_v2_mismatch(spec: &serde_json::Value, signed: &Signed) -> Option<&'sta
     let verifier = base64_at(spec, "/signature/verifier/x509Certificate/rawBytes")
         .or_else(|| base64_at(spec, "/signature/verifier/publicKey/rawBytes"));
     (verifier.as_deref() != Some(certificate)).then_some("certificate")
+}
+
+/// What a `dsse` 0.0.2 entry's `dsseV002` logs other than `signed`: the SHA-256 of the
+/// envelope's payload, and every signature of the envelope with the certificate (or the
+/// public key, as DER). `None` when it logs them.
+fn dsse_v2_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/payloadHash/algorithm").as_deref() != Some("SHA2_256")
+        || base64_at(spec, "/payloadHash/digest").as_deref() != Some(&Sha256::digest(payload)[..])
+    {
+        return Some("payload");
+    }
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = spec
+        .get("signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| {
+            let verifier = base64_at(s, "/verifier/x509Certificate/rawBytes")
+                .or_else(|| base64_at(s, "/verifier/publicKey/rawBytes"));
+            (base64_at(s, "/content"), verifier)
+        })
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
 }
 
 /// What a `dsse` entry's `spec` logs other than `signed`: every signature of the envelope
@@ -705,6 +755,51 @@ mod tests {
             signed(&digest, &sig, &cert[1..]),
             Err(Error::Mismatch("certificate"))
         );
+    }
+
+    /// A Rekor v2 `dsse` 0.0.2 body logs the payload's SHA-256 and every signature with
+    /// its certificate.
+    #[test]
+    fn a_dsse_v2_body_logs_the_envelope() {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = |digest: &[u8], sig: &[u8], cert: &[u8]| {
+            serde_json::json!({
+                "apiVersion": "0.0.2",
+                "kind": "dsse",
+                "spec": {"dsseV002": {
+                    "payloadHash": {"algorithm": "SHA2_256", "digest": b64.encode(digest)},
+                    "signatures": [{
+                        "content": b64.encode(sig),
+                        "verifier": {"x509Certificate": {"rawBytes": b64.encode(cert)}},
+                    }],
+                }},
+            })
+            .to_string()
+            .into_bytes()
+        };
+        let payload = b"{}";
+        let sigs = vec![b"sig".to_vec()];
+        let signed = Signed::Dsse {
+            payload,
+            pae: b"",
+            signatures: &sigs,
+            certificate: b"cert",
+        };
+        let digest = Sha256::digest(payload);
+        assert_eq!(
+            body_matches(&body(&digest, b"sig", b"cert"), &signed),
+            Ok(())
+        );
+        assert_eq!(
+            body_matches(&body(&[0; 32], b"sig", b"cert"), &signed),
+            Err(Error::Mismatch("payload"))
+        );
+        for (sig, cert) in [(&b"other"[..], &b"cert"[..]), (b"sig", b"other")] {
+            assert_eq!(
+                body_matches(&body(&digest, sig, cert), &signed),
+                Err(Error::Mismatch("signature or certificate"))
+            );
+        }
     }
 
     /// C2SP signed notes: the log's line counts wherever it is; witness lines and lines of
