@@ -210,17 +210,7 @@ pub fn check(
         if !verifies(&key) {
             return Err(Refusal::KeyMismatch);
         }
-        if !identities
-            .iter()
-            .any(|i| i.matches(&id.issuer, &id.subject))
-        {
-            let trusted: Vec<String> = identities.iter().map(Identity::describe).collect();
-            return Err(Refusal::OtherSigner {
-                subject: id.subject,
-                issuer: id.issuer,
-                trusted: trusted.join(" or "),
-            });
-        }
+        trusted(identities, &id)?;
         return Ok(format!(
             "identity {} (issuer {}, {})",
             id.subject,
@@ -229,6 +219,22 @@ pub fn check(
         ));
     }
     Err(why)
+}
+
+/// One of `identities` names the certificate's signer.
+fn trusted(identities: &[Identity], id: &fulcio::CertIdentity) -> Result<(), Refusal> {
+    if identities
+        .iter()
+        .any(|i| i.matches(&id.issuer, &id.subject))
+    {
+        return Ok(());
+    }
+    let trusted: Vec<String> = identities.iter().map(Identity::describe).collect();
+    Err(Refusal::OtherSigner {
+        subject: id.subject.clone(),
+        issuer: id.issuer.clone(),
+        trusted: trusted.join(" or "),
+    })
 }
 
 /// The times the material's RFC 3161 timestamps prove for `signed`: every one must verify.
