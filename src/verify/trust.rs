@@ -278,6 +278,10 @@ mod tests {
         // The first CA retired at the end of 2022; the current one is open-ended.
         assert_eq!(root.authorities[0].valid.end, 1_672_531_199);
         assert_eq!(root.authorities[1].valid.end, i64::MAX);
+        // The public-good TSA, since 2025-07-04: its signing certificate, then its root.
+        assert_eq!(root.timestamp_authorities.len(), 1);
+        assert_eq!(root.timestamp_authorities[0].chain.len(), 2);
+        assert_eq!(root.timestamp_authorities[0].valid.start, 1_751_587_200);
         // rekor.sigstore.dev, and the first Rekor v2 shard (Ed25519).
         assert_eq!(root.logs.len(), 2);
         assert_eq!(root.logs[0].key.kind, "ecdsa-p256");
@@ -306,6 +310,22 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "keyless verification needs certificateAuthorities and tlogs"
+        );
+    }
+
+    #[test]
+    fn a_timestamp_authority_needs_certificates_and_a_start() {
+        let mut root: serde_json::Value = serde_json::from_str(PUBLIC_GOOD).unwrap();
+        root["timestampAuthorities"][0]["certChain"]["certificates"] = serde_json::json!([]);
+        let e = TrustedRoot::from_json("t", &serde_json::to_vec(&root).unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "timestampAuthorities[0]: no certificates");
+        let mut root: serde_json::Value = serde_json::from_str(PUBLIC_GOOD).unwrap();
+        root["timestampAuthorities"][0]["validFor"] =
+            serde_json::json!({"end": "2030-01-01T00:00:00Z"});
+        let e = TrustedRoot::from_json("t", &serde_json::to_vec(&root).unwrap()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "timestampAuthorities[0].validFor: a validity period without a start"
         );
     }
 
