@@ -17,21 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The cases `verify-bundle` does not pass yet.
-const XFAIL: &[&str] = &[
-    "bundle-with-sct-with-extensions",
-    "intoto-tsa-timestamp-outside-cert-validity_fail",
-    "rekor2-checkpoint-cosigned",
-    "rekor2-checkpoint-multiple-cosigs",
-    "rekor2-checkpoint-origin-not-first",
-    "rekor2-checkpoint-two-sigs-cosigned",
-    "rekor2-checkpoint-two-sigs-from-origin",
-    "rekor2-dsse-happy-path",
-    "rekor2-happy-path",
-    "rekor2-timestamp-with-embedded-cert",
-    "rekor2-timestamp-with-expired-cert-chain",
-    "rekor2-timestamp-without-embedded-cert",
-    "trust-root-tsa-validity-end-inclusive",
-];
+const XFAIL: &[&str] = &[];
 
 /// [`XFAIL`] as the suite's fnmatch patterns of test names, both modes; `[[]` is a literal `[`.
 fn xfail_patterns() -> Vec<String> {

@@ -1,7 +1,8 @@
 //! Keyless `verify` end to end. The independent signer (tests/support/cosign_signer.py, on
 //! PyPI's `cryptography`) plays Fulcio (a root and an intermediate CA issuing ten-minute
 //! certificates with the SAN URI, the OIDC issuer extension and the code-signing EKU) and
-//! Rekor (a log key that signs entry timestamps and checkpoints over a real RFC 6962 tree).
+//! Rekor (a log key that signs entry timestamps and checkpoints over a real RFC 6962 tree,
+//! and Rekor v2 entries without them) and a timestamp authority (RFC 3161 timestamps).
 //! A real `docker-registry` holds the signatures in the legacy `.sig` layout (annotations)
 //! and as Sigstore bundles v0.3 behind the referrers fallback tag. Each test asserts every
 //! candidate's verdict, the signer, and the exact registry requests; no request reaches a
@@ -295,6 +296,67 @@ fn tags_shows_why_each_keyless_signature_is_trusted_or_not() {
         report["signer"],
         json!(format!(
             "identity {RELEASE} (issuer {GITHUB}, logged 2024-02-01T12:01:00Z) (referrers tag, bundle)"
+        ))
+    );
+}
+
+/// RFC 3161 timestamps and Rekor v2 entries (no SET): a timestamp of the trusted root's TSA
+/// proves the time the certificate is checked at; a Rekor v2 entry without one proves no
+/// time; a timestamp after the certificate's ten minutes refuses it; a timestamp next to a
+/// SET must verify too. The newest good one is chosen, timestamped.
+#[test]
+fn timestamps_prove_the_time_of_rekor_v2_entries() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let sigstore = Sigstore::new();
+    let tags = ["1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0"];
+    let mut digests = Vec::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let created = format!("2024-01-{:02}T00:00:00Z", i + 1);
+        digests.push(reg.push_tag_created_digest(REPO, tag, &created));
+    }
+    let d = |tag: &str| digests[tags.iter().position(|t| *t == tag).unwrap()].clone();
+    let cases: [(&str, &[&str]); 5] = [
+        ("1.1.0", &["timestamp"]),
+        ("1.2.0", &["rekor-v2", "timestamp"]),
+        ("1.3.0", &["rekor-v2"]),
+        ("1.4.0", &["rekor-v2", "late-timestamp"]),
+        ("1.5.0", &["late-timestamp"]),
+    ];
+    for (tag, options) in cases {
+        let s = sigstore.sign("fulcio", "bundle", &d(tag), RELEASE, GITHUB, options);
+        push_bundle(&reg, &d(tag), &s);
+    }
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = registry_config(cfg_dir.path(), &reg.base_url(), "");
+    let root = sigstore.trusted_root(cfg_dir.path());
+    let run = imagebump()
+        .args(["tags", &format!("{HOST}/{REPO}:1.0.0"), "--output", "json"])
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--verify-identity")
+        .arg(format!("{GITHUB}={RELEASE_RE}"))
+        .arg("--verify-trusted-root")
+        .arg(&root)
+        .run();
+    let report = run.json();
+    let not = |why: &str| format!("not verified: keyless signature not trusted: {why}");
+    let expired = not("the signing certificate had expired at its log time 2024-02-01T12:20:00Z");
+    assert_eq!(
+        verdicts(&report),
+        [
+            format!("1.5.0: {expired}"),
+            format!("1.4.0: {expired}"),
+            format!("1.3.0: {}", not("the transparency log entry has no signed entry timestamp, and the bundle no RFC 3161 timestamp: its time is unproven")),
+            "1.2.0: chosen".into(),
+            "1.1.0: passed every filter, ranked below the chosen tag".into(),
+            "1.0.0: the current tag".into(),
+        ],
+        "{run}"
+    );
+    assert_eq!(
+        report["signer"],
+        json!(format!(
+            "identity {RELEASE} (issuer {GITHUB}, timestamped 2024-02-01T12:01:00Z) (referrers tag, bundle)"
         ))
     );
 }

@@ -82,6 +82,8 @@ pub enum Error {
     KeySignature,
     #[error(transparent)]
     Log(#[from] super::rekor::Error),
+    #[error(transparent)]
+    Timestamp(#[from] super::tsa::Error),
     #[error("the bundle holds no transparency log entry")]
     Unlogged,
     #[error("the signature over a digest is verified for ECDSA P-256 keys only")]
@@ -156,6 +158,7 @@ pub fn verify_with_key(
         leaf: key.fingerprint_source().to_vec(),
         chain: Vec::new(),
         entries: keyless::entries(material),
+        timestamps: keyless::timestamps(material),
     };
     checked_material(&material, version_01, jiff::Timestamp::now().as_second())?;
     let signed = Signed::Digest {
@@ -163,14 +166,18 @@ pub fn verify_with_key(
         signature: &message.signature,
         certificate: &material.leaf,
     };
+    let stamped = keyless::stamped(&material, root, &signed)?;
     let mut why = Error::Unlogged;
     for entry in &material.entries {
         let logged = match entry {
-            Ok(e) => super::rekor::verify(e, root, &signed),
+            Ok(e) => super::rekor::verify(e, root, &signed, &stamped),
             Err(e) => Err(e.clone()),
         };
         match logged {
-            Ok(time) => return keyed_signature(&message, input, key, time),
+            Ok(integrated) => {
+                let when = keyless::when(integrated, &stamped);
+                return keyed_signature(&message, input, key, &when);
+            }
             Err(e) => why = Error::Log(e),
         }
     }
@@ -182,7 +189,7 @@ fn keyed_signature(
     message: &Message,
     input: &Input,
     key: &super::PublicKey,
-    time: i64,
+    when: &str,
 ) -> Result<String, Error> {
     let verifies = match input {
         Input::Artifact(bytes) => key.verifies(bytes, &message.signature),
@@ -193,11 +200,7 @@ fn keyed_signature(
     if !verifies {
         return Err(Error::KeySignature);
     }
-    Ok(format!(
-        "key {} (logged {})",
-        key.name,
-        super::fulcio::show_time(time)
-    ))
+    Ok(format!("key {} ({when})", key.name))
 }
 
 /// A message signature over the artifact (or over its digest, ECDSA P-256 only).
@@ -255,6 +258,7 @@ fn verify_dsse(
     }
     let signed = Signed::Dsse {
         payload: &envelope.payload,
+        pae: &envelope.signed,
         signatures: &envelope.signatures,
         certificate: &material.leaf,
     };
@@ -382,6 +386,7 @@ mod tests {
         Material {
             leaf: Vec::new(),
             chain: Vec::new(),
+            timestamps: Vec::new(),
             entries: vec![Ok(Entry {
                 body: Vec::new(),
                 integrated_time,

@@ -25,6 +25,18 @@ pub struct PublicKey {
     der: Vec<u8>,
 }
 
+/// A signature algorithm a certificate-signed structure names (CMS `signatureAlgorithm`):
+/// the allow-list of pairs an RFC 3161 timestamp may be signed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureAlgorithm {
+    EcdsaSha256,
+    EcdsaSha384,
+    RsaPkcs1Sha256,
+    RsaPkcs1Sha384,
+    RsaPkcs1Sha512,
+    Ed25519,
+}
+
 /// Why bytes are not a public key imagebump can verify with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
@@ -112,6 +124,34 @@ impl PublicKey {
         UnparsedPublicKey::new(self.algorithm, &self.bits)
             .verify(message, sig)
             .is_ok()
+    }
+
+    /// Does `sig` sign `message` with this key under `algorithm` (named by the signed
+    /// structure, not the key's default)? `None` when the key is not of the algorithm's
+    /// kind, or ring has no such pair.
+    pub fn verifies_with(
+        &self,
+        algorithm: SignatureAlgorithm,
+        message: &[u8],
+        sig: &[u8],
+    ) -> Option<bool> {
+        use SignatureAlgorithm as A;
+        let ring: &'static dyn VerificationAlgorithm = match (self.kind, algorithm) {
+            ("ecdsa-p256", A::EcdsaSha256) => &signature::ECDSA_P256_SHA256_ASN1,
+            ("ecdsa-p256", A::EcdsaSha384) => &signature::ECDSA_P256_SHA384_ASN1,
+            ("ecdsa-p384", A::EcdsaSha256) => &signature::ECDSA_P384_SHA256_ASN1,
+            ("ecdsa-p384", A::EcdsaSha384) => &signature::ECDSA_P384_SHA384_ASN1,
+            ("rsa", A::RsaPkcs1Sha256) => &signature::RSA_PKCS1_2048_8192_SHA256,
+            ("rsa", A::RsaPkcs1Sha384) => &signature::RSA_PKCS1_2048_8192_SHA384,
+            ("rsa", A::RsaPkcs1Sha512) => &signature::RSA_PKCS1_2048_8192_SHA512,
+            ("ed25519", A::Ed25519) => &signature::ED25519,
+            _ => return None,
+        };
+        Some(
+            UnparsedPublicKey::new(ring, &self.bits)
+                .verify(message, sig)
+                .is_ok(),
+        )
     }
 
     /// Does `sig` (ASN.1 DER) sign the SHA-256 `digest` with this key? `None` for keys

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod rekor;
 pub mod sct;
 pub mod trust;
+pub mod tsa;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -419,6 +420,7 @@ impl Check<'_> {
                     };
                     let signed = rekor::Signed::Dsse {
                         payload: &envelope.payload,
+                        pae: &envelope.signed,
                         signatures: &envelope.signatures,
                         certificate: &material.leaf,
                     };

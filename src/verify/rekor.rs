@@ -2,7 +2,10 @@
 //! the signed entry timestamp (SET, the log's signature over the canonical JSON of
 //! `{body, integratedTime, logID, logIndex}`), the RFC 6962 inclusion proof up to a
 //! checkpoint the log signed, and the entry body, which must be the signature being
-//! verified. The signatures are ring's (through [`PublicKey`]); SHA-256 is sha2's.
+//! verified. Rekor v2 entries (`hashedrekord` 0.0.2) have no SET and no integrated time:
+//! their inclusion proof and checkpoint are required, and their time is only what RFC 3161
+//! timestamps prove (tsa.rs). The signatures are ring's (through [`PublicKey`]); SHA-256 is
+//! sha2's.
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -18,6 +21,7 @@ const MAX_PATH: usize = 64;
 pub struct Entry {
     /// The canonicalized entry body (JSON).
     pub body: Vec<u8>,
+    /// 0 when the entry has none (Rekor v2); a time only when a verified SET signs it.
     pub integrated_time: i64,
     pub log_index: i64,
     /// The log's id: the SHA-256 of its public key.
@@ -53,9 +57,11 @@ pub enum Signed<'a> {
         signature: &'a [u8],
         certificate: &'a [u8],
     },
-    /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate.
+    /// `dsse`: the SHA-256 of the envelope's payload, its signatures and the certificate;
+    /// or `hashedrekord` 0.0.2 of the SHA-256 of its pre-authentication encoding `pae`.
     Dsse {
         payload: &'a [u8],
+        pae: &'a [u8],
         signatures: &'a [Vec<u8>],
         certificate: &'a [u8],
     },
@@ -68,8 +74,12 @@ pub enum Error {
     UnknownLog { root: String },
     #[error("the transparency log's key was not valid at the entry's time")]
     KeyNotValid,
-    #[error("the transparency log entry has no signed entry timestamp (its time is unproven; signed timestamps from a timestamp authority are not supported)")]
+    #[error(
+        "the transparency log entry has neither a signed entry timestamp nor an inclusion proof"
+    )]
     NoTimestamp,
+    #[error("the transparency log entry has no signed entry timestamp, and the bundle no RFC 3161 timestamp: its time is unproven")]
+    NoTime,
     #[error(
         "the transparency log entry's signed entry timestamp does not verify with the log's key"
     )]
@@ -109,36 +119,66 @@ impl Error {
     }
 }
 
-/// Check `entry` against the trusted root's logs and `signed`; the verified time of the
-/// entry (its integrated time, which a verified SET signs).
-pub fn verify(entry: &Entry, root: &TrustedRoot, signed: &Signed) -> Result<i64, Error> {
-    let time = logged(entry, root)?;
+impl Signed<'_> {
+    /// The signature RFC 3161 timestamps stamp (a DSSE envelope's first).
+    pub fn timestamped(&self) -> &[u8] {
+        match self {
+            Signed::Hashed { signature, .. } | Signed::Digest { signature, .. } => signature,
+            Signed::Dsse { signatures, .. } => signatures.first().map_or(&[], Vec::as_slice),
+        }
+    }
+}
+
+/// Check `entry` against the trusted root's logs and `signed`, given `timestamps` (the
+/// times RFC 3161 timestamps of the same signature proved): the entry's integrated time
+/// when a SET signs it. Without one, at least one timestamp is required.
+pub fn verify(
+    entry: &Entry,
+    root: &TrustedRoot,
+    signed: &Signed,
+    timestamps: &[i64],
+) -> Result<Option<i64>, Error> {
+    let integrated = logged(entry, root, timestamps)?;
     body_matches(&entry.body, signed)?;
-    Ok(time)
+    if integrated.is_none() && timestamps.is_empty() {
+        return Err(Error::NoTime);
+    }
+    Ok(integrated)
 }
 
 /// The entry is in a log of the trusted root: its SET verifies, and its inclusion proof
-/// and checkpoint when it has them. Its integrated time, which the SET signs.
-fn logged(entry: &Entry, root: &TrustedRoot) -> Result<i64, Error> {
+/// and checkpoint when it has them (an entry without a SET must have them). Its integrated
+/// time when a SET signs it. The log's key must be valid at that time, or, without one, at
+/// every time of `timestamps`.
+fn logged(entry: &Entry, root: &TrustedRoot, timestamps: &[i64]) -> Result<Option<i64>, Error> {
     let Some(log) = root.log(&entry.log_id) else {
         return Err(Error::UnknownLog {
             root: root.name.clone(),
         });
     };
-    if !log.valid.contains(entry.integrated_time) {
-        return Err(Error::KeyNotValid);
-    }
-    let Some(set) = &entry.set else {
-        return Err(Error::NoTimestamp);
+    let integrated = match &entry.set {
+        Some(set) => {
+            if !log.valid.contains(entry.integrated_time) {
+                return Err(Error::KeyNotValid);
+            }
+            if !log.key.verifies(&set_payload(entry), set) {
+                return Err(Error::TimestampRefused);
+            }
+            Some(entry.integrated_time)
+        }
+        None if entry.proof.is_none() => return Err(Error::NoTimestamp),
+        None => {
+            if !timestamps.iter().all(|t| log.valid.contains(*t)) {
+                return Err(Error::KeyNotValid);
+            }
+            None
+        }
     };
-    if !log.key.verifies(&set_payload(entry), set) {
-        return Err(Error::TimestampRefused);
-    }
     if let Some(proof) = &entry.proof {
         inclusion(&entry.body, proof)?;
         checkpoint(proof, &log.key, &entry.log_id)?;
     }
-    Ok(entry.integrated_time)
+    Ok(integrated)
 }
 
 /// The canonical JSON the SET signs: keys sorted, no spaces.
@@ -204,7 +244,7 @@ fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Er
         return Err(bad("is not a signed note"));
     };
     let mut lines = note.lines();
-    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
+    let (origin, size, root) = (lines.next(), lines.next(), lines.next());
     let b64 = base64::engine::general_purpose::STANDARD;
     if size.and_then(|s| s.parse::<u64>().ok()) != Some(p.tree_size)
         || root.and_then(|r| b64.decode(r).ok()).as_deref() != Some(&p.root_hash[..])
@@ -212,10 +252,22 @@ fn checkpoint(p: &Proof, key: &super::PublicKey, log_id: &[u8]) -> Result<(), Er
         return Err(bad("is for another tree than the inclusion proof"));
     }
     let signed = format!("{note}\n");
-    let ok = sigs.lines().take(8).any(|line| {
+    // C2SP signed note: `— <name> <base64(key hint || signature)>`. Only lines of the log
+    // (named as the note's origin, with the log's key hint) count; witness cosignatures and
+    // lines of other keys are ignored. A Rekor v1 origin is `<name> - <tree id>`.
+    let of_log = |name: &str| {
+        origin.is_some_and(|o| {
+            o == name
+                || o.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix(" - "))
+                    .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    let ok = sigs.lines().take(16).any(|line| {
         let Some(sig) = line
             .strip_prefix("\u{2014} ")
             .and_then(|l| l.rsplit_once(' '))
+            .filter(|(name, _)| of_log(name))
             .and_then(|(_, s)| b64.decode(s).ok())
         else {
             return false;
@@ -244,7 +296,13 @@ struct Body {
 /// The entry body logs this very signature, of this payload, by this certificate.
 fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
     let b: Body = serde_json::from_slice(body).map_err(|e| Error::Body(e.to_string()))?;
-    let mismatch = match (signed, b.kind.as_str()) {
+    // Rekor v2 (0.0.2) bodies keep their fields under one key of the spec.
+    let v2 = b
+        .spec
+        .get("hashedRekordV002")
+        .or_else(|| b.spec.get("dsseV002"));
+    let mismatch = match (signed, b.kind.as_str(), v2) {
+        (_, "hashedrekord", Some(v2)) => hashed_v2_mismatch(v2, signed),
         (
             Signed::Hashed {
                 payload,
@@ -252,6 +310,7 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 certificate,
             },
             "hashedrekord",
+            None,
         ) => hashed_mismatch(&b.spec, &sha256_hex(payload), signature, certificate),
         (
             Signed::Digest {
@@ -260,24 +319,39 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
                 certificate,
             },
             "hashedrekord",
+            None,
         ) => hashed_mismatch(&b.spec, &hex(digest), signature, certificate),
         (
             Signed::Dsse {
                 payload,
                 signatures,
                 certificate,
+                ..
             },
             "dsse",
+            Some(v2),
+        ) => dsse_v2_mismatch(v2, payload, signatures, certificate),
+        (
+            Signed::Dsse {
+                payload,
+                signatures,
+                certificate,
+                ..
+            },
+            "dsse",
+            None,
         ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
         (
             Signed::Dsse {
                 payload,
                 signatures,
                 certificate,
+                ..
             },
             "intoto",
+            None,
         ) if b.api_version == "0.0.2" => intoto_mismatch(&b.spec, payload, signatures, certificate),
-        (_, kind) => return Err(Error::Kind(kind.to_string())),
+        (_, kind, _) => return Err(Error::Kind(kind.to_string())),
     };
     match mismatch {
         Some(what) => Err(Error::Mismatch(what)),
@@ -305,6 +379,87 @@ fn hashed_mismatch(
         return Some("certificate");
     }
     None
+}
+
+/// What a `hashedrekord` 0.0.2 entry's `hashedRekordV002` logs other than `signed`: the
+/// SHA-256 digest (of the payload, or of a DSSE envelope's pre-authentication encoding),
+/// the signature (every signature of an envelope is that one), and the certificate (or
+/// the public key, as DER). `None` when it logs this very signature.
+fn hashed_v2_mismatch(spec: &serde_json::Value, signed: &Signed) -> Option<&'static str> {
+    let (digest, signatures, certificate): (Vec<u8>, Vec<&[u8]>, &[u8]) = match signed {
+        Signed::Hashed {
+            payload,
+            signature,
+            certificate,
+        } => (
+            Sha256::digest(payload).to_vec(),
+            vec![signature],
+            certificate,
+        ),
+        Signed::Digest {
+            digest,
+            signature,
+            certificate,
+        } => (digest.to_vec(), vec![signature], certificate),
+        Signed::Dsse {
+            pae,
+            signatures,
+            certificate,
+            ..
+        } => (
+            Sha256::digest(pae).to_vec(),
+            signatures.iter().map(Vec::as_slice).collect(),
+            certificate,
+        ),
+    };
+    if text_at(spec, "/data/algorithm").as_deref() != Some("SHA2_256")
+        || base64_at(spec, "/data/digest").as_deref() != Some(&digest[..])
+    {
+        return Some("payload");
+    }
+    let logged = base64_at(spec, "/signature/content");
+    if signatures.is_empty() || signatures.iter().any(|s| logged.as_deref() != Some(*s)) {
+        return Some("signature");
+    }
+    let verifier = base64_at(spec, "/signature/verifier/x509Certificate/rawBytes")
+        .or_else(|| base64_at(spec, "/signature/verifier/publicKey/rawBytes"));
+    (verifier.as_deref() != Some(certificate)).then_some("certificate")
+}
+
+/// What a `dsse` 0.0.2 entry's `dsseV002` logs other than `signed`: the SHA-256 of the
+/// envelope's payload, and every signature of the envelope with the certificate (or the
+/// public key, as DER). `None` when it logs them.
+fn dsse_v2_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/payloadHash/algorithm").as_deref() != Some("SHA2_256")
+        || base64_at(spec, "/payloadHash/digest").as_deref() != Some(&Sha256::digest(payload)[..])
+    {
+        return Some("payload");
+    }
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = spec
+        .get("signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| {
+            let verifier = base64_at(s, "/verifier/x509Certificate/rawBytes")
+                .or_else(|| base64_at(s, "/verifier/publicKey/rawBytes"));
+            (base64_at(s, "/content"), verifier)
+        })
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
 }
 
 /// What a `dsse` entry's `spec` logs other than `signed`: every signature of the envelope
@@ -537,7 +692,11 @@ pub fn from_bundle(v: &serde_json::Value) -> Result<Entry, Error> {
     };
     Ok(Entry {
         body: bytes("/canonicalizedBody")?,
-        integrated_time: int("/integratedTime")?,
+        // Rekor v2 entries have none (their time is a timestamp authority's).
+        integrated_time: match v.get("integratedTime") {
+            None | Some(serde_json::Value::Null) => 0,
+            Some(_) => int("/integratedTime")?,
+        },
         log_index: int("/logIndex")?,
         log_id: bytes("/logId/keyId")?,
         set,
@@ -560,21 +719,21 @@ mod tests {
         .unwrap();
         let entry = from_bundle(&bundle["verificationMaterial"]["tlogEntries"][0]).unwrap();
         let root = TrustedRoot::public_good().unwrap();
-        assert_eq!(logged(&entry, &root), Ok(1_710_888_076));
+        assert_eq!(logged(&entry, &root, &[]), Ok(Some(1_710_888_076)));
         assert_eq!(entry.proof.as_ref().unwrap().tree_size, 75_441_653);
 
         let mut bad = entry.clone();
         bad.integrated_time += 1;
-        assert_eq!(logged(&bad, &root), Err(Error::TimestampRefused));
+        assert_eq!(logged(&bad, &root, &[]), Err(Error::TimestampRefused));
         let mut bad = entry.clone();
         bad.proof.as_mut().unwrap().hashes[3][0] ^= 1;
-        assert_eq!(logged(&bad, &root), Err(Error::Inclusion));
+        assert_eq!(logged(&bad, &root, &[]), Err(Error::Inclusion));
         let mut bad = entry.clone();
         let p = bad.proof.as_mut().unwrap();
         p.checkpoint = p
             .checkpoint
             .replace("rekor.sigstore.dev - ", "rekor.example - ");
-        let refused = logged(&bad, &root).unwrap_err();
+        let refused = logged(&bad, &root, &[]).unwrap_err();
         assert_eq!(refused, Error::Checkpoint("is not signed by the log's key"));
         assert_eq!(
             refused.to_string(),
@@ -582,10 +741,165 @@ mod tests {
         );
         let mut bad = entry;
         bad.log_id[0] ^= 1;
-        let unknown = logged(&bad, &root).unwrap_err();
+        let unknown = logged(&bad, &root, &[]).unwrap_err();
         assert!(matches!(unknown, Error::UnknownLog { .. }), "{unknown:?}");
         assert!(unknown.to_string().contains("does not list"), "{unknown}");
         assert!(unknown.hint().unwrap().contains("verify.trustedRoot"));
+    }
+
+    const REKOR2: &str = include_str!(
+        "../../tests/conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"
+    );
+    const REKOR2_ROOT: &str =
+        include_str!("../../tests/conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
+
+    /// A real Rekor v2 entry (sigstage's log2025-alpha1, Ed25519), its bundle and root.
+    fn rekor2() -> (Entry, serde_json::Value, TrustedRoot) {
+        let bundle: serde_json::Value = serde_json::from_str(REKOR2).unwrap();
+        let entry = from_bundle(&bundle["verificationMaterial"]["tlogEntries"][0]).unwrap();
+        let root = TrustedRoot::from_json("staging", REKOR2_ROOT.as_bytes()).unwrap();
+        (entry, bundle, root)
+    }
+
+    /// Its time is only the timestamps': without a SET, the proof and checkpoint are
+    /// required, the log's key must be valid at every timestamp, and one is required.
+    #[test]
+    fn a_rekor_v2_entry_has_no_time_of_its_own() {
+        let (entry, bundle, root) = rekor2();
+        assert_eq!((entry.integrated_time, entry.set.is_none()), (0, true));
+        let stamped = 1_749_729_740;
+        assert_eq!(logged(&entry, &root, &[stamped]), Ok(None));
+        // Before the log's key was valid (2025-04-16).
+        assert_eq!(
+            logged(&entry, &root, &[stamped, 1_744_000_000]),
+            Err(Error::KeyNotValid)
+        );
+        let mut unproven = entry.clone();
+        unproven.proof = None;
+        assert_eq!(
+            logged(&unproven, &root, &[stamped]),
+            Err(Error::NoTimestamp)
+        );
+
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let cert = b64
+            .decode(
+                bundle["verificationMaterial"]["certificate"]["rawBytes"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let sig = b64
+            .decode(bundle["messageSignature"]["signature"].as_str().unwrap())
+            .unwrap();
+        let digest = b64
+            .decode(
+                bundle["messageSignature"]["messageDigest"]["digest"]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        let signed = |digest: &[u8], signature: &[u8], certificate: &[u8]| {
+            let s = Signed::Digest {
+                digest,
+                signature,
+                certificate,
+            };
+            verify(&entry, &root, &s, &[stamped])
+        };
+        assert_eq!(signed(&digest, &sig, &cert), Ok(None));
+        let s = Signed::Digest {
+            digest: &digest,
+            signature: &sig,
+            certificate: &cert,
+        };
+        assert_eq!(verify(&entry, &root, &s, &[]), Err(Error::NoTime));
+        assert_eq!(
+            signed(&[0; 32], &sig, &cert),
+            Err(Error::Mismatch("payload"))
+        );
+        assert_eq!(
+            signed(&digest, &sig[1..], &cert),
+            Err(Error::Mismatch("signature"))
+        );
+        assert_eq!(
+            signed(&digest, &sig, &cert[1..]),
+            Err(Error::Mismatch("certificate"))
+        );
+    }
+
+    /// A Rekor v2 `dsse` 0.0.2 body logs the payload's SHA-256 and every signature with
+    /// its certificate.
+    #[test]
+    fn a_dsse_v2_body_logs_the_envelope() {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = |digest: &[u8], sig: &[u8], cert: &[u8]| {
+            serde_json::json!({
+                "apiVersion": "0.0.2",
+                "kind": "dsse",
+                "spec": {"dsseV002": {
+                    "payloadHash": {"algorithm": "SHA2_256", "digest": b64.encode(digest)},
+                    "signatures": [{
+                        "content": b64.encode(sig),
+                        "verifier": {"x509Certificate": {"rawBytes": b64.encode(cert)}},
+                    }],
+                }},
+            })
+            .to_string()
+            .into_bytes()
+        };
+        let payload = b"{}";
+        let sigs = vec![b"sig".to_vec()];
+        let signed = Signed::Dsse {
+            payload,
+            pae: b"",
+            signatures: &sigs,
+            certificate: b"cert",
+        };
+        let digest = Sha256::digest(payload);
+        assert_eq!(
+            body_matches(&body(&digest, b"sig", b"cert"), &signed),
+            Ok(())
+        );
+        assert_eq!(
+            body_matches(&body(&[0; 32], b"sig", b"cert"), &signed),
+            Err(Error::Mismatch("payload"))
+        );
+        for (sig, cert) in [(&b"other"[..], &b"cert"[..]), (b"sig", b"other")] {
+            assert_eq!(
+                body_matches(&body(&digest, sig, cert), &signed),
+                Err(Error::Mismatch("signature or certificate"))
+            );
+        }
+    }
+
+    /// C2SP signed notes: the log's line counts wherever it is; witness lines and lines of
+    /// another name or key hint do not.
+    #[test]
+    fn checkpoint_lines_are_the_logs_own() {
+        let (entry, _, root) = rekor2();
+        let log = root.log(&entry.log_id).unwrap();
+        let proof = entry.proof.clone().unwrap();
+        let (note, sigs) = proof.checkpoint.split_once("\n\n").unwrap();
+        let with = |sigs: &str| {
+            let mut p = proof.clone();
+            p.checkpoint = format!("{note}\n\n{sigs}");
+            checkpoint(&p, &log.key, &entry.log_id)
+        };
+        let witness = "\u{2014} witness.example O8PH5AAAAABopO8+4O9uzScQrNEnGdKLYXSPoUjH1Se4n92W+wT/j5Kel/4J2XWE4bEe9bpIVUD6EGOeUDFkSWz/rbDhvVcJ/2OrDw==\n";
+        assert_eq!(with(sigs), Ok(()));
+        assert_eq!(with(&format!("{witness}{sigs}")), Ok(()));
+        assert_eq!(with(&format!("{sigs}{witness}")), Ok(()));
+        let refused = Err(Error::Checkpoint("is not signed by the log's key"));
+        assert_eq!(with(witness), refused);
+        assert_eq!(with(""), refused);
+        // The log's signature under another name.
+        let renamed = sigs.replace(
+            "log2025-alpha1.rekor.sigstage.dev ",
+            "log2025-alpha1.rekor.example ",
+        );
+        assert_eq!(with(&renamed), refused);
+        // (A Rekor v1 origin, `<name> - <tree id>`, is the public-good entry's above.)
     }
 
     fn leaf(d: &[u8]) -> Vec<u8> {

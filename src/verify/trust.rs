@@ -24,6 +24,9 @@ pub struct TrustedRoot {
     pub logs: Vec<Log>,
     /// The certificate transparency logs whose SCTs keyless certificates carry (sct.rs).
     pub ctlogs: Vec<Log>,
+    /// RFC 3161 timestamp authorities (tsa.rs): each chain starts with the TSA's signing
+    /// certificate.
+    pub timestamp_authorities: Vec<Authority>,
 }
 
 /// A Fulcio CA: its chain (issuing certificate first, the root last), valid for a window.
@@ -64,6 +67,7 @@ struct RawRoot {
     certificate_authorities: Vec<RawAuthority>,
     #[serde(default)]
     ctlogs: Vec<RawLog>,
+    timestamp_authorities: Vec<RawAuthority>,
 }
 
 #[derive(Deserialize)]
@@ -137,8 +141,9 @@ pub enum RootError {
     },
     #[error("{0}: a validity period without a start")]
     NoStart(String),
-    #[error("certificateAuthorities[{0}]: no certificates")]
-    EmptyChain(usize),
+    /// `certificateAuthorities[i]` or `timestampAuthorities[i]`.
+    #[error("{0}: no certificates")]
+    EmptyChain(String),
     #[error("keyless verification needs certificateAuthorities and tlogs")]
     Incomplete,
 }
@@ -168,35 +173,12 @@ impl TrustedRoot {
         if raw.media_type != MEDIA_TYPE {
             return Err(RootError::MediaType(raw.media_type));
         }
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let decode = |what: &str, s: &str| {
-            b64.decode(s.trim()).map_err(|e| RootError::Base64 {
-                at: what.to_string(),
-                reason: e.to_string(),
-            })
-        };
         let logs = read_logs(&raw.tlogs, "tlogs").collect::<Result<Vec<_>, _>>()?;
         // A CT log key imagebump cannot read (the staging root lists a PKCS#1 RSA key) is
         // left out: no SCT verifies with it, so its SCTs count as from an unknown log.
         let ctlogs = read_logs(&raw.ctlogs, "ctlogs").flatten().collect();
-        let mut authorities = Vec::new();
-        for (i, a) in raw.certificate_authorities.iter().enumerate() {
-            let chain = a
-                .cert_chain
-                .certificates
-                .iter()
-                .map(|c| decode(&format!("certificateAuthorities[{i}]"), &c.raw_bytes))
-                .collect::<Result<Vec<_>, _>>()?;
-            if chain.is_empty() {
-                return Err(RootError::EmptyChain(i));
-            }
-            authorities.push(Authority {
-                chain,
-                valid: window(a.valid_for.as_ref(), || {
-                    format!("certificateAuthorities[{i}].validFor")
-                })?,
-            });
-        }
+        let authorities = chains(&raw.certificate_authorities, "certificateAuthorities")?;
+        let timestamp_authorities = chains(&raw.timestamp_authorities, "timestampAuthorities")?;
         if authorities.is_empty() || logs.is_empty() {
             return Err(RootError::Incomplete);
         }
@@ -205,6 +187,7 @@ impl TrustedRoot {
             authorities,
             logs,
             ctlogs,
+            timestamp_authorities,
         })
     }
 
@@ -240,6 +223,35 @@ fn read_logs<'a>(
             valid: window(l.public_key.valid_for.as_ref(), || format!("{at}.validFor"))?,
         })
     })
+}
+
+/// The certificate chains of `raw`, named `what` (`certificateAuthorities`) in errors.
+fn chains(raw: &[RawAuthority], what: &str) -> Result<Vec<Authority>, RootError> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = Vec::new();
+    for (i, a) in raw.iter().enumerate() {
+        let at = || format!("{what}[{i}]");
+        let chain = a
+            .cert_chain
+            .certificates
+            .iter()
+            .map(|c| {
+                b64.decode(c.raw_bytes.trim())
+                    .map_err(|e| RootError::Base64 {
+                        at: at(),
+                        reason: e.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if chain.is_empty() {
+            return Err(RootError::EmptyChain(at()));
+        }
+        out.push(Authority {
+            chain,
+            valid: window(a.valid_for.as_ref(), || format!("{}.validFor", at()))?,
+        });
+    }
+    Ok(out)
 }
 
 /// The window `raw` gives: none is open at both ends, one without an end is open at its
@@ -278,6 +290,10 @@ mod tests {
         // The first CA retired at the end of 2022; the current one is open-ended.
         assert_eq!(root.authorities[0].valid.end, 1_672_531_199);
         assert_eq!(root.authorities[1].valid.end, i64::MAX);
+        // The public-good TSA, since 2025-07-04: its signing certificate, then its root.
+        assert_eq!(root.timestamp_authorities.len(), 1);
+        assert_eq!(root.timestamp_authorities[0].chain.len(), 2);
+        assert_eq!(root.timestamp_authorities[0].valid.start, 1_751_587_200);
         // rekor.sigstore.dev, and the first Rekor v2 shard (Ed25519).
         assert_eq!(root.logs.len(), 2);
         assert_eq!(root.logs[0].key.kind, "ecdsa-p256");
@@ -331,6 +347,22 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "keyless verification needs certificateAuthorities and tlogs"
+        );
+    }
+
+    #[test]
+    fn a_timestamp_authority_needs_certificates_and_a_start() {
+        let mut root: serde_json::Value = serde_json::from_str(PUBLIC_GOOD).unwrap();
+        root["timestampAuthorities"][0]["certChain"]["certificates"] = serde_json::json!([]);
+        let e = TrustedRoot::from_json("t", &serde_json::to_vec(&root).unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "timestampAuthorities[0]: no certificates");
+        let mut root: serde_json::Value = serde_json::from_str(PUBLIC_GOOD).unwrap();
+        root["timestampAuthorities"][0]["validFor"] =
+            serde_json::json!({"end": "2030-01-01T00:00:00Z"});
+        let e = TrustedRoot::from_json("t", &serde_json::to_vec(&root).unwrap()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "timestampAuthorities[0].validFor: a validity period without a start"
         );
     }
 

@@ -14,7 +14,10 @@
     cosign_signer.py ca DIR                               a test Fulcio: a root and an intermediate CA
                                                           (code-signing EKU), as DER and PEM keys, and
                                                           its certificate transparency log key
-    cosign_signer.py rekor DIR                            a test Rekor log key (ECDSA P-256)
+    cosign_signer.py rekor DIR                            a test Rekor log key (ECDSA P-256), and a
+                                                          test timestamp authority (a root and a
+                                                          P-384 signing certificate with the
+                                                          timeStamping EKU)
     cosign_signer.py trusted-root CA_DIR REKOR_DIR        the Sigstore trusted_root.json trusting them
     cosign_signer.py keyless CA_DIR REKOR_DIR LAYOUT DIGEST REFERENCE SUBJECT ISSUER [OPTION...]
                                                           a keyless signature as JSON: LAYOUT `sig` gives
@@ -29,7 +32,13 @@
                                                           signed=DIGEST (the payload names DIGEST),
                                                           no-sct (the certificate has no SCT),
                                                           sct-unknown-log (its SCT is from a CT log
-                                                          the trusted root does not list)
+                                                          the trusted root does not list);
+                                                          for `bundle`: timestamp (an RFC 3161
+                                                          timestamp of the signature, a minute after
+                                                          signing), late-timestamp (twenty minutes
+                                                          after), rekor-v2 (a Rekor v2 entry:
+                                                          hashedrekord 0.0.2 of the envelope's PAE, no
+                                                          SET, no integrated time)
 
 Signatures are what `cosign sign --key` makes: ECDSA P-256 over SHA-256 (ASN.1 DER),
 Ed25519 over the payload, RSA PKCS#1 v1.5 over SHA-256. Keyless ones are what `cosign sign`
@@ -202,6 +211,90 @@ def ca(directory):
 def rekor(directory):
     os.makedirs(directory, exist_ok=True)
     _save_key(ec.generate_private_key(ec.SECP256R1()), os.path.join(directory, "rekor.key"))
+    _tsa(directory)
+
+
+def _tsa(directory):
+    """A timestamp authority: a self-signed root and a P-384 signing certificate."""
+    start = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    end = datetime.datetime(2035, 1, 1, tzinfo=datetime.timezone.utc)
+    root_key = ec.generate_private_key(ec.SECP384R1())
+    root = (x509.CertificateBuilder().subject_name(_name("test-tsa-root"))
+            .issuer_name(_name("test-tsa-root")).public_key(root_key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                           critical=True)
+            .sign(root_key, hashes.SHA384()))
+    key = ec.generate_private_key(ec.SECP384R1())
+    leaf = (x509.CertificateBuilder().subject_name(_name("test-tsa"))
+            .issuer_name(root.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False),
+                           critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+            .sign(root_key, hashes.SHA384()))
+    for name, cert in (("tsa-root", root), ("tsa", leaf)):
+        with open(os.path.join(directory, name + ".der"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.DER))
+    _save_key(key, os.path.join(directory, "tsa.key"))
+
+
+def _der(tag, content):
+    n = len(content)
+    if n < 0x80:
+        return bytes([tag, n]) + content
+    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes([tag, 0x80 | len(size)]) + size + content
+
+
+def _oid(dotted):
+    parts = [int(p) for p in dotted.split(".")]
+    out = bytes([parts[0] * 40 + parts[1]])
+    for p in parts[2:]:
+        chunk = [p & 0x7F]
+        p >>= 7
+        while p:
+            chunk.append(0x80 | (p & 0x7F))
+            p >>= 7
+        out += bytes(reversed(chunk))
+    return _der(0x06, out)
+
+
+def _int(n):
+    return _der(0x02, n.to_bytes(n.bit_length() // 8 + 1, "big"))
+
+
+def _seq(*items):
+    return _der(0x30, b"".join(items))
+
+
+def _timestamp(rekor_dir, signature, at):
+    """An RFC 3161 TimeStampResp for `signature` at `at`, as sigstore's TSA writes it: CMS
+    SignedData around a TSTInfo, ecdsa-with-SHA256 by a P-384 key, the certificate embedded."""
+    key = _load(os.path.join(rekor_dir, "tsa.key"))
+    cert = _load(os.path.join(rekor_dir, "tsa.der"))
+    sha256 = _seq(_oid("2.16.840.1.101.3.4.2.1"))
+    tst_info_oid = _oid("1.2.840.113549.1.9.16.1.4")
+    tst = _seq(_int(1), _oid("1.3.6.1.4.1.57264.2"),
+               _seq(sha256, _der(0x04, hashlib.sha256(signature).digest())),
+               _int(7), _der(0x18, at.strftime("%Y%m%d%H%M%SZ").encode()))
+    attrs = sorted([
+        _seq(_oid("1.2.840.113549.1.9.3"), _der(0x31, tst_info_oid)),
+        _seq(_oid("1.2.840.113549.1.9.4"), _der(0x31, _der(0x04, hashlib.sha256(tst).digest()))),
+    ])
+    signed = key.sign(_der(0x31, b"".join(attrs)), ec.ECDSA(hashes.SHA256()))
+    signer = _seq(_int(1), _seq(cert.issuer.public_bytes(), _int(cert.serial_number)), sha256,
+                  _der(0xA0, b"".join(attrs)), _seq(_oid("1.2.840.10045.4.3.2")),
+                  _der(0x04, signed))
+    signed_data = _seq(_int(3), _der(0x31, sha256),
+                       _seq(tst_info_oid, _der(0xA0, _der(0x04, tst))),
+                       _der(0xA0, cert.public_bytes(serialization.Encoding.DER)),
+                       _der(0x31, signer))
+    token = _seq(_oid("1.2.840.113549.1.7.2"), _der(0xA0, signed_data))
+    return _seq(_seq(_int(0)), token)
 
 
 def _rekor_public_der(directory):
@@ -230,7 +323,15 @@ def trusted_root(ca_dir, rekor_dir):
             "validFor": {"start": "2020-01-01T00:00:00Z"},
         }],
         "ctlogs": _ctlogs(ca_dir),
-        "timestampAuthorities": [],
+        "timestampAuthorities": [{
+            "subject": {"organization": "imagebump.test", "commonName": "test-tsa"},
+            "uri": "https://tsa.test",
+            "certChain": {"certificates": [
+                {"rawBytes": b64(_load(os.path.join(rekor_dir, n + ".der"))
+                                 .public_bytes(serialization.Encoding.DER))}
+                for n in ("tsa", "tsa-root")]},
+            "validFor": {"start": "2020-01-01T00:00:00Z"},
+        }],
     }
     sys.stdout.write(json.dumps(root, indent=2))
 
@@ -428,6 +529,12 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
                          "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest()},
         "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()},
         "signatures": [{"signature": b64(sig), "verifier": b64(cert_pem)}]}}
+    if "rekor-v2" in options:
+        entry = {"apiVersion": "0.0.2", "kind": "hashedrekord", "spec": {"hashedRekordV002": {
+            "data": {"algorithm": "SHA2_256", "digest": b64(hashlib.sha256(pae).digest())},
+            "signature": {"content": b64(sig), "verifier": {
+                "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "x509Certificate": {"rawBytes": b64(cert.public_bytes(serialization.Encoding.DER))}}}}}}
     body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
     log = _log(rekor_dir, body, integrated, options)
     tlog = {
@@ -445,6 +552,9 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
         },
         "canonicalizedBody": b64(body),
     }
+    if "rekor-v2" in options:
+        tlog["kindVersion"] = {"kind": "hashedrekord", "version": "0.0.2"}
+        del tlog["integratedTime"], tlog["inclusionPromise"]
     bundle = {
         "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
         "verificationMaterial": {
@@ -453,6 +563,12 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
         },
         "dsseEnvelope": envelope,
     }
+    stamped = {"timestamp": 1, "late-timestamp": 20}
+    for option, minutes in stamped.items():
+        if option in options:
+            at = SIGNED_AT + datetime.timedelta(minutes=minutes)
+            bundle["verificationMaterial"]["timestampVerificationData"] = {"rfc3161Timestamps": [
+                {"signedTimestamp": b64(_timestamp(rekor_dir, sig, at))}]}
     sys.stdout.write(json.dumps({"bundle": json.dumps(bundle)}))
 
 
