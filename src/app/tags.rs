@@ -343,7 +343,7 @@ fn first_seen_in(
     }
 }
 
-/// Each candidate's `minAge` clock; a kept candidate's reason says it too.
+/// Each candidate's `minAge` clock.
 fn add_ages(explained: &mut Explained<'_>, eval: &Evaluation<'_>, now: jiff::Timestamp) {
     use imagebump_policy::age::Clock;
     let clocks: std::collections::HashMap<&str, Clock> = eval.clocks().into_iter().collect();
@@ -352,9 +352,6 @@ fn add_ages(explained: &mut Explained<'_>, eval: &Evaluation<'_>, now: jiff::Tim
             continue;
         };
         let said = clock.describe(now);
-        if c.kept {
-            c.reason = format!("{} ({said})", c.reason);
-        }
         c.age = Some(AgeOut {
             clock: clock.name(),
             since: clock.since().to_string(),
@@ -467,10 +464,15 @@ fn print_text(r: &Explained, width: Option<usize>) {
             .candidates
             .iter()
             .map(|c| {
+                // A kept candidate's reason does not name its clock; a dropped one's does.
+                let reason = match (&c.age, c.kept) {
+                    (Some(age), true) => format!("{} ({})", c.reason, age.said),
+                    _ => c.reason.clone(),
+                };
                 vec![
                     c.tag.to_string(),
                     if c.kept { "yes" } else { "no" }.to_string(),
-                    c.reason.clone(),
+                    reason,
                 ]
             })
             .collect();
