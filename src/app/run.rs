@@ -1003,29 +1003,13 @@ async fn analyse_once(
         "discovered"
     );
     let progress = progress_of(out, registries);
-    let mut unread = Vec::new();
-    let first_seen = first_seen_records(loaded, &found, &mut unread);
-    let clocks = resolve::Clocks {
-        first_seen: &first_seen,
-        now: plan.started,
-    };
-    let refs = &found.refs;
     let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();
-    let mut resolved = resolve::resolve_with(
-        refs,
-        registries,
-        (plan.concurrency, clocks),
-        rejections,
-        &promoted,
-        &progress,
-        Some(early),
-    )
-    .await;
+    let ask = (plan, loaded, registries);
+    let mut resolved = resolve_found(ask, &found, (rejections, &promoted), &progress, early).await;
     resolved
         .problems
         .extend(promotions.problems.iter().cloned());
-    resolved.problems.extend(unread);
     progress.finish();
     let awaiting = super::run_dashboard::hold_majors(&found, &mut resolved.outcomes, majors);
     resolved.waiting = gate.hold(&found.refs, &mut resolved.outcomes);
@@ -1055,6 +1039,34 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions, awaiting)
+}
+
+/// Resolve `found`'s references, with the first sightings `minAge` needs read first.
+async fn resolve_found(
+    (plan, loaded, registries): (&RunPlan, &Loaded, &Registries),
+    found: &Discovery,
+    (rejections, promoted): (&Rejections, &BTreeMap<usize, Vec<String>>),
+    progress: &crate::progress::Progress,
+    early: resolve::EarlyLists,
+) -> Resolved {
+    let mut unread = Vec::new();
+    let first_seen = first_seen_records(loaded, found, &mut unread);
+    let clocks = resolve::Clocks {
+        first_seen: &first_seen,
+        now: plan.started,
+    };
+    let mut resolved = resolve::resolve_with(
+        &found.refs,
+        registries,
+        (plan.concurrency, clocks),
+        rejections,
+        promoted,
+        progress,
+        Some(early),
+    )
+    .await;
+    resolved.problems.extend(unread);
+    resolved
 }
 
 /// What resolve asked of the registries, at `info`.

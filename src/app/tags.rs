@@ -150,11 +150,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         &own
     };
     let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
-    let now = test_now();
-    eval.set_now(now);
-    if let Some(dir) = args.repo.as_ref().filter(|_| policy.min_age.is_some()) {
-        eval.set_first_seen(first_seen_in(dir, &reference.name));
-    }
+    let now = set_clocks(&mut eval, args, &policy, &reference.name);
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
@@ -310,6 +306,22 @@ fn rejected_in(
         held.entry(r.tag).or_insert(why);
     }
     held
+}
+
+/// Judge `eval` at [`test_now`] (returned), with `--repo`'s first sightings of `image`
+/// when the policy has `minAge`.
+fn set_clocks(
+    eval: &mut Evaluation<'_>,
+    args: &TagsArgs,
+    policy: &Policy,
+    image: &ImageName,
+) -> jiff::Timestamp {
+    let now = test_now();
+    eval.set_now(now);
+    if let Some(dir) = args.repo.as_ref().filter(|_| policy.min_age.is_some()) {
+        eval.set_first_seen(first_seen_in(dir, image));
+    }
+    now
 }
 
 /// The clock, or `IMAGEBUMP_TEST_NOW` (tests); a bad one is the clock.
