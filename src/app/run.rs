@@ -844,7 +844,7 @@ fn record_first_seen(
     let stale: Vec<String> = s.stale.iter().take(MAX_WRITTEN).cloned().collect();
     if let Err(e) = git.delete_refs(&ws.root, &stale) {
         problems.push(Problem::general(format!(
-            "cannot delete {} first sighting(s) of tags no longer listed under {NAMESPACE}: {e}",
+            "cannot delete {} first sighting(s) of tags not listed under {NAMESPACE}: {e}",
             stale.len()
         )));
     }

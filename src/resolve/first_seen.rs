@@ -18,12 +18,12 @@ use crate::source::ref_component::{escape, unescape};
 /// Where first sightings of tags are recorded.
 pub const NAMESPACE: &str = "refs/imagebump/first-seen/";
 
-/// The most first sightings one run records, and the most records of tags no longer listed
+/// The most first sightings one run records, and the most records of tags not listed
 /// it deletes: the rest wait for the next run (a tag not recorded stays first seen now).
 pub const MAX_WRITTEN: usize = 256;
 
 /// The first sightings a repository records: repository → tag → seconds since the epoch,
-/// and each record's ref name (to prune those of tags no longer listed).
+/// and each record's ref name (to prune those of tags not listed).
 #[derive(Debug, Clone, Default)]
 pub struct FirstSeen {
     at: BTreeMap<String, BTreeMap<String, i64>>,
@@ -65,7 +65,7 @@ impl FirstSeen {
             .collect()
     }
 
-    /// The records of `repository` whose tag `listed` no longer holds.
+    /// The records of `repository` whose tag `listed` does not hold.
     pub fn stale(&self, repository: &str, listed: &[String]) -> Vec<String> {
         let Some(names) = self.names.get(repository) else {
             return Vec::new();
@@ -80,12 +80,12 @@ impl FirstSeen {
 }
 
 /// What a run learned about first sightings: tags first seen now, to record, and records
-/// of tags the registry no longer lists, to delete.
+/// of tags the registry does not list, to delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sightings {
     /// (repository, tag) first seen by this run.
     pub new: BTreeSet<(String, String)>,
-    /// Ref names of records whose tag is no longer listed.
+    /// Ref names of records whose tag is not listed.
     pub stale: BTreeSet<String>,
     /// The clock `minAge` judged each chosen update by: (repository, tag) → clock.
     pub clocks: BTreeMap<(String, String), imagebump_policy::age::Clock>,
@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(of.get("1.2.0").map(|t| t.as_second()), Some(1_700_000_000));
         assert_eq!(of.len(), 2);
         assert!(seen.of("127.0.0.1:5000/team").is_empty());
-        // Both records of 1.2.0 go when it is no longer listed.
+        // Both records of 1.2.0 go when it is not listed.
         let listed = ["1.3.0".to_string()];
         assert_eq!(
             seen.stale("127.0.0.1:5000/team/web", &listed),

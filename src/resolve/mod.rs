@@ -72,7 +72,7 @@ pub struct Resolved {
     /// The updates held back in time (`Outcome::Scheduled`), as (normalised image, file
     /// written): set by [`schedule::Gate::hold`].
     pub waiting: BTreeSet<(String, String)>,
-    /// `minAge`'s first sightings: tags first seen now, records no longer listed, and the
+    /// `minAge`'s first sightings: tags first seen now, records of tags not listed, and the
     /// clock of each chosen update.
     pub sightings: first_seen::Sightings,
 }

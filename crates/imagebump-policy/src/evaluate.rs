@@ -1265,7 +1265,7 @@ mod tests {
         );
         assert_eq!(e.unrecorded(), Vec::<&str>::new());
         let clocks: Vec<(&str, &str)> = e.clocks().iter().map(|(t, c)| (*t, c.name())).collect();
-        // 1.1.0 was read in the same batch: ranked below the chosen tag, not recorded.
+        // 1.1.0 is read in the same batch: ranked below the chosen tag, not recorded.
         assert_eq!(
             clocks,
             [
