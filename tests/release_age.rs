@@ -141,7 +141,7 @@ async fn a_tag_without_a_build_date_waits_from_its_first_sighting() {
         "2 tag(s) without a plausible build date first seen by this run, not recorded (a dry \
          run writes nothing under refs/imagebump/first-seen/): minAge counts them from now",
     );
-    assert_eq!(s.records(), [gone.clone()]);
+    assert_eq!(s.records(), [gone]);
     assert!(forge.pulls().is_empty());
 
     run(T0, &[]).await;
