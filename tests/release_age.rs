@@ -136,10 +136,33 @@ async fn a_tag_without_a_build_date_waits_from_its_first_sighting() {
     let gone = record("web", "0.9.0", 5);
     s.server.git(&["update-ref", &gone, &main]);
 
-    let dry = run(T0, &["--dry-run"]).await;
+    let dry = run(T0, &["--dry-run", "--output", "json"]).await;
     dry.assert_stderr_contains(
         "2 tag(s) without a plausible build date first seen by this run, not recorded (a dry \
          run writes nothing under refs/imagebump/first-seen/): minAge counts them from now",
+    );
+    // The report names each judged version's clock.
+    let row =
+        |image: &str, tag: &str, clock: &str, since: &str, recorded: Option<bool>, proposed| {
+            let mut r = serde_json::json!({
+                "image": format!("registry.test/team/{image}"),
+                "tag": tag,
+                "clock": clock,
+                "since": since,
+                "proposed": proposed,
+            });
+            if let Some(recorded) = recorded {
+                r["recorded"] = serde_json::json!(recorded);
+            }
+            r
+        };
+    assert_eq!(
+        dry.json()["ages"],
+        serde_json::json!([
+            row("api", "2.1.0", "built", "2026-11-20T00:00:00Z", None, true),
+            row("app", "3.1.0", "firstSeen", T0, Some(false), false),
+            row("web", "1.1.0", "firstSeen", T0, Some(false), false),
+        ])
     );
     assert_eq!(s.records(), [gone]);
     assert!(forge.pulls().is_empty());

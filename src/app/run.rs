@@ -110,6 +110,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         rejections_in_force: report::rejections_in_force(&decisions.rejections),
         notifications: Vec::new(),
         dashboard,
+        ages: report::AgeReport::of(&analysed.resolved.sightings),
         warnings: &analysed.resolved.warnings,
         errors: &problems,
     };

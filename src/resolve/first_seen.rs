@@ -89,6 +89,8 @@ pub struct Sightings {
     pub stale: BTreeSet<String>,
     /// The clock `minAge` judged each chosen update by: (repository, tag) → clock.
     pub clocks: BTreeMap<(String, String), imagebump_policy::age::Clock>,
+    /// The clock of each candidate `minAge` held back: (repository, tag) → clock.
+    pub held: BTreeMap<(String, String), imagebump_policy::age::Clock>,
 }
 
 /// The ref that records `tag` of `repository` first seen at `time`.

@@ -621,6 +621,7 @@ fn report_decisions(decided: &[(&ImageName, Vec<u32>, Decided)], out: &mut Resol
         out.sightings.new.extend(s.new.iter().cloned());
         out.sightings.stale.extend(s.stale.iter().cloned());
         out.sightings.clocks.extend(s.clocks.clone());
+        out.sightings.held.extend(s.held.clone());
     }
 }
 
@@ -1009,6 +1010,11 @@ fn sightings_of(
             .clocks()
             .into_iter()
             .filter(|(t, _)| Some(*t) == chosen)
+            .map(|(t, c)| (key(t), c))
+            .collect(),
+        held: eval
+            .held_clocks()
+            .into_iter()
             .map(|(t, c)| (key(t), c))
             .collect(),
     }

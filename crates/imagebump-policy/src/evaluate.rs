@@ -496,6 +496,19 @@ impl<'t> Evaluation<'t> {
         out
     }
 
+    /// The clocks of the candidates `minAge` held back (younger than it), in listing order.
+    pub fn held_clocks(&self) -> Vec<(&'t str, Clock)> {
+        self.clocks_at()
+            .into_iter()
+            .filter(|(i, ..)| {
+                self.candidates
+                    .get(*i)
+                    .is_some_and(|c| matches!(c.verdict, Verdict::TooYoung(_)))
+            })
+            .map(|(_, t, c)| (t, c))
+            .collect()
+    }
+
     /// The candidates held back as first seen by this run (no plausible build date, no
     /// record): what a run that delivers records. A candidate ranked below the chosen one
     /// needed no clock and is not recorded.
@@ -1264,6 +1277,8 @@ mod tests {
             "first seen 2d ago, younger than minAge 7d"
         );
         assert_eq!(e.unrecorded(), Vec::<&str>::new());
+        let held: Vec<&str> = e.held_clocks().iter().map(|(t, _)| *t).collect();
+        assert_eq!(held, ["1.3.0"]);
         let clocks: Vec<(&str, &str)> = e.clocks().iter().map(|(t, c)| (*t, c.name())).collect();
         // 1.1.0 is read in the same batch: ranked below the chosen tag, not recorded.
         assert_eq!(
@@ -1274,7 +1289,12 @@ mod tests {
                 ("1.3.0", "firstSeen")
             ]
         );
+    }
+
+    #[test]
+    fn digest_with_min_age_refuses_an_image_without_a_plausible_date() {
         // `digest` follows one tag: a 1970 image is refused, never counted as old.
+        let meta = image("sha256:b", &[("linux/amd64", "1970-01-01T00:00:00Z")]);
         let d = policy(PolicySpec {
             strategy: Some(Strategy::Digest),
             min_age: Some("7d".into()),
@@ -1283,7 +1303,7 @@ mod tests {
         let latest = tags(&["latest"]);
         let mut e = Evaluation::new(&d, "latest", Some("sha256:a"), &latest);
         e.set_first_seen([("latest".to_string(), ts("2020-01-01T00:00:00Z"))].into());
-        e.supply(0, Ok(meta("1.3.0").unwrap()));
+        e.supply(0, Ok(meta));
         assert_eq!(e.decide(), Choice::Current);
     }
 
