@@ -208,7 +208,8 @@ pub struct TagsArgs {
     #[arg(long, value_name = "FILE")]
     pub verify_trusted_root: Option<PathBuf>,
     /// A local clone of the manifest repository: hold back what reviewers rejected there
-    /// (reverts in its history, the rejections its `origin` records), and say who did.
+    /// (reverts in its history, the rejections its `origin` records), and say who did;
+    /// with minAge, count from the first sightings its `origin` records.
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// Configuration file for registries and `images` rules (default: ./imagebump.yaml if present).

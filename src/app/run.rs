@@ -110,6 +110,7 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         rejections_in_force: report::rejections_in_force(&decisions.rejections),
         notifications: Vec::new(),
         dashboard,
+        ages: report::AgeReport::of(&analysed.resolved.sightings),
         warnings: &analysed.resolved.warnings,
         errors: &problems,
     };
@@ -755,6 +756,101 @@ fn record_seen(
     }
 }
 
+/// `minAge`'s first sightings recorded on the repository's `origin`
+/// (`refs/imagebump/first-seen/…`), read once when a reference's policy has `minAge`: from
+/// the clone, or from a local directory's own `origin` when it has one. When a clone's
+/// cannot be read, none is known (a problem says so): every tag without a plausible build
+/// date is first seen now, and none counts as old.
+fn first_seen_records(
+    loaded: &Loaded,
+    found: &Discovery,
+    problems: &mut Vec<Problem>,
+) -> resolve::first_seen::FirstSeen {
+    use resolve::first_seen::{FirstSeen, NAMESPACE};
+    if !found.refs.iter().any(|r| r.policy.min_age.is_some()) {
+        return FirstSeen::default();
+    }
+    let root = &loaded.ws.root;
+    let read = match &loaded.ws.git {
+        Some(git) => git.remote_refs(root, NAMESPACE),
+        None if root.join(".git").exists() => {
+            // A local directory: its origin's records if it has one, quietly none if not.
+            let git = crate::source::git::Git::new(super::git_token());
+            return FirstSeen::from_refs(&git.remote_refs(root, NAMESPACE).unwrap_or_default());
+        }
+        None => return FirstSeen::default(),
+    };
+    match read {
+        Ok(names) => FirstSeen::from_refs(&names),
+        Err(e) => {
+            problems.push(Problem::general(format!(
+                "cannot read when tags were first seen ({NAMESPACE}*): {e}; minAge counts every \
+                 tag without a plausible build date as first seen now"
+            )));
+            FirstSeen::default()
+        }
+    }
+}
+
+/// A run that delivers (pull requests, `--push`) from a clone records the tags `minAge`
+/// held back as first seen now, create-only, and deletes the records of tags their
+/// registry no longer lists: at most [`MAX_WRITTEN`](resolve::first_seen::MAX_WRITTEN) of
+/// each. Any other run writes nothing and says what it did not record.
+fn record_first_seen(
+    plan: &RunPlan,
+    loaded: &Loaded,
+    resolved: &mut Resolved,
+    problems: &mut Vec<Problem>,
+) {
+    use resolve::first_seen::{ref_name, MAX_WRITTEN, NAMESPACE};
+    let s = &resolved.sightings;
+    let ws = &loaded.ws;
+    let delivers = matches!(plan.mode, Mode::PullRequests | Mode::Push) && ws.remote.is_some();
+    let (Some(git), Some(commit), true) = (&ws.git, &ws.commit, delivers) else {
+        if !s.new.is_empty() {
+            let why = match plan.mode {
+                Mode::DryRun => "a dry run",
+                _ if ws.remote.is_none() => "a local directory",
+                _ => "this run does not deliver",
+            };
+            resolved.warnings.push(Problem::general(format!(
+                "{} tag(s) without a plausible build date first seen by this run, not recorded \
+                 ({why} writes nothing under {NAMESPACE}): minAge counts them from now",
+                s.new.len()
+            )));
+        }
+        return;
+    };
+    let at = plan.started.as_second();
+    let new: Vec<String> = s
+        .new
+        .iter()
+        .take(MAX_WRITTEN)
+        .map(|(repo, tag)| ref_name(repo, tag, at))
+        .collect();
+    if s.new.len() > MAX_WRITTEN {
+        resolved.warnings.push(Problem::general(format!(
+            "{} first sighting(s) recorded this run, {} left for the next run (at most \
+             {MAX_WRITTEN} a run)",
+            new.len(),
+            s.new.len().saturating_sub(MAX_WRITTEN)
+        )));
+    }
+    if let Err(e) = git.create_refs(&ws.root, &new, commit) {
+        problems.push(Problem::general(format!(
+            "cannot record {} first sighting(s) as {NAMESPACE}…: {e}",
+            new.len()
+        )));
+    }
+    let stale: Vec<String> = s.stale.iter().take(MAX_WRITTEN).cloned().collect();
+    if let Err(e) = git.delete_refs(&ws.root, &stale) {
+        problems.push(Problem::general(format!(
+            "cannot delete {} first sighting(s) of tags not listed under {NAMESPACE}: {e}",
+            stale.len()
+        )));
+    }
+}
+
 /// Discover, resolve and plan; with `--push`, push the plan, and when the base moved
 /// meanwhile, analyse the new base again (a bounded number of times).
 async fn analyse(
@@ -800,6 +896,8 @@ async fn analyse(
         let outcomes = &resolved.outcomes;
         let promoted = crate::promote::render::pull_notes(&found, outcomes, &promotions, remote);
         record_seen(plan, loaded, &promotions, problems);
+        let mut resolved = resolved;
+        record_first_seen(plan, loaded, &mut resolved, problems);
         return Analysed {
             awaiting,
             found,
@@ -906,19 +1004,10 @@ async fn analyse_once(
         "discovered"
     );
     let progress = progress_of(out, registries);
-    let refs = &found.refs;
     let promotions = promotions.reindex(&found);
     let promoted = promotions.candidates();
-    let mut resolved = resolve::resolve_with(
-        refs,
-        registries,
-        plan.concurrency,
-        rejections,
-        &promoted,
-        &progress,
-        Some(early),
-    )
-    .await;
+    let ask = (plan, loaded, registries);
+    let mut resolved = resolve_found(ask, &found, (rejections, &promoted), &progress, early).await;
     resolved
         .problems
         .extend(promotions.problems.iter().cloned());
@@ -951,6 +1040,34 @@ async fn analyse_once(
         "planned"
     );
     (found, resolved, made, promotions, awaiting)
+}
+
+/// Resolve `found`'s references, with the first sightings `minAge` needs read first.
+async fn resolve_found(
+    (plan, loaded, registries): (&RunPlan, &Loaded, &Registries),
+    found: &Discovery,
+    (rejections, promoted): (&Rejections, &BTreeMap<usize, Vec<String>>),
+    progress: &crate::progress::Progress,
+    early: resolve::EarlyLists,
+) -> Resolved {
+    let mut unread = Vec::new();
+    let first_seen = first_seen_records(loaded, found, &mut unread);
+    let clocks = resolve::Clocks {
+        first_seen: &first_seen,
+        now: plan.started,
+    };
+    let mut resolved = resolve::resolve_with(
+        &found.refs,
+        registries,
+        (plan.concurrency, clocks),
+        rejections,
+        promoted,
+        progress,
+        Some(early),
+    )
+    .await;
+    resolved.problems.extend(unread);
+    resolved
 }
 
 /// What resolve asked of the registries, at `info`.
@@ -1109,6 +1226,7 @@ async fn pull_requests(
     } else {
         Box::pin(std::future::ready(Default::default()))
     };
+    let facts = with_clocks(facts, made, &analysed.resolved.sightings.clocks);
     let ctx = crate::deliver::pulls::Context {
         promoted: &analysed.promoted,
         shard: plan.shard,
@@ -1270,6 +1388,38 @@ fn release_facts(
     );
     // A task that panicked gives no facts: the bodies go without release notes.
     Box::pin(async move { task.await.unwrap_or_default() })
+}
+
+/// `facts` with the clock `minAge` judged each update's new tag by (`clocks`, by
+/// repository and tag), so that bodies say "first seen" or "built".
+fn with_clocks(
+    facts: crate::deliver::pulls::PendingFacts,
+    made: &Plan,
+    clocks: &BTreeMap<(String, String), imagebump_policy::age::Clock>,
+) -> crate::deliver::pulls::PendingFacts {
+    use crate::deliver::marker::tag_of;
+    let ages: Vec<((String, String, String), imagebump_policy::age::Clock)> = made
+        .updates
+        .iter()
+        .filter_map(|u| {
+            let to = tag_of(&u.to).to_string();
+            let clock = clocks.get(&(u.image.to_string(), to.clone()))?;
+            Some((
+                (u.image.to_string(), tag_of(&u.from).to_string(), to),
+                *clock,
+            ))
+        })
+        .collect();
+    if ages.is_empty() {
+        return facts;
+    }
+    Box::pin(async move {
+        let mut facts = facts.await;
+        for (key, clock) in ages {
+            facts.entry(key).or_default().age = Some(clock);
+        }
+        facts
+    })
 }
 
 /// The plan, and the lines saying where promoted versions come from.

@@ -49,6 +49,25 @@ struct CandidateOut<'a> {
     tag: &'a str,
     kept: bool,
     reason: String,
+    /// `minAge`: the clock this candidate's age counted from, for candidates whose image
+    /// was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    age: Option<AgeOut>,
+}
+
+/// The clock `minAge` judged a candidate by.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgeOut {
+    /// `built` (the image's plausible build date) or `firstSeen`.
+    clock: &'static str,
+    /// The time the age counts from.
+    since: String,
+    /// `firstSeen`: whether a record in the repository says so (false: first seen now).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded: Option<bool>,
+    /// "built 3d ago", "first seen 9d ago", "first seen now (no earlier record)".
+    said: String,
 }
 
 /// The settings given on the command line, as a policy layer on top of the configuration.
@@ -131,6 +150,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         &own
     };
     let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
+    let now = set_clocks(&mut eval, args, &policy, &reference.name);
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
@@ -165,6 +185,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     let choice = signed.choice;
     let current = current.as_deref();
     let mut explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
+    add_ages(&mut explained, &eval, now);
     explained.signer = signer;
     print(&explained, out);
     for e in &errors {
@@ -287,6 +308,75 @@ fn rejected_in(
     held
 }
 
+/// Judge `eval` at [`test_now`] (returned), with `--repo`'s first sightings of `image`
+/// when the policy has `minAge`.
+fn set_clocks(
+    eval: &mut Evaluation<'_>,
+    args: &TagsArgs,
+    policy: &Policy,
+    image: &ImageName,
+) -> jiff::Timestamp {
+    let now = test_now();
+    eval.set_now(now);
+    if let Some(dir) = args.repo.as_ref().filter(|_| policy.min_age.is_some()) {
+        eval.set_first_seen(first_seen_in(dir, image));
+    }
+    now
+}
+
+/// The clock, or `IMAGEBUMP_TEST_NOW` (tests); a bad one is the clock.
+fn test_now() -> jiff::Timestamp {
+    crate::promote::now()
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or_else(jiff::Timestamp::now)
+}
+
+/// When the tags of `image` were first seen, as the refs pull-request runs record on the
+/// `origin` of the clone at `dir` say (`minAge`); what cannot be read is said on stderr.
+fn first_seen_in(
+    dir: &Path,
+    image: &ImageName,
+) -> std::collections::BTreeMap<String, jiff::Timestamp> {
+    use crate::resolve::first_seen::{FirstSeen, NAMESPACE};
+    let git = crate::source::git::Git::new(super::git_token());
+    match git.remote_refs(dir, NAMESPACE) {
+        Ok(names) => FirstSeen::from_refs(&names).of(&image.to_string()),
+        Err(e) => {
+            eprintln!(
+                "warning: {}",
+                term(&format!(
+                    "{}: the first sightings recorded on origin ({NAMESPACE}*) were not read: {e}",
+                    dir.display()
+                ))
+            );
+            std::collections::BTreeMap::new()
+        }
+    }
+}
+
+/// Each candidate's `minAge` clock.
+fn add_ages(explained: &mut Explained<'_>, eval: &Evaluation<'_>, now: jiff::Timestamp) {
+    use imagebump_policy::age::Clock;
+    let clocks: std::collections::HashMap<&str, Clock> = eval.clocks().into_iter().collect();
+    for c in &mut explained.candidates {
+        let Some(clock) = clocks.get(c.tag) else {
+            continue;
+        };
+        let said = clock.describe(now);
+        c.age = Some(AgeOut {
+            clock: clock.name(),
+            since: clock.since().to_string(),
+            recorded: match clock {
+                Clock::Built(_) => None,
+                Clock::FirstSeen(_) => Some(true),
+                Clock::SeenNow(_) => Some(false),
+            },
+            said,
+        });
+    }
+}
+
 /// The policy for the image: the configuration's, with the flags on top.
 fn policy(config: &Config, reference: &Reference, args: &TagsArgs) -> Result<Policy, Error> {
     let mut policies =
@@ -325,6 +415,7 @@ fn explained<'a>(
             tag: c.tag,
             kept: c.verdict.kept(),
             reason: eval.reason(c),
+            age: None,
         })
         .collect();
     Explained {
@@ -385,10 +476,15 @@ fn print_text(r: &Explained, width: Option<usize>) {
             .candidates
             .iter()
             .map(|c| {
+                // A kept candidate's reason does not name its clock; a dropped one's does.
+                let reason = match (&c.age, c.kept) {
+                    (Some(age), true) => format!("{} ({})", c.reason, age.said),
+                    _ => c.reason.clone(),
+                };
                 vec![
                     c.tag.to_string(),
                     if c.kept { "yes" } else { "no" }.to_string(),
-                    c.reason.clone(),
+                    reason,
                 ]
             })
             .collect();

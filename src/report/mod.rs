@@ -293,9 +293,54 @@ pub struct RunReport<'a> {
     /// What the run did with the dashboard issue (`pullRequests.dashboard`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dashboard: Option<DashboardReport>,
+    /// `minAge`: the clock each version it judged counted its age from, the proposed ones
+    /// and those held back as too young (docs/tag-selection.md, "minAge").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ages: Vec<AgeReport>,
     /// Notes that did not stop anything (tied build dates, exact constraints).
     pub warnings: &'a [Problem],
     pub errors: &'a [Problem],
+}
+
+/// One version `minAge` judged, and the clock its age counted from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgeReport {
+    /// The normalised repository.
+    pub image: String,
+    pub tag: String,
+    /// `built` (a plausible build date) or `firstSeen` (when imagebump first saw the tag).
+    pub clock: &'static str,
+    /// The time the age counts from (RFC 3339).
+    pub since: String,
+    /// `firstSeen`: false when no record names the tag (first seen by this run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<bool>,
+    /// Proposed (old enough), or held back (younger than `minAge`).
+    pub proposed: bool,
+}
+
+impl AgeReport {
+    /// The rows of `s`: the proposed versions, then the ones held back, each by name.
+    pub fn of(s: &crate::resolve::first_seen::Sightings) -> Vec<AgeReport> {
+        use imagebump_policy::age::Clock;
+        let row = |((image, tag), clock): (&(String, String), &Clock), proposed| AgeReport {
+            image: image.clone(),
+            tag: tag.clone(),
+            clock: clock.name(),
+            since: clock.since().to_string(),
+            recorded: match clock {
+                Clock::Built(_) => None,
+                Clock::FirstSeen(_) => Some(true),
+                Clock::SeenNow(_) => Some(false),
+            },
+            proposed,
+        };
+        let proposed = s.clocks.iter().map(|e| row(e, true));
+        proposed
+            .chain(s.held.iter().map(|e| row(e, false)))
+            .collect()
+    }
 }
 
 /// What a run did with the dashboard issue.

@@ -2,6 +2,7 @@
 //! reference's policy to the answer. References that share an image, a policy and a
 //! current tag are evaluated once.
 
+pub mod first_seen;
 pub mod metadata;
 pub mod release;
 pub mod schedule;
@@ -71,6 +72,17 @@ pub struct Resolved {
     /// The updates held back in time (`Outcome::Scheduled`), as (normalised image, file
     /// written): set by [`schedule::Gate::hold`].
     pub waiting: BTreeSet<(String, String)>,
+    /// `minAge`'s first sightings: tags first seen now, records of tags not listed, and the
+    /// clock of each chosen update.
+    pub sightings: first_seen::Sightings,
+}
+
+/// What `minAge` counts from besides build dates: the first sightings recorded, and the
+/// time the run judges at.
+#[derive(Debug, Clone, Copy)]
+pub struct Clocks<'a> {
+    pub first_seen: &'a first_seen::FirstSeen,
+    pub now: jiff::Timestamp,
 }
 
 fn current(r: &ImageRef) -> &str {
@@ -195,10 +207,15 @@ pub async fn resolve(
     progress: &Progress,
 ) -> Resolved {
     let none = BTreeMap::new();
+    let first_seen = first_seen::FirstSeen::default();
+    let clocks = Clocks {
+        first_seen: &first_seen,
+        now: jiff::Timestamp::now(),
+    };
     resolve_with(
         refs,
         registries,
-        concurrency,
+        (concurrency, clocks),
         rejections,
         &none,
         progress,
@@ -208,12 +225,12 @@ pub async fn resolve(
 }
 
 /// As [`resolve`], with the candidate tags of promoted references (by index) given instead
-/// of listed from their registry (src/promote), and the tag lists `early` started while
-/// discovery was still reading.
+/// of listed from their registry (src/promote), the tag lists `early` started while
+/// discovery was still reading, and `minAge`'s first sightings (`clocks`).
 pub async fn resolve_with(
     refs: &Chunked<ImageRef>,
     registries: &Registries,
-    concurrency: usize,
+    (concurrency, clocks): (usize, Clocks<'_>),
     rejections: &Rejections,
     promoted: &BTreeMap<usize, Vec<String>>,
     progress: &Progress,
@@ -234,6 +251,7 @@ pub async fn resolve_with(
         concurrency,
         verifier: crate::verify::Verifier::new(),
         repositories: tokio::sync::Semaphore::new(concurrency.max(1)),
+        clocks,
     };
     progress.stage(
         "listing and choosing tags",
@@ -599,6 +617,11 @@ fn report_decisions(decided: &[(&ImageName, Vec<u32>, Decided)], out: &mut Resol
         for w in &d.warnings {
             out.warnings.push(Problem::registry(name, w.clone(), None));
         }
+        let s = &d.sightings;
+        out.sightings.new.extend(s.new.iter().cloned());
+        out.sightings.stale.extend(s.stale.iter().cloned());
+        out.sightings.clocks.extend(s.clocks.clone());
+        out.sightings.held.extend(s.held.clone());
     }
 }
 
@@ -816,6 +839,7 @@ struct Shared<'a> {
     verifier: crate::verify::Verifier,
     /// At most `concurrency` repositories are decided at once.
     repositories: tokio::sync::Semaphore,
+    clocks: Clocks<'a>,
 }
 
 #[derive(Debug)]
@@ -823,6 +847,8 @@ struct Decided {
     outcome: Outcome,
     errors: Vec<String>,
     warnings: Vec<String>,
+    /// `minAge`: what this group learned of first sightings.
+    sightings: first_seen::Sightings,
 }
 
 impl Decided {
@@ -832,6 +858,7 @@ impl Decided {
             outcome: Outcome::Failed(why.into()),
             errors: Vec::new(),
             warnings: Vec::new(),
+            sightings: first_seen::Sightings::default(),
         }
     }
 }
@@ -855,7 +882,8 @@ async fn decide_repository<'a>(
     let _permit = shared.repositories.acquire().await;
     let list = list.as_deref();
     let read = read_versions(&groups, list);
-    stream::iter(groups)
+    let stale = stale_records(&groups, list, shared.clocks.first_seen);
+    let mut decided: Vec<_> = stream::iter(groups)
         .map(|(key, policy, members)| {
             let read = read.as_ref();
             async move {
@@ -867,7 +895,27 @@ async fn decide_repository<'a>(
         })
         .buffer_unordered(shared.concurrency.max(1))
         .collect()
-        .await
+        .await;
+    if let Some((_, _, d)) = decided.first_mut() {
+        d.sightings.stale.extend(stale);
+    }
+    decided
+}
+
+/// The first-sighting records of a repository whose tag its list no longer holds, when a
+/// group judges it with `minAge` and the list was read.
+fn stale_records(
+    groups: &[Group<'_>],
+    list: Option<&Result<TagList, Error>>,
+    recorded: &first_seen::FirstSeen,
+) -> Vec<String> {
+    let Some(((image, ..), ..)) = groups.iter().find(|(_, p, _)| p.min_age.is_some()) else {
+        return Vec::new();
+    };
+    match list {
+        Some(Ok(list)) => recorded.stale(&image.to_string(), &list.tags),
+        _ => Vec::new(),
+    }
 }
 
 /// The versions of a repository's listed tags, read once when more than one of its groups
@@ -914,6 +962,11 @@ async fn decide_group(
     if let Some(r) = rejected {
         eval.reject(r);
     }
+    let repository = image.to_string();
+    eval.set_now(shared.clocks.now);
+    if policy.min_age.is_some() {
+        eval.set_first_seen(shared.clocks.first_seen.of(&repository));
+    }
     let mut client = None;
     if !eval.wanted().is_empty() || policy.spec.verify.is_some() {
         match shared.registries.client_with(image, credentials(policy)) {
@@ -934,7 +987,37 @@ async fn decide_group(
         shared.concurrency,
     );
     let signed = signed.await;
-    conclude(&eval, signed, errors)
+    let mut decided = conclude(&eval, signed, errors);
+    decided.sightings = sightings_of(&eval, &repository, &decided.outcome);
+    decided
+}
+
+/// The tags `eval` held back as first seen now, and the clock of the tag it chose.
+fn sightings_of(
+    eval: &Evaluation<'_>,
+    repository: &str,
+    outcome: &Outcome,
+) -> first_seen::Sightings {
+    let key = |tag: &str| (repository.to_string(), tag.to_string());
+    let chosen = match outcome {
+        Outcome::Update { tag, .. } => Some(tag.as_str()),
+        _ => None,
+    };
+    first_seen::Sightings {
+        new: eval.unrecorded().into_iter().map(key).collect(),
+        stale: BTreeSet::new(),
+        clocks: eval
+            .clocks()
+            .into_iter()
+            .filter(|(t, _)| Some(*t) == chosen)
+            .map(|(t, c)| (key(t), c))
+            .collect(),
+        held: eval
+            .held_clocks()
+            .into_iter()
+            .map(|(t, c)| (key(t), c))
+            .collect(),
+    }
 }
 
 /// The tags a group chooses among: a promoted reference's own, the repository's list when
@@ -1006,6 +1089,7 @@ fn conclude(eval: &Evaluation<'_>, signed: signed::Signed, metadata: Vec<String>
         outcome,
         errors,
         warnings,
+        sightings: first_seen::Sightings::default(),
     }
 }
 

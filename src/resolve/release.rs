@@ -38,6 +38,9 @@ pub struct Sized {
 pub struct Facts {
     pub old: Option<Side>,
     pub new: Option<Side>,
+    /// The clock `minAge` judged the new tag by, when it did (set by the run, not read
+    /// from the registry).
+    pub age: Option<imagebump_policy::age::Clock>,
 }
 
 /// The facts of the move of `repo` from `from` to `to` (each a tag, or a digest when the
@@ -49,7 +52,11 @@ pub async fn facts(client: &Client, repo: &str, from: &str, to: &str) -> Facts {
         side(client, repo, old, pick.as_ref()),
         side(client, repo, new, pick.as_ref())
     );
-    Facts { old, new }
+    Facts {
+        old,
+        new,
+        age: None,
+    }
 }
 
 /// A tag's (or digest's) manifest or index, its own annotations and its layers' size.

@@ -2,6 +2,7 @@
 
 pub mod git;
 pub mod jail;
+pub mod ref_component;
 pub mod tree;
 
 use std::path::{Path, PathBuf};

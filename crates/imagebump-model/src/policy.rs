@@ -201,8 +201,9 @@ policy_keys! {
     pattern: String,
     /// Every platform listed (`os/arch[/variant]`) must be in the image (index).
     platforms: Vec<String>,
-    /// A tag must be at least this old (its image's `created` date) to be chosen, e.g.
-    /// `3d`, `12h`, `1h30m`, `2w`.
+    /// A tag must be at least this old to be chosen, e.g. `3d`, `12h`, `1h30m`, `2w`:
+    /// counted from its image's `created` date when plausible (from 2000, not in the
+    /// future), else from when imagebump first saw the tag (recorded in the repository).
     min_age: String,
     /// Allow moving to a lower version than the current one (e.g. to get back inside a
     /// constraint). Default false: never downgrade.

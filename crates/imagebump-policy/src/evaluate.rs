@@ -11,12 +11,12 @@ use std::cmp::Ordering;
 
 use jiff::Timestamp;
 
+use crate::age::Clock;
 use crate::candidate::{is_artifact_tag, Candidate, Choice, Key, Meta, MetaUnavailable, Verdict};
 use crate::newest_build::{Baseline, Examined};
 use crate::semver::{TagVersion, TagVersions};
 use crate::strategy;
 use crate::{digest, newest_build, Policy, SemverMode, Strategy};
-use imagebump_model::duration::format_age;
 
 /// How many candidates' metadata is asked for at once when walking best-first.
 const WALK_BATCH: usize = 4;
@@ -109,6 +109,8 @@ pub struct Evaluation<'t> {
     reader: Box<dyn strategy::Strategy>,
     warnings: Vec<String>,
     now: Timestamp,
+    /// When each tag was first seen, as the repository records it (`minAge`).
+    first_seen: std::collections::BTreeMap<String, Timestamp>,
     decided: Option<Choice>,
     /// Candidates refused by `verify`, best first (each was the best left when refused).
     unverified: Vec<usize>,
@@ -203,6 +205,7 @@ impl<'t> Evaluation<'t> {
             reader,
             warnings: Vec::new(),
             now: Timestamp::now(),
+            first_seen: std::collections::BTreeMap::new(),
             decided: None,
             unverified: Vec::new(),
         };
@@ -399,7 +402,7 @@ impl<'t> Evaluation<'t> {
                                 break;
                             }
                         }
-                        Some(Ok(m)) if out.is_empty() && self.meta_verdict(m).is_none() => break,
+                        Some(Ok(m)) if out.is_empty() && self.meta_verdict(i, m).is_none() => break,
                         Some(_) => {}
                     }
                 }
@@ -420,7 +423,7 @@ impl<'t> Evaluation<'t> {
     }
 
     /// Why `m` fails the metadata filters (`platforms`, `minAge`), if it does.
-    fn meta_verdict(&self, m: &Meta) -> Option<Verdict> {
+    fn meta_verdict(&self, i: usize, m: &Meta) -> Option<Verdict> {
         let p = &self.policy;
         if !p.platforms.is_empty() {
             let missing = m.missing_platforms(&p.platforms);
@@ -430,20 +433,97 @@ impl<'t> Evaluation<'t> {
             }
         }
         if let Some(min) = p.min_age {
-            let Some(created) = m.created(&p.platforms) else {
-                return Some(Verdict::NoBuildDate);
-            };
-            // A negative age is a build date in the future (a wrong clock at build time).
-            let age = std::time::Duration::try_from(self.now.duration_since(created));
-            match age {
-                Err(_) => return Some(Verdict::TooYoung(format!("in the future ({created})"))),
-                Ok(age) if age < min => {
-                    return Some(Verdict::TooYoung(format!("{} ago", format_age(age))))
-                }
-                Ok(_) => {}
-            }
+            return self.age_verdict(i, m, min);
         }
         None
+    }
+
+    /// Why candidate `i` (whose metadata is `m`) is younger than `min`, if it is, by its
+    /// [`Clock`].
+    fn age_verdict(&self, i: usize, m: &Meta, min: std::time::Duration) -> Option<Verdict> {
+        let Some(clock) = self.clock_of(i, m) else {
+            return Some(Verdict::NoBuildDate);
+        };
+        match clock.age(self.now) {
+            Some(age) if age >= min => None,
+            _ => Some(Verdict::TooYoung(clock.describe(self.now))),
+        }
+    }
+
+    /// The clock `minAge` judges candidate `i` by. `digest` follows one tag whose image
+    /// changes, so a sighting of the tag says nothing of the image: it needs a plausible
+    /// build date (`None` without one).
+    fn clock_of(&self, i: usize, m: &Meta) -> Option<Clock> {
+        let created = m.created(&self.policy.platforms);
+        if self.policy.strategy == Strategy::Digest {
+            return created
+                .filter(|c| crate::age::plausible(*c, self.now))
+                .map(Clock::Built);
+        }
+        let recorded = self.tag_of(i).and_then(|t| self.first_seen.get(t)).copied();
+        Some(Clock::of(created, recorded, self.now))
+    }
+
+    /// The first sightings recorded for this repository's tags (tag → time): `minAge`
+    /// counts from them for images without a plausible build date.
+    pub fn set_first_seen(&mut self, recorded: std::collections::BTreeMap<String, Timestamp>) {
+        self.first_seen = recorded;
+    }
+
+    /// The clock `minAge` judged each candidate by whose metadata was read, in listing
+    /// order (empty without `minAge`).
+    pub fn clocks(&self) -> Vec<(&'t str, Clock)> {
+        self.clocks_at()
+            .into_iter()
+            .map(|(_, t, c)| (t, c))
+            .collect()
+    }
+
+    /// [`Evaluation::clocks`] with each candidate's index.
+    fn clocks_at(&self) -> Vec<(usize, &'t str, Clock)> {
+        if self.policy.min_age.is_none() {
+            return Vec::new();
+        }
+        let mut out: Vec<(usize, &'t str, Clock)> = self
+            .meta
+            .iter()
+            .filter_map(|(&i, m)| {
+                let m = m.as_ref().ok()?;
+                Some((i, self.tag_of(i)?, self.clock_of(i, m)?))
+            })
+            .collect();
+        out.sort_by_key(|(i, ..)| *i);
+        out
+    }
+
+    /// The clocks of the candidates `minAge` held back (younger than it), in listing order.
+    pub fn held_clocks(&self) -> Vec<(&'t str, Clock)> {
+        self.clocks_at()
+            .into_iter()
+            .filter(|(i, ..)| {
+                self.candidates
+                    .get(*i)
+                    .is_some_and(|c| matches!(c.verdict, Verdict::TooYoung(_)))
+            })
+            .map(|(_, t, c)| (t, c))
+            .collect()
+    }
+
+    /// The candidates held back as first seen by this run (no plausible build date, no
+    /// record): what a run that delivers records. A candidate ranked below the chosen one
+    /// needed no clock and is not recorded.
+    pub fn unrecorded(&self) -> Vec<&'t str> {
+        self.clocks_at()
+            .into_iter()
+            .filter(|(i, _, c)| {
+                matches!(c, Clock::SeenNow(_))
+                    && self
+                        .candidates
+                        .get(*i)
+                        .is_some_and(|c| matches!(c.verdict, Verdict::TooYoung(_)))
+            })
+            .map(|(_, t, _)| t)
+            .collect()
     }
 
     /// Decide, once [`Evaluation::wanted`] is empty. Idempotent.
@@ -479,7 +559,7 @@ impl<'t> Evaluation<'t> {
                 match self.meta.get(&i) {
                     None => Verdict::Unexamined,
                     Some(Err(e)) => Verdict::NoMetadata(e.reason.clone()),
-                    Some(Ok(m)) => self.meta_verdict(m).unwrap_or(Verdict::Chosen),
+                    Some(Ok(m)) => self.meta_verdict(i, m).unwrap_or(Verdict::Chosen),
                 }
             };
             if verdict == Verdict::Chosen {
@@ -498,7 +578,7 @@ impl<'t> Evaluation<'t> {
         let meta = self.meta.get(&i).cloned();
         let (verdict, choice) =
             digest::follow(&self.current, self.current_digest.as_deref(), meta, |m| {
-                self.meta_verdict(m)
+                self.meta_verdict(i, m)
             });
         if let Some(v) = verdict {
             self.set_verdict(i, v);
@@ -546,7 +626,7 @@ impl<'t> Evaluation<'t> {
         match self.meta.get(&i) {
             None => Err(Verdict::NoMetadata("not fetched".into())),
             Some(Err(e)) => Err(Verdict::NoMetadata(e.reason.clone())),
-            Some(Ok(m)) => match self.meta_verdict(m) {
+            Some(Ok(m)) => match self.meta_verdict(i, m) {
                 Some(v) => Err(v),
                 None => m
                     .created(&self.policy.platforms)
@@ -712,7 +792,7 @@ impl<'t> Evaluation<'t> {
             },
             Verdict::WrongPlatform(missing) => format!("no image for {missing}"),
             Verdict::TooYoung(when) => format!(
-                "built {when}, younger than minAge {}",
+                "{when}, younger than minAge {}",
                 p.spec.min_age.as_deref().unwrap_or_default()
             ),
             Verdict::OlderBuild => "built no later than the current tag's image".into(),
@@ -1137,6 +1217,94 @@ mod tests {
             .find(|c| c.tag == "1.2.0")
             .unwrap();
         assert_eq!(below.verdict, Verdict::Unexamined);
+    }
+
+    #[test]
+    fn min_age_counts_from_the_first_sighting_without_a_plausible_build_date() {
+        let p = policy(PolicySpec {
+            min_age: Some("7d".into()),
+            ..Default::default()
+        });
+        let list = tags(&["1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
+        // 1.3.0 and 1.2.0 are reproducible builds (1970), 1.1.0 has no date at all.
+        let meta = |t: &str| {
+            Some(match t {
+                "1.1.0" => Meta {
+                    digest: "sha256:1.1.0".into(),
+                    builds: vec![Build {
+                        platform: None,
+                        created: None,
+                    }],
+                },
+                "1.3.0" | "1.2.0" => image(
+                    &format!("sha256:{t}"),
+                    &[("linux/amd64", "1970-01-01T00:00:00Z")],
+                ),
+                _ => image("sha256:old", &[("linux/amd64", "2026-01-01T00:00:00Z")]),
+            })
+        };
+        // A cold start: nothing recorded, nothing is old, every candidate is to record.
+        let (choice, _, e) = run(&p, "1.0.0", &list, &meta);
+        assert_eq!(choice, Choice::Current);
+        assert_eq!(e.unrecorded(), ["1.1.0", "1.2.0", "1.3.0"]);
+        let why = |e: &Evaluation, tag: &str| {
+            let c = e.candidates().into_iter().find(|c| c.tag == tag).unwrap();
+            e.reason(c)
+        };
+        assert_eq!(
+            why(&e, "1.3.0"),
+            "first seen now (no earlier record), younger than minAge 7d"
+        );
+        // Recorded 8 days (1.2.0) and 2 days (1.3.0) before: 1.2.0 is old enough.
+        let mut e = Evaluation::new(&p, "1.0.0", None, &list);
+        e.set_now(ts("2026-11-21T00:00:00Z"));
+        e.set_first_seen(
+            [
+                ("1.3.0".to_string(), ts("2026-11-19T00:00:00Z")),
+                ("1.2.0".to_string(), ts("2026-11-13T00:00:00Z")),
+            ]
+            .into(),
+        );
+        while !e.wanted().is_empty() {
+            for (i, t) in e.wanted() {
+                e.supply(i, Ok(meta(t).unwrap()));
+            }
+            e.decide();
+        }
+        assert_eq!(e.decide(), update("1.2.0", Some("sha256:1.2.0")));
+        assert_eq!(
+            why(&e, "1.3.0"),
+            "first seen 2d ago, younger than minAge 7d"
+        );
+        assert_eq!(e.unrecorded(), Vec::<&str>::new());
+        let held: Vec<&str> = e.held_clocks().iter().map(|(t, _)| *t).collect();
+        assert_eq!(held, ["1.3.0"]);
+        let clocks: Vec<(&str, &str)> = e.clocks().iter().map(|(t, c)| (*t, c.name())).collect();
+        // 1.1.0 is read in the same batch: ranked below the chosen tag, not recorded.
+        assert_eq!(
+            clocks,
+            [
+                ("1.1.0", "firstSeen"),
+                ("1.2.0", "firstSeen"),
+                ("1.3.0", "firstSeen")
+            ]
+        );
+    }
+
+    #[test]
+    fn digest_with_min_age_refuses_an_image_without_a_plausible_date() {
+        // `digest` follows one tag: a 1970 image is refused, never counted as old.
+        let meta = image("sha256:b", &[("linux/amd64", "1970-01-01T00:00:00Z")]);
+        let d = policy(PolicySpec {
+            strategy: Some(Strategy::Digest),
+            min_age: Some("7d".into()),
+            ..Default::default()
+        });
+        let latest = tags(&["latest"]);
+        let mut e = Evaluation::new(&d, "latest", Some("sha256:a"), &latest);
+        e.set_first_seen([("latest".to_string(), ts("2020-01-01T00:00:00Z"))].into());
+        e.supply(0, Ok(meta));
+        assert_eq!(e.decide(), Choice::Current);
     }
 
     #[test]

@@ -19,6 +19,7 @@
     )
 )]
 
+pub mod age;
 pub mod alphabetical;
 pub mod candidate;
 pub mod constraint;

@@ -387,6 +387,7 @@ mod tests {
             }),
         };
         let facts = Facts {
+            age: None,
             old: Some(side(
                 "1111111",
                 ["linux/amd64", "linux/arm/v7"],

@@ -21,6 +21,7 @@ use crate::resolve::release::{Facts, Side};
 use imagebump_model::escape;
 use imagebump_model::forge::ForgeKind;
 use imagebump_model::platform::Platform;
+use imagebump_policy::age::Clock;
 use imagebump_policy::kind::update_kind;
 
 /// The registry facts of each update, by (image, old tag, new tag).
@@ -49,7 +50,11 @@ pub struct UpdateNotes {
     /// and not after the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
-    /// Whole days from `created` to the run.
+    /// When imagebump first saw the new tag, when `minAge` judged it by that clock (no
+    /// plausible build date, or a later first sighting): the age counts from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<String>,
+    /// Whole days from `firstSeen`, else `created`, to the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub age_days: Option<i64>,
     /// Platforms the new image offers that the old does not, and the reverse (both known).
@@ -168,7 +173,14 @@ fn notes(
         Some(f) => (f.old.as_ref(), f.new.as_ref()),
         None => (None, None),
     };
-    let created = new.and_then(|n| n.created).filter(|c| plausible(*c, now));
+    let first_seen = match facts.and_then(|f| f.age) {
+        Some(Clock::FirstSeen(t) | Clock::SeenNow(t)) => Some(t),
+        _ => None,
+    };
+    let created = new
+        .and_then(|n| n.created)
+        .filter(|c| plausible(*c, now) && first_seen.is_none());
+    let since = first_seen.or(created);
     let labels = new.map(|n| n.labels.clone()).unwrap_or_default();
     let repo = labels
         .source
@@ -193,7 +205,8 @@ fn notes(
         to: to.to_string(),
         kind: update_kind(from, to).as_str(),
         created: created.map(|c| c.strftime("%Y-%m-%d").to_string()),
-        age_days: created.map(|c| now.as_second().saturating_sub(c.as_second()) / 86_400),
+        first_seen: first_seen.map(|c| c.strftime("%Y-%m-%d").to_string()),
+        age_days: since.map(|c| now.as_second().saturating_sub(c.as_second()) / 86_400),
         platforms: old.zip(new).and_then(|(o, n)| platform_change(o, n)),
         size: old.zip(new).and_then(|(o, n)| size_change(o, n)),
         releases: repo.as_ref().map(SourceRepo::releases),
@@ -213,8 +226,7 @@ fn notes(
 /// A build date worth showing: after 2000 and not after the run (a reproducible build's
 /// 1970 or a clock in the future says nothing about age).
 fn plausible(created: Timestamp, now: Timestamp) -> bool {
-    const Y2000: i64 = 946_684_800;
-    created.as_second() >= Y2000 && created <= now
+    imagebump_policy::age::plausible(created, now)
 }
 
 /// Both images' platform lists, when both are known and they differ.
@@ -402,8 +414,14 @@ fn render_one(n: &UpdateNotes) -> String {
     if !links.is_empty() {
         s.push_str(&format!("- What changed: {}\n", links.join(" · ")));
     }
-    if let (Some(created), Some(days)) = (&n.created, n.age_days) {
-        s.push_str(&format!("- Age: {} (built {created})\n", age(days)));
+    match (&n.created, &n.first_seen, n.age_days) {
+        (_, Some(seen), Some(days)) => {
+            s.push_str(&format!("- Age: {} (first seen {seen})\n", age(days)));
+        }
+        (Some(created), None, Some(days)) => {
+            s.push_str(&format!("- Age: {} (built {created})\n", age(days)));
+        }
+        _ => {}
     }
     if let Some(p) = &n.platforms {
         s.push_str(&format!("- Platforms: {}\n", platforms(p)));
@@ -809,6 +827,7 @@ mod tests {
             to: "1.3.0".into(),
             kind: "minor",
             created: None,
+            first_seen: None,
             age_days: None,
             platforms: None,
             size: None,
@@ -825,6 +844,17 @@ mod tests {
             site_repo: None,
         };
         let block = "\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: not checked\n";
+        // The age line names its clock.
+        let aged = |created: Option<&str>, first_seen: Option<&str>| UpdateNotes {
+            created: created.map(str::to_string),
+            first_seen: first_seen.map(str::to_string),
+            age_days: Some(9),
+            ..one.clone()
+        };
+        assert!(render_one(&aged(Some("2026-11-28"), None))
+            .contains("\n- Age: 9 days (built 2026-11-28)\n"));
+        assert!(render_one(&aged(None, Some("2026-11-28")))
+            .contains("\n- Age: 9 days (first seen 2026-11-28)\n"));
         let notes = vec![one; 5];
         let head = "\n**Release notes**\n";
         assert_eq!(render(&notes, 10_000), format!("{head}{}", block.repeat(5)));
