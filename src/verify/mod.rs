@@ -5,10 +5,12 @@
 //! error while fetching is an error, never "unsigned": the caller proposes nothing (fail
 //! closed). docs/tag-selection.md ("Signed images") and docs/security.md.
 
+pub mod attest;
 pub mod bundle;
 pub mod config;
 pub mod cosign;
 pub mod fulcio;
+pub mod gates;
 pub mod keyless;
 pub mod keys;
 pub mod rekor;
@@ -98,6 +100,7 @@ pub fn flag_keys(
         keys: keys.iter().map(|k| k.display().to_string()).collect(),
         identities,
         trusted_root: trusted_root.map(|p| p.display().to_string()),
+        attestations: None,
     };
     Ok((!spec.is_empty()).then_some(spec))
 }
@@ -110,6 +113,9 @@ pub struct Signer {
     pub signer: String,
     /// `referrers`, `referrers tag` or `sig tag`.
     pub layout: &'static str,
+    /// The attestation gates passed (`provenance: builder …, signed by …`); empty without
+    /// `verify.attestations`.
+    pub gates: Vec<String>,
 }
 
 /// What a report and a pull request say about a verified update.
@@ -122,6 +128,10 @@ pub struct Verified {
     /// The key that signed it (`key cosign.pub (ecdsa-p256 sha256:…)`) and where the
     /// signature was (`sig tag`, `referrers`, `referrers tag`).
     pub signer: String,
+    /// The attestation gates it passed, each with what the attestation said and who signed
+    /// it (`provenance: builder …, source …, ref …, signed by …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
 }
 
 /// A candidate's verdict.
@@ -130,6 +140,25 @@ pub enum Verdict {
     Verified(Signer),
     /// Unsigned, signed by another key, or signed for another digest: why.
     Refused(String),
+}
+
+/// A digest's verdict with what it rests on.
+#[derive(Debug)]
+pub struct Inspection {
+    pub verdict: Verdict,
+    /// The attestations found (empty without `verify.attestations` or an unsigned image).
+    pub found: attest::Found,
+    /// Each gate's verdict, in the configuration's order.
+    pub gates: Vec<gates::Verdict>,
+}
+
+/// Why a candidate failing a gate is refused: the gate, and the first attestation ignored.
+fn gate_refusal(failed: &gates::Verdict, found: &attest::Found) -> String {
+    let mut why = format!("attestation gate {}", failed.describe());
+    if let Some(first) = found.ignored.first() {
+        why.push_str(&format!(" ({} ignored; {first})", found.ignored.len()));
+    }
+    why
 }
 
 /// A run's verification state: keys and trusted roots read once, and which registries
@@ -240,8 +269,9 @@ impl Verifier {
         })
     }
 
-    /// Verify `repo@digest` against `spec`'s keys. `listed` is the repository's tag list
-    /// when the run has it: a signature tag it lacks costs no request.
+    /// Verify `repo@digest` against `spec`: its signature, then its attestation gates.
+    /// `listed` is the repository's tag list when the run has it: a signature or
+    /// attestation tag it lacks costs no request.
     pub async fn verify(
         &self,
         client: &Client,
@@ -249,6 +279,85 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
+    ) -> Result<Verdict, Error> {
+        Ok(self
+            .inspect(client, repo, digest, spec, listed)
+            .await?
+            .verdict)
+    }
+
+    /// [`Self::verify`], with every attestation found and each gate's verdict (the
+    /// `verify` command shows them).
+    pub async fn inspect(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+    ) -> Result<Inspection, Error> {
+        let mut api = None;
+        let verdict = self
+            .signature(client, repo, digest, spec, listed, &mut api)
+            .await?;
+        let (Verdict::Verified(mut signer), Some(gates)) = (verdict.clone(), &spec.attestations)
+        else {
+            return Ok(Inspection {
+                verdict,
+                found: attest::Found::default(),
+                gates: Vec::new(),
+            });
+        };
+        let (keys, root) = (self.keys(spec)?, self.root(spec)?);
+        let check = Check {
+            client,
+            repo,
+            digest,
+            keys: &keys,
+            root: root.as_deref(),
+            identities: &spec.identities,
+        };
+        let lacks = self
+            .no_referrers
+            .lock()
+            .is_ok_and(|s| s.contains(&client.host));
+        let referrers = match api {
+            Some(index) => Some(Some(index)),
+            None if lacks => None,
+            None => Some(
+                client
+                    .referrers(repo, digest)
+                    .await
+                    .map_err(|e| check.fail(e))?,
+            ),
+        };
+        let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
+        let found = check.attestations(referrers, may_exist).await?;
+        let verdicts = gates::judge(gates, &found.verified);
+        let verdict = match verdicts.iter().find(|v| !v.passed) {
+            Some(failed) => Verdict::Refused(gate_refusal(failed, &found)),
+            None => {
+                signer.gates = verdicts.iter().map(gates::Verdict::describe).collect();
+                Verdict::Verified(signer)
+            }
+        };
+        Ok(Inspection {
+            verdict,
+            found,
+            gates: verdicts,
+        })
+    }
+
+    /// The signature's verdict; `api` keeps the referrers API's answer for the
+    /// attestations.
+    async fn signature(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+        api: &mut Option<Vec<u8>>,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
         let root = self.root(spec)?;
@@ -273,7 +382,9 @@ impl Verifier {
         if !lacks(&client.host) {
             match client.referrers(repo, digest).await.map_err(fail)? {
                 Some(index) => {
-                    if let Some(s) = check.index(&index, "referrers", &mut seen).await? {
+                    let verified = check.index(&index, "referrers", &mut seen).await?;
+                    *api = Some(index);
+                    if let Some(s) = verified {
                         return Ok(Verdict::Verified(s));
                     }
                 }
@@ -430,7 +541,11 @@ impl Check<'_> {
             match cosign::statement_digests(&envelope.payload) {
                 Ok(ds) if ds.iter().any(|d| d == self.digest) => {
                     seen.keyless = None;
-                    return Ok(Some(Signer { signer, layout }));
+                    return Ok(Some(Signer {
+                        signer,
+                        layout,
+                        gates: Vec::new(),
+                    }));
                 }
                 Ok(ds) => seen.other_digest = ds.into_iter().next(),
                 Err(e) => seen.unreadable = Some(e.to_string()),
@@ -493,7 +608,11 @@ impl Check<'_> {
             match cosign::signed_digest(&payload) {
                 Ok(d) if d == self.digest => {
                     seen.keyless = None;
-                    return Ok(Some(Signer { signer, layout }));
+                    return Ok(Some(Signer {
+                        signer,
+                        layout,
+                        gates: Vec::new(),
+                    }));
                 }
                 Ok(d) => seen.other_digest = Some(d),
                 Err(e) => seen.unreadable = Some(e.to_string()),
