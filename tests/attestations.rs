@@ -1,0 +1,594 @@
+//! `verify.attestations`: attestation gates end to end. A real `docker-registry` holds
+//! images signed and attested by an independent signer (tests/support/cosign_signer.py, on
+//! PyPI's `cryptography`): DSSE envelopes in cosign's `sha256-<hex>.att` tag, DSSE
+//! referrers listed in the referrers fallback tag, and Sigstore bundles served by the OCI
+//! 1.1 referrers API (a wiremock proxy in front of the registry answers it). Each test
+//! asserts every candidate's verdict, the chosen version and the gates it passed.
+
+// A test crate may panic, count, slice and read the environment: the no-panic lints of
+// Cargo.toml are for the library.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::string_slice,
+    clippy::disallowed_methods
+)]
+
+mod support;
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use support::cli::imagebump;
+use support::{sha256_digest, tree, Registry, RegistryMode, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const HOST: &str = "registry.test";
+const REPO: &str = "team/web";
+const DSSE: &str = "application/vnd.dsse.envelope.v1+json";
+const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+const SLSA_V1: &str = "https://slsa.dev/provenance/v1";
+const SLSA_V02: &str = "https://slsa.dev/provenance/v0.2";
+const SPDX: &str = "https://spdx.dev/Document";
+const VULN: &str = "https://cosign.sigstore.dev/attestation/vuln/v1";
+const BUILDER: &str = "https://github.com/slsa-framework/slsa-github-generator/.github/workflows/generator_container_slsa3.yml@refs/tags/v2.0.0";
+const GITHUB: &str = "https://token.actions.githubusercontent.com";
+const RELEASE: &str = "https://github.com/acme/web/.github/workflows/release.yml@refs/tags/v1.2.0";
+
+/// The independent signer: keys, signatures and attestations from Python's `cryptography`.
+struct Signer {
+    python: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Signer {
+    fn new() -> Signer {
+        Signer {
+            python: support::ci_python_with_cryptography(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn call(&self, args: &[&str]) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/cosign_signer.py");
+        let out = Command::new(&self.python)
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A new ECDSA P-256 key pair named `name`; returns the public key's path.
+    fn keygen(&self, name: &str) -> PathBuf {
+        let private = self.path(&format!("{name}.key"));
+        let public = self.path(&format!("{name}.pub"));
+        self.call(&[
+            "keygen",
+            "ecdsa-p256",
+            private.to_str().unwrap(),
+            public.to_str().unwrap(),
+        ]);
+        public
+    }
+
+    /// The simple-signing payload for `digest` and its signature by key `name`.
+    fn sign(&self, name: &str, digest: &str) -> (Vec<u8>, String) {
+        let payload = self.call(&["payload", digest, &format!("{HOST}/{REPO}")]);
+        let file = self.path("payload.json");
+        fs::write(&file, &payload).unwrap();
+        let private = self.path(&format!("{name}.key"));
+        let sig = self.call(&["sign", private.to_str().unwrap(), file.to_str().unwrap()]);
+        (payload.into_bytes(), sig)
+    }
+
+    /// An attestation of `digest` by key `key` (`command`: `attest` for a bare DSSE
+    /// envelope, `attest-bundle` for a Sigstore bundle).
+    fn attest(
+        &self,
+        command: &str,
+        key: &str,
+        digest: &str,
+        kind: &str,
+        predicate: &Value,
+    ) -> String {
+        let file = self.path("predicate.json");
+        fs::write(&file, predicate.to_string()).unwrap();
+        let private = self.path(&format!("{key}.key"));
+        let reference = format!("{HOST}/{REPO}");
+        self.call(&[
+            command,
+            private.to_str().unwrap(),
+            digest,
+            &reference,
+            kind,
+            file.to_str().unwrap(),
+        ])
+    }
+}
+
+/// Pushes `name`'s cosign signature of `digest` to its `.sig` tag.
+fn push_signature(reg: &Registry, signer: &Signer, name: &str, digest: &str) {
+    let (payload, sig) = signer.sign(name, digest);
+    let (payload_digest, payload_size) = reg.push_blob(REPO, &payload);
+    let (config_digest, config_size) = reg.push_blob(REPO, b"{}");
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": config_size},
+        "layers": [{
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": payload_digest, "size": payload_size,
+            "annotations": {"dev.cosignproject.cosign/signature": sig}
+        }]
+    });
+    let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+    reg.put_manifest(REPO, &tag, OCI_MANIFEST, manifest.to_string().as_bytes());
+}
+
+/// A manifest of `layers` (blob bytes, media type, predicate type) as cosign writes
+/// attestations, with `artifact_type` when it is a referrer.
+fn attestation_manifest(
+    reg: &Registry,
+    layers: &[(String, &str, &str)],
+    artifact_type: Option<&str>,
+) -> Vec<u8> {
+    let (config_digest, config_size) = reg.push_blob(REPO, b"{}");
+    let layers: Vec<Value> = layers
+        .iter()
+        .map(|(blob, media_type, kind)| {
+            let (digest, size) = reg.push_blob(REPO, blob.as_bytes());
+            json!({"mediaType": media_type, "digest": digest, "size": size, "annotations": {
+                "dev.cosignproject.cosign/signature": "", "predicateType": kind}})
+        })
+        .collect();
+    let mut manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": config_size},
+        "layers": layers,
+    });
+    if let Some(a) = artifact_type {
+        manifest["artifactType"] = json!(a);
+    }
+    let body = manifest.to_string().into_bytes();
+    reg.put_manifest(REPO, &sha256_digest(&body), OCI_MANIFEST, &body);
+    body
+}
+
+/// Pushes DSSE envelopes to cosign's `sha256-<hex>.att` tag of `digest`.
+fn push_att(reg: &Registry, digest: &str, envelopes: &[(String, &str)]) {
+    let layers: Vec<(String, &str, &str)> = envelopes
+        .iter()
+        .map(|(e, kind)| (e.clone(), DSSE, *kind))
+        .collect();
+    let body = attestation_manifest(reg, &layers, None);
+    let tag = format!("{}.att", digest.replacen(':', "-", 1));
+    reg.put_manifest(REPO, &tag, OCI_MANIFEST, &body);
+}
+
+/// An OCI index listing `manifests` as referrers of `artifact_type`.
+fn referrers_index(manifests: &[(&[u8], &str)]) -> Vec<u8> {
+    let list: Vec<Value> = manifests
+        .iter()
+        .map(|(m, kind)| {
+            json!({"mediaType": OCI_MANIFEST, "digest": sha256_digest(m), "size": m.len(),
+                "artifactType": kind})
+        })
+        .collect();
+    json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": list})
+        .to_string()
+        .into_bytes()
+}
+
+fn provenance(source: &str, reference: &str) -> Value {
+    json!({
+        "buildDefinition": {
+            "buildType": "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
+            "externalParameters": {"workflow": {
+                "ref": reference, "repository": source, "path": ".github/workflows/release.yml"}},
+            "resolvedDependencies": [{"uri": format!("git+{source}@{reference}")}]
+        },
+        "runDetails": {"builder": {"id": BUILDER}}
+    })
+}
+
+fn trivy(findings: &[(&str, &str)]) -> Value {
+    let list: Vec<Value> = findings
+        .iter()
+        .map(|(id, severity)| json!({"VulnerabilityID": id, "Severity": severity}))
+        .collect();
+    json!({"scanner": {"uri": "pkg:github/aquasecurity/trivy", "version": "0.50.0",
+        "result": {"Results": [{"Target": "web", "Vulnerabilities": list}]}}})
+}
+
+const GATES: &str = "    attestations:
+      provenance:
+        builderId: https://github.com/slsa-framework/slsa-github-generator/.github/workflows/generator_container_slsa3.yml@refs/tags/v2.0.0
+        sourceRepository: https://github.com/acme/web
+        refRegExp: ^refs/tags/v
+        workflow: .github/workflows/release.yml
+      sbom: true
+      vulnerabilities:
+        maxSeverity: high
+        allowCves: [CVE-2024-0002]
+";
+
+/// An operator configuration sending `registry.test` to `url`, verifying `team/web` with
+/// `verify` (YAML lines under `verify:`).
+fn operator_config(dir: &Path, url: &str, verify: &str) -> PathBuf {
+    let path = dir.join("operator.yaml");
+    fs::write(
+        &path,
+        format!(
+            "registries:\n- prefix: {HOST}\n  url: {url}\nimages:\n- match: {HOST}/team/*\n  verify:\n{verify}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `imagebump tags registry.test/team/web:1.0.0` as JSON: the report and each candidate's
+/// verdict (cosign's own tags left out).
+fn tags(cfg: &Path) -> (Value, Vec<String>) {
+    let run = imagebump()
+        .args(["tags", &format!("{HOST}/{REPO}:1.0.0"), "--output", "json"])
+        .arg("--config")
+        .arg(cfg)
+        .run();
+    let report = run.json();
+    let verdicts = report["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["tag"].as_str().unwrap().starts_with("sha256-"))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["tag"].as_str().unwrap(),
+                c["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    (report, verdicts)
+}
+
+/// Six signed versions, newest first: no attestation; a provenance by a stranger's key; a
+/// provenance naming another image; a provenance from another repository; a critical
+/// vulnerability; and one passing every gate (its SBOM a DSSE referrer in the referrers
+/// fallback tag, the rest in the `.att` tag), which is chosen.
+struct Versions {
+    reg: Registry,
+    digests: Vec<String>,
+    cfg_dir: tempfile::TempDir,
+    cfg: PathBuf,
+}
+
+fn versions() -> Versions {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("cosign");
+    signer.keygen("stranger");
+    let mut digests = Vec::new();
+    for (i, tag) in [
+        "1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let created = format!("2024-01-0{}T00:00:00Z", i + 1);
+        digests.push(reg.push_tag_created_digest(REPO, tag, &created));
+    }
+    for d in &digests[1..] {
+        push_signature(&reg, &signer, "cosign", d);
+    }
+    let good = provenance("https://github.com/acme/web", "refs/tags/v1.1.0");
+    let att = |key: &str, d: &str, kind: &str, p: &Value| signer.attest("attest", key, d, kind, p);
+    let d = |i: usize| digests[i].as_str();
+    // 1.1.0: everything, the SBOM as a DSSE referrer in the fallback tag.
+    let clean = trivy(&[("CVE-2024-0002", "CRITICAL"), ("CVE-2024-0003", "HIGH")]);
+    push_att(
+        &reg,
+        d(1),
+        &[
+            (att("cosign", d(1), SLSA_V1, &good), SLSA_V1),
+            (att("cosign", d(1), VULN, &clean), VULN),
+        ],
+    );
+    let sbom = att("cosign", d(1), SPDX, &json!({"spdxVersion": "SPDX-2.3"}));
+    let referrer = attestation_manifest(&reg, &[(sbom, DSSE, SPDX)], Some(DSSE));
+    let index = referrers_index(&[(&referrer, DSSE)]);
+    let fallback = d(1).replacen(':', "-", 1);
+    reg.put_manifest(REPO, &fallback, OCI_INDEX, &index);
+    // 1.2.0: a critical vulnerability outside the allow-list.
+    let sbom2 = att("cosign", d(2), SPDX, &json!({}));
+    let critical = trivy(&[("CVE-2024-0001", "CRITICAL")]);
+    push_att(
+        &reg,
+        d(2),
+        &[
+            (att("cosign", d(2), SLSA_V1, &good), SLSA_V1),
+            (sbom2, SPDX),
+            (att("cosign", d(2), VULN, &critical), VULN),
+        ],
+    );
+    // 1.3.0: built from another repository (SLSA v0.2).
+    let v02 = json!({"builder": {"id": BUILDER}, "invocation": {"configSource": {
+        "uri": "git+https://github.com/evil/web@refs/tags/v1.3.0",
+        "entryPoint": ".github/workflows/release.yml"}}});
+    push_att(
+        &reg,
+        d(3),
+        &[(att("cosign", d(3), SLSA_V02, &v02), SLSA_V02)],
+    );
+    // 1.4.0: a good provenance, but of 1.1.0's digest.
+    push_att(
+        &reg,
+        d(4),
+        &[(att("cosign", d(1), SLSA_V1, &good), SLSA_V1)],
+    );
+    // 1.5.0: a good provenance signed by a key nobody trusts.
+    push_att(
+        &reg,
+        d(5),
+        &[(att("stranger", d(5), SLSA_V1, &good), SLSA_V1)],
+    );
+    let cfg_dir = tempfile::tempdir().unwrap();
+    fs::copy(&key, cfg_dir.path().join("cosign.pub")).unwrap();
+    let verify = format!("    keys: [cosign.pub]\n{GATES}");
+    let cfg = operator_config(cfg_dir.path(), &reg.base_url(), &verify);
+    Versions {
+        reg,
+        digests,
+        cfg_dir,
+        cfg,
+    }
+}
+
+#[test]
+fn tags_drops_each_candidate_failing_a_gate_and_names_the_gate() {
+    let v = versions();
+    let (report, verdicts) = tags(&v.cfg);
+    let d = |i: usize| v.digests[i].as_str();
+    assert_eq!(
+        verdicts,
+        [
+            "1.6.0: not verified: attestation gate provenance failed: no signed SLSA provenance attestation".to_string(),
+            "1.5.0: not verified: attestation gate provenance failed: no signed SLSA provenance attestation (1 ignored; att tag: an attestation signed by none of the keys)".into(),
+            format!("1.4.0: not verified: attestation gate provenance failed: no signed SLSA provenance attestation (1 ignored; att tag: https://slsa.dev/provenance/v1 attestation for another image ({}))", d(1)),
+            "1.3.0: not verified: attestation gate provenance failed: source https://github.com/evil/web, not https://github.com/acme/web".into(),
+            "1.2.0: not verified: attestation gate vulnerabilities failed: CVE-2024-0001 is critical, above high".into(),
+            "1.1.0: chosen".into(),
+            "1.0.0: the current tag".into(),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(report["chosen"], json!("1.1.0"));
+    assert_eq!(report["digest"], json!(d(1)));
+    let signer = report["signer"].as_str().unwrap();
+    assert!(
+        signer.starts_with("key cosign.pub (ecdsa-p256 sha256:"),
+        "{signer}"
+    );
+    let by = &signer[..signer.find(") (").unwrap() + 1];
+    assert_eq!(
+        report["gates"],
+        json!([
+            format!("provenance: builder {BUILDER}, source https://github.com/acme/web, ref refs/tags/v1.1.0, workflow .github/workflows/release.yml, signed by {by}"),
+            format!("sbom: SPDX, signed by {by}"),
+            format!("vulnerabilities: 1 report(s), nothing above high but CVE-2024-0002 (allowed), signed by {by}"),
+        ])
+    );
+    drop(v.cfg_dir);
+}
+
+/// A run proposes the attested version; the report's `verified.gates` says which gates it
+/// passed, and the refused newer versions are run warnings naming the gate.
+#[test]
+fn a_run_records_the_gates_the_chosen_version_passed() {
+    let v = versions();
+    let dir = tree(&[("deploy.yaml", &pod("1.0.0"))]);
+    let run = imagebump()
+        .args(["run", "--dry-run", "--output", "json"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&v.cfg)
+        .run();
+    let report = run.json();
+    assert_eq!(report["errors"], json!([]), "{run}");
+    assert_eq!(report["updates"][0]["to"], json!("1.1.0"), "{report:#}");
+    let gates: Vec<String> = report["updates"][0]["verified"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap().split(':').next().unwrap().to_string())
+        .collect();
+    assert_eq!(gates, ["provenance", "sbom", "vulnerabilities"]);
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 5, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        "1.6.0 not proposed: attestation gate provenance failed: no signed SLSA provenance attestation"
+    );
+    drop(v.reg);
+}
+
+fn pod(version: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: {HOST}/{REPO}:{version}\n"
+    )
+}
+
+/// Forwards every request to the real registry, except the referrers API, which it answers
+/// from `referrers` (digest → index).
+struct Proxy {
+    registry: String,
+    referrers: Vec<(String, Vec<u8>)>,
+}
+
+impl Respond for Proxy {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let path = request.url.path();
+        if let Some(digest) = path.strip_prefix(&format!("/v2/{REPO}/referrers/")) {
+            let index = self.referrers.iter().find(|(d, _)| d == digest);
+            let body = index.map_or_else(|| referrers_index(&[]), |(_, b)| b.clone());
+            return ResponseTemplate::new(200)
+                .insert_header("Content-Type", OCI_INDEX)
+                .set_body_bytes(body);
+        }
+        forward(&self.registry, request)
+    }
+}
+
+/// `request` sent to the plain-HTTP registry at `addr` (HTTP/1.0, so the body ends with
+/// the connection).
+fn forward(addr: &str, request: &Request) -> ResponseTemplate {
+    let mut target = request.url.path().to_string();
+    if let Some(q) = request.url.query() {
+        target = format!("{target}?{q}");
+    }
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let accept = request
+        .headers
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("*/*");
+    write!(
+        stream,
+        "{} {target} HTTP/1.0\r\nHost: {addr}\r\nAccept: {accept}\r\n\r\n",
+        request.method
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let body = raw[split + 4..].to_vec();
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut out = ResponseTemplate::new(status);
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap();
+        let name = name.trim().to_ascii_lowercase();
+        if ["content-type", "docker-content-digest"].contains(&name.as_str()) {
+            out = out.insert_header(name.as_str(), value.trim());
+        }
+    }
+    out.set_body_bytes(body)
+}
+
+/// Keyless attestations in Sigstore bundles served by the referrers API: the provenance
+/// of an allowed identity passes, one by an identity the policy does not allow is ignored,
+/// and a key-signed bundle verifies by key.
+#[tokio::test(flavor = "multi_thread")]
+async fn keyless_bundles_from_the_referrers_api() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("cosign");
+    for (command, dir) in [("ca", "fulcio"), ("rekor", "rekor")] {
+        signer.call(&[command, signer.path(dir).to_str().unwrap()]);
+    }
+    let root = signer.call(&[
+        "trusted-root",
+        signer.path("fulcio").to_str().unwrap(),
+        signer.path("rekor").to_str().unwrap(),
+    ]);
+    reg.push_tag_created_digest(REPO, "1.0.0", "2024-01-01T00:00:00Z");
+    let good = reg.push_tag_created_digest(REPO, "1.1.0", "2024-01-02T00:00:00Z");
+    let other = reg.push_tag_created_digest(REPO, "1.2.0", "2024-01-03T00:00:00Z");
+    let keyless = |digest: &str, subject: &str| {
+        let file = signer.path("predicate.json");
+        let p = provenance("https://github.com/acme/web", "refs/tags/v1.2.0");
+        fs::write(&file, p.to_string()).unwrap();
+        let (fulcio, rekor) = (signer.path("fulcio"), signer.path("rekor"));
+        let reference = format!("{HOST}/{REPO}");
+        signer.call(&[
+            "attest-keyless",
+            fulcio.to_str().unwrap(),
+            rekor.to_str().unwrap(),
+            digest,
+            &reference,
+            subject,
+            GITHUB,
+            SLSA_V1,
+            file.to_str().unwrap(),
+        ])
+    };
+    let mut referrers = Vec::new();
+    for (digest, subject) in [(&good, RELEASE), (&other, "https://github.com/evil/x")] {
+        push_signature(&reg, &signer, "cosign", digest);
+        let bundle = keyless(digest, subject);
+        let sbom = signer.attest("attest-bundle", "cosign", digest, SPDX, &json!({}));
+        let manifests = [
+            attestation_manifest(&reg, &[(bundle, BUNDLE, SLSA_V1)], Some(BUNDLE)),
+            attestation_manifest(&reg, &[(sbom, BUNDLE, SPDX)], Some(BUNDLE)),
+        ];
+        let index = referrers_index(&[(&manifests[0], BUNDLE), (&manifests[1], BUNDLE)]);
+        referrers.push((digest.clone(), index));
+    }
+    let proxy = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(Proxy {
+            registry: format!("127.0.0.1:{}", reg.port()),
+            referrers,
+        })
+        .mount(&proxy)
+        .await;
+    let cfg_dir = tempfile::tempdir().unwrap();
+    fs::copy(&key, cfg_dir.path().join("cosign.pub")).unwrap();
+    fs::write(cfg_dir.path().join("trusted_root.json"), root).unwrap();
+    let verify = format!(
+        "    keys: [cosign.pub]\n    identities:\n    - issuer: {GITHUB}\n      subjectRegExp: ^https://github\\.com/acme/\n    trustedRoot: trusted_root.json\n    attestations:\n      provenance: {{sourceRepository: https://github.com/acme/web}}\n      sbom: true\n"
+    );
+    let cfg = operator_config(cfg_dir.path(), &proxy.uri(), &verify);
+    let cfg2 = cfg.clone();
+    let (report, verdicts) = tokio::task::spawn_blocking(move || tags(&cfg2))
+        .await
+        .unwrap();
+    assert_eq!(
+        verdicts,
+        [
+            "1.2.0: not verified: attestation gate provenance failed: no signed SLSA provenance attestation (1 ignored; referrers, bundle: keyless attestation not trusted: signed by https://github.com/evil/x from https://token.actions.githubusercontent.com, not /^https://github\\.com/acme// from https://token.actions.githubusercontent.com)".to_string(),
+            "1.1.0: chosen".into(),
+            "1.0.0: the current tag".into(),
+        ],
+        "{report:#}"
+    );
+    let gates = report["gates"].as_array().unwrap();
+    assert_eq!(
+        gates[0],
+        json!(format!("provenance: builder {BUILDER}, source https://github.com/acme/web, ref refs/tags/v1.2.0, workflow .github/workflows/release.yml, signed by identity {RELEASE} (issuer {GITHUB}, logged 2024-02-01T12:01:00Z)"))
+    );
+    assert!(gates[1]
+        .as_str()
+        .unwrap()
+        .starts_with("sbom: SPDX, signed by key cosign.pub (ecdsa-p256 sha256:"));
+}
