@@ -592,3 +592,79 @@ async fn keyless_bundles_from_the_referrers_api() {
         .unwrap()
         .starts_with("sbom: SPDX, signed by key cosign.pub (ecdsa-p256 sha256:"));
 }
+
+/// `imagebump verify IMAGE`: the digest, the signature, each attestation found (verified
+/// or ignored, with why), each gate's verdict and the overall verdict; exit 0 only when
+/// the image satisfies the operator's policy, 1 when it does not, 2 without a policy.
+#[test]
+fn verify_prints_every_finding_and_exits_by_the_verdict() {
+    let v = versions();
+    let d = |i: usize| v.digests[i].clone();
+    let verify = |image: String, code: i32| {
+        imagebump()
+            .arg("verify")
+            .arg(image)
+            .arg("--config")
+            .arg(&v.cfg)
+            .filter(r"sha256:[0-9a-f]{16}\)", "sha256:KEY)")
+            .code(code)
+            .run()
+            .filtered_stdout()
+    };
+    let key = "key cosign.pub (ecdsa-p256 sha256:KEY)";
+    assert_eq!(
+        verify(format!("{HOST}/{REPO}:1.1.0"), 0),
+        format!(
+            "image:       {HOST}/{REPO}:1.1.0
+digest:      {d1}
+signature:   verified, {key} (sig tag)
+attestation: https://spdx.dev/Document (referrers tag), signed by {key}
+attestation: https://slsa.dev/provenance/v1 (att tag), signed by {key}
+attestation: https://cosign.sigstore.dev/attestation/vuln/v1 (att tag), signed by {key}
+gate:        provenance passed, builder {BUILDER}, source https://github.com/acme/web, ref refs/tags/v1.1.0, workflow .github/workflows/release.yml, signed by {key}
+gate:        sbom passed, SPDX, signed by {key}
+gate:        vulnerabilities passed, 1 report(s), nothing above high but CVE-2024-0002 (allowed), signed by {key}
+verdict:     satisfies the verify policy
+",
+            d1 = d(1)
+        )
+    );
+    // By digest: the same image, no tag read.
+    let by_digest = verify(format!("{HOST}/{REPO}@{}", d(1)), 0);
+    assert!(by_digest.ends_with("verdict:     satisfies the verify policy\n"));
+    assert_eq!(
+        verify(format!("{HOST}/{REPO}:1.5.0"), 1),
+        format!(
+            "image:       {HOST}/{REPO}:1.5.0
+digest:      {d5}
+signature:   verified, {key} (sig tag)
+ignored:     att tag: an attestation signed by none of the keys
+gate:        provenance failed, no signed SLSA provenance attestation
+gate:        sbom failed, no signed SBOM attestation (SPDX or CycloneDX)
+gate:        vulnerabilities failed, no signed vulnerability report attestation
+verdict:     does not satisfy the verify policy: attestation gate provenance failed: no signed SLSA provenance attestation (1 ignored; att tag: an attestation signed by none of the keys)
+",
+            d5 = d(5)
+        )
+    );
+    // Unsigned: the gates are judged all the same, the verdict is the signature's.
+    let unsigned = verify(format!("{HOST}/{REPO}:1.0.0"), 1);
+    assert!(
+        unsigned.contains("signature:   refused, unsigned (no cosign signature)\n"),
+        "{unsigned}"
+    );
+    assert!(unsigned.ends_with(
+        "verdict:     does not satisfy the verify policy: unsigned (no cosign signature)\n"
+    ));
+    // An image the configuration gives no verify: a usage error.
+    let run = imagebump()
+        .args(["verify", "registry.test/other/app:1.0.0", "--config"])
+        .arg(&v.cfg)
+        .code(2)
+        .run();
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: registry.test/other/app: the configuration names no verify (keys or identities) for this image; add an images rule with verify (docs/tag-selection.md, Signed images)\n"
+    );
+}

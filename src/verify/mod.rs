@@ -145,6 +145,9 @@ pub enum Verdict {
 /// A digest's verdict with what it rests on.
 #[derive(Debug)]
 pub struct Inspection {
+    /// The signature's own verdict.
+    pub signature: Verdict,
+    /// The signature's and the gates' verdict together.
     pub verdict: Verdict,
     /// The attestations found (empty without `verify.attestations` or an unsigned image).
     pub found: attest::Found,
@@ -281,13 +284,14 @@ impl Verifier {
         listed: Option<&[String]>,
     ) -> Result<Verdict, Error> {
         Ok(self
-            .inspect(client, repo, digest, spec, listed)
+            .inspect(client, repo, digest, spec, listed, false)
             .await?
             .verdict)
     }
 
     /// [`Self::verify`], with every attestation found and each gate's verdict (the
-    /// `verify` command shows them).
+    /// `verify` command shows them). With `always`, attestations are read and gates judged
+    /// even when the signature does not verify (the verdict stays the signature's).
     pub async fn inspect(
         &self,
         client: &Client,
@@ -295,19 +299,53 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
+        always: bool,
     ) -> Result<Inspection, Error> {
         let mut api = None;
-        let verdict = self
+        let signature = self
             .signature(client, repo, digest, spec, listed, &mut api)
             .await?;
-        let (Verdict::Verified(mut signer), Some(gates)) = (verdict.clone(), &spec.attestations)
-        else {
+        let unsigned = matches!(signature, Verdict::Refused(_));
+        let Some(gates) = spec.attestations.as_ref().filter(|_| always || !unsigned) else {
             return Ok(Inspection {
-                verdict,
+                signature: signature.clone(),
+                verdict: signature,
                 found: attest::Found::default(),
                 gates: Vec::new(),
             });
         };
+        let found = self
+            .attestations(client, repo, digest, spec, listed, api)
+            .await?;
+        let verdicts = gates::judge(gates, &found.verified);
+        let verdict = match (&signature, verdicts.iter().find(|v| !v.passed)) {
+            (Verdict::Refused(_), _) => signature.clone(),
+            (Verdict::Verified(_), Some(failed)) => Verdict::Refused(gate_refusal(failed, &found)),
+            (Verdict::Verified(signer), None) => {
+                let mut signer = signer.clone();
+                signer.gates = verdicts.iter().map(gates::Verdict::describe).collect();
+                Verdict::Verified(signer)
+            }
+        };
+        Ok(Inspection {
+            signature,
+            verdict,
+            found,
+            gates: verdicts,
+        })
+    }
+
+    /// The attestations of `repo@digest`; `api` is the referrers API's answer when the
+    /// signature check read it.
+    async fn attestations(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+        api: Option<Vec<u8>>,
+    ) -> Result<attest::Found, Error> {
         let (keys, root) = (self.keys(spec)?, self.root(spec)?);
         let check = Check {
             client,
@@ -332,20 +370,7 @@ impl Verifier {
             ),
         };
         let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
-        let found = check.attestations(referrers, may_exist).await?;
-        let verdicts = gates::judge(gates, &found.verified);
-        let verdict = match verdicts.iter().find(|v| !v.passed) {
-            Some(failed) => Verdict::Refused(gate_refusal(failed, &found)),
-            None => {
-                signer.gates = verdicts.iter().map(gates::Verdict::describe).collect();
-                Verdict::Verified(signer)
-            }
-        };
-        Ok(Inspection {
-            verdict,
-            found,
-            gates: verdicts,
-        })
+        check.attestations(referrers, may_exist).await
     }
 
     /// The signature's verdict; `api` keeps the referrers API's answer for the
