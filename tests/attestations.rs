@@ -668,3 +668,95 @@ verdict:     does not satisfy the verify policy: attestation gate provenance fai
         "error: registry.test/other/app: the configuration names no verify (keys or identities) for this image; add an images rule with verify (docs/tag-selection.md, Signed images)\n"
     );
 }
+
+/// Pushes one DSSE envelope with cosign's keyless `annotations` to the `.att` tag of
+/// `digest`.
+fn push_keyless_att(reg: &Registry, digest: &str, envelope: &str, annotations: &Value) {
+    let (config_digest, config_size) = reg.push_blob(REPO, b"{}");
+    let (blob, size) = reg.push_blob(REPO, envelope.as_bytes());
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": config_size},
+        "layers": [{"mediaType": DSSE, "digest": blob, "size": size, "annotations": annotations}],
+    });
+    let tag = format!("{}.att", digest.replacen(':', "-", 1));
+    reg.put_manifest(REPO, &tag, OCI_MANIFEST, manifest.to_string().as_bytes());
+}
+
+/// `cosign attest`'s legacy keyless layout: a `.att` layer with the certificate, chain and
+/// an `intoto` Rekor entry. An allowed identity's provenance passes; another identity's,
+/// and an envelope carrying another attestation's log entry, are ignored with why.
+#[test]
+fn keyless_attestations_in_the_att_tag() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("cosign");
+    for (command, dir) in [("ca", "fulcio"), ("rekor", "rekor")] {
+        signer.call(&[command, signer.path(dir).to_str().unwrap()]);
+    }
+    let (fulcio, rekor) = (signer.path("fulcio"), signer.path("rekor"));
+    let root = signer.call(&[
+        "trusted-root",
+        fulcio.to_str().unwrap(),
+        rekor.to_str().unwrap(),
+    ]);
+    let mut digests = Vec::new();
+    for (i, tag) in ["1.0.0", "1.1.0", "1.2.0", "1.3.0"].iter().enumerate() {
+        let created = format!("2024-01-0{}T00:00:00Z", i + 1);
+        digests.push(reg.push_tag_created_digest(REPO, tag, &created));
+    }
+    let file = signer.path("predicate.json");
+    let p = provenance("https://github.com/acme/web", "refs/tags/v1.2.0");
+    fs::write(&file, p.to_string()).unwrap();
+    let attest = |digest: &str, subject: &str| -> Value {
+        let reference = format!("{HOST}/{REPO}");
+        let out = signer.call(&[
+            "attest-keyless-att",
+            fulcio.to_str().unwrap(),
+            rekor.to_str().unwrap(),
+            digest,
+            &reference,
+            subject,
+            GITHUB,
+            SLSA_V1,
+            file.to_str().unwrap(),
+        ]);
+        serde_json::from_str(&out).unwrap()
+    };
+    for d in &digests[1..] {
+        push_signature(&reg, &signer, "cosign", d);
+    }
+    let good = attest(&digests[1], RELEASE);
+    let envelope = |a: &Value| a["envelope"].as_str().unwrap().to_string();
+    push_keyless_att(&reg, &digests[1], &envelope(&good), &good["annotations"]);
+    let evil = attest(&digests[2], "https://github.com/evil/x");
+    push_keyless_att(&reg, &digests[2], &envelope(&evil), &evil["annotations"]);
+    // 1.3.0: its own envelope, with 1.1.0's certificate and log entry.
+    let mine = attest(&digests[3], RELEASE);
+    push_keyless_att(&reg, &digests[3], &envelope(&mine), &good["annotations"]);
+
+    let cfg_dir = tempfile::tempdir().unwrap();
+    fs::copy(&key, cfg_dir.path().join("cosign.pub")).unwrap();
+    fs::write(cfg_dir.path().join("trusted_root.json"), root).unwrap();
+    let verify = format!(
+        "    keys: [cosign.pub]\n    identities:\n    - issuer: {GITHUB}\n      subjectRegExp: ^https://github\\.com/acme/\n    trustedRoot: trusted_root.json\n    attestations:\n      provenance: {{refRegExp: ^refs/tags/}}\n"
+    );
+    let cfg = operator_config(cfg_dir.path(), &reg.base_url(), &verify);
+    let (report, verdicts) = tags(&cfg);
+    let failed = "1.x.0: not verified: attestation gate provenance failed: no signed SLSA provenance attestation (1 ignored; att tag: keyless attestation not trusted: ";
+    assert_eq!(
+        verdicts,
+        [
+            format!("{}the transparency log entry is for another payload)", failed.replace("1.x.0", "1.3.0")),
+            format!("{}signed by https://github.com/evil/x from {GITHUB}, not /^https://github\\.com/acme// from {GITHUB})", failed.replace("1.x.0", "1.2.0")),
+            "1.1.0: chosen".into(),
+            "1.0.0: the current tag".into(),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(
+        report["gates"],
+        json!([format!("provenance: builder {BUILDER}, source https://github.com/acme/web, ref refs/tags/v1.2.0, workflow .github/workflows/release.yml, signed by identity {RELEASE} (issuer {GITHUB}, logged 2024-02-01T12:01:00Z)")])
+    );
+}

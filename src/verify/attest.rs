@@ -4,8 +4,9 @@
 //! signature's certificate annotations). Each envelope must verify with the trust of the
 //! policy's `verify` (a key, or keylessly by an allowed identity logged in Rekor) and its
 //! statement must name the candidate's digest; anything else is ignored, with why. Reads
-//! are capped: [`MAX_MANIFESTS`] manifests, [`cosign::MAX_SIGNATURES`] layers each, blobs
-//! of at most [`MAX_BLOB`] bytes.
+//! are capped: [`MAX_MANIFESTS`] manifests, [`cosign::MAX_SIGNATURES`] layers each,
+//! [`MAX_ENVELOPES`] envelopes of at most [`MAX_BLOB`] bytes and [`MAX_TOTAL`] bytes in
+//! all; only the predicates a gate reads are kept (an SBOM's presence is what counts).
 
 use serde::Deserialize;
 
@@ -21,6 +22,9 @@ const BUNDLE_PREFIX: &str = "application/vnd.dev.sigstore.bundle";
 pub const MAX_MANIFESTS: usize = 16;
 /// The largest attestation blob read (an SBOM beyond it is ignored, with why).
 pub const MAX_BLOB: u64 = 4 * 1024 * 1024;
+/// The most envelopes, and bytes of them, read for one digest.
+pub const MAX_ENVELOPES: usize = 32;
+pub const MAX_TOTAL: u64 = 16 * 1024 * 1024;
 
 /// The attestations of one digest: those that verified, and why the others do not count.
 #[derive(Debug, Default)]
@@ -28,6 +32,8 @@ pub struct Found {
     pub verified: Vec<Attestation>,
     /// `<layout>: <why>` for each envelope ignored.
     pub ignored: Vec<String>,
+    /// Envelopes and bytes read so far (against [`MAX_ENVELOPES`] and [`MAX_TOTAL`]).
+    read: (usize, u64),
 }
 
 #[derive(Deserialize)]
@@ -194,6 +200,15 @@ impl Check<'_> {
                     .push(format!("{why}, above the {MAX_BLOB} read"));
                 continue;
             }
+            let (count, bytes) = found.read;
+            if count >= MAX_ENVELOPES || bytes.saturating_add(layer.size) > MAX_TOTAL {
+                let why = format!("{MAX_ENVELOPES} attestations or {MAX_TOTAL} bytes read");
+                found
+                    .ignored
+                    .push(format!("{layout}: not read, {why} already"));
+                return Ok(());
+            }
+            found.read.0 = count.saturating_add(1);
             let blob = match self.client.config_bytes(self.repo, &layer.digest).await {
                 Ok(b) => b,
                 Err(RegistryError::TooLarge { limit, .. }) => {
@@ -203,6 +218,9 @@ impl Check<'_> {
                 }
                 Err(e) => return Err(self.fail(e)),
             };
+            // The bytes read, not the size the registry declared.
+            let len = u64::try_from(blob.len()).unwrap_or(u64::MAX);
+            found.read.1 = found.read.1.saturating_add(len);
             match self.envelope_of(&blob, bundle, &layer.annotations) {
                 Ok(env) => self.judged(&env, layout, found),
                 Err(why) => found.ignored.push(format!("{layout}: {why}")),
@@ -251,8 +269,11 @@ impl Check<'_> {
         };
         match statement(&env.payload, self.digest) {
             Ok((predicate_type, predicate)) => found.verified.push(Attestation {
+                predicate: match super::gates::reads_predicate(&predicate_type) {
+                    true => predicate,
+                    false => serde_json::Value::Null,
+                },
                 predicate_type,
-                predicate,
                 signer,
                 layout,
             }),

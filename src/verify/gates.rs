@@ -19,6 +19,12 @@ pub const VULN: &str = "https://cosign.sigstore.dev/attestation/vuln/v1";
 /// The most findings of one report read (a report with more is refused, not truncated).
 const MAX_FINDINGS: usize = 10_000;
 
+/// Whether a gate reads the predicate of this type (provenance, vulnerability reports);
+/// of the others only the type counts, and their predicates are not kept.
+pub fn reads_predicate(predicate_type: &str) -> bool {
+    [SLSA_V02, SLSA_V1, VULN].contains(&predicate_type)
+}
+
 /// A verified attestation of the candidate: its predicate, who signed it, where it was.
 #[derive(Debug, Clone)]
 pub struct Attestation {

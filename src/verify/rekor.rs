@@ -267,6 +267,14 @@ fn body_matches(body: &[u8], signed: &Signed) -> Result<(), Error> {
             },
             "dsse",
         ) => dsse_mismatch(&b.spec, payload, signatures, certificate),
+        (
+            Signed::Dsse {
+                payload,
+                signatures,
+                certificate,
+            },
+            "intoto",
+        ) => intoto_mismatch(&b.spec, payload, signatures, certificate),
         (_, kind) => return Err(Error::Kind(kind.to_string())),
     };
     match mismatch {
@@ -321,6 +329,42 @@ fn dsse_mismatch(
                 certificate_of(base64_at(s, "/verifier")),
             )
         })
+        .collect();
+    let all = !signatures.is_empty()
+        && signatures.iter().all(|sig| {
+            logged
+                .iter()
+                .any(|(s, c)| s.as_deref() == Some(sig) && c.as_deref() == Some(certificate))
+        });
+    (!all).then_some("signature or certificate")
+}
+
+/// What an `intoto` (v0.0.2) entry's `spec`, as `cosign attest` logs a DSSE attestation,
+/// logs other than `signed`: the payload's SHA-256, and every signature of the envelope
+/// with the certificate (`sig` is base64 of the envelope's base64 signature, `publicKey`
+/// base64 of the PEM certificate). `None` when it logs them.
+fn intoto_mismatch(
+    spec: &serde_json::Value,
+    payload: &[u8],
+    signatures: &[Vec<u8>],
+    certificate: &[u8],
+) -> Option<&'static str> {
+    if text_at(spec, "/content/payloadHash/value") != Some(sha256_hex(payload)) {
+        return Some("payload");
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let twice = |s: &serde_json::Value| {
+        let once = base64_at(s, "/sig")?;
+        let text = String::from_utf8(once).ok()?;
+        b64.decode(text.trim()).ok()
+    };
+    let logged: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = spec
+        .pointer("/content/envelope/signatures")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|s| (twice(s), certificate_of(base64_at(s, "/publicKey"))))
         .collect();
     let all = !signatures.is_empty()
         && signatures.iter().all(|sig| {

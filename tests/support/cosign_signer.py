@@ -390,6 +390,12 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
 #                                     PREDICATE_TYPE PREDICATE_FILE
 #                                               a keyless Sigstore bundle v0.3 (certificate, a
 #                                               `dsse` Rekor entry with SET and inclusion proof)
+#     cosign_signer.py attest-keyless-att CA_DIR REKOR_DIR DIGEST REFERENCE SUBJECT ISSUER
+#                                         PREDICATE_TYPE PREDICATE_FILE
+#                                               `cosign attest`'s legacy layout as JSON: the
+#                                               envelope of a `.att` layer and its annotations
+#                                               (certificate, chain, bundle: an `intoto` v0.0.2
+#                                               Rekor entry with its SET)
 
 def _statement(digest, reference, predicate_type, predicate_path):
     with open(predicate_path, "rb") as f:
@@ -470,8 +476,42 @@ def attest_keyless(ca_dir, rekor_dir, digest, reference, subject, issuer, predic
     }))
 
 
+def attest_keyless_att(ca_dir, rekor_dir, digest, reference, subject, issuer, predicate_type,
+                       predicate_path):
+    key, cert = _leaf(ca_dir, subject, issuer)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    chain_pem = b"".join(_load(os.path.join(ca_dir, n + ".der")).public_bytes(serialization.Encoding.PEM)
+                         for n in ("intermediate", "root"))
+    statement = _statement(digest, reference, predicate_type, predicate_path)
+    payload_type = "application/vnd.in-toto+json"
+    sig = b64(key.sign(_pae(payload_type, statement), ec.ECDSA(hashes.SHA256())))
+    envelope = {"payloadType": payload_type, "payload": b64(statement),
+                "signatures": [{"keyid": "", "sig": sig}]}
+    # Rekor's intoto v0.0.2 canonical body: the signature base64 twice, the PEM once.
+    entry = {"apiVersion": "0.0.2", "kind": "intoto", "spec": {"content": {
+        "envelope": {"payloadType": payload_type,
+                     "signatures": [{"publicKey": b64(cert_pem), "sig": b64(sig.encode())}]},
+        "hash": {"algorithm": "sha256",
+                 "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest()},
+        "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()}}}}
+    body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+    integrated = int((SIGNED_AT + datetime.timedelta(minutes=1)).timestamp())
+    log = _log(rekor_dir, body, integrated, ())
+    annotations = {
+        "dev.cosignproject.cosign/signature": "",
+        "dev.sigstore.cosign/certificate": cert_pem.decode(),
+        "dev.sigstore.cosign/chain": chain_pem.decode(),
+        "dev.sigstore.cosign/bundle": json.dumps({
+            "SignedEntryTimestamp": b64(log["set"]),
+            "Payload": {"body": b64(body), "integratedTime": integrated,
+                        "logIndex": log["index"], "logID": log["log_id"].hex()}}),
+        "predicateType": predicate_type,
+    }
+    sys.stdout.write(json.dumps({"envelope": json.dumps(envelope), "annotations": annotations}))
+
+
 ATTEST_COMMANDS = {"attest": attest, "attest-bundle": attest_bundle,
-                   "attest-keyless": attest_keyless}
+                   "attest-keyless": attest_keyless, "attest-keyless-att": attest_keyless_att}
 
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] in ATTEST_COMMANDS:
     ATTEST_COMMANDS[sys.argv[1]](*sys.argv[2:])
