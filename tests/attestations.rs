@@ -760,3 +760,43 @@ fn keyless_attestations_in_the_att_tag() {
         json!([format!("provenance: builder {BUILDER}, source https://github.com/acme/web, ref refs/tags/v1.2.0, workflow .github/workflows/release.yml, signed by identity {RELEASE} (issuer {GITHUB}, logged 2024-02-01T12:01:00Z)")])
     );
 }
+
+/// A gate that cannot work is a configuration error at its file, line and key (exit 2).
+#[test]
+fn a_gate_that_cannot_work_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "provenance: {refRegExp: \"(\"}",
+            "op.yaml:6:19: images[0].verify.attestations.provenance: refRegExp: regex parse error:\\u{a}    (\\u{a}    ^\\u{a}error: unclosed group (hint: see docs/tag-selection.md (Signed images))",
+        ),
+        (
+            "sboms: true",
+            "op.yaml:6:7: images[0].verify.attestations: unknown field `sboms`, expected one of `provenance`, `sbom`, `vulnerabilities` (hint: see docs/configuration.md for every key)",
+        ),
+        (
+            "vulnerabilities: {maxSeverity: severe}",
+            "op.yaml:6:38: images[0].verify.attestations.vulnerabilities.maxSeverity: unknown variant `severe`, expected one of `none`, `low`, `medium`, `high`, `critical` (hint: see docs/configuration.md for every key)",
+        ),
+    ];
+    for (gate, error) in cases {
+        let cfg = dir.path().join("op.yaml");
+        fs::write(
+            &cfg,
+            format!("images:\n- match: {HOST}/team/*\n  verify:\n    identities: [{{issuer: x, subject: y}}]\n    attestations:\n      {gate}\n"),
+        )
+        .unwrap();
+        let run = imagebump()
+            .args([
+                "verify",
+                &format!("{HOST}/{REPO}:1.0.0"),
+                "--config",
+                "op.yaml",
+            ])
+            .current_dir(dir.path())
+            .code(2)
+            .run();
+        assert_eq!(run.stdout, "");
+        assert_eq!(run.stderr, format!("error: {error}\n"));
+    }
+}

@@ -164,17 +164,11 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     )
     .await;
     let verified = signed.verified();
-    let gates = verified
-        .as_ref()
-        .map(|v| v.gates.clone())
-        .unwrap_or_default();
-    let signer = verified.map(|v| v.signer);
     errors.extend(signed.errors);
     let choice = signed.choice;
     let current = current.as_deref();
     let mut explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
-    explained.signer = signer;
-    explained.gates = gates;
+    explained.verified(verified);
     print(&explained, out);
     for e in &errors {
         let e = imagebump_http::redact(&e.to_string());
@@ -185,6 +179,16 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+impl Explained<'_> {
+    /// Who signed the chosen image, and the attestation gates it passed.
+    fn verified(&mut self, verified: Option<crate::verify::Verified>) {
+        if let Some(v) = verified {
+            self.signer = Some(v.signer);
+            self.gates = v.gates;
+        }
+    }
 }
 
 /// The evaluation of `tags` for `current`; without a current tag, every candidate judged as

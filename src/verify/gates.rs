@@ -369,7 +369,7 @@ mod tests {
         );
         // Every report must pass: a clean one does not hide a failing one.
         let clean = att(VULN, json!({"scanner": {"result": {"matches": []}}}));
-        assert!(vulnerabilities(&high, &[clean.clone()]).passed);
+        assert!(vulnerabilities(&high, std::slice::from_ref(&clean)).passed);
         assert!(!vulnerabilities(&high, &[clean, trivy("CRITICAL")]).passed);
         let grype = att(
             VULN,

@@ -358,7 +358,8 @@ fn intoto_mismatch(
         let text = String::from_utf8(once).ok()?;
         b64.decode(text.trim()).ok()
     };
-    let logged: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = spec
+    type Logged = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let logged: Vec<Logged> = spec
         .pointer("/content/envelope/signatures")
         .and_then(|s| s.as_array())
         .into_iter()
