@@ -420,6 +420,16 @@ fn a_run_records_the_gates_the_chosen_version_passed() {
         .map(|g| g.as_str().unwrap().split(':').next().unwrap().to_string())
         .collect();
     assert_eq!(gates, ["provenance", "sbom", "vulnerabilities"]);
+    // Each candidate: HEAD for its digest, its `.sig` manifest and payload; the first also
+    // the referrers API (404: not asked again). Then its listed attestation tags, each
+    // envelope one blob: 1.6.0 none; 1.5.0, 1.4.0, 1.3.0 the `.att` manifest and one
+    // envelope; 1.2.0 the `.att` manifest and three; 1.1.0 the fallback tag's index (read
+    // once, for signatures and attestations alike), its referrer and one envelope, the
+    // `.att` manifest and two.
+    assert_eq!(
+        report["requests"],
+        json!({"tagListPages": 1, "tokens": 0, "manifests": 20, "blobs": 15, "retries": 0})
+    );
     let warnings: Vec<&str> = report["warnings"]
         .as_array()
         .unwrap()

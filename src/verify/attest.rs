@@ -123,23 +123,16 @@ fn statement(payload: &[u8], digest: &str) -> Result<(String, serde_json::Value)
 }
 
 impl Check<'_> {
-    /// The attestations of the digest: referrers (or their fallback tag when `referrers`
-    /// is `None`, the registry lacking the API), then the `.att` tag. `may_exist` says
-    /// whether a tag may be in the repository (its tag listing).
+    /// The attestations of the digest: those the referrers `index` lists (the signature
+    /// check's: the API's answer or the fallback tag's, with where it was), then the
+    /// `.att` tag's. `may_exist` says whether a tag may be in the repository (its tag
+    /// listing).
     pub(super) async fn attestations(
         &self,
-        referrers: Option<Option<Vec<u8>>>,
+        index: Option<(Vec<u8>, &'static str)>,
         may_exist: impl Fn(&str) -> bool,
     ) -> Result<Found, Error> {
         let mut found = Found::default();
-        let (_, fallback) = cosign::tags_for(self.digest);
-        let index = match referrers {
-            Some(index) => index.map(|i| (i, "referrers")),
-            None if may_exist(&fallback) => {
-                self.tagged(&fallback).await?.map(|i| (i, "referrers tag"))
-            }
-            None => None,
-        };
         if let Some((index, layout)) = index {
             match attestation_referrers(&index) {
                 Ok(list) => {
@@ -190,6 +183,7 @@ impl Check<'_> {
             let bundle = layer.media_type.starts_with(BUNDLE_PREFIX);
             let layout = match (bundle, layout) {
                 (true, "referrers") => "referrers, bundle",
+                (true, "att tag") => "att tag, bundle",
                 (true, _) => "referrers tag, bundle",
                 (false, l) => l,
             };

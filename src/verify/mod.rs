@@ -301,9 +301,9 @@ impl Verifier {
         listed: Option<&[String]>,
         always: bool,
     ) -> Result<Inspection, Error> {
-        let mut api = None;
+        let mut index = None;
         let signature = self
-            .signature(client, repo, digest, spec, listed, &mut api)
+            .signature(client, repo, digest, spec, listed, &mut index)
             .await?;
         let unsigned = matches!(signature, Verdict::Refused(_));
         let Some(gates) = spec.attestations.as_ref().filter(|_| always || !unsigned) else {
@@ -315,7 +315,7 @@ impl Verifier {
             });
         };
         let found = self
-            .attestations(client, repo, digest, spec, listed, api)
+            .attestations(client, repo, digest, spec, listed, index)
             .await?;
         let verdicts = gates::judge(gates, &found.verified);
         let verdict = match (&signature, verdicts.iter().find(|v| !v.passed)) {
@@ -335,8 +335,8 @@ impl Verifier {
         })
     }
 
-    /// The attestations of `repo@digest`; `api` is the referrers API's answer when the
-    /// signature check read it.
+    /// The attestations of `repo@digest`; `index` is the referrers index the signature
+    /// check read (the API's answer, or the fallback tag's), with where it was.
     async fn attestations(
         &self,
         client: &Client,
@@ -344,7 +344,7 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
-        api: Option<Vec<u8>>,
+        index: Option<(Vec<u8>, &'static str)>,
     ) -> Result<attest::Found, Error> {
         let (keys, root) = (self.keys(spec)?, self.root(spec)?);
         let check = Check {
@@ -355,26 +355,12 @@ impl Verifier {
             root: root.as_deref(),
             identities: &spec.identities,
         };
-        let lacks = self
-            .no_referrers
-            .lock()
-            .is_ok_and(|s| s.contains(&client.host));
-        let referrers = match api {
-            Some(index) => Some(Some(index)),
-            None if lacks => None,
-            None => Some(
-                client
-                    .referrers(repo, digest)
-                    .await
-                    .map_err(|e| check.fail(e))?,
-            ),
-        };
         let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
-        check.attestations(referrers, may_exist).await
+        check.attestations(index, may_exist).await
     }
 
-    /// The signature's verdict; `api` keeps the referrers API's answer for the
-    /// attestations.
+    /// The signature's verdict; `index` keeps the referrers index it read (the API's
+    /// answer, or the fallback tag's) for the attestations.
     async fn signature(
         &self,
         client: &Client,
@@ -382,7 +368,7 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
-        api: &mut Option<Vec<u8>>,
+        index: &mut Option<(Vec<u8>, &'static str)>,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
         let root = self.root(spec)?;
@@ -406,9 +392,9 @@ impl Verifier {
         let lacks = |host: &str| self.no_referrers.lock().is_ok_and(|s| s.contains(host));
         if !lacks(&client.host) {
             match client.referrers(repo, digest).await.map_err(fail)? {
-                Some(index) => {
-                    let verified = check.index(&index, "referrers", &mut seen).await?;
-                    *api = Some(index);
+                Some(api) => {
+                    let verified = check.index(&api, "referrers", &mut seen).await?;
+                    *index = Some((api, "referrers"));
                     if let Some(s) = verified {
                         return Ok(Verdict::Verified(s));
                     }
@@ -424,8 +410,10 @@ impl Verifier {
         let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
         // 2. The referrers fallback tag, where the API is missing.
         if lacks(&client.host) && may_exist(&fallback) {
-            if let Some(index) = check.tagged(&fallback).await? {
-                if let Some(s) = check.index(&index, "referrers tag", &mut seen).await? {
+            if let Some(tagged) = check.tagged(&fallback).await? {
+                let verified = check.index(&tagged, "referrers tag", &mut seen).await?;
+                *index = Some((tagged, "referrers tag"));
+                if let Some(s) = verified {
                     return Ok(Verdict::Verified(s));
                 }
             }
