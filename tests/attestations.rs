@@ -810,3 +810,52 @@ fn a_gate_that_cannot_work_is_a_configuration_error() {
         assert_eq!(run.stderr, format!("error: {error}\n"));
     }
 }
+
+/// The pull request lists each gate the proposed version passed, under its update, with
+/// what the attestation said and who signed it (escaped for Markdown).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pull_request_names_the_gates_the_version_passed() {
+    use support::github::FakeGitHub;
+    let v = versions();
+    let work = support::make_worktree(&[("deploy.yaml", &pod("1.0.0"))]);
+    let server = support::GitServer::http_with_token(work.path(), "gitops", FakeGitHub::TOKEN);
+    let forge = FakeGitHub::start().await;
+    let run = imagebump()
+        .arg("run")
+        .arg(server.url())
+        .arg("--config")
+        .arg(&v.cfg)
+        .args(["--forge", "github", "--forge-url"])
+        .arg(forge.api_url())
+        .arg("--forge-repo")
+        .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+        .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
+        .run_async()
+        .await;
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1, "{run}");
+    let body = pulls[0].body.clone().unwrap();
+    let fingerprint = regex::Regex::new(r"sha256&#58;[0-9a-f]{16}&#41;").unwrap();
+    let body = fingerprint.replace_all(&body, "sha256&#58;KEY&#41;");
+    let gates: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("- Attestation gate passed: "))
+        .collect();
+    let by = "signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;KEY&#41;";
+    assert_eq!(
+        gates,
+        [
+            format!("- Attestation gate passed: provenance&#58; builder https&#58;//github&#46;com/slsa&#45;framework/slsa&#45;github&#45;generator/&#46;github/workflows/generator&#95;container&#95;slsa3&#46;yml&#64;refs/tags/v2&#46;0&#46;0, source https&#58;//github&#46;com/acme/web, ref refs/tags/v1&#46;1&#46;0, workflow &#46;github/workflows/release&#46;yml, {by}"),
+            format!("- Attestation gate passed: sbom&#58; SPDX, {by}"),
+            format!("- Attestation gate passed: vulnerabilities&#58; 1 report&#40;s&#41;, nothing above high but CVE&#45;2024&#45;0002 &#40;allowed&#41;, {by}"),
+        ],
+        "{body}"
+    );
+    // Right after the update's signature line.
+    let signature = body.find("- Signature: verified at").unwrap();
+    assert!(body[signature..]
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("- Attestation gate passed: provenance"));
+}
