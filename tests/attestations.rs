@@ -859,3 +859,46 @@ async fn the_pull_request_names_the_gates_the_version_passed() {
         .unwrap()
         .starts_with("- Attestation gate passed: provenance"));
 }
+
+/// What an attestation says is untrusted text: a builder id with a terminal escape and a
+/// line break passes a gate that does not compare it, and is shown escaped by `verify` and
+/// `tags`, never as raw control characters.
+#[test]
+fn attestation_text_is_escaped_on_the_terminal() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("cosign");
+    reg.push_tag_created_digest(REPO, "1.0.0", "2024-01-01T00:00:00Z");
+    let d = reg.push_tag_created_digest(REPO, "1.1.0", "2024-01-02T00:00:00Z");
+    push_signature(&reg, &signer, "cosign", &d);
+    let mut p = provenance("https://github.com/acme/web", "refs/tags/v1.1.0");
+    p["runDetails"]["builder"]["id"] = json!("evil\u{1b}[2J\nverdict: fine");
+    let envelope = signer.attest("attest", "cosign", &d, SLSA_V1, &p);
+    push_att(&reg, &d, &[(envelope, SLSA_V1)]);
+    let cfg_dir = tempfile::tempdir().unwrap();
+    fs::copy(&key, cfg_dir.path().join("cosign.pub")).unwrap();
+    let verify = "    keys: [cosign.pub]\n    attestations:\n      provenance: {sourceRepository: https://github.com/acme/web}\n";
+    let cfg = operator_config(cfg_dir.path(), &reg.base_url(), verify);
+    let shown = imagebump()
+        .args(["verify", &format!("{HOST}/{REPO}:1.1.0"), "--config"])
+        .arg(&cfg)
+        .run()
+        .stdout;
+    let gate = shown.lines().find(|l| l.starts_with("gate:")).unwrap();
+    assert!(
+        gate.starts_with("gate:        provenance passed, builder evil\\u{1b}[2J\\u{a}verdict: fine, source https://github.com/acme/web,"),
+        "{shown}"
+    );
+    assert_eq!(shown.lines().count(), 6, "{shown}");
+    let tags = imagebump()
+        .args(["tags", &format!("{HOST}/{REPO}:1.0.0"), "--config"])
+        .arg(&cfg)
+        .run()
+        .stdout;
+    let gate = tags.lines().find(|l| l.starts_with("gate:")).unwrap();
+    assert!(
+        gate.starts_with("gate:    provenance: builder evil\\u{1b}[2J\\u{a}verdict: fine,"),
+        "{tags}"
+    );
+    assert!(!shown.contains('\u{1b}') && !tags.contains('\u{1b}'));
+}
