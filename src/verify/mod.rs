@@ -3,7 +3,10 @@
 //! keeps them (the OCI 1.1 referrers API, its `sha256-<hex>` fallback tag, the legacy
 //! `sha256-<hex>.sig` tag); the payload must name the candidate's exact digest. A registry
 //! error while fetching is an error, never "unsigned": the caller proposes nothing (fail
-//! closed). docs/tag-selection.md ("Signed images") and docs/security.md.
+//! closed). With `verify.attestations`, a candidate whose signature verifies must also
+//! pass the attestation gates (attest.rs finds and verifies attestations, gates.rs judges
+//! them). docs/tag-selection.md ("Signed images", "Attestation gates") and
+//! docs/security.md.
 
 pub mod attest;
 pub mod bundle;
