@@ -395,10 +395,21 @@ fn certificate_of(pem: Option<Vec<u8>>) -> Option<Vec<u8>> {
     if let Ok(("PUBLIC KEY", der)) = pem_rfc7468::decode_vec(&pem) {
         return Some(der);
     }
-    String::from_utf8(pem)
+    let text = String::from_utf8(pem).ok()?;
+    super::fulcio::pem_certificates(&text)
         .ok()
-        .and_then(|p| super::fulcio::pem_certificates(&p).ok())
         .and_then(|c| c.into_iter().next())
+        .or_else(|| loose_pem_certificate(&text))
+}
+
+/// The first certificate of `pem` whatever its line width (Rekor's `intoto` entries log
+/// the PEM as the signer wrote it, with lines of any length). Only compared with the
+/// certificate verified, so reading it loosely cannot make another certificate pass.
+fn loose_pem_certificate(pem: &str) -> Option<Vec<u8>> {
+    let (_, rest) = pem.split_once("-----BEGIN CERTIFICATE-----")?;
+    let (body, _) = rest.split_once("-----END CERTIFICATE-----")?;
+    let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
 }
 
 fn sha256_hex(d: &[u8]) -> String {
