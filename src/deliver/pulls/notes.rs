@@ -79,7 +79,7 @@ pub struct UpdateNotes {
     pub signed_digest: Option<String>,
     /// `verify.attestations`: the gates the new version passed, each with what its
     /// attestation said and who signed it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attested: Vec<String>,
     /// The source repository's releases from the old version (excluded) to the new one,
     /// newest first, read from the manifest repository's own forge when the source lives
