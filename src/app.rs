@@ -19,6 +19,7 @@ mod source;
 mod subdir;
 mod tags;
 mod verify_bundle;
+mod verify_image;
 
 pub use error::{Error, Status};
 pub use output::Output;
@@ -93,6 +94,7 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
         Command::Registry(RegistryCommand::Check(args)) => {
             runtime.block_on(registry_check::check(&args, out))
         }
+        Command::Verify(args) => runtime.block_on(verify_image::verify(&args, out)),
         Command::VerifyBundle(args) => verify_bundle::verify_bundle(&args),
     }
 }
@@ -148,7 +150,7 @@ fn format_of(command: &Command) -> Format {
         Command::Run(args) => args.source.output,
         Command::Tags(args) => args.output,
         Command::Registry(RegistryCommand::Check(args)) => args.output,
-        Command::Config(_) | Command::VerifyBundle(_) => Format::Text,
+        Command::Config(_) | Command::VerifyBundle(_) | Command::Verify(_) => Format::Text,
     }
 }
 

@@ -65,10 +65,27 @@ pub enum Command {
     /// Check registry access: credentials, authentication and rate-limit headroom.
     #[command(subcommand)]
     Registry(RegistryCommand),
+    /// Does an image satisfy the operator's `verify` policy? Prints its digest, the
+    /// signature and attestations found, who signed them, each attestation gate's verdict
+    /// and the overall verdict. Exits 0 when it does, 1 when it does not.
+    Verify(VerifyArgs),
     /// Verify one Sigstore bundle offline, as a sigstore-conformance client
     /// (docs/security.md, "Conformance"). Exits 0 when it verifies, 1 when refused.
     #[command(hide = true)]
     VerifyBundle(VerifyBundleArgs),
+}
+
+/// `verify`: one image judged by the `verify` policy the operator's configuration gives it.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The image: `ghcr.io/acme/web:1.2.0`, `ghcr.io/acme/web@sha256:…` (default tag
+    /// `latest`).
+    #[arg(value_name = "IMAGE[:TAG|@DIGEST]")]
+    pub image: String,
+    /// The operator's configuration file, whose `images` rules give the image its
+    /// `verify` (default: ./imagebump.yaml if present).
+    #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
+    pub config: Option<PathBuf>,
 }
 
 /// `verify-bundle`: the sigstore-conformance client protocol, flag for flag.

@@ -24,7 +24,7 @@ use regex::Regex;
 use support::cli::imagebump;
 
 /// Every command, as its words after `imagebump`.
-const COMMANDS: [&str; 7] = [
+const COMMANDS: [&str; 8] = [
     "scan",
     "run",
     "tags",
@@ -32,6 +32,7 @@ const COMMANDS: [&str; 7] = [
     "config check",
     "config schema",
     "registry check",
+    "verify",
 ];
 
 /// Flags clap adds to every command; not documented per command.

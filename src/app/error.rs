@@ -88,6 +88,12 @@ pub enum Error {
     /// A signal or the deadline stopped the run; its temporary files are gone.
     #[error("stopped by {why}: temporary files removed; {}", done_before(done))]
     Stopped { why: String, done: Vec<String> },
+    /// `verify`: the operator's configuration gives the image no `verify` policy.
+    #[error("{0}: the configuration names no verify (keys or identities) for this image; add an images rule with verify (docs/tag-selection.md, Signed images)")]
+    NoVerifyPolicy(String),
+    /// `verify`: the image's digest, signatures or attestations could not be read.
+    #[error("{image}: {message}")]
+    VerifyRead { image: String, message: String },
     /// `verify-bundle`: an input that cannot be read, or flags that cannot work together.
     #[error("verify-bundle: {0}")]
     BundleInput(String),
@@ -142,6 +148,7 @@ pub fn code(error: &Error) -> i32 {
         | Error::PolicyFlag { .. }
         | Error::Flag { .. }
         | Error::BundleInput(_)
+        | Error::NoVerifyPolicy(_)
         // A directory that is not there, or a file given as one, is a mistake on the
         // command line.
         | Error::Source(
@@ -155,7 +162,8 @@ pub fn code(error: &Error) -> i32 {
         | Error::TagsFile { .. }
         | Error::Json(_)
         | Error::Stopped { .. }
-        | Error::BundleRefused(_) => exit::ERRORS,
+        | Error::BundleRefused(_)
+        | Error::VerifyRead { .. } => exit::ERRORS,
     }
 }
 

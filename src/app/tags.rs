@@ -39,6 +39,9 @@ struct Explained<'a> {
     /// `verify`: who signed the chosen image, and where the signature was.
     #[serde(skip_serializing_if = "Option::is_none")]
     signer: Option<String>,
+    /// `verify.attestations`: the gates the chosen image passed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    gates: Vec<String>,
     candidates: Vec<CandidateOut<'a>>,
     warnings: Vec<&'a str>,
     errors: &'a [String],
@@ -180,13 +183,13 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         8,
     )
     .await;
-    let signer = signed.verified().map(|v| v.signer);
+    let verified = signed.verified();
     errors.extend(signed.errors);
     let choice = signed.choice;
     let current = current.as_deref();
     let mut explained = explained(&reference.name, current, &policy, &eval, &choice, &errors);
+    explained.verified(verified);
     add_ages(&mut explained, &eval, now);
-    explained.signer = signer;
     print(&explained, out);
     for e in &errors {
         let e = imagebump_http::redact(&e.to_string());
@@ -197,6 +200,16 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+impl Explained<'_> {
+    /// Who signed the chosen image, and the attestation gates it passed.
+    fn verified(&mut self, verified: Option<crate::verify::Verified>) {
+        if let Some(v) = verified {
+            self.signer = Some(v.signer);
+            self.gates = v.gates;
+        }
+    }
 }
 
 /// The evaluation of `tags` for `current`; without a current tag, every candidate judged as
@@ -428,6 +441,7 @@ fn explained<'a>(
         skipped,
         assumed: eval.assumed(),
         signer: None,
+        gates: Vec::new(),
         candidates,
         warnings: eval.warnings().map(String::as_str).collect(),
         errors,
@@ -467,6 +481,9 @@ fn print_text(r: &Explained, width: Option<usize>) {
     let _ = writeln!(out, "chosen:  {}", term(&chosen));
     if let Some(signer) = &r.signer {
         let _ = writeln!(out, "signed:  {}", term(&signer.to_string()));
+    }
+    for gate in &r.gates {
+        let _ = writeln!(out, "gate:    {}", term(gate));
     }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {}", term(w));

@@ -1679,6 +1679,7 @@ mod tests {
                     Box::new(crate::verify::Verified {
                         digest: new_digest.to_string(),
                         signer: "key cosign.pub".into(),
+                        gates: Vec::new(),
                     })
                 }),
             })

@@ -113,6 +113,7 @@ impl Signed {
         Some(crate::verify::Verified {
             digest: digest.clone(),
             signer: format!("{} ({})", s.signer, s.layout),
+            gates: s.gates.clone(),
         })
     }
 }

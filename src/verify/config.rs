@@ -64,6 +64,15 @@ pub fn key_problem(config: &Config) -> Option<(Vec<PathSeg>, String)> {
             at.extend([key("identities"), PathSeg::Index(i)]);
             return Some((at, p));
         }
+        let provenance = spec
+            .attestations
+            .as_ref()
+            .and_then(|a| a.provenance.as_ref());
+        if let Some(problem) = provenance.and_then(|p| p.problem()) {
+            let mut at = at;
+            at.extend([key("attestations"), key("provenance")]);
+            return Some((at, problem));
+        }
         if spec.trusted_root.is_some() && spec.identities.is_empty() {
             return Some((
                 at,

@@ -75,6 +75,8 @@ pub enum Error {
     Keyless(#[from] super::keyless::MaterialError),
     #[error("a bundle without a DSSE envelope, which this version does not read")]
     NoDsse,
+    #[error("not a DSSE envelope: {0}")]
+    NotEnvelope(serde_json::Error),
     #[error("bundle payload: {0}")]
     BundlePayload(base64::DecodeError),
     #[error("not an in-toto statement: {0}")]
@@ -222,6 +224,31 @@ pub fn envelope(bundle: &[u8]) -> Result<Envelope, Error> {
     let Some(dsse) = b.dsse_envelope else {
         return Err(Error::NoDsse);
     };
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let payload = b64
+        .decode(dsse.payload.trim())
+        .map_err(Error::BundlePayload)?;
+    let signatures = dsse
+        .signatures
+        .iter()
+        .take(MAX_SIGNATURES)
+        .filter_map(|s| b64.decode(s.sig.trim()).ok())
+        .collect();
+    Ok(Envelope {
+        signed: pae(&dsse.payload_type, &payload),
+        signatures,
+        payload,
+        keyless,
+    })
+}
+
+/// A DSSE envelope stored on its own (a `.att` layer, a DSSE referrer), with the keyless
+/// material its layer's annotations carry.
+pub fn bare_envelope(
+    blob: &[u8],
+    keyless: Option<super::keyless::Material>,
+) -> Result<Envelope, Error> {
+    let dsse: Dsse = serde_json::from_slice(blob).map_err(Error::NotEnvelope)?;
     let b64 = base64::engine::general_purpose::STANDARD;
     let payload = b64
         .decode(dsse.payload.trim())

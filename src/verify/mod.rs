@@ -3,12 +3,17 @@
 //! keeps them (the OCI 1.1 referrers API, its `sha256-<hex>` fallback tag, the legacy
 //! `sha256-<hex>.sig` tag); the payload must name the candidate's exact digest. A registry
 //! error while fetching is an error, never "unsigned": the caller proposes nothing (fail
-//! closed). docs/tag-selection.md ("Signed images") and docs/security.md.
+//! closed). With `verify.attestations`, a candidate whose signature verifies must also
+//! pass the attestation gates (attest.rs finds and verifies attestations, gates.rs judges
+//! them). docs/tag-selection.md ("Signed images", "Attestation gates") and
+//! docs/security.md.
 
+pub mod attest;
 pub mod bundle;
 pub mod config;
 pub mod cosign;
 pub mod fulcio;
+pub mod gates;
 pub mod keyless;
 pub mod keys;
 pub mod rekor;
@@ -100,6 +105,7 @@ pub fn flag_keys(
         keys: keys.iter().map(|k| k.display().to_string()).collect(),
         identities,
         trusted_root: trusted_root.map(|p| p.display().to_string()),
+        attestations: None,
     };
     Ok((!spec.is_empty()).then_some(spec))
 }
@@ -112,6 +118,9 @@ pub struct Signer {
     pub signer: String,
     /// `referrers`, `referrers tag` or `sig tag`.
     pub layout: &'static str,
+    /// The attestation gates passed (`provenance: builder …, signed by …`); empty without
+    /// `verify.attestations`.
+    pub gates: Vec<String>,
 }
 
 /// What a report and a pull request say about a verified update.
@@ -124,6 +133,10 @@ pub struct Verified {
     /// The key that signed it (`key cosign.pub (ecdsa-p256 sha256:…)`) and where the
     /// signature was (`sig tag`, `referrers`, `referrers tag`).
     pub signer: String,
+    /// The attestation gates it passed, each with what the attestation said and who signed
+    /// it (`provenance: builder …, source …, ref …, signed by …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
 }
 
 /// A candidate's verdict.
@@ -132,6 +145,28 @@ pub enum Verdict {
     Verified(Signer),
     /// Unsigned, signed by another key, or signed for another digest: why.
     Refused(String),
+}
+
+/// A digest's verdict with what it rests on.
+#[derive(Debug)]
+pub struct Inspection {
+    /// The signature's own verdict.
+    pub signature: Verdict,
+    /// The signature's and the gates' verdict together.
+    pub verdict: Verdict,
+    /// The attestations found (empty without `verify.attestations` or an unsigned image).
+    pub found: attest::Found,
+    /// Each gate's verdict, in the configuration's order.
+    pub gates: Vec<gates::Verdict>,
+}
+
+/// Why a candidate failing a gate is refused: the gate, and the first attestation ignored.
+fn gate_refusal(failed: &gates::Verdict, found: &attest::Found) -> String {
+    let mut why = format!("attestation gate {}", failed.describe());
+    if let Some(first) = found.ignored.first() {
+        why.push_str(&format!(" ({} ignored; {first})", found.ignored.len()));
+    }
+    why
 }
 
 /// A run's verification state: keys and trusted roots read once, and which registries
@@ -242,8 +277,9 @@ impl Verifier {
         })
     }
 
-    /// Verify `repo@digest` against `spec`'s keys. `listed` is the repository's tag list
-    /// when the run has it: a signature tag it lacks costs no request.
+    /// Verify `repo@digest` against `spec`: its signature, then its attestation gates.
+    /// `listed` is the repository's tag list when the run has it: a signature or
+    /// attestation tag it lacks costs no request.
     pub async fn verify(
         &self,
         client: &Client,
@@ -251,6 +287,93 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
+    ) -> Result<Verdict, Error> {
+        Ok(self
+            .inspect(client, repo, digest, spec, listed, false)
+            .await?
+            .verdict)
+    }
+
+    /// [`Self::verify`], with every attestation found and each gate's verdict (the
+    /// `verify` command shows them). With `always`, attestations are read and gates judged
+    /// even when the signature does not verify (the verdict stays the signature's).
+    pub async fn inspect(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+        always: bool,
+    ) -> Result<Inspection, Error> {
+        let mut index = None;
+        let signature = self
+            .signature(client, repo, digest, spec, listed, &mut index)
+            .await?;
+        let unsigned = matches!(signature, Verdict::Refused(_));
+        let Some(gates) = spec.attestations.as_ref().filter(|_| always || !unsigned) else {
+            return Ok(Inspection {
+                signature: signature.clone(),
+                verdict: signature,
+                found: attest::Found::default(),
+                gates: Vec::new(),
+            });
+        };
+        let found = self
+            .attestations(client, repo, digest, spec, listed, index)
+            .await?;
+        let verdicts = gates::judge(gates, &found.verified);
+        let verdict = match (&signature, verdicts.iter().find(|v| !v.passed)) {
+            (Verdict::Refused(_), _) => signature.clone(),
+            (Verdict::Verified(_), Some(failed)) => Verdict::Refused(gate_refusal(failed, &found)),
+            (Verdict::Verified(signer), None) => {
+                let mut signer = signer.clone();
+                signer.gates = verdicts.iter().map(gates::Verdict::describe).collect();
+                Verdict::Verified(signer)
+            }
+        };
+        Ok(Inspection {
+            signature,
+            verdict,
+            found,
+            gates: verdicts,
+        })
+    }
+
+    /// The attestations of `repo@digest`; `index` is the referrers index the signature
+    /// check read (the API's answer, or the fallback tag's), with where it was.
+    async fn attestations(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+        index: Option<(Vec<u8>, &'static str)>,
+    ) -> Result<attest::Found, Error> {
+        let (keys, root) = (self.keys(spec)?, self.root(spec)?);
+        let check = Check {
+            client,
+            repo,
+            digest,
+            keys: &keys,
+            root: root.as_deref(),
+            identities: &spec.identities,
+        };
+        let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
+        check.attestations(index, may_exist).await
+    }
+
+    /// The signature's verdict; `index` keeps the referrers index it read (the API's
+    /// answer, or the fallback tag's) for the attestations.
+    async fn signature(
+        &self,
+        client: &Client,
+        repo: &str,
+        digest: &str,
+        spec: &VerifySpec,
+        listed: Option<&[String]>,
+        index: &mut Option<(Vec<u8>, &'static str)>,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
         let root = self.root(spec)?;
@@ -274,8 +397,10 @@ impl Verifier {
         let lacks = |host: &str| self.no_referrers.lock().is_ok_and(|s| s.contains(host));
         if !lacks(&client.host) {
             match client.referrers(repo, digest).await.map_err(fail)? {
-                Some(index) => {
-                    if let Some(s) = check.index(&index, "referrers", &mut seen).await? {
+                Some(api) => {
+                    let verified = check.index(&api, "referrers", &mut seen).await?;
+                    *index = Some((api, "referrers"));
+                    if let Some(s) = verified {
                         return Ok(Verdict::Verified(s));
                     }
                 }
@@ -290,8 +415,10 @@ impl Verifier {
         let may_exist = |tag: &str| listed.is_none_or(|l| l.iter().any(|t| t == tag));
         // 2. The referrers fallback tag, where the API is missing.
         if lacks(&client.host) && may_exist(&fallback) {
-            if let Some(index) = check.tagged(&fallback).await? {
-                if let Some(s) = check.index(&index, "referrers tag", &mut seen).await? {
+            if let Some(tagged) = check.tagged(&fallback).await? {
+                let verified = check.index(&tagged, "referrers tag", &mut seen).await?;
+                *index = Some((tagged, "referrers tag"));
+                if let Some(s) = verified {
                     return Ok(Verdict::Verified(s));
                 }
             }
@@ -433,7 +560,11 @@ impl Check<'_> {
             match cosign::statement_digests(&envelope.payload) {
                 Ok(ds) if ds.iter().any(|d| d == self.digest) => {
                     seen.keyless = None;
-                    return Ok(Some(Signer { signer, layout }));
+                    return Ok(Some(Signer {
+                        signer,
+                        layout,
+                        gates: Vec::new(),
+                    }));
                 }
                 Ok(ds) => seen.other_digest = ds.into_iter().next(),
                 Err(e) => seen.unreadable = Some(e.to_string()),
@@ -496,7 +627,11 @@ impl Check<'_> {
             match cosign::signed_digest(&payload) {
                 Ok(d) if d == self.digest => {
                     seen.keyless = None;
-                    return Ok(Some(Signer { signer, layout }));
+                    return Ok(Some(Signer {
+                        signer,
+                        layout,
+                        gates: Vec::new(),
+                    }));
                 }
                 Ok(d) => seen.other_digest = Some(d),
                 Err(e) => seen.unreadable = Some(e.to_string()),

@@ -572,6 +572,146 @@ def keyless(ca_dir, rekor_dir, layout, digest, reference, subject, issuer, *opti
     sys.stdout.write(json.dumps({"bundle": json.dumps(bundle)}))
 
 
+# Attestations (tests/attestations.rs): in-toto statements in DSSE envelopes, as
+# `cosign attest` writes them.
+#
+#     cosign_signer.py attest PRIVATE.pem DIGEST REFERENCE PREDICATE_TYPE PREDICATE_FILE
+#                                               the DSSE envelope (JSON) of a `.att` layer or a
+#                                               DSSE referrer, signed with the key
+#     cosign_signer.py attest-bundle PRIVATE.pem DIGEST REFERENCE PREDICATE_TYPE PREDICATE_FILE
+#                                               a key-signed Sigstore bundle v0.3 around it
+#     cosign_signer.py attest-keyless CA_DIR REKOR_DIR DIGEST REFERENCE SUBJECT ISSUER
+#                                     PREDICATE_TYPE PREDICATE_FILE
+#                                               a keyless Sigstore bundle v0.3 (certificate, a
+#                                               `dsse` Rekor entry with SET and inclusion proof)
+#     cosign_signer.py attest-keyless-att CA_DIR REKOR_DIR DIGEST REFERENCE SUBJECT ISSUER
+#                                         PREDICATE_TYPE PREDICATE_FILE
+#                                               `cosign attest`'s legacy layout as JSON: the
+#                                               envelope of a `.att` layer and its annotations
+#                                               (certificate, chain, bundle: an `intoto` v0.0.2
+#                                               Rekor entry with its SET)
+
+def _statement(digest, reference, predicate_type, predicate_path):
+    with open(predicate_path, "rb") as f:
+        predicate = json.load(f)
+    return json.dumps({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": reference, "digest": {"sha256": digest.split(":", 1)[1]}}],
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }, separators=(",", ":")).encode()
+
+
+def _pae(payload_type, payload):
+    return b"DSSEv1 %d %s %d %s" % (len(payload_type), payload_type.encode(), len(payload), payload)
+
+
+def _attest_envelope(private_path, digest, reference, predicate_type, predicate_path):
+    statement = _statement(digest, reference, predicate_type, predicate_path)
+    payload_type = "application/vnd.in-toto+json"
+    sig = signature(private_path, _pae(payload_type, statement))
+    return {"payloadType": payload_type, "payload": b64(statement),
+            "signatures": [{"keyid": "", "sig": sig}]}
+
+
+def attest(private_path, digest, reference, predicate_type, predicate_path):
+    sys.stdout.write(json.dumps(
+        _attest_envelope(private_path, digest, reference, predicate_type, predicate_path)))
+
+
+def attest_bundle(private_path, digest, reference, predicate_type, predicate_path):
+    envelope = _attest_envelope(private_path, digest, reference, predicate_type, predicate_path)
+    sys.stdout.write(json.dumps({
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {"publicKey": {"hint": ""}, "tlogEntries": []},
+        "dsseEnvelope": envelope,
+    }))
+
+
+def attest_keyless(ca_dir, rekor_dir, digest, reference, subject, issuer, predicate_type,
+                   predicate_path):
+    key, cert = _leaf(ca_dir, subject, issuer)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    statement = _statement(digest, reference, predicate_type, predicate_path)
+    payload_type = "application/vnd.in-toto+json"
+    sig = key.sign(_pae(payload_type, statement), ec.ECDSA(hashes.SHA256()))
+    envelope = {"payload": b64(statement), "payloadType": payload_type,
+                "signatures": [{"sig": b64(sig), "keyid": ""}]}
+    entry = {"apiVersion": "0.0.1", "kind": "dsse", "spec": {
+        "envelopeHash": {"algorithm": "sha256",
+                         "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest()},
+        "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()},
+        "signatures": [{"signature": b64(sig), "verifier": b64(cert_pem)}]}}
+    body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+    integrated = int((SIGNED_AT + datetime.timedelta(minutes=1)).timestamp())
+    log = _log(rekor_dir, body, integrated, ())
+    tlog = {
+        "logIndex": str(log["index"]),
+        "logId": {"keyId": b64(log["log_id"])},
+        "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+        "integratedTime": str(integrated),
+        "inclusionPromise": {"signedEntryTimestamp": b64(log["set"])},
+        "inclusionProof": {
+            "logIndex": str(log["shard_index"]),
+            "rootHash": b64(log["root"]),
+            "treeSize": str(log["size"]),
+            "hashes": [b64(h) for h in log["path"]],
+            "checkpoint": {"envelope": log["checkpoint"]},
+        },
+        "canonicalizedBody": b64(body),
+    }
+    sys.stdout.write(json.dumps({
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {
+            "certificate": {"rawBytes": b64(cert.public_bytes(serialization.Encoding.DER))},
+            "tlogEntries": [tlog],
+        },
+        "dsseEnvelope": envelope,
+    }))
+
+
+def attest_keyless_att(ca_dir, rekor_dir, digest, reference, subject, issuer, predicate_type,
+                       predicate_path):
+    key, cert = _leaf(ca_dir, subject, issuer)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    chain_pem = b"".join(_load(os.path.join(ca_dir, n + ".der")).public_bytes(serialization.Encoding.PEM)
+                         for n in ("intermediate", "root"))
+    statement = _statement(digest, reference, predicate_type, predicate_path)
+    payload_type = "application/vnd.in-toto+json"
+    sig = b64(key.sign(_pae(payload_type, statement), ec.ECDSA(hashes.SHA256())))
+    envelope = {"payloadType": payload_type, "payload": b64(statement),
+                "signatures": [{"keyid": "", "sig": sig}]}
+    # Rekor's intoto v0.0.2 canonical body: the signature base64 twice, the PEM once.
+    entry = {"apiVersion": "0.0.2", "kind": "intoto", "spec": {"content": {
+        "envelope": {"payloadType": payload_type,
+                     "signatures": [{"publicKey": b64(cert_pem), "sig": b64(sig.encode())}]},
+        "hash": {"algorithm": "sha256",
+                 "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest()},
+        "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()}}}}
+    body = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+    integrated = int((SIGNED_AT + datetime.timedelta(minutes=1)).timestamp())
+    log = _log(rekor_dir, body, integrated, ())
+    annotations = {
+        "dev.cosignproject.cosign/signature": "",
+        "dev.sigstore.cosign/certificate": cert_pem.decode(),
+        "dev.sigstore.cosign/chain": chain_pem.decode(),
+        "dev.sigstore.cosign/bundle": json.dumps({
+            "SignedEntryTimestamp": b64(log["set"]),
+            "Payload": {"body": b64(body), "integratedTime": integrated,
+                        "logIndex": log["index"], "logID": log["log_id"].hex()}}),
+        "predicateType": predicate_type,
+    }
+    sys.stdout.write(json.dumps({"envelope": json.dumps(envelope), "annotations": annotations}))
+
+
+ATTEST_COMMANDS = {"attest": attest, "attest-bundle": attest_bundle,
+                   "attest-keyless": attest_keyless, "attest-keyless-att": attest_keyless_att}
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] in ATTEST_COMMANDS:
+    ATTEST_COMMANDS[sys.argv[1]](*sys.argv[2:])
+    sys.exit(0)
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     {"keygen": keygen, "payload": payload, "sign": sign, "bundle": bundle, "ca": ca,

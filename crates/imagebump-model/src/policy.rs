@@ -229,8 +229,9 @@ policy_keys! {
     /// `.lock` (what git takes in a branch name). Major updates still get their own
     /// (`pullRequests.separateMajor`).
     group: String,
-    /// Propose only candidates whose cosign signature verifies (`keys`): the best
-    /// candidate that verifies wins. Operator's configuration only (docs/security.md).
+    /// Propose only candidates whose cosign signature verifies (`keys`, `identities`) and
+    /// that pass the attestation gates (`attestations`): the best candidate that verifies
+    /// wins. Operator's configuration only (docs/security.md).
     verify: crate::verify::VerifySpec,
     /// Windows in which new updates are proposed: 5-field cron expressions (minute, hour,
     /// day of month, month, day of week), each read as the set of minutes it matches, e.g.

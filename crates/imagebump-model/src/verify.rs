@@ -25,6 +25,130 @@ pub struct VerifySpec {
     /// into imagebump.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted_root: Option<String>,
+    /// Attestation gates: in-toto attestations attached to the candidate's digest, signed
+    /// with the same trust as its signature (`keys` or `identities`), that it must carry.
+    /// A candidate failing a gate is dropped with the reason, like an unsigned one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestations: Option<Gates>,
+}
+
+/// The attestations a candidate must carry (docs/tag-selection.md, "Attestation gates").
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Gates {
+    /// A SLSA provenance attestation (`https://slsa.dev/provenance/v0.2` or `/v1`) whose
+    /// fields match every one set here; `{}`: any SLSA provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    /// An SBOM attestation (SPDX or CycloneDX predicate) must be present.
+    #[serde(default)]
+    pub sbom: bool,
+    /// Every vulnerability report attestation (cosign's
+    /// `https://cosign.sigstore.dev/attestation/vuln/v1`, Trivy or Grype results) must
+    /// list no finding above `maxSeverity` outside `allowCves`; at least one must exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vulnerabilities: Option<Vulnerabilities>,
+}
+
+/// What a SLSA provenance must say; each field unset is not compared.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Provenance {
+    /// The exact builder id (v1 `runDetails.builder.id`, v0.2 `builder.id`), e.g.
+    /// `https://github.com/slsa-framework/slsa-github-generator/.github/workflows/generator_container_slsa3.yml@refs/tags/v2.0.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builder_id: Option<String>,
+    /// The exact source repository, e.g. `https://github.com/acme/web` (v1
+    /// `externalParameters.workflow.repository` or a `resolvedDependencies` URI, v0.2
+    /// `invocation.configSource.uri`; a `git+` prefix, an `@ref` suffix and a `.git`
+    /// suffix are not compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_repository: Option<String>,
+    /// The source ref as a regular expression (unanchored: write `^…$`), e.g.
+    /// `^refs/tags/v.+$` (v1 `externalParameters.workflow.ref`, v0.2 the `@ref` of
+    /// `invocation.configSource.uri`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ref_reg_exp: Option<String>,
+    /// The exact workflow path, e.g. `.github/workflows/release.yml` (v1
+    /// `externalParameters.workflow.path`, v0.2 `invocation.configSource.entryPoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+}
+
+/// The vulnerability report gate.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Vulnerabilities {
+    /// The highest severity a finding may have: `none` (no finding at all), `low`,
+    /// `medium`, `high` or `critical`. A severity the report does not name (`unknown`)
+    /// counts as `critical`.
+    pub max_severity: Severity,
+    /// Vulnerability ids allowed whatever their severity (`CVE-2024-1234`, `GHSA-…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_cves: Vec<String>,
+}
+
+/// A vulnerability severity, lowest first (`negligible` findings count as `low`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    Serialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    #[default]
+    None,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    /// A report's severity (any case); `negligible` is `low`, anything unnamed `critical`.
+    pub fn of_finding(text: &str) -> Severity {
+        match text.to_ascii_lowercase().as_str() {
+            "negligible" | "low" => Severity::Low,
+            "medium" | "moderate" => Severity::Medium,
+            "high" => Severity::High,
+            _ => Severity::Critical,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::None => "none",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl Provenance {
+    /// Why this provenance gate cannot be used (a `refRegExp` that does not compile).
+    pub fn problem(&self) -> Option<String> {
+        let re = self.ref_reg_exp.as_deref()?;
+        regex::Regex::new(re)
+            .err()
+            .map(|e| format!("refRegExp: {e}"))
+    }
 }
 
 /// Who may sign keylessly: the certificate's OIDC issuer and subject (its SAN, a URI or an

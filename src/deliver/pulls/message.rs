@@ -345,6 +345,7 @@ mod tests {
             verified: Some(Box::new(crate::verify::Verified {
                 digest: "sha256:ab".into(),
                 signer: "key cosign.pub (ecdsa-p256 sha256:0123456789abcdef) (sig tag)".into(),
+                gates: vec!["sbom: SPDX, signed by key cosign.pub".into()],
             })),
             ..u.clone()
         };
@@ -355,7 +356,7 @@ mod tests {
             (&notes, &BTreeMap::new()),
             &Automerge::Off,
         );
-        assert!(b.contains("\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: verified at `sha256:ab`, signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n\nClosing"), "{b}");
+        assert!(b.contains("\n`ghcr.io/acme/web` `1.2.0` → `1.3.0`: **minor**\n- Signature: verified at `sha256:ab`, signed by key cosign&#46;pub &#40;ecdsa&#45;p256 sha256&#58;0123456789abcdef&#41; &#40;sig tag&#41;\n- Attestation gate passed: sbom&#58; SPDX, signed by key cosign&#46;pub\n\nClosing"), "{b}");
     }
 
     /// The registry's facts alone: no forge, no releases.
@@ -492,6 +493,7 @@ mod tests {
                 verified: Some(Box::new(crate::verify::Verified {
                     digest: to.clone(),
                     signer: signer.clone(),
+                    gates: Vec::new(),
                 })),
                 app_version: Some(Box::new(crate::chart::app_version::AppVersionChange {
                     from: None,

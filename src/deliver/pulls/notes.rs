@@ -82,6 +82,10 @@ pub struct UpdateNotes {
     pub signed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signed_digest: Option<String>,
+    /// `verify.attestations`: the gates the new version passed, each with what its
+    /// attestation said and who signed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attested: Vec<String>,
     /// The source repository's releases from the old version (excluded) to the new one,
     /// newest first, read from the manifest repository's own forge when the source lives
     /// there and is public or the manifest repository itself; each text cut to
@@ -217,6 +221,11 @@ fn notes(
         url: labels.url,
         signed_by: u.verified.as_ref().map(|v| v.signer.clone()),
         signed_digest: u.verified.as_ref().map(|v| v.digest.clone()),
+        attested: u
+            .verified
+            .as_ref()
+            .map(|v| v.gates.clone())
+            .unwrap_or_default(),
         release_notes: Vec::new(),
         release_notes_not_read: None,
         site_repo: repo.as_ref().filter(|r| r.on_site).map(|r| r.path.clone()),
@@ -439,6 +448,12 @@ fn render_one(n: &UpdateNotes) -> String {
             escape::markdown_text(who)
         )),
         _ => s.push_str("- Signature: not checked\n"),
+    }
+    for gate in &n.attested {
+        s.push_str(&format!(
+            "- Attestation gate passed: {}\n",
+            escape::markdown_text(gate)
+        ));
     }
     if let Some(why) = n.release_notes_not_read {
         s.push_str(&format!("- Release notes: not read, {why}\n"));
@@ -839,6 +854,7 @@ mod tests {
             releases: None,
             signed_by: None,
             signed_digest: None,
+            attested: Vec::new(),
             release_notes: Vec::new(),
             release_notes_not_read: None,
             site_repo: None,
