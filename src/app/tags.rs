@@ -131,6 +131,9 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         &own
     };
     let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
+    if args.chart.is_some() {
+        eval.ignore_current_platforms();
+    }
     if let Some(dir) = &args.repo {
         let git = crate::source::git::Git::new(None);
         let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
