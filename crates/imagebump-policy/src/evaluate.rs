@@ -402,12 +402,18 @@ impl<'t> Evaluation<'t> {
                 .collect(),
             _ if !self.needs_metadata() => Vec::new(),
             _ => {
+                // Only the current version's platforms to check: a candidate rarely lacks
+                // one, so one at a time (the fewest requests).
+                let batch = match self.policy.needs_metadata() {
+                    true => WALK_BATCH,
+                    false => 1,
+                };
                 let mut out = Vec::new();
                 for &i in &self.order {
                     match self.meta.get(&i) {
                         None => {
                             out.extend(at(i));
-                            if out.len() == WALK_BATCH {
+                            if out.len() == batch {
                                 break;
                             }
                         }
@@ -1277,13 +1283,14 @@ mod tests {
         };
         let (choice, asked, e) = run(&Policy::default(), "1.0.0", &list, &meta);
         assert_eq!(choice, update("1.2.0", Some("sha256:12")));
-        assert_eq!(asked, ["1.3.0", "1.2.0", "1.1.0"]);
+        // One at a time, only as deep as needed.
+        assert_eq!(asked, ["1.3.0", "1.2.0"]);
         assert_eq!(
             reasons(&e),
             [
                 "1.3.0: lacks linux/arm64 that 1.0.0 offers",
                 "1.2.0: chosen",
-                "1.1.0: passed every filter, ranked below the chosen tag",
+                "1.1.0: passed the tag filters; not examined further (a better tag qualified)",
                 "1.0.0: the current tag",
             ]
         );
