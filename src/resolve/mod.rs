@@ -174,6 +174,11 @@ async fn current_meta(
         Err(metadata::MetaError::Registry(Error::NotFound { .. })) => Err(Unread::Missing(
             format!("{reference}: not found in the registry"),
         )),
+        // Docker Hub's pull allowance is used up: the check is left out rather than every
+        // update held back.
+        Err(metadata::MetaError::Registry(e @ Error::Skipped { .. })) => {
+            Err(Unread::Missing(format!("{reference}: {e}")))
+        }
         Err(e) => Err(Unread::Failed(format!("{reference}: {e}"))),
     }
 }
