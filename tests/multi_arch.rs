@@ -139,7 +139,7 @@ fn a_newer_tag_that_drops_a_platform_is_skipped_for_one_that_keeps_it() {
     // (one batch, best first), shared with the amd64 policy; `any` asks for nothing more.
     assert_eq!(report["requests"], requests(1, 3, 0));
     let run = tags(&cfg, "registry.test/team/web:1.0.0");
-    // Best first: 1.2.0 was examined and dropped, then 1.1.0 chosen.
+    // Best first: 1.2.0 is examined and dropped, then 1.1.0 chosen.
     assert_eq!(
         run.stdout,
         format!(
@@ -196,7 +196,7 @@ fn digest_moves_only_when_a_platform_the_repository_runs_changed() {
     let (_d, every) = config(&reg.base_url(), "defaults:\n  strategy: digest\n");
     let pinned = format!("registry.test/team/edge:latest@{old}");
 
-    // Only s390x was rebuilt: nothing the repository runs changed.
+    // Only s390x is rebuilt: nothing the repository runs changes.
     let s390x = push_edge(&reg, JAN, FEB);
     let report = run_json(dir.path(), &runs_amd64);
     assert_eq!(summary(&report), (vec![], vec![]));

@@ -962,8 +962,8 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
     let (_c, cfg) = config(&reg.base_url(), "");
     let online = explain(&cfg, &[], 0);
     assert_eq!(online.stderr, "");
-    // Online, the best candidate's manifest was read (for its platforms): its digest is
-    // shown, and the next one was not examined. Offline, platforms are not compared.
+    // Online, the best candidate's manifest is read (for its platforms): its digest is
+    // shown, and the next one is not examined. Offline, platforms are not compared.
     let digest = reg.manifest_digest("team/app", "1.2.7");
     let ranked = "passed every filter, ranked below the chosen tag";
     let unexamined = "passed the tag filters; not examined further (a better tag qualified)";

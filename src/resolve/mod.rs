@@ -154,8 +154,8 @@ pub async fn settle(
 }
 
 /// The metadata of the current version's `reference` (a tag, or a pinned digest), as
-/// [`Evaluation::wanted_current`] asks: not found (a deleted tag, a digest no longer
-/// stored) is [`Unread::Missing`]; any other failure is [`Unread::Failed`].
+/// [`Evaluation::wanted_current`] asks: not found (a deleted tag, a digest the registry
+/// does not hold) is [`Unread::Missing`]; any other failure is [`Unread::Failed`].
 async fn current_meta(
     image: &ImageName,
     reference: &str,

@@ -459,8 +459,8 @@ impl<'t> Evaluation<'t> {
     }
 
     /// The metadata of [`Evaluation::wanted_current`], or why there is none: then nothing
-    /// is required beyond `platforms:` (with a warning saying so when the registry was
-    /// asked).
+    /// is required beyond `platforms:` (with a warning saying so when the registry
+    /// answered).
     pub fn supply_current(&mut self, meta: Result<Meta, Unread>) {
         self.current_image = match meta {
             Ok(meta) => Current::Read {

@@ -43,7 +43,7 @@ pub(crate) fn compile_any(platforms: Option<&[String]>) -> Result<bool, PolicyEr
 pub enum Unread {
     /// No registry to ask (`imagebump tags --tags-from`, a classic Helm repository).
     NoRegistry,
-    /// The registry did not give it (the tag was deleted, or the pinned digest is gone):
+    /// The registry did not give it (a deleted tag, a pinned digest that is gone):
     /// the words say why.
     Missing(String),
     /// Reading it failed (registry down, refused): the reference is not judged, since a
@@ -180,9 +180,9 @@ mod tests {
     #[test]
     fn any_stands_alone() {
         let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(compile_any(None).unwrap(), false);
-        assert_eq!(compile_any(Some(&list(&["linux/amd64"]))).unwrap(), false);
-        assert_eq!(compile_any(Some(&list(&["any"]))).unwrap(), true);
+        assert!(!compile_any(None).unwrap());
+        assert!(!compile_any(Some(&list(&["linux/amd64"]))).unwrap());
+        assert!(compile_any(Some(&list(&["any"]))).unwrap());
         let err = compile_any(Some(&list(&["any", "linux/amd64"]))).unwrap_err();
         assert_eq!(err.key, "platforms");
         assert_eq!(
