@@ -1329,6 +1329,21 @@ mod tests {
         e.supply_current(Err(Unread::NoRegistry));
         assert_eq!(e.decide(), update("1.1.0", None));
         assert_eq!(e.warnings().count(), 0);
+        // A failure to read it (not a missing image): the reference is not judged.
+        let mut e = Evaluation::new(&Policy::default(), "1.0.0", None, &list);
+        e.supply_current(Err(Unread::Failed("1.0.0: HTTP 500".into())));
+        assert!(e.wanted().is_empty());
+        assert_eq!(
+            e.decide(),
+            Choice::Skip("the current version's platforms: 1.0.0: HTTP 500".into())
+        );
+        // A chart has no platforms: nothing is asked for.
+        let mut e = Evaluation::new(&Policy::default(), "1.0.0", None, &list);
+        e.ignore_current_platforms();
+        assert_eq!((e.wanted_current(), e.wanted()), (None, vec![]));
+        // Nothing above the current tag: its image is not read either.
+        let e = Evaluation::new(&Policy::default(), "1.1.0", None, &list);
+        assert_eq!(e.wanted_current(), None);
         // A single image: its config's platform.
         let single = |t: &str| {
             Some(match t {
