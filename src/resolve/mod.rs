@@ -174,9 +174,12 @@ async fn current_meta(
         Err(metadata::MetaError::Registry(Error::NotFound { .. })) => Err(Unread::Missing(
             format!("{reference}: not found in the registry"),
         )),
-        // Docker Hub's pull allowance is used up: the check is left out rather than every
-        // update held back.
-        Err(metadata::MetaError::Registry(e @ Error::Skipped { .. })) => {
+        // Docker Hub's pull allowance is used up (the gate's words, as `unheard` reads
+        // them): the check is left out rather than every update held back. A registry
+        // skipped for failing is an error like any other.
+        Err(metadata::MetaError::Registry(e @ Error::Skipped { .. }))
+            if e.to_string().contains("pull limit") =>
+        {
             Err(Unread::Missing(format!("{reference}: {e}")))
         }
         Err(e) => Err(Unread::Failed(format!("{reference}: {e}"))),
