@@ -202,7 +202,8 @@ pub struct TagsArgs {
     /// The `regex` strategy's pattern, with a `version`, `num` or `ts` group.
     #[arg(long)]
     pub pattern: Option<String>,
-    /// A platform the image must have, `os/arch[/variant]` (repeatable).
+    /// A platform the image must have, `os/arch[/variant]` (repeatable); `any`: none, not
+    /// even those the current version offers.
     #[arg(long = "platform", value_name = "PLATFORM")]
     pub platforms: Vec<String>,
     /// Minimum age of the chosen image, e.g. `3d`.

@@ -425,10 +425,11 @@ fn a_run_records_the_gates_the_chosen_version_passed() {
     // envelope one blob: 1.6.0 none; 1.5.0, 1.4.0, 1.3.0 the `.att` manifest and one
     // envelope; 1.2.0 the `.att` manifest and three; 1.1.0 the fallback tag's index (read
     // once, for signatures and attestations alike), its referrer and one envelope, the
-    // `.att` manifest and two.
+    // `.att` manifest and two. The platform check adds the current version's manifest and
+    // the config of each single-platform image it compares (the current and six candidates).
     assert_eq!(
         report["requests"],
-        json!({"tagListPages": 1, "tokens": 0, "manifests": 20, "blobs": 15, "retries": 0})
+        json!({"tagListPages": 1, "tokens": 0, "manifests": 21, "blobs": 22, "retries": 0})
     );
     let warnings: Vec<&str> = report["warnings"]
         .as_array()

@@ -209,8 +209,11 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
         "{scan}"
     );
     let tags = with_config(&["tags", "nginx:1.25.3-alpine", "--constraint", "~1.25"]);
+    // The platform check read the chosen tag's manifest: its digest follows.
     assert!(
-        tags.stdout.lines().any(|l| l == "chosen:  1.25.4-alpine"),
+        tags.stdout
+            .lines()
+            .any(|l| l.starts_with("chosen:  1.25.4-alpine@sha256:")),
         "{tags}"
     );
     let check = with_config(&["registry", "check", "docker.io", "ghcr.io/acme/web"]);

@@ -247,9 +247,11 @@ fn json_report_lists_updates_and_one_tag_listing_per_repository() {
         serde_json::json!({"filesScanned": 5, "references": 11, "managed": 6, "repositories": 5,
             "updates": 5, "upToDate": 0, "heldBack": 0, "scheduled": 0, "pinned": 0, "skipped": 1, "failed": 0, "refused": 0})
     );
+    // One listing per repository; for the platforms, each one's current and chosen image
+    // (one image under every tag: one config).
     assert_eq!(
         report["requests"],
-        serde_json::json!({"tagListPages": 5, "tokens": 0, "manifests": 0, "blobs": 0, "retries": 0})
+        serde_json::json!({"tagListPages": 5, "tokens": 0, "manifests": 10, "blobs": 5, "retries": 0})
     );
     let moves: Vec<(String, String, String)> = report["updates"]
         .as_array()

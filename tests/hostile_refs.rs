@@ -405,9 +405,11 @@ fn backdated_story() -> (support::GitServer, tempfile::TempDir, tempfile::TempDi
     );
     let server = support::GitServer::daemon(dir, "gitops");
     let cfg = tempfile::tempdir().unwrap();
+    // No registry listens (promotion reads git alone): `platforms: [any]`, or the platform
+    // check would ask it for the current version's image.
     std::fs::write(
         cfg.path().join("imagebump.yaml"),
-        "registries:\n  - prefix: registry.test\n    url: http://127.0.0.1:9\nimages:\n  - match: registry.test/team/*\n    path: apps/*/overlays/dev/**\n    pin: true\n  - match: registry.test/team/*\n    path: apps/*/overlays/staging/**\n    promoteFrom: {path: \"apps/{app}/overlays/dev\", soak: 2h}\n",
+        "registries:\n  - prefix: registry.test\n    url: http://127.0.0.1:9\nimages:\n  - match: registry.test/team/*\n    path: apps/*/overlays/dev/**\n    pin: true\n  - match: registry.test/team/*\n    path: apps/*/overlays/staging/**\n    promoteFrom: {path: \"apps/{app}/overlays/dev\", soak: 2h}\n    platforms: [any]\n",
     )
     .unwrap();
     (server, work, cfg)

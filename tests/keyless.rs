@@ -286,7 +286,7 @@ fn tags_shows_why_each_keyless_signature_is_trusted_or_not() {
             format!("1.3.0: not verified: the signature is for another image ({})", d("1.1.0")),
             format!("1.2.5: {}", not("no transparency log entry (cosign --tlog-upload=false): its time and certificate cannot be checked")),
             "1.2.0: chosen".into(),
-            "1.1.0: passed every filter, ranked below the chosen tag".into(),
+            "1.1.0: passed the tag filters; not examined further (a better tag qualified)".into(),
             "1.0.0: the current tag".into(),
         ],
         "{run}"
@@ -348,7 +348,7 @@ fn timestamps_prove_the_time_of_rekor_v2_entries() {
             format!("1.4.0: {expired}"),
             format!("1.3.0: {}", not("the transparency log entry has no signed entry timestamp, and the bundle no RFC 3161 timestamp: its time is unproven")),
             "1.2.0: chosen".into(),
-            "1.1.0: passed every filter, ranked below the chosen tag".into(),
+            "1.1.0: passed the tag filters; not examined further (a better tag qualified)".into(),
             "1.0.0: the current tag".into(),
         ],
         "{run}"
@@ -394,10 +394,11 @@ fn a_run_proposes_the_keyless_signed_candidate_and_names_its_identity() {
         report["updates"][0]["verified"],
         json!({"digest": good, "signer": format!("identity {RELEASE} (issuer {GITHUB}, logged 2024-02-01T12:01:00Z) (sig tag)")})
     );
-    // HEAD for 1.1.0's digest, the referrers API (404), the `.sig` manifest; the payload.
+    // For the platforms, 1.0.0's and 1.1.0's manifests and configs (1.1.0's digest comes
+    // with its manifest); the referrers API (404), the `.sig` manifest; the payload.
     assert_eq!(
         report["requests"],
-        json!({"tagListPages": 1, "tokens": 0, "manifests": 3, "blobs": 1, "retries": 0})
+        json!({"tagListPages": 1, "tokens": 0, "manifests": 4, "blobs": 3, "retries": 0})
     );
     assert_eq!(
         fs::read_to_string(dir.path().join("deploy.yaml")).unwrap(),

@@ -163,7 +163,8 @@ fn the_metrics_file_is_read_by_prometheus_parsers_and_passes_promtool() {
     assert_eq!(m["imagebump_run_timestamp_seconds{}"], last);
     assert!(m["imagebump_run_duration_seconds{}"] > 0.0);
     // Every request the run made, by registry (its configured prefix) and status: here
-    // one tag list, answered 200.
+    // one tag list, and for the platforms the current and the chosen tag's manifests and
+    // their one config, answered 200.
     let requests: Vec<(&String, &f64)> = m
         .iter()
         .filter(|(k, _)| k.starts_with("imagebump_registry_requests{"))
@@ -172,7 +173,7 @@ fn the_metrics_file_is_read_by_prometheus_parsers_and_passes_promtool() {
         requests,
         [(
             &"imagebump_registry_requests{registry=registry.test,status=200}".to_string(),
-            &1.0
+            &4.0
         )],
         "{m:#?}"
     );

@@ -171,7 +171,7 @@ const APP_TAGS: &[&str] = &[
 ];
 
 #[test]
-fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_nothing_else() {
+fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_the_platform_checks() {
     let reg = Registry::start(RegistryMode::Plain);
     reg.push_tags("team/app", APP_TAGS);
     reg.push_tags("team/lib", &["0.9", "0.10", "0.11", "1.0.0"]);
@@ -214,11 +214,17 @@ fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_nothing_els
         ]
     );
     assert_eq!(not_updated(&report), Vec::<String>::new());
-    assert_eq!(report["requests"], requests(2, 0, 0));
+    // One list per repository; for the platforms, each current tag's image (team/app:
+    // 1.2.0 and 1.2.4-alpine; team/lib: 0.9) and the best candidate of each group, each
+    // tag once however many groups read it (team/app: 1.2.10, 1.2.9-alpine, 1.3.1-alpine;
+    // team/lib: 0.11); one config per repository (push_tags pushes one single-platform
+    // image under every tag).
+    assert_eq!(report["requests"], requests(2, 3 + 4, 2));
     assert_eq!(report["warnings"], json!([]));
     assert_eq!(report["errors"], json!([]));
 
-    // A reference pinned by digest costs one HEAD more: the new tag's digest.
+    // A reference pinned by digest: the chosen tag's manifest, read for its platforms,
+    // gives the digest to write (no HEAD).
     let d10 = reg.push_tag_created_digest("team/app", "1.2.10", "2024-05-01T00:00:00Z");
     let d0 = reg.manifest_digest("team/app", "1.2.0");
     assert_ne!(d0, d10);
@@ -231,7 +237,7 @@ fn semver_constraints_and_modes_cost_one_tag_list_per_repository_and_nothing_els
         moves(&report),
         [format!("e/values.yaml:2 1.2.0@{d0} -> 1.2.10@{d10}")]
     );
-    assert_eq!(report["requests"], requests(1, 1, 0));
+    assert_eq!(report["requests"], requests(1, 2, 2));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -346,11 +352,12 @@ fn newest_build_ties_warn_and_identical_dates_everywhere_are_skipped() {
         "linux/amd64",
         "2024-01-01T00:00:00Z",
     );
-    // Reproducible builds: three different images, one fixed date.
+    // Reproducible builds: three different images, one fixed date (each offers amd64,
+    // the platform of the current one).
     for (tag, platform) in [
         ("r-1", "linux/amd64"),
-        ("r-2", "linux/arm64"),
-        ("r-3", "linux/arm/v7"),
+        ("r-2", "linux/amd64/v2"),
+        ("r-3", "linux/amd64/v3"),
     ] {
         reg.push_image_for("team/repro", &[tag], platform, "1970-01-01T00:00:00Z");
     }
@@ -586,9 +593,11 @@ fn digest_strategy_follows_the_tag_with_one_head_per_followed_tag() {
             "d/values.yaml:2 stable up-to-date: -",
         ]
     );
-    // Two distinct followed tags (team/web:latest, team/api:stable): two HEADs, no tag list,
-    // no blob.
-    assert_eq!(report["requests"], requests(0, 2, 0));
+    // Two distinct followed tags (team/web:latest, team/api:stable), no tag list. A
+    // reference without a digest needs the tag's digest only (one HEAD for a and c); one
+    // that pins a digest reads the tag's manifest and config (b, d), to compare platforms
+    // with the pinned image should the tag have moved (it has not: nothing more).
+    assert_eq!(report["requests"], requests(0, 3, 2));
 
     // A new image under `latest`.
     let d2 = reg.push_tag_created_digest("team/web", "latest", "2024-02-01T00:00:00Z");
@@ -636,7 +645,8 @@ fn digest_strategy_follows_the_tag_with_one_head_per_followed_tag() {
         not_updated(&report),
         ["d/values.yaml:2 stable up-to-date: -"]
     );
-    assert_eq!(report["requests"], requests(0, 2, 0));
+    // As above, and b's tag moved: the pinned image d1 is read too (manifest and config).
+    assert_eq!(report["requests"], requests(0, 4, 3));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -675,10 +685,10 @@ fn min_age_skips_an_image_too_young_for_the_next_best() {
             "kustomization.yaml:5 n-1 -> n-2",
         ]
     );
-    // semver + minAge: the two candidates, best first, in one batch (2 manifests, 2
-    // configs; the current tag's image is not needed). newest-build: n-2, n-3 and the
+    // semver + minAge: the current tag's image (its platforms) and the two candidates,
+    // best first, in one batch (3 manifests, 3 configs). newest-build: n-2, n-3 and the
     // current n-1 (3 + 3).
-    assert_eq!(report["requests"], requests(2, 5, 5));
+    assert_eq!(report["requests"], requests(2, 6, 6));
 
     let (_, tags) = tags_json(&cfg, &["registry.test/team/aged:1.0.0"], 0);
     assert_eq!(tags["chosen"], "1.1.0");
@@ -769,8 +779,10 @@ fn markers_pin_ignore_and_override_rules_and_a_broken_one_spoils_only_its_refere
         problems(&report, "errors"),
         ["broken/kustomization.yaml:3:19: bad imagebump marker: unknown field `stratgy`, expected one of `strategy`, `constraint`, `semverMode`, `allowTags`, `ignoreTags`, `pattern`, `platforms`, `minAge`, `allowDowngrade`, `pin`, `ignore`, `delivery`, `automerge`, `group`, `verify`, `schedule`, `timezone`, `freeze`"]
     );
-    // Pinned references are not looked up; the others share one tag list.
-    assert_eq!(report["requests"], requests(1, 0, 0));
+    // Pinned references are not looked up; the others share one tag list, the current
+    // tag's image (1.2.0) and each group's best candidate (1.2.7 for ~1.2, 1.4.2 for ^1),
+    // one config for the one image under every tag.
+    assert_eq!(report["requests"], requests(1, 3, 1));
 
     // --write: the other files are written, the broken one stays byte-identical.
     let run = imagebump()
@@ -948,8 +960,23 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
     let (_c, cfg) = config(&reg.base_url(), "");
     let online = explain(&cfg, &[], 0);
     assert_eq!(online.stderr, "");
-    assert_eq!(online.stdout, EXPLAINED);
+    // Online, the best candidate's manifest is read (for its platforms): its digest is
+    // shown, and the next one is not examined. Offline, platforms are not compared.
+    let digest = reg.manifest_digest("team/app", "1.2.7");
+    let ranked = "passed every filter, ranked below the chosen tag";
+    let unexamined = "passed the tag filters; not examined further (a better tag qualified)";
+    assert_eq!(
+        online.stdout,
+        EXPLAINED
+            .replace("chosen:  1.2.7\n", &format!("chosen:  1.2.7@{digest}\n"))
+            .replace(ranked, unexamined)
+    );
     let online_json = explain(&cfg, &["--output", "json"], 0);
+    let mut online_json: Value = serde_json::from_str(&online_json.stdout).unwrap();
+    assert_eq!(online_json["digest"], json!(digest));
+    online_json.as_object_mut().unwrap().remove("digest");
+    assert_eq!(online_json["candidates"][1]["reason"], unexamined);
+    online_json["candidates"][1]["reason"] = json!(ranked);
 
     // Offline: the same tags from a file (any order, comments and blank lines allowed), and
     // a registry address where nothing listens, so any request would fail the command.
@@ -970,7 +997,8 @@ fn tags_explains_every_candidate_against_the_registry_and_offline() {
     assert_eq!(offline.stderr, "");
     assert_eq!(offline.stdout, EXPLAINED);
     let offline_json = explain(&offline_cfg, &["--tags-from", list, "--output", "json"], 0);
-    assert_eq!(offline_json.stdout, online_json.stdout);
+    let offline_json: Value = serde_json::from_str(&offline_json.stdout).unwrap();
+    assert_eq!(offline_json, online_json);
 
     // Strategies that need image metadata cannot work from a list of names: every
     // candidate says why, nothing is chosen, one error, exit 1.
@@ -1088,7 +1116,9 @@ fn alphabetical_numeric_and_regex_order_tags_from_the_tag_list_alone() {
             "values.yaml:12 main-abc1234-1700000000 -> main-def5678-1700000500",
         ]
     );
-    assert_eq!(report["requests"], requests(3, 0, 0));
+    // Per repository: the current tag's image and the best candidate, for their
+    // platforms; one config each (one image under every tag).
+    assert_eq!(report["requests"], requests(3, 6, 3));
 }
 
 #[test]
@@ -1115,8 +1145,9 @@ fn one_head_per_tag_whatever_asks_for_its_digest() {
             format!("values.yaml:4 1.2.10 -> 1.2.10@{d10}"),
         ]
     );
-    // Digest lookups are shared by (repository, tag) across the whole resolve stage.
-    assert_eq!(report["requests"], requests(1, 1, 0));
+    // a reads 1.2.0 and 1.2.10 (manifests and configs) for their platforms, and has
+    // 1.2.10's digest from its manifest; b needs 1.2.10's digest only: one HEAD.
+    assert_eq!(report["requests"], requests(1, 3, 2));
 }
 
 // An empty list (`platforms: []`, which a marker writes to lift a `defaults` platform

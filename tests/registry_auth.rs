@@ -165,7 +165,10 @@ impl Tree {
         tree
     }
 
+    /// `config` with platform checks off (`platforms: [any]`): the stubs serve tag lists,
+    /// and the requests these tests count are the listing's and its credentials'.
     fn config(&self, config: &str) {
+        let config = format!("{config}defaults:\n  platforms: [any]\n");
         std::fs::write(self.root.path().join("imagebump.yaml"), config).expect("write config");
     }
 
@@ -1700,15 +1703,33 @@ async fn exhausted_pull_allowance_sends_no_manifest_get() {
         .respond_with(ResponseTemplate::new(500))
         .mount(&registry)
         .await;
-    let tree = Tree::new(&format!(
+    let config = format!(
         "registries:\n{}images:\n- match: hub.test/team/builds\n  strategy: newest-build\n",
         entry("hub.test", &registry.uri(), "credentials: anonymous")
-    ));
+    );
+    let tree = Tree::new(&config);
+    // The platform check on: it is left out (the current version's manifest would be a
+    // pull), with a warning.
+    std::fs::write(tree.root.path().join("imagebump.yaml"), &config).expect("write config");
     tree.kustomization("web", &[("hub.test/library/web", "1.0.0")])
         .kustomization("builds", &[("hub.test/team/builds", "build-1")]);
     let r = run_async(&tree, &[], 1).await;
     r.assert_updated("hub.test/library/web", "1.0.0", "1.1.0");
     assert_eq!(r.updates().len(), 1, "{r}");
+    let warnings: Vec<&str> = r.report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "the current version's platforms are not compared (1.0.0: hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`",
+            "the current version's platforms are not compared (build-1: hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`"
+        ],
+        "{r}"
+    );
     let errors = r.errors_at("hub.test/team/builds");
     assert!(!errors.is_empty(), "{r}");
     for message in &errors {

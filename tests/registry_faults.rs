@@ -77,7 +77,12 @@ impl Repo {
             .expect("temp dir");
         std::fs::write(
             root.path().join("imagebump.yaml"),
-            format!("registries:\n- prefix: registry.test\n  url: {registry_url}\n"),
+            // The faults are in the listing: platform checks (tests/multi_arch.rs) off, so
+            // that every request counted is one the test means.
+            format!(
+                "registries:\n- prefix: registry.test\n  url: {registry_url}\n\
+                 defaults:\n  platforms: [any]\n"
+            ),
         )
         .expect("write imagebump.yaml");
         Repo {

@@ -1,6 +1,7 @@
 //! What the benchmark (docs/performance.md) checks about registry requests, asserted
 //! exactly against a real `docker-registry`: one tag listing per distinct repository however
-//! many references use it and no manifest for `semver`; for `newest-build`, one manifest
+//! many references use it and, for `semver`, one manifest per distinct tag read for its
+//! platforms (none with `platforms: [any]`); for `newest-build`, one manifest
 //! request per candidate tag and one config request per distinct image, shared by every
 //! reference and evaluation of the run.
 
@@ -75,7 +76,7 @@ fn apps(host: &str, copies: usize) -> Vec<(String, String)> {
 }
 
 #[test]
-fn semver_lists_each_repository_once_however_many_references_and_fetches_no_manifest() {
+fn semver_lists_each_repository_once_and_reads_each_tag_once_however_many_references() {
     let reg = Registry::start(RegistryMode::Plain);
     for repo in ["team/a", "team/b", "team/c"] {
         reg.push_tags(
@@ -88,15 +89,26 @@ fn semver_lists_each_repository_once_however_many_references_and_fetches_no_mani
         reg.host(),
         reg.base_url()
     );
-    for copies in [1, 40] {
+    // For the platforms: each distinct current tag's image and the best candidate (2.0.0)
+    // of each repository, one config per repository (one image under every tag). One copy:
+    // a, b and c at 1.0.0, 1.0.0 and 1.0.1 (3 + 3). Forty: a at 1.0.0, 1.1.0 and 1.2.0, b at
+    // 1.0.0, c at 1.0.1 and 1.1.1 (which the registry lacks: one request that finds
+    // nothing) (6 + 3).
+    for (copies, manifests) in [(1, 3 + 3), (40, 6 + 3)] {
         let dir = tree(&apps(&reg.host(), copies));
         let r = report(dir.path(), &config);
         assert_eq!(r["counts"]["references"], 4 * copies, "{copies} copies");
         assert_eq!(r["counts"]["updates"], 4 * copies, "{copies} copies");
         assert_eq!(r["counts"]["repositories"], 3, "{copies} copies");
-        // The same three listings for 4 or 160 references, and not one manifest.
-        assert_eq!(r["requests"], requests(3, 0, 0), "{copies} copies");
+        // The same three listings for 4 or 160 references.
+        assert_eq!(r["requests"], requests(3, manifests, 3), "{copies} copies");
     }
+    // `platforms: [any]`: the tag lists alone.
+    let any = format!("{config}defaults:\n  platforms: [any]\n");
+    let dir = tree(&apps(&reg.host(), 40));
+    let r = report(dir.path(), &any);
+    assert_eq!(r["counts"]["updates"], 160);
+    assert_eq!(r["requests"], requests(3, 0, 0));
 }
 
 #[test]

@@ -281,9 +281,11 @@ fn a_run_proposes_the_best_signed_candidate_at_its_verified_digest() {
             "{HOST}/{REPO}: 1.3.0 not proposed: unsigned (no cosign signature)"
         )]
     );
-    // 1.3.0: HEAD for its digest, the referrers API (404: remembered for the registry), no
-    // signature tag listed. 1.2.0: HEAD, its `.sig` manifest, the payload blob.
-    assert_eq!(report["requests"], requests(4, 1));
+    // For the platforms, 1.0.0's manifest and config (amd64). 1.3.0: its manifest and
+    // config (amd64, and its digest), the referrers API (404: remembered for the
+    // registry), no signature tag listed. 1.2.0: its index (amd64 and arm64), its `.sig`
+    // manifest, the payload blob.
+    assert_eq!(report["requests"], requests(5, 3));
     assert_eq!(
         fs::read_to_string(dir.path().join("deploy.yaml")).unwrap(),
         before
@@ -346,7 +348,7 @@ fn tags_shows_each_candidates_verdict_for_every_key_kind_and_layout() {
             ),
             "1.3.0: not verified: 1 signature(s), none by ecdsa.pub, ed.pub, rsa.pub".into(),
             "1.2.0: chosen".into(),
-            "1.1.0: passed every filter, ranked below the chosen tag".into(),
+            "1.1.0: passed the tag filters; not examined further (a better tag qualified)".into(),
             "1.0.0: the current tag".into(),
         ]
     );
@@ -479,8 +481,9 @@ async fn the_referrers_api_is_read_first() {
     let report = run.json();
     assert_eq!(report["errors"], json!([]), "{run}");
     assert_eq!(report["updates"][0]["to"], json!("1.1.0"));
-    // HEAD for the digest, the referrers index, the signature manifest; the payload blob.
-    assert_eq!(report["requests"], requests(3, 1));
+    // For the platforms, 1.0.0's and 1.1.0's manifests and configs (1.1.0's digest comes
+    // with its manifest); the referrers index, the signature manifest; the payload blob.
+    assert_eq!(report["requests"], requests(4, 3));
 }
 
 /// Pushes a Sigstore bundle (v0.3, DSSE) signing `digest` with key `key` (`keyless`: with a

@@ -322,6 +322,8 @@ fn a_slow_body_that_keeps_arriving_is_read() {
     let config = plain_http(dir.path(), std::slice::from_ref(&host));
     let run = imagebump()
         .args(["tags", &format!("{host}/acme/web:1.0.0")])
+        // This server only knows the tag list: no platform check (it would read manifests).
+        .args(["--platform", "any"])
         .args(["--request-timeout", "2s", "--config"])
         .arg(&config)
         .timeout(Duration::from_secs(60))

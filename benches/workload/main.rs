@@ -462,8 +462,14 @@ fn main() {
         "registries:\n  - prefix: {host}\n    caFile: {}\n",
         reg.cert.display()
     );
+    // The tag-list path against its curl floor: no platform check (its requests, one
+    // manifest per distinct current and chosen tag, are counted in tests/request_counts.rs).
     let semver_cfg = work.join("semver.yaml");
-    fs::write(&semver_cfg, &registries).unwrap();
+    fs::write(
+        &semver_cfg,
+        format!("{registries}defaults:\n  platforms: [any]\n"),
+    )
+    .unwrap();
     let builds_cfg = work.join("newest-build.yaml");
     fs::write(
         &builds_cfg,

@@ -154,15 +154,11 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     };
     let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
     let now = set_clocks(&mut eval, args, &policy, &reference.name);
+    if args.chart.is_some() {
+        eval.ignore_current_platforms();
+    }
     if let Some(dir) = &args.repo {
-        let git = crate::source::git::Git::new(None);
-        let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
-        let bot = crate::deliver::pulls::Author {
-            email: &config.pull_requests.author.email,
-            by_api: config.signing.as_ref().is_some_and(|s| s.by_api()),
-            changes: &changes,
-        };
-        eval.reject(&rejected_in(dir, &reference.name, bot));
+        reject_as_in(&mut eval, dir, &config, &reference.name);
     }
     let cache = MetaCache::default();
     // A classic Helm repository has versions only, no image metadata.
@@ -200,6 +196,18 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
     } else {
         Status::Problems
     })
+}
+
+/// The rejections the clone at `dir` holds for `image`, as a run there would honour them.
+fn reject_as_in(eval: &mut Evaluation, dir: &Path, config: &Config, image: &ImageName) {
+    let git = crate::source::git::Git::new(None);
+    let changes = |sha: &str, file: &str| git.changes_path(dir, sha, file).unwrap_or(true);
+    let bot = crate::deliver::pulls::Author {
+        email: &config.pull_requests.author.email,
+        by_api: config.signing.as_ref().is_some_and(|s| s.by_api()),
+        changes: &changes,
+    };
+    eval.reject(&rejected_in(dir, image, bot));
 }
 
 impl Explained<'_> {

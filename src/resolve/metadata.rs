@@ -116,6 +116,7 @@ impl MetaCache {
                 vec![Build {
                     platform: config.platform,
                     created: config.created,
+                    digest: Some(digest.clone()),
                 }]
             }
             Manifest::Index { manifests } => {
@@ -135,6 +136,7 @@ impl MetaCache {
                     builds.push(Build {
                         platform: entry.platform,
                         created,
+                        digest: Some(entry.digest),
                     });
                 }
                 builds

@@ -23,8 +23,9 @@ use crate::registry::client::{Client, TagList};
 use crate::registry::{Error, Registries};
 use imagebump_model::name::ImageName;
 use imagebump_model::Problem;
-use imagebump_policy::candidate::{Choice, MetaUnavailable};
+use imagebump_policy::candidate::{Choice, Meta, MetaUnavailable};
 use imagebump_policy::evaluate::Evaluation;
+use imagebump_policy::platforms::Unread;
 use imagebump_policy::semver::TagVersions;
 use imagebump_policy::Policy;
 use metadata::{MetaCache, Need};
@@ -114,6 +115,14 @@ pub async fn settle(
     let key = image.to_string();
     let mut warned = false;
     loop {
+        if let Some(reference) = eval.wanted_current().map(str::to_string) {
+            let read = current_meta(image, &reference, source, need).await;
+            if let Err(Unread::Failed(e)) = &read {
+                errors.push(e.clone());
+            }
+            eval.supply_current(read);
+            continue;
+        }
         let wanted = eval.wanted();
         if wanted.is_empty() {
             return errors;
@@ -156,6 +165,39 @@ pub async fn settle(
     }
 }
 
+/// The metadata of the current version's `reference` (a tag, or a pinned digest), as
+/// [`Evaluation::wanted_current`] asks: not found (a deleted tag, a digest the registry
+/// does not hold) is [`Unread::Missing`]; any other failure is [`Unread::Failed`].
+async fn current_meta(
+    image: &ImageName,
+    reference: &str,
+    source: MetaSource<'_>,
+    need: Need<'_>,
+) -> Result<Meta, Unread> {
+    let Some((client, cache)) = source else {
+        return Err(Unread::NoRegistry);
+    };
+    let key = image.to_string();
+    match cache
+        .tag_meta(client, &key, &image.repository, reference, need)
+        .await
+    {
+        Ok(meta) => Ok(meta),
+        Err(metadata::MetaError::Registry(Error::NotFound { .. })) => Err(Unread::Missing(
+            format!("{reference}: not found in the registry"),
+        )),
+        // Docker Hub's pull allowance is used up (the gate's words, as `unheard` reads
+        // them): the check is left out rather than every update held back. A registry
+        // skipped for failing is an error like any other.
+        Err(metadata::MetaError::Registry(e @ Error::Skipped { .. }))
+            if e.to_string().contains("pull limit") =>
+        {
+            Err(Unread::Missing(format!("{reference}: {e}")))
+        }
+        Err(e) => Err(Unread::Failed(format!("{reference}: {e}"))),
+    }
+}
+
 /// The identity of one evaluation: references agreeing on all of it get the same answer.
 /// (The policy is keyed by its settings; its compiled regexes are not hashable.)
 type GroupKey<'a> = (
@@ -166,6 +208,8 @@ type GroupKey<'a> = (
     Option<&'a Held>,
     // The tags of a promoted reference (src/promote): its candidates instead of the registry's.
     Option<&'a Vec<String>>,
+    // A Helm chart: no platforms to compare.
+    bool,
 );
 
 /// One version reviewers rejected (a closed pull request, a revert), and where.
@@ -385,6 +429,7 @@ fn group<'a>(
             r.digest.as_deref(),
             held_of(held, i),
             promoted.get(&(i as usize)),
+            r.kind == crate::discover::RefKind::HelmChart,
         );
         groups
             .entry(key)
@@ -944,7 +989,7 @@ fn read_versions(
 /// One group's decision: its candidate tags judged by its policy, with the image metadata
 /// and the signatures the evaluation asks for.
 async fn decide_group(
-    (image, _, current, digest, rejected, promoted): GroupKey<'_>,
+    (image, _, current, digest, rejected, promoted, chart): GroupKey<'_>,
     policy: &Policy,
     list: Option<&Result<TagList, Error>>,
     shared: &Shared<'_>,
@@ -967,8 +1012,12 @@ async fn decide_group(
     if policy.min_age.is_some() {
         eval.set_first_seen(shared.clocks.first_seen.of(&repository));
     }
+    if chart {
+        eval.ignore_current_platforms();
+    }
     let mut client = None;
-    if !eval.wanted().is_empty() || policy.spec.verify.is_some() {
+    let asks = !eval.wanted().is_empty() || eval.wanted_current().is_some();
+    if asks || policy.spec.verify.is_some() {
         match shared.registries.client_with(image, credentials(policy)) {
             Ok(c) => client = Some(c),
             Err(e) => return Decided::failed(e.to_string()),

@@ -774,6 +774,23 @@ impl Registry {
     /// listing them with their `platform` fields, in that order, under `tag`. Returns the
     /// index digest.
     pub fn push_index(&self, repo: &str, tag: &str, platforms: &[(&str, &str)]) -> String {
+        self.push_index_entries(repo, tag, platforms, false)
+    }
+
+    /// As [`Registry::push_index`], with a BuildKit attestation entry after the platform
+    /// images (`unknown/unknown`, annotated `vnd.docker.reference.type:
+    /// attestation-manifest`, pointing at the first image).
+    pub fn push_index_attested(&self, repo: &str, tag: &str, platforms: &[(&str, &str)]) -> String {
+        self.push_index_entries(repo, tag, platforms, true)
+    }
+
+    fn push_index_entries(
+        &self,
+        repo: &str,
+        tag: &str,
+        platforms: &[(&str, &str)],
+        attested: bool,
+    ) -> String {
         let children: Vec<(TestPlatform, Blob)> = platforms
             .iter()
             .map(|(platform, created)| {
@@ -800,6 +817,22 @@ impl Registry {
                 })
             })
             .collect();
+        let mut manifests = manifests;
+        if attested {
+            let unknown = TestPlatform::parse("unknown/unknown");
+            let att = self.push_platform_image(repo, &[], &unknown, "1970-01-01T00:00:00Z");
+            let first = children.first().map(|(_, b)| b.digest.clone());
+            manifests.push(serde_json::json!({
+                "mediaType": att.media_type,
+                "digest": att.digest,
+                "size": att.size,
+                "platform": {"architecture": "unknown", "os": "unknown"},
+                "annotations": {
+                    "vnd.docker.reference.type": "attestation-manifest",
+                    "vnd.docker.reference.digest": first,
+                },
+            }));
+        }
         let index = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": OCI_INDEX,

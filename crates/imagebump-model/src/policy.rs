@@ -199,7 +199,9 @@ policy_keys! {
     /// `regex` strategy: a regular expression with a named group `version` (sorted as
     /// semver), `num` (as a number) or `ts` (as text), e.g. `^main-[0-9a-f]+-(?P<ts>\d+)$`.
     pattern: String,
-    /// Every platform listed (`os/arch[/variant]`) must be in the image (index).
+    /// The platforms the repository runs (`os/arch[/variant]`): a candidate must offer every
+    /// one of them. Unset (or empty), a candidate must offer every platform the current
+    /// version offers; `[any]`: no platform is required.
     platforms: Vec<String>,
     /// A tag must be at least this old to be chosen, e.g. `3d`, `12h`, `1h30m`, `2w`:
     /// counted from its image's `created` date when plausible (from 2000, not in the

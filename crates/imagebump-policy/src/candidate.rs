@@ -127,7 +127,13 @@ pub enum Verdict {
     OtherPrecision,
     OutsideConstraint,
     NotNewer,
+    /// `platforms:` lists a platform the image lacks (the platforms, joined).
     WrongPlatform(String),
+    /// Lacks a platform the current version offers (the platforms, joined).
+    LacksPlatform(String),
+    /// `digest`: of the image, only platforms the repository does not run changed (those
+    /// that did, joined; empty when only the index itself did).
+    OnlyOtherPlatforms(String),
     TooYoung(String),
     OlderBuild,
     SameImage,
@@ -153,6 +159,9 @@ impl Verdict {
 pub struct Build {
     pub platform: Option<Platform>,
     pub created: Option<Timestamp>,
+    /// The digest of this platform's image manifest (an index entry's, or a single
+    /// image's own), when known.
+    pub digest: Option<String>,
 }
 
 /// Why a tag's metadata could not be read, as the caller that asked the registry words it.

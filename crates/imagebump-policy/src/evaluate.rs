@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use crate::age::Clock;
 use crate::candidate::{is_artifact_tag, Candidate, Choice, Key, Meta, MetaUnavailable, Verdict};
 use crate::newest_build::{Baseline, Examined};
+use crate::platforms::{Current, Unread};
 use crate::semver::{TagVersion, TagVersions};
 use crate::strategy;
 use crate::{digest, newest_build, Policy, SemverMode, Strategy};
@@ -114,6 +115,9 @@ pub struct Evaluation<'t> {
     decided: Option<Choice>,
     /// Candidates refused by `verify`, best first (each was the best left when refused).
     unverified: Vec<usize>,
+    /// The current version's image, whose platforms every candidate must offer (without
+    /// `platforms:`), and which `digest` compares per platform (with it).
+    current_image: Current,
 }
 
 impl<'t> Evaluation<'t> {
@@ -208,7 +212,11 @@ impl<'t> Evaluation<'t> {
             first_seen: std::collections::BTreeMap::new(),
             decided: None,
             unverified: Vec::new(),
+            current_image: Current::Off,
         };
+        if !as_new {
+            e.current_image = Current::initial(policy, current, current_digest);
+        }
         if e.skip.is_some() {
             return e;
         }
@@ -373,6 +381,10 @@ impl<'t> Evaluation<'t> {
         if self.skip.is_some() || self.decided.is_some() {
             return Vec::new();
         }
+        // The current version's platforms come first: they decide what candidates need.
+        if self.current_image == Current::Pending && self.policy.strategy != Strategy::Digest {
+            return Vec::new();
+        }
         let unknown = |i: &usize| !self.meta.contains_key(i);
         let at = |i: usize| Some((i, self.tag_of(i)?));
         match self.policy.strategy {
@@ -391,14 +403,20 @@ impl<'t> Evaluation<'t> {
                 .filter(unknown)
                 .filter_map(at)
                 .collect(),
-            _ if !self.policy.needs_metadata() => Vec::new(),
+            _ if !self.needs_metadata() => Vec::new(),
             _ => {
+                // Only the current version's platforms to check: a candidate rarely lacks
+                // one, so one at a time (the fewest requests).
+                let batch = match self.policy.needs_metadata() {
+                    true => WALK_BATCH,
+                    false => 1,
+                };
                 let mut out = Vec::new();
                 for &i in &self.order {
                     match self.meta.get(&i) {
                         None => {
                             out.extend(at(i));
-                            if out.len() == WALK_BATCH {
+                            if out.len() == batch {
                                 break;
                             }
                         }
@@ -413,7 +431,62 @@ impl<'t> Evaluation<'t> {
 
     /// Whether `wanted` needs full metadata (`false`: a digest is enough).
     pub fn wants_builds(&self) -> bool {
-        self.policy.strategy != Strategy::Digest || self.policy.needs_metadata()
+        self.policy.strategy != Strategy::Digest
+            || self.policy.needs_metadata()
+            || self.current_image == Current::Pending
+    }
+
+    /// Whether candidates need metadata: the policy's filters, or the platforms the current
+    /// version offers.
+    fn needs_metadata(&self) -> bool {
+        self.policy.needs_metadata() || !self.current_image.required().is_empty()
+    }
+
+    /// The current version's reference (a tag; for `digest`, the pinned digest once the
+    /// tag points elsewhere) whose metadata is wanted before any candidate's, if it is.
+    pub fn wanted_current(&self) -> Option<&str> {
+        if self.current_image != Current::Pending || self.skip.is_some() {
+            return None;
+        }
+        if self.policy.strategy != Strategy::Digest {
+            // No candidate left after the tag filters: nothing to compare (no request).
+            return (!self.order.is_empty()).then_some(self.current.as_str());
+        }
+        let now = self.current_index.and_then(|i| self.meta.get(&i))?;
+        match now {
+            Ok(m) if self.current_digest.as_deref() != Some(m.digest.as_str()) => {
+                self.current_digest.as_deref()
+            }
+            _ => None,
+        }
+    }
+
+    /// The metadata of [`Evaluation::wanted_current`], or why there is none: then nothing
+    /// is required beyond `platforms:` (with a warning saying so when the registry
+    /// answered).
+    pub fn supply_current(&mut self, meta: Result<Meta, Unread>) {
+        self.current_image = match meta {
+            Ok(meta) => Current::Read {
+                offered: crate::platforms::offered(&meta),
+                meta,
+            },
+            Err(Unread::NoRegistry) => Current::Unread,
+            Err(Unread::Failed(why)) => {
+                self.skip = Some(format!("the current version's platforms: {why}"));
+                Current::Unread
+            }
+            Err(Unread::Missing(why)) => {
+                self.warnings.push(format!(
+                    "the current version's platforms are not compared ({why}); list the platforms the repository runs in `platforms`"
+                ));
+                Current::Unread
+            }
+        };
+    }
+
+    /// Leave the current version's platforms out (a Helm chart has none).
+    pub fn ignore_current_platforms(&mut self) {
+        self.current_image = Current::Off;
     }
 
     pub fn supply(&mut self, index: usize, meta: Result<Meta, MetaUnavailable>) {
@@ -431,6 +504,8 @@ impl<'t> Evaluation<'t> {
                 let names: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
                 return Some(Verdict::WrongPlatform(names.join(", ")));
             }
+        } else if let Some(missing) = self.current_image.missing_in(m) {
+            return Some(Verdict::LacksPlatform(missing));
         }
         if let Some(min) = p.min_age {
             return self.age_verdict(i, m, min);
@@ -548,12 +623,12 @@ impl<'t> Evaluation<'t> {
                 break;
             };
             let verdict = if chosen.is_some() {
-                if self.meta.contains_key(&i) || !self.policy.needs_metadata() {
+                if self.meta.contains_key(&i) || !self.needs_metadata() {
                     Verdict::Ranked
                 } else {
                     Verdict::Unexamined
                 }
-            } else if !self.policy.needs_metadata() {
+            } else if !self.needs_metadata() {
                 Verdict::Chosen
             } else {
                 match self.meta.get(&i) {
@@ -579,11 +654,25 @@ impl<'t> Evaluation<'t> {
         let (verdict, choice) =
             digest::follow(&self.current, self.current_digest.as_deref(), meta, |m| {
                 self.meta_verdict(i, m)
+                    .or_else(|| self.unchanged_where_run(m))
             });
         if let Some(v) = verdict {
             self.set_verdict(i, v);
         }
         choice
+    }
+
+    /// `digest` with `platforms:`: the tag's new image `m` when, of the pinned image, only
+    /// platforms the repository does not run changed (their per-platform digests compared).
+    fn unchanged_where_run(&self, m: &Meta) -> Option<Verdict> {
+        let Current::Read { meta: old, .. } = &self.current_image else {
+            return None;
+        };
+        let run = &self.policy.platforms;
+        let moved = self.current_digest.as_deref() != Some(m.digest.as_str());
+        (moved && !run.is_empty() && crate::platforms::same_for(run, old, m)).then(|| {
+            Verdict::OnlyOtherPlatforms(crate::platforms::join(&crate::platforms::changed(old, m)))
+        })
     }
 
     /// `newest-build`: the candidates' build dates, as their metadata gives them, ordered
@@ -791,6 +880,17 @@ impl<'t> Evaluation<'t> {
                 _ => "not newer than the current tag".into(),
             },
             Verdict::WrongPlatform(missing) => format!("no image for {missing}"),
+            Verdict::LacksPlatform(missing) => match p.strategy {
+                Strategy::Digest => format!("lacks {missing} that the pinned image offers"),
+                _ => format!("lacks {missing} that {} offers", self.current),
+            },
+            Verdict::OnlyOtherPlatforms(changed) => {
+                let run = crate::platforms::join(&p.platforms);
+                match changed.is_empty() {
+                    true => format!("only the index changed; the images for {run} are the same"),
+                    false => format!("only {changed} changed; the images for {run} are the same"),
+                }
+            }
             Verdict::TooYoung(when) => format!(
                 "{when}, younger than minAge {}",
                 p.spec.min_age.as_deref().unwrap_or_default()
@@ -954,6 +1054,7 @@ mod tests {
                 .map(|(p, c)| Build {
                     platform: Some(p.parse().unwrap()),
                     created: Some(ts(c)),
+                    digest: None,
                 })
                 .collect(),
         }
@@ -971,6 +1072,12 @@ mod tests {
         e.set_now(ts("2026-11-21T00:00:00Z"));
         let mut asked = Vec::new();
         loop {
+            // The current version's image, not counted among the candidates asked for.
+            if let Some(r) = e.wanted_current().map(str::to_string) {
+                let found = meta(&r).ok_or_else(|| Unread::Missing(format!("{r}: no such tag")));
+                e.supply_current(found);
+                continue;
+            }
             let wanted = e.wanted();
             if wanted.is_empty() {
                 break;
@@ -1219,6 +1326,178 @@ mod tests {
         assert_eq!(below.verdict, Verdict::Unexamined);
     }
 
+    /// An index `digest` of (platform, entry digest) pairs.
+    fn index(digest: &str, entries: &[(&str, &str)]) -> Meta {
+        Meta {
+            digest: digest.into(),
+            builds: entries
+                .iter()
+                .map(|(p, d)| Build {
+                    platform: Some(p.parse().unwrap()),
+                    created: None,
+                    digest: Some((*d).into()),
+                })
+                .collect(),
+        }
+    }
+
+    /// Each candidate's reason, best first (as `imagebump tags` prints them).
+    fn reasons(e: &Evaluation) -> Vec<String> {
+        e.candidates()
+            .into_iter()
+            .map(|c| format!("{}: {}", c.tag, e.reason(c)))
+            .collect()
+    }
+
+    #[test]
+    fn a_candidate_must_offer_every_platform_the_current_version_offers() {
+        let list = tags(&["1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
+        let meta = |t: &str| {
+            Some(match t {
+                "1.3.0" => index("sha256:13", &[("linux/amd64", "a3")]),
+                "1.2.0" => index(
+                    "sha256:12",
+                    &[("linux/amd64", "a2"), ("linux/arm64/v8", "b2")],
+                ),
+                _ => index("sha256:old", &[("linux/amd64", "a"), ("linux/arm64", "b")]),
+            })
+        };
+        let (choice, asked, e) = run(&Policy::default(), "1.0.0", &list, &meta);
+        assert_eq!(choice, update("1.2.0", Some("sha256:12")));
+        // One at a time, only as deep as needed.
+        assert_eq!(asked, ["1.3.0", "1.2.0"]);
+        assert_eq!(
+            reasons(&e),
+            [
+                "1.3.0: lacks linux/arm64 that 1.0.0 offers",
+                "1.2.0: chosen",
+                "1.1.0: passed the tag filters; not examined further (a better tag qualified)",
+                "1.0.0: the current tag",
+            ]
+        );
+        assert_eq!(e.warnings().count(), 0);
+        // `platforms` says what runs: only amd64 is required.
+        let amd64 = policy(PolicySpec {
+            platforms: Some(vec!["linux/amd64".into()]),
+            ..Default::default()
+        });
+        let (choice, ..) = run(&amd64, "1.0.0", &list, &meta);
+        assert_eq!(choice, update("1.3.0", Some("sha256:13")));
+        // `any`: nothing is required and no metadata is asked for.
+        let any = policy(PolicySpec {
+            platforms: Some(vec!["any".into()]),
+            ..Default::default()
+        });
+        let (choice, asked, e) = run(&any, "1.0.0", &list, &|_| None);
+        assert_eq!((choice, asked), (update("1.3.0", None), vec![]));
+        assert_eq!(e.wanted_current(), None);
+    }
+
+    #[test]
+    fn an_unreadable_current_version_requires_nothing_and_says_so() {
+        let list = tags(&["1.0.0", "1.1.0"]);
+        let (choice, asked, e) = run(&Policy::default(), "1.0.0", &list, &|_| None);
+        assert_eq!((choice, asked), (update("1.1.0", None), vec![]));
+        let warnings: Vec<&String> = e.warnings().collect();
+        assert_eq!(
+            warnings,
+            ["the current version's platforms are not compared (1.0.0: no such tag); list the platforms the repository runs in `platforms`"]
+        );
+        // No registry at all (a tag list file): nothing said.
+        let mut e = Evaluation::new(&Policy::default(), "1.0.0", None, &list);
+        assert_eq!(e.wanted_current(), Some("1.0.0"));
+        assert!(e.wanted().is_empty(), "the current version comes first");
+        e.supply_current(Err(Unread::NoRegistry));
+        assert_eq!(e.decide(), update("1.1.0", None));
+        assert_eq!(e.warnings().count(), 0);
+        // A failure to read it (not a missing image): the reference is not judged.
+        let mut e = Evaluation::new(&Policy::default(), "1.0.0", None, &list);
+        e.supply_current(Err(Unread::Failed("1.0.0: HTTP 500".into())));
+        assert!(e.wanted().is_empty());
+        assert_eq!(
+            e.decide(),
+            Choice::Skip("the current version's platforms: 1.0.0: HTTP 500".into())
+        );
+        // A chart has no platforms: nothing is asked for.
+        let mut e = Evaluation::new(&Policy::default(), "1.0.0", None, &list);
+        e.ignore_current_platforms();
+        assert_eq!((e.wanted_current(), e.wanted()), (None, vec![]));
+        // Nothing above the current tag: its image is not read either.
+        let e = Evaluation::new(&Policy::default(), "1.1.0", None, &list);
+        assert_eq!(e.wanted_current(), None);
+        // A single image: its config's platform.
+        let single = |t: &str| {
+            Some(match t {
+                "1.0.0" => image("sha256:a", &[("linux/arm64", "2026-01-01T00:00:00Z")]),
+                _ => image("sha256:b", &[("linux/amd64", "2026-01-01T00:00:00Z")]),
+            })
+        };
+        let (choice, _, e) = run(&Policy::default(), "1.0.0", &list, &single);
+        assert_eq!(choice, Choice::Current);
+        assert_eq!(reasons(&e)[0], "1.1.0: lacks linux/arm64 that 1.0.0 offers");
+    }
+
+    #[test]
+    fn digest_moves_only_when_an_image_the_repository_runs_changed() {
+        let runs = |platforms: Option<&[&str]>| {
+            policy(PolicySpec {
+                strategy: Some(Strategy::Digest),
+                platforms: platforms.map(|l| l.iter().map(|p| p.to_string()).collect()),
+                ..Default::default()
+            })
+        };
+        let old = index("sha256:old", &[("linux/amd64", "a"), ("linux/s390x", "s")]);
+        let s390x = index("sha256:new", &[("linux/amd64", "a"), ("linux/s390x", "t")]);
+        let amd64 = index("sha256:new", &[("linux/amd64", "b"), ("linux/s390x", "s")]);
+        let lost = index("sha256:new", &[("linux/amd64", "b")]);
+        let list = tags(&["latest"]);
+        let follow = |p: &Policy, now: &Meta| {
+            let mut e = Evaluation::new(p, "latest", Some("sha256:old"), &list);
+            assert_eq!(e.wanted_current(), None, "the tag first");
+            assert!(e.wants_builds());
+            e.supply(0, Ok(now.clone()));
+            assert_eq!(e.wanted_current(), Some("sha256:old"));
+            e.supply_current(Ok(old.clone()));
+            assert!(e.wanted().is_empty());
+            let choice = e.decide();
+            (choice, reasons(&e).remove(0))
+        };
+        let moved = update("latest", Some("sha256:new"));
+        let amd = runs(Some(&["linux/amd64"]));
+        assert_eq!(
+            follow(&amd, &s390x),
+            (
+                Choice::Current,
+                "latest: only linux/s390x changed; the images for linux/amd64 are the same".into()
+            )
+        );
+        assert_eq!(
+            follow(&amd, &amd64),
+            (moved.clone(), "latest: chosen".into())
+        );
+        // Without `platforms`, any change counts, but not the loss of a platform.
+        assert_eq!(
+            follow(&runs(None), &s390x),
+            (moved, "latest: chosen".into())
+        );
+        assert_eq!(
+            follow(&runs(None), &lost),
+            (
+                Choice::Current,
+                "latest: lacks linux/s390x that the pinned image offers".into()
+            )
+        );
+        // The same digest: nothing more is asked for.
+        let mut same = Evaluation::new(&amd, "latest", Some("sha256:old"), &list);
+        same.supply(0, Ok(old.clone()));
+        assert_eq!(same.wanted_current(), None);
+        assert_eq!(same.decide(), Choice::Current);
+        // Nothing pinned yet: a HEAD is enough.
+        let first = Evaluation::new(&runs(None), "latest", None, &list);
+        assert!(!first.wants_builds());
+        assert_eq!(first.wanted_current(), None);
+    }
+
     #[test]
     fn min_age_counts_from_the_first_sighting_without_a_plausible_build_date() {
         let p = policy(PolicySpec {
@@ -1321,7 +1600,8 @@ mod tests {
             })
         };
         let mut e = Evaluation::new(&p, "latest", Some("sha256:old"), &list);
-        assert!(!e.wants_builds());
+        // A pinned digest: a new image is compared with it, so the tag's manifest is read.
+        assert!(e.wants_builds());
         let wanted = e.wanted();
         assert_eq!(wanted, vec![(0, "latest")]);
         e.supply(0, Ok(meta("latest").unwrap()));

@@ -30,6 +30,7 @@ pub mod kind;
 pub mod newest_build;
 pub mod numeric;
 pub mod patterns;
+pub mod platforms;
 pub mod regex;
 pub mod rules;
 pub mod schedule;
@@ -101,6 +102,9 @@ pub struct Compiled {
     pub ignore_tags: Option<IgnoreTags>,
     pub pattern: Option<regex::TagPattern>,
     pub platforms: Vec<Platform>,
+    /// `platforms: [any]`: no platform is required, not even those the current version
+    /// offers (see [`platforms`]).
+    pub any_platform: bool,
     pub min_age: Option<Duration>,
     pub allow_downgrade: bool,
     pub pin: bool,
@@ -202,6 +206,7 @@ impl Policy {
         let constraint = compile_constraint(spec.constraint.as_deref(), &mut warnings)?;
         let (allow, ignore_tags) = compile_tag_filters(&spec)?;
         let pattern = compile_pattern(spec.pattern.as_deref(), strategy)?;
+        let any_platform = platforms::compile_any(spec.platforms.as_deref())?;
         let (platforms, min_age) = compile_metadata_filters(&spec)?;
         let calendar = schedule::Calendar::compile(&spec)?;
         if let Some(group) = spec.group.as_deref() {
@@ -215,6 +220,7 @@ impl Policy {
             ignore_tags,
             pattern,
             platforms,
+            any_platform,
             min_age,
             allow_downgrade: spec.allow_downgrade.unwrap_or(false),
             pin: spec.pin.unwrap_or(false),
@@ -388,6 +394,7 @@ fn compile_metadata_filters(
         .platforms
         .iter()
         .flatten()
+        .filter(|p| !platforms::is_any(p))
         .map(|p| p.parse::<Platform>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|m| PolicyError::new("platforms", m).hint("e.g. linux/amd64, linux/arm64/v8"))?;
