@@ -249,12 +249,12 @@ fn lines(rows: &[(String, Vec<(String, String)>)]) -> Vec<String> {
 
 /// The escaped hostile name, as the page writes it (its override replaced).
 const HOSTILE_ESCAPED: &str =
-    "&lt;img src=x onerror=document.title=&#39;pwned&#39;&gt;&quot;q\u{FFFD}lmth";
+    "&lt;img src=x onerror=document.title=&#39;pwned&#39;&gt;&quot;q\\u{202e}lmth";
 
 /// The same as the browser serialises it (attribute and text forms differ).
 fn hostile_in_dom(dom: &str) -> bool {
     dom.contains(
-        "<th scope=\"row\">&lt;img src=x onerror=document.title='pwned'&gt;\"q\u{FFFD}lmth",
+        "<th scope=\"row\">&lt;img src=x onerror=document.title='pwned'&gt;\"q\\u{202e}lmth",
     )
 }
 
@@ -283,7 +283,7 @@ fn run_page_shows_every_state_in_a_real_browser() {
     assert_eq!(
         lines(&matrix(&dom)),
         [
-            "&lt;img src=x onerror=document.title='pwned'&gt;&quot;q\u{FFFD}lmth: dev=proposed staging=up-to-date prod=absent",
+            "&lt;img src=x onerror=document.title='pwned'&gt;&quot;q\\u{202e}lmth: dev=proposed staging=up-to-date prod=absent",
             "api: dev=up-to-date staging=proposed prod=rejected",
             "cache: dev=failing staging=absent prod=absent",
             "jobs: dev=scheduled staging=absent prod=absent",
@@ -398,7 +398,7 @@ fn promotions_page_shows_what_runs_where_in_a_real_browser() {
     assert_eq!(
         lines(&matrix(&dom)),
         [
-            "&lt;img src=x onerror=document.title='pwned'&gt;&quot;q\u{FFFD}lmth: dev=follows staging=up-to-date prod=absent",
+            "&lt;img src=x onerror=document.title='pwned'&gt;&quot;q\\u{202e}lmth: dev=follows staging=up-to-date prod=absent",
             "api: dev=follows staging=held-back prod=rejected",
             "web: dev=follows staging=soaking prod=soaking",
             "worker: dev=follows staging=ready prod=up-to-date",

@@ -5,7 +5,6 @@
 //! [`Fleet`] is plain data, sorted when it is made, so one input gives one page byte for
 //! byte; [`fleet`] makes it from what `promotions` and `run` computed, [`page`] writes it.
 
-pub mod escape;
 pub mod fleet;
 pub mod page;
 
@@ -241,7 +240,7 @@ mod tests {
         assert_eq!(html.matches("<script>").count(), 1);
         assert!(html.contains("script-src 'sha256-"));
         assert!(!html.contains("http://") && !html.contains("src=\"http"));
-        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;\u{FFFD}&amp;";
+        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;\\u{202e}&amp;";
         // Repository, commit, traffic (2), error (2), app (row, th, timeline), environment
         // (column, cell, event), each entry's version, detail, file and image, event's
         // version and commit.

@@ -1,4 +1,5 @@
-//! The page itself: one HTML document with its stylesheet and its one small script inline,
+//! The page itself (every outside string through `escape::html`, links through
+//! `escape::https_link`): one HTML document with its stylesheet and its one small script inline,
 //! no external resource, readable with scripting off (the filter box then stays hidden and
 //! every row shows). A Content-Security-Policy allows that script alone (by its hash), so
 //! even markup that slipped through escaping could not run.
@@ -8,8 +9,8 @@ use std::fmt::Write as _;
 
 use sha2::Digest as _;
 
-use super::escape::{https, text};
 use super::{App, Entry, Event, Fleet, State, Summary};
+use imagebump_model::escape::html as text;
 
 /// The stylesheet: a table that scrolls in its own box, cells that wrap, a print layout.
 const STYLE: &str = include_str!("page.css");
@@ -78,9 +79,9 @@ fn summary_section(out: &mut String, s: &Summary) {
     let requests: Vec<String> = (s.requests.iter())
         .map(|(name, n)| format!("{name} {n}"))
         .collect();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "{}; rate-limit waits {} s</p>\n",
+        "{}; rate-limit waits {} s</p>",
         requests.join(" · "),
         s.rate_limit_wait_seconds
     );
@@ -323,6 +324,12 @@ fn event(out: &mut String, e: &Event) {
         out.push_str(" <span class=\"reverted\">↩ rolled back</span>");
     }
     out.push_str("</li>\n");
+}
+
+/// `url` for an `href`: an `https://` link (`escape::https_link`), escaped for the
+/// attribute; `None`: no link.
+fn https(url: &str) -> Option<String> {
+    imagebump_model::escape::https_link(url).map(|u| text(&u))
 }
 
 /// `2026-11-20 05:00` (UTC).
