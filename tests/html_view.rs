@@ -315,7 +315,8 @@ fn run_page_shows_every_state_in_a_real_browser() {
     insta::assert_snapshot!("run_page", filtered(body, f.work.path()));
 }
 
-/// The filter, the page without scripts, screenshots, and the layout at both widths.
+/// The filter, the page without scripts, printing, screenshots, and the layout at both
+/// widths.
 fn check_in_browser(page: &Path, apps: usize) {
     let url = format!("file://{}", page.display());
     // The filter (`?q=` fills it in): only the matching row stays shown.
@@ -338,6 +339,7 @@ fn check_in_browser(page: &Path, apps: usize) {
     );
     assert_eq!(plain, format!("{apps} rows, filter box hidden"));
     let shots = tempfile::tempdir().unwrap();
+    browser::print_to_pdf(&url, &shots.path().join("page.pdf"));
     for size in [(1280, 800), (390, 844)] {
         let png = shots.path().join(format!("page-{}x{}.png", size.0, size.1));
         browser::screenshot(&url, size, &png);

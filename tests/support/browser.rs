@@ -50,8 +50,29 @@ fn chromium(extra: &[String], url: &str) -> String {
         let _ = tx.send(text);
     });
     let text = rx.recv_timeout(LIMIT);
+    let group = child.id();
     super::kill_group(&mut child);
+    gone(group);
     text.unwrap_or_else(|_| panic!("chromium took longer than {LIMIT:?} on {url}"))
+}
+
+/// Waits until no process of the group `group` is left (the killed ones are reaped by
+/// init), so a test ends with none of the browser's processes running.
+fn gone(group: u32) {
+    for _ in 0..100 {
+        let alive = Command::new("kill")
+            .args(["-0", "--", &format!("-{group}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !alive {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("chromium's processes (group {group}) outlived a kill");
 }
 
 /// The DOM of `url` after its scripts ran, at a 1280x800 window.
@@ -72,6 +93,23 @@ pub fn screenshot(url: &str, (width, height): (u32, u32), png: &Path) {
             format!("--screenshot={}", png.display()),
         ],
         url,
+    );
+}
+
+/// `url` printed to `pdf` (the page's print stylesheet applies).
+pub fn print_to_pdf(url: &str, pdf: &Path) {
+    chromium(
+        &[
+            "--no-pdf-header-footer".into(),
+            format!("--print-to-pdf={}", pdf.display()),
+        ],
+        url,
+    );
+    let bytes = std::fs::read(pdf).unwrap_or_else(|e| panic!("{}: {e}", pdf.display()));
+    assert!(
+        bytes.starts_with(b"%PDF-") && bytes.len() > 1000,
+        "{}",
+        pdf.display()
     );
 }
 

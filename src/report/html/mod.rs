@@ -106,16 +106,16 @@ impl State {
         }
     }
 
-    /// The symbol and words a person reads.
+    /// The symbol and words a person reads (symbols the common fonts have).
     pub fn label(self) -> (&'static str, &'static str) {
         match self {
             State::UpToDate => ("✓", "up to date"),
             State::Follows => ("◇", "follows the registry"),
             State::Proposed => ("↑", "update proposed"),
             State::Ready => ("↗", "ready to promote"),
-            State::Soaking(_) => ("⧗", "soaking"),
+            State::Soaking(_) => ("◔", "soaking"),
             State::Scheduled => ("◷", "scheduled"),
-            State::HeldBack => ("⏸", "held back"),
+            State::HeldBack => ("‖", "held back"),
             State::Rejected => ("✗", "rejected"),
             State::Pinned => ("▪", "pinned"),
             State::Failing => ("⚠", "failing"),

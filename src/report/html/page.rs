@@ -257,7 +257,7 @@ fn entry(out: &mut String, fleet: &Fleet, e: &Entry, named: bool) {
             date(until)
         );
     }
-    if !e.detail.is_empty() {
+    if !e.detail.is_empty() && e.detail != words {
         let _ = write!(out, " <span class=\"detail\">{}</span>", text(&e.detail));
     }
     if let Some(href) = e.link.as_deref().and_then(https) {
