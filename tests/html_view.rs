@@ -440,3 +440,60 @@ fn promotions_page_shows_what_runs_where_in_a_real_browser() {
         .run();
     assert_eq!(again.stdout, *html);
 }
+
+/// A pull-request run against a real git remote and the GitHub fake: each proposed update
+/// links its pull request (the fake's `https://github.com/…` addresses), and the page names
+/// the remote without credentials.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_run_links_each_proposed_update_to_its_pull_request() {
+    use support::github::FakeGitHub;
+    let apps = support::TwoApps::start(FakeGitHub::TOKEN, "");
+    let forge = FakeGitHub::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let page = out.path().join("fleet.html");
+    imagebump()
+        .arg("run")
+        .arg(apps.server.url())
+        .arg("--config")
+        .arg(apps.config())
+        .args(["--forge", "github", "--forge-url"])
+        .arg(forge.api_url())
+        .arg("--forge-repo")
+        .arg(format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO))
+        .arg("--report-html")
+        .arg(&page)
+        .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
+        .code(0)
+        .run_async()
+        .await;
+    let html = std::fs::read_to_string(&page).unwrap();
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 2, "{pulls:?}");
+    let built =
+        regex::Regex::new(r#"<span class="detail">→ \d+\.1\.0 · built \d+d ago</span>"#).unwrap();
+    for (app, branch) in [
+        ("web", "imagebump/apps-web"),
+        ("api", "imagebump/apps-api-values.yaml"),
+    ] {
+        let pull = pulls.iter().find(|p| p.branch == branch).unwrap();
+        let row = &html[html.find(&format!("<tr data-app=\"{app}\"")).unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        let link = format!(
+            "<a href=\"https://github.com/{}/{}/pull/{}\" rel=\"noopener noreferrer\">pull request</a>",
+            FakeGitHub::OWNER,
+            FakeGitHub::REPO,
+            pull.number
+        );
+        assert!(
+            row.contains("data-state=\"proposed\"") && row.contains(&link),
+            "{row}"
+        );
+        // The proposed version's build age, from the pull request's facts.
+        assert!(built.is_match(row), "{row}");
+    }
+    assert!(
+        html.contains("mode <strong>pull-requests</strong>"),
+        "{html}"
+    );
+    assert!(!html.contains(FakeGitHub::TOKEN));
+}

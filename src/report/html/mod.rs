@@ -49,7 +49,8 @@ pub struct Entry {
     /// Since when it runs there (committer time of the commit that brought it), and whether
     /// history is cut before it (there since then at least).
     pub since: Option<(i64, bool)>,
-    /// Days since the proposed version was built, when the run read it.
+    /// Days since the proposed version was built, when the run read it (pull-request
+    /// facts).
     pub released_days: Option<i64>,
     pub state: State,
     /// Why, or what comes next, in words.
@@ -267,7 +268,7 @@ mod tests {
         assert!(html.contains(
             "here since ≤ <time datetime=\"2026-11-18T11:06:40Z\">2026-11-18 11:06</time> (1d 3h)"
         ));
-        assert!(html.contains("built 3d ago"));
+        assert!(html.contains(" · built 3d ago</span>"));
         assert!(html.contains("↩ rolled back"));
         assert_eq!(html, page(&hostile()));
     }

@@ -246,9 +246,6 @@ fn entry(out: &mut String, fleet: &Fleet, e: &Entry, named: bool) {
             age(fleet.now.saturating_sub(since))
         );
     }
-    if let Some(days) = e.released_days {
-        let _ = write!(out, " <span class=\"released\">built {days}d ago</span>");
-    }
     if let State::Soaking(until) = e.state {
         let _ = write!(
             out,
@@ -257,8 +254,17 @@ fn entry(out: &mut String, fleet: &Fleet, e: &Entry, named: bool) {
             date(until)
         );
     }
-    if !e.detail.is_empty() && e.detail != words {
-        let _ = write!(out, " <span class=\"detail\">{}</span>", text(&e.detail));
+    let detail = (!e.detail.is_empty() && e.detail != words).then(|| text(&e.detail));
+    // The build age is the proposed version's: said with it.
+    let built = e.released_days.map(|days| format!("built {days}d ago"));
+    match (detail, built) {
+        (Some(d), Some(b)) => {
+            let _ = write!(out, " <span class=\"detail\">{d} · {b}</span>");
+        }
+        (Some(d), None) | (None, Some(d)) => {
+            let _ = write!(out, " <span class=\"detail\">{d}</span>");
+        }
+        (None, None) => {}
     }
     if let Some(href) = e.link.as_deref().and_then(https) {
         let _ = write!(
