@@ -338,6 +338,14 @@ fn check_in_browser(page: &Path, apps: usize) {
          + \" rows, filter box \" + (d.getElementById(\"filter-box\").offsetHeight > 0 ? \"shown\" : \"hidden\")",
     );
     assert_eq!(plain, format!("{apps} rows, filter box hidden"));
+    // The Content-Security-Policy lets the page's own stylesheet apply.
+    let styled = browser::in_frame(
+        page,
+        (1280, 800),
+        true,
+        "w.getComputedStyle(d.querySelector(\"#fleet .scroll\")).overflowX",
+    );
+    assert_eq!(styled, "auto");
     let shots = tempfile::tempdir().unwrap();
     browser::print_to_pdf(&url, &shots.path().join("page.pdf"));
     for size in [(1280, 800), (390, 844)] {

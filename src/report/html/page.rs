@@ -1,8 +1,9 @@
 //! The page itself (every outside string through `escape::html`, links through
 //! `escape::https_link`): one HTML document with its stylesheet and its one small script inline,
 //! no external resource, readable with scripting off (the filter box then stays hidden and
-//! every row shows). A Content-Security-Policy allows that script alone (by its hash), so
-//! even markup that slipped through escaping could not run.
+//! every row shows). A Content-Security-Policy allows that stylesheet and that script alone
+//! (by their hashes), so even markup that slipped through escaping could not run or restyle
+//! the page.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -36,10 +37,8 @@ pub fn page(fleet: &Fleet) -> String {
 }
 
 fn head(out: &mut String, fleet: &Fleet) {
-    let hash = base64::Engine::encode(
-        &base64::engine::general_purpose::STANDARD,
-        sha2::Sha256::digest(SCRIPT.as_bytes()),
-    );
+    let script = hash(SCRIPT);
+    let style = hash(STYLE);
     let title = text(&fleet.title);
     let repository = text(&fleet.repository);
     let _ = write!(
@@ -47,7 +46,7 @@ fn head(out: &mut String, fleet: &Fleet) {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'; script-src 'sha256-{hash}'; base-uri 'none'; \
+         style-src 'sha256-{style}'; script-src 'sha256-{script}'; base-uri 'none'; \
          form-action 'none'\">\n<meta name=\"referrer\" content=\"no-referrer\">\n\
          <meta name=\"generator\" content=\"imagebump\">\n\
          <title>{title}: {repository}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
@@ -56,6 +55,14 @@ fn head(out: &mut String, fleet: &Fleet) {
         rfc3339(fleet.now),
         date(fleet.now),
     );
+}
+
+/// The `sha256-…` source of an inline element's text, for the Content-Security-Policy.
+fn hash(text: &str) -> String {
+    base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        sha2::Sha256::digest(text.as_bytes()),
+    )
 }
 
 fn summary_section(out: &mut String, s: &Summary) {
