@@ -66,7 +66,9 @@ fn dispatch(command: Command, out: &Output) -> Result<Status, Error> {
     runtime.block_on(async { crate::limits::catch_file_size_signal() });
     match command {
         Command::Scan(args) => runtime.block_on(scan::scan(&args, out)),
-        Command::Promotions(args) => promotions::promotions(&source::Source::from(&args), out),
+        Command::Promotions(args) => {
+            promotions::promotions(&source::Source::from(&args), args.output, out)
+        }
         Command::Run(args) => {
             let plan = RunPlan::new(args)?;
             let journal = crate::progress::Journal::default();
@@ -146,7 +148,7 @@ fn git_token() -> Option<secrecy::SecretString> {
 fn format_of(command: &Command) -> Format {
     match command {
         Command::Scan(args) => args.source.output,
-        Command::Promotions(args) => args.output,
+        Command::Promotions(args) => args.output.format(),
         Command::Run(args) => args.source.output,
         Command::Tags(args) => args.output,
         Command::Registry(RegistryCommand::Check(args)) => args.output,

@@ -56,7 +56,7 @@ pub enum Command {
     Run(RunArgs),
     /// Per application and environment of the `promoteFrom` rules: what runs where, since
     /// when, and what is promoted next (or why not yet). Reads git history only.
-    Promotions(SourceArgs),
+    Promotions(PromotionsArgs),
     /// Explain which tag a policy chooses for an image, with every candidate's reason.
     Tags(TagsArgs),
     /// Check the configuration, or print its JSON Schema.
@@ -297,6 +297,41 @@ pub struct SourceArgs {
     pub output: Format,
 }
 
+/// `imagebump promotions`: the source flags, and an output that may be a page.
+#[derive(Debug, Args)]
+pub struct PromotionsArgs {
+    /// A local directory or a git URL (https://, ssh://, git://, file://, git@host:path).
+    #[arg(default_value = ".", env = EnvVars::IMAGEBUMP_SOURCE)]
+    pub source: String,
+    /// Branch or tag to clone (remote sources).
+    #[arg(long = "ref", env = EnvVars::IMAGEBUMP_REF)]
+    pub git_ref: Option<String>,
+    /// Configuration file (default: imagebump.yaml, .imagebump.yaml or .github/imagebump.yaml in the tree).
+    #[arg(long, env = EnvVars::IMAGEBUMP_CONFIG)]
+    pub config: Option<PathBuf>,
+    /// Output format: `html` writes one self-contained page (docs/report.md, "HTML view").
+    #[arg(long, value_enum, default_value = "text", env = EnvVars::IMAGEBUMP_OUTPUT)]
+    pub output: PageFormat,
+}
+
+/// How `promotions` writes its results: as the other commands do, or as an HTML page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PageFormat {
+    Text,
+    Json,
+    Html,
+}
+
+impl PageFormat {
+    /// The format of the command's other output (`html`: text for warnings and errors).
+    pub fn format(self) -> Format {
+        match self {
+            PageFormat::Json => Format::Json,
+            PageFormat::Text | PageFormat::Html => Format::Text,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ScanArgs {
     #[command(flatten)]
@@ -340,6 +375,11 @@ pub struct RunArgs {
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_REPORT)]
     pub report: Option<PathBuf>,
+    /// Also write the run as one self-contained HTML page to this file: every application
+    /// in every environment, the recent promotions, the run's summary (docs/report.md,
+    /// "HTML view").
+    #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_REPORT_HTML)]
+    pub report_html: Option<PathBuf>,
     /// Write the run's metrics to FILE in the OpenMetrics text format (replaced atomically,
     /// for node-exporter's textfile collector; docs/kubernetes.md, "Metrics").
     #[arg(long, value_name = "FILE", env = EnvVars::IMAGEBUMP_METRICS_FILE)]

@@ -269,7 +269,7 @@ fn demo_keep_leaves_a_registry_for_the_readme_tour() {
             script.push(format!("{command} || echo \"FAILED($?): {command}\""));
         }
     }
-    assert_eq!(script.len(), 9, "{block}");
+    assert_eq!(script.len(), 10, "{block}");
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_imagebump")).parent().unwrap();
     let readme_path = std::env::join_paths([bin_dir, path.path()]).unwrap();
     let tour_run = Cli::program(path.path().join("bash"))

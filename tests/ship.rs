@@ -637,7 +637,7 @@ fn action_runs_the_dockerfile_and_declares_its_outputs() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(outputs, ["updates", "pull-requests"]);
+    assert_eq!(outputs, ["updates", "pull-requests", "report-html"]);
 }
 
 /// `runs.env` of action.yml: variable -> the input it carries.
@@ -676,6 +676,7 @@ fn action_inputs_map_to_real_cli_variables() {
         "dry-run",
         "group-by",
         "max-prs",
+        "report-html",
         "log-level",
     ]
     .into();
@@ -800,10 +801,23 @@ fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
     let (_, outputs, summary) = run_action_entrypoint(&[("dry-run", "true")], tree.path(), 0);
     let lines: Vec<&str> = outputs.lines().collect();
     assert!(
-        matches!(lines.as_slice(), [u, "0", _, p, "[]", _] if u.starts_with("updates<<ghadelimiter_") && p.starts_with("pull-requests<<ghadelimiter_")),
+        matches!(lines.as_slice(), [u, "0", _, p, "[]", _, "report-html=imagebump-fleet.html"] if u.starts_with("updates<<ghadelimiter_") && p.starts_with("pull-requests<<ghadelimiter_")),
         "GITHUB_OUTPUT:\n{outputs}"
     );
     assert!(!summary.trim().is_empty(), "no step summary");
+    // The fleet view is written in the workspace (the working directory) and named.
+    assert!(
+        summary.ends_with(
+            "\n**Fleet view**: every application in every environment, one HTML page \
+             (`imagebump-fleet.html`) in the run's artifacts.\n"
+        ),
+        "{summary}"
+    );
+
+    // No fleet view: imagebump's own outputs only.
+    let (_, outputs, _) =
+        run_action_entrypoint(&[("dry-run", "true"), ("report-html", "")], tree.path(), 0);
+    assert!(!outputs.contains("report-html"), "{outputs}");
 
     // Every input set.
     run_action_entrypoint(

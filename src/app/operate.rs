@@ -27,6 +27,8 @@ pub struct Flags {
     pub metrics_file: Option<PathBuf>,
     pub pushgateway: Option<String>,
     pub summary_md: Option<PathBuf>,
+    /// `--report-html`: the run's page (src/report/html).
+    pub report_html: Option<PathBuf>,
 }
 
 impl Flags {
@@ -49,6 +51,7 @@ impl Flags {
             metrics_file,
             pushgateway,
             summary_md,
+            report_html: None,
         })
     }
 }
@@ -192,8 +195,12 @@ async fn emit_metrics(
 /// remote's URL without credentials, scheme or `.git` (`github.com/acme/gitops`); a local
 /// directory's absolute path.
 pub fn repository(plan: &RunPlan) -> String {
-    let location = &plan.source.location;
-    if !plan.remote {
+    repository_of(&plan.source.location, plan.remote)
+}
+
+/// [`repository`] of a location, remote or not.
+pub fn repository_of(location: &str, remote: bool) -> String {
+    if !remote {
         let path = Path::new(location);
         return path
             .canonicalize()
@@ -220,7 +227,7 @@ fn now() -> f64 {
 /// it (a reader, such as node-exporter's textfile collector, never sees half a file).
 /// `readable`: by everyone (0644; the collector may run as another user), else the
 /// temporary file's own 0600.
-fn write_atomic(path: &Path, text: &str, readable: bool) -> std::io::Result<()> {
+pub(super) fn write_atomic(path: &Path, text: &str, readable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

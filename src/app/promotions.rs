@@ -5,14 +5,14 @@
 use super::output::{print, print_json};
 use super::source::{self, Source};
 use super::{Error, Output, Status};
-use crate::cli::Format;
+use crate::cli::PageFormat;
 use crate::discover;
 use crate::promote::{self, status};
 
 /// Base-branch commits read (the default of `run --history-depth`).
 const HISTORY_DEPTH: usize = 200;
 
-pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
+pub fn promotions(source: &Source, format: PageFormat, out: &Output) -> Result<Status, Error> {
     let loaded = source::open(source, super::git_token(), HISTORY_DEPTH)?;
     for w in &loaded.config_warnings {
         out.warning(w);
@@ -42,12 +42,18 @@ pub fn promotions(source: &Source, out: &Output) -> Result<Status, Error> {
         let prefix = format!("{}/", scope.trim_end_matches('/'));
         rows.retain(|r| r.file.starts_with(&prefix));
     }
-    match out.format {
-        Format::Json => print_json(&serde_json::json!({ "version": 1, "promotions": rows })),
-        Format::Text if rows.is_empty() => print(format_args!(
+    match format {
+        PageFormat::Json => print_json(&serde_json::json!({ "version": 1, "promotions": rows })),
+        PageFormat::Html => {
+            let remote = loaded.ws.remote.is_some();
+            let repository = super::operate::repository_of(&source.location, remote);
+            let fleet = crate::report::html::fleet::of_promotions(&rows, &all, &repository);
+            print(format_args!("{}", crate::report::html::page(&fleet)));
+        }
+        PageFormat::Text if rows.is_empty() => print(format_args!(
             "no promoted references: no images rule says promoteFrom (docs/promotion.md)\n"
         )),
-        Format::Text => print(format_args!("{}", status_table(&rows, out.width))),
+        PageFormat::Text => print(format_args!("{}", status_table(&rows, out.width))),
     }
     let mut problems = found.problems;
     problems.extend(all.problems);

@@ -114,7 +114,8 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
         warnings: &analysed.resolved.warnings,
         errors: &problems,
     };
-    let late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
+    let mut late = super::operate::publish(plan, out, &loaded, &mut run_report).await;
+    late.extend(write_page(plan, &run_report, &analysed, &decisions));
     match out.format {
         Format::Json => super::output::print_json(&run_report),
         Format::Text => print_text(plan.mode, &run_report, analysed_text(&analysed), out),
@@ -128,6 +129,39 @@ pub async fn run(plan: &RunPlan, out: &Output, journal: &Journal) -> Result<Stat
     out.errors(&problems);
     out.errors(&late);
     Ok(end(plan, (&problems, &late), analysed))
+}
+
+/// `--report-html`: the run's page (src/report/html); a file that cannot be written is a
+/// problem (exit 1), as for `--report`.
+fn write_page(
+    plan: &RunPlan,
+    report: &RunReport,
+    analysed: &Analysed,
+    decisions: &Decisions,
+) -> Vec<Problem> {
+    use crate::report::html;
+    let Some(path) = &plan.operate.report_html else {
+        return Vec::new();
+    };
+    let found = &analysed.found;
+    let rows = crate::promote::status::rows(found, &analysed.promotions, &decisions.rejections);
+    let repository = super::operate::repository(plan);
+    let fleet = html::fleet::of_run(&html::fleet::Run {
+        found,
+        outcomes: &analysed.resolved.outcomes,
+        promotions: &analysed.promotions,
+        rows: &rows,
+        refused: &analysed.plan.refused,
+        report,
+        repository: &repository,
+    });
+    match super::operate::write_atomic(path, &html::page(&fleet), true) {
+        Ok(()) => Vec::new(),
+        Err(e) => vec![Problem::general(format!(
+            "--report-html {}: {e}",
+            path.display()
+        ))],
+    }
 }
 
 /// What the analysis leaves to do here: journal the push it made, and make `--write`'s

@@ -101,11 +101,10 @@ impl RunPlan {
                 api_url: args.forge_url,
                 repo: args.forge_repo,
             },
-            operate: super::operate::Flags::new(
-                args.metrics_file,
-                args.pushgateway,
-                args.summary_md,
-            )?,
+            operate: super::operate::Flags {
+                report_html: args.report_html,
+                ..super::operate::Flags::new(args.metrics_file, args.pushgateway, args.summary_md)?
+            },
             started: crate::promote::now()
                 .ok()
                 .and_then(|t| jiff::Timestamp::from_second(t).ok())

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use secrecy::SecretString;
 
 use super::Error;
-use crate::cli::SourceArgs;
+use crate::cli::{PromotionsArgs, SourceArgs};
 use crate::config;
 use crate::source::{self as tree, Workspace};
 use imagebump_model::config::Config;
@@ -23,6 +23,16 @@ pub struct Source {
 
 impl From<&SourceArgs> for Source {
     fn from(args: &SourceArgs) -> Source {
+        Source {
+            location: args.source.clone(),
+            git_ref: args.git_ref.clone(),
+            config: args.config.clone(),
+        }
+    }
+}
+
+impl From<&PromotionsArgs> for Source {
+    fn from(args: &PromotionsArgs) -> Source {
         Source {
             location: args.source.clone(),
             git_ref: args.git_ref.clone(),

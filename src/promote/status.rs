@@ -24,6 +24,39 @@ pub struct Row {
     /// 1h to go`, `up to date`, `follows the registry`.
     pub next: String,
     pub file: String,
+    /// What `next` says, as a state (the HTML view's cell).
+    #[serde(skip)]
+    pub state: State,
+    /// The reference's index in the discovery.
+    #[serde(skip)]
+    pub index: usize,
+    /// Hops from the environment that follows the registry (0: that one).
+    #[serde(skip)]
+    pub depth: usize,
+}
+
+/// What comes next for a row, as a state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum State {
+    /// Nothing newer is ready, and nothing newer waits upstream.
+    #[default]
+    UpToDate,
+    /// An environment no rule promotes into: it follows the registry.
+    Follows,
+    /// A version is ready to be promoted here.
+    Ready,
+    /// The newest version upstream soaks there until this time (seconds since the epoch).
+    Soaking { until: i64 },
+    /// The newest version upstream was rejected or reverted there.
+    Rejected,
+    /// Up to date because a rejection here holds a newer version back.
+    HeldBack,
+    /// Nothing can be promoted here (no source, no history).
+    Blocked,
+    /// The policy cannot judge the current tag.
+    Skipped,
+    /// The policy needs image metadata: only a run can tell.
+    Unknown,
 }
 
 /// The rows: each promoted reference and each source it reads, upstream first.
@@ -46,7 +79,7 @@ pub fn rows(found: &Discovery, all: &Promotions, rejections: &Rejections) -> Vec
         ));
     }
     for (src, (p, _)) in sources {
-        let next = "follows the registry".to_string();
+        let next = (State::Follows, "follows the registry".to_string());
         rows.push((
             p.app.clone(),
             0,
@@ -54,7 +87,9 @@ pub fn rows(found: &Discovery, all: &Promotions, rejections: &Rejections) -> Vec
         ));
     }
     rows.sort_by(|a, b| (&a.0, a.1, &a.2.file).cmp(&(&b.0, b.1, &b.2.file)));
-    rows.into_iter().map(|(_, _, r)| r).collect()
+    (rows.into_iter())
+        .map(|(_, depth, r)| Row { depth, ..r })
+        .collect()
 }
 
 fn row(
@@ -63,7 +98,7 @@ fn row(
     index: usize,
     app: &str,
     env: String,
-    next: String,
+    (state, next): (State, String),
 ) -> Row {
     let r = found.refs.get(index);
     let seg = all.timelines.get(&index).and_then(|t| t.current());
@@ -82,6 +117,9 @@ fn row(
         since,
         next,
         file: r.map(|r| r.file.to_string()).unwrap_or_default(),
+        state,
+        index,
+        depth: 0,
     }
 }
 
@@ -107,9 +145,9 @@ fn env_of(r: &ImageRef, p: &Promotion) -> String {
 }
 
 /// What comes next for a promoted reference, and why not yet.
-fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) -> String {
+fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) -> (State, String) {
     if let Some(why) = &p.blocked {
-        return format!("nothing: {why}");
+        return (State::Blocked, format!("nothing: {why}"));
     }
     let current = r.tag.as_deref().unwrap_or_default();
     let held = rejected_at(r, rejections);
@@ -117,17 +155,29 @@ fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) 
     let mut eval = Evaluation::new(&r.policy, current, None, &ready);
     eval.reject(&held);
     if !eval.wanted().is_empty() {
-        return "the policy needs image metadata: see `imagebump run --dry-run`".into();
+        let why = "the policy needs image metadata: see `imagebump run --dry-run`";
+        return (State::Unknown, why.into());
     }
     match eval.decide() {
         Choice::Update { tag, .. } => {
             let when = super::render::arrival(all, p, &tag).unwrap_or_default();
-            return format!("{tag} ready ({when})");
+            return (State::Ready, format!("{tag} ready ({when})"));
         }
-        Choice::Skip(why) => return why,
+        Choice::Skip(why) => return (State::Skipped, why),
         Choice::Current => {}
     }
-    // The newest version upstream that is newer but not ready, and why.
+    if let Some(waits) = waiting(r, p, all) {
+        return waits;
+    }
+    match eval.held_back() {
+        Some(why) => (State::HeldBack, format!("up to date; {why}")),
+        None => (State::UpToDate, "up to date".into()),
+    }
+}
+
+/// The newest version upstream that is newer but not ready, and why.
+fn waiting(r: &ImageRef, p: &Promotion, all: &Promotions) -> Option<(State, String)> {
+    let current = r.tag.as_deref().unwrap_or_default();
     let waiting: Vec<String> = p
         .verdicts
         .iter()
@@ -137,16 +187,23 @@ fn next(r: &ImageRef, p: &Promotion, all: &Promotions, rejections: &Rejections) 
         .map(|(tag, _)| tag.clone())
         .collect();
     let mut later = Evaluation::new(&r.policy, current, None, &waiting);
-    if let Choice::Update { tag, .. } = later.decide() {
-        let why = match (p.rejected_in_source.get(&tag), p.verdicts.get(&tag)) {
-            (Some(why), _) => format!("rejected in {}: {why}", p.source_env),
-            (None, Some(v)) => why_not(v, p),
-            (None, None) => String::new(),
-        };
-        return format!("{tag}: {why}");
-    }
-    match eval.held_back() {
-        Some(why) => format!("up to date; {why}"),
-        None => "up to date".into(),
-    }
+    let Choice::Update { tag, .. } = later.decide() else {
+        return None;
+    };
+    let (state, why) = match (p.rejected_in_source.get(&tag), p.verdicts.get(&tag)) {
+        (Some(why), _) => (
+            State::Rejected,
+            format!("rejected in {}: {why}", p.source_env),
+        ),
+        (None, Some(v @ Verdict::Soaking { remaining })) => (
+            State::Soaking {
+                until: all.now.saturating_add(*remaining),
+            },
+            why_not(v, p),
+        ),
+        (None, Some(v @ Verdict::Reverted { .. })) => (State::Rejected, why_not(v, p)),
+        (None, Some(v)) => (State::UpToDate, why_not(v, p)),
+        (None, None) => (State::UpToDate, String::new()),
+    };
+    Some((state, format!("{tag}: {why}")))
 }

@@ -1,6 +1,7 @@
 //! What a run tells the user: problems, the summary table, the JSON reports.
 
 pub mod github;
+pub mod html;
 pub mod markdown;
 pub mod metrics;
 

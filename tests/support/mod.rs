@@ -30,6 +30,7 @@
 #[allow(unused_imports)] // Each test binary uses some of the fakes.
 pub use imagebump_forge::fake::{gitea, github, gitlab};
 
+pub mod browser;
 pub mod charts;
 pub mod cli;
 

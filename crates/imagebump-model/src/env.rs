@@ -56,6 +56,8 @@ impl EnvVars {
 
     /// `--report`: where the JSON report is written.
     pub const IMAGEBUMP_REPORT: &'static str = "IMAGEBUMP_REPORT";
+    /// `--report-html`: where the HTML page of the run is written.
+    pub const IMAGEBUMP_REPORT_HTML: &'static str = "IMAGEBUMP_REPORT_HTML";
 
     /// `--max-prs`: new pull requests per run at most.
     pub const IMAGEBUMP_MAX_PRS: &'static str = "IMAGEBUMP_MAX_PRS";
