@@ -1010,6 +1010,7 @@ mod tests {
                 &body,
                 &Signed::Dsse {
                     payload,
+                    pae: &[],
                     signatures: &[sig.to_vec()],
                     certificate: cert,
                 },
@@ -1033,6 +1034,7 @@ mod tests {
                 v1.as_bytes(),
                 &Signed::Dsse {
                     payload: &payload,
+                    pae: &[],
                     signatures: std::slice::from_ref(&sig),
                     certificate: &cert
                 }

@@ -1513,6 +1513,7 @@ mod tests {
                     builds: vec![Build {
                         platform: None,
                         created: None,
+                        digest: None,
                     }],
                 },
                 "1.3.0" | "1.2.0" => image(
