@@ -480,3 +480,25 @@ fn key_signed_bundles_need_their_own_key() {
         .run();
     assert!(run.stderr.starts_with("error: refused: "), "{}", run.stderr);
 }
+
+/// A keyless DSSE envelope carries exactly one signature: its log entry and timestamps
+/// vouch for that one, and a second signature may not borrow their time.
+#[test]
+fn a_keyless_envelope_carries_one_signature() {
+    let case = assets().join("happy-path-intoto-in-dsse-v3");
+    let mut bundle: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("bundle.sigstore.json")).unwrap()).unwrap();
+    let sigs = bundle["dsseEnvelope"]["signatures"].as_array_mut().unwrap();
+    let first = sigs[0].clone();
+    sigs.push(first);
+    let dir = tempfile::tempdir().unwrap();
+    let doubled = dir.path().join("bundle.sigstore.json");
+    std::fs::write(&doubled, serde_json::to_vec(&bundle).unwrap()).unwrap();
+    let mut args = args(&case, Mode::Path);
+    args[2] = doubled.to_string_lossy().into_owned();
+    let run = imagebump().args(&args).code(1).run();
+    assert_eq!(
+        run.stderr,
+        "error: refused: a keyless DSSE envelope with 2 signatures: Sigstore's carry exactly one, the one its log entry and timestamps vouch for\n"
+    );
+}

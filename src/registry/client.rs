@@ -386,6 +386,16 @@ impl Client {
 
     /// GET a config blob by digest, as [`Client::image_config`], unparsed: its verified bytes.
     pub async fn config_bytes(&self, repo: &str, digest: &str) -> Result<Vec<u8>, Error> {
+        self.blob_bytes(repo, digest, CONFIG_LIMIT).await
+    }
+
+    /// GET a blob by digest, at most `limit` bytes: its verified bytes.
+    pub async fn blob_bytes(
+        &self,
+        repo: &str,
+        digest: &str,
+        limit: usize,
+    ) -> Result<Vec<u8>, Error> {
         let scope = format!("repository:{repo}:pull");
         let url = format!("{}/v2/{repo}/blobs/{digest}", self.endpoint);
         if !is_valid_digest(digest) {
@@ -396,7 +406,7 @@ impl Client {
         }
         self.stats.blobs.fetch_add(1, Ordering::Relaxed);
         let (_, body) = self
-            .request(Method::GET, &url, &scope, "*/*", CONFIG_LIMIT)
+            .request(Method::GET, &url, &scope, "*/*", limit)
             .await?;
         let invalid = |reason: String| Error::Invalid {
             url: url.clone(),

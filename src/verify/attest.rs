@@ -20,11 +20,12 @@ pub const DSSE_ENVELOPE: &str = "application/vnd.dsse.envelope.v1+json";
 const BUNDLE_PREFIX: &str = "application/vnd.dev.sigstore.bundle";
 /// The most attestation manifests read for one digest.
 pub const MAX_MANIFESTS: usize = 16;
-/// The largest attestation blob read (an SBOM beyond it is ignored, with why).
-pub const MAX_BLOB: u64 = 4 * 1024 * 1024;
+/// The largest attestation blob read: an SBOM of a large image, base64 in its envelope,
+/// fits (one beyond it is ignored, with why).
+pub const MAX_BLOB: u64 = 32 * 1024 * 1024;
 /// The most envelopes, and bytes of them, read for one digest.
 pub const MAX_ENVELOPES: usize = 32;
-pub const MAX_TOTAL: u64 = 16 * 1024 * 1024;
+pub const MAX_TOTAL: u64 = 64 * 1024 * 1024;
 
 /// The attestations of one digest: those that verified, and why the others do not count.
 #[derive(Debug, Default)]
@@ -203,7 +204,11 @@ impl Check<'_> {
                 return Ok(());
             }
             found.read.0 = count.saturating_add(1);
-            let blob = match self.client.config_bytes(self.repo, &layer.digest).await {
+            let blob = match self
+                .client
+                .blob_bytes(self.repo, &layer.digest, MAX_BLOB as usize)
+                .await
+            {
                 Ok(b) => b,
                 Err(RegistryError::TooLarge { limit, .. }) => {
                     let why = format!("{layout}: an attestation above the {limit} bytes read");

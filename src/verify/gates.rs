@@ -184,7 +184,11 @@ fn sbom(found: &[Attestation]) -> Verdict {
     let kind = |a: &Attestation| {
         SBOMS
             .iter()
-            .find(|(prefix, _)| a.predicate_type.starts_with(prefix))
+            .find(|(base, _)| {
+                // The type itself or a versioned one (`…/bom/v1.5`), not `…/bomb`.
+                (a.predicate_type.strip_prefix(base))
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            })
             .map(|(_, name)| *name)
     };
     match found.iter().find_map(|a| kind(a).map(|k| (k, a))) {
@@ -341,6 +345,10 @@ mod tests {
         let spdx = att("https://spdx.dev/Document/v2.3", json!({}));
         assert_eq!(sbom(&[spdx]).describe(), "sbom: SPDX, signed by key k.pub");
         assert!(!sbom(&[]).passed);
+        let cdx = att("https://cyclonedx.org/bom", json!({}));
+        assert!(sbom(&[cdx]).passed);
+        let other = att("https://cyclonedx.org/bomb", json!({}));
+        assert!(!sbom(&[other]).passed);
         let trivy = |sev: &str| {
             att(
                 VULN,

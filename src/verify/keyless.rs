@@ -46,6 +46,8 @@ pub enum Refusal {
     Certificate(#[from] fulcio::Error),
     #[error("the signature does not verify with its certificate's key")]
     KeyMismatch,
+    #[error("a keyless DSSE envelope with {0} signatures: Sigstore's carry exactly one, the one its log entry and timestamps vouch for")]
+    Signatures(usize),
     #[error("signed by {subject} from {issuer}, not {trusted}")]
     OtherSigner {
         subject: String,
@@ -175,6 +177,12 @@ pub fn check(
 ) -> Result<String, Refusal> {
     if identities.is_empty() {
         return Err(Refusal::NoIdentities);
+    }
+    // A timestamp stamps one signature; a second one would borrow its time.
+    if let Signed::Dsse { signatures, .. } = signed {
+        if signatures.len() != 1 {
+            return Err(Refusal::Signatures(signatures.len()));
+        }
     }
     let stamped = stamped(material, root, signed)?;
     let mut why = Refusal::Unlogged;

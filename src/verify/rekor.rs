@@ -508,7 +508,9 @@ fn intoto_mismatch(
     signatures: &[Vec<u8>],
     certificate: &[u8],
 ) -> Option<&'static str> {
-    let content = spec.get("content")?;
+    let Some(content) = spec.get("content") else {
+        return Some("payload");
+    };
     if text_at(content, "/payloadHash/algorithm").as_deref() != Some("sha256")
         || text_at(content, "/payloadHash/value") != Some(sha256_hex(payload))
     {
@@ -1026,6 +1028,15 @@ mod tests {
             "the transparency log entry is for another signature or certificate"
         );
         assert!(signed(&payload, &sig, &cert[1..]).is_err());
+        // An entry that logs no content logs nothing this envelope could match.
+        let empty = br#"{"kind":"intoto","apiVersion":"0.0.2","spec":{}}"#;
+        let dsse = Signed::Dsse {
+            payload: &payload,
+            pae: &[],
+            signatures: std::slice::from_ref(&sig),
+            certificate: &cert,
+        };
+        assert_eq!(body_matches(empty, &dsse), Err(Error::Mismatch("payload")));
         let v1 = String::from_utf8(body.clone())
             .unwrap()
             .replace("\"0.0.2\"", "\"0.0.1\"");

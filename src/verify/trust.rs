@@ -67,6 +67,7 @@ struct RawRoot {
     certificate_authorities: Vec<RawAuthority>,
     #[serde(default)]
     ctlogs: Vec<RawLog>,
+    #[serde(default)]
     timestamp_authorities: Vec<RawAuthority>,
 }
 
