@@ -470,6 +470,9 @@ fn main() {
         format!("{registries}defaults:\n  platforms: [any]\n"),
     )
     .unwrap();
+    // The defaults: the platform check reads the current and the chosen versions' images.
+    let defaults_cfg = work.join("defaults.yaml");
+    fs::write(&defaults_cfg, &registries).unwrap();
     let builds_cfg = work.join("newest-build.yaml");
     fs::write(
         &builds_cfg,
@@ -513,6 +516,16 @@ fn main() {
             &reg,
             &semver_dir,
             &semver_cfg,
+            &used,
+            &out,
+            &mut t,
+        );
+        platform_check(
+            &b,
+            &o,
+            &reg,
+            &semver_dir,
+            &defaults_cfg,
             &used,
             &out,
             &mut t,
@@ -680,6 +693,124 @@ fn semver(
         speedup >= 150.0,
         hard,
     );
+}
+
+/// The same dry run with the defaults, the platform check on, against its floor: the tag
+/// lists, then a GET of every manifest it reads (each distinct current and chosen tag),
+/// `curl --parallel`. The configs of single-platform images it also reads are not in the
+/// floor, which makes the ratio stricter.
+#[allow(clippy::too_many_arguments)]
+fn platform_check(
+    b: &Bench,
+    o: &Opts,
+    reg: &registry::Registry,
+    dir: &Path,
+    cfg: &Path,
+    used: &BTreeSet<usize>,
+    out: &Path,
+    t: &mut Table,
+) {
+    eprintln!(
+        "dry run with the platform check and its floor, {} runs each…",
+        o.runs
+    );
+    let run = b.dry_run(dir, cfg);
+    let first = assert_clean(&run.run(out, "defaults-0"), "dry run (defaults)");
+    let manifests = read_manifests(&first);
+    let floor = manifests_floor(reg, used, &manifests, out);
+    let (mut walls, mut rss, mut floors, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let mut report = first;
+    for k in 1..=o.runs {
+        let s = run.run(out, &format!("defaults-{k}"));
+        report = assert_clean(&s, "dry run (defaults)");
+        let c = floor.run(out, &format!("curl-manifests-{k}"));
+        assert_eq!(c.code, 0, "curl: {}", c.stderr());
+        walls.push(s.wall);
+        rss.push(mib(s.maxrss));
+        floors.push(c.wall);
+        ratios.push(s.wall / c.wall);
+    }
+    t.section("dry run, defaults (platform check on): the same apps and repositories");
+    t.info("wall", &spread(&walls, 2, " s"));
+    t.info(
+        "floor: tag lists, then the manifests read, curl --parallel",
+        &spread(&floors, 2, " s"),
+    );
+    t.check(
+        "ratio to its floor (run by run)",
+        &spread(&ratios, 2, "×"),
+        "≤ 1.3×",
+        median(&ratios) <= 1.3,
+        true,
+    );
+    t.check(
+        "peak RSS",
+        &spread(&rss, 1, " MiB"),
+        "≤ 40 MiB",
+        median(&rss) <= 40.0,
+        true,
+    );
+    let (pages, tokens, got, _blobs, retries) = requests(&report);
+    t.check(
+        "HTTP requests",
+        &requests_text(&report),
+        &format!(
+            "{} tag lists, {} manifests (distinct current and chosen tags)",
+            used.len(),
+            manifests.len()
+        ),
+        pages == used.len() as u64 && got == manifests.len() as u64 && tokens == 0 && retries == 0,
+        true,
+    );
+}
+
+/// The distinct (repository path, tag) pairs of a report's updates, old and new.
+fn read_manifests(report: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for u in report["updates"].as_array().into_iter().flatten() {
+        let image = u["image"].as_str().unwrap_or_default();
+        let path = image.split_once('/').map_or(image, |(_, p)| p);
+        for side in ["from", "to"] {
+            if let Some(tag) = u[side].as_str() {
+                out.insert((path.to_string(), tag.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// `curl --parallel` over the tag lists of `used`, then a GET of each manifest.
+fn manifests_floor(
+    reg: &registry::Registry,
+    used: &BTreeSet<usize>,
+    manifests: &BTreeSet<(String, String)>,
+    out: &Path,
+) -> Job {
+    let cert = reg.cert.display().to_string();
+    let mut lines = format!("cacert = \"{cert}\"\nfail\n");
+    for &i in used {
+        lines.push_str(&format!(
+            "url = \"{}/v2/{}/tags/list?n=1000\"\noutput = \"/dev/null\"\n",
+            reg.base_url(),
+            registry::repo_name(i)
+        ));
+    }
+    lines.push_str(&format!(
+        "next\ncacert = \"{cert}\"\nfail\nheader = \"Accept: {MANIFEST_TYPES}\"\n"
+    ));
+    for (path, tag) in manifests {
+        lines.push_str(&format!(
+            "url = \"{}/v2/{path}/manifests/{tag}\"\noutput = \"/dev/null\"\n",
+            reg.base_url()
+        ));
+    }
+    let file = out.join("curl-manifests.cfg");
+    fs::write(&file, lines).unwrap();
+    Job::new("curl")
+        .arg("-sS")
+        .arg("--parallel")
+        .arg("-K")
+        .arg(&file)
 }
 
 /// Renovate 44 over a git copy of `dir`, with ../shared/bench/renovate.sh: wall seconds and
