@@ -604,7 +604,7 @@ async fn keyless_bundles_from_the_referrers_api() {
         .starts_with("sbom: SPDX, signed by key cosign.pub (ecdsa-p256 sha256:"));
 }
 
-/// `imagebump verify IMAGE`: the digest, the signature, each attestation found (verified
+/// `imagebump verify IMAGE`: the digest, each signature, each attestation found (verified
 /// or ignored, with why), each gate's verdict and the overall verdict; exit 0 only when
 /// the image satisfies the operator's policy, 1 when it does not, 2 without a policy.
 #[test]
@@ -661,7 +661,7 @@ verdict:     does not satisfy the verify policy: attestation gate provenance fai
     // Unsigned: the gates are judged all the same, the verdict is the signature's.
     let unsigned = verify(format!("{HOST}/{REPO}:1.0.0"), 1);
     assert!(
-        unsigned.contains("signature:   refused, unsigned (no cosign signature)\n"),
+        unsigned.contains("signatures:  none verifies: unsigned (no cosign signature)\n"),
         "{unsigned}"
     );
     assert!(unsigned.ends_with(
@@ -902,4 +902,53 @@ fn attestation_text_is_escaped_on_the_terminal() {
         "{tags}"
     );
     assert!(!shown.contains('\u{1b}') && !tags.contains('\u{1b}'));
+}
+
+/// `imagebump verify` lists every signature it finds: one by a key nobody trusts is shown
+/// as ignored with why, next to the one that verifies.
+#[test]
+fn verify_lists_every_signature_found() {
+    let reg = Registry::start(RegistryMode::Plain);
+    let signer = Signer::new();
+    let key = signer.keygen("cosign");
+    signer.keygen("stranger");
+    let digest = reg.push_tag_created_digest(REPO, "2.0.0", "2024-02-01T00:00:00Z");
+    let mut layers = Vec::new();
+    for name in ["stranger", "cosign"] {
+        let (payload, sig) = signer.sign(name, &digest);
+        let (payload_digest, payload_size) = reg.push_blob(REPO, &payload);
+        layers.push(json!({
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": payload_digest, "size": payload_size,
+            "annotations": {"dev.cosignproject.cosign/signature": sig}
+        }));
+    }
+    let (config_digest, config_size) = reg.push_blob(REPO, b"{}");
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": config_size},
+        "layers": layers,
+    });
+    let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+    reg.put_manifest(REPO, &tag, OCI_MANIFEST, manifest.to_string().as_bytes());
+    let cfg_dir = tempfile::tempdir().unwrap();
+    fs::copy(&key, cfg_dir.path().join("cosign.pub")).unwrap();
+    let cfg = operator_config(cfg_dir.path(), &reg.base_url(), "    keys: [cosign.pub]\n");
+    let run = imagebump()
+        .args(["verify", &format!("{HOST}/{REPO}:2.0.0"), "--config"])
+        .arg(&cfg)
+        .filter(r"sha256:[0-9a-f]{16}\)", "sha256:KEY)")
+        .run();
+    assert_eq!(
+        run.filtered_stdout(),
+        format!(
+            "image:       {HOST}/{REPO}:2.0.0
+digest:      {digest}
+signature:   ignored (sig tag): signed by none of the keys
+signature:   verified, key cosign.pub (ecdsa-p256 sha256:KEY) (sig tag)
+verdict:     satisfies the verify policy
+"
+        )
+    );
 }

@@ -1,6 +1,6 @@
 //! `imagebump verify IMAGE[:TAG|@DIGEST]`: does one image satisfy the `verify` policy
-//! the operator's configuration gives it? Prints the digest, the signature and the
-//! attestations found, who signed them, each gate's verdict and the overall verdict. Exit
+//! the operator's configuration gives it? Prints the digest, each signature and
+//! attestation found, who signed them (or why one does not count), each gate's verdict and the overall verdict. Exit
 //! 0 when it satisfies the policy, 1 when it does not (or cannot be read), 2 on usage and
 //! configuration errors (docs/tag-selection.md, "Attestation gates").
 
@@ -72,12 +72,15 @@ fn shown(image: &str, digest: &str, i: &Inspection) -> String {
     };
     line("image:", image);
     line("digest:", digest);
-    match &i.signature {
-        Verdict::Verified(signer) => line(
-            "signature:",
-            &format!("verified, {} ({})", signer.signer, signer.layout),
-        ),
-        Verdict::Refused(why) => line("signature:", &format!("refused, {why}")),
+    for e in &i.signatures {
+        let text = match &e.verdict {
+            Ok(signer) => format!("verified, {signer} ({})", e.layout),
+            Err(why) => format!("ignored ({}): {why}", e.layout),
+        };
+        line("signature:", &text);
+    }
+    if let Verdict::Refused(why) = &i.signature {
+        line("signatures:", &format!("none verifies: {why}"));
     }
     for a in &i.found.verified {
         let text = format!(

@@ -152,6 +152,8 @@ pub enum Verdict {
 pub struct Inspection {
     /// The signature's own verdict.
     pub signature: Verdict,
+    /// Each signature examined (every one found with `always`), in order.
+    pub signatures: Vec<Examined>,
     /// The signature's and the gates' verdict together.
     pub verdict: Verdict,
     /// The attestations found (empty without `verify.attestations` or an unsigned image).
@@ -184,6 +186,11 @@ type Loaded<T> = Result<Arc<T>, LoadError>;
 /// What the signatures seen so far say, for the reason of a refusal.
 #[derive(Default)]
 struct Seen {
+    /// Walk every signature (the `verify` command), keeping the first that verifies.
+    all: bool,
+    first: Option<Signer>,
+    /// Each signature examined, in order (at most [`MAX_EXAMINED`]).
+    each: Vec<Examined>,
     signatures: usize,
     other_digest: Option<String>,
     /// A bundle this version does not verify (message signature): why.
@@ -193,7 +200,67 @@ struct Seen {
     keyless: Option<String>,
 }
 
+/// The most signatures the `verify` command lists.
+const MAX_EXAMINED: usize = 64;
+
+/// One signature examined: where it was, and who signed it or why it does not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Examined {
+    pub layout: &'static str,
+    pub verdict: Result<String, String>,
+}
+
 impl Seen {
+    /// `signer` verified at `layout`: the signer to return now, or `None` to walk on
+    /// (every signature is listed, the first one kept).
+    fn verified(&mut self, layout: &'static str, signer: String) -> Option<Signer> {
+        self.keyless = None;
+        self.note(layout, Ok(signer.clone()));
+        let found = Signer {
+            signer,
+            layout,
+            gates: Vec::new(),
+        };
+        if !self.all {
+            return Some(found);
+        }
+        self.first.get_or_insert(found);
+        None
+    }
+
+    /// A signature at `layout` that does not count, and why.
+    fn refused(&mut self, layout: &'static str, why: String) {
+        self.note(layout, Err(why));
+    }
+
+    /// A keyless signature at `layout` not trusted, for the reason `keyless` holds.
+    fn keyless_refused(&mut self, layout: &'static str) {
+        let why = self.keyless.clone().unwrap_or_default();
+        self.refused(layout, format!("keyless signature not trusted: {why}"));
+    }
+
+    /// A signature at `layout` of another image's digest.
+    fn other(&mut self, layout: &'static str, digest: Option<String>) {
+        let shown = digest.as_deref().unwrap_or("no digest").to_string();
+        self.refused(
+            layout,
+            format!("the signature is for another image ({shown})"),
+        );
+        self.other_digest = digest;
+    }
+
+    /// A signature at `layout` whose signed payload cannot be read.
+    fn unreadable_payload(&mut self, layout: &'static str, why: String) {
+        self.refused(layout, format!("unreadable: {why}"));
+        self.unreadable = Some(why);
+    }
+
+    fn note(&mut self, layout: &'static str, verdict: Result<String, String>) {
+        if self.each.len() < MAX_EXAMINED {
+            self.each.push(Examined { layout, verdict });
+        }
+    }
+
     fn reason(&self, spec: &VerifySpec) -> String {
         if let Some(d) = &self.other_digest {
             return format!("the signature is for another image ({d})");
@@ -307,13 +374,18 @@ impl Verifier {
         always: bool,
     ) -> Result<Inspection, Error> {
         let mut index = None;
+        let mut seen = Seen {
+            all: always,
+            ..Seen::default()
+        };
         let signature = self
-            .signature(client, repo, digest, spec, listed, &mut index)
+            .signature(client, repo, digest, spec, listed, &mut index, &mut seen)
             .await?;
         let unsigned = matches!(signature, Verdict::Refused(_));
         let Some(gates) = spec.attestations.as_ref().filter(|_| always || !unsigned) else {
             return Ok(Inspection {
                 signature: signature.clone(),
+                signatures: seen.each,
                 verdict: signature,
                 found: attest::Found::default(),
                 gates: Vec::new(),
@@ -334,6 +406,7 @@ impl Verifier {
         };
         Ok(Inspection {
             signature,
+            signatures: seen.each,
             verdict,
             found,
             gates: verdicts,
@@ -374,6 +447,7 @@ impl Verifier {
         spec: &VerifySpec,
         listed: Option<&[String]>,
         index: &mut Option<(Vec<u8>, &'static str)>,
+        seen: &mut Seen,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
         let root = self.root(spec)?;
@@ -384,7 +458,6 @@ impl Verifier {
             digest: digest.to_string(),
             source,
         };
-        let mut seen = Seen::default();
         let check = Check {
             client,
             repo,
@@ -398,7 +471,7 @@ impl Verifier {
         if !lacks(&client.host) {
             match client.referrers(repo, digest).await.map_err(fail)? {
                 Some(api) => {
-                    let verified = check.index(&api, "referrers", &mut seen).await?;
+                    let verified = check.index(&api, "referrers", seen).await?;
                     *index = Some((api, "referrers"));
                     if let Some(s) = verified {
                         return Ok(Verdict::Verified(s));
@@ -416,7 +489,7 @@ impl Verifier {
         // 2. The referrers fallback tag, where the API is missing.
         if lacks(&client.host) && may_exist(&fallback) {
             if let Some(tagged) = check.tagged(&fallback).await? {
-                let verified = check.index(&tagged, "referrers tag", &mut seen).await?;
+                let verified = check.index(&tagged, "referrers tag", seen).await?;
                 *index = Some((tagged, "referrers tag"));
                 if let Some(s) = verified {
                     return Ok(Verdict::Verified(s));
@@ -426,12 +499,15 @@ impl Verifier {
         // 3. The legacy `.sig` tag.
         if may_exist(&sig_tag) {
             if let Some(manifest) = check.tagged(&sig_tag).await? {
-                if let Some(s) = check.manifest(&manifest, "sig tag", &mut seen).await? {
+                if let Some(s) = check.manifest(&manifest, "sig tag", seen).await? {
                     return Ok(Verdict::Verified(s));
                 }
             }
         }
-        Ok(Verdict::Refused(seen.reason(spec)))
+        Ok(match seen.first.take() {
+            Some(s) => Verdict::Verified(s),
+            None => Verdict::Refused(seen.reason(spec)),
+        })
     }
 }
 
@@ -473,6 +549,7 @@ impl Check<'_> {
         let found = match cosign::referrers(index) {
             Ok(r) => r,
             Err(e) => {
+                seen.refused(layout, format!("unreadable: {e}"));
                 seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
@@ -515,6 +592,7 @@ impl Check<'_> {
         let layers = match cosign::bundle_layers(manifest) {
             Ok(l) => l,
             Err(e) => {
+                seen.refused(layout, format!("unreadable: {e}"));
                 seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
@@ -528,6 +606,7 @@ impl Check<'_> {
             let envelope = match cosign::envelope(&blob) {
                 Ok(e) => e,
                 Err(why) => {
+                    seen.refused(layout, format!("not verified here: {why}"));
                     seen.unsupported = Some(why.to_string());
                     continue;
                 }
@@ -543,6 +622,7 @@ impl Check<'_> {
                 Some(key) => describe(key),
                 None => {
                     let Some(material) = &envelope.keyless else {
+                        seen.refused(layout, "signed by none of the keys".into());
                         continue;
                     };
                     let signed = rekor::Signed::Dsse {
@@ -553,21 +633,21 @@ impl Check<'_> {
                     };
                     match self.keyless(material, &signed, by_key, seen) {
                         Some(s) => s,
-                        None => continue,
+                        None => {
+                            seen.keyless_refused(layout);
+                            continue;
+                        }
                     }
                 }
             };
             match cosign::statement_digests(&envelope.payload) {
                 Ok(ds) if ds.iter().any(|d| d == self.digest) => {
-                    seen.keyless = None;
-                    return Ok(Some(Signer {
-                        signer,
-                        layout,
-                        gates: Vec::new(),
-                    }));
+                    if let Some(s) = seen.verified(layout, signer) {
+                        return Ok(Some(s));
+                    }
                 }
-                Ok(ds) => seen.other_digest = ds.into_iter().next(),
-                Err(e) => seen.unreadable = Some(e.to_string()),
+                Ok(ds) => seen.other(layout, ds.into_iter().next()),
+                Err(e) => seen.unreadable_payload(layout, e.to_string()),
             }
         }
         Ok(None)
@@ -583,6 +663,7 @@ impl Check<'_> {
         let layers = match cosign::signature_layers(manifest) {
             Ok(l) => l,
             Err(e) => {
+                seen.refused(layout, format!("unreadable: {e}"));
                 seen.unreadable = Some(e.to_string());
                 return Ok(None);
             }
@@ -599,6 +680,7 @@ impl Check<'_> {
                 Some(key) => describe(key),
                 None => {
                     let Some(cert) = &layer.certificate else {
+                        seen.refused(layout, "signed by none of the keys".into());
                         continue;
                     };
                     let material = keyless::Material::from_annotations(
@@ -609,6 +691,7 @@ impl Check<'_> {
                     let material = match material {
                         Ok(m) => m,
                         Err(e) => {
+                            seen.refused(layout, format!("keyless signature not trusted: {e}"));
                             seen.keyless = Some(e.to_string());
                             continue;
                         }
@@ -620,21 +703,21 @@ impl Check<'_> {
                     };
                     match self.keyless(&material, &signed, by_key, seen) {
                         Some(s) => s,
-                        None => continue,
+                        None => {
+                            seen.keyless_refused(layout);
+                            continue;
+                        }
                     }
                 }
             };
             match cosign::signed_digest(&payload) {
                 Ok(d) if d == self.digest => {
-                    seen.keyless = None;
-                    return Ok(Some(Signer {
-                        signer,
-                        layout,
-                        gates: Vec::new(),
-                    }));
+                    if let Some(s) = seen.verified(layout, signer) {
+                        return Ok(Some(s));
+                    }
                 }
-                Ok(d) => seen.other_digest = Some(d),
-                Err(e) => seen.unreadable = Some(e.to_string()),
+                Ok(d) => seen.other(layout, Some(d)),
+                Err(e) => seen.unreadable_payload(layout, e.to_string()),
             }
         }
         Ok(None)
