@@ -186,6 +186,9 @@ type Loaded<T> = Result<Arc<T>, LoadError>;
 /// What the signatures seen so far say, for the reason of a refusal.
 #[derive(Default)]
 struct Seen {
+    /// The referrers index read (the API's answer, or the fallback tag's), with where it
+    /// was: the attestations are read from it too.
+    index: Option<(Vec<u8>, &'static str)>,
     /// Walk every signature (the `verify` command), keeping the first that verifies.
     all: bool,
     first: Option<Signer>,
@@ -373,13 +376,12 @@ impl Verifier {
         listed: Option<&[String]>,
         always: bool,
     ) -> Result<Inspection, Error> {
-        let mut index = None;
         let mut seen = Seen {
             all: always,
             ..Seen::default()
         };
         let signature = self
-            .signature(client, repo, digest, spec, listed, &mut index, &mut seen)
+            .signature(client, repo, digest, spec, listed, &mut seen)
             .await?;
         let unsigned = matches!(signature, Verdict::Refused(_));
         let Some(gates) = spec.attestations.as_ref().filter(|_| always || !unsigned) else {
@@ -392,7 +394,7 @@ impl Verifier {
             });
         };
         let found = self
-            .attestations(client, repo, digest, spec, listed, index)
+            .attestations(client, repo, digest, spec, listed, seen.index.take())
             .await?;
         let verdicts = gates::judge(gates, &found.verified);
         let verdict = match (&signature, verdicts.iter().find(|v| !v.passed)) {
@@ -446,7 +448,6 @@ impl Verifier {
         digest: &str,
         spec: &VerifySpec,
         listed: Option<&[String]>,
-        index: &mut Option<(Vec<u8>, &'static str)>,
         seen: &mut Seen,
     ) -> Result<Verdict, Error> {
         let keys = self.keys(spec)?;
@@ -472,7 +473,7 @@ impl Verifier {
             match client.referrers(repo, digest).await.map_err(fail)? {
                 Some(api) => {
                     let verified = check.index(&api, "referrers", seen).await?;
-                    *index = Some((api, "referrers"));
+                    seen.index = Some((api, "referrers"));
                     if let Some(s) = verified {
                         return Ok(Verdict::Verified(s));
                     }
@@ -490,7 +491,7 @@ impl Verifier {
         if lacks(&client.host) && may_exist(&fallback) {
             if let Some(tagged) = check.tagged(&fallback).await? {
                 let verified = check.index(&tagged, "referrers tag", seen).await?;
-                *index = Some((tagged, "referrers tag"));
+                seen.index = Some((tagged, "referrers tag"));
                 if let Some(s) = verified {
                     return Ok(Verdict::Verified(s));
                 }
