@@ -1677,11 +1677,9 @@ async fn token_realm_refusal_rereads_file_credentials_once() {
     }
 }
 
-/// 13. Docker Hub's allowance: once `ratelimit-remaining` says 0, no manifest GET is sent; a
-///     `newest-build` reference (which needs them) fails naming the pull limit; a semver
-///     reference (tag list only) still updates.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exhausted_pull_allowance_sends_no_manifest_get() {
+/// Mounts tag lists announcing an exhausted pull allowance (`ratelimit-remaining: 0`) for
+/// `library/web` and `team/builds`, and a 500 for any manifest.
+async fn exhausted_allowance_registry() -> MockServer {
     let registry = MockServer::start().await;
     for (repo, tags) in [
         ("library/web", &["1.0.0", "1.1.0"][..]),
@@ -1703,18 +1701,41 @@ async fn exhausted_pull_allowance_sends_no_manifest_get() {
         .respond_with(ResponseTemplate::new(500))
         .mount(&registry)
         .await;
+    registry
+}
+
+/// Runs `library/web` at 1.0.0 (semver) and `team/builds` at build-1 (`newest-build`) under
+/// `host` against `registry`, with the platform check on.
+async fn run_exhausted(registry: &MockServer, host: &str) -> Outcome {
     let config = format!(
-        "registries:\n{}images:\n- match: hub.test/team/builds\n  strategy: newest-build\n",
-        entry("hub.test", &registry.uri(), "credentials: anonymous")
+        "registries:\n{}images:\n- match: {host}/team/builds\n  strategy: newest-build\n",
+        entry(host, &registry.uri(), "credentials: anonymous")
     );
     let tree = Tree::new(&config);
-    // The platform check on: it is left out (the current version's manifest would be a
-    // pull), with a warning.
     std::fs::write(tree.root.path().join("imagebump.yaml"), &config).expect("write config");
-    tree.kustomization("web", &[("hub.test/library/web", "1.0.0")])
-        .kustomization("builds", &[("hub.test/team/builds", "build-1")]);
-    let r = run_async(&tree, &[], 1).await;
-    r.assert_updated("hub.test/library/web", "1.0.0", "1.1.0");
+    tree.kustomization("web", &[(&format!("{host}/library/web"), "1.0.0")])
+        .kustomization("builds", &[(&format!("{host}/team/builds"), "build-1")]);
+    run_async(&tree, &[], 1).await
+}
+
+/// The manifest requests `registry` received.
+async fn manifest_requests(registry: &MockServer) -> Vec<String> {
+    received(registry)
+        .await
+        .iter()
+        .filter(|q| q.url.path().contains("/manifests/"))
+        .map(|q| format!("{} {}", q.method, q.url.path()))
+        .collect()
+}
+
+/// 13. Docker Hub's allowance: once `ratelimit-remaining` says 0, no manifest GET is sent; a
+///     `newest-build` reference (which needs them) fails naming the pull limit; a semver
+///     reference (tag list only) still updates, its platform check left out with a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhausted_pull_allowance_sends_no_manifest_get() {
+    let registry = exhausted_allowance_registry().await;
+    let r = run_exhausted(&registry, "docker.io").await;
+    r.assert_updated("docker.io/library/web", "1.0.0", "1.1.0");
     assert_eq!(r.updates().len(), 1, "{r}");
     let warnings: Vec<&str> = r.report["warnings"]
         .as_array()
@@ -1725,35 +1746,42 @@ async fn exhausted_pull_allowance_sends_no_manifest_get() {
     assert_eq!(
         warnings,
         [
-            "the current version's platforms are not compared (1.0.0: hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`",
-            "the current version's platforms are not compared (build-1: hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`"
+            "the current version's platforms are not compared (1.0.0: docker.io: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`",
+            "the current version's platforms are not compared (build-1: docker.io: not asked: its pull limit is used up (0 of 100 pulls left per 6h)); list the platforms the repository runs in `platforms`"
         ],
         "{r}"
     );
-    let errors = r.errors_at("hub.test/team/builds");
+    let errors = r.errors_at("docker.io/team/builds");
     assert!(!errors.is_empty(), "{r}");
     for message in &errors {
         assert!(
             message.contains(
-                "hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)"
+                "docker.io: not asked: its pull limit is used up (0 of 100 pulls left per 6h)"
             ),
             "{message}"
         );
     }
     // Not a broken registry: nothing is reported at the host.
-    assert!(r.errors_at("hub.test").is_empty(), "{r}");
-    let reqs = received(&registry).await;
-    let manifests: Vec<String> = reqs
-        .iter()
-        .filter(|q| q.url.path().contains("/manifests/"))
-        .map(|q| format!("{} {}", q.method, q.url.path()))
-        .collect();
+    assert!(r.errors_at("docker.io").is_empty(), "{r}");
+    assert_eq!(manifest_requests(&registry).await, Vec::<String>::new());
+    assert_eq!(received(&registry).await.len(), 2, "the two tag lists only");
+}
+
+/// 13b. Any other registry announcing an exhausted allowance does not switch the platform
+///      check off: the semver reference is an error naming the host, not an unchecked
+///      update, and no warning says the check was left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_registrys_exhausted_allowance_is_an_error() {
+    let registry = exhausted_allowance_registry().await;
+    let r = run_exhausted(&registry, "hub.test").await;
+    assert_eq!(r.updates().len(), 0, "{r}");
+    assert_eq!(r.report["warnings"], json!([]), "{r}");
     assert_eq!(
-        manifests,
-        Vec::<String>::new(),
-        "no manifest request at all"
+        r.errors_at("hub.test/library/web"),
+        ["image metadata: 1.0.0: hub.test: not asked: its pull limit is used up (0 of 100 pulls left per 6h)"],
+        "{r}"
     );
-    assert_eq!(reqs.len(), 2, "the two tag lists only");
+    assert_eq!(manifest_requests(&registry).await, Vec::<String>::new());
 }
 
 /// 14. The circuit breaker: a registry answering 503 to everything, six repositories,

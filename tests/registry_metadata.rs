@@ -446,6 +446,30 @@ async fn schema1_is_refused_with_a_clear_message() {
     assert!(reason.contains("push the image again"), "{reason}");
 }
 
+/// An index of 25,000 made-up platforms (within the 4 MiB manifest cap) is refused with an
+/// error naming its URL, before any platform of it is compared.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_of_thousands_of_platforms_is_refused() {
+    let server = MockServer::start().await;
+    let digest = sha256(b"child");
+    let entries: Vec<serde_json::Value> = (0..25_000)
+        .map(|i| json!({"digest": digest, "size": 1, "platform": {"os": "linux", "architecture": format!("a{i}")}}))
+        .collect();
+    let body =
+        json_bytes(json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}));
+    assert!(body.len() < 4 << 20, "{}", body.len());
+    serve(&server, &manifest_path("1.0.0"), OCI_INDEX, body, None).await;
+    let (_registries, c) = mock_registries(&server);
+
+    let err = c.manifest("team/app", "1.0.0").await.unwrap_err();
+    let (url, reason) = invalid_reason(&err);
+    assert_eq!(url, format!("{}/v2/team/app/manifests/1.0.0", server.uri()));
+    assert_eq!(
+        reason,
+        "manifest of team/app:1.0.0: index has 25000 entries, more than the 256 imagebump reads"
+    );
+}
+
 // -------------------------------------------------------------------------------------------
 // wiremock: integrity and size
 // -------------------------------------------------------------------------------------------

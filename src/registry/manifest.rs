@@ -219,6 +219,8 @@ pub enum ManifestError {
     ConfigDigest(String),
     #[error("index has no `manifests` list")]
     NoManifests,
+    #[error("index has {0} entries, more than the {MAX_INDEX_ENTRIES} imagebump reads")]
+    TooManyEntries(usize),
     #[error("index entry {0} has no digest")]
     NoEntryDigest(usize),
     #[error("index entry {entry} has a digest {digest:?} that is not sha256: and 64 lower-case hexadecimal digits")]
@@ -291,9 +293,17 @@ fn image_manifest(raw: RawManifest) -> Result<Manifest, ManifestError> {
     })
 }
 
+/// The most entries an index may hold (attestations included). A real multi-arch image
+/// lists a few dozen; every platform read is one the platform check compares, so an index
+/// of made-up platforms is refused rather than judged.
+pub const MAX_INDEX_ENTRIES: usize = 256;
+
 /// An index: its entries' digests and platforms, attestations left out.
 fn index(raw: RawManifest) -> Result<Manifest, ManifestError> {
     let entries = raw.manifests.ok_or(ManifestError::NoManifests)?;
+    if entries.len() > MAX_INDEX_ENTRIES {
+        return Err(ManifestError::TooManyEntries(entries.len()));
+    }
     let mut manifests = Vec::with_capacity(entries.len());
     for (i, entry) in entries.into_iter().enumerate() {
         let digest = entry.digest.ok_or(ManifestError::NoEntryDigest(i))?;
@@ -509,6 +519,38 @@ mod tests {
                     platform: Some(p("linux/arm64/v8")),
                 },
             ],
+        }
+    }
+
+    /// An index of 50,000 made-up platforms is refused at once, naming its size; one of
+    /// 256 entries is read.
+    #[test]
+    fn a_huge_index_is_refused() {
+        let entries = |n: usize| -> Vec<serde_json::Value> {
+            (0..n)
+                .map(|i| {
+                    json!({
+                        "mediaType": OCI_MANIFEST,
+                        "digest": D1,
+                        "size": 1,
+                        "platform": {"os": "linux", "architecture": format!("arch{i}")},
+                    })
+                })
+                .collect()
+        };
+        let body = |n: usize| {
+            json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries(n)})
+                .to_string()
+                .into_bytes()
+        };
+        let err = parse_manifest(Some(OCI_INDEX), &body(50_000)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "index has 50000 entries, more than the 256 imagebump reads"
+        );
+        match parse_manifest(Some(OCI_INDEX), &body(256)).unwrap() {
+            Manifest::Index { manifests } => assert_eq!(manifests.len(), 256),
+            other => panic!("{other:?}"),
         }
     }
 

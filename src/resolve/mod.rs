@@ -21,7 +21,7 @@ use crate::discover::ImageRef;
 use crate::progress::Progress;
 use crate::registry::client::{Client, TagList};
 use crate::registry::{Error, Registries};
-use imagebump_model::name::ImageName;
+use imagebump_model::name::{ImageName, DOCKER_HUB};
 use imagebump_model::Problem;
 use imagebump_policy::candidate::{Choice, Meta, MetaUnavailable};
 use imagebump_policy::evaluate::Evaluation;
@@ -187,16 +187,31 @@ async fn current_meta(
             format!("{reference}: not found in the registry"),
         )),
         // Docker Hub's pull allowance is used up (the gate's words, as `unheard` reads
-        // them): the check is left out rather than every update held back. A registry
-        // skipped for failing is an error like any other.
+        // them): the check is left out rather than every update held back. Any other
+        // registry announcing an exhausted allowance, or skipped for failing, is an error
+        // for the reference: its headers alone never switch the check off.
         Err(metadata::MetaError::Registry(e @ Error::Skipped { .. }))
-            if e.to_string().contains("pull limit") =>
+            if is_docker_hub_pull_limit(&e) =>
         {
             Err(Unread::Missing(format!("{reference}: {e}")))
         }
         Err(e) => Err(Unread::Failed(format!("{reference}: {e}"))),
     }
 }
+
+/// Whether `e` is Docker Hub's own pull limit (the host `docker.io` names, or its API host
+/// `registry-1.docker.io`), the one skip that leaves the platform check out.
+fn is_docker_hub_pull_limit(e: &Error) -> bool {
+    match e {
+        Error::Skipped { host, reason } => {
+            (host == DOCKER_HUB || host == DOCKER_HUB_API) && reason.contains("pull limit")
+        }
+        _ => false,
+    }
+}
+
+/// Docker Hub's registry API host.
+const DOCKER_HUB_API: &str = "registry-1.docker.io";
 
 /// The identity of one evaluation: references agreeing on all of it get the same answer.
 /// (The policy is keyed by its settings; its compiled regexes are not hashable.)

@@ -118,6 +118,13 @@ pub struct Evaluation<'t> {
     /// The current version's image, whose platforms every candidate must offer (without
     /// `platforms:`), and which `digest` compares per platform (with it).
     current_image: Current,
+    /// The metadata filters' verdict of each candidate whose metadata was read, made once
+    /// when it is supplied (and again when what it depends on is set): walking the
+    /// candidates reads it, so the walk costs one judgement per candidate.
+    judged: std::collections::HashMap<usize, Option<Verdict>>,
+    /// How many times the metadata filters judged a candidate (tests: the walk's cost).
+    #[cfg(test)]
+    verdict_calls: std::cell::Cell<usize>,
 }
 
 impl<'t> Evaluation<'t> {
@@ -213,6 +220,9 @@ impl<'t> Evaluation<'t> {
             decided: None,
             unverified: Vec::new(),
             current_image: Current::Off,
+            judged: std::collections::HashMap::new(),
+            #[cfg(test)]
+            verdict_calls: std::cell::Cell::new(0),
         };
         if !as_new {
             e.current_image = Current::initial(policy, current, current_digest);
@@ -373,6 +383,7 @@ impl<'t> Evaluation<'t> {
     /// Use `now` instead of the clock for `minAge` (tests).
     pub fn set_now(&mut self, now: Timestamp) {
         self.now = now;
+        self.rejudge();
     }
 
     /// Candidates whose metadata is still needed, as (index, tag); empty when the
@@ -420,7 +431,7 @@ impl<'t> Evaluation<'t> {
                                 break;
                             }
                         }
-                        Some(Ok(m)) if out.is_empty() && self.meta_verdict(i, m).is_none() => break,
+                        Some(Ok(m)) if out.is_empty() && self.verdict_of(i, m).is_none() => break,
                         Some(_) => {}
                     }
                 }
@@ -482,21 +493,54 @@ impl<'t> Evaluation<'t> {
                 Current::Unread
             }
         };
+        self.rejudge();
     }
 
     /// Leave the current version's platforms out (a Helm chart has none).
     pub fn ignore_current_platforms(&mut self) {
         self.current_image = Current::Off;
+        self.rejudge();
     }
 
     pub fn supply(&mut self, index: usize, meta: Result<Meta, MetaUnavailable>) {
         if index < self.candidates.len() {
             self.meta.insert(index, meta);
+            self.judge_meta(index);
+        }
+    }
+
+    /// Judge candidate `index`'s metadata by the filters once, and keep the verdict.
+    fn judge_meta(&mut self, index: usize) {
+        let verdict = match self.meta.get(&index) {
+            Some(Ok(m)) => self.meta_verdict(index, m),
+            _ => return,
+        };
+        self.judged.insert(index, verdict);
+    }
+
+    /// Judge again every candidate whose metadata was read: what the verdicts depend on (the
+    /// clock, the first sightings, the current version's platforms) changed.
+    fn rejudge(&mut self) {
+        self.judged.clear();
+        let read: Vec<usize> = self.meta.keys().copied().collect();
+        for i in read {
+            self.judge_meta(i);
+        }
+    }
+
+    /// The kept verdict of candidate `i` (whose metadata is `m`), judged now if none is kept.
+    fn verdict_of(&self, i: usize, m: &Meta) -> Option<Verdict> {
+        match self.judged.get(&i) {
+            Some(v) => v.clone(),
+            None => self.meta_verdict(i, m),
         }
     }
 
     /// Why `m` fails the metadata filters (`platforms`, `minAge`), if it does.
     fn meta_verdict(&self, i: usize, m: &Meta) -> Option<Verdict> {
+        #[cfg(test)]
+        self.verdict_calls
+            .set(self.verdict_calls.get().saturating_add(1));
         let p = &self.policy;
         if !p.platforms.is_empty() {
             let missing = m.missing_platforms(&p.platforms);
@@ -543,6 +587,7 @@ impl<'t> Evaluation<'t> {
     /// counts from them for images without a plausible build date.
     pub fn set_first_seen(&mut self, recorded: std::collections::BTreeMap<String, Timestamp>) {
         self.first_seen = recorded;
+        self.rejudge();
     }
 
     /// The clock `minAge` judged each candidate by whose metadata was read, in listing
@@ -634,7 +679,7 @@ impl<'t> Evaluation<'t> {
                 match self.meta.get(&i) {
                     None => Verdict::Unexamined,
                     Some(Err(e)) => Verdict::NoMetadata(e.reason.clone()),
-                    Some(Ok(m)) => self.meta_verdict(i, m).unwrap_or(Verdict::Chosen),
+                    Some(Ok(m)) => self.verdict_of(i, m).unwrap_or(Verdict::Chosen),
                 }
             };
             if verdict == Verdict::Chosen {
@@ -653,7 +698,7 @@ impl<'t> Evaluation<'t> {
         let meta = self.meta.get(&i).cloned();
         let (verdict, choice) =
             digest::follow(&self.current, self.current_digest.as_deref(), meta, |m| {
-                self.meta_verdict(i, m)
+                self.verdict_of(i, m)
                     .or_else(|| self.unchanged_where_run(m))
             });
         if let Some(v) = verdict {
@@ -715,7 +760,7 @@ impl<'t> Evaluation<'t> {
         match self.meta.get(&i) {
             None => Err(Verdict::NoMetadata("not fetched".into())),
             Some(Err(e)) => Err(Verdict::NoMetadata(e.reason.clone())),
-            Some(Ok(m)) => match self.meta_verdict(i, m) {
+            Some(Ok(m)) => match self.verdict_of(i, m) {
                 Some(v) => Err(v),
                 None => m
                     .created(&self.policy.platforms)
@@ -1349,6 +1394,25 @@ mod tests {
             .collect()
     }
 
+    /// Walking many candidates that each lack a platform judges each one once: the cost is
+    /// linear in the candidates walked, not quadratic.
+    #[test]
+    fn walking_candidates_judges_each_once() {
+        let n = 300;
+        let list: Vec<String> = (0..=n).map(|v| format!("1.{v}.0")).collect();
+        let meta = |t: &str| {
+            Some(match t {
+                "1.0.0" => index("sha256:old", &[("linux/amd64", "a"), ("linux/arm64", "b")]),
+                _ => index("sha256:new", &[("linux/amd64", "a")]),
+            })
+        };
+        let (choice, asked, e) = run(&Policy::default(), "1.0.0", &list, &meta);
+        assert_eq!(choice, Choice::Current);
+        assert_eq!(asked.len(), n);
+        // Once each when supplied; deciding reads the stored verdicts.
+        assert_eq!(e.verdict_calls.get(), n);
+    }
+
     #[test]
     fn a_candidate_must_offer_every_platform_the_current_version_offers() {
         let list = tags(&["1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
@@ -1511,7 +1575,7 @@ mod tests {
                 "1.1.0" => Meta {
                     digest: "sha256:1.1.0".into(),
                     builds: vec![Build {
-                        platform: None,
+                        platform: Some("linux/amd64".parse().unwrap()),
                         created: None,
                         digest: None,
                     }],
@@ -1545,6 +1609,7 @@ mod tests {
             ]
             .into(),
         );
+        e.supply_current(Ok(meta("1.0.0").unwrap()));
         while !e.wanted().is_empty() {
             for (i, t) in e.wanted() {
                 e.supply(i, Ok(meta(t).unwrap()));

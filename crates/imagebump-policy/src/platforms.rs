@@ -99,15 +99,16 @@ impl Current {
     }
 }
 
-/// The platforms `meta` offers, each once, in its order.
+/// The platforms `meta` offers, each once, in its order (a set sees the repeats, so the
+/// cost is linear in the builds).
 pub fn offered(meta: &Meta) -> Vec<Platform> {
-    let mut out: Vec<Platform> = Vec::new();
-    for p in meta.builds.iter().filter_map(|b| b.platform.as_ref()) {
-        if !out.contains(p) {
-            out.push(p.clone());
-        }
-    }
-    out
+    let mut seen: std::collections::HashSet<&Platform> = std::collections::HashSet::new();
+    meta.builds
+        .iter()
+        .filter_map(|b| b.platform.as_ref())
+        .filter(|p| seen.insert(*p))
+        .cloned()
+        .collect()
 }
 
 /// Whether each platform of `run` has the same image (per-platform manifest digest) in
@@ -135,9 +136,10 @@ pub fn changed(old: &Meta, new: &Meta) -> Vec<Platform> {
             .map(|b| b.digest.clone())
     };
     let mut out: Vec<Platform> = Vec::new();
+    let mut seen: std::collections::HashSet<Platform> = std::collections::HashSet::new();
     for (from, to) in [(new, old), (old, new)] {
         for p in offered(from) {
-            if digest_for(from, &p) != digest_for(to, &p) && !out.contains(&p) {
+            if digest_for(from, &p) != digest_for(to, &p) && seen.insert(p.clone()) {
                 out.push(p);
             }
         }
