@@ -305,3 +305,57 @@ fn a_repository_configuration_past_1_mib_is_not_read() {
     let run = scan(repo.path(), 2);
     run.assert_stderr_contains("imagebump.yaml: larger than 1 MiB: not read");
 }
+
+/// A monorepo of 2,000 `apps/<svc>/kustomization.yaml`: 2,000 applications, each in its
+/// own environment (its directory). The fleet view's size grows with the references, not
+/// with applications × environments (docs/report.md, "HTML view"): each application lists
+/// the one environment it runs in.
+#[test]
+fn a_fleet_view_of_2000_one_environment_apps_grows_linearly() {
+    const APPS: usize = 2_000;
+    let repo = tempfile::tempdir().unwrap();
+    for i in 0..APPS {
+        let dir = repo.path().join(format!("apps/svc{i}"));
+        fs::create_dir_all(&dir).unwrap();
+        // `latest` is no version: set aside before any registry is asked.
+        fs::write(
+            dir.join("kustomization.yaml"),
+            format!("images:\n  - name: registry.test/team/svc{i}\n    newTag: latest\n"),
+        )
+        .unwrap();
+    }
+    let out = tempfile::tempdir().unwrap();
+    let page = out.path().join("fleet.html");
+    let run = imagebump()
+        .args(["run", "--dry-run"])
+        .arg(repo.path())
+        .arg("--report-html")
+        .arg(&page)
+        .measure_memory()
+        .timeout(Duration::from_secs(300))
+        .code(0)
+        .run();
+    within_limits(&run);
+    let html = fs::read_to_string(&page).unwrap();
+    let per_reference = html.len() / APPS;
+    assert!(
+        per_reference < 1_500,
+        "{} bytes, {per_reference} per reference",
+        html.len()
+    );
+    assert!(
+        html.contains("2000 applications in 2000 environments: too many for one matrix"),
+        "{}",
+        &html[..html.len().min(20_000)]
+    );
+    assert_eq!(html.matches("<tr data-app=").count(), APPS);
+    assert_eq!(html.matches("data-state=\"absent\"").count(), 0);
+    assert!(
+        html.contains(
+            "<li data-env=\"svc7\" data-state=\"unmanaged\" class=\"st st-unmanaged\">\
+             <span class=\"env\">svc7</span> "
+        ),
+        "{}",
+        &html[..html.len().min(20_000)]
+    );
+}

@@ -787,6 +787,25 @@ fn run_action_entrypoint(
     )
 }
 
+/// A file at the page's path that imagebump did not write (a stale page, one the
+/// repository holds) is removed before the run, never named as its page.
+#[test]
+fn action_entrypoint_names_no_page_imagebump_did_not_write() {
+    let out = tempfile::tempdir().unwrap();
+    let page = out.path().join("fleet.html");
+    fs::write(&page, "<p>from the repository</p>").unwrap();
+    // A source that does not exist: the run stops before its report and writes no page.
+    let missing = out.path().join("no-such-tree");
+    let (run, outputs, summary) = run_action_entrypoint(
+        &[("dry-run", "true"), ("report-html", page.to_str().unwrap())],
+        &missing,
+        2,
+    );
+    assert!(!outputs.contains("report-html"), "{outputs}\n{run}");
+    assert!(!summary.contains("Fleet view"), "{summary}");
+    assert!(!page.exists(), "the stale page is left");
+}
+
 #[test]
 fn action_entrypoint_runs_imagebump_with_empty_inputs_dropped() {
     // A tree whose one reference is pinned: no registry is asked.

@@ -272,4 +272,47 @@ mod tests {
         assert!(html.contains("↩ rolled back"));
         assert_eq!(html, page(&hostile()));
     }
+
+    /// Past `MATRIX_CELLS` each row lists only its environments, upstream first, named,
+    /// escaped, with drift marked against the one upstream.
+    #[test]
+    fn past_the_cell_cap_each_row_lists_its_environments() {
+        let mut fleet = hostile();
+        let version = |v: &str| Entry {
+            version: v.into(),
+            since: None,
+            released_days: None,
+            ..entry(State::UpToDate, None)
+        };
+        fleet.apps[0].cells = BTreeMap::from([
+            (EVIL.to_string(), vec![version("1.1.0")]),
+            ("prod".to_string(), vec![version("1.0.0")]),
+        ]);
+        let spare = page::MATRIX_CELLS / fleet.apps.len() - fleet.environments.len() + 1;
+        fleet
+            .environments
+            .extend((0..spare).map(|i| format!("e{i}")));
+        let html = page(&fleet);
+        assert!(
+            html.contains("1 applications in 20001 environments: too many for one matrix"),
+            "{html}"
+        );
+        assert!(!html.contains("st-absent") && !html.contains("data-env=\"e0\""));
+        assert!(!html.contains("<script>alert") && !html.contains('\u{202E}'));
+        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;\\u{202e}&amp;";
+        let upstream = html
+            .find(&format!("<li data-env=\"{escaped}\" data-state=\"up-to-date\" class=\"st st-up-to-date\"><span class=\"env\">{escaped}</span> "))
+            .unwrap();
+        let prod = html
+            .find("<li data-env=\"prod\" data-state=\"up-to-date\" class=\"st st-up-to-date\"><span class=\"env\">prod</span> ")
+            .unwrap();
+        assert!(upstream < prod, "{html}");
+        assert!(
+            html[prod..].contains(&format!(
+                "<span class=\"drift-mark\">≠ 1.1.0 in {escaped}</span></li>"
+            )),
+            "{html}"
+        );
+        assert!(html.contains("≠ drift: 2 versions"));
+    }
 }

@@ -130,6 +130,12 @@ fn errors(out: &mut String, errors: &[(String, String)]) {
     out.push_str("</ul>\n");
 }
 
+/// The most cells the matrix draws (applications × environments). Past it each
+/// application lists only the environments it runs in, so the page grows with the
+/// references, never with the product of applications and environments (a monorepo of
+/// `apps/<svc>/` directories has one environment per application).
+pub const MATRIX_CELLS: usize = 20_000;
+
 fn matrix(out: &mut String, fleet: &Fleet) {
     out.push_str(
         "<section id=\"fleet\" aria-labelledby=\"fleet-h\">\n<h2 id=\"fleet-h\">What runs where</h2>\n\
@@ -139,6 +145,10 @@ fn matrix(out: &mut String, fleet: &Fleet) {
     );
     if fleet.apps.is_empty() {
         out.push_str("<p>No application to show.</p>\n</section>\n");
+        return;
+    }
+    if fleet.apps.len().saturating_mul(fleet.environments.len()) > MATRIX_CELLS {
+        listed(out, fleet);
         return;
     }
     out.push_str(
@@ -156,9 +166,63 @@ fn matrix(out: &mut String, fleet: &Fleet) {
     out.push_str("</tbody>\n</table>\n</div>\n</section>\n");
 }
 
+/// The matrix past [`MATRIX_CELLS`]: one row per application, its one cell listing each
+/// environment it runs in (upstream first), named, with what runs there.
+fn listed(out: &mut String, fleet: &Fleet) {
+    let _ = write!(
+        out,
+        "<p class=\"listed-note\">{} applications in {} environments: too many for one \
+         matrix, so each application lists the environments it runs in.</p>\n\
+         <div class=\"scroll\" role=\"region\" aria-labelledby=\"fleet-h\" tabindex=\"0\">\n\
+         <table id=\"matrix\" class=\"listed\">\n<thead><tr><th scope=\"col\">Application</th>\
+         <th scope=\"col\">Environments</th></tr></thead>\n<tbody>\n",
+        fleet.apps.len(),
+        fleet.environments.len()
+    );
+    let order: BTreeMap<&str, usize> = (fleet.environments.iter())
+        .enumerate()
+        .map(|(i, env)| (env.as_str(), i))
+        .collect();
+    for app in &fleet.apps {
+        row_head(out, app);
+        let mut present: Vec<(usize, &str, &[Entry])> = (app.cells.iter())
+            .map(|(env, entries)| {
+                let rank = order.get(env.as_str()).copied().unwrap_or(usize::MAX);
+                (rank, env.as_str(), entries.as_slice())
+            })
+            .collect();
+        present.sort_by_key(|&(rank, env, _)| (rank, env));
+        out.push_str("<td class=\"listed\"><ul>\n");
+        let mut upstream: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+        for (_, env, entries) in present {
+            cell(out, fleet, Tag::Item, (env, entries), &upstream);
+            for e in entries {
+                upstream.insert(&e.image, (env, &e.version));
+            }
+        }
+        out.push_str("</ul></td>\n</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n</div>\n</section>\n");
+}
+
 /// An application's row; an image whose versions differ between environments is drift,
 /// said in words on the row and on each cell that differs from the one upstream of it.
 fn row(out: &mut String, fleet: &Fleet, app: &App) {
+    row_head(out, app);
+    // By image: the nearest environment upstream that runs it, and its version there.
+    let mut upstream: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for env in &fleet.environments {
+        let entries = app.cells.get(env).map(Vec::as_slice).unwrap_or_default();
+        cell(out, fleet, Tag::Cell, (env, entries), &upstream);
+        for e in entries {
+            upstream.insert(&e.image, (env, &e.version));
+        }
+    }
+    out.push_str("</tr>\n");
+}
+
+/// A row's opening and its heading: the application, and its drift in words.
+fn row_head(out: &mut String, app: &App) {
     let name = text(&app.name);
     let drift = app.drift();
     let _ = write!(
@@ -174,16 +238,14 @@ fn row(out: &mut String, fleet: &Fleet, app: &App) {
         );
     }
     out.push_str("</th>\n");
-    // By image: the nearest environment upstream that runs it, and its version there.
-    let mut upstream: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
-    for env in &fleet.environments {
-        let entries = app.cells.get(env).map(Vec::as_slice).unwrap_or_default();
-        cell(out, fleet, (env, entries), &upstream);
-        for e in entries {
-            upstream.insert(&e.image, (env, &e.version));
-        }
-    }
-    out.push_str("</tr>\n");
+}
+
+/// What holds one environment's entries: a matrix cell, or an item of a listed row (which
+/// names its environment).
+#[derive(Clone, Copy)]
+enum Tag {
+    Cell,
+    Item,
 }
 
 /// One environment's cell: its entries, each marked when its version differs from the
@@ -191,10 +253,15 @@ fn row(out: &mut String, fleet: &Fleet, app: &App) {
 fn cell(
     out: &mut String,
     fleet: &Fleet,
+    tag: Tag,
     (env, entries): (&str, &[Entry]),
     upstream: &BTreeMap<&str, (&str, &str)>,
 ) {
     let env_text = text(env);
+    let element = match tag {
+        Tag::Cell => "td",
+        Tag::Item => "li",
+    };
     let Some(first) = entries.first() else {
         let _ = writeln!(
             out,
@@ -206,8 +273,11 @@ fn cell(
     let key = first.state.key();
     let _ = write!(
         out,
-        "<td data-env=\"{env_text}\" data-state=\"{key}\" class=\"st st-{key}\">"
+        "<{element} data-env=\"{env_text}\" data-state=\"{key}\" class=\"st st-{key}\">"
     );
+    if let Tag::Item = tag {
+        let _ = write!(out, "<span class=\"env\">{env_text}</span> ");
+    }
     for e in entries {
         entry(out, fleet, e, entries.len() > 1);
         let differs = upstream
@@ -222,7 +292,7 @@ fn cell(
             );
         }
     }
-    out.push_str("</td>\n");
+    let _ = writeln!(out, "</{element}>");
 }
 
 fn entry(out: &mut String, fleet: &Fleet, e: &Entry, named: bool) {
