@@ -191,7 +191,7 @@ mod tests {
                 "{name}"
             );
             assert!(seen.stale(repo, &tags).is_empty(), "{name}");
-            assert_eq!(seen.stale(repo, &[]), [name.clone()]);
+            assert_eq!(seen.stale(repo, &[]), std::slice::from_ref(&name));
         }
     }
 }

@@ -22,8 +22,7 @@ pub fn capped(s: &str) -> String {
         return escaped;
     }
     let digest = Sha256::digest(s.as_bytes());
-    let mut out = String::with_capacity(HASHED.len() + 64);
-    out.push_str(HASHED);
+    let mut out = String::from(HASHED);
     for b in digest {
         out.push_str(&format!("{b:02x}"));
     }
