@@ -279,3 +279,142 @@ fn tags_shows_the_clock_of_each_candidate() {
         })
     );
 }
+
+/// A tag whose escape is longer than git's 255 bytes a ref component (`a` and 127 dots,
+/// a valid OCI tag) is recorded under a hashed component: the pull-request run succeeds,
+/// and the next run finds the record and proposes the tag once it is old enough.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tag_too_long_to_escape_is_recorded_hashed_and_found_again() {
+    use sha2::Digest;
+    let long = format!("a{}", ".".repeat(127));
+    let reg = Registry::start(RegistryMode::Plain);
+    for tag in ["a", long.as_str()] {
+        reg.push_tag_created("team/long", tag, "0001-01-01T00:00:00Z");
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    git(dir, &["init", "--quiet", "-b", "main"]);
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "images:\n  - name: registry.test/team/long\n    newTag: a\n",
+    )
+    .unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "--quiet", "-m", "apps"]);
+    let server = GitServer::daemon(dir, "gitops");
+    let cfg = tempfile::tempdir().unwrap();
+    let config = cfg.path().join("imagebump.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "registries:\n  - prefix: registry.test\n    url: {}\ndefaults:\n  minAge: 7d\n\
+             images:\n  - match: registry.test/team/long\n    strategy: alphabetical\n",
+            reg.base_url()
+        ),
+    )
+    .unwrap();
+    let forge = FakeGitHub::start().await;
+    let api = forge.api_url();
+    let repo = format!("{}/{}", FakeGitHub::OWNER, FakeGitHub::REPO);
+    let run = |now: &str| {
+        imagebump()
+            .arg("run")
+            .arg(server.url())
+            .arg("--config")
+            .arg(&config)
+            .args(["--forge", "github", "--forge-url", &api])
+            .args(["--forge-repo", &repo])
+            .env("GITHUB_TOKEN", FakeGitHub::TOKEN)
+            .env("IMAGEBUMP_TEST_NOW", now)
+            .code(0)
+            .run_async()
+    };
+    run(T0).await;
+    let hex: String = sha2::Sha256::digest(long.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let records = server.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/imagebump/first-seen/",
+    ]);
+    assert_eq!(
+        records.trim(),
+        record("long", &format!("%sha256-{hex}"), T0_SECONDS)
+    );
+    assert!(forge.pulls().is_empty());
+
+    run("2026-12-09T00:00:00Z").await;
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    let body = pulls[0].body.clone().unwrap_or_default();
+    assert!(body.contains(&format!("| `a` | `{long}` |")), "{body}");
+    assert!(body.contains("(first seen 2026-12-01)"), "{body}");
+}
+
+/// A plain HTTP listener that records the head of every request and answers 404.
+fn recording_listener() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/gitops.git", listener.local_addr().unwrap());
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = vec![0u8; 16 * 1024];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            seen.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&buf[..n]).to_string());
+            let _ = stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (url, heads)
+}
+
+/// A run on a local directory, and `tags --repo`, never send the git token to the host
+/// the checkout's `origin` names, and never read records over plain http://.
+#[test]
+fn a_local_directory_sends_no_token_to_its_origin() {
+    let s = setup();
+    let (url, heads) = recording_listener();
+    let clone = tempfile::tempdir().unwrap();
+    let dir = clone.path().join("gitops");
+    git(
+        clone.path(),
+        &["clone", "--quiet", &s.server.url(), dir.to_str().unwrap()],
+    );
+    git(&dir, &["remote", "set-url", "origin", &url]);
+    let secret = "sekrit-token-59";
+    imagebump()
+        .args(["run", "--dry-run"])
+        .arg(&dir)
+        .arg("--config")
+        .arg(s.config())
+        .env("GITHUB_TOKEN", secret)
+        .env("IMAGEBUMP_GIT_TOKEN", secret)
+        .env("IMAGEBUMP_TEST_NOW", T0)
+        .code(0)
+        .run();
+    assert!(heads.lock().unwrap().is_empty(), "{:?}", heads.lock());
+    imagebump()
+        .args(["tags", "registry.test/team/web:1.0.0", "--repo"])
+        .arg(&dir)
+        .arg("--config")
+        .arg(s.config())
+        .env("GITHUB_TOKEN", secret)
+        .env("IMAGEBUMP_GIT_TOKEN", secret)
+        .env("IMAGEBUMP_TEST_NOW", T0)
+        .code(0)
+        .run()
+        .assert_stderr_contains(&format!(
+            "the first sightings recorded on origin (refs/imagebump/first-seen/*) were not \
+             read: origin {url} is plain http://, not read"
+        ));
+    let heads = heads.lock().unwrap().clone();
+    assert!(heads.is_empty(), "{heads:?}");
+}

@@ -792,7 +792,8 @@ fn record_seen(
 
 /// `minAge`'s first sightings recorded on the repository's `origin`
 /// (`refs/imagebump/first-seen/…`), read once when a reference's policy has `minAge`: from
-/// the clone, or from a local directory's own `origin` when it has one. When a clone's
+/// the clone, or from a local directory's own `origin` when it has one (without the token,
+/// never over plain `http://`). When a clone's
 /// cannot be read, none is known (a problem says so): every tag without a plausible build
 /// date is first seen now, and none counts as old.
 fn first_seen_records(
@@ -808,9 +809,10 @@ fn first_seen_records(
     let read = match &loaded.ws.git {
         Some(git) => git.remote_refs(root, NAMESPACE),
         None if root.join(".git").exists() => {
-            // A local directory: its origin's records if it has one, quietly none if not.
-            let git = crate::source::git::Git::new(super::git_token());
-            return FirstSeen::from_refs(&git.remote_refs(root, NAMESPACE).unwrap_or_default());
+            // A local directory: its origin's records, read anonymously, if it has one
+            // (not over plain http://); quietly none if not.
+            let read = crate::source::git::Git::local_origin_refs(root, NAMESPACE);
+            return FirstSeen::from_refs(&read.unwrap_or_default());
         }
         None => return FirstSeen::default(),
     };

@@ -153,7 +153,7 @@ pub async fn tags(args: &TagsArgs, out: &Output) -> Result<Status, Error> {
         &own
     };
     let mut eval = evaluation(&policy, current.as_deref(), current_digest.as_deref(), tags);
-    let now = set_clocks(&mut eval, args, &policy, &reference.name);
+    let now = set_clocks(&mut eval, args, &policy, &reference.name, tags);
     if args.chart.is_some() {
         eval.ignore_current_platforms();
     }
@@ -288,15 +288,15 @@ fn target(args: &TagsArgs) -> Result<(Reference, Option<String>), Error> {
 
 /// The versions of `image` reviewers rejected in the clone at `dir`, anywhere in it: tag →
 /// who said no (and where). Reverts come from its history, closed pull requests from the
-/// refs pull-request runs record on its `origin` (read with `IMAGEBUMP_GIT_TOKEN` if set);
-/// what cannot be read is said on stderr.
+/// refs pull-request runs record on its `origin` (read without the token, never over plain
+/// `http://`); what cannot be read is said on stderr.
 fn rejected_in(
     dir: &Path,
     image: &ImageName,
     bot: crate::deliver::pulls::Author<'_>,
 ) -> std::collections::BTreeMap<String, String> {
     use crate::deliver::pulls::{by_image, lifted, recorded, rejected, NAMESPACE};
-    let git = crate::source::git::Git::new(super::git_token());
+    let git = crate::source::git::Git::new(None);
     let history = match git.log(dir, "HEAD", 1000) {
         Ok(h) => h,
         Err(e) => {
@@ -308,7 +308,7 @@ fn rejected_in(
         }
     };
     let mut all = rejected(&[], "", &history, bot);
-    match git.remote_refs(dir, NAMESPACE) {
+    match crate::source::git::Git::local_origin_refs(dir, NAMESPACE) {
         Ok(names) => all.extend(recorded(&names, &lifted(&history)).0),
         Err(e) => eprintln!(
             "warning: {}",
@@ -336,11 +336,12 @@ fn set_clocks(
     args: &TagsArgs,
     policy: &Policy,
     image: &ImageName,
+    tags: &[String],
 ) -> jiff::Timestamp {
     let now = test_now();
     eval.set_now(now);
     if let Some(dir) = args.repo.as_ref().filter(|_| policy.min_age.is_some()) {
-        eval.set_first_seen(first_seen_in(dir, image));
+        eval.set_first_seen(first_seen_in(dir, image, tags));
     }
     now
 }
@@ -353,16 +354,17 @@ fn test_now() -> jiff::Timestamp {
         .unwrap_or_else(jiff::Timestamp::now)
 }
 
-/// When the tags of `image` were first seen, as the refs pull-request runs record on the
-/// `origin` of the clone at `dir` say (`minAge`); what cannot be read is said on stderr.
+/// When `tags` of `image` were first seen, as the refs pull-request runs record on the
+/// `origin` of the clone at `dir` say (`minAge`), read without the token and never over
+/// plain `http://`; what cannot be read is said on stderr.
 fn first_seen_in(
     dir: &Path,
     image: &ImageName,
+    tags: &[String],
 ) -> std::collections::BTreeMap<String, jiff::Timestamp> {
     use crate::resolve::first_seen::{FirstSeen, NAMESPACE};
-    let git = crate::source::git::Git::new(super::git_token());
-    match git.remote_refs(dir, NAMESPACE) {
-        Ok(names) => FirstSeen::from_refs(&names).of(&image.to_string()),
+    match crate::source::git::Git::local_origin_refs(dir, NAMESPACE) {
+        Ok(names) => FirstSeen::from_refs(&names).of(&image.to_string(), tags),
         Err(e) => {
             eprintln!(
                 "warning: {}",

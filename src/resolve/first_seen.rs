@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-use crate::source::ref_component::{escape, unescape};
+use crate::source::ref_component::{canonical, capped};
 
 /// Where first sightings of tags are recorded.
 pub const NAMESPACE: &str = "refs/imagebump/first-seen/";
@@ -22,8 +22,11 @@ pub const NAMESPACE: &str = "refs/imagebump/first-seen/";
 /// it deletes: the rest wait for the next run (a tag not recorded stays first seen now).
 pub const MAX_WRITTEN: usize = 256;
 
-/// The first sightings a repository records: repository → tag → seconds since the epoch,
-/// and each record's ref name (to prune those of tags not listed).
+/// The first sightings a repository records, keyed by ref components as
+/// [`ref_name`] writes them (`source::ref_component::capped`): repository → tag → seconds
+/// since the epoch, and each record's ref name (to prune those of tags not listed). A tag
+/// whose escape is too long for git is kept hashed, so records are looked up from the
+/// tags a registry lists, never listed from the records alone.
 #[derive(Debug, Clone, Default)]
 pub struct FirstSeen {
     at: BTreeMap<String, BTreeMap<String, i64>>,
@@ -55,25 +58,28 @@ impl FirstSeen {
         seen
     }
 
-    /// The recorded tags of `repository` and when each was first seen.
-    pub fn of(&self, repository: &str) -> BTreeMap<String, Timestamp> {
-        self.at
-            .get(repository)
-            .into_iter()
-            .flatten()
-            .filter_map(|(tag, &s)| Some((tag.clone(), Timestamp::from_second(s).ok()?)))
+    /// Which of `tags` of `repository` are recorded, and when each was first seen.
+    pub fn of(&self, repository: &str, tags: &[String]) -> BTreeMap<String, Timestamp> {
+        let Some(at) = self.at.get(&repo_key(repository)) else {
+            return BTreeMap::new();
+        };
+        tags.iter()
+            .filter_map(|tag| {
+                let s = *at.get(&capped(tag))?;
+                Some((tag.clone(), Timestamp::from_second(s).ok()?))
+            })
             .collect()
     }
 
     /// The records of `repository` whose tag `listed` does not hold.
     pub fn stale(&self, repository: &str, listed: &[String]) -> Vec<String> {
-        let Some(names) = self.names.get(repository) else {
+        let Some(names) = self.names.get(&repo_key(repository)) else {
             return Vec::new();
         };
-        let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+        let listed: HashSet<String> = listed.iter().map(|t| capped(t)).collect();
         names
             .iter()
-            .filter(|(tag, _)| !listed.contains(tag.as_str()))
+            .filter(|(tag, _)| !listed.contains(tag))
             .map(|(_, name)| name.clone())
             .collect()
     }
@@ -93,20 +99,26 @@ pub struct Sightings {
     pub held: BTreeMap<(String, String), imagebump_policy::age::Clock>,
 }
 
-/// The ref that records `tag` of `repository` first seen at `time`.
+/// The ref that records `tag` of `repository` first seen at `time`: each component
+/// escaped, or hashed when its escape is too long for git.
 pub fn ref_name(repository: &str, tag: &str, time: i64) -> String {
-    let repo: Vec<String> = repository.split('/').map(escape).collect();
-    format!("{NAMESPACE}{}/{}/{time}", repo.join("/"), escape(tag))
+    format!("{NAMESPACE}{}/{}/{time}", repo_key(repository), capped(tag))
 }
 
+/// `repository`'s components as [`ref_name`] writes them.
+fn repo_key(repository: &str) -> String {
+    let repo: Vec<String> = repository.split('/').map(capped).collect();
+    repo.join("/")
+}
+
+/// (repository, tag) of a record in their canonical ref components, and its time.
 fn parse(name: &str) -> Option<(String, String, i64)> {
     let rest = name.strip_prefix(NAMESPACE)?;
     let (rest, time) = rest.rsplit_once('/')?;
     let (repo, tag) = rest.rsplit_once('/')?;
     let time: i64 = time.parse().ok()?;
-    let repo: Option<Vec<String>> = repo.split('/').map(unescape).collect();
-    let repo = repo?.join("/");
-    Some((repo, unescape(tag)?, time))
+    let repo: Option<Vec<String>> = repo.split('/').map(canonical).collect();
+    Some((repo?.join("/"), canonical(tag)?, time))
 }
 
 #[cfg(test)]
@@ -129,10 +141,15 @@ mod tests {
             "refs/imagebump/first-seen/x".into(),
             "refs/imagebump/first-seen/a/%ZZ/1".into(),
         ]);
-        let of = seen.of("127.0.0.1:5000/team/web");
+        let tags = [
+            "1.2.0".to_string(),
+            "1.3.0".to_string(),
+            "1.4.0".to_string(),
+        ];
+        let of = seen.of("127.0.0.1:5000/team/web", &tags);
         assert_eq!(of.get("1.2.0").map(|t| t.as_second()), Some(1_700_000_000));
         assert_eq!(of.len(), 2);
-        assert!(seen.of("127.0.0.1:5000/team").is_empty());
+        assert!(seen.of("127.0.0.1:5000/team", &tags).is_empty());
         // Both records of 1.2.0 go when it is not listed.
         let listed = ["1.3.0".to_string()];
         assert_eq!(
@@ -143,6 +160,9 @@ mod tests {
 
     #[test]
     fn hostile_names_give_refs_git_accepts_inside_the_namespace() {
+        // Escaped, 382 bytes: over git's 255 a component.
+        let long = format!("a{}", ".".repeat(127));
+        let long_repo = format!("ghcr.io/{}", "é".repeat(100));
         let rows = [
             ("ghcr.io/a/b", ".lock"),
             ("ghcr.io/a/b", "a..b"),
@@ -151,6 +171,8 @@ mod tests {
             ("h:1/@{x}", "~^:?*[\\ "),
             ("ghcr.io/a", "../../heads/main"),
             ("ghcr.io/a", "é\u{7f}\n"),
+            ("ghcr.io/a", long.as_str()),
+            (long_repo.as_str(), "v1"),
         ];
         for (repo, tag) in rows {
             let name = ref_name(repo, tag, 1);
@@ -160,8 +182,16 @@ mod tests {
                 .status()
                 .unwrap();
             assert!(ok.success(), "{repo} {tag}: {name}");
+            assert!(name.split('/').all(|c| c.len() <= 255), "{name}");
             let seen = FirstSeen::from_refs(std::slice::from_ref(&name));
-            assert_eq!(seen.of(repo).keys().collect::<Vec<_>>(), [tag], "{name}");
+            let tags = [tag.to_string(), "other".to_string()];
+            assert_eq!(
+                seen.of(repo, &tags).keys().collect::<Vec<_>>(),
+                [tag],
+                "{name}"
+            );
+            assert!(seen.stale(repo, &tags).is_empty(), "{name}");
+            assert_eq!(seen.stale(repo, &[]), std::slice::from_ref(&name));
         }
     }
 }

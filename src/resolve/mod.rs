@@ -1025,7 +1025,7 @@ async fn decide_group(
     let repository = image.to_string();
     eval.set_now(shared.clocks.now);
     if policy.min_age.is_some() {
-        eval.set_first_seen(shared.clocks.first_seen.of(&repository));
+        eval.set_first_seen(shared.clocks.first_seen.of(&repository, &tags));
     }
     if chart {
         eval.ignore_current_platforms();

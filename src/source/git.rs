@@ -49,6 +49,8 @@ pub enum Error {
     Invalid { what: &'static str, value: String },
     #[error("cannot create a temporary directory for git: {0}")]
     Temp(std::io::Error),
+    #[error("origin {0} is plain http://, not read (anyone on the path could forge it)")]
+    PlainHttp(String),
 }
 
 impl Error {
@@ -73,6 +75,7 @@ impl Error {
                 value: value.clone(),
             },
             Error::Temp(e) => Error::Temp(std::io::Error::new(e.kind(), e.to_string())),
+            Error::PlainHttp(url) => Error::PlainHttp(url.clone()),
         }
     }
 }
@@ -1047,6 +1050,22 @@ impl Git {
             .filter(|name| name.starts_with(namespace))
             .map(str::to_string)
             .collect())
+    }
+
+    /// [`Git::remote_refs`] of a local directory's `origin`, read without any credential:
+    /// the token is for the remote a run clones, never for whatever host a checkout's
+    /// `origin` names. Never over plain `http://`, where anyone on the path could forge
+    /// what the remote says.
+    pub fn local_origin_refs(dir: &Path, namespace: &str) -> Result<Vec<String>, Error> {
+        let git = Git::new(None);
+        let url = git.origin_url(dir)?;
+        if url
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+        {
+            return Err(Error::PlainHttp(split_credentials(&url).0));
+        }
+        git.remote_refs(dir, namespace)
     }
 
     /// Create the refs `names` (below `refs/imagebump/`, never a branch) on `origin`,
