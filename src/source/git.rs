@@ -259,6 +259,8 @@ impl Git {
         let mut config = vec![
             ("gc.auto".to_string(), "0".to_string()),
             ("maintenance.auto".to_string(), "false".to_string()),
+            // Paths as they are (UTF-8, `apps/wéb`), not C-quoted, in the output read back.
+            ("core.quotePath".to_string(), "false".to_string()),
         ];
         if let (Some(header), Some(origin)) =
             (self.auth_header(), url_for_auth.and_then(http_origin))

@@ -116,7 +116,8 @@ impl Git {
         Ok(out)
     }
 
-    /// `git log --first-parent --raw` of `paths`, newest first.
+    /// `git log --first-parent --raw -z` of `paths`, newest first (paths NUL-terminated,
+    /// never quoted).
     fn path_log(
         &self,
         dir: &Path,
@@ -128,6 +129,7 @@ impl Git {
         cmd.args([
             "--literal-pathspecs",
             "log",
+            "-z",
             "--first-parent",
             "--diff-merges=first-parent",
             "--raw",
@@ -157,6 +159,7 @@ impl Git {
             "--literal-pathspecs",
             "ls-tree",
             "-r",
+            "-z",
             "--end-of-options",
             rev,
             "--",
@@ -164,7 +167,7 @@ impl Git {
         .args(paths);
         let tree = self.run(cmd, "ls-tree")?;
         let mut out = BTreeMap::new();
-        for line in String::from_utf8_lossy(&tree.stdout).lines() {
+        for line in String::from_utf8_lossy(&tree.stdout).split('\0') {
             // `<mode> blob <sha>\t<path>`
             let Some((meta, path)) = line.split_once('\t') else {
                 continue;
@@ -217,7 +220,7 @@ fn parse_file_log(text: &str) -> Result<Vec<FileCommit>, Error> {
             .trim()
             .parse()
             .map_err(|_| bad("a committer time that is not a number"))?;
-        let changes = raw.lines().filter_map(parse_raw_line).collect();
+        let changes = parse_raw(raw);
         commits.push(FileCommit {
             sha: sha.trim().to_string(),
             time,
@@ -230,17 +233,25 @@ fn parse_file_log(text: &str) -> Result<Vec<FileCommit>, Error> {
     Ok(commits)
 }
 
-/// `:100644 100644 <old> <new> M\t<path>` → (path, old, new). Quoted (unusual) paths are
-/// not ones imagebump asked about, and are skipped.
-fn parse_raw_line(line: &str) -> Option<(String, Option<String>, Option<String>)> {
-    let (meta, path) = line.strip_prefix(':')?.split_once('\t')?;
-    if path.starts_with('"') {
-        return None;
-    }
-    let mut f = meta.split(' ');
-    let (_, _, old, new) = (f.next()?, f.next()?, f.next()?, f.next()?);
+/// `--raw -z` entries, `:<modes> <old> <new> <status>` NUL `<path>` NUL each, as
+/// (path, old blob, new blob). Paths come as written, whatever bytes they hold.
+fn parse_raw(raw: &str) -> Vec<(String, Option<String>, Option<String>)> {
     let blob = |s: &str| (s != NO_BLOB).then(|| s.to_string());
-    Some((path.to_string(), blob(old), blob(new)))
+    let mut out = Vec::new();
+    let mut fields = raw.split('\0');
+    while let Some(field) = fields.next() {
+        let Some(meta) = field.trim_start_matches('\n').strip_prefix(':') else {
+            continue;
+        };
+        let Some(path) = fields.next() else {
+            break;
+        };
+        let mut f = meta.split(' ');
+        if let (Some(_), Some(_), Some(old), Some(new)) = (f.next(), f.next(), f.next(), f.next()) {
+            out.push((path.to_string(), blob(old), blob(new)));
+        }
+    }
+    out
 }
 
 /// A sequence of `cat-file --batch` answers: the blobs of at most `cap` bytes, by id.
@@ -267,7 +278,9 @@ mod tests {
 
     #[test]
     fn raw_log_records_are_read() {
-        let text = "\x1eabc\x1f1700000000\x1fp1\x1fRevert \"bump\"\x1fThis reverts commit x.\n\x1f\n\n:100644 100644 1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 M\tapps/web/dev/kustomization.yaml\n:000000 100644 0000000000000000000000000000000000000000 3333333333333333333333333333333333333333 A\tapps/web/dev/new.yaml\n\x1edef\x1f1600000000\x1f\x1finitial\x1f\x1f\n\n:000000 100644 0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 A\tapps/web/dev/kustomization.yaml\n";
+        // As `git log -z --raw` writes it: paths NUL-terminated and never quoted, even one
+        // with a quote and a non-ASCII letter.
+        let text = "\x1eabc\x1f1700000000\x1fp1\x1fRevert \"bump\"\x1fThis reverts commit x.\n\x1f\0\n:100644 100644 1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 M\0apps/w\u{e9}\"b/dev/kustomization.yaml\0:000000 100644 0000000000000000000000000000000000000000 3333333333333333333333333333333333333333 A\0apps/web/dev/new.yaml\0\x1edef\x1f1600000000\x1f\x1finitial\x1f\x1f\0\n:000000 100644 0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 A\0apps/web/dev/kustomization.yaml\0";
         let c = parse_file_log(text).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].sha, "abc");
@@ -279,7 +292,7 @@ mod tests {
             c[0].changes,
             vec![
                 (
-                    "apps/web/dev/kustomization.yaml".to_string(),
+                    "apps/w\u{e9}\"b/dev/kustomization.yaml".to_string(),
                     Some("1".repeat(40)),
                     Some("2".repeat(40))
                 ),
