@@ -755,11 +755,11 @@ fn platform_check(
         "HTTP requests",
         &requests_text(&report),
         &format!(
-            "{} tag lists, {} manifests (distinct current and chosen tags)",
+            "{} tag lists, ≤ {} manifests (distinct current and chosen tags)",
             used.len(),
             manifests.len()
         ),
-        pages == used.len() as u64 && got == manifests.len() as u64 && tokens == 0 && retries == 0,
+        pages == used.len() as u64 && got <= manifests.len() as u64 && tokens == 0 && retries == 0,
         true,
     );
 }
@@ -779,12 +779,26 @@ fn read_manifests(report: &Value) -> BTreeSet<(String, String)> {
     out
 }
 
-/// `curl --parallel` over the tag lists of `used`, then a GET of each manifest.
+/// `curl --parallel` over the tag lists of `used`, then a GET of each manifest (not
+/// `fail`: a current tag the registry lacks answers 404 to the run as to curl).
 fn manifests_floor(
     reg: &registry::Registry,
     used: &BTreeSet<usize>,
     manifests: &BTreeSet<(String, String)>,
     out: &Path,
+) -> Job {
+    let paths = (manifests.iter()).map(|(path, tag)| format!("{path}/manifests/{tag}"));
+    lists_then_manifests(reg, used, "", paths, &out.join("curl-manifests.cfg"))
+}
+
+/// A `curl --parallel` job: the tag lists of `used`, then each of `paths` (under `/v2/`)
+/// with imagebump's manifest Accept header and `options` (`head` for HEADs).
+fn lists_then_manifests(
+    reg: &registry::Registry,
+    used: &BTreeSet<usize>,
+    options: &str,
+    paths: impl Iterator<Item = String>,
+    file: &Path,
 ) -> Job {
     let cert = reg.cert.display().to_string();
     let mut lines = format!("cacert = \"{cert}\"\nfail\n");
@@ -796,21 +810,20 @@ fn manifests_floor(
         ));
     }
     lines.push_str(&format!(
-        "next\ncacert = \"{cert}\"\nfail\nheader = \"Accept: {MANIFEST_TYPES}\"\n"
+        "next\ncacert = \"{cert}\"\n{options}header = \"Accept: {MANIFEST_TYPES}\"\n"
     ));
-    for (path, tag) in manifests {
+    for path in paths {
         lines.push_str(&format!(
-            "url = \"{}/v2/{path}/manifests/{tag}\"\noutput = \"/dev/null\"\n",
+            "url = \"{}/v2/{path}\"\noutput = \"/dev/null\"\n",
             reg.base_url()
         ));
     }
-    let file = out.join("curl-manifests.cfg");
-    fs::write(&file, lines).unwrap();
+    fs::write(file, lines).unwrap();
     Job::new("curl")
         .arg("-sS")
         .arg("--parallel")
         .arg("-K")
-        .arg(&file)
+        .arg(file)
 }
 
 /// Renovate 44 over a git copy of `dir`, with ../shared/bench/renovate.sh: wall seconds and
@@ -989,34 +1002,16 @@ fn cached_builds(
 /// `curl --parallel` over the requests a warm newest-build run makes: every tag list, then
 /// a HEAD of every candidate's manifest (the Accept header imagebump sends).
 fn curl_floor(reg: &registry::Registry, used: &BTreeSet<usize>, b: &Bench, out: &Path) -> Job {
-    let cert = reg.cert.display().to_string();
-    let mut lines = format!("cacert = \"{cert}\"\nfail\n");
-    for &i in used {
-        lines.push_str(&format!(
-            "url = \"{}/v2/{}/tags/list?n=1000\"\noutput = \"/dev/null\"\n",
-            reg.base_url(),
-            registry::repo_name(i)
-        ));
-    }
-    lines.push_str(&format!(
-        "next\ncacert = \"{cert}\"\nfail\nhead\nheader = \"Accept: {MANIFEST_TYPES}\"\n"
-    ));
-    for &i in used {
-        for n in 1..=b.dated {
-            lines.push_str(&format!(
-                "url = \"{}/v2/{}/manifests/build-{n}\"\noutput = \"/dev/null\"\n",
-                reg.base_url(),
-                registry::repo_name(i)
-            ));
-        }
-    }
-    let file = out.join("curl-heads.cfg");
-    fs::write(&file, lines).unwrap();
-    Job::new("curl")
-        .arg("-sS")
-        .arg("--parallel")
-        .arg("-K")
-        .arg(&file)
+    let paths = used.iter().flat_map(|&i| {
+        (1..=b.dated).map(move |n| format!("{}/manifests/build-{n}", registry::repo_name(i)))
+    });
+    lists_then_manifests(
+        reg,
+        used,
+        "fail\nhead\n",
+        paths,
+        &out.join("curl-heads.cfg"),
+    )
 }
 
 /// The media types imagebump asks manifests in (src/registry/client.rs).
