@@ -633,24 +633,11 @@ fn semver(
         median(&walls) <= 1.0,
         true,
     );
-    t.info(
+    let floor = (
         "curl floor: all tag lists, curl --parallel",
-        &spread(&floors, 2, " s"),
+        "the curl floor",
     );
-    t.check(
-        "ratio to the curl floor (run by run)",
-        &spread(&ratios, 2, "×"),
-        "≤ 1.3×",
-        median(&ratios) <= 1.3,
-        true,
-    );
-    t.check(
-        "peak RSS",
-        &spread(&rss, 1, " MiB"),
-        "≤ 40 MiB",
-        median(&rss) <= 40.0,
-        true,
-    );
+    floor_rows(t, floor, (&floors, &ratios), &rss);
     let (pages, tokens, manifests, blobs, retries) = requests(&report);
     t.check(
         "HTTP requests",
@@ -732,24 +719,11 @@ fn platform_check(
     }
     t.section("dry run, defaults (platform check on): the same apps and repositories");
     t.info("wall", &spread(&walls, 2, " s"));
-    t.info(
+    let floor = (
         "floor: tag lists, then the manifests read, curl --parallel",
-        &spread(&floors, 2, " s"),
+        "its floor",
     );
-    t.check(
-        "ratio to its floor (run by run)",
-        &spread(&ratios, 2, "×"),
-        "≤ 1.3×",
-        median(&ratios) <= 1.3,
-        true,
-    );
-    t.check(
-        "peak RSS",
-        &spread(&rss, 1, " MiB"),
-        "≤ 40 MiB",
-        median(&rss) <= 40.0,
-        true,
-    );
+    floor_rows(t, floor, (&floors, &ratios), &rss);
     let (pages, tokens, got, _blobs, retries) = requests(&report);
     t.check(
         "HTTP requests",
@@ -760,6 +734,26 @@ fn platform_check(
             manifests.len()
         ),
         pages == used.len() as u64 && got <= manifests.len() as u64 && tokens == 0 && retries == 0,
+        true,
+    );
+}
+
+/// The rows a dry run against a floor shows: the floor (`label.0`), the ratio to it, run
+/// by run (≤ 1.3×, named `label.1`), and the peak RSS (≤ 40 MiB).
+fn floor_rows(t: &mut Table, label: (&str, &str), (floors, ratios): (&[f64], &[f64]), rss: &[f64]) {
+    t.info(label.0, &spread(floors, 2, " s"));
+    t.check(
+        &format!("ratio to {} (run by run)", label.1),
+        &spread(ratios, 2, "×"),
+        "≤ 1.3×",
+        median(ratios) <= 1.3,
+        true,
+    );
+    t.check(
+        "peak RSS",
+        &spread(rss, 1, " MiB"),
+        "≤ 40 MiB",
+        median(rss) <= 40.0,
         true,
     );
 }
